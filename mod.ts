@@ -1,0 +1,57 @@
+/**
+ * splitlease: lets N identical replicas of a data pipeline divide
+ * broker-less work (object-store backfills, database range scans, file tails)
+ * without duplicating it, coordinated through a small key-value store.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * await using store = new MemoryStore();
+ * ```
+ *
+ * @module
+ */
+export {
+  type ErrorCode,
+  FencedError,
+  InvalidKeyError,
+  InvalidRecordError,
+  type RecordIssue,
+  SplitleaseError,
+  StoreUnavailableError,
+  ValueTooLargeError,
+} from "./src/errors.ts";
+export {
+  type DeleteResult,
+  type KeyFilter,
+  MAX_VALUE_BYTES,
+  type Store,
+  type StoreEntry,
+  type Watch,
+  type WatchEvent,
+  type WriteResult,
+} from "./src/store/store.ts";
+export { MemoryStore, type MemoryStoreOptions } from "./src/store/memory_store.ts";
+export {
+  assertValidFilter,
+  assertValidId,
+  assertValidKey,
+  isValidId,
+  type KeyLayout,
+  keys,
+  matchesFilter,
+  MAX_KEY_LENGTH,
+  splitIdFrom,
+} from "./src/store/keys.ts";
+export type {
+  HandoffRecord,
+  JobRecord,
+  Json,
+  LeaderRecord,
+  MemberRecord,
+  Owner,
+  PlanRecord,
+  SpecRecord,
+  SplitProgress,
+  SplitRecord,
+} from "./src/records.ts";

@@ -1,0 +1,13 @@
+/**
+ * The NATS JetStream KV backend of splitlease, reached over WebSocket.
+ *
+ * @example
+ * ```ts
+ * import { NatsStore } from "@splitlease/splitlease/nats";
+ * const store = await NatsStore.connect({ servers: ["ws://127.0.0.1:8080"], job: "backfill" });
+ * await store.close();
+ * ```
+ *
+ * @module
+ */
+export {};

@@ -1,0 +1,200 @@
+#!/usr/bin/env node
+// The one test command (`npm test`): gates, then every suite, then one line
+// "N passed, N failed" counting every gate and test case that ran.
+// Runs on the machine's Node (>= 18); the suites run on the runtimes that
+// npm installed as devDependencies (node_modules/.bin/{deno,bun,node}).
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+const root = new URL("..", import.meta.url).pathname;
+const bin = (name) => join(root, "node_modules", ".bin", name);
+const args = process.argv.slice(2);
+const only = args.filter((a) => !a.startsWith("--"));
+const quick = args.includes("--quick");
+
+let passed = 0;
+let failed = 0;
+const failures = [];
+
+function log(msg) {
+  process.stdout.write(msg + "\n");
+}
+
+function record(name, ok, p = ok ? 1 : 0, f = ok ? 0 : 1) {
+  passed += p;
+  failed += f;
+  if (!ok) failures.push(name);
+  log(`${ok ? "PASS" : "FAIL"} ${name} (${p} passed, ${f} failed)`);
+}
+
+function run(cmd, argv, opts = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, argv, { cwd: root, stdio: ["ignore", "pipe", "pipe"], ...opts });
+    let out = "";
+    const onData = (d) => {
+      const s = d.toString();
+      out += s;
+      process.stdout.write(s);
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.on("close", (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), out }));
+  });
+}
+
+// --- prerequisites ---------------------------------------------------------
+function ensureInstalled() {
+  for (const name of ["deno", "bun", "node"]) {
+    if (!existsSync(bin(name))) {
+      log(`Installing npm dependencies (node_modules/.bin/${name} is missing)...`);
+      const r = spawnSync("npm", ["ci"], { cwd: root, stdio: "inherit" });
+      if (r.status !== 0) {
+        log("npm ci failed: run `npm install` in the repository root and try again.");
+        process.exit(1);
+      }
+      break;
+    }
+  }
+}
+
+function findNatsServer() {
+  if (process.env.NATS_SERVER && existsSync(process.env.NATS_SERVER)) return process.env.NATS_SERVER;
+  for (const p of ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]) {
+    if (existsSync(p)) return p;
+  }
+  const w = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
+  return w.status === 0 ? w.stdout.trim() : undefined;
+}
+
+function ensureNatsServer() {
+  let path = findNatsServer();
+  if (path) return path;
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+  if (!isRoot) {
+    log("nats-server is missing. Install it with: sudo apt-get install -y nats-server");
+    process.exit(1);
+  }
+  log("nats-server is missing; installing it with apt-get (Debian package nats-server)...");
+  spawnSync("apt-get", ["update"], { stdio: "inherit" });
+  const r = spawnSync("apt-get", ["install", "-y", "nats-server"], {
+    stdio: "inherit",
+    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+  });
+  path = findNatsServer();
+  if (r.status !== 0 || !path) {
+    log("Installing nats-server failed. Run: apt-get update && apt-get install -y nats-server");
+    process.exit(1);
+  }
+  return path;
+}
+
+// --- gates -----------------------------------------------------------------
+function webOnlyConfig() {
+  // Same import map as deno.json, but a lib with no Deno namespace: src/ must
+  // type-check against Web standards alone.
+  const cfg = JSON.parse(readFileSync(join(root, "deno.json"), "utf8"));
+  const path = join(root, ".web-only.deno.json");
+  writeFileSync(
+    path,
+    JSON.stringify({
+      imports: cfg.imports,
+      nodeModulesDir: cfg.nodeModulesDir,
+      compilerOptions: { strict: true, lib: ["esnext", "dom", "dom.iterable", "dom.asynciterable"] },
+    }),
+  );
+  return path;
+}
+
+function grepGate() {
+  const bad = [];
+  const walk = (dir) => {
+    for (const ent of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, ent.name);
+      if (ent.isDirectory()) walk(p);
+      else if (ent.name.endsWith(".ts")) {
+        const lines = readFileSync(p, "utf8").split("\n");
+        lines.forEach((line, i) => {
+          if (/\b(Deno|Bun|process)\.|["']node:/.test(line)) bad.push(`${p.slice(root.length)}:${i + 1}: ${line.trim()}`);
+        });
+      }
+    }
+  };
+  walk(join(root, "src"));
+  return bad;
+}
+
+function srcFiles(dir) {
+  const out = [];
+  const walk = (d) => {
+    for (const ent of readdirSync(join(root, d), { withFileTypes: true })) {
+      const p = join(d, ent.name);
+      if (ent.isDirectory()) walk(p);
+      else if (ent.name.endsWith(".ts")) out.push(p);
+    }
+  };
+  if (existsSync(join(root, dir))) walk(dir);
+  return out;
+}
+
+// Parses Deno's summary ("ok | 12 passed (3 steps) | 0 failed") into counts.
+function denoCounts(out) {
+  const m = [...out.matchAll(/(?:ok|FAILED) \| (\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed/g)].pop();
+  return m ? { p: Number(m[1]), f: Number(m[2]) } : undefined;
+}
+
+async function denoSuite(name, paths, extra = []) {
+  const files = paths.flatMap((p) => (p.endsWith(".ts") ? [p] : srcFiles(p).filter((f) => f.endsWith("_test.ts"))));
+  if (files.length === 0) return;
+  if (only.length && !only.some((o) => name.includes(o) || files.some((f) => f.includes(o)))) return;
+  log(`\n=== ${name} ===`);
+  const r = await run(bin("deno"), ["test", "-A", "--no-check", ...extra, ...files], {
+    env: { ...process.env, NATS_SERVER: natsServer, NO_COLOR: "1" },
+  });
+  const c = denoCounts(r.out);
+  if (!c) record(`${name} (runner did not report)`, false);
+  else record(name, r.code === 0 && c.f === 0, c.p, c.f > 0 ? c.f : r.code === 0 ? 0 : 1);
+}
+
+// --- main ------------------------------------------------------------------
+ensureInstalled();
+const natsServer = ensureNatsServer();
+const started = Date.now();
+
+if (!only.length) {
+  log("=== type check ===");
+  const all = ["mod.ts", "nats.ts", ...srcFiles("adapters"), ...srcFiles("tests"), ...srcFiles("examples"), ...srcFiles("scripts")]
+    .filter((f) => existsSync(join(root, f)));
+  const tc = await run(bin("deno"), ["check", ...all]);
+  record("type check", tc.code === 0);
+
+  log("\n=== web-only boundary ===");
+  const cfg = webOnlyConfig();
+  const webFiles = ["mod.ts", "nats.ts", ...srcFiles("src")].filter((f) => existsSync(join(root, f)));
+  const wc = await run(bin("deno"), ["check", "--config", cfg, ...webFiles]);
+  rmSync(cfg, { force: true });
+  record("web-only type check of mod.ts and src/", wc.code === 0);
+  const bad = grepGate();
+  for (const b of bad) log("  runtime API in src/: " + b);
+  record("grep gate: no Deno./Bun./process./node: in src/", bad.length === 0);
+
+  log("\n=== publish dry run ===");
+  const pub = await run(bin("deno"), ["publish", "--dry-run", "--allow-dirty"]);
+  record("deno publish --dry-run", pub.code === 0);
+
+  log("\n=== doc lint ===");
+  const doc = await run(bin("deno"), ["doc", "--lint", "mod.ts", "nats.ts"]);
+  record("deno doc --lint", doc.code === 0);
+}
+
+await denoSuite("unit tests", ["tests/unit"]);
+await denoSuite("store tests (MemoryStore and nats-server)", ["tests/store"]);
+await denoSuite("coordinator tests", ["tests/coordinator"]);
+if (!quick) await denoSuite("simulation", ["tests/sim"]);
+await denoSuite("runtime tests", ["tests/runtime"]);
+await denoSuite("example tests", ["tests/examples"]);
+
+log(`\nFinished in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+if (failures.length) log("Failed: " + failures.join("; "));
+log(`${passed} passed, ${failed} failed`);
+process.exit(failed > 0 ? 1 : 0);

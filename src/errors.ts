@@ -1,0 +1,194 @@
+/**
+ * Typed errors of splitlease. Every error carries a stable `code` so callers
+ * can branch without matching message text.
+ *
+ * Expected outcomes (a lost compare-and-swap, a key that already exists) are
+ * never errors: the store returns them as result values. Errors are for
+ * outages, corrupt data, bad input and lost ownership.
+ *
+ * @module
+ */
+
+/** Stable machine-readable codes of {@linkcode SplitleaseError}. */
+export type ErrorCode =
+  | "STORE_UNAVAILABLE"
+  | "INVALID_RECORD"
+  | "VALUE_TOO_LARGE"
+  | "INVALID_KEY"
+  | "INVALID_CONFIG"
+  | "FENCED"
+  | "FINGERPRINT_MISMATCH"
+  | "DUPLICATE_INSTANCE"
+  | "UNSUPPORTED_SERVER"
+  | "INVALID_ARGUMENT"
+  | "CLOSED";
+
+/**
+ * Base class of every error splitlease throws on purpose.
+ *
+ * @example
+ * ```ts
+ * import { SplitleaseError } from "@splitlease/splitlease";
+ * try {
+ *   // ...
+ * } catch (e) {
+ *   if (e instanceof SplitleaseError && e.code === "FENCED") {
+ *     // stop working on the split
+ *   }
+ * }
+ * ```
+ */
+export class SplitleaseError extends Error {
+  /** Stable code naming the kind of failure. */
+  readonly code: ErrorCode;
+  /** Creates an error with a code and a message. */
+  constructor(code: ErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * The store could not be reached, or an operation did not finish within its
+ * timeout. The operation may or may not have been applied.
+ *
+ * @example
+ * ```ts
+ * import { StoreUnavailableError } from "@splitlease/splitlease";
+ * const e = new StoreUnavailableError("update", 5000);
+ * console.log(e.message); // Store operation "update" failed: unavailable after 5000 ms
+ * ```
+ */
+export class StoreUnavailableError extends SplitleaseError {
+  /** The store operation that failed (`create`, `update`, ...). */
+  readonly op: string;
+  /** The operation timeout in milliseconds. */
+  readonly timeoutMs: number;
+  /** Creates the error for `op` with its timeout. */
+  constructor(op: string, timeoutMs: number, options?: ErrorOptions & { detail?: string }) {
+    super(
+      "STORE_UNAVAILABLE",
+      `Store operation "${op}" failed: unavailable after ${timeoutMs} ms` +
+        (options?.detail ? ` (${options.detail})` : ""),
+      options,
+    );
+    this.op = op;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** One problem found in a record, as reported by the schema validator. */
+export interface RecordIssue {
+  /** Path of the offending field, e.g. `["owner", "session"]`. */
+  path: PropertyKey[];
+  /** What is wrong with it. */
+  message: string;
+}
+
+/**
+ * A value read from the store is not valid JSON or does not match the record
+ * schema for its key.
+ *
+ * @example
+ * ```ts
+ * import { InvalidRecordError } from "@splitlease/splitlease";
+ * const e = new InvalidRecordError("split.a", "not JSON", []);
+ * console.log(e.key); // split.a
+ * ```
+ */
+export class InvalidRecordError extends SplitleaseError {
+  /** The key whose value is invalid. */
+  readonly key: string;
+  /** Every schema issue found (empty when the value is not JSON at all). */
+  readonly issues: RecordIssue[];
+  /** Creates the error naming `key`, a reason and the issues. */
+  constructor(key: string, reason: string, issues: RecordIssue[], options?: ErrorOptions) {
+    const detail = issues.length
+      ? ": " + issues.map((i) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`).join("; ")
+      : "";
+    super("INVALID_RECORD", `Invalid record at key "${key}": ${reason}${detail}`, options);
+    this.key = key;
+    this.issues = issues;
+  }
+}
+
+/**
+ * A value exceeds the store's value size limit.
+ *
+ * @example
+ * ```ts
+ * import { ValueTooLargeError } from "@splitlease/splitlease";
+ * const e = new ValueTooLargeError("spec.a", 300000, 262144);
+ * console.log(e.size > e.limit); // true
+ * ```
+ */
+export class ValueTooLargeError extends SplitleaseError {
+  /** The key being written. */
+  readonly key: string;
+  /** The encoded value size in bytes. */
+  readonly size: number;
+  /** The limit in bytes. */
+  readonly limit: number;
+  /** Creates the error for `key` with the size and limit. */
+  constructor(key: string, size: number, limit: number) {
+    super(
+      "VALUE_TOO_LARGE",
+      `Value for key "${key}" is too large: ${size} bytes exceeds the limit of ${limit} bytes`,
+    );
+    this.key = key;
+    this.size = size;
+    this.limit = limit;
+  }
+}
+
+/**
+ * A key, key prefix, split id or instance id is not well formed.
+ *
+ * @example
+ * ```ts
+ * import { InvalidKeyError } from "@splitlease/splitlease";
+ * const e = new InvalidKeyError("a b", "contains a space");
+ * console.log(e.code); // INVALID_KEY
+ * ```
+ */
+export class InvalidKeyError extends SplitleaseError {
+  /** The offending key. */
+  readonly key: string;
+  /** Creates the error naming the key and why it is invalid. */
+  constructor(key: string, reason: string) {
+    super("INVALID_KEY", `Invalid key ${JSON.stringify(key)}: ${reason}`);
+    this.key = key;
+  }
+}
+
+/**
+ * A commit (or release) was rejected because the split's epoch moved: another
+ * owner holds it now. Nothing was written. Stop processing the split.
+ *
+ * @example
+ * ```ts
+ * import { FencedError } from "@splitlease/splitlease";
+ * const e = new FencedError("s1", 3, 4);
+ * console.log(e.message); // Commit to split "s1" was fenced: epoch 3 is stale, the split is at epoch 4
+ * ```
+ */
+export class FencedError extends SplitleaseError {
+  /** The split that was lost. */
+  readonly splitId: string;
+  /** The epoch the caller held. */
+  readonly epoch: number;
+  /** The epoch found in the store (or -1 when the record is gone). */
+  readonly currentEpoch: number;
+  /** Creates the error for a stale `epoch` against `currentEpoch`. */
+  constructor(splitId: string, epoch: number, currentEpoch: number, detail?: string) {
+    super(
+      "FENCED",
+      `Commit to split "${splitId}" was fenced: ` +
+        (detail ?? `epoch ${epoch} is stale, the split is at epoch ${currentEpoch}`),
+    );
+    this.splitId = splitId;
+    this.epoch = epoch;
+    this.currentEpoch = currentEpoch;
+  }
+}

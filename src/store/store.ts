@@ -1,0 +1,122 @@
+/**
+ * The coordination store: six primitives every backend implements with the
+ * same semantics (NATS JetStream KV is the reference model).
+ *
+ * @module
+ */
+
+/** Largest value a store accepts, in UTF-8 bytes (256 KiB). */
+export const MAX_VALUE_BYTES = 256 * 1024;
+
+/** A live value with the revision that wrote it. */
+export interface StoreEntry {
+  /** The full key. */
+  key: string;
+  /** The value (JSON text for every splitlease record). */
+  value: string;
+  /**
+   * The revision of the write that produced this value. Revisions increase
+   * strictly across the whole store (a bucket-wide sequence), so a later
+   * write to any key has a higher revision.
+   */
+  revision: number;
+}
+
+/**
+ * Outcome of a conditional write. A lost race is a value, not an exception.
+ *
+ * - `{ ok: true, revision }`: the write landed at `revision`.
+ * - `{ ok: false, conflict: true }`: the condition did not hold; nothing was
+ *   written. Re-read to see what is there.
+ */
+export type WriteResult =
+  | { ok: true; revision: number }
+  | { ok: false; conflict: true };
+
+/**
+ * Outcome of a guarded delete: `ok` when the key is gone (deleted now, or
+ * already absent), a conflict when it exists at another revision.
+ */
+export type DeleteResult = { ok: true } | { ok: false; conflict: true };
+
+/**
+ * One event of a watch, in this order: the snapshot (`put` for every live
+ * key), then `ready`, then live `put` and `delete` events in revision order.
+ *
+ * A `reset` means the watch was re-established (reconnect, server restart,
+ * failover): a fresh snapshot follows, then `ready` again. Consumers must
+ * treat everything they derived from this watch as stale and rebuild it from
+ * the new snapshot (a key absent from it was deleted meanwhile). Consumers
+ * must also be idempotent: after a reset a value already seen is delivered
+ * again.
+ */
+export type WatchEvent =
+  | { type: "put"; key: string; value: string; revision: number }
+  | { type: "delete"; key: string; revision: number }
+  | { type: "ready" }
+  | { type: "reset"; reason: string };
+
+/**
+ * A running watch: an async iterable of {@linkcode WatchEvent}s that ends
+ * when stopped or when the store is closed.
+ */
+export interface Watch extends AsyncIterable<WatchEvent>, AsyncDisposable {
+  /** Stops the watch; iteration ends. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A key filter for {@linkcode Store.watch} and {@linkcode Store.list}: a
+ * string ending in `"."` selects every key that starts with it (`"split."`),
+ * `""` selects every key, anything else selects that exact key (`"plan"`).
+ */
+export type KeyFilter = string;
+
+/**
+ * The six primitives of the coordination store. Every method is required and
+ * has the semantics written here, on every backend.
+ *
+ * Keys are dot-separated tokens of `[A-Za-z0-9_=-]`. Values are strings of at
+ * most {@linkcode MAX_VALUE_BYTES} UTF-8 bytes (`ValueTooLargeError` above).
+ * Outages and timeouts throw `StoreUnavailableError`; a bad key throws
+ * `InvalidKeyError`. Expected outcomes are result values.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * await using store = new MemoryStore();
+ * const r = await store.create("plan", "{}");
+ * if (r.ok) await store.update("plan", "{\"v\":1}", r.revision);
+ * ```
+ */
+export interface Store extends AsyncDisposable {
+  /**
+   * Writes `value` only if `key` is absent (never written, or its last
+   * operation was a delete). Returns the new revision, or a conflict when the
+   * key holds a value.
+   */
+  create(key: string, value: string): Promise<WriteResult>;
+  /**
+   * Compare-and-swap: writes `value` only if the key's current revision is
+   * `revision` (the revision of the last write or delete of that key).
+   * Returns the new revision, or a conflict.
+   */
+  update(key: string, value: string, revision: number): Promise<WriteResult>;
+  /**
+   * Deletes `key`. With `revision`, only if the key's value is still at that
+   * revision (a conflict otherwise). Deleting an absent key succeeds
+   * vacuously. Watchers see a `delete` event.
+   */
+  delete(key: string, revision?: number): Promise<DeleteResult>;
+  /** Point read: the live value and its revision, or `undefined` if absent. */
+  get(key: string): Promise<StoreEntry | undefined>;
+  /**
+   * Watches the keys selected by `filter`: the current values, then
+   * `ready`, then live changes in revision order (see {@linkcode WatchEvent}).
+   */
+  watch(filter: KeyFilter): Watch;
+  /** Every live entry selected by `filter`, in key order. */
+  list(filter: KeyFilter): Promise<StoreEntry[]>;
+  /** Closes the store: ends every watch and releases connections. */
+  close(): Promise<void>;
+}
