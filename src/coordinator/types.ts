@@ -1,0 +1,219 @@
+/**
+ * Public types of the coordinator: events, splits, planner, clock, status.
+ *
+ * @module
+ */
+import type { Json, SplitProgress } from "../records.ts";
+
+/** A split as a worker receives it: id, descriptor and weight. */
+export interface SplitSpec {
+  /** Deterministic split id (1–128 of `[A-Za-z0-9_-]`). */
+  id: string;
+  /** Everything a worker needs to process the split (opaque JSON). */
+  descriptor: Json;
+  /** Relative cost (bytes, rows); default 1. */
+  weight: number;
+}
+
+/** Why a split was lost. */
+export type LostReason = "fenced" | "expired" | "starved" | "revoked";
+
+/**
+ * An ownership or job-state change (DESIGN §10). Per split, `gained`
+ * precedes `lost`, and a re-gained split carries a higher epoch.
+ */
+export type CoordinationEvent =
+  | { type: "gained"; split: SplitSpec; epoch: number; progress?: SplitProgress }
+  | { type: "lost"; splitId: string; reason: LostReason }
+  | { type: "revokeRequested"; splitId: string }
+  | { type: "quarantined"; splitId: string; attempts: number }
+  | { type: "allComplete" }
+  | { type: "stalled"; completed: number; quarantined: number };
+
+/** A split produced by a planner. */
+export interface PlannedSplit {
+  /** Deterministic id (see `splitIdFrom`). */
+  id: string;
+  /** Opaque JSON descriptor. */
+  descriptor: Json;
+  /** Weight > 0 (default 1). */
+  weight?: number;
+}
+
+/** What a planner run returns. */
+export interface PlanResult {
+  /** The splits of this run (new and already known ones alike). */
+  splits: Iterable<PlannedSplit> | AsyncIterable<PlannedSplit>;
+  /** `final`: the enumeration is complete; `open`: plan again later. */
+  finality: "open" | "final";
+  /** Cursor handed to the next run of a discovery planner. */
+  cursor?: Json;
+}
+
+/** Context handed to a planner run. */
+export interface PlanContext {
+  /** Cursor returned by the previous published run, if any. */
+  cursor?: Json;
+  /** The leader's term. */
+  term: number;
+  /** Aborted when this instance stops leading. */
+  signal: AbortSignal;
+}
+
+/** A planner: runs on the leader only. */
+export type Planner = (ctx: PlanContext) => Promise<PlanResult>;
+
+/**
+ * Time source: a monotonic `now()` plus timers. Injected so tests can drive
+ * time by hand.
+ */
+export interface Clock {
+  /** Monotonic milliseconds (never goes back). */
+  now(): number;
+  /** Wall-clock milliseconds since the epoch (informational fields only). */
+  wallNow(): number;
+  /** Runs `fn` after `ms`; returns a handle for {@linkcode Clock.clearTimeout}. */
+  setTimeout(fn: () => void, ms: number): unknown;
+  /** Cancels a timer. */
+  clearTimeout(handle: unknown): void;
+}
+
+/** A held split as shown by {@linkcode CoordinatorStatus}. */
+export interface HeldSplitStatus {
+  /** Split id. */
+  id: string;
+  /** Current epoch (fencing token). */
+  epoch: number;
+  /** Weight. */
+  weight: number;
+  /** Last committed progress. */
+  progress: SplitProgress | null;
+  /** Whether a revocation is in progress. */
+  draining: boolean;
+}
+
+/** A `/status`-ready snapshot of one coordinator. */
+export interface CoordinatorStatus {
+  /** This instance id. */
+  instance: string;
+  /** This process's session nonce. */
+  session: string;
+  /** Job name. */
+  job: string;
+  /** `starting`, `running`, `draining`, `stopped` or `failed`. */
+  state: "starting" | "running" | "draining" | "stopped" | "failed";
+  /** Whether the last heartbeat succeeded recently. */
+  connected: boolean;
+  /** Whether this instance is the leader. */
+  isLeader: boolean;
+  /** The current leader as observed, if any. */
+  leader: { instance: string; term: number; alive: boolean } | null;
+  /** The published plan, if any. */
+  plan: { term: number; finality: "open" | "final"; generation: number; planned: number } | null;
+  /** Live members as judged by this observer. */
+  liveMembers: string[];
+  /** Splits held by this instance. */
+  held: HeldSplitStatus[];
+  /** Split counts as seen in this instance's view. */
+  counts: {
+    planned: number;
+    runnable: number;
+    unclaimed: number;
+    owned: number;
+    completed: number;
+    quarantined: number;
+  };
+  /** Ids of quarantined splits. */
+  quarantined: string[];
+  /** Job outcome once known. */
+  outcome: "allComplete" | "stalled" | null;
+  /** Records that could not be read (key and message), most recent last. */
+  invalidRecords: { key: string; message: string }[];
+}
+
+/** Counters and histograms a coordinator keeps for metrics. */
+export interface CoordinatorStats {
+  /** Splits gained, by reason (`claim`, `takeover`, `reclaim`, `steal`). */
+  acquisitions: Record<string, number>;
+  /** Splits lost, by reason. */
+  losses: Record<string, number>;
+  /** Graceful releases. */
+  releases: number;
+  /** Revocations by outcome (`requested`, `drained`, `forced`, `cancelled`). */
+  revocations: Record<string, number>;
+  /** Store writes by outcome (`ok`, `conflict`, `error`). */
+  writes: Record<string, number>;
+  /** Self-fences (heartbeat starvation). */
+  selfFences: number;
+  /** Store op latency observations in seconds, by op. */
+  storeOpSeconds: Record<string, Histogram>;
+  /** Steal requested → thief gained, seconds. */
+  handoverSeconds: Histogram;
+}
+
+/** A cumulative histogram (Prometheus style). */
+export interface Histogram {
+  /** Upper bounds of the buckets, ascending (seconds). */
+  buckets: number[];
+  /** Cumulative-ready counts per bucket (not cumulative: count per bucket). */
+  counts: number[];
+  /** Sum of observations. */
+  sum: number;
+  /** Number of observations. */
+  count: number;
+}
+
+/** Minimal structured logger; `fields` are JSON-serializable. */
+export type Logger = (
+  level: "debug" | "info" | "warn" | "error",
+  message: string,
+  fields?: Record<string, unknown>,
+) => void;
+
+/** Options of {@linkcode Coordinator.commit}. */
+export interface CommitOptions {
+  /** Terminal commit: the split is marked `completed` and leaves this worker. */
+  final?: boolean;
+}
+
+/**
+ * What a worker runtime needs from a coordinator. `SplitCoordinator`
+ * implements it; tests may script their own.
+ */
+export interface Coordinator extends AsyncDisposable, AsyncIterable<CoordinationEvent> {
+  /** This instance id. */
+  readonly instance: string;
+  /** Waits for the next event; `undefined` once the coordinator stopped. */
+  poll(): Promise<CoordinationEvent | undefined>;
+  /** The next queued event without waiting, or `undefined`. */
+  tryPoll(): CoordinationEvent | undefined;
+  /**
+   * Fenced progress commit for a held split at `epoch`.
+   * @throws {FencedError} when the split moved on (nothing written; `lost` emitted)
+   */
+  commit(splitId: string, epoch: number, progress: SplitProgress, options?: CommitOptions): Promise<void>;
+  /**
+   * Graceful release (no attempt consumed). A split under revocation is
+   * released to its thief. Splits no longer held are ignored.
+   */
+  release(splitIds: readonly string[]): Promise<void>;
+  /** Reports a poison split: consumes an attempt; quarantines at the cap. */
+  fail(splitId: string, epoch: number, reason: string): Promise<void>;
+  /**
+   * The source cannot stop intake for a requested revocation: release it
+   * forcibly now (`lost` with reason `revoked`).
+   */
+  declineRevocation(splitId: string): Promise<void>;
+  /**
+   * Graceful drain: stop claiming and request revocation of every held split
+   * (`revokeRequested` for each). Splits not released within
+   * `drainDeadlineMs` are released forcibly. Resolves when nothing is held.
+   */
+  drain(): Promise<void>;
+  /** Releases everything still held, leaves (deletes the member record), stops. */
+  close(): Promise<void>;
+  /** `/status` snapshot. */
+  status(): CoordinatorStatus;
+  /** Counters for metrics. */
+  stats(): CoordinatorStats;
+}
