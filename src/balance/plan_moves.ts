@@ -1,0 +1,436 @@
+/**
+ * Balancing (DESIGN §8): the pure function the leader runs to decide steals.
+ *
+ * `planMoves(view, config)` looks at a snapshot of live members and split
+ * records and returns the handoffs to request this cycle. It does no I/O, reads
+ * no clock and uses no randomness: the same view (in any array order) and the
+ * same seed always give the same moves, so a re-elected or doubled leader
+ * plans the same thing, and tests can replay any case.
+ *
+ * Rules, each stated by a property test in `tests/unit/plan_moves_test.ts`:
+ *
+ * - **Claim first.** No moves while any split is claimable (see
+ *   {@link hasClaimable}); free work is distributed by claims, not steals.
+ * - **Pairwise steals.** Each move takes one split from a heavily loaded
+ *   member (the victim) to a member strictly below the fair share with a free
+ *   lane (the thief). Victims are taken most-loaded first and paired greedily
+ *   with the least-loaded eligible thief.
+ * - **No oscillation.** A move is admitted only if
+ *   `load(from) > load(to) + weight`, which strictly lowers the sum of squared
+ *   loads; that sum is a potential that can only fall, so repeated planning
+ *   reaches a fixpoint and never ping-pongs a split.
+ * - **One per member per cycle.** A member is the victim or the thief of at
+ *   most one move per cycle, and never both.
+ * - **Nothing in flight is touched, nothing piles up.** A split that is
+ *   draining or already in a handoff is never moved. Its owner (a split is
+ *   leaving it) and its known destination (`handoffTo`, or `reservedFor` of a
+ *   released split) are *busy*: neither victim nor thief until that transfer
+ *   settles, so at most one transfer per member is outstanding across cycles.
+ *   If an owned split is in a handoff whose destination is unknown, no moves
+ *   are planned at all (any member could be the one already receiving).
+ * - **Weight, not count.** Loads are sums of split weights; lanes
+ *   (`maxInFlight`) are counts of runnable splits held.
+ * - **Ties** (equal loads, equal weights) are broken by {@link hashStrings}
+ *   seeded with `config.seed`, then by id: deterministic, job-specific, and
+ *   never dependent on which instance happens to be leader.
+ *
+ * Cost: O(S log S + M log M) time and O(S + M) memory for S splits and M
+ * members (one sort of movable splits, one sort of members).
+ *
+ * @module
+ */
+import { hashStrings } from "./hash.ts";
+
+export { hashStrings, rendezvousRank } from "./hash.ts";
+
+/** A live member as the leader sees it (dead members are left out of the view). */
+export interface BalanceMember {
+  /** Instance id. */
+  instance: string;
+  /** Lanes: the most runnable splits this member holds at once (advertised on its member record). */
+  maxInFlight: number;
+}
+
+/** One split record as the leader sees it. */
+export interface BalanceSplit {
+  /** Split id (unique within the view). */
+  id: string;
+  /** Weight (bytes, rows; 1 by default); must be finite and > 0. */
+  weight: number;
+  /** Instance id of the owner, or `null` when free. An owner that is not a live member counts as free (takeover). */
+  owner: string | null;
+  /** Record status; only `runnable` splits are balanced or count toward load. */
+  status: "runnable" | "completed" | "quarantined";
+  /** The owner is already revoking (draining) it. */
+  draining?: boolean;
+  /** A `handoff.<split>` record exists for it. */
+  inHandoff?: boolean;
+  /**
+   * The destination (`to`) of that handoff record, when known. Lets the
+   * planner mark the destination busy; an owned split with `inHandoff` and no
+   * known destination suspends planning until that handoff settles.
+   */
+  handoffTo?: string | null;
+  /** Released for this member (the thief of a handoff); only it may claim the split while it is live. */
+  reservedFor?: string | null;
+}
+
+/** The snapshot `planMoves` decides on. */
+export interface BalanceView {
+  /** Live members only. Instance ids must be distinct. */
+  members: BalanceMember[];
+  /** Split records (any status). Split ids must be distinct. */
+  splits: BalanceSplit[];
+}
+
+/** Balancing configuration. */
+export interface BalanceConfig {
+  /** Job-derived tie-break seed (job name or fingerprint). Never the leader's identity. */
+  seed: string;
+}
+
+/** One steal to request: the leader writes `handoff.<splitId>` from `from` to `to`. */
+export interface Move {
+  /** The split to hand off. */
+  splitId: string;
+  /** Its current owner (the victim). */
+  from: string;
+  /** The member that will claim it (the thief). */
+  to: string;
+  /** The split's weight. */
+  weight: number;
+}
+
+/** Load and lane usage of one member. */
+export interface MemberLoad {
+  /** Sum of the weights of the runnable splits it owns (draining ones included: still held). */
+  load: number;
+  /** Number of runnable splits it owns (lanes in use). */
+  count: number;
+}
+
+// ---------------------------------------------------------------------------
+
+interface MemberState {
+  id: string;
+  max: number;
+  load: number;
+  count: number;
+  tie: number;
+  busy: boolean;
+  used: boolean;
+  /** Movable splits, in canonical order (weight asc, then seeded hash, then id). */
+  movable: SplitRef[];
+}
+
+interface SplitRef {
+  id: string;
+  weight: number;
+  tie: number;
+}
+
+function cmpStr(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function validate(view: BalanceView): void {
+  const seenMembers = new Set<string>();
+  for (const m of view.members) {
+    if (seenMembers.has(m.instance)) throw new RangeError(`balance view: duplicate member "${m.instance}"`);
+    seenMembers.add(m.instance);
+  }
+  const seenSplits = new Set<string>();
+  for (const s of view.splits) {
+    if (seenSplits.has(s.id)) throw new RangeError(`balance view: duplicate split "${s.id}"`);
+    seenSplits.add(s.id);
+    if (!(s.weight > 0) || !Number.isFinite(s.weight)) {
+      throw new RangeError(`balance view: split "${s.id}" has weight ${s.weight}; weights must be finite and > 0`);
+    }
+  }
+}
+
+/**
+ * Builds per-member state with loads summed in a canonical order (weight,
+ * seeded hash, id) so floating-point sums do not depend on input order.
+ * `seed === undefined` skips tie hashes (helpers that only need loads).
+ */
+function analyse(view: BalanceView, seed: string | undefined): {
+  members: Map<string, MemberState>;
+  total: number;
+  claimable: boolean;
+  unknownHandoff: boolean;
+} {
+  validate(view);
+  const members = new Map<string, MemberState>();
+  for (const m of view.members) {
+    members.set(m.instance, {
+      id: m.instance,
+      max: m.maxInFlight,
+      load: 0,
+      count: 0,
+      tie: seed === undefined ? 0 : hashStrings([seed, "member", m.instance]),
+      busy: false,
+      used: false,
+      movable: [],
+    });
+  }
+
+  // Pass 1: lane counts, busy members, free splits.
+  const runnable: SplitRef[] = [];
+  const ownerOf: (MemberState | undefined)[] = [];
+  const leaving: boolean[] = [];
+  const free: BalanceSplit[] = [];
+  let unknownHandoff = false;
+  for (const s of view.splits) {
+    if (s.status !== "runnable") continue;
+    const owner = s.owner === null ? undefined : members.get(s.owner);
+    const isLeaving = owner !== undefined && (s.draining === true || s.inHandoff === true);
+    runnable.push({ id: s.id, weight: s.weight, tie: seed === undefined ? 0 : hashStrings([seed, "split", s.id]) });
+    ownerOf.push(owner);
+    leaving.push(isLeaving);
+    if (owner === undefined) {
+      free.push(s);
+      continue;
+    }
+    owner.count++;
+    if (isLeaving) {
+      owner.busy = true; // a split is leaving it
+      if (s.inHandoff) {
+        if (typeof s.handoffTo === "string") {
+          const to = members.get(s.handoffTo);
+          if (to !== undefined) to.busy = true; // a split is arriving
+        } else {
+          unknownHandoff = true;
+        }
+      }
+    }
+  }
+
+  // Claimability needs final lane counts.
+  const freeLane = (m: MemberState) => m.count < m.max;
+  let anyFreeLane = false;
+  for (const m of members.values()) if (freeLane(m)) anyFreeLane = true;
+  let claimable = false;
+  for (const s of free) {
+    const reserved = typeof s.reservedFor === "string" ? members.get(s.reservedFor) : undefined;
+    if (reserved !== undefined) {
+      reserved.busy = true; // released for it: arriving
+      if (freeLane(reserved)) claimable = true;
+    } else if (anyFreeLane) {
+      claimable = true;
+    }
+  }
+
+  // Pass 2: sums in canonical order; per-member movable lists come out sorted.
+  const order = runnable.map((_, i) => i);
+  order.sort((a, b) => {
+    const x = runnable[a];
+    const y = runnable[b];
+    return (x.weight - y.weight) || (x.tie - y.tie) || cmpStr(x.id, y.id);
+  });
+  let total = 0;
+  for (const i of order) {
+    const r = runnable[i];
+    total += r.weight;
+    const owner = ownerOf[i];
+    if (owner === undefined) continue;
+    owner.load += r.weight;
+    if (!leaving[i]) owner.movable.push(r);
+  }
+  return { members, total, claimable, unknownHandoff };
+}
+
+/**
+ * Load (sum of weights) and lane count (number of splits) of every live
+ * member, counting only `runnable` splits owned by live members. Draining and
+ * in-handoff splits still count for their owner: it holds them until released.
+ * Members that own nothing are present with `{ load: 0, count: 0 }`.
+ * The map iterates in instance-id order; sums are computed in a canonical
+ * order, so the result does not depend on the order of the view's arrays.
+ *
+ * @param view Live members and split records.
+ * @returns A map from instance id to its load and count.
+ *
+ * @example
+ * ```ts
+ * import { memberLoads } from "@splitlease/splitlease";
+ * const loads = memberLoads({
+ *   members: [{ instance: "a", maxInFlight: 8 }, { instance: "b", maxInFlight: 8 }],
+ *   splits: [
+ *     { id: "s1", weight: 3, owner: "a", status: "runnable" },
+ *     { id: "s2", weight: 2, owner: "a", status: "completed" },
+ *   ],
+ * });
+ * console.assert(loads.get("a")?.load === 3 && loads.get("b")?.count === 0);
+ * ```
+ */
+export function memberLoads(view: BalanceView): Map<string, MemberLoad> {
+  const { members } = analyse(view, undefined);
+  const out = new Map<string, MemberLoad>();
+  for (const id of [...members.keys()].sort(cmpStr)) {
+    const m = members.get(id)!;
+    out.set(id, { load: m.load, count: m.count });
+  }
+  return out;
+}
+
+/**
+ * The fair share of one live member (DESIGN §6): the runnable weight (splits
+ * owned by live members plus free runnable splits, including those of dead
+ * owners) divided by the number of live members. `0` when there are no
+ * members. Completed and quarantined splits do not count.
+ *
+ * @param view Live members and split records.
+ * @returns Runnable weight per live member.
+ *
+ * @example
+ * ```ts
+ * import { fairShare } from "@splitlease/splitlease";
+ * const share = fairShare({
+ *   members: [{ instance: "a", maxInFlight: 8 }, { instance: "b", maxInFlight: 8 }],
+ *   splits: [
+ *     { id: "s1", weight: 3, owner: "a", status: "runnable" },
+ *     { id: "s2", weight: 1, owner: null, status: "runnable" },
+ *     { id: "s3", weight: 9, owner: "b", status: "completed" },
+ *   ],
+ * });
+ * console.assert(share === 2);
+ * ```
+ */
+export function fairShare(view: BalanceView): number {
+  if (view.members.length === 0) return 0;
+  return analyse(view, undefined).total / view.members.length;
+}
+
+/**
+ * Whether some live member could claim some split right now: a runnable split
+ * with no live owner that is either reserved for a live member with a free
+ * lane, or unreserved (or reserved for a member that is gone) while any
+ * member has a free lane (holds fewer runnable splits than its `maxInFlight`).
+ * `planMoves` plans nothing while this is true.
+ *
+ * @param view Live members and split records.
+ * @returns `true` when a claim is possible.
+ *
+ * @example
+ * ```ts
+ * import { hasClaimable } from "@splitlease/splitlease";
+ * const view = {
+ *   members: [{ instance: "a", maxInFlight: 1 }],
+ *   splits: [
+ *     { id: "s1", weight: 1, owner: "a", status: "runnable" as const },
+ *     { id: "s2", weight: 1, owner: null, status: "runnable" as const },
+ *   ],
+ * };
+ * console.assert(hasClaimable(view) === false); // "a" has no free lane
+ * ```
+ */
+export function hasClaimable(view: BalanceView): boolean {
+  return analyse(view, undefined).claimable;
+}
+
+/**
+ * Index of the movable split that best reduces imbalance between loads
+ * `a > b`: the admitted weight `w` (`a > b + w`) maximizing the drop in the
+ * sum of squares, `2w(a - b - w)`, i.e. the weight closest to half the gap;
+ * on a tie the smaller weight (it does not overshoot). Among equal weights,
+ * the first in canonical (seeded) order. -1 when nothing is admitted.
+ */
+function pickSplit(splits: SplitRef[], a: number, b: number): number {
+  const half = (a - b) / 2;
+  // First index with weight > half.
+  let lo = 0;
+  let hi = splits.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (splits[mid].weight > half) hi = mid;
+    else lo = mid + 1;
+  }
+  const up = lo;
+  let below = -1;
+  if (up > 0) {
+    // First index carrying the weight just below (or at) half.
+    const w = splits[up - 1].weight;
+    let l = 0;
+    let h = up - 1;
+    while (l < h) {
+      const mid = (l + h) >>> 1;
+      if (splits[mid].weight >= w) h = mid;
+      else l = mid + 1;
+    }
+    below = l;
+  }
+  const above = up < splits.length && a > b + splits[up].weight ? up : -1;
+  if (below >= 0 && !(a > b + splits[below].weight)) below = -1; // float safety
+  if (below < 0) return above;
+  if (above < 0) return below;
+  const gain = (w: number) => w * (a - b - w);
+  return gain(splits[above].weight) > gain(splits[below].weight) ? above : below;
+}
+
+/**
+ * Plans this cycle's steals (DESIGN §8). Pure and deterministic: the same
+ * view, in any array order, and the same seed give the same moves.
+ *
+ * Returns `[]` when anything is claimable, when an owned split is in a
+ * handoff with an unknown destination, or when no admissible move exists.
+ * Otherwise victims (non-busy members with a movable split) are visited from
+ * most to least loaded and each is paired with the least-loaded unused thief
+ * (non-busy, load strictly below {@link fairShare}, fewer runnable splits
+ * than its `maxInFlight`). For each pair the split whose weight is closest to
+ * half the load gap among those with `load(from) > load(to) + weight` is
+ * moved (see the module doc for every rule). Moves are listed in victim
+ * order. With unit weights and enough lanes, re-planning after the moves land
+ * reaches `max − min ≤ 1` and then returns `[]`.
+ *
+ * @param view Live members and split records.
+ * @param config The job-derived tie-break seed.
+ * @returns The moves to request this cycle; each member appears at most once.
+ * @throws {RangeError} On duplicate member or split ids, or a weight that is not finite and > 0.
+ *
+ * @example
+ * ```ts
+ * import { planMoves } from "@splitlease/splitlease";
+ * const moves = planMoves({
+ *   members: [{ instance: "a", maxInFlight: 8 }, { instance: "b", maxInFlight: 8 }],
+ *   splits: [
+ *     { id: "s1", weight: 1, owner: "a", status: "runnable" },
+ *     { id: "s2", weight: 1, owner: "a", status: "runnable" },
+ *     { id: "s3", weight: 1, owner: "a", status: "runnable" },
+ *   ],
+ * }, { seed: "my-job" });
+ * // one move: a split of weight 1 from "a" (load 3) to "b" (load 0)
+ * console.assert(moves.length === 1 && moves[0].from === "a" && moves[0].to === "b");
+ * ```
+ */
+export function planMoves(view: BalanceView, config: BalanceConfig): Move[] {
+  if (view.members.length < 2) return [];
+  const { members, total, claimable, unknownHandoff } = analyse(view, config.seed);
+  if (claimable || unknownHandoff) return [];
+  const share = total / members.size;
+
+  const all = [...members.values()].filter((m) => !m.busy);
+  const byLoadThenTie = (x: MemberState, y: MemberState) => (x.load - y.load) || (x.tie - y.tie) || cmpStr(x.id, y.id);
+  const victims = all.filter((m) => m.movable.length > 0).sort((x, y) => byLoadThenTie(y, x));
+  const thieves = all.filter((m) => m.load < share && m.count < m.max).sort(byLoadThenTie);
+
+  const moves: Move[] = [];
+  let t = 0;
+  for (const v of victims) {
+    if (v.used) continue;
+    while (t < thieves.length && thieves[t].used) t++;
+    if (t >= thieves.length) break;
+    const thief = thieves[t];
+    // Every later victim is no heavier and every later thief no lighter
+    // (this also stops when the lightest thief left is v itself).
+    if (thief === v || !(v.load > thief.load)) break;
+    const i = pickSplit(v.movable, v.load, thief.load);
+    if (i < 0) continue; // nothing of v fits this gap, nor any smaller one
+    const s = v.movable[i];
+    moves.push({ splitId: s.id, from: v.id, to: thief.id, weight: s.weight });
+    v.used = true;
+    thief.used = true;
+    t++;
+  }
+  return moves;
+}
