@@ -10,4 +10,14 @@
  *
  * @module
  */
-export {};
+export { NatsStore } from "./src/nats/nats_store.ts";
+export type { NatsStoreOptions, WebSocketFactory } from "./src/nats/options.ts";
+export type {
+  DeleteResult,
+  KeyFilter,
+  Store,
+  StoreEntry,
+  Watch,
+  WatchEvent,
+  WriteResult,
+} from "./src/store/store.ts";

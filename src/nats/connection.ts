@@ -1,0 +1,215 @@
+/**
+ * The NATS connection of a store: connects over WebSocket, opens (or creates)
+ * the job's bucket, tracks connectivity from status events (deduping the
+ * per-attempt `reconnect` events of the WebSocket transport), and maps
+ * client errors to splitlease errors.
+ *
+ * @module
+ */
+import {
+  type Authenticator,
+  type ConnectionOptions,
+  credsAuthenticator,
+  type NatsConnection,
+  nkeyAuthenticator,
+  wsconnect,
+} from "@nats-io/nats-core";
+import { jetstream, JetStreamApiError, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { type KV, Kvm } from "@nats-io/kv";
+import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
+import { MAX_VALUE_BYTES } from "../store/store.ts";
+import { checkServerVersion, type NatsStoreOptions, resolveOptions, type ResolvedOptions } from "./options.ts";
+import { promptCloseFactory } from "./socket.ts";
+
+/** JetStream API codes of a failed "expected last subject sequence" check. */
+const WRONG_LAST_SEQUENCE = 10071;
+const WRONG_LAST_SEQUENCE_UNKNOWN = 10164;
+const STREAM_NAME_IN_USE = 10058;
+
+/** Whether `e` is a lost compare-and-swap (matched by API code, never text). */
+export function isConflict(e: unknown): boolean {
+  if (!(e instanceof JetStreamApiError)) return false;
+  const code = e.code;
+  return code === WRONG_LAST_SEQUENCE || code === WRONG_LAST_SEQUENCE_UNKNOWN;
+}
+
+/** Resolves after `ms` milliseconds. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+const encoder = new TextEncoder();
+
+/** A live connection to one job's bucket. */
+export class Connection {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly kv: KV;
+  readonly opts: ResolvedOptions;
+  /** Stream name of the bucket. */
+  readonly stream: string;
+  /** Subject prefix of every key (`$KV.<bucket>.`). */
+  readonly prefix: string;
+  #connected = true;
+  #closing = false;
+  #waiters: (() => void)[] = [];
+  #reconnectListeners = new Set<(reason: string) => void>();
+
+  private constructor(nc: NatsConnection, js: JetStreamClient, jsm: JetStreamManager, kv: KV, opts: ResolvedOptions) {
+    this.nc = nc;
+    this.js = js;
+    this.jsm = jsm;
+    this.kv = kv;
+    this.opts = opts;
+    this.stream = `KV_${opts.bucket}`;
+    this.prefix = `$KV.${opts.bucket}.`;
+    this.#monitor();
+  }
+
+  /** Connects, checks the server version and opens or creates the bucket. */
+  static async open(options: NatsStoreOptions): Promise<Connection> {
+    const opts = resolveOptions(options);
+    const co: ConnectionOptions & { wsFactory?: unknown } = {
+      servers: opts.servers,
+      name: options.name ?? `splitlease:${opts.job}`,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      reconnectJitter: 250,
+      timeout: Math.max(2000, opts.opTimeoutMs),
+      pingInterval: opts.pingIntervalMs,
+      maxPingOut: 2,
+      noRandomize: options.noRandomize === true,
+      wsFactory: promptCloseFactory(options.wsFactory),
+    };
+    const auth = authenticator(options);
+    if (auth) co.authenticator = auth;
+    if (options.token !== undefined) co.token = options.token;
+    if (options.user !== undefined) {
+      co.user = options.user;
+      co.pass = options.pass;
+    }
+    let nc: NatsConnection;
+    try {
+      nc = await wsconnect(co);
+    } catch (e) {
+      throw new StoreUnavailableError("connect", co.timeout!, { cause: e, detail: describe(e) });
+    }
+    try {
+      checkServerVersion(nc.info?.version, opts.replicas);
+      const js = jetstream(nc, { timeout: opts.opTimeoutMs });
+      const jsm = await js.jetstreamManager();
+      const kv = await openBucket(js, opts);
+      return new Connection(nc, js, jsm, kv, opts);
+    } catch (e) {
+      await nc.close().catch(() => {});
+      if (e instanceof SplitleaseError) throw e;
+      throw new StoreUnavailableError("connect", opts.opTimeoutMs, {
+        cause: e,
+        detail: `opening bucket ${opts.bucket}: ${describe(e)}`,
+      });
+    }
+  }
+
+  /** Whether the client currently holds a server connection. */
+  get connected(): boolean {
+    return this.#connected && !this.nc.isClosed();
+  }
+
+  /** Whether `close()` was called. */
+  get closing(): boolean {
+    return this.#closing;
+  }
+
+  /** Resolves once connected, or `false` at `deadline` (epoch ms). */
+  waitConnected(deadline: number): Promise<boolean> {
+    if (this.connected) return Promise.resolve(true);
+    if (this.#closing) return Promise.resolve(false);
+    const ms = deadline - Date.now();
+    if (ms <= 0) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        resolve(this.connected);
+      };
+      const t = setTimeout(() => {
+        const i = this.#waiters.indexOf(done);
+        if (i >= 0) this.#waiters.splice(i, 1);
+        resolve(false);
+      }, ms);
+      this.#waiters.push(done);
+    });
+  }
+
+  /** Calls `fn` once per real reconnect (the transport's repeats are deduped). */
+  onReconnect(fn: (reason: string) => void): () => void {
+    this.#reconnectListeners.add(fn);
+    return () => this.#reconnectListeners.delete(fn);
+  }
+
+  async #monitor(): Promise<void> {
+    try {
+      for await (const s of this.nc.status()) {
+        if (s.type === "disconnect" || s.type === "staleConnection") {
+          this.#connected = false;
+        } else if (s.type === "reconnect") {
+          // The WebSocket transport reports one `reconnect` per attempt:
+          // only a transition from disconnected counts, once confirmed.
+          if (this.#connected) continue;
+          this.#connected = true;
+          for (const w of this.#waiters.splice(0)) w();
+          const server = this.nc.getServer();
+          for (const fn of this.#reconnectListeners) fn(`reconnected to ${server}`);
+        }
+      }
+    } catch { /* connection closed */ }
+    this.#connected = false;
+    for (const w of this.#waiters.splice(0)) w();
+  }
+
+  /** Closes the connection. */
+  async close(): Promise<void> {
+    if (this.#closing) return;
+    this.#closing = true;
+    this.#reconnectListeners.clear();
+    await this.nc.close().catch(() => {});
+  }
+}
+
+function authenticator(o: NatsStoreOptions): Authenticator | undefined {
+  if (o.nkey !== undefined) return nkeyAuthenticator(encoder.encode(o.nkey.trim()));
+  if (o.creds !== undefined) return credsAuthenticator(encoder.encode(o.creds));
+  return undefined;
+}
+
+async function openBucket(js: JetStreamClient, opts: ResolvedOptions): Promise<KV> {
+  const kvm = new Kvm(js);
+  const config = {
+    history: 1,
+    replicas: opts.replicas,
+    // +1 KiB of headroom for the message headers; values are checked client side.
+    maxValueSize: MAX_VALUE_BYTES + 1024,
+    // Direct gets may be served by a stale follower: never for replicated buckets.
+    allow_direct: opts.replicas === 1 ? undefined : false,
+  } as Record<string, unknown>;
+  if (config.allow_direct === undefined) delete config.allow_direct;
+  for (let attempt = 0;; attempt++) {
+    try {
+      return await kvm.create(opts.bucket, config);
+    } catch (e) {
+      // Another process created it between our info and add: open it.
+      const raced = e instanceof JetStreamApiError && e.code === STREAM_NAME_IN_USE;
+      if (!raced || attempt >= 2) throw e;
+      await sleep(50);
+    }
+  }
+}
+
+/** A short description of a client error for error messages. */
+export function describe(e: unknown): string {
+  if (e instanceof Error) {
+    const cause = e.cause instanceof Error ? `: ${e.cause.message}` : "";
+    return `${e.name}: ${e.message}${cause}`;
+  }
+  return String(e);
+}

@@ -1,0 +1,352 @@
+/**
+ * The NATS JetStream KV store: {@linkcode Store} over `@nats-io/kv` on a
+ * WebSocket connection.
+ *
+ * @module
+ */
+import type { KvEntry } from "@nats-io/kv";
+import { Empty, headers } from "@nats-io/nats-core";
+import { SplitleaseError, StoreUnavailableError, ValueTooLargeError } from "../errors.ts";
+import { assertValidFilter, assertValidKey } from "../store/keys.ts";
+import {
+  type DeleteResult,
+  type KeyFilter,
+  MAX_VALUE_BYTES,
+  type Store,
+  type StoreEntry,
+  type Watch,
+  type WriteResult,
+} from "../store/store.ts";
+import { Connection, describe, isConflict } from "./connection.ts";
+import type { NatsStoreOptions } from "./options.ts";
+import { type Scan, startScan } from "./scan.ts";
+import { NatsWatch } from "./watch.ts";
+
+const encoder = new TextEncoder();
+const CONFLICT: WriteResult = Object.freeze({ ok: false, conflict: true }) as WriteResult;
+const DELETE_CONFLICT: DeleteResult = Object.freeze({ ok: false, conflict: true }) as DeleteResult;
+const DELETED: DeleteResult = Object.freeze({ ok: true }) as DeleteResult;
+
+/**
+ * {@linkcode Store} backed by a NATS JetStream KV bucket (`splitlease_<job>`,
+ * history 1) reached over WebSocket. Revisions are the bucket's stream
+ * sequence; lost races are result values; every operation is bounded by
+ * `opTimeoutMs` and fails with `StoreUnavailableError` past it. A write that
+ * timed out is re-read before it is reported ("maybe-landed" writes): it
+ * succeeds if the key holds exactly its value at a revision it could have
+ * produced. Watches survive reconnects, server restarts and cluster failover
+ * with a `reset` and a fresh snapshot.
+ *
+ * @example
+ * ```ts
+ * import { NatsStore } from "@splitlease/splitlease/nats";
+ * await using store = await NatsStore.connect({
+ *   servers: ["ws://127.0.0.1:8080"],
+ *   job: "backfill",
+ * });
+ * const r = await store.create("plan", "{}");
+ * if (r.ok) await store.update("plan", '{"v":1}', r.revision);
+ * ```
+ */
+export class NatsStore implements Store {
+  #conn: Connection;
+  #timeout: number;
+  /** Share of the op budget kept for re-reading a maybe-landed write. */
+  #reserve: number;
+  #watches = new Set<NatsWatch>();
+  #closed = false;
+  /** Highest revision this store has seen (a lower bound for our next write). */
+  #seen = 0;
+
+  private constructor(conn: Connection) {
+    this.#conn = conn;
+    this.#timeout = conn.opts.opTimeoutMs;
+    this.#reserve = Math.min(1000, Math.floor(this.#timeout / 4));
+  }
+
+  /**
+   * Connects to NATS over WebSocket and opens the job's bucket, creating it
+   * when absent. Throws `INVALID_CONFIG` for bad options, `UNSUPPORTED_SERVER`
+   * for `replicas > 1` on nats-server older than 2.9.21, and
+   * `StoreUnavailableError` when the servers cannot be reached.
+   *
+   * @example
+   * ```ts
+   * import { NatsStore } from "@splitlease/splitlease/nats";
+   * const store = await NatsStore.connect({ servers: "ws://127.0.0.1:8080", job: "j1", opTimeoutMs: 2000 });
+   * await store.close();
+   * ```
+   */
+  static async connect(options: NatsStoreOptions): Promise<NatsStore> {
+    return new NatsStore(await Connection.open(options));
+  }
+
+  /** The bucket name (`splitlease_<job>`). */
+  get bucket(): string {
+    return this.#conn.opts.bucket;
+  }
+
+  /** The server this store is connected to now (`host:port`). */
+  get server(): string {
+    return this.#conn.nc.getServer();
+  }
+
+  async create(key: string, value: string): Promise<WriteResult> {
+    this.#checkWrite("create", key, value);
+    const deadline = Date.now() + this.#timeout;
+    const before = this.#seen;
+    if (!this.#conn.connected) await this.#ready("create", deadline);
+    try {
+      return this.#landed(await this.#conn.kv.put(key, value, { previousSeq: 0, timeout: this.#writeBudget(deadline) }));
+    } catch (e) {
+      if (!isConflict(e)) return this.#maybeLanded("create", key, value, before, deadline, e);
+    }
+    // The key exists, or its last operation was a delete: create over the marker.
+    const entry = await this.#read("create", key, deadline);
+    if (!entry || entry.operation === "PUT") return CONFLICT;
+    const expected = entry.revision;
+    try {
+      return this.#landed(
+        await this.#conn.kv.put(key, value, { previousSeq: expected, timeout: this.#writeBudget(deadline) }),
+      );
+    } catch (e) {
+      if (isConflict(e)) return CONFLICT;
+      return this.#maybeLanded("create", key, value, Math.max(before, expected), deadline, e);
+    }
+  }
+
+  async update(key: string, value: string, revision: number): Promise<WriteResult> {
+    this.#checkWrite("update", key, value);
+    if (!Number.isInteger(revision) || revision <= 0) {
+      throw new SplitleaseError(
+        "INVALID_ARGUMENT",
+        `Update of key "${key}" needs a positive integer revision, got ${revision}`,
+      );
+    }
+    const deadline = Date.now() + this.#timeout;
+    const before = this.#seen;
+    if (!this.#conn.connected) await this.#ready("update", deadline);
+    try {
+      const rev = await this.#conn.kv.put(key, value, { previousSeq: revision, timeout: this.#writeBudget(deadline) });
+      if (rev > this.#seen) this.#seen = rev;
+      return { ok: true, revision: rev };
+    } catch (e) {
+      if (isConflict(e)) return CONFLICT;
+      return this.#maybeLanded("update", key, value, Math.max(before, revision), deadline, e);
+    }
+  }
+
+  async delete(key: string, revision?: number): Promise<DeleteResult> {
+    this.#checkOpen("delete");
+    assertValidKey(key);
+    if (revision !== undefined && (!Number.isInteger(revision) || revision <= 0)) {
+      throw new SplitleaseError(
+        "INVALID_ARGUMENT",
+        `Delete of key "${key}" needs a positive integer revision, got ${revision}`,
+      );
+    }
+    const deadline = Date.now() + this.#timeout;
+    await this.#ready("delete", deadline);
+    let guard = revision;
+    while (true) {
+      if (guard === undefined) {
+        // Unguarded: delete whatever is there, without writing a marker over nothing.
+        const entry = await this.#read("delete", key, deadline);
+        if (!entry || entry.operation !== "PUT") return DELETED;
+        guard = entry.revision;
+      }
+      try {
+        const h = headers();
+        h.set("KV-Operation", "DEL");
+        h.set("Nats-Expected-Last-Subject-Sequence", String(guard));
+        const ack = await this.#conn.js.publish(this.#conn.prefix + key, Empty, {
+          headers: h,
+          timeout: this.#writeBudget(deadline),
+        });
+        if (ack.seq > this.#seen) this.#seen = ack.seq;
+        return DELETED;
+      } catch (e) {
+        if (!isConflict(e)) {
+          // Maybe landed: gone now means done; still there means unknown.
+          const entry = await this.#read("delete", key, deadline, e).catch(() => undefined);
+          if (entry !== undefined && (!entry || entry.operation !== "PUT")) return DELETED;
+          throw this.#unavailable("delete", e);
+        }
+      }
+      // Conflict: also what NATS answers over a delete marker. Absent is success.
+      const entry = await this.#read("delete", key, deadline);
+      if (!entry || entry.operation !== "PUT") return DELETED;
+      if (revision !== undefined) return DELETE_CONFLICT;
+      guard = undefined; // unguarded delete lost a race with a write: try again
+      if (Date.now() >= deadline) throw this.#unavailable("delete");
+    }
+  }
+
+  async get(key: string): Promise<StoreEntry | undefined> {
+    this.#checkOpen("get");
+    assertValidKey(key);
+    const deadline = Date.now() + this.#timeout;
+    if (!this.#conn.connected) await this.#ready("get", deadline);
+    const e = await this.#read("get", key, deadline);
+    if (!e || e.operation !== "PUT") return undefined;
+    return { key, value: e.string(), revision: e.revision };
+  }
+
+  async list(filter: KeyFilter): Promise<StoreEntry[]> {
+    this.#checkOpen("list");
+    assertValidFilter(filter);
+    const deadline = Date.now() + this.#timeout;
+    await this.#ready("list", deadline);
+    const latest = new Map<string, StoreEntry>();
+    let finish!: () => void;
+    let fail!: (e: unknown) => void;
+    const done = new Promise<void>((resolve, reject) => {
+      finish = resolve;
+      fail = reject;
+    });
+    done.catch(() => {});
+    let abandoned = false;
+    let scan: Scan | undefined;
+    const timer = setTimeout(() => fail(this.#unavailable("list")), deadline - Date.now());
+    const started = startScan(this.#conn, filter, (m) => {
+      if (m.value === undefined) latest.delete(m.key);
+      else latest.set(m.key, { key: m.key, value: m.value, revision: m.revision });
+      if (m.pending === 0) finish();
+    });
+    started.then((s) => {
+      if (abandoned) s.stop();
+    }, () => {});
+    try {
+      scan = await Promise.race([started, done.then(() => started)]);
+      if (scan.emptyAtStart) finish();
+      scan.closed.then(() => fail(this.#unavailable("list", undefined, "consumer closed during listing")));
+      await done;
+    } catch (e) {
+      if (e instanceof StoreUnavailableError) throw e;
+      throw this.#unavailable("list", e);
+    } finally {
+      abandoned = true;
+      clearTimeout(timer);
+      scan?.stop();
+    }
+    const out = [...latest.values()];
+    out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    for (const e of out) if (e.revision > this.#seen) this.#seen = e.revision;
+    return out;
+  }
+
+  watch(filter: KeyFilter): Watch {
+    this.#checkOpen("watch");
+    assertValidFilter(filter);
+    const w = new NatsWatch(this.#conn, filter, (x) => this.#watches.delete(x));
+    this.#watches.add(w);
+    return w;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all([...this.#watches].map((w) => w.stop()));
+    await this.#conn.close();
+  }
+
+  /** Closes the store (for `await using`). */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  #landed(revision: number): WriteResult {
+    if (revision > this.#seen) this.#seen = revision;
+    return { ok: true, revision };
+  }
+
+  /** Time left for a write, keeping a reserve to re-read it if it times out. */
+  #writeBudget(deadline: number): number {
+    return Math.max(1, deadline - Date.now() - this.#reserve);
+  }
+
+  /** Waits (within the deadline) for a connection: requests sent while disconnected are lost. */
+  async #ready(op: string, deadline: number): Promise<void> {
+    if (this.#conn.connected) return;
+    if (!(await this.#conn.waitConnected(deadline - this.#reserve))) {
+      this.#checkOpen(op);
+      throw this.#unavailable(op, undefined, "not connected");
+    }
+  }
+
+  /** Point read of the raw entry (markers included), bounded by `deadline`. */
+  async #read(op: string, key: string, deadline: number, cause?: unknown): Promise<KvEntry | null> {
+    const ms = deadline - Date.now();
+    if (ms <= 0 || !this.#conn.connected) throw this.#unavailable(op, cause);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(this.#unavailable(op, cause)), ms);
+    });
+    const read = this.#conn.kv.get(key);
+    read.catch(() => {});
+    try {
+      const e = await Promise.race([read, timeout]);
+      if (e && e.revision > this.#seen) this.#seen = e.revision;
+      return e;
+    } catch (e) {
+      if (e instanceof StoreUnavailableError) throw e;
+      throw this.#unavailable(op, e);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * A write failed without a verdict (timeout, disconnect): it may have
+   * landed. Re-read: our exact value at a revision above anything seen
+   * before the write means it did; otherwise report the outage. Never retry.
+   */
+  async #maybeLanded(
+    op: string,
+    key: string,
+    value: string,
+    before: number,
+    deadline: number,
+    cause: unknown,
+  ): Promise<WriteResult> {
+    this.#checkOpen(op);
+    let entry: KvEntry | null;
+    try {
+      entry = await this.#read(op, key, deadline, cause);
+    } catch {
+      throw this.#unavailable(op, cause);
+    }
+    if (entry && entry.operation === "PUT" && entry.revision > before && entry.string() === value) {
+      return { ok: true, revision: entry.revision };
+    }
+    throw this.#unavailable(op, cause);
+  }
+
+  #unavailable(op: string, cause?: unknown, detail?: string): StoreUnavailableError {
+    if (this.#closed) {
+      return new StoreUnavailableError(op, this.#timeout, { cause, detail: "the store is closed" });
+    }
+    return new StoreUnavailableError(op, this.#timeout, {
+      cause,
+      detail: detail ?? (cause === undefined ? "timed out" : describe(cause)),
+    });
+  }
+
+  #checkOpen(op: string): void {
+    if (this.#closed) {
+      throw new SplitleaseError("CLOSED", `Store operation "${op}" failed: the store is closed`);
+    }
+  }
+
+  #checkWrite(op: string, key: string, value: string): void {
+    this.#checkOpen(op);
+    assertValidKey(key);
+    if (typeof value !== "string") {
+      throw new SplitleaseError("INVALID_ARGUMENT", `Value for key "${key}" must be a string`);
+    }
+    if (value.length * 3 > MAX_VALUE_BYTES) {
+      const size = encoder.encode(value).byteLength;
+      if (size > MAX_VALUE_BYTES) throw new ValueTooLargeError(key, size, MAX_VALUE_BYTES);
+    }
+  }
+}

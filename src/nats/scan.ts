@@ -1,0 +1,98 @@
+/**
+ * Reading the bucket with consumers: a replay of the last value of every
+ * key under a filter, used by `list` (stop at the end of the replay) and by
+ * `watch` (keep going with live changes).
+ *
+ * NATS has no end-of-replay marker: the consumer's pending count at creation
+ * says whether there is anything to replay, and the message delivered with
+ * `pending === 0` is the last one of the replay.
+ *
+ * @module
+ */
+import { DeliverPolicy, type JsMsg, type PushConsumer } from "@nats-io/jetstream";
+import type { Connection } from "./connection.ts";
+
+/** One message of the bucket, decoded. */
+export interface BucketMessage {
+  key: string;
+  /** `undefined` for a delete or purge marker. */
+  value: string | undefined;
+  revision: number;
+  /** Messages still pending on the consumer after this one. */
+  pending: number;
+}
+
+const decoder = new TextDecoder();
+
+/** The NATS subject filter of a store key filter. */
+export function subjectFor(conn: Connection, filter: string): string {
+  if (filter === "") return conn.prefix + ">";
+  if (filter.endsWith(".")) return conn.prefix + filter + ">";
+  return conn.prefix + filter;
+}
+
+/** Decodes a consumer message of the bucket. */
+export function decodeMessage(conn: Connection, m: JsMsg): BucketMessage {
+  const op = m.headers?.get("KV-Operation");
+  const marker = op === "DEL" || op === "PURGE";
+  return {
+    key: m.subject.substring(conn.prefix.length),
+    value: marker ? undefined : decoder.decode(m.data),
+    revision: m.seq,
+    pending: m.info.pending,
+  };
+}
+
+/** A running replay-then-live consumer over a filter. */
+export interface Scan {
+  /** The consumer (for health checks). */
+  consumer: PushConsumer;
+  /** Whether the replay was empty at creation (nothing to wait for). */
+  emptyAtStart: boolean;
+  /** Resolves when the consumer stops for any reason. */
+  closed: Promise<unknown>;
+  /** Stops consuming and deletes the consumer (best effort). */
+  stop(): void;
+}
+
+/**
+ * Starts an ordered push consumer delivering the last message of every key
+ * under `filter`, then live messages, to `onMessage`.
+ */
+export async function startScan(
+  conn: Connection,
+  filter: string,
+  onMessage: (m: BucketMessage) => void,
+): Promise<Scan> {
+  const consumer = await conn.js.consumers.getPushConsumer(conn.stream, {
+    filter_subjects: subjectFor(conn, filter),
+    deliver_policy: DeliverPolicy.LastPerSubject,
+  });
+  let stopped = false;
+  const cleanup = () => {
+    consumer.delete().catch(() => {});
+  };
+  try {
+    const info = await consumer.info(true);
+    const messages = await consumer.consume({
+      callback: (m) => {
+        if (!stopped) onMessage(decodeMessage(conn, m));
+      },
+    });
+    return {
+      consumer,
+      emptyAtStart: info.num_pending === 0,
+      closed: messages.closed(),
+      stop() {
+        if (stopped) return;
+        stopped = true;
+        messages.stop();
+        cleanup();
+      },
+    };
+  } catch (e) {
+    stopped = true;
+    cleanup();
+    throw e;
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * A store watch over NATS: snapshot, `ready`, live changes; re-established
+ * with `reset` and a fresh snapshot when it breaks (reconnect, server
+ * restart, consumer lost with its node in a cluster).
+ *
+ * @module
+ */
+import { JetStreamApiError } from "@nats-io/jetstream";
+import type { Watch, WatchEvent } from "../store/store.ts";
+import { Channel } from "../util/channel.ts";
+import { type Connection, describe, sleep } from "./connection.ts";
+import { type BucketMessage, type Scan, startScan } from "./scan.ts";
+
+/** How often the watchdog checks that the watch's consumer still exists. */
+export const WATCHDOG_INTERVAL_MS = 2000;
+const CONSUMER_NOT_FOUND = 10014;
+
+/** A watch of one filter; see the `Watch` contract in store.ts. */
+export class NatsWatch implements Watch {
+  #conn: Connection;
+  #filter: string;
+  #channel = new Channel<WatchEvent>();
+  #scan?: Scan;
+  /** Bumped on every (re)start; callbacks of older generations are ignored. */
+  #generation = 0;
+  #stopped = false;
+  /** Whether anything was delivered since the last reset (a reset is owed). */
+  #delivered = false;
+  #timer?: ReturnType<typeof setInterval>;
+  #checking = false;
+  #failures = 0;
+  #unlisten: () => void;
+  #onStop: (w: NatsWatch) => void;
+
+  constructor(conn: Connection, filter: string, onStop: (w: NatsWatch) => void) {
+    this.#conn = conn;
+    this.#filter = filter;
+    this.#onStop = onStop;
+    this.#unlisten = conn.onReconnect((reason) => this.#restart(reason));
+    this.#timer = setInterval(() => this.#watchdog(), WATCHDOG_INTERVAL_MS);
+    this.#run(++this.#generation);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
+    return this.#channel[Symbol.asyncIterator]();
+  }
+
+  stop(): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    this.#stopped = true;
+    this.#generation++;
+    clearInterval(this.#timer);
+    this.#unlisten();
+    this.#scan?.stop();
+    this.#scan = undefined;
+    this.#channel.close();
+    this.#onStop(this);
+    return Promise.resolve();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop();
+  }
+
+  #restart(reason: string): void {
+    if (this.#stopped) return;
+    const gen = ++this.#generation;
+    this.#scan?.stop();
+    this.#scan = undefined;
+    if (this.#delivered) {
+      this.#delivered = false;
+      this.#channel.push({ type: "reset", reason });
+    }
+    this.#run(gen);
+  }
+
+  /** Opens a consumer for generation `gen`, retrying until it works or is superseded. */
+  async #run(gen: number): Promise<void> {
+    let backoff = 100;
+    while (gen === this.#generation && !this.#stopped) {
+      try {
+        await this.#open(gen);
+        return;
+      } catch {
+        await sleep(backoff);
+        backoff = Math.min(backoff * 2, 2000);
+        await this.#conn.waitConnected(Date.now() + 5000);
+      }
+    }
+  }
+
+  async #open(gen: number): Promise<void> {
+    let ready = false;
+    /** Keys delivered in the current snapshot (a delete during replay must be told). */
+    let seen: Set<string> | undefined = new Set();
+    const emit = (e: WatchEvent) => {
+      this.#delivered = true;
+      this.#channel.push(e);
+    };
+    const onMessage = (m: BucketMessage) => {
+      if (gen !== this.#generation) return;
+      if (!ready) {
+        if (m.value !== undefined) {
+          seen!.add(m.key);
+          emit({ type: "put", key: m.key, value: m.value, revision: m.revision });
+        } else if (seen!.delete(m.key)) {
+          emit({ type: "delete", key: m.key, revision: m.revision });
+        }
+        if (m.pending === 0) {
+          ready = true;
+          seen = undefined;
+          emit({ type: "ready" });
+        }
+        return;
+      }
+      if (m.value === undefined) emit({ type: "delete", key: m.key, revision: m.revision });
+      else emit({ type: "put", key: m.key, value: m.value, revision: m.revision });
+    };
+    const scan = await startScan(this.#conn, this.#filter, onMessage);
+    if (gen !== this.#generation || this.#stopped) {
+      scan.stop();
+      return;
+    }
+    this.#scan = scan;
+    this.#failures = 0;
+    if (scan.emptyAtStart && !ready) {
+      ready = true;
+      seen = undefined;
+      emit({ type: "ready" });
+    }
+    scan.closed.then(() => {
+      if (gen === this.#generation && !this.#stopped) this.#restart("watch consumer closed");
+    });
+  }
+
+  /** Every ~2 s: is our consumer still there? (It vanishes with its node in a cluster.) */
+  async #watchdog(): Promise<void> {
+    const scan = this.#scan;
+    if (this.#checking || !scan || this.#stopped || !this.#conn.connected) return;
+    this.#checking = true;
+    const gen = this.#generation;
+    try {
+      await scan.consumer.info();
+      this.#failures = 0;
+    } catch (e) {
+      if (gen !== this.#generation || this.#stopped || !this.#conn.connected) return;
+      const gone = e instanceof JetStreamApiError && e.code === CONSUMER_NOT_FOUND;
+      // A lost consumer at once; anything else (timeouts) when it persists.
+      if (gone || ++this.#failures >= 2) this.#restart(`watch consumer lost: ${describe(e)}`);
+    } finally {
+      this.#checking = false;
+    }
+  }
+}

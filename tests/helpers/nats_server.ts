@@ -1,0 +1,365 @@
+/**
+ * Test launcher for real nats-server processes: a single JetStream server on
+ * free loopback ports, a 3-node cluster, and a TCP proxy that can blackhole a
+ * connection. Everything is cleaned up by `[Symbol.asyncDispose]` (use
+ * `await using`), and on process unload as a last resort.
+ *
+ * @module
+ */
+
+const NATS_SERVER = Deno.env.get("NATS_SERVER") ?? "/usr/sbin/nats-server";
+
+/** Every live child, killed on unload if a test forgot (or failed) to. */
+const live = new Set<Deno.ChildProcess>();
+globalThis.addEventListener("unload", () => {
+  for (const p of live) {
+    try {
+      p.kill("SIGKILL");
+    } catch { /* already gone */ }
+  }
+});
+
+interface Ports {
+  nats: string[];
+  monitoring: string[];
+  websocket: string[];
+}
+
+/** Options of {@linkcode NatsServer.start}. */
+export interface NatsServerOptions {
+  /** Unique server name (needed in a cluster). */
+  name?: string;
+  /** Cluster block: name, fixed listen port, routes to the other nodes. */
+  cluster?: { name: string; port: number; routes: number[] };
+  /** Server ping interval (e.g. "500ms") so it notices dead clients fast. */
+  pingInterval?: string;
+  /** Extra raw config lines. */
+  extra?: string;
+}
+
+/** A free TCP port on 127.0.0.1 (bound then released). */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+function portOf(url: string): number {
+  return Number(new URL(url).port);
+}
+
+/** One nats-server process with JetStream and a plain-text WebSocket listener. */
+export class NatsServer implements AsyncDisposable {
+  readonly dir: string;
+  readonly name: string;
+  #opts: NatsServerOptions;
+  #proc?: Deno.ChildProcess;
+  #ports?: Ports;
+  #fixed?: { client: number; http: number; ws: number };
+  #paused = false;
+
+  private constructor(dir: string, opts: NatsServerOptions) {
+    this.dir = dir;
+    this.#opts = opts;
+    this.name = opts.name ?? "s1";
+  }
+
+  /** Starts a server on free ports; resolves once JetStream is healthy. */
+  static async start(opts: NatsServerOptions = {}): Promise<NatsServer> {
+    const dir = await Deno.makeTempDir({ prefix: "splitlease-nats-" });
+    const s = new NatsServer(dir, opts);
+    try {
+      await s.#launch();
+    } catch (e) {
+      await s[Symbol.asyncDispose]();
+      throw e;
+    }
+    return s;
+  }
+
+  /** `nats://` URL of the client listener. */
+  get clientUrl(): string {
+    return this.#ports!.nats[0];
+  }
+  /** `ws://` URL of the WebSocket listener. */
+  get wsUrl(): string {
+    return this.#ports!.websocket[0];
+  }
+  /** `http://` URL of the monitoring listener. */
+  get monitorUrl(): string {
+    return this.#ports!.monitoring[0];
+  }
+  /** The WebSocket port. */
+  get wsPort(): number {
+    return portOf(this.wsUrl);
+  }
+  /** Whether the process is running (paused counts as running). */
+  get running(): boolean {
+    return this.#proc !== undefined;
+  }
+
+  #config(): string {
+    const f = this.#fixed;
+    const o = this.#opts;
+    const lines = [
+      `listen: "127.0.0.1:${f ? f.client : -1}"`,
+      `http: "127.0.0.1:${f ? f.http : -1}"`,
+      `server_name: "${this.name}"`,
+      `ports_file_dir: "${this.dir}"`,
+      `jetstream { store_dir: "${this.dir}/js" }`,
+      `websocket { listen: "127.0.0.1:${f ? f.ws : -1}", no_tls: true }`,
+    ];
+    if (o.pingInterval) lines.push(`ping_interval: "${o.pingInterval}"`, `ping_max: 2`);
+    if (o.cluster) {
+      const routes = o.cluster.routes.map((p) => `"nats-route://127.0.0.1:${p}"`).join(", ");
+      lines.push(
+        `cluster { name: "${o.cluster.name}", listen: "127.0.0.1:${o.cluster.port}", routes: [${routes}] }`,
+      );
+    }
+    if (o.extra) lines.push(o.extra);
+    return lines.join("\n") + "\n";
+  }
+
+  async #launch(): Promise<void> {
+    const conf = `${this.dir}/server.conf`;
+    await Deno.writeTextFile(conf, this.#config());
+    for (const e of Deno.readDirSync(this.dir)) {
+      if (e.name.endsWith(".ports")) Deno.removeSync(`${this.dir}/${e.name}`);
+    }
+    const log = await Deno.open(`${this.dir}/server.log`, { append: true, create: true, write: true });
+    const proc = new Deno.Command(NATS_SERVER, {
+      args: ["-c", conf],
+      stdin: "null",
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+    proc.stderr.pipeTo(log.writable).catch(() => {});
+    this.#proc = proc;
+    live.add(proc);
+    this.#paused = false;
+    let exited = false;
+    proc.status.then(() => (exited = true));
+    const portsFile = `${this.dir}/nats-server_${proc.pid}.ports`;
+    const deadline = Date.now() + 15_000;
+    while (true) {
+      const p = this.#readPorts(portsFile);
+      if (p) {
+        this.#ports = p;
+        this.#fixed ??= {
+          client: portOf(p.nats[0]),
+          http: portOf(p.monitoring[0]),
+          ws: portOf(p.websocket[0]),
+        };
+        break;
+      }
+      if (exited || Date.now() > deadline) {
+        throw new Error(`nats-server ${this.name} did not start: ${this.#logTail()}`);
+      }
+      await delay(10);
+    }
+    while (true) {
+      try {
+        const r = await fetch(`${this.monitorUrl}/healthz?js-enabled-only=true`);
+        await r.body?.cancel();
+        if (r.status === 200) return;
+      } catch { /* not up yet */ }
+      if (exited || Date.now() > deadline) {
+        throw new Error(`nats-server ${this.name} did not become healthy: ${this.#logTail()}`);
+      }
+      await delay(20);
+    }
+  }
+
+  #logTail(): string {
+    try {
+      return Deno.readTextFileSync(`${this.dir}/server.log`).split("\n").slice(-5).join("\n");
+    } catch {
+      return "(no log)";
+    }
+  }
+
+  #readPorts(path: string): Ports | undefined {
+    try {
+      const p = JSON.parse(Deno.readTextFileSync(path)) as Ports;
+      return p.nats && p.websocket && p.monitoring ? p : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async #reap(signal: Deno.Signal): Promise<void> {
+    const proc = this.#proc;
+    if (!proc) return;
+    this.#proc = undefined;
+    try {
+      if (this.#paused) proc.kill("SIGCONT");
+      proc.kill(signal);
+    } catch { /* already exited */ }
+    await proc.status;
+    live.delete(proc);
+    this.#paused = false;
+  }
+
+  /** Stops the server gracefully (SIGTERM); data survives for `restart()`. */
+  stop(): Promise<void> {
+    return this.#reap("SIGTERM");
+  }
+  /** Crashes the server (SIGKILL); data survives for `restart()`. */
+  kill(): Promise<void> {
+    return this.#reap("SIGKILL");
+  }
+  /** Starts the server again on the same ports and store dir. */
+  async restart(): Promise<void> {
+    await this.#reap("SIGTERM");
+    await this.#launch();
+  }
+  /** Freezes the process (SIGSTOP): connections stay open, nothing answers. */
+  pause(): void {
+    this.#proc?.kill("SIGSTOP");
+    this.#paused = true;
+  }
+  /** Resumes a paused process (SIGCONT). */
+  resume(): void {
+    this.#proc?.kill("SIGCONT");
+    this.#paused = false;
+  }
+
+  /** Kills the process and removes the temp dir. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.#reap("SIGKILL");
+    await Deno.remove(this.dir, { recursive: true }).catch(() => {});
+  }
+}
+
+/** A 3-node (or n-node) JetStream cluster on loopback. */
+export class NatsCluster implements AsyncDisposable {
+  readonly nodes: NatsServer[];
+  private constructor(nodes: NatsServer[]) {
+    this.nodes = nodes;
+  }
+
+  /** Starts `size` nodes in parallel; resolves when all are healthy. */
+  static async start(size = 3, opts: { pingInterval?: string } = {}): Promise<NatsCluster> {
+    const ports = Array.from({ length: size }, () => freePort());
+    const results = await Promise.allSettled(ports.map((port, i) =>
+      NatsServer.start({
+        name: `n${i + 1}`,
+        pingInterval: opts.pingInterval,
+        cluster: { name: "splitlease", port, routes: ports.filter((p) => p !== port) },
+      })
+    ));
+    const nodes = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const failed = results.find((r) => r.status === "rejected") as PromiseRejectedResult | undefined;
+    if (failed) {
+      for (const n of nodes) await n[Symbol.asyncDispose]();
+      throw failed.reason;
+    }
+    return new NatsCluster(nodes);
+  }
+
+  /** WebSocket URLs of every node. */
+  get wsUrls(): string[] {
+    return this.nodes.map((n) => n.wsUrl);
+  }
+  /** The node with server name `name`. */
+  node(name: string): NatsServer {
+    const n = this.nodes.find((x) => x.name === name);
+    if (!n) throw new Error(`no node ${name}`);
+    return n;
+  }
+
+  /** Kills every node and removes their temp dirs. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n[Symbol.asyncDispose]()));
+  }
+}
+
+/**
+ * A TCP proxy on a free loopback port forwarding to `targetPort`.
+ * `blackhole()` silently drops all traffic (connections stay open, as in a
+ * network partition); `restore()` forwards again.
+ */
+export class TcpProxy implements AsyncDisposable {
+  readonly port: number;
+  #listener: Deno.Listener;
+  #conns = new Set<Deno.Conn>();
+  #blackholed = false;
+  #closed = false;
+
+  constructor(targetPort: number) {
+    this.#listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    this.port = (this.#listener.addr as Deno.NetAddr).port;
+    this.#accept(targetPort);
+  }
+
+  /** `ws://` URL through the proxy. */
+  get wsUrl(): string {
+    return `ws://127.0.0.1:${this.port}`;
+  }
+
+  async #accept(targetPort: number): Promise<void> {
+    try {
+      for await (const client of this.#listener) {
+        this.#conns.add(client);
+        if (this.#blackholed) {
+          this.#pump(client, undefined);
+          continue;
+        }
+        Deno.connect({ hostname: "127.0.0.1", port: targetPort }).then((upstream) => {
+          this.#conns.add(upstream);
+          this.#pump(client, upstream);
+          this.#pump(upstream, client);
+        }).catch(() => this.#drop(client));
+      }
+    } catch { /* listener closed */ }
+  }
+
+  async #pump(from: Deno.Conn, to: Deno.Conn | undefined): Promise<void> {
+    const buf = new Uint8Array(64 * 1024);
+    try {
+      while (true) {
+        const n = await from.read(buf);
+        if (n === null) break;
+        if (this.#blackholed || !to) continue; // dropped on the floor
+        let off = 0;
+        while (off < n) off += await to.write(buf.subarray(off, n));
+      }
+    } catch { /* closed */ }
+    if (!this.#blackholed || this.#closed) {
+      this.#drop(from);
+      if (to) this.#drop(to);
+    }
+  }
+
+  #drop(c: Deno.Conn): void {
+    if (!this.#conns.delete(c)) return;
+    try {
+      c.close();
+    } catch { /* already closed */ }
+  }
+
+  /** Stops forwarding in both directions without closing anything. */
+  blackhole(): void {
+    this.#blackholed = true;
+  }
+  /** Forwards again (connections opened meanwhile stay dead). */
+  restore(): void {
+    this.#blackholed = false;
+  }
+
+  /** Closes the listener and every connection. */
+  [Symbol.asyncDispose](): Promise<void> {
+    this.#closed = true;
+    try {
+      this.#listener.close();
+    } catch { /* closed */ }
+    for (const c of [...this.#conns]) this.#drop(c);
+    return Promise.resolve();
+  }
+}
+
+/** Resolves after `ms` milliseconds. */
+export function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
