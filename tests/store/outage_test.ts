@@ -1,0 +1,136 @@
+/**
+ * Outages of a single server: paused (frozen, connections open) and stopped
+ * then restarted. Every op fails with StoreUnavailableError within
+ * opTimeoutMs plus a small margin; afterwards the same store works again and
+ * a live watch resumes with `reset` and a fresh snapshot.
+ */
+import assert from "node:assert/strict";
+import { StoreUnavailableError, type WatchEvent } from "../../mod.ts";
+import { NatsStore } from "../../nats.ts";
+import { delay, NatsServer } from "../helpers/nats_server.ts";
+import { take } from "./conformance.ts";
+
+const OP_TIMEOUT = 1000;
+const MARGIN = 350;
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+/** Runs every op at once; each must fail with StoreUnavailableError in time. */
+async function assertAllUnavailable(store: NatsStore, revs: Record<string, number>): Promise<void> {
+  const ops: [string, () => Promise<unknown>][] = [
+    ["create", () => store.create("fresh", "x")],
+    ["update", () => store.update("a", "a-lost", revs.a)],
+    ["delete", () => store.delete("b", revs.b)],
+    ["delete", () => store.delete("c")],
+    ["get", () => store.get("a")],
+    ["list", () => store.list("")],
+  ];
+  const results = await Promise.all(ops.map(async ([op, fn]) => {
+    const t0 = Date.now();
+    try {
+      const r = await fn();
+      return { op, ms: Date.now() - t0, error: undefined, result: r };
+    } catch (error) {
+      return { op, ms: Date.now() - t0, error, result: undefined };
+    }
+  }));
+  for (const r of results) {
+    assert.ok(
+      r.error instanceof StoreUnavailableError,
+      `${r.op}: expected StoreUnavailableError, got ${r.error ?? JSON.stringify(r.result)}`,
+    );
+    assert.equal(r.error.op, r.op);
+    assert.equal(r.error.timeoutMs, OP_TIMEOUT);
+    assert.ok(r.ms <= OP_TIMEOUT + MARGIN, `${r.op} took ${r.ms} ms`);
+  }
+}
+
+/** Reads events until `ready`. */
+async function untilReady(it: AsyncIterator<WatchEvent>, ms = 10_000): Promise<WatchEvent[]> {
+  const out: WatchEvent[] = [];
+  const deadline = Date.now() + ms;
+  while (out.at(-1)?.type !== "ready") out.push(...(await take(it, 1, deadline - Date.now())));
+  return out;
+}
+
+async function seed(store: NatsStore): Promise<Record<string, number>> {
+  const revs: Record<string, number> = {};
+  for (const k of ["a", "b", "c"]) {
+    const r = await store.create(k, `${k}1`);
+    assert.ok(r.ok);
+    revs[k] = r.revision;
+  }
+  return revs;
+}
+
+Deno.test({
+  name: "outage: paused server fails every op in time, then the store works again",
+  ...opts,
+  fn: async () => {
+    await using server = await NatsServer.start();
+    await using store = await NatsStore.connect({ servers: server.wsUrl, job: "pause", opTimeoutMs: OP_TIMEOUT });
+    const revs = await seed(store);
+    server.pause();
+    try {
+      await assertAllUnavailable(store, revs);
+    } finally {
+      server.resume();
+    }
+    // The frozen server handles the queued requests on resume: re-read, then carry on.
+    const a = await store.get("a");
+    assert.ok(a && (a.value === "a1" || a.value === "a-lost"));
+    const u = await store.update("a", "a2", a.revision);
+    assert.deepEqual(u, { ok: true, revision: u.ok ? u.revision : -1 });
+    assert.equal((await store.get("a"))?.value, "a2");
+  },
+});
+
+Deno.test({
+  name: "outage: stopped server fails every op in time; after restart the store and its watch resume",
+  ...opts,
+  fn: async () => {
+    await using server = await NatsServer.start();
+    await using store = await NatsStore.connect({ servers: server.wsUrl, job: "restart", opTimeoutMs: OP_TIMEOUT });
+    await using writer = await NatsStore.connect({ servers: server.wsUrl, job: "restart", opTimeoutMs: OP_TIMEOUT });
+    const revs = await seed(store);
+    const w = store.watch("");
+    const it = w[Symbol.asyncIterator]();
+    assert.deepEqual((await untilReady(it)).map((e) => e.type), ["put", "put", "put", "ready"]);
+
+    await server.stop();
+    await delay(100);
+    await assertAllUnavailable(store, revs);
+
+    await server.restart();
+    // The other client reconnects and changes state; ours must end up seeing it.
+    const t0 = Date.now();
+    let b2;
+    while (true) {
+      try {
+        b2 = await writer.update("b", "b2", revs.b);
+        break;
+      } catch (e) {
+        assert.ok(e instanceof StoreUnavailableError);
+        assert.ok(Date.now() - t0 < 10_000, "writer did not reconnect");
+      }
+    }
+    assert.ok(b2.ok);
+    await writer.delete("c");
+
+    // Our watch: reset, then a fresh snapshot with every key's latest value.
+    const events: WatchEvent[] = [];
+    while (events.at(-1)?.type !== "reset") events.push(...(await take(it, 1, 10_000)));
+    const snapshot = await untilReady(it);
+    const fresh = new Map(snapshot.flatMap((e) => (e.type === "put" ? [[e.key, e.value] as const] : [])));
+    assert.deepEqual(Object.fromEntries(fresh), { a: "a1", b: "b2" }, JSON.stringify(snapshot));
+
+    // Live again, same store object.
+    const u = await store.update("a", "a2", revs.a);
+    assert.ok(u.ok);
+    const live = await take(it, 1);
+    assert.deepEqual(live, [{ type: "put", key: "a", value: "a2", revision: u.revision }]);
+    assert.deepEqual(await store.list(""), [
+      { key: "a", value: "a2", revision: u.revision },
+      { key: "b", value: "b2", revision: b2.revision },
+    ]);
+  },
+});
