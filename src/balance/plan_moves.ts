@@ -18,7 +18,11 @@
  * - **No oscillation.** A move is admitted only if
  *   `load(from) > load(to) + weight`, which strictly lowers the sum of squared
  *   loads; that sum is a potential that can only fall, so repeated planning
- *   reaches a fixpoint and never ping-pongs a split.
+ *   reaches a fixpoint and never ping-pongs a split. With integer weights
+ *   (bytes, rows) the rule is applied exactly. With fractional weights, loads
+ *   carry rounding error, so a move also needs
+ *   `load(from) - load(to) - weight > 1e-9 × total runnable weight`: a gap
+ *   that exists only by rounding never admits a move (it could undo itself).
  * - **One per member per cycle.** A member is the victim or the thief of at
  *   most one move per cycle, and never both.
  * - **Nothing in flight is touched, nothing piles up.** A split that is
@@ -157,6 +161,7 @@ function validate(view: BalanceView): void {
 function analyse(view: BalanceView, seed: string | undefined): {
   members: Map<string, MemberState>;
   total: number;
+  tolerance: number;
   claimable: boolean;
   unknownHandoff: boolean;
 } {
@@ -229,15 +234,21 @@ function analyse(view: BalanceView, seed: string | undefined): {
     return (x.weight - y.weight) || (x.tie - y.tie) || cmpStr(x.id, y.id);
   });
   let total = 0;
+  let integral = true;
   for (const i of order) {
     const r = runnable[i];
     total += r.weight;
+    if (integral && !Number.isInteger(r.weight)) integral = false;
     const owner = ownerOf[i];
     if (owner === undefined) continue;
     owner.load += r.weight;
     if (!leaving[i]) owner.movable.push(r);
   }
-  return { members, total, claimable, unknownHandoff };
+  // Integer weights summing to a safe integer are added exactly: the admission
+  // rule applies as written. Otherwise loads carry rounding error, and a gap
+  // within it must not admit a move (a swap by rounding could oscillate).
+  const tolerance = integral && total <= Number.MAX_SAFE_INTEGER ? 0 : total * 1e-9;
+  return { members, total, tolerance, claimable, unknownHandoff };
 }
 
 /**
@@ -331,12 +342,13 @@ export function hasClaimable(view: BalanceView): boolean {
 
 /**
  * Index of the movable split that best reduces imbalance between loads
- * `a > b`: the admitted weight `w` (`a > b + w`) maximizing the drop in the
+ * `a > b`: the admitted weight `w` (`a - b - w > tol`) maximizing the drop in the
  * sum of squares, `2w(a - b - w)`, i.e. the weight closest to half the gap;
  * on a tie the smaller weight (it does not overshoot). Among equal weights,
  * the first in canonical (seeded) order. -1 when nothing is admitted.
  */
-function pickSplit(splits: SplitRef[], a: number, b: number): number {
+function pickSplit(splits: SplitRef[], a: number, b: number, tol: number): number {
+  const admitted = (w: number) => a - b - w > tol;
   const half = (a - b) / 2;
   // First index with weight > half.
   let lo = 0;
@@ -360,8 +372,8 @@ function pickSplit(splits: SplitRef[], a: number, b: number): number {
     }
     below = l;
   }
-  const above = up < splits.length && a > b + splits[up].weight ? up : -1;
-  if (below >= 0 && !(a > b + splits[below].weight)) below = -1; // float safety
+  const above = up < splits.length && admitted(splits[up].weight) ? up : -1;
+  if (below >= 0 && !admitted(splits[below].weight)) below = -1;
   if (below < 0) return above;
   if (above < 0) return below;
   const gain = (w: number) => w * (a - b - w);
@@ -405,7 +417,7 @@ function pickSplit(splits: SplitRef[], a: number, b: number): number {
  */
 export function planMoves(view: BalanceView, config: BalanceConfig): Move[] {
   if (view.members.length < 2) return [];
-  const { members, total, claimable, unknownHandoff } = analyse(view, config.seed);
+  const { members, total, tolerance, claimable, unknownHandoff } = analyse(view, config.seed);
   if (claimable || unknownHandoff) return [];
   const share = total / members.size;
 
@@ -424,7 +436,7 @@ export function planMoves(view: BalanceView, config: BalanceConfig): Move[] {
     // Every later victim is no heavier and every later thief no lighter
     // (this also stops when the lightest thief left is v itself).
     if (thief === v || !(v.load > thief.load)) break;
-    const i = pickSplit(v.movable, v.load, thief.load);
+    const i = pickSplit(v.movable, v.load, thief.load, tolerance);
     if (i < 0) continue; // nothing of v fits this gap, nor any smaller one
     const s = v.movable[i];
     moves.push({ splitId: s.id, from: v.id, to: thief.id, weight: s.weight });
