@@ -1,0 +1,126 @@
+/**
+ * What a user implements to run work under splitlease: a planner plus
+ * per-split processing ({@linkcode SplitSource}), and the per-tenancy handle
+ * the driver hands it ({@linkcode Lane}).
+ *
+ * @module
+ */
+import type { z } from "zod";
+import type { Json, SplitProgress } from "../records.ts";
+import type { PlanContext, PlanResult, SplitSpec } from "../coordinator/types.ts";
+
+/**
+ * A source of work: plans splits (on the leader only) and processes one split
+ * per {@linkcode Lane}.
+ *
+ * `run(lane)` is one tenancy of one split. It should resume from
+ * `lane.progress`, `commit` progress as it goes, and end in one of three ways:
+ *
+ * - `await lane.complete(progress)` then return: the split is done;
+ * - `await lane.fail(reason)` (or throw): a failed attempt (poison report);
+ * - return after `lane.revokeSignal` fired: the driver commits the tail and
+ *   releases the split to its new owner (zero replay).
+ *
+ * When `lane.signal` fires the split is lost: stop at once, commits are
+ * rejected. Returning without completing, failing or being revoked releases
+ * the split (it will be offered again).
+ *
+ * @example
+ * ```ts
+ * import type { SplitSource } from "@splitlease/splitlease";
+ * const source: SplitSource<{ from: number; to: number }> = {
+ *   fingerprint: () => "ranges-v1",
+ *   plan: () => Promise.resolve({
+ *     finality: "final",
+ *     splits: [{ id: "r0", descriptor: { from: 0, to: 100 } }],
+ *   }),
+ *   async run(lane) {
+ *     let at = typeof lane.progress?.watermark === "number" ? lane.progress.watermark : lane.descriptor.from;
+ *     while (at < lane.descriptor.to) {
+ *       if (lane.signal.aborted || lane.revokeSignal.aborted) return;
+ *       at += 10; // process records [at - 10, at)
+ *       await lane.commit({ watermark: at });
+ *     }
+ *     await lane.complete({ watermark: at });
+ *   },
+ * };
+ * ```
+ */
+export interface SplitSource<D = Json> {
+  /**
+   * Config-derived identity of the job (what is planned and how). Replicas
+   * with another fingerprint refuse to join.
+   */
+  fingerprint(): string;
+  /** Enumerates the splits. Runs on the leader only. */
+  plan(ctx: PlanContext): Promise<PlanResult>;
+  /** Processes one tenancy of one split. */
+  run(lane: Lane<D>): Promise<void>;
+  /**
+   * Optional zod schema of the descriptor. A descriptor that fails it is
+   * reported as poison (`fail` with the issues) and never reaches `run`.
+   */
+  descriptorSchema?: z.ZodType<D>;
+  /**
+   * Whether `run` stops intake when `revokeSignal` fires (default `true`).
+   * `false`: revocations are declined and the split is released forcibly
+   * (its uncommitted tail replays under the new owner).
+   */
+  stopsIntakeOnRevoke?: boolean;
+}
+
+/** Options of {@linkcode Lane.commit}. */
+export interface LaneCommitOptions {
+  /** Records covered by this commit (summed into `recordsCommitted`). */
+  records?: number;
+}
+
+/**
+ * One tenancy of one split, handed to {@linkcode SplitSource.run}.
+ *
+ * @example
+ * ```ts
+ * import type { Lane } from "@splitlease/splitlease";
+ * async function run(lane: Lane<{ key: string }>): Promise<void> {
+ *   console.log(lane.splitId, lane.epoch, lane.descriptor.key, lane.progress);
+ *   await lane.complete({ watermark: 1 });
+ * }
+ * ```
+ */
+export interface Lane<D = Json> {
+  /** Unique id of this tenancy (fresh for every `gained`). */
+  readonly id: string;
+  /** The split id. */
+  readonly splitId: string;
+  /** The split as planned (id, raw descriptor, weight). */
+  readonly spec: SplitSpec;
+  /** The descriptor, validated by `descriptorSchema` when there is one. */
+  readonly descriptor: D;
+  /** The fencing epoch of this tenancy. */
+  readonly epoch: number;
+  /** Progress to resume from: the last committed (or accepted) progress. */
+  readonly progress: SplitProgress | undefined;
+  /** Aborted when the split is lost (fenced, expired, starved, revoked, shutdown). */
+  readonly signal: AbortSignal;
+  /** Aborted when the split should be handed over: stop intake, return. */
+  readonly revokeSignal: AbortSignal;
+  /**
+   * Commits progress (fenced by the epoch). With no commit interval the
+   * promise resolves once the progress is durable; with one it resolves once
+   * accepted, and the driver writes the newest accepted progress at most
+   * once per interval and always before releasing or completing.
+   *
+   * @throws {FencedError} when the lane was lost (nothing written).
+   * @throws {SplitleaseError} (`INVALID_ARGUMENT`) when the watermark regresses.
+   */
+  commit(progress: SplitProgress, options?: LaneCommitOptions): Promise<void>;
+  /** Writes any accepted but unwritten progress now. */
+  flush(): Promise<void>;
+  /**
+   * Terminal commit: marks the split completed (with `progress`, or the last
+   * accepted progress).
+   */
+  complete(progress?: SplitProgress, options?: LaneCommitOptions): Promise<void>;
+  /** Reports the split as poison for this attempt (quarantined at the cap). */
+  fail(reason: string): Promise<void>;
+}

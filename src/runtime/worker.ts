@@ -1,0 +1,1043 @@
+/**
+ * The driver: runs a {@linkcode SplitSource} over a {@linkcode Coordinator},
+ * one lane per held split, and turns coordination events into lane actions
+ * and a final outcome (DESIGN §10).
+ *
+ * @module
+ */
+import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason } from "../coordinator/types.ts";
+import { FencedError, SplitleaseError } from "../errors.ts";
+import type { SplitProgress } from "../records.ts";
+import { systemClock } from "./clock.ts";
+import { jsonLogger } from "./logger.ts";
+import type { Lane, LaneCommitOptions, SplitSource } from "./source.ts";
+
+/** Options of {@linkcode startWorker} and {@linkcode runWorker}. */
+export interface WorkerOptions<D> {
+  /** The coordinator (already joined). The worker drives and closes it. */
+  coordinator: Coordinator;
+  /** The user's source. */
+  source: SplitSource<D>;
+  /** Lanes running at once (default 8); gained splits beyond it wait. */
+  maxInFlight?: number;
+  /** Structured logger (default: {@linkcode jsonLogger}). */
+  logger?: Logger;
+  /** Time source (default: {@linkcode systemClock}). */
+  clock?: Clock;
+  /**
+   * `true` (default): a stalled job (quarantined splits left) ends with the
+   * `stalled` outcome. `false`: it drains and ends `drained` with a warning.
+   */
+  stalledIsFatal?: boolean;
+  /**
+   * How long a lane may ignore its abort signal before it is abandoned and
+   * reported (default 5000 ms).
+   */
+  abortGraceMs?: number;
+  /**
+   * Commit cadence: 0 (default) writes every `commit`; above 0 the newest
+   * accepted progress is written at most once per interval per lane.
+   */
+  commitIntervalMs?: number;
+  /** How often leadership and plan changes are checked for logging (default 1000 ms). */
+  statusIntervalMs?: number;
+}
+
+/** Counters of one worker. */
+export interface WorkerStats {
+  /** Lanes opened (splits gained). */
+  gained: number;
+  /** Splits completed by this worker. */
+  completed: number;
+  /** Splits released gracefully (revocation, shutdown, voluntary). */
+  released: number;
+  /** Failed tenancies (thrown `run`, `fail`, bad descriptor). */
+  failed: number;
+  /** Lanes lost, by reason (`fenced`, `expired`, `starved`, `revoked`, `shutdown`). */
+  lost: Record<string, number>;
+  /** Lanes that ignored their abort beyond `abortGraceMs`. */
+  abandoned: number;
+  /** Progress writes that landed (terminal ones included). */
+  commits: number;
+  /** Records reported through `commit(…, { records })` that landed. */
+  recordsCommitted: number;
+  /** Revocations by outcome: `drained` (cooperative), `declined`, `forced`. */
+  revocations: Record<string, number>;
+  /** Lanes running now. */
+  running: number;
+  /** Gained splits waiting for a free lane. */
+  queued: number;
+}
+
+/** One lane as shown by {@linkcode Worker.lanes}. */
+export interface LaneInfo {
+  /** Lane id. */
+  id: string;
+  /** Split id. */
+  splitId: string;
+  /** Epoch of the tenancy. */
+  epoch: number;
+  /** `queued`, `running`, `revoking` or `stopping`. */
+  state: "queued" | "running" | "revoking" | "stopping";
+  /** Last durable progress of this tenancy. */
+  progress: SplitProgress | null;
+}
+
+/** How a worker ended. */
+export type WorkerOutcome =
+  | {
+    kind: "drained";
+    /** `complete`: the job is done; `shutdown`: asked to stop; `stalled`: stalled, drained by configuration. */
+    reason: "complete" | "shutdown" | "stalled";
+    /** Set when the drain missed its deadline and lanes were aborted. */
+    forced?: boolean;
+    /** Set when something worth an operator's attention happened (stall). */
+    warning?: string;
+    stats: WorkerStats;
+  }
+  | { kind: "stalled"; completed: number; quarantined: number; stats: WorkerStats }
+  | { kind: "error"; error: unknown; stats: WorkerStats };
+
+/** Options of {@linkcode Worker.shutdown}. */
+export interface ShutdownOptions {
+  /**
+   * Deadline of the graceful drain in ms; past it every lane is aborted and
+   * the coordinator closed (releasing what is still held). Default: none
+   * (the coordinator's own `drainDeadlineMs` forces stuck revocations).
+   */
+  deadlineMs?: number;
+  /** Why (logged). */
+  reason?: string;
+}
+
+/** A running worker. */
+export interface Worker {
+  /** The coordinator it drives. */
+  readonly coordinator: Coordinator;
+  /** Resolves with the outcome once the worker stopped (never rejects). */
+  readonly done: Promise<WorkerOutcome>;
+  /** Whether it is serving: started, not draining, not finished. */
+  readonly ready: boolean;
+  /** Whether a drain (shutdown, completion, stall) is under way. */
+  readonly draining: boolean;
+  /** Whether it finished. */
+  readonly finished: boolean;
+  /** Graceful shutdown: drain, stop lanes cooperatively, release, close. */
+  shutdown(options?: ShutdownOptions): Promise<WorkerOutcome>;
+  /** Counters. */
+  stats(): WorkerStats;
+  /** Lanes open now. */
+  lanes(): LaneInfo[];
+}
+
+interface LaneState<D> {
+  id: string;
+  splitId: string;
+  epoch: number;
+  spec: import("../coordinator/types.ts").SplitSpec;
+  descriptor: D;
+  state: "queued" | "running" | "revoking" | "stopping";
+  /** No more writes: lost, completed, failed, released or abandoned. */
+  closed: boolean;
+  lost: boolean;
+  terminal: "completed" | "failed" | null;
+  declined: boolean;
+  abort: AbortController;
+  revoke: AbortController;
+  durable: SplitProgress | undefined;
+  accepted: SplitProgress | undefined;
+  pending: SplitProgress | undefined;
+  pendingRecords: number;
+  writeChain: Promise<void>;
+  flushTimer: unknown;
+  lastWriteAt: number;
+  graceTimer: unknown;
+  settled: Promise<void>;
+  settle: () => void;
+  handle: Lane<D>;
+}
+
+type OutcomeBase = WorkerOutcome extends infer U ? U extends WorkerOutcome ? Omit<U, "stats"> : never : never;
+
+let laneCounter = 0;
+
+function randomSuffix(): string {
+  const b = new Uint8Array(4);
+  crypto.getRandomValues(b);
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+function isAbortError(e: unknown): boolean {
+  return e instanceof Error && (e.name === "AbortError" || e.name === "TimeoutError");
+}
+
+function errorMessage(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}
+
+function regresses(prev: SplitProgress | undefined, next: SplitProgress): boolean {
+  const a = prev?.watermark;
+  const b = next.watermark;
+  if (a === undefined || b === undefined) return false;
+  if (typeof a !== typeof b) return false;
+  return b < a;
+}
+
+/**
+ * Starts a worker over a joined coordinator and returns its handle. The
+ * worker reads every event, runs one lane per held split (at most
+ * `maxInFlight` at once), and ends with an outcome in {@linkcode Worker.done}:
+ * `drained` when the job completed or after {@linkcode Worker.shutdown},
+ * `stalled` when only quarantined splits remain (unless configured to drain
+ * with a warning), `error` when the coordinator failed.
+ *
+ * @example
+ * ```ts
+ * import { startWorker, type Coordinator, type SplitSource } from "@splitlease/splitlease";
+ * declare const coordinator: Coordinator;
+ * declare const source: SplitSource;
+ * const worker = startWorker({ coordinator, source, maxInFlight: 4 });
+ * // later, on SIGTERM:
+ * const outcome = await worker.shutdown({ deadlineMs: 10_000 });
+ * console.log(outcome.kind);
+ * ```
+ */
+export function startWorker<D>(options: WorkerOptions<D>): Worker {
+  return new WorkerImpl(options);
+}
+
+/**
+ * Runs a worker to its end and resolves with the outcome (see
+ * {@linkcode startWorker}).
+ *
+ * @example
+ * ```ts
+ * import { runWorker, type Coordinator, type SplitSource } from "@splitlease/splitlease";
+ * declare const coordinator: Coordinator;
+ * declare const source: SplitSource;
+ * const outcome = await runWorker({ coordinator, source });
+ * if (outcome.kind !== "drained") console.error(outcome);
+ * ```
+ */
+export function runWorker<D>(options: WorkerOptions<D>): Promise<WorkerOutcome> {
+  return startWorker(options).done;
+}
+
+class WorkerImpl<D> implements Worker {
+  readonly coordinator: Coordinator;
+  readonly done: Promise<WorkerOutcome>;
+  #source: SplitSource<D>;
+  #log: Logger;
+  #clock: Clock;
+  #maxInFlight: number;
+  #stalledIsFatal: boolean;
+  #abortGraceMs: number;
+  #commitIntervalMs: number;
+  #statusIntervalMs: number;
+  #lanes = new Map<string, LaneState<D>>();
+  #queue: LaneState<D>[] = [];
+  #running = 0;
+  /** Splits still held by the coordinator whose lane ended without a release. */
+  #orphans = new Set<string>();
+  #tasks = new Set<Promise<unknown>>();
+  #stats: WorkerStats = {
+    gained: 0,
+    completed: 0,
+    released: 0,
+    failed: 0,
+    lost: {},
+    abandoned: 0,
+    commits: 0,
+    recordsCommitted: 0,
+    revocations: {},
+    running: 0,
+    queued: 0,
+  };
+  #draining = false;
+  #finished = false;
+  #finishing: Promise<void> | null = null;
+  #result: OutcomeBase | null = null;
+  #forced = false;
+  #resolve!: (o: WorkerOutcome) => void;
+  #statusTimer: unknown = null;
+  #wasLeader = false;
+  #planGeneration = -1;
+
+  constructor(options: WorkerOptions<D>) {
+    this.coordinator = options.coordinator;
+    this.#source = options.source;
+    this.#log = options.logger ?? jsonLogger();
+    this.#clock = options.clock ?? systemClock;
+    this.#maxInFlight = options.maxInFlight ?? 8;
+    this.#stalledIsFatal = options.stalledIsFatal ?? true;
+    this.#abortGraceMs = options.abortGraceMs ?? 5000;
+    this.#commitIntervalMs = options.commitIntervalMs ?? 0;
+    this.#statusIntervalMs = options.statusIntervalMs ?? 1000;
+    if (!Number.isInteger(this.#maxInFlight) || this.#maxInFlight < 1) {
+      throw new SplitleaseError("INVALID_CONFIG", `maxInFlight must be an integer >= 1 (got ${options.maxInFlight})`);
+    }
+    for (
+      const [k, v] of [["abortGraceMs", this.#abortGraceMs], ["commitIntervalMs", this.#commitIntervalMs], [
+        "statusIntervalMs",
+        this.#statusIntervalMs,
+      ]] as const
+    ) {
+      if (!Number.isFinite(v) || v < 0) {
+        throw new SplitleaseError("INVALID_CONFIG", `${k} must be a number >= 0 (got ${v})`);
+      }
+    }
+    this.done = new Promise((r) => (this.#resolve = r));
+    const st = this.#safeStatus();
+    this.#log("info", "joined", {
+      event: "joined",
+      instance: this.coordinator.instance,
+      job: st?.job,
+      session: st?.session,
+      maxInFlight: this.#maxInFlight,
+    });
+    this.#checkStatus();
+    this.#scheduleStatus();
+    void this.#loop();
+  }
+
+  get ready(): boolean {
+    return !this.#draining && !this.#finished;
+  }
+
+  get draining(): boolean {
+    return this.#draining && !this.#finished;
+  }
+
+  get finished(): boolean {
+    return this.#finished;
+  }
+
+  stats(): WorkerStats {
+    return {
+      ...this.#stats,
+      lost: { ...this.#stats.lost },
+      revocations: { ...this.#stats.revocations },
+      running: this.#running,
+      queued: this.#queue.length,
+    };
+  }
+
+  lanes(): LaneInfo[] {
+    return [...this.#lanes.values()].map((l) => ({
+      id: l.id,
+      splitId: l.splitId,
+      epoch: l.epoch,
+      state: l.state,
+      progress: l.durable ?? null,
+    }));
+  }
+
+  shutdown(options: ShutdownOptions = {}): Promise<WorkerOutcome> {
+    if (this.#finished) return this.done;
+    this.#log("info", "shutdown requested", { event: "shutdown", reason: options.reason ?? "shutdown" });
+    this.#finish({ kind: "drained", reason: "shutdown" }, options.deadlineMs);
+    return this.done;
+  }
+
+  // --- event loop ---------------------------------------------------------
+
+  async #loop(): Promise<void> {
+    let error: unknown = undefined;
+    try {
+      for (;;) {
+        const ev = await this.coordinator.poll();
+        if (ev === undefined) break;
+        try {
+          this.#apply(ev);
+        } catch (e) {
+          this.#log("error", "event handling failed", { event: ev.type, error: e });
+        }
+        this.#checkStatus();
+      }
+    } catch (e) {
+      error = e;
+    }
+    // The coordinator stopped: either because we closed it, or on its own.
+    if (!this.#result) {
+      const failed = this.#safeStatus()?.state === "failed";
+      const cause = error ?? new SplitleaseError("CLOSED", "The coordinator stopped before the worker finished");
+      this.#log("error", "coordinator stopped", { event: "coordinatorStopped", failed, error: cause });
+      this.#result = { kind: "error", error: cause };
+    } else if (error !== undefined) {
+      this.#log("warn", "event stream ended with an error during shutdown", { error });
+    }
+    // Abort whatever still runs, then settle.
+    for (const lane of this.#lanes.values()) this.#loseLane(lane, "shutdown", false);
+    if (this.#forced) await this.#closing;
+    else await this.#finishing?.catch(() => {});
+    if (this.#result.kind === "error") {
+      try {
+        await this.coordinator.close();
+      } catch (e) {
+        this.#log("warn", "coordinator close failed", { error: e });
+      }
+    }
+    await this.#settleLanes();
+    this.#end();
+  }
+
+  #apply(ev: CoordinationEvent): void {
+    switch (ev.type) {
+      case "gained":
+        return this.#onGained(ev);
+      case "lost": {
+        const lane = this.#lanes.get(ev.splitId);
+        this.#orphans.delete(ev.splitId);
+        if (!lane) return;
+        if (ev.reason === "revoked" && lane.state === "revoking") this.#count(this.#stats.revocations, "forced");
+        this.#loseLane(lane, ev.reason, true);
+        return;
+      }
+      case "revokeRequested":
+        return this.#onRevoke(ev.splitId);
+      case "quarantined": {
+        this.#log("warn", "split quarantined", { event: "quarantined", splitId: ev.splitId, attempts: ev.attempts });
+        const lane = this.#lanes.get(ev.splitId);
+        if (lane && !lane.terminal) this.#loseLane(lane, "fenced", true);
+        return;
+      }
+      case "allComplete":
+        this.#log("info", "job complete", { event: "allComplete" });
+        this.#finish({ kind: "drained", reason: "complete" });
+        return;
+      case "stalled": {
+        const fields = { event: "stalled", completed: ev.completed, quarantined: ev.quarantined };
+        if (this.#stalledIsFatal) {
+          this.#log("error", "job stalled: only quarantined splits remain", fields);
+          this.#finish({ kind: "stalled", completed: ev.completed, quarantined: ev.quarantined });
+        } else {
+          this.#log("warn", "job stalled: only quarantined splits remain; draining", fields);
+          this.#finish({
+            kind: "drained",
+            reason: "stalled",
+            warning: `job stalled: ${ev.quarantined} split(s) quarantined, ${ev.completed} completed`,
+          });
+        }
+        return;
+      }
+    }
+  }
+
+  #onGained(ev: Extract<CoordinationEvent, { type: "gained" }>): void {
+    const splitId = ev.split.id;
+    const old = this.#lanes.get(splitId);
+    if (old) {
+      // A re-gain always carries a higher epoch; the old tenancy is over.
+      this.#loseLane(old, "fenced", true);
+      this.#lanes.delete(splitId);
+    }
+    this.#orphans.delete(splitId);
+    this.#stats.gained++;
+    this.#log("info", "split gained", {
+      event: "gained",
+      splitId,
+      epoch: ev.epoch,
+      weight: ev.split.weight,
+      progress: ev.progress ?? null,
+    });
+    if (this.#draining) {
+      this.#background(this.#release(splitId, "draining"));
+      return;
+    }
+    let descriptor = ev.split.descriptor as D;
+    const schema = this.#source.descriptorSchema;
+    if (schema) {
+      const r = schema.safeParse(ev.split.descriptor);
+      if (!r.success) {
+        const detail = r.error.issues
+          .map((i) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`)
+          .join("; ");
+        const reason = `invalid descriptor: ${detail}`;
+        this.#stats.failed++;
+        this.#log("error", "poison split: descriptor does not match the schema", {
+          event: "poison",
+          splitId,
+          epoch: ev.epoch,
+          issues: r.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })),
+        });
+        this.#background(
+          this.coordinator.fail(splitId, ev.epoch, reason).catch((e) =>
+            this.#log("error", "poison report failed", { splitId, error: e })
+          ),
+        );
+        return;
+      }
+      descriptor = r.data;
+    }
+    const lane = this.#newLane(ev, descriptor);
+    this.#lanes.set(splitId, lane);
+    this.#queue.push(lane);
+    this.#pump();
+  }
+
+  #onRevoke(splitId: string): void {
+    const lane = this.#lanes.get(splitId);
+    if (!lane) {
+      if (this.#orphans.has(splitId)) this.#background(this.#release(splitId, "orphan"));
+      return;
+    }
+    if (lane.closed || lane.state === "revoking" || lane.state === "stopping") return;
+    this.#count(this.#stats.revocations, "requested");
+    this.#log("info", "revocation requested", { event: "revocation", splitId, epoch: lane.epoch, laneId: lane.id });
+    if (lane.state === "queued") {
+      // Never started: nothing to stop, nothing to commit.
+      this.#queue = this.#queue.filter((l) => l !== lane);
+      lane.closed = true;
+      this.#lanes.delete(splitId);
+      lane.settle();
+      this.#count(this.#stats.revocations, "drained");
+      this.#background(this.#release(splitId, "revoked before start"));
+      return;
+    }
+    if (this.#source.stopsIntakeOnRevoke === false) {
+      this.#count(this.#stats.revocations, "declined");
+      this.#log("warn", "revocation declined: the source cannot stop intake; releasing forcibly", {
+        event: "revocation",
+        outcome: "declined",
+        splitId,
+      });
+      lane.state = "stopping";
+      lane.declined = true;
+      this.#background(
+        this.coordinator.declineRevocation(splitId).catch((e) =>
+          this.#log("error", "declineRevocation failed", { splitId, error: e })
+        ),
+      );
+      return;
+    }
+    lane.state = "revoking";
+    lane.revoke.abort(new DOMException("revocation requested", "AbortError"));
+  }
+
+  // --- lanes --------------------------------------------------------------
+
+  #newLane(ev: Extract<CoordinationEvent, { type: "gained" }>, descriptor: D): LaneState<D> {
+    let settle!: () => void;
+    const settled = new Promise<void>((r) => (settle = r));
+    const lane: LaneState<D> = {
+      id: `${ev.split.id}@${ev.epoch}-${(++laneCounter).toString(36)}${randomSuffix()}`,
+      splitId: ev.split.id,
+      epoch: ev.epoch,
+      spec: ev.split,
+      descriptor,
+      state: "queued",
+      closed: false,
+      lost: false,
+      terminal: null,
+      declined: false,
+      abort: new AbortController(),
+      revoke: new AbortController(),
+      durable: ev.progress,
+      accepted: ev.progress,
+      pending: undefined,
+      pendingRecords: 0,
+      writeChain: Promise.resolve(),
+      flushTimer: null,
+      lastWriteAt: -Infinity,
+      graceTimer: null,
+      settled,
+      settle,
+      handle: undefined as unknown as Lane<D>,
+    };
+    // deno-lint-ignore no-this-alias
+    const worker = this;
+    lane.handle = {
+      id: lane.id,
+      splitId: lane.splitId,
+      spec: lane.spec,
+      descriptor: lane.descriptor,
+      epoch: lane.epoch,
+      get progress() {
+        return lane.accepted;
+      },
+      signal: lane.abort.signal,
+      revokeSignal: lane.revoke.signal,
+      commit: (progress, opts) => worker.#commit(lane, progress, opts),
+      flush: () => worker.#flush(lane),
+      complete: (progress, opts) => worker.#complete(lane, progress, opts),
+      fail: (reason) => worker.#fail(lane, reason),
+    };
+    return lane;
+  }
+
+  #pump(): void {
+    while (this.#running < this.#maxInFlight && this.#queue.length > 0) {
+      const lane = this.#queue.shift()!;
+      if (lane.closed) continue;
+      this.#running++;
+      lane.state = "running";
+      this.#background(this.#runLane(lane));
+    }
+  }
+
+  async #runLane(lane: LaneState<D>): Promise<void> {
+    let threw = false;
+    let error: unknown;
+    let slotFreed = false;
+    const freeSlot = () => {
+      if (slotFreed) return;
+      slotFreed = true;
+      this.#running--;
+      this.#pump();
+    };
+    // An abandoned lane frees its slot while `run` is still going.
+    lane.settled.then(freeSlot);
+    try {
+      await this.#source.run(lane.handle);
+    } catch (e) {
+      threw = true;
+      error = e;
+    }
+    if (this.#isAbandoned(lane)) {
+      this.#log("warn", "abandoned lane returned late", { splitId: lane.splitId, laneId: lane.id, threw });
+      return;
+    }
+    try {
+      await this.#endTenancy(lane, threw, error);
+    } catch (e) {
+      this.#log("error", "ending a tenancy failed", { splitId: lane.splitId, laneId: lane.id, error: e });
+    } finally {
+      if (lane.graceTimer !== null) this.#clock.clearTimeout(lane.graceTimer);
+      if (lane.flushTimer !== null) this.#clock.clearTimeout(lane.flushTimer);
+      lane.flushTimer = null;
+      lane.closed = true;
+      if (this.#lanes.get(lane.splitId) === lane) this.#lanes.delete(lane.splitId);
+      lane.settle();
+      freeSlot();
+    }
+  }
+
+  #isAbandoned(lane: LaneState<D>): boolean {
+    return lane.graceTimer === "abandoned";
+  }
+
+  async #endTenancy(lane: LaneState<D>, threw: boolean, error: unknown): Promise<void> {
+    // Wait for any write in flight (a complete/fail the source did not await).
+    await lane.writeChain.catch(() => {});
+    if (lane.terminal || lane.lost) {
+      if (threw && !lane.lost && !isAbortError(error)) {
+        this.#log("warn", "run threw after the tenancy ended", { splitId: lane.splitId, error });
+      }
+      return;
+    }
+    if (lane.declined) {
+      // Released forcibly by declineRevocation; a last flush is fenced or lands, by CAS.
+      await this.#flushQuietly(lane);
+      lane.closed = true;
+      return;
+    }
+    const cooperative = lane.state === "revoking" && (!threw || isAbortError(error));
+    if (threw && !cooperative) {
+      this.#stats.failed++;
+      this.#log("error", "run failed", { event: "laneFailed", splitId: lane.splitId, epoch: lane.epoch, error });
+      await this.#flushQuietly(lane);
+      if (lane.lost) return;
+      lane.closed = true;
+      lane.terminal = "failed";
+      try {
+        await this.coordinator.fail(lane.splitId, lane.epoch, `run threw: ${errorMessage(error)}`);
+      } catch (e) {
+        this.#onWriteError(lane, e, "fail");
+        if (!(e instanceof FencedError)) this.#orphans.add(lane.splitId);
+      }
+      return;
+    }
+    lane.state = "stopping";
+    await this.#flushQuietly(lane);
+    if (lane.lost) return;
+    lane.closed = true;
+    if (cooperative) {
+      this.#count(this.#stats.revocations, "drained");
+      await this.#release(lane.splitId, "revoked", lane);
+    } else {
+      this.#log("warn", "run returned without complete() or fail(); releasing the split", {
+        splitId: lane.splitId,
+        epoch: lane.epoch,
+      });
+      await this.#release(lane.splitId, "returned", lane);
+    }
+  }
+
+  async #release(splitId: string, why: string, lane?: LaneState<D>): Promise<void> {
+    try {
+      await this.coordinator.release([splitId]);
+      this.#orphans.delete(splitId);
+      this.#stats.released++;
+      this.#log("info", "split released", {
+        event: "released",
+        splitId,
+        reason: why,
+        epoch: lane?.epoch,
+        progress: lane?.durable ?? null,
+      });
+    } catch (e) {
+      if (e instanceof FencedError) {
+        if (lane) this.#markLost(lane, "fenced");
+        return;
+      }
+      this.#orphans.add(splitId);
+      this.#log("error", "release failed; the split stays held until shutdown or the next revocation", {
+        splitId,
+        error: e,
+      });
+    }
+  }
+
+  /** Marks a lane lost: aborts it, rejects its commits, bounds how long it may keep running. */
+  #loseLane(lane: LaneState<D>, reason: LostReason | "shutdown", fromEvent: boolean): void {
+    if (lane.lost || lane.terminal) {
+      return;
+    }
+    this.#markLost(lane, reason);
+    if (fromEvent) {
+      this.#log("warn", "split lost", { event: "lost", splitId: lane.splitId, epoch: lane.epoch, reason });
+    }
+  }
+
+  #markLost(lane: LaneState<D>, reason: LostReason | "shutdown"): void {
+    if (lane.lost) return;
+    lane.lost = true;
+    lane.closed = true;
+    this.#count(this.#stats.lost, reason);
+    if (lane.flushTimer !== null) this.#clock.clearTimeout(lane.flushTimer);
+    lane.flushTimer = null;
+    lane.pending = undefined;
+    if (lane.state === "queued") {
+      this.#queue = this.#queue.filter((l) => l !== lane);
+      if (this.#lanes.get(lane.splitId) === lane) this.#lanes.delete(lane.splitId);
+      lane.settle();
+      return;
+    }
+    lane.state = "stopping";
+    lane.abort.abort(new DOMException(`split lost (${reason})`, "AbortError"));
+    if (lane.graceTimer === null) {
+      lane.graceTimer = this.#clock.setTimeout(() => this.#abandon(lane, reason), this.#abortGraceMs);
+    }
+  }
+
+  #abandon(lane: LaneState<D>, reason: string): void {
+    if (this.#lanes.get(lane.splitId) !== lane) return; // already ended
+    lane.graceTimer = "abandoned";
+    this.#lanes.delete(lane.splitId);
+    this.#stats.abandoned++;
+    this.#log("error", "lane ignored its abort signal; abandoned", {
+      event: "abandoned",
+      splitId: lane.splitId,
+      laneId: lane.id,
+      reason,
+      graceMs: this.#abortGraceMs,
+    });
+    lane.settle();
+  }
+
+  // --- lane handle --------------------------------------------------------
+
+  #checkActive(lane: LaneState<D>): void {
+    if (lane.closed) {
+      throw new FencedError(
+        lane.splitId,
+        lane.epoch,
+        -1,
+        `lane ${lane.id} is no longer active (${lane.lost ? "lost" : lane.terminal ?? "ended"}); nothing was written`,
+      );
+    }
+  }
+
+  #checkProgress(lane: LaneState<D>, progress: SplitProgress): void {
+    if (!progress || typeof progress !== "object") {
+      throw new SplitleaseError("INVALID_ARGUMENT", `progress must be an object (split ${lane.splitId})`);
+    }
+    if (regresses(lane.accepted, progress)) {
+      throw new SplitleaseError(
+        "INVALID_ARGUMENT",
+        `watermark regressed on split ${lane.splitId}: ${String(progress.watermark)} < ${
+          String(lane.accepted?.watermark)
+        }`,
+      );
+    }
+  }
+
+  #commit(lane: LaneState<D>, progress: SplitProgress, opts?: LaneCommitOptions): Promise<void> {
+    try {
+      this.#checkActive(lane);
+      this.#checkProgress(lane, progress);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    lane.accepted = progress;
+    lane.pending = progress;
+    lane.pendingRecords += opts?.records ?? 0;
+    if (this.#commitIntervalMs === 0) return this.#flush(lane);
+    const due = lane.lastWriteAt + this.#commitIntervalMs - this.#clock.now();
+    if (due <= 0) {
+      lane.lastWriteAt = this.#clock.now();
+      // Errors surface through the lane's signal (fenced) and the log (outage).
+      this.#flush(lane).catch(() => {});
+    } else if (lane.flushTimer === null) {
+      lane.flushTimer = this.#clock.setTimeout(() => {
+        lane.flushTimer = null;
+        this.#flush(lane).catch(() => {});
+      }, due);
+    }
+    return Promise.resolve();
+  }
+
+  #flush(lane: LaneState<D>): Promise<void> {
+    const run = lane.writeChain.catch(() => {}).then(async () => {
+      const progress = lane.pending;
+      if (progress === undefined) return;
+      if (lane.lost) {
+        throw new FencedError(lane.splitId, lane.epoch, -1, `lane ${lane.id} was lost; nothing was written`);
+      }
+      const records = lane.pendingRecords;
+      lane.pending = undefined;
+      lane.pendingRecords = 0;
+      lane.lastWriteAt = this.#clock.now();
+      try {
+        await this.coordinator.commit(lane.splitId, lane.epoch, progress);
+      } catch (e) {
+        if (!(e instanceof FencedError) && lane.pending === undefined) {
+          // Keep it for the next write (outage): progress may replay, never regress.
+          lane.pending = progress;
+          lane.pendingRecords += records;
+        }
+        this.#onWriteError(lane, e, "commit");
+        throw e;
+      }
+      lane.durable = progress;
+      this.#stats.commits++;
+      this.#stats.recordsCommitted += records;
+    });
+    lane.writeChain = run;
+    return run;
+  }
+
+  async #flushQuietly(lane: LaneState<D>): Promise<void> {
+    if (lane.flushTimer !== null) this.#clock.clearTimeout(lane.flushTimer);
+    lane.flushTimer = null;
+    try {
+      await this.#flush(lane);
+    } catch {
+      // reported by #onWriteError
+    }
+  }
+
+  #onWriteError(lane: LaneState<D>, e: unknown, op: string): void {
+    if (e instanceof FencedError) {
+      this.#log("warn", `${op} fenced: the split moved on`, {
+        event: "fenced",
+        splitId: lane.splitId,
+        epoch: lane.epoch,
+        currentEpoch: e.currentEpoch,
+      });
+      this.#markLost(lane, "fenced");
+    } else {
+      this.#log("error", `${op} failed`, { splitId: lane.splitId, epoch: lane.epoch, error: e });
+    }
+  }
+
+  async #complete(lane: LaneState<D>, progress?: SplitProgress, opts?: LaneCommitOptions): Promise<void> {
+    this.#checkActive(lane);
+    const final = progress ?? lane.accepted ?? {};
+    if (progress) this.#checkProgress(lane, progress);
+    if (lane.flushTimer !== null) this.#clock.clearTimeout(lane.flushTimer);
+    lane.flushTimer = null;
+    lane.closed = true;
+    lane.terminal = "completed";
+    const records = lane.pendingRecords + (opts?.records ?? 0);
+    lane.pending = undefined;
+    lane.pendingRecords = 0;
+    const run = lane.writeChain.catch(() => {}).then(async () => {
+      try {
+        await this.coordinator.commit(lane.splitId, lane.epoch, final, { final: true });
+      } catch (e) {
+        lane.terminal = null;
+        if (!(e instanceof FencedError)) lane.closed = false; // outage: the source may retry
+        this.#onWriteError(lane, e, "complete");
+        throw e;
+      }
+      lane.accepted = final;
+      lane.durable = final;
+      this.#stats.commits++;
+      this.#stats.completed++;
+      this.#stats.recordsCommitted += records;
+      this.#log("info", "split completed", {
+        event: "completed",
+        splitId: lane.splitId,
+        epoch: lane.epoch,
+        progress: final,
+      });
+    });
+    lane.writeChain = run;
+    await run;
+  }
+
+  async #fail(lane: LaneState<D>, reason: string): Promise<void> {
+    this.#checkActive(lane);
+    await this.#flushQuietly(lane);
+    this.#checkActive(lane);
+    lane.closed = true;
+    lane.terminal = "failed";
+    this.#stats.failed++;
+    this.#log("warn", "split reported as failed", {
+      event: "laneFailed",
+      splitId: lane.splitId,
+      epoch: lane.epoch,
+      reason,
+    });
+    try {
+      await this.coordinator.fail(lane.splitId, lane.epoch, reason);
+    } catch (e) {
+      this.#onWriteError(lane, e, "fail");
+      if (!(e instanceof FencedError)) this.#orphans.add(lane.splitId);
+      throw e;
+    }
+  }
+
+  // --- finishing ----------------------------------------------------------
+
+  #finish(result: OutcomeBase, deadlineMs?: number): void {
+    if (this.#finishing) {
+      // Already finishing: a later shutdown may only tighten the deadline.
+      if (deadlineMs !== undefined) this.#armDeadline(deadlineMs);
+      return;
+    }
+    this.#result = result;
+    this.#draining = true;
+    this.#finishing = this.#drainAndClose();
+    if (deadlineMs !== undefined) this.#armDeadline(deadlineMs);
+  }
+
+  #deadlineTimer: unknown = null;
+
+  #armDeadline(ms: number): void {
+    if (this.#deadlineTimer !== null || this.#finished) return;
+    this.#deadlineTimer = this.#clock.setTimeout(() => {
+      this.#deadlineTimer = null;
+      if (this.#finished) return;
+      this.#forced = true;
+      this.#log("warn", "drain deadline passed; aborting lanes and releasing forcibly", {
+        event: "drainDeadline",
+        deadlineMs: ms,
+        lanes: this.#lanes.size,
+      });
+      for (const lane of this.#lanes.values()) this.#loseLane(lane, "shutdown", false);
+      this.#background(this.#close());
+    }, ms);
+  }
+
+  async #drainAndClose(): Promise<void> {
+    this.#log("info", "draining", { event: "draining", lanes: this.#lanes.size });
+    // Queued lanes never started: release them now.
+    for (const lane of [...this.#queue]) this.#onRevoke(lane.splitId);
+    try {
+      await this.coordinator.drain();
+    } catch (e) {
+      this.#log("error", "drain failed", { error: e });
+    }
+    await this.#settleLanes();
+    for (const id of [...this.#orphans]) await this.#release(id, "shutdown");
+    await this.#close();
+  }
+
+  #closing: Promise<void> | null = null;
+
+  #close(): Promise<void> {
+    this.#closing ??= (async () => {
+      try {
+        await this.coordinator.close();
+      } catch (e) {
+        this.#log("error", "coordinator close failed", { error: e });
+      }
+    })();
+    return this.#closing;
+  }
+
+  async #settleLanes(): Promise<void> {
+    while (this.#lanes.size > 0) {
+      await Promise.all([...this.#lanes.values()].map((l) => l.settled));
+    }
+  }
+
+  #end(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    if (this.#statusTimer !== null) this.#clock.clearTimeout(this.#statusTimer);
+    this.#statusTimer = null;
+    if (this.#deadlineTimer !== null) this.#clock.clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = null;
+    const base = this.#result!;
+    const stats = this.stats();
+    const outcome =
+      (base.kind === "drained" && this.#forced
+        ? { ...base, forced: true, stats }
+        : { ...base, stats }) as WorkerOutcome;
+    this.#log(outcome.kind === "error" ? "error" : outcome.kind === "stalled" ? "error" : "info", "worker finished", {
+      event: "finished",
+      outcome: outcome.kind,
+      reason: outcome.kind === "drained" ? outcome.reason : undefined,
+      forced: this.#forced || undefined,
+      error: outcome.kind === "error" ? outcome.error : undefined,
+      stats,
+    });
+    this.#resolve(outcome);
+  }
+
+  // --- misc ---------------------------------------------------------------
+
+  #background(p: Promise<unknown>): void {
+    const t = p.catch((e) => this.#log("error", "background task failed", { error: e }));
+    this.#tasks.add(t);
+    t.finally(() => this.#tasks.delete(t));
+  }
+
+  #count(map: Record<string, number>, key: string): void {
+    map[key] = (map[key] ?? 0) + 1;
+  }
+
+  #safeStatus(): ReturnType<Coordinator["status"]> | undefined {
+    try {
+      return this.coordinator.status();
+    } catch {
+      return undefined;
+    }
+  }
+
+  #scheduleStatus(): void {
+    if (this.#finished || this.#statusIntervalMs === 0) return;
+    this.#statusTimer = this.#clock.setTimeout(() => {
+      this.#statusTimer = null;
+      this.#checkStatus();
+      this.#scheduleStatus();
+    }, this.#statusIntervalMs);
+  }
+
+  #checkStatus(): void {
+    const st = this.#safeStatus();
+    if (!st) return;
+    if (st.isLeader !== this.#wasLeader) {
+      this.#wasLeader = st.isLeader;
+      if (st.isLeader) {
+        this.#log("info", "leader elected", { event: "leaderElected", instance: st.instance, term: st.leader?.term });
+      } else {
+        this.#log("info", "leadership lost", { event: "leadershipLost", instance: st.instance });
+      }
+    }
+    const gen = st.plan?.generation ?? -1;
+    if (st.plan && gen !== this.#planGeneration && gen > 0) {
+      this.#log("info", "plan published", {
+        event: "planPublished",
+        term: st.plan.term,
+        generation: gen,
+        finality: st.plan.finality,
+        planned: st.plan.planned,
+      });
+    }
+    this.#planGeneration = gen;
+  }
+}
