@@ -160,7 +160,9 @@ export class NatsServer implements AsyncDisposable {
     }
     while (true) {
       try {
-        const r = await fetch(`${this.monitorUrl}/healthz?js-enabled-only=true`);
+        // In a cluster, also wait for the meta leader (full health check).
+        const query = this.#opts.cluster ? "" : "?js-enabled-only=true";
+        const r = await fetch(`${this.monitorUrl}/healthz${query}`);
         await r.body?.cancel();
         if (r.status === 200) return;
       } catch { /* not up yet */ }

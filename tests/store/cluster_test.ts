@@ -1,0 +1,173 @@
+/**
+ * A 3-node cluster with an R1 bucket: the store survives losing (kill or
+ * network partition) the node it is connected to when that node does not
+ * hold the bucket; when the bucket's node dies, ops fail with
+ * StoreUnavailableError and resume when it returns. `replicas: 3` is refused
+ * on 2.9.10 with the CAS-bug explanation.
+ */
+import assert from "node:assert/strict";
+import { wsconnect } from "@nats-io/nats-core";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { SplitleaseError, StoreUnavailableError, type WatchEvent } from "../../mod.ts";
+import { NatsStore } from "../../nats.ts";
+import { delay, NatsCluster, TcpProxy } from "../helpers/nats_server.ts";
+import { take } from "./conformance.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const OP_TIMEOUT = 1000;
+
+/** Server name of the node holding the bucket's stream. */
+async function holder(urls: string[], job: string): Promise<string> {
+  const nc = await wsconnect({ servers: urls });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const info = await jsm.streams.info(`KV_splitlease_${job}`);
+    return info.cluster!.leader!;
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Retries `fn` until it succeeds or `ms` pass; only StoreUnavailableError is retried. */
+async function eventually<T>(fn: () => Promise<T>, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  while (true) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!(e instanceof StoreUnavailableError) || Date.now() > deadline) throw e;
+      await delay(100);
+    }
+  }
+}
+
+/**
+ * What a caller does with an ambiguous write: retry the CAS while the store
+ * is unavailable, and on a conflict re-read, since an earlier attempt that
+ * reported StoreUnavailableError may have landed after all.
+ */
+async function casEventually(store: NatsStore, key: string, value: string, rev: number): Promise<number> {
+  const r = await eventually(() => store.update(key, value, rev));
+  if (r.ok) return r.revision;
+  const cur = await store.get(key);
+  assert.equal(cur?.value, value, "conflict, and the key does not hold our value");
+  return cur!.revision;
+}
+
+async function untilReady(it: AsyncIterator<WatchEvent>): Promise<WatchEvent[]> {
+  const out: WatchEvent[] = [];
+  while (out.at(-1)?.type !== "ready") out.push(...(await take(it, 1, 15_000)));
+  return out;
+}
+
+/** Reads until a reset, then the fresh snapshot; returns its puts as an object. */
+async function resumedSnapshot(it: AsyncIterator<WatchEvent>): Promise<Record<string, string>> {
+  while ((await take(it, 1, 15_000))[0].type !== "reset");
+  const snap = await untilReady(it);
+  return Object.fromEntries(snap.flatMap((e) => (e.type === "put" ? [[e.key, e.value]] : [])));
+}
+
+Deno.test({
+  name: "cluster: failover when the connected node (not the bucket's) is killed or partitioned",
+  ...opts,
+  fn: async () => {
+    await using cluster = await NatsCluster.start(3, { pingInterval: "500ms" });
+    // Create the bucket once, then see where it landed.
+    const setup = await NatsStore.connect({ servers: cluster.wsUrls, job: "fo", opTimeoutMs: 3000 });
+    await setup.close();
+    const bucketNode = await holder(cluster.wsUrls, "fo");
+    const others = cluster.nodes.filter((n) => n.name !== bucketNode);
+
+    // 1. Partition: the client reaches others[0] through a proxy that we blackhole.
+    await using proxy = new TcpProxy(others[0].wsPort);
+    // Fail over to the other non-bucket node first, so step 2 can kill it.
+    const servers = [proxy.wsUrl, others[1].wsUrl, cluster.node(bucketNode).wsUrl];
+    await using store = await NatsStore.connect({
+      servers,
+      job: "fo",
+      opTimeoutMs: OP_TIMEOUT,
+      pingIntervalMs: 500,
+      noRandomize: true,
+    });
+    assert.equal(store.server, `127.0.0.1:${proxy.port}`);
+    const c = await store.create("k", "1");
+    assert.ok(c.ok);
+    const it = store.watch("")[Symbol.asyncIterator]();
+    await untilReady(it);
+
+    proxy.blackhole();
+    const t0 = Date.now();
+    const rev2 = await casEventually(store, "k", "2", c.revision);
+    const failover = Date.now() - t0;
+    assert.ok(failover < 8000, `failover took ${failover} ms`);
+    assert.notEqual(store.server, `127.0.0.1:${proxy.port}`);
+    assert.deepEqual(await resumedSnapshot(it), { k: "2" });
+    console.log(`partition failover: ${failover} ms`);
+
+    // 2. Kill the node we are connected to now (not the bucket's).
+    proxy.restore();
+    assert.equal(store.server, `127.0.0.1:${others[1].wsPort}`);
+    {
+      await others[1].kill();
+      const t1 = Date.now();
+      await casEventually(store, "k", "3", rev2);
+      assert.ok(Date.now() - t1 < 8000, `failover took ${Date.now() - t1} ms`);
+      assert.deepEqual(await resumedSnapshot(it), { k: "3" });
+      console.log(`kill failover: ${Date.now() - t1} ms`);
+    }
+  },
+});
+
+Deno.test({
+  name: "cluster: when the bucket's node dies, ops fail in time and resume when it returns",
+  ...opts,
+  fn: async () => {
+    await using cluster = await NatsCluster.start(3, { pingInterval: "500ms" });
+    const setup = await NatsStore.connect({ servers: cluster.wsUrls, job: "bn", opTimeoutMs: 3000 });
+    await setup.close();
+    const bucketNode = cluster.node(await holder(cluster.wsUrls, "bn"));
+    const others = cluster.nodes.filter((n) => n !== bucketNode);
+    await using store = await NatsStore.connect({
+      servers: others.map((n) => n.wsUrl),
+      job: "bn",
+      opTimeoutMs: OP_TIMEOUT,
+      pingIntervalMs: 500,
+    });
+    const c = await store.create("k", "1");
+    assert.ok(c.ok);
+    const it = store.watch("")[Symbol.asyncIterator]();
+    await untilReady(it);
+
+    await bucketNode.kill();
+    for (const op of [() => store.get("k"), () => store.update("k", "x", c.revision), () => store.list("")]) {
+      const t0 = Date.now();
+      await assert.rejects(op(), StoreUnavailableError);
+      assert.ok(Date.now() - t0 <= OP_TIMEOUT + 350, `took ${Date.now() - t0} ms`);
+    }
+
+    await bucketNode.restart();
+    const cur = await eventually(() => store.get("k"), 20_000);
+    assert.equal(cur?.value, "1");
+    const u = await store.update("k", "2", cur!.revision);
+    assert.ok(u.ok);
+    // The watch came back too (by itself, or with reset + snapshot): it shows the final state.
+    const events: WatchEvent[] = [];
+    while (!events.some((e) => e.type === "put" && e.value === "2")) events.push(...(await take(it, 1, 15_000)));
+    const last = events.filter((e) => e.type === "put").at(-1);
+    assert.deepEqual(last, { type: "put", key: "k", value: "2", revision: u.revision });
+  },
+});
+
+Deno.test({
+  name: "cluster: replicas: 3 on nats-server 2.9.10 is refused with the CAS bug named",
+  ...opts,
+  fn: async () => {
+    await using cluster = await NatsCluster.start(3);
+    await assert.rejects(
+      NatsStore.connect({ servers: cluster.wsUrls, job: "r3", replicas: 3 }),
+      (e) =>
+        e instanceof SplitleaseError && e.code === "UNSUPPORTED_SERVER" && /nats-server#4320/.test(e.message) &&
+        /2\.9\.21/.test(e.message),
+    );
+  },
+});
