@@ -1,0 +1,104 @@
+/**
+ * CAS updates/s through NatsStore vs raw @nats-io/kv, same server, same run.
+ * Run: node_modules/.bin/deno run -A bench/store_bench.ts
+ * (starts its own nats-server with the test launcher).
+ */
+import { wsconnect } from "@nats-io/nats-core";
+import { jetstream } from "@nats-io/jetstream";
+import { type KV, Kvm } from "@nats-io/kv";
+import { NatsStore } from "../nats.ts";
+import { NatsServer } from "../tests/helpers/nats_server.ts";
+
+const VALUE = "x".repeat(100);
+const SERIAL_MS = Number(Deno.env.get("BENCH_MS") ?? 3000);
+const ROUNDS = 3;
+
+interface Cas {
+  create(key: string, value: string): Promise<number>;
+  update(key: string, value: string, rev: number): Promise<number>;
+}
+
+function rawCas(kv: KV): Cas {
+  return {
+    create: (k, v) => kv.create(k, v),
+    update: (k, v, r) => kv.update(k, v, r),
+  };
+}
+
+function storeCas(s: NatsStore): Cas {
+  return {
+    async create(k, v) {
+      const r = await s.create(k, v);
+      if (!r.ok) throw new Error("conflict");
+      return r.revision;
+    },
+    async update(k, v, rev) {
+      const r = await s.update(k, v, rev);
+      if (!r.ok) throw new Error("conflict");
+      return r.revision;
+    },
+  };
+}
+
+async function serial(cas: Cas, key: string): Promise<number> {
+  let rev = await cas.create(key, VALUE);
+  let n = 0;
+  const t0 = performance.now();
+  const end = t0 + SERIAL_MS;
+  while (performance.now() < end) {
+    rev = await cas.update(key, VALUE, rev);
+    n++;
+  }
+  return n / ((performance.now() - t0) / 1000);
+}
+
+async function parallel(cas: Cas, prefix: string, keys = 100): Promise<number> {
+  const revs = await Promise.all(Array.from({ length: keys }, (_, i) => cas.create(`${prefix}.${i}`, VALUE)));
+  let n = 0;
+  const t0 = performance.now();
+  const end = t0 + SERIAL_MS;
+  await Promise.all(revs.map(async (rev, i) => {
+    const key = `${prefix}.${i}`;
+    while (performance.now() < end) {
+      rev = await cas.update(key, VALUE, rev);
+      n++;
+    }
+  }));
+  return n / ((performance.now() - t0) / 1000);
+}
+
+await using server = await NatsServer.start();
+const nc = await wsconnect({ servers: server.wsUrl });
+const kv = await new Kvm(jetstream(nc, { timeout: 5000 })).create("splitlease_benchraw", { history: 1 });
+const store = await NatsStore.connect({ servers: server.wsUrl, job: "bench" });
+const raw = rawCas(kv);
+const ours = storeCas(store);
+
+// Warm up both paths.
+await serial(raw, "warm.raw");
+await serial(ours, "warm.store");
+
+const results: Record<string, { raw: number[]; store: number[] }> = {
+  "serial CAS, one key": { raw: [], store: [] },
+  "100 keys, 100 in flight": { raw: [], store: [] },
+};
+// Interleave rounds so drift (GC, disk) hits both sides alike.
+for (let r = 0; r < ROUNDS; r++) {
+  results["serial CAS, one key"].raw.push(await serial(raw, `s${r}.raw`));
+  results["serial CAS, one key"].store.push(await serial(ours, `s${r}.store`));
+  results["100 keys, 100 in flight"].raw.push(await parallel(raw, `p${r}.raw`));
+  results["100 keys, 100 in flight"].store.push(await parallel(ours, `p${r}.store`));
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+console.log(`nats-server ${nc.info?.version}, WebSocket, R1, ${VALUE.length} B values, ${ROUNDS} rounds of ${SERIAL_MS} ms`);
+for (const [name, { raw, store }] of Object.entries(results)) {
+  const r = median(raw);
+  const s = median(store);
+  console.log(
+    `${name.padEnd(26)} raw kv ${r.toFixed(0).padStart(6)}/s   NatsStore ${s.toFixed(0).padStart(6)}/s   ` +
+      `ratio ${(s / r).toFixed(3)} (overhead ${((1 - s / r) * 100).toFixed(1)}%)`,
+  );
+}
+await store.close();
+await nc.close();
