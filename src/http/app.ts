@@ -1,0 +1,251 @@
+/**
+ * The Hono app every adapter serves: health, readiness, Prometheus metrics,
+ * status and a drain endpoint (DESIGN §11).
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import type { Coordinator, CoordinatorStats, CoordinatorStatus } from "../coordinator/types.ts";
+import type { Worker } from "../runtime/worker.ts";
+import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
+
+/** Options of {@linkcode createApp}. Give a `worker` or a `coordinator`. */
+export interface AppOptions {
+  /** The worker to report on and shut down (its coordinator is used). */
+  worker?: Worker;
+  /** A coordinator without a worker (drain calls `coordinator.drain()`). */
+  coordinator?: Coordinator;
+  /** Bearer token required by `POST /drain`; none = open (bind to a private address). */
+  drainToken?: string;
+  /** Metric name prefix (default `etl_coordination_`). */
+  metricsPrefix?: string;
+  /** Deadline handed to `worker.shutdown` by `POST /drain` (ms), unless the body gives one. */
+  drainDeadlineMs?: number;
+  /**
+   * Called instead of the default action when a drain is accepted (adapters
+   * use it to run their own shutdown sequence).
+   */
+  onDrain?: (deadlineMs: number | undefined) => void;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Compares two strings in time that depends only on the expected value's
+ * length, not on where they differ.
+ *
+ * @example
+ * ```ts
+ * import { timingSafeEqual } from "@splitlease/splitlease";
+ * timingSafeEqual("s3cret", "s3cret"); // true
+ * ```
+ */
+export function timingSafeEqual(given: string, expected: string): boolean {
+  const a = encoder.encode(given);
+  const b = encoder.encode(expected);
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < b.length; i++) diff |= (i < a.length ? a[i] : 0) ^ b[i];
+  return diff === 0;
+}
+
+/**
+ * Renders a coordinator's (and optionally a worker's) metrics in the
+ * Prometheus text format.
+ *
+ * @example
+ * ```ts
+ * import { renderMetrics, type Coordinator } from "@splitlease/splitlease";
+ * declare const coordinator: Coordinator;
+ * const text = renderMetrics(coordinator.status(), coordinator.stats());
+ * ```
+ */
+export function renderMetrics(
+  status: CoordinatorStatus,
+  stats: CoordinatorStats,
+  worker?: Worker,
+  prefix = "etl_coordination_",
+): string {
+  const r = new MetricsRegistry(prefix);
+  const draining = status.held.filter((h) => h.draining).length;
+  r.gauge("info", "Instance identity (value is always 1).").set(1, {
+    instance: status.instance,
+    job: status.job,
+    session: status.session,
+  });
+  r.gauge("up", "1 while the coordinator is starting, running or draining.").set(
+    status.state === "failed" || status.state === "stopped" ? 0 : 1,
+  );
+  r.gauge("connected", "1 while heartbeats succeed.").set(status.connected ? 1 : 0);
+  r.gauge("splits_owned", "Splits held by this instance.").set(status.held.length);
+  r.gauge("splits_owned_weight", "Total weight of the splits held by this instance.").set(
+    status.held.reduce((s, h) => s + h.weight, 0),
+  );
+  r.gauge("splits_unclaimed", "Runnable splits with no live owner (the backlog), as seen by this instance.").set(
+    status.counts.unclaimed,
+  );
+  r.gauge("splits_planned", "Splits in the published plan.").set(status.counts.planned);
+  r.gauge("splits_runnable", "Runnable splits (owned or not).").set(status.counts.runnable);
+  r.gauge("splits_completed", "Completed splits.").set(status.counts.completed);
+  r.gauge("splits_quarantined", "Quarantined (poison) splits.").set(status.counts.quarantined);
+  r.gauge("live_workers", "Live members as judged by this instance.").set(status.liveMembers.length);
+  r.gauge("leader", "1 when this instance is the leader.").set(status.isLeader ? 1 : 0);
+  r.gauge("idle", "1 when this instance holds no split.").set(status.held.length === 0 ? 1 : 0);
+  r.gauge("splits_draining", "Held splits under revocation.").set(draining);
+  const counterBy = (name: string, help: string, label: string, values: Record<string, number>) => {
+    const c = r.counter(name, help);
+    for (const [k, v] of Object.entries(values)) c.set(v, { [label]: k });
+  };
+  counterBy("acquisitions_total", "Splits gained, by reason.", "reason", stats.acquisitions);
+  counterBy("split_losses_total", "Splits lost, by reason.", "reason", stats.losses);
+  r.counter("releases_total", "Graceful releases.").set(stats.releases);
+  counterBy("revocations_total", "Revocations, by outcome.", "outcome", stats.revocations);
+  counterBy("writes_total", "Store writes, by outcome.", "outcome", stats.writes);
+  r.counter("self_fences_total", "Self-fences after heartbeat starvation.").set(stats.selfFences);
+  const ops = r.histogram("store_op_duration_seconds", "Store operation latency, by op.");
+  for (const [op, h] of Object.entries(stats.storeOpSeconds)) ops.set(h, { op });
+  r.histogram("handover_seconds", "Steal requested to thief gained.").set(stats.handoverSeconds);
+  if (worker) {
+    const w = worker.stats();
+    r.gauge("lanes_running", "Lanes running now.").set(w.running);
+    r.gauge("lanes_queued", "Gained splits waiting for a free lane.").set(w.queued);
+    r.counter("lanes_abandoned_total", "Lanes that ignored their abort beyond the grace period.").set(w.abandoned);
+    r.counter("lane_failures_total", "Failed tenancies (thrown run, fail, bad descriptor).").set(w.failed);
+    r.counter("lane_commits_total", "Progress writes that landed.").set(w.commits);
+    r.counter("records_committed_total", "Records covered by commits that landed.").set(w.recordsCommitted);
+    r.counter("splits_completed_here_total", "Splits completed by this worker.").set(w.completed);
+  }
+  return r.render();
+}
+
+function problem(status: number, error: string, extra: Record<string, unknown> = {}): Response {
+  return new Response(JSON.stringify({ error, ...extra }), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8" },
+  });
+}
+
+/**
+ * Creates the HTTP app: `GET /healthz`, `GET /readyz`, `GET /metrics`,
+ * `GET /status`, `POST /drain`. Unknown routes answer 404 JSON, a wrong
+ * method 405 (with `Allow`), a malformed body 400, a missing or wrong drain
+ * token 401.
+ *
+ * @example
+ * ```ts
+ * import { createApp, type Worker } from "@splitlease/splitlease";
+ * declare const worker: Worker;
+ * const app = createApp({ worker, drainToken: "s3cret" });
+ * const res = await app.request("/readyz");
+ * console.log(res.status); // 200 or 503
+ * ```
+ */
+export function createApp(options: AppOptions): Hono {
+  const coordinator = options.worker?.coordinator ?? options.coordinator;
+  if (!coordinator) throw new TypeError("createApp needs a worker or a coordinator");
+  const worker = options.worker;
+  const prefix = options.metricsPrefix ?? "etl_coordination_";
+  new MetricsRegistry(prefix); // validates the prefix now, not at the first scrape
+  const app = new Hono();
+
+  const route = (path: string, method: "GET" | "POST") => {
+    app.all(path, (c) => {
+      // Reached only when the method did not match (handlers are registered first).
+      const m = c.req.method;
+      return new Response(JSON.stringify({ error: `method ${m} not allowed on ${path}`, allow: [method] }), {
+        status: 405,
+        headers: {
+          "content-type": "application/json; charset=utf-8",
+          allow: method === "GET" ? "GET, HEAD" : method,
+        },
+      });
+    });
+  };
+
+  app.get("/healthz", (c) => {
+    const st = coordinator.status();
+    const failed = st.state === "failed" || (worker?.finished === true && st.state !== "stopped");
+    return c.json({ ok: !failed, state: st.state }, failed ? 503 : 200);
+  });
+  route("/healthz", "GET");
+
+  app.get("/readyz", (c) => {
+    const st = coordinator.status();
+    const reasons: string[] = [];
+    if (st.state !== "running") reasons.push(`coordinator is ${st.state}`);
+    if (!st.connected) reasons.push("store not connected");
+    if (worker?.draining || st.state === "draining") reasons.push("draining");
+    if (worker?.finished) reasons.push("worker finished");
+    const ready = reasons.length === 0;
+    return c.json({ ready, reasons }, ready ? 200 : 503);
+  });
+  route("/readyz", "GET");
+
+  app.get("/metrics", () => {
+    const body = renderMetrics(coordinator.status(), coordinator.stats(), worker, prefix);
+    return new Response(body, { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } });
+  });
+  route("/metrics", "GET");
+
+  app.get("/status", (c) => {
+    const st = coordinator.status();
+    return c.json({
+      ...st,
+      worker: worker
+        ? {
+          ready: worker.ready,
+          draining: worker.draining,
+          finished: worker.finished,
+          stats: worker.stats(),
+          lanes: worker.lanes(),
+        }
+        : null,
+    });
+  });
+  route("/status", "GET");
+
+  app.post("/drain", async (c) => {
+    if (options.drainToken !== undefined) {
+      const auth = c.req.header("authorization") ?? "";
+      const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
+      if (!m || !timingSafeEqual(m[1], options.drainToken)) {
+        const res = problem(401, m ? "invalid bearer token" : "missing bearer token");
+        res.headers.set("www-authenticate", 'Bearer realm="splitlease"');
+        return res;
+      }
+    }
+    let deadlineMs = options.drainDeadlineMs;
+    const text = await c.req.text();
+    if (text.trim() !== "") {
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        return problem(400, "body must be JSON (or empty)");
+      }
+      if (!body || typeof body !== "object" || Array.isArray(body)) {
+        return problem(400, "body must be a JSON object");
+      }
+      const extra = Object.keys(body).filter((k) => k !== "deadlineMs");
+      if (extra.length) return problem(400, `unknown field(s): ${extra.join(", ")}`);
+      const d = (body as { deadlineMs?: unknown }).deadlineMs;
+      if (d !== undefined) {
+        if (typeof d !== "number" || !Number.isInteger(d) || d < 0) {
+          return problem(400, "deadlineMs must be an integer >= 0");
+        }
+        deadlineMs = d;
+      }
+    }
+    const already = worker ? worker.draining || worker.finished : coordinator.status().state !== "running";
+    if (!already) {
+      if (options.onDrain) options.onDrain(deadlineMs);
+      else if (worker) void worker.shutdown({ deadlineMs, reason: "POST /drain" });
+      else void coordinator.drain().catch(() => {});
+    }
+    return c.json({ draining: true, alreadyDraining: already, deadlineMs: deadlineMs ?? null }, 202);
+  });
+  route("/drain", "POST");
+
+  app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }, 404));
+  app.onError((err, c) => c.json({ error: "internal error", message: err.message }, 500));
+  return app;
+}

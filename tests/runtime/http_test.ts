@@ -1,0 +1,271 @@
+import assert from "node:assert/strict";
+import { createApp } from "../../src/http/app.ts";
+import { escapeLabelValue, MetricsRegistry } from "../../src/http/metrics.ts";
+import { startWorker } from "../../src/runtime/worker.ts";
+import { ManualClock, settle } from "../helpers/manual_clock.ts";
+import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
+
+function setup(opts: { drainToken?: string; metricsPrefix?: string } = {}) {
+  const coordinator = new ScriptedCoordinator();
+  const worker = startWorker({
+    coordinator,
+    clock: new ManualClock(),
+    logger: () => {},
+    source: {
+      fingerprint: () => "f",
+      plan: () => Promise.resolve({ finality: "final", splits: [] }),
+      run: (lane) =>
+        new Promise<void>((resolve) => {
+          lane.revokeSignal.addEventListener("abort", () => resolve());
+          lane.signal.addEventListener("abort", () => resolve());
+        }),
+    },
+  });
+  const app = createApp({ worker, ...opts });
+  return { coordinator, worker, app };
+}
+
+// --- Prometheus text format validation (0.0.4) ----------------------------
+const NAME = "[a-zA-Z_:][a-zA-Z0-9_:]*";
+const LABELS =
+  `\\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*"(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*")*)?\\}`;
+const SAMPLE = new RegExp(`^(${NAME})(${LABELS})? (-?[0-9.e+-]+|\\+Inf|-Inf|NaN)$`);
+
+interface Parsed {
+  types: Map<string, string>;
+  samples: { name: string; labels: string; value: string }[];
+}
+
+function validateExposition(text: string): Parsed {
+  assert.ok(text.endsWith("\n"), "exposition ends with a newline");
+  const types = new Map<string, string>();
+  const helps = new Set<string>();
+  const samples: Parsed["samples"] = [];
+  let current = "";
+  for (const [i, line] of text.slice(0, -1).split("\n").entries()) {
+    const where = `line ${i + 1}: ${line}`;
+    if (line.startsWith("# HELP ")) {
+      const m = new RegExp(`^# HELP (${NAME}) (.*)$`).exec(line);
+      assert.ok(m, where);
+      assert.ok(!helps.has(m[1]), `duplicate HELP ${where}`);
+      helps.add(m[1]);
+      current = m[1];
+      continue;
+    }
+    if (line.startsWith("# TYPE ")) {
+      const m = new RegExp(`^# TYPE (${NAME}) (counter|gauge|histogram|summary|untyped)$`).exec(line);
+      assert.ok(m, where);
+      assert.equal(m[1], current, `TYPE follows its HELP ${where}`);
+      assert.ok(!types.has(m[1]), `duplicate TYPE ${where}`);
+      types.set(m[1], m[2]);
+      continue;
+    }
+    assert.ok(!line.startsWith("#"), `unexpected comment ${where}`);
+    const m = SAMPLE.exec(line);
+    assert.ok(m, `malformed sample ${where}`);
+    const [, name, labels = "", value] = m;
+    const type = types.get(current);
+    if (type === "histogram") {
+      assert.ok([`${current}_bucket`, `${current}_sum`, `${current}_count`].includes(name), where);
+      if (name.endsWith("_bucket")) assert.match(labels, /le="/, where);
+    } else {
+      assert.equal(name, current, `sample belongs to the family announced last ${where}`);
+    }
+    if (type === "counter") assert.ok(Number(value) >= 0, where);
+    samples.push({ name, labels, value });
+  }
+  return { types, samples };
+}
+
+function find(p: Parsed, name: string, labels = ""): string | undefined {
+  return p.samples.find((s) => s.name === name && s.labels === labels)?.value;
+}
+
+Deno.test("http: /healthz and /readyz follow the coordinator and the worker", async () => {
+  const { coordinator, worker, app } = setup();
+  let res = await app.request("/healthz");
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { ok: true, state: "running" });
+  res = await app.request("/readyz");
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { ready: true, reasons: [] });
+  coordinator.connected = false;
+  res = await app.request("/readyz");
+  assert.equal(res.status, 503);
+  assert.deepEqual((await res.json()).reasons, ["store not connected"]);
+  coordinator.connected = true;
+  coordinator.state = "starting";
+  assert.equal((await app.request("/readyz")).status, 503);
+  coordinator.state = "running";
+  const head = await app.request("/readyz", { method: "HEAD" });
+  assert.equal(head.status, 200);
+  coordinator.state = "failed";
+  assert.equal((await app.request("/healthz")).status, 503);
+  coordinator.state = "running";
+  await worker.shutdown();
+  res = await app.request("/readyz");
+  assert.equal(res.status, 503);
+  assert.equal((await app.request("/healthz")).status, 200, "a cleanly stopped worker is healthy");
+});
+
+Deno.test("http: /metrics is valid Prometheus 0.0.4 text with every required family", async () => {
+  const { coordinator, worker, app } = setup();
+  coordinator.gain("a", 1);
+  coordinator.isLeader = true;
+  await settle();
+  const res = await app.request("/metrics");
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+  const text = await res.text();
+  const p = validateExposition(text);
+  const P = "etl_coordination_";
+  const required: [string, string][] = [
+    ["splits_owned", "gauge"],
+    ["splits_unclaimed", "gauge"],
+    ["splits_completed", "gauge"],
+    ["splits_quarantined", "gauge"],
+    ["live_workers", "gauge"],
+    ["leader", "gauge"],
+    ["idle", "gauge"],
+    ["splits_draining", "gauge"],
+    ["acquisitions_total", "counter"],
+    ["split_losses_total", "counter"],
+    ["releases_total", "counter"],
+    ["revocations_total", "counter"],
+    ["writes_total", "counter"],
+    ["self_fences_total", "counter"],
+    ["store_op_duration_seconds", "histogram"],
+    ["handover_seconds", "histogram"],
+  ];
+  for (const [name, type] of required) assert.equal(p.types.get(P + name), type, name);
+  assert.equal(find(p, P + "splits_owned"), "1");
+  assert.equal(find(p, P + "idle"), "0");
+  assert.equal(find(p, P + "leader"), "1");
+  assert.equal(find(p, P + "live_workers"), "2");
+  assert.equal(find(p, P + "splits_unclaimed"), "4");
+  assert.equal(find(p, P + "acquisitions_total", '{reason="claim"}'), "3");
+  assert.equal(find(p, P + "writes_total", '{outcome="conflict"}'), "2");
+  // Histogram: cumulative buckets, +Inf = count, sum and count.
+  assert.equal(find(p, P + "store_op_duration_seconds_bucket", '{op="update",le="0.005"}'), "1");
+  assert.equal(find(p, P + "store_op_duration_seconds_bucket", '{op="update",le="0.01"}'), "2");
+  assert.equal(find(p, P + "store_op_duration_seconds_bucket", '{op="update",le="0.1"}'), "2");
+  assert.equal(find(p, P + "store_op_duration_seconds_bucket", '{op="update",le="+Inf"}'), "3");
+  assert.equal(find(p, P + "store_op_duration_seconds_count", '{op="update"}'), "3");
+  assert.equal(Number(find(p, P + "store_op_duration_seconds_sum", '{op="update"}')).toFixed(3), "0.208");
+  assert.equal(find(p, P + "handover_seconds_bucket", '{le="+Inf"}'), "1");
+  assert.equal(find(p, P + "lanes_running"), "1");
+  await worker.shutdown();
+});
+
+Deno.test("http: metric label values and HELP are escaped; the prefix is configurable", async () => {
+  const r = new MetricsRegistry("x_");
+  r.gauge("g", "a \\ help\nline").set(1, { v: 'q"u\\o\nte' });
+  const text = r.render();
+  assert.equal(text, '# HELP x_g a \\\\ help\\nline\n# TYPE x_g gauge\nx_g{v="q\\"u\\\\o\\nte"} 1\n');
+  validateExposition(text);
+  assert.equal(escapeLabelValue("plain"), "plain");
+  assert.throws(() => r.gauge("bad-name", "h"), TypeError);
+  assert.throws(() => r.gauge("g2", "h").set(1, { __x: "y" }), TypeError);
+  const { app, coordinator, worker } = setup({ metricsPrefix: "my_" });
+  coordinator.statsOverride = { acquisitions: { 'we"ird\\': 1 } };
+  const p = validateExposition(await (await app.request("/metrics")).text());
+  assert.equal(find(p, "my_acquisitions_total", '{reason="we\\"ird\\\\"}'), "1");
+  assert.ok([...p.types.keys()].every((k) => k.startsWith("my_")));
+  assert.throws(() => createApp({ worker, metricsPrefix: "9bad" }), TypeError);
+  await worker.shutdown();
+});
+
+Deno.test("http: /status is JSON with the coordinator snapshot and the worker's lanes", async () => {
+  const { coordinator, worker, app } = setup();
+  coordinator.gain("a", 4);
+  await settle();
+  const res = await app.request("/status");
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get("content-type") ?? "", /application\/json/);
+  const body = await res.json();
+  assert.equal(body.instance, "w1");
+  assert.deepEqual(body.quarantined, ['q"1']);
+  assert.equal(body.held[0].id, "a");
+  assert.equal(body.worker.lanes[0].splitId, "a");
+  assert.equal(body.worker.lanes[0].epoch, 4);
+  assert.equal(body.worker.ready, true);
+  await worker.shutdown();
+});
+
+Deno.test("http: POST /drain without a token configured shuts the worker down gracefully", async () => {
+  const { coordinator, worker, app } = setup();
+  coordinator.gain("a", 1);
+  await settle();
+  const res = await app.request("/drain", { method: "POST" });
+  assert.equal(res.status, 202);
+  assert.deepEqual(await res.json(), { draining: true, alreadyDraining: false, deadlineMs: null });
+  const outcome = await worker.done;
+  assert.equal(outcome.kind, "drained");
+  assert.deepEqual(coordinator.calls.map((c) => c.op), ["drain", "release", "close"]);
+  const again = await app.request("/drain", { method: "POST" });
+  assert.equal((await again.json()).alreadyDraining, true);
+});
+
+Deno.test("http: POST /drain with a token: missing or wrong bearer is 401 and changes nothing", async () => {
+  const { coordinator, worker, app } = setup({ drainToken: "s3cret" });
+  for (
+    const headers of [
+      {} as Record<string, string>,
+      { authorization: "Bearer nope" },
+      { authorization: "Basic s3cret" },
+      {
+        authorization: "Bearer s3cret-and-more",
+      },
+      { authorization: "Bearer s3cre" },
+    ]
+  ) {
+    const res = await app.request("/drain", { method: "POST", headers });
+    assert.equal(res.status, 401, JSON.stringify(headers));
+    assert.equal(res.headers.get("www-authenticate"), 'Bearer realm="splitlease"');
+    assert.ok((await res.json()).error);
+  }
+  assert.equal(coordinator.calls.length, 0);
+  assert.equal(worker.draining, false);
+  const ok = await app.request("/drain", {
+    method: "POST",
+    headers: { authorization: "bearer s3cret", "content-type": "application/json" },
+    body: JSON.stringify({ deadlineMs: 1234 }),
+  });
+  assert.equal(ok.status, 202);
+  assert.equal((await ok.json()).deadlineMs, 1234);
+  assert.equal((await worker.done).kind, "drained");
+});
+
+Deno.test("http: unknown routes 404, wrong methods 405 with Allow, malformed drain bodies 400", async () => {
+  const { coordinator, worker, app } = setup();
+  let res = await app.request("/nope");
+  assert.equal(res.status, 404);
+  assert.match((await res.json()).error, /no route for GET \/nope/);
+  res = await app.request("/metrics", { method: "POST" });
+  assert.equal(res.status, 405);
+  assert.equal(res.headers.get("allow"), "GET, HEAD");
+  res = await app.request("/drain");
+  assert.equal(res.status, 405);
+  assert.equal(res.headers.get("allow"), "POST");
+  res = await app.request("/status", { method: "DELETE" });
+  assert.equal(res.status, 405);
+  for (const body of ["{not json", "[1]", '{"deadlineMs":-1}', '{"deadlineMs":"5"}', '{"force":true}']) {
+    res = await app.request("/drain", { method: "POST", body });
+    assert.equal(res.status, 400, body);
+    assert.ok((await res.json()).error);
+  }
+  assert.equal(coordinator.calls.length, 0, "bad requests change nothing");
+  await worker.shutdown();
+});
+
+Deno.test("http: createApp over a bare coordinator drains it on POST /drain", async () => {
+  const coordinator = new ScriptedCoordinator();
+  const app = createApp({ coordinator });
+  assert.equal((await app.request("/readyz")).status, 200);
+  const text = await (await app.request("/metrics")).text();
+  assert.ok(!text.includes("lanes_running"));
+  assert.equal((await app.request("/drain", { method: "POST" })).status, 202);
+  await settle();
+  assert.deepEqual(coordinator.calls.map((c) => c.op), ["drain"]);
+  assert.throws(() => createApp({}), TypeError);
+});
