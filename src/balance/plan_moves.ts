@@ -38,8 +38,10 @@
  *   seeded with `config.seed`, then by id: deterministic, job-specific, and
  *   never dependent on which instance happens to be leader.
  *
- * Cost: O(S log S + M log M) time and O(S + M) memory for S splits and M
- * members (one sort of movable splits, one sort of members).
+ * Cost: O(S + M log M) time and O(S + M) memory for S splits and M members
+ * (one pass over splits, one sort of members, one scan of each victim's
+ * splits); O(S log S) when weights are fractional (sums are then added in
+ * sorted order so they do not depend on input order).
  *
  * @module
  */
@@ -120,17 +122,14 @@ interface MemberState {
   max: number;
   load: number;
   count: number;
+  /** Seeded tie-break among members of equal load. */
   tie: number;
   busy: boolean;
   used: boolean;
-  /** Movable splits, in canonical order (weight asc, then seeded hash, then id). */
-  movable: SplitRef[];
-}
-
-interface SplitRef {
-  id: string;
-  weight: number;
-  tie: number;
+  /** Weights of the runnable splits it owns (for order-independent sums). */
+  weights: number[];
+  /** Movable splits (runnable, not draining, not in a handoff), in input order. */
+  movable: BalanceSplit[];
 }
 
 function cmpStr(a: string, b: string): number {
@@ -154,9 +153,25 @@ function validate(view: BalanceView): void {
 }
 
 /**
- * Builds per-member state with loads summed in a canonical order (weight,
- * seeded hash, id) so floating-point sums do not depend on input order.
- * `seed === undefined` skips tie hashes (helpers that only need loads).
+ * Sum of weights independent of their order: exact (any order) for integers
+ * when the sum stays far below 2^53, otherwise added in ascending order.
+ */
+function canonicalSum(weights: number[], exact: boolean): number {
+  let sum = 0;
+  if (exact) {
+    for (let i = 0; i < weights.length; i++) sum += weights[i];
+    return sum;
+  }
+  const sorted = Float64Array.from(weights).sort();
+  for (let i = 0; i < sorted.length; i++) sum += sorted[i];
+  return sum;
+}
+
+/**
+ * Builds per-member state in O(S + M) (plus O(S log S) numeric sorts when
+ * weights are fractional or huge), with sums that do not depend on input
+ * order. `seed === undefined` skips member tie hashes (helpers that only need
+ * loads).
  */
 function analyse(view: BalanceView, seed: string | undefined): {
   members: Map<string, MemberState>;
@@ -176,31 +191,30 @@ function analyse(view: BalanceView, seed: string | undefined): {
       tie: seed === undefined ? 0 : hashStrings([seed, "member", m.instance]),
       busy: false,
       used: false,
+      weights: [],
       movable: [],
     });
   }
 
-  // Pass 1: lane counts, busy members, free splits.
-  const runnable: SplitRef[] = [];
-  const ownerOf: (MemberState | undefined)[] = [];
-  const leaving: boolean[] = [];
+  // Lane counts, busy members, free splits.
+  const all: number[] = [];
   const free: BalanceSplit[] = [];
+  let integral = true;
   let unknownHandoff = false;
   for (const s of view.splits) {
     if (s.status !== "runnable") continue;
+    all.push(s.weight);
+    if (integral && !Number.isInteger(s.weight)) integral = false;
     const owner = s.owner === null ? undefined : members.get(s.owner);
-    const isLeaving = owner !== undefined && (s.draining === true || s.inHandoff === true);
-    runnable.push({ id: s.id, weight: s.weight, tie: seed === undefined ? 0 : hashStrings([seed, "split", s.id]) });
-    ownerOf.push(owner);
-    leaving.push(isLeaving);
     if (owner === undefined) {
       free.push(s);
       continue;
     }
     owner.count++;
-    if (isLeaving) {
+    owner.weights.push(s.weight);
+    if (s.draining === true || s.inHandoff === true) {
       owner.busy = true; // a split is leaving it
-      if (s.inHandoff) {
+      if (s.inHandoff === true) {
         if (typeof s.handoffTo === "string") {
           const to = members.get(s.handoffTo);
           if (to !== undefined) to.busy = true; // a split is arriving
@@ -208,8 +222,16 @@ function analyse(view: BalanceView, seed: string | undefined): {
           unknownHandoff = true;
         }
       }
+    } else {
+      owner.movable.push(s);
     }
   }
+
+  // Integer weights with a total far below 2^53 add exactly in any order.
+  let total = canonicalSum(all, integral);
+  const exact = integral && total < 2 ** 52;
+  if (!exact) total = canonicalSum(all, false);
+  for (const m of members.values()) m.load = canonicalSum(m.weights, exact);
 
   // Claimability needs final lane counts.
   const freeLane = (m: MemberState) => m.count < m.max;
@@ -226,28 +248,10 @@ function analyse(view: BalanceView, seed: string | undefined): {
     }
   }
 
-  // Pass 2: sums in canonical order; per-member movable lists come out sorted.
-  const order = runnable.map((_, i) => i);
-  order.sort((a, b) => {
-    const x = runnable[a];
-    const y = runnable[b];
-    return (x.weight - y.weight) || (x.tie - y.tie) || cmpStr(x.id, y.id);
-  });
-  let total = 0;
-  let integral = true;
-  for (const i of order) {
-    const r = runnable[i];
-    total += r.weight;
-    if (integral && !Number.isInteger(r.weight)) integral = false;
-    const owner = ownerOf[i];
-    if (owner === undefined) continue;
-    owner.load += r.weight;
-    if (!leaving[i]) owner.movable.push(r);
-  }
-  // Integer weights summing to a safe integer are added exactly: the admission
-  // rule applies as written. Otherwise loads carry rounding error, and a gap
-  // within it must not admit a move (a swap by rounding could oscillate).
-  const tolerance = integral && total <= Number.MAX_SAFE_INTEGER ? 0 : total * 1e-9;
+  // Exact sums: the admission rule applies as written. Otherwise loads carry
+  // rounding error, and a gap within it must not admit a move (a swap made
+  // only by rounding could undo itself next cycle).
+  const tolerance = exact ? 0 : total * 1e-9;
   return { members, total, tolerance, claimable, unknownHandoff };
 }
 
@@ -341,43 +345,42 @@ export function hasClaimable(view: BalanceView): boolean {
 }
 
 /**
- * Index of the movable split that best reduces imbalance between loads
- * `a > b`: the admitted weight `w` (`a - b - w > tol`) maximizing the drop in the
- * sum of squares, `2w(a - b - w)`, i.e. the weight closest to half the gap;
- * on a tie the smaller weight (it does not overshoot). Among equal weights,
- * the first in canonical (seeded) order. -1 when nothing is admitted.
+ * The movable split that best reduces imbalance between loads `a > b`: among
+ * admitted weights `w` (`a - b - w > tol`), the one maximizing the drop in the
+ * sum of squares, `2w(a - b - w)` (the weight closest to half the gap); on a
+ * tie the smaller weight (it does not overshoot); among equal weights the
+ * lowest seeded hash, then the lowest id. One linear scan: each victim is
+ * scanned at most once per cycle, so all scans together are O(S).
  */
-function pickSplit(splits: SplitRef[], a: number, b: number, tol: number): number {
-  const admitted = (w: number) => a - b - w > tol;
-  const half = (a - b) / 2;
-  // First index with weight > half.
-  let lo = 0;
-  let hi = splits.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (splits[mid].weight > half) hi = mid;
-    else lo = mid + 1;
-  }
-  const up = lo;
-  let below = -1;
-  if (up > 0) {
-    // First index carrying the weight just below (or at) half.
-    const w = splits[up - 1].weight;
-    let l = 0;
-    let h = up - 1;
-    while (l < h) {
-      const mid = (l + h) >>> 1;
-      if (splits[mid].weight >= w) h = mid;
-      else l = mid + 1;
+function pickSplit(splits: BalanceSplit[], a: number, b: number, tol: number, seed: string): BalanceSplit | undefined {
+  const gap = a - b;
+  let best: BalanceSplit | undefined;
+  let bestGain = -1;
+  let bestTie = -1;
+  for (let i = 0; i < splits.length; i++) {
+    const s = splits[i];
+    const w = s.weight;
+    if (!(gap - w > tol)) continue;
+    const gain = w * (gap - w);
+    if (best !== undefined) {
+      if (gain < bestGain) continue;
+      if (gain === bestGain) {
+        if (w > best.weight) continue;
+        if (w === best.weight) {
+          if (bestTie < 0) bestTie = hashStrings([seed, "split", best.id]);
+          const tie = hashStrings([seed, "split", s.id]);
+          if (tie > bestTie || (tie === bestTie && s.id > best.id)) continue;
+          best = s;
+          bestTie = tie;
+          continue;
+        }
+      }
     }
-    below = l;
+    best = s;
+    bestGain = gain;
+    bestTie = -1;
   }
-  const above = up < splits.length && admitted(splits[up].weight) ? up : -1;
-  if (below >= 0 && !admitted(splits[below].weight)) below = -1;
-  if (below < 0) return above;
-  if (above < 0) return below;
-  const gain = (w: number) => w * (a - b - w);
-  return gain(splits[above].weight) > gain(splits[below].weight) ? above : below;
+  return best;
 }
 
 /**
@@ -436,9 +439,8 @@ export function planMoves(view: BalanceView, config: BalanceConfig): Move[] {
     // Every later victim is no heavier and every later thief no lighter
     // (this also stops when the lightest thief left is v itself).
     if (thief === v || !(v.load > thief.load)) break;
-    const i = pickSplit(v.movable, v.load, thief.load, tolerance);
-    if (i < 0) continue; // nothing of v fits this gap, nor any smaller one
-    const s = v.movable[i];
+    const s = pickSplit(v.movable, v.load, thief.load, tolerance, config.seed);
+    if (s === undefined) continue; // nothing of v fits this gap, nor any smaller one
     moves.push({ splitId: s.id, from: v.id, to: thief.id, weight: s.weight });
     v.used = true;
     thief.used = true;
