@@ -419,9 +419,8 @@ function pickSplit(splits: BalanceSplit[], a: number, b: number, tol: number, se
  * ```
  */
 export function planMoves(view: BalanceView, config: BalanceConfig): Move[] {
-  if (view.members.length < 2) return [];
   const { members, total, tolerance, claimable, unknownHandoff } = analyse(view, config.seed);
-  if (claimable || unknownHandoff) return [];
+  if (members.size < 2 || claimable || unknownHandoff) return [];
   const share = total / members.size;
 
   const all = [...members.values()].filter((m) => !m.busy);
@@ -440,7 +439,7 @@ export function planMoves(view: BalanceView, config: BalanceConfig): Move[] {
     // (this also stops when the lightest thief left is v itself).
     if (thief === v || !(v.load > thief.load)) break;
     const s = pickSplit(v.movable, v.load, thief.load, tolerance, config.seed);
-    if (s === undefined) continue; // nothing of v fits this gap, nor any smaller one
+    if (s === undefined) continue; // nothing of v fits; later thieves are no lighter, so try the next victim
     moves.push({ splitId: s.id, from: v.id, to: thief.id, weight: s.weight });
     v.used = true;
     thief.used = true;
