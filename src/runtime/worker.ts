@@ -389,6 +389,8 @@ class WorkerImpl<D> implements Worker {
         const lane = this.#lanes.get(ev.splitId);
         this.#orphans.delete(ev.splitId);
         if (!lane) return;
+        // A lane we are ending ourselves (release or terminal write in flight) is not lost.
+        if (lane.closed && !lane.lost) return;
         if (ev.reason === "revoked" && lane.state === "revoking") this.#count(this.#stats.revocations, "forced");
         this.#loseLane(lane, ev.reason, true);
         return;
@@ -915,8 +917,14 @@ class WorkerImpl<D> implements Worker {
 
   #deadlineTimer: unknown = null;
 
+  #deadlineAt = Infinity;
+
   #armDeadline(ms: number): void {
-    if (this.#deadlineTimer !== null || this.#finished) return;
+    if (this.#finished || this.#forced) return;
+    const at = this.#clock.now() + ms;
+    if (at >= this.#deadlineAt) return; // only ever tightened
+    this.#deadlineAt = at;
+    if (this.#deadlineTimer !== null) this.#clock.clearTimeout(this.#deadlineTimer);
     this.#deadlineTimer = this.#clock.setTimeout(() => {
       this.#deadlineTimer = null;
       if (this.#finished) return;

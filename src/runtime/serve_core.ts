@@ -1,0 +1,247 @@
+/**
+ * Runtime-neutral glue of the adapters: join the coordinator, start the
+ * worker, serve the app through a host-provided listener, wire signals to a
+ * graceful drain within a deadline, and map the outcome to an exit code.
+ * Each adapter (`adapters/deno.ts`, `bun.ts`, `node.ts`) only supplies a
+ * {@linkcode ServeHost}.
+ *
+ * @module
+ */
+import type { Hono } from "hono";
+import { type JoinOptions, SplitCoordinator } from "../coordinator/coordinator.ts";
+import type { CoordinatorTunables } from "../coordinator/config.ts";
+import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import { SplitleaseError } from "../errors.ts";
+import { createApp } from "../http/app.ts";
+import type { Store } from "../store/store.ts";
+import { jsonLogger } from "./logger.ts";
+import type { SplitSource } from "./source.ts";
+import { startWorker, type Worker, type WorkerOutcome } from "./worker.ts";
+
+/** Exit code of a drained worker. */
+export const EXIT_DRAINED = 0;
+/** Exit code of a failed worker. */
+export const EXIT_ERROR = 1;
+/** Exit code of a stalled job (quarantined splits remain) when stalls are fatal. */
+export const EXIT_STALLED = 3;
+
+/** Options of the adapters' `serve` (and of {@linkcode serveWith}). */
+export interface ServeOptions<D = unknown> extends CoordinatorTunables {
+  /** The coordination store (kept open: the caller owns it). */
+  store?: Store;
+  /** Creates the store (closed by serve when the worker ends). */
+  storeFactory?: () => Store | Promise<Store>;
+  /** The user's source. */
+  source: SplitSource<D>;
+  /** Job name. */
+  job: string;
+  /** Instance id (pod name); generated when absent. */
+  instance?: string;
+  /** HTTP port (default 8080; 0 picks a free one). */
+  port?: number;
+  /** HTTP bind address (default `0.0.0.0`). */
+  hostname?: string;
+  /** Bearer token for `POST /drain`. */
+  drainToken?: string;
+  /** Metric name prefix (default `etl_coordination_`). */
+  metricsPrefix?: string;
+  /** Stalled job is fatal (exit 3, default) or drains with a warning (exit 0). */
+  stalledIsFatal?: boolean;
+  /** How long a lane may ignore its abort (default 5000 ms). */
+  abortGraceMs?: number;
+  /** Commit cadence per lane (default 0: every commit writes). */
+  commitIntervalMs?: number;
+  /**
+   * Time on top of `drainDeadlineMs` for the whole shutdown (release, leave,
+   * close) before lanes are aborted (default 5000 ms).
+   */
+  shutdownMarginMs?: number;
+  /** Structured logger (default: JSON lines on the console). */
+  logger?: Logger;
+  /** Clock (default: system clock). */
+  clock?: Clock;
+  /** Exit the process when the worker ends (default `true`). */
+  exit?: boolean;
+  /** Joins the coordinator (default `SplitCoordinator.join`); for tests and custom coordinators. */
+  join?: (options: JoinOptions) => Promise<Coordinator>;
+}
+
+/** What an adapter provides to {@linkcode serveWith}. */
+export interface ServeHost {
+  /** Runtime name and version for the member record, e.g. `deno 2.9.6`. */
+  runtime: string;
+  /** Starts an HTTP server; resolves once listening. */
+  listen(
+    fetch: (request: Request) => Response | Promise<Response>,
+    port: number,
+    hostname: string,
+  ): Promise<{ port: number; close(): Promise<void> }>;
+  /** Subscribes to process signals; returns an unsubscribe function. */
+  onSignal(signals: readonly string[], handler: (signal: string) => void): () => void;
+  /** Ends the process. */
+  exit(code: number): void;
+}
+
+/** How a served worker ended. */
+export interface ServeResult {
+  /** The worker's outcome. */
+  outcome: WorkerOutcome;
+  /** The process exit code it maps to (0 drained, 3 stalled, 1 error). */
+  exitCode: number;
+}
+
+/** A running service. */
+export interface Service {
+  /** The worker. */
+  readonly worker: Worker;
+  /** The coordinator. */
+  readonly coordinator: Coordinator;
+  /** The HTTP app. */
+  readonly app: Hono;
+  /** The port the server listens on. */
+  readonly port: number;
+  /** Resolves when the worker ended and the server and store are closed. */
+  readonly done: Promise<ServeResult>;
+  /** Starts a graceful shutdown (as SIGTERM does) and resolves with the result. */
+  shutdown(reason?: string): Promise<ServeResult>;
+}
+
+/**
+ * Maps a worker outcome to a process exit code: drained 0, stalled 3 (or 0
+ * when stalls are not fatal: the worker then reports `drained`), error 1.
+ *
+ * @example
+ * ```ts
+ * import { exitCodeFor, type WorkerOutcome } from "@splitlease/splitlease";
+ * declare const outcome: WorkerOutcome;
+ * const code = exitCodeFor(outcome); // 0, 1 or 3
+ * ```
+ */
+export function exitCodeFor(outcome: WorkerOutcome): number {
+  switch (outcome.kind) {
+    case "drained":
+      return EXIT_DRAINED;
+    case "stalled":
+      return EXIT_STALLED;
+    default:
+      return EXIT_ERROR;
+  }
+}
+
+const TUNABLES = [
+  "leaseMs",
+  "opTimeoutMs",
+  "maxInFlight",
+  "maxAttempts",
+  "drainDeadlineMs",
+  "replanIntervalMs",
+  "rebalanceDelayMs",
+  "claimStaggerMs",
+  "selfFenceMarginMs",
+  "seedConcurrency",
+] as const;
+
+/**
+ * Serves a source on a host: joins, starts the worker and the app, drains on
+ * SIGTERM/SIGINT (a second signal aborts lanes at once), and exits with
+ * {@linkcode exitCodeFor} when `exit` is not `false`. Adapters call it with
+ * their {@linkcode ServeHost}; a failed join rejects (and exits 1).
+ *
+ * @example
+ * ```ts
+ * import { serveWith, type ServeHost, type SplitSource, MemoryStore } from "@splitlease/splitlease";
+ * declare const host: ServeHost;
+ * declare const source: SplitSource;
+ * const service = await serveWith({ store: new MemoryStore(), source, job: "demo", port: 0 }, host);
+ * const { exitCode } = await service.done;
+ * ```
+ */
+export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): Promise<Service> {
+  const log = options.logger ?? jsonLogger({ base: options.instance ? { instance: options.instance } : {} });
+  const exit = options.exit ?? true;
+  let store: Store | undefined;
+  const ownsStore = !options.store;
+  let coordinator: Coordinator | undefined;
+  try {
+    if (options.store) store = options.store;
+    else if (options.storeFactory) store = await options.storeFactory();
+    else throw new SplitleaseError("INVALID_CONFIG", "serve needs a store or a storeFactory");
+    const tunables: CoordinatorTunables = {};
+    for (const k of TUNABLES) if (options[k] !== undefined) tunables[k] = options[k];
+    const join = options.join ?? ((o: JoinOptions) => SplitCoordinator.join(o));
+    coordinator = await join({
+      ...tunables,
+      store,
+      job: options.job,
+      instance: options.instance,
+      fingerprint: options.source.fingerprint(),
+      planner: (ctx) => options.source.plan(ctx),
+      clock: options.clock,
+      logger: log,
+      runtime: host.runtime,
+    });
+  } catch (e) {
+    log("error", "startup failed", { event: "startupFailed", error: e });
+    if (ownsStore) await store?.close().catch(() => {});
+    if (exit) host.exit(EXIT_ERROR);
+    throw e;
+  }
+  const worker = startWorker({
+    coordinator,
+    source: options.source,
+    maxInFlight: options.maxInFlight,
+    logger: log,
+    clock: options.clock,
+    stalledIsFatal: options.stalledIsFatal,
+    abortGraceMs: options.abortGraceMs,
+    commitIntervalMs: options.commitIntervalMs,
+  });
+  const deadlineMs = (options.drainDeadlineMs ?? 10_000) + (options.shutdownMarginMs ?? 5000);
+  let signals = 0;
+  const shutdown = (reason: string, deadline = deadlineMs) => worker.shutdown({ reason, deadlineMs: deadline });
+  const app = createApp({
+    worker,
+    drainToken: options.drainToken,
+    metricsPrefix: options.metricsPrefix,
+    drainDeadlineMs: deadlineMs,
+    onDrain: (d) => void shutdown("POST /drain", d ?? deadlineMs),
+  });
+  let server: { port: number; close(): Promise<void> };
+  try {
+    server = await host.listen(app.fetch, options.port ?? 8080, options.hostname ?? "0.0.0.0");
+  } catch (e) {
+    log("error", "HTTP server failed to start", { event: "startupFailed", error: e });
+    await worker.shutdown({ reason: "listen failed", deadlineMs }).catch(() => {});
+    if (ownsStore) await store.close().catch(() => {});
+    if (exit) host.exit(EXIT_ERROR);
+    throw e;
+  }
+  log("info", "serving", { event: "serving", port: server.port, runtime: host.runtime, job: options.job });
+  const unsubscribe = host.onSignal(["SIGTERM", "SIGINT"], (signal) => {
+    signals++;
+    if (signals === 1) {
+      log("info", `${signal}: draining`, { event: "signal", signal, deadlineMs });
+      void shutdown(signal);
+    } else {
+      log("warn", `${signal} again: aborting lanes now`, { event: "signal", signal });
+      void shutdown(signal, 0);
+    }
+  });
+  const done = worker.done.then(async (outcome): Promise<ServeResult> => {
+    unsubscribe();
+    await server.close().catch((e) => log("warn", "HTTP server close failed", { error: e }));
+    if (ownsStore) await store.close().catch((e) => log("warn", "store close failed", { error: e }));
+    const exitCode = exitCodeFor(outcome);
+    log(exitCode === 0 ? "info" : "error", "exiting", { event: "exit", exitCode, outcome: outcome.kind });
+    if (exit) host.exit(exitCode);
+    return { outcome, exitCode };
+  });
+  return {
+    worker,
+    coordinator,
+    app,
+    port: server.port,
+    done,
+    shutdown: (reason = "shutdown") => shutdown(reason).then(() => done),
+  };
+}

@@ -1,0 +1,281 @@
+/**
+ * Request-driven mode: one invocation = one bounded slice of work. Each
+ * slice joins with a fresh session, works until its time budget minus a
+ * margin, drains cooperatively (tails committed, everything released),
+ * leaves, and reports what it did. Nothing keeps running after it returns.
+ *
+ * @module
+ */
+import { type JoinOptions, SplitCoordinator } from "../coordinator/coordinator.ts";
+import type { CoordinatorTunables } from "../coordinator/config.ts";
+import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import { SplitleaseError } from "../errors.ts";
+import { timingSafeEqual } from "../http/app.ts";
+import type { Store } from "../store/store.ts";
+import { systemClock } from "./clock.ts";
+import { jsonLogger } from "./logger.ts";
+import type { SplitSource } from "./source.ts";
+import { startWorker, type WorkerOutcome } from "./worker.ts";
+
+/** Options of {@linkcode runSlice} and {@linkcode createSliceHandler}. */
+export interface SliceOptions<D = unknown> extends CoordinatorTunables {
+  /** The coordination store (kept open). */
+  store?: Store;
+  /** Creates a store per invocation (closed after it). */
+  storeFactory?: () => Store | Promise<Store>;
+  /** The user's source. */
+  source: SplitSource<D>;
+  /** Job name. */
+  job: string;
+  /** Instance id prefix; each invocation is `<prefix>-<random>` (default `fn`). */
+  instancePrefix?: string;
+  /** Total time budget of an invocation in ms (default 30000). */
+  budgetMs?: number;
+  /**
+   * Time reserved at the end of the budget for the drain, release and leave
+   * (default `drainDeadlineMs + 1000`). Must exceed `drainDeadlineMs`.
+   */
+  marginMs?: number;
+  /** Stalled job fatal (outcome `stalled`, default) or drained with a warning. */
+  stalledIsFatal?: boolean;
+  /** How long a lane may ignore its abort (default 1000 ms in slices). */
+  abortGraceMs?: number;
+  /** Commit cadence per lane (default 0). */
+  commitIntervalMs?: number;
+  /** Bearer token required by the fetch handler. */
+  token?: string;
+  /** Structured logger (default: JSON lines). */
+  logger?: Logger;
+  /** Clock (default: system clock). */
+  clock?: Clock;
+  /** Joins the coordinator (default `SplitCoordinator.join`). */
+  join?: (options: JoinOptions) => Promise<Coordinator>;
+  /** Runtime name for the member record (default `serverless`). */
+  runtime?: string;
+}
+
+/** What one slice did. */
+export interface SliceResult {
+  /** `complete` (job done), `budget` (time up, drained), `stalled`, `drained` (stalled, not fatal) or `error`. */
+  outcome: "complete" | "budget" | "stalled" | "drained" | "error";
+  /** Instance id of this invocation. */
+  instance: string;
+  /** Wall time of the slice in ms. */
+  durationMs: number;
+  /** Splits gained. */
+  gained: number;
+  /** Splits completed. */
+  completed: number;
+  /** Splits released (handed back for the next invocation). */
+  released: number;
+  /** Failed tenancies. */
+  failed: number;
+  /** Lost splits, by reason. */
+  lost: Record<string, number>;
+  /** Progress writes that landed. */
+  commits: number;
+  /** Records reported with commits that landed. */
+  recordsCommitted: number;
+  /** Whether the drain missed its deadline (lanes aborted). */
+  forced: boolean;
+  /** Error message when `outcome` is `error`. */
+  error?: string;
+  /** Warning (stall drained by configuration). */
+  warning?: string;
+}
+
+function nonce(): string {
+  const b = new Uint8Array(6);
+  crypto.getRandomValues(b);
+  return Array.from(b, (x) => x.toString(36).padStart(2, "0")).join("").slice(0, 10);
+}
+
+const TUNABLES = [
+  "leaseMs",
+  "opTimeoutMs",
+  "maxInFlight",
+  "maxAttempts",
+  "drainDeadlineMs",
+  "replanIntervalMs",
+  "rebalanceDelayMs",
+  "claimStaggerMs",
+  "selfFenceMarginMs",
+  "seedConcurrency",
+] as const;
+
+function resultOf(instance: string, started: number, clock: Clock, outcome: WorkerOutcome): SliceResult {
+  const s = outcome.stats;
+  const base = {
+    instance,
+    durationMs: Math.round(clock.now() - started),
+    gained: s.gained,
+    completed: s.completed,
+    released: s.released,
+    failed: s.failed,
+    lost: s.lost,
+    commits: s.commits,
+    recordsCommitted: s.recordsCommitted,
+    forced: outcome.kind === "drained" && outcome.forced === true,
+  };
+  if (outcome.kind === "error") {
+    return {
+      ...base,
+      outcome: "error",
+      error: outcome.error instanceof Error ? outcome.error.message : String(outcome.error),
+    };
+  }
+  if (outcome.kind === "stalled") return { ...base, outcome: "stalled" };
+  if (outcome.reason === "complete") return { ...base, outcome: "complete" };
+  if (outcome.reason === "stalled") return { ...base, outcome: "drained", warning: outcome.warning };
+  return { ...base, outcome: "budget" };
+}
+
+/**
+ * Runs one slice: join (fresh session), work until `budgetMs - marginMs`,
+ * drain cooperatively, leave. Resolves once everything is released and
+ * every timer it started is cleared.
+ *
+ * @example
+ * ```ts
+ * import { runSlice, MemoryStore, type SplitSource } from "@splitlease/splitlease";
+ * declare const source: SplitSource;
+ * const store = new MemoryStore();
+ * const r = await runSlice({ store, source, job: "demo", budgetMs: 10_000, drainDeadlineMs: 2000 });
+ * console.log(r.outcome, r.completed);
+ * ```
+ */
+export async function runSlice<D>(
+  options: SliceOptions<D>,
+  budgetMs: number = options.budgetMs ?? 30_000,
+): Promise<SliceResult> {
+  const clock = options.clock ?? systemClock;
+  const started = clock.now();
+  const instance = `${options.instancePrefix ?? "fn"}-${nonce()}`;
+  const log = options.logger ?? jsonLogger({ base: { instance } });
+  const drainDeadlineMs = options.drainDeadlineMs ?? 10_000;
+  const marginMs = options.marginMs ?? drainDeadlineMs + 1000;
+  if (marginMs <= drainDeadlineMs) {
+    throw new SplitleaseError(
+      "INVALID_CONFIG",
+      `marginMs (${marginMs}) must exceed drainDeadlineMs (${drainDeadlineMs})`,
+    );
+  }
+  if (!(budgetMs > marginMs)) {
+    throw new SplitleaseError("INVALID_ARGUMENT", `budgetMs (${budgetMs}) must exceed marginMs (${marginMs})`);
+  }
+  const ownsStore = !options.store;
+  const store = options.store ?? (options.storeFactory ? await options.storeFactory() : undefined);
+  if (!store) throw new SplitleaseError("INVALID_CONFIG", "a slice needs a store or a storeFactory");
+  let timer: unknown = null;
+  try {
+    const tunables: CoordinatorTunables = {};
+    for (const k of TUNABLES) if (options[k] !== undefined) tunables[k] = options[k];
+    const join = options.join ?? ((o: JoinOptions) => SplitCoordinator.join(o));
+    let coordinator: Coordinator;
+    try {
+      coordinator = await join({
+        ...tunables,
+        drainDeadlineMs,
+        store,
+        job: options.job,
+        instance,
+        fingerprint: options.source.fingerprint(),
+        planner: (ctx) => options.source.plan(ctx),
+        clock,
+        logger: log,
+        runtime: options.runtime ?? "serverless",
+      });
+    } catch (e) {
+      log("error", "join failed", { event: "startupFailed", error: e });
+      return {
+        outcome: "error",
+        instance,
+        durationMs: Math.round(clock.now() - started),
+        gained: 0,
+        completed: 0,
+        released: 0,
+        failed: 0,
+        lost: {},
+        commits: 0,
+        recordsCommitted: 0,
+        forced: false,
+        error: e instanceof Error ? e.message : String(e),
+      };
+    }
+    const worker = startWorker({
+      coordinator,
+      source: options.source,
+      maxInFlight: options.maxInFlight,
+      logger: log,
+      clock,
+      stalledIsFatal: options.stalledIsFatal,
+      abortGraceMs: options.abortGraceMs ?? 1000,
+      commitIntervalMs: options.commitIntervalMs,
+      statusIntervalMs: 0,
+    });
+    const workMs = Math.max(0, budgetMs - marginMs - (clock.now() - started));
+    timer = clock.setTimeout(() => {
+      timer = null;
+      void worker.shutdown({
+        reason: "budget",
+        deadlineMs: marginMs - 500 > drainDeadlineMs ? marginMs - 500 : marginMs,
+      });
+    }, workMs);
+    const outcome = await worker.done;
+    const result = resultOf(instance, started, clock, outcome);
+    log("info", "slice finished", { event: "slice", ...result });
+    return result;
+  } finally {
+    if (timer !== null) clock.clearTimeout(timer);
+    if (ownsStore) await store.close().catch(() => {});
+  }
+}
+
+/**
+ * A fetch handler for request-driven platforms (functions, edge workers,
+ * cron-triggered containers): every `GET` or `POST` runs one
+ * {@linkcode runSlice} and answers its {@linkcode SliceResult} as JSON (200;
+ * 500 on `error`; 409 on `stalled`). The budget may be lowered per request
+ * with the `x-splitlease-budget-ms` header or `?budgetMs=`.
+ *
+ * @example
+ * ```ts
+ * import { createSliceHandler, MemoryStore, type SplitSource } from "@splitlease/splitlease";
+ * declare const source: SplitSource;
+ * const handler = createSliceHandler({ store: new MemoryStore(), source, job: "demo", budgetMs: 25_000 });
+ * // Deno.serve(handler) / export default { fetch: handler }
+ * ```
+ */
+export function createSliceHandler<D>(options: SliceOptions<D>): (request: Request) => Promise<Response> {
+  const maxBudget = options.budgetMs ?? 30_000;
+  const json = (status: number, body: unknown) =>
+    new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8" } });
+  return async (request: Request): Promise<Response> => {
+    if (request.method !== "GET" && request.method !== "POST") {
+      const r = json(405, { error: `method ${request.method} not allowed` });
+      r.headers.set("allow", "GET, POST");
+      return r;
+    }
+    if (options.token !== undefined) {
+      const auth = request.headers.get("authorization") ?? "";
+      const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
+      if (!m || !timingSafeEqual(m[1], options.token)) return json(401, { error: "missing or invalid bearer token" });
+    }
+    const raw = request.headers.get("x-splitlease-budget-ms") ?? new URL(request.url).searchParams.get("budgetMs");
+    let budget = maxBudget;
+    if (raw !== null) {
+      const n = Number(raw);
+      if (!Number.isInteger(n) || n <= 0) return json(400, { error: "budget must be a positive integer (ms)" });
+      budget = Math.min(n, maxBudget);
+    }
+    try {
+      const result = await runSlice(options, budget);
+      return json(result.outcome === "error" ? 500 : result.outcome === "stalled" ? 409 : 200, result);
+    } catch (e) {
+      if (e instanceof SplitleaseError && (e.code === "INVALID_ARGUMENT" || e.code === "INVALID_CONFIG")) {
+        return json(400, { error: e.message });
+      }
+      return json(500, { outcome: "error", error: e instanceof Error ? e.message : String(e) });
+    }
+  };
+}
