@@ -1,0 +1,272 @@
+/**
+ * Real processes: a worker on Deno, Bun and Node 24 (the Node one runs
+ * esbuild output), against the embedded MemoryStore and a real nats-server.
+ * Probes every route, sends SIGTERM mid-job and checks a cooperative drain
+ * and exit 0; on NATS a second worker then finishes the job with no replay.
+ */
+import assert from "node:assert/strict";
+import { NatsStore } from "../../src/nats/nats_store.ts";
+import { SplitRecordSchema } from "../../src/records.ts";
+import { freePort, NatsServer } from "../helpers/nats_server.ts";
+
+const root = new URL("../../", import.meta.url).pathname;
+const bin = (n: string) => `${root}node_modules/.bin/${n}`;
+
+async function sh(cmd: string, args: string[]): Promise<string> {
+  const out = await new Deno.Command(cmd, { args, cwd: root, stdout: "piped", stderr: "piped" }).output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  if (!out.success) throw new Error(`${cmd} ${args.join(" ")} failed:\n${text}`);
+  return text;
+}
+
+let built: Promise<void> | undefined;
+function buildOnce(): Promise<void> {
+  built ??= (async () => {
+    await sh("node", ["scripts/build.mjs"]);
+    await sh(bin("esbuild"), [
+      "tests/runtime/fixtures/node_main.ts",
+      "--bundle",
+      "--platform=node",
+      "--format=esm",
+      "--packages=external",
+      "--log-level=warning",
+      "--outfile=dist/fixtures/node_main.mjs",
+    ]);
+  })();
+  return built;
+}
+
+type Runtime = "deno" | "bun" | "node";
+
+function command(rt: Runtime): [string, string[]] {
+  switch (rt) {
+    case "deno":
+      return [bin("deno"), ["run", "-A", "tests/runtime/fixtures/deno_main.ts"]];
+    case "bun":
+      return [bin("bun"), ["run", "tests/runtime/fixtures/bun_main.ts"]];
+    case "node":
+      return [bin("node"), ["dist/fixtures/node_main.mjs"]];
+  }
+}
+
+interface Proc {
+  child: Deno.ChildProcess;
+  lines: Record<string, unknown>[];
+  raw: string[];
+  status: Promise<Deno.CommandStatus>;
+  port: number;
+}
+
+function spawn(rt: Runtime, env: Record<string, string>): Proc {
+  const port = freePort();
+  const [cmd, args] = command(rt);
+  const child = new Deno.Command(cmd, {
+    args,
+    cwd: root,
+    env: { ...env, PORT: String(port), NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines: Record<string, unknown>[] = [];
+  const raw: string[] = [];
+  const pump = async (s: ReadableStream<Uint8Array>) => {
+    let buf = "";
+    for await (const chunk of s.pipeThrough(new TextDecoderStream())) {
+      buf += chunk;
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        raw.push(line);
+        try {
+          lines.push(JSON.parse(line));
+        } catch { /* not a log line */ }
+      }
+    }
+  };
+  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const status = child.status.then(async (s) => {
+    await pumps;
+    return s;
+  });
+  return { child, lines, raw, status, port };
+}
+
+async function get(p: Proc, path: string, init?: RequestInit): Promise<Response> {
+  return await fetch(`http://127.0.0.1:${p.port}${path}`, init);
+}
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
+}
+
+async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let t: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<T>((_, rej) => (t = setTimeout(() => rej(new Error(`timed out: ${what}`)), ms))),
+    ]);
+  } finally {
+    clearTimeout(t);
+  }
+}
+
+function kill(p: Proc): void {
+  try {
+    p.child.kill("SIGKILL");
+  } catch { /* already gone */ }
+}
+
+/** Runs one worker: probes routes, waits for progress, SIGTERMs, checks the drain. */
+async function sigtermMidJob(rt: Runtime, env: Record<string, string>): Promise<Proc> {
+  const p = spawn(rt, env);
+  try {
+    await waitFor("/healthz", async () => (await get(p, "/healthz")).status === 200 || undefined);
+    const ready = await waitFor("/readyz", async () => {
+      const r = await get(p, "/readyz");
+      await r.body?.cancel();
+      return r.status === 200 || undefined;
+    });
+    assert.ok(ready);
+    // Work under way: held splits with progress.
+    const status = await waitFor("progress", async () => {
+      const s = await (await get(p, "/status")).json();
+      return s.held.length > 0 && s.worker.lanes.some((l: { progress: unknown }) => l.progress) ? s : undefined;
+    });
+    assert.equal(status.job, env.JOB);
+    assert.match(status.instance, /^[A-Za-z0-9_-]+$/);
+    const metrics = await get(p, "/metrics");
+    assert.equal(metrics.headers.get("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+    const text = await metrics.text();
+    assert.match(text, /^etl_coordination_splits_owned [1-9]\d*$/m);
+    assert.match(text, /^# TYPE etl_coordination_store_op_duration_seconds histogram$/m);
+    assert.equal(await get(p, "/nope").then((r) => (r.body?.cancel(), r.status)), 404);
+    const unauth = await get(p, "/drain", { method: "POST" });
+    await unauth.body?.cancel();
+    assert.equal(unauth.status, env.DRAIN_TOKEN ? 401 : 202);
+
+    p.child.kill("SIGTERM");
+    const s = await withTimeout(p.status, 20_000, `${rt} exit after SIGTERM`);
+    const tail = p.raw.slice(-15).join("\n");
+    assert.equal(s.code, 0, `${rt} exit code\n${tail}`);
+    const released = p.lines.filter((l) => l.event === "released" && l.reason === "revoked");
+    const lost = p.lines.filter((l) => l.event === "lost");
+    assert.ok(released.length > 0, `cooperative releases\n${tail}`);
+    assert.equal(lost.length, 0, `no lane was aborted\n${tail}`);
+    assert.ok(p.lines.some((l) => l.event === "signal" && l.signal === "SIGTERM"));
+    assert.ok(p.lines.some((l) => l.event === "exit" && l.exitCode === 0));
+    return p;
+  } finally {
+    kill(p);
+    await p.status.catch(() => {});
+  }
+}
+
+for (const rt of ["deno", "bun", "node"] as const) {
+  Deno.test({
+    name: `adapters: ${rt} worker on MemoryStore serves every route and drains on SIGTERM with exit 0`,
+    sanitizeResources: false,
+    sanitizeOps: false,
+    fn: async () => {
+      await buildOnce();
+      await sigtermMidJob(rt, {
+        STORE: "memory",
+        JOB: `mem-${rt}`,
+        SPLITS: "3",
+        RECORDS: "400",
+        RECORD_MS: "10",
+        DRAIN_TOKEN: "tok",
+      });
+    },
+  });
+}
+
+Deno.test({
+  name:
+    "adapters: deno, bun and node workers on nats-server: SIGTERM drains cooperatively, the next worker finishes without replay",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await buildOnce();
+    await using server = await NatsServer.start();
+    for (const rt of ["deno", "bun", "node"] as const) {
+      const job = `nats-${rt}`;
+      const env = { STORE: "nats", NATS_URL: server.wsUrl, JOB: job, SPLITS: "3", RECORDS: "150", RECORD_MS: "10" };
+      const first = await sigtermMidJob(rt, { ...env, DRAIN_TOKEN: "tok" });
+      const firstRecords = Number(
+        (first.lines.find((l) => l.event === "finished")?.stats as { recordsCommitted: number })?.recordsCommitted,
+      );
+      // Released cooperatively: no owner, progress kept, no attempt consumed.
+      const store = await NatsStore.connect({ servers: server.wsUrl, job });
+      try {
+        const splits = await store.list("split.");
+        assert.equal(splits.length, 3);
+        for (const e of splits) {
+          const rec = SplitRecordSchema.parse(JSON.parse(e.value));
+          assert.equal(rec.owner, null, `${e.key} released`);
+          assert.equal(rec.status, "runnable");
+          assert.equal(rec.attempts, 0, `${e.key}: a graceful release consumes no attempt`);
+        }
+        // A second worker resumes and completes the job: exit 0, records add up exactly.
+        const second = spawn(rt, env);
+        try {
+          const s = await withTimeout(second.status, 30_000, `${rt} second worker completes`);
+          assert.equal(s.code, 0, second.raw.slice(-10).join("\n"));
+          const stats = second.lines.find((l) => l.event === "finished")?.stats as { recordsCommitted: number };
+          assert.equal(firstRecords + stats.recordsCommitted, 450, "every record committed exactly once");
+          assert.ok(second.lines.some((l) => l.event === "allComplete"));
+        } finally {
+          kill(second);
+          await second.status.catch(() => {});
+        }
+        for (const e of await store.list("split.")) {
+          assert.equal(SplitRecordSchema.parse(JSON.parse(e.value)).status, "completed");
+        }
+      } finally {
+        await store.close();
+      }
+    }
+  },
+});
+
+Deno.test({
+  name: "build: the single-file bundle imports by path on Deno, Bun and Node 24",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await buildOnce();
+    const code = `const m = await import(${JSON.stringify(`${root}dist/splitlease.bundle.js`)});` +
+      `const s = new m.MemoryStore(); const r = await s.create("k", "v"); await s.close();` +
+      `console.log(JSON.stringify({ ok: r.ok, nats: typeof m.NatsStore, slice: typeof m.createSliceHandler }));`;
+    for (
+      const [cmd, args] of [
+        [bin("deno"), ["eval", code]],
+        [bin("bun"), ["-e", code]],
+        [bin("node"), ["--input-type=module", "-e", code]],
+      ] as const
+    ) {
+      const out = (await sh(cmd, [...args])).trim().split("\n").pop()!;
+      assert.deepEqual(JSON.parse(out), { ok: true, nats: "function", slice: "function" }, cmd);
+    }
+    const pkg = JSON.parse(await Deno.readTextFile(`${root}dist/package.json`));
+    const deno = JSON.parse(await Deno.readTextFile(`${root}deno.json`));
+    assert.deepEqual(Object.keys(pkg.exports), Object.keys(deno.exports));
+    for (const [sub, file] of Object.entries(pkg.exports)) {
+      assert.equal(file, (deno.exports[sub] as string).replace(/\.ts$/, ".js"));
+      await Deno.stat(`${root}dist/${(file as string).slice(2)}`);
+    }
+  },
+});
