@@ -9,6 +9,17 @@ import type { Coordinator, CoordinatorStats, CoordinatorStatus } from "../coordi
 import type { Worker } from "../runtime/worker.ts";
 import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
 
+/**
+ * The HTTP app as adapters use it: a fetch handler (plus Hono's `request`
+ * helper for tests). It is a Hono app underneath.
+ */
+export interface HttpApp {
+  /** Handles one request (`Deno.serve(app.fetch)`, `Bun.serve({ fetch })`, ...). */
+  fetch(request: Request, ...rest: any[]): Response | Promise<Response>;
+  /** Dispatches a request in process (path or URL), as Hono's `app.request`. */
+  request(input: string | URL | Request, init?: RequestInit): Response | Promise<Response>;
+}
+
 /** Options of {@linkcode createApp}. Give a `worker` or a `coordinator`. */
 export interface AppOptions {
   /** The worker to report on and shut down (its coordinator is used). */
@@ -139,7 +150,7 @@ function problem(status: number, error: string, extra: Record<string, unknown> =
  * console.log(res.status); // 200 or 503
  * ```
  */
-export function createApp(options: AppOptions): Hono {
+export function createApp(options: AppOptions): HttpApp {
   const coordinator = options.worker?.coordinator ?? options.coordinator;
   if (!coordinator) throw new TypeError("createApp needs a worker or a coordinator");
   const worker = options.worker;

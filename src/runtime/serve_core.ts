@@ -7,12 +7,11 @@
  *
  * @module
  */
-import type { Hono } from "hono";
 import { type JoinOptions, SplitCoordinator } from "../coordinator/coordinator.ts";
 import type { CoordinatorTunables } from "../coordinator/config.ts";
 import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
-import { createApp } from "../http/app.ts";
+import { createApp, type HttpApp } from "../http/app.ts";
 import type { Store } from "../store/store.ts";
 import { jsonLogger } from "./logger.ts";
 import type { SplitSource } from "./source.ts";
@@ -97,7 +96,7 @@ export interface Service {
   /** The coordinator. */
   readonly coordinator: Coordinator;
   /** The HTTP app. */
-  readonly app: Hono;
+  readonly app: HttpApp;
   /** The port the server listens on. */
   readonly port: number;
   /** Resolves when the worker ended and the server and store are closed. */

@@ -5,7 +5,6 @@
  *
  * @module
  */
-import type { z } from "zod";
 import type { Json, SplitProgress } from "../records.ts";
 import type { PlanContext, PlanResult, SplitSpec } from "../coordinator/types.ts";
 
@@ -60,13 +59,24 @@ export interface SplitSource<D = Json> {
    * Optional zod schema of the descriptor. A descriptor that fails it is
    * reported as poison (`fail` with the issues) and never reaches `run`.
    */
-  descriptorSchema?: z.ZodType<D>;
+  descriptorSchema?: DescriptorSchema<D>;
   /**
    * Whether `run` stops intake when `revokeSignal` fires (default `true`).
    * `false`: revocations are declined and the split is released forcibly
    * (its uncommitted tail replays under the new owner).
    */
   stopsIntakeOnRevoke?: boolean;
+}
+
+/**
+ * A descriptor schema: anything with zod's `safeParse` (every zod v4 schema
+ * fits), so a source can validate its descriptors.
+ */
+export interface DescriptorSchema<D> {
+  /** Validates `data`: the typed value, or the issues found. */
+  safeParse(data: unknown):
+    | { success: true; data: D }
+    | { success: false; error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } };
 }
 
 /** Options of {@linkcode Lane.commit}. */
