@@ -55,3 +55,48 @@ export type {
   SplitProgress,
   SplitRecord,
 } from "./src/records.ts";
+export {
+  type JoinOptions,
+  SplitCoordinator,
+  VERSION,
+} from "./src/coordinator/coordinator.ts";
+export type {
+  Clock,
+  CommitOptions,
+  CoordinationEvent,
+  Coordinator,
+  CoordinatorStats,
+  CoordinatorStatus,
+  HeldSplitStatus,
+  Histogram,
+  Logger,
+  LostReason,
+  PlanContext,
+  PlannedSplit,
+  Planner,
+  PlanResult,
+  SplitSpec,
+} from "./src/coordinator/types.ts";
+export { ManualClock, systemClock } from "./src/coordinator/clock.ts";
+export {
+  type CoordinatorConfig,
+  type CoordinatorTunables,
+  parseCoordinatorConfig,
+} from "./src/coordinator/config.ts";
+export { isAlive, LivenessTracker, type Sighting } from "./src/coordinator/liveness.ts";
+export { fairShareOf } from "./src/coordinator/claims.ts";
+export { LATENCY_BUCKETS, newHistogram, observe } from "./src/coordinator/stats.ts";
+export {
+  type BalanceConfig,
+  type BalanceMember,
+  type BalanceSplit,
+  type BalanceView,
+  fairShare,
+  hasClaimable,
+  hashStrings,
+  type MemberLoad,
+  memberLoads,
+  type Move,
+  planMoves,
+  rendezvousRank,
+} from "./src/balance/plan_moves.ts";

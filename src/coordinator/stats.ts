@@ -1,0 +1,128 @@
+/**
+ * Counters and histograms of a coordinator, and a store wrapper that times
+ * every operation and counts writes by outcome.
+ *
+ * @module
+ */
+import { StoreUnavailableError } from "../errors.ts";
+import type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WriteResult } from "../store/store.ts";
+import type { Clock, CoordinatorStats, Histogram } from "./types.ts";
+
+/** Default latency buckets in seconds (0.5 ms … 10 s). */
+export const LATENCY_BUCKETS: readonly number[] = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
+
+/**
+ * An empty histogram over `buckets`.
+ *
+ * @example
+ * ```ts
+ * import { newHistogram, observe } from "@splitlease/splitlease";
+ * const h = newHistogram();
+ * observe(h, 0.003);
+ * ```
+ */
+export function newHistogram(buckets: readonly number[] = LATENCY_BUCKETS): Histogram {
+  return { buckets: [...buckets], counts: buckets.map(() => 0), sum: 0, count: 0 };
+}
+
+/**
+ * Adds one observation (seconds) to `h`.
+ *
+ * @example
+ * ```ts
+ * import { newHistogram, observe } from "@splitlease/splitlease";
+ * const h = newHistogram([1, 2]);
+ * observe(h, 1.5);
+ * console.log(h.counts); // [0, 1]
+ * ```
+ */
+export function observe(h: Histogram, seconds: number): void {
+  h.sum += seconds;
+  h.count++;
+  for (let i = 0; i < h.buckets.length; i++) {
+    if (seconds <= h.buckets[i]) {
+      h.counts[i]++;
+      return;
+    }
+  }
+}
+
+/** Fresh, zeroed coordinator stats. */
+export function newStats(): CoordinatorStats {
+  return {
+    acquisitions: {},
+    losses: {},
+    releases: 0,
+    revocations: {},
+    writes: {},
+    selfFences: 0,
+    storeOpSeconds: {},
+    handoverSeconds: newHistogram(),
+  };
+}
+
+/** Adds `n` to `record[key]`. */
+export function bump(record: Record<string, number>, key: string, n = 1): void {
+  record[key] = (record[key] ?? 0) + n;
+}
+
+/**
+ * Wraps a store so every operation is timed into `stats.storeOpSeconds` and
+ * every write is counted in `stats.writes` by outcome (`ok`, `conflict`,
+ * `error`). Watches pass through untouched.
+ */
+export class InstrumentedStore implements Store {
+  #inner: Store;
+  #stats: CoordinatorStats;
+  #clock: Clock;
+
+  /** Wraps `inner`. */
+  constructor(inner: Store, stats: CoordinatorStats, clock: Clock) {
+    this.#inner = inner;
+    this.#stats = stats;
+    this.#clock = clock;
+  }
+
+  async #timed<T>(op: string, write: boolean, f: () => Promise<T>): Promise<T> {
+    const t0 = this.#clock.now();
+    try {
+      const r = await f();
+      if (write) bump(this.#stats.writes, (r as { ok: boolean }).ok ? "ok" : "conflict");
+      return r;
+    } catch (e) {
+      if (write) bump(this.#stats.writes, e instanceof StoreUnavailableError ? "unavailable" : "error");
+      throw e;
+    } finally {
+      const h = (this.#stats.storeOpSeconds[op] ??= newHistogram());
+      observe(h, Math.max(0, this.#clock.now() - t0) / 1000);
+    }
+  }
+
+  create(key: string, value: string): Promise<WriteResult> {
+    return this.#timed("create", true, () => this.#inner.create(key, value));
+  }
+  update(key: string, value: string, revision: number): Promise<WriteResult> {
+    return this.#timed("update", true, () => this.#inner.update(key, value, revision));
+  }
+  delete(key: string, revision?: number): Promise<DeleteResult> {
+    return this.#timed("delete", true, () => this.#inner.delete(key, revision));
+  }
+  get(key: string): Promise<StoreEntry | undefined> {
+    return this.#timed("get", false, () => this.#inner.get(key));
+  }
+  list(filter: KeyFilter): Promise<StoreEntry[]> {
+    return this.#timed("list", false, () => this.#inner.list(filter));
+  }
+  watch(filter: KeyFilter): Watch {
+    return this.#inner.watch(filter);
+  }
+  /** Does not close the wrapped store: it belongs to the caller. */
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
