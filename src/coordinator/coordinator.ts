@@ -13,6 +13,7 @@ import {
   MemberRecordSchema,
   type MemberRecord,
   type Owner,
+  safeDecodeRecord,
   SpecRecordSchema,
   type SplitProgress,
   type SplitRecord,
@@ -629,9 +630,11 @@ export class SplitCoordinator implements Coordinator {
       // Confirm with an authoritative listing before announcing.
       let completed = 0, quarantined = 0, runnable = 0;
       for (const e of await this.#store.list(keys.splitPrefix)) {
-        const r = decodeRecord(e.key, e.value, SplitRecordSchema);
-        if (r.status === "completed") completed++;
-        else if (r.status === "quarantined") quarantined++;
+        const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
+        // An unreadable record cannot be proven complete: it blocks completion.
+        if (!r.ok) runnable++;
+        else if (r.value.status === "completed") completed++;
+        else if (r.value.status === "quarantined") quarantined++;
         else runnable++;
       }
       if (runnable > 0 || completed + quarantined < plan.planned || this.#outcome) return;

@@ -1,0 +1,89 @@
+// Store wrappers for fault injection in coordinator tests.
+import { StoreUnavailableError } from "../../src/errors.ts";
+import type { DeleteResult, Store, StoreEntry, Watch, WatchEvent, WriteResult } from "../../src/store/store.ts";
+import { Channel } from "../../src/util/channel.ts";
+
+/**
+ * Wraps a store: `down` makes every op throw StoreUnavailableError; `paused`
+ * withholds watch events until resumed (a stopped process sees nothing);
+ * `hold(pred)` parks matching writes until released.
+ */
+export class FaultyStore implements Store {
+  down = false;
+  #paused = false;
+  #watchers: { ch: Channel<WatchEvent>; buffer: WatchEvent[] }[] = [];
+  #holds: { pred: (op: string, key: string, value?: string) => boolean; parked: (() => void)[] }[] = [];
+
+  constructor(readonly inner: Store) {}
+
+  pause(): void {
+    this.#paused = true;
+  }
+  resume(): void {
+    this.#paused = false;
+    for (const w of this.#watchers) for (const ev of w.buffer.splice(0)) w.ch.push(ev);
+  }
+  /** Parks writes matching `pred`; returns a function releasing them. */
+  hold(pred: (op: string, key: string, value?: string) => boolean): { release: () => void; count: () => number } {
+    const h = { pred, parked: [] as (() => void)[] };
+    this.#holds.push(h);
+    return {
+      release: () => {
+        this.#holds.splice(this.#holds.indexOf(h), 1);
+        for (const p of h.parked.splice(0)) p();
+      },
+      count: () => h.parked.length,
+    };
+  }
+
+  async #gate(op: string, key: string, value?: string): Promise<void> {
+    for (const h of this.#holds) {
+      if (h.pred(op, key, value)) await new Promise<void>((r) => h.parked.push(r));
+    }
+    if (this.down) throw new StoreUnavailableError(op, 200, { detail: "injected outage" });
+  }
+
+  async create(key: string, value: string): Promise<WriteResult> {
+    await this.#gate("create", key, value);
+    return this.inner.create(key, value);
+  }
+  async update(key: string, value: string, revision: number): Promise<WriteResult> {
+    await this.#gate("update", key, value);
+    return this.inner.update(key, value, revision);
+  }
+  async delete(key: string, revision?: number): Promise<DeleteResult> {
+    await this.#gate("delete", key);
+    return this.inner.delete(key, revision);
+  }
+  async get(key: string): Promise<StoreEntry | undefined> {
+    await this.#gate("get", key);
+    return this.inner.get(key);
+  }
+  async list(filter: string): Promise<StoreEntry[]> {
+    await this.#gate("list", filter);
+    return this.inner.list(filter);
+  }
+  watch(filter: string): Watch {
+    const inner = this.inner.watch(filter);
+    const w = { ch: new Channel<WatchEvent>(), buffer: [] as WatchEvent[] };
+    this.#watchers.push(w);
+    (async () => {
+      for await (const ev of inner) {
+        if (this.#paused) w.buffer.push(ev);
+        else w.ch.push(ev);
+      }
+      w.ch.close();
+    })();
+    const stop = async () => {
+      await inner.stop();
+      w.ch.close();
+    };
+    return { stop, [Symbol.asyncIterator]: () => w.ch[Symbol.asyncIterator](), [Symbol.asyncDispose]: stop };
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
