@@ -19,7 +19,8 @@ import type { Store } from "../store/store.ts";
 import type { CoordinatorConfig } from "./config.ts";
 import type { LivenessTracker } from "./liveness.ts";
 import { seedRecord } from "./transitions.ts";
-import type { Clock, Logger, Owner, PlannedSplit, Planner } from "./types_internal.ts";
+import type { Owner } from "../records.ts";
+import type { Clock, Logger, PlannedSplit, Planner } from "./types.ts";
 import type { JobView } from "./view.ts";
 
 /** What the leader role needs from its coordinator. */

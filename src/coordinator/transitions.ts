@@ -97,3 +97,11 @@ export function failRecord(r: SplitRecord, reason: string, maxAttempts: number):
     status: attempts >= maxAttempts ? "quarantined" : "runnable",
   };
 }
+
+/**
+ * Leader fence of an owner that never answered a revocation: epoch + 1 (its
+ * late commits can no longer land), owner none, reserved for the thief.
+ */
+export function fenceRecord(r: SplitRecord, reservedFor: string | null): SplitRecord {
+  return { ...r, epoch: r.epoch + 1, owner: null, reservedFor };
+}

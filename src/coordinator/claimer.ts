@@ -1,0 +1,199 @@
+/**
+ * The claim path (DESIGN §6): chooses free splits within fair share and
+ * lanes, staggers by rendezvous rank against herds, re-reads a dead owner's
+ * member record before a takeover, and claims with one CAS per split.
+ *
+ * @module
+ */
+import { SplitleaseError } from "../errors.ts";
+import { decodeRecord, encodeRecord, SpecRecordSchema, type SplitRecord } from "../records.ts";
+import { keys } from "../store/keys.ts";
+import { type ClaimCandidate, chooseClaims } from "./claims.ts";
+import type { Core } from "./core.ts";
+import { bump } from "./stats.ts";
+import type { Tenancies } from "./tenancies.ts";
+import { claimRecord, releaseRecord } from "./transitions.ts";
+import type { CoordinationEvent, SplitSpec } from "./types.ts";
+import type { Versioned } from "./view.ts";
+
+/** Live peers: instance → session and lanes. */
+export type Peers = ReadonlyMap<string, { session: string; maxInFlight: number }>;
+
+/** Claims splits for one worker. */
+export class Claimer {
+  readonly #core: Core;
+  readonly #tenancies: Tenancies;
+  readonly #claiming = new Map<string, number>();
+  readonly #deferred = new Map<string, number>();
+  readonly #specs = new Map<string, SplitSpec>();
+  readonly #mayHold: () => boolean;
+
+  /** `mayHold` says whether a won claim may be kept (running, not fenced). */
+  constructor(core: Core, tenancies: Tenancies, mayHold: () => boolean) {
+    this.#core = core;
+    this.#tenancies = tenancies;
+    this.#mayHold = mayHold;
+  }
+
+  /** Earliest deferred claim still in the future, or `Infinity`. */
+  nextDeferred(now: number): number {
+    let at = Infinity;
+    for (const t of this.#deferred.values()) if (t > now) at = Math.min(at, t);
+    return at;
+  }
+
+  /** One claim pass. `takeable(instance)` says whether a dead member's splits may be taken now. */
+  async pass(now: number, peers: Peers, takeable: (instance: string) => boolean): Promise<void> {
+    const { view, me, config } = this.#core;
+    const held = this.#tenancies.held;
+    let heldWeight = this.#tenancies.weight();
+    for (const w of this.#claiming.values()) heldWeight += w;
+    const candidates = chooseClaims({
+      me,
+      seed: config.job,
+      splits: view.splits,
+      unowned: view.unowned,
+      ownedBy: view.ownedBy,
+      loadBy: view.loadBy,
+      runnableWeight: view.runnableWeight,
+      peers,
+      takeable,
+      heldCount: held.size + this.#claiming.size,
+      heldWeight,
+      isMine: (id) => held.has(id) || this.#claiming.has(id),
+      skip: () => false,
+      maxInFlight: config.maxInFlight,
+      claimStaggerMs: config.claimStaggerMs,
+    });
+    const due: ClaimCandidate[] = [];
+    const chosen = new Set(candidates.map((c) => c.id));
+    for (const id of this.#deferred.keys()) if (!chosen.has(id)) this.#deferred.delete(id);
+    for (const c of candidates) {
+      if (c.delayMs === 0) {
+        due.push(c);
+        continue;
+      }
+      const at = this.#deferred.get(c.id);
+      if (at === undefined) this.#deferred.set(c.id, now + c.delayMs);
+      else if (at <= now) due.push(c);
+    }
+    if (due.length === 0) return;
+    const takeovers = due.filter((c) => c.kind === "takeover");
+    const moved = takeovers.length ? await this.#ownersThatMoved(takeovers) : new Set<string>();
+    await Promise.all(due.filter((c) => !moved.has(c.id)).map((c) => this.#claim(c)));
+  }
+
+  /**
+   * Before a takeover, re-read each dead owner's member record: if it moved
+   * since we last saw it, the owner is alive and we were behind (a paused
+   * process, a backlog of watch events).
+   */
+  async #ownersThatMoved(cands: ClaimCandidate[]): Promise<Set<string>> {
+    const { view, store, liveness, clock } = this.#core;
+    const byOwner = new Map<string, string[]>();
+    for (const c of cands) {
+      const inst = view.splits.get(c.id)?.record.owner?.instance;
+      if (inst) byOwner.set(inst, [...(byOwner.get(inst) ?? []), c.id]);
+    }
+    const moved = new Set<string>();
+    await Promise.all([...byOwner].map(async ([inst, ids]) => {
+      const key = keys.member(inst);
+      const cur = await store.get(key);
+      if (cur && cur.revision !== liveness.get(key)?.revision) {
+        liveness.observe(key, cur.revision, clock.now());
+        view.putRaw(cur.key, cur.value, cur.revision);
+        for (const id of ids) moved.add(id);
+      }
+    }));
+    return moved;
+  }
+
+  async #claim(c: ClaimCandidate): Promise<void> {
+    const { view, store, me, config, stats, events, log } = this.#core;
+    const e = view.splits.get(c.id);
+    if (!e || this.#claiming.has(c.id) || this.#tenancies.held.has(c.id)) return;
+    this.#claiming.set(c.id, c.weight);
+    this.#deferred.delete(c.id);
+    try {
+      const spec = await this.#spec(c.id, e);
+      if (!spec) return;
+      const nonGraceful = c.kind === "takeover" || c.kind === "reclaim";
+      const next = claimRecord(e.record, me, nonGraceful, config.maxAttempts);
+      const r = await store.update(keys.split(c.id), encodeRecord(next), e.revision);
+      if (!r.ok) {
+        const cur = await store.get(keys.split(c.id));
+        if (cur) view.putRaw(cur.key, cur.value, cur.revision);
+        return;
+      }
+      view.applyOwnSplit(c.id, next, r.revision);
+      if (next.status === "quarantined") {
+        this.#quarantined(c.id, next.attempts);
+        return;
+      }
+      if (!this.#mayHold()) {
+        // Stopped or fenced while claiming: hand it straight back.
+        await store.update(keys.split(c.id), encodeRecord(releaseRecord(next, null)), r.revision);
+        return;
+      }
+      this.#tenancies.add(c.id, {
+        epoch: next.epoch,
+        revision: r.revision,
+        record: next,
+        spec,
+        draining: false,
+        reservedFor: null,
+      });
+      bump(stats.acquisitions, c.kind);
+      const ev: CoordinationEvent = { type: "gained", split: spec, epoch: next.epoch };
+      if (next.progress) ev.progress = next.progress;
+      events.push(ev);
+      log("info", "Gained split", { split: c.id, epoch: next.epoch, kind: c.kind, attempts: next.attempts });
+    } catch (err) {
+      log("warn", "Claim failed", { split: c.id, error: String(err) });
+    } finally {
+      this.#claiming.delete(c.id);
+    }
+  }
+
+  /** Forgets a cached spec (the split completed). */
+  forgetSpec(id: string): void {
+    this.#specs.delete(id);
+  }
+
+  /** Reads (and caches) a split's immutable spec; an unreadable spec quarantines the split. */
+  async #spec(id: string, e: Versioned<SplitRecord>): Promise<SplitSpec | undefined> {
+    const { store, view, log } = this.#core;
+    const cached = this.#specs.get(id);
+    if (cached) return cached;
+    const key = keys.spec(id);
+    const entry = await store.get(key);
+    try {
+      if (!entry) throw new SplitleaseError("INVALID_RECORD", `Spec record "${key}" is missing`);
+      const rec = decodeRecord(key, entry.value, SpecRecordSchema);
+      const spec: SplitSpec = { id, descriptor: rec.descriptor, weight: rec.weight };
+      this.#specs.set(id, spec);
+      return spec;
+    } catch (err) {
+      const reason = (err as Error).message;
+      log("error", "Unreadable spec: quarantining the split", { key, error: reason });
+      const next: SplitRecord = {
+        ...e.record,
+        epoch: e.record.epoch + 1,
+        owner: null,
+        status: "quarantined",
+        lastFailure: reason,
+      };
+      const r = await store.update(keys.split(id), encodeRecord(next), e.revision);
+      if (r.ok) {
+        view.applyOwnSplit(id, next, r.revision);
+        this.#quarantined(id, next.attempts);
+      }
+      return undefined;
+    }
+  }
+
+  #quarantined(splitId: string, attempts: number): void {
+    this.#core.events.push({ type: "quarantined", splitId, attempts });
+    this.#core.log("warn", "Split quarantined", { split: splitId, attempts });
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * The state a coordinator's parts share: the store, clock, config, local
+ * view and event channel. One instance per coordinator.
+ *
+ * @module
+ */
+import type { Owner } from "../records.ts";
+import type { Store } from "../store/store.ts";
+import type { Channel } from "../util/channel.ts";
+import type { CoordinatorConfig } from "./config.ts";
+import type { LivenessTracker } from "./liveness.ts";
+import type { Clock, CoordinationEvent, CoordinatorStats, Logger } from "./types.ts";
+import type { JobView } from "./view.ts";
+
+/** Shared state of one coordinator's parts. */
+export interface Core {
+  /** The instrumented store. */
+  store: Store;
+  /** Time source. */
+  clock: Clock;
+  /** Randomness in [0, 1). */
+  random: () => number;
+  /** Validated configuration. */
+  config: CoordinatorConfig;
+  /** Structured logger. */
+  log: Logger;
+  /** This instance and session. */
+  me: Owner;
+  /** Local view of the bucket. */
+  view: JobView;
+  /** Observer-judged liveness of members and the leader. */
+  liveness: LivenessTracker;
+  /** Counters and histograms. */
+  stats: CoordinatorStats;
+  /** Outgoing events. */
+  events: Channel<CoordinationEvent>;
+  /** Asks for a reconcile soon. */
+  schedule(): void;
+}

@@ -1,0 +1,204 @@
+/**
+ * This worker's membership (DESIGN §5): registration with twin detection,
+ * one heartbeat CAS per `leaseMs/3` (jittered earlier, never later), and the
+ * self-fence that stops everything before any peer can judge us dead.
+ *
+ * @module
+ */
+import { SplitleaseError } from "../errors.ts";
+import { decodeRecord, encodeRecord, MemberRecordSchema, type MemberRecord } from "../records.ts";
+import { keys } from "../store/keys.ts";
+import type { Core } from "./core.ts";
+
+/** What membership reports back to its coordinator. */
+export interface MembershipHooks {
+  /** Also beat these (the leader record) alongside the member record. */
+  extraBeat(): Promise<void> | undefined;
+  /** No successful heartbeat for `leaseMs - margin`. */
+  onStarved(): void;
+  /** A heartbeat succeeded after a self-fence. */
+  onRestored(): void;
+  /** Another live process uses our instance id. */
+  onDuplicate(error: SplitleaseError): void;
+}
+
+/** Heartbeats and self-fencing of one worker. */
+export class Membership {
+  readonly #core: Core;
+  readonly #hooks: MembershipHooks;
+  readonly #key: string;
+  #record: MemberRecord;
+  #revision = 0;
+  #lastOk = 0;
+  #starved = false;
+  #running = false;
+  #draining = false;
+  #beatTimer: unknown;
+  #fenceTimer: unknown;
+
+  /** Creates the membership of a coordinator. */
+  constructor(core: Core, hooks: MembershipHooks, runtime: string, version: string) {
+    this.#core = core;
+    this.#hooks = hooks;
+    this.#key = keys.member(core.me.instance);
+    this.#record = {
+      v: 1,
+      session: core.me.session,
+      maxInFlight: core.config.maxInFlight,
+      runtime,
+      version,
+      beat: 0,
+    };
+  }
+
+  /** Whether heartbeats are currently failing past the self-fence point. */
+  get starved(): boolean {
+    return this.#starved;
+  }
+
+  /** Monotonic start time of the last successful heartbeat write. */
+  get lastOk(): number {
+    return this.#lastOk;
+  }
+
+  /** The error for a live twin with our instance id. */
+  duplicate(): SplitleaseError {
+    const { me, config } = this.#core;
+    return new SplitleaseError(
+      "DUPLICATE_INSTANCE",
+      `Instance id "${me.instance}" is already used by another live process of job "${config.job}"`,
+    );
+  }
+
+  /**
+   * Registers `member.<instance>`. An existing record is a crashed
+   * predecessor (taken over) or a live twin (refused): a live twin beats
+   * within `leaseMs/3`, so wait that long for its revision to move.
+   */
+  async register(): Promise<void> {
+    const { store, clock, config, log, me } = this.#core;
+    const start = clock.now();
+    const r = await store.create(this.#key, encodeRecord(this.#record));
+    if (r.ok) {
+      this.#revision = r.revision;
+      this.#lastOk = start;
+      return;
+    }
+    const first = await store.get(this.#key);
+    if (first) {
+      const wait = Math.ceil(config.leaseMs / 3 + config.leaseMs / 10);
+      await new Promise<void>((res) => clock.setTimeout(res, wait));
+    }
+    const cur = await store.get(this.#key);
+    if (first && cur && cur.revision !== first.revision) throw this.duplicate();
+    const start2 = clock.now();
+    const w = cur
+      ? await store.update(this.#key, encodeRecord(this.#record), cur.revision)
+      : await store.create(this.#key, encodeRecord(this.#record));
+    if (!w.ok) throw this.duplicate();
+    this.#revision = w.revision;
+    this.#lastOk = start2;
+    log("info", "Took over the member record of a previous process", { instance: me.instance });
+  }
+
+  /** Starts heartbeating. */
+  start(): void {
+    this.#running = true;
+    this.#armSelfFence();
+    this.#scheduleBeat();
+  }
+
+  /** Advertises draining on the member record (peers stop sending work). */
+  setDraining(): void {
+    this.#draining = true;
+  }
+
+  /** Stops heartbeating (no write). */
+  stop(): void {
+    this.#running = false;
+    const { clock } = this.#core;
+    if (this.#beatTimer !== undefined) clock.clearTimeout(this.#beatTimer);
+    if (this.#fenceTimer !== undefined) clock.clearTimeout(this.#fenceTimer);
+    this.#beatTimer = this.#fenceTimer = undefined;
+  }
+
+  /** Leaves: deletes the member record at our revision so peers act at once. */
+  async leave(): Promise<void> {
+    this.stop();
+    await this.#core.store.delete(this.#key, this.#revision);
+  }
+
+  #scheduleBeat(delay?: number): void {
+    if (!this.#running) return;
+    const base = this.#core.config.leaseMs / 3;
+    const ms = delay ?? base * (1 - 0.1 * this.#core.random());
+    this.#beatTimer = this.#core.clock.setTimeout(() => void this.#beat(), ms);
+  }
+
+  async #beat(): Promise<void> {
+    if (!this.#running) return;
+    const { store, clock, config, log } = this.#core;
+    const start = clock.now();
+    const next: MemberRecord = { ...this.#record, beat: this.#record.beat + 1 };
+    if (this.#draining) next.draining = true;
+    const extra = this.#hooks.extraBeat();
+    let ok = false;
+    try {
+      const r = await store.update(this.#key, encodeRecord(next), this.#revision);
+      if (r.ok) {
+        this.#record = next;
+        this.#revision = r.revision;
+        ok = true;
+      } else {
+        ok = await this.#onConflict();
+      }
+    } catch (e) {
+      log("warn", "Heartbeat failed", { error: String(e) });
+    }
+    await extra;
+    if (!this.#running) return;
+    if (ok) {
+      this.#lastOk = start;
+      this.#armSelfFence();
+      if (this.#starved) {
+        this.#starved = false;
+        log("info", "Heartbeat restored after a self-fence", {});
+        this.#hooks.onRestored();
+      }
+    }
+    this.#scheduleBeat(ok ? undefined : config.leaseMs / 10);
+  }
+
+  async #onConflict(): Promise<boolean> {
+    const { store, me } = this.#core;
+    const cur = await store.get(this.#key);
+    if (!cur) {
+      const r = await store.create(this.#key, encodeRecord(this.#record));
+      if (r.ok) this.#revision = r.revision;
+      return r.ok;
+    }
+    const rec = decodeRecord(this.#key, cur.value, MemberRecordSchema);
+    if (rec.session === me.session) {
+      // Our own write landed earlier (a maybe-landed timeout): adopt it.
+      this.#record = rec;
+      this.#revision = cur.revision;
+      return true;
+    }
+    this.stop();
+    this.#hooks.onDuplicate(this.duplicate());
+    return false;
+  }
+
+  #armSelfFence(): void {
+    const { clock, config } = this.#core;
+    if (this.#fenceTimer !== undefined) clock.clearTimeout(this.#fenceTimer);
+    const at = this.#lastOk + config.leaseMs - config.selfFenceMarginMs;
+    this.#fenceTimer = clock.setTimeout(() => {
+      this.#fenceTimer = undefined;
+      if (this.#starved || !this.#running) return;
+      this.#starved = true;
+      this.#core.stats.selfFences++;
+      this.#hooks.onStarved();
+    }, at - clock.now());
+  }
+}
