@@ -25,7 +25,7 @@ export async function take(
   const deadline = Date.now() + ms;
   while (out.length < n) {
     const left = deadline - Date.now();
-    let timer: number | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const r = await Promise.race([
       it.next(),
       new Promise<"timeout">((res) => (timer = setTimeout(() => res("timeout"), Math.max(0, left)))),
@@ -40,7 +40,7 @@ export async function take(
 
 /** Asserts that no event arrives within `ms`. */
 export async function assertQuiet(it: AsyncIterator<WatchEvent>, ms = 200): Promise<void> {
-  let timer: number | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   const r = await Promise.race([
     it.next(),
     new Promise<"quiet">((res) => (timer = setTimeout(() => res("quiet"), ms))),

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { StoreUnavailableError, type WatchEvent } from "../../mod.ts";
 import { NatsStore } from "../../nats.ts";
-import { delay, NatsServer } from "../helpers/nats_server.ts";
+import { delay, NatsServer, TcpProxy } from "../helpers/nats_server.ts";
 import { take } from "./conformance.ts";
 
 const OP_TIMEOUT = 1000;
@@ -89,7 +89,9 @@ Deno.test({
   ...opts,
   fn: async () => {
     await using server = await NatsServer.start();
-    await using store = await NatsStore.connect({ servers: server.wsUrl, job: "restart", opTimeoutMs: OP_TIMEOUT });
+    // Our store goes through a proxy, so it can stay cut off while another client writes.
+    await using proxy = new TcpProxy(server.wsPort);
+    await using store = await NatsStore.connect({ servers: proxy.wsUrl, job: "restart", opTimeoutMs: OP_TIMEOUT });
     await using writer = await NatsStore.connect({ servers: server.wsUrl, job: "restart", opTimeoutMs: OP_TIMEOUT });
     const revs = await seed(store);
     const w = store.watch("");
@@ -100,8 +102,9 @@ Deno.test({
     await delay(100);
     await assertAllUnavailable(store, revs);
 
+    proxy.blackhole();
     await server.restart();
-    // The other client reconnects and changes state; ours must end up seeing it.
+    // The other client reconnects and changes state while ours is still cut off.
     const t0 = Date.now();
     let b2;
     while (true) {
@@ -114,7 +117,8 @@ Deno.test({
       }
     }
     assert.ok(b2.ok);
-    await writer.delete("c");
+    assert.deepEqual(await writer.delete("c"), { ok: true });
+    proxy.restore();
 
     // Our watch: reset, then a fresh snapshot with every key's latest value.
     const events: WatchEvent[] = [];
