@@ -147,6 +147,10 @@ export class NatsStore implements Store {
     }
     const deadline = Date.now() + this.#timeout;
     await this.#ready("delete", deadline);
+    // A guarded delete is one round trip. Known divergence from MemoryStore:
+    // guarded at the revision of a delete *marker* (only seen in watch
+    // `delete` events), NATS writes a second marker (bumping the revision);
+    // the result is still `{ ok: true }` with the key absent.
     let guard = revision;
     while (true) {
       if (guard === undefined) {
