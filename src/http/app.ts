@@ -14,7 +14,7 @@ import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
  * helper for tests). It is a Hono app underneath.
  */
 export interface HttpApp {
-  /** Handles one request (`Deno.serve(app.fetch)`, `Bun.serve({ fetch })`, ...). */
+  /** Handles one request (hand it to the platform's HTTP server). */
   fetch(request: Request, ...rest: any[]): Response | Promise<Response>;
   /** Dispatches a request in process (path or URL), as Hono's `app.request`. */
   request(input: string | URL | Request, init?: RequestInit): Response | Promise<Response>;

@@ -77,7 +77,7 @@ export interface ServeHost {
   ): Promise<{ port: number; close(): Promise<void> }>;
   /** Subscribes to process signals; returns an unsubscribe function. */
   onSignal(signals: readonly string[], handler: (signal: string) => void): () => void;
-  /** Ends the process. */
+  /** Exits with `code` (ends the running program). */
   exit(code: number): void;
 }
 

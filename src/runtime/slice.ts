@@ -243,7 +243,7 @@ export async function runSlice<D>(
  * import { createSliceHandler, MemoryStore, type SplitSource } from "@splitlease/splitlease";
  * declare const source: SplitSource;
  * const handler = createSliceHandler({ store: new MemoryStore(), source, job: "demo", budgetMs: 25_000 });
- * // Deno.serve(handler) / export default { fetch: handler }
+ * // serve it with the platform's HTTP server, or: export default { fetch: handler }
  * ```
  */
 export function createSliceHandler<D>(options: SliceOptions<D>): (request: Request) => Promise<Response> {
