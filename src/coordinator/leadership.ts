@@ -106,12 +106,22 @@ export class Leadership {
     this.#leaderRev = won.revision;
     this.#record = record;
     this.#leading = true;
-    const term = await this.#bumpTerm();
-    if (term === undefined) return this.stop();
-    this.#term = term;
-    this.#record = { ...record, term };
-    const r = await c.store.update(keys.leader, encodeRecord(this.#record), this.#leaderRev);
+    let r;
+    try {
+      const term = await this.#bumpTerm();
+      if (term === undefined) return this.stop();
+      this.#term = term;
+      this.#record = { ...record, term };
+      r = await c.store.update(keys.leader, encodeRecord(this.#record), this.#leaderRev);
+    } catch (e) {
+      // Half-elected (no term, or the term not on the leader record): stop
+      // leading, so our beats stop and the lease lapses into a new election.
+      // Beating on would keep every peer from electing while nobody plans.
+      this.stop();
+      throw e;
+    }
     if (!r.ok) return this.stop();
+    const term = this.#term;
     this.#leaderRev = r.revision;
     c.logger("info", "Leader elected", { instance: c.me.instance, term });
     this.#schedulePlan(0);
