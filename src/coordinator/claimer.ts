@@ -78,9 +78,12 @@ export class Claimer {
       else if (at <= now) due.push(c);
     }
     if (due.length === 0) return;
+    // The records these decisions were made on: the view may move while we
+    // re-read owners, and a claim must CAS over what it decided on.
+    const decidedOn = new Map(due.map((c) => [c.id, view.splits.get(c.id)?.revision]));
     const takeovers = due.filter((c) => c.kind === "takeover");
     const moved = takeovers.length ? await this.#ownersThatMoved(takeovers) : new Set<string>();
-    await Promise.all(due.filter((c) => !moved.has(c.id)).map((c) => this.#claim(c)));
+    await Promise.all(due.filter((c) => !moved.has(c.id)).map((c) => this.#claim(c, decidedOn.get(c.id))));
   }
 
   /**
@@ -108,10 +111,13 @@ export class Claimer {
     return moved;
   }
 
-  async #claim(c: ClaimCandidate): Promise<void> {
+  async #claim(c: ClaimCandidate, decidedOn: number | undefined): Promise<void> {
     const { view, store, me, config, stats, events, log } = this.#core;
     const e = view.splits.get(c.id);
-    if (!e || this.#claiming.has(c.id) || this.#tenancies.held.has(c.id)) return;
+    // Moved since the decision (completed, quarantined, claimed by a peer):
+    // the next pass decides again on the new record.
+    if (!e || e.revision !== decidedOn) return;
+    if (this.#claiming.has(c.id) || this.#tenancies.held.has(c.id)) return;
     this.#claiming.set(c.id, c.weight);
     this.#deferred.delete(c.id);
     try {
