@@ -100,3 +100,38 @@ export {
   planMoves,
   rendezvousRank,
 } from "./src/balance/plan_moves.ts";
+
+// --- runtime: driver, HTTP app, serve glue, serverless slices -------------
+export { formatLogLine, jsonLogger, type JsonLoggerOptions, type LogLevel, silentLogger } from "./src/runtime/logger.ts";
+export type { DescriptorSchema, Lane, LaneCommitOptions, SplitSource } from "./src/runtime/source.ts";
+export {
+  type LaneInfo,
+  runWorker,
+  type ShutdownOptions,
+  startWorker,
+  type Worker,
+  type WorkerOptions,
+  type WorkerOutcome,
+  type WorkerStats,
+} from "./src/runtime/worker.ts";
+export {
+  EXIT_DRAINED,
+  EXIT_ERROR,
+  EXIT_STALLED,
+  exitCodeFor,
+  type ServeHost,
+  type ServeOptions,
+  type ServeResult,
+  type Service,
+  serveWith,
+} from "./src/runtime/serve_core.ts";
+export { createSliceHandler, runSlice, type SliceOptions, type SliceResult } from "./src/runtime/slice.ts";
+export { type AppOptions, createApp, type HttpApp, renderMetrics, timingSafeEqual } from "./src/http/app.ts";
+export {
+  escapeLabelValue,
+  formatSampleValue,
+  type Labels,
+  type MetricType,
+  MetricsRegistry,
+  PROMETHEUS_CONTENT_TYPE,
+} from "./src/http/metrics.ts";
