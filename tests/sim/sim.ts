@@ -1,0 +1,1171 @@
+// Deterministic simulation of a splitlease fleet (DESIGN §13).
+//
+// Many SplitCoordinators share one MemoryStore and one ManualClock. Each
+// process incarnation talks to the store through its own fault layer and
+// keeps time through its own clock view, so the engine can crash it, pause
+// it (a stopped process: no timers, no I/O completions, no watch delivery),
+// partition it, and delay, fail or half-apply its writes. Every write that
+// lands goes through one referee that checks the safety invariants at the
+// moment it lands; the engine checks the rest after every step and at the
+// end. Everything is driven by one seed: the same seed gives the same trace.
+import { ManualClock } from "../../src/coordinator/clock.ts";
+import { type JoinOptions, SplitCoordinator } from "../../src/coordinator/coordinator.ts";
+import type { Clock, CoordinationEvent, PlannedSplit, Planner } from "../../src/coordinator/types.ts";
+import { FencedError, SplitleaseError, StoreUnavailableError } from "../../src/errors.ts";
+import {
+  decodeRecord,
+  MemberRecordSchema,
+  type PlanRecord,
+  PlanRecordSchema,
+  type SplitProgress,
+  type SplitRecord,
+  SplitRecordSchema,
+} from "../../src/records.ts";
+import { MemoryStore } from "../../src/store/memory_store.ts";
+import type { DeleteResult, Store, StoreEntry, Watch, WatchEvent, WriteResult } from "../../src/store/store.ts";
+import { Channel } from "../../src/util/channel.ts";
+import { FAST, mulberry } from "../coordinator/fleet.ts";
+
+// --- randomness ----------------------------------------------------------------
+
+/** A seeded PRNG with helpers. */
+export class Rng {
+  readonly next: () => number;
+  constructor(seed: number) {
+    this.next = mulberry(seed);
+  }
+  /** Integer in [lo, hi]. */
+  int(lo: number, hi: number): number {
+    return lo + Math.floor(this.next() * (hi - lo + 1));
+  }
+  chance(p: number): boolean {
+    return p > 0 && this.next() < p;
+  }
+  pick<T>(xs: readonly T[]): T {
+    return xs[Math.floor(this.next() * xs.length)];
+  }
+}
+
+/** Derives an independent sub-seed. */
+export function subSeed(seed: number, k: number): number {
+  let h = (seed ^ 0x9e3779b9) >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0;
+  h = (h + Math.imul(k + 1, 0xc2b2ae35)) >>> 0;
+  h = Math.imul(h ^ (h >>> 13), 0x27d4eb2f) >>> 0;
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+// --- time ----------------------------------------------------------------------------
+
+/**
+ * The one ManualClock of a run, with a fast settle: a MessagePort round trip
+ * is a macrotask, so every pending promise chain has run when it returns
+ * (in-memory I/O only), ~400x cheaper than a zero-delay timer in Deno.
+ */
+export class SimClock extends ManualClock {
+  #port = new MessageChannel();
+  #waiters: (() => void)[] = [];
+  constructor() {
+    super();
+    this.#port.port1.onmessage = () => this.#waiters.shift()?.();
+  }
+  override async settle(rounds = 1): Promise<void> {
+    for (let i = 0; i < rounds; i++) {
+      await new Promise<void>((r) => {
+        this.#waiters.push(r);
+        this.#port.port2.postMessage(0);
+      });
+    }
+  }
+  dispose(): void {
+    this.#port.port1.close();
+    this.#port.port2.close();
+  }
+}
+
+/**
+ * A process's view of time: the shared monotonic time, but its timers fire
+ * only while it runs. A paused process's due timers wait for it to resume;
+ * a dead process's timers never fire.
+ */
+class ProcClock implements Clock {
+  #seq = 0;
+  #live = new Map<number, unknown>();
+  #due = new Map<number, () => void>();
+  constructor(readonly proc: Proc, readonly g: ManualClock) {}
+  now(): number {
+    return this.g.now();
+  }
+  wallNow(): number {
+    return this.g.wallNow();
+  }
+  setTimeout(fn: () => void, ms: number): unknown {
+    const h = ++this.#seq;
+    if (this.proc.dead) return h;
+    const gh = this.g.setTimeout(() => {
+      this.#live.delete(h);
+      if (this.proc.dead) return;
+      if (this.proc.paused) this.#due.set(h, fn);
+      else fn();
+    }, ms);
+    this.#live.set(h, gh);
+    return h;
+  }
+  clearTimeout(handle: unknown): void {
+    const h = handle as number;
+    const gh = this.#live.get(h);
+    if (gh !== undefined) {
+      this.g.clearTimeout(gh);
+      this.#live.delete(h);
+    }
+    this.#due.delete(h);
+  }
+  /** Fires the timers that fell due while paused, in order, settling after each. */
+  async resume(settle: () => Promise<void>): Promise<void> {
+    for (const [h, fn] of [...this.#due]) {
+      if (!this.#due.has(h) || this.proc.dead || this.proc.paused) continue;
+      this.#due.delete(h);
+      fn();
+      await settle();
+    }
+  }
+  kill(): void {
+    for (const gh of this.#live.values()) this.g.clearTimeout(gh);
+    this.#live.clear();
+    this.#due.clear();
+  }
+}
+
+// --- the referee -----------------------------------------------------------------------
+
+/** Who issued a write (a process incarnation). */
+export interface Writer {
+  readonly id: number;
+  readonly instance: string;
+  session?: string;
+  readonly label: string;
+}
+
+interface SplitTrack {
+  record: SplitRecord;
+  revision: number;
+  /** Who wrote the first record of each epoch (the one whose writes that epoch belongs to). */
+  writers: Map<number, Writer>;
+  /** Progress carried by the claim that opened an epoch. */
+  claimed: Map<number, SplitProgress | null>;
+}
+
+/**
+ * Sees every write to the shared MemoryStore as it lands (the MemoryStore
+ * applies writes synchronously; a moved global revision means it landed)
+ * and checks the split-record invariants on the spot.
+ */
+export class Referee {
+  readonly splits = new Map<string, SplitTrack>();
+  plan: PlanRecord | undefined;
+  writes = 0;
+  constructor(
+    readonly mem: MemoryStore,
+    readonly violation: (msg: string) => void,
+    readonly trace: (line: string) => void = () => {},
+  ) {}
+
+  create(w: Writer, key: string, value: string): Promise<WriteResult> {
+    return this.#do(w, "create", key, value, () => this.mem.create(key, value));
+  }
+  update(w: Writer, key: string, value: string, revision: number): Promise<WriteResult> {
+    return this.#do(w, "update", key, value, () => this.mem.update(key, value, revision));
+  }
+  delete(w: Writer, key: string, revision?: number): Promise<DeleteResult> {
+    return this.#do(w, "delete", key, undefined, () => this.mem.delete(key, revision));
+  }
+
+  #do<T>(w: Writer, op: string, key: string, value: string | undefined, fn: () => Promise<T>): Promise<T> {
+    const before = this.mem.revision;
+    const p = fn();
+    if (this.mem.revision !== before) this.#landed(w, op, key, value, this.mem.revision);
+    return p;
+  }
+
+  #landed(w: Writer, op: string, key: string, value: string | undefined, rev: number): void {
+    this.writes++;
+    if (key.startsWith("split.")) this.#split(w, op, key, value, rev);
+    else {
+      this.trace(`land ${w.label} ${op} ${key} r${rev}`);
+      if (key.startsWith("member.")) {
+        const inst = key.slice("member.".length);
+        if (inst !== w.instance) this.violation(`${w.label} wrote the member record of ${inst}`);
+        if (value !== undefined) {
+          const m = decodeRecord(key, value, MemberRecordSchema);
+          if (w.session === undefined) w.session = m.session;
+          else if (w.session !== m.session) this.violation(`${w.label} wrote session ${m.session}, is ${w.session}`);
+        }
+      } else if (key === "plan" && value !== undefined) {
+        this.plan = decodeRecord(key, value, PlanRecordSchema);
+      }
+    }
+  }
+
+  #split(w: Writer, op: string, key: string, value: string | undefined, rev: number): void {
+    const id = key.slice("split.".length);
+    if (value === undefined) {
+      this.trace(`land ${w.label} ${op} ${key} r${rev}`);
+      this.violation(`${w.label} deleted split record ${id}`);
+      return;
+    }
+    const rec = decodeRecord(key, value, SplitRecordSchema);
+    const wm = rec.progress?.watermark;
+    this.trace(
+      `land ${w.label} ${op} ${key} r${rev} e${rec.epoch} ${rec.status} owner=${rec.owner?.instance ?? "-"} ` +
+        `wm=${wm ?? "-"} att=${rec.attempts}`,
+    );
+    const where = `split ${id} r${rev} by ${w.label}`;
+    if (rec.owner && (rec.owner.instance !== w.instance || (w.session && rec.owner.session !== w.session))) {
+      this.violation(`${where}: names owner ${rec.owner.instance}/${rec.owner.session}, not the writer`);
+    }
+    const prev = this.splits.get(id);
+    if (!prev) {
+      if (op !== "create" || rec.epoch !== 0 || rec.owner !== null || rec.progress !== null) {
+        this.violation(`${where}: first write is not a seed (op ${op}, epoch ${rec.epoch})`);
+      }
+      this.splits.set(id, { record: rec, revision: rev, writers: new Map([[rec.epoch, w]]), claimed: new Map() });
+      return;
+    }
+    const p = prev.record;
+    if (op === "create") this.violation(`${where}: re-created`);
+    if (p.status !== "runnable") this.violation(`${where}: write after the split became ${p.status}`);
+    if (rec.epoch < p.epoch) this.violation(`${where}: epoch regressed ${p.epoch} -> ${rec.epoch}`);
+    else if (rec.epoch > p.epoch) {
+      if (rec.epoch !== p.epoch + 1) this.violation(`${where}: epoch jumped ${p.epoch} -> ${rec.epoch}`);
+      prev.writers.set(rec.epoch, w);
+      prev.claimed.set(rec.epoch, rec.progress);
+    } else {
+      const owner = prev.writers.get(rec.epoch);
+      if (owner !== w) {
+        this.violation(
+          `${where}: two writers at epoch ${rec.epoch}: ${owner?.label ?? "?"} opened it, ${w.label} wrote progress/state`,
+        );
+      }
+    }
+    const pw = p.progress?.watermark;
+    if (pw !== undefined && (wm === undefined || wm < pw)) {
+      this.violation(`${where}: durable watermark regressed ${pw} -> ${wm ?? "none"}`);
+    }
+    if (rec.attempts < p.attempts) this.violation(`${where}: attempts went down ${p.attempts} -> ${rec.attempts}`);
+    prev.record = rec;
+    prev.revision = rev;
+  }
+
+  /** Counts of split statuses now. */
+  counts(): { runnable: number; completed: number; quarantined: number } {
+    const c = { runnable: 0, completed: 0, quarantined: 0 };
+    for (const s of this.splits.values()) c[s.record.status]++;
+    return c;
+  }
+
+  /** Whether the job is complete in the store right now (final plan, every split completed). */
+  allCompleted(): boolean {
+    const c = this.counts();
+    return this.#final() && c.runnable === 0 && c.quarantined === 0 && c.completed === this.plan!.planned;
+  }
+
+  /** Whether `stalled` may be announced right now: nothing runnable, some quarantined. */
+  stalledNow(): boolean {
+    const c = this.counts();
+    return this.#final() && c.runnable === 0 && c.quarantined > 0 && c.completed + c.quarantined === this.plan!.planned;
+  }
+
+  #final(): boolean {
+    return this.plan !== undefined && this.plan.finality === "final" && this.plan.generation > 0 &&
+      this.splits.size === this.plan.planned;
+  }
+}
+
+// --- the per-process fault layer -------------------------------------------------------
+
+type Fault =
+  | { kind: "ok" }
+  | { kind: "fail"; after: number }
+  | { kind: "maybe"; after: number }
+  | { kind: "slow"; ms: number }
+  | { kind: "late"; ms: number };
+
+const OK: Fault = { kind: "ok" };
+
+/** Fault rates of a run (per store op of a process). */
+export interface FaultRates {
+  /** Write throws StoreUnavailableError without applying. */
+  fail: number;
+  /** Write applies, then throws StoreUnavailableError. */
+  maybe: number;
+  /** Op delayed by a few ms of simulated time. */
+  slow: number;
+  /** Write times out (throws after opTimeoutMs) but lands later. */
+  late: number;
+  /** Read throws StoreUnavailableError. */
+  readFail: number;
+}
+
+/**
+ * One process's connection to the store. A paused process issues nothing and
+ * sees no replies until it resumes (writes it already sent may still land);
+ * a dead one never sees a reply again. Faults are drawn from the process's
+ * own seeded stream.
+ */
+class ProcStore implements Store {
+  readonly #watches: { ch: Channel<WatchEvent>; buffer: WatchEvent[]; inner: Watch }[] = [];
+  constructor(readonly proc: Proc, readonly sim: Sim) {}
+
+  #unavailable(op: string, detail: string): StoreUnavailableError {
+    return new StoreUnavailableError(op, FAST.opTimeoutMs, { detail });
+  }
+
+  async #write<T>(op: string, key: string, apply: () => Promise<T>): Promise<T> {
+    const p = this.proc;
+    await p.gate();
+    const f = this.sim.fault(p, true);
+    let result: T | undefined;
+    let error: unknown;
+    switch (f.kind) {
+      case "ok":
+        try {
+          result = await apply();
+        } catch (e) {
+          error = e;
+        }
+        break;
+      case "slow":
+        await this.sim.sleep(f.ms);
+        try {
+          result = await apply();
+        } catch (e) {
+          error = e;
+        }
+        break;
+      case "fail":
+        this.sim.note(`fault ${p.label} ${op} ${key} failed`);
+        if (f.after) await this.sim.sleep(f.after);
+        error = this.#unavailable(op, "injected failure (not applied)");
+        break;
+      case "maybe":
+        this.sim.note(`fault ${p.label} ${op} ${key} maybe-landed`);
+        try {
+          await apply();
+        } catch { /* the caller sees the outage either way */ }
+        if (f.after) await this.sim.sleep(f.after);
+        error = this.#unavailable(op, "injected timeout after the write landed");
+        break;
+      case "late":
+        this.sim.note(`fault ${p.label} ${op} ${key} late by ${f.ms}`);
+        this.sim.clock.setTimeout(() => void apply().catch(() => {}), f.ms);
+        await this.sim.sleep(FAST.opTimeoutMs);
+        error = this.#unavailable(op, "injected timeout; the write lands later");
+        break;
+    }
+    await p.gate();
+    if (error !== undefined) throw error;
+    return result as T;
+  }
+
+  async #read<T>(op: string, fn: () => Promise<T>): Promise<T> {
+    const p = this.proc;
+    await p.gate();
+    const f = this.sim.fault(p, false);
+    if (f.kind === "fail") {
+      this.sim.note(`fault ${p.label} ${op} failed`);
+      if (f.after) await this.sim.sleep(f.after);
+      await p.gate();
+      throw this.#unavailable(op, "injected read failure");
+    }
+    if (f.kind === "slow") await this.sim.sleep(f.ms);
+    const r = await fn();
+    await p.gate();
+    return r;
+  }
+
+  create(key: string, value: string): Promise<WriteResult> {
+    return this.#write("create", key, () => this.sim.referee.create(this.proc, key, value));
+  }
+  update(key: string, value: string, revision: number): Promise<WriteResult> {
+    return this.#write("update", key, () => this.sim.referee.update(this.proc, key, value, revision));
+  }
+  delete(key: string, revision?: number): Promise<DeleteResult> {
+    return this.#write("delete", key, () => this.sim.referee.delete(this.proc, key, revision));
+  }
+  get(key: string): Promise<StoreEntry | undefined> {
+    return this.#read("get", () => this.sim.mem.get(key));
+  }
+  list(filter: string): Promise<StoreEntry[]> {
+    return this.#read("list", () => this.sim.mem.list(filter));
+  }
+  watch(filter: string): Watch {
+    const inner = this.sim.mem.watch(filter);
+    const w = { ch: new Channel<WatchEvent>(), buffer: [] as WatchEvent[], inner };
+    this.#watches.push(w);
+    (async () => {
+      for await (const ev of inner) {
+        if (this.proc.dead) break;
+        if (this.proc.paused || this.proc.partitioned) w.buffer.push(ev);
+        else w.ch.push(ev);
+      }
+      w.ch.close();
+    })();
+    const stop = async () => {
+      await inner.stop();
+      w.ch.close();
+    };
+    return { stop, [Symbol.asyncIterator]: () => w.ch[Symbol.asyncIterator](), [Symbol.asyncDispose]: stop };
+  }
+  /** Delivers watch events withheld while paused or partitioned. */
+  flushWatches(): void {
+    if (this.proc.paused || this.proc.partitioned || this.proc.dead) return;
+    for (const w of this.#watches) for (const ev of w.buffer.splice(0)) w.ch.push(ev);
+  }
+  /** The process died: its watches deliver nothing more. */
+  kill(): void {
+    for (const w of this.#watches) {
+      w.buffer.length = 0;
+      void w.inner.stop();
+      w.ch.close();
+    }
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+// --- processes and their source -----------------------------------------------------------
+
+type ProcState = "joining" | "running" | "leaving" | "left" | "crashed" | "joinFailed" | "failed";
+
+interface Lane {
+  split: string;
+  epoch: number;
+  active: boolean;
+  revoke: boolean;
+}
+
+/** One process incarnation: a coordinator, its lanes, its fault layer and clock. */
+class Proc implements Writer {
+  readonly label: string;
+  session?: string;
+  state: ProcState = "joining";
+  paused = false;
+  resumeAt = 0;
+  partitionUntil = 0;
+  dead = false;
+  c?: SplitCoordinator;
+  outcome: "allComplete" | "stalled" | null = null;
+  readonly clock: ProcClock;
+  readonly store: ProcStore;
+  readonly rng: Rng;
+  /** Split → the lane of its current tenancy (as this process's events tell it). */
+  readonly lanes = new Map<string, Lane>();
+  /** Highest epoch gained per split. */
+  readonly gainedEpoch = new Map<string, number>();
+  #gateWaiters: (() => void)[] = [];
+
+  constructor(readonly sim: Sim, readonly id: number, readonly instance: string) {
+    this.label = `P${id}(${instance})`;
+    this.clock = new ProcClock(this, sim.clock);
+    this.store = new ProcStore(this, sim);
+    this.rng = new Rng(subSeed(sim.seed, 1000 + id));
+  }
+
+  get partitioned(): boolean {
+    return this.partitionUntil > this.sim.clock.now();
+  }
+
+  /** Passes while running; waits while paused; never passes once dead. */
+  gate(): Promise<void> {
+    if (this.dead) return new Promise(() => {});
+    if (!this.paused) return Promise.resolve();
+    return new Promise((r) => this.#gateWaiters.push(r));
+  }
+
+  sleep(ms: number): Promise<void> {
+    return new Promise((r) => this.clock.setTimeout(r, ms));
+  }
+
+  pause(until: number): void {
+    this.paused = true;
+    this.resumeAt = until;
+  }
+
+  async resume(): Promise<void> {
+    if (!this.paused || this.dead) return;
+    this.paused = false;
+    const settle = () => this.sim.clock.settle();
+    this.store.flushWatches();
+    await settle();
+    for (const w of this.#gateWaiters.splice(0)) w();
+    await settle();
+    await this.clock.resume(settle);
+  }
+
+  kill(): void {
+    this.dead = true;
+    this.#gateWaiters.length = 0;
+    this.clock.kill();
+    this.store.kill();
+    for (const l of this.lanes.values()) l.active = false;
+  }
+}
+
+/** A planned split of a run. */
+export interface SimSplit {
+  id: string;
+  weight: number;
+  records: number;
+  /** The source fails the split (poison) on reaching this record index. */
+  poisonAt?: number;
+}
+
+/** Everything a seed decides up front. */
+export interface SimConfig {
+  seed: number;
+  initialWorkers: number;
+  maxWorkers: number;
+  splits: SimSplit[];
+  maxInFlight: number;
+  maxAttempts: number;
+  stepMs: number;
+  commitEvery: number;
+  chaosMs: number;
+  /** Per-step probabilities of each action. */
+  actions: { join: number; crash: number; leave: number; pause: number; restart: number; partition: number };
+  faults: FaultRates;
+  /** Probability a revocation is declined (forced release) instead of drained. */
+  decline: number;
+}
+
+/** Outcome of one seed. */
+export interface SimResult {
+  seed: number;
+  ok: boolean;
+  violations: string[];
+  traceHash: string;
+  simMs: number;
+  config: SimConfig;
+  stats: Record<string, number>;
+  outcome: string;
+  /** Last trace lines (for failure reports). */
+  tail: string[];
+}
+
+/** Draws a run's configuration from its seed. */
+export function configFor(seed: number): SimConfig {
+  const r = new Rng(subSeed(seed, 1));
+  const nSplits = r.int(4, 14);
+  const weighted = r.chance(0.25);
+  const poisonCount = r.chance(0.35) ? r.int(1, 2) : 0;
+  const splits: SimSplit[] = [];
+  for (let i = 0; i < nSplits; i++) {
+    const records = r.int(4, 24);
+    const s: SimSplit = { id: `s${String(i).padStart(2, "0")}`, weight: weighted ? r.int(1, 3) : 1, records };
+    if (i < poisonCount) s.poisonAt = r.int(0, records - 1);
+    splits.push(s);
+  }
+  const level = r.pick([0, 1, 1, 2, 2, 3]);
+  const scale = [0, 0.5, 1, 2][level];
+  const maxWorkers = r.int(3, 8);
+  return {
+    seed,
+    initialWorkers: r.int(Math.min(3, maxWorkers), maxWorkers),
+    maxWorkers,
+    splits,
+    maxInFlight: r.int(1, 4),
+    maxAttempts: r.int(3, 6),
+    stepMs: r.int(5, 30),
+    commitEvery: r.int(2, 5),
+    chaosMs: r.int(1500, 4000),
+    actions: {
+      join: 0.03,
+      crash: r.pick([0, 0.02, 0.04]),
+      leave: r.pick([0, 0.02, 0.03]),
+      pause: r.pick([0, 0.03, 0.06]),
+      restart: 0.05,
+      partition: r.pick([0, 0, 0.02]),
+    },
+    faults: {
+      fail: 0.02 * scale,
+      maybe: 0.02 * scale,
+      slow: 0.06 * scale,
+      late: 0.006 * scale,
+      readFail: 0.01 * scale,
+    },
+    decline: r.pick([0, 0, 0.3]),
+  };
+}
+
+const HEAL_DEADLINE_MS = 60_000;
+
+/** One simulation run. */
+export class Sim {
+  readonly seed: number;
+  readonly cfg: SimConfig;
+  readonly clock = new SimClock();
+  readonly mem = new MemoryStore();
+  readonly referee: Referee;
+  readonly rng: Rng;
+  readonly procs: Proc[] = [];
+  readonly byInstance = new Map<string, Proc>();
+  readonly violations: string[] = [];
+  readonly stats: Record<string, number> = {};
+  /** Times each (split, record) was processed. */
+  readonly sink = new Map<string, number[]>();
+  readonly splitById = new Map<string, SimSplit>();
+  faultsOn = true;
+  /** Every trace line, when asked for (SIM_TRACE=1). */
+  fullTrace: string[] | undefined;
+  #h1 = 0xdeadbeef;
+  #h2 = 0x41c6ce57;
+  #tail: string[] = [];
+  readonly #planner: Planner;
+
+  constructor(cfg: SimConfig) {
+    this.seed = cfg.seed;
+    this.cfg = cfg;
+    this.rng = new Rng(subSeed(cfg.seed, 2));
+    this.referee = new Referee(this.mem, (m) => this.violation(m), (l) => this.note(l));
+    for (const s of cfg.splits) {
+      this.splitById.set(s.id, s);
+      this.sink.set(s.id, new Array(s.records).fill(0));
+    }
+    const planned: PlannedSplit[] = cfg.splits.map((s) => ({ id: s.id, descriptor: { records: s.records }, weight: s.weight }));
+    this.#planner = () => Promise.resolve({ splits: planned, finality: "final" });
+  }
+
+  // --- trace ----------------------------------------------------------------------
+
+  /** Appends a line to the trace (hashed; the tail is kept for reports). */
+  note(line: string): void {
+    const s = `${this.clock.now()} ${line}`;
+    let h1 = this.#h1, h2 = this.#h2;
+    for (let i = 0; i < s.length; i++) {
+      const ch = s.charCodeAt(i);
+      h1 = Math.imul(h1 ^ ch, 2654435761);
+      h2 = Math.imul(h2 ^ ch, 1597334677);
+    }
+    this.#h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+    this.#h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+    if (this.fullTrace) this.fullTrace.push(s);
+    this.#tail.push(s);
+    if (this.#tail.length > 400) this.#tail.splice(0, 200);
+  }
+
+  get traceHash(): string {
+    return (this.#h1 >>> 0).toString(16).padStart(8, "0") + (this.#h2 >>> 0).toString(16).padStart(8, "0");
+  }
+
+  violation(msg: string): void {
+    const line = `t=${this.clock.now()} ${msg}`;
+    this.note("VIOLATION " + msg);
+    if (this.violations.length < 20) this.violations.push(line);
+  }
+
+  count(name: string, n = 1): void {
+    this.stats[name] = (this.stats[name] ?? 0) + n;
+  }
+
+  sleep(ms: number): Promise<void> {
+    return new Promise((r) => this.clock.setTimeout(r, ms));
+  }
+
+  // --- faults ----------------------------------------------------------------------
+
+  fault(p: Proc, write: boolean): Fault {
+    if (p.partitioned) {
+      this.count("partitionedOps");
+      return { kind: "fail", after: p.rng.chance(0.5) ? FAST.opTimeoutMs : 0 };
+    }
+    if (!this.faultsOn) return OK;
+    const f = this.cfg.faults;
+    const x = p.rng.next();
+    const after = () => (p.rng.chance(0.5) ? FAST.opTimeoutMs : p.rng.int(0, 20));
+    if (!write) {
+      if (x < f.readFail) return this.#counted("readFail", { kind: "fail", after: after() });
+      if (x < f.readFail + f.slow) return this.#counted("slowRead", { kind: "slow", ms: p.rng.int(1, 120) });
+      return OK;
+    }
+    let acc = f.fail;
+    if (x < acc) return this.#counted("failedWrite", { kind: "fail", after: after() });
+    if (x < (acc += f.maybe)) return this.#counted("maybeLanded", { kind: "maybe", after: after() });
+    if (x < (acc += f.late)) return this.#counted("lateWrite", { kind: "late", ms: p.rng.int(FAST.opTimeoutMs + 1, 1500) });
+    if (x < (acc += f.slow)) return this.#counted("slowWrite", { kind: "slow", ms: p.rng.int(1, 150) });
+    return OK;
+  }
+
+  #counted(name: string, f: Fault): Fault {
+    this.count(name);
+    return f;
+  }
+
+  // --- processes --------------------------------------------------------------------
+
+  #start(instance: string, why: string): Proc {
+    const p = new Proc(this, this.procs.length + 1, instance);
+    this.procs.push(p);
+    this.byInstance.set(instance, p);
+    this.count(why);
+    this.note(`${why} ${p.label}`);
+    const opts: JoinOptions = {
+      store: p.store,
+      job: "sim",
+      instance,
+      clock: p.clock,
+      random: mulberry(subSeed(this.seed, 5000 + p.id)),
+      planner: this.#planner,
+      ...FAST,
+      maxInFlight: this.cfg.maxInFlight,
+      maxAttempts: this.cfg.maxAttempts,
+    };
+    SplitCoordinator.join(opts).then((c) => {
+      if (p.dead) {
+        void c.abandon();
+        return;
+      }
+      p.c = c;
+      p.state = "running";
+      if (p.session !== undefined && p.session !== c.session) {
+        this.violation(`${p.label} registered session ${p.session} but runs ${c.session}`);
+      }
+      p.session = c.session;
+      this.note(`joined ${p.label} session=${c.session}`);
+      void this.#consume(p, c);
+    }, (e) => {
+      if (p.dead) return;
+      p.state = "joinFailed";
+      p.kill();
+      const code = e instanceof SplitleaseError ? e.code : "";
+      this.note(`join failed ${p.label}: ${code} ${String(e)}`);
+      if (code === "STORE_UNAVAILABLE" || code === "DUPLICATE_INSTANCE") this.count(`joinFailed_${code}`);
+      else this.violation(`${p.label} failed to join: ${String(e)}`);
+    });
+    return p;
+  }
+
+  async #consume(p: Proc, c: SplitCoordinator): Promise<void> {
+    try {
+      for await (const ev of c) {
+        if (p.dead) break;
+        this.#onEvent(p, c, ev);
+      }
+    } catch (e) {
+      if (p.dead) return;
+      p.state = "failed";
+      this.violation(`${p.label} stopped with a fatal error: ${String(e)}`);
+      p.kill();
+    }
+  }
+
+  #onEvent(p: Proc, c: SplitCoordinator, ev: CoordinationEvent): void {
+    switch (ev.type) {
+      case "gained": {
+        const id = ev.split.id;
+        this.note(`event ${p.label} gained ${id} e${ev.epoch} wm=${ev.progress?.watermark ?? "-"}`);
+        this.count("gained");
+        const t = this.referee.splits.get(id);
+        if (t?.writers.get(ev.epoch) !== p) {
+          this.violation(`${p.label} gained ${id} at epoch ${ev.epoch} it did not open`);
+        } else if ((t.claimed.get(ev.epoch)?.watermark ?? null) !== (ev.progress?.watermark ?? null)) {
+          this.violation(
+            `${p.label} gained ${id}@${ev.epoch} with watermark ${ev.progress?.watermark} but the claim carried ` +
+              `${t.claimed.get(ev.epoch)?.watermark}`,
+          );
+        }
+        const prevEpoch = p.gainedEpoch.get(id) ?? -1;
+        if (ev.epoch <= prevEpoch) this.violation(`${p.label} re-gained ${id} at epoch ${ev.epoch} <= ${prevEpoch}`);
+        p.gainedEpoch.set(id, ev.epoch);
+        const old = p.lanes.get(id);
+        if (old?.active) {
+          this.violation(`${p.label} gained ${id}@${ev.epoch} while its tenancy @${old.epoch} never ended`);
+          old.active = false;
+        }
+        const lane: Lane = { split: id, epoch: ev.epoch, active: true, revoke: false };
+        p.lanes.set(id, lane);
+        const start = ev.progress?.watermark;
+        void this.#runLane(p, c, lane, typeof start === "number" ? start : 0);
+        return;
+      }
+      case "lost": {
+        this.note(`event ${p.label} lost ${ev.splitId} ${ev.reason}`);
+        this.count(`lost_${ev.reason}`);
+        const lane = p.lanes.get(ev.splitId);
+        if (lane) lane.active = false;
+        return;
+      }
+      case "revokeRequested": {
+        this.note(`event ${p.label} revokeRequested ${ev.splitId}`);
+        this.count("revokeRequested");
+        const lane = p.lanes.get(ev.splitId);
+        if (!lane?.active) return;
+        if (p.rng.chance(this.cfg.decline)) {
+          this.count("declined");
+          lane.active = false;
+          void c.declineRevocation(ev.splitId).catch((e) => this.violation(`declineRevocation threw: ${e}`));
+        } else lane.revoke = true;
+        return;
+      }
+      case "quarantined":
+        this.note(`event ${p.label} quarantined ${ev.splitId} attempts=${ev.attempts}`);
+        this.count("quarantinedEvents");
+        return;
+      case "allComplete":
+      case "stalled": {
+        this.note(`event ${p.label} ${ev.type}`);
+        if (p.outcome) this.violation(`${p.label} announced ${ev.type} after ${p.outcome}`);
+        p.outcome = ev.type;
+        if (ev.type === "allComplete" && !this.referee.allCompleted()) {
+          this.violation(`${p.label} announced allComplete but the store holds ${JSON.stringify(this.referee.counts())}`);
+        }
+        if (ev.type === "stalled") {
+          const c = this.referee.counts();
+          if (!this.referee.stalledNow() || c.completed !== ev.completed || c.quarantined !== ev.quarantined) {
+            this.violation(
+              `${p.label} announced stalled(${ev.completed}, ${ev.quarantined}) but the store holds ${JSON.stringify(c)}`,
+            );
+          }
+        }
+        return;
+      }
+    }
+  }
+
+  /** The source: processes records from the resume point, commits every few, completes or fails. */
+  async #runLane(p: Proc, c: SplitCoordinator, lane: Lane, start: number): Promise<void> {
+    const s = this.splitById.get(lane.split)!;
+    const { split, epoch } = lane;
+    let i = start;
+    let committed = start;
+    const call = async (what: string, fn: () => Promise<void>): Promise<boolean> => {
+      for (;;) {
+        if (!lane.active || p.dead) return false;
+        try {
+          await fn();
+          return true;
+        } catch (e) {
+          if (e instanceof FencedError) {
+            this.note(`${p.label} ${what} ${split}@${epoch} fenced`);
+            this.count("fencedCalls");
+            lane.active = false;
+            return false;
+          }
+          if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
+            this.note(`${p.label} ${what} ${split}@${epoch} retry after ${e.message}`);
+            this.count("retries");
+            await p.sleep(20 + p.rng.int(0, 40));
+            continue;
+          }
+          this.violation(`${p.label} ${what} ${split}@${epoch} threw ${String(e)}`);
+          lane.active = false;
+          return false;
+        }
+      }
+    };
+    for (;;) {
+      await p.sleep(this.cfg.stepMs);
+      if (!lane.active || p.dead) return;
+      if (lane.revoke) {
+        if (i > committed && !(await call("commit-tail", () => c.commit(split, epoch, { watermark: i })))) return;
+        // release() ends the tenancy even when its write fails (the split then
+        // still names us and is resumed at a new epoch): no retry.
+        try {
+          await c.release([split]);
+          this.note(`${p.label} released ${split}@${epoch} at ${i}`);
+        } catch (e) {
+          if (!(e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE")) {
+            this.violation(`${p.label} release ${split}@${epoch} threw ${String(e)}`);
+          }
+          this.count("releaseFailed");
+          this.note(`${p.label} release ${split}@${epoch} failed: ${String(e)}`);
+        }
+        lane.active = false;
+        return;
+      }
+      if (s.poisonAt !== undefined && i >= s.poisonAt) {
+        if (await call("fail", () => c.fail(split, epoch, "poison"))) this.note(`${p.label} failed ${split}@${epoch}`);
+        lane.active = false;
+        return;
+      }
+      this.#process(p, split, i);
+      i++;
+      if (i >= s.records) {
+        if (await call("complete", () => c.commit(split, epoch, { watermark: i }, { final: true }))) {
+          this.note(`${p.label} completed ${split}@${epoch}`);
+        }
+        lane.active = false;
+        return;
+      }
+      if (i - committed >= this.cfg.commitEvery) {
+        if (!(await call("commit", () => c.commit(split, epoch, { watermark: i })))) return;
+        committed = i;
+      }
+    }
+  }
+
+  #process(p: Proc, split: string, i: number): void {
+    const row = this.sink.get(split)!;
+    if (row[i]++ > 0) this.count("duplicates");
+    this.count("processed");
+    this.note(`${p.label} process ${split}#${i}`);
+  }
+
+  // --- actions -------------------------------------------------------------------------
+
+  #live(): Proc[] {
+    return this.procs.filter((p) => p.state === "running" && !p.dead);
+  }
+
+  #newInstance(): string | undefined {
+    const used = new Set(this.byInstance.keys());
+    for (let i = 0; i < this.cfg.maxWorkers; i++) if (!used.has(`w${i}`)) return `w${i}`;
+    return undefined;
+  }
+
+  #crash(p: Proc): void {
+    this.note(`crash ${p.label}`);
+    this.count("crashes");
+    p.state = "crashed";
+    p.kill();
+    void p.c?.abandon();
+  }
+
+  async #leave(p: Proc, drain: boolean): Promise<void> {
+    const c = p.c!;
+    p.state = "leaving";
+    this.note(`leave ${p.label} ${drain ? "drain+close" : "close"}`);
+    this.count(drain ? "drains" : "closes");
+    try {
+      if (drain) await c.drain();
+      else for (const l of p.lanes.values()) l.active = false;
+      await c.close();
+    } catch (e) {
+      this.violation(`${p.label} ${drain ? "drain" : "close"} threw ${String(e)}`);
+    }
+    if (p.dead) return;
+    p.state = "left";
+    this.note(`left ${p.label}`);
+    p.kill();
+  }
+
+  async #step(): Promise<void> {
+    const a = this.cfg.actions;
+    const r = this.rng;
+    const now = this.clock.now();
+    for (const p of this.procs) if (p.paused && p.resumeAt <= now) await this.#resume(p);
+    for (const p of this.procs) if (!p.dead && p.partitionUntil && p.partitionUntil <= now) this.#heal(p);
+    const live = this.#live();
+    const x = r.next();
+    let acc = a.join;
+    if (x < acc) {
+      const inst = this.#newInstance();
+      if (inst) this.#start(inst, "join");
+    } else if (x < (acc += a.crash)) {
+      const cand = this.procs.filter((p) => (p.state === "running" || p.state === "leaving") && !p.dead);
+      if (cand.length) this.#crash(r.pick(cand));
+    } else if (x < (acc += a.leave)) {
+      if (live.length) void this.#leave(r.pick(live), r.chance(0.5));
+    } else if (x < (acc += a.pause)) {
+      const cand = this.procs.filter((p) => !p.dead && !p.paused && (p.state === "running" || p.state === "joining"));
+      if (cand.length) {
+        const p = r.pick(cand);
+        const ms = r.chance(0.5) ? r.int(50, 600) : r.int(900, 3000);
+        this.note(`pause ${p.label} for ${ms}`);
+        this.count("pauses");
+        p.pause(now + ms);
+      }
+    } else if (x < (acc += a.restart)) {
+      const down = [...this.byInstance.values()].filter((p) =>
+        p.state === "crashed" || p.state === "left" || p.state === "joinFailed"
+      );
+      if (down.length) this.#start(r.pick(down).instance, "restart");
+    } else if (x < (acc += a.partition)) {
+      const cand = this.#live().filter((p) => !p.partitioned);
+      if (cand.length) {
+        const p = r.pick(cand);
+        const ms = r.int(200, 2500);
+        this.note(`partition ${p.label} for ${ms}`);
+        this.count("partitions");
+        p.partitionUntil = now + ms;
+      }
+    }
+  }
+
+  async #resume(p: Proc): Promise<void> {
+    this.note(`resume ${p.label}`);
+    await p.resume();
+  }
+
+  #heal(p: Proc): void {
+    this.note(`partition healed ${p.label}`);
+    p.partitionUntil = 0;
+    p.store.flushWatches();
+  }
+
+  // --- invariants checked after every step -------------------------------------------------
+
+  #checkStep(): void {
+    for (const p of this.procs) {
+      if (p.dead || !p.c || p.state !== "running") continue;
+      for (const h of p.c.status().held) {
+        const t = this.referee.splits.get(h.id);
+        if (!t) {
+          this.violation(`${p.label} holds ${h.id}, which the store never had`);
+          continue;
+        }
+        if (h.epoch > t.record.epoch) this.violation(`${p.label} holds ${h.id}@${h.epoch}, ahead of the store (${t.record.epoch})`);
+        if (h.epoch === t.record.epoch && t.writers.get(h.epoch) !== p) {
+          this.violation(`${p.label} holds ${h.id}@${h.epoch}, an epoch ${t.writers.get(h.epoch)?.label} opened`);
+        }
+      }
+    }
+  }
+
+  #finished(): boolean {
+    let live = 0;
+    for (const p of this.procs) {
+      if (p.state === "joining" || p.state === "leaving") return false;
+      if (p.state === "running") {
+        live++;
+        if (!p.outcome) return false;
+      }
+    }
+    return live > 0;
+  }
+
+  // --- the run ------------------------------------------------------------------------------
+
+  async run(): Promise<SimResult> {
+    const t0 = this.clock.now();
+    try {
+      for (let i = 0; i < this.cfg.initialWorkers; i++) this.#start(`w${i}`, "join");
+      // Chaos: actions and faults.
+      while (this.clock.now() - t0 < this.cfg.chaosMs && this.violations.length === 0) {
+        await this.#step();
+        await this.clock.advance(this.rng.int(10, 80));
+        this.#checkStep();
+      }
+      // Heal: no more faults, everyone resumes, at least one worker runs.
+      this.note("heal");
+      this.faultsOn = false;
+      for (const p of this.procs) {
+        if (p.paused) await this.#resume(p);
+        if (p.partitionUntil) this.#heal(p);
+      }
+      const healedAt = this.clock.now();
+      for (;;) {
+        // Keep one worker up: a restart may itself fail to join (a late write
+        // of its dead predecessor moving the member record reads as a twin).
+        if (!this.procs.some((p) => p.state === "running" || p.state === "joining" || p.state === "leaving")) {
+          const down = [...this.byInstance.values()].find((p) => p.dead);
+          this.#start(down?.instance ?? this.#newInstance() ?? "w0", "restart");
+        }
+        if (this.#finished() || this.violations.length > 0) break;
+        if (this.clock.now() - healedAt > HEAL_DEADLINE_MS) {
+          this.violation(`no outcome on every live worker ${HEAL_DEADLINE_MS} ms after the faults stopped: ${this.#describe()}`);
+          break;
+        }
+        await this.clock.advance(50);
+        this.#checkStep();
+      }
+      if (this.violations.length === 0) await this.#finalChecks();
+    } catch (e) {
+      this.violation(`engine error: ${(e as Error).stack ?? e}`);
+    } finally {
+      for (const p of this.procs) {
+        if (!p.dead) {
+          p.kill();
+          void p.c?.abandon();
+        }
+      }
+      await this.clock.settle();
+      await this.mem.close();
+      this.clock.dispose();
+    }
+    const c = this.referee.counts();
+    this.stats.splits = this.cfg.splits.length;
+    this.stats.records = this.cfg.splits.reduce((a, s) => a + s.records, 0);
+    this.stats.writes = this.referee.writes;
+    this.stats.quarantined = c.quarantined;
+    this.stats.processes = this.procs.length;
+    return {
+      seed: this.seed,
+      ok: this.violations.length === 0,
+      violations: this.violations,
+      traceHash: this.traceHash,
+      simMs: this.clock.now() - t0,
+      config: this.cfg,
+      stats: this.stats,
+      outcome: c.quarantined > 0 ? "stalled" : "allComplete",
+      tail: this.#tail.slice(-120),
+    };
+  }
+
+  #describe(): string {
+    const procs = this.procs.filter((p) => !p.dead).map((p) =>
+      `${p.label}:${p.state}${p.paused ? "/paused" : ""} outcome=${p.outcome} held=${
+        p.c?.status().held.map((h) => `${h.id}@${h.epoch}`).join(",") ?? "-"
+      }`
+    );
+    const splits = [...this.referee.splits].map(([id, t]) =>
+      `${id}:${t.record.status}@${t.record.epoch}/${t.record.owner?.instance ?? "-"}/wm=${t.record.progress?.watermark ?? "-"}`
+    );
+    return `procs [${procs.join("; ")}] splits [${splits.join(" ")}] plan=${JSON.stringify(this.referee.plan)}`;
+  }
+
+  async #finalChecks(): Promise<void> {
+    const ref = this.referee;
+    // The referee saw every write: its records match the store's.
+    for (const e of await this.mem.list("split.")) {
+      const t = ref.splits.get(e.key.slice("split.".length));
+      if (!t || t.revision !== e.revision) this.violation(`referee missed a write to ${e.key}`);
+    }
+    if (ref.splits.size !== this.cfg.splits.length) {
+      this.violation(`store holds ${ref.splits.size} splits, planned ${this.cfg.splits.length}`);
+    }
+    const c = ref.counts();
+    if (c.runnable > 0) this.violation(`every live worker has an outcome but ${c.runnable} splits are runnable`);
+    const want = c.quarantined > 0 ? "stalled" : "allComplete";
+    for (const p of this.procs) {
+      if (p.state === "running" && p.outcome !== want) this.violation(`${p.label} ended ${p.outcome}, expected ${want}`);
+    }
+    for (const s of this.cfg.splits) {
+      const t = ref.splits.get(s.id)!;
+      if (s.poisonAt !== undefined && t.record.status === "completed") this.violation(`poison split ${s.id} completed`);
+      if (t.record.status !== "completed") continue;
+      if (t.record.progress?.watermark !== s.records) {
+        this.violation(`split ${s.id} completed at watermark ${t.record.progress?.watermark}, has ${s.records} records`);
+      }
+      const row = this.sink.get(s.id)!;
+      const missing = row.flatMap((n, i) => (n === 0 ? [i] : []));
+      if (missing.length) this.violation(`split ${s.id} completed but records ${missing.join(",")} were never processed`);
+    }
+    this.note(`final ${want} ${JSON.stringify(c)}`);
+  }
+}
+
+/** Runs one seed. */
+export async function runSeed(seed: number, opts: { fullTrace?: boolean } = {}): Promise<SimResult> {
+  const sim = new Sim(configFor(seed));
+  if (opts.fullTrace) sim.fullTrace = [];
+  const r = await sim.run();
+  if (sim.fullTrace) r.tail = sim.fullTrace;
+  return r;
+}
+
+/** A failure report with the replay command. */
+export function report(r: SimResult): string {
+  return [
+    `simulation seed ${r.seed} FAILED (trace ${r.traceHash}, ${r.simMs} ms simulated)`,
+    ...r.violations.map((v) => "  - " + v),
+    `  config: ${JSON.stringify({ ...r.config, splits: r.config.splits.length })}`,
+    `  stats: ${JSON.stringify(r.stats)}`,
+    `  last trace lines:`,
+    ...r.tail.slice(-60).map((l) => "    " + l),
+    `  replay: SIM_SEED=${r.seed} node_modules/.bin/deno test -A tests/sim/   (or SIM_SEED=${r.seed} npm run sim)`,
+  ].join("\n");
+}
