@@ -102,3 +102,64 @@ Deno.test("regression (sim seed 33): a takeover never claims over a split that c
   assert.deepEqual({ owner: rec.owner, epoch: rec.epoch, attempts: rec.attempts }, { owner: null, epoch: 1, attempts: 0 });
   assert.equal(b.gained().length, 0, "B gained a completed split");
 });
+
+/** Applies the first matching write at once but hands its reply back only when told. */
+class HeldReply extends MemoryStore {
+  pending: (() => void)[] = [];
+  held = 0;
+  constructor(readonly match: (key: string, value: string) => boolean) {
+    super();
+  }
+  override async update(key: string, value: string, revision: number): Promise<WriteResult> {
+    const r = await super.update(key, value, revision);
+    if (this.match(key, value) && this.held++ === 0) await new Promise<void>((res) => this.pending.push(res));
+    return r;
+  }
+}
+
+// Seed 76 (found with the working tree of 2026-11-30): a final commit's CAS
+// lands, and between its reply and the end of the tenancy (a few microtasks)
+// the tenancy's record is the completed one while the split still counts as
+// held: close() then releases it, CASing over the completed record. Every
+// interleaving of close() after the reply is tried.
+Deno.test("regression (sim seed 76): nothing is written to a split after its final commit landed", async () => {
+  const bad: number[] = [];
+  for (let hops = 0; hops <= 12; hops++) {
+    const store = new HeldReply((key, value) => key === "split.s000" && value.includes('"completed"'));
+    await using f = new Fleet(store);
+    const a = await f.join({ instance: "a", planner: finalPlanner(splits(1)) });
+    assert.ok(await f.until(() => a.held.length === 1, 2000));
+    const h = a.c.status().held[0];
+    const committing = a.c.commit(h.id, h.epoch, { watermark: 1 }, { final: true });
+    await f.advance(1);
+    assert.equal(store.pending.length, 1);
+    const completedAt = (await store.get("split.s000"))!.revision;
+    store.pending.shift()!();
+    for (let i = 0; i < hops; i++) await Promise.resolve();
+    await Promise.all([committing.catch(() => {}), a.c.close()]);
+    if ((await store.get("split.s000"))!.revision !== completedAt) bad.push(hops);
+  }
+  assert.deepEqual(bad, [], `close() wrote over the completed split after ${bad.join(", ")} microtask hops`);
+});
+
+// Seed 1726 (committed coordinator of 2026-11-30): fail()'s CAS lands, its
+// watch echo arrives before its reply, the tenancy is lost ("revoked") and the
+// split re-claimed at epoch + 1; then fail()'s reply ends whatever tenancy of
+// the split is held now: the new one, silently (no lost), and the claimer
+// gains the split a third time.
+Deno.test("regression (sim seed 1726): a slow fail() reply never ends a newer tenancy of the split", async () => {
+  const store = new HeldReply((key, value) => key === "split.s000" && value.includes('"lastFailure"'));
+  await using f = new Fleet(store);
+  const a = await f.join({ instance: "a", planner: finalPlanner(splits(1)) });
+  assert.ok(await f.until(() => a.held.length === 1, 2000));
+  const h = a.c.status().held[0];
+  const failing = a.c.fail(h.id, h.epoch, "poison");
+  await f.advance(50);
+  assert.equal(store.pending.length, 1);
+  store.pending.shift()!();
+  await failing;
+  await f.advance(100);
+  const epochs = a.gained().map((g) => g.epoch);
+  assert.deepEqual(epochs, [h.epoch, h.epoch + 1], `gained epochs ${epochs.join(", ")}; lost ${JSON.stringify(a.lost())}`);
+  assert.deepEqual(a.c.status().held.map((x) => x.epoch), [h.epoch + 1]);
+});
