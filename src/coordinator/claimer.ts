@@ -148,6 +148,7 @@ export class Claimer {
         spec,
         draining: false,
         reservedFor: null,
+        writing: 0,
       });
       bump(stats.acquisitions, c.kind);
       const ev: CoordinationEvent = { type: "gained", split: spec, epoch: next.epoch };

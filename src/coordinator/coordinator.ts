@@ -14,7 +14,7 @@ import { Balancer } from "./balancer.ts";
 import { Claimer, type Peers } from "./claimer.ts";
 import { systemClock } from "./clock.ts";
 import { Completion } from "./completion.ts";
-import { type CoordinatorTunables, parseCoordinatorConfig } from "./config.ts";
+import { type CoordinatorConfig, type CoordinatorTunables, parseCoordinatorConfig } from "./config.ts";
 import type { Core } from "./core.ts";
 import { Leadership } from "./leadership.ts";
 import { LivenessTracker } from "./liveness.ts";
@@ -164,7 +164,7 @@ export class SplitCoordinator implements Coordinator {
   }
 
   /** Validated configuration. */
-  get config(): Core["config"] {
+  get config(): CoordinatorConfig {
     return this.#core.config;
   }
 

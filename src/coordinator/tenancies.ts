@@ -32,6 +32,8 @@ export interface Tenancy {
   drainTimer?: unknown;
   /** The handoff behind the revocation was withdrawn: only the no-progress rule applies. */
   cancelled?: boolean;
+  /** Writes of ours in flight: their watch echo may arrive before their reply. */
+  writing: number;
 }
 
 /** Held splits of one worker. */
@@ -94,6 +96,7 @@ export class Tenancies {
   checkAgainstView(): void {
     const { view, me } = this.#core;
     for (const [id, t] of this.held) {
+      if (t.writing > 0) continue; // judged again once our write returns
       const e = view.splits.get(id);
       if (e && e.revision <= t.revision) continue;
       if (e && heldBy(e.record, me, t.epoch)) {
@@ -113,17 +116,44 @@ export class Tenancies {
   /**
    * CAS loop on a held split: `make` builds the next record from the current
    * one. Retries while the record still carries our epoch and owner; throws
-   * `FencedError` (and emits `lost`) once it does not.
+   * `FencedError` (and emits `lost`) once it does not. A `terminal` write
+   * (final commit, release, fail) ends the tenancy in the same tick it
+   * lands, so no other write of ours can slip in after it; only the tenancy
+   * that made the write is ended, never a newer one of the same split.
    */
-  async #cas(id: string, epoch: number, make: (r: SplitRecord) => SplitRecord): Promise<SplitRecord> {
-    const { store, view, me } = this.#core;
+  async #cas(
+    id: string,
+    epoch: number,
+    terminal: boolean,
+    make: (r: SplitRecord) => SplitRecord,
+  ): Promise<{ record: SplitRecord; tenancy: Tenancy }> {
     const t = this.held.get(id);
     if (!t || t.epoch !== epoch) {
       throw new FencedError(id, epoch, t?.epoch ?? -1, `split is not held by this instance at epoch ${epoch}`);
     }
+    t.writing++;
+    try {
+      return { record: await this.#casLoop(id, epoch, t, terminal, make), tenancy: t };
+    } finally {
+      t.writing--;
+      this.#core.schedule();
+    }
+  }
+
+  async #casLoop(
+    id: string,
+    epoch: number,
+    t: Tenancy,
+    terminal: boolean,
+    make: (r: SplitRecord) => SplitRecord,
+  ): Promise<SplitRecord> {
+    const { store, view, me } = this.#core;
     let record = t.record;
     let revision = t.revision;
     for (let attempt = 0; attempt < 8; attempt++) {
+      if (this.held.get(id) !== t) {
+        throw new FencedError(id, epoch, -1, `the tenancy at epoch ${epoch} ended while writing`);
+      }
       const next = make(record);
       const r = await store.update(keys.split(id), encodeRecord(next), revision);
       if (r.ok) {
@@ -131,6 +161,7 @@ export class Tenancies {
         if (this.held.get(id) === t) {
           t.record = next;
           t.revision = r.revision;
+          if (terminal) this.#end(id, t);
         }
         return next;
       }
@@ -149,24 +180,25 @@ export class Tenancies {
 
   /** Fenced progress commit; `final` completes the split and ends the tenancy. */
   async commit(id: string, epoch: number, progress: SplitProgress, final: boolean): Promise<void> {
-    await this.#cas(id, epoch, (r) => commitRecord(id, r, progress, final));
-    const t = this.held.get(id);
-    if (!t) return;
-    if (final) {
-      this.#end(id, t);
-      this.#core.log("info", "Completed split", { split: id, epoch });
-    } else if (t.draining && t.cancelled) {
+    const { tenancy: t } = await this.#cas(id, epoch, final, (r) => commitRecord(id, r, progress, final));
+    if (final) this.#core.log("info", "Completed split", { split: id, epoch });
+    else if (this.held.get(id) === t && t.draining && t.cancelled) {
       this.#armNoProgress(id, t); // progress during a withdrawn drain keeps it alive
     }
   }
 
-  /** Graceful release (to the thief of a steal, if any). */
+  /**
+   * Graceful release (to the thief of a steal, if any). A release that
+   * fails for an outage still ends the tenancy: the store keeps naming this
+   * worker, which resumes the split at a new epoch (a fresh `gained`) once
+   * the store answers again.
+   */
   async release(ids: readonly string[]): Promise<void> {
     await Promise.all(ids.map(async (id) => {
       const t = this.held.get(id);
       if (!t) return;
       try {
-        await this.#cas(id, t.epoch, (r) => releaseRecord(r, t.reservedFor));
+        await this.#cas(id, t.epoch, true, (r) => releaseRecord(r, t.reservedFor));
         this.#core.stats.releases++;
         if (t.draining && !t.cancelled && t.reservedFor) bump(this.#core.stats.revocations, "drained");
         this.#core.log("info", "Released split", { split: id, epoch: t.epoch, to: t.reservedFor });
@@ -180,10 +212,8 @@ export class Tenancies {
 
   /** Poison report: attempts + 1; returns the written record. */
   async fail(id: string, epoch: number, reason: string): Promise<SplitRecord> {
-    const next = await this.#cas(id, epoch, (r) => failRecord(r, reason, this.#core.config.maxAttempts));
-    const t = this.held.get(id);
-    if (t) this.#end(id, t);
-    return next;
+    const { record } = await this.#cas(id, epoch, true, (r) => failRecord(r, reason, this.#core.config.maxAttempts));
+    return record;
   }
 
   /** Releases a split forcibly: `lost` (revoked), the uncommitted tail replays elsewhere. */
@@ -195,6 +225,7 @@ export class Tenancies {
     bump(this.#core.stats.revocations, "forced");
     const next = releaseRecord(t.record, t.reservedFor);
     try {
+      // Not held any more (lost above): an echo of this write changes nothing.
       const r = await store.update(keys.split(id), encodeRecord(next), t.revision);
       if (r.ok) view.applyOwnSplit(id, next, r.revision);
     } catch (e) {

@@ -1,11 +1,12 @@
-// Test harness: many coordinators over one store with a manual clock, each
-// with its events collected, and a worker loop that processes gained splits.
-import { ManualClock } from "../../src/coordinator/clock.ts";
+// Test harness: many coordinators over one store, each with its events
+// collected, driven by a manual clock (MemoryStore) or by real time (NATS).
+import { ManualClock, systemClock } from "../../src/coordinator/clock.ts";
 import { type JoinOptions, SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import type { CoordinationEvent, PlannedSplit, Planner } from "../../src/coordinator/types.ts";
+import type { Clock, CoordinationEvent, PlannedSplit, Planner } from "../../src/coordinator/types.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
 import type { Store } from "../../src/store/store.ts";
 
+/** Timings for tests on the manual clock. */
 export const FAST = {
   leaseMs: 1000,
   opTimeoutMs: 200,
@@ -24,6 +25,49 @@ export function splits(n: number, weight = 1, prefix = "s"): PlannedSplit[] {
 
 export function finalPlanner(list: PlannedSplit[]): Planner {
   return () => Promise.resolve({ splits: list, finality: "final" });
+}
+
+/** Moves time: by hand (ManualClock) or by sleeping (real clock). */
+export interface TimeDriver {
+  clock: Clock;
+  /** Extra tolerance for timing assertions, in ms. */
+  slack: number;
+  now(): number;
+  advance(ms: number): Promise<void>;
+  until(cond: () => boolean, maxMs: number, step?: number): Promise<boolean>;
+}
+
+export class ManualDriver implements TimeDriver {
+  clock: ManualClock = new ManualClock();
+  slack = 0;
+  now(): number {
+    return this.clock.now();
+  }
+  advance(ms: number): Promise<void> {
+    return this.clock.advance(ms);
+  }
+  until(cond: () => boolean, maxMs: number, step = 10): Promise<boolean> {
+    return this.clock.advanceUntil(cond, maxMs, step);
+  }
+}
+
+export class RealDriver implements TimeDriver {
+  clock: Clock = systemClock;
+  constructor(public slack = 400) {}
+  now(): number {
+    return this.clock.now();
+  }
+  advance(ms: number): Promise<void> {
+    return new Promise((r) => setTimeout(r, ms));
+  }
+  async until(cond: () => boolean, maxMs: number, step = 10): Promise<boolean> {
+    const end = this.now() + maxMs + this.slack;
+    while (!cond()) {
+      if (this.now() >= end) return false;
+      await this.advance(Math.max(step, 5));
+    }
+    return true;
+  }
 }
 
 export class Member {
@@ -59,11 +103,24 @@ export class Member {
   }
 }
 
+/** Timings every test of a fleet uses (FAST on the manual clock). */
+export type Timings = typeof FAST | { leaseMs: number; opTimeoutMs: number; drainDeadlineMs: number; replanIntervalMs: number; claimStaggerMs: number };
+
 export class Fleet implements AsyncDisposable {
-  clock = new ManualClock();
   members: Member[] = [];
   seq = 0;
-  constructor(public store: Store = new MemoryStore()) {}
+  job = "job1";
+  timings: Timings = FAST;
+  onDispose: (() => Promise<void>)[] = [];
+  constructor(public store: Store = new MemoryStore(), public time: TimeDriver = new ManualDriver()) {}
+
+  get clock(): Clock {
+    return this.time.clock;
+  }
+
+  now(): number {
+    return this.time.now();
+  }
 
   async join(opts: Partial<JoinOptions> & { instance: string }): Promise<Member> {
     return (await this.joinAll([opts]))[0];
@@ -71,40 +128,71 @@ export class Fleet implements AsyncDisposable {
 
   /** Joins several workers at the same instant. */
   async joinAll(all: (Partial<JoinOptions> & { instance: string })[]): Promise<Member[]> {
-    const ps = all.map((opts) => this.#start(opts));
+    const ps = all.map((opts) => this.start(opts));
     let settled = false;
     const all_ = Promise.all(ps);
     all_.finally(() => (settled = true)).catch(() => {});
     // Registration may wait on the clock (twin check): keep time moving.
-    while (!settled) await this.clock.advance(10);
+    while (!settled) await this.time.advance(10);
     const ms = (await all_).map((c) => new Member(c));
     this.members.push(...ms);
     return ms;
   }
 
-  #start(opts: Partial<JoinOptions> & { instance: string }): Promise<SplitCoordinator> {
+  start(opts: Partial<JoinOptions> & { instance: string }): Promise<SplitCoordinator> {
     return SplitCoordinator.join({
       store: this.store,
-      job: "job1",
+      job: this.job,
       clock: this.clock,
       random: mulberry(++this.seq),
-      ...FAST,
+      ...this.timings,
       ...opts,
     } as JoinOptions);
   }
 
   advance(ms: number): Promise<void> {
-    return this.clock.advance(ms);
+    return this.time.advance(ms);
   }
 
   until(cond: () => boolean, maxMs = 10_000, step = 10): Promise<boolean> {
-    return this.clock.advanceUntil(cond, maxMs, step);
+    return this.time.until(cond, maxMs, step);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
     for (const m of this.members) await m.c.abandon();
+    for (const f of this.onDispose) await f();
     await this.store.close();
   }
+}
+
+/** Where a scenario runs: a fresh fleet per test. */
+export interface Backend {
+  name: string;
+  /** A fresh fleet; `wrap` may put a fault layer in front of the shared store. */
+  fleet(wrap?: (s: Store) => Store): Promise<Fleet>;
+  /** A second store handle on the same job (another process's connection). */
+  extraStore(f: Fleet): Promise<Store>;
+  /** Whether time is real (slow: scale long scenarios down). */
+  realtime: boolean;
+}
+
+export const memoryBackend: Backend = {
+  name: "memory",
+  realtime: false,
+  fleet(wrap) {
+    const mem = new MemoryStore();
+    const f = new Fleet(wrap ? wrap(mem) : mem);
+    (f as Fleet & { raw: Store }).raw = mem;
+    return Promise.resolve(f);
+  },
+  extraStore(f) {
+    return Promise.resolve((f as Fleet & { raw: Store }).raw);
+  },
+};
+
+/** The unwrapped store of a fleet (what other processes see). */
+export function rawStore(f: Fleet): Store {
+  return (f as Fleet & { raw?: Store }).raw ?? f.store;
 }
 
 export function mulberry(seed: number): () => number {

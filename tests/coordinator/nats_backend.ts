@@ -1,0 +1,40 @@
+// The NATS backend for the shared coordinator scenarios: one nats-server per
+// test file, a fresh bucket (job) per fleet, real time.
+import { NatsStore } from "../../nats.ts";
+import type { Store } from "../../src/store/store.ts";
+import type { NatsServer } from "../helpers/nats_server.ts";
+import { type Backend, Fleet, RealDriver, type Timings } from "./fleet.ts";
+
+/** Real-time timings: short, but inside every config rule. */
+export const NATS_TIMINGS: Timings = {
+  leaseMs: 1000,
+  opTimeoutMs: 400,
+  drainDeadlineMs: 500,
+  replanIntervalMs: 1000,
+  claimStaggerMs: 2,
+};
+
+let seq = 0;
+
+export function natsBackend(server: NatsServer): Backend {
+  const connect = (job: string) => NatsStore.connect({ servers: [server.wsUrl], job, opTimeoutMs: NATS_TIMINGS.opTimeoutMs });
+  return {
+    name: "nats",
+    realtime: true,
+    async fleet(wrap?: (s: Store) => Store) {
+      const job = `t${Date.now().toString(36)}${seq++}`;
+      const store = await connect(job);
+      const f = new Fleet(wrap ? wrap(store) : store, new RealDriver(400));
+      f.job = job;
+      f.timings = NATS_TIMINGS;
+      (f as Fleet & { raw: Store }).raw = store;
+      if (wrap) f.onDispose.push(() => store.close());
+      return f;
+    },
+    async extraStore(f: Fleet) {
+      const s = await connect(f.job);
+      f.onDispose.push(() => s.close());
+      return s;
+    },
+  };
+}

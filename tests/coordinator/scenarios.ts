@@ -1,0 +1,345 @@
+// Coordinator scenarios (issue: coordinator core), defined once and run on
+// every backend: MemoryStore on a manual clock, and real NATS in real time.
+import assert from "node:assert/strict";
+import { ManualClock } from "../../src/coordinator/clock.ts";
+import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
+import { FencedError, SplitleaseError } from "../../src/errors.ts";
+import { decodeRecord, type SplitRecord, SplitRecordSchema } from "../../src/records.ts";
+import { keys } from "../../src/store/keys.ts";
+import type { Store } from "../../src/store/store.ts";
+import { FaultyStore } from "./faulty_store.ts";
+import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
+
+export async function splitRecord(store: Store, id: string): Promise<SplitRecord> {
+  const e = await store.get(keys.split(id));
+  assert.ok(e, `split ${id} exists`);
+  return decodeRecord(e.key, e.value, SplitRecordSchema);
+}
+
+async function commitAll(m: Member, watermark: number, state?: unknown): Promise<void> {
+  for (const h of m.c.status().held) {
+    await m.c.commit(h.id, h.epoch, state === undefined ? { watermark } : { watermark, state: state as never });
+  }
+}
+
+/** Steps a worker's private manual clock while real I/O (if any) completes. */
+async function drive(clock: ManualClock, cond: () => boolean, realtime: boolean, maxMs = 5000): Promise<boolean> {
+  const end = performance.now() + maxMs;
+  while (!cond()) {
+    if (performance.now() > end) return false;
+    await clock.advance(5);
+    if (realtime) await new Promise((r) => setTimeout(r, 5));
+  }
+  return true;
+}
+
+/** Completes whatever each member holds until `done()`; returns whether it happened. */
+function completeUntil(f: Fleet, ms: Member[], done: () => boolean, maxMs = 5000): Promise<boolean> {
+  return f.until(() => {
+    for (const m of ms) for (const h of m.c.status().held) void m.c.commit(h.id, h.epoch, {}, { final: true }).catch(() => {});
+    return done();
+  }, maxMs);
+}
+
+export function coordinatorScenarios(b: Backend): void {
+  const t = (name: string, fn: () => Promise<void>) => Deno.test({ name: `${b.name}: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
+
+  t("1. two workers split 8 splits 4/4, hold them stably, complete, both see allComplete", async () => {
+    await using f = await b.fleet();
+    const plan = finalPlanner(splits(8));
+    const [a, w] = await f.joinAll([{ instance: "a", planner: plan }, { instance: "b", planner: plan }]);
+    assert.ok(await f.until(() => a.held.length + w.held.length === 8, 2000));
+    assert.equal(a.held.length, 4);
+    assert.equal(w.held.length, 4);
+    assert.equal(new Set([...a.held, ...w.held]).size, 8);
+    const before = [a.held.join(), w.held.join()];
+    await f.advance(2 * f.timings.leaseMs);
+    assert.deepEqual([a.held.join(), w.held.join()], before);
+    assert.equal(a.lost().length + w.lost().length, 0);
+    await a.completeAll();
+    await w.completeAll();
+    assert.ok(await f.until(() => a.has("allComplete") && w.has("allComplete"), 1000));
+  });
+
+  t("2. crash after commit: peer takes over after the lease, resumes from the committed progress", async () => {
+    await using f = await b.fleet();
+    const { leaseMs } = f.timings;
+    const plan = finalPlanner(splits(8));
+    const [a, w] = await f.joinAll([{ instance: "a", planner: plan }, { instance: "b", planner: plan }]);
+    assert.ok(await f.until(() => a.held.length === 4 && w.held.length === 4, 2000));
+    const aSplits = a.c.status().held.map((h) => ({ id: h.id, epoch: h.epoch }));
+    await commitAll(a, 5, { offset: 42 });
+    const crashAt = f.now();
+    await a.c.abandon();
+    await f.advance(leaseMs - leaseMs / 3 - 20 - f.time.slack / 4);
+    assert.equal(w.held.length, 4, "no takeover before the lease can have expired");
+    assert.ok(await f.until(() => w.held.length === 8, 1000));
+    const took = f.now() - crashAt;
+    assert.ok(took <= leaseMs + 200 + f.time.slack, `takeover within lease + 200 ms (${took})`);
+    for (const s of aSplits) {
+      const g = w.gained().find((e) => e.split.id === s.id)!;
+      assert.ok(g, `B gained ${s.id}`);
+      assert.ok(g.epoch > s.epoch);
+      assert.deepEqual(g.progress, { watermark: 5, state: { offset: 42 } });
+      assert.equal((await splitRecord(f.store, s.id)).attempts, 1);
+    }
+  });
+
+  t("3. graceful release: the peer holds the splits well within one lease", async () => {
+    await using f = await b.fleet();
+    const plan = finalPlanner(splits(8));
+    const [a, w] = await f.joinAll([{ instance: "a", planner: plan }, { instance: "b", planner: plan }]);
+    assert.ok(await f.until(() => a.held.length === 4 && w.held.length === 4, 2000));
+    const t0 = f.now();
+    await a.c.close();
+    assert.ok(await f.until(() => w.held.length === 8, 100, 1));
+    assert.ok(f.now() - t0 < 50 + f.time.slack / 2, `took ${f.now() - t0} ms`);
+    for (const id of w.held) assert.equal((await splitRecord(f.store, id)).attempts, 0);
+  });
+
+  t("4. same instance id restarted reclaims its splits at once with the committed watermark", async () => {
+    await using f = await b.fleet();
+    const plan = finalPlanner(splits(8));
+    const [a, w] = await f.joinAll([{ instance: "a", planner: plan }, { instance: "b", planner: plan }]);
+    assert.ok(await f.until(() => a.held.length === 4 && w.held.length === 4, 2000));
+    const mine = [...a.held].sort();
+    await commitAll(a, 7);
+    await a.c.abandon();
+    const t0 = f.now();
+    const a2 = await f.join({ instance: "a", planner: plan });
+    assert.ok(await f.until(() => a2.held.length === 4, 500, 1));
+    assert.ok(f.now() - t0 < f.timings.leaseMs / 2 + f.time.slack, `reclaimed after ${f.now() - t0} ms`);
+    assert.deepEqual([...a2.held].sort(), mine);
+    for (const g of a2.gained()) assert.deepEqual(g.progress, { watermark: 7 });
+    assert.equal(w.held.length, 4);
+    assert.equal((await splitRecord(f.store, mine[0])).attempts, 1);
+  });
+
+  t("5. two live processes with one instance id: fatal error naming the id", async () => {
+    await using f = await b.fleet();
+    await f.join({ instance: "dup" });
+    await assert.rejects(
+      () => f.join({ instance: "dup" }),
+      (e: unknown) => e instanceof SplitleaseError && e.code === "DUPLICATE_INSTANCE" && e.message.includes('"dup"'),
+    );
+  });
+
+  t("6. fenced zombie: a paused owner's commit writes nothing and throws FencedError", async () => {
+    await using f = await b.fleet();
+    const aStore = new FaultyStore(await b.extraStore(f));
+    const plan = finalPlanner(splits(2));
+    const aClock = new ManualClock();
+    const a = new Member(
+      await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: aClock, planner: plan, ...f.timings }),
+    );
+    f.members.push(a);
+    assert.ok(await drive(aClock, () => a.held.length === 2, b.realtime));
+    const held = a.c.status().held[0];
+    await a.c.commit(held.id, held.epoch, { watermark: 1 });
+    // A's process stops: its clock freezes and it sees no events. B takes over after the lease.
+    aStore.pause();
+    const w = await f.join({ instance: "b", planner: plan });
+    assert.ok(await f.until(() => w.held.length === 2, 3000));
+    const g = w.gained().find((e) => e.split.id === held.id)!;
+    await w.c.commit(held.id, g.epoch, { watermark: 9 });
+    // A resumes and commits before it has seen anything: the CAS fences it.
+    await assert.rejects(
+      () => a.c.commit(held.id, held.epoch, { watermark: 2 }),
+      (e: unknown) => e instanceof FencedError && e.splitId === held.id,
+    );
+    assert.deepEqual(a.lost().map((l) => [l.splitId, l.reason]), [[held.id, "fenced"]]);
+    const rec = await splitRecord(rawStore(f), held.id);
+    assert.deepEqual(rec.progress, { watermark: 9 });
+    assert.equal(rec.owner?.instance, "b");
+    aStore.resume();
+  });
+
+  t("7. poison: quarantined after exactly maxAttempts; stalled(1,1) on every worker, never allComplete", async () => {
+    await using f = await b.fleet();
+    const plan = finalPlanner([{ id: "good", descriptor: null }, { id: "poison", descriptor: null }]);
+    const ws = await f.joinAll(["a", "b", "c"].map((instance) => ({ instance, planner: plan, maxAttempts: 3 })));
+    const failing = new Set<string>();
+    let fails = 0;
+    const worked = await f.until(() => {
+      for (const w of ws) {
+        for (const h of w.c.status().held) {
+          const key = `${h.id}@${h.epoch}`;
+          if (failing.has(key)) continue;
+          failing.add(key);
+          if (h.id === "poison") {
+            fails++;
+            void w.c.fail(h.id, h.epoch, "boom").catch(() => {});
+          } else void w.c.commit(h.id, h.epoch, { watermark: 1 }, { final: true }).catch(() => {});
+        }
+      }
+      return ws.every((w) => w.has("stalled"));
+    }, 5000);
+    assert.ok(worked);
+    assert.equal(fails, 3);
+    const q = ws.flatMap((w) => w.events.filter((e) => e.type === "quarantined"));
+    assert.deepEqual(q, [{ type: "quarantined", splitId: "poison", attempts: 3 }]);
+    for (const w of ws) {
+      assert.deepEqual(w.events.find((e) => e.type === "stalled"), { type: "stalled", completed: 1, quarantined: 1 });
+      assert.ok(!w.has("allComplete"));
+    }
+    assert.equal((await splitRecord(f.store, "poison")).status, "quarantined");
+    assert.deepEqual(ws[0].c.status().quarantined, ["poison"]);
+  });
+
+  t("8. a standby sees allComplete; a late joiner sees it from its snapshot without claiming", async () => {
+    await using f = await b.fleet();
+    const plan = finalPlanner(splits(2));
+    const ws = await f.joinAll(["a", "b", "c"].map((instance) => ({ instance, planner: plan })));
+    assert.ok(await f.until(() => ws.reduce((n, w) => n + w.held.length, 0) === 2, 2000));
+    const standby = ws.filter((w) => w.held.length === 0);
+    assert.equal(standby.length, 1);
+    for (const w of ws) await w.completeAll();
+    assert.ok(await f.until(() => ws.every((w) => w.has("allComplete")), 1000));
+    assert.equal(standby[0].gained().length, 0);
+    const late = await f.join({ instance: "late", planner: plan });
+    assert.ok(await f.until(() => late.has("allComplete"), 500));
+    assert.equal(late.gained().length, 0);
+  });
+
+  t("9. leader dies after seeding, before publish: next leader re-plans idempotently; the old publish never lands", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const aStore = new FaultyStore(await b.extraStore(f));
+    let runs = 0;
+    const plan = () => {
+      runs++;
+      return Promise.resolve({ splits: splits(6), finality: "final" as const });
+    };
+    // Park A's publish (a plan update with generation 1).
+    const parked = aStore.hold((op, key, value) => op === "update" && key === "plan" && value!.includes('"generation":1'));
+    const a = new Member(
+      await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: f.clock, planner: plan, ...f.timings, maxInFlight: 1 }),
+    );
+    f.members.push(a);
+    assert.ok(await f.until(() => parked.count() === 1, 1000, 1));
+    assert.equal((await raw.list("split.")).length, 6);
+    await a.c.abandon();
+    const w = await f.join({ instance: "b", planner: plan });
+    assert.ok(await f.until(() => w.c.status().plan?.generation === 1, 3000));
+    assert.equal(runs, 2);
+    assert.equal((await raw.list("split.")).length, 6, "no duplicate splits");
+    const published = (await raw.get("plan"))!;
+    parked.release();
+    await f.advance(50);
+    assert.equal((await raw.get("plan"))!.revision, published.revision, "the deposed leader's publish did not land");
+    assert.ok(await completeUntil(f, [w], () => w.has("allComplete")));
+  });
+
+  t("10. open plan: later replans add splits; completion only once the plan turns final", async () => {
+    await using f = await b.fleet();
+    let gen = 0;
+    const plan = () => {
+      gen++;
+      const n = gen === 1 ? 2 : gen === 2 ? 4 : 5;
+      return Promise.resolve({ splits: splits(n), finality: gen >= 3 ? "final" as const : "open" as const, cursor: gen });
+    };
+    const [a] = await f.joinAll([{ instance: "a", planner: plan }]);
+    const seen = new Set<string>();
+    const ok = await f.until(() => {
+      for (const h of a.c.status().held) {
+        if (seen.has(h.id)) continue;
+        seen.add(h.id);
+        void a.c.commit(h.id, h.epoch, { watermark: 1 }, { final: true }).catch(() => {});
+      }
+      if (gen < 3) assert.ok(!a.has("allComplete"), "no completion while the plan is open");
+      return a.has("allComplete");
+    }, 4 * f.timings.replanIntervalMs);
+    assert.ok(ok);
+    assert.equal(seen.size, 5);
+    assert.equal(a.c.status().plan?.finality, "final");
+  });
+
+  t("11. maxInFlight caps holdings; the rest wait and are claimed as lanes free up", async () => {
+    await using f = await b.fleet();
+    const [a] = await f.joinAll([{ instance: "a", planner: finalPlanner(splits(5)), maxInFlight: 2 }]);
+    let maxHeld = 0;
+    const done = new Set<string>();
+    assert.ok(await f.until(() => {
+      const held = a.c.status().held;
+      maxHeld = Math.max(maxHeld, held.length);
+      if (held.length > 0 && !done.has(held[0].id)) {
+        done.add(held[0].id);
+        void a.c.commit(held[0].id, held[0].epoch, {}, { final: true }).catch(() => {});
+      }
+      return a.has("allComplete");
+    }, 5000));
+    assert.equal(maxHeld, 2);
+    assert.equal(done.size, 5);
+  });
+
+  t("12. store outage longer than a lease: workers self-fence, nothing unfenced is committed, the job completes", async () => {
+    let faulty!: FaultyStore;
+    await using f = await b.fleet((s) => (faulty = new FaultyStore(s)));
+    const { leaseMs } = f.timings;
+    const plan = finalPlanner(splits(4));
+    const [a, w] = await f.joinAll([{ instance: "a", planner: plan }, { instance: "b", planner: plan }]);
+    assert.ok(await f.until(() => a.held.length === 2 && w.held.length === 2, 2000));
+    await commitAll(a, 3);
+    await commitAll(w, 3);
+    const before = a.c.status().held.concat(w.c.status().held);
+    faulty.down = true;
+    assert.ok(await f.until(() => a.held.length === 0 && w.held.length === 0, leaseMs));
+    for (const m of [a, w]) {
+      assert.deepEqual(m.lost().map((l) => l.reason), ["starved", "starved"]);
+      assert.equal(m.c.stats().selfFences, 1);
+    }
+    await assert.rejects(() => a.c.commit(before[0].id, before[0].epoch, { watermark: 4 }), FencedError);
+    for (const s of before) assert.deepEqual((await splitRecord(rawStore(f), s.id)).progress, { watermark: 3 });
+    await f.advance(3 * leaseMs);
+    faulty.down = false;
+    assert.ok(await f.until(() => a.held.length + w.held.length === 4, 3000));
+    for (const m of [a, w]) for (const g of m.gained().slice(2)) assert.deepEqual(g.progress, { watermark: 3 });
+    assert.ok(await completeUntil(f, [a, w], () => a.has("allComplete") && w.has("allComplete")));
+  });
+
+  t("13. corrupt and foreign records: clear errors naming the key; the fleet runs on the valid splits", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const logs: string[] = [];
+    await raw.create("split.garbage", "{not json");
+    await raw.create("split.shape", JSON.stringify({ v: 1, epoch: "x" }));
+    await raw.create("spec.badspec", "[]");
+    await raw.create(
+      "split.badspec",
+      JSON.stringify({ v: 1, epoch: 0, status: "runnable", owner: null, attempts: 0, weight: 1, progress: null }),
+    );
+    const [a] = await f.joinAll([{
+      instance: "a",
+      planner: finalPlanner(splits(3)),
+      logger: (_l, msg, fields) => logs.push(`${msg} ${JSON.stringify(fields)}`),
+    }]);
+    const done = new Set<string>();
+    await f.until(() => {
+      for (const h of a.c.status().held) {
+        if (done.has(h.id)) continue;
+        done.add(h.id);
+        void a.c.commit(h.id, h.epoch, {}, { final: true }).catch(() => {});
+      }
+      return done.size === 3 && a.c.status().counts.runnable === 0;
+    }, 3000);
+    assert.deepEqual([...done].sort(), ["s000", "s001", "s002"]);
+    const st = a.c.status();
+    assert.deepEqual(st.invalidRecords.map((r) => r.key).sort(), ["split.garbage", "split.shape"]);
+    assert.ok(st.invalidRecords.every((r) => r.message.includes(r.key)));
+    assert.deepEqual(st.quarantined, ["badspec"]);
+    assert.ok(logs.some((l) => l.includes("spec.badspec")));
+    assert.ok(!a.has("allComplete"), "unreadable records block completion");
+    await assert.rejects(
+      () => f.join({ instance: "x", fingerprint: "other" }),
+      (e: unknown) =>
+        e instanceof SplitleaseError && e.code === "FINGERPRINT_MISMATCH" && e.message.includes(`"${f.job}"`) &&
+        e.message.includes('"other"'),
+    );
+    await assert.rejects(
+      () => SplitCoordinator.join({ store: f.store, job: "bad job", leaseMs: 100, maxInFlight: 0 }),
+      (e: unknown) =>
+        e instanceof SplitleaseError && e.code === "INVALID_CONFIG" && /job/.test(e.message) &&
+        /leaseMs/.test(e.message) && /maxInFlight/.test(e.message),
+    );
+  });
+}
