@@ -12,7 +12,7 @@ import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { timingSafeEqual } from "../http/app.ts";
 import type { Store } from "../store/store.ts";
-import { systemClock } from "./clock.ts";
+import { systemClock } from "../coordinator/clock.ts";
 import { jsonLogger } from "./logger.ts";
 import type { SplitSource } from "./source.ts";
 import { startWorker, type WorkerOutcome } from "./worker.ts";

@@ -8,7 +8,7 @@
 import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason } from "../coordinator/types.ts";
 import { FencedError, SplitleaseError } from "../errors.ts";
 import type { SplitProgress } from "../records.ts";
-import { systemClock } from "./clock.ts";
+import { systemClock } from "../coordinator/clock.ts";
 import { jsonLogger } from "./logger.ts";
 import type { Lane, LaneCommitOptions, SplitSource } from "./source.ts";
 

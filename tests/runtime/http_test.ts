@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { createApp } from "../../src/http/app.ts";
 import { escapeLabelValue, MetricsRegistry } from "../../src/http/metrics.ts";
 import { startWorker } from "../../src/runtime/worker.ts";
-import { ManualClock, settle } from "../helpers/manual_clock.ts";
+import { ManualClock } from "../../src/coordinator/clock.ts";
+import { settle } from "../helpers/settle.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
 function setup(opts: { drainToken?: string; metricsPrefix?: string } = {}) {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/coordinator/types.ts";
-import { systemClock } from "../../src/runtime/clock.ts";
+import { systemClock } from "../../src/coordinator/clock.ts";
 import { createSliceHandler, runSlice } from "../../src/runtime/slice.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
 import { rangeSource } from "./fixtures/app.ts";

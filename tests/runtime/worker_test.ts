@@ -4,7 +4,8 @@ import { FencedError } from "../../src/errors.ts";
 import type { Logger } from "../../src/coordinator/types.ts";
 import type { Lane, SplitSource } from "../../src/runtime/source.ts";
 import { startWorker, type WorkerOptions } from "../../src/runtime/worker.ts";
-import { ManualClock, settle } from "../helpers/manual_clock.ts";
+import { ManualClock } from "../../src/coordinator/clock.ts";
+import { settle } from "../helpers/settle.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
 type Run<D> = (lane: Lane<D>) => Promise<void>;
