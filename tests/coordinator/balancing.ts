@@ -159,6 +159,7 @@ export function balancingScenarios(be: Backend): void {
     ]);
     assert.ok(await f.until(() => a.held.length === 2 && b.held.length === 2, 2000));
     const mine = [...a.held].sort();
+    const bGains = b.gained().length; // the initial claims may have been balanced already
     await a.c.abandon();
     await f.advance(f.timings.leaseMs + 500); // A is dead to B, but inside the delay
     assert.equal(b.held.length, 2);
@@ -166,7 +167,7 @@ export function balancingScenarios(be: Backend): void {
     assert.ok(await f.until(() => a2.held.length === 2, 1000));
     assert.deepEqual([...a2.held].sort(), mine);
     await f.advance(4000);
-    assert.equal(b.gained().length, 2, "nothing moved to B");
+    assert.equal(b.gained().length, bGains, "nothing moved to B");
   });
 
   t("balance 7: churn for a minute: never two live holders, bounded moves, the job completes", async () => {
