@@ -79,6 +79,8 @@ export type {
 } from "./src/coordinator/types.ts";
 export { ManualClock, systemClock } from "./src/coordinator/clock.ts";
 export {
+  type ConfigDoc,
+  coordinatorConfigDocs,
   type CoordinatorConfig,
   type CoordinatorTunables,
   parseCoordinatorConfig,

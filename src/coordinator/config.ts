@@ -44,7 +44,7 @@ export interface CoordinatorConfig extends Required<CoordinatorTunables> {
   fingerprint: string;
 }
 
-const schema = z.object({
+const base = z.object({
   job: z.string().regex(idPattern, "must be 1-128 characters of [A-Za-z0-9_-]"),
   instance: z.string().regex(idPattern, "must be 1-128 characters of [A-Za-z0-9_-]"),
   fingerprint: z.string().min(1, "must be a non-empty string").max(1024),
@@ -58,7 +58,9 @@ const schema = z.object({
   claimStaggerMs: ms(0).default(2),
   selfFenceMarginMs: ms(0).optional(),
   seedConcurrency: ms(1).max(1024).default(32),
-}).strict().superRefine((c, ctx) => {
+}).strict();
+
+const schema = Object.assign(base.superRefine((c, ctx) => {
   if (c.leaseMs < 2 * c.opTimeoutMs) {
     ctx.addIssue({
       code: "custom",
@@ -87,7 +89,52 @@ const schema = z.object({
       message: `must be below leaseMs / 2 (${c.leaseMs / 2}), got ${c.selfFenceMarginMs}`,
     });
   }
-});
+}), { shape: base.shape });
+
+/** One documented configuration knob. */
+export interface ConfigDoc {
+  /** Option name. */
+  key: string;
+  /** Default (`undefined` when required or derived). */
+  default: string;
+  /** Validation rule. */
+  rule: string;
+  /** What it does. */
+  meaning: string;
+}
+
+/**
+ * Reference of every coordinator option (docs/OPERATIONS.md is checked
+ * against it by a test, so the two cannot drift).
+ *
+ * @example
+ * ```ts
+ * import { coordinatorConfigDocs } from "@splitlease/splitlease";
+ * for (const d of coordinatorConfigDocs()) console.log(d.key, d.default);
+ * ```
+ */
+export function coordinatorConfigDocs(): ConfigDoc[] {
+  return [
+    { key: "job", default: "(required)", rule: "1-128 of [A-Za-z0-9_-]", meaning: "Job name; the NATS bucket is splitlease_<job>." },
+    { key: "instance", default: "generated", rule: "1-128 of [A-Za-z0-9_-]", meaning: "Instance id (pod name). Two live processes with one id is fatal; a restart with the same id reclaims its splits at once." },
+    { key: "fingerprint", default: "the job name", rule: "non-empty, at most 1024 chars", meaning: "Config-derived job identity; a bucket holding another fingerprint is refused at join." },
+    { key: "leaseMs", default: "15000", rule: ">= 500 and >= 2 × opTimeoutMs", meaning: "A member whose record has not moved for this long (on the observer's clock) is dead." },
+    { key: "opTimeoutMs", default: "5000", rule: ">= 1", meaning: "Timeout of every store operation." },
+    { key: "maxInFlight", default: "8", rule: ">= 1", meaning: "Splits (lanes) held at most; advertised on the member record." },
+    { key: "maxAttempts", default: "4", rule: ">= 1", meaning: "Non-graceful ends (takeovers, crash reclaims, fail reports) before a split is quarantined." },
+    { key: "drainDeadlineMs", default: "10000", rule: ">= opTimeoutMs", meaning: "Time a revoked split may take to drain before it is released forcibly." },
+    { key: "replanIntervalMs", default: "60000", rule: ">= leaseMs", meaning: "Re-plan interval of open (discovery) plans." },
+    { key: "rebalanceDelayMs", default: "0", rule: ">= 0", meaning: "Withhold a dead or departed member's splits this long so a fast restart reclaims its own work; 0 takes over at once." },
+    { key: "claimStaggerMs", default: "2", rule: ">= 0", meaning: "Per-rank delay before claiming a free split (rendezvous-ranked herd avoidance)." },
+    { key: "selfFenceMarginMs", default: "leaseMs / 8", rule: ">= 0 and < leaseMs / 2", meaning: "Self-fence this long before peers could judge this worker dead." },
+    { key: "seedConcurrency", default: "32", rule: "1..1024", meaning: "Concurrent writes while the leader seeds a plan." },
+  ];
+}
+
+/** Keys the schema accepts (for the docs test). */
+export function coordinatorConfigKeys(): string[] {
+  return Object.keys(schema.shape);
+}
 
 /**
  * Validates coordinator configuration and fills in defaults.
