@@ -1,0 +1,36 @@
+/**
+ * Runnable worker of the pg_range example on Deno, Bun or Node 24:
+ *
+ *   deno run -A examples/pg_range/main.ts
+ *   bun run examples/pg_range/main.ts
+ *   node examples/pg_range/main.ts
+ *
+ * Coordination settings come from the environment (see `../serve.ts`:
+ * JOB, NATS_URL, INSTANCE, PORT, LEASE_MS, ...). The scan is configured by
+ * PG_RANGE_CONFIG, a JSON object validated by `PgRangeConfigSchema`, e.g.
+ * `{"url":"postgres://postgres@127.0.0.1:5432/test","table":"public.src",
+ * "columns":["payload"],"sinkTable":"public.sink","copiesColumn":"copies"}`.
+ * Exits 0 once the table is copied (or after a SIGTERM drain), 1 on error.
+ *
+ * @module
+ */
+import process from "node:process";
+import { coordinationFromEnv, runToExit, serveHere } from "../serve.ts";
+import { pgRangeSource } from "./source.ts";
+
+function configFromEnv(): unknown {
+  const raw = process.env.PG_RANGE_CONFIG;
+  if (!raw) throw new Error("PG_RANGE_CONFIG (a JSON object, see examples/pg_range/README.md) must be set");
+  try {
+    return JSON.parse(raw);
+  } catch (e) {
+    throw new Error(`PG_RANGE_CONFIG is not valid JSON: ${e instanceof Error ? e.message : e}`);
+  }
+}
+
+const { source, close } = pgRangeSource(configFromEnv() as never);
+const service = await serveHere({ ...coordinationFromEnv(), source, exit: false }).catch(async (e) => {
+  await close();
+  throw e;
+});
+await runToExit(service, close);

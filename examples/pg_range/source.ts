@@ -1,0 +1,459 @@
+/**
+ * PostgreSQL range scan under splitlease: the leader plans balanced id ranges
+ * of a table from its id distribution; workers copy their range to a sink
+ * table in keyset-paginated batches with an idempotent upsert, committing the
+ * last id copied as the watermark (a takeover resumes right after it).
+ *
+ * Planning stays cheap on big tables: `min(id)`/`max(id)` are two index
+ * probes, and the distribution comes from the planner statistics ANALYZE
+ * keeps (`pg_stats.histogram_bounds`: ~100 equal-population buckets over a
+ * sample, plus `pg_class.reltuples`), so no row is read. Small tables (below
+ * `exactMaxRows`) or tables without statistics are planned exactly with one
+ * `ntile()` pass over the primary-key index instead. See README.md.
+ *
+ * @module
+ */
+import postgres from "postgres";
+import { z } from "zod";
+import { FencedError, SplitleaseError } from "../../src/errors.ts";
+import type { PlanContext, PlannedSplit, PlanResult } from "../../src/coordinator/types.ts";
+import type { Lane, SplitSource } from "../../src/runtime/source.ts";
+import { splitIdFrom } from "../../src/store/keys.ts";
+
+/** A postgres.js client (any options). */
+// deno-lint-ignore no-explicit-any
+export type Sql = postgres.Sql<any>;
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
+const identifier = z.string().regex(IDENT, "must be a plain SQL identifier ([A-Za-z_][A-Za-z0-9_$]*, at most 63 chars)");
+const qualified = z.string().refine(
+  (s) => s.split(".").length <= 2 && s.split(".").every((p) => IDENT.test(p)),
+  "must be `table` or `schema.table` of plain SQL identifiers",
+);
+
+/** Configuration of {@linkcode pgRangeSource}. */
+export const PgRangeConfigSchema = z.object({
+  /** Connection URL of the source database (`postgres://user@host:5432/db`). */
+  url: z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL"),
+  /** Connection URL of the sink database (default: `url`). */
+  sinkUrl: z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL").optional(),
+  /** Source table (`table` or `schema.table`). */
+  table: qualified,
+  /** Integer key column (smallint, integer or bigint), unique; indexed for keyset scans. */
+  idColumn: identifier.default("id"),
+  /** Columns copied to the sink (the id column is always copied). */
+  columns: z.array(identifier).min(1).max(1600),
+  /** Sink table: same column names, a unique constraint on the id column. */
+  sinkTable: qualified,
+  /**
+   * Optional integer column of the sink counting how often a row was written:
+   * 1 on insert, + 1 on every upsert of an already-present id (a replay).
+   */
+  copiesColumn: identifier.optional(),
+  /** Rows per batch (one read, one upsert, one commit). */
+  batchSize: z.number().int().min(1).max(100_000).default(1000),
+  /** Number of ranges to plan (fewer when the table has fewer distinct ids). */
+  targetSplits: z.number().int().min(1).max(100_000).default(64),
+  /** `auto` (default): `exact` below `exactMaxRows` or without statistics, `histogram` above. */
+  planning: z.enum(["auto", "exact", "histogram"]).default("auto"),
+  /** Row estimate below which `auto` plans exactly with one ntile() pass. */
+  exactMaxRows: z.number().int().min(0).default(1_000_000),
+  /** Pause between batches (rate limit), ms. */
+  batchPauseMs: z.number().int().min(0).max(60_000).default(0),
+  /** Retries of a batch on transient database errors before the split is failed. */
+  retries: z.number().int().min(0).max(100).default(5),
+  /** Connections per pool (source and sink each). */
+  poolSize: z.number().int().min(1).max(100).default(4),
+}).superRefine((c, ctx) => {
+  if (c.columns.includes(c.idColumn)) {
+    ctx.addIssue({ code: "custom", path: ["columns"], message: `must not repeat the id column ${c.idColumn}` });
+  }
+  if (new Set(c.columns).size !== c.columns.length) {
+    ctx.addIssue({ code: "custom", path: ["columns"], message: "must not contain duplicates" });
+  }
+  if (c.copiesColumn && (c.copiesColumn === c.idColumn || c.columns.includes(c.copiesColumn))) {
+    ctx.addIssue({ code: "custom", path: ["copiesColumn"], message: "must not be a copied column" });
+  }
+});
+
+/** Input form of the config (defaults optional). */
+export type PgRangeConfigInput = z.input<typeof PgRangeConfigSchema>;
+/** Validated config. */
+export type PgRangeConfig = z.output<typeof PgRangeConfigSchema>;
+
+/** Validates a config; throws `INVALID_CONFIG` naming every broken rule. */
+export function parsePgRangeConfig(input: unknown): PgRangeConfig {
+  const r = PgRangeConfigSchema.safeParse(input);
+  if (!r.success) {
+    const issues = r.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+    throw new SplitleaseError("INVALID_CONFIG", `invalid pg_range config: ${issues.join("; ")}`);
+  }
+  return r.data;
+}
+
+const safeInt = z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER);
+
+/** Descriptor of one range split: ids in `(lo, hi]` of `table`. */
+export const RangeDescriptorSchema = z.object({
+  v: z.literal(1),
+  table: qualified,
+  idColumn: identifier,
+  /** Exclusive lower bound. */
+  lo: safeInt,
+  /** Inclusive upper bound. */
+  hi: safeInt,
+}).refine((d) => d.lo < d.hi, { message: "lo must be below hi", path: ["hi"] });
+
+/** A range split's descriptor. */
+export type RangeDescriptor = z.output<typeof RangeDescriptorSchema>;
+
+/** A planned id range `(lo, hi]` and its estimated row count. */
+export interface IdRange {
+  /** Exclusive lower bound. */
+  lo: number;
+  /** Inclusive upper bound. */
+  hi: number;
+  /** Estimated (or, when planned exactly, counted) rows. */
+  rows: number;
+}
+
+/** Statistics a plan is computed from. */
+export interface IdStats {
+  /** Smallest id (exact). */
+  min: number;
+  /** Largest id (exact). */
+  max: number;
+  /** Estimated row count. */
+  rows: number;
+  /**
+   * Equal-population quantile points of the ids, ascending (a histogram's
+   * bounds). Empty: ids are assumed uniform over `[min, max]`.
+   */
+  bounds: readonly number[];
+}
+
+function assertSafe(what: string, n: number): void {
+  if (!Number.isSafeInteger(n)) {
+    throw new SplitleaseError(
+      "INVALID_ARGUMENT",
+      `${what} ${n} is not a safe integer: ids must lie within ±${Number.MAX_SAFE_INTEGER}`,
+    );
+  }
+}
+
+/**
+ * Plans at most `targetSplits` ranges covering `[min, max]` exactly (the
+ * first starts at `min - 1` exclusive, the last ends at `max` inclusive,
+ * each starts where the previous ended), cut at equal-population quantiles of
+ * the histogram so skewed ids still give balanced row counts. Pure.
+ */
+export function planRanges(stats: IdStats, targetSplits: number): IdRange[] {
+  const { min, max } = stats;
+  assertSafe("min id", min);
+  assertSafe("max id", max);
+  assertSafe("min id - 1", min - 1);
+  if (max < min) throw new SplitleaseError("INVALID_ARGUMENT", `max id ${max} is below min id ${min}`);
+  if (!Number.isInteger(targetSplits) || targetSplits < 1) {
+    throw new SplitleaseError("INVALID_ARGUMENT", `targetSplits must be an integer >= 1 (got ${targetSplits})`);
+  }
+  const rows = Math.max(0, stats.rows);
+  // Points of equal population: the histogram clamped to the exact [min, max].
+  const inner = [...stats.bounds].filter((b) => Number.isFinite(b) && b > min && b < max).sort((a, b) => a - b);
+  // Id k stands for the unit interval (k - 1, k], so (lo, hi] holds hi - lo ids.
+  const pts = [min - 1, ...inner, max];
+  const m = pts.length - 1; // buckets
+  const quantile = (q: number): number => {
+    const t = q * m;
+    const j = Math.min(m - 1, Math.floor(t));
+    return pts[j] + (t - j) * (pts[j + 1] - pts[j]);
+  };
+  const cdf = (x: number): number => {
+    if (x <= min - 1) return 0;
+    if (x >= max || m === 0) return 1;
+    let j = 0;
+    while (j < m - 1 && pts[j + 1] <= x) j++;
+    const w = pts[j + 1] - pts[j];
+    return w <= 0 ? (j + 1) / m : (j + (x - pts[j]) / w) / m;
+  };
+  const cuts: number[] = [];
+  for (let i = 1; i < targetSplits; i++) {
+    const c = Math.floor(quantile(i / targetSplits));
+    const prev = cuts.length ? cuts[cuts.length - 1] : min - 1;
+    if (c > prev && c >= min && c < max) cuts.push(c);
+  }
+  const edges = [min - 1, ...cuts, max];
+  const out: IdRange[] = [];
+  for (let i = 0; i + 1 < edges.length; i++) {
+    const lo = edges[i];
+    const hi = edges[i + 1];
+    out.push({ lo, hi, rows: Math.round(rows * (cdf(hi) - cdf(lo))) });
+  }
+  return out;
+}
+
+/**
+ * Ranges from exact tiles: `tiles[i]` is the largest id of tile `i` and its
+ * row count, ascending (what an ntile() pass returns). Exact boundaries and
+ * counts. Pure.
+ */
+export function rangesFromTiles(min: number, tiles: readonly { hi: number; rows: number }[]): IdRange[] {
+  assertSafe("min id - 1", min - 1);
+  const out: IdRange[] = [];
+  let lo = min - 1;
+  for (const t of tiles) {
+    assertSafe("tile bound", t.hi);
+    if (t.hi <= lo) throw new SplitleaseError("INVALID_ARGUMENT", `tiles must ascend (got ${t.hi} after ${lo})`);
+    out.push({ lo, hi: t.hi, rows: t.rows });
+    lo = t.hi;
+  }
+  return out;
+}
+
+/** Double-quotes an identifier (or `schema.table`) for SQL text. */
+export function quoteIdent(name: string): string {
+  return name.split(".").map((p) => `"${p.replaceAll('"', '""')}"`).join(".");
+}
+
+function toId(v: unknown, what: string): number {
+  const n = typeof v === "number" ? v : typeof v === "bigint" ? Number(v) : Number(String(v));
+  assertSafe(what, n);
+  return n;
+}
+
+/** How a plan was computed (for logs and tests). */
+export interface RangePlanInfo {
+  /** `exact` (ntile pass), `histogram` (pg_stats) or `uniform` (no statistics) or `empty`. */
+  method: "exact" | "histogram" | "uniform" | "empty";
+  /** The planned ranges. */
+  ranges: IdRange[];
+  /** `pg_class.reltuples` (-1: never analyzed). */
+  reltuples: number;
+}
+
+/**
+ * Reads the id distribution of `config.table` and plans balanced ranges.
+ * Cheap on big tables (see the module doc); exact on small ones.
+ */
+export async function planTable(sql: Sql, config: PgRangeConfig): Promise<RangePlanInfo> {
+  const table = quoteIdent(config.table);
+  const id = quoteIdent(config.idColumn);
+  const meta = await sql`
+    select c.reltuples::float8 as reltuples, n.nspname as schema, c.relname as name,
+           format_type(a.atttypid, a.atttypmod) as idtype
+      from pg_class c
+      join pg_namespace n on n.oid = c.relnamespace
+      left join pg_attribute a on a.attrelid = c.oid and a.attname = ${config.idColumn} and not a.attisdropped
+     where c.oid = to_regclass(${table})`;
+  if (meta.length === 0) {
+    throw new SplitleaseError("INVALID_CONFIG", `table ${config.table} does not exist`);
+  }
+  const { reltuples, schema, name, idtype } = meta[0] as {
+    reltuples: number;
+    schema: string;
+    name: string;
+    idtype: string | null;
+  };
+  if (idtype === null) throw new SplitleaseError("INVALID_CONFIG", `${config.table} has no column ${config.idColumn}`);
+  if (!["smallint", "integer", "bigint"].includes(idtype)) {
+    throw new SplitleaseError(
+      "INVALID_CONFIG",
+      `${config.table}.${config.idColumn} is ${idtype}; range scans need smallint, integer or bigint ids`,
+    );
+  }
+  const [ends] = await sql.unsafe(`select min(${id})::text as min, max(${id})::text as max from ${table}`);
+  if (ends.min === null) return { method: "empty", ranges: [], reltuples };
+  const min = toId(ends.min, "min id");
+  const max = toId(ends.max, "max id");
+  const hist = await sql`
+    select histogram_bounds::text::text[] as bounds from pg_stats
+     where schemaname = ${schema} and tablename = ${name} and attname = ${config.idColumn}`;
+  const bounds = (hist[0]?.bounds as string[] | null | undefined)?.map((b) => Number(b)) ?? [];
+  const exact = config.planning === "exact" ||
+    (config.planning === "auto" && (bounds.length === 0 || reltuples < 0 || reltuples < config.exactMaxRows));
+  if (exact) {
+    const tiles = await sql.unsafe(
+      `select max(i)::text as hi, count(*)::int as rows
+         from (select ${id} as i, ntile($1) over (order by ${id}) as t from ${table}) x
+        group by t order by t`,
+      [config.targetSplits],
+    );
+    return {
+      method: "exact",
+      ranges: rangesFromTiles(min, tiles.map((t) => ({ hi: toId(t.hi, "tile bound"), rows: Number(t.rows) }))),
+      reltuples,
+    };
+  }
+  const rows = reltuples > 0 ? reltuples : max - min + 1;
+  return {
+    method: bounds.length > 0 ? "histogram" : "uniform",
+    ranges: planRanges({ min, max, rows, bounds }, config.targetSplits),
+    reltuples,
+  };
+}
+
+/** The split id of a range: deterministic from table, id column and bounds. */
+export function rangeSplitId(table: string, idColumn: string, lo: number, hi: number): Promise<string> {
+  return splitIdFrom(["pg_range", table, idColumn, lo, hi]);
+}
+
+const TRANSIENT = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now
+  "53300", // too_many_connections
+  "40001", // serialization_failure
+  "40P01", // deadlock_detected
+]);
+
+/** Whether a database error is worth retrying (connection loss, shutdown, serialization). */
+export function isTransient(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  return typeof code === "string" && TRANSIENT.has(code);
+}
+
+function sleep(ms: number, signals: AbortSignal[]): Promise<void> {
+  return new Promise((resolve) => {
+    if (signals.some((s) => s.aborted)) return resolve();
+    const done = () => {
+      clearTimeout(t);
+      for (const s of signals) s.removeEventListener("abort", done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    for (const s of signals) s.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** Options of {@linkcode pgRangeSource} beyond the config. */
+export interface PgRangeDeps {
+  /** Source client (default: a pool on `config.url`, closed by `close()`). */
+  sql?: Sql;
+  /** Sink client (default: `sql`, or a pool on `config.sinkUrl`). */
+  sinkSql?: Sql;
+  /** Called after each batch landed in the sink (tests, metrics). */
+  onBatch?: (info: { splitId: string; rows: number; lastId: number }) => void;
+}
+
+/** A range-scan source and the pools it opened. */
+export interface PgRangeSource {
+  /** The source to serve. */
+  source: SplitSource<RangeDescriptor>;
+  /** Closes the pools this source opened (not the ones passed in). */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the range-scan source. The plan is final: the job completes once
+ * every range is copied. Each batch is one keyset read
+ * (`where id > $last and id <= $hi order by id limit n`), one upsert into the
+ * sink and one fenced commit of the last id; a takeover resumes after the
+ * last committed id and may replay one batch, which the upsert absorbs.
+ */
+export function pgRangeSource(input: PgRangeConfigInput, deps: PgRangeDeps = {}): PgRangeSource {
+  const config = parsePgRangeConfig(input);
+  const own: Sql[] = [];
+  const open = (url: string) => {
+    const s = postgres(url, { max: config.poolSize, onnotice: () => {}, connect_timeout: 10 });
+    own.push(s);
+    return s;
+  };
+  const sql = deps.sql ?? open(config.url);
+  const sink = deps.sinkSql ?? (config.sinkUrl && config.sinkUrl !== config.url ? open(config.sinkUrl) : sql);
+
+  const id = quoteIdent(config.idColumn);
+  const cols = [config.idColumn, ...config.columns];
+  const colList = cols.map(quoteIdent).join(", ");
+  const readText = `select ${colList} from ${quoteIdent(config.table)}
+     where ${id} > $1 and ${id} <= $2 order by ${id} limit $3`;
+  const sinkTable = quoteIdent(config.sinkTable);
+  const updates = config.columns.map((c) => `${quoteIdent(c)} = excluded.${quoteIdent(c)}`);
+  if (config.copiesColumn) {
+    const cc = quoteIdent(config.copiesColumn);
+    updates.push(`${cc} = ${sinkTable}.${cc} + 1`);
+  }
+  // jsonb_populate_recordset types every value by the sink's own row type.
+  const writeText = `insert into ${sinkTable} (${colList}${config.copiesColumn ? `, ${quoteIdent(config.copiesColumn)}` : ""})
+     select ${colList}${config.copiesColumn ? ", 1" : ""} from jsonb_populate_recordset(null::${sinkTable}, $1::jsonb)
+     on conflict (${id}) do update set ${updates.join(", ")}`;
+
+  async function withRetry<T>(lane: Lane<RangeDescriptor>, what: string, fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 0;; attempt++) {
+      try {
+        return await fn();
+      } catch (e) {
+        if (!isTransient(e) || attempt >= config.retries || lane.signal.aborted) throw e;
+        await sleep(Math.min(5000, 200 * 2 ** attempt), [lane.signal]);
+      }
+    }
+  }
+
+  const source: SplitSource<RangeDescriptor> = {
+    fingerprint: () =>
+      `pg_range:v1:${config.table}:${config.idColumn}:${cols.join(",")}:${config.sinkTable}:${config.targetSplits}`,
+    descriptorSchema: RangeDescriptorSchema,
+    async plan(_ctx: PlanContext): Promise<PlanResult> {
+      const info = await planTable(sql, config);
+      const splits: PlannedSplit[] = [];
+      for (const r of info.ranges) {
+        splits.push({
+          id: await rangeSplitId(config.table, config.idColumn, r.lo, r.hi),
+          descriptor: { v: 1, table: config.table, idColumn: config.idColumn, lo: r.lo, hi: r.hi },
+          weight: Math.max(1, r.rows),
+        });
+      }
+      return { finality: "final", splits };
+    },
+    async run(lane) {
+      const d = lane.descriptor;
+      if (d.table !== config.table || d.idColumn !== config.idColumn) {
+        await lane.fail(`descriptor is for ${d.table}.${d.idColumn}, this worker scans ${config.table}.${config.idColumn}`);
+        return;
+      }
+      const wm = lane.progress?.watermark;
+      let last = typeof wm === "number" ? Math.max(d.lo, Math.min(wm, d.hi)) : d.lo;
+      while (last < d.hi) {
+        // Stop at a batch boundary: everything read so far is written and committed.
+        if (lane.signal.aborted || lane.revokeSignal.aborted) return;
+        const rows = await withRetry(lane, "read", () => sql.unsafe(readText, [last, d.hi, config.batchSize]));
+        if (rows.length === 0) break;
+        if (lane.signal.aborted) return; // lost while reading: the new owner copies it
+        await withRetry(lane, "write", () => sink.unsafe(writeText, [[...rows] as never]));
+        const lastId = toId(rows[rows.length - 1][config.idColumn], "id");
+        if (lastId <= last || lastId > d.hi) {
+          throw new Error(`keyset scan of ${lane.splitId} went from ${last} to ${lastId}`);
+        }
+        last = lastId;
+        try {
+          await lane.commit({ watermark: last }, { records: rows.length });
+        } catch (e) {
+          if (e instanceof FencedError) return; // lost: the new owner resumes from its epoch
+          throw e;
+        }
+        deps.onBatch?.({ splitId: lane.splitId, rows: rows.length, lastId: last });
+        if (rows.length < config.batchSize) break; // the range is exhausted
+        if (config.batchPauseMs > 0) await sleep(config.batchPauseMs, [lane.signal, lane.revokeSignal]);
+      }
+      if (lane.signal.aborted) return;
+      try {
+        await lane.complete({ watermark: d.hi });
+      } catch (e) {
+        if (e instanceof FencedError) return;
+        throw e;
+      }
+    },
+  };
+  return {
+    source,
+    async close() {
+      await Promise.all(own.map((s) => s.end({ timeout: 5 })));
+    },
+  };
+}

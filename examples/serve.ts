@@ -1,0 +1,86 @@
+/**
+ * Shared launcher of the examples: picks the adapter of the runtime it runs
+ * on (Deno, Bun or Node >= 22), and reads the coordination settings common to
+ * every example from environment variables.
+ *
+ * @module
+ */
+import process from "node:process";
+import type { ServeOptions, Service } from "../src/runtime/serve_core.ts";
+import { NatsStore } from "../src/nats/nats_store.ts";
+import { MemoryStore } from "../src/store/memory_store.ts";
+import { SplitleaseError } from "../src/errors.ts";
+
+/** Which runtime this is. */
+export function runtimeName(): "deno" | "bun" | "node" {
+  const g = globalThis as { Deno?: unknown; Bun?: unknown };
+  if (g.Deno !== undefined) return "deno";
+  if (g.Bun !== undefined) return "bun";
+  return "node";
+}
+
+/** Serves `options` with the adapter of the current runtime. */
+export async function serveHere<D>(options: ServeOptions<D>): Promise<Service> {
+  switch (runtimeName()) {
+    case "deno":
+      return (await import("../adapters/deno.ts")).serve(options);
+    case "bun":
+      return (await import("../adapters/bun.ts")).serve(options);
+    default:
+      return (await import("../adapters/node.ts")).serve(options);
+  }
+}
+
+function num(env: Record<string, string | undefined>, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n)) throw new SplitleaseError("INVALID_CONFIG", `${name} must be a number (got ${JSON.stringify(raw)})`);
+  return n;
+}
+
+/**
+ * Coordination options from the environment: `JOB` (required), `INSTANCE`,
+ * `PORT` (default 8080), `HOSTNAME`, `NATS_URL` (comma-separated `ws://`
+ * URLs; without it the embedded MemoryStore serves a single process),
+ * `LEASE_MS`, `OP_TIMEOUT_MS`, `MAX_IN_FLIGHT`, `DRAIN_DEADLINE_MS`,
+ * `REPLAN_INTERVAL_MS`, `SHUTDOWN_MARGIN_MS`, `DRAIN_TOKEN`.
+ */
+export function coordinationFromEnv(
+  env: Record<string, string | undefined> = process.env,
+): Omit<ServeOptions<never>, "source"> {
+  const job = env.JOB;
+  if (!job) throw new SplitleaseError("INVALID_CONFIG", "JOB (the job name) must be set");
+  const servers = env.NATS_URL?.split(",").map((s) => s.trim()).filter(Boolean);
+  const opts: Omit<ServeOptions<never>, "source"> = {
+    job,
+    instance: env.INSTANCE || undefined,
+    port: num(env, "PORT") ?? 8080,
+    hostname: env.HOSTNAME_BIND || "0.0.0.0",
+    drainToken: env.DRAIN_TOKEN || undefined,
+    leaseMs: num(env, "LEASE_MS"),
+    opTimeoutMs: num(env, "OP_TIMEOUT_MS"),
+    maxInFlight: num(env, "MAX_IN_FLIGHT"),
+    drainDeadlineMs: num(env, "DRAIN_DEADLINE_MS"),
+    replanIntervalMs: num(env, "REPLAN_INTERVAL_MS"),
+    shutdownMarginMs: num(env, "SHUTDOWN_MARGIN_MS"),
+    ...(servers && servers.length > 0
+      ? { storeFactory: () => NatsStore.connect({ servers, job }) }
+      : { store: new MemoryStore() }),
+  };
+  return opts;
+}
+
+/**
+ * Runs a service to its end, then `cleanup` (close pools, files), then exits
+ * with the service's exit code.
+ */
+export async function runToExit(service: Service, cleanup: () => Promise<void>): Promise<never> {
+  const { exitCode } = await service.done;
+  try {
+    await cleanup();
+  } catch (e) {
+    console.error(JSON.stringify({ level: "warn", msg: "cleanup failed", error: String(e) }));
+  }
+  process.exit(exitCode);
+}

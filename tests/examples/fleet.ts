@@ -1,0 +1,119 @@
+/**
+ * Helpers of the example fleet tests: spawn example workers on Deno, Bun and
+ * Node 24 as real processes, collect their JSON log lines, wait, kill.
+ */
+import { freePort } from "../helpers/nats_server.ts";
+
+export const root = new URL("../../", import.meta.url).pathname;
+export const bin = (n: string) => `${root}node_modules/.bin/${n}`;
+
+export type Runtime = "deno" | "bun" | "node";
+
+export interface Proc {
+  rt: Runtime;
+  name: string;
+  child: Deno.ChildProcess;
+  lines: Record<string, unknown>[];
+  raw: string[];
+  status: Promise<Deno.CommandStatus>;
+  port: number;
+}
+
+const live = new Set<Proc>();
+globalThis.addEventListener("unload", () => {
+  for (const p of live) kill(p);
+});
+
+/** Spawns `script` (a path under the repo) on `rt` with `env`. */
+export function spawnWorker(rt: Runtime, name: string, script: string, env: Record<string, string>): Proc {
+  const port = freePort();
+  const [cmd, args] = rt === "deno"
+    ? [bin("deno"), ["run", "-A", script]]
+    : rt === "bun"
+    ? [bin("bun"), ["run", script]]
+    : [bin("node"), ["--no-warnings", script]];
+  const child = new Deno.Command(cmd, {
+    args,
+    cwd: root,
+    env: { ...env, INSTANCE: name, PORT: String(port), HOSTNAME_BIND: "127.0.0.1", NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines: Record<string, unknown>[] = [];
+  const raw: string[] = [];
+  const pump = async (s: ReadableStream<Uint8Array>) => {
+    let buf = "";
+    for await (const chunk of s.pipeThrough(new TextDecoderStream())) {
+      buf += chunk;
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        raw.push(line);
+        try {
+          lines.push(JSON.parse(line));
+        } catch { /* not a log line */ }
+      }
+    }
+    if (buf) raw.push(buf);
+  };
+  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const p: Proc = { rt, name, child, lines, raw, port, status: Promise.resolve() as never };
+  p.status = child.status.then(async (s) => {
+    await pumps.catch(() => {});
+    live.delete(p);
+    return s;
+  });
+  live.add(p);
+  return p;
+}
+
+export function kill(p: Proc, signal: Deno.Signal = "SIGKILL"): void {
+  try {
+    p.child.kill(signal);
+  } catch { /* already gone */ }
+}
+
+/** Kills every process in `procs` and waits for them. */
+export async function reap(procs: Proc[]): Promise<void> {
+  for (const p of procs) kill(p);
+  await Promise.all(procs.map((p) => p.status.catch(() => {})));
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
+}
+
+export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let t: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<T>((_, rej) => (t = setTimeout(() => rej(new Error(`timed out: ${what}`)), ms))),
+    ]);
+  } finally {
+    clearTimeout(t);
+  }
+}
+
+/** The last lines of a process's output, for assertion messages. */
+export function tail(p: Proc, n = 12): string {
+  return `--- ${p.name} (${p.rt}) ---\n` + p.raw.slice(-n).join("\n");
+}
+
+/** The `finished` log line of a worker (outcome and stats). */
+export function finished(p: Proc): { outcome?: string; reason?: string; stats?: Record<string, unknown> } | undefined {
+  return p.lines.find((l) => l.event === "finished") as never;
+}
