@@ -178,6 +178,10 @@ if (!only.length) {
   for (const b of bad) log("  runtime API in src/: " + b);
   record("grep gate: no Deno./Bun./process./node: in src/", bad.length === 0);
 
+  log("\n=== lint ===");
+  const lint = await run(bin("deno"), ["lint", "mod.ts", "nats.ts", "src", "adapters"]);
+  record("deno lint of the package", lint.code === 0);
+
   log("\n=== publish dry run ===");
   const pub = await run(bin("deno"), ["publish", "--dry-run", "--allow-dirty"]);
   record("deno publish --dry-run", pub.code === 0);

@@ -8,7 +8,7 @@
 import { SplitleaseError } from "../errors.ts";
 import { decodeRecord, encodeRecord, JobRecordSchema, type SplitProgress } from "../records.ts";
 import { keys } from "../store/keys.ts";
-import type { Store, Watch } from "../store/store.ts";
+import type { Store } from "../store/store.ts";
 import { Channel } from "../util/channel.ts";
 import { Balancer } from "./balancer.ts";
 import { Claimer, type Peers } from "./claimer.ts";
@@ -19,6 +19,7 @@ import type { Core } from "./core.ts";
 import { Leadership } from "./leadership.ts";
 import { LivenessTracker } from "./liveness.ts";
 import { Membership } from "./membership.ts";
+import { Observer } from "./observer.ts";
 import { buildStatus } from "./status.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
 import { Tenancies } from "./tenancies.ts";
@@ -87,8 +88,7 @@ export class SplitCoordinator implements Coordinator {
   readonly #completion: Completion;
   readonly #balancer: Balancer;
   readonly #leadership: Leadership | undefined;
-  readonly #departedAt = new Map<string, number>();
-  #watches: Watch[] = [];
+  readonly #observer: Observer;
   #state: CoordinatorStatus["state"] = "starting";
   #draining = false;
   #reconciling = false;
@@ -129,6 +129,7 @@ export class SplitCoordinator implements Coordinator {
     this.#claimer = new Claimer(core, this.#tenancies, () => this.#active() && !this.#draining);
     this.#completion = new Completion(core);
     this.#balancer = new Balancer(core);
+    this.#observer = new Observer(core, () => this.#schedule());
     if (options.planner) {
       this.#leadership = new Leadership({
         store: core.store,
@@ -186,8 +187,7 @@ export class SplitCoordinator implements Coordinator {
   async #start(): Promise<void> {
     const { log, me, config } = this.#core;
     await this.#checkJob();
-    const filters = [keys.memberPrefix, keys.splitPrefix, keys.handoffPrefix, keys.leader, keys.plan];
-    await Promise.all(filters.map((f) => this.#openWatch(f)));
+    await this.#observer.open();
     await this.#membership.register();
     this.#state = "running";
     log("info", "Joined", { instance: me.instance, session: me.session, job: config.job });
@@ -214,46 +214,6 @@ export class SplitCoordinator implements Coordinator {
         }, this worker has ${JSON.stringify(config.fingerprint)}`,
       );
     }
-  }
-
-  #openWatch(filter: string): Promise<void> {
-    const { store, view, clock, log } = this.#core;
-    const w = store.watch(filter);
-    this.#watches.push(w);
-    return new Promise<void>((ready, fail) => {
-      let isReady = false;
-      (async () => {
-        for await (const ev of w) {
-          const applied = view.apply(filter, ev);
-          if (ev.type === "ready" && !isReady) {
-            isReady = true;
-            ready();
-          }
-          if (ev.type === "reset") log("warn", "Watch re-established", { filter, reason: ev.reason });
-          if (applied) this.#observe(applied.key, applied.removed, ev.type === "put" ? ev.revision : 0, clock.now());
-          if (isReady) this.#schedule();
-        }
-      })().catch((e) => {
-        if (!isReady) fail(e);
-        else if (this.#state === "running") log("error", "Watch failed", { filter, error: String(e) });
-      });
-    });
-  }
-
-  #observe(key: string, removed: boolean, revision: number, now: number): void {
-    const { liveness, view, log } = this.#core;
-    if (key === keys.leader || key.startsWith(keys.memberPrefix)) {
-      const instance = key.slice(keys.memberPrefix.length);
-      if (removed) {
-        liveness.forget(key);
-        if (key !== keys.leader) this.#departedAt.set(instance, now);
-      } else {
-        liveness.observe(key, revision, now);
-        if (key !== keys.leader) this.#departedAt.delete(instance);
-      }
-    }
-    const msg = view.invalid.get(key);
-    if (msg) log("error", "Unreadable record skipped", { key, error: msg });
   }
 
   #active(): boolean {
@@ -301,11 +261,11 @@ export class SplitCoordinator implements Coordinator {
     this.#tenancies.checkAgainstView();
     if (!this.#active()) return;
     this.#followHandoffs();
-    const peers = this.#peers(now);
+    const peers = this.#observer.peers(now);
     let next = Infinity;
     if (!this.#draining) {
       void this.#leadership?.maybeElect();
-      await this.#claimer.pass(now, peers, (i) => this.#takeable(i, now));
+      await this.#claimer.pass(now, peers, (i) => this.#observer.takeable(i, now));
       if (this.#leadership?.leading) {
         const live = new Map(peers);
         live.set(this.#core.me.instance, { session: this.#core.me.session, maxInFlight: this.#core.config.maxInFlight });
@@ -313,7 +273,8 @@ export class SplitCoordinator implements Coordinator {
       } else this.#balancer.reset();
     }
     await this.#completion.check();
-    this.#scheduleWake(clock.now(), next);
+    const at = Math.min(this.#claimer.nextDeferred(now), next > now ? next : Infinity, this.#observer.nextExpiry(now));
+    if (at !== Infinity) this.#wake(at);
   }
 
   /** Turns handoffs naming us as the owner into revocations, and withdrawals into cancels. */
@@ -327,45 +288,6 @@ export class SplitCoordinator implements Coordinator {
         this.#tenancies.cancelRevoke(id);
       }
     }
-  }
-
-  #peers(now: number): Map<string, { session: string; maxInFlight: number }> {
-    const { view, liveness, me, config } = this.#core;
-    const peers = new Map<string, { session: string; maxInFlight: number }>();
-    for (const [instance, m] of view.members) {
-      if (instance === me.instance || m.record.draining) continue;
-      if (!liveness.alive(keys.member(instance), now, config.leaseMs)) continue;
-      peers.set(instance, { session: m.record.session, maxInFlight: m.record.maxInFlight });
-    }
-    return peers;
-  }
-
-  /** Whether a dead or departed member's splits may be taken over now (rebalance delay). */
-  #takeable(instance: string, now: number): boolean {
-    const { config, view, liveness } = this.#core;
-    const delay = config.rebalanceDelayMs;
-    if (delay === 0) return true;
-    const deadSince = view.members.has(instance)
-      ? (liveness.expiresAt(keys.member(instance), config.leaseMs) ?? now)
-      : (this.#departedAt.get(instance) ?? -Infinity);
-    return now >= deadSince + delay;
-  }
-
-  #scheduleWake(now: number, balanceAt: number): void {
-    const { view, liveness, config, me } = this.#core;
-    let at = Math.min(this.#claimer.nextDeferred(now), balanceAt > now ? balanceAt : Infinity);
-    const consider = (t: number | undefined) => {
-      if (t !== undefined && t > now) at = Math.min(at, t);
-    };
-    for (const [instance] of view.members) {
-      if (instance === me.instance) continue;
-      const exp = liveness.expiresAt(keys.member(instance), config.leaseMs);
-      consider(exp);
-      if (exp !== undefined && config.rebalanceDelayMs > 0) consider(exp + config.rebalanceDelayMs);
-    }
-    if (config.rebalanceDelayMs > 0) for (const d of this.#departedAt.values()) consider(d + config.rebalanceDelayMs);
-    consider(liveness.expiresAt(keys.leader, config.leaseMs));
-    if (at !== Infinity) this.#wake(at);
   }
 
   #wake(at: number): void {
@@ -460,7 +382,7 @@ export class SplitCoordinator implements Coordinator {
     for (const id of [...this.#tenancies.held.keys()]) this.#tenancies.lose(id, "fenced");
     this.#state = "failed";
     this.#stopAll();
-    for (const w of this.#watches) void w.stop();
+    void this.#observer.stop();
     this.#core.events.fail(error);
   }
 
@@ -475,7 +397,7 @@ export class SplitCoordinator implements Coordinator {
     if (this.#state !== "failed") this.#state = "stopped";
     this.#stopAll();
     this.#tenancies.clear();
-    await Promise.all(this.#watches.map((w) => w.stop()));
+    await this.#observer.stop();
     this.#core.events.close();
   }
 
@@ -514,7 +436,7 @@ export class SplitCoordinator implements Coordinator {
       connected: !this.#membership.starved && now - this.#membership.lastOk < config.leaseMs / 2 + config.opTimeoutMs,
       isLeader: this.isLeader,
       leaderAlive: liveness.alive(keys.leader, now, config.leaseMs),
-      liveMembers: [me.instance, ...this.#peers(now).keys()].sort(),
+      liveMembers: [me.instance, ...this.#observer.peers(now).keys()].sort(),
       held: this.#tenancies.held,
       outcome: this.#completion.outcome,
     });

@@ -71,6 +71,7 @@ export class MemoryStore implements Store {
     return this.#revision;
   }
 
+  // deno-lint-ignore require-await -- async so a bad key or a closed store rejects instead of throwing
   async create(key: string, value: string): Promise<WriteResult> {
     this.#checkWrite("create", key, value);
     const slot = this.#slots.get(key);
@@ -78,6 +79,7 @@ export class MemoryStore implements Store {
     return { ok: true, revision: this.#put(key, value) };
   }
 
+  // deno-lint-ignore require-await -- async so a bad key or a closed store rejects instead of throwing
   async update(key: string, value: string, revision: number): Promise<WriteResult> {
     this.#checkWrite("update", key, value);
     if (!Number.isInteger(revision) || revision <= 0) {
@@ -93,6 +95,7 @@ export class MemoryStore implements Store {
     return { ok: true, revision: this.#put(key, value) };
   }
 
+  // deno-lint-ignore require-await -- async so a bad key or a closed store rejects instead of throwing
   async delete(key: string, revision?: number): Promise<DeleteResult> {
     this.#checkOpen("delete");
     assertValidKey(key);
@@ -107,6 +110,7 @@ export class MemoryStore implements Store {
     return { ok: true };
   }
 
+  // deno-lint-ignore require-await -- async so a bad key or a closed store rejects instead of throwing
   async get(key: string): Promise<StoreEntry | undefined> {
     this.#checkOpen("get");
     assertValidKey(key);
@@ -115,6 +119,7 @@ export class MemoryStore implements Store {
     return { key, value: slot.value, revision: slot.revision };
   }
 
+  // deno-lint-ignore require-await -- async so a bad key or a closed store rejects instead of throwing
   async list(filter: KeyFilter): Promise<StoreEntry[]> {
     this.#checkOpen("list");
     assertValidFilter(filter);
@@ -156,6 +161,7 @@ export class MemoryStore implements Store {
     };
   }
 
+  // deno-lint-ignore require-await -- async so a bad key or a closed store rejects instead of throwing
   async close(): Promise<void> {
     this.#closed = true;
     for (const w of this.#watchers) w.channel.close();

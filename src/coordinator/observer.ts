@@ -1,0 +1,122 @@
+/**
+ * What this worker observes of the fleet: the five watches that feed the
+ * local view, observer-judged liveness of members and the leader (DESIGN
+ * §5), departures, and when the next expiry is due.
+ *
+ * @module
+ */
+import { keys } from "../store/keys.ts";
+import type { Watch } from "../store/store.ts";
+import type { Core } from "./core.ts";
+
+/** Live peers: instance → session and lanes. */
+export type LivePeers = Map<string, { session: string; maxInFlight: number }>;
+
+const FILTERS = [keys.memberPrefix, keys.splitPrefix, keys.handoffPrefix, keys.leader, keys.plan];
+
+/** Watches the bucket and judges liveness for one coordinator. */
+export class Observer {
+  readonly #core: Core;
+  readonly #onChange: () => void;
+  readonly #departedAt = new Map<string, number>();
+  #watches: Watch[] = [];
+  #stopped = false;
+
+  /** `onChange` runs after every event once the initial snapshots are in. */
+  constructor(core: Core, onChange: () => void) {
+    this.#core = core;
+    this.#onChange = onChange;
+  }
+
+  /** Opens every watch; resolves once each delivered its snapshot. */
+  async open(): Promise<void> {
+    await Promise.all(FILTERS.map((f) => this.#openWatch(f)));
+  }
+
+  /** Stops every watch. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await Promise.all(this.#watches.map((w) => w.stop()));
+  }
+
+  #openWatch(filter: string): Promise<void> {
+    const { store, view, clock, log } = this.#core;
+    const w = store.watch(filter);
+    this.#watches.push(w);
+    return new Promise<void>((ready, fail) => {
+      let isReady = false;
+      (async () => {
+        for await (const ev of w) {
+          const applied = view.apply(filter, ev);
+          if (ev.type === "ready" && !isReady) {
+            isReady = true;
+            ready();
+          }
+          if (ev.type === "reset") log("warn", "Watch re-established", { filter, reason: ev.reason });
+          if (applied) this.#observe(applied.key, applied.removed, ev.type === "put" ? ev.revision : 0, clock.now());
+          if (isReady) this.#onChange();
+        }
+      })().catch((e) => {
+        if (!isReady) fail(e);
+        else if (!this.#stopped) log("error", "Watch failed", { filter, error: String(e) });
+      });
+    });
+  }
+
+  #observe(key: string, removed: boolean, revision: number, now: number): void {
+    const { liveness, view, log } = this.#core;
+    if (key === keys.leader || key.startsWith(keys.memberPrefix)) {
+      const instance = key.slice(keys.memberPrefix.length);
+      if (removed) {
+        liveness.forget(key);
+        if (key !== keys.leader) this.#departedAt.set(instance, now);
+      } else {
+        liveness.observe(key, revision, now);
+        if (key !== keys.leader) this.#departedAt.delete(instance);
+      }
+    }
+    const msg = view.invalid.get(key);
+    if (msg) log("error", "Unreadable record skipped", { key, error: msg });
+  }
+
+  /** Live, non-draining members other than this one. */
+  peers(now: number): LivePeers {
+    const { view, liveness, me, config } = this.#core;
+    const peers: LivePeers = new Map();
+    for (const [instance, m] of view.members) {
+      if (instance === me.instance || m.record.draining) continue;
+      if (!liveness.alive(keys.member(instance), now, config.leaseMs)) continue;
+      peers.set(instance, { session: m.record.session, maxInFlight: m.record.maxInFlight });
+    }
+    return peers;
+  }
+
+  /** Whether a dead or departed member's splits may be taken over now (rebalance delay). */
+  takeable(instance: string, now: number): boolean {
+    const { config, view, liveness } = this.#core;
+    const delay = config.rebalanceDelayMs;
+    if (delay === 0) return true;
+    const deadSince = view.members.has(instance)
+      ? (liveness.expiresAt(keys.member(instance), config.leaseMs) ?? now)
+      : (this.#departedAt.get(instance) ?? -Infinity);
+    return now >= deadSince + delay;
+  }
+
+  /** The next instant after `now` at which a member or the leader expires, or a rebalance delay ends. */
+  nextExpiry(now: number): number {
+    const { view, liveness, config, me } = this.#core;
+    let at = Infinity;
+    const consider = (t: number | undefined) => {
+      if (t !== undefined && t > now) at = Math.min(at, t);
+    };
+    for (const [instance] of view.members) {
+      if (instance === me.instance) continue;
+      const exp = liveness.expiresAt(keys.member(instance), config.leaseMs);
+      consider(exp);
+      if (exp !== undefined && config.rebalanceDelayMs > 0) consider(exp + config.rebalanceDelayMs);
+    }
+    if (config.rebalanceDelayMs > 0) for (const d of this.#departedAt.values()) consider(d + config.rebalanceDelayMs);
+    consider(liveness.expiresAt(keys.leader, config.leaseMs));
+    return at;
+  }
+}
