@@ -9,7 +9,15 @@
  * @module
  */
 
-/** Stable machine-readable codes of {@linkcode SplitleaseError}. */
+/**
+ * Stable machine-readable codes of {@linkcode SplitleaseError}.
+ *
+ * @example
+ * ```ts
+ * import { SplitleaseError, type ErrorCode } from "@splitlease/splitlease";
+ * const code: ErrorCode = new SplitleaseError("FENCED", "lost").code;
+ * ```
+ */
 export type ErrorCode =
   | "STORE_UNAVAILABLE"
   | "INVALID_RECORD"
@@ -78,7 +86,16 @@ export class StoreUnavailableError extends SplitleaseError {
   }
 }
 
-/** One problem found in a record, as reported by the schema validator. */
+/**
+ * One problem found in a record, as reported by the schema validator.
+ *
+ * @example
+ * ```ts
+ * import { InvalidRecordError, type RecordIssue } from "@splitlease/splitlease";
+ * const issue: RecordIssue = { path: ["epoch"], message: "expected number" };
+ * console.log(new InvalidRecordError("split.a", "bad shape", [issue]).message);
+ * ```
+ */
 export interface RecordIssue {
   /** Path of the offending field, e.g. `["owner", "session"]`. */
   path: PropertyKey[];

@@ -12,12 +12,28 @@ import { keys } from "./store/keys.ts";
 const id: z.ZodString = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, "must be 1-128 characters of [A-Za-z0-9_-]");
 const count: z.ZodNumber = z.number().int().nonnegative();
 
-/** A JSON value (descriptor, progress state, planner cursor). */
+/**
+ * A JSON value (descriptor, progress state, planner cursor).
+ *
+ * @example
+ * ```ts
+ * import type { Json } from "@splitlease/splitlease";
+ * const descriptor: Json = { objects: [{ key: "a.ndjson", size: 1024 }] };
+ * ```
+ */
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
 const json = z.json() as z.ZodType<Json>;
 
-/** The `job` record: which job this bucket belongs to. */
+/**
+ * The `job` record: which job this bucket belongs to.
+ *
+ * @example
+ * ```ts
+ * import type { JobRecord } from "@splitlease/splitlease";
+ * const job: JobRecord = { v: 1, fingerprint: "backfill:s3://bucket/prefix", createdAt: Date.now() };
+ * ```
+ */
 export interface JobRecord {
   /** Record format version. */
   v: 1;
@@ -34,7 +50,15 @@ export const JobRecordSchema: z.ZodType<JobRecord> = z.object({
   createdAt: z.number(),
 });
 
-/** The `plan` record: leader term (the leader fence) and the published plan. */
+/**
+ * The `plan` record: leader term (the leader fence) and the published plan.
+ *
+ * @example
+ * ```ts
+ * import type { PlanRecord } from "@splitlease/splitlease";
+ * const p: PlanRecord = { v: 1, term: 1, finality: "final", generation: 1, planned: 42 };
+ * ```
+ */
 export interface PlanRecord {
   /** Record format version. */
   v: 1;
@@ -64,7 +88,15 @@ export const PlanRecordSchema: z.ZodType<PlanRecord> = z.object({
   publishedAt: z.number().optional(),
 });
 
-/** The `leader` record: the current leader and its heartbeat counter. */
+/**
+ * The `leader` record: the current leader and its heartbeat counter.
+ *
+ * @example
+ * ```ts
+ * import type { LeaderRecord } from "@splitlease/splitlease";
+ * const l: LeaderRecord = { v: 1, instance: "a", session: "s1", term: 2, beat: 10 };
+ * ```
+ */
 export interface LeaderRecord {
   /** Record format version. */
   v: 1;
@@ -87,7 +119,15 @@ export const LeaderRecordSchema: z.ZodType<LeaderRecord> = z.object({
   beat: count,
 });
 
-/** A `member.<instance>` record: one live worker and its heartbeat counter. */
+/**
+ * A `member.<instance>` record: one live worker and its heartbeat counter.
+ *
+ * @example
+ * ```ts
+ * import type { MemberRecord } from "@splitlease/splitlease";
+ * const m: MemberRecord = { v: 1, session: "s1", maxInFlight: 8, runtime: "deno", version: "0.1.0", beat: 0 };
+ * ```
+ */
 export interface MemberRecord {
   /** Record format version. */
   v: 1;
@@ -116,7 +156,15 @@ export const MemberRecordSchema: z.ZodType<MemberRecord> = z.object({
   draining: z.boolean().optional(),
 });
 
-/** A `spec.<split>` record: the immutable descriptor and weight of a split. */
+/**
+ * A `spec.<split>` record: the immutable descriptor and weight of a split.
+ *
+ * @example
+ * ```ts
+ * import type { SpecRecord } from "@splitlease/splitlease";
+ * const spec: SpecRecord = { v: 1, descriptor: { from: 0, to: 1000 }, weight: 1000, term: 1 };
+ * ```
+ */
 export interface SpecRecord {
   /** Record format version. */
   v: 1;
@@ -136,7 +184,15 @@ export const SpecRecordSchema: z.ZodType<SpecRecord> = z.object({
   term: count,
 });
 
-/** Committed progress of a split: an ordered watermark and opaque state. */
+/**
+ * Committed progress of a split: an ordered watermark and opaque state.
+ *
+ * @example
+ * ```ts
+ * import type { SplitProgress } from "@splitlease/splitlease";
+ * const p: SplitProgress = { watermark: 1200, state: { object: 3, offset: 4096 } };
+ * ```
+ */
 export interface SplitProgress {
   /** Ordered position (number or string); never regresses. */
   watermark?: number | string;
@@ -150,7 +206,15 @@ export const ProgressSchema: z.ZodType<SplitProgress> = z.object({
   state: json.optional(),
 });
 
-/** The owner of a split: an instance id and its process session nonce. */
+/**
+ * The owner of a split: an instance id and its process session nonce.
+ *
+ * @example
+ * ```ts
+ * import type { Owner } from "@splitlease/splitlease";
+ * const owner: Owner = { instance: "pod-1", session: "k3j2h1g0" };
+ * ```
+ */
 export interface Owner {
   /** Instance id. */
   instance: string;
@@ -161,7 +225,18 @@ export interface Owner {
 /** Schema of an owner reference. */
 export const OwnerSchema: z.ZodType<Owner> = z.object({ instance: id, session: z.string().min(1) });
 
-/** A `split.<split>` record: epoch, status, owner, attempts and progress. */
+/**
+ * A `split.<split>` record: epoch, status, owner, attempts and progress.
+ *
+ * @example
+ * ```ts
+ * import type { SplitRecord } from "@splitlease/splitlease";
+ * const s: SplitRecord = {
+ *   v: 1, epoch: 1, status: "runnable", owner: { instance: "a", session: "s1" },
+ *   attempts: 0, weight: 1, progress: { watermark: 10 },
+ * };
+ * ```
+ */
 export interface SplitRecord {
   /** Record format version. */
   v: 1;
@@ -196,7 +271,15 @@ export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
   lastFailure: z.string().optional(),
 });
 
-/** A `handoff.<split>` record: the leader asks `from` to give the split to `to`. */
+/**
+ * A `handoff.<split>` record: the leader asks `from` to give the split to `to`.
+ *
+ * @example
+ * ```ts
+ * import type { HandoffRecord } from "@splitlease/splitlease";
+ * const h: HandoffRecord = { v: 1, from: { instance: "a", session: "s1" }, to: "b", term: 3, requestedAt: Date.now() };
+ * ```
+ */
 export interface HandoffRecord {
   /** Record format version. */
   v: 1;
@@ -227,7 +310,7 @@ export const HandoffRecordSchema: z.ZodType<HandoffRecord> = z.object({
  *
  * @example
  * ```ts
- * import { decodeRecord, PlanRecordSchema } from "@splitlease/splitlease";
+ * import { decodeRecord, PlanRecordSchema } from "./records.ts";
  * const plan = decodeRecord("plan", '{"v":1,"term":1,"finality":"open","generation":0,"planned":0}', PlanRecordSchema);
  * console.log(plan.term); // 1
  * ```
@@ -255,7 +338,7 @@ export function decodeRecord<T>(key: string, value: string, schema: z.ZodType<T>
  *
  * @example
  * ```ts
- * import { safeDecodeRecord, JobRecordSchema } from "@splitlease/splitlease";
+ * import { safeDecodeRecord, JobRecordSchema } from "./records.ts";
  * const r = safeDecodeRecord("job", "nope", JobRecordSchema);
  * console.log(r.ok); // false
  * ```
@@ -278,7 +361,7 @@ export function safeDecodeRecord<T>(
  *
  * @example
  * ```ts
- * import { encodeRecord } from "@splitlease/splitlease";
+ * import { encodeRecord } from "./records.ts";
  * encodeRecord({ v: 1, fingerprint: "f", createdAt: 0 }); // '{"v":1,...}'
  * ```
  */
@@ -291,7 +374,7 @@ export function encodeRecord(record: object): string {
  *
  * @example
  * ```ts
- * import { schemaForKey, SplitRecordSchema } from "@splitlease/splitlease";
+ * import { schemaForKey, SplitRecordSchema } from "./records.ts";
  * schemaForKey("split.a") === SplitRecordSchema; // true
  * ```
  */

@@ -49,7 +49,15 @@ import { hashStrings } from "./hash.ts";
 
 export { hashStrings, rendezvousRank } from "./hash.ts";
 
-/** A live member as the leader sees it (dead members are left out of the view). */
+/**
+ * A live member as the leader sees it (dead members are left out of the view).
+ *
+ * @example
+ * ```ts
+ * import type { BalanceMember } from "@splitlease/splitlease";
+ * const m: BalanceMember = { instance: "a", maxInFlight: 8 };
+ * ```
+ */
 export interface BalanceMember {
   /** Instance id. */
   instance: string;
@@ -57,7 +65,15 @@ export interface BalanceMember {
   maxInFlight: number;
 }
 
-/** One split record as the leader sees it. */
+/**
+ * One split record as the leader sees it.
+ *
+ * @example
+ * ```ts
+ * import type { BalanceSplit } from "@splitlease/splitlease";
+ * const s: BalanceSplit = { id: "s1", weight: 1, owner: "a", status: "runnable" };
+ * ```
+ */
 export interface BalanceSplit {
   /** Split id (unique within the view). */
   id: string;
@@ -81,7 +97,19 @@ export interface BalanceSplit {
   reservedFor?: string | null;
 }
 
-/** The snapshot `planMoves` decides on. */
+/**
+ * The snapshot `planMoves` decides on.
+ *
+ * @example
+ * ```ts
+ * import { planMoves, type BalanceView } from "@splitlease/splitlease";
+ * const view: BalanceView = {
+ *   members: [{ instance: "a", maxInFlight: 8 }, { instance: "b", maxInFlight: 8 }],
+ *   splits: [1, 2, 3, 4].map((i) => ({ id: `s${i}`, weight: 1, owner: "a", status: "runnable" as const })),
+ * };
+ * console.log(planMoves(view, { seed: "job" }).length); // 1
+ * ```
+ */
 export interface BalanceView {
   /** Live members only. Instance ids must be distinct. */
   members: BalanceMember[];
@@ -89,13 +117,30 @@ export interface BalanceView {
   splits: BalanceSplit[];
 }
 
-/** Balancing configuration. */
+/**
+ * Balancing configuration.
+ *
+ * @example
+ * ```ts
+ * import { planMoves, type BalanceConfig } from "@splitlease/splitlease";
+ * const config: BalanceConfig = { seed: "job-1" };
+ * console.log(planMoves({ members: [], splits: [] }, config)); // []
+ * ```
+ */
 export interface BalanceConfig {
   /** Job-derived tie-break seed (job name or fingerprint). Never the leader's identity. */
   seed: string;
 }
 
-/** One steal to request: the leader writes `handoff.<splitId>` from `from` to `to`. */
+/**
+ * One steal to request: the leader writes `handoff.<splitId>` from `from` to `to`.
+ *
+ * @example
+ * ```ts
+ * import type { Move } from "@splitlease/splitlease";
+ * const m: Move = { splitId: "s1", from: "a", to: "b", weight: 1 };
+ * ```
+ */
 export interface Move {
   /** The split to hand off. */
   splitId: string;
@@ -107,7 +152,16 @@ export interface Move {
   weight: number;
 }
 
-/** Load and lane usage of one member. */
+/**
+ * Load and lane usage of one member.
+ *
+ * @example
+ * ```ts
+ * import { memberLoads, type MemberLoad } from "@splitlease/splitlease";
+ * const loads: Map<string, MemberLoad> = memberLoads({ members: [{ instance: "a", maxInFlight: 2 }], splits: [] });
+ * console.log(loads.get("a")); // { load: 0, count: 0 }
+ * ```
+ */
 export interface MemberLoad {
   /** Sum of the weights of the runnable splits it owns (draining ones included: still held). */
   load: number;

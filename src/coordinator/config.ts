@@ -10,7 +10,15 @@ import { SplitleaseError } from "../errors.ts";
 const idPattern = /^[A-Za-z0-9_-]{1,128}$/;
 const ms = (min: number) => z.number().int().min(min);
 
-/** Tunables of a coordinator (all optional; defaults per DESIGN §12). */
+/**
+ * Tunables of a coordinator (all optional; defaults per DESIGN §12).
+ *
+ * @example
+ * ```ts
+ * import type { CoordinatorTunables } from "@splitlease/splitlease";
+ * const tunables: CoordinatorTunables = { leaseMs: 10000, opTimeoutMs: 2000, maxInFlight: 4 };
+ * ```
+ */
 export interface CoordinatorTunables {
   /** Lease duration in ms: a member silent this long is dead (default 15000). */
   leaseMs?: number;
@@ -34,7 +42,16 @@ export interface CoordinatorTunables {
   seedConcurrency?: number;
 }
 
-/** Validated, complete configuration. */
+/**
+ * Validated, complete configuration.
+ *
+ * @example
+ * ```ts
+ * import { parseCoordinatorConfig, type CoordinatorConfig } from "@splitlease/splitlease";
+ * const c: CoordinatorConfig = parseCoordinatorConfig({ job: "j", instance: "w1", fingerprint: "f" });
+ * console.log(c.maxInFlight); // 8
+ * ```
+ */
 export interface CoordinatorConfig extends Required<CoordinatorTunables> {
   /** Job name (bucket suffix, id charset). */
   job: string;
@@ -91,7 +108,16 @@ const schema = Object.assign(base.superRefine((c, ctx) => {
   }
 }), { shape: base.shape });
 
-/** One documented configuration knob. */
+/**
+ * One documented configuration knob.
+ *
+ * @example
+ * ```ts
+ * import { coordinatorConfigDocs, type ConfigDoc } from "@splitlease/splitlease";
+ * const lease: ConfigDoc | undefined = coordinatorConfigDocs().find((d) => d.key === "leaseMs");
+ * console.log(lease?.default); // 15000
+ * ```
+ */
 export interface ConfigDoc {
   /** Option name. */
   key: string;

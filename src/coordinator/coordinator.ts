@@ -35,10 +35,28 @@ import type {
 } from "./types.ts";
 import { JobView } from "./view.ts";
 
-/** Library version advertised on member records. */
+/**
+ * Library version advertised on member records.
+ *
+ * @example
+ * ```ts
+ * import { VERSION } from "@splitlease/splitlease";
+ * console.log(VERSION);
+ * ```
+ */
 export const VERSION = "0.1.0";
 
-/** Options of {@linkcode SplitCoordinator.join}. */
+/**
+ * Options of {@linkcode SplitCoordinator.join}.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore, SplitCoordinator, type JoinOptions } from "@splitlease/splitlease";
+ * const options: JoinOptions = { store: new MemoryStore(), job: "backfill", instance: "pod-1", leaseMs: 15000 };
+ * const c = await SplitCoordinator.join(options);
+ * await c.close();
+ * ```
+ */
 export interface JoinOptions extends CoordinatorTunables {
   /** The coordination store (shared by the whole fleet). */
   store: Store;

@@ -6,7 +6,16 @@
  * @module
  */
 
-/** When a revision was first seen by this observer. */
+/**
+ * When a revision was first seen by this observer.
+ *
+ * @example
+ * ```ts
+ * import { isAlive, type Sighting } from "@splitlease/splitlease";
+ * const s: Sighting = { revision: 7, since: 1000 };
+ * console.log(isAlive(s, 1500, 1000)); // true
+ * ```
+ */
 export interface Sighting {
   /** Last revision seen. */
   revision: number;

@@ -8,7 +8,15 @@ import { StoreUnavailableError } from "../errors.ts";
 import type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WriteResult } from "../store/store.ts";
 import type { Clock, CoordinatorStats, Histogram } from "./types.ts";
 
-/** Default latency buckets in seconds (0.5 ms … 10 s). */
+/**
+ * Default latency buckets in seconds (0.5 ms … 10 s).
+ *
+ * @example
+ * ```ts
+ * import { LATENCY_BUCKETS, newHistogram } from "@splitlease/splitlease";
+ * const h = newHistogram(LATENCY_BUCKETS);
+ * ```
+ */
 export const LATENCY_BUCKETS: readonly number[] = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 ];

@@ -5,7 +5,15 @@
  */
 import type { Json, SplitProgress } from "../records.ts";
 
-/** A split as a worker receives it: id, descriptor and weight. */
+/**
+ * A split as a worker receives it: id, descriptor and weight.
+ *
+ * @example
+ * ```ts
+ * import type { SplitSpec } from "@splitlease/splitlease";
+ * const spec: SplitSpec = { id: "a", descriptor: { file: "a.ndjson" }, weight: 1 };
+ * ```
+ */
 export interface SplitSpec {
   /** Deterministic split id (1–128 of `[A-Za-z0-9_-]`). */
   id: string;
@@ -15,12 +23,29 @@ export interface SplitSpec {
   weight: number;
 }
 
-/** Why a split was lost. */
+/**
+ * Why a split was lost.
+ *
+ * @example
+ * ```ts
+ * import type { LostReason } from "@splitlease/splitlease";
+ * const reason: LostReason = "expired"; // taken over after our lease lapsed
+ * ```
+ */
 export type LostReason = "fenced" | "expired" | "starved" | "revoked";
 
 /**
  * An ownership or job-state change (DESIGN §10). Per split, `gained`
  * precedes `lost`, and a re-gained split carries a higher epoch.
+  *
+  * @example
+  * ```ts
+  * import type { CoordinationEvent } from "@splitlease/splitlease";
+  * function onEvent(ev: CoordinationEvent): void {
+  *   if (ev.type === "gained") console.log("start", ev.split.id, "at epoch", ev.epoch);
+  *   else if (ev.type === "lost") console.log("stop", ev.splitId, ev.reason);
+  * }
+  * ```
  */
 export type CoordinationEvent =
   | { type: "gained"; split: SplitSpec; epoch: number; progress?: SplitProgress }
@@ -30,7 +55,15 @@ export type CoordinationEvent =
   | { type: "allComplete" }
   | { type: "stalled"; completed: number; quarantined: number };
 
-/** A split produced by a planner. */
+/**
+ * A split produced by a planner.
+ *
+ * @example
+ * ```ts
+ * import type { PlannedSplit } from "@splitlease/splitlease";
+ * const s: PlannedSplit = { id: "range-0000", descriptor: { from: 0, to: 1000 }, weight: 1000 };
+ * ```
+ */
 export interface PlannedSplit {
   /** Deterministic id (see `splitIdFrom`). */
   id: string;
@@ -40,7 +73,15 @@ export interface PlannedSplit {
   weight?: number;
 }
 
-/** What a planner run returns. */
+/**
+ * What a planner run returns.
+ *
+ * @example
+ * ```ts
+ * import type { PlanResult } from "@splitlease/splitlease";
+ * const r: PlanResult = { splits: [{ id: "a", descriptor: { file: "a.ndjson" } }], finality: "final" };
+ * ```
+ */
 export interface PlanResult {
   /** The splits of this run (new and already known ones alike). */
   splits: Iterable<PlannedSplit> | AsyncIterable<PlannedSplit>;
@@ -50,7 +91,18 @@ export interface PlanResult {
   cursor?: Json;
 }
 
-/** Context handed to a planner run. */
+/**
+ * Context handed to a planner run.
+ *
+ * @example
+ * ```ts
+ * import type { PlanContext, PlanResult } from "@splitlease/splitlease";
+ * async function plan(ctx: PlanContext): Promise<PlanResult> {
+ *   const seen = (ctx.cursor as string[] | undefined) ?? [];
+ *   return { splits: [], finality: "open", cursor: seen };
+ * }
+ * ```
+ */
 export interface PlanContext {
   /** Cursor returned by the previous published run, if any. */
   cursor?: Json;
@@ -60,12 +112,27 @@ export interface PlanContext {
   signal: AbortSignal;
 }
 
-/** A planner: runs on the leader only. */
+/**
+ * A planner: runs on the leader only.
+ *
+ * @example
+ * ```ts
+ * import type { Planner } from "@splitlease/splitlease";
+ * const planner: Planner = () => Promise.resolve({ splits: [{ id: "only", descriptor: null }], finality: "final" });
+ * ```
+ */
 export type Planner = (ctx: PlanContext) => Promise<PlanResult>;
 
 /**
  * Time source: a monotonic `now()` plus timers. Injected so tests can drive
  * time by hand.
+  *
+  * @example
+  * ```ts
+  * import { systemClock, type Clock } from "@splitlease/splitlease";
+  * const clock: Clock = systemClock;
+  * const t0 = clock.now();
+  * ```
  */
 export interface Clock {
   /** Monotonic milliseconds (never goes back). */
@@ -78,7 +145,17 @@ export interface Clock {
   clearTimeout(handle: unknown): void;
 }
 
-/** A held split as shown by {@linkcode CoordinatorStatus}. */
+/**
+ * A held split as shown by {@linkcode CoordinatorStatus}.
+ *
+ * @example
+ * ```ts
+ * import type { Coordinator, HeldSplitStatus } from "@splitlease/splitlease";
+ * declare const c: Coordinator;
+ * const held: HeldSplitStatus[] = c.status().held;
+ * for (const h of held) console.log(h.id, h.epoch, h.progress?.watermark);
+ * ```
+ */
 export interface HeldSplitStatus {
   /** Split id. */
   id: string;
@@ -92,7 +169,17 @@ export interface HeldSplitStatus {
   draining: boolean;
 }
 
-/** A `/status`-ready snapshot of one coordinator. */
+/**
+ * A `/status`-ready snapshot of one coordinator.
+ *
+ * @example
+ * ```ts
+ * import type { Coordinator, CoordinatorStatus } from "@splitlease/splitlease";
+ * declare const c: Coordinator;
+ * const s: CoordinatorStatus = c.status();
+ * console.log(s.held.length, s.counts.unclaimed, s.quarantined);
+ * ```
+ */
 export interface CoordinatorStatus {
   /** This instance id. */
   instance: string;
@@ -131,7 +218,17 @@ export interface CoordinatorStatus {
   invalidRecords: { key: string; message: string }[];
 }
 
-/** Counters and histograms a coordinator keeps for metrics. */
+/**
+ * Counters and histograms a coordinator keeps for metrics.
+ *
+ * @example
+ * ```ts
+ * import type { Coordinator, CoordinatorStats } from "@splitlease/splitlease";
+ * declare const c: Coordinator;
+ * const stats: CoordinatorStats = c.stats();
+ * console.log(stats.selfFences, stats.acquisitions.takeover ?? 0);
+ * ```
+ */
 export interface CoordinatorStats {
   /** Splits gained, by reason (`claim`, `takeover`, `reclaim`, `steal`). */
   acquisitions: Record<string, number>;
@@ -151,7 +248,17 @@ export interface CoordinatorStats {
   handoverSeconds: Histogram;
 }
 
-/** A cumulative histogram (Prometheus style). */
+/**
+ * A cumulative histogram (Prometheus style).
+ *
+ * @example
+ * ```ts
+ * import { newHistogram, observe, type Histogram } from "@splitlease/splitlease";
+ * const h: Histogram = newHistogram();
+ * observe(h, 0.004);
+ * console.log(h.count); // 1
+ * ```
+ */
 export interface Histogram {
   /** Upper bounds of the buckets, ascending (seconds). */
   buckets: number[];
@@ -163,14 +270,32 @@ export interface Histogram {
   count: number;
 }
 
-/** Minimal structured logger; `fields` are JSON-serializable. */
+/**
+ * Minimal structured logger; `fields` are JSON-serializable.
+ *
+ * @example
+ * ```ts
+ * import type { Logger } from "@splitlease/splitlease";
+ * const logger: Logger = (level, message, fields) => console.log(JSON.stringify({ level, message, ...fields }));
+ * ```
+ */
 export type Logger = (
   level: "debug" | "info" | "warn" | "error",
   message: string,
   fields?: Record<string, unknown>,
 ) => void;
 
-/** Options of {@linkcode Coordinator.commit}. */
+/**
+ * Options of {@linkcode Coordinator.commit}.
+ *
+ * @example
+ * ```ts
+ * import type { CommitOptions, Coordinator } from "@splitlease/splitlease";
+ * declare const c: Coordinator;
+ * const options: CommitOptions = { final: true };
+ * await c.commit("split-1", 3, { watermark: 100 }, options);
+ * ```
+ */
 export interface CommitOptions {
   /** Terminal commit: the split is marked `completed` and leaves this worker. */
   final?: boolean;
@@ -179,6 +304,15 @@ export interface CommitOptions {
 /**
  * What a worker runtime needs from a coordinator. `SplitCoordinator`
  * implements it; tests may script their own.
+  *
+  * @example
+  * ```ts
+  * import type { Coordinator } from "@splitlease/splitlease";
+  * async function pump(c: Coordinator): Promise<void> {
+  *   for await (const ev of c) if (ev.type === "allComplete") break;
+  *   await c.close();
+  * }
+  * ```
  */
 export interface Coordinator extends AsyncDisposable, AsyncIterable<CoordinationEvent> {
   /** This instance id. */

@@ -7,7 +7,15 @@ import { InvalidKeyError } from "../errors.ts";
 
 const TOKEN = /^[A-Za-z0-9_=-]+$/;
 const ID = /^[A-Za-z0-9_-]{1,128}$/;
-/** Longest key a store accepts (NATS subjects stay well below limits). */
+/**
+ * Longest key a store accepts (NATS subjects stay well below limits).
+ *
+ * @example
+ * ```ts
+ * import { MAX_KEY_LENGTH } from "@splitlease/splitlease";
+ * console.log(MAX_KEY_LENGTH); // 512
+ * ```
+ */
 export const MAX_KEY_LENGTH = 512;
 
 /**
@@ -99,7 +107,16 @@ export function assertValidId(id: unknown, what = "id"): asserts id is string {
   }
 }
 
-/** The key layout of a job's bucket. */
+/**
+ * The key layout of a job's bucket.
+ *
+ * @example
+ * ```ts
+ * import { keys, type KeyLayout } from "@splitlease/splitlease";
+ * const layout: KeyLayout = keys;
+ * console.log(layout.member("w1")); // member.w1
+ * ```
+ */
 export interface KeyLayout {
   /** The job record (fingerprint). */
   readonly job: "job";

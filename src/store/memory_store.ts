@@ -31,7 +31,16 @@ interface Watcher {
 
 const encoder = new TextEncoder();
 
-/** Options of {@linkcode MemoryStore}. */
+/**
+ * Options of {@linkcode MemoryStore}.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore, type MemoryStoreOptions } from "@splitlease/splitlease";
+ * const options: MemoryStoreOptions = { maxValueBytes: 1024 };
+ * const store = new MemoryStore(options);
+ * ```
+ */
 export interface MemoryStoreOptions {
   /** Value size limit in bytes (default {@linkcode MAX_VALUE_BYTES}). */
   maxValueBytes?: number;

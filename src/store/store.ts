@@ -5,10 +5,29 @@
  * @module
  */
 
-/** Largest value a store accepts, in UTF-8 bytes (256 KiB). */
+/**
+ * Largest value a store accepts, in UTF-8 bytes (256 KiB).
+ *
+ * @example
+ * ```ts
+ * import { MAX_VALUE_BYTES } from "@splitlease/splitlease";
+ * console.log(MAX_VALUE_BYTES); // 262144
+ * ```
+ */
 export const MAX_VALUE_BYTES = 256 * 1024;
 
-/** A live value with the revision that wrote it. */
+/**
+ * A live value with the revision that wrote it.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore, type StoreEntry } from "@splitlease/splitlease";
+ * const store = new MemoryStore();
+ * await store.create("plan", "{}");
+ * const e: StoreEntry | undefined = await store.get("plan");
+ * console.log(e?.revision); // 1
+ * ```
+ */
 export interface StoreEntry {
   /** The full key. */
   key: string;
@@ -28,6 +47,14 @@ export interface StoreEntry {
  * - `{ ok: true, revision }`: the write landed at `revision`.
  * - `{ ok: false, conflict: true }`: the condition did not hold; nothing was
  *   written. Re-read to see what is there.
+  *
+  * @example
+  * ```ts
+  * import { MemoryStore, type WriteResult } from "@splitlease/splitlease";
+  * const store = new MemoryStore();
+  * const r: WriteResult = await store.create("job", "{}");
+  * if (r.ok) console.log(r.revision); else console.log("already exists");
+  * ```
  */
 export type WriteResult =
   | { ok: true; revision: number }
@@ -36,6 +63,14 @@ export type WriteResult =
 /**
  * Outcome of a guarded delete: `ok` when the key is gone (deleted now, or
  * already absent), a conflict when it exists at another revision.
+  *
+  * @example
+  * ```ts
+  * import { MemoryStore, type DeleteResult } from "@splitlease/splitlease";
+  * const store = new MemoryStore();
+  * const r: DeleteResult = await store.delete("plan");
+  * console.log(r.ok); // true: deleting an absent key succeeds
+  * ```
  */
 export type DeleteResult = { ok: true } | { ok: false; conflict: true };
 
@@ -49,6 +84,14 @@ export type DeleteResult = { ok: true } | { ok: false; conflict: true };
  * the new snapshot (a key absent from it was deleted meanwhile). Consumers
  * must also be idempotent: after a reset a value already seen is delivered
  * again.
+  *
+  * @example
+  * ```ts
+  * import type { WatchEvent } from "@splitlease/splitlease";
+  * function describe(ev: WatchEvent): string {
+  *   return ev.type === "put" ? `${ev.key}@${ev.revision}` : ev.type;
+  * }
+  * ```
  */
 export type WatchEvent =
   | { type: "put"; key: string; value: string; revision: number }
@@ -59,6 +102,17 @@ export type WatchEvent =
 /**
  * A running watch: an async iterable of {@linkcode WatchEvent}s that ends
  * when stopped or when the store is closed.
+  *
+  * @example
+  * ```ts
+  * import { MemoryStore, type Watch } from "@splitlease/splitlease";
+  * const store = new MemoryStore();
+  * const w: Watch = store.watch("member.");
+  * for await (const ev of w) {
+  *   if (ev.type === "ready") break; // snapshot done
+  * }
+  * await w.stop();
+  * ```
  */
 export interface Watch extends AsyncIterable<WatchEvent>, AsyncDisposable {
   /** Stops the watch; iteration ends. Idempotent. */
@@ -69,6 +123,13 @@ export interface Watch extends AsyncIterable<WatchEvent>, AsyncDisposable {
  * A key filter for {@linkcode Store.watch} and {@linkcode Store.list}: a
  * string ending in `"."` selects every key that starts with it (`"split."`),
  * `""` selects every key, anything else selects that exact key (`"plan"`).
+  *
+  * @example
+  * ```ts
+  * import { MemoryStore, type KeyFilter } from "@splitlease/splitlease";
+  * const filter: KeyFilter = "split."; // every split record
+  * console.log(await new MemoryStore().list(filter));
+  * ```
  */
 export type KeyFilter = string;
 
