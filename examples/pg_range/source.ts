@@ -384,7 +384,7 @@ export function pgRangeSource(input: PgRangeConfigInput, deps: PgRangeDeps = {})
      select ${colList}${config.copiesColumn ? ", 1" : ""} from jsonb_populate_recordset(null::${sinkTable}, $1::jsonb)
      on conflict (${id}) do update set ${updates.join(", ")}`;
 
-  async function withRetry<T>(lane: Lane<RangeDescriptor>, what: string, fn: () => Promise<T>): Promise<T> {
+  async function withRetry<T>(lane: Lane<RangeDescriptor>, fn: () => Promise<T>): Promise<T> {
     for (let attempt = 0;; attempt++) {
       try {
         return await fn();
@@ -422,10 +422,10 @@ export function pgRangeSource(input: PgRangeConfigInput, deps: PgRangeDeps = {})
       while (last < d.hi) {
         // Stop at a batch boundary: everything read so far is written and committed.
         if (lane.signal.aborted || lane.revokeSignal.aborted) return;
-        const rows = await withRetry(lane, "read", () => sql.unsafe(readText, [last, d.hi, config.batchSize]));
+        const rows = await withRetry(lane, () => sql.unsafe(readText, [last, d.hi, config.batchSize]));
         if (rows.length === 0) break;
         if (lane.signal.aborted) return; // lost while reading: the new owner copies it
-        await withRetry(lane, "write", () => sink.unsafe(writeText, [[...rows] as never]));
+        await withRetry(lane, () => sink.unsafe(writeText, [[...rows] as never]));
         const lastId = toId(rows[rows.length - 1][config.idColumn], "id");
         if (lastId <= last || lastId > d.hi) {
           throw new Error(`keyset scan of ${lane.splitId} went from ${last} to ${lastId}`);
