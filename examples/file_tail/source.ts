@@ -290,17 +290,26 @@ async function tail(lane: Lane<FileDescriptor>, config: FileTailConfig, sink: Li
   }
   const framer = new LineFramer(start, config.maxLineBytes);
   const buf = new Uint8Array(config.readChunkBytes);
-  // Emits and commits `lines`; false when the lane was lost meanwhile.
+  // Emits `lines` in slices of at most maxBatchLines, each followed by a commit of
+  // the offset right after its last line; false when the lane was lost meanwhile.
   const emit = async (lines: FramedLine[], final: boolean): Promise<boolean> => {
-    if (lines.length > 0) await sink({ splitId: lane.splitId, file: name, lines });
-    try {
-      if (final) await lane.complete({ watermark: framer.committed }, { records: lines.length });
-      else await lane.commit({ watermark: framer.committed }, { records: lines.length });
-      return true;
-    } catch (e) {
-      if (e instanceof FencedError) return false;
-      throw e;
+    for (let i = 0; i < lines.length || (i === 0 && final); i += config.maxBatchLines) {
+      const slice = lines.slice(i, i + config.maxBatchLines);
+      const end = i + config.maxBatchLines;
+      const last = end >= lines.length;
+      const watermark = last ? framer.committed : lines[end].offset;
+      if (lane.signal.aborted) return false;
+      if (slice.length > 0) await sink({ splitId: lane.splitId, file: name, lines: slice });
+      try {
+        if (final && last) await lane.complete({ watermark }, { records: slice.length });
+        else await lane.commit({ watermark }, { records: slice.length });
+      } catch (e) {
+        if (e instanceof FencedError) return false;
+        throw e;
+      }
+      if (last) break;
     }
+    return true;
   };
   try {
     const size = (await fh.stat()).size;
