@@ -13,6 +13,14 @@ import { type BucketMessage, type Scan, startScan } from "./scan.ts";
 
 /** How often the watchdog checks that the watch's consumer still exists. */
 export const WATCHDOG_INTERVAL_MS = 2000;
+/**
+ * While a snapshot is being replayed, how often the consumer is asked whether
+ * the replay is over. On nats-server 2.9 the `pending` count delivered with a
+ * message can stay above zero for good: a key updated between the consumer's
+ * creation and the first delivery leaves its superseded message counted as
+ * pending, and no message with `pending === 0` ever comes.
+ */
+export const REPLAY_PROBE_MS = 100;
 const CONSUMER_NOT_FOUND = 10014;
 
 /** A watch of one filter; see the `Watch` contract in store.ts. */
@@ -93,12 +101,15 @@ export class NatsWatch implements Watch {
     let ready = false;
     /** Keys delivered in the current snapshot (a delete during replay must be told). */
     let seen: Set<string> | undefined = new Set();
+    /** Stream sequence of the last message handled. */
+    let last = 0;
     const emit = (e: WatchEvent) => {
       this.#delivered = true;
       this.#channel.push(e);
     };
     const onMessage = (m: BucketMessage) => {
       if (gen !== this.#generation) return;
+      last = Math.max(last, m.revision);
       if (!ready) {
         if (m.value !== undefined) {
           seen!.add(m.key);
@@ -128,6 +139,22 @@ export class NatsWatch implements Watch {
       seen = undefined;
       emit({ type: "ready" });
     }
+    // The replay is over when the server has nothing pending for the consumer
+    // and we handled the last message it delivered (see REPLAY_PROBE_MS).
+    (async () => {
+      while (!ready && gen === this.#generation && !this.#stopped) {
+        await sleep(REPLAY_PROBE_MS);
+        if (ready || gen !== this.#generation || this.#stopped) return;
+        try {
+          const info = await scan.consumer.info();
+          if (!ready && gen === this.#generation && info.num_pending === 0 && last >= info.delivered.stream_seq) {
+            ready = true;
+            seen = undefined;
+            emit({ type: "ready" });
+          }
+        } catch { /* a lost consumer is the watchdog's business */ }
+      }
+    })();
     scan.closed.then(() => {
       if (gen === this.#generation && !this.#stopped) this.#restart("watch consumer closed");
     });
