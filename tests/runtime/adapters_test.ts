@@ -7,127 +7,22 @@
 import assert from "node:assert/strict";
 import { NatsStore } from "../../src/nats/nats_store.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
-import { freePort, NatsServer } from "../helpers/nats_server.ts";
-
-const root = new URL("../../", import.meta.url).pathname;
-const bin = (n: string) => `${root}node_modules/.bin/${n}`;
-
-async function sh(cmd: string, args: string[]): Promise<string> {
-  const out = await new Deno.Command(cmd, { args, cwd: root, stdout: "piped", stderr: "piped" }).output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`${cmd} ${args.join(" ")} failed:\n${text}`);
-  return text;
-}
-
-let built: Promise<void> | undefined;
-function buildOnce(): Promise<void> {
-  built ??= (async () => {
-    await sh("node", ["scripts/build.mjs"]);
-    await sh(bin("esbuild"), [
-      "tests/runtime/fixtures/node_main.ts",
-      "--bundle",
-      "--platform=node",
-      "--format=esm",
-      "--packages=external",
-      "--log-level=warning",
-      "--outfile=dist/fixtures/node_main.mjs",
-    ]);
-  })();
-  return built;
-}
-
-type Runtime = "deno" | "bun" | "node";
-
-function command(rt: Runtime): [string, string[]] {
-  switch (rt) {
-    case "deno":
-      return [bin("deno"), ["run", "-A", "tests/runtime/fixtures/deno_main.ts"]];
-    case "bun":
-      return [bin("bun"), ["run", "tests/runtime/fixtures/bun_main.ts"]];
-    case "node":
-      return [bin("node"), ["dist/fixtures/node_main.mjs"]];
-  }
-}
-
-interface Proc {
-  child: Deno.ChildProcess;
-  lines: Record<string, unknown>[];
-  raw: string[];
-  status: Promise<Deno.CommandStatus>;
-  port: number;
-}
-
-function spawn(rt: Runtime, env: Record<string, string>): Proc {
-  const port = freePort();
-  const [cmd, args] = command(rt);
-  const child = new Deno.Command(cmd, {
-    args,
-    cwd: root,
-    env: { ...env, PORT: String(port), NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const lines: Record<string, unknown>[] = [];
-  const raw: string[] = [];
-  const pump = async (s: ReadableStream<Uint8Array>) => {
-    let buf = "";
-    for await (const chunk of s.pipeThrough(new TextDecoderStream())) {
-      buf += chunk;
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        raw.push(line);
-        try {
-          lines.push(JSON.parse(line));
-        } catch { /* not a log line */ }
-      }
-    }
-  };
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
-  const status = child.status.then(async (s) => {
-    await pumps;
-    return s;
-  });
-  return { child, lines, raw, status, port };
-}
+import { NatsServer } from "../helpers/nats_server.ts";
+import {
+  bin,
+  buildOnce,
+  kill,
+  type Proc,
+  root,
+  type Runtime,
+  sh,
+  spawn,
+  waitFor,
+  withTimeout,
+} from "../helpers/worker_procs.ts";
 
 async function get(p: Proc, path: string, init?: RequestInit): Promise<Response> {
   return await fetch(`http://127.0.0.1:${p.port}${path}`, init);
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
-}
-
-async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let t: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<T>((_, rej) => (t = setTimeout(() => rej(new Error(`timed out: ${what}`)), ms))),
-    ]);
-  } finally {
-    clearTimeout(t);
-  }
-}
-
-function kill(p: Proc): void {
-  try {
-    p.child.kill("SIGKILL");
-  } catch { /* already gone */ }
 }
 
 /** Runs one worker: probes routes, waits for progress, SIGTERMs, checks the drain. */
@@ -170,8 +65,7 @@ async function sigtermMidJob(rt: Runtime, env: Record<string, string>): Promise<
     assert.ok(p.lines.some((l) => l.event === "exit" && l.exitCode === 0));
     return p;
   } finally {
-    kill(p);
-    await p.status.catch(() => {});
+    await kill(p);
   }
 }
 
@@ -229,8 +123,7 @@ Deno.test({
           assert.equal(firstRecords + stats.recordsCommitted, 450, "every record committed exactly once");
           assert.ok(second.lines.some((l) => l.event === "allComplete"));
         } finally {
-          kill(second);
-          await second.status.catch(() => {});
+          await kill(second);
         }
         for (const e of await store.list("split.")) {
           assert.equal(SplitRecordSchema.parse(JSON.parse(e.value)).status, "completed");

@@ -1,0 +1,170 @@
+/**
+ * Real worker processes for the runtime tests and benchmarks: builds the
+ * Node fixture once, spawns the fixture app on Deno, Bun or Node 24, and
+ * collects its JSON log lines as they arrive.
+ *
+ * @module
+ */
+import { freePort } from "./nats_server.ts";
+
+/** Repository root (with a trailing slash). */
+export const root: string = new URL("../../", import.meta.url).pathname;
+/** Path of a runtime or tool installed in `node_modules/.bin`. */
+export const bin = (n: string): string => `${root}node_modules/.bin/${n}`;
+
+/** Runs a command in the repository root; throws with its output when it fails. */
+export async function sh(cmd: string, args: string[]): Promise<string> {
+  const out = await new Deno.Command(cmd, { args, cwd: root, stdout: "piped", stderr: "piped" }).output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  if (!out.success) throw new Error(`${cmd} ${args.join(" ")} failed:\n${text}`);
+  return text;
+}
+
+let built: Promise<void> | undefined;
+/** `npm run build` plus the Node fixture (dist/fixtures/node_main.mjs), once per process. */
+export function buildOnce(): Promise<void> {
+  built ??= (async () => {
+    await sh("node", ["scripts/build.mjs"]);
+    await sh(bin("esbuild"), [
+      "tests/runtime/fixtures/node_main.ts",
+      "--bundle",
+      "--platform=node",
+      "--format=esm",
+      "--packages=external",
+      "--log-level=warning",
+      "--outfile=dist/fixtures/node_main.mjs",
+    ]);
+  })();
+  return built;
+}
+
+/** The runtimes a worker process can run on. */
+export type Runtime = "deno" | "bun" | "node";
+/** Every runtime, in a fixed order. */
+export const RUNTIMES: readonly Runtime[] = ["deno", "bun", "node"];
+
+function command(rt: Runtime): [string, string[]] {
+  switch (rt) {
+    case "deno":
+      return [bin("deno"), ["run", "-A", "tests/runtime/fixtures/deno_main.ts"]];
+    case "bun":
+      return [bin("bun"), ["run", "tests/runtime/fixtures/bun_main.ts"]];
+    case "node":
+      return [bin("node"), ["dist/fixtures/node_main.mjs"]];
+  }
+}
+
+/** A spawned worker process. */
+export interface Proc {
+  rt: Runtime;
+  child: Deno.ChildProcess;
+  /** JSON log lines, in arrival order. */
+  lines: Record<string, unknown>[];
+  /** `performance.now()` at which each JSON line arrived (parallel to `lines`). */
+  arrivals: number[];
+  /** Every output line. */
+  raw: string[];
+  /** `performance.now()` right before the spawn. */
+  spawnedAt: number;
+  /** Exit status, once both output streams are read. */
+  status: Promise<Deno.CommandStatus>;
+  /** HTTP port given to the worker. */
+  port: number;
+  /** Resolves with the first JSON line matching `pred` (rejects if the process exits first). */
+  line(pred: (l: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
+}
+
+/** Spawns the fixture app on `rt` with `env` (plus PORT and NO_COLOR). */
+export function spawn(rt: Runtime, env: Record<string, string>): Proc {
+  const port = freePort();
+  const [cmd, args] = command(rt);
+  const spawnedAt = performance.now();
+  const child = new Deno.Command(cmd, {
+    args,
+    cwd: root,
+    env: { ...env, PORT: String(port), NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines: Record<string, unknown>[] = [];
+  const arrivals: number[] = [];
+  const raw: string[] = [];
+  const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] =
+    [];
+  const pump = async (s: ReadableStream<Uint8Array>) => {
+    let buf = "";
+    for await (const chunk of s.pipeThrough(new TextDecoderStream())) {
+      buf += chunk;
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        raw.push(line);
+        let parsed: Record<string, unknown>;
+        try {
+          parsed = JSON.parse(line);
+        } catch {
+          continue; // not a log line
+        }
+        lines.push(parsed);
+        arrivals.push(performance.now());
+        for (const w of waiters.filter((w) => w.pred(parsed))) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(parsed);
+        }
+      }
+    }
+  };
+  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const status = child.status.then(async (s) => {
+    await pumps;
+    return s;
+  });
+  const line = (pred: (l: Record<string, unknown>) => boolean) => {
+    const seen = lines.find(pred);
+    if (seen) return Promise.resolve(seen);
+    return new Promise<Record<string, unknown>>((resolve, reject) => {
+      waiters.push({ pred, resolve });
+      status.then((s) => reject(new Error(`${rt} exited (${s.code}) before the line:\n${raw.slice(-10).join("\n")}`)));
+    });
+  };
+  return { rt, child, lines, arrivals, raw, spawnedAt, status, port, line };
+}
+
+/** Polls `fn` every 50 ms until it returns a value (errors are retried), or throws after `ms`. */
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
+}
+
+/** `p`, or a rejection naming `what` after `ms`. */
+export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let t: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<T>((_, rej) => (t = setTimeout(() => rej(new Error(`timed out: ${what}`)), ms))),
+    ]);
+  } finally {
+    clearTimeout(t);
+  }
+}
+
+/** SIGKILLs a worker (no-op when it already exited) and waits for it. */
+export async function kill(p: Proc): Promise<void> {
+  try {
+    p.child.kill("SIGKILL");
+  } catch { /* already gone */ }
+  await p.status.catch(() => {});
+}

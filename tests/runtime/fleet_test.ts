@@ -1,0 +1,214 @@
+/**
+ * Real worker processes beyond a single adapter: a mixed Deno + Bun + Node 24
+ * fleet completing one backfill over nats-server, and bad input (invalid
+ * config, unreachable store, a source that throws) handled as process
+ * outcomes rather than crashes.
+ */
+import assert from "node:assert/strict";
+import { NatsStore } from "../../src/nats/nats_store.ts";
+import { SplitRecordSchema } from "../../src/records.ts";
+import { freePort, NatsServer } from "../helpers/nats_server.ts";
+import { buildOnce, kill, type Proc, type Runtime, RUNTIMES, spawn, withTimeout } from "../helpers/worker_procs.ts";
+
+const opts = { sanitizeResources: false, sanitizeOps: false };
+
+/** Spawns one worker per runtime, runs `fn`, and kills whatever is still running. */
+async function withFleet(
+  env: (rt: Runtime) => Record<string, string>,
+  fn: (procs: Proc[]) => Promise<void>,
+  runtimes: readonly Runtime[] = RUNTIMES,
+): Promise<void> {
+  const procs = runtimes.map((rt) => spawn(rt, env(rt)));
+  try {
+    await fn(procs);
+  } finally {
+    await Promise.all(procs.map(kill));
+  }
+}
+
+const finished = (p: Proc) =>
+  p.lines.find((l) => l.event === "finished") as { stats: Record<string, number>; outcome: string } | undefined;
+const tail = (p: Proc) => `${p.rt}:\n${p.raw.slice(-12).join("\n")}`;
+
+Deno.test({
+  name:
+    "fleet: one Deno, one Bun and one Node 24 worker complete a backfill on nats-server: every record out, none twice",
+  ...opts,
+  fn: async () => {
+    await buildOnce();
+    await using server = await NatsServer.start();
+    const dir = await Deno.makeTempDir({ prefix: "splitlease-fleet-" });
+    const SPLITS = 12, RECORDS = 40;
+    try {
+      const out = (rt: Runtime) => `${dir}/${rt}.out`;
+      const job = "mixed-fleet";
+      await withFleet((rt) => ({
+        STORE: "nats",
+        NATS_URL: server.wsUrl,
+        JOB: job,
+        INSTANCE: `w-${rt}`,
+        SPLITS: String(SPLITS),
+        RECORDS: String(RECORDS),
+        RECORD_MS: "10",
+        MAX_IN_FLIGHT: "4",
+        OUT: out(rt),
+      }), async (procs) => {
+        const codes = await withTimeout(
+          Promise.all(procs.map((p) => p.status.then((s) => s.code))),
+          30_000,
+          "the fleet completes",
+        ).catch((e) => {
+          throw new Error(`${e.message}\n${procs.map(tail).join("\n")}`);
+        });
+        for (const [i, p] of procs.entries()) {
+          assert.equal(codes[i], 0, `exit 0\n${tail(p)}`);
+          assert.ok(p.lines.some((l) => l.event === "allComplete"), `allComplete on ${p.rt}`);
+          assert.deepEqual(finished(p)?.stats.lost ?? {}, {}, `no lane lost on ${p.rt}`);
+        }
+        // The output of the whole fleet: every record of every split, counted.
+        const seen = new Map<string, number>();
+        const perWorker: Record<string, number> = {};
+        for (const rt of RUNTIMES) {
+          const text = await Deno.readTextFile(out(rt)).catch(() => "");
+          const lines = text.split("\n").filter(Boolean);
+          perWorker[rt] = lines.length;
+          for (const l of lines) seen.set(l, (seen.get(l) ?? 0) + 1);
+        }
+        const missing: string[] = [];
+        for (let s = 0; s < SPLITS; s++) {
+          for (let r = 1; r <= RECORDS; r++) if (!seen.has(`r${s} ${r}`)) missing.push(`r${s} ${r}`);
+        }
+        const duplicates = [...seen.values()].reduce((n, c) => n + c - 1, 0);
+        console.log(`  records per worker ${JSON.stringify(perWorker)}, duplicates ${duplicates}`);
+        assert.deepEqual(missing, [], "no record lost");
+        assert.equal(seen.size, SPLITS * RECORDS, "nothing but input records");
+        assert.equal(duplicates, 0, "no takeover happened, so cooperative handovers replay nothing");
+        for (const rt of RUNTIMES) assert.ok(perWorker[rt] > 0, `${rt} did part of the work`);
+        const committed = procs.reduce((n, p) => n + (finished(p)?.stats.recordsCommitted ?? 0), 0);
+        assert.equal(committed, SPLITS * RECORDS, "commits add up");
+      });
+      const store = await NatsStore.connect({ servers: server.wsUrl, job });
+      try {
+        const splits = await store.list("split.");
+        assert.equal(splits.length, SPLITS);
+        for (const e of splits) assert.equal(SplitRecordSchema.parse(JSON.parse(e.value)).status, "completed");
+        assert.equal((await store.list("member.")).length, 0, "every worker left");
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "bad input: invalid config exits 1 on every runtime with an error naming each broken rule",
+  ...opts,
+  fn: async () => {
+    await buildOnce();
+    await withFleet(
+      (rt) => ({ STORE: "memory", JOB: `bad-config-${rt}`, LEASE_MS: "100", MAX_IN_FLIGHT: "0" }),
+      async (procs) => {
+        for (const p of procs) {
+          const s = await withTimeout(p.status, 20_000, `${p.rt} exits`);
+          assert.equal(s.code, 1, tail(p));
+          const failed = p.lines.find((l) => l.event === "startupFailed") as {
+            error: { code: string; message: string };
+          };
+          assert.ok(failed, `a startupFailed line\n${tail(p)}`);
+          assert.equal(failed.error.code, "INVALID_CONFIG");
+          assert.match(failed.error.message, /leaseMs: .*500/, "the lease rule (>= 500)");
+          assert.match(failed.error.message, /maxInFlight: .*1/, "the lane rule (>= 1)");
+          assert.ok(!p.lines.some((l) => l.event === "serving"), "never served");
+        }
+      },
+    );
+  },
+});
+
+Deno.test({
+  name: "bad input: an unreachable NATS store fails startup with a clear error within opTimeoutMs, exit 1",
+  ...opts,
+  fn: async () => {
+    await buildOnce();
+    // Nothing listening (connection refused), and a listener that accepts but never answers.
+    const silent = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const conns: Deno.Conn[] = [];
+    const accepting = (async () => {
+      for await (const c of silent) conns.push(c);
+    })().catch(() => {});
+    try {
+      const cases = [
+        { name: "refused", url: `ws://127.0.0.1:${freePort()}`, opTimeoutMs: 1000, detail: /connect/i },
+        {
+          name: "silent",
+          url: `ws://127.0.0.1:${(silent.addr as Deno.NetAddr).port}`,
+          opTimeoutMs: 2000,
+          detail: /timeout/i,
+        },
+      ];
+      for (const c of cases) {
+        await withFleet((rt) => ({
+          STORE: "nats",
+          NATS_URL: c.url,
+          JOB: `unreachable-${rt}`,
+          OP_TIMEOUT_MS: String(c.opTimeoutMs),
+          LEASE_MS: String(2 * c.opTimeoutMs),
+        }), async (procs) => {
+          for (const p of procs) {
+            const s = await withTimeout(p.status, c.opTimeoutMs + 10_000, `${p.rt} exits`);
+            assert.equal(s.code, 1, tail(p));
+            const i = p.lines.findIndex((l) => l.event === "startupFailed");
+            assert.ok(i >= 0, `a startupFailed line\n${tail(p)}`);
+            const err = p.lines[i].error as { code: string; message: string };
+            assert.equal(err.code, "STORE_UNAVAILABLE", tail(p));
+            assert.match(err.message, /Store operation "connect" failed/);
+            assert.match(err.message, c.detail);
+            // From the process's own first line (config read) to the error line, by its clock.
+            const boot = Date.parse(String(p.lines.find((l) => l.event === "config")?.time));
+            const took = Date.parse(String(p.lines[i].time)) - boot;
+            console.log(`  ${c.name} ${p.rt}: startup failed after ${took} ms (opTimeoutMs ${c.opTimeoutMs})`);
+            assert.ok(took <= c.opTimeoutMs + 250, `${p.rt} ${c.name}: ${took} ms`);
+          }
+        });
+      }
+    } finally {
+      silent.close();
+      for (const c of conns) c.close();
+      await accepting;
+    }
+  },
+});
+
+Deno.test({
+  name: "bad input: a source whose run throws is a failed tenancy (retried, then quarantined), not a process crash",
+  ...opts,
+  fn: async () => {
+    await buildOnce();
+    await withFleet((rt) => ({
+      STORE: "memory",
+      JOB: `throws-${rt}`,
+      SPLITS: "4",
+      RECORDS: "5",
+      RECORD_MS: "1",
+      MAX_ATTEMPTS: "2",
+      FAIL_SPLITS: "r1", // always throws: two failed tenancies, then quarantined
+      FAIL_ONCE: "r2", // throws once: retried, then completes
+    }), async (procs) => {
+      for (const p of procs) {
+        const s = await withTimeout(p.status, 20_000, `${p.rt} exits`);
+        assert.equal(s.code, 3, `stalled (a quarantined split remains), not a crash\n${tail(p)}`);
+        const laneFailed = p.lines.filter((l) => l.event === "laneFailed");
+        assert.deepEqual(laneFailed.map((l) => l.splitId).sort(), ["r1", "r1", "r2"]);
+        const f = finished(p)!;
+        assert.equal(f.outcome, "stalled");
+        assert.equal(f.stats.failed, 3, "three failed tenancies");
+        assert.equal(f.stats.completed, 3, "r0, r2, r3 completed");
+        assert.equal(f.stats.recordsCommitted, 15);
+        assert.ok(p.lines.some((l) => l.event === "stalled" && l.quarantined === 1 && l.completed === 3), tail(p));
+        assert.ok(!p.raw.some((l) => /uncaught|unhandled/i.test(l)), `no uncaught error\n${tail(p)}`);
+      }
+    });
+  },
+});
