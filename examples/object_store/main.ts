@@ -1,0 +1,111 @@
+/**
+ * A runnable object-store backfill worker for Deno, Bun and Node 24:
+ *
+ * ```sh
+ * OBJSTORE_DIR=./data OUTPUT=out.ndjson JOB=backfill STORE=nats NATS_URL=ws://127.0.0.1:8080 \
+ *   deno run -A examples/object_store/main.ts      # or: bun run …, node …
+ * ```
+ *
+ * Input: see `config.ts` (OBJSTORE_DIR, or OBJSTORE_BUCKET + AWS_* + S3_ENDPOINT).
+ * Output: every record's line appended to OUTPUT (at-least-once).
+ * Coordination: STORE=nats (NATS_URL, a ws:// URL) or STORE=memory (a single
+ * worker). Also JOB, INSTANCE, PORT (HTTP, default 8080), BIND (default
+ * 0.0.0.0), SPLIT_BYTES, COMMIT_RECORDS, COMMIT_MS, LEASE_MS,
+ * DRAIN_DEADLINE_MS, and DELAY_MS (sleep per DELAY_EVERY records, to slow a demo).
+ * Exit codes: 0 drained, 3 stalled, 1 error.
+ *
+ * @module
+ */
+import process from "node:process";
+import { MemoryStore, type Store } from "../../mod.ts";
+import { NatsStore } from "../../nats.ts";
+import type { ServeOptions, Service } from "../../src/runtime/serve_core.ts";
+import { backendFromEnv, type Env, intFromEnv } from "./config.ts";
+import { fileSink } from "./file_sink.ts";
+import { type ObjectSplit, objectStoreSource } from "./source.ts";
+
+type Serve = (o: ServeOptions<ObjectSplit>) => Promise<Service>;
+
+async function adapterServe(): Promise<Serve> {
+  const g = globalThis as { Deno?: unknown; Bun?: unknown };
+  if (g.Deno) return (await import("../../adapters/deno.ts")).serve;
+  if (g.Bun) return (await import("../../adapters/bun.ts")).serve;
+  return (await import("../../adapters/node.ts")).serve;
+}
+
+function fail(message: string): never {
+  console.error(JSON.stringify({ level: "error", msg: `config: ${message}`, event: "startupFailed" }));
+  process.exit(1);
+}
+
+async function main(env: Env): Promise<void> {
+  let backend;
+  try {
+    backend = backendFromEnv(env);
+  } catch (e) {
+    fail((e as Error).message);
+  }
+  try {
+    await backend.probe();
+  } catch (e) {
+    fail((e as Error).message);
+  }
+  const output = env.OUTPUT;
+  if (!output) fail("OUTPUT is required: a file path where records are appended");
+  const job = env.JOB || "objstore";
+  const storeKind = env.STORE || "memory";
+  if (storeKind !== "memory" && storeKind !== "nats") fail(`STORE must be "memory" or "nats" (got ${storeKind})`);
+  if (storeKind === "nats" && !env.NATS_URL) fail("STORE=nats needs NATS_URL (a ws:// URL of nats-server's websocket listener)");
+  let n: Record<string, number>;
+  try {
+    n = {
+      port: intFromEnv(env, "PORT", 8080, 0),
+      split: intFromEnv(env, "SPLIT_BYTES", 8 * 1024 * 1024),
+      commitRecords: intFromEnv(env, "COMMIT_RECORDS", 500),
+      commitMs: intFromEnv(env, "COMMIT_MS", 1000),
+      leaseMs: intFromEnv(env, "LEASE_MS", 15_000),
+      drainMs: intFromEnv(env, "DRAIN_DEADLINE_MS", 10_000),
+      delayMs: intFromEnv(env, "DELAY_MS", 0, 0),
+      delayEvery: intFromEnv(env, "DELAY_EVERY", 100),
+    };
+  } catch (e) {
+    fail((e as Error).message);
+  }
+  const sink = await fileSink(output);
+  let seen = 0;
+  const source = objectStoreSource({
+    backend,
+    targetSplitBytes: n.split,
+    commitEveryRecords: n.commitRecords,
+    commitEveryMs: n.commitMs,
+    sink: {
+      async write(r) {
+        await sink.write(r);
+        if (n.delayMs > 0 && ++seen % n.delayEvery === 0) await new Promise((r) => setTimeout(r, n.delayMs));
+      },
+      flush: () => sink.flush(),
+    },
+  });
+  const opTimeoutMs = Math.min(5000, Math.floor(n.leaseMs / 2));
+  const store: { store?: Store; storeFactory?: () => Promise<Store> } = storeKind === "nats"
+    ? { storeFactory: () => NatsStore.connect({ servers: env.NATS_URL!, job, opTimeoutMs }) }
+    : { store: new MemoryStore() };
+  const serve = await adapterServe();
+  const service = await serve({
+    ...store,
+    job,
+    instance: env.INSTANCE || undefined,
+    source,
+    port: n.port,
+    hostname: env.BIND || "0.0.0.0",
+    leaseMs: n.leaseMs,
+    opTimeoutMs,
+    drainDeadlineMs: Math.max(n.drainMs, opTimeoutMs),
+    exit: false,
+  });
+  const { exitCode } = await service.done;
+  await sink.close();
+  process.exit(exitCode);
+}
+
+await main(process.env);
