@@ -131,15 +131,18 @@ Deno.test({
       const job = `fn-${concurrency}`;
       const rec = recorder();
       const source = rangeSource(4, 60, 10, rec);
+      // The bucket exists before the first invocation (as after a deploy).
+      await (await NatsStore.connect({ servers: server.wsUrl, job })).close();
       const results = await invokeUntilComplete(concurrency, () =>
         runSlice({
-          storeFactory: () => NatsStore.connect({ servers: server.wsUrl, job, opTimeoutMs: 250 }),
+          storeFactory: () => NatsStore.connect({ servers: server.wsUrl, job, opTimeoutMs: 500 }),
           source,
           job,
           budgetMs: concurrency === 1 ? 1200 : 1500,
           maxInFlight: 2,
           logger: () => {},
           ...tunables,
+          opTimeoutMs: 500,
         }));
       assert.ok(results.length >= 2, `${job}: needed more than one invocation`);
       checkInvocations(results, 4, 60);
