@@ -97,6 +97,15 @@ for (const [name, make, expected] of shapes) {
       (large.ms / small.ms).toFixed(1).padStart(9)
     }   ${small.moves} / ${large.moves}`,
   );
+  // A summary row for `npm run bench` (scripts/bench.mjs).
+  console.log(`::result ${
+    JSON.stringify({
+      metric: `planMoves 100k ÷ 10k, ${name}`,
+      value: `${small.ms.toFixed(2)} / ${large.ms.toFixed(2)} ms`,
+      ratio: large.ms / small.ms,
+      target: "≈ 10 (linear)",
+    })
+  }`);
 }
 if (!ok) {
   console.error("\na shape did not produce the expected number of moves");

@@ -99,6 +99,10 @@ for (const [name, { raw, store }] of Object.entries(results)) {
     `${name.padEnd(26)} raw kv ${r.toFixed(0).padStart(6)}/s   NatsStore ${s.toFixed(0).padStart(6)}/s   ` +
       `ratio ${(s / r).toFixed(3)} (overhead ${((1 - s / r) * 100).toFixed(1)}%)`,
   );
+  // A summary row for `npm run bench` (scripts/bench.mjs).
+  console.log(`::result ${
+    JSON.stringify({ metric: `NatsStore ÷ raw kv, ${name}`, value: `${s.toFixed(0)} vs ${r.toFixed(0)}/s`, ratio: s / r })
+  }`);
 }
 await store.close();
 await nc.close();
