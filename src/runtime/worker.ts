@@ -10,7 +10,8 @@ import { FencedError, SplitleaseError } from "../errors.ts";
 import type { SplitProgress } from "../records.ts";
 import { systemClock } from "../coordinator/clock.ts";
 import { jsonLogger } from "./logger.ts";
-import type { Lane, LaneCommitOptions, SplitSource } from "./source.ts";
+import { errorMessage, isAbortError, LaneOps, type LaneState } from "./lane.ts";
+import type { SplitSource } from "./source.ts";
 
 /** Options of {@linkcode startWorker} and {@linkcode runWorker}. */
 export interface WorkerOptions<D> {
@@ -130,58 +131,9 @@ export interface Worker {
   lanes(): LaneInfo[];
 }
 
-interface LaneState<D> {
-  id: string;
-  splitId: string;
-  epoch: number;
-  spec: import("../coordinator/types.ts").SplitSpec;
-  descriptor: D;
-  state: "queued" | "running" | "revoking" | "stopping";
-  /** No more writes: lost, completed, failed, released or abandoned. */
-  closed: boolean;
-  lost: boolean;
-  terminal: "completed" | "failed" | null;
-  declined: boolean;
-  abort: AbortController;
-  revoke: AbortController;
-  durable: SplitProgress | undefined;
-  accepted: SplitProgress | undefined;
-  pending: SplitProgress | undefined;
-  pendingRecords: number;
-  writeChain: Promise<void>;
-  flushTimer: unknown;
-  lastWriteAt: number;
-  graceTimer: unknown;
-  settled: Promise<void>;
-  settle: () => void;
-  handle: Lane<D>;
-}
 
 type OutcomeBase = WorkerOutcome extends infer U ? U extends WorkerOutcome ? Omit<U, "stats"> : never : never;
 
-let laneCounter = 0;
-
-function randomSuffix(): string {
-  const b = new Uint8Array(4);
-  crypto.getRandomValues(b);
-  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-}
-
-function isAbortError(e: unknown): boolean {
-  return e instanceof Error && (e.name === "AbortError" || e.name === "TimeoutError");
-}
-
-function errorMessage(e: unknown): string {
-  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-}
-
-function regresses(prev: SplitProgress | undefined, next: SplitProgress): boolean {
-  const a = prev?.watermark;
-  const b = next.watermark;
-  if (a === undefined || b === undefined) return false;
-  if (typeof a !== typeof b) return false;
-  return b < a;
-}
 
 /**
  * Starts a worker over a joined coordinator and returns its handle. The
@@ -262,6 +214,7 @@ class WorkerImpl<D> implements Worker {
   #statusTimer: unknown = null;
   #wasLeader = false;
   #planGeneration = -1;
+  #ops: LaneOps<D>;
 
   constructor(options: WorkerOptions<D>) {
     this.coordinator = options.coordinator;
@@ -286,6 +239,15 @@ class WorkerImpl<D> implements Worker {
         throw new SplitleaseError("INVALID_CONFIG", `${k} must be a number >= 0 (got ${v})`);
       }
     }
+    this.#ops = new LaneOps<D>({
+      coordinator: this.coordinator,
+      clock: this.#clock,
+      log: this.#log,
+      stats: this.#stats,
+      commitIntervalMs: this.#commitIntervalMs,
+      markLost: (lane, reason) => this.#markLost(lane as LaneState<D>, reason),
+      orphan: (id) => this.#orphans.add(id),
+    });
     this.done = new Promise((r) => (this.#resolve = r));
     const st = this.#safeStatus();
     this.#log("info", "joined", {
@@ -471,7 +433,7 @@ class WorkerImpl<D> implements Worker {
       }
       descriptor = r.data;
     }
-    const lane = this.#newLane(ev, descriptor);
+    const lane = this.#ops.create(ev, descriptor);
     this.#lanes.set(splitId, lane);
     this.#queue.push(lane);
     this.#pump();
@@ -518,54 +480,6 @@ class WorkerImpl<D> implements Worker {
 
   // --- lanes --------------------------------------------------------------
 
-  #newLane(ev: Extract<CoordinationEvent, { type: "gained" }>, descriptor: D): LaneState<D> {
-    let settle!: () => void;
-    const settled = new Promise<void>((r) => (settle = r));
-    const lane: LaneState<D> = {
-      id: `${ev.split.id}@${ev.epoch}-${(++laneCounter).toString(36)}${randomSuffix()}`,
-      splitId: ev.split.id,
-      epoch: ev.epoch,
-      spec: ev.split,
-      descriptor,
-      state: "queued",
-      closed: false,
-      lost: false,
-      terminal: null,
-      declined: false,
-      abort: new AbortController(),
-      revoke: new AbortController(),
-      durable: ev.progress,
-      accepted: ev.progress,
-      pending: undefined,
-      pendingRecords: 0,
-      writeChain: Promise.resolve(),
-      flushTimer: null,
-      lastWriteAt: -Infinity,
-      graceTimer: null,
-      settled,
-      settle,
-      handle: undefined as unknown as Lane<D>,
-    };
-    // deno-lint-ignore no-this-alias
-    const worker = this;
-    lane.handle = {
-      id: lane.id,
-      splitId: lane.splitId,
-      spec: lane.spec,
-      descriptor: lane.descriptor,
-      epoch: lane.epoch,
-      get progress() {
-        return lane.accepted;
-      },
-      signal: lane.abort.signal,
-      revokeSignal: lane.revoke.signal,
-      commit: (progress, opts) => worker.#commit(lane, progress, opts),
-      flush: () => worker.#flush(lane),
-      complete: (progress, opts) => worker.#complete(lane, progress, opts),
-      fail: (reason) => worker.#fail(lane, reason),
-    };
-    return lane;
-  }
 
   #pump(): void {
     while (this.#running < this.#maxInFlight && this.#queue.length > 0) {
@@ -629,7 +543,7 @@ class WorkerImpl<D> implements Worker {
     }
     if (lane.declined) {
       // Released forcibly by declineRevocation; a last flush is fenced or lands, by CAS.
-      await this.#flushQuietly(lane);
+      await this.#ops.flushQuietly(lane);
       lane.closed = true;
       return;
     }
@@ -637,20 +551,20 @@ class WorkerImpl<D> implements Worker {
     if (threw && !cooperative) {
       this.#stats.failed++;
       this.#log("error", "run failed", { event: "laneFailed", splitId: lane.splitId, epoch: lane.epoch, error });
-      await this.#flushQuietly(lane);
+      await this.#ops.flushQuietly(lane);
       if (lane.lost) return;
       lane.closed = true;
       lane.terminal = "failed";
       try {
         await this.coordinator.fail(lane.splitId, lane.epoch, `run threw: ${errorMessage(error)}`);
       } catch (e) {
-        this.#onWriteError(lane, e, "fail");
+        this.#ops.onWriteError(lane, e, "fail");
         if (!(e instanceof FencedError)) this.#orphans.add(lane.splitId);
       }
       return;
     }
     lane.state = "stopping";
-    await this.#flushQuietly(lane);
+    await this.#ops.flushQuietly(lane);
     if (lane.lost) return;
     lane.closed = true;
     if (cooperative) {
@@ -735,170 +649,6 @@ class WorkerImpl<D> implements Worker {
       graceMs: this.#abortGraceMs,
     });
     lane.settle();
-  }
-
-  // --- lane handle --------------------------------------------------------
-
-  #checkActive(lane: LaneState<D>): void {
-    if (lane.closed) {
-      throw new FencedError(
-        lane.splitId,
-        lane.epoch,
-        -1,
-        `lane ${lane.id} is no longer active (${lane.lost ? "lost" : lane.terminal ?? "ended"}); nothing was written`,
-      );
-    }
-  }
-
-  #checkProgress(lane: LaneState<D>, progress: SplitProgress): void {
-    if (!progress || typeof progress !== "object") {
-      throw new SplitleaseError("INVALID_ARGUMENT", `progress must be an object (split ${lane.splitId})`);
-    }
-    if (regresses(lane.accepted, progress)) {
-      throw new SplitleaseError(
-        "INVALID_ARGUMENT",
-        `watermark regressed on split ${lane.splitId}: ${String(progress.watermark)} < ${
-          String(lane.accepted?.watermark)
-        }`,
-      );
-    }
-  }
-
-  #commit(lane: LaneState<D>, progress: SplitProgress, opts?: LaneCommitOptions): Promise<void> {
-    try {
-      this.#checkActive(lane);
-      this.#checkProgress(lane, progress);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    lane.accepted = progress;
-    lane.pending = progress;
-    lane.pendingRecords += opts?.records ?? 0;
-    if (this.#commitIntervalMs === 0) return this.#flush(lane);
-    const due = lane.lastWriteAt + this.#commitIntervalMs - this.#clock.now();
-    if (due <= 0) {
-      lane.lastWriteAt = this.#clock.now();
-      // Errors surface through the lane's signal (fenced) and the log (outage).
-      this.#flush(lane).catch(() => {});
-    } else if (lane.flushTimer === null) {
-      lane.flushTimer = this.#clock.setTimeout(() => {
-        lane.flushTimer = null;
-        this.#flush(lane).catch(() => {});
-      }, due);
-    }
-    return Promise.resolve();
-  }
-
-  #flush(lane: LaneState<D>): Promise<void> {
-    const run = lane.writeChain.catch(() => {}).then(async () => {
-      const progress = lane.pending;
-      if (progress === undefined) return;
-      if (lane.lost) {
-        throw new FencedError(lane.splitId, lane.epoch, -1, `lane ${lane.id} was lost; nothing was written`);
-      }
-      const records = lane.pendingRecords;
-      lane.pending = undefined;
-      lane.pendingRecords = 0;
-      lane.lastWriteAt = this.#clock.now();
-      try {
-        await this.coordinator.commit(lane.splitId, lane.epoch, progress);
-      } catch (e) {
-        if (!(e instanceof FencedError) && lane.pending === undefined) {
-          // Keep it for the next write (outage): progress may replay, never regress.
-          lane.pending = progress;
-          lane.pendingRecords += records;
-        }
-        this.#onWriteError(lane, e, "commit");
-        throw e;
-      }
-      lane.durable = progress;
-      this.#stats.commits++;
-      this.#stats.recordsCommitted += records;
-    });
-    lane.writeChain = run;
-    return run;
-  }
-
-  async #flushQuietly(lane: LaneState<D>): Promise<void> {
-    if (lane.flushTimer !== null) this.#clock.clearTimeout(lane.flushTimer);
-    lane.flushTimer = null;
-    try {
-      await this.#flush(lane);
-    } catch {
-      // reported by #onWriteError
-    }
-  }
-
-  #onWriteError(lane: LaneState<D>, e: unknown, op: string): void {
-    if (e instanceof FencedError) {
-      this.#log("warn", `${op} fenced: the split moved on`, {
-        event: "fenced",
-        splitId: lane.splitId,
-        epoch: lane.epoch,
-        currentEpoch: e.currentEpoch,
-      });
-      this.#markLost(lane, "fenced");
-    } else {
-      this.#log("error", `${op} failed`, { splitId: lane.splitId, epoch: lane.epoch, error: e });
-    }
-  }
-
-  async #complete(lane: LaneState<D>, progress?: SplitProgress, opts?: LaneCommitOptions): Promise<void> {
-    this.#checkActive(lane);
-    const final = progress ?? lane.accepted ?? {};
-    if (progress) this.#checkProgress(lane, progress);
-    if (lane.flushTimer !== null) this.#clock.clearTimeout(lane.flushTimer);
-    lane.flushTimer = null;
-    lane.closed = true;
-    lane.terminal = "completed";
-    const records = lane.pendingRecords + (opts?.records ?? 0);
-    lane.pending = undefined;
-    lane.pendingRecords = 0;
-    const run = lane.writeChain.catch(() => {}).then(async () => {
-      try {
-        await this.coordinator.commit(lane.splitId, lane.epoch, final, { final: true });
-      } catch (e) {
-        lane.terminal = null;
-        if (!(e instanceof FencedError)) lane.closed = false; // outage: the source may retry
-        this.#onWriteError(lane, e, "complete");
-        throw e;
-      }
-      lane.accepted = final;
-      lane.durable = final;
-      this.#stats.commits++;
-      this.#stats.completed++;
-      this.#stats.recordsCommitted += records;
-      this.#log("info", "split completed", {
-        event: "completed",
-        splitId: lane.splitId,
-        epoch: lane.epoch,
-        progress: final,
-      });
-    });
-    lane.writeChain = run;
-    await run;
-  }
-
-  async #fail(lane: LaneState<D>, reason: string): Promise<void> {
-    this.#checkActive(lane);
-    await this.#flushQuietly(lane);
-    this.#checkActive(lane);
-    lane.closed = true;
-    lane.terminal = "failed";
-    this.#stats.failed++;
-    this.#log("warn", "split reported as failed", {
-      event: "laneFailed",
-      splitId: lane.splitId,
-      epoch: lane.epoch,
-      reason,
-    });
-    try {
-      await this.coordinator.fail(lane.splitId, lane.epoch, reason);
-    } catch (e) {
-      this.#onWriteError(lane, e, "fail");
-      if (!(e instanceof FencedError)) this.#orphans.add(lane.splitId);
-      throw e;
-    }
   }
 
   // --- finishing ----------------------------------------------------------

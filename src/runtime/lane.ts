@@ -1,0 +1,302 @@
+/**
+ * One tenancy's lane: its state, the handle a source sees, and every write
+ * the handle makes (commit cadence, flush, complete, fail), serialized per
+ * lane so progress is written in order.
+ *
+ * @module
+ */
+import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason, SplitSpec } from "../coordinator/types.ts";
+import { FencedError, SplitleaseError } from "../errors.ts";
+import type { SplitProgress } from "../records.ts";
+import type { Lane, LaneCommitOptions } from "./source.ts";
+import type { WorkerStats } from "./worker.ts";
+
+/** Internal state of one lane. */
+export interface LaneState<D> {
+  id: string;
+  splitId: string;
+  epoch: number;
+  spec: SplitSpec;
+  descriptor: D;
+  state: "queued" | "running" | "revoking" | "stopping";
+  /** No more writes: lost, completed, failed, released or abandoned. */
+  closed: boolean;
+  lost: boolean;
+  terminal: "completed" | "failed" | null;
+  declined: boolean;
+  abort: AbortController;
+  revoke: AbortController;
+  durable: SplitProgress | undefined;
+  accepted: SplitProgress | undefined;
+  pending: SplitProgress | undefined;
+  pendingRecords: number;
+  writeChain: Promise<void>;
+  flushTimer: unknown;
+  lastWriteAt: number;
+  graceTimer: unknown;
+  settled: Promise<void>;
+  settle: () => void;
+  handle: Lane<D>;
+}
+
+/** What lane writes need from their worker. */
+export interface LaneDeps {
+  coordinator: Coordinator;
+  clock: Clock;
+  log: Logger;
+  stats: WorkerStats;
+  commitIntervalMs: number;
+  /** The lane was fenced: end it as lost. */
+  markLost(lane: LaneState<unknown>, reason: LostReason): void;
+  /** The split is still held but its lane ended without a release. */
+  orphan(splitId: string): void;
+}
+
+let laneCounter = 0;
+
+function randomSuffix(): string {
+  const b = new Uint8Array(4);
+  crypto.getRandomValues(b);
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+export function isAbortError(e: unknown): boolean {
+  return e instanceof Error && (e.name === "AbortError" || e.name === "TimeoutError");
+}
+
+export function errorMessage(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}
+
+function regresses(prev: SplitProgress | undefined, next: SplitProgress): boolean {
+  const a = prev?.watermark;
+  const b = next.watermark;
+  if (a === undefined || b === undefined) return false;
+  if (typeof a !== typeof b) return false;
+  return b < a;
+}
+
+/** Creates lanes and performs their writes. */
+export class LaneOps<D> {
+  readonly #d: LaneDeps;
+
+  /** Creates the lane operations of a worker. */
+  constructor(deps: LaneDeps) {
+    this.#d = deps;
+  }
+
+  /** A new lane (queued) for a `gained` event. */
+  create(ev: Extract<CoordinationEvent, { type: "gained" }>, descriptor: D): LaneState<D> {
+    let settle!: () => void;
+    const settled = new Promise<void>((r) => (settle = r));
+    const lane: LaneState<D> = {
+      id: `${ev.split.id}@${ev.epoch}-${(++laneCounter).toString(36)}${randomSuffix()}`,
+      splitId: ev.split.id,
+      epoch: ev.epoch,
+      spec: ev.split,
+      descriptor,
+      state: "queued",
+      closed: false,
+      lost: false,
+      terminal: null,
+      declined: false,
+      abort: new AbortController(),
+      revoke: new AbortController(),
+      durable: ev.progress,
+      accepted: ev.progress,
+      pending: undefined,
+      pendingRecords: 0,
+      writeChain: Promise.resolve(),
+      flushTimer: null,
+      lastWriteAt: -Infinity,
+      graceTimer: null,
+      settled,
+      settle,
+      handle: undefined as unknown as Lane<D>,
+    };
+    // deno-lint-ignore no-this-alias
+    const ops = this;
+    lane.handle = {
+      id: lane.id,
+      splitId: lane.splitId,
+      spec: lane.spec,
+      descriptor: lane.descriptor,
+      epoch: lane.epoch,
+      get progress() {
+        return lane.accepted;
+      },
+      signal: lane.abort.signal,
+      revokeSignal: lane.revoke.signal,
+      commit: (progress, opts) => ops.#commit(lane, progress, opts),
+      flush: () => ops.flush(lane),
+      complete: (progress, opts) => ops.#complete(lane, progress, opts),
+      fail: (reason) => ops.#fail(lane, reason),
+    };
+    return lane;
+  }
+
+  #checkActive(lane: LaneState<D>): void {
+    if (lane.closed) {
+      throw new FencedError(
+        lane.splitId,
+        lane.epoch,
+        -1,
+        `lane ${lane.id} is no longer active (${lane.lost ? "lost" : lane.terminal ?? "ended"}); nothing was written`,
+      );
+    }
+  }
+
+  #checkProgress(lane: LaneState<D>, progress: SplitProgress): void {
+    if (!progress || typeof progress !== "object") {
+      throw new SplitleaseError("INVALID_ARGUMENT", `progress must be an object (split ${lane.splitId})`);
+    }
+    if (regresses(lane.accepted, progress)) {
+      throw new SplitleaseError(
+        "INVALID_ARGUMENT",
+        `watermark regressed on split ${lane.splitId}: ${String(progress.watermark)} < ${
+          String(lane.accepted?.watermark)
+        }`,
+      );
+    }
+  }
+
+  #commit(lane: LaneState<D>, progress: SplitProgress, opts?: LaneCommitOptions): Promise<void> {
+    try {
+      this.#checkActive(lane);
+      this.#checkProgress(lane, progress);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    lane.accepted = progress;
+    lane.pending = progress;
+    lane.pendingRecords += opts?.records ?? 0;
+    if (this.#d.commitIntervalMs === 0) return this.flush(lane);
+    const due = lane.lastWriteAt + this.#d.commitIntervalMs - this.#d.clock.now();
+    if (due <= 0) {
+      lane.lastWriteAt = this.#d.clock.now();
+      // Errors surface through the lane's signal (fenced) and the log (outage).
+      this.flush(lane).catch(() => {});
+    } else if (lane.flushTimer === null) {
+      lane.flushTimer = this.#d.clock.setTimeout(() => {
+        lane.flushTimer = null;
+        this.flush(lane).catch(() => {});
+      }, due);
+    }
+    return Promise.resolve();
+  }
+
+  /** Writes the lane's pending progress (serialized per lane). */
+  flush(lane: LaneState<D>): Promise<void> {
+    const run = lane.writeChain.catch(() => {}).then(async () => {
+      const progress = lane.pending;
+      if (progress === undefined) return;
+      if (lane.lost) {
+        throw new FencedError(lane.splitId, lane.epoch, -1, `lane ${lane.id} was lost; nothing was written`);
+      }
+      const records = lane.pendingRecords;
+      lane.pending = undefined;
+      lane.pendingRecords = 0;
+      lane.lastWriteAt = this.#d.clock.now();
+      try {
+        await this.#d.coordinator.commit(lane.splitId, lane.epoch, progress);
+      } catch (e) {
+        if (!(e instanceof FencedError) && lane.pending === undefined) {
+          // Keep it for the next write (outage): progress may replay, never regress.
+          lane.pending = progress;
+          lane.pendingRecords += records;
+        }
+        this.onWriteError(lane, e, "commit");
+        throw e;
+      }
+      lane.durable = progress;
+      this.#d.stats.commits++;
+      this.#d.stats.recordsCommitted += records;
+    });
+    lane.writeChain = run;
+    return run;
+  }
+
+  /** Flushes, reporting (not throwing) a failure. */
+  async flushQuietly(lane: LaneState<D>): Promise<void> {
+    if (lane.flushTimer !== null) this.#d.clock.clearTimeout(lane.flushTimer);
+    lane.flushTimer = null;
+    try {
+      await this.flush(lane);
+    } catch {
+      // reported by #onWriteError
+    }
+  }
+
+  /** Logs a failed write; a fenced one marks the lane lost. */
+  onWriteError(lane: LaneState<D>, e: unknown, op: string): void {
+    if (e instanceof FencedError) {
+      this.#d.log("warn", `${op} fenced: the split moved on`, {
+        event: "fenced",
+        splitId: lane.splitId,
+        epoch: lane.epoch,
+        currentEpoch: e.currentEpoch,
+      });
+      this.#d.markLost(lane, "fenced");
+    } else {
+      this.#d.log("error", `${op} failed`, { splitId: lane.splitId, epoch: lane.epoch, error: e });
+    }
+  }
+
+  async #complete(lane: LaneState<D>, progress?: SplitProgress, opts?: LaneCommitOptions): Promise<void> {
+    this.#checkActive(lane);
+    const final = progress ?? lane.accepted ?? {};
+    if (progress) this.#checkProgress(lane, progress);
+    if (lane.flushTimer !== null) this.#d.clock.clearTimeout(lane.flushTimer);
+    lane.flushTimer = null;
+    lane.closed = true;
+    lane.terminal = "completed";
+    const records = lane.pendingRecords + (opts?.records ?? 0);
+    lane.pending = undefined;
+    lane.pendingRecords = 0;
+    const run = lane.writeChain.catch(() => {}).then(async () => {
+      try {
+        await this.#d.coordinator.commit(lane.splitId, lane.epoch, final, { final: true });
+      } catch (e) {
+        lane.terminal = null;
+        if (!(e instanceof FencedError)) lane.closed = false; // outage: the source may retry
+        this.onWriteError(lane, e, "complete");
+        throw e;
+      }
+      lane.accepted = final;
+      lane.durable = final;
+      this.#d.stats.commits++;
+      this.#d.stats.completed++;
+      this.#d.stats.recordsCommitted += records;
+      this.#d.log("info", "split completed", {
+        event: "completed",
+        splitId: lane.splitId,
+        epoch: lane.epoch,
+        progress: final,
+      });
+    });
+    lane.writeChain = run;
+    await run;
+  }
+
+  async #fail(lane: LaneState<D>, reason: string): Promise<void> {
+    this.#checkActive(lane);
+    await this.flushQuietly(lane);
+    this.#checkActive(lane);
+    lane.closed = true;
+    lane.terminal = "failed";
+    this.#d.stats.failed++;
+    this.#d.log("warn", "split reported as failed", {
+      event: "laneFailed",
+      splitId: lane.splitId,
+      epoch: lane.epoch,
+      reason,
+    });
+    try {
+      await this.#d.coordinator.fail(lane.splitId, lane.epoch, reason);
+    } catch (e) {
+      this.onWriteError(lane, e, "fail");
+      if (!(e instanceof FencedError)) this.#d.orphan(lane.splitId);
+      throw e;
+    }
+  }
+}
