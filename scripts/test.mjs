@@ -187,8 +187,17 @@ if (!only.length) {
   record("deno publish --dry-run", pub.code === 0);
 
   log("\n=== doc lint ===");
-  const doc = await run(bin("deno"), ["doc", "--lint", "mod.ts", "nats.ts"]);
+  const entries = ["mod.ts", "nats.ts", ...srcFiles("adapters")];
+  const doc = await run(bin("deno"), ["doc", "--lint", ...entries]);
   record("deno doc --lint", doc.code === 0);
+  let examplesOk = true;
+  for (const entry of entries) {
+    const ex = await run(process.execPath, [join(root, "scripts/check_doc_examples.mjs"), entry]);
+    examplesOk &&= ex.code === 0;
+  }
+  record("every export has a doc example", examplesOk);
+  const docCheck = await run(bin("deno"), ["check", "--doc-only", ...entries, ...srcFiles("src")]);
+  record("doc examples type-check", docCheck.code === 0);
 }
 
 await denoSuite("unit tests", ["tests/unit"]);

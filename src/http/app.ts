@@ -12,6 +12,14 @@ import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
 /**
  * The HTTP app as adapters use it: a fetch handler (plus Hono's `request`
  * helper for tests). It is a Hono app underneath.
+  *
+  * @example
+  * ```ts
+  * import { createApp, type Coordinator, type HttpApp } from "@splitlease/splitlease";
+  * declare const coordinator: Coordinator;
+  * const app: HttpApp = createApp({ coordinator });
+  * console.log((await app.request("/healthz")).status); // 200
+  * ```
  */
 export interface HttpApp {
   /** Handles one request (hand it to the platform's HTTP server). */
@@ -20,7 +28,17 @@ export interface HttpApp {
   request(input: string | URL | Request, init?: RequestInit): Response | Promise<Response>;
 }
 
-/** Options of {@linkcode createApp}. Give a `worker` or a `coordinator`. */
+/**
+ * Options of {@linkcode createApp}. Give a `worker` or a `coordinator`.
+ *
+ * @example
+ * ```ts
+ * import { createApp, type AppOptions, type Worker } from "@splitlease/splitlease";
+ * declare const worker: Worker;
+ * const options: AppOptions = { worker, drainToken: "secret" };
+ * const app = createApp(options);
+ * ```
+ */
 export interface AppOptions {
   /** The worker to report on and shut down (its coordinator is used). */
   worker?: Worker;

@@ -8,13 +8,37 @@
  */
 import type { Histogram } from "../coordinator/types.ts";
 
-/** Content type of the Prometheus text exposition format 0.0.4. */
+/**
+ * Content type of the Prometheus text exposition format 0.0.4.
+ *
+ * @example
+ * ```ts
+ * import { PROMETHEUS_CONTENT_TYPE } from "@splitlease/splitlease";
+ * const headers = { "content-type": PROMETHEUS_CONTENT_TYPE };
+ * ```
+ */
 export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
-/** Label names and values of one sample. */
+/**
+ * Label names and values of one sample.
+ *
+ * @example
+ * ```ts
+ * import type { Labels } from "@splitlease/splitlease";
+ * const labels: Labels = { reason: "takeover" };
+ * ```
+ */
 export type Labels = Record<string, string>;
 
-/** Kinds of metric families. */
+/**
+ * Kinds of metric families.
+ *
+ * @example
+ * ```ts
+ * import type { MetricType } from "@splitlease/splitlease";
+ * const type: MetricType = "counter";
+ * ```
+ */
 export type MetricType = "gauge" | "counter" | "histogram";
 
 interface Family {

@@ -5,12 +5,30 @@
  */
 import type { Logger } from "../coordinator/types.ts";
 
-/** Log levels in increasing severity. */
+/**
+ * Log levels in increasing severity.
+ *
+ * @example
+ * ```ts
+ * import type { LogLevel } from "@splitlease/splitlease";
+ * const level: LogLevel = "info";
+ * ```
+ */
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-/** Options of {@linkcode jsonLogger}. */
+/**
+ * Options of {@linkcode jsonLogger}.
+ *
+ * @example
+ * ```ts
+ * import { jsonLogger, type JsonLoggerOptions } from "@splitlease/splitlease";
+ * const options: JsonLoggerOptions = { level: "warn", base: { instance: "pod-1" } };
+ * const log = jsonLogger(options);
+ * log("warn", "Heartbeat failed", { error: "timeout" });
+ * ```
+ */
 export interface JsonLoggerOptions {
   /** Lowest level written (default `info`). */
   level?: LogLevel;

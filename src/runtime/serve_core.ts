@@ -17,14 +17,47 @@ import { jsonLogger } from "./logger.ts";
 import type { SplitSource } from "./source.ts";
 import { startWorker, type Worker, type WorkerOutcome } from "./worker.ts";
 
-/** Exit code of a drained worker. */
+/**
+ * Exit code of a drained worker.
+ *
+ * @example
+ * ```ts
+ * import { EXIT_DRAINED } from "@splitlease/splitlease";
+ * console.log(EXIT_DRAINED); // 0
+ * ```
+ */
 export const EXIT_DRAINED = 0;
-/** Exit code of a failed worker. */
+/**
+ * Exit code of a failed worker.
+ *
+ * @example
+ * ```ts
+ * import { EXIT_ERROR } from "@splitlease/splitlease";
+ * console.log(EXIT_ERROR); // 1
+ * ```
+ */
 export const EXIT_ERROR = 1;
-/** Exit code of a stalled job (quarantined splits remain) when stalls are fatal. */
+/**
+ * Exit code of a stalled job (quarantined splits remain) when stalls are fatal.
+ *
+ * @example
+ * ```ts
+ * import { EXIT_STALLED } from "@splitlease/splitlease";
+ * console.log(EXIT_STALLED); // 3
+ * ```
+ */
 export const EXIT_STALLED = 3;
 
-/** Options of the adapters' `serve` (and of {@linkcode serveWith}). */
+/**
+ * Options of the adapters' `serve` (and of {@linkcode serveWith}).
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore, type ServeOptions, type SplitSource } from "@splitlease/splitlease";
+ * declare const source: SplitSource;
+ * const options: ServeOptions<unknown> = { store: new MemoryStore(), source, job: "backfill", port: 8080 };
+ * ```
+ */
 export interface ServeOptions<D = unknown> extends CoordinatorTunables {
   /** The coordination store (kept open: the caller owns it). */
   store?: Store;
@@ -65,7 +98,17 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
   join?: (options: JoinOptions) => Promise<Coordinator>;
 }
 
-/** What an adapter provides to {@linkcode serveWith}. */
+/**
+ * What an adapter provides to {@linkcode serveWith}.
+ *
+ * @example
+ * ```ts
+ * import type { ServeHost } from "@splitlease/splitlease";
+ * // What an adapter supplies: see adapters/deno.ts for a complete host.
+ * declare const host: ServeHost;
+ * console.log(host.runtime);
+ * ```
+ */
 export interface ServeHost {
   /** Runtime name and version for the member record, e.g. `deno 2.9.6`. */
   runtime: string;
@@ -81,7 +124,17 @@ export interface ServeHost {
   exit(code: number): void;
 }
 
-/** How a served worker ended. */
+/**
+ * How a served worker ended.
+ *
+ * @example
+ * ```ts
+ * import type { ServeResult, Service } from "@splitlease/splitlease";
+ * declare const service: Service;
+ * const result: ServeResult = await service.done;
+ * console.log(result.exitCode, result.outcome.kind);
+ * ```
+ */
 export interface ServeResult {
   /** The worker's outcome. */
   outcome: WorkerOutcome;
@@ -89,7 +142,17 @@ export interface ServeResult {
   exitCode: number;
 }
 
-/** A running service. */
+/**
+ * A running service.
+ *
+ * @example
+ * ```ts
+ * import type { Service } from "@splitlease/splitlease";
+ * declare const service: Service;
+ * console.log(`listening on ${service.port}`);
+ * await service.shutdown("maintenance");
+ * ```
+ */
 export interface Service {
   /** The worker. */
   readonly worker: Worker;

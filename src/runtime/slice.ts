@@ -17,7 +17,17 @@ import { jsonLogger } from "./logger.ts";
 import type { SplitSource } from "./source.ts";
 import { startWorker, type WorkerOutcome } from "./worker.ts";
 
-/** Options of {@linkcode runSlice} and {@linkcode createSliceHandler}. */
+/**
+ * Options of {@linkcode runSlice} and {@linkcode createSliceHandler}.
+ *
+ * @example
+ * ```ts
+ * import { createSliceHandler, MemoryStore, type SliceOptions, type SplitSource } from "@splitlease/splitlease";
+ * declare const source: SplitSource;
+ * const options: SliceOptions<unknown> = { store: new MemoryStore(), source, job: "backfill", budgetMs: 10_000 };
+ * const handler = createSliceHandler(options);
+ * ```
+ */
 export interface SliceOptions<D = unknown> extends CoordinatorTunables {
   /** The coordination store (kept open). */
   store?: Store;
@@ -54,7 +64,17 @@ export interface SliceOptions<D = unknown> extends CoordinatorTunables {
   runtime?: string;
 }
 
-/** What one slice did. */
+/**
+ * What one slice did.
+ *
+ * @example
+ * ```ts
+ * import { runSlice, MemoryStore, type SliceResult, type SplitSource } from "@splitlease/splitlease";
+ * declare const source: SplitSource;
+ * const r: SliceResult = await runSlice({ store: new MemoryStore(), source, job: "backfill", budgetMs: 2000 });
+ * console.log(r.outcome, r.completed);
+ * ```
+ */
 export interface SliceResult {
   /** `complete` (job done), `budget` (time up, drained), `stalled`, `drained` (stalled, not fatal) or `error`. */
   outcome: "complete" | "budget" | "stalled" | "drained" | "error";

@@ -71,6 +71,17 @@ export interface SplitSource<D = Json> {
 /**
  * A descriptor schema: anything with zod's `safeParse` (every zod v4 schema
  * fits), so a source can validate its descriptors.
+  *
+  * @example
+  * ```ts
+  * import type { DescriptorSchema } from "@splitlease/splitlease";
+  * const schema: DescriptorSchema<{ from: number }> = {
+  *   safeParse: (d) =>
+  *     typeof (d as { from?: unknown })?.from === "number"
+  *       ? { success: true, data: d as { from: number } }
+  *       : { success: false, error: { issues: [{ path: ["from"], message: "expected a number" }] } },
+  * };
+  * ```
  */
 export interface DescriptorSchema<D> {
   /** Validates `data`: the typed value, or the issues found. */
@@ -79,7 +90,17 @@ export interface DescriptorSchema<D> {
     | { success: false; error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } };
 }
 
-/** Options of {@linkcode Lane.commit}. */
+/**
+ * Options of {@linkcode Lane.commit}.
+ *
+ * @example
+ * ```ts
+ * import type { Lane, LaneCommitOptions } from "@splitlease/splitlease";
+ * declare const lane: Lane;
+ * const options: LaneCommitOptions = { records: 500 };
+ * await lane.commit({ watermark: 500 }, options);
+ * ```
+ */
 export interface LaneCommitOptions {
   /** Records covered by this commit (summed into `recordsCommitted`). */
   records?: number;

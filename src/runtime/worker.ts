@@ -13,7 +13,18 @@ import { jsonLogger } from "./logger.ts";
 import { errorMessage, isAbortError, LaneOps, type LaneState } from "./lane.ts";
 import type { SplitSource } from "./source.ts";
 
-/** Options of {@linkcode startWorker} and {@linkcode runWorker}. */
+/**
+ * Options of {@linkcode startWorker} and {@linkcode runWorker}.
+ *
+ * @example
+ * ```ts
+ * import { runWorker, type Coordinator, type SplitSource, type WorkerOptions } from "@splitlease/splitlease";
+ * declare const coordinator: Coordinator;
+ * declare const source: SplitSource;
+ * const options: WorkerOptions<unknown> = { coordinator, source, maxInFlight: 4, commitIntervalMs: 1000 };
+ * await runWorker(options);
+ * ```
+ */
 export interface WorkerOptions<D> {
   /** The coordinator (already joined). The worker drives and closes it. */
   coordinator: Coordinator;
@@ -44,7 +55,17 @@ export interface WorkerOptions<D> {
   statusIntervalMs?: number;
 }
 
-/** Counters of one worker. */
+/**
+ * Counters of one worker.
+ *
+ * @example
+ * ```ts
+ * import type { Worker, WorkerStats } from "@splitlease/splitlease";
+ * declare const worker: Worker;
+ * const stats: WorkerStats = worker.stats();
+ * console.log(stats.completed, stats.recordsCommitted);
+ * ```
+ */
 export interface WorkerStats {
   /** Lanes opened (splits gained). */
   gained: number;
@@ -70,7 +91,17 @@ export interface WorkerStats {
   queued: number;
 }
 
-/** One lane as shown by {@linkcode Worker.lanes}. */
+/**
+ * One lane as shown by {@linkcode Worker.lanes}.
+ *
+ * @example
+ * ```ts
+ * import type { LaneInfo, Worker } from "@splitlease/splitlease";
+ * declare const worker: Worker;
+ * const lanes: LaneInfo[] = worker.lanes();
+ * console.log(lanes.length);
+ * ```
+ */
 export interface LaneInfo {
   /** Lane id. */
   id: string;
@@ -84,7 +115,17 @@ export interface LaneInfo {
   progress: SplitProgress | null;
 }
 
-/** How a worker ended. */
+/**
+ * How a worker ended.
+ *
+ * @example
+ * ```ts
+ * import type { WorkerOutcome } from "@splitlease/splitlease";
+ * function exitCode(o: WorkerOutcome): number {
+ *   return o.kind === "drained" ? 0 : o.kind === "stalled" ? 3 : 1;
+ * }
+ * ```
+ */
 export type WorkerOutcome =
   | {
     kind: "drained";
@@ -99,7 +140,17 @@ export type WorkerOutcome =
   | { kind: "stalled"; completed: number; quarantined: number; stats: WorkerStats }
   | { kind: "error"; error: unknown; stats: WorkerStats };
 
-/** Options of {@linkcode Worker.shutdown}. */
+/**
+ * Options of {@linkcode Worker.shutdown}.
+ *
+ * @example
+ * ```ts
+ * import type { ShutdownOptions, Worker } from "@splitlease/splitlease";
+ * declare const worker: Worker;
+ * const options: ShutdownOptions = { deadlineMs: 10_000, reason: "SIGTERM" };
+ * console.log((await worker.shutdown(options)).kind);
+ * ```
+ */
 export interface ShutdownOptions {
   /**
    * Deadline of the graceful drain in ms; past it every lane is aborted and
@@ -111,7 +162,18 @@ export interface ShutdownOptions {
   reason?: string;
 }
 
-/** A running worker. */
+/**
+ * A running worker.
+ *
+ * @example
+ * ```ts
+ * import { startWorker, type Coordinator, type SplitSource, type Worker } from "@splitlease/splitlease";
+ * declare const coordinator: Coordinator;
+ * declare const source: SplitSource;
+ * const worker: Worker = startWorker({ coordinator, source });
+ * console.log(worker.ready, (await worker.done).kind);
+ * ```
+ */
 export interface Worker {
   /** The coordinator it drives. */
   readonly coordinator: Coordinator;
