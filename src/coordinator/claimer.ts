@@ -43,7 +43,12 @@ export class Claimer {
   }
 
   /** One claim pass. `takeable(instance)` says whether a dead member's splits may be taken now. */
-  async pass(now: number, peers: Peers, takeable: (instance: string) => boolean): Promise<void> {
+  async pass(
+    now: number,
+    peers: Peers,
+    ownerAlive: (instance: string, session: string) => boolean,
+    takeable: (instance: string) => boolean,
+  ): Promise<void> {
     const { view, me, config } = this.#core;
     const held = this.#tenancies.held;
     let heldWeight = this.#tenancies.weight();
@@ -57,6 +62,7 @@ export class Claimer {
       loadBy: view.loadBy,
       runnableWeight: view.runnableWeight,
       peers,
+      ownerAlive,
       takeable,
       heldCount: held.size + this.#claiming.size,
       heldWeight,

@@ -42,6 +42,8 @@ export interface ClaimInput {
   runnableWeight: number;
   /** Live, non-draining members other than me: instance → {session, maxInFlight}. */
   peers: ReadonlyMap<string, { session: string; maxInFlight: number }>;
+  /** Whether an owner (instance and session) is alive, draining members included. */
+  ownerAlive: (instance: string, session: string) => boolean;
   /** Members whose splits may be taken over now (dead, past any rebalance delay). */
   takeable: (instance: string) => boolean;
   /** Splits held or being claimed by me, and their total weight. */
@@ -110,7 +112,7 @@ export function chooseClaims(input: ClaimInput): ClaimCandidate[] {
   for (const [key, ids] of input.ownedBy) {
     const owner = parseOwnerKey(key);
     if (owner.instance === me.instance) continue;
-    if (input.peers.get(owner.instance)?.session === owner.session) continue; // alive
+    if (input.ownerAlive(owner.instance, owner.session)) continue; // alive (draining ones too)
     if (!input.takeable(owner.instance)) continue;
     for (const id of ids) {
       if (input.isMine(id) || input.skip(id)) continue;

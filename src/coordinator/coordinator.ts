@@ -283,7 +283,12 @@ export class SplitCoordinator implements Coordinator {
     let next = Infinity;
     if (!this.#draining) {
       void this.#leadership?.maybeElect();
-      await this.#claimer.pass(now, peers, (i) => this.#observer.takeable(i, now));
+      await this.#claimer.pass(
+        now,
+        peers,
+        (i, s) => this.#observer.ownerAlive(i, s, now),
+        (i) => this.#observer.takeable(i, now),
+      );
       if (this.#leadership?.leading) {
         const live = new Map(peers);
         live.set(this.#core.me.instance, { session: this.#core.me.session, maxInFlight: this.#core.config.maxInFlight });
@@ -362,7 +367,7 @@ export class SplitCoordinator implements Coordinator {
     if (this.#state !== "running" && this.#state !== "draining") return;
     this.#draining = true;
     this.#state = "draining";
-    this.#membership.setDraining();
+    await this.#membership.announceDraining();
     await this.#leadership?.resign();
     this.#balancer.reset();
     for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, null);
@@ -375,6 +380,7 @@ export class SplitCoordinator implements Coordinator {
     this.#draining = true;
     this.#state = "draining";
     try {
+      if (this.#tenancies.held.size > 0) await this.#membership.announceDraining();
       await this.#tenancies.release([...this.#tenancies.held.keys()]);
       await this.#leadership?.resign();
       await this.#membership.leave();

@@ -34,6 +34,7 @@ export class Membership {
   #running = false;
   #draining = false;
   #beatTimer: unknown;
+  #inflight: Promise<void> = Promise.resolve();
   #fenceTimer: unknown;
 
   /** Creates the membership of a coordinator. */
@@ -108,9 +109,21 @@ export class Membership {
     this.#scheduleBeat();
   }
 
-  /** Advertises draining on the member record (peers stop sending work). */
-  setDraining(): void {
+  /**
+   * Advertises draining on the member record now (one heartbeat ahead of
+   * schedule), so peers stop counting this worker as a claimer before its
+   * releases land: the next owner then claims without a herd delay.
+   */
+  async announceDraining(): Promise<void> {
+    if (this.#draining || !this.#running) {
+      this.#draining = true;
+      return;
+    }
     this.#draining = true;
+    await this.#inflight;
+    if (this.#beatTimer !== undefined) this.#core.clock.clearTimeout(this.#beatTimer);
+    this.#beatTimer = undefined;
+    await this.#beat();
   }
 
   /** Stops heartbeating (no write). */
@@ -132,10 +145,19 @@ export class Membership {
     if (!this.#running) return;
     const base = this.#core.config.leaseMs / 3;
     const ms = delay ?? base * (1 - 0.1 * this.#core.random());
-    this.#beatTimer = this.#core.clock.setTimeout(() => void this.#beat(), ms);
+    this.#beatTimer = this.#core.clock.setTimeout(() => {
+      this.#beatTimer = undefined;
+      void this.#beat();
+    }, ms);
   }
 
-  async #beat(): Promise<void> {
+  #beat(): Promise<void> {
+    const p = this.#beatOnce();
+    this.#inflight = p;
+    return p;
+  }
+
+  async #beatOnce(): Promise<void> {
     if (!this.#running) return;
     const { store, clock, config, log } = this.#core;
     const start = clock.now();

@@ -91,6 +91,18 @@ export class Observer {
     return peers;
   }
 
+  /**
+   * Whether `instance` at `session` is a live member, draining or not: a
+   * draining member still owns its splits until it releases them.
+   */
+  ownerAlive(instance: string, session: string, now: number): boolean {
+    const { view, liveness, me, config } = this.#core;
+    if (instance === me.instance) return session === me.session;
+    const m = view.members.get(instance);
+    return m !== undefined && m.record.session === session &&
+      liveness.alive(keys.member(instance), now, config.leaseMs);
+  }
+
   /** Whether a dead or departed member's splits may be taken over now (rebalance delay). */
   takeable(instance: string, now: number): boolean {
     const { config, view, liveness } = this.#core;
