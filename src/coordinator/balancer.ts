@@ -28,6 +28,8 @@ export class Balancer {
   readonly #core: Core;
   readonly #pending = new Map<string, Pending>();
   #lastRun = -Infinity;
+  #lastSig = "";
+  #urgent = false;
   #busy = false;
 
   /** Creates the balancer of a coordinator. */
@@ -35,9 +37,18 @@ export class Balancer {
     this.#core = core;
   }
 
-  /** Minimum time between two `planMoves` runs. */
+  /** Time between two `planMoves` runs while nothing settles. */
   get intervalMs(): number {
     return Math.max(20, this.#core.config.leaseMs / 10);
+  }
+
+  /**
+   * Time between two runs right after a steal settled or membership changed:
+   * a newcomer far below its share gets one split per cycle, so cycles follow
+   * the handovers instead of a fixed beat.
+   */
+  get minIntervalMs(): number {
+    return Math.max(5, this.#core.config.leaseMs / 100);
   }
 
   /** Forgets leader-local state (on losing leadership). */
@@ -61,8 +72,12 @@ export class Balancer {
     try {
       const sig = signature(live, this.#core.view.plan?.record.generation ?? 0);
       await this.#maintain(now, live, sig);
-      if (now - this.#lastRun < this.intervalMs) return this.#lastRun + this.intervalMs;
+      if (sig !== this.#lastSig) this.#urgent = true;
+      const wait = this.#urgent ? this.minIntervalMs : this.intervalMs;
+      if (now - this.#lastRun < wait) return this.#lastRun + wait;
       this.#lastRun = now;
+      this.#lastSig = sig;
+      this.#urgent = false;
       await this.#plan(now, term, live, sig);
       return now + this.intervalMs;
     } finally {
@@ -76,7 +91,12 @@ export class Balancer {
     sig: string,
   ): Promise<void> {
     const { view, store, config, stats } = this.#core;
-    for (const id of this.#pending.keys()) if (!view.handoffs.has(id)) this.#pending.delete(id);
+    for (const id of this.#pending.keys()) {
+      if (!view.handoffs.has(id)) {
+        this.#pending.delete(id);
+        this.#urgent = true; // a steal settled: the next one may be due
+      }
+    }
     const work: Promise<unknown>[] = [];
     for (const [id, h] of view.handoffs) {
       let p = this.#pending.get(id);
