@@ -14,7 +14,6 @@ import { bump } from "./stats.ts";
 import type { Tenancies } from "./tenancies.ts";
 import { claimRecord, releaseRecord } from "./transitions.ts";
 import type { CoordinationEvent, SplitSpec } from "./types.ts";
-import type { Versioned } from "./view.ts";
 
 /** Live peers: instance → session and lanes. */
 export type Peers = ReadonlyMap<string, { session: string; maxInFlight: number }>;
@@ -127,11 +126,16 @@ export class Claimer {
     this.#claiming.set(c.id, c.weight);
     this.#deferred.delete(c.id);
     try {
-      const spec = await this.#spec(c.id, e);
-      if (!spec) return;
       const nonGraceful = c.kind === "takeover" || c.kind === "reclaim";
       const next = claimRecord(e.record, me, nonGraceful, config.maxAttempts);
-      const r = await store.update(keys.split(c.id), encodeRecord(next), e.revision);
+      // The spec read and the claim CAS are independent: run them together
+      // (one round trip on the claim path instead of two).
+      const [specRead, claimed] = await Promise.allSettled([
+        this.#readSpec(c.id),
+        store.update(keys.split(c.id), encodeRecord(next), e.revision),
+      ]);
+      if (claimed.status === "rejected") throw claimed.reason;
+      const r = claimed.value;
       if (!r.ok) {
         const cur = await store.get(keys.split(c.id));
         if (cur) view.putRaw(cur.key, cur.value, cur.revision);
@@ -142,11 +146,17 @@ export class Claimer {
         this.#quarantined(c.id, next.attempts);
         return;
       }
-      if (!this.#mayHold()) {
-        // Stopped or fenced while claiming: hand it straight back.
-        await store.update(keys.split(c.id), encodeRecord(releaseRecord(next, null)), r.revision);
+      if (specRead.status === "rejected" || typeof specRead.value === "string" || !this.#mayHold()) {
+        // No usable spec, or stopped or fenced meanwhile: give the split back
+        // (an unreadable spec is deterministic poison: quarantine it).
+        const reason = specRead.status === "fulfilled" && typeof specRead.value === "string"
+          ? specRead.value
+          : undefined;
+        await this.#handBack(c.id, next, r.revision, reason);
+        if (specRead.status === "rejected") throw specRead.reason;
         return;
       }
+      const spec = specRead.value;
       this.#tenancies.add(c.id, {
         epoch: next.epoch,
         revision: r.revision,
@@ -173,13 +183,12 @@ export class Claimer {
     this.#specs.delete(id);
   }
 
-  /** Reads (and caches) a split's immutable spec; an unreadable spec quarantines the split. */
-  async #spec(id: string, e: Versioned<SplitRecord>): Promise<SplitSpec | undefined> {
-    const { store, view, log } = this.#core;
+  /** The split's immutable spec (cached), or why it is unreadable. Outages throw. */
+  async #readSpec(id: string): Promise<SplitSpec | string> {
     const cached = this.#specs.get(id);
     if (cached) return cached;
     const key = keys.spec(id);
-    const entry = await store.get(key);
+    const entry = await this.#core.store.get(key);
     try {
       if (!entry) throw new SplitleaseError("INVALID_RECORD", `Spec record "${key}" is missing`);
       const rec = decodeRecord(key, entry.value, SpecRecordSchema);
@@ -187,21 +196,27 @@ export class Claimer {
       this.#specs.set(id, spec);
       return spec;
     } catch (err) {
-      const reason = (err as Error).message;
-      log("error", "Unreadable spec: quarantining the split", { key, error: reason });
-      const next: SplitRecord = {
-        ...e.record,
-        epoch: e.record.epoch + 1,
-        owner: null,
-        status: "quarantined",
-        lastFailure: reason,
-      };
-      const r = await store.update(keys.split(id), encodeRecord(next), e.revision);
-      if (r.ok) {
-        view.applyOwnSplit(id, next, r.revision);
-        this.#quarantined(id, next.attempts);
-      }
-      return undefined;
+      return (err as Error).message;
+    }
+  }
+
+  /**
+   * Undoes a won claim we cannot keep: released (epoch kept, no attempt), or
+   * quarantined when the spec is unreadable (`reason`).
+   */
+  async #handBack(id: string, claimed: SplitRecord, revision: number, reason?: string): Promise<void> {
+    const { store, view, log } = this.#core;
+    const next: SplitRecord = reason === undefined
+      ? releaseRecord(claimed, null)
+      : { ...claimed, epoch: claimed.epoch + 1, owner: null, status: "quarantined", lastFailure: reason };
+    if (reason !== undefined) log("error", "Unreadable spec: quarantining the split", { key: keys.spec(id), error: reason });
+    try {
+      const r = await store.update(keys.split(id), encodeRecord(next), revision);
+      if (!r.ok) return;
+      view.applyOwnSplit(id, next, r.revision);
+      if (reason !== undefined) this.#quarantined(id, next.attempts);
+    } catch (err) {
+      log("warn", "Could not hand back a claimed split; it is resumed later", { split: id, error: String(err) });
     }
   }
 
