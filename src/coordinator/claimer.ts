@@ -7,6 +7,7 @@
  */
 import { SplitleaseError } from "../errors.ts";
 import { decodeRecord, encodeRecord, SpecRecordSchema, type SplitRecord } from "../records.ts";
+import { hashStrings } from "../balance/hash.ts";
 import { keys } from "../store/keys.ts";
 import { type ClaimCandidate, chooseClaims } from "./claims.ts";
 import type { Core } from "./core.ts";
@@ -25,6 +26,7 @@ export class Claimer {
   readonly #claiming = new Map<string, number>();
   readonly #deferred = new Map<string, number>();
   readonly #specs = new Map<string, SplitSpec>();
+  readonly #scores = new Map<string, number>();
   readonly #mayHold: () => boolean;
 
   /** `mayHold` says whether a won claim may be kept (running, not fenced). */
@@ -66,6 +68,7 @@ export class Claimer {
       heldCount: held.size + this.#claiming.size,
       heldWeight,
       isMine: (id) => held.has(id) || this.#claiming.has(id),
+      score: (id) => this.#score(id),
       skip: () => false,
       maxInFlight: config.maxInFlight,
       claimStaggerMs: config.claimStaggerMs,
@@ -178,9 +181,20 @@ export class Claimer {
     }
   }
 
-  /** Forgets a cached spec (the split completed). */
+  /** Forgets what is cached about a split (it completed). */
   forgetSpec(id: string): void {
     this.#specs.delete(id);
+    this.#scores.delete(id);
+  }
+
+  /** Our rendezvous score for a split (memoized: the same every pass). */
+  #score(id: string): number {
+    let s = this.#scores.get(id);
+    if (s === undefined) {
+      s = hashStrings([this.#core.config.job, id, this.#core.me.instance]);
+      this.#scores.set(id, s);
+    }
+    return s;
   }
 
   /** The split's immutable spec (cached), or why it is unreadable. Outages throw. */

@@ -52,6 +52,12 @@ export interface ClaimInput {
   heldWeight: number;
   /** Split ids held or being claimed by me. */
   isMine: (id: string) => boolean;
+  /**
+   * This member's rendezvous score for a split (higher first among equal
+   * weights): members prefer different splits, so claims rarely collide, and
+   * a member's preferred splits are the ones it ranks first for.
+   */
+  score: (id: string) => number;
   /** Whether `id` must be skipped (handoff in flight, recently failed claim). */
   skip: (id: string) => boolean;
   /** My lanes. */
@@ -107,7 +113,7 @@ export function chooseClaims(input: ClaimInput): ClaimCandidate[] {
     const r = input.splits.get(id)!.record;
     const reservedFor = r.reservedFor ?? null;
     if (reservedFor !== null && reservedFor !== me.instance && input.peers.has(reservedFor)) continue;
-    best.offer({ id, kind: "claim", weight: r.weight, reserved: reservedFor === me.instance });
+    best.offer({ id, kind: "claim", weight: r.weight, reserved: reservedFor === me.instance, score: input.score });
   }
   for (const [key, ids] of input.ownedBy) {
     const owner = parseOwnerKey(key);
@@ -116,7 +122,7 @@ export function chooseClaims(input: ClaimInput): ClaimCandidate[] {
     if (!input.takeable(owner.instance)) continue;
     for (const id of ids) {
       if (input.isMine(id) || input.skip(id)) continue;
-      best.offer({ id, kind: "takeover", weight: input.splits.get(id)!.record.weight, reserved: false });
+      best.offer({ id, kind: "takeover", weight: input.splits.get(id)!.record.weight, reserved: false, score: input.score });
     }
   }
   const free = best.sorted();
@@ -143,12 +149,14 @@ interface Free {
   id: string;
   kind: ClaimKind;
   weight: number;
+  score: (id: string) => number;
   reserved: boolean;
 }
 
-/** Reserved first, then heaviest, then smallest id: negative when `a` ranks first. */
+/** Reserved first, then heaviest, then our highest rendezvous score: negative when `a` ranks first. */
 function rankFree(a: Free, b: Free): number {
-  return Number(b.reserved) - Number(a.reserved) || b.weight - a.weight || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  return Number(b.reserved) - Number(a.reserved) || b.weight - a.weight || b.score(b.id) - a.score(a.id) ||
+    (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
 /** Keeps the best `k` offers in order; O(n·k) for small k. */
