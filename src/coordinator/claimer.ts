@@ -16,6 +16,9 @@ import type { Tenancies } from "./tenancies.ts";
 import { claimRecord, releaseRecord } from "./transitions.ts";
 import type { CoordinationEvent, SplitSpec } from "./types.ts";
 
+/** Most claims one worker has in flight at once. */
+const CLAIM_WAVE = 32;
+
 /** Live peers: instance → session and lanes. */
 export type Peers = ReadonlyMap<string, { session: string; maxInFlight: number }>;
 
@@ -70,7 +73,9 @@ export class Claimer {
       isMine: (id) => held.has(id) || this.#claiming.has(id),
       score: (id) => this.#score(id),
       skip: () => false,
-      maxInFlight: config.maxInFlight,
+      // Claims go out in waves of at most CLAIM_WAVE: a worker with many free
+      // lanes must not queue a thousand writes ahead of its next heartbeat.
+      maxInFlight: Math.min(config.maxInFlight, held.size + CLAIM_WAVE),
       claimStaggerMs: config.claimStaggerMs,
     });
     const due: ClaimCandidate[] = [];
