@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { StoreUnavailableError } from "../errors.ts";
 import { keys } from "../store/keys.ts";
 import type { Watch } from "../store/store.ts";
 import type { Core } from "./core.ts";
@@ -28,9 +29,26 @@ export class Observer {
     this.#onChange = onChange;
   }
 
-  /** Opens every watch; resolves once each delivered its snapshot. */
+  /**
+   * Opens every watch; resolves once each delivered its snapshot. A store
+   * that never finishes a snapshot fails the join (after `2 × leaseMs`, at
+   * least 30 s, so a large bucket still has time) instead of hanging it.
+   */
   async open(): Promise<void> {
-    await Promise.all(FILTERS.map((f) => this.#openWatch(f)));
+    const { clock, config } = this.#core;
+    const limitMs = Math.max(2 * config.leaseMs, 30_000);
+    let timer: unknown;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = clock.setTimeout(
+        () => reject(new StoreUnavailableError("watch", limitMs, { detail: "the initial snapshot never completed" })),
+        limitMs,
+      );
+    });
+    try {
+      await Promise.race([Promise.all(FILTERS.map((f) => this.#openWatch(f))), timeout]);
+    } finally {
+      clock.clearTimeout(timer);
+    }
   }
 
   /** Stops every watch. */

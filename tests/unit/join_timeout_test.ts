@@ -1,0 +1,30 @@
+// A store whose watch never finishes its snapshot fails the join with a
+// clear error instead of hanging it.
+import assert from "node:assert/strict";
+import { ManualClock } from "../../src/coordinator/clock.ts";
+import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
+import { StoreUnavailableError } from "../../src/errors.ts";
+import { MemoryStore } from "../../src/store/memory_store.ts";
+import type { Watch, WatchEvent } from "../../src/store/store.ts";
+
+class SilentWatchStore extends MemoryStore {
+  override watch(_filter: string): Watch {
+    const never = new Promise<IteratorResult<WatchEvent>>(() => {});
+    const stop = () => Promise.resolve();
+    return { stop, [Symbol.asyncDispose]: stop, [Symbol.asyncIterator]: () => ({ next: () => never }) };
+  }
+}
+
+Deno.test("join: a snapshot that never completes fails with StoreUnavailableError after 2 × leaseMs (at least 30 s)", async () => {
+  const clock = new ManualClock();
+  const box: { error?: unknown } = {};
+  const joining = SplitCoordinator.join({ store: new SilentWatchStore(), job: "j", clock, leaseMs: 1000, opTimeoutMs: 200 })
+    .catch((e) => (box.error = e));
+  await clock.advance(29_000);
+  assert.equal(box.error, undefined, "still waiting before the limit");
+  await clock.advance(1_100);
+  await joining;
+  const error = box.error as unknown;
+  assert.ok(error instanceof StoreUnavailableError, String(error));
+  assert.match(error.message, /watch.*30000 ms.*snapshot never completed/);
+});
