@@ -9,7 +9,7 @@ import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason, SplitSp
 import { FencedError, SplitleaseError } from "../errors.ts";
 import type { SplitProgress } from "../records.ts";
 import type { Lane, LaneCommitOptions } from "./source.ts";
-import type { WorkerStats } from "./worker.ts";
+import type { WorkerStats } from "./worker_types.ts";
 
 /** Internal state of one lane. */
 export interface LaneState<D> {

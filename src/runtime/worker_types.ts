@@ -1,0 +1,189 @@
+/**
+ * Public types of the worker runtime: options, counters, lanes, outcomes
+ * and the worker handle.
+ *
+ * @module
+ */
+import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import type { SplitProgress } from "../records.ts";
+import type { SplitSource } from "./source.ts";
+
+/**
+ * Options of {@linkcode startWorker} and {@linkcode runWorker}.
+ *
+ * @example
+ * ```ts
+ * import { runWorker, type Coordinator, type SplitSource, type WorkerOptions } from "@splitlease/splitlease";
+ * declare const coordinator: Coordinator;
+ * declare const source: SplitSource;
+ * const options: WorkerOptions<unknown> = { coordinator, source, maxInFlight: 4, commitIntervalMs: 1000 };
+ * await runWorker(options);
+ * ```
+ */
+export interface WorkerOptions<D> {
+  /** The coordinator (already joined). The worker drives and closes it. */
+  coordinator: Coordinator;
+  /** The user's source. */
+  source: SplitSource<D>;
+  /** Lanes running at once (default 8); gained splits beyond it wait. */
+  maxInFlight?: number;
+  /** Structured logger (default: {@linkcode jsonLogger}). */
+  logger?: Logger;
+  /** Time source (default: {@linkcode systemClock}). */
+  clock?: Clock;
+  /**
+   * `true` (default): a stalled job (quarantined splits left) ends with the
+   * `stalled` outcome. `false`: it drains and ends `drained` with a warning.
+   */
+  stalledIsFatal?: boolean;
+  /**
+   * How long a lane may ignore its abort signal before it is abandoned and
+   * reported (default 5000 ms).
+   */
+  abortGraceMs?: number;
+  /**
+   * Commit cadence: 0 (default) writes every `commit`; above 0 the newest
+   * accepted progress is written at most once per interval per lane.
+   */
+  commitIntervalMs?: number;
+  /** How often leadership and plan changes are checked for logging (default 1000 ms). */
+  statusIntervalMs?: number;
+}
+
+/**
+ * Counters of one worker.
+ *
+ * @example
+ * ```ts
+ * import type { Worker, WorkerStats } from "@splitlease/splitlease";
+ * declare const worker: Worker;
+ * const stats: WorkerStats = worker.stats();
+ * console.log(stats.completed, stats.recordsCommitted);
+ * ```
+ */
+export interface WorkerStats {
+  /** Lanes opened (splits gained). */
+  gained: number;
+  /** Splits completed by this worker. */
+  completed: number;
+  /** Splits released gracefully (revocation, shutdown, voluntary). */
+  released: number;
+  /** Failed tenancies (thrown `run`, `fail`, bad descriptor). */
+  failed: number;
+  /** Lanes lost, by reason (`fenced`, `expired`, `starved`, `revoked`, `shutdown`). */
+  lost: Record<string, number>;
+  /** Lanes that ignored their abort beyond `abortGraceMs`. */
+  abandoned: number;
+  /** Progress writes that landed (terminal ones included). */
+  commits: number;
+  /** Records reported through `commit(…, { records })` that landed. */
+  recordsCommitted: number;
+  /** Revocations by outcome: `drained` (cooperative), `declined`, `forced`. */
+  revocations: Record<string, number>;
+  /** Lanes running now. */
+  running: number;
+  /** Gained splits waiting for a free lane. */
+  queued: number;
+}
+
+/**
+ * One lane as shown by {@linkcode Worker.lanes}.
+ *
+ * @example
+ * ```ts
+ * import type { LaneInfo, Worker } from "@splitlease/splitlease";
+ * declare const worker: Worker;
+ * const lanes: LaneInfo[] = worker.lanes();
+ * console.log(lanes.length);
+ * ```
+ */
+export interface LaneInfo {
+  /** Lane id. */
+  id: string;
+  /** Split id. */
+  splitId: string;
+  /** Epoch of the tenancy. */
+  epoch: number;
+  /** `queued`, `running`, `revoking` or `stopping`. */
+  state: "queued" | "running" | "revoking" | "stopping";
+  /** Last durable progress of this tenancy. */
+  progress: SplitProgress | null;
+}
+
+/**
+ * How a worker ended.
+ *
+ * @example
+ * ```ts
+ * import type { WorkerOutcome } from "@splitlease/splitlease";
+ * function exitCode(o: WorkerOutcome): number {
+ *   return o.kind === "drained" ? 0 : o.kind === "stalled" ? 3 : 1;
+ * }
+ * ```
+ */
+export type WorkerOutcome =
+  | {
+    kind: "drained";
+    /** `complete`: the job is done; `shutdown`: asked to stop; `stalled`: stalled, drained by configuration. */
+    reason: "complete" | "shutdown" | "stalled";
+    /** Set when the drain missed its deadline and lanes were aborted. */
+    forced?: boolean;
+    /** Set when something worth an operator's attention happened (stall). */
+    warning?: string;
+    stats: WorkerStats;
+  }
+  | { kind: "stalled"; completed: number; quarantined: number; stats: WorkerStats }
+  | { kind: "error"; error: unknown; stats: WorkerStats };
+
+/**
+ * Options of {@linkcode Worker.shutdown}.
+ *
+ * @example
+ * ```ts
+ * import type { ShutdownOptions, Worker } from "@splitlease/splitlease";
+ * declare const worker: Worker;
+ * const options: ShutdownOptions = { deadlineMs: 10_000, reason: "SIGTERM" };
+ * console.log((await worker.shutdown(options)).kind);
+ * ```
+ */
+export interface ShutdownOptions {
+  /**
+   * Deadline of the graceful drain in ms; past it every lane is aborted and
+   * the coordinator closed (releasing what is still held). Default: none
+   * (the coordinator's own `drainDeadlineMs` forces stuck revocations).
+   */
+  deadlineMs?: number;
+  /** Why (logged). */
+  reason?: string;
+}
+
+/**
+ * A running worker.
+ *
+ * @example
+ * ```ts
+ * import { startWorker, type Coordinator, type SplitSource, type Worker } from "@splitlease/splitlease";
+ * declare const coordinator: Coordinator;
+ * declare const source: SplitSource;
+ * const worker: Worker = startWorker({ coordinator, source });
+ * console.log(worker.ready, (await worker.done).kind);
+ * ```
+ */
+export interface Worker {
+  /** The coordinator it drives. */
+  readonly coordinator: Coordinator;
+  /** Resolves with the outcome once the worker stopped (never rejects). */
+  readonly done: Promise<WorkerOutcome>;
+  /** Whether it is serving: started, not draining, not finished. */
+  readonly ready: boolean;
+  /** Whether a drain (shutdown, completion, stall) is under way. */
+  readonly draining: boolean;
+  /** Whether it finished. */
+  readonly finished: boolean;
+  /** Graceful shutdown: drain, stop lanes cooperatively, release, close. */
+  shutdown(options?: ShutdownOptions): Promise<WorkerOutcome>;
+  /** Counters. */
+  stats(): WorkerStats;
+  /** Lanes open now. */
+  lanes(): LaneInfo[];
+}
