@@ -102,7 +102,19 @@ export function chooseClaims(input: ClaimInput): ClaimCandidate[] {
 
   const share = fairShareOf(input.runnableWeight, input.peers.size + 1);
   let load = input.heldWeight + out.reduce((a, c) => a + c.weight, 0);
-  if (lanes <= 0 || load >= share) return out;
+  // Peers that could take a free split: a free lane and below share. When
+  // none can (they are at share or out of lanes), the share no longer caps
+  // us: a free split must not wait for a lane that will never come.
+  const below: string[] = [];
+  const withLanes: string[] = [];
+  for (const [instance, p] of input.peers) {
+    const k = ownerKey(instance, p.session);
+    if ((input.ownedBy.get(k)?.size ?? 0) >= p.maxInFlight) continue;
+    withLanes.push(instance);
+    if ((input.loadBy.get(k) ?? 0) < share) below.push(instance);
+  }
+  const cap = below.length > 0 ? share : Infinity;
+  if (lanes <= 0 || load >= cap) return out;
 
   // Free splits: unowned (respecting live reservations) and those of dead
   // owners. Only the best `lanes` are kept (top-k, no full sort: the free
@@ -128,15 +140,10 @@ export function chooseClaims(input: ClaimInput): ClaimCandidate[] {
   const free = best.sorted();
   if (free.length === 0) return out;
 
-  // Eligible claimers for the herd ranking: live peers below share with a free lane.
-  const eligible = [me.instance];
-  for (const [instance, p] of input.peers) {
-    const k = ownerKey(instance, p.session);
-    const count = input.ownedBy.get(k)?.size ?? 0;
-    if (count < p.maxInFlight && (input.loadBy.get(k) ?? 0) < share) eligible.push(instance);
-  }
+  // Herd ranking over the members that may claim these splits too.
+  const eligible = [me.instance, ...(cap === Infinity ? withLanes : below)];
   for (const f of free) {
-    if (lanes <= 0 || load >= share) break;
+    if (lanes <= 0 || load >= cap) break;
     const rank = f.reserved ? 0 : rendezvousRank(f.id, eligible, input.seed).indexOf(me.instance);
     out.push({ id: f.id, kind: f.kind, weight: f.weight, delayMs: rank * input.claimStaggerMs });
     lanes--;

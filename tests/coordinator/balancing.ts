@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { decodeRecord, SplitRecordSchema } from "../../src/records.ts";
 import { keys } from "../../src/store/keys.ts";
-import { type Backend, finalPlanner, type Fleet, type Member, splits } from "./fleet.ts";
+import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
+import { FencedError } from "../../src/errors.ts";
+import { FaultyStore } from "./faulty_store.ts";
+import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
+import { splitRecord } from "./scenarios.ts";
 
 /** A cooperative source: answers each revocation by committing its tail and releasing. */
 function cooperate(m: Member, watermark: (id: string) => number, seen = { n: 0 }): () => void {
@@ -228,4 +232,37 @@ export function balancingScenarios(be: Backend): void {
     assert.ok(await f.until(() => (tick(), [...live.values()].every((m) => m.has("allComplete"))), 60_000, 20));
   });
 
+
+  t("balance 8: an owner that never answers a handoff (alive, but deaf) is fenced by the leader; its late commit lands nowhere", async () => {
+    await using f = await be.fleet();
+    const plan = finalPlanner(splits(4));
+    // b leads; a joins second over a store whose watch events we can withhold.
+    const b = await f.join({ instance: "b", planner: plan, maxInFlight: 1 });
+    assert.ok(await f.until(() => b.held.length === 1, 1000));
+    const aStore = new FaultyStore(await be.extraStore(f));
+    const a = new Member(
+      await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: f.clock, planner: plan, ...f.timings }),
+    );
+    f.members.push(a);
+    assert.ok(await f.until(() => a.held.length === 3 && b.held.length === 1, 2000));
+    // A stays alive (its heartbeats land) but stops seeing anything, so no
+    // handoff ever reaches it. C joins: the leader asks A for a split.
+    aStore.pause();
+    const aHeld = a.c.status().held;
+    const c = await f.join({ instance: "c", planner: plan });
+    const { drainDeadlineMs, leaseMs } = f.timings;
+    assert.ok(await f.until(() => c.held.length >= 1, drainDeadlineMs + leaseMs + 2000));
+    assert.equal(a.lost().length, 0, "a never heard of it");
+    const stolen = c.gained()[0];
+    const mine = aHeld.find((h) => h.id === stolen.split.id)!;
+    assert.ok(mine, "c got one of a's splits");
+    assert.ok(stolen.epoch >= mine.epoch + 2, "fenced (epoch + 1), then claimed (epoch + 1)");
+    assert.ok((b.c.stats().revocations.fenced ?? 0) >= 1);
+    // A, still deaf, commits at its old epoch: nothing is written.
+    await assert.rejects(() => a.c.commit(mine.id, mine.epoch, { watermark: 99 }), FencedError);
+    const rec = await splitRecord(rawStore(f), mine.id);
+    assert.equal(rec.owner?.instance, "c");
+    assert.notDeepEqual(rec.progress, { watermark: 99 });
+    aStore.resume();
+  });
 }

@@ -368,4 +368,16 @@ export function coordinatorScenarios(b: Backend): void {
       assert.deepEqual(r.progress, { watermark: 5 });
     }
   });
+
+  t("15. a free split is claimed even above fair share when every peer below share is out of lanes", async () => {
+    await using f = await b.fleet();
+    const plan = finalPlanner(splits(4));
+    const [a, w] = await f.joinAll([
+      { instance: "a", planner: plan, maxInFlight: 8 },
+      { instance: "b", planner: plan, maxInFlight: 1 },
+    ]);
+    assert.ok(await f.until(() => a.held.length + w.held.length === 4, 2000), "no split left waiting for a lane");
+    assert.equal(w.held.length, 1);
+    assert.equal(a.held.length, 3);
+  });
 }
