@@ -114,6 +114,7 @@ export function chooseClaims(input: ClaimInput): ClaimCandidate[] {
     if ((input.loadBy.get(k) ?? 0) < share) below.push(instance);
   }
   const cap = below.length > 0 ? share : Infinity;
+  const lanesOf = new Set(withLanes);
   if (lanes <= 0 || load >= cap) return out;
 
   // Free splits: unowned (respecting live reservations) and those of dead
@@ -124,7 +125,8 @@ export function chooseClaims(input: ClaimInput): ClaimCandidate[] {
     if (input.isMine(id) || input.skip(id)) continue;
     const r = input.splits.get(id)!.record;
     const reservedFor = r.reservedFor ?? null;
-    if (reservedFor !== null && reservedFor !== me.instance && input.peers.has(reservedFor)) continue;
+    // A reservation holds while its member is live and has a lane to take it.
+    if (reservedFor !== null && reservedFor !== me.instance && lanesOf.has(reservedFor)) continue;
     best.offer({ id, kind: "claim", weight: r.weight, reserved: reservedFor === me.instance, score: input.score });
   }
   for (const [key, ids] of input.ownedBy) {

@@ -380,4 +380,21 @@ export function coordinatorScenarios(b: Backend): void {
     assert.equal(w.held.length, 1);
     assert.equal(a.held.length, 3);
   });
+
+  t("16. a reservation for a live member with no free lane does not block the split", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const plan = finalPlanner(splits(1));
+    const [x] = await f.joinAll([{ instance: "x", planner: plan, maxInFlight: 1 }]);
+    assert.ok(await f.until(() => x.held.length === 1, 2000));
+    // Plant a second split reserved for x, which has no lane left for it.
+    await raw.create("spec.extra", JSON.stringify({ v: 1, descriptor: null, weight: 1, term: 1 }));
+    await raw.create(
+      "split.extra",
+      JSON.stringify({ v: 1, epoch: 3, status: "runnable", owner: null, attempts: 0, weight: 1, progress: null, reservedFor: "x" }),
+    );
+    const y = await f.join({ instance: "y", planner: plan });
+    assert.ok(await f.until(() => y.held.includes("extra"), 2000), "y claims the split x cannot take");
+    assert.deepEqual(x.held, ["s000"]);
+  });
 }
