@@ -11,7 +11,7 @@ import { keys } from "../store/keys.ts";
 import type { Store } from "../store/store.ts";
 import { Channel } from "../util/channel.ts";
 import { Balancer } from "./balancer.ts";
-import { Claimer, type Peers } from "./claimer.ts";
+import { Claimer } from "./claimer.ts";
 import { systemClock } from "./clock.ts";
 import { Completion } from "./completion.ts";
 import { type CoordinatorConfig, type CoordinatorTunables, parseCoordinatorConfig } from "./config.ts";
@@ -479,4 +479,3 @@ function nonce(random: () => number, n: number): string {
   return s;
 }
 
-export type { Peers };
