@@ -157,6 +157,29 @@ export function coordinatorConfigDocs(): ConfigDoc[] {
   ];
 }
 
+/** Names of every {@linkcode CoordinatorTunables} option, for code that forwards them. */
+export const TUNABLE_KEYS: readonly (keyof CoordinatorTunables)[] = [
+  "leaseMs",
+  "opTimeoutMs",
+  "maxInFlight",
+  "maxAttempts",
+  "drainDeadlineMs",
+  "replanIntervalMs",
+  "rebalanceDelayMs",
+  "claimStaggerMs",
+  "selfFenceMarginMs",
+  "seedConcurrency",
+];
+
+/**
+ * Picks the coordinator tunables out of a larger options object.
+ */
+export function pickTunables(options: CoordinatorTunables): CoordinatorTunables {
+  const out: CoordinatorTunables = {};
+  for (const k of TUNABLE_KEYS) if (options[k] !== undefined) out[k] = options[k];
+  return out;
+}
+
 /** Keys the schema accepts (for the docs test). */
 export function coordinatorConfigKeys(): string[] {
   return Object.keys(schema.shape);

@@ -16,6 +16,7 @@ import type { Store } from "../store/store.ts";
 import { jsonLogger } from "./logger.ts";
 import type { SplitSource } from "./source.ts";
 import { startWorker, type Worker, type WorkerOutcome } from "./worker.ts";
+import { pickTunables } from "../coordinator/config.ts";
 
 /**
  * Exit code of a drained worker.
@@ -190,18 +191,6 @@ export function exitCodeFor(outcome: WorkerOutcome): number {
   }
 }
 
-const TUNABLES = [
-  "leaseMs",
-  "opTimeoutMs",
-  "maxInFlight",
-  "maxAttempts",
-  "drainDeadlineMs",
-  "replanIntervalMs",
-  "rebalanceDelayMs",
-  "claimStaggerMs",
-  "selfFenceMarginMs",
-  "seedConcurrency",
-] as const;
 
 /**
  * Serves a source on a host: joins, starts the worker and the app, drains on
@@ -228,8 +217,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     if (options.store) store = options.store;
     else if (options.storeFactory) store = await options.storeFactory();
     else throw new SplitleaseError("INVALID_CONFIG", "serve needs a store or a storeFactory");
-    const tunables: CoordinatorTunables = {};
-    for (const k of TUNABLES) if (options[k] !== undefined) tunables[k] = options[k];
+    const tunables = pickTunables(options);
     const join = options.join ?? ((o: JoinOptions) => SplitCoordinator.join(o));
     coordinator = await join({
       ...tunables,

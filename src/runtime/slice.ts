@@ -16,6 +16,7 @@ import { systemClock } from "../coordinator/clock.ts";
 import { jsonLogger } from "./logger.ts";
 import type { SplitSource } from "./source.ts";
 import { startWorker, type WorkerOutcome } from "./worker.ts";
+import { pickTunables } from "../coordinator/config.ts";
 
 /**
  * Options of {@linkcode runSlice} and {@linkcode createSliceHandler}.
@@ -110,18 +111,6 @@ function nonce(): string {
   return Array.from(b, (x) => x.toString(36).padStart(2, "0")).join("").slice(0, 10);
 }
 
-const TUNABLES = [
-  "leaseMs",
-  "opTimeoutMs",
-  "maxInFlight",
-  "maxAttempts",
-  "drainDeadlineMs",
-  "replanIntervalMs",
-  "rebalanceDelayMs",
-  "claimStaggerMs",
-  "selfFenceMarginMs",
-  "seedConcurrency",
-] as const;
 
 function resultOf(instance: string, started: number, clock: Clock, outcome: WorkerOutcome): SliceResult {
   const s = outcome.stats;
@@ -188,8 +177,7 @@ export async function runSlice<D>(
   if (!store) throw new SplitleaseError("INVALID_CONFIG", "a slice needs a store or a storeFactory");
   let timer: unknown = null;
   try {
-    const tunables: CoordinatorTunables = {};
-    for (const k of TUNABLES) if (options[k] !== undefined) tunables[k] = options[k];
+    const tunables = pickTunables(options);
     const join = options.join ?? ((o: JoinOptions) => SplitCoordinator.join(o));
     let coordinator: Coordinator;
     try {

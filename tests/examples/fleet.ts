@@ -3,6 +3,7 @@
  * Node 24 as real processes, collect their JSON log lines, wait, kill.
  */
 import { freePort } from "../helpers/nats_server.ts";
+import { waitFor as sharedWaitFor, withTimeout } from "../helpers/worker_procs.ts";
 
 export const root = new URL("../../", import.meta.url).pathname;
 export const bin = (n: string) => `${root}node_modules/.bin/${n}`;
@@ -81,32 +82,12 @@ export async function reap(procs: Proc[]): Promise<void> {
   await Promise.all(procs.map((p) => p.status.catch(() => {})));
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
+/** Polls `fn` until it returns a value (see tests/helpers/worker_procs.ts); 30 s by default here. */
+export function waitFor<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, ms = 30_000): Promise<T> {
+  return sharedWaitFor(what, async () => await fn(), ms);
 }
 
-export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let t: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<T>((_, rej) => (t = setTimeout(() => rej(new Error(`timed out: ${what}`)), ms))),
-    ]);
-  } finally {
-    clearTimeout(t);
-  }
-}
+export { withTimeout };
 
 /** The last lines of a process's output, for assertion messages. */
 export function tail(p: Proc, n = 12): string {

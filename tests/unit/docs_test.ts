@@ -2,7 +2,7 @@
 // default: this keeps the two from drifting.
 import assert from "node:assert/strict";
 import { coordinatorConfigDocs, parseCoordinatorConfig } from "../../mod.ts";
-import { coordinatorConfigKeys } from "../../src/coordinator/config.ts";
+import { coordinatorConfigKeys, TUNABLE_KEYS } from "../../src/coordinator/config.ts";
 
 const page = await Deno.readTextFile(new URL("../../docs/OPERATIONS.md", import.meta.url));
 
@@ -16,4 +16,9 @@ Deno.test("docs: every coordinator option is in the reference, with the code's d
     assert.ok(page.includes(row), `docs/OPERATIONS.md lacks the row:\n${row}`);
   }
   assert.equal(parsed.selfFenceMarginMs, 15000 / 8);
+  // Adapters forward exactly the tunables (everything but the identity keys).
+  assert.deepEqual(
+    [...TUNABLE_KEYS].sort(),
+    coordinatorConfigKeys().filter((k) => !["job", "instance", "fingerprint"].includes(k)).sort(),
+  );
 });
