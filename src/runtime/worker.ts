@@ -7,7 +7,6 @@
  */
 import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason } from "../coordinator/types.ts";
 import { FencedError, SplitleaseError } from "../errors.ts";
-import type { SplitProgress } from "../records.ts";
 import { systemClock } from "../coordinator/clock.ts";
 import { jsonLogger } from "./logger.ts";
 import { errorMessage, isAbortError, LaneOps, type LaneState } from "./lane.ts";
