@@ -65,7 +65,7 @@ export class SplitleaseError extends Error {
  * ```ts
  * import { StoreUnavailableError } from "@splitlease/splitlease";
  * const e = new StoreUnavailableError("update", 5000);
- * console.log(e.message); // Store operation "update" failed: unavailable after 5000 ms
+ * console.log(e.message); // Store operation "update" failed: the store is unavailable (timeout 5000 ms)
  * ```
  */
 export class StoreUnavailableError extends SplitleaseError {
@@ -77,7 +77,8 @@ export class StoreUnavailableError extends SplitleaseError {
   constructor(op: string, timeoutMs: number, options?: ErrorOptions & { detail?: string }) {
     super(
       "STORE_UNAVAILABLE",
-      `Store operation "${op}" failed: unavailable after ${timeoutMs} ms` +
+      // "after N ms" would be wrong for a refusal that came at once: name the bound instead.
+      `Store operation "${op}" failed: the store is unavailable (timeout ${timeoutMs} ms)` +
         (options?.detail ? ` (${options.detail})` : ""),
       options,
     );
