@@ -21,6 +21,10 @@ interface Pending {
   sig: string;
   /** Whether this leader created it (for handover timing). */
   mine: boolean;
+  /** Whether the view has shown it yet (our create's echo can lag its reply). */
+  seen: boolean;
+  /** The thief. */
+  to: string;
 }
 
 /** Leader-side steal planner and handoff keeper. */
@@ -91,8 +95,11 @@ export class Balancer {
     sig: string,
   ): Promise<void> {
     const { view, store, config, stats } = this.#core;
-    for (const id of this.#pending.keys()) {
-      if (!view.handoffs.has(id)) {
+    for (const [id, p] of this.#pending) {
+      if (view.handoffs.has(id)) continue;
+      // Not in the view: settled (withdrawn or done) once the view had shown it,
+      // or still on its way if we created it a moment ago.
+      if (p.seen || now - p.since > config.drainDeadlineMs + config.leaseMs) {
         this.#pending.delete(id);
         this.#urgent = true; // a steal settled: the next one may be due
       }
@@ -100,7 +107,8 @@ export class Balancer {
     const work: Promise<unknown>[] = [];
     for (const [id, h] of view.handoffs) {
       let p = this.#pending.get(id);
-      if (!p) this.#pending.set(id, (p = { since: now, sig, mine: false }));
+      if (!p) this.#pending.set(id, (p = { since: now, sig, mine: false, seen: true, to: h.record.to }));
+      p.seen = true;
       const s = view.splits.get(id)?.record;
       const withdraw = () => work.push(store.delete(keys.handoff(id), h.revision).catch(() => {}));
       if (!s || s.status !== "runnable") {
@@ -165,14 +173,15 @@ export class Balancer {
       const r = e.record;
       if (r.status !== "runnable") continue;
       const ownerLive = r.owner !== null && live.get(r.owner.instance)?.session === r.owner.session;
-      const h = view.handoffs.get(id);
+      // Our own handoffs count even before the view shows them.
+      const to = view.handoffs.get(id)?.record.to ?? this.#pending.get(id)?.to;
       splits.push({
         id,
         weight: r.weight,
         owner: ownerLive ? r.owner!.instance : null,
         status: "runnable",
-        inHandoff: h !== undefined,
-        handoffTo: h?.record.to ?? null,
+        inHandoff: to !== undefined,
+        handoffTo: to ?? null,
         reservedFor: r.reservedFor ?? null,
       });
     }
@@ -187,7 +196,7 @@ export class Balancer {
       const h: HandoffRecord = { v: 1, from: owner, to: m.to, term, requestedAt: clock.wallNow() };
       const r = await store.create(keys.handoff(m.splitId), encodeRecord(h));
       if (r.ok) {
-        this.#pending.set(m.splitId, { since: now, sig, mine: true });
+        this.#pending.set(m.splitId, { since: now, sig, mine: true, seen: view.handoffs.has(m.splitId), to: m.to });
         log("info", "Steal requested", { split: m.splitId, from: m.from, to: m.to });
       }
     }));
