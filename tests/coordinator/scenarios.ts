@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { ManualClock } from "../../src/coordinator/clock.ts";
 import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
+import type { Planner } from "../../src/coordinator/types.ts";
 import { FencedError, SplitleaseError } from "../../src/errors.ts";
 import { decodeRecord, type SplitRecord, SplitRecordSchema } from "../../src/records.ts";
 import { keys } from "../../src/store/keys.ts";
@@ -20,6 +21,23 @@ async function commitAll(m: Member, watermark: number, state?: unknown): Promise
   for (const h of m.c.status().held) {
     await m.c.commit(h.id, h.epoch, state === undefined ? { watermark } : { watermark, state: state as never });
   }
+}
+
+/**
+ * A final planner that waits for `open()`: tests that assert the first
+ * distribution exactly let every member see every other one first (on a
+ * loaded real server a member's view can lag the others' registrations, and
+ * a member alone in its view rightly claims up to its lanes).
+ */
+function gatedPlanner(list: ReturnType<typeof splits>): { planner: Planner; open: () => void } {
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  return { planner: () => gate.then(() => ({ splits: list, finality: "final" as const })), open };
+}
+
+/** Whether every member sees all `n` members live. */
+function allSee(ms: Member[], n: number): boolean {
+  return ms.every((m) => m.c.status().liveMembers.length === n);
 }
 
 /** Steps a worker's private manual clock while real I/O (if any) completes. */
@@ -46,8 +64,10 @@ export function coordinatorScenarios(b: Backend): void {
 
   t("1. two workers split 8 splits 4/4, hold them stably, complete, both see allComplete", async () => {
     await using f = await b.fleet();
-    const plan = finalPlanner(splits(8));
+    const { planner: plan, open } = gatedPlanner(splits(8));
     const [a, w] = await f.joinAll([{ instance: "a", planner: plan }, { instance: "b", planner: plan }]);
+    assert.ok(await f.until(() => allSee([a, w], 2), 2000));
+    open();
     assert.ok(await f.until(() => a.held.length + w.held.length === 8, 2000));
     assert.equal(a.held.length, 4);
     assert.equal(w.held.length, 4);
@@ -188,8 +208,10 @@ export function coordinatorScenarios(b: Backend): void {
 
   t("8. a standby sees allComplete; a late joiner sees it from its snapshot without claiming", async () => {
     await using f = await b.fleet();
-    const plan = finalPlanner(splits(2));
+    const { planner: plan, open } = gatedPlanner(splits(2));
     const ws = await f.joinAll(["a", "b", "c"].map((instance) => ({ instance, planner: plan })));
+    assert.ok(await f.until(() => allSee(ws, 3), 2000));
+    open();
     assert.ok(await f.until(() => ws.reduce((n, w) => n + w.held.length, 0) === 2, 2000));
     const standby = ws.filter((w) => w.held.length === 0);
     assert.equal(standby.length, 1);
