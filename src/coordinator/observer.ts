@@ -57,10 +57,32 @@ export class Observer {
     await Promise.all(this.#watches.map((w) => w.stop()));
   }
 
-  #openWatch(filter: string): Promise<void> {
-    const { store, view, clock, log } = this.#core;
-    const w = store.watch(filter);
-    this.#watches.push(w);
+  /**
+   * Opens the watch over `filter` and resolves once its snapshot is in. A
+   * snapshot that has not completed after `max(2 × opTimeoutMs, 2 s)` is
+   * started over with a fresh watch (what it delivered so far is pruned by
+   * the new snapshot), so one stuck replay does not stall the join.
+   */
+  async #openWatch(filter: string): Promise<void> {
+    const { clock, config, log, view } = this.#core;
+    const retryMs = Math.max(2 * config.opTimeoutMs, 2000);
+    for (let attempt = 1; !this.#stopped; attempt++) {
+      const w = this.#core.store.watch(filter);
+      this.#watches.push(w);
+      let timer: unknown;
+      const stuck = new Promise<"stuck">((res) => (timer = clock.setTimeout(() => res("stuck"), retryMs)));
+      const outcome = await Promise.race([this.#consume(filter, w), stuck]).finally(() => clock.clearTimeout(timer));
+      if (outcome !== "stuck") return;
+      log("warn", "Watch snapshot did not complete; starting it over", { filter, attempt, afterMs: retryMs });
+      this.#watches.splice(this.#watches.indexOf(w), 1);
+      await w.stop();
+      view.apply(filter, { type: "reset", reason: "snapshot did not complete" });
+    }
+  }
+
+  /** Applies the events of `w`; resolves at its first `ready`, rejects if it fails before. */
+  #consume(filter: string, w: Watch): Promise<void> {
+    const { view, clock, log } = this.#core;
     return new Promise<void>((ready, fail) => {
       let isReady = false;
       (async () => {

@@ -243,6 +243,18 @@ export class NatsCluster implements AsyncDisposable {
 
   /** Starts `size` nodes in parallel; resolves when all are healthy. */
   static async start(size = 3, opts: { pingInterval?: string } = {}): Promise<NatsCluster> {
+    // Route ports are picked free and released before the servers bind them:
+    // another process can take one meanwhile. Retry with fresh ports then.
+    for (let attempt = 1;; attempt++) {
+      try {
+        return await NatsCluster.#startOnce(size, opts);
+      } catch (e) {
+        if (attempt >= 3 || !String(e).includes("address already in use")) throw e;
+      }
+    }
+  }
+
+  static async #startOnce(size: number, opts: { pingInterval?: string }): Promise<NatsCluster> {
     const ports = Array.from({ length: size }, () => freePort());
     const results = await Promise.allSettled(ports.map((port, i) =>
       NatsServer.start({

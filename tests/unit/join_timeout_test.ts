@@ -28,3 +28,29 @@ Deno.test("join: a snapshot that never completes fails with StoreUnavailableErro
   assert.ok(error instanceof StoreUnavailableError, String(error));
   assert.match(error.message, /watch.*30000 ms.*snapshot never completed/);
 });
+
+class FirstWatchStuckStore extends MemoryStore {
+  #seen = new Set<string>();
+  override watch(filter: string): Watch {
+    if (this.#seen.has(filter)) return super.watch(filter);
+    this.#seen.add(filter);
+    const never = new Promise<IteratorResult<WatchEvent>>(() => {});
+    const stop = () => Promise.resolve();
+    return { stop, [Symbol.asyncDispose]: stop, [Symbol.asyncIterator]: () => ({ next: () => never }) };
+  }
+}
+
+Deno.test("join: a snapshot stuck once is started over with a fresh watch, and the join completes", async () => {
+  const clock = new ManualClock();
+  const store = new FirstWatchStuckStore();
+  await store.create("split.x", JSON.stringify({ v: 1, epoch: 0, status: "completed", owner: null, attempts: 0, weight: 1, progress: null }));
+  const box: { c?: SplitCoordinator; error?: unknown } = {};
+  const joining = SplitCoordinator.join({ store, job: "j", clock, leaseMs: 1000, opTimeoutMs: 200 })
+    .then((c) => (box.c = c), (e) => (box.error = e));
+  await clock.advance(2_100);
+  await joining;
+  assert.equal(box.error, undefined);
+  assert.ok(box.c);
+  assert.equal(box.c.status().counts.completed, 1, "the fresh snapshot was applied");
+  await box.c.close();
+});
