@@ -4,6 +4,7 @@
  */
 import { freePort } from "../helpers/nats_server.ts";
 import { waitFor as sharedWaitFor, withTimeout } from "../helpers/worker_procs.ts";
+import { eachLine, parseLogLine } from "../helpers/lines.ts";
 
 export const root = new URL("../../", import.meta.url).pathname;
 export const bin = (n: string) => `${root}node_modules/.bin/${n}`;
@@ -43,22 +44,12 @@ export function spawnWorker(rt: Runtime, name: string, script: string, env: Reco
   }).spawn();
   const lines: Record<string, unknown>[] = [];
   const raw: string[] = [];
-  const pump = async (s: ReadableStream<Uint8Array>) => {
-    let buf = "";
-    for await (const chunk of s.pipeThrough(new TextDecoderStream())) {
-      buf += chunk;
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        raw.push(line);
-        try {
-          lines.push(JSON.parse(line));
-        } catch { /* not a log line */ }
-      }
-    }
-    if (buf) raw.push(buf);
-  };
+  const pump = (s: ReadableStream<Uint8Array>) =>
+    eachLine(s, (line) => {
+      raw.push(line);
+      const parsed = parseLogLine(line);
+      if (parsed) lines.push(parsed);
+    });
   const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
   const p: Proc = { rt, name, child, lines, raw, port, status: Promise.resolve() as never };
   p.status = child.status.then(async (s) => {

@@ -23,6 +23,7 @@ import {
   s3Backend,
 } from "../../examples/object_store/mod.ts";
 import { freePort, NatsServer } from "../helpers/nats_server.ts";
+import { eachLine, parseLogLine } from "../helpers/lines.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const bin = (n: string) => `${root}node_modules/.bin/${n}`;
@@ -463,21 +464,12 @@ function spawnWorker(rt: "deno" | "bun" | "node", env: Record<string, string>, o
   }).spawn();
   const lines: Record<string, unknown>[] = [];
   const raw: string[] = [];
-  const pump = async (s: ReadableStream<Uint8Array>) => {
-    let buf = "";
-    for await (const chunk of s.pipeThrough(new TextDecoderStream())) {
-      buf += chunk;
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        raw.push(line);
-        try {
-          lines.push(JSON.parse(line));
-        } catch { /* not a log line */ }
-      }
-    }
-  };
+  const pump = (s: ReadableStream<Uint8Array>) =>
+    eachLine(s, (line) => {
+      raw.push(line);
+      const parsed = parseLogLine(line);
+      if (parsed) lines.push(parsed);
+    });
   const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
   const status = child.status.then(async (s) => {
     await pumps;

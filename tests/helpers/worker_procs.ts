@@ -6,6 +6,7 @@
  * @module
  */
 import { freePort } from "./nats_server.ts";
+import { eachLine, parseLogLine } from "./lines.ts";
 
 /** Repository root (with a trailing slash). */
 export const root: string = new URL("../../", import.meta.url).pathname;
@@ -92,30 +93,18 @@ export function spawn(rt: Runtime, env: Record<string, string>): Proc {
   const raw: string[] = [];
   const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] =
     [];
-  const pump = async (s: ReadableStream<Uint8Array>) => {
-    let buf = "";
-    for await (const chunk of s.pipeThrough(new TextDecoderStream())) {
-      buf += chunk;
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        raw.push(line);
-        let parsed: Record<string, unknown>;
-        try {
-          parsed = JSON.parse(line);
-        } catch {
-          continue; // not a log line
-        }
-        lines.push(parsed);
-        arrivals.push(performance.now());
-        for (const w of waiters.filter((w) => w.pred(parsed))) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve(parsed);
-        }
+  const pump = (s: ReadableStream<Uint8Array>) =>
+    eachLine(s, (line) => {
+      raw.push(line);
+      const parsed = parseLogLine(line);
+      if (!parsed) return; // not a log line
+      lines.push(parsed);
+      arrivals.push(performance.now());
+      for (const w of waiters.filter((w) => w.pred(parsed))) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(parsed);
       }
-    }
-  };
+    });
   const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
   const status = child.status.then(async (s) => {
     await pumps;
