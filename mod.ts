@@ -44,7 +44,10 @@ export {
   splitIdFrom,
 } from "./src/store/keys.ts";
 export type {
-  HandoffRecord,
+  AssignEntry,
+  AssignRecord,
+  JobCounts,
+  JobOutcome,
   JobRecord,
   Json,
   LeaderRecord,
@@ -54,6 +57,7 @@ export type {
   SpecRecord,
   SplitProgress,
   SplitRecord,
+  SplitStatus,
 } from "./src/records.ts";
 export {
   type JoinOptions,
@@ -86,7 +90,6 @@ export {
   parseCoordinatorConfig,
 } from "./src/coordinator/config.ts";
 export { isAlive, LivenessTracker, type Sighting } from "./src/coordinator/liveness.ts";
-export { fairShareOf } from "./src/coordinator/claims.ts";
 export { LATENCY_BUCKETS, newHistogram, observe } from "./src/coordinator/stats.ts";
 export {
   type BalanceConfig,

@@ -39,7 +39,7 @@ await nc0.close();
 // --- 1. handover after a graceful release ---------------------------------------
 {
   const job = "handover";
-  const tun = { leaseMs: 3000, opTimeoutMs: 1000, claimStaggerMs: 2 };
+  const tun = { leaseMs: 3000, opTimeoutMs: 1000 };
   let holder: NatsWorker = await natsWorker(url, job, { ...tun, planner: unitPlan(1) });
   await nextEvent(holder.c, "gained");
   let peer = await natsWorker(url, job, { ...tun, planner: unitPlan(1) });
@@ -75,7 +75,7 @@ await nc0.close();
 // --- 2. crash takeover -------------------------------------------------------------
 {
   const leaseMs = 1000;
-  const tun = { leaseMs, opTimeoutMs: 250, claimStaggerMs: 2 };
+  const tun = { leaseMs, opTimeoutMs: 250 };
   const times: number[] = [];
   for (let i = 0; i < CRASHES; i++) {
     const job = `crash-${i}`;

@@ -1,7 +1,10 @@
 /**
- * Zod schemas and codecs for every record of a job's bucket (DESIGN §4).
- * Every record carries `v: 1`; every read is validated, and a value that is
- * not JSON or does not match is an `InvalidRecordError` naming the key.
+ * Records of a job's bucket, record layout 2 (docs/DESIGN.md, "Keys"). Every
+ * record carries `v: 2`; every read is validated, and a value that is not
+ * JSON or does not match is an `InvalidRecordError` naming the key. The hot
+ * records (split, member, assignment) are checked by hand first — a record is
+ * decoded on every watch event, and zod costs several times more — and zod
+ * only explains a value the fast check refused.
  *
  * @module
  */
@@ -9,8 +12,33 @@ import { z } from "zod";
 import { InvalidRecordError } from "./errors.ts";
 import { keys } from "./store/keys.ts";
 
-const id: z.ZodString = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, "must be 1-128 characters of [A-Za-z0-9_-]");
+/**
+ * The record layout this version reads and writes.
+ *
+ * @example
+ * ```ts
+ * import { RECORD_LAYOUT } from "./records.ts";
+ * console.log(RECORD_LAYOUT); // 2
+ * ```
+ */
+export const RECORD_LAYOUT = 2;
+
+/**
+ * Largest descriptor (JSON text, UTF-8 bytes) kept inside the split record;
+ * larger ones go to `spec.<split>`.
+ *
+ * @example
+ * ```ts
+ * import { INLINE_DESCRIPTOR_BYTES } from "./records.ts";
+ * console.log(INLINE_DESCRIPTOR_BYTES); // 2048
+ * ```
+ */
+export const INLINE_DESCRIPTOR_BYTES = 2048;
+
+const ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
+const id: z.ZodString = z.string().regex(ID_RE, "must be 1-128 characters of [A-Za-z0-9_-]");
 const count: z.ZodNumber = z.number().int().nonnegative();
+const v2 = z.literal(2);
 
 /**
  * A JSON value (descriptor, progress state, planner cursor).
@@ -31,12 +59,12 @@ const json = z.json() as z.ZodType<Json>;
  * @example
  * ```ts
  * import type { JobRecord } from "@splitlease/splitlease";
- * const job: JobRecord = { v: 1, fingerprint: "backfill:s3://bucket/prefix", createdAt: Date.now() };
+ * const job: JobRecord = { v: 2, fingerprint: "backfill:s3://bucket/prefix", createdAt: Date.now() };
  * ```
  */
 export interface JobRecord {
-  /** Record format version. */
-  v: 1;
+  /** Record layout. */
+  v: 2;
   /** Planner-supplied, config-derived identity of the job. */
   fingerprint: string;
   /** Wall-clock creation time (informational only). */
@@ -45,61 +73,107 @@ export interface JobRecord {
 
 /** Schema of the `job` record. */
 export const JobRecordSchema: z.ZodType<JobRecord> = z.object({
-  v: z.literal(1),
+  v: v2,
   fingerprint: z.string().min(1),
   createdAt: z.number(),
 });
 
 /**
- * The `plan` record: leader term (the leader fence) and the published plan.
+ * How a bounded job ended, decided once by the leader (`plan.outcome`).
+ *
+ * @example
+ * ```ts
+ * import type { JobOutcome } from "@splitlease/splitlease";
+ * const o: JobOutcome = { kind: "stalled", completed: 9, quarantined: 1 };
+ * ```
+ */
+export type JobOutcome =
+  | { kind: "allComplete"; completed: number; cancelled?: number }
+  | { kind: "stalled"; completed: number; quarantined: number; cancelled?: number };
+
+/**
+ * The `plan` record: leader term (the leader fence), the published plan and,
+ * once decided, the job outcome.
  *
  * @example
  * ```ts
  * import type { PlanRecord } from "@splitlease/splitlease";
- * const p: PlanRecord = { v: 1, term: 1, finality: "final", generation: 1, planned: 42 };
+ * const p: PlanRecord = { v: 2, term: 1, finality: "final", generation: 1, planned: 42 };
  * ```
  */
 export interface PlanRecord {
-  /** Record format version. */
-  v: 1;
+  /** Record layout. */
+  v: 2;
   /** Leader generation; a new leader bumps it (the leader fence). */
   term: number;
   /** `final`: the enumeration is complete; `open`: re-planned on an interval. */
   finality: "open" | "final";
   /** Number of publishes so far; 0 means no plan was published yet. */
   generation: number;
-  /** Splits planned (recounted from a listing at publish). */
+  /** Splits planned (counted from what was seeded). */
   planned: number;
   /** Planner cursor for discovery planners. */
   cursor?: Json;
   /** Wall-clock time of the last publish (informational only). */
   publishedAt?: number;
+  /** The job outcome, written once by the leader after a confirming listing. */
+  outcome?: JobOutcome;
 }
+
+const OutcomeSchema: z.ZodType<JobOutcome> = z.union([
+  z.object({ kind: z.literal("allComplete"), completed: count, cancelled: count.optional() }),
+  z.object({ kind: z.literal("stalled"), completed: count, quarantined: count, cancelled: count.optional() }),
+]);
 
 /** Schema of the `plan` record. */
 export const PlanRecordSchema: z.ZodType<PlanRecord> = z.object({
-  v: z.literal(1),
+  v: v2,
   term: count,
   finality: z.enum(["open", "final"]),
-  /** Number of publishes so far; 0 means no plan was published yet. */
   generation: count,
   planned: count,
   cursor: json.optional(),
   publishedAt: z.number().optional(),
+  outcome: OutcomeSchema.optional(),
 });
 
 /**
- * The `leader` record: the current leader and its heartbeat counter.
+ * Job-wide split counts as the leader sees them, carried on its heartbeat.
+ *
+ * @example
+ * ```ts
+ * import type { JobCounts } from "@splitlease/splitlease";
+ * const c: JobCounts = { members: 3, runnable: 10, unowned: 2, completed: 5, quarantined: 0, cancelled: 0 };
+ * ```
+ */
+export interface JobCounts {
+  /** Live members (standbys included). */
+  members: number;
+  /** Runnable splits (owned or not). */
+  runnable: number;
+  /** Runnable splits with no owner (the backlog). */
+  unowned: number;
+  /** Completed splits. */
+  completed: number;
+  /** Quarantined (poison) splits. */
+  quarantined: number;
+  /** Cancelled splits. */
+  cancelled: number;
+}
+
+/**
+ * The `leader` record: the current leader, its heartbeat counter and the job
+ * counts it last saw.
  *
  * @example
  * ```ts
  * import type { LeaderRecord } from "@splitlease/splitlease";
- * const l: LeaderRecord = { v: 1, instance: "a", session: "s1", term: 2, beat: 10 };
+ * const l: LeaderRecord = { v: 2, instance: "a", session: "s1", term: 2, beat: 10 };
  * ```
  */
 export interface LeaderRecord {
-  /** Record format version. */
-  v: 1;
+  /** Record layout. */
+  v: 2;
   /** Leader instance id. */
   instance: string;
   /** Leader process session nonce. */
@@ -108,15 +182,27 @@ export interface LeaderRecord {
   term: number;
   /** Heartbeat counter, bumped every beat. */
   beat: number;
+  /** Job counts as of this beat. */
+  counts?: JobCounts;
 }
+
+const CountsSchema: z.ZodType<JobCounts> = z.object({
+  members: count,
+  runnable: count,
+  unowned: count,
+  completed: count,
+  quarantined: count,
+  cancelled: count,
+});
 
 /** Schema of the `leader` record. */
 export const LeaderRecordSchema: z.ZodType<LeaderRecord> = z.object({
-  v: z.literal(1),
+  v: v2,
   instance: id,
   session: z.string().min(1),
   term: count,
   beat: count,
+  counts: CountsSchema.optional(),
 });
 
 /**
@@ -125,15 +211,15 @@ export const LeaderRecordSchema: z.ZodType<LeaderRecord> = z.object({
  * @example
  * ```ts
  * import type { MemberRecord } from "@splitlease/splitlease";
- * const m: MemberRecord = { v: 1, session: "s1", maxInFlight: 8, runtime: "deno", version: "0.1.0", beat: 0 };
+ * const m: MemberRecord = { v: 2, session: "s1", maxInFlight: 8, runtime: "deno", version: "0.2.0", beat: 0 };
  * ```
  */
 export interface MemberRecord {
-  /** Record format version. */
-  v: 1;
+  /** Record layout. */
+  v: 2;
   /** Process session nonce (fresh per process). */
   session: string;
-  /** Lanes this worker runs at most. */
+  /** Lanes this worker runs at most (0: a standby that holds nothing). */
   maxInFlight: number;
   /** Runtime name and version, e.g. `deno 2.9.6`. */
   runtime: string;
@@ -141,33 +227,40 @@ export interface MemberRecord {
   version: string;
   /** Heartbeat counter, bumped every beat. */
   beat: number;
-  /** Set while the worker drains to leave; it claims nothing more. */
+  /** Set while the worker drains to leave; it gets nothing more. */
   draining?: boolean;
+  /** Whether it runs a planner (preferred as leader). */
+  planner?: boolean;
+  /** Splits it held (or was claiming) when it wrote this beat: the leader re-sends grants when it sees more. */
+  held?: number;
 }
 
 /** Schema of a `member.<instance>` record. */
 export const MemberRecordSchema: z.ZodType<MemberRecord> = z.object({
-  v: z.literal(1),
+  v: v2,
   session: z.string().min(1),
-  maxInFlight: z.number().int().positive(),
+  maxInFlight: count,
   runtime: z.string(),
   version: z.string(),
   beat: count,
   draining: z.boolean().optional(),
+  planner: z.boolean().optional(),
+  held: count.optional(),
 });
 
 /**
- * A `spec.<split>` record: the immutable descriptor and weight of a split.
+ * A `spec.<split>` record: the immutable descriptor of a split whose
+ * descriptor is too large to live in its split record.
  *
  * @example
  * ```ts
  * import type { SpecRecord } from "@splitlease/splitlease";
- * const spec: SpecRecord = { v: 1, descriptor: { from: 0, to: 1000 }, weight: 1000, term: 1 };
+ * const spec: SpecRecord = { v: 2, descriptor: { from: 0, to: 1000 }, weight: 1000, term: 1 };
  * ```
  */
 export interface SpecRecord {
-  /** Record format version. */
-  v: 1;
+  /** Record layout. */
+  v: 2;
   /** Everything a worker needs to process the split. */
   descriptor: Json;
   /** Relative cost (bytes, rows); default 1. */
@@ -178,7 +271,7 @@ export interface SpecRecord {
 
 /** Schema of a `spec.<split>` record. */
 export const SpecRecordSchema: z.ZodType<SpecRecord> = z.object({
-  v: z.literal(1),
+  v: v2,
   descriptor: json,
   weight: z.number().positive().finite(),
   term: count,
@@ -226,81 +319,179 @@ export interface Owner {
 export const OwnerSchema: z.ZodType<Owner> = z.object({ instance: id, session: z.string().min(1) });
 
 /**
- * A `split.<split>` record: epoch, status, owner, attempts and progress.
+ * Lifecycle state of a split: `runnable` (owned or free), `completed`,
+ * `quarantined` (poison, parked until requeued) or `cancelled` (by an
+ * operator; never run again).
+ *
+ * @example
+ * ```ts
+ * import type { SplitStatus } from "@splitlease/splitlease";
+ * const s: SplitStatus = "runnable";
+ * ```
+ */
+export type SplitStatus = "runnable" | "completed" | "quarantined" | "cancelled";
+
+/**
+ * A `split.<split>` record: epoch, status, owner, attempts, progress and
+ * (when small) the descriptor.
  *
  * @example
  * ```ts
  * import type { SplitRecord } from "@splitlease/splitlease";
  * const s: SplitRecord = {
- *   v: 1, epoch: 1, status: "runnable", owner: { instance: "a", session: "s1" },
- *   attempts: 0, weight: 1, progress: { watermark: 10 },
+ *   v: 2, epoch: 1, status: "runnable", owner: { instance: "a", session: "s1" },
+ *   attempts: 0, weight: 1, progress: { watermark: 10 }, descriptor: { from: 0, to: 10 },
  * };
  * ```
  */
 export interface SplitRecord {
-  /** Record format version. */
-  v: 1;
+  /** Record layout. */
+  v: 2;
   /** Fencing token, bumped on every ownership change. */
   epoch: number;
   /** Lifecycle state. */
-  status: "runnable" | "completed" | "quarantined";
+  status: SplitStatus;
   /** Current owner, or `null` when free. */
   owner: Owner | null;
   /** Non-graceful ends so far (takeovers, crash reclaims, explicit fails). */
   attempts: number;
-  /** Copy of the spec's weight, so balancing never reads specs. */
+  /** Relative cost, used for fair share and balancing. */
   weight: number;
   /** Last committed progress, `null` before the first commit. */
   progress: SplitProgress | null;
-  /** Instance the split is reserved for (a steal in progress). */
-  reservedFor?: string | null;
+  /** The descriptor, when it is at most {@linkcode INLINE_DESCRIPTOR_BYTES}. */
+  descriptor?: Json;
+  /** Set when the descriptor lives in `spec.<split>` instead. */
+  spec?: true;
   /** Reason of the last reported failure. */
   lastFailure?: string;
 }
 
 /** Schema of a `split.<split>` record. */
 export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
-  v: z.literal(1),
+  v: v2,
   epoch: count,
-  status: z.enum(["runnable", "completed", "quarantined"]),
+  status: z.enum(["runnable", "completed", "quarantined", "cancelled"]),
   owner: OwnerSchema.nullable(),
   attempts: count,
   weight: z.number().positive().finite(),
   progress: ProgressSchema.nullable(),
-  reservedFor: id.nullable().optional(),
+  descriptor: json.optional(),
+  spec: z.literal(true).optional(),
   lastFailure: z.string().optional(),
 });
 
 /**
- * A `handoff.<split>` record: the leader asks `from` to give the split to `to`.
+ * One split in an assignment record: its id, the epoch and revision of the
+ * split record the leader saw, and (space permitting) that record.
  *
  * @example
  * ```ts
- * import type { HandoffRecord } from "@splitlease/splitlease";
- * const h: HandoffRecord = { v: 1, from: { instance: "a", session: "s1" }, to: "b", term: 3, requestedAt: Date.now() };
+ * import type { AssignEntry } from "@splitlease/splitlease";
+ * const e: AssignEntry = { id: "s1", epoch: 0, rev: 42 };
  * ```
  */
-export interface HandoffRecord {
-  /** Record format version. */
-  v: 1;
-  /** The owner asked to give the split up. */
-  from: Owner;
-  /** The instance that should get it. */
-  to: string;
-  /** Leader term that decided the move. */
-  term: number;
-  /** Wall-clock time of the request (informational only). */
-  requestedAt: number;
+export interface AssignEntry {
+  /** Split id. */
+  id: string;
+  /** Epoch of the split record at `rev`. */
+  epoch: number;
+  /** Revision of the split record the directive is about. */
+  rev: number;
+  /** The split record at `rev` (omitted when the assignment record would grow too large). */
+  rec?: SplitRecord;
+  /** Why it comes: `takeover` (its owner died), `reclaim` (its owner was our previous process), `handoff` (released or fenced to us). */
+  why?: "takeover" | "reclaim" | "handoff";
 }
 
-/** Schema of a `handoff.<split>` record. */
-export const HandoffRecordSchema: z.ZodType<HandoffRecord> = z.object({
-  v: z.literal(1),
-  from: OwnerSchema,
-  to: id,
-  term: count,
-  requestedAt: z.number(),
+/**
+ * An `assign.<instance>` record: the leader's directives to one member
+ * (docs/DESIGN.md, "How a split reaches a worker without races").
+ *
+ * @example
+ * ```ts
+ * import type { AssignRecord } from "@splitlease/splitlease";
+ * const a: AssignRecord = { v: 2, term: 3, session: "s1", seq: 7, offers: [], grants: [], revokes: [], drops: [] };
+ * ```
+ */
+export interface AssignRecord {
+  /** Record layout. */
+  v: 2;
+  /** Term of the leader that wrote it. */
+  term: number;
+  /** Session of the member it is addressed to. */
+  session: string;
+  /** Write counter within the term. */
+  seq: number;
+  /** Free splits reserved for the member: claim them (one CAS each) when a lane is free. */
+  offers: AssignEntry[];
+  /** Splits already opened for the member (epoch and owner written): start them without a write. */
+  grants: AssignEntry[];
+  /** Held splits the leader wants back; `to` is the successor to release them to. */
+  revokes: { id: string; epoch: number; to?: Owner }[];
+  /** Held splits whose record moved away from the member: stop them now. */
+  drops: { id: string; epoch: number; reason: "fenced" | "expired" | "cancelled" }[];
+}
+
+const EntrySchema: z.ZodType<AssignEntry> = z.object({
+  id,
+  epoch: count,
+  rev: z.number().int().positive(),
+  rec: SplitRecordSchema.optional(),
+  why: z.enum(["takeover", "reclaim", "handoff"]).optional(),
 });
+
+/** Schema of an `assign.<instance>` record. */
+export const AssignRecordSchema: z.ZodType<AssignRecord> = z.object({
+  v: v2,
+  term: count,
+  session: z.string().min(1),
+  seq: count,
+  offers: z.array(EntrySchema),
+  grants: z.array(EntrySchema),
+  revokes: z.array(z.object({ id, epoch: count, to: OwnerSchema.optional() })),
+  drops: z.array(z.object({ id, epoch: count, reason: z.enum(["fenced", "expired", "cancelled"]) })),
+});
+
+// --- fast checks of the hot records ------------------------------------------------
+
+type Obj = Record<string, unknown>;
+const isObj = (x: unknown): x is Obj => typeof x === "object" && x !== null && !Array.isArray(x);
+const isCount = (x: unknown): x is number => typeof x === "number" && Number.isInteger(x) && x >= 0;
+const isOwner = (x: unknown): boolean =>
+  isObj(x) && typeof x.instance === "string" && ID_RE.test(x.instance) && typeof x.session === "string" &&
+  x.session.length > 0;
+
+/** Whether `x` is a valid split record (the hand-written twin of {@linkcode SplitRecordSchema}). */
+export function isSplitRecord(x: unknown): x is SplitRecord {
+  if (!isObj(x) || x.v !== 2 || !isCount(x.epoch) || !isCount(x.attempts)) return false;
+  const s = x.status;
+  if (s !== "runnable" && s !== "completed" && s !== "quarantined" && s !== "cancelled") return false;
+  if (x.owner !== null && !isOwner(x.owner)) return false;
+  const w = x.weight;
+  if (typeof w !== "number" || !(w > 0) || !Number.isFinite(w)) return false;
+  const p = x.progress;
+  if (p !== null) {
+    if (!isObj(p)) return false;
+    const wm = p.watermark;
+    if (wm !== undefined && typeof wm !== "string" && !(typeof wm === "number" && Number.isFinite(wm))) return false;
+  }
+  if (x.spec !== undefined && x.spec !== true) return false;
+  if (x.lastFailure !== undefined && typeof x.lastFailure !== "string") return false;
+  return true;
+}
+
+function isMemberRecord(x: unknown): x is MemberRecord {
+  return isObj(x) && x.v === 2 && typeof x.session === "string" && x.session.length > 0 && isCount(x.maxInFlight) &&
+    typeof x.runtime === "string" && typeof x.version === "string" && isCount(x.beat) &&
+    (x.draining === undefined || typeof x.draining === "boolean") &&
+    (x.planner === undefined || typeof x.planner === "boolean") && (x.held === undefined || isCount(x.held));
+}
+
+const FAST = new Map<z.ZodType, (x: unknown) => boolean>([
+  [SplitRecordSchema, isSplitRecord],
+  [MemberRecordSchema, isMemberRecord],
+]);
 
 /**
  * Parses and validates the value stored at `key` with `schema`.
@@ -311,7 +502,7 @@ export const HandoffRecordSchema: z.ZodType<HandoffRecord> = z.object({
  * @example
  * ```ts
  * import { decodeRecord, PlanRecordSchema } from "./records.ts";
- * const plan = decodeRecord("plan", '{"v":1,"term":1,"finality":"open","generation":0,"planned":0}', PlanRecordSchema);
+ * const plan = decodeRecord("plan", '{"v":2,"term":1,"finality":"open","generation":0,"planned":0}', PlanRecordSchema);
  * console.log(plan.term); // 1
  * ```
  */
@@ -321,6 +512,15 @@ export function decodeRecord<T>(key: string, value: string, schema: z.ZodType<T>
     json = JSON.parse(value);
   } catch (e) {
     throw new InvalidRecordError(key, `value is not JSON (${(e as Error).message})`, [], { cause: e });
+  }
+  const fast = FAST.get(schema);
+  if (fast?.(json)) return json as T;
+  if (isObj(json) && json.v !== 2 && typeof json.v === "number") {
+    throw new InvalidRecordError(
+      key,
+      `record layout ${json.v} is not layout ${RECORD_LAYOUT} (written by another splitlease version)`,
+      [],
+    );
   }
   const r = schema.safeParse(json);
   if (!r.success) {
@@ -362,7 +562,7 @@ export function safeDecodeRecord<T>(
  * @example
  * ```ts
  * import { encodeRecord } from "./records.ts";
- * encodeRecord({ v: 1, fingerprint: "f", createdAt: 0 }); // '{"v":1,...}'
+ * encodeRecord({ v: 2, fingerprint: "f", createdAt: 0 }); // '{"v":2,...}'
  * ```
  */
 export function encodeRecord(record: object): string {
@@ -385,6 +585,6 @@ export function schemaForKey(key: string): z.ZodType | undefined {
   if (key.startsWith(keys.memberPrefix)) return MemberRecordSchema;
   if (key.startsWith(keys.specPrefix)) return SpecRecordSchema;
   if (key.startsWith(keys.splitPrefix)) return SplitRecordSchema;
-  if (key.startsWith(keys.handoffPrefix)) return HandoffRecordSchema;
+  if (key.startsWith(keys.assignPrefix)) return AssignRecordSchema;
   return undefined;
 }

@@ -72,7 +72,7 @@ export function hashStrings(parts: readonly string[]): number {
  * ```ts
  * import { rendezvousRank } from "@splitlease/splitlease";
  * const ranking = rendezvousRank("split-7", ["w1", "w2", "w3"], "my-job");
- * const myRank = ranking.indexOf("w2"); // wait myRank × claimStaggerMs before claiming
+ * const myRank = ranking.indexOf("w2"); // 0: w2 ranks first for this split
  * console.assert(myRank >= 0 && myRank < 3);
  * ```
  */

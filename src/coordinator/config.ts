@@ -24,7 +24,7 @@ export interface CoordinatorTunables {
   leaseMs?: number;
   /** Per store-operation timeout in ms (default 5000). */
   opTimeoutMs?: number;
-  /** Lanes this worker runs at most (default 8). */
+  /** Lanes this worker runs at most (default 8; 0: a standby that holds nothing). */
   maxInFlight?: number;
   /** Non-graceful ends before a split is quarantined (default 4). */
   maxAttempts?: number;
@@ -34,11 +34,9 @@ export interface CoordinatorTunables {
   replanIntervalMs?: number;
   /** Withhold a departed member's splits this long (default 0: at once). */
   rebalanceDelayMs?: number;
-  /** Per-rank claim delay against thundering herds (default 2). */
-  claimStaggerMs?: number;
   /** Self-fence this long before peers could judge us dead (default leaseMs/8). */
   selfFenceMarginMs?: number;
-  /** Concurrent writes while seeding a plan (default 32). */
+  /** Concurrent writes while seeding a plan (default 128). */
   seedConcurrency?: number;
 }
 
@@ -67,14 +65,13 @@ const base = z.object({
   fingerprint: z.string().min(1, "must be a non-empty string").max(1024),
   leaseMs: ms(500).default(15000),
   opTimeoutMs: ms(1).default(5000),
-  maxInFlight: ms(1).default(8),
+  maxInFlight: ms(0).max(4096).default(8),
   maxAttempts: ms(1).default(4),
   drainDeadlineMs: ms(0).default(10000),
   replanIntervalMs: ms(1).default(60000),
   rebalanceDelayMs: ms(0).default(0),
-  claimStaggerMs: ms(0).default(2),
   selfFenceMarginMs: ms(0).optional(),
-  seedConcurrency: ms(1).max(1024).default(32),
+  seedConcurrency: ms(1).max(1024).default(128),
 }).strict();
 
 const schema = Object.assign(base.superRefine((c, ctx) => {
@@ -144,16 +141,15 @@ export function coordinatorConfigDocs(): ConfigDoc[] {
     { key: "job", default: "(required)", rule: "1-128 of [A-Za-z0-9_-]", meaning: "Job name; the NATS bucket is splitlease_<job>." },
     { key: "instance", default: "generated", rule: "1-128 of [A-Za-z0-9_-]", meaning: "Instance id (pod name). Two live processes with one id is fatal; a restart with the same id reclaims its splits at once." },
     { key: "fingerprint", default: "the job name", rule: "non-empty, at most 1024 chars", meaning: "Config-derived job identity; a bucket holding another fingerprint is refused at join." },
-    { key: "leaseMs", default: "15000", rule: ">= 500 and >= 2 × opTimeoutMs", meaning: "A member whose record has not moved for this long (on the observer's clock) is dead." },
+    { key: "leaseMs", default: "15000", rule: ">= 500 and >= 2 × opTimeoutMs", meaning: "A member whose record has not moved for this long (on the leader's clock) is dead; so is a leader whose record has not moved (on each member's clock)." },
     { key: "opTimeoutMs", default: "5000", rule: ">= 1", meaning: "Timeout of every store operation." },
-    { key: "maxInFlight", default: "8", rule: ">= 1", meaning: "Splits (lanes) held at most; advertised on the member record." },
+    { key: "maxInFlight", default: "8", rule: "0..4096", meaning: "Splits (lanes) held at most; advertised on the member record. 0 makes a standby: it holds nothing, watches the job, reports its outcome and may lead." },
     { key: "maxAttempts", default: "4", rule: ">= 1", meaning: "Non-graceful ends (takeovers, crash reclaims, fail reports) before a split is quarantined." },
     { key: "drainDeadlineMs", default: "10000", rule: ">= opTimeoutMs", meaning: "Time a revoked split may take to drain before it is released forcibly." },
     { key: "replanIntervalMs", default: "60000", rule: ">= leaseMs", meaning: "Re-plan interval of open (discovery) plans." },
     { key: "rebalanceDelayMs", default: "0", rule: ">= 0", meaning: "Withhold a dead or departed member's splits this long so a fast restart reclaims its own work; 0 takes over at once." },
-    { key: "claimStaggerMs", default: "2", rule: ">= 0", meaning: "Per-rank delay before claiming a free split (rendezvous-ranked herd avoidance)." },
     { key: "selfFenceMarginMs", default: "leaseMs / 8", rule: ">= 0 and < leaseMs / 2", meaning: "Self-fence this long before peers could judge this worker dead." },
-    { key: "seedConcurrency", default: "32", rule: "1..1024", meaning: "Concurrent writes while the leader seeds a plan." },
+    { key: "seedConcurrency", default: "128", rule: "1..1024", meaning: "Seed writes the leader keeps in flight while it streams a plan into the store." },
   ];
 }
 
@@ -166,7 +162,6 @@ export const TUNABLE_KEYS: readonly (keyof CoordinatorTunables)[] = [
   "drainDeadlineMs",
   "replanIntervalMs",
   "rebalanceDelayMs",
-  "claimStaggerMs",
   "selfFenceMarginMs",
   "seedConcurrency",
 ];

@@ -1,25 +1,23 @@
 /**
- * `SplitCoordinator`: joins a job, heartbeats, claims its fair share of
- * splits, fences commits, balances by steals when leading, and reports
- * ownership and job-state changes as events (DESIGN §2, §4–§10).
+ * `SplitCoordinator`: joins a job, heartbeats, follows the leader's
+ * assignments (claiming offers, starting grants, answering revocations),
+ * fences commits, leads when elected (assignment, takeovers, balancing,
+ * completion, planning), and reports ownership and job-state changes as
+ * events (docs/DESIGN.md).
  *
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
-import { decodeRecord, encodeRecord, JobRecordSchema, type SplitProgress } from "../records.ts";
+import { encodeRecord, JobRecordSchema, RECORD_LAYOUT, safeDecodeRecord, type SplitProgress } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { Store } from "../store/store.ts";
 import { Channel } from "../util/channel.ts";
-import { Balancer } from "./balancer.ts";
-import { Claimer } from "./claimer.ts";
 import { systemClock } from "./clock.ts";
-import { Completion } from "./completion.ts";
 import { type CoordinatorConfig, type CoordinatorTunables, parseCoordinatorConfig } from "./config.ts";
 import type { Core } from "./core.ts";
+import { Follower } from "./follower.ts";
 import { Leadership } from "./leadership.ts";
-import { LivenessTracker } from "./liveness.ts";
 import { Membership } from "./membership.ts";
-import { Observer } from "./observer.ts";
 import { buildStatus } from "./status.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
 import { Tenancies } from "./tenancies.ts";
@@ -33,7 +31,6 @@ import type {
   Logger,
   Planner,
 } from "./types.ts";
-import { JobView } from "./view.ts";
 
 /**
  * Library version advertised on member records.
@@ -44,7 +41,7 @@ import { JobView } from "./view.ts";
  * console.log(VERSION);
  * ```
  */
-export const VERSION = "0.1.0";
+export const VERSION = "0.2.0";
 
 /**
  * Options of {@linkcode SplitCoordinator.join}.
@@ -66,7 +63,7 @@ export interface JoinOptions extends CoordinatorTunables {
   instance?: string;
   /** Job fingerprint; a bucket holding another fingerprint is refused (default: the job name). */
   fingerprint?: string;
-  /** Planner; an instance without one never leads. */
+  /** Planner; members with one are preferred as leader, and only a leader with one plans. */
   planner?: Planner;
   /** Clock (default: the system clock). */
   clock?: Clock;
@@ -102,11 +99,8 @@ export class SplitCoordinator implements Coordinator {
   readonly #core: Core;
   readonly #tenancies: Tenancies;
   readonly #membership: Membership;
-  readonly #claimer: Claimer;
-  readonly #completion: Completion;
-  readonly #balancer: Balancer;
-  readonly #leadership: Leadership | undefined;
-  readonly #observer: Observer;
+  readonly #follower: Follower;
+  readonly #leadership: Leadership;
   #state: CoordinatorStatus["state"] = "starting";
   #draining = false;
   #reconciling = false;
@@ -131,45 +125,33 @@ export class SplitCoordinator implements Coordinator {
       config,
       log: options.logger ?? silent,
       me: { instance: config.instance, session: nonce(random, 16) },
-      view: new JobView(),
-      liveness: new LivenessTracker(),
       stats,
       events: new Channel<CoordinationEvent>(),
       schedule: () => this.#schedule(),
     });
     this.#tenancies = new Tenancies(core);
+    this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());
+    this.#tenancies.onOrphan = (id, d) => this.#follower.remember(id, d);
+    this.#leadership = new Leadership(core, this.#follower, options.planner, () => this.#active() && !this.#draining);
     this.#membership = new Membership(core, {
-      extraBeat: () => this.#leadership?.beat(),
+      extraBeat: () => this.#leadership.beat(),
       onStarved: () => this.#onStarved(),
-      onRestored: () => this.#schedule(),
+      onRestored: () => void this.#follower.resume(),
+      onBeat: () => {
+        if (this.#follower.dormant > 0) void this.#follower.resume();
+        this.#schedule();
+      },
       onDuplicate: (e) => this.#fatal(e),
-    }, options.runtime ?? "web", VERSION);
-    this.#claimer = new Claimer(core, this.#tenancies, () => this.#active() && !this.#draining);
-    this.#completion = new Completion(core);
-    this.#balancer = new Balancer(core);
-    this.#observer = new Observer(core, () => this.#schedule());
-    if (options.planner) {
-      this.#leadership = new Leadership({
-        store: core.store,
-        view: core.view,
-        liveness: core.liveness,
-        config,
-        clock,
-        me: core.me,
-        planner: options.planner,
-        logger: core.log,
-        active: () => this.#active() && !this.#draining,
-        poke: () => this.#schedule(),
-      });
-    }
+      held: () => this.#tenancies.held.size + this.#follower.claiming.size,
+    }, options.runtime ?? "web", VERSION, options.planner !== undefined);
   }
 
   /**
-   * Joins the job: validates config, checks the job fingerprint, loads the
-   * current state, registers this member (refusing a live twin with the same
-   * instance id) and starts heartbeating and claiming.
+   * Joins the job: validates config, checks the job fingerprint and record
+   * layout, opens its watches, registers this member (refusing a live twin
+   * with the same instance id) and starts heartbeating.
    *
-   * @throws {SplitleaseError} `INVALID_CONFIG`, `FINGERPRINT_MISMATCH`, `DUPLICATE_INSTANCE`
+   * @throws {SplitleaseError} `INVALID_CONFIG`, `FINGERPRINT_MISMATCH`, `INCOMPATIBLE_LAYOUT`, `DUPLICATE_INSTANCE`
    */
   static async join(options: JoinOptions): Promise<SplitCoordinator> {
     const c = new SplitCoordinator(options);
@@ -199,13 +181,13 @@ export class SplitCoordinator implements Coordinator {
 
   /** Whether this instance currently leads. */
   get isLeader(): boolean {
-    return this.#leadership?.leading ?? false;
+    return this.#leadership.leading;
   }
 
   async #start(): Promise<void> {
     const { log, me, config } = this.#core;
     await this.#checkJob();
-    await this.#observer.open();
+    await this.#follower.open();
     await this.#membership.register();
     this.#state = "running";
     log("info", "Joined", { instance: me.instance, session: me.session, job: config.job });
@@ -215,7 +197,7 @@ export class SplitCoordinator implements Coordinator {
 
   async #checkJob(): Promise<void> {
     const { store, config, clock } = this.#core;
-    const want = { v: 1 as const, fingerprint: config.fingerprint, createdAt: clock.wallNow() };
+    const want = { v: RECORD_LAYOUT, fingerprint: config.fingerprint, createdAt: clock.wallNow() };
     let cur = await store.get(keys.job);
     if (!cur) {
       const r = await store.create(keys.job, encodeRecord(want));
@@ -223,12 +205,27 @@ export class SplitCoordinator implements Coordinator {
       cur = await store.get(keys.job);
       if (!cur) throw new SplitleaseError("STORE_UNAVAILABLE", `Job record "job" vanished while joining`);
     }
-    const job = decodeRecord(keys.job, cur.value, JobRecordSchema);
-    if (job.fingerprint !== config.fingerprint) {
+    const raw = (() => {
+      try {
+        return JSON.parse(cur.value) as { v?: unknown };
+      } catch {
+        return undefined;
+      }
+    })();
+    if (raw && typeof raw.v === "number" && raw.v !== RECORD_LAYOUT) {
+      throw new SplitleaseError(
+        "INCOMPATIBLE_LAYOUT",
+        `Job "${config.job}" was written with record layout ${raw.v}; this splitlease (${VERSION}) reads layout ${RECORD_LAYOUT} ` +
+          `only. Finish the job with the version that started it, or start it again under a new job name`,
+      );
+    }
+    const job = safeDecodeRecord(keys.job, cur.value, JobRecordSchema);
+    if (!job.ok) throw job.error;
+    if (job.value.fingerprint !== config.fingerprint) {
       throw new SplitleaseError(
         "FINGERPRINT_MISMATCH",
         `Job "${config.job}" belongs to another job: the store holds fingerprint ${
-          JSON.stringify(job.fingerprint)
+          JSON.stringify(job.value.fingerprint)
         }, this worker has ${JSON.stringify(config.fingerprint)}`,
       );
     }
@@ -238,15 +235,29 @@ export class SplitCoordinator implements Coordinator {
     return (this.#state === "running" || this.#state === "draining") && !this.#membership.starved;
   }
 
-  /** No heartbeat for leaseMs - margin: stop every lane before peers can judge us dead. */
+  /**
+   * New work is taken only while our membership is provably ours: a process
+   * that was frozen for a while must see its next heartbeat land first (a
+   * twin may have taken its instance over meanwhile, and would only be
+   * charged attempts by our claims).
+   */
+  #mayClaim(): boolean {
+    const { clock, config } = this.#core;
+    return this.#active() && !this.#draining &&
+      clock.now() - this.#membership.lastOk < config.leaseMs / 3 + config.leaseMs / 10;
+  }
+
+  /** No heartbeat for leaseMs - margin: stop every lane before the leader can judge us dead. */
   #onStarved(): void {
     this.#core.log("error", "Self-fenced: no successful heartbeat within the lease", {
       instance: this.#core.me.instance,
       held: this.#tenancies.held.size,
     });
-    this.#leadership?.stop();
-    this.#balancer.reset();
-    for (const id of [...this.#tenancies.held.keys()]) this.#tenancies.lose(id, "starved");
+    this.#leadership.stop();
+    for (const id of [...this.#tenancies.held.keys()]) {
+      const t = this.#tenancies.lose(id, "starved");
+      if (t) this.#follower.remember(id, { epoch: t.epoch, revision: t.revision, record: t.record, spec: t.spec });
+    }
   }
 
   // --- reconcile -------------------------------------------------------------
@@ -257,11 +268,11 @@ export class SplitCoordinator implements Coordinator {
       return;
     }
     this.#reconciling = true;
-    queueMicrotask(async () => {
+    queueMicrotask(() => {
       try {
         do {
           this.#dirty = false;
-          await this.#reconcile();
+          this.#reconcile();
         } while (this.#dirty && this.#state !== "stopped" && this.#state !== "failed");
       } catch (e) {
         this.#core.log("warn", "Reconcile failed; retrying", { error: String(e) });
@@ -272,45 +283,15 @@ export class SplitCoordinator implements Coordinator {
     });
   }
 
-  async #reconcile(): Promise<void> {
+  #reconcile(): void {
     if (this.#state !== "running" && this.#state !== "draining") return;
-    const { clock } = this.#core;
-    const now = clock.now();
-    this.#tenancies.checkAgainstView();
     if (!this.#active()) return;
-    this.#followHandoffs();
-    const peers = this.#observer.peers(now);
+    const now = this.#core.clock.now();
     let next = Infinity;
-    if (!this.#draining) {
-      void this.#leadership?.maybeElect();
-      await this.#claimer.pass(
-        now,
-        peers,
-        (i, s) => this.#observer.ownerAlive(i, s, now),
-        (i) => this.#observer.takeable(i, now),
-      );
-      if (this.#leadership?.leading) {
-        const live = new Map(peers);
-        live.set(this.#core.me.instance, { session: this.#core.me.session, maxInFlight: this.#core.config.maxInFlight });
-        next = await this.#balancer.cycle(now, this.#leadership.term, live);
-      } else this.#balancer.reset();
-    }
-    await this.#completion.check();
-    const at = Math.min(this.#claimer.nextDeferred(now), next > now ? next : Infinity, this.#observer.nextExpiry(now));
-    if (at !== Infinity) this.#wake(at);
-  }
-
-  /** Turns handoffs naming us as the owner into revocations, and withdrawals into cancels. */
-  #followHandoffs(): void {
-    const { view, me } = this.#core;
-    for (const [id, t] of this.#tenancies.held) {
-      const h = view.handoffs.get(id)?.record;
-      if (h && h.from.instance === me.instance && h.from.session === me.session) {
-        if (!t.draining || t.cancelled) this.#tenancies.requestRevoke(id, h.to);
-      } else if (t.draining && !t.cancelled && t.reservedFor !== null) {
-        this.#tenancies.cancelRevoke(id);
-      }
-    }
+    if (!this.#draining) next = Math.min(next, this.#leadership.maybeElect(now));
+    next = Math.min(next, this.#leadership.reconcile());
+    this.#follower.pump();
+    if (next !== Infinity) this.#wake(next);
   }
 
   #wake(at: number): void {
@@ -333,12 +314,11 @@ export class SplitCoordinator implements Coordinator {
    *
    * @throws {FencedError} when the split moved on (nothing written; `lost` emitted)
    */
-  async commit(splitId: string, epoch: number, progress: SplitProgress, options: CommitOptions = {}): Promise<void> {
-    await this.#tenancies.commit(splitId, epoch, progress, options.final ?? false);
-    if (options.final) this.#claimer.forgetSpec(splitId);
+  commit(splitId: string, epoch: number, progress: SplitProgress, options: CommitOptions = {}): Promise<void> {
+    return this.#tenancies.commit(splitId, epoch, progress, options.final ?? false);
   }
 
-  /** Graceful release: owner none, epoch unchanged, no attempt consumed (to the thief of a steal). */
+  /** Graceful release: no attempt consumed (to the successor of a revocation, if one was named). */
   release(splitIds: readonly string[]): Promise<void> {
     return this.#tenancies.release(splitIds);
   }
@@ -368,9 +348,8 @@ export class SplitCoordinator implements Coordinator {
     this.#draining = true;
     this.#state = "draining";
     await this.#membership.announceDraining();
-    await this.#leadership?.resign();
-    this.#balancer.reset();
-    for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, null);
+    await this.#leadership.resign();
+    for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, null, false);
     await this.#tenancies.whenEmpty();
   }
 
@@ -382,7 +361,7 @@ export class SplitCoordinator implements Coordinator {
     try {
       if (this.#tenancies.held.size > 0) await this.#membership.announceDraining();
       await this.#tenancies.release([...this.#tenancies.held.keys()]);
-      await this.#leadership?.resign();
+      await this.#leadership.resign();
       await this.#membership.leave();
       this.#core.log("info", "Left", { instance: this.#core.me.instance });
     } catch (e) {
@@ -394,7 +373,7 @@ export class SplitCoordinator implements Coordinator {
 
   /**
    * Stops at once without releasing or leaving, as if the process died
-   * (peers take its splits over after one lease). For tests and fatal paths.
+   * (the leader moves its splits after one lease). For tests and fatal paths.
    */
   async abandon(): Promise<void> {
     await this.#teardown();
@@ -406,12 +385,12 @@ export class SplitCoordinator implements Coordinator {
     for (const id of [...this.#tenancies.held.keys()]) this.#tenancies.lose(id, "fenced");
     this.#state = "failed";
     this.#stopAll();
-    void this.#observer.stop();
+    void this.#follower.stop();
     this.#core.events.fail(error);
   }
 
   #stopAll(): void {
-    this.#leadership?.stop();
+    this.#leadership.stop();
     this.#membership.stop();
     if (this.#wakeTimer !== undefined) this.#core.clock.clearTimeout(this.#wakeTimer);
     this.#wakeTimer = undefined;
@@ -421,7 +400,7 @@ export class SplitCoordinator implements Coordinator {
     if (this.#state !== "failed") this.#state = "stopped";
     this.#stopAll();
     this.#tenancies.clear();
-    await this.#observer.stop();
+    await this.#follower.stop();
     this.#core.events.close();
   }
 
@@ -450,19 +429,19 @@ export class SplitCoordinator implements Coordinator {
 
   /** `/status` snapshot. */
   status(): CoordinatorStatus {
-    const { clock, config, view, me, liveness } = this.#core;
+    const { clock, config, me } = this.#core;
     const now = clock.now();
+    const f = this.#follower;
     return buildStatus({
-      view,
       me,
       job: config.job,
       state: this.#state,
       connected: !this.#membership.starved && now - this.#membership.lastOk < config.leaseMs / 2 + config.opTimeoutMs,
-      isLeader: this.isLeader,
-      leaderAlive: liveness.alive(keys.leader, now, config.leaseMs),
-      liveMembers: [me.instance, ...this.#observer.peers(now).keys()].sort(),
+      follower: f,
+      leaderAlive: f.leaderLiveness.alive(keys.leader, now, config.leaseMs),
+      role: this.#leadership.role,
+      planning: this.#leadership.planning,
       held: this.#tenancies.held,
-      outcome: this.#completion.outcome,
     });
   }
 
@@ -478,4 +457,3 @@ function nonce(random: () => number, n: number): string {
   for (let i = 0; i < n; i++) s += alphabet[Math.floor(random() * alphabet.length)];
   return s;
 }
-

@@ -1,6 +1,6 @@
 /**
- * The state a coordinator's parts share: the store, clock, config, local
- * view and event channel. One instance per coordinator.
+ * The state a coordinator's parts share: the store, clock, config, identity,
+ * stats and event channel. One instance per coordinator.
  *
  * @module
  */
@@ -8,9 +8,7 @@ import type { Owner } from "../records.ts";
 import type { Store } from "../store/store.ts";
 import type { Channel } from "../util/channel.ts";
 import type { CoordinatorConfig } from "./config.ts";
-import type { LivenessTracker } from "./liveness.ts";
 import type { Clock, CoordinationEvent, CoordinatorStats, Logger } from "./types.ts";
-import type { JobView } from "./view.ts";
 
 /** Shared state of one coordinator's parts. */
 export interface Core {
@@ -26,10 +24,6 @@ export interface Core {
   log: Logger;
   /** This instance and session. */
   me: Owner;
-  /** Local view of the bucket. */
-  view: JobView;
-  /** Observer-judged liveness of members and the leader. */
-  liveness: LivenessTracker;
   /** Counters and histograms. */
   stats: CoordinatorStats;
   /** Outgoing events. */

@@ -1,59 +1,48 @@
 /**
- * The leader role (DESIGN §7): election by create (or CAS over a silent
- * leader), the term bump on `plan` as the leader fence, planning off the
- * heartbeat path, seeding with bounded concurrency, publishing by CAS.
+ * The leader role's lifecycle (docs/DESIGN.md, "Leader loss", "Plans"):
+ * election by create (or CAS over a silent leader after a re-read), the term
+ * bump on `plan` as the leader fence, the assignment role while leading, and
+ * planning off the heartbeat path.
  *
  * @module
  */
-import { SplitleaseError } from "../errors.ts";
 import {
   decodeRecord,
   encodeRecord,
   type LeaderRecord,
+  LeaderRecordSchema,
   PlanRecordSchema,
   type PlanRecord,
-  type SpecRecord,
 } from "../records.ts";
-import { assertValidId, keys } from "../store/keys.ts";
-import type { Store } from "../store/store.ts";
-import type { CoordinatorConfig } from "./config.ts";
-import type { LivenessTracker } from "./liveness.ts";
-import { seedRecord } from "./transitions.ts";
-import type { Owner } from "../records.ts";
-import type { Clock, Logger, PlannedSplit, Planner } from "./types.ts";
-import type { JobView } from "./view.ts";
-
-/** What the leader role needs from its coordinator. */
-export interface LeadershipContext {
-  store: Store;
-  view: JobView;
-  liveness: LivenessTracker;
-  config: CoordinatorConfig;
-  clock: Clock;
-  me: Owner;
-  planner: Planner;
-  logger: Logger;
-  /** Whether the coordinator may act (running, not self-fenced). */
-  active(): boolean;
-  /** Asks the coordinator to reconcile soon. */
-  poke(): void;
-}
+import { keys } from "../store/keys.ts";
+import type { Core } from "./core.ts";
+import type { Follower } from "./follower.ts";
+import { LeaderRole, type Predecessor } from "./leader/role.ts";
+import { Planning } from "./planning.ts";
+import type { Planner } from "./types.ts";
 
 /** Leader state machine of one coordinator. */
 export class Leadership {
-  #ctx: LeadershipContext;
+  readonly #core: Core;
+  readonly #follower: Follower;
+  readonly #planner: Planner | undefined;
+  readonly #active: () => boolean;
   #leading = false;
   #electing = false;
   #term = 0;
   #leaderRev = 0;
   #record: LeaderRecord | undefined;
-  #abort: AbortController | undefined;
-  #timer: unknown;
-  #planning = false;
+  #role: LeaderRole | undefined;
+  #planning: Planning | undefined;
+  readonly #since: number;
 
-  /** Creates the role for a coordinator. */
-  constructor(ctx: LeadershipContext) {
-    this.#ctx = ctx;
+  /** `active` says whether the coordinator may lead (running, not draining, not self-fenced). */
+  constructor(core: Core, follower: Follower, planner: Planner | undefined, active: () => boolean) {
+    this.#core = core;
+    this.#follower = follower;
+    this.#planner = planner;
+    this.#active = active;
+    this.#since = core.clock.now();
   }
 
   /** Whether this instance currently leads. */
@@ -66,203 +55,176 @@ export class Leadership {
     return this.#leading ? this.#term : 0;
   }
 
-  /** Runs an election when there is no live leader. Never throws. */
-  async maybeElect(): Promise<void> {
-    const c = this.#ctx;
-    if (this.#leading || this.#electing || !c.active()) return;
-    const l = c.view.leader;
-    if (l && c.liveness.alive(keys.leader, c.clock.now(), c.config.leaseMs)) {
-      return;
-    }
-    this.#electing = true;
-    try {
-      await this.#elect(l?.revision);
-    } catch (e) {
-      c.logger("warn", "Leader election failed", { error: String(e) });
-    } finally {
-      this.#electing = false;
-    }
+  /** The assignment role while leading. */
+  get role(): LeaderRole | undefined {
+    return this.#leading ? this.#role : undefined;
   }
 
-  async #elect(seenRevision: number | undefined): Promise<void> {
-    const c = this.#ctx;
-    const record: LeaderRecord = { v: 1, instance: c.me.instance, session: c.me.session, term: 0, beat: 0 };
+  /** Planning state while leading (failures, for status). */
+  get planning(): Planning | undefined {
+    return this.#leading ? this.#planning : undefined;
+  }
+
+  /**
+   * Runs an election when there is no live leader; returns when the next
+   * check is due. Members without a planner wait half a lease longer, so a
+   * member with one wins when there is one. Never throws.
+   */
+  maybeElect(now: number): number {
+    const { config } = this.#core;
+    if (this.#leading || this.#electing || !this.#active()) return Infinity;
+    const f = this.#follower;
+    const l = f.leader?.record;
+    // A leader record naming our instance with another session is our dead
+    // predecessor's (we took its member record over at join): no lease to wait.
+    const mine = l !== undefined && l.instance === this.#core.me.instance && l.session !== this.#core.me.session;
+    const exp = f.leader && !mine ? f.leaderLiveness.expiresAt(keys.leader, config.leaseMs) : undefined;
+    const due = mine ? -Infinity : this.#planner ? (exp ?? -Infinity) : (exp ?? this.#since) + config.leaseMs / 2;
+    if (now < due) return due;
+    this.#electing = true;
+    // The revision judged silent: the re-read must find exactly it.
+    const judged = mine ? f.leader?.revision : f.leaderLiveness.get(keys.leader)?.revision;
+    void this.#elect(judged).catch((e) => this.#core.log("warn", "Leader election failed", { error: String(e) }))
+      .finally(() => {
+        this.#electing = false;
+        this.#core.schedule();
+      });
+    return Infinity;
+  }
+
+  async #elect(judged: number | undefined): Promise<void> {
+    const { store, me, clock, log } = this.#core;
+    const f = this.#follower;
+    const seen = f.leader;
+    const record: LeaderRecord = { v: 2, instance: me.instance, session: me.session, term: 0, beat: 0 };
+    let predecessor: Predecessor | undefined;
     let won;
-    if (seenRevision === undefined) {
-      won = await c.store.create(keys.leader, encodeRecord(record));
+    if (!seen) {
+      won = await store.create(keys.leader, encodeRecord(record));
     } else {
-      // Re-read before deposing a silent leader: if it moved, we were behind.
-      const cur = await c.store.get(keys.leader);
-      if (cur && cur.revision !== c.liveness.get(keys.leader)?.revision) {
-        c.liveness.observe(keys.leader, cur.revision, c.clock.now());
-        c.view.putRaw(cur.key, cur.value, cur.revision);
+      // Re-read before deposing a silent leader: if it moved since the
+      // revision we judged silent, we were behind (even if our watch has
+      // shown the move meanwhile).
+      const cur = await store.get(keys.leader);
+      if (cur && cur.revision !== judged) {
+        f.leaderLiveness.observe(keys.leader, cur.revision, clock.now());
         return;
       }
+      if (cur) {
+        const old = decodeRecord(keys.leader, cur.value, LeaderRecordSchema);
+        const since = f.leaderLiveness.get(keys.leader)?.since ?? clock.now();
+        predecessor = { instance: old.instance, session: old.session, revision: cur.revision, since };
+      }
       won = cur
-        ? await c.store.update(keys.leader, encodeRecord(record), cur.revision)
-        : await c.store.create(keys.leader, encodeRecord(record));
+        ? await store.update(keys.leader, encodeRecord(record), cur.revision)
+        : await store.create(keys.leader, encodeRecord(record));
     }
-    if (!won.ok || !c.active()) return;
+    if (!won.ok || !this.#active()) return;
     this.#leaderRev = won.revision;
     this.#record = record;
     this.#leading = true;
-    let r;
     try {
       const term = await this.#bumpTerm();
       if (term === undefined) return this.stop();
       this.#term = term;
       this.#record = { ...record, term };
-      r = await c.store.update(keys.leader, encodeRecord(this.#record), this.#leaderRev);
+      const r = await store.update(keys.leader, encodeRecord(this.#record), this.#leaderRev);
+      if (!r.ok) return this.stop();
+      this.#leaderRev = r.revision;
     } catch (e) {
       // Half-elected (no term, or the term not on the leader record): stop
-      // leading, so our beats stop and the lease lapses into a new election.
-      // Beating on would keep every peer from electing while nobody plans.
+      // leading, so the lease lapses into a new election.
       this.stop();
       throw e;
     }
-    if (!r.ok) return this.stop();
     const term = this.#term;
-    this.#leaderRev = r.revision;
-    c.logger("info", "Leader elected", { instance: c.me.instance, term });
-    this.#schedulePlan(0);
+    log("info", "Leader elected", { instance: me.instance, term });
+    const role = (this.#role = new LeaderRole(this.#core, term, () => this.#deposed("a newer term wrote an assignment record")));
+    this.#planning = this.#planner ? new Planning(this.#core, this.#planner, role, () => this.#stillLeading(role)) : undefined;
+    try {
+      log("debug", "Leader role starting", { term });
+      await role.start(predecessor);
+      log("debug", "Leader role started", { term, splits: role.view.splits.size, members: role.view.members.size });
+    } catch (e) {
+      if (this.#role === role) this.stop();
+      throw e;
+    }
+    if (this.#role !== role) return;
+    this.#planning?.schedule(0);
+    this.#core.schedule();
+  }
+
+  #stillLeading(role: LeaderRole): boolean {
+    return this.#leading && this.#role === role;
   }
 
   /** Bumps `plan.term` (the leader fence); returns the new term. */
   async #bumpTerm(): Promise<number | undefined> {
-    const c = this.#ctx;
+    const { store } = this.#core;
     for (let i = 0; i < 8 && this.#leading; i++) {
-      const cur = await c.store.get(keys.plan);
+      const cur = await store.get(keys.plan);
       const prev = cur ? decodeRecord(keys.plan, cur.value, PlanRecordSchema) : undefined;
       const next: PlanRecord = prev
         ? { ...prev, term: prev.term + 1 }
-        : { v: 1, term: 1, finality: "open", generation: 0, planned: 0 };
+        : { v: 2, term: 1, finality: "open", generation: 0, planned: 0 };
       const r = cur
-        ? await c.store.update(keys.plan, encodeRecord(next), cur.revision)
-        : await c.store.create(keys.plan, encodeRecord(next));
+        ? await store.update(keys.plan, encodeRecord(next), cur.revision)
+        : await store.create(keys.plan, encodeRecord(next));
       if (r.ok) return next.term;
     }
     return undefined;
   }
 
-  /** Leader heartbeat: one CAS on `leader`. A conflict means we were deposed. */
+  /** The leader's pass (assignment); returns when the next one is due. */
+  reconcile(): number {
+    const role = this.role;
+    if (!role) return Infinity;
+    const plan = this.#follower.plan?.record;
+    if (plan && plan.term > this.#term) {
+      // A newer term was bumped (an election we did not see): we are deposed.
+      this.#deposed(`the plan record carries term ${plan.term}`);
+      return Infinity;
+    }
+    return role.reconcile(plan);
+  }
+
+  /** Leader heartbeat: one CAS on `leader`, carrying the job counts. A conflict means we were deposed. */
   async beat(): Promise<void> {
-    const c = this.#ctx;
+    const { store, log } = this.#core;
     if (!this.#leading || !this.#record) return;
-    const next = { ...this.#record, beat: this.#record.beat + 1 };
+    const next: LeaderRecord = { ...this.#record, beat: this.#record.beat + 1 };
+    const counts = this.#role?.ready ? this.#role.counts() : undefined;
+    if (counts) next.counts = counts;
     try {
-      const r = await c.store.update(keys.leader, encodeRecord(next), this.#leaderRev);
+      const r = await store.update(keys.leader, encodeRecord(next), this.#leaderRev);
       if (!this.#leading) return;
       if (r.ok) {
         this.#leaderRev = r.revision;
         this.#record = next;
       } else {
-        c.logger("warn", "Leader deposed", { instance: c.me.instance, term: this.#term });
-        this.stop();
-        c.poke();
+        this.#deposed("its leader record moved");
       }
     } catch (e) {
-      c.logger("warn", "Leader heartbeat failed", { error: String(e) });
+      log("warn", "Leader heartbeat failed", { error: String(e) });
     }
   }
 
-  #schedulePlan(delay: number): void {
-    const c = this.#ctx;
-    if (this.#timer !== undefined) c.clock.clearTimeout(this.#timer);
-    this.#timer = c.clock.setTimeout(() => {
-      this.#timer = undefined;
-      void this.#planOnce();
-    }, delay);
+  /** Stops leading; gives the leader record up (guarded by our revision) so the next election need not wait a lease. */
+  #deposed(why: string): void {
+    if (!this.#leading) return;
+    this.#core.log("warn", "Leader deposed", { instance: this.#core.me.instance, term: this.#term, why });
+    void this.resign();
+    this.#core.schedule();
   }
 
-  async #planOnce(): Promise<void> {
-    const c = this.#ctx;
-    if (!this.#leading || this.#planning) return;
-    this.#planning = true;
-    const abort = (this.#abort = new AbortController());
-    try {
-      const cur = await c.store.get(keys.plan);
-      if (!cur) throw new SplitleaseError("INVALID_RECORD", `Plan record "plan" vanished during term ${this.#term}`);
-      const plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
-      if (plan.term !== this.#term) {
-        c.logger("warn", "Leader deposed before planning", { term: this.#term, planTerm: plan.term });
-        return this.stop();
-      }
-      if (plan.finality === "final" && plan.generation > 0) return; // planned once
-      const result = await c.planner({ cursor: plan.cursor, term: this.#term, signal: abort.signal });
-      if (abort.signal.aborted || !this.#leading) return;
-      const seeded = await this.#seed(result.splits, abort.signal);
-      if (abort.signal.aborted || !this.#leading) return;
-      const planned = (await c.store.list(keys.splitPrefix)).length;
-      const next: PlanRecord = {
-        ...plan,
-        finality: result.finality,
-        generation: plan.generation + 1,
-        planned,
-        publishedAt: c.clock.wallNow(),
-      };
-      if (result.cursor !== undefined) next.cursor = result.cursor;
-      // Publish at the revision read before planning: a newer term wins.
-      const r = await c.store.update(keys.plan, encodeRecord(next), cur.revision);
-      if (!r.ok) {
-        c.logger("warn", "Plan publish lost its CAS: a newer leader took over", { term: this.#term });
-        return this.stop();
-      }
-      c.logger("info", "Plan published", {
-        term: this.#term,
-        generation: next.generation,
-        finality: next.finality,
-        planned,
-        seeded,
-      });
-      c.poke();
-      if (next.finality === "open") this.#schedulePlan(c.config.replanIntervalMs);
-    } catch (e) {
-      c.logger("error", "Planning failed; retrying", { error: String(e), term: this.#term });
-      if (this.#leading) this.#schedulePlan(Math.min(c.config.replanIntervalMs, c.config.leaseMs));
-    } finally {
-      this.#planning = false;
-    }
-  }
-
-  /** Seeds spec then split records, create-if-absent, bounded concurrency. */
-  async #seed(
-    splits: Iterable<PlannedSplit> | AsyncIterable<PlannedSplit>,
-    signal: AbortSignal,
-  ): Promise<number> {
-    const c = this.#ctx;
-    let created = 0;
-    const inflight = new Set<Promise<void>>();
-    let failure: unknown;
-    const one = async (s: PlannedSplit) => {
-      assertValidId(s.id, "split id");
-      const weight = s.weight ?? 1;
-      if (!(typeof weight === "number" && weight > 0 && Number.isFinite(weight))) {
-        throw new SplitleaseError("INVALID_ARGUMENT", `Split "${s.id}" has an invalid weight: ${weight}`);
-      }
-      const spec: SpecRecord = { v: 1, descriptor: s.descriptor ?? null, weight, term: this.#term };
-      await c.store.create(keys.spec(s.id), encodeRecord(spec));
-      const r = await c.store.create(keys.split(s.id), encodeRecord(seedRecord(weight)));
-      if (r.ok) created++;
-    };
-    for await (const s of splits) {
-      if (signal.aborted || failure) break;
-      const p = one(s).catch((e) => {
-        failure ??= e;
-      }).finally(() => inflight.delete(p));
-      inflight.add(p);
-      if (inflight.size >= c.config.seedConcurrency) await Promise.race(inflight);
-    }
-    await Promise.all(inflight);
-    if (failure) throw failure;
-    return created;
-  }
-
-  /** Stops leading locally (no write): aborts the planner, cancels timers. */
+  /** Stops leading locally (no write): aborts the planner, drops the leader's view. */
   stop(): void {
     this.#leading = false;
-    this.#abort?.abort();
-    if (this.#timer !== undefined) this.#ctx.clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#planning?.stop();
+    this.#planning = undefined;
+    const role = this.#role;
+    this.#role = undefined;
+    void role?.stop();
   }
 
   /** Stops leading and deletes the leader record so a peer takes over at once. */
@@ -271,9 +233,9 @@ export class Leadership {
     this.stop();
     if (was) {
       try {
-        await this.#ctx.store.delete(keys.leader, this.#leaderRev);
+        await this.#core.store.delete(keys.leader, this.#leaderRev);
       } catch (e) {
-        this.#ctx.logger("warn", "Leader resignation failed", { error: String(e) });
+        this.#core.log("warn", "Leader resignation failed", { error: String(e) });
       }
     }
   }

@@ -61,6 +61,11 @@ export class LivenessTracker {
     return true;
   }
 
+  /** Records that `key` has been at `revision` since `since` (a sighting inherited from elsewhere). */
+  set(key: string, revision: number, since: number): void {
+    this.#seen.set(key, { revision, since });
+  }
+
   /** Forgets `key` (its record was deleted). */
   forget(key: string): void {
     this.#seen.delete(key);

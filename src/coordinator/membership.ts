@@ -1,5 +1,5 @@
 /**
- * This worker's membership (DESIGN §5): registration with twin detection,
+ * This worker's membership (docs/DESIGN.md, "Liveness"): registration with twin detection,
  * one heartbeat CAS per `leaseMs/3` (jittered earlier, never later), and the
  * self-fence that stops everything before any peer can judge us dead.
  *
@@ -18,6 +18,10 @@ export interface MembershipHooks {
   onStarved(): void;
   /** A heartbeat succeeded after a self-fence. */
   onRestored(): void;
+  /** A heartbeat succeeded. */
+  onBeat(): void;
+  /** Splits held or being claimed now (advertised on each beat). */
+  held(): number;
   /** Another live process uses our instance id. */
   onDuplicate(error: SplitleaseError): void;
 }
@@ -38,18 +42,19 @@ export class Membership {
   #fenceTimer: unknown;
 
   /** Creates the membership of a coordinator. */
-  constructor(core: Core, hooks: MembershipHooks, runtime: string, version: string) {
+  constructor(core: Core, hooks: MembershipHooks, runtime: string, version: string, planner: boolean) {
     this.#core = core;
     this.#hooks = hooks;
     this.#key = keys.member(core.me.instance);
     this.#record = {
-      v: 1,
+      v: 2,
       session: core.me.session,
       maxInFlight: core.config.maxInFlight,
       runtime,
       version,
       beat: 0,
     };
+    if (planner) this.#record.planner = true;
   }
 
   /** Whether heartbeats are currently failing past the self-fence point. */
@@ -161,9 +166,8 @@ export class Membership {
     if (!this.#running) return;
     const { store, clock, config, log } = this.#core;
     const start = clock.now();
-    const next: MemberRecord = { ...this.#record, beat: this.#record.beat + 1 };
+    const next: MemberRecord = { ...this.#record, beat: this.#record.beat + 1, held: this.#hooks.held() };
     if (this.#draining) next.draining = true;
-    const extra = this.#hooks.extraBeat();
     let ok = false;
     try {
       const r = await store.update(this.#key, encodeRecord(next), this.#revision);
@@ -177,7 +181,10 @@ export class Membership {
     } catch (e) {
       log("warn", "Heartbeat failed", { error: String(e) });
     }
-    await extra;
+    // The leader beat goes after the member beat: a new leader can then tell
+    // a dead leader (member record older than its last leader beat) from one
+    // that only lost leadership (member record still moving).
+    await this.#hooks.extraBeat();
     if (!this.#running) return;
     if (ok) {
       this.#lastOk = start;
@@ -187,6 +194,7 @@ export class Membership {
         log("info", "Heartbeat restored after a self-fence", {});
         this.#hooks.onRestored();
       }
+      this.#hooks.onBeat();
     }
     this.#scheduleBeat(ok ? undefined : config.leaseMs / 10);
   }

@@ -65,6 +65,7 @@ export function newStats(): CoordinatorStats {
     releases: 0,
     revocations: {},
     writes: {},
+    claimAttempts: 0,
     selfFences: 0,
     storeOpSeconds: {},
     handoverSeconds: newHistogram(),

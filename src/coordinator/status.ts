@@ -1,53 +1,57 @@
 /**
- * Builds the `/status` snapshot of a coordinator from its view.
+ * Builds the `/status` snapshot of a coordinator. Job-wide figures come from
+ * the leader: directly on the leader, from its last heartbeat elsewhere.
  *
  * @module
  */
 import type { Owner } from "../records.ts";
-import type { CoordinatorStatus, SplitSpec } from "./types.ts";
-import type { JobView } from "./view.ts";
+import type { Follower } from "./follower.ts";
+import type { LeaderRole } from "./leader/role.ts";
+import type { Planning } from "./planning.ts";
+import type { Tenancy } from "./tenancies.ts";
+import type { CoordinatorStatus } from "./types.ts";
 
 /** Inputs of {@linkcode buildStatus}. */
 export interface StatusInput {
-  view: JobView;
   me: Owner;
   job: string;
   state: CoordinatorStatus["state"];
   connected: boolean;
-  isLeader: boolean;
+  follower: Follower;
   leaderAlive: boolean;
-  liveMembers: string[];
-  held: ReadonlyMap<string, {
-    epoch: number;
-    record: { weight: number; progress: CoordinatorStatus["held"][number]["progress"] };
-    spec: SplitSpec;
-    draining: boolean;
-  }>;
-  outcome: CoordinatorStatus["outcome"];
+  role: LeaderRole | undefined;
+  planning: Planning | undefined;
+  held: ReadonlyMap<string, Tenancy>;
 }
 
 /** Assembles a {@linkcode CoordinatorStatus}. */
 export function buildStatus(s: StatusInput): CoordinatorStatus {
-  const v = s.view;
+  const f = s.follower;
+  const plan = f.plan?.record;
+  const leader = f.leader?.record;
+  const role = s.role?.ready ? s.role : undefined;
+  const c = role ? role.counts() : leader?.counts;
   const quarantined: string[] = [];
-  if (v.statusCounts.quarantined > 0) {
-    for (const [id, e] of v.splits) if (e.record.status === "quarantined") quarantined.push(id);
+  if (role && role.view.counts.quarantined > 0) {
+    for (const [id, e] of role.view.splits) if (e.record.status === "quarantined") quarantined.push(id);
     quarantined.sort();
   }
-  const plan = v.plan?.record;
-  const leader = v.leader?.record;
-  return {
+  const invalid = new Map(f.invalid);
+  if (role) for (const [k, m] of role.view.invalid) invalid.set(k, m);
+  const liveMembers = role ? [...role.states.keys()].sort() : [s.me.instance];
+  const status: CoordinatorStatus = {
     instance: s.me.instance,
     session: s.me.session,
     job: s.job,
     state: s.state,
     connected: s.connected,
-    isLeader: s.isLeader,
+    isLeader: role !== undefined,
     leader: leader ? { instance: leader.instance, term: leader.term, alive: s.leaderAlive } : null,
     plan: plan
       ? { term: plan.term, finality: plan.finality, generation: plan.generation, planned: plan.planned }
       : null,
-    liveMembers: s.liveMembers,
+    liveMembers,
+    members: c?.members ?? liveMembers.length,
     held: [...s.held].map(([id, t]) => ({
       id,
       epoch: t.epoch,
@@ -56,15 +60,20 @@ export function buildStatus(s: StatusInput): CoordinatorStatus {
       draining: t.draining,
     })).sort((a, b) => (a.id < b.id ? -1 : 1)),
     counts: {
-      planned: plan?.planned ?? v.splits.size,
-      runnable: v.statusCounts.runnable,
-      unclaimed: v.unowned.size,
-      owned: v.statusCounts.runnable - v.unowned.size,
-      completed: v.statusCounts.completed,
-      quarantined: v.statusCounts.quarantined,
+      planned: plan?.planned ?? 0,
+      runnable: c?.runnable ?? 0,
+      unclaimed: c?.unowned ?? 0,
+      owned: c ? c.runnable - c.unowned : 0,
+      completed: c?.completed ?? 0,
+      quarantined: c?.quarantined ?? 0,
+      cancelled: c?.cancelled ?? 0,
     },
     quarantined,
-    outcome: s.outcome,
-    invalidRecords: [...v.invalid].map(([key, message]) => ({ key, message })),
+    outcome: f.outcome,
+    invalidRecords: [...invalid].map(([key, message]) => ({ key, message })),
   };
+  if (s.planning?.lastError) {
+    status.planning = { failures: s.planning.failures, lastError: s.planning.lastError };
+  }
+  return status;
 }

@@ -1,13 +1,13 @@
 /**
  * The splits this worker holds, and every write a holder makes to them:
- * fenced commits, graceful releases, poison reports, and revocations (DESIGN
- * §6, §8). Each write is a CAS that retries only while the record still
- * carries our epoch and owner.
+ * fenced commits, graceful releases, poison reports, and revocations
+ * (docs/DESIGN.md, "Holding, committing, releasing"). Each write is a CAS
+ * that retries only while the record still carries our epoch and owner.
  *
  * @module
  */
 import { FencedError, SplitleaseError } from "../errors.ts";
-import { decodeRecord, encodeRecord, type SplitProgress, type SplitRecord, SplitRecordSchema } from "../records.ts";
+import { decodeRecord, encodeRecord, type Owner, type SplitProgress, type SplitRecord, SplitRecordSchema } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { Core } from "./core.ts";
 import { bump } from "./stats.ts";
@@ -26,14 +26,26 @@ export interface Tenancy {
   spec: SplitSpec;
   /** Whether a revocation was requested. */
   draining: boolean;
-  /** Thief to release to (a steal), or `null`. */
-  reservedFor: string | null;
+  /** Successor to release to (a steal or a drain with a named successor), or `null`. */
+  to: Owner | null;
+  /** The revocation started from the leader (a revoke directive), not from our own drain: the leader may withdraw it. */
+  byLeader?: boolean;
   /** Drain deadline or no-progress timer. */
   drainTimer?: unknown;
-  /** The handoff behind the revocation was withdrawn: only the no-progress rule applies. */
+  /** The revocation was withdrawn: only the no-progress rule applies. */
   cancelled?: boolean;
-  /** Writes of ours in flight: their watch echo may arrive before their reply. */
-  writing: number;
+  /** Whether we wrote to the split at this epoch (a grant is then acknowledged). */
+  wrote?: boolean;
+  /** Terminal writes of ours in flight (a release): the leader may answer one before its reply reaches us. */
+  ending?: number;
+}
+
+/** What a tenancy left behind when it ended without a write of ours (self-fence). */
+export interface Dormant {
+  epoch: number;
+  revision: number;
+  record: SplitRecord;
+  spec: SplitSpec;
 }
 
 /** Held splits of one worker. */
@@ -41,7 +53,13 @@ export class Tenancies {
   readonly #core: Core;
   /** Held splits by id. */
   readonly held: Map<string, Tenancy> = new Map();
+  /** Highest epoch of each split whose tenancy ended here (a grant at or below it is stale). */
+  readonly ended: Map<string, number> = new Map();
   #emptyWaiters: (() => void)[] = [];
+  #weight = 0;
+
+  /** Told about a tenancy that ended while the store may still name us (a release lost to an outage). */
+  onOrphan: (id: string, d: Dormant) => void = () => {};
 
   /** Creates the set for a coordinator. */
   constructor(core: Core) {
@@ -50,30 +68,41 @@ export class Tenancies {
 
   /** Total weight held. */
   weight(): number {
-    let w = 0;
-    for (const t of this.held.values()) w += t.record.weight;
-    return w;
+    return this.#weight;
   }
 
-  /** Starts a tenancy after a won claim. */
-  add(id: string, t: Tenancy): void {
+  /** Starts a tenancy (a won claim, or a grant) and emits `gained`. */
+  add(id: string, t: Tenancy, kind: string): void {
+    const { events, stats, log } = this.#core;
     this.held.set(id, t);
+    this.#weight += t.record.weight;
+    bump(stats.acquisitions, kind);
+    const progress = t.record.progress;
+    events.push(progress ? { type: "gained", split: t.spec, epoch: t.epoch, progress } : { type: "gained", split: t.spec, epoch: t.epoch });
+    // Routine claims are debug; anything else (a takeover, a handoff, a resume) an operator wants to see.
+    log(kind === "claim" ? "debug" : "info", "Gained split", { split: id, epoch: t.epoch, kind, attempts: t.record.attempts });
   }
 
   /** Ends a tenancy with a `lost` event. */
-  lose(id: string, reason: LostReason): void {
+  lose(id: string, reason: LostReason): Tenancy | undefined {
     const t = this.held.get(id);
-    if (!t) return;
+    if (!t) return undefined;
     this.#end(id, t);
     bump(this.#core.stats.losses, reason);
     this.#core.events.push({ type: "lost", splitId: id, reason });
     this.#core.log("warn", "Lost split", { split: id, epoch: t.epoch, reason });
+    return t;
   }
 
   #end(id: string, t: Tenancy): void {
     if (t.drainTimer !== undefined) this.#core.clock.clearTimeout(t.drainTimer);
     this.held.delete(id);
-    if (this.held.size === 0) for (const w of this.#emptyWaiters.splice(0)) w();
+    this.#weight -= t.record.weight;
+    if ((this.ended.get(id) ?? -1) < t.epoch) this.ended.set(id, t.epoch);
+    if (this.held.size === 0) {
+      this.#weight = 0;
+      for (const w of this.#emptyWaiters.splice(0)) w();
+    }
     this.#core.schedule();
   }
 
@@ -89,28 +118,8 @@ export class Tenancies {
       if (t.drainTimer !== undefined) this.#core.clock.clearTimeout(t.drainTimer);
     }
     this.held.clear();
+    this.#weight = 0;
     for (const w of this.#emptyWaiters.splice(0)) w();
-  }
-
-  /** Held splits whose record moved on without us are lost. */
-  checkAgainstView(): void {
-    const { view, me } = this.#core;
-    for (const [id, t] of this.held) {
-      if (t.writing > 0) continue; // judged again once our write returns
-      const e = view.splits.get(id);
-      if (e && e.revision <= t.revision) continue;
-      if (e && heldBy(e.record, me, t.epoch)) {
-        t.revision = e.revision;
-        t.record = e.record;
-        continue;
-      }
-      const reason: LostReason = !e || e.record.status !== "runnable"
-        ? "fenced"
-        : e.record.owner === null
-        ? "revoked"
-        : "expired";
-      this.lose(id, reason);
-    }
   }
 
   /**
@@ -131,12 +140,11 @@ export class Tenancies {
     if (!t || t.epoch !== epoch) {
       throw new FencedError(id, epoch, t?.epoch ?? -1, `split is not held by this instance at epoch ${epoch}`);
     }
-    t.writing++;
+    if (terminal) t.ending = (t.ending ?? 0) + 1;
     try {
-      return { record: await this.#casLoop(id, epoch, t, terminal, make), tenancy: t };
+      return await this.#casLoop(id, epoch, t, terminal, make);
     } finally {
-      t.writing--;
-      this.#core.schedule();
+      if (terminal) t.ending!--;
     }
   }
 
@@ -146,8 +154,8 @@ export class Tenancies {
     t: Tenancy,
     terminal: boolean,
     make: (r: SplitRecord) => SplitRecord,
-  ): Promise<SplitRecord> {
-    const { store, view, me } = this.#core;
+  ): Promise<{ record: SplitRecord; tenancy: Tenancy }> {
+    const { store, me } = this.#core;
     let record = t.record;
     let revision = t.revision;
     for (let attempt = 0; attempt < 8; attempt++) {
@@ -157,18 +165,17 @@ export class Tenancies {
       const next = make(record);
       const r = await store.update(keys.split(id), encodeRecord(next), revision);
       if (r.ok) {
-        view.applyOwnSplit(id, next, r.revision);
         if (this.held.get(id) === t) {
           t.record = next;
           t.revision = r.revision;
+          t.wrote = true;
           if (terminal) this.#end(id, t);
         }
-        return next;
+        return { record: next, tenancy: t };
       }
       const cur = await store.get(keys.split(id));
       const rec = cur ? decodeRecord(cur.key, cur.value, SplitRecordSchema) : undefined;
       if (!cur || !rec || !heldBy(rec, me, epoch)) {
-        if (cur) view.putRaw(cur.key, cur.value, cur.revision);
         if (this.held.get(id) === t) this.lose(id, "fenced");
         throw new FencedError(id, epoch, rec?.epoch ?? -1);
       }
@@ -181,29 +188,32 @@ export class Tenancies {
   /** Fenced progress commit; `final` completes the split and ends the tenancy. */
   async commit(id: string, epoch: number, progress: SplitProgress, final: boolean): Promise<void> {
     const { tenancy: t } = await this.#cas(id, epoch, final, (r) => commitRecord(id, r, progress, final));
-    if (final) this.#core.log("info", "Completed split", { split: id, epoch });
+    if (final) this.#core.log("debug", "Completed split", { split: id, epoch });
     else if (this.held.get(id) === t && t.draining && t.cancelled) {
       this.#armNoProgress(id, t); // progress during a withdrawn drain keeps it alive
     }
   }
 
   /**
-   * Graceful release (to the thief of a steal, if any). A release that
-   * fails for an outage still ends the tenancy: the store keeps naming this
-   * worker, which resumes the split at a new epoch (a fresh `gained`) once
-   * the store answers again.
+   * Graceful release (to the successor named by the revocation, if any). A
+   * release that fails for an outage still ends the tenancy: the store keeps
+   * naming this worker, which resumes the split at a new epoch (a fresh
+   * `gained`) once the store answers again.
    */
   async release(ids: readonly string[]): Promise<void> {
     await Promise.all(ids.map(async (id) => {
       const t = this.held.get(id);
       if (!t) return;
       try {
-        await this.#cas(id, t.epoch, true, (r) => releaseRecord(r, t.reservedFor));
+        await this.#cas(id, t.epoch, true, (r) => releaseRecord(r, t.to));
         this.#core.stats.releases++;
-        if (t.draining && !t.cancelled && t.reservedFor) bump(this.#core.stats.revocations, "drained");
-        this.#core.log("info", "Released split", { split: id, epoch: t.epoch, to: t.reservedFor });
+        if (t.draining && !t.cancelled && t.to) bump(this.#core.stats.revocations, "drained");
+        this.#core.log("debug", "Released split", { split: id, epoch: t.epoch, to: t.to?.instance ?? null });
       } catch (e) {
-        if (!(e instanceof FencedError)) throw e;
+        if (!(e instanceof FencedError)) {
+          if (this.held.get(id) === t) this.onOrphan(id, { epoch: t.epoch, revision: t.revision, record: t.record, spec: t.spec });
+          throw e;
+        }
       } finally {
         if (this.held.get(id) === t) this.#end(id, t);
       }
@@ -220,34 +230,46 @@ export class Tenancies {
   async forceRelease(id: string): Promise<void> {
     const t = this.held.get(id);
     if (!t) return;
-    const { store, view } = this.#core;
     this.lose(id, "revoked");
     bump(this.#core.stats.revocations, "forced");
-    const next = releaseRecord(t.record, t.reservedFor);
+    const { store, me } = this.#core;
+    let record = t.record;
+    let revision = t.revision;
     try {
-      // Not held any more (lost above): an echo of this write changes nothing.
-      const r = await store.update(keys.split(id), encodeRecord(next), t.revision);
-      if (r.ok) view.applyOwnSplit(id, next, r.revision);
+      // A write of ours may still be in flight (a commit racing the release): go again at its revision.
+      for (let i = 0; i < 8; i++) {
+        const r = await store.update(keys.split(id), encodeRecord(releaseRecord(record, t.to)), revision);
+        if (r.ok) return;
+        const cur = await store.get(keys.split(id));
+        const rec = cur ? decodeRecord(cur.key, cur.value, SplitRecordSchema) : undefined;
+        if (!cur || !rec || !heldBy(rec, me, t.epoch)) return;
+        record = rec;
+        revision = cur.revision;
+      }
     } catch (e) {
-      this.#core.log("warn", "Forced release failed; the split frees when the lease lapses", {
-        split: id,
-        error: String(e),
-      });
+      this.#core.log("warn", "Forced release failed; retried once the store answers", { split: id, error: String(e) });
+      this.onOrphan(id, { epoch: t.epoch, revision, record, spec: t.spec });
     }
   }
 
   /** Requests a cooperative revocation (`revokeRequested`), forced after the drain deadline. */
-  requestRevoke(id: string, reservedFor: string | null): void {
+  requestRevoke(id: string, to: Owner | null, byLeader: boolean): void {
     const t = this.held.get(id);
-    if (!t || (t.draining && !t.cancelled)) return;
-    t.reservedFor = reservedFor;
+    if (!t) return;
+    if (t.draining && !t.cancelled) {
+      // Already draining: a successor named now (the leader's answer to our drain) still counts.
+      if (to) t.to = to;
+      return;
+    }
+    t.to = to;
+    t.byLeader = byLeader;
     t.cancelled = false;
     if (t.drainTimer !== undefined) this.#core.clock.clearTimeout(t.drainTimer);
     if (!t.draining) {
       t.draining = true;
       bump(this.#core.stats.revocations, "requested");
       this.#core.events.push({ type: "revokeRequested", splitId: id });
-      this.#core.log("info", "Revocation requested", { split: id, to: reservedFor });
+      this.#core.log("debug", "Revocation requested", { split: id, to: to?.instance ?? null });
     }
     t.drainTimer = this.#core.clock.setTimeout(() => {
       if (this.held.get(id) === t) void this.forceRelease(id);
@@ -255,17 +277,17 @@ export class Tenancies {
   }
 
   /**
-   * The handoff behind a revocation was withdrawn: no thief any more, and the
-   * hard deadline becomes a no-progress rule (forced only if the drain
-   * commits nothing for `drainDeadlineMs`).
+   * The leader withdrew its revocation: no successor any more, and the hard
+   * deadline becomes a no-progress rule (forced only if the drain commits
+   * nothing for `drainDeadlineMs`).
    */
   cancelRevoke(id: string): void {
     const t = this.held.get(id);
-    if (!t || !t.draining || t.cancelled || t.reservedFor === null) return;
+    if (!t || !t.draining || t.cancelled || !t.byLeader) return;
     t.cancelled = true;
-    t.reservedFor = null;
+    t.to = null;
     bump(this.#core.stats.revocations, "cancelled");
-    this.#core.log("info", "Revocation withdrawn", { split: id });
+    this.#core.log("debug", "Revocation withdrawn", { split: id });
     this.#armNoProgress(id, t);
   }
 

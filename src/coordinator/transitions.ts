@@ -1,40 +1,42 @@
 /**
- * Pure transitions of a split record (DESIGN §6, §9). Every write of a split
- * record is one of these, applied by compare-and-swap: the epoch moves on
- * every ownership change, so a stale owner's write can never land.
+ * Pure transitions of a split record (docs/DESIGN.md). Every write of a
+ * split record is one of these, applied by compare-and-swap: the epoch moves
+ * on every ownership change, so a stale owner's write can never land.
  *
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
-import type { Owner, SplitProgress, SplitRecord } from "../records.ts";
+import type { Json, Owner, SplitProgress, SplitRecord } from "../records.ts";
 
-/** The record of a freshly planned split. */
-export function seedRecord(weight: number): SplitRecord {
-  return { v: 1, epoch: 0, status: "runnable", owner: null, attempts: 0, weight, progress: null, reservedFor: null };
+/** The record of a freshly planned split: the descriptor inline, or `spec: true` when it lives in `spec.<id>`. */
+export function seedRecord(weight: number, descriptor: Json | undefined): SplitRecord {
+  const r: SplitRecord = { v: 2, epoch: 0, status: "runnable", owner: null, attempts: 0, weight, progress: null };
+  if (descriptor === undefined) r.spec = true;
+  else r.descriptor = descriptor;
+  return r;
 }
 
 /**
- * Claim: epoch + 1, owner = `me`, reservation cleared. `nonGraceful` (a
- * takeover from a dead owner, a reclaim after a crash) consumes an attempt;
- * at `maxAttempts` the split is quarantined instead of claimed.
+ * Opens a new epoch for `to` (or for nobody): a claim (`to` is the writer),
+ * a leader's grant, takeover or fence, or a release to a named successor.
+ * `charge` (a takeover from a dead owner, a reclaim after a crash) consumes
+ * an attempt; at `maxAttempts` the split is quarantined instead.
  */
-export function claimRecord(
-  r: SplitRecord,
-  me: Owner,
-  nonGraceful: boolean,
-  maxAttempts: number,
-): SplitRecord {
-  const attempts = r.attempts + (nonGraceful ? 1 : 0);
-  if (attempts >= maxAttempts) {
-    return { ...r, epoch: r.epoch + 1, owner: null, attempts, status: "quarantined", reservedFor: null };
-  }
-  return { ...r, epoch: r.epoch + 1, owner: { ...me }, attempts, reservedFor: null };
+export function openRecord(r: SplitRecord, to: Owner | null, charge: boolean, maxAttempts: number): SplitRecord {
+  const attempts = r.attempts + (charge ? 1 : 0);
+  if (attempts >= maxAttempts) return { ...r, epoch: r.epoch + 1, owner: null, attempts, status: "quarantined" };
+  return { ...r, epoch: r.epoch + 1, owner: to ? { instance: to.instance, session: to.session } : null, attempts };
 }
 
 /** Whether `r` is held by `me` at `epoch`. */
 export function heldBy(r: SplitRecord, me: Owner, epoch: number): boolean {
   return r.status === "runnable" && r.epoch === epoch && r.owner !== null &&
     r.owner.instance === me.instance && r.owner.session === me.session;
+}
+
+/** Whether `r` is owned by `o` (any epoch). */
+export function ownedBy(r: SplitRecord, o: Owner): boolean {
+  return r.owner !== null && r.owner.instance === o.instance && r.owner.session === o.session;
 }
 
 /**
@@ -55,12 +57,7 @@ export function compareWatermarks(a: number | string, b: number | string): numbe
  * Commit: new progress on a held split; `final` marks it completed and frees
  * it. A watermark below the committed one is a caller error.
  */
-export function commitRecord(
-  splitId: string,
-  r: SplitRecord,
-  progress: SplitProgress,
-  final: boolean,
-): SplitRecord {
+export function commitRecord(splitId: string, r: SplitRecord, progress: SplitProgress, final: boolean): SplitRecord {
   const prev = r.progress?.watermark;
   if (prev !== undefined && progress.watermark !== undefined && compareWatermarks(prev, progress.watermark) > 0) {
     throw new SplitleaseError(
@@ -75,14 +72,15 @@ export function commitRecord(
   if (wm !== undefined) merged.watermark = wm;
   const state = progress.state !== undefined ? progress.state : r.progress?.state;
   if (state !== undefined) merged.state = state;
-  return final
-    ? { ...r, progress: merged, status: "completed", owner: null, reservedFor: null }
-    : { ...r, progress: merged };
+  return final ? { ...r, progress: merged, status: "completed", owner: null } : { ...r, progress: merged };
 }
 
-/** Release (graceful): owner none, epoch unchanged, no attempt consumed. */
-export function releaseRecord(r: SplitRecord, reservedFor: string | null): SplitRecord {
-  return { ...r, owner: null, reservedFor };
+/**
+ * Release (graceful, no attempt consumed): to nobody keeps the epoch (the
+ * next claim bumps it); to a named successor opens its epoch at once.
+ */
+export function releaseRecord(r: SplitRecord, to: Owner | null): SplitRecord {
+  return to ? { ...r, epoch: r.epoch + 1, owner: { instance: to.instance, session: to.session } } : { ...r, owner: null };
 }
 
 /** Fail (poison report): attempts + 1, owner none; quarantined at the cap. */
@@ -91,17 +89,8 @@ export function failRecord(r: SplitRecord, reason: string, maxAttempts: number):
   return {
     ...r,
     owner: null,
-    reservedFor: null,
     attempts,
     lastFailure: reason.slice(0, 1000),
     status: attempts >= maxAttempts ? "quarantined" : "runnable",
   };
-}
-
-/**
- * Leader fence of an owner that never answered a revocation: epoch + 1 (its
- * late commits can no longer land), owner none, reserved for the thief.
- */
-export function fenceRecord(r: SplitRecord, reservedFor: string | null): SplitRecord {
-  return { ...r, epoch: r.epoch + 1, owner: null, reservedFor };
 }

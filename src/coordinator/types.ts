@@ -35,7 +35,7 @@ export interface SplitSpec {
 export type LostReason = "fenced" | "expired" | "starved" | "revoked";
 
 /**
- * An ownership or job-state change (DESIGN §10). Per split, `gained`
+ * An ownership or job-state change (docs/DESIGN.md, "Events"). Per split, `gained`
  * precedes `lost`, and a re-gained split carries a higher epoch.
   *
   * @example
@@ -197,11 +197,13 @@ export interface CoordinatorStatus {
   leader: { instance: string; term: number; alive: boolean } | null;
   /** The published plan, if any. */
   plan: { term: number; finality: "open" | "final"; generation: number; planned: number } | null;
-  /** Live members as judged by this observer. */
+  /** Live members by instance: every one on the leader, only this one elsewhere (members do not watch each other). */
   liveMembers: string[];
+  /** Number of live members (standbys included), as the leader last reported it. */
+  members: number;
   /** Splits held by this instance. */
   held: HeldSplitStatus[];
-  /** Split counts as seen in this instance's view. */
+  /** Job-wide split counts: the leader's own, or those of its last heartbeat. */
   counts: {
     planned: number;
     runnable: number;
@@ -209,13 +211,16 @@ export interface CoordinatorStatus {
     owned: number;
     completed: number;
     quarantined: number;
+    cancelled: number;
   };
-  /** Ids of quarantined splits. */
+  /** Ids of quarantined splits (known on the leader; empty elsewhere). */
   quarantined: string[];
   /** Job outcome once known. */
   outcome: "allComplete" | "stalled" | null;
   /** Records that could not be read (key and message), most recent last. */
   invalidRecords: { key: string; message: string }[];
+  /** Planning trouble on the leader: consecutive failed runs and the last error. */
+  planning?: { failures: number; lastError: string };
 }
 
 /**
@@ -230,7 +235,7 @@ export interface CoordinatorStatus {
  * ```
  */
 export interface CoordinatorStats {
-  /** Splits gained, by reason (`claim`, `takeover`, `reclaim`, `steal`). */
+  /** Splits gained, by how (`claim` of an offer, `grant` from the leader or a handing-off owner, `resume` after a self-fence; on a leader also `takeover` writes it made). */
   acquisitions: Record<string, number>;
   /** Splits lost, by reason. */
   losses: Record<string, number>;
@@ -240,6 +245,8 @@ export interface CoordinatorStats {
   revocations: Record<string, number>;
   /** Store writes by outcome (`ok`, `conflict`, `error`). */
   writes: Record<string, number>;
+  /** Ownership writes tried (claims of offers, resumes, and a leader's takeovers), won or lost. */
+  claimAttempts: number;
   /** Self-fences (heartbeat starvation). */
   selfFences: number;
   /** Store op latency observations in seconds, by op. */

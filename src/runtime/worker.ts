@@ -109,8 +109,8 @@ class WorkerImpl<D> implements Worker {
     this.#abortGraceMs = options.abortGraceMs ?? 5000;
     this.#commitIntervalMs = options.commitIntervalMs ?? 0;
     this.#statusIntervalMs = options.statusIntervalMs ?? 1000;
-    if (!Number.isInteger(this.#maxInFlight) || this.#maxInFlight < 1) {
-      throw new SplitleaseError("INVALID_CONFIG", `maxInFlight must be an integer >= 1 (got ${options.maxInFlight})`);
+    if (!Number.isInteger(this.#maxInFlight) || this.#maxInFlight < 0) {
+      throw new SplitleaseError("INVALID_CONFIG", `maxInFlight must be an integer >= 0 (got ${options.maxInFlight}); 0 makes a standby`);
     }
     for (
       const [k, v] of [["abortGraceMs", this.#abortGraceMs], ["commitIntervalMs", this.#commitIntervalMs], [

@@ -130,20 +130,20 @@ export interface KeyLayout {
   readonly specPrefix: "spec.";
   /** Prefix of split records. */
   readonly splitPrefix: "split.";
-  /** Prefix of handoff records. */
-  readonly handoffPrefix: "handoff.";
+  /** Prefix of assignment records (one per member, written by the leader). */
+  readonly assignPrefix: "assign.";
   /** Key of the member record of `instance`. */
   member(instance: string): string;
   /** Key of the immutable spec of `splitId`. */
   spec(splitId: string): string;
   /** Key of the mutable state record of `splitId`. */
   split(splitId: string): string;
-  /** Key of the handoff (steal) record of `splitId`. */
-  handoff(splitId: string): string;
+  /** Key of the assignment record of `instance` (written by the leader, watched by that member only). */
+  assign(instance: string): string;
 }
 
 /**
- * Builders for every key of a job's bucket (DESIGN §4).
+ * Builders for every key of a job's bucket (docs/DESIGN.md, "Keys").
  *
  * @example
  * ```ts
@@ -164,8 +164,8 @@ export const keys: KeyLayout = {
   specPrefix: "spec.",
   /** Prefix of split records. */
   splitPrefix: "split.",
-  /** Prefix of handoff records. */
-  handoffPrefix: "handoff.",
+  /** Prefix of assignment records (one per member, written by the leader). */
+  assignPrefix: "assign.",
   /** Key of the member record of `instance`. */
   member(instance: string): string {
     return "member." + instance;
@@ -178,9 +178,9 @@ export const keys: KeyLayout = {
   split(splitId: string): string {
     return "split." + splitId;
   },
-  /** Key of the handoff (steal) record of `splitId`. */
-  handoff(splitId: string): string {
-    return "handoff." + splitId;
+  /** Key of the assignment record of `instance` (written by the leader, watched by that member only). */
+  assign(instance: string): string {
+    return "assign." + instance;
   },
 };
 

@@ -44,6 +44,15 @@ const encoder = new TextEncoder();
 export interface MemoryStoreOptions {
   /** Value size limit in bytes (default {@linkcode MAX_VALUE_BYTES}). */
   maxValueBytes?: number;
+  /**
+   * Resolve operations on a macrotask boundary (default `true`). Writes still
+   * apply at once and in call order; only their promises wait, together,
+   * for the next turn of the event loop, so that many coordinators sharing
+   * one store in one process cannot starve timers (heartbeats) by running on
+   * promise callbacks alone. Tests that drive a manual clock pass `false`
+   * (operations then resolve as microtasks, deterministically).
+   */
+  yieldToTimers?: boolean;
 }
 
 /**
@@ -69,10 +78,37 @@ export class MemoryStore implements Store {
   #revision = 0;
   #closed = false;
   #maxValueBytes: number;
+  #yield: boolean;
+  #pending: (() => void)[] = [];
+  #port: MessageChannel | undefined;
 
   /** Creates an empty store. */
   constructor(options: MemoryStoreOptions = {}) {
     this.#maxValueBytes = options.maxValueBytes ?? MAX_VALUE_BYTES;
+    this.#yield = options.yieldToTimers ?? true;
+  }
+
+  /** Resolves `value` now (microtask) or at the next shared macrotask boundary. */
+  #deliver<T>(value: T): Promise<T> {
+    if (!this.#yield) return Promise.resolve(value);
+    return new Promise<T>((resolve) => {
+      this.#pending.push(() => resolve(value));
+      if (this.#port) return;
+      // One message per turn for every operation of that turn; the channel is
+      // closed once idle so an idle store keeps no process alive.
+      const port = (this.#port = new MessageChannel());
+      port.port1.onmessage = () => {
+        const due = this.#pending.splice(0);
+        for (const f of due) f();
+        if (this.#pending.length > 0) port.port2.postMessage(null);
+        else {
+          port.port1.close();
+          port.port2.close();
+          if (this.#port === port) this.#port = undefined;
+        }
+      };
+      port.port2.postMessage(null);
+    });
   }
 
   /** The last revision written anywhere in the store (0 when empty). */
@@ -84,8 +120,8 @@ export class MemoryStore implements Store {
   async create(key: string, value: string): Promise<WriteResult> {
     this.#checkWrite("create", key, value);
     const slot = this.#slots.get(key);
-    if (slot && slot.value !== null) return { ok: false, conflict: true };
-    return { ok: true, revision: this.#put(key, value) };
+    if (slot && slot.value !== null) return this.#deliver<WriteResult>({ ok: false, conflict: true });
+    return this.#deliver<WriteResult>({ ok: true, revision: this.#put(key, value) });
   }
 
   // deno-lint-ignore require-await -- async so a bad key or a closed store rejects instead of throwing
@@ -99,9 +135,9 @@ export class MemoryStore implements Store {
     }
     const slot = this.#slots.get(key);
     if (!slot || slot.revision !== revision) {
-      return { ok: false, conflict: true };
+      return this.#deliver<WriteResult>({ ok: false, conflict: true });
     }
-    return { ok: true, revision: this.#put(key, value) };
+    return this.#deliver<WriteResult>({ ok: true, revision: this.#put(key, value) });
   }
 
   // deno-lint-ignore require-await -- async so a bad key or a closed store rejects instead of throwing
@@ -109,14 +145,14 @@ export class MemoryStore implements Store {
     this.#checkOpen("delete");
     assertValidKey(key);
     const slot = this.#slots.get(key);
-    if (!slot || slot.value === null) return { ok: true };
+    if (!slot || slot.value === null) return this.#deliver<DeleteResult>({ ok: true });
     if (revision !== undefined && slot.revision !== revision) {
-      return { ok: false, conflict: true };
+      return this.#deliver<DeleteResult>({ ok: false, conflict: true });
     }
     const rev = ++this.#revision;
     this.#slots.set(key, { value: null, revision: rev });
     this.#emit(key, { type: "delete", key, revision: rev });
-    return { ok: true };
+    return this.#deliver<DeleteResult>({ ok: true });
   }
 
   // deno-lint-ignore require-await -- async so a bad key or a closed store rejects instead of throwing
@@ -124,8 +160,8 @@ export class MemoryStore implements Store {
     this.#checkOpen("get");
     assertValidKey(key);
     const slot = this.#slots.get(key);
-    if (!slot || slot.value === null) return undefined;
-    return { key, value: slot.value, revision: slot.revision };
+    if (!slot || slot.value === null) return this.#deliver(undefined);
+    return this.#deliver<StoreEntry | undefined>({ key, value: slot.value, revision: slot.revision });
   }
 
   // deno-lint-ignore require-await -- async so a bad key or a closed store rejects instead of throwing
@@ -139,7 +175,7 @@ export class MemoryStore implements Store {
       }
     }
     out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    return out;
+    return this.#deliver(out);
   }
 
   watch(filter: KeyFilter): Watch {
@@ -175,6 +211,7 @@ export class MemoryStore implements Store {
     this.#closed = true;
     for (const w of this.#watchers) w.channel.close();
     this.#watchers.clear();
+    for (const f of this.#pending.splice(0)) f();
   }
 
   /** Closes the store (for `await using`). */

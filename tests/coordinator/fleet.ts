@@ -12,7 +12,6 @@ export const FAST = {
   opTimeoutMs: 200,
   drainDeadlineMs: 300,
   replanIntervalMs: 1000,
-  claimStaggerMs: 2,
 } as const;
 
 export function splits(n: number, weight = 1, prefix = "s"): PlannedSplit[] {
@@ -104,7 +103,7 @@ export class Member {
 }
 
 /** Timings every test of a fleet uses (FAST on the manual clock). */
-export type Timings = typeof FAST | { leaseMs: number; opTimeoutMs: number; drainDeadlineMs: number; replanIntervalMs: number; claimStaggerMs: number };
+export type Timings = typeof FAST | { leaseMs: number; opTimeoutMs: number; drainDeadlineMs: number; replanIntervalMs: number };
 
 export class Fleet implements AsyncDisposable {
   members: Member[] = [];
@@ -112,7 +111,7 @@ export class Fleet implements AsyncDisposable {
   job = "job1";
   timings: Timings = FAST;
   onDispose: (() => Promise<void>)[] = [];
-  constructor(public store: Store = new MemoryStore(), public time: TimeDriver = new ManualDriver()) {}
+  constructor(public store: Store = new MemoryStore({ yieldToTimers: false }), public time: TimeDriver = new ManualDriver()) {}
 
   get clock(): Clock {
     return this.time.clock;
@@ -180,7 +179,7 @@ export const memoryBackend: Backend = {
   name: "memory",
   realtime: false,
   fleet(wrap) {
-    const mem = new MemoryStore();
+    const mem = new MemoryStore({ yieldToTimers: false });
     const f = new Fleet(wrap ? wrap(mem) : mem);
     (f as Fleet & { raw: Store }).raw = mem;
     return Promise.resolve(f);

@@ -11,7 +11,6 @@ export const NATS_TIMINGS: Timings = {
   opTimeoutMs: 400,
   drainDeadlineMs: 500,
   replanIntervalMs: 1000,
-  claimStaggerMs: 2,
 };
 
 let seq = 0;

@@ -228,8 +228,9 @@ export class ScriptedCoordinator implements Coordinator {
         ? { term: 3, finality: "final", generation: this.planGeneration, planned: 10 }
         : null,
       liveMembers: [this.instance, "w2"],
+      members: 2,
       held,
-      counts: { planned: 10, runnable: 7, unclaimed: 4, owned: 3, completed: 2, quarantined: 1 },
+      counts: { planned: 10, runnable: 7, unclaimed: 4, owned: 3, completed: 2, quarantined: 1, cancelled: 0 },
       quarantined: ['q"1'],
       outcome: null,
       invalidRecords: [],
@@ -243,6 +244,7 @@ export class ScriptedCoordinator implements Coordinator {
       releases: 2,
       revocations: { requested: 1, drained: 1 },
       writes: { ok: 20, conflict: 2 },
+      claimAttempts: 4,
       selfFences: 0,
       storeOpSeconds: { update: histogram([0.005, 0.01, 0.1], [0.001, 0.007, 0.2]) },
       handoverSeconds: histogram([0.1, 1], [0.05]),

@@ -149,10 +149,22 @@ export interface Writer {
 interface SplitTrack {
   record: SplitRecord;
   revision: number;
-  /** Who wrote the first record of each epoch (the one whose writes that epoch belongs to). */
-  writers: Map<number, Writer>;
-  /** Progress carried by the claim that opened an epoch. */
+  /**
+   * The owner (instance and session) named by the write that opened each
+   * epoch — a claim, a grant, a takeover or a release to a successor — or
+   * `null` when it was opened for nobody. Every later write at that epoch
+   * must come from that owner.
+   */
+  holders: Map<number, string | null>;
+  /** Who opened each epoch. */
+  openers: Map<number, Writer>;
+  /** Progress carried by the write that opened an epoch. */
   claimed: Map<number, SplitProgress | null>;
+}
+
+/** An owner's key in the referee's books. */
+export function holderKey(instance: string, session: string | undefined): string {
+  return instance + "/" + (session ?? "?");
 }
 
 /**
@@ -220,15 +232,19 @@ export class Referee {
         `wm=${wm ?? "-"} att=${rec.attempts}`,
     );
     const where = `split ${id} r${rev} by ${w.label}`;
-    if (rec.owner && (rec.owner.instance !== w.instance || (w.session && rec.owner.session !== w.session))) {
-      this.violation(`${where}: names owner ${rec.owner.instance}/${rec.owner.session}, not the writer`);
-    }
+    const named = rec.owner ? holderKey(rec.owner.instance, rec.owner.session) : null;
     const prev = this.splits.get(id);
     if (!prev) {
       if (op !== "create" || rec.epoch !== 0 || rec.owner !== null || rec.progress !== null) {
         this.violation(`${where}: first write is not a seed (op ${op}, epoch ${rec.epoch})`);
       }
-      this.splits.set(id, { record: rec, revision: rev, writers: new Map([[rec.epoch, w]]), claimed: new Map() });
+      this.splits.set(id, {
+        record: rec,
+        revision: rev,
+        holders: new Map([[rec.epoch, null]]),
+        openers: new Map([[rec.epoch, w]]),
+        claimed: new Map(),
+      });
       return;
     }
     const p = prev.record;
@@ -237,14 +253,21 @@ export class Referee {
     if (rec.epoch < p.epoch) this.violation(`${where}: epoch regressed ${p.epoch} -> ${rec.epoch}`);
     else if (rec.epoch > p.epoch) {
       if (rec.epoch !== p.epoch + 1) this.violation(`${where}: epoch jumped ${p.epoch} -> ${rec.epoch}`);
-      prev.writers.set(rec.epoch, w);
+      prev.holders.set(rec.epoch, named);
+      prev.openers.set(rec.epoch, w);
       prev.claimed.set(rec.epoch, rec.progress);
     } else {
-      const owner = prev.writers.get(rec.epoch);
-      if (owner !== w) {
+      // Same epoch: only its owner writes (progress, completion, release, failure).
+      const holder = prev.holders.get(rec.epoch) ?? null;
+      const me = holderKey(w.instance, w.session);
+      if (holder === null || holder !== me) {
         this.violation(
-          `${where}: two writers at epoch ${rec.epoch}: ${owner?.label ?? "?"} opened it, ${w.label} wrote progress/state`,
+          `${where}: two writers at epoch ${rec.epoch}: it was opened for ${holder ?? "nobody"}, ${me} wrote progress/state`,
         );
+      } else if (named !== null && named !== holder) {
+        this.violation(`${where}: a write at epoch ${rec.epoch} names ${named}, not its owner ${holder}`);
+      } else if (p.owner === null) {
+        this.violation(`${where}: a write at epoch ${rec.epoch} after its owner released it`);
       }
     }
     const pw = p.progress?.watermark;
@@ -257,8 +280,8 @@ export class Referee {
   }
 
   /** Counts of split statuses now. */
-  counts(): { runnable: number; completed: number; quarantined: number } {
-    const c = { runnable: 0, completed: 0, quarantined: 0 };
+  counts(): { runnable: number; completed: number; quarantined: number; cancelled: number } {
+    const c = { runnable: 0, completed: 0, quarantined: 0, cancelled: 0 };
     for (const s of this.splits.values()) c[s.record.status]++;
     return c;
   }
@@ -608,7 +631,7 @@ export class Sim {
   readonly seed: number;
   readonly cfg: SimConfig;
   readonly clock = new SimClock();
-  readonly mem = new MemoryStore();
+  readonly mem = new MemoryStore({ yieldToTimers: false });
   readonly referee: Referee;
   readonly rng: Rng;
   readonly procs: Proc[] = [];
@@ -769,8 +792,8 @@ export class Sim {
         this.note(`event ${p.label} gained ${id} e${ev.epoch} wm=${ev.progress?.watermark ?? "-"}`);
         this.count("gained");
         const t = this.referee.splits.get(id);
-        if (t?.writers.get(ev.epoch) !== p) {
-          this.violation(`${p.label} gained ${id} at epoch ${ev.epoch} it did not open`);
+        if (t?.holders.get(ev.epoch) !== holderKey(p.instance, p.session)) {
+          this.violation(`${p.label} gained ${id} at epoch ${ev.epoch}, opened for ${t?.holders.get(ev.epoch)}`);
         } else if ((t.claimed.get(ev.epoch)?.watermark ?? null) !== (ev.progress?.watermark ?? null)) {
           this.violation(
             `${p.label} gained ${id}@${ev.epoch} with watermark ${ev.progress?.watermark} but the claim carried ` +
@@ -1018,8 +1041,8 @@ export class Sim {
           continue;
         }
         if (h.epoch > t.record.epoch) this.violation(`${p.label} holds ${h.id}@${h.epoch}, ahead of the store (${t.record.epoch})`);
-        if (h.epoch === t.record.epoch && t.writers.get(h.epoch) !== p) {
-          this.violation(`${p.label} holds ${h.id}@${h.epoch}, an epoch ${t.writers.get(h.epoch)?.label} opened`);
+        if (h.epoch === t.record.epoch && t.holders.get(h.epoch) !== holderKey(p.instance, p.session)) {
+          this.violation(`${p.label} holds ${h.id}@${h.epoch}, an epoch opened for ${t.holders.get(h.epoch)}`);
         }
       }
     }

@@ -29,7 +29,7 @@ Deno.test({
     try {
       const kv = await new Kvm(nc).open("splitlease_bad");
       await kv.put("split.garbage", "{not json");
-      await kv.put("plan", JSON.stringify({ v: 1, term: "three" }));
+      await kv.put("plan", JSON.stringify({ v: 2, term: "three" }));
     } finally {
       await nc.close();
     }

@@ -8,6 +8,9 @@ import { MemoryStore } from "../../src/store/memory_store.ts";
 import type { Watch, WatchEvent } from "../../src/store/store.ts";
 
 class SilentWatchStore extends MemoryStore {
+  constructor() {
+    super({ yieldToTimers: false });
+  }
   override watch(_filter: string): Watch {
     const never = new Promise<IteratorResult<WatchEvent>>(() => {});
     const stop = () => Promise.resolve();
@@ -30,6 +33,9 @@ Deno.test("join: a snapshot that never completes fails with StoreUnavailableErro
 });
 
 class FirstWatchStuckStore extends MemoryStore {
+  constructor() {
+    super({ yieldToTimers: false });
+  }
   #seen = new Set<string>();
   override watch(filter: string): Watch {
     if (this.#seen.has(filter)) return super.watch(filter);
@@ -43,7 +49,7 @@ class FirstWatchStuckStore extends MemoryStore {
 Deno.test("join: a snapshot stuck once is started over with a fresh watch, and the join completes", async () => {
   const clock = new ManualClock();
   const store = new FirstWatchStuckStore();
-  await store.create("split.x", JSON.stringify({ v: 1, epoch: 0, status: "completed", owner: null, attempts: 0, weight: 1, progress: null }));
+  await store.create("plan", JSON.stringify({ v: 2, term: 1, finality: "final", generation: 1, planned: 3 }));
   const box: { c?: SplitCoordinator; error?: unknown } = {};
   const joining = SplitCoordinator.join({ store, job: "j", clock, leaseMs: 1000, opTimeoutMs: 200 })
     .then((c) => (box.c = c), (e) => (box.error = e));
@@ -51,6 +57,6 @@ Deno.test("join: a snapshot stuck once is started over with a fresh watch, and t
   await joining;
   assert.equal(box.error, undefined);
   assert.ok(box.c);
-  assert.equal(box.c.status().counts.completed, 1, "the fresh snapshot was applied");
+  assert.equal(box.c.status().plan?.planned, 3, "the fresh snapshot was applied");
   await box.c.close();
 });

@@ -1,0 +1,462 @@
+/**
+ * What every member watches and does on its own (docs/DESIGN.md, "Who
+ * watches what"): the `leader` record (for elections), the `plan` record
+ * (plan state and the job outcome) and its own `assign.<instance>` record,
+ * whose directives it follows — claim offers into free lanes, start grants,
+ * answer revokes, stop drops — plus resuming its own splits after a
+ * self-fence.
+ *
+ * @module
+ */
+import { SplitleaseError } from "../errors.ts";
+import {
+  type AssignEntry,
+  type AssignRecord,
+  AssignRecordSchema,
+  decodeRecord,
+  encodeRecord,
+  type LeaderRecord,
+  LeaderRecordSchema,
+  type PlanRecord,
+  PlanRecordSchema,
+  safeDecodeRecord,
+  SpecRecordSchema,
+  type SplitRecord,
+  SplitRecordSchema,
+} from "../records.ts";
+import { keys } from "../store/keys.ts";
+import type { WatchEvent } from "../store/store.ts";
+import type { Core } from "./core.ts";
+import { LivenessTracker } from "./liveness.ts";
+import type { Dormant, Tenancies } from "./tenancies.ts";
+import { heldBy, openRecord, releaseRecord } from "./transitions.ts";
+import type { SplitSpec } from "./types.ts";
+import { WatchSet } from "./watch_set.ts";
+
+/** Most claims one worker has in flight at once (a heartbeat must not queue behind a thousand writes). */
+const CLAIM_WAVE = 32;
+/** Re-reads of a missing spec before the split is handed back (a lagging replica can answer too early). */
+const SPEC_RETRIES_MS = [20, 100, 400];
+
+/** A decoded record with the revision that wrote it. */
+export interface Versioned<T> {
+  /** The record. */
+  record: T;
+  /** Its revision. */
+  revision: number;
+}
+
+/** The member side of a coordinator. */
+export class Follower {
+  readonly #core: Core;
+  readonly #tenancies: Tenancies;
+  readonly #mayClaim: () => boolean;
+  readonly #watches: WatchSet;
+  /** The leader record and this member's judgement of its liveness. */
+  leader: Versioned<LeaderRecord> | undefined;
+  readonly leaderLiveness: LivenessTracker = new LivenessTracker();
+  /** The plan record. */
+  plan: Versioned<PlanRecord> | undefined;
+  /** The last assignment record addressed to this session. */
+  assign: Versioned<AssignRecord> | undefined;
+  /** Unreadable records seen by this member: key → message. */
+  readonly invalid: Map<string, string> = new Map();
+  /** Highest leader term seen anywhere (older assignment records are ignored). */
+  maxTerm = 0;
+  /** Outcome announced (once). */
+  outcome: "allComplete" | "stalled" | null = null;
+  #offers: AssignEntry[] = [];
+  /** Offers claimed or tried, by id → revision (an offer is tried once per revision). */
+  #tried = new Map<string, number>();
+  #claiming = new Map<string, number>();
+  #dormant = new Map<string, Dormant>();
+  #specs = new Map<string, SplitSpec>();
+  #recovering = new Set<string>();
+  #resuming = false;
+  #stopped = false;
+
+  /** `mayClaim` says whether new work may be taken (running, not draining, not fenced). */
+  constructor(core: Core, tenancies: Tenancies, mayClaim: () => boolean) {
+    this.#core = core;
+    this.#tenancies = tenancies;
+    this.#mayClaim = mayClaim;
+    this.#watches = new WatchSet(core, (f, ev) => this.#apply(f, ev));
+  }
+
+  /** Opens the three watches; resolves once their snapshots are in. */
+  open(): Promise<void> {
+    return this.#watches.open([keys.leader, keys.plan, keys.assign(this.#core.me.instance)]);
+  }
+
+  /** Stops watching. */
+  stop(): Promise<void> {
+    this.#stopped = true;
+    return this.#watches.stop();
+  }
+
+  /** Splits being claimed now (count and weight). */
+  get claiming(): ReadonlyMap<string, number> {
+    return this.#claiming;
+  }
+
+  /** Offers not yet claimed. */
+  get offered(): number {
+    return this.#offers.length;
+  }
+
+  // --- watch events -------------------------------------------------------------
+
+  #apply(filter: string, ev: WatchEvent): void {
+    if (ev.type === "ready") return;
+    if (ev.type === "reset") return; // single keys: the snapshot that follows rewrites them
+    const { clock } = this.#core;
+    if (ev.type === "delete") {
+      this.invalid.delete(ev.key);
+      if (ev.key === keys.leader) {
+        this.leader = undefined;
+        this.leaderLiveness.forget(keys.leader);
+      } else if (ev.key === keys.plan) this.plan = undefined;
+      else this.assign = undefined;
+      this.#core.schedule();
+      return;
+    }
+    if (filter === keys.leader) {
+      const r = this.#decode(ev.key, ev.value, LeaderRecordSchema);
+      if (!r) return;
+      this.leader = { record: r, revision: ev.revision };
+      this.leaderLiveness.observe(keys.leader, ev.revision, clock.now());
+      this.#seeTerm(r.term);
+    } else if (filter === keys.plan) {
+      const r = this.#decode(ev.key, ev.value, PlanRecordSchema);
+      if (!r) return;
+      this.plan = { record: r, revision: ev.revision };
+      this.#seeTerm(r.term);
+      this.#checkOutcome();
+    } else {
+      const r = this.#decode(ev.key, ev.value, AssignRecordSchema);
+      if (!r) return;
+      this.#onAssign(r, ev.revision);
+    }
+    this.#core.schedule();
+  }
+
+  #decode<T>(key: string, value: string, schema: Parameters<typeof safeDecodeRecord<T>>[2]): T | undefined {
+    const r = safeDecodeRecord(key, value, schema);
+    if (r.ok) {
+      this.invalid.delete(key);
+      return r.value;
+    }
+    this.invalid.set(key, r.error.message);
+    this.#core.log("error", "Unreadable record skipped", { key, error: r.error.message });
+    return undefined;
+  }
+
+  #seeTerm(term: number): void {
+    if (term > this.maxTerm) this.maxTerm = term;
+  }
+
+  #checkOutcome(): void {
+    const o = this.plan?.record.outcome;
+    if (!o || this.outcome) return;
+    const { events, log } = this.#core;
+    if (o.kind === "allComplete") {
+      this.outcome = "allComplete";
+      events.push({ type: "allComplete" });
+      log("info", "Job complete", { completed: o.completed });
+    } else {
+      this.outcome = "stalled";
+      events.push({ type: "stalled", completed: o.completed, quarantined: o.quarantined });
+      log("error", "Job stalled on quarantined splits", { completed: o.completed, quarantined: o.quarantined });
+    }
+  }
+
+  // --- directives -------------------------------------------------------------------
+
+  #onAssign(a: AssignRecord, revision: number): void {
+    const { me } = this.#core;
+    if (a.session !== me.session) return; // addressed to a predecessor (or a twin): not ours
+    if (a.term < this.maxTerm) return; // a deposed leader's late write
+    this.#seeTerm(a.term);
+    this.assign = { record: a, revision };
+    const held = this.#tenancies.held;
+    for (const d of a.drops) {
+      this.#dormant.delete(d.id);
+      if (held.get(d.id)?.epoch === d.epoch) this.#tenancies.lose(d.id, d.reason === "cancelled" ? "fenced" : d.reason);
+    }
+    const revoked = new Set<string>();
+    for (const r of a.revokes) {
+      if (held.get(r.id)?.epoch !== r.epoch) continue;
+      revoked.add(r.id);
+      this.#tenancies.requestRevoke(r.id, r.to ?? null, true);
+    }
+    for (const [id, t] of held) {
+      // A revoke missing while our release is in flight was answered by it, not withdrawn.
+      if (!t.draining || t.cancelled || revoked.has(id) || (t.ending ?? 0) > 0) continue;
+      if (t.byLeader) this.#tenancies.cancelRevoke(id); // withdrawn
+      else t.to = null; // our own drain goes on; the leader no longer names a successor
+    }
+    for (const g of a.grants) void this.#grant(g);
+    // Offers of a split we still hold (its terminal write not yet returned) are kept for later.
+    this.#offers = a.offers.filter((o) => this.#tried.get(o.id) !== o.rev);
+    // Forget tries of splits no longer offered (a new offer of them comes at a new revision).
+    if (this.#tried.size > 4 * (a.offers.length + 64)) {
+      const live = new Set(a.offers.map((o) => o.id));
+      for (const id of this.#tried.keys()) if (!live.has(id)) this.#tried.delete(id);
+    }
+  }
+
+  /** A split opened for us: start it without a write. */
+  async #grant(g: AssignEntry): Promise<void> {
+    const { me, store, log } = this.#core;
+    const cur = this.#tenancies.held.get(g.id);
+    if (cur && cur.epoch >= g.epoch) return;
+    if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch || this.#claiming.has(g.id)) return;
+    this.#claiming.set(g.id, g.rec?.weight ?? 1);
+    try {
+      let rec = g.rec;
+      let rev = g.rev;
+      if (!rec) {
+        const e = await store.get(keys.split(g.id));
+        if (!e) return;
+        rec = decodeRecord(e.key, e.value, SplitRecordSchema);
+        rev = e.revision;
+      }
+      if (!heldBy(rec, me, g.epoch)) return;
+      const spec = await this.#spec(g.id, rec);
+      if (typeof spec === "string") {
+        log("error", "Granted split has no readable descriptor; handing it back", { split: g.id, error: spec });
+        await store.update(keys.split(g.id), encodeRecord(releaseRecord(rec, null)), rev).catch(() => {});
+        return;
+      }
+      const now = this.#tenancies.held.get(g.id);
+      if (now && now.epoch >= g.epoch) return;
+      if (now) this.#tenancies.lose(g.id, "fenced"); // a newer epoch of ours means the old tenancy is over
+      if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch) return;
+      this.#tenancies.add(g.id, { epoch: g.epoch, revision: rev, record: rec, spec, draining: false, to: null }, g.why ?? "grant");
+    } catch (e) {
+      this.#recover(g.id, g.epoch, e);
+    } finally {
+      this.#claiming.delete(g.id);
+      this.#core.schedule();
+    }
+  }
+
+  /**
+   * A claim or grant we could not finish (an outage: the write may have
+   * landed, or the descriptor could not be read). Until the record says
+   * otherwise the split may be ours at `epoch` with no lane running it, so
+   * re-read it with backoff: ours → start it; still free → offer it to
+   * ourselves again; moved on → nothing to do.
+   */
+  #recover(id: string, epoch: number, cause: unknown, attempt = 0): void {
+    const { clock, config, log, store, me } = this.#core;
+    if (attempt === 0) log("warn", "Claim interrupted by an outage; checking the split record", { split: id, error: String(cause) });
+    const delay = Math.min(config.leaseMs / 3, 50 * 2 ** Math.min(attempt, 8));
+    this.#recovering.add(id);
+    clock.setTimeout(async () => {
+      if (this.#stopped) return this.#recovering.delete(id);
+      try {
+        const e = await store.get(keys.split(id));
+        const rec = e ? decodeRecord(e.key, e.value, SplitRecordSchema) : undefined;
+        this.#recovering.delete(id);
+        if (!e || !rec || this.#tenancies.held.has(id)) return;
+        if (heldBy(rec, me, epoch) && (this.#tenancies.ended.get(id) ?? -1) < epoch) {
+          const spec = await this.#spec(id, rec);
+          if (typeof spec !== "object") {
+            await this.#handBack(id, rec, e.revision, spec);
+            return;
+          }
+          if (this.#tenancies.held.has(id) || !this.#mayClaim()) {
+            if (!this.#tenancies.held.has(id)) await this.#handBack(id, rec, e.revision);
+            return;
+          }
+          this.#tenancies.add(id, { epoch, revision: e.revision, record: rec, spec, draining: false, to: null }, "claim");
+        } else if (rec.status === "runnable" && rec.owner === null) {
+          // Not landed: the leader's offer, if still ours, can be tried again.
+          this.#tried.delete(id);
+          const o = this.assign?.record.offers.find((x) => x.id === id);
+          if (o && !this.#offers.some((x) => x.id === id)) this.#offers.push(o);
+          this.#core.schedule();
+        }
+      } catch (err) {
+        this.#recover(id, epoch, err, attempt + 1);
+      }
+    }, delay);
+  }
+
+  /** Claims offers into free lanes, in waves of at most {@linkcode CLAIM_WAVE}. */
+  pump(): void {
+    if (!this.#mayClaim()) return;
+    const max = this.#core.config.maxInFlight;
+    const held = this.#tenancies.held;
+    if (this.#offers.length === 0 || held.size + this.#claiming.size >= max) return;
+    const keep: AssignEntry[] = [];
+    for (const o of this.#offers) {
+      if (this.#tried.get(o.id) === o.rev) continue;
+      if (
+        held.has(o.id) || this.#claiming.has(o.id) || this.#recovering.has(o.id) ||
+        held.size + this.#claiming.size >= max || this.#claiming.size >= CLAIM_WAVE
+      ) {
+        keep.push(o);
+        continue;
+      }
+      void this.#claim(o);
+    }
+    this.#offers = keep;
+  }
+
+  async #claim(o: AssignEntry): Promise<void> {
+    const { store, me, config, stats, log } = this.#core;
+    this.#claiming.set(o.id, o.rec?.weight ?? 1);
+    this.#tried.set(o.id, o.rev);
+    try {
+      let rec = o.rec;
+      let rev = o.rev;
+      if (!rec) {
+        const e = await store.get(keys.split(o.id));
+        if (!e) return;
+        rec = decodeRecord(e.key, e.value, SplitRecordSchema);
+        rev = e.revision;
+      }
+      if (rec.status !== "runnable" || rec.owner !== null) return; // stale offer
+      const next = openRecord(rec, me, false, config.maxAttempts);
+      stats.claimAttempts++;
+      const [specRead, claimed] = await Promise.allSettled([
+        this.#spec(o.id, rec),
+        store.update(keys.split(o.id), encodeRecord(next), rev),
+      ]);
+      if (claimed.status === "rejected") {
+        // Landed or not, we cannot tell: find out from the record itself.
+        this.#recover(o.id, next.epoch, claimed.reason);
+        return;
+      }
+      if (!claimed.value.ok) return; // moved since the offer: the leader will tell us
+      const revision = claimed.value.revision;
+      const spec = specRead.status === "fulfilled" ? specRead.value : undefined;
+      if (typeof spec !== "object" || !this.#mayClaim()) {
+        if (specRead.status === "rejected") return this.#recover(o.id, next.epoch, specRead.reason);
+        await this.#handBack(o.id, next, revision, typeof spec === "string" ? spec : undefined);
+        return;
+      }
+      this.#tenancies.add(o.id, { epoch: next.epoch, revision, record: next, spec, draining: false, to: null }, o.why ?? "claim");
+    } catch (e) {
+      log("warn", "Claim failed", { split: o.id, error: String(e) });
+    } finally {
+      this.#claiming.delete(o.id);
+      this.#core.schedule();
+    }
+  }
+
+  /**
+   * The split's spec: inline in the record, or read from `spec.<id>`
+   * (cached). A missing spec is re-read a few times (a lagging replica can
+   * answer before the spec exists); what is still missing or unreadable comes
+   * back as a message. Outages throw.
+   */
+  async #spec(id: string, rec: SplitRecord): Promise<SplitSpec | string> {
+    if (!rec.spec) return { id, descriptor: rec.descriptor ?? null, weight: rec.weight };
+    const cached = this.#specs.get(id);
+    if (cached) return cached;
+    const key = keys.spec(id);
+    for (let i = 0;; i++) {
+      const entry = await this.#core.store.get(key);
+      if (entry) {
+        const r = safeDecodeRecord(key, entry.value, SpecRecordSchema);
+        if (!r.ok) return "unreadable: " + r.error.message;
+        const spec: SplitSpec = { id, descriptor: r.value.descriptor, weight: rec.weight };
+        if (this.#specs.size > 4096) this.#specs.clear();
+        this.#specs.set(id, spec);
+        return spec;
+      }
+      if (i >= SPEC_RETRIES_MS.length) return `missing: spec record "${key}" is missing`;
+      await new Promise<void>((res) => this.#core.clock.setTimeout(res, SPEC_RETRIES_MS[i]));
+    }
+  }
+
+  /**
+   * Undoes a won claim we cannot keep: released (no attempt) when we stopped
+   * meanwhile or the spec is missing, quarantined when the spec is unreadable
+   * (deterministic poison).
+   */
+  async #handBack(id: string, claimed: SplitRecord, revision: number, problem?: string): Promise<void> {
+    const { store, log, events } = this.#core;
+    const poison = problem?.startsWith("unreadable: ");
+    const next: SplitRecord = poison
+      ? { ...claimed, owner: null, status: "quarantined", lastFailure: problem!.slice(12) }
+      : releaseRecord(claimed, null);
+    if (problem) log("error", poison ? "Unreadable spec: quarantining the split" : "Spec missing: handing the split back", { split: id, error: problem });
+    try {
+      const r = await store.update(keys.split(id), encodeRecord(next), revision);
+      if (r.ok && poison) {
+        events.push({ type: "quarantined", splitId: id, attempts: next.attempts });
+        log("warn", "Split quarantined", { split: id, attempts: next.attempts });
+      }
+    } catch (err) {
+      log("warn", "Could not hand back a claimed split; checking it again later", { split: id, error: String(err) });
+      this.#recover(id, claimed.epoch, err, 1);
+    }
+  }
+
+  // --- tenancies that ended without a write of ours ------------------------------------
+
+  /**
+   * Remembers a tenancy that ended while the store still names us (a
+   * self-fence, a release or forced release lost to an outage): once
+   * heartbeats land again it is resumed (or released, if we no longer take
+   * work), unless it moved on meanwhile.
+   */
+  remember(id: string, d: Dormant): void {
+    this.#dormant.set(id, d);
+  }
+
+  /** Whether tenancies wait to be resumed or released. */
+  get dormant(): number {
+    return this.#dormant.size;
+  }
+
+  /**
+   * Resumes remembered tenancies (epoch + 1, no attempt) — or releases them
+   * when we no longer take work — unless they moved on. Entries that meet an
+   * outage stay for the next heartbeat.
+   */
+  async resume(): Promise<void> {
+    if (this.#resuming || this.#dormant.size === 0) return;
+    this.#resuming = true;
+    const { store, me, config, stats, log } = this.#core;
+    const all = [...this.#dormant];
+    this.#dormant.clear();
+    try {
+      await Promise.all(all.map(async ([id, d]) => {
+        if (this.#tenancies.held.has(id)) return;
+        let record = d.record;
+        let revision = d.revision;
+        try {
+          for (let i = 0; i < 4; i++) {
+            const keep = this.#mayClaim();
+            const next = keep ? openRecord(record, me, false, config.maxAttempts) : releaseRecord(record, null);
+            if (keep) stats.claimAttempts++;
+            const r = await store.update(keys.split(id), encodeRecord(next), revision);
+            if (r.ok) {
+              if (!keep || next.status !== "runnable") return;
+              if (this.#tenancies.held.has(id)) return;
+              this.#tenancies.add(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec, draining: false, to: null }, "resume");
+              return;
+            }
+            const cur = await store.get(keys.split(id));
+            if (!cur) return;
+            const rec = decodeRecord(cur.key, cur.value, SplitRecordSchema);
+            if (!heldBy(rec, me, d.epoch)) return; // moved on meanwhile
+            record = rec; // our own late write landed: go again at its revision
+            revision = cur.revision;
+          }
+        } catch (e) {
+          if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
+            this.#dormant.set(id, { ...d, record, revision });
+          } else log("warn", "Could not resume a split; the leader reassigns it", { split: id, error: String(e) });
+        }
+      }));
+    } finally {
+      this.#resuming = false;
+    }
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Completion, decided once (docs/DESIGN.md): when the leader's view shows a
+ * published final plan with every planned split seen and nothing runnable,
+ * one streamed listing of `split.` confirms it, and the outcome is written
+ * into the `plan` record by CAS at the leader's term. Every member learns it
+ * from its `plan` watch. An outcome the store no longer supports (an
+ * operator requeued a quarantined split) is cleared the same way.
+ *
+ * @module
+ */
+import { decodeRecord, encodeRecord, type JobOutcome, type PlanRecord, PlanRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../../records.ts";
+import { keys } from "../../store/keys.ts";
+import type { Core } from "../core.ts";
+import type { FleetView } from "./fleet_view.ts";
+
+/** Decides and publishes the job outcome. */
+export class CompletionJudge {
+  readonly #core: Core;
+  readonly #view: FleetView;
+  #busy = false;
+
+  constructor(core: Core, view: FleetView) {
+    this.#core = core;
+    this.#view = view;
+  }
+
+  /** Checks the view; confirms by listing and publishes (or clears) the outcome. Never throws. */
+  async check(plan: PlanRecord | undefined, term: number): Promise<void> {
+    if (this.#busy || !plan || plan.finality !== "final" || plan.generation === 0 || plan.term !== term) return;
+    const v = this.#view;
+    if (plan.outcome) {
+      if (v.counts.runnable > 0) await this.#write(term, undefined);
+      return;
+    }
+    if (v.counts.runnable > 0 || v.splits.size < plan.planned) return;
+    for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return; // unreadable: not provably complete
+    this.#busy = true;
+    try {
+      const outcome = await this.#confirm(plan.planned);
+      if (outcome) await this.#write(term, outcome);
+    } catch (e) {
+      this.#core.log("warn", "Completion check failed; retrying", { error: String(e) });
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  /** One streamed listing: the outcome if every split is finished, else `undefined`. */
+  async #confirm(planned: number): Promise<JobOutcome | undefined> {
+    let completed = 0, quarantined = 0, cancelled = 0;
+    for (const e of await this.#core.store.list(keys.splitPrefix)) {
+      const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
+      if (!r.ok || r.value.status === "runnable") return undefined;
+      if (r.value.status === "completed") completed++;
+      else if (r.value.status === "quarantined") quarantined++;
+      else cancelled++;
+    }
+    if (completed + quarantined + cancelled < planned) return undefined;
+    const extra = cancelled > 0 ? { cancelled } : {};
+    return quarantined === 0
+      ? { kind: "allComplete", completed, ...extra }
+      : { kind: "stalled", completed, quarantined, ...extra };
+  }
+
+  async #write(term: number, outcome: JobOutcome | undefined): Promise<void> {
+    const { store, log } = this.#core;
+    for (let i = 0; i < 4; i++) {
+      const cur = await store.get(keys.plan);
+      if (!cur) return;
+      const plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
+      if (plan.term !== term) return; // deposed
+      const next: PlanRecord = { ...plan };
+      if (outcome) next.outcome = outcome;
+      else delete next.outcome;
+      const r = await store.update(keys.plan, encodeRecord(next), cur.revision);
+      if (r.ok) {
+        if (outcome) log("info", "Job outcome decided", { ...outcome });
+        else log("info", "Job outcome cleared: runnable splits again", {});
+        return;
+      }
+    }
+  }
+}

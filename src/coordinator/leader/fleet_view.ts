@@ -1,0 +1,211 @@
+/**
+ * The leader's view of the whole job: every split and member record, fed by
+ * its `split.` and `member.` watches (and by its own writes, ahead of their
+ * echo), with the indexes assignment needs kept up to date per event — no
+ * decision ever scans every split.
+ *
+ * @module
+ */
+import {
+  decodeRecord,
+  type MemberRecord,
+  MemberRecordSchema,
+  type SplitRecord,
+  SplitRecordSchema,
+} from "../../records.ts";
+import { InvalidRecordError } from "../../errors.ts";
+import { keys } from "../../store/keys.ts";
+import type { WatchEvent } from "../../store/store.ts";
+import { MaxHeap } from "../../util/heap.ts";
+import type { Versioned } from "../follower.ts";
+
+/** Index key of an owner: instance and session. */
+export function ownerKey(instance: string, session: string): string {
+  return instance + " " + session;
+}
+
+/** Splits an {@linkcode ownerKey} back into instance and session. */
+export function parseOwnerKey(key: string): { instance: string; session: string } {
+  const i = key.indexOf(" ");
+  return { instance: key.slice(0, i), session: key.slice(i + 1) };
+}
+
+/** Told after every change of a split record (`prev`/`next` undefined when absent or unreadable). */
+export type SplitListener = (id: string, prev: SplitRecord | undefined, next: Versioned<SplitRecord> | undefined) => void;
+/** Told after every change of a member record. */
+export type MemberListener = (instance: string, prev: MemberRecord | undefined, next: Versioned<MemberRecord> | undefined) => void;
+
+/** The leader's view of a job's bucket. */
+export class FleetView {
+  /** Split records by id. */
+  readonly splits: Map<string, Versioned<SplitRecord>> = new Map();
+  /** Member records by instance. */
+  readonly members: Map<string, Versioned<MemberRecord>> = new Map();
+  /** Unreadable records: key → message. */
+  readonly invalid: Map<string, string> = new Map();
+  /** Runnable splits with no owner. */
+  readonly free: Set<string> = new Set();
+  /** Runnable owned splits by {@linkcode ownerKey}. */
+  readonly byOwner: Map<string, Set<string>> = new Map();
+  /** Runnable weight held by {@linkcode ownerKey}. */
+  readonly loadBy: Map<string, number> = new Map();
+  /** Split counts by status. */
+  readonly counts: { runnable: number; completed: number; quarantined: number; cancelled: number } = {
+    runnable: 0,
+    completed: 0,
+    quarantined: 0,
+    cancelled: 0,
+  };
+  /** Total weight of runnable splits. */
+  runnableWeight = 0;
+  /** Free splits, heaviest first (lazy: entries are checked when popped). */
+  readonly heap: MaxHeap<string> = new MaxHeap();
+  /** Free splits whose last owner died (their next claim is a takeover, for the claimer's log). */
+  readonly orphaned: Set<string> = new Set();
+  #resync = new Map<string, Set<string>>();
+  #onSplit: SplitListener;
+  #onMember: MemberListener;
+
+  /** Creates an empty view that tells `onSplit` and `onMember` about every change. */
+  constructor(onSplit: SplitListener, onMember: MemberListener) {
+    this.#onSplit = onSplit;
+    this.#onMember = onMember;
+  }
+
+  /** Applies one event of the watch over `filter` (`split.` or `member.`). */
+  apply(filter: string, ev: WatchEvent): void {
+    switch (ev.type) {
+      case "reset":
+        this.#resync.set(filter, new Set());
+        return;
+      case "ready": {
+        const seen = this.#resync.get(filter);
+        if (!seen) return;
+        this.#resync.delete(filter);
+        const ids = filter === keys.splitPrefix ? [...this.splits.keys()].map(keys.split) : [...this.members.keys()].map(keys.member);
+        for (const key of ids) if (!seen.has(key)) this.#remove(key);
+        return;
+      }
+      case "put":
+        this.#resync.get(filter)?.add(ev.key);
+        this.put(ev.key, ev.value, ev.revision);
+        return;
+      case "delete":
+        this.#remove(ev.key);
+        return;
+    }
+  }
+
+  /** Applies an entry (from a watch or a read); an older revision than the one held is ignored. */
+  put(key: string, value: string, revision: number): void {
+    if (key.startsWith(keys.splitPrefix)) {
+      const id = key.slice(keys.splitPrefix.length);
+      const cur = this.splits.get(id);
+      if (cur && cur.revision >= revision) return;
+      const rec = this.#decode(key, value, SplitRecordSchema);
+      if (rec) this.setSplit(id, { record: rec, revision });
+      else if (cur) this.setSplit(id, undefined);
+    } else if (key.startsWith(keys.memberPrefix)) {
+      const instance = key.slice(keys.memberPrefix.length);
+      const cur = this.members.get(instance);
+      if (cur && cur.revision >= revision) return;
+      const rec = this.#decode(key, value, MemberRecordSchema);
+      const next = rec ? { record: rec, revision } : undefined;
+      if (next) this.members.set(instance, next);
+      else this.members.delete(instance);
+      this.#onMember(instance, cur?.record, next);
+    }
+  }
+
+  #decode<T>(key: string, value: string, schema: Parameters<typeof decodeRecord<T>>[2]): T | undefined {
+    try {
+      const r = decodeRecord(key, value, schema);
+      this.invalid.delete(key);
+      return r;
+    } catch (e) {
+      if (!(e instanceof InvalidRecordError)) throw e;
+      this.invalid.set(key, e.message);
+      return undefined;
+    }
+  }
+
+  #remove(key: string): void {
+    this.invalid.delete(key);
+    if (key.startsWith(keys.splitPrefix)) {
+      const id = key.slice(keys.splitPrefix.length);
+      if (this.splits.has(id)) this.setSplit(id, undefined);
+    } else if (key.startsWith(keys.memberPrefix)) {
+      const instance = key.slice(keys.memberPrefix.length);
+      const cur = this.members.get(instance);
+      if (!cur) return;
+      this.members.delete(instance);
+      this.#onMember(instance, cur.record, undefined);
+    }
+  }
+
+  /** Applies a split record this leader just wrote (ahead of its watch echo; an older revision is ignored). */
+  applyOwn(id: string, record: SplitRecord, revision: number): void {
+    const cur = this.splits.get(id);
+    if (cur && cur.revision >= revision) return;
+    this.setSplit(id, { record, revision });
+  }
+
+  /** Sets (or removes) a split record and updates every index. */
+  setSplit(id: string, next: Versioned<SplitRecord> | undefined): void {
+    const prev = this.splits.get(id);
+    if (prev) this.#unindex(id, prev.record);
+    if (next) {
+      this.splits.set(id, next);
+      this.#index(id, next.record);
+    } else {
+      this.splits.delete(id);
+    }
+    this.#onSplit(id, prev?.record, next);
+  }
+
+  #index(id: string, r: SplitRecord): void {
+    this.counts[r.status]++;
+    if (r.status !== "runnable") return;
+    this.runnableWeight += r.weight;
+    if (!r.owner) {
+      this.free.add(id);
+      this.heap.push(id, r.weight);
+      return;
+    }
+    const k = ownerKey(r.owner.instance, r.owner.session);
+    let set = this.byOwner.get(k);
+    if (!set) this.byOwner.set(k, (set = new Set()));
+    set.add(id);
+    this.loadBy.set(k, (this.loadBy.get(k) ?? 0) + r.weight);
+  }
+
+  #unindex(id: string, r: SplitRecord): void {
+    this.counts[r.status]--;
+    if (r.status !== "runnable") return;
+    this.runnableWeight -= r.weight;
+    if (!r.owner) {
+      this.free.delete(id);
+      this.orphaned.delete(id);
+      return;
+    }
+    const k = ownerKey(r.owner.instance, r.owner.session);
+    const set = this.byOwner.get(k);
+    if (set) {
+      set.delete(id);
+      if (set.size === 0) this.byOwner.delete(k);
+    }
+    const load = (this.loadBy.get(k) ?? 0) - r.weight;
+    if (set?.size) this.loadBy.set(k, load);
+    else this.loadBy.delete(k);
+  }
+
+  /** Splits (count) held by an owner. */
+  heldBy(instance: string, session: string): number {
+    return this.byOwner.get(ownerKey(instance, session))?.size ?? 0;
+  }
+
+  /** Runnable weight held by an owner. */
+  loadOf(instance: string, session: string): number {
+    return this.loadBy.get(ownerKey(instance, session)) ?? 0;
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * What the leader has told (or will tell) one member — its offers, grants,
+ * revokes and drops — and the writer of that member's `assign.<instance>`
+ * record: one write in flight per member, changes made meanwhile coalesce
+ * into the next write, CAS at the revision it last wrote or read.
+ *
+ * @module
+ */
+import { type AssignEntry, type AssignRecord, AssignRecordSchema, decodeRecord, encodeRecord, type Owner } from "../../records.ts";
+import { keys } from "../../store/keys.ts";
+import type { Core } from "../core.ts";
+import type { FleetView } from "./fleet_view.ts";
+
+/** Largest assignment record written with split records inline; entries past it carry ids only. */
+const INLINE_BUDGET = 48 * 1024;
+
+/** A revocation the leader asked for. */
+export interface Revoke {
+  /** Epoch of the owner's tenancy. */
+  epoch: number;
+  /** Successor to release to. */
+  to?: Owner;
+  /** Leader time it was asked. */
+  since: number;
+  /** Membership signature when it was asked (a balancing move is withdrawn when it changes). */
+  sig?: string;
+  /** Whether it is a balancing steal (fenced if never answered) rather than a drain. */
+  steal: boolean;
+}
+
+/** The leader's state for one live member session. */
+export class MemberState {
+  readonly instance: string;
+  readonly session: string;
+  maxInFlight: number;
+  draining: boolean;
+  planner: boolean;
+  /** Offers: split id → revision offered. */
+  readonly offers: Map<string, number> = new Map();
+  offeredWeight = 0;
+  /** Grants: split id → epoch opened for the member (and why), not yet acknowledged by a write of its own. */
+  readonly grants: Map<string, { epoch: number; why?: AssignEntry["why"] }> = new Map();
+  /** Revokes by split id. */
+  readonly revokes: Map<string, Revoke> = new Map();
+  /** Drops to write once. */
+  readonly drops: Map<string, { epoch: number; reason: "fenced" | "expired" | "cancelled" }> = new Map();
+  /** Revokes naming this member as successor (lanes it must keep free). */
+  incoming = 0;
+  /** Revision of its assignment record, when known. */
+  rev: number | undefined;
+  #seq = 0;
+  #dirty = false;
+  #writing = false;
+  /** Offers held at the last write (refills wait until half are used). */
+  offersAtWrite = 0;
+  /** Consecutive beats on which the member reported holding fewer splits than the store names it for. */
+  suspect = 0;
+
+  constructor(instance: string, session: string, maxInFlight: number, draining: boolean, planner: boolean) {
+    this.instance = instance;
+    this.session = session;
+    this.maxInFlight = maxInFlight;
+    this.draining = draining;
+    this.planner = planner;
+  }
+
+  /** The owner this state is for. */
+  get owner(): Owner {
+    return { instance: this.instance, session: this.session };
+  }
+
+  /** Whether its record has changes not yet written. */
+  get dirty(): boolean {
+    return this.#dirty;
+  }
+
+  /** Marks the record as changed. */
+  touch(): void {
+    this.#dirty = true;
+  }
+
+  /** Adds an offer. */
+  offer(id: string, rev: number, weight: number): void {
+    this.offers.set(id, rev);
+    this.offeredWeight += weight;
+    this.#dirty = true;
+  }
+
+  /** Forgets an offer (claimed, moved, or gone); returns whether it was there. */
+  unoffer(id: string, weight: number): boolean {
+    if (!this.offers.delete(id)) return false;
+    this.offeredWeight = Math.max(0, this.offeredWeight - weight);
+    if (this.offers.size === 0) this.offeredWeight = 0;
+    return true;
+  }
+
+  /**
+   * Writes the record if it changed and no write is in flight. `onDeposed`
+   * runs when a newer term wrote it (this leader was deposed).
+   */
+  async flush(core: Core, view: FleetView, term: number, onDeposed: () => void): Promise<boolean> {
+    if (!this.#dirty || this.#writing) return false;
+    this.#dirty = false;
+    this.#writing = true;
+    const { store, log } = core;
+    const key = keys.assign(this.instance);
+    const drops = [...this.drops];
+    try {
+      if (this.rev === undefined) {
+        const cur = await store.get(key);
+        if (cur && decodeRecord(key, cur.value, AssignRecordSchema).term > term) {
+          onDeposed();
+          return false;
+        }
+        this.rev = cur?.revision ?? 0;
+      }
+      const rec = this.#build(view, term, drops);
+      const value = encodeRecord(rec);
+      const r = this.rev === 0 ? await store.create(key, value) : await store.update(key, value, this.rev);
+      if (r.ok) {
+        this.rev = r.revision;
+        this.offersAtWrite = this.offers.size;
+        for (const [id, d] of drops) if (this.drops.get(id) === d) this.drops.delete(id);
+        return true;
+      }
+      this.rev = undefined; // read it again next time (a deposed leader, or our own maybe-landed write)
+      this.#dirty = true;
+    } catch (e) {
+      this.#dirty = true;
+      this.rev = undefined;
+      log("warn", "Assignment write failed; retrying", { member: this.instance, error: String(e) });
+    } finally {
+      this.#writing = false;
+    }
+    return true;
+  }
+
+  #build(view: FleetView, term: number, drops: [string, { epoch: number; reason: "fenced" | "expired" | "cancelled" }][]): AssignRecord {
+    let budget = INLINE_BUDGET;
+    const entry = (id: string, rev: number, epoch: number): AssignEntry => {
+      const e: AssignEntry = { id, epoch, rev };
+      const cur = view.splits.get(id);
+      if (cur && cur.revision === rev && budget > 0) {
+        e.rec = cur.record;
+        budget -= 200 + (cur.record.descriptor === undefined ? 0 : JSON.stringify(cur.record.descriptor).length);
+      }
+      return e;
+    };
+    const offers: AssignEntry[] = [];
+    for (const [id, rev] of this.offers) {
+      const cur = view.splits.get(id);
+      if (!cur || cur.revision !== rev) continue; // moved on: the next refill replaces it
+      const e = entry(id, rev, cur.record.epoch);
+      if (view.orphaned.has(id)) e.why = "takeover";
+      offers.push(e);
+    }
+    const grants: AssignEntry[] = [];
+    for (const [id, g] of this.grants) {
+      const cur = view.splits.get(id);
+      if (!cur || cur.record.epoch !== g.epoch) continue;
+      const e = entry(id, cur.revision, g.epoch);
+      if (g.why) e.why = g.why;
+      grants.push(e);
+    }
+    const revokes: AssignRecord["revokes"] = [];
+    for (const [id, r] of this.revokes) revokes.push(r.to ? { id, epoch: r.epoch, to: r.to } : { id, epoch: r.epoch });
+    return {
+      v: 2,
+      term,
+      session: this.session,
+      seq: ++this.#seq,
+      offers,
+      grants,
+      revokes,
+      drops: drops.map(([id, d]) => ({ id, epoch: d.epoch, reason: d.reason })),
+    };
+  }
+}

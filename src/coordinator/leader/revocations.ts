@@ -1,0 +1,243 @@
+/**
+ * The leader's revocations (docs/DESIGN.md, "Takeover, revocation and leader
+ * loss"): balancing steals decided by `planMoves` when nothing is free,
+ * successors named for every split of a draining member, withdrawal of a
+ * steal that is no longer wanted, and the fence of an owner that never
+ * answers one. Each revocation is a directive in the owner's assignment
+ * record; the owner releases to the named successor (epoch + 1), and the
+ * leader grants the split to it.
+ *
+ * @module
+ */
+import { type BalanceSplit, planMoves } from "../../balance/plan_moves.ts";
+import { encodeRecord, type SplitRecord } from "../../records.ts";
+import { keys } from "../../store/keys.ts";
+import type { Core } from "../core.ts";
+import { bump, observe } from "../stats.ts";
+import { openRecord } from "../transitions.ts";
+import type { FleetView } from "./fleet_view.ts";
+import type { MemberState, Revoke } from "./member_state.ts";
+import { claimers, freeLanes } from "./offers.ts";
+
+/** What revocations read and write. */
+export interface RevocationCtx {
+  core: Core;
+  view: FleetView;
+  states: ReadonlyMap<string, MemberState>;
+  applied(id: string, rec: SplitRecord, revision: number): void;
+  leading(): boolean;
+}
+
+/** The leader's revocations. */
+export class Revocations {
+  readonly #ctx: RevocationCtx;
+  /** Split id → instance asked to give it up. */
+  readonly #from = new Map<string, string>();
+  #lastRun = -Infinity;
+  #lastSig = "";
+  #urgent = true;
+  #fencing = new Set<string>();
+
+  constructor(ctx: RevocationCtx) {
+    this.#ctx = ctx;
+  }
+
+  /** Time between balancing runs while nothing settles. */
+  get intervalMs(): number {
+    return Math.max(20, this.#ctx.core.config.leaseMs / 10);
+  }
+
+  /** Time between runs right after a steal settled or membership changed. */
+  get minIntervalMs(): number {
+    return Math.max(5, this.#ctx.core.config.leaseMs / 100);
+  }
+
+  /** A split record changed: a revocation of it is settled unless its owner still holds it at that epoch. */
+  onSplit(id: string, next: SplitRecord | undefined, now: number): void {
+    const inst = this.#from.get(id);
+    if (inst === undefined) return;
+    const m = this.#ctx.states.get(inst);
+    const r = m?.revokes.get(id);
+    if (!m || !r) {
+      this.#from.delete(id);
+      return;
+    }
+    const o = next?.owner;
+    if (next && next.status === "runnable" && next.epoch === r.epoch && o?.instance === m.instance && o.session === m.session) {
+      return;
+    }
+    if (r.steal && r.to && o?.instance === r.to.instance) {
+      observe(this.#ctx.core.stats.handoverSeconds, (now - r.since) / 1000);
+    }
+    this.#delete(m, id);
+    this.#urgent = true; // a steal settled: the next one may be due
+  }
+
+  /** Forgets the revocations of a member that is gone (and those naming it). */
+  forget(m: MemberState): void {
+    for (const id of [...m.revokes.keys()]) this.#delete(m, id);
+    for (const o of this.#ctx.states.values()) {
+      for (const [id, r] of o.revokes) if (r.to?.instance === m.instance && r.to.session === m.session) this.#withdraw(o, id);
+    }
+    this.#urgent = true;
+  }
+
+  #delete(m: MemberState, id: string): void {
+    const r = m.revokes.get(id);
+    if (!r) return;
+    m.revokes.delete(id);
+    m.touch();
+    this.#from.delete(id);
+    if (r.to) {
+      const t = this.#ctx.states.get(r.to.instance);
+      if (t && t.session === r.to.session) t.incoming = Math.max(0, t.incoming - 1);
+    }
+  }
+
+  #withdraw(m: MemberState, id: string): void {
+    const r = m.revokes.get(id);
+    if (!r) return;
+    if (r.steal) {
+      this.#delete(m, id);
+      bump(this.#ctx.core.stats.revocations, "withdrawn");
+    } else if (r.to) {
+      // A drain goes on; only its successor is gone.
+      const t = this.#ctx.states.get(r.to.instance);
+      if (t && t.session === r.to.session) t.incoming = Math.max(0, t.incoming - 1);
+      delete r.to;
+      m.touch();
+    }
+  }
+
+  #add(m: MemberState, id: string, r: Revoke): void {
+    m.revokes.set(id, r);
+    m.touch();
+    this.#from.set(id, m.instance);
+    if (r.to) {
+      const t = this.#ctx.states.get(r.to.instance);
+      if (t) t.incoming++;
+    }
+  }
+
+  /** Least-loaded member with a lane to spare, other than `not`. */
+  #successor(not: MemberState): MemberState | undefined {
+    const { view, states } = this.#ctx;
+    let best: MemberState | undefined;
+    let bestLoad = Infinity;
+    for (const m of claimers(states)) {
+      if (m === not || freeLanes(view, m) - m.offers.size <= 0) continue;
+      const load = view.loadOf(m.instance, m.session);
+      if (load < bestLoad) (best = m), (bestLoad = load);
+    }
+    return best;
+  }
+
+  /**
+   * One pass: successors for draining members, withdrawals, fences of deaf
+   * owners and (rate-limited, only when nothing is free) new steals. Returns
+   * when the next pass is due.
+   */
+  cycle(now: number, term: number, sig: string, nothingFree: boolean): number {
+    const { view, core } = this.#ctx;
+    const { drainDeadlineMs, leaseMs } = core.config;
+    if (sig !== this.#lastSig) this.#urgent = true;
+    let next = Infinity;
+    for (const m of this.#ctx.states.values()) {
+      if (m.draining) {
+        for (const id of view.byOwner.get(m.instance + " " + m.session) ?? []) {
+          if (m.revokes.has(id)) continue;
+          const to = this.#successor(m);
+          const epoch = view.splits.get(id)!.record.epoch;
+          this.#add(m, id, to ? { epoch, to: to.owner, since: now, steal: false } : { epoch, since: now, steal: false });
+        }
+      }
+      for (const [id, r] of [...m.revokes]) {
+        if (!r.steal) {
+          if (!r.to) {
+            const to = this.#successor(m);
+            if (to) {
+              r.to = to.owner;
+              to.incoming++;
+              m.touch();
+            }
+          }
+          continue;
+        }
+        const thief = r.to && this.#ctx.states.get(r.to.instance);
+        if (!thief || thief.session !== r.to!.session || thief.draining || r.sig !== sig) {
+          this.#withdraw(m, id); // the move may no longer be wanted: plan again
+          continue;
+        }
+        const due = r.since + drainDeadlineMs + leaseMs;
+        if (now >= due) this.#fence(m, id, r, thief);
+        else next = Math.min(next, due);
+      }
+    }
+    if (!nothingFree || this.#ctx.states.size < 2) return next;
+    const wait = this.#urgent ? this.minIntervalMs : this.intervalMs;
+    if (now - this.#lastRun < wait) return Math.min(next, this.#lastRun + wait);
+    this.#lastRun = now;
+    this.#lastSig = sig;
+    this.#urgent = false;
+    this.#plan(now, term, sig);
+    return Math.min(next, now + this.intervalMs);
+  }
+
+  #plan(now: number, _term: number, sig: string): void {
+    const { view, states, core } = this.#ctx;
+    const members = claimers(states);
+    if (members.length < 2) return;
+    const live = new Map(members.map((m) => [m.instance, m]));
+    const splits: BalanceSplit[] = [];
+    for (const [id, e] of view.splits) {
+      const r = e.record;
+      if (r.status !== "runnable") continue;
+      const o = r.owner;
+      const owner = o && live.get(o.instance)?.session === o.session ? o.instance : null;
+      const from = this.#from.get(id);
+      const rv = from ? states.get(from)?.revokes.get(id) : undefined;
+      splits.push({
+        id,
+        weight: r.weight,
+        owner,
+        status: "runnable",
+        inHandoff: rv !== undefined,
+        handoffTo: rv?.to?.instance ?? null,
+        draining: o ? states.get(o.instance)?.draining === true : false,
+      });
+    }
+    const moves = planMoves({ members: members.map((m) => ({ instance: m.instance, maxInFlight: m.maxInFlight })), splits }, {
+      seed: core.config.job,
+    });
+    for (const mv of moves) {
+      const owner = live.get(mv.from);
+      const thief = live.get(mv.to);
+      const rec = view.splits.get(mv.splitId);
+      if (!owner || !thief || !rec) continue;
+      this.#add(owner, mv.splitId, { epoch: rec.record.epoch, to: thief.owner, since: now, sig, steal: true });
+      core.log("debug", "Steal requested", { split: mv.splitId, from: mv.from, to: mv.to });
+    }
+  }
+
+  /** The owner never answered: open the next epoch for the thief and tell the owner to stop. */
+  #fence(m: MemberState, id: string, r: Revoke, thief: MemberState): void {
+    const { view, core } = this.#ctx;
+    if (this.#fencing.has(id)) return;
+    const cur = view.splits.get(id);
+    if (!cur || cur.record.epoch !== r.epoch) return;
+    const next = openRecord(cur.record, thief.owner, false, core.config.maxAttempts);
+    this.#fencing.add(id);
+    core.store.update(keys.split(id), encodeRecord(next), cur.revision).then((w) => {
+      if (!w.ok || !this.#ctx.leading()) return;
+      this.#ctx.applied(id, next, w.revision);
+      bump(core.stats.revocations, "fenced");
+      core.log("warn", "Fenced an owner that did not answer a revocation", { split: id, owner: m.instance });
+      m.drops.set(id, { epoch: r.epoch, reason: "fenced" });
+      m.touch(); // the thief's grant follows from the view (this write, applied above)
+    }).catch((e) => core.log("warn", "Fence write failed; retrying", { split: id, error: String(e) }))
+      .finally(() => {
+        this.#fencing.delete(id);
+        core.schedule();
+      });
+  }
+}

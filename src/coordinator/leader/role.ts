@@ -1,0 +1,368 @@
+/**
+ * The leader's assignment role (docs/DESIGN.md, "Who watches what", "Liveness:
+ * judged by the leader", "How a split reaches a worker"): watches every
+ * member and split record, judges members' liveness on its own clock, takes
+ * over the splits of members that are gone, keeps every member's offers,
+ * grants, revokes and drops, writes their assignment records, and decides
+ * the job outcome. Started when this instance wins an election, stopped
+ * (and its O(splits) state dropped) when it stops leading.
+ *
+ * @module
+ */
+import { AssignRecordSchema, type JobCounts, type MemberRecord, type PlanRecord, safeDecodeRecord, type SplitRecord } from "../../records.ts";
+import { keys } from "../../store/keys.ts";
+import type { Core } from "../core.ts";
+import type { Versioned } from "../follower.ts";
+import { LivenessTracker } from "../liveness.ts";
+import { WatchSet } from "../watch_set.ts";
+import { CompletionJudge } from "./completion.ts";
+import { FleetView, ownerKey, parseOwnerKey } from "./fleet_view.ts";
+import { MemberState } from "./member_state.ts";
+import { refillOffers } from "./offers.ts";
+import { Revocations } from "./revocations.ts";
+import { Takeovers } from "./takeovers.ts";
+
+/** The member that led before us, as its last leader beat showed it. */
+export interface Predecessor {
+  instance: string;
+  session: string;
+  /** Revision of its last leader beat. */
+  revision: number;
+  /** Our time when that beat was first seen. */
+  since: number;
+}
+
+/** Leader-side state of one term. */
+export class LeaderRole {
+  readonly #core: Core;
+  readonly term: number;
+  readonly view: FleetView;
+  readonly liveness: LivenessTracker = new LivenessTracker();
+  /** Live member sessions by instance. */
+  readonly states: Map<string, MemberState> = new Map();
+  /** Split id → instance it is offered to. */
+  readonly offeredTo: Map<string, string> = new Map();
+  readonly #watches: WatchSet;
+  readonly #takeovers: Takeovers;
+  readonly #revocations: Revocations;
+  readonly #completion: CompletionJudge;
+  /** Instance → when it was judged dead or left (for `rebalanceDelayMs`), and the revision confirmed dead. */
+  readonly #gone = new Map<string, { since: number; revision?: number }>();
+  /** Member keys whose record is being re-read before a takeover. */
+  readonly #rereading = new Set<string>();
+  #ready = false;
+  #stopped = false;
+  #onDeposed: () => void;
+
+  constructor(core: Core, term: number, onDeposed: () => void) {
+    this.#core = core;
+    this.term = term;
+    this.#onDeposed = onDeposed;
+    this.view = new FleetView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n));
+    this.#watches = new WatchSet(core, (f, ev) => {
+      if (!this.#stopped) this.view.apply(f, ev);
+    });
+    const ctx = {
+      core,
+      view: this.view,
+      states: this.states,
+      applied: (id: string, rec: SplitRecord, revision: number) => this.view.applyOwn(id, rec, revision),
+      leading: () => !this.#stopped,
+    };
+    this.#takeovers = new Takeovers(ctx);
+    this.#revocations = new Revocations(ctx);
+    this.#completion = new CompletionJudge(core, this.view);
+  }
+
+  /** Whether the initial snapshots are in. */
+  get ready(): boolean {
+    return this.#ready;
+  }
+
+  /**
+   * Opens the watches (streamed snapshots), adopts the directives of the
+   * assignment records it finds, and dates every member from now — except
+   * the member that led before, which is dead since its last beat unless
+   * its member record moved after it.
+   */
+  async start(prev: Predecessor | undefined): Promise<void> {
+    const { store, clock } = this.#core;
+    await this.#watches.open([keys.memberPrefix, keys.splitPrefix], Math.max(4 * this.#core.config.leaseMs, 60_000));
+    if (this.#stopped) return;
+    // Every member was dated from its first sighting (now); the predecessor,
+    // if its member record is older than its last leader beat, from that beat.
+    const p = prev && this.view.members.get(prev.instance);
+    if (p && p.record.session === prev!.session && p.revision < prev!.revision) {
+      this.liveness.set(keys.member(prev!.instance), p.revision, Math.min(prev!.since, clock.now()));
+    }
+    for (const e of await store.list(keys.assignPrefix)) {
+      const r = safeDecodeRecord(e.key, e.value, AssignRecordSchema);
+      const st = this.states.get(e.key.slice(keys.assignPrefix.length));
+      if (!st) continue;
+      st.rev = e.revision;
+      if (!r.ok || r.value.session !== st.session) continue;
+      for (const o of r.value.offers) {
+        const cur = this.view.splits.get(o.id);
+        if (cur && cur.revision === o.rev && this.view.free.has(o.id) && !this.offeredTo.has(o.id)) {
+          st.offer(o.id, o.rev, cur.record.weight);
+          this.offeredTo.set(o.id, st.instance);
+        }
+      }
+    }
+    // Grants: every split a live member owns may be one it never heard of
+    // (our predecessor died between opening it and telling the owner). A
+    // member ignores grants of tenancies it has or had, so listing them all is safe.
+    for (const st of this.states.values()) {
+      for (const id of this.view.byOwner.get(ownerKey(st.instance, st.session)) ?? []) {
+        st.grants.set(id, { epoch: this.view.splits.get(id)!.record.epoch });
+      }
+      st.touch();
+    }
+    this.#ready = true;
+    this.#core.schedule();
+  }
+
+  /** Stops watching and drops the view. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#watches.stop();
+  }
+
+  /** Membership signature: a steal planned under another one is withdrawn. */
+  #signature(plan: PlanRecord | undefined): string {
+    const parts: string[] = [];
+    for (const m of this.states.values()) if (!m.draining && m.maxInFlight > 0) parts.push(m.instance + ":" + m.session);
+    return parts.sort().join(",") + "#" + (plan?.generation ?? 0);
+  }
+
+  // --- view events -------------------------------------------------------------------
+
+  #onSplit(id: string, prev: SplitRecord | undefined, next: Versioned<SplitRecord> | undefined): void {
+    const rec = next?.record;
+    const offered = this.offeredTo.get(id);
+    if (offered !== undefined) {
+      const st = this.states.get(offered);
+      const rev = st?.offers.get(id);
+      if (!next || rev !== next.revision) {
+        this.offeredTo.delete(id);
+        st?.unoffer(id, prev?.weight ?? rec?.weight ?? 1);
+      }
+    }
+    if (prev?.owner) {
+      const st = this.states.get(prev.owner.instance);
+      const g = st?.grants.get(id)?.epoch;
+      if (st && g !== undefined && st.session === prev.owner.session) {
+        const same = rec?.status === "runnable" && rec.owner?.instance === st.instance &&
+          rec.owner.session === st.session && rec.epoch === g;
+        // Obsolete (moved on), or acknowledged: the owner itself wrote at that epoch.
+        if (!same || prev.epoch === g) st.grants.delete(id);
+      }
+    }
+    const o = rec?.owner;
+    // Freed by a takeover (an attempt charged, nobody named): its claim is a takeover.
+    if (rec && !o && rec.status === "runnable" && prev?.owner && rec.attempts > prev.attempts && rec.epoch > prev.epoch) {
+      this.view.orphaned.add(id);
+    }
+    if (rec && o && rec.status === "runnable" && prev?.owner && rec.epoch > prev.epoch) {
+      // Opened for `o` by someone else (a release to a successor, a fence, a takeover): tell it.
+      const st = this.states.get(o.instance);
+      if (st && st.session === o.session && !(prev.owner.instance === o.instance && prev.owner.session === o.session)) {
+        const why = rec.attempts > prev.attempts ? (prev.owner.instance === o.instance ? "reclaim" : "takeover") : "handoff";
+        st.grants.set(id, { epoch: rec.epoch, why });
+        st.touch();
+      }
+    }
+    if (rec?.status === "cancelled" && prev?.owner) {
+      const st = this.states.get(prev.owner.instance);
+      if (st && st.session === prev.owner.session) {
+        st.drops.set(id, { epoch: prev.epoch, reason: "cancelled" });
+        st.touch();
+      }
+    }
+    this.#revocations.onSplit(id, rec, this.#core.clock.now());
+    this.#core.schedule();
+  }
+
+  #onMember(instance: string, prev: MemberRecord | undefined, next: Versioned<MemberRecord> | undefined): void {
+    const { clock } = this.#core;
+    const key = keys.member(instance);
+    const st = this.states.get(instance);
+    if (!next) {
+      this.liveness.forget(key);
+      if (st) this.#drop(st);
+      this.#gone.set(instance, { since: clock.now() });
+      // A member that left cleanly: its directives go with it.
+      void this.#core.store.delete(keys.assign(instance)).catch(() => {});
+      this.#core.schedule();
+      return;
+    }
+    this.liveness.observe(key, next.revision, clock.now());
+    const r = next.record;
+    if (st && st.session !== r.session) this.#drop(st);
+    let cur = this.states.get(instance);
+    if (!cur) {
+      if (this.#gone.get(instance)?.revision === next.revision) return; // still the record we judged dead
+      this.#gone.delete(instance);
+      cur = new MemberState(instance, r.session, r.maxInFlight, r.draining === true, r.planner === true);
+      cur.touch();
+      this.states.set(instance, cur);
+    } else {
+      if (cur.maxInFlight !== r.maxInFlight || cur.draining !== (r.draining === true)) cur.touch();
+      cur.maxInFlight = r.maxInFlight;
+      cur.planner = r.planner === true;
+      if (r.draining && !cur.draining) {
+        cur.draining = true;
+        this.#unofferAll(cur);
+      }
+    }
+    if (prev && prev.session !== r.session) this.#gone.set(instance, { since: clock.now() });
+    this.#audit(cur, r);
+    this.#core.schedule();
+  }
+
+  /**
+   * Anti-entropy: a member that reports holding fewer splits than the store
+   * names it for, two beats in a row, may own a split it never heard of (a
+   * claim whose reply was lost and whose write landed late). Re-send every
+   * split it owns as a grant: it ignores those it has or had.
+   */
+  #audit(st: MemberState, r: MemberRecord): void {
+    if (r.held === undefined) return;
+    const owned = this.view.byOwner.get(ownerKey(st.instance, st.session));
+    if (!owned || owned.size <= r.held) {
+      st.suspect = 0;
+      return;
+    }
+    if (++st.suspect < 2) return;
+    st.suspect = 0;
+    let added = 0;
+    for (const id of owned) {
+      if (st.grants.has(id)) continue;
+      st.grants.set(id, { epoch: this.view.splits.get(id)!.record.epoch });
+      added++;
+    }
+    if (added > 0) {
+      st.touch();
+      this.#core.log("debug", "Re-sent grants to a member that may not know all its splits", { member: st.instance, owned: owned.size, held: r.held });
+    }
+  }
+
+  /** A member session is gone: its offers return to the pool, its revocations end. */
+  #drop(st: MemberState): void {
+    this.#unofferAll(st);
+    this.#revocations.forget(st);
+    this.states.delete(st.instance);
+  }
+
+  #unofferAll(st: MemberState): void {
+    for (const id of st.offers.keys()) {
+      this.offeredTo.delete(id);
+      const e = this.view.splits.get(id);
+      if (e && this.view.free.has(id)) this.view.heap.push(id, e.record.weight);
+    }
+    st.offers.clear();
+    st.offeredWeight = 0;
+    st.touch();
+  }
+
+  // --- the leader's pass ---------------------------------------------------------------
+
+  /** One pass; returns when the next one is due (`Infinity`: on the next event). */
+  reconcile(plan: PlanRecord | undefined): number {
+    if (!this.#ready || this.#stopped) return Infinity;
+    const { clock } = this.#core;
+    const now = clock.now();
+    let next = this.#judge(now);
+    next = Math.min(next, this.#orphans(now));
+    refillOffers({
+      view: this.view,
+      states: this.states,
+      offeredTo: this.offeredTo,
+      withheld: (id) => this.#takeovers.inflight.has(id),
+    });
+    const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
+    next = Math.min(next, this.#revocations.cycle(now, this.term, this.#signature(plan), nothingFree));
+    for (const st of this.states.values()) if (st.dirty) void this.#flush(st);
+    void this.#completion.check(plan, this.term);
+    return next;
+  }
+
+  #flush(st: MemberState): Promise<void> {
+    return st.flush(this.#core, this.view, this.term, () => this.#onDeposed()).then((wrote) => {
+      if (wrote && st.dirty && !this.#stopped) this.#core.schedule();
+    });
+  }
+
+  /** Members whose record stopped moving: re-read, then treat as gone. Returns the next expiry. */
+  #judge(now: number): number {
+    const { config, store, clock } = this.#core;
+    let next = Infinity;
+    for (const [instance, st] of [...this.states]) {
+      const key = keys.member(instance);
+      const exp = this.liveness.expiresAt(key, config.leaseMs);
+      if (exp === undefined) continue;
+      if (exp > now) {
+        next = Math.min(next, exp);
+        continue;
+      }
+      if (this.#rereading.has(key)) continue;
+      this.#rereading.add(key);
+      const seen = this.liveness.get(key)?.revision;
+      store.get(key).then((cur) => {
+        if (this.#stopped || this.states.get(instance) !== st) return;
+        if (cur && cur.revision !== seen) {
+          this.view.put(cur.key, cur.value, cur.revision); // we were behind: it is alive
+          this.liveness.observe(key, cur.revision, clock.now());
+          return;
+        }
+        this.#core.log("warn", "Member judged dead: its record did not move for a lease", { member: instance });
+        this.#gone.set(instance, { since: exp, revision: seen });
+        this.#drop(st);
+      }).catch((e) => this.#core.log("warn", "Re-read before a takeover failed", { member: instance, error: String(e) }))
+        .finally(() => {
+          this.#rereading.delete(key);
+          this.#core.schedule();
+        });
+    }
+    return next;
+  }
+
+  /** Splits whose owner session is not a live member: take them over (after `rebalanceDelayMs`). */
+  #orphans(now: number): number {
+    const delay = this.#core.config.rebalanceDelayMs;
+    let next = Infinity;
+    for (const [k, ids] of this.view.byOwner) {
+      const owner = parseOwnerKey(k);
+      const st = this.states.get(owner.instance);
+      if (st && st.session === owner.session) continue; // alive (draining ones too)
+      if (this.#rereading.has(keys.member(owner.instance))) continue;
+      // A restarted instance reclaims its predecessor's splits at once.
+      const heir = st && !st.draining && st.maxInFlight > 0 ? st : undefined;
+      if (!heir && this.view.members.has(owner.instance) && this.view.members.get(owner.instance)!.record.session === owner.session &&
+        !this.#gone.has(owner.instance)) continue; // not judged yet
+      if (!heir && delay > 0) {
+        const since = this.#gone.get(owner.instance)?.since ?? now;
+        if (!this.#gone.has(owner.instance)) this.#gone.set(owner.instance, { since });
+        if (now < since + delay) {
+          next = Math.min(next, since + delay);
+          continue;
+        }
+      }
+      this.#takeovers.take(owner, [...ids], heir, heir ? "restarted" : "gone");
+    }
+    return next;
+  }
+
+  /** Job counts for the leader's beat. */
+  counts(): JobCounts {
+    const c = this.view.counts;
+    return {
+      members: this.states.size,
+      runnable: c.runnable,
+      unowned: this.view.free.size,
+      completed: c.completed,
+      quarantined: c.quarantined,
+      cancelled: c.cancelled,
+    };
+  }
+}

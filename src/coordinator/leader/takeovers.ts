@@ -1,0 +1,121 @@
+/**
+ * Splits whose owner is gone (docs/DESIGN.md, "Takeover, revocation and
+ * leader loss"): a dead member (judged by the leader, after a re-read of its
+ * record), a member that left, or a previous session of a restarted
+ * instance. Each split moves by one CAS — epoch + 1, attempts + 1
+ * (quarantined at the cap), owner the restarted instance or the least-loaded
+ * member with a free lane (a grant), or nobody (then it is offered).
+ *
+ * @module
+ */
+import { encodeRecord, type Owner, type SplitRecord } from "../../records.ts";
+import { keys } from "../../store/keys.ts";
+import type { Core } from "../core.ts";
+import { openRecord } from "../transitions.ts";
+import type { FleetView } from "./fleet_view.ts";
+import type { MemberState } from "./member_state.ts";
+import { claimers, freeLanes } from "./offers.ts";
+
+/** Most takeover writes in flight at once. */
+const TAKEOVER_WAVE = 64;
+
+/** What the takeover path reads and writes. */
+export interface TakeoverCtx {
+  core: Core;
+  view: FleetView;
+  states: ReadonlyMap<string, MemberState>;
+  /** The leader's own write of a split landed (apply it ahead of the echo). */
+  applied(id: string, rec: SplitRecord, revision: number): void;
+  /** Whether this instance still leads. */
+  leading(): boolean;
+}
+
+/** Runs the takeover writes of one owner's splits, a wave at a time. */
+export class Takeovers {
+  readonly #ctx: TakeoverCtx;
+  /** Splits with a takeover write in flight. */
+  readonly inflight: Set<string> = new Set();
+
+  constructor(ctx: TakeoverCtx) {
+    this.#ctx = ctx;
+  }
+
+  /**
+   * Moves every split of `owner` (whose session is gone), preferring
+   * `heir` (the same instance, restarted) when given. `charge` says whether
+   * the move costs an attempt (every non-graceful end does).
+   */
+  take(owner: Owner, ids: readonly string[], heir: MemberState | undefined, reason: string): void {
+    const { view, core } = this.#ctx;
+    const todo = ids.filter((id) => !this.inflight.has(id));
+    if (todo.length === 0) return;
+    core.log("warn", "Taking over the splits of a member that is gone", {
+      owner: owner.instance,
+      session: owner.session,
+      splits: todo.length,
+      reason,
+      to: heir?.instance,
+    });
+    // Successors are picked once per split, least loaded first, within free lanes.
+    const planned = new Map<MemberState, number>();
+    const pick = (): MemberState | undefined => {
+      if (heir && freeLanes(view, heir) - (planned.get(heir) ?? 0) > 0) return heir;
+      let best: MemberState | undefined;
+      let bestLoad = Infinity;
+      for (const m of claimers(this.#ctx.states)) {
+        if (m.instance === owner.instance && m.session === owner.session) continue;
+        if (freeLanes(view, m) - (planned.get(m) ?? 0) - m.offers.size <= 0) continue;
+        const load = view.loadOf(m.instance, m.session) + (planned.get(m) ?? 0);
+        if (load < bestLoad) (best = m), (bestLoad = load);
+      }
+      return best;
+    };
+    const moves: { id: string; to: MemberState | undefined }[] = [];
+    for (const id of todo) {
+      const to = pick();
+      if (to) planned.set(to, (planned.get(to) ?? 0) + 1);
+      moves.push({ id, to });
+    }
+    void this.#run(moves);
+  }
+
+  async #run(moves: { id: string; to: MemberState | undefined }[]): Promise<void> {
+    for (const m of moves) this.inflight.add(m.id);
+    try {
+      for (let i = 0; i < moves.length && this.#ctx.leading(); i += TAKEOVER_WAVE) {
+        await Promise.all(moves.slice(i, i + TAKEOVER_WAVE).map((m) => this.#one(m.id, m.to)));
+      }
+    } finally {
+      for (const m of moves) this.inflight.delete(m.id);
+      this.#ctx.core.schedule();
+    }
+  }
+
+  async #one(id: string, to: MemberState | undefined): Promise<void> {
+    const { view, core } = this.#ctx;
+    const cur = view.splits.get(id);
+    if (!cur || cur.record.status !== "runnable" || !cur.record.owner) return;
+    const old = cur.record.owner;
+    // The successor may have gone meanwhile.
+    const heir = to && this.#ctx.states.get(to.instance) === to && !to.draining ? to : undefined;
+    const next = openRecord(cur.record, heir?.owner ?? null, true, core.config.maxAttempts);
+    try {
+      core.stats.claimAttempts++;
+      const r = await core.store.update(keys.split(id), encodeRecord(next), cur.revision);
+      if (!r.ok) return; // moved: the view catches up and the next pass decides again
+      this.#ctx.applied(id, next, r.revision);
+      const former = this.#ctx.states.get(old.instance);
+      if (former && former.session === old.session) {
+        former.drops.set(id, { epoch: cur.record.epoch, reason: "expired" });
+        former.touch();
+      }
+      // A grant to the heir follows from the view (this write, applied above).
+      if (next.status === "quarantined") {
+        core.events.push({ type: "quarantined", splitId: id, attempts: next.attempts });
+        core.log("warn", "Split quarantined", { split: id, attempts: next.attempts });
+      }
+    } catch (e) {
+      core.log("warn", "Takeover write failed; retrying on the next pass", { split: id, error: String(e) });
+    }
+  }
+}

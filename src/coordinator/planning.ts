@@ -1,0 +1,193 @@
+/**
+ * Planning on the leader (docs/DESIGN.md, "Plans"): runs the planner off the
+ * heartbeat path, streams its splits into the store — ids checked as they
+ * come, one create-if-absent per split (two when the descriptor goes to
+ * `spec.`), pipelined up to `seedConcurrency` — counts `planned` from what was
+ * seeded, and publishes by CAS at the revision read before planning, so a
+ * deposed leader's publish loses. Failed runs are retried with backoff.
+ *
+ * @module
+ */
+import { SplitleaseError, ValueTooLargeError } from "../errors.ts";
+import {
+  decodeRecord,
+  encodeRecord,
+  INLINE_DESCRIPTOR_BYTES,
+  type Json,
+  PlanRecordSchema,
+  type PlanRecord,
+  type SpecRecord,
+} from "../records.ts";
+import { assertValidId, keys } from "../store/keys.ts";
+import { MAX_VALUE_BYTES } from "../store/store.ts";
+import type { Core } from "./core.ts";
+import type { LeaderRole } from "./leader/role.ts";
+import { seedRecord } from "./transitions.ts";
+import type { PlannedSplit, Planner } from "./types.ts";
+
+const encoder = new TextEncoder();
+
+/** The planner side of one leader term. */
+export class Planning {
+  readonly #core: Core;
+  readonly #planner: Planner;
+  readonly #role: LeaderRole;
+  readonly #leading: () => boolean;
+  #timer: unknown;
+  #running = false;
+  #abort = new AbortController();
+  /** Consecutive failed runs. */
+  failures = 0;
+  /** The last failure, for status. */
+  lastError: string | undefined;
+
+  constructor(core: Core, planner: Planner, role: LeaderRole, leading: () => boolean) {
+    this.#core = core;
+    this.#planner = planner;
+    this.#role = role;
+    this.#leading = leading;
+  }
+
+  /** Plans after `delay` ms. */
+  schedule(delay: number): void {
+    const { clock } = this.#core;
+    if (this.#timer !== undefined) clock.clearTimeout(this.#timer);
+    this.#timer = clock.setTimeout(() => {
+      this.#timer = undefined;
+      void this.#once();
+    }, delay);
+  }
+
+  /** Stops: aborts a running planner, cancels timers. */
+  stop(): void {
+    this.#abort.abort();
+    if (this.#timer !== undefined) this.#core.clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  async #once(): Promise<void> {
+    const { store, clock, log, config } = this.#core;
+    if (!this.#leading() || this.#running) return;
+    this.#running = true;
+    const term = this.#role.term;
+    const signal = this.#abort.signal;
+    try {
+      const cur = await store.get(keys.plan);
+      if (!cur) throw new SplitleaseError("INVALID_RECORD", `Plan record "plan" vanished during term ${term}`);
+      const plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
+      if (plan.term !== term) {
+        log("warn", "Leader deposed before planning", { term, planTerm: plan.term });
+        this.#core.schedule(); // the leader's pass sees the newer term and steps down
+        return;
+      }
+      if (plan.finality === "final" && plan.generation > 0) return; // planned once
+      const result = await this.#planner({ cursor: plan.cursor, term, signal });
+      if (signal.aborted || !this.#leading()) return;
+      const { created, ids } = await this.#seed(result.splits, term, signal);
+      if (signal.aborted || !this.#leading()) return;
+      for (const id of this.#role.view.splits.keys()) ids.add(id);
+      const next: PlanRecord = {
+        ...plan,
+        finality: result.finality,
+        generation: plan.generation + 1,
+        planned: ids.size,
+        publishedAt: clock.wallNow(),
+      };
+      delete next.outcome;
+      if (result.cursor !== undefined) next.cursor = result.cursor;
+      // Publish at the revision read before planning: a newer term wins.
+      const r = await store.update(keys.plan, encodeRecord(next), cur.revision);
+      if (!r.ok) {
+        // A newer term (we are deposed: the leader's pass steps down), or the
+        // record moved under our own term (then plan again from what it holds).
+        const now = await store.get(keys.plan);
+        const t = now ? decodeRecord(keys.plan, now.value, PlanRecordSchema).term : term;
+        log("warn", "Plan publish lost its CAS", { term, planTerm: t });
+        if (t === term && this.#leading()) this.schedule(0);
+        this.#core.schedule();
+        return;
+      }
+      this.failures = 0;
+      this.lastError = undefined;
+      log("info", "Plan published", { term, generation: next.generation, finality: next.finality, planned: next.planned, seeded: created });
+      this.#core.schedule();
+      if (next.finality === "open") this.schedule(config.replanIntervalMs);
+    } catch (e) {
+      if (signal.aborted) return;
+      this.failures++;
+      this.lastError = e instanceof Error ? e.message : String(e);
+      const delay = Math.min(config.replanIntervalMs, config.leaseMs, 250 * 2 ** Math.min(this.failures, 12));
+      log("error", "Planning failed; retrying", { error: this.lastError, term, failures: this.failures, retryInMs: delay });
+      if (this.#leading()) this.schedule(delay);
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  /**
+   * Streams the planner's splits into the store: validated as they come (a
+   * duplicate id refuses the plan, naming every duplicate), seeded
+   * create-if-absent with up to `seedConcurrency` writes in flight, each
+   * landed seed applied to the leader's view so it is offered at once.
+   */
+  async #seed(
+    splits: Iterable<PlannedSplit> | AsyncIterable<PlannedSplit>,
+    term: number,
+    signal: AbortSignal,
+  ): Promise<{ created: number; ids: Set<string> }> {
+    const { store, config } = this.#core;
+    const view = this.#role.view;
+    const ids = new Set<string>();
+    const duplicates: string[] = [];
+    let created = 0;
+    let failure: unknown;
+    const inflight = new Set<Promise<void>>();
+    const one = async (id: string, weight: number, descriptor: Json) => {
+      const text = JSON.stringify(descriptor);
+      const inline = text.length <= INLINE_DESCRIPTOR_BYTES && encoder.encode(text).byteLength <= INLINE_DESCRIPTOR_BYTES;
+      if (!inline) {
+        const spec: SpecRecord = { v: 2, descriptor, weight, term };
+        await store.create(keys.spec(id), encodeRecord(spec));
+      }
+      const rec = seedRecord(weight, inline ? descriptor : undefined);
+      const r = await store.create(keys.split(id), encodeRecord(rec));
+      if (r.ok) {
+        created++;
+        view.applyOwn(id, rec, r.revision);
+      }
+    };
+    for await (const s of splits) {
+      if (signal.aborted) break;
+      assertValidId(s.id, "split id");
+      if (ids.has(s.id)) {
+        if (duplicates.length < 20) duplicates.push(s.id);
+        continue;
+      }
+      ids.add(s.id);
+      const weight = s.weight ?? 1;
+      if (!(typeof weight === "number" && weight > 0 && Number.isFinite(weight))) {
+        throw new SplitleaseError("INVALID_ARGUMENT", `Split "${s.id}" has an invalid weight: ${weight}`);
+      }
+      const descriptor = s.descriptor === undefined ? null : s.descriptor;
+      const size = encoder.encode(JSON.stringify(descriptor)).byteLength;
+      if (size > MAX_VALUE_BYTES - 1024) throw new ValueTooLargeError(keys.spec(s.id), size, MAX_VALUE_BYTES - 1024);
+      if (failure || duplicates.length > 0) continue; // keep scanning for duplicates, seed nothing more
+      const p = one(s.id, weight, descriptor).catch((e) => {
+        failure ??= e;
+      }).finally(() => inflight.delete(p));
+      inflight.add(p);
+      if (inflight.size >= config.seedConcurrency) await Promise.race(inflight);
+    }
+    await Promise.all(inflight);
+    if (duplicates.length > 0) {
+      throw new SplitleaseError(
+        "INVALID_ARGUMENT",
+        `The planner returned duplicate split ids: ${duplicates.map((d) => JSON.stringify(d)).join(", ")}${
+          duplicates.length >= 20 ? " (and more)" : ""
+        }; the plan was not published`,
+      );
+    }
+    if (failure) throw failure;
+    return { created, ids };
+  }
+}

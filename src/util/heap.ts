@@ -1,0 +1,61 @@
+/**
+ * A binary max-heap of items ordered by a numeric key (ties: insertion
+ * order). Entries may go stale; callers check an item when they pop it.
+ *
+ * @module
+ */
+
+/** A max-heap keyed by `key(item)`. */
+export class MaxHeap<T> {
+  #items: { item: T; key: number; seq: number }[] = [];
+  #seq = 0;
+
+  /** Number of entries (stale ones included). */
+  get size(): number {
+    return this.#items.length;
+  }
+
+  /** Adds `item` with priority `key`. */
+  push(item: T, key: number): void {
+    const a = this.#items;
+    a.push({ item, key, seq: this.#seq++ });
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.#before(a[i], a[p])) break;
+      [a[i], a[p]] = [a[p], a[i]];
+      i = p;
+    }
+  }
+
+  /** Removes and returns the top item, or `undefined` when empty. */
+  pop(): T | undefined {
+    const a = this.#items;
+    if (a.length === 0) return undefined;
+    const top = a[0].item;
+    const last = a.pop()!;
+    if (a.length > 0) {
+      a[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1, r = l + 1;
+        let m = i;
+        if (l < a.length && this.#before(a[l], a[m])) m = l;
+        if (r < a.length && this.#before(a[r], a[m])) m = r;
+        if (m === i) break;
+        [a[i], a[m]] = [a[m], a[i]];
+        i = m;
+      }
+    }
+    return top;
+  }
+
+  /** Drops every entry. */
+  clear(): void {
+    this.#items = [];
+  }
+
+  #before(x: { key: number; seq: number }, y: { key: number; seq: number }): boolean {
+    return x.key > y.key || (x.key === y.key && x.seq < y.seq);
+  }
+}
