@@ -51,6 +51,10 @@ Deno.test({
         RECORDS: String(RECORDS),
         RECORD_MS: "10",
         MAX_IN_FLIGHT: "4",
+        // The plan waits for all three members: with 12 splits and at most 4
+        // lanes each, no two workers can take the whole job, so every runtime
+        // gets work however slowly one of them starts.
+        EXPECT_MEMBERS: String(RUNTIMES.length),
         OUT: out(rt),
       }), async (procs) => {
         const codes = await withTimeout(
