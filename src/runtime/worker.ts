@@ -249,7 +249,8 @@ class WorkerImpl<D> implements Worker {
         return;
       }
       case "allComplete":
-        this.#log("info", "job complete", { event: "allComplete" });
+        // The coordinator logs the completion itself; the worker's own line is
+        // "draining" (reason complete) and then "worker finished".
         this.#finish({ kind: "drained", reason: "complete" });
         return;
       case "stalled": {
@@ -573,7 +574,8 @@ class WorkerImpl<D> implements Worker {
   }
 
   async #drainAndClose(): Promise<void> {
-    this.#log("info", "draining", { event: "draining", lanes: this.#lanes.size });
+    const reason = this.#result?.kind === "drained" ? this.#result.reason : this.#result?.kind;
+    this.#log("info", "draining", { event: "draining", reason, lanes: this.#lanes.size });
     // Queued lanes never started: release them now.
     for (const lane of [...this.#queue]) this.#onRevoke(lane.splitId);
     try {

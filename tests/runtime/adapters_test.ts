@@ -121,7 +121,7 @@ Deno.test({
           assert.equal(s.code, 0, second.raw.slice(-10).join("\n"));
           const stats = second.lines.find((l) => l.event === "finished")?.stats as { recordsCommitted: number };
           assert.equal(firstRecords + stats.recordsCommitted, 450, "every record committed exactly once");
-          assert.ok(second.lines.some((l) => l.event === "allComplete"));
+          assert.ok(second.lines.some((l) => l.event === "finished" && l.reason === "complete"), "the job completed");
         } finally {
           await kill(second);
         }

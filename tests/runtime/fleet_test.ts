@@ -66,7 +66,7 @@ Deno.test({
         });
         for (const [i, p] of procs.entries()) {
           assert.equal(codes[i], 0, `exit 0\n${tail(p)}`);
-          assert.ok(p.lines.some((l) => l.event === "allComplete"), `allComplete on ${p.rt}`);
+          assert.ok(p.lines.some((l) => l.event === "finished" && l.reason === "complete"), `complete on ${p.rt}`);
           assert.deepEqual(finished(p)?.stats.lost ?? {}, {}, `no lane lost on ${p.rt}`);
         }
         // The output of the whole fleet: every record of every split, counted.

@@ -88,7 +88,10 @@ Deno.test("worker: gained splits run one lane each, complete, and allComplete dr
   );
   assert.ok(coordinator.calls.some((c) => c.op === "close"));
   const events = lines.map((l) => l.fields.event).filter(Boolean);
-  for (const e of ["joined", "gained", "completed", "allComplete", "finished"]) assert.ok(events.includes(e), e);
+  for (const e of ["joined", "gained", "completed", "draining", "finished"]) assert.ok(events.includes(e), e);
+  // One line per event: the coordinator logs the job's completion, the worker does not repeat it.
+  assert.ok(!lines.some((l) => /job complete/i.test(l.msg)), "no second 'job complete' line from the worker");
+  assert.equal(lines.find((l) => l.fields.event === "draining")?.fields.reason, "complete");
   // Lane ids are fresh per tenancy.
   assert.equal(worker.lanes().length, 0);
 });
