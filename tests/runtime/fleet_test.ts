@@ -186,6 +186,36 @@ Deno.test({
 });
 
 Deno.test({
+  name: "bad input: refused NATS credentials exit 1 at once with STORE_AUTH_FAILED on every runtime, no secret logged",
+  ...opts,
+  fn: async () => {
+    await buildOnce();
+    await using server = await NatsServer.start({ extra: 'authorization { user: "sl", password: "right-pw" }' });
+    const opTimeoutMs = 10_000;
+    await withFleet((rt) => ({
+      STORE: "nats",
+      // Credentials in the URL are used (not ignored): the wrong password is refused.
+      NATS_URL: server.wsUrl.replace("ws://", "ws://sl:wrong-pw@"),
+      JOB: `auth-${rt}`,
+      OP_TIMEOUT_MS: String(opTimeoutMs),
+      LEASE_MS: String(2 * opTimeoutMs),
+    }), async (procs) => {
+      for (const p of procs) {
+        const s = await withTimeout(p.status, opTimeoutMs, `${p.rt} exits before the connect timeout`);
+        assert.equal(s.code, 1, tail(p));
+        const failed = p.lines.find((l) => l.event === "startupFailed");
+        assert.ok(failed, `a startupFailed line\n${tail(p)}`);
+        const err = failed.error as { code: string; message: string };
+        assert.equal(err.code, "STORE_AUTH_FAILED", tail(p));
+        assert.match(err.message, /refused the login with user "sl" and a password/);
+        assert.ok(!p.raw.some((l) => l.includes("wrong-pw") || l.includes("right-pw")), `no password in the output\n${tail(p)}`);
+        assert.ok(!p.lines.some((l) => l.event === "serving"), "never served");
+      }
+    });
+  },
+});
+
+Deno.test({
   name: "bad input: a source whose run throws is a failed tenancy (retried, then quarantined), not a process crash",
   ...opts,
   fn: async () => {

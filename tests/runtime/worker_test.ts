@@ -37,12 +37,13 @@ function setup<D>(run: Run<D>, opts: Partial<WorkerOptions<D>> & { extra?: Parti
   const coordinator = new ScriptedCoordinator();
   const clock = new ManualClock();
   const log = capture();
+  const { extra, ...workerOptions } = opts;
   const worker = startWorker<D>({
     coordinator,
-    source: source(run, opts.extra),
+    source: source(run, extra),
     clock,
     logger: log.logger,
-    ...opts,
+    ...workerOptions,
   });
   return { coordinator, clock, worker, lines: log.lines };
 }
