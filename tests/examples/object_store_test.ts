@@ -137,6 +137,7 @@ function scriptedLane(objects: ObjectEntry[], progress?: SplitProgress): Scripte
     spec: { id: "s1", descriptor: { objects }, weight: 1 },
     descriptor: { objects },
     epoch: 1,
+    fencingToken: { splitId: "s1", epoch: 1 },
     progress,
     signal: abort.signal,
     revokeSignal: revoke.signal,

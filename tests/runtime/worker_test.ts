@@ -70,6 +70,9 @@ Deno.test("worker: gained splits run one lane each, complete, and allComplete dr
   const seen: string[] = [];
   const { coordinator, worker, lines } = setup<{ id: string }>(async (lane) => {
     seen.push(`${lane.splitId}@${lane.epoch}:${JSON.stringify(lane.progress ?? null)}`);
+    // The fencing token a sink stores: this tenancy's split and epoch.
+    assert.deepEqual(lane.fencingToken, { splitId: lane.splitId, epoch: lane.epoch });
+    assert.ok(Object.isFrozen(lane.fencingToken));
     await lane.commit({ watermark: 5 }, { records: 5 });
     await lane.complete({ watermark: 10 }, { records: 5 });
   });
