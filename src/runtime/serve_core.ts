@@ -18,7 +18,7 @@ import type { SplitSource } from "./source.ts";
 import { startWorker, type Worker, type WorkerOutcome } from "./worker.ts";
 import { pickTunables, TUNABLE_KEYS } from "../coordinator/config.ts";
 import { keysOf, rejectUnknownKeys } from "../util/options.ts";
-import { durationIssue } from "../util/timers.ts";
+import { durationIssue, MAX_TIMER_MS } from "../util/timers.ts";
 
 /**
  * Exit code of a drained worker.
@@ -297,7 +297,8 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     abortGraceMs: options.abortGraceMs,
     commitIntervalMs: options.commitIntervalMs,
   });
-  const deadlineMs = (options.drainDeadlineMs ?? 10_000) + (options.shutdownMarginMs ?? 5000);
+  // Each part is at most MAX_TIMER_MS; their sum may not be (a longer timer fires at once).
+  const deadlineMs = Math.min(MAX_TIMER_MS, (options.drainDeadlineMs ?? 10_000) + (options.shutdownMarginMs ?? 5000));
   let signals = 0;
   const shutdown = (reason: string, deadline = deadlineMs) => worker.shutdown({ reason, deadlineMs: deadline });
   const app = createApp({

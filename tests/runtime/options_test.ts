@@ -91,3 +91,22 @@ Deno.test("slices: an unknown option or an unholdable budget is refused before t
   assert.throws(() => createSliceHandler({ ...base, ...{ tokn: "x" } }), invalid(/unknown option tokn; did you mean token\?/));
   assert.equal(joins, 0);
 });
+
+Deno.test("serve: the shutdown deadline (drainDeadlineMs + shutdownMarginMs) is capped at the longest timer", async () => {
+  const { host } = fakeHost();
+  const seen: unknown[] = [];
+  const options = {
+    store: new MemoryStore(),
+    source: rangeSource(1, 1, 1),
+    job: "j",
+    port: 0,
+    logger: (_l: string, msg: string, f?: Record<string, unknown>) => msg === "HTTP server failed to start" && seen.push(f),
+    join: () => Promise.resolve(new ScriptedCoordinator() as Coordinator),
+    drainDeadlineMs: 2 ** 31 - 1,
+    shutdownMarginMs: 5000,
+    exit: false,
+  };
+  // The app is created with the summed deadline before listening: no INVALID_CONFIG from it, the listen error instead.
+  await assert.rejects(serveWith(options, host), /not in this test/);
+  assert.equal(seen.length, 1);
+});
