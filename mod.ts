@@ -108,7 +108,7 @@ export {
 
 // --- runtime: driver, HTTP app, serve glue, serverless slices -------------
 export { formatLogLine, jsonLogger, type JsonLoggerOptions, type LogLevel, silentLogger } from "./src/runtime/logger.ts";
-export type { DescriptorSchema, Lane, LaneCommitOptions, SplitSource } from "./src/runtime/source.ts";
+export type { DescriptorSchema, FencingToken, Lane, LaneCommitOptions, SplitSource } from "./src/runtime/source.ts";
 export {
   type LaneInfo,
   runWorker,

@@ -44,7 +44,8 @@ function num(env: Record<string, string | undefined>, name: string): number | un
  * `PORT` (default 8080), `HOSTNAME`, `NATS_URL` (comma-separated `ws://`
  * URLs; without it the embedded MemoryStore serves a single process),
  * `LEASE_MS`, `OP_TIMEOUT_MS`, `MAX_IN_FLIGHT`, `DRAIN_DEADLINE_MS`,
- * `REPLAN_INTERVAL_MS`, `SHUTDOWN_MARGIN_MS`, `DRAIN_TOKEN`.
+ * `REPLAN_INTERVAL_MS`, `SHUTDOWN_MARGIN_MS`, `DRAIN_TOKEN`, `DRAIN_OPEN=1`
+ * (accept `POST /drain` without a token; without either it answers 403).
  */
 export function coordinationFromEnv(
   env: Record<string, string | undefined> = process.env,
@@ -58,6 +59,7 @@ export function coordinationFromEnv(
     port: num(env, "PORT") ?? 8080,
     hostname: env.HOSTNAME_BIND || "0.0.0.0",
     drainToken: env.DRAIN_TOKEN || undefined,
+    drainOpen: env.DRAIN_OPEN === "1" || undefined,
     leaseMs: num(env, "LEASE_MS"),
     opTimeoutMs: num(env, "OP_TIMEOUT_MS"),
     maxInFlight: num(env, "MAX_IN_FLIGHT"),

@@ -12,14 +12,30 @@
 /**
  * Stable machine-readable codes of {@linkcode SplitleaseError}.
  *
+ * `STORE_UNAVAILABLE` is an outage (retrying later may work);
+ * `STORE_AUTH_FAILED` means the store refused the credentials, which no
+ * retry fixes: `NatsStore.connect` throws it at once, and `serve` exits 1.
+ *
  * @example
  * ```ts
  * import { SplitleaseError, type ErrorCode } from "@splitlease/splitlease";
  * const code: ErrorCode = new SplitleaseError("FENCED", "lost").code;
  * ```
+ *
+ * @example
+ * ```ts
+ * import { SplitleaseError } from "@splitlease/splitlease";
+ * import { NatsStore } from "@splitlease/splitlease/nats";
+ * try {
+ *   await NatsStore.connect({ servers: "ws://worker:wrong@127.0.0.1:8080", job: "backfill" });
+ * } catch (e) {
+ *   if (e instanceof SplitleaseError && e.code === "STORE_AUTH_FAILED") console.error("fix the credentials:", e.message);
+ * }
+ * ```
  */
 export type ErrorCode =
   | "STORE_UNAVAILABLE"
+  | "STORE_AUTH_FAILED"
   | "INVALID_RECORD"
   | "VALUE_TOO_LARGE"
   | "INVALID_KEY"

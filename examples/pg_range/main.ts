@@ -10,11 +10,14 @@
  * PG_RANGE_CONFIG, a JSON object validated by `PgRangeConfigSchema`, e.g.
  * `{"url":"postgres://postgres@127.0.0.1:5432/test","table":"public.src",
  * "columns":["payload"],"sinkTable":"public.sink","copiesColumn":"copies"}`.
+ * With `"splitColumn"` and `"epochColumn"` the sink is fenced; a write the
+ * fence refuses is logged as `{"event":"sinkRefused",...}`.
  * Exits 0 once the table is copied (or after a SIGTERM drain), 1 on error.
  *
  * @module
  */
 import process from "node:process";
+import { jsonLogger } from "../../src/runtime/logger.ts";
 import { coordinationFromEnv, runToExit, serveHere } from "../serve.ts";
 import { pgRangeSource } from "./source.ts";
 
@@ -28,7 +31,10 @@ function configFromEnv(): unknown {
   }
 }
 
-const { source, close } = pgRangeSource(configFromEnv() as never);
+const log = jsonLogger({ base: process.env.INSTANCE ? { instance: process.env.INSTANCE } : {} });
+const { source, close } = pgRangeSource(configFromEnv() as never, {
+  onRefused: (w) => log("warn", "sink write refused by the fence: a newer tenancy owns the split", { event: "sinkRefused", ...w }),
+});
 const service = await serveHere({ ...coordinationFromEnv(), source, exit: false }).catch(async (e) => {
   await close();
   throw e;

@@ -3,6 +3,10 @@
  * of a table from its id distribution; workers copy their range to a sink
  * table in keyset-paginated batches with an idempotent upsert, committing the
  * last id copied as the watermark (a takeover resumes right after it).
+ * With `splitColumn` and `epochColumn` the sink is fenced: every row carries
+ * the lane's fencing token, and the upsert refuses to overwrite a row that a
+ * newer tenancy of the same split wrote, so a paused process that resumes
+ * after its split moved on cannot overwrite the new owner's rows.
  *
  * Planning stays cheap on big tables: `min(id)`/`max(id)` are two index
  * probes, and the distribution comes from the planner statistics ANALYZE
@@ -50,6 +54,18 @@ export const PgRangeConfigSchema = z.object({
    * 1 on insert, + 1 on every upsert of an already-present id (a replay).
    */
   copiesColumn: identifier.optional(),
+  /**
+   * Fenced sink: a text column of the sink that receives the split id of the
+   * writing tenancy (give `epochColumn` with it).
+   */
+  splitColumn: identifier.optional(),
+  /**
+   * Fenced sink: an integer (bigint) column of the sink that receives the
+   * writing tenancy's epoch. A row is only overwritten by a write of another
+   * split or of the same split at an equal or higher epoch; the lane stops
+   * when its write is refused (give `splitColumn` with it).
+   */
+  epochColumn: identifier.optional(),
   /** Rows per batch (one read, one upsert, one commit). */
   batchSize: z.number().int().min(1).max(100_000).default(1000),
   /** Number of ranges to plan (fewer when the table has fewer distinct ids). */
@@ -73,6 +89,18 @@ export const PgRangeConfigSchema = z.object({
   }
   if (c.copiesColumn && (c.copiesColumn === c.idColumn || c.columns.includes(c.copiesColumn))) {
     ctx.addIssue({ code: "custom", path: ["copiesColumn"], message: "must not be a copied column" });
+  }
+  if ((c.splitColumn === undefined) !== (c.epochColumn === undefined)) {
+    ctx.addIssue({ code: "custom", path: ["epochColumn"], message: "splitColumn and epochColumn go together" });
+  }
+  for (const key of ["splitColumn", "epochColumn"] as const) {
+    const col = c[key];
+    if (col && (col === c.idColumn || c.columns.includes(col) || col === c.copiesColumn)) {
+      ctx.addIssue({ code: "custom", path: [key], message: "must not be a copied or counting column" });
+    }
+  }
+  if (c.splitColumn && c.splitColumn === c.epochColumn) {
+    ctx.addIssue({ code: "custom", path: ["epochColumn"], message: "must differ from splitColumn" });
   }
 });
 
@@ -340,6 +368,27 @@ export interface PgRangeDeps {
   sinkSql?: Sql;
   /** Called after each batch landed in the sink (tests, metrics). */
   onBatch?: (info: { splitId: string; rows: number; lastId: number }) => void;
+  /**
+   * Fenced sink only: called when a batch write was refused, in whole or in
+   * part, because a newer tenancy of the split already wrote those rows. The
+   * lane stops right after (it is a zombie: its split moved on).
+   */
+  onRefused?: (info: RefusedWrite) => void;
+}
+
+/** A sink write the fence refused (see {@linkcode PgRangeDeps.onRefused}). */
+export interface RefusedWrite {
+  /** The split of the refused lane. */
+  splitId: string;
+  /** The refused lane's epoch (older than the one stored with the rows). */
+  epoch: number;
+  /** Rows in the batch. */
+  rows: number;
+  /** Rows the fence refused to overwrite. */
+  refused: number;
+  /** First and last id of the batch. */
+  firstId: number;
+  lastId: number;
 }
 
 /** A range-scan source and the pools it opened. */
@@ -374,15 +423,28 @@ export function pgRangeSource(input: PgRangeConfigInput, deps: PgRangeDeps = {})
   const readText = `select ${colList} from ${quoteIdent(config.table)}
      where ${id} > $1 and ${id} <= $2 order by ${id} limit $3`;
   const sinkTable = quoteIdent(config.sinkTable);
-  const updates = config.columns.map((c) => `${quoteIdent(c)} = excluded.${quoteIdent(c)}`);
+  const fenced = config.splitColumn !== undefined && config.epochColumn !== undefined;
+  // Fenced: the token travels in each row, typed by the sink like the data.
+  const written = fenced ? [...cols, config.splitColumn!, config.epochColumn!] : cols;
+  const writtenList = written.map(quoteIdent).join(", ");
+  const updates = [...config.columns, ...(fenced ? [config.splitColumn!, config.epochColumn!] : [])]
+    .map((c) => `${quoteIdent(c)} = excluded.${quoteIdent(c)}`);
   if (config.copiesColumn) {
     const cc = quoteIdent(config.copiesColumn);
     updates.push(`${cc} = ${sinkTable}.${cc} + 1`);
   }
+  // The fence: a row stored by a newer tenancy of the same split is not
+  // overwritten (an equal epoch is the same tenancy retrying: allowed). A row
+  // of another split (overlapping plans) is not comparable and is written.
+  const fence = fenced
+    ? `\n     where ${sinkTable}.${quoteIdent(config.splitColumn!)} is distinct from excluded.${
+      quoteIdent(config.splitColumn!)
+    } or ${sinkTable}.${quoteIdent(config.epochColumn!)} <= excluded.${quoteIdent(config.epochColumn!)}`
+    : "";
   // jsonb_populate_recordset types every value by the sink's own row type.
-  const writeText = `insert into ${sinkTable} (${colList}${config.copiesColumn ? `, ${quoteIdent(config.copiesColumn)}` : ""})
-     select ${colList}${config.copiesColumn ? ", 1" : ""} from jsonb_populate_recordset(null::${sinkTable}, $1::jsonb)
-     on conflict (${id}) do update set ${updates.join(", ")}`;
+  const writeText = `insert into ${sinkTable} (${writtenList}${config.copiesColumn ? `, ${quoteIdent(config.copiesColumn)}` : ""})
+     select ${writtenList}${config.copiesColumn ? ", 1" : ""} from jsonb_populate_recordset(null::${sinkTable}, $1::jsonb)
+     on conflict (${id}) do update set ${updates.join(", ")}${fence}`;
 
   async function withRetry<T>(lane: Lane<RangeDescriptor>, fn: () => Promise<T>): Promise<T> {
     for (let attempt = 0;; attempt++) {
@@ -397,7 +459,8 @@ export function pgRangeSource(input: PgRangeConfigInput, deps: PgRangeDeps = {})
 
   const source: SplitSource<RangeDescriptor> = {
     fingerprint: () =>
-      `pg_range:v1:${config.table}:${config.idColumn}:${cols.join(",")}:${config.sinkTable}:${config.targetSplits}`,
+      `pg_range:v1:${config.table}:${config.idColumn}:${cols.join(",")}:${config.sinkTable}:${config.targetSplits}` +
+      (fenced ? `:fenced(${config.splitColumn},${config.epochColumn})` : ""),
     descriptorSchema: RangeDescriptorSchema,
     async plan(_ctx: PlanContext): Promise<PlanResult> {
       const info = await planTable(sql, config);
@@ -425,8 +488,23 @@ export function pgRangeSource(input: PgRangeConfigInput, deps: PgRangeDeps = {})
         const rows = await withRetry(lane, () => sql.unsafe(readText, [last, d.hi, config.batchSize]));
         if (rows.length === 0) break;
         if (lane.signal.aborted) return; // lost while reading: the new owner copies it
-        await withRetry(lane, () => sink.unsafe(writeText, [[...rows] as never]));
+        const batch = fenced
+          ? rows.map((r) => ({ ...r, [config.splitColumn!]: lane.fencingToken.splitId, [config.epochColumn!]: lane.fencingToken.epoch }))
+          : [...rows];
+        const result = await withRetry(lane, () => sink.unsafe(writeText, [batch as never]));
         const lastId = toId(rows[rows.length - 1][config.idColumn], "id");
+        // Rows skipped by the fence are not counted as inserted or updated.
+        if (fenced && result.count < rows.length) {
+          deps.onRefused?.({
+            splitId: lane.splitId,
+            epoch: lane.fencingToken.epoch,
+            rows: rows.length,
+            refused: rows.length - result.count,
+            firstId: toId(rows[0][config.idColumn], "id"),
+            lastId,
+          });
+          return; // a newer tenancy owns the split: stop; the commit would be fenced as well
+        }
         if (lastId <= last || lastId > d.hi) {
           throw new Error(`keyset scan of ${lane.splitId} went from ${last} to ${lastId}`);
         }

@@ -4,10 +4,12 @@
  * @module
  */
 import type { Clock } from "./types.ts";
+import { clampTimerMs } from "../util/timers.ts";
 
 /**
  * The real clock: `performance.now()` for monotonic time, `Date.now()` for
- * wall time, and the global timers.
+ * wall time, and the global timers. Delays are clamped to 0..2^31 − 1 ms:
+ * a longer one would overflow and fire at once.
  *
  * @example
  * ```ts
@@ -18,7 +20,7 @@ import type { Clock } from "./types.ts";
 export const systemClock: Clock = {
   now: () => performance.now(),
   wallNow: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, Math.max(0, ms)),
+  setTimeout: (fn, ms) => setTimeout(fn, clampTimerMs(ms)),
   clearTimeout: (h) => clearTimeout(h as number),
 };
 

@@ -6,9 +6,16 @@
  */
 import { z } from "zod";
 import { SplitleaseError } from "../errors.ts";
+import { unknownKeysMessage } from "../util/options.ts";
+import { MAX_TIMER_MS } from "../util/timers.ts";
 
 const idPattern = /^[A-Za-z0-9_-]{1,128}$/;
 const ms = (min: number) => z.number().int().min(min);
+/** A duration: at most MAX_TIMER_MS, above which a timer fires at once. */
+const duration = (min: number) =>
+  ms(min).max(MAX_TIMER_MS, {
+    error: (iss) => `must be at most ${MAX_TIMER_MS} ms (the longest timer delay), got ${String(iss.input)}`,
+  });
 
 /**
  * Tunables of a coordinator (all optional; defaults per DESIGN §12).
@@ -59,20 +66,24 @@ export interface CoordinatorConfig extends Required<CoordinatorTunables> {
   fingerprint: string;
 }
 
-const base = z.object({
+const shape = {
   job: z.string().regex(idPattern, "must be 1-128 characters of [A-Za-z0-9_-]"),
   instance: z.string().regex(idPattern, "must be 1-128 characters of [A-Za-z0-9_-]"),
   fingerprint: z.string().min(1, "must be a non-empty string").max(1024),
-  leaseMs: ms(500).default(15000),
-  opTimeoutMs: ms(1).default(5000),
+  leaseMs: duration(500).default(15000),
+  opTimeoutMs: duration(1).default(5000),
   maxInFlight: ms(0).max(4096).default(8),
   maxAttempts: ms(1).default(4),
-  drainDeadlineMs: ms(0).default(10000),
-  replanIntervalMs: ms(1).default(60000),
-  rebalanceDelayMs: ms(0).default(0),
-  selfFenceMarginMs: ms(0).optional(),
+  drainDeadlineMs: duration(0).default(10000),
+  replanIntervalMs: duration(1).default(60000),
+  rebalanceDelayMs: duration(0).default(0),
+  selfFenceMarginMs: duration(0).optional(),
   seedConcurrency: ms(1).max(1024).default(128),
-}).strict();
+};
+const base = z.strictObject(shape, {
+  error: (iss) =>
+    iss.code === "unrecognized_keys" ? unknownKeysMessage(iss.keys, Object.keys(shape)) : undefined,
+});
 
 const schema = Object.assign(base.superRefine((c, ctx) => {
   if (c.leaseMs < 2 * c.opTimeoutMs) {
@@ -141,13 +152,13 @@ export function coordinatorConfigDocs(): ConfigDoc[] {
     { key: "job", default: "(required)", rule: "1-128 of [A-Za-z0-9_-]", meaning: "Job name; the NATS bucket is splitlease_<job>." },
     { key: "instance", default: "generated", rule: "1-128 of [A-Za-z0-9_-]", meaning: "Instance id (pod name). Two live processes with one id is fatal; a restart with the same id reclaims its splits at once." },
     { key: "fingerprint", default: "the job name", rule: "non-empty, at most 1024 chars", meaning: "Config-derived job identity; a bucket holding another fingerprint is refused at join." },
-    { key: "leaseMs", default: "15000", rule: ">= 500 and >= 2 × opTimeoutMs", meaning: "A member whose record has not moved for this long (on the leader's clock) is dead; so is a leader whose record has not moved (on each member's clock)." },
-    { key: "opTimeoutMs", default: "5000", rule: ">= 1", meaning: "Timeout of every store operation." },
+    { key: "leaseMs", default: "15000", rule: ">= 500 and >= 2 × opTimeoutMs, <= 2^31 − 1", meaning: "A member whose record has not moved for this long (on the leader's clock) is dead; so is a leader whose record has not moved (on each member's clock)." },
+    { key: "opTimeoutMs", default: "5000", rule: "1..2^31 − 1", meaning: "Timeout of every store operation." },
     { key: "maxInFlight", default: "8", rule: "0..4096", meaning: "Splits (lanes) held at most; advertised on the member record. 0 makes a standby: it holds nothing, watches the job, reports its outcome and may lead." },
     { key: "maxAttempts", default: "4", rule: ">= 1", meaning: "Non-graceful ends (takeovers, crash reclaims, fail reports) before a split is quarantined." },
-    { key: "drainDeadlineMs", default: "10000", rule: ">= opTimeoutMs", meaning: "Time a revoked split may take to drain before it is released forcibly." },
-    { key: "replanIntervalMs", default: "60000", rule: ">= leaseMs", meaning: "Re-plan interval of open (discovery) plans." },
-    { key: "rebalanceDelayMs", default: "0", rule: ">= 0", meaning: "Withhold a dead or departed member's splits this long so a fast restart reclaims its own work; 0 takes over at once." },
+    { key: "drainDeadlineMs", default: "10000", rule: ">= opTimeoutMs, <= 2^31 − 1", meaning: "Time a revoked split may take to drain before it is released forcibly." },
+    { key: "replanIntervalMs", default: "60000", rule: ">= leaseMs, <= 2^31 − 1", meaning: "Re-plan interval of open (discovery) plans." },
+    { key: "rebalanceDelayMs", default: "0", rule: "0..2^31 − 1", meaning: "Withhold a dead or departed member's splits this long so a fast restart reclaims its own work; 0 takes over at once." },
     { key: "selfFenceMarginMs", default: "leaseMs / 8", rule: ">= 0 and < leaseMs / 2", meaning: "Self-fence this long before peers could judge this worker dead." },
     { key: "seedConcurrency", default: "128", rule: "1..1024", meaning: "Seed writes the leader keeps in flight while it streams a plan into the store." },
   ];

@@ -4,9 +4,14 @@
  *
  * @module
  */
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
+import { bearerAuth } from "hono/bearer-auth";
+import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
 import type { Coordinator, CoordinatorStats, CoordinatorStatus } from "../coordinator/types.ts";
+import { SplitleaseError } from "../errors.ts";
 import type { Worker } from "../runtime/worker.ts";
+import { durationIssue, MAX_TIMER_MS } from "../util/timers.ts";
 import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
 
 /**
@@ -44,8 +49,18 @@ export interface AppOptions {
   worker?: Worker;
   /** A coordinator without a worker (drain calls `coordinator.drain()`). */
   coordinator?: Coordinator;
-  /** Bearer token required by `POST /drain`; none = open (bind to a private address). */
+  /**
+   * Bearer token required by `POST /drain` (RFC 6750 characters:
+   * `[A-Za-z0-9._~+/-]`, optionally ending in `=`). Without one the route
+   * answers 403 unless `drainOpen` is set.
+   */
   drainToken?: string;
+  /**
+   * Accept `POST /drain` without a token (default `false`: without a
+   * `drainToken` the route is refused with 403). Only for an app bound to a
+   * private address; it cannot be combined with `drainToken`.
+   */
+  drainOpen?: boolean;
   /** Metric name prefix (default `etl_coordination_`). */
   metricsPrefix?: string;
   /** Deadline handed to `worker.shutdown` by `POST /drain` (ms), unless the body gives one. */
@@ -58,6 +73,11 @@ export interface AppOptions {
 }
 
 const encoder = new TextEncoder();
+
+/** Largest `POST /drain` body read (bytes); a larger one is refused with 413 before it is read whole. */
+const DRAIN_BODY_LIMIT = 4096;
+/** RFC 6750 token68: the only tokens a Bearer header can carry. */
+const BEARER_TOKEN = /^[A-Za-z0-9._~+/-]+=*$/;
 
 /**
  * Compares two strings in time that depends only on the expected value's
@@ -156,8 +176,9 @@ function problem(status: number, error: string, extra: Record<string, unknown> =
 /**
  * Creates the HTTP app: `GET /healthz`, `GET /readyz`, `GET /metrics`,
  * `GET /status`, `POST /drain`. Unknown routes answer 404 JSON, a wrong
- * method 405 (with `Allow`), a malformed body 400, a missing or wrong drain
- * token 401.
+ * method 405 (with `Allow`), a malformed drain body 400, a drain body over
+ * 4 KiB 413, a missing or wrong drain token 401 (a malformed Authorization
+ * header 400), and a drain with no token configured 403 unless `drainOpen`.
  *
  * @example
  * ```ts
@@ -174,6 +195,11 @@ export function createApp(options: AppOptions): HttpApp {
   const worker = options.worker;
   const prefix = options.metricsPrefix ?? "etl_coordination_";
   new MetricsRegistry(prefix); // validates the prefix now, not at the first scrape
+  const drainGuard = drainGuardOf(options);
+  if (options.drainDeadlineMs !== undefined) {
+    const issue = durationIssue("drainDeadlineMs", options.drainDeadlineMs);
+    if (issue) throw new SplitleaseError("INVALID_CONFIG", `createApp: ${issue}`);
+  }
   const app = new Hono();
 
   const route = (path: string, method: "GET" | "POST") => {
@@ -232,16 +258,11 @@ export function createApp(options: AppOptions): HttpApp {
   });
   route("/status", "GET");
 
-  app.post("/drain", async (c) => {
-    if (options.drainToken !== undefined) {
-      const auth = c.req.header("authorization") ?? "";
-      const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
-      if (!m || !timingSafeEqual(m[1], options.drainToken)) {
-        const res = problem(401, m ? "invalid bearer token" : "missing bearer token");
-        res.headers.set("www-authenticate", 'Bearer realm="splitlease"');
-        return res;
-      }
-    }
+  const tooLarge = bodyLimit({
+    maxSize: DRAIN_BODY_LIMIT,
+    onError: (c) => c.json({ error: `body is larger than ${DRAIN_BODY_LIMIT} bytes` }, 413),
+  });
+  app.post("/drain", drainGuard, tooLarge, async (c) => {
     let deadlineMs = options.drainDeadlineMs;
     const text = await c.req.text();
     if (text.trim() !== "") {
@@ -258,8 +279,12 @@ export function createApp(options: AppOptions): HttpApp {
       if (extra.length) return problem(400, `unknown field(s): ${extra.join(", ")}`);
       const d = (body as { deadlineMs?: unknown }).deadlineMs;
       if (d !== undefined) {
-        if (typeof d !== "number" || !Number.isInteger(d) || d < 0) {
-          return problem(400, "deadlineMs must be an integer >= 0");
+        if (typeof d !== "number" || !Number.isInteger(d) || d < 0 || d > MAX_TIMER_MS) {
+          // Above 2^31 - 1 ms a timer overflows and fires at once: refuse, never clamp silently.
+          return problem(
+            400,
+            `deadlineMs must be an integer from 0 to ${MAX_TIMER_MS} (ms), got ${JSON.stringify(d) ?? String(d)}`,
+          );
         }
         deadlineMs = d;
       }
@@ -275,6 +300,60 @@ export function createApp(options: AppOptions): HttpApp {
   route("/drain", "POST");
 
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }, 404));
-  app.onError((err, c) => c.json({ error: "internal error", message: err.message }, 500));
+  app.onError((err, c) => {
+    if (err instanceof HTTPException) return err.getResponse();
+    return c.json({ error: "internal error", message: err.message }, 500);
+  });
   return app;
+}
+
+/**
+ * Throws `INVALID_CONFIG` unless the drain options are usable: a token of
+ * RFC 6750 characters (a Bearer header cannot carry others), and not both a
+ * token and `drainOpen`. `serve` calls it before joining.
+ */
+export function checkDrainOptions(options: Pick<AppOptions, "drainToken" | "drainOpen">): void {
+  const token = options.drainToken;
+  if (token !== undefined && options.drainOpen) {
+    throw new SplitleaseError("INVALID_CONFIG", "drainOpen and drainToken exclude each other; give one");
+  }
+  if (token !== undefined && (typeof token !== "string" || !BEARER_TOKEN.test(token))) {
+    throw new SplitleaseError(
+      "INVALID_CONFIG",
+      `drainToken must be a bearer token of [A-Za-z0-9._~+/-] characters, optionally ending in "=" ` +
+        `(RFC 6750), got ${typeof token === "string" ? `a string of ${token.length} characters` : typeof token}`,
+    );
+  }
+}
+
+/**
+ * Who may `POST /drain`: the bearer token when one is configured (compared
+ * in constant time), everybody with `drainOpen`, nobody otherwise. A drain
+ * stops the worker, so an unconfigured route is closed rather than open.
+ */
+function drainGuardOf(options: AppOptions): MiddlewareHandler {
+  checkDrainOptions(options);
+  const token = options.drainToken;
+  if (token !== undefined) {
+    const challenge = 'Bearer realm="splitlease"';
+    return bearerAuth({
+      verifyToken: (given) => timingSafeEqual(given, token),
+      realm: "splitlease",
+      noAuthenticationHeader: { message: { error: "missing bearer token" }, wwwAuthenticateHeader: challenge },
+      invalidAuthenticationHeader: {
+        message: { error: "malformed Authorization header: expected Bearer <token>" },
+        wwwAuthenticateHeader: `${challenge}, error="invalid_request"`,
+      },
+      invalidToken: {
+        message: { error: "invalid bearer token" },
+        wwwAuthenticateHeader: `${challenge}, error="invalid_token"`,
+      },
+    });
+  }
+  if (options.drainOpen === true) return (_c, next) => next();
+  return (c) =>
+    Promise.resolve(c.json({
+      error: "POST /drain is disabled: no drainToken is configured (set drainToken, or drainOpen: true " +
+        "to accept drains without a token on a private network)",
+    }, 403));
 }

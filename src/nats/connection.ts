@@ -7,18 +7,27 @@
  * @module
  */
 import {
+  AuthorizationError,
   type Authenticator,
   type ConnectionOptions,
   credsAuthenticator,
   type NatsConnection,
   nkeyAuthenticator,
+  UserAuthenticationExpiredError,
   wsconnect,
 } from "@nats-io/nats-core";
 import { jetstream, JetStreamApiError, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { MAX_VALUE_BYTES } from "../store/store.ts";
-import { checkServerVersion, type NatsStoreOptions, resolveOptions, type ResolvedOptions } from "./options.ts";
+import {
+  checkServerVersion,
+  type NatsStoreOptions,
+  redactUrl,
+  resolveOptions,
+  type ResolvedOptions,
+} from "./options.ts";
+import { clampTimerMs } from "../util/timers.ts";
 import { promptCloseFactory } from "./socket.ts";
 
 /** JetStream API codes of a failed "expected last subject sequence" check. */
@@ -35,7 +44,7 @@ export function isConflict(e: unknown): boolean {
 
 /** Resolves after `ms` milliseconds. */
 export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
+  return new Promise((r) => setTimeout(r, clampTimerMs(ms)));
 }
 
 const encoder = new TextEncoder();
@@ -84,15 +93,37 @@ export class Connection {
     };
     const auth = authenticator(options);
     if (auth) co.authenticator = auth;
-    if (options.token !== undefined) co.token = options.token;
-    if (options.user !== undefined) {
-      co.user = options.user;
-      co.pass = options.pass;
+    const url = opts.urlAuth;
+    const token = options.token ?? (url && "token" in url ? url.token : undefined);
+    const user = options.user ?? (url && "user" in url ? url.user : undefined);
+    const pass = options.pass ?? (url && "pass" in url ? url.pass : undefined);
+    if (token !== undefined) co.token = token;
+    if (user !== undefined) {
+      co.user = user;
+      co.pass = pass;
     }
     let nc: NatsConnection;
     try {
       nc = await wsconnect(co);
     } catch (e) {
+      // A refused login is not an outage: retrying cannot help, so say so at once.
+      if (e instanceof AuthorizationError || e instanceof UserAuthenticationExpiredError) {
+        const used = token !== undefined
+          ? "a token"
+          : user !== undefined
+          ? `user ${JSON.stringify(user)} and a password`
+          : options.nkey !== undefined
+          ? "an nkey"
+          : options.creds !== undefined
+          ? "a creds file"
+          : "no credentials";
+        throw new SplitleaseError(
+          "STORE_AUTH_FAILED",
+          `NatsStore: the NATS server at ${opts.servers.map(redactUrl).join(", ")} refused the login with ${used} ` +
+            `(${describe(e)}); check the credentials`,
+          { cause: e },
+        );
+      }
       throw new StoreUnavailableError("connect", co.timeout!, { cause: e, detail: describe(e) });
     }
     try {
@@ -125,7 +156,7 @@ export class Connection {
   waitConnected(deadline: number): Promise<boolean> {
     if (this.connected) return Promise.resolve(true);
     if (this.#closing) return Promise.resolve(false);
-    const ms = deadline - Date.now();
+    const ms = clampTimerMs(deadline - Date.now());
     if (ms <= 0) return Promise.resolve(false);
     return new Promise((resolve) => {
       const done = () => {

@@ -21,6 +21,7 @@ import { Connection, describe, isConflict } from "./connection.ts";
 import type { NatsStoreOptions } from "./options.ts";
 import { type Scan, startScan } from "./scan.ts";
 import { NatsWatch } from "./watch.ts";
+import { clampTimerMs } from "../util/timers.ts";
 
 const encoder = new TextEncoder();
 const CONFLICT: WriteResult = Object.freeze({ ok: false, conflict: true }) as WriteResult;
@@ -66,9 +67,11 @@ export class NatsStore implements Store {
 
   /**
    * Connects to NATS over WebSocket and opens the job's bucket, creating it
-   * when absent. Throws `INVALID_CONFIG` for bad options, `UNSUPPORTED_SERVER`
-   * for `replicas > 1` on nats-server older than 2.9.21, and
-   * `StoreUnavailableError` when the servers cannot be reached.
+   * when absent. Throws `INVALID_CONFIG` for bad options (an unknown key
+   * included), `STORE_AUTH_FAILED` at once when the server refuses the
+   * credentials, `UNSUPPORTED_SERVER` for `replicas > 1` on nats-server older
+   * than 2.9.21, and `StoreUnavailableError` when the servers cannot be
+   * reached.
    *
    * @example
    * ```ts
@@ -211,7 +214,7 @@ export class NatsStore implements Store {
     done.catch(() => {});
     let abandoned = false;
     let scan: Scan | undefined;
-    const timer = setTimeout(() => fail(this.#unavailable("list")), deadline - Date.now());
+    const timer = setTimeout(() => fail(this.#unavailable("list")), clampTimerMs(deadline - Date.now()));
     const started = startScan(this.#conn, filter, (m) => {
       if (m.value === undefined) latest.delete(m.key);
       else latest.set(m.key, { key: m.key, value: m.value, revision: m.revision });
@@ -284,7 +287,7 @@ export class NatsStore implements Store {
     if (ms <= 0 || !this.#conn.connected) throw this.#unavailable(op, cause);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(this.#unavailable(op, cause)), ms);
+      timer = setTimeout(() => reject(this.#unavailable(op, cause)), clampTimerMs(ms));
     });
     const read = this.#conn.kv.get(key);
     read.catch(() => {});

@@ -4,6 +4,9 @@
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
+import { isValidId } from "../store/keys.ts";
+import { keysOf, rejectUnknownKeys } from "../util/options.ts";
+import { durationIssue } from "../util/timers.ts";
 
 /**
  * Opens a WebSocket to `url` for runtimes without a global `WebSocket` (or to
@@ -38,9 +41,16 @@ export type WebSocketFactory = (
  * ```
  */
 export interface NatsStoreOptions {
-  /** WebSocket URLs (`ws://` or `wss://`); several for a cluster. */
+  /**
+   * WebSocket URLs (`ws://` or `wss://`); several for a cluster. A URL may
+   * carry credentials: `ws://user:pass@host:port` (user and password) or
+   * `ws://token@host:port` (token), percent-encoded. They are removed from
+   * the URL and used for every server; they cannot be combined with the
+   * `token`, `user`/`pass`, `nkey` or `creds` options, and every URL that
+   * carries credentials must carry the same ones.
+   */
   servers: string | string[];
-  /** Job name: 1-64 characters of `[A-Za-z0-9_-]`; the bucket is `splitlease_<job>`. */
+  /** Job name: 1-128 characters of `[A-Za-z0-9_-]` (as everywhere); the bucket is `splitlease_<job>`. */
   job: string;
   /** Token authentication. */
   token?: string;
@@ -68,52 +78,111 @@ export interface NatsStoreOptions {
 
 /** Options after defaults and validation. */
 export interface ResolvedOptions {
+  /** Server URLs without credentials. */
   servers: string[];
   job: string;
   bucket: string;
   replicas: number;
   opTimeoutMs: number;
   pingIntervalMs: number;
+  /** Credentials taken from the server URLs, if any. */
+  urlAuth?: { user: string; pass: string } | { token: string };
 }
 
-const JOB = /^[A-Za-z0-9_-]{1,64}$/;
+/** Every option `NatsStore.connect` takes: anything else is a typo. */
+const NATS_KEYS = keysOf<NatsStoreOptions>({
+  servers: true,
+  job: true,
+  token: true,
+  user: true,
+  pass: true,
+  nkey: true,
+  creds: true,
+  replicas: true,
+  opTimeoutMs: true,
+  pingIntervalMs: true,
+  noRandomize: true,
+  wsFactory: true,
+  name: true,
+});
 
 function invalid(message: string): SplitleaseError {
   return new SplitleaseError("INVALID_CONFIG", `NatsStore: ${message}`);
 }
 
+/** The `scheme://userinfo@` part of a URL that carries credentials. */
+const USERINFO = /^([a-z]+:\/\/)([^/@\s]*)@/i;
+
+/** `url` with any credentials (up to the last "@" of the authority) replaced by `***`, for messages. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z]+:\/\/)[^/\s]*@/i, "$1***@");
+}
+
+/**
+ * Splits the credentials off a server URL: `ws://user:pass@host` gives user
+ * and password, `ws://token@host` a token (both percent-decoded).
+ */
+function splitCredentials(server: string): { url: string; auth?: { user: string; pass: string } | { token: string } } {
+  const m = USERINFO.exec(server);
+  if (!m) return { url: server };
+  const shown = JSON.stringify(redactUrl(server));
+  const colon = m[2].indexOf(":");
+  let user: string, pass: string | undefined;
+  try {
+    user = decodeURIComponent(colon < 0 ? m[2] : m[2].slice(0, colon));
+    pass = colon < 0 ? undefined : decodeURIComponent(m[2].slice(colon + 1));
+  } catch {
+    throw invalid(`the credentials in server ${shown} are not valid percent-encoding`);
+  }
+  if (user === "") throw invalid(`server ${shown} has credentials without a user or token`);
+  const url = m[1] + server.slice(m[0].length);
+  if (USERINFO.test(url)) throw invalid(`server ${shown} has more than one "@": percent-encode "@" in credentials as %40`);
+  return { url, auth: pass === undefined ? { token: user } : { user, pass } };
+}
+
 /** Validates `options` and applies defaults; throws `INVALID_CONFIG`. */
 export function resolveOptions(options: NatsStoreOptions): ResolvedOptions {
   if (!options || typeof options !== "object") throw invalid("options are required");
-  const servers = typeof options.servers === "string" ? [options.servers] : options.servers;
-  if (!Array.isArray(servers) || servers.length === 0) {
+  rejectUnknownKeys(options, NATS_KEYS, "NatsStore");
+  const given = typeof options.servers === "string" ? [options.servers] : options.servers;
+  if (!Array.isArray(given) || given.length === 0) {
     throw invalid("`servers` needs at least one ws:// or wss:// URL");
   }
-  for (const s of servers) {
+  const servers: string[] = [];
+  let urlAuth: ResolvedOptions["urlAuth"];
+  for (const s of given) {
     if (typeof s !== "string" || !/^wss?:\/\/[^\s]+$/.test(s)) {
-      throw invalid(`server ${JSON.stringify(s)} is not a ws:// or wss:// URL`);
+      throw invalid(`server ${JSON.stringify(typeof s === "string" ? redactUrl(s) : s)} is not a ws:// or wss:// URL`);
     }
+    const { url, auth } = splitCredentials(s);
+    servers.push(url);
+    if (!auth) continue;
+    if (urlAuth && JSON.stringify(urlAuth) !== JSON.stringify(auth)) {
+      throw invalid("the server URLs carry different credentials; one connection uses one set for every server");
+    }
+    urlAuth = auth;
   }
-  if (typeof options.job !== "string" || !JOB.test(options.job)) {
-    throw invalid(`job ${JSON.stringify(options.job)} must be 1-64 characters of letters, digits, '_' and '-'`);
+  if (typeof options.job !== "string" || !isValidId(options.job)) {
+    throw invalid(
+      `job ${JSON.stringify(options.job)} must be 1-128 characters of [A-Za-z0-9_-] (the bucket is splitlease_<job>)`,
+    );
   }
   const replicas = options.replicas ?? 1;
   if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5) {
     throw invalid(`replicas must be an integer in 1..5, got ${replicas}`);
   }
   const opTimeoutMs = options.opTimeoutMs ?? 5000;
-  if (!Number.isFinite(opTimeoutMs) || opTimeoutMs < 50) {
-    throw invalid(`opTimeoutMs must be at least 50, got ${opTimeoutMs}`);
-  }
   const pingIntervalMs = options.pingIntervalMs ?? 10_000;
-  if (!Number.isFinite(pingIntervalMs) || pingIntervalMs < 100) {
-    throw invalid(`pingIntervalMs must be at least 100, got ${pingIntervalMs}`);
-  }
+  const issue = durationIssue("opTimeoutMs", opTimeoutMs, 50) ?? durationIssue("pingIntervalMs", pingIntervalMs, 100);
+  if (issue) throw invalid(issue);
   if ((options.user === undefined) !== (options.pass === undefined)) {
     throw invalid("`user` and `pass` go together");
   }
   const auths = [options.token, options.user, options.nkey, options.creds].filter((a) => a !== undefined);
   if (auths.length > 1) throw invalid("give one of token, user/pass, nkey or creds");
+  if (urlAuth && auths.length > 0) {
+    throw invalid("credentials are given both in a server URL and as options; give them once");
+  }
   return {
     servers,
     job: options.job,
@@ -121,6 +190,7 @@ export function resolveOptions(options: NatsStoreOptions): ResolvedOptions {
     replicas,
     opTimeoutMs,
     pingIntervalMs,
+    ...(urlAuth ? { urlAuth } : {}),
   };
 }
 

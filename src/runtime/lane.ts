@@ -122,6 +122,7 @@ export class LaneOps<D> {
       spec: lane.spec,
       descriptor: lane.descriptor,
       epoch: lane.epoch,
+      fencingToken: Object.freeze({ splitId: lane.splitId, epoch: lane.epoch }),
       get progress() {
         return lane.accepted;
       },

@@ -11,12 +11,14 @@ import { type JoinOptions, SplitCoordinator } from "../coordinator/coordinator.t
 import type { CoordinatorTunables } from "../coordinator/config.ts";
 import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
-import { createApp, type HttpApp } from "../http/app.ts";
+import { checkDrainOptions, createApp, type HttpApp } from "../http/app.ts";
 import type { Store } from "../store/store.ts";
 import { jsonLogger } from "./logger.ts";
 import type { SplitSource } from "./source.ts";
 import { startWorker, type Worker, type WorkerOutcome } from "./worker.ts";
-import { pickTunables } from "../coordinator/config.ts";
+import { pickTunables, TUNABLE_KEYS } from "../coordinator/config.ts";
+import { keysOf, rejectUnknownKeys } from "../util/options.ts";
+import { durationIssue, MAX_TIMER_MS } from "../util/timers.ts";
 
 /**
  * Exit code of a drained worker.
@@ -74,8 +76,10 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
   port?: number;
   /** HTTP bind address (default `0.0.0.0`). */
   hostname?: string;
-  /** Bearer token for `POST /drain`. */
+  /** Bearer token for `POST /drain` (without one the route answers 403 unless `drainOpen`). */
   drainToken?: string;
+  /** Accept `POST /drain` without a token (default `false`; private networks only). */
+  drainOpen?: boolean;
   /** Metric name prefix (default `etl_coordination_`). */
   metricsPrefix?: string;
   /** Stalled job is fatal (exit 3, default) or drains with a warning (exit 0). */
@@ -169,6 +173,52 @@ export interface Service {
   shutdown(reason?: string): Promise<ServeResult>;
 }
 
+/** Every option `serve` takes (the tunables included): anything else is a typo. */
+const SERVE_KEYS: readonly string[] = [
+  ...TUNABLE_KEYS,
+  ...keysOf<Omit<ServeOptions, keyof CoordinatorTunables>>({
+    store: true,
+    storeFactory: true,
+    source: true,
+    job: true,
+    instance: true,
+    port: true,
+    hostname: true,
+    drainToken: true,
+    drainOpen: true,
+    metricsPrefix: true,
+    stalledIsFatal: true,
+    abortGraceMs: true,
+    commitIntervalMs: true,
+    shutdownMarginMs: true,
+    logger: true,
+    clock: true,
+    exit: true,
+    join: true,
+  }),
+];
+
+/**
+ * Refuses unknown keys, out-of-range durations of the worker and the
+ * shutdown, and unusable drain options before anything connects (the
+ * coordinator tunables are checked by the join).
+ */
+function checkServeOptions(options: ServeOptions<unknown>): void {
+  if (!options || typeof options !== "object") throw new SplitleaseError("INVALID_CONFIG", "serve needs an options object");
+  rejectUnknownKeys(options, SERVE_KEYS, "serve");
+  for (const key of ["shutdownMarginMs", "abortGraceMs", "commitIntervalMs"] as const) {
+    if (options[key] === undefined) continue;
+    const issue = durationIssue(key, options[key]);
+    if (issue) throw new SplitleaseError("INVALID_CONFIG", `serve: ${issue}`);
+  }
+  try {
+    checkDrainOptions(options);
+  } catch (e) {
+    if (e instanceof SplitleaseError) throw new SplitleaseError(e.code, `serve: ${e.message}`);
+    throw e;
+  }
+}
+
 /**
  * Maps a worker outcome to a process exit code: drained 0, stalled 3 (or 0
  * when stalls are not fatal: the worker then reports `drained`), error 1.
@@ -214,6 +264,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
   const ownsStore = !options.store;
   let coordinator: Coordinator | undefined;
   try {
+    checkServeOptions(options as ServeOptions<unknown>);
     if (options.store) store = options.store;
     else if (options.storeFactory) store = await options.storeFactory();
     else throw new SplitleaseError("INVALID_CONFIG", "serve needs a store or a storeFactory");
@@ -246,12 +297,14 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     abortGraceMs: options.abortGraceMs,
     commitIntervalMs: options.commitIntervalMs,
   });
-  const deadlineMs = (options.drainDeadlineMs ?? 10_000) + (options.shutdownMarginMs ?? 5000);
+  // Each part is at most MAX_TIMER_MS; their sum may not be (a longer timer fires at once).
+  const deadlineMs = Math.min(MAX_TIMER_MS, (options.drainDeadlineMs ?? 10_000) + (options.shutdownMarginMs ?? 5000));
   let signals = 0;
   const shutdown = (reason: string, deadline = deadlineMs) => worker.shutdown({ reason, deadlineMs: deadline });
   const app = createApp({
     worker,
     drainToken: options.drainToken,
+    drainOpen: options.drainOpen,
     metricsPrefix: options.metricsPrefix,
     drainDeadlineMs: deadlineMs,
     onDrain: (d) => void shutdown("POST /drain", d ?? deadlineMs),

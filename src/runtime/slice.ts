@@ -16,7 +16,9 @@ import { systemClock } from "../coordinator/clock.ts";
 import { jsonLogger } from "./logger.ts";
 import type { SplitSource } from "./source.ts";
 import { startWorker, type WorkerOutcome } from "./worker.ts";
-import { pickTunables } from "../coordinator/config.ts";
+import { pickTunables, TUNABLE_KEYS } from "../coordinator/config.ts";
+import { keysOf, rejectUnknownKeys } from "../util/options.ts";
+import { durationIssue } from "../util/timers.ts";
 
 /**
  * Options of {@linkcode runSlice} and {@linkcode createSliceHandler}.
@@ -105,6 +107,39 @@ export interface SliceResult {
   warning?: string;
 }
 
+/** Every option a slice takes (the tunables included): anything else is a typo. */
+const SLICE_KEYS: readonly string[] = [
+  ...TUNABLE_KEYS,
+  ...keysOf<Omit<SliceOptions, keyof CoordinatorTunables>>({
+    store: true,
+    storeFactory: true,
+    source: true,
+    job: true,
+    instancePrefix: true,
+    budgetMs: true,
+    marginMs: true,
+    stalledIsFatal: true,
+    abortGraceMs: true,
+    commitIntervalMs: true,
+    token: true,
+    logger: true,
+    clock: true,
+    join: true,
+    runtime: true,
+  }),
+];
+
+/** Refuses unknown keys and out-of-range durations before anything connects. */
+function checkSliceOptions(options: SliceOptions<unknown>, where: string): void {
+  if (!options || typeof options !== "object") throw new SplitleaseError("INVALID_CONFIG", `${where} needs an options object`);
+  rejectUnknownKeys(options, SLICE_KEYS, where);
+  for (const key of ["budgetMs", "marginMs", "abortGraceMs", "commitIntervalMs"] as const) {
+    if (options[key] === undefined) continue;
+    const issue = durationIssue(key, options[key]);
+    if (issue) throw new SplitleaseError("INVALID_CONFIG", `${where}: ${issue}`);
+  }
+}
+
 function nonce(): string {
   const b = new Uint8Array(6);
   crypto.getRandomValues(b);
@@ -157,6 +192,9 @@ export async function runSlice<D>(
   options: SliceOptions<D>,
   budgetMs: number = options.budgetMs ?? 30_000,
 ): Promise<SliceResult> {
+  checkSliceOptions(options as SliceOptions<unknown>, "runSlice");
+  const issue = durationIssue("budgetMs", budgetMs);
+  if (issue) throw new SplitleaseError("INVALID_ARGUMENT", `runSlice: ${issue}`);
   const clock = options.clock ?? systemClock;
   const started = clock.now();
   const instance = `${options.instancePrefix ?? "fn"}-${nonce()}`;
@@ -255,6 +293,7 @@ export async function runSlice<D>(
  * ```
  */
 export function createSliceHandler<D>(options: SliceOptions<D>): (request: Request) => Promise<Response> {
+  checkSliceOptions(options as SliceOptions<unknown>, "createSliceHandler");
   const maxBudget = options.budgetMs ?? 30_000;
   const json = (status: number, body: unknown) =>
     new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8" } });

@@ -107,6 +107,31 @@ export interface LaneCommitOptions {
 }
 
 /**
+ * The fencing token of one tenancy: the split id and its epoch. Every
+ * ownership change of a split moves its epoch up, so for one split a later
+ * tenancy always carries a higher epoch. A sink that stores the token with
+ * what it writes, and refuses a write whose epoch is below the stored one for
+ * the same split, can never be overwritten by a paused process that resumes
+ * after its split moved on (a "fenced sink"; see `examples/pg_range`).
+ *
+ * @example
+ * ```ts
+ * import type { FencingToken, Lane } from "@splitlease/splitlease";
+ * declare const lane: Lane;
+ * const { splitId, epoch }: FencingToken = lane.fencingToken;
+ * // insert ... (split_id, epoch) values ($splitId, $epoch)
+ * //   on conflict (id) do update set ... where sink.epoch <= excluded.epoch
+ * console.log(splitId, epoch);
+ * ```
+ */
+export interface FencingToken {
+  /** The split the tenancy holds. */
+  readonly splitId: string;
+  /** Its epoch: higher for every later tenancy of the same split. */
+  readonly epoch: number;
+}
+
+/**
  * One tenancy of one split, handed to {@linkcode SplitSource.run}.
  *
  * @example
@@ -127,8 +152,14 @@ export interface Lane<D = Json> {
   readonly spec: SplitSpec;
   /** The descriptor, validated by `descriptorSchema` when there is one. */
   readonly descriptor: D;
-  /** The fencing epoch of this tenancy. */
+  /** The fencing epoch of this tenancy (also in {@linkcode Lane.fencingToken}). */
   readonly epoch: number;
+  /**
+   * The fencing token to store with every external write of this tenancy
+   * (split id and epoch): a sink that refuses writes older than the stored
+   * token keeps a resumed zombie from overwriting a newer owner's rows.
+   */
+  readonly fencingToken: FencingToken;
   /** Progress to resume from: the last committed (or accepted) progress. */
   readonly progress: SplitProgress | undefined;
   /** Aborted when the split is lost (fenced, expired, starved, revoked, shutdown). */

@@ -11,11 +11,26 @@ import { systemClock } from "../coordinator/clock.ts";
 import { jsonLogger } from "./logger.ts";
 import { errorMessage, isAbortError, LaneOps, type LaneState } from "./lane.ts";
 import type { SplitSource } from "./source.ts";
+import { keysOf, rejectUnknownKeys } from "../util/options.ts";
+import { durationIssue } from "../util/timers.ts";
 
 export type { LaneInfo, ShutdownOptions, Worker, WorkerOptions, WorkerOutcome, WorkerStats } from "./worker_types.ts";
 import type { LaneInfo, ShutdownOptions, Worker, WorkerOptions, WorkerOutcome, WorkerStats } from "./worker_types.ts";
 
 type OutcomeBase = WorkerOutcome extends infer U ? U extends WorkerOutcome ? Omit<U, "stats"> : never : never;
+
+/** Every option `startWorker` takes: anything else is a typo. */
+const WORKER_KEYS = keysOf<WorkerOptions<unknown>>({
+  coordinator: true,
+  source: true,
+  maxInFlight: true,
+  logger: true,
+  clock: true,
+  stalledIsFatal: true,
+  abortGraceMs: true,
+  commitIntervalMs: true,
+  statusIntervalMs: true,
+});
 
 
 /**
@@ -100,6 +115,7 @@ class WorkerImpl<D> implements Worker {
   #ops: LaneOps<D>;
 
   constructor(options: WorkerOptions<D>) {
+    rejectUnknownKeys(options, WORKER_KEYS, "startWorker");
     this.coordinator = options.coordinator;
     this.#source = options.source;
     this.#log = options.logger ?? jsonLogger();
@@ -118,9 +134,8 @@ class WorkerImpl<D> implements Worker {
         this.#statusIntervalMs,
       ]] as const
     ) {
-      if (!Number.isFinite(v) || v < 0) {
-        throw new SplitleaseError("INVALID_CONFIG", `${k} must be a number >= 0 (got ${v})`);
-      }
+      const issue = durationIssue(k, v);
+      if (issue) throw new SplitleaseError("INVALID_CONFIG", `startWorker: ${issue}`);
     }
     this.#ops = new LaneOps<D>({
       coordinator: this.coordinator,
@@ -249,7 +264,8 @@ class WorkerImpl<D> implements Worker {
         return;
       }
       case "allComplete":
-        this.#log("info", "job complete", { event: "allComplete" });
+        // The coordinator logs the completion itself; the worker's own line is
+        // "draining" (reason complete) and then "worker finished".
         this.#finish({ kind: "drained", reason: "complete" });
         return;
       case "stalled": {
@@ -573,7 +589,8 @@ class WorkerImpl<D> implements Worker {
   }
 
   async #drainAndClose(): Promise<void> {
-    this.#log("info", "draining", { event: "draining", lanes: this.#lanes.size });
+    const reason = this.#result?.kind === "drained" ? this.#result.reason : this.#result?.kind;
+    this.#log("info", "draining", { event: "draining", reason, lanes: this.#lanes.size });
     // Queued lanes never started: release them now.
     for (const lane of [...this.#queue]) this.#onRevoke(lane.splitId);
     try {

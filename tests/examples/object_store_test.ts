@@ -137,6 +137,7 @@ function scriptedLane(objects: ObjectEntry[], progress?: SplitProgress): Scripte
     spec: { id: "s1", descriptor: { objects }, weight: 1 },
     descriptor: { objects },
     epoch: 1,
+    fencingToken: { splitId: "s1", epoch: 1 },
     progress,
     signal: abort.signal,
     revokeSignal: revoke.signal,
@@ -531,7 +532,7 @@ Deno.test({
           new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`${p.name} did not finish`)), 40_000)),
         ]);
         assert.equal(s.code, 0, `${p.name} exit code\n${p.raw.slice(-12).join("\n")}`);
-        assert.ok(p.lines.some((l) => l.event === "allComplete"), `${p.name} saw allComplete`);
+        assert.ok(p.lines.some((l) => l.event === "finished" && l.reason === "complete"), `${p.name} saw the job complete`);
         assert.ok(p.lines.some((l) => l.event === "exit" && l.exitCode === 0));
       }
       await victim.status;

@@ -1,7 +1,9 @@
 /**
  * pg_range example: planner unit tests (pure and against PostgreSQL), config
- * validation, and a fleet of Deno, Bun and Node workers over a real
- * nats-server copying a table while one of them is SIGKILLed.
+ * validation, a fleet of Deno, Bun and Node workers over a real
+ * nats-server copying a table while one of them is SIGKILLed, and the fenced
+ * sink: a worker frozen with SIGSTOP while its write is on the wire resumes
+ * after a peer took its split over, and its late write is refused.
  *
  * Needs PostgreSQL on 127.0.0.1:5432 with trust auth (PG_URL overrides).
  * Every test creates its own schema and drops it, even on failure.
@@ -10,6 +12,8 @@ import assert from "node:assert/strict";
 import postgres from "postgres";
 import { NatsStore } from "../../src/nats/nats_store.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
+import type { SplitProgress } from "../../src/records.ts";
+import type { Lane } from "../../src/runtime/source.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 import {
   type IdRange,
@@ -17,8 +21,10 @@ import {
   planRanges,
   planTable,
   pgRangeSource,
+  type RangeDescriptor,
   rangesFromTiles,
   rangeSplitId,
+  type RefusedWrite,
   type Sql,
 } from "../../examples/pg_range/source.ts";
 import { finished, type Proc, reap, spawnWorker, tail, waitFor, withTimeout } from "./fleet.ts";
@@ -287,6 +293,279 @@ Deno.test({
       for (const p of procs) console.error(tail(p, 25));
       throw e;
     } finally {
+      await reap(procs);
+    }
+  },
+});
+
+/** A lane driven by hand: records commits, never aborted. */
+function handLane(splitId: string, epoch: number, descriptor: RangeDescriptor) {
+  const commits: SplitProgress[] = [];
+  let completed = false;
+  const lane: Lane<RangeDescriptor> = {
+    id: `${splitId}@${epoch}`,
+    splitId,
+    spec: { id: splitId, descriptor, weight: 1 },
+    descriptor,
+    epoch,
+    fencingToken: { splitId, epoch },
+    progress: undefined,
+    signal: new AbortController().signal,
+    revokeSignal: new AbortController().signal,
+    commit(p) {
+      commits.push(p);
+      return Promise.resolve();
+    },
+    flush: () => Promise.resolve(),
+    complete() {
+      completed = true;
+      return Promise.resolve();
+    },
+    fail: (reason) => Promise.reject(new Error(reason)),
+  };
+  return { lane, commits, completed: () => completed };
+}
+
+Deno.test({
+  name: "pg_range fenced sink: a write at an older epoch of the same split is refused and the lane stops",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await using db = await scratch();
+    const { sql, schema } = db;
+    await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
+    await sql.unsafe(`insert into ${schema}.src select g, 'p' || g from generate_series(1, 10) g`);
+    await sql.unsafe(
+      `create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1,
+        split_id text not null, epoch bigint not null)`,
+    );
+    assert.throws(() => cfg(schema, { splitColumn: "split_id" }), /splitColumn and epochColumn go together/);
+    assert.throws(() => cfg(schema, { splitColumn: "payload", epochColumn: "epoch" }), /splitColumn: must not be a copied/);
+    const refused: RefusedWrite[] = [];
+    const { source, close } = pgRangeSource(
+      cfg(schema, { batchSize: 5, splitColumn: "split_id", epochColumn: "epoch" }),
+      { sql, onRefused: (w) => refused.push(w) },
+    );
+    const d: RangeDescriptor = { v: 1, table: `${schema}.src`, idColumn: "id", lo: 0, hi: 10 };
+    const rows = () => sql.unsafe(`select id::int, split_id, epoch::int, copies from ${schema}.sink order by id`);
+    try {
+      // The current owner (epoch 2) copies the range.
+      const owner = handLane("s1", 2, d);
+      await source.run(owner.lane);
+      assert.ok(owner.completed());
+      assert.deepEqual((await rows()).map((r) => [r.epoch, r.copies]), Array(10).fill([2, 1]));
+      // A zombie of the same split (epoch 1) writes late: refused, no commit, it stops.
+      const zombie = handLane("s1", 1, d);
+      await source.run(zombie.lane);
+      assert.deepEqual(refused, [{ splitId: "s1", epoch: 1, rows: 5, refused: 5, firstId: 1, lastId: 5 }]);
+      assert.deepEqual(zombie.commits, [], "the zombie committed nothing");
+      assert.equal(zombie.completed(), false);
+      assert.deepEqual((await rows()).map((r) => [r.epoch, r.copies]), Array(10).fill([2, 1]), "rows keep epoch 2");
+      // The same tenancy writing again (a retried batch) and a newer one are accepted.
+      await source.run(handLane("s1", 2, d).lane);
+      await source.run(handLane("s1", 3, { ...d, hi: 5 }).lane);
+      assert.deepEqual((await rows()).map((r) => [r.epoch, r.copies]), [...Array(5).fill([3, 3]), ...Array(5).fill([2, 2])]);
+      // Another split's epochs are not comparable: its write lands.
+      await source.run(handLane("s2", 1, { ...d, hi: 5 }).lane);
+      assert.deepEqual((await rows()).slice(0, 5).map((r) => [r.split_id, r.epoch]), Array(5).fill(["s2", 1]));
+      assert.equal(refused.length, 1, "only the zombie was refused");
+    } finally {
+      await close();
+    }
+  },
+});
+
+/**
+ * A TCP proxy that can hold what a client sends: `hold()` keeps
+ * client-to-server bytes (the write is "on the wire" but has not reached the
+ * server), `release()` delivers them in order. Server-to-client always flows.
+ */
+class HoldingProxy implements AsyncDisposable {
+  readonly port: number;
+  heldBytes = 0;
+  #listener: Deno.Listener;
+  #conns = new Set<Deno.Conn>();
+  #holding = false;
+  #held: { to: Deno.Conn; data: Uint8Array }[] = [];
+
+  constructor(targetPort: number) {
+    this.#listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    this.port = (this.#listener.addr as Deno.NetAddr).port;
+    this.#accept(targetPort);
+  }
+
+  async #accept(targetPort: number): Promise<void> {
+    try {
+      for await (const client of this.#listener) {
+        this.#conns.add(client);
+        Deno.connect({ hostname: "127.0.0.1", port: targetPort }).then((upstream) => {
+          this.#conns.add(upstream);
+          this.#pump(client, upstream, true);
+          this.#pump(upstream, client, false);
+        }).catch(() => client.close());
+      }
+    } catch { /* closed */ }
+  }
+
+  async #pump(from: Deno.Conn, to: Deno.Conn, holdable: boolean): Promise<void> {
+    const buf = new Uint8Array(64 * 1024);
+    try {
+      for (;;) {
+        const n = await from.read(buf);
+        if (n === null) break;
+        if (holdable && this.#holding) {
+          this.#held.push({ to, data: buf.slice(0, n) });
+          this.heldBytes += n;
+          continue;
+        }
+        let off = 0;
+        while (off < n) off += await to.write(buf.subarray(off, n));
+      }
+    } catch { /* closed */ }
+    for (const c of [from, to]) {
+      try {
+        c.close();
+      } catch { /* closed */ }
+    }
+  }
+
+  hold(): void {
+    this.#holding = true;
+  }
+
+  async release(): Promise<void> {
+    this.#holding = false;
+    for (const { to, data } of this.#held.splice(0)) {
+      let off = 0;
+      while (off < data.length) off += await to.write(data.subarray(off));
+    }
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    try {
+      this.#listener.close();
+    } catch { /* closed */ }
+    for (const c of this.#conns) {
+      try {
+        c.close();
+      } catch { /* closed */ }
+    }
+    return Promise.resolve();
+  }
+}
+
+Deno.test({
+  name: "pg_range fenced sink over nats-server: a SIGSTOPped zombie's late write is refused after a peer took over",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await using db = await scratch();
+    await using server = await NatsServer.start();
+    const { sql, schema } = db;
+    const ROWS = 4000, BATCH = 200;
+    await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
+    await sql.unsafe(`insert into ${schema}.src select g, md5(g::text) from generate_series(1, ${ROWS}) g`);
+    await sql.unsafe(
+      `create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1,
+        split_id text not null, epoch bigint not null)`,
+    );
+    // The zombie reaches its sink through a proxy that can hold a write on the wire.
+    const pg = new URL(PG_URL);
+    await using proxy = new HoldingProxy(Number(pg.port || 5432));
+    const sinkViaProxy = new URL(PG_URL);
+    sinkViaProxy.port = String(proxy.port);
+    const config = (sinkUrl?: string) =>
+      JSON.stringify({
+        url: PG_URL,
+        ...(sinkUrl ? { sinkUrl } : {}),
+        table: `${schema}.src`,
+        columns: ["payload"],
+        sinkTable: `${schema}.sink`,
+        copiesColumn: "copies",
+        splitColumn: "split_id",
+        epochColumn: "epoch",
+        batchSize: BATCH,
+        batchPauseMs: 40,
+        targetSplits: 1,
+        poolSize: 1,
+      });
+    const env = {
+      JOB: `fence-${schema}`,
+      NATS_URL: server.wsUrl,
+      LEASE_MS: "1000",
+      OP_TIMEOUT_MS: "400",
+      DRAIN_DEADLINE_MS: "1000",
+      SHUTDOWN_MARGIN_MS: "2000",
+    };
+    const script = "examples/pg_range/main.ts";
+    const procs: Proc[] = [];
+    const sinkRows = async () => Number((await sql.unsafe(`select count(*)::int as n from ${schema}.sink`))[0].n);
+    try {
+      // The zombie-to-be holds the only split and copies a few batches.
+      const zombie = spawnWorker("deno", "w-zombie", script, { ...env, PG_RANGE_CONFIG: config(sinkViaProxy.href) });
+      procs.push(zombie);
+      const gained = await waitFor("the first worker gains the split", () => zombie.lines.find((l) => l.event === "gained"));
+      const zombieEpoch = Number(gained.epoch);
+      await waitFor("two batches copied", async () => (await sinkRows()) >= 2 * BATCH || undefined);
+      // Hold the zombie's next sink write on the wire: it waits for the reply,
+      // still heartbeating, so it keeps the split (and cannot finish it).
+      proxy.hold();
+      await waitFor("a zombie write on the wire", () => proxy.heldBytes > 0 || undefined);
+      const peer = spawnWorker("node", "w-peer", script, { ...env, PG_RANGE_CONFIG: config() });
+      procs.push(peer);
+      await waitFor("the peer serves", () => peer.lines.find((l) => l.event === "serving"));
+      // Freeze the zombie: it stops heartbeating, and its write stays on the wire.
+      zombie.child.kill("SIGSTOP");
+      const [{ w }] = await sql.unsafe(`select max(id)::int as w from ${schema}.sink`);
+      const watermark = Number(w);
+      assert.ok(watermark < ROWS, "the zombie stopped mid-range");
+      // The peer takes the split over at a higher epoch and copies the rest.
+      const taken = await waitFor("the peer takes the split over", () => peer.lines.find((l) => l.event === "gained"));
+      const peerEpoch = Number(taken.epoch);
+      assert.ok(peerEpoch > zombieEpoch, `a takeover moves the epoch (${zombieEpoch} -> ${peerEpoch})`);
+      await waitFor("the peer completes the split", () => peer.lines.find((l) => l.event === "completed"));
+      assert.equal(await sinkRows(), ROWS);
+      // The zombie wakes up and its write, held until now, reaches PostgreSQL late.
+      zombie.child.kill("SIGCONT");
+      await proxy.release();
+      const refusedLine = await waitFor("the zombie's write is refused", () => zombie.lines.find((l) => l.event === "sinkRefused"));
+      const statuses = await withTimeout(Promise.all(procs.map((p) => p.status)), 30_000, "both workers exit");
+      statuses.forEach((st, i) => assert.equal(st.code, 0, tail(procs[i])));
+      // Counted: one refused write, the whole held batch, at the zombie's epoch.
+      const refusals = zombie.lines.filter((l) => l.event === "sinkRefused");
+      assert.equal(refusals.length, 1, tail(zombie));
+      assert.equal(refusedLine.epoch, zombieEpoch);
+      assert.equal(refusedLine.rows, BATCH);
+      assert.equal(refusedLine.refused, BATCH, "every row of the late write was refused");
+      assert.equal(refusedLine.firstId, watermark + 1, "the late write was the batch after the committed watermark");
+      // The rows keep the newer epoch: nothing of the late write landed.
+      const [after] = await sql.unsafe(
+        `select count(*)::int as n, (sum(copies) - count(*))::int as dups,
+                count(*) filter (where id > ${watermark} and epoch <> ${peerEpoch})::int as overwritten,
+                count(*) filter (where id <= ${watermark} and epoch <> ${zombieEpoch})::int as moved,
+                md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum from ${schema}.sink`,
+      );
+      const [src] = await sql.unsafe(
+        `select md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum from ${schema}.src`,
+      );
+      assert.equal(after.n, ROWS);
+      assert.equal(after.sum, src.sum, "the sink is the source");
+      assert.equal(after.overwritten, 0, "rows past the watermark keep the peer's epoch");
+      assert.equal(after.moved, 0, "rows up to the watermark keep the zombie's (committed) epoch");
+      assert.equal(after.dups, 0, "no row was written twice: the peer resumed at the watermark, the late write was refused");
+      console.log(
+        `fenced sink: zombie epoch ${zombieEpoch} frozen at ${watermark} rows, peer epoch ${peerEpoch}; ` +
+          `${refusals.length} late write refused (${refusedLine.refused} rows)`,
+      );
+    } catch (e) {
+      for (const p of procs) console.error(tail(p, 25));
+      throw e;
+    } finally {
+      for (const p of procs) {
+        try {
+          p.child.kill("SIGCONT");
+        } catch { /* gone */ }
+      }
       await reap(procs);
     }
   },

@@ -51,6 +51,10 @@ Deno.test({
         RECORDS: String(RECORDS),
         RECORD_MS: "10",
         MAX_IN_FLIGHT: "4",
+        // The plan waits for all three members: with 12 splits and at most 4
+        // lanes each, no two workers can take the whole job, so every runtime
+        // gets work however slowly one of them starts.
+        EXPECT_MEMBERS: String(RUNTIMES.length),
         OUT: out(rt),
       }), async (procs) => {
         const codes = await withTimeout(
@@ -62,7 +66,7 @@ Deno.test({
         });
         for (const [i, p] of procs.entries()) {
           assert.equal(codes[i], 0, `exit 0\n${tail(p)}`);
-          assert.ok(p.lines.some((l) => l.event === "allComplete"), `allComplete on ${p.rt}`);
+          assert.ok(p.lines.some((l) => l.event === "finished" && l.reason === "complete"), `complete on ${p.rt}`);
           assert.deepEqual(finished(p)?.stats.lost ?? {}, {}, `no lane lost on ${p.rt}`);
         }
         // The output of the whole fleet: every record of every split, counted.
@@ -178,6 +182,36 @@ Deno.test({
       for (const c of conns) c.close();
       await accepting;
     }
+  },
+});
+
+Deno.test({
+  name: "bad input: refused NATS credentials exit 1 at once with STORE_AUTH_FAILED on every runtime, no secret logged",
+  ...opts,
+  fn: async () => {
+    await buildOnce();
+    await using server = await NatsServer.start({ extra: 'authorization { user: "sl", password: "right-pw" }' });
+    const opTimeoutMs = 10_000;
+    await withFleet((rt) => ({
+      STORE: "nats",
+      // Credentials in the URL are used (not ignored): the wrong password is refused.
+      NATS_URL: server.wsUrl.replace("ws://", "ws://sl:wrong-pw@"),
+      JOB: `auth-${rt}`,
+      OP_TIMEOUT_MS: String(opTimeoutMs),
+      LEASE_MS: String(2 * opTimeoutMs),
+    }), async (procs) => {
+      for (const p of procs) {
+        const s = await withTimeout(p.status, opTimeoutMs, `${p.rt} exits before the connect timeout`);
+        assert.equal(s.code, 1, tail(p));
+        const failed = p.lines.find((l) => l.event === "startupFailed");
+        assert.ok(failed, `a startupFailed line\n${tail(p)}`);
+        const err = failed.error as { code: string; message: string };
+        assert.equal(err.code, "STORE_AUTH_FAILED", tail(p));
+        assert.match(err.message, /refused the login with user "sl" and a password/);
+        assert.ok(!p.raw.some((l) => l.includes("wrong-pw") || l.includes("right-pw")), `no password in the output\n${tail(p)}`);
+        assert.ok(!p.lines.some((l) => l.event === "serving"), "never served");
+      }
+    });
   },
 });
 

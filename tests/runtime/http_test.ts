@@ -6,7 +6,7 @@ import { ManualClock } from "../../src/coordinator/clock.ts";
 import { settle } from "../helpers/settle.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
-function setup(opts: { drainToken?: string; metricsPrefix?: string } = {}) {
+function setup(opts: { drainToken?: string; drainOpen?: boolean; metricsPrefix?: string } = {}) {
   const coordinator = new ScriptedCoordinator();
   const worker = startWorker({
     coordinator,
@@ -193,8 +193,21 @@ Deno.test("http: /status is JSON with the coordinator snapshot and the worker's 
   await worker.shutdown();
 });
 
-Deno.test("http: POST /drain without a token configured shuts the worker down gracefully", async () => {
+Deno.test("http: POST /drain with no token configured is refused (403) unless drainOpen, and changes nothing", async () => {
   const { coordinator, worker, app } = setup();
+  const res = await app.request("/drain", { method: "POST" });
+  assert.equal(res.status, 403);
+  assert.match((await res.json()).error, /no drainToken is configured .*drainOpen/);
+  assert.equal(coordinator.calls.length, 0);
+  assert.equal(worker.draining, false);
+  await worker.shutdown();
+  assert.throws(() => createApp({ worker, drainToken: "a", drainOpen: true }), /exclude each other/);
+  assert.throws(() => createApp({ worker, drainToken: "s3cret!" }), /RFC 6750/);
+  assert.throws(() => createApp({ worker, drainDeadlineMs: 3e9 }), /drainDeadlineMs .*got 3000000000/);
+});
+
+Deno.test("http: POST /drain with drainOpen and no token shuts the worker down gracefully", async () => {
+  const { coordinator, worker, app } = setup({ drainOpen: true });
   coordinator.gain("a", 1);
   await settle();
   const res = await app.request("/drain", { method: "POST" });
@@ -207,22 +220,20 @@ Deno.test("http: POST /drain without a token configured shuts the worker down gr
   assert.equal((await again.json()).alreadyDraining, true);
 });
 
-Deno.test("http: POST /drain with a token: missing or wrong bearer is 401 and changes nothing", async () => {
+Deno.test("http: POST /drain with a token: missing or wrong bearer is 401, a malformed header 400; nothing changes", async () => {
   const { coordinator, worker, app } = setup({ drainToken: "s3cret" });
-  for (
-    const headers of [
-      {} as Record<string, string>,
-      { authorization: "Bearer nope" },
-      { authorization: "Basic s3cret" },
-      {
-        authorization: "Bearer s3cret-and-more",
-      },
-      { authorization: "Bearer s3cre" },
-    ]
-  ) {
-    const res = await app.request("/drain", { method: "POST", headers });
-    assert.equal(res.status, 401, JSON.stringify(headers));
-    assert.equal(res.headers.get("www-authenticate"), 'Bearer realm="splitlease"');
+  const cases: [Record<string, string>, number, string][] = [
+    [{}, 401, 'Bearer realm="splitlease"'],
+    [{ authorization: "Bearer nope" }, 401, 'Bearer realm="splitlease", error="invalid_token"'],
+    [{ authorization: "Bearer s3cret-and-more" }, 401, 'Bearer realm="splitlease", error="invalid_token"'],
+    [{ authorization: "Bearer s3cre" }, 401, 'Bearer realm="splitlease", error="invalid_token"'],
+    [{ authorization: "Basic s3cret" }, 400, 'Bearer realm="splitlease", error="invalid_request"'],
+    [{ authorization: "Bearer s3 cret" }, 400, 'Bearer realm="splitlease", error="invalid_request"'],
+  ];
+  for (const [headers, status, challenge] of cases) {
+    const res = await app.request("/drain", { method: "POST", headers, body: '{"deadlineMs":1}' });
+    assert.equal(res.status, status, JSON.stringify(headers));
+    assert.equal(res.headers.get("www-authenticate"), challenge);
     assert.ok((await res.json()).error);
   }
   assert.equal(coordinator.calls.length, 0);
@@ -238,7 +249,7 @@ Deno.test("http: POST /drain with a token: missing or wrong bearer is 401 and ch
 });
 
 Deno.test("http: unknown routes 404, wrong methods 405 with Allow, malformed drain bodies 400", async () => {
-  const { coordinator, worker, app } = setup();
+  const { coordinator, worker, app } = setup({ drainOpen: true });
   let res = await app.request("/nope");
   assert.equal(res.status, 404);
   assert.match((await res.json()).error, /no route for GET \/nope/);
@@ -259,9 +270,57 @@ Deno.test("http: unknown routes 404, wrong methods 405 with Allow, malformed dra
   await worker.shutdown();
 });
 
+Deno.test("http: POST /drain with a deadline a timer cannot hold is 400 naming the field, not an instant abort", async () => {
+  const { coordinator, worker, app } = setup({ drainOpen: true });
+  for (const d of [3_000_000_000, 2 ** 31, 1e300]) {
+    const res = await app.request("/drain", { method: "POST", body: JSON.stringify({ deadlineMs: d }) });
+    assert.equal(res.status, 400, String(d));
+    const { error } = await res.json();
+    assert.match(error, /deadlineMs must be an integer from 0 to 2147483647 \(ms\), got /);
+    assert.ok(error.includes(JSON.stringify(d)), error);
+  }
+  assert.equal(coordinator.calls.length, 0, "nothing drained");
+  assert.equal(worker.draining, false);
+  const ok = await app.request("/drain", { method: "POST", body: JSON.stringify({ deadlineMs: 2 ** 31 - 1 }) });
+  assert.equal(ok.status, 202);
+  assert.equal((await ok.json()).deadlineMs, 2 ** 31 - 1);
+  await worker.done;
+});
+
+Deno.test("http: POST /drain refuses a body over 4 KiB with 413 without reading it whole", async () => {
+  const { coordinator, worker, app } = setup({ drainOpen: true });
+  // A body of known length: refused from the header.
+  let res = await app.request("/drain", {
+    method: "POST",
+    headers: { "content-length": String(20 * 1024 * 1024) },
+    body: "x".repeat(5000),
+  });
+  assert.equal(res.status, 413);
+  assert.match((await res.json()).error, /larger than 4096 bytes/);
+  // A streamed body without a length (chunked): reading stops at the limit.
+  let pulled = 0;
+  const endless = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulled += 1024;
+      controller.enqueue(new Uint8Array(1024).fill(32));
+      if (pulled >= 20 * 1024 * 1024) controller.close();
+    },
+  });
+  res = await app.request("/drain", { method: "POST", body: endless, duplex: "half" } as RequestInit);
+  assert.equal(res.status, 413);
+  await res.body?.cancel();
+  assert.ok(pulled <= 16 * 1024, `read ${pulled} bytes of a 20 MiB body`);
+  // A whitespace body at the limit is still fine.
+  res = await app.request("/drain", { method: "POST", body: " ".repeat(4096) });
+  assert.equal(res.status, 202);
+  await res.body?.cancel();
+  assert.deepEqual(coordinator.calls.map((c) => c.op).slice(0, 1), ["drain"]);
+  await worker.done;
+});
+
 Deno.test("http: createApp over a bare coordinator drains it on POST /drain", async () => {
   const coordinator = new ScriptedCoordinator();
-  const app = createApp({ coordinator });
+  const app = createApp({ coordinator, drainOpen: true });
   assert.equal((await app.request("/readyz")).status, 200);
   const text = await (await app.request("/metrics")).text();
   assert.ok(!text.includes("lanes_running"));

@@ -37,12 +37,13 @@ function setup<D>(run: Run<D>, opts: Partial<WorkerOptions<D>> & { extra?: Parti
   const coordinator = new ScriptedCoordinator();
   const clock = new ManualClock();
   const log = capture();
+  const { extra, ...workerOptions } = opts;
   const worker = startWorker<D>({
     coordinator,
-    source: source(run, opts.extra),
+    source: source(run, extra),
     clock,
     logger: log.logger,
-    ...opts,
+    ...workerOptions,
   });
   return { coordinator, clock, worker, lines: log.lines };
 }
@@ -69,6 +70,9 @@ Deno.test("worker: gained splits run one lane each, complete, and allComplete dr
   const seen: string[] = [];
   const { coordinator, worker, lines } = setup<{ id: string }>(async (lane) => {
     seen.push(`${lane.splitId}@${lane.epoch}:${JSON.stringify(lane.progress ?? null)}`);
+    // The fencing token a sink stores: this tenancy's split and epoch.
+    assert.deepEqual(lane.fencingToken, { splitId: lane.splitId, epoch: lane.epoch });
+    assert.ok(Object.isFrozen(lane.fencingToken));
     await lane.commit({ watermark: 5 }, { records: 5 });
     await lane.complete({ watermark: 10 }, { records: 5 });
   });
@@ -88,7 +92,10 @@ Deno.test("worker: gained splits run one lane each, complete, and allComplete dr
   );
   assert.ok(coordinator.calls.some((c) => c.op === "close"));
   const events = lines.map((l) => l.fields.event).filter(Boolean);
-  for (const e of ["joined", "gained", "completed", "allComplete", "finished"]) assert.ok(events.includes(e), e);
+  for (const e of ["joined", "gained", "completed", "draining", "finished"]) assert.ok(events.includes(e), e);
+  // One line per event: the coordinator logs the job's completion, the worker does not repeat it.
+  assert.ok(!lines.some((l) => /job complete/i.test(l.msg)), "no second 'job complete' line from the worker");
+  assert.equal(lines.find((l) => l.fields.event === "draining")?.fields.reason, "complete");
   // Lane ids are fresh per tenancy.
   assert.equal(worker.lanes().length, 0);
 });
