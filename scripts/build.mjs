@@ -4,15 +4,18 @@
 // - dist/<entry>.js: the npm package's code, ESM, one file per deno.json
 //   export, shared code split into dist/chunks/, npm dependencies left as
 //   imports (esbuild);
-// - dist/types/**.d.ts: declarations emitted by tsc from the same sources
-//   (esbuild emits no types; tsc is the reference declaration emitter, and it
-//   type-checks the sources under plain TypeScript rules on the way);
+// - dist/types/**.d.ts: declarations emitted by tsc (TypeScript 7) from the
+//   same sources (esbuild emits no types; tsc is the reference declaration
+//   emitter, and it type-checks the sources under plain TypeScript rules on
+//   the way, so a Deno-only leniency cannot reach a consumer's tsc);
 // - dist/splitlease.bundle.js: one self-contained ESM file, dependencies
 //   inlined, importable by Deno, Bun and Node by path or URL; its first line
 //   `// @ts-self-types="./splitlease.bundle.d.ts"` points Deno at
 //   dist/splitlease.bundle.d.ts, the declarations bundled into one file with
-//   every dependency's types inlined (rollup-plugin-dts), so a program that
-//   imports the bundle by URL type-checks with nothing else installed.
+//   every dependency's types inlined (rollup-plugin-dts, which runs on the
+//   TypeScript 6 compiler API of @typescript/typescript6: TypeScript 7 has no
+//   JS API yet), so a program that imports the bundle by URL type-checks with
+//   nothing else installed.
 //
 // package.json's `exports` must list every deno.json export (checked here).
 import { build } from "esbuild";
