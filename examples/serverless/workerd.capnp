@@ -38,6 +38,9 @@ const mainWorker :Workerd.Worker = (
     (name = "RECORDS", fromEnvironment = "RECORDS"),
     (name = "BATCH_MS", fromEnvironment = "BATCH_MS"),
     (name = "BUDGET_MS", fromEnvironment = "BUDGET_MS"),
+    (name = "OP_TIMEOUT_MS", fromEnvironment = "OP_TIMEOUT_MS"),
+    (name = "DRAIN_DEADLINE_MS", fromEnvironment = "DRAIN_DEADLINE_MS"),
+    (name = "LEASE_MS", fromEnvironment = "LEASE_MS"),
     (name = "TOKEN", fromEnvironment = "TOKEN"),
   ],
 );
