@@ -27,13 +27,18 @@ const options = sliceOptions(Deno.env.toObject(), "deno-deploy");
 // Validates the options: a bad configuration fails at start-up, naming the rule.
 const handler = createSliceHandler(options);
 
-Deno.serve({ port: Number(Deno.env.get("PORT") ?? 8000), onListen: ({ port }) => console.log(JSON.stringify({ event: "listening", port })) }, handler);
+Deno.serve({
+  port: Number(Deno.env.get("PORT") ?? 8000),
+  onListen: ({ port }) => console.log(JSON.stringify({ event: "listening", port })),
+}, handler);
 
 // Deno.cron is unstable outside Deno Deploy: locally it needs --unstable-cron.
 const cron = (Deno as unknown as { cron?: (name: string, schedule: string, run: () => Promise<void>) => Promise<void> }).cron;
 if (cron) {
-  cron("splitlease slice", "* * * * *", async () => {
+  const schedule = "* * * * *";
+  cron("splitlease slice", schedule, async () => {
     const result = await runSlice(options);
     console.log(JSON.stringify({ event: "cronSlice", ...result }));
   });
+  console.log(JSON.stringify({ event: "cronRegistered", schedule }));
 }
