@@ -145,3 +145,26 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "package: npm install in this repository is quiet on Node >= 22; on an older Node only @nats-io/nuid's engine warning remains",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const install = ["install", "--dry-run", "--prefer-offline", "--no-audit", "--no-fund"];
+    const onNode24 = await runCmd("npm", install, { cwd: root, env: npmEnv(), timeoutMs: 60_000, what: "npm install --dry-run on Node 24" });
+    assert.doesNotMatch(onNode24.out, /npm warn/i);
+
+    // The machine's own Node (the one `npm install` runs on before anything is
+    // installed): without the node_modules/.bin that `npm test` puts first.
+    const path = (Deno.env.get("PATH") ?? "").split(":").filter((p) => !p.includes("node_modules/.bin")).join(":");
+    const env = { ...Deno.env.toObject(), PATH: path, NO_COLOR: "1" };
+    const version = (await runCmd("node", ["--version"], { env })).stdout.trim();
+    const onMachine = await runCmd("npm", install, { cwd: root, env, timeoutMs: 60_000, what: `npm install --dry-run on Node ${version}` });
+    const warned = [...onMachine.out.matchAll(/EBADENGINE\s+package: '([^']+)'/g)].map((m) => m[1]);
+    const major = Number(/^v(\d+)/.exec(version)?.[1]);
+    // devEngines (not engines) states what this checkout needs, so npm checks the root against that.
+    assert.deepEqual(warned, major >= 22 ? [] : ["@nats-io/nuid@3.0.0"], `Node ${version}:\n${onMachine.out}`);
+    assert.doesNotMatch(onMachine.out.replace(/npm warn EBADENGINE.*\n/g, ""), /npm warn/i);
+  },
+});
