@@ -1,26 +1,69 @@
 #!/usr/bin/env node
-// `npm run build`: the Node build in dist/ (ESM, one file per deno.json
-// export plus the adapters, shared code split into chunks, npm dependencies
-// left as imports) and dist/splitlease.bundle.js (one self-contained ESM
-// file, dependencies inlined, importable by Deno, Bun and Node by path/URL).
+// `npm run build` (also `prepack`, so `npm pack` / `npm publish` build first):
+//
+// - dist/<entry>.js: the npm package's code, ESM, one file per deno.json
+//   export, shared code split into dist/chunks/, npm dependencies left as
+//   imports (esbuild);
+// - dist/types/**.d.ts: declarations emitted by tsc (TypeScript 7) from the
+//   same sources (esbuild emits no types; tsc is the reference declaration
+//   emitter, and it type-checks the sources under plain TypeScript rules on
+//   the way, so a Deno-only leniency cannot reach a consumer's tsc);
+// - dist/splitlease.bundle.js: one self-contained ESM file, dependencies
+//   inlined, importable by Deno, Bun and Node by path or URL; its first line
+//   `// @ts-self-types="./splitlease.bundle.d.ts"` points Deno at
+//   dist/splitlease.bundle.d.ts, the declarations bundled into one file with
+//   every dependency's types inlined (rollup-plugin-dts, which runs on the
+//   TypeScript 6 compiler API of @typescript/typescript6: TypeScript 7 has no
+//   JS API yet), so a program that imports the bundle by URL type-checks with
+//   nothing else installed.
+//
+// package.json's `exports` must list every deno.json export (checked here).
 import { build } from "esbuild";
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
 
 const root = new URL("..", import.meta.url).pathname;
 const out = join(root, "dist");
+const types = join(out, "types");
 const deno = JSON.parse(readFileSync(join(root, "deno.json"), "utf8"));
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+const started = Date.now();
+
+function fail(message) {
+  process.stderr.write(`build failed: ${message}\n`);
+  process.exit(1);
+}
+
+// Every deno.json export, same subpath, .ts -> .js (code) and .d.ts (types).
+const entries = Object.entries(deno.exports).map(([sub, file]) => {
+  const src = file.replace(/^\.\//, "");
+  const stem = src.replace(/\.ts$/, "");
+  return { sub, src, js: `./dist/${stem}.js`, dts: `./dist/types/${stem}.d.ts` };
+});
+for (const e of entries) {
+  const want = { types: e.dts, default: e.js };
+  const have = pkg.exports?.[e.sub];
+  if (JSON.stringify(have) !== JSON.stringify(want)) {
+    fail(
+      `package.json exports[${JSON.stringify(e.sub)}] must be ${JSON.stringify(want)} ` +
+        `(deno.json exports it as ${deno.exports[e.sub]}), got ${JSON.stringify(have)}`,
+    );
+  }
+}
+for (const sub of Object.keys(pkg.exports ?? {})) {
+  if (!(sub in deno.exports) && sub !== "./package.json") {
+    fail(`package.json exports ${JSON.stringify(sub)}, which deno.json does not export`);
+  }
+}
 
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 
-// Every deno.json export, same subpath, .ts -> .js.
-const entries = Object.entries(deno.exports).map(([sub, file]) => ({ sub, file: file.replace(/^\.\//, "") }));
-const started = Date.now();
+// --- code (esbuild) ----------------------------------------------------------
 await build({
   absWorkingDir: root,
-  entryPoints: entries.map((e) => ({ in: e.file, out: e.file.replace(/\.ts$/, "") })),
+  entryPoints: entries.map((e) => ({ in: e.src, out: e.src.replace(/\.ts$/, "") })),
   outdir: out,
   bundle: true,
   splitting: true,
@@ -33,34 +76,84 @@ await build({
   logLevel: "warning",
 });
 
-const exportsMap = {};
-for (const e of entries) exportsMap[e.sub] = "./" + e.file.replace(/\.ts$/, ".js");
+// --- declarations (tsc) --------------------------------------------------------
+// A throwaway tsconfig so the entry list comes from deno.json. The Deno
+// adapter's few `Deno.*` calls get a minimal ambient shim for this compile
+// only (the real Deno types check it in `npm test`); no Deno type reaches a
+// declaration.
+const shim = join(out, ".deno-shim.d.ts");
 writeFileSync(
-  join(out, "package.json"),
-  JSON.stringify(
-    {
-      name: pkg.name,
-      version: deno.version,
-      description: pkg.description,
-      license: deno.license,
-      type: "module",
-      engines: { node: ">=22" },
-      exports: exportsMap,
-      dependencies: pkg.dependencies,
+  shim,
+  `declare namespace Deno {
+  type Signal = "SIGTERM" | "SIGINT" | "SIGHUP" | "SIGQUIT";
+  const version: { deno: string };
+  function serve(
+    options: { port: number; hostname: string; onListen?: () => void },
+    handler: (request: Request) => Response | Promise<Response>,
+  ): { addr: { port: number }; shutdown(): Promise<void> };
+  function addSignalListener(signal: Signal, handler: () => void): void;
+  function removeSignalListener(signal: Signal, handler: () => void): void;
+  function exit(code?: number): never;
+}
+`,
+);
+const tsconfig = join(root, ".tsconfig.build.json");
+writeFileSync(
+  tsconfig,
+  JSON.stringify({
+    compilerOptions: {
+      target: "es2022",
+      module: "nodenext",
+      moduleResolution: "nodenext",
+      lib: ["esnext", "dom", "dom.iterable", "dom.asynciterable"],
+      types: ["node"],
+      strict: true,
+      declaration: true,
+      emitDeclarationOnly: true,
+      allowImportingTsExtensions: true,
+      skipLibCheck: true,
+      rootDir: ".",
+      outDir: "dist/types",
     },
-    null,
-    2,
-  ) + "\n",
+    files: [...entries.map((e) => e.src), relative(root, shim)],
+  }),
 );
+const tsc = spawnSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", tsconfig], {
+  cwd: root,
+  encoding: "utf8",
+});
+rmSync(tsconfig, { force: true });
+rmSync(shim, { force: true });
+if (tsc.status !== 0) fail(`tsc could not emit declarations:\n${tsc.stdout}${tsc.stderr}`);
 
-// The single-file bundle: the runtime-neutral API (mod, nats, serverless).
+// tsc keeps the sources' `.ts` specifiers in declarations; consumers resolve
+// `.js` (the emitted file's name) under every module resolution mode.
+const disposableLib = '/// <reference lib="esnext.disposable" />\n';
+const relTs = /((?:from|import)\s*\(?\s*["'])(\.{1,2}\/[^"']+)\.ts(["'])/g;
+function walk(dir, f) {
+  for (const ent of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, ent.name);
+    if (ent.isDirectory()) walk(p, f);
+    else f(p);
+  }
+}
+walk(types, (p) => {
+  if (!p.endsWith(".d.ts")) return;
+  const text = readFileSync(p, "utf8");
+  let fixed = text.replace(relTs, "$1$2.js$3");
+  // Stores, coordinators and workers are `AsyncDisposable`: say which lib
+  // that needs, so a consumer's `lib: ["es2022"]` still type-checks.
+  if (/AsyncDisposable|Symbol\.asyncDispose/.test(fixed)) fixed = disposableLib + fixed;
+  if (fixed !== text) writeFileSync(p, fixed);
+});
+for (const e of entries) {
+  if (!existsSync(join(root, e.dts))) fail(`tsc emitted no ${e.dts} for ${e.src}`);
+}
+
+// --- the single-file bundle (runtime-neutral API: mod, nats, serverless) ------
+const bundled = ["mod.ts", "nats.ts", "adapters/serverless.ts"];
 const bundleEntry = join(out, ".bundle-entry.ts");
-writeFileSync(
-  bundleEntry,
-  ["mod.ts", "nats.ts", "adapters/serverless.ts"]
-    .map((f) => `export * from ${JSON.stringify(join(root, f))};`)
-    .join("\n") + "\n",
-);
+writeFileSync(bundleEntry, bundled.map((f) => `export * from ${JSON.stringify(join(root, f))};`).join("\n") + "\n");
 await build({
   absWorkingDir: root,
   entryPoints: [bundleEntry],
@@ -74,6 +167,9 @@ await build({
   minify: true,
   keepNames: true,
   legalComments: "eof",
+  // Deno reads the declarations named here when the bundle is imported by
+  // path or URL (https://docs.deno.com/runtime/fundamentals/typescript/).
+  banner: { js: '// @ts-self-types="./splitlease.bundle.d.ts"' },
   // tweetnacl (via nkeys) may require("crypto") for randomBytes: serve it
   // from Web Crypto, which every supported runtime has.
   plugins: [{
@@ -91,9 +187,37 @@ await build({
   logLevel: "warning",
 });
 rmSync(bundleEntry);
-const size = statSync(join(out, "splitlease.bundle.js")).size;
+
+// Its declarations: one file, dependencies' types inlined (a program that
+// imports the bundle by URL has no node_modules to resolve "zod" from).
+const dtsEntry = join(types, ".bundle-entry.d.ts");
+writeFileSync(
+  dtsEntry,
+  bundled.map((f) => `export * from ${JSON.stringify("./" + f.replace(/\.ts$/, ".js"))};`).join("\n") + "\n",
+);
+const { rollup } = await import("rollup");
+const { dts } = await import("rollup-plugin-dts");
+const warnings = [];
+const rolled = await rollup({
+  input: dtsEntry,
+  plugins: [dts({ respectExternal: true, compilerOptions: { types: [] } })],
+  onwarn: (w) => warnings.push(w.message),
+});
+await rolled.write({ file: join(out, "splitlease.bundle.d.ts"), format: "es" });
+await rolled.close();
+rmSync(dtsEntry);
+const bundleDts = disposableLib +
+  readFileSync(join(out, "splitlease.bundle.d.ts"), "utf8").replaceAll(disposableLib, "");
+writeFileSync(join(out, "splitlease.bundle.d.ts"), bundleDts);
+const code = bundleDts.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+const bare = [...code.matchAll(/(?:from\s*|import\s*\(\s*)["']([^"'.][^"']*)["']/g)].map((m) => m[1]);
+if (bare.length) fail(`dist/splitlease.bundle.d.ts still imports ${[...new Set(bare)].join(", ")}`);
+if (warnings.length) process.stderr.write(`declaration bundle warnings:\n  ${warnings.join("\n  ")}\n`);
+
+const size = (f) => `${(statSync(join(out, f)).size / 1024).toFixed(0)} KiB`;
 console.log(
-  `built dist/ (${entries.map((e) => e.sub).join(", ")}) and dist/splitlease.bundle.js (${(size / 1024).toFixed(0)} KiB) in ${
-    Date.now() - started
-  } ms`,
+  `built dist/ (${entries.map((e) => e.sub).join(", ")}; declarations in dist/types/) and ` +
+    `dist/splitlease.bundle.js (${size("splitlease.bundle.js")}, types ${size("splitlease.bundle.d.ts")}) in ${
+      Date.now() - started
+    } ms`,
 );

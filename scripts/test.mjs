@@ -206,6 +206,8 @@ await denoSuite("coordinator tests", ["tests/coordinator"]);
 if (!quick) await denoSuite("simulation", ["tests/sim"]);
 await denoSuite("runtime tests", ["tests/runtime"]);
 await denoSuite("example tests", ["tests/examples"]);
+await denoSuite("package tests (npm pack, URL import)", ["tests/package"]);
+await denoSuite("serverless platform tests (workerd, Lambda, Deno Deploy)", ["tests/serverless"]);
 
 log(`\nFinished in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 if (failures.length) log("Failed: " + failures.join("; "));

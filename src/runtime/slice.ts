@@ -16,7 +16,7 @@ import { systemClock } from "../coordinator/clock.ts";
 import { jsonLogger } from "./logger.ts";
 import type { SplitSource } from "./source.ts";
 import { startWorker, type WorkerOutcome } from "./worker.ts";
-import { pickTunables, TUNABLE_KEYS } from "../coordinator/config.ts";
+import { parseCoordinatorConfig, pickTunables, TUNABLE_KEYS } from "../coordinator/config.ts";
 import { keysOf, rejectUnknownKeys } from "../util/options.ts";
 import { durationIssue } from "../util/timers.ts";
 
@@ -42,11 +42,16 @@ export interface SliceOptions<D = unknown> extends CoordinatorTunables {
   job: string;
   /** Instance id prefix; each invocation is `<prefix>-<random>` (default `fn`). */
   instancePrefix?: string;
-  /** Total time budget of an invocation in ms (default 30000). */
+  /**
+   * Total time budget of an invocation in ms (default 30000). Must be at
+   * least `marginMs + opTimeoutMs`: the drain margin plus one store
+   * operation's time to join and claim (16000 with the defaults).
+   */
   budgetMs?: number;
   /**
    * Time reserved at the end of the budget for the drain, release and leave
-   * (default `drainDeadlineMs + 1000`). Must exceed `drainDeadlineMs`.
+   * (default `drainDeadlineMs + 1000`). Must exceed `drainDeadlineMs`, which
+   * must be at least `opTimeoutMs`.
    */
   marginMs?: number;
   /** Stalled job fatal (outcome `stalled`, default) or drained with a warning. */
@@ -130,7 +135,7 @@ const SLICE_KEYS: readonly string[] = [
 ];
 
 /** Refuses unknown keys and out-of-range durations before anything connects. */
-function checkSliceOptions(options: SliceOptions<unknown>, where: string): void {
+function checkSliceInput(options: SliceOptions<unknown>, where: string): void {
   if (!options || typeof options !== "object") throw new SplitleaseError("INVALID_CONFIG", `${where} needs an options object`);
   rejectUnknownKeys(options, SLICE_KEYS, where);
   for (const key of ["budgetMs", "marginMs", "abortGraceMs", "commitIntervalMs"] as const) {
@@ -138,6 +143,88 @@ function checkSliceOptions(options: SliceOptions<unknown>, where: string): void 
     const issue = durationIssue(key, options[key]);
     if (issue) throw new SplitleaseError("INVALID_CONFIG", `${where}: ${issue}`);
   }
+}
+
+/** A slice's timing after defaults (see {@linkcode checkSliceOptions}). */
+export interface SliceTiming {
+  /** The invocation's whole budget. */
+  budgetMs: number;
+  /** The end of the budget kept for the drain, release and leave. */
+  marginMs: number;
+  /** Deadline of the cooperative drain. */
+  drainDeadlineMs: number;
+  /** Timeout of one store operation. */
+  opTimeoutMs: number;
+  /** The smallest budget these options allow: `marginMs + opTimeoutMs`. */
+  minBudgetMs: number;
+}
+
+const PREFIX = /^[A-Za-z0-9_-]{1,100}$/;
+
+/**
+ * Validates slice options with `budgetMs` (default `options.budgetMs`, else
+ * 30000) and returns the timing they imply. Checks every rule the slice and
+ * its coordinator would otherwise break at run time — the coordinator
+ * tunables (`leaseMs >= 2 × opTimeoutMs`, `drainDeadlineMs >= opTimeoutMs`,
+ * ...), `marginMs > drainDeadlineMs`, `budgetMs >= marginMs + opTimeoutMs`,
+ * the job and instance prefix, a store — and throws one `INVALID_CONFIG`
+ * error naming each broken rule. `createSliceHandler` and `runSlice` call it
+ * before doing anything, so a handler that cannot work fails when it is
+ * created, not with an error on every request.
+ *
+ * @example
+ * ```ts
+ * import { checkSliceOptions } from "./slice.ts";
+ * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
+ * declare const source: SplitSource;
+ * const t = checkSliceOptions({ store: new MemoryStore(), source, job: "j", budgetMs: 8000, opTimeoutMs: 1000, drainDeadlineMs: 3000 });
+ * console.log(t.marginMs, t.minBudgetMs); // 4000 5000
+ * ```
+ */
+export function checkSliceOptions<D>(
+  options: SliceOptions<D>,
+  budgetMs: number = options.budgetMs ?? 30_000,
+  where = "slice",
+): SliceTiming {
+  checkSliceInput(options as SliceOptions<unknown>, where);
+  const rules: string[] = [];
+  const opTimeoutMs = options.opTimeoutMs ?? 5000;
+  const drainDeadlineMs = options.drainDeadlineMs ?? 10_000;
+  const marginMs = options.marginMs ?? drainDeadlineMs + 1000;
+  const minBudgetMs = marginMs + opTimeoutMs;
+  if (!Number.isInteger(budgetMs) || budgetMs <= 0) {
+    rules.push(`budgetMs must be a positive integer (ms), got ${budgetMs}`);
+  } else if (budgetMs < minBudgetMs) {
+    rules.push(
+      `budgetMs must be at least marginMs + opTimeoutMs (${marginMs} + ${opTimeoutMs} = ${minBudgetMs}), got ${budgetMs}: ` +
+        "the end of the budget is kept for the drain and the rest must fit at least one store operation to join; " +
+        "lower drainDeadlineMs (and opTimeoutMs) or raise the budget",
+    );
+  }
+  if (!Number.isInteger(marginMs) || marginMs <= drainDeadlineMs) {
+    rules.push(
+      `marginMs must exceed drainDeadlineMs (${drainDeadlineMs}) to leave time to release and leave after the drain, got ${marginMs}`,
+    );
+  }
+  const prefix = options.instancePrefix ?? "fn";
+  if (!PREFIX.test(prefix)) {
+    rules.push(`instancePrefix must be 1-100 characters of [A-Za-z0-9_-], got ${JSON.stringify(prefix)}`);
+  }
+  if (!options.store && !options.storeFactory) rules.push("a slice needs a store or a storeFactory");
+  try {
+    parseCoordinatorConfig({
+      ...pickTunables(options),
+      drainDeadlineMs,
+      job: options.job,
+      instance: `${PREFIX.test(prefix) ? prefix : "fn"}-0000000000`,
+      fingerprint: "checked-at-join",
+    });
+  } catch (e) {
+    if (!(e instanceof SplitleaseError)) throw e;
+    rules.push(e.message.replace(/^Invalid coordinator config: /, ""));
+  }
+  if (rules.length) throw new SplitleaseError("INVALID_CONFIG", `Invalid slice config: ${rules.join("; ")}`);
+  return { budgetMs, marginMs, drainDeadlineMs, opTimeoutMs, minBudgetMs };
 }
 
 function nonce(): string {
@@ -192,24 +279,13 @@ export async function runSlice<D>(
   options: SliceOptions<D>,
   budgetMs: number = options.budgetMs ?? 30_000,
 ): Promise<SliceResult> {
-  checkSliceOptions(options as SliceOptions<unknown>, "runSlice");
   const issue = durationIssue("budgetMs", budgetMs);
   if (issue) throw new SplitleaseError("INVALID_ARGUMENT", `runSlice: ${issue}`);
+  const { drainDeadlineMs, marginMs } = checkSliceOptions(options, budgetMs, "runSlice");
   const clock = options.clock ?? systemClock;
   const started = clock.now();
   const instance = `${options.instancePrefix ?? "fn"}-${nonce()}`;
   const log = options.logger ?? jsonLogger({ base: { instance } });
-  const drainDeadlineMs = options.drainDeadlineMs ?? 10_000;
-  const marginMs = options.marginMs ?? drainDeadlineMs + 1000;
-  if (marginMs <= drainDeadlineMs) {
-    throw new SplitleaseError(
-      "INVALID_CONFIG",
-      `marginMs (${marginMs}) must exceed drainDeadlineMs (${drainDeadlineMs})`,
-    );
-  }
-  if (!(budgetMs > marginMs)) {
-    throw new SplitleaseError("INVALID_ARGUMENT", `budgetMs (${budgetMs}) must exceed marginMs (${marginMs})`);
-  }
   const ownsStore = !options.store;
   const store = options.store ?? (options.storeFactory ? await options.storeFactory() : undefined);
   if (!store) throw new SplitleaseError("INVALID_CONFIG", "a slice needs a store or a storeFactory");
@@ -282,7 +358,12 @@ export async function runSlice<D>(
  * cron-triggered containers): every `GET` or `POST` runs one
  * {@linkcode runSlice} and answers its {@linkcode SliceResult} as JSON (200;
  * 500 on `error`; 409 on `stalled`). The budget may be lowered per request
- * with the `x-splitlease-budget-ms` header or `?budgetMs=`.
+ * with the `x-splitlease-budget-ms` header or `?budgetMs=` (400 below the
+ * smallest budget the options allow).
+ *
+ * @throws {SplitleaseError} `INVALID_CONFIG` at creation, naming every broken
+ * rule, when the options cannot work (a budget too small for
+ * `marginMs + opTimeoutMs`, `drainDeadlineMs` below `opTimeoutMs`, ...).
  *
  * @example
  * ```ts
@@ -293,8 +374,7 @@ export async function runSlice<D>(
  * ```
  */
 export function createSliceHandler<D>(options: SliceOptions<D>): (request: Request) => Promise<Response> {
-  checkSliceOptions(options as SliceOptions<unknown>, "createSliceHandler");
-  const maxBudget = options.budgetMs ?? 30_000;
+  const { budgetMs: maxBudget, minBudgetMs } = checkSliceOptions(options, undefined, "createSliceHandler");
   const json = (status: number, body: unknown) =>
     new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8" } });
   return async (request: Request): Promise<Response> => {
@@ -312,7 +392,14 @@ export function createSliceHandler<D>(options: SliceOptions<D>): (request: Reque
     let budget = maxBudget;
     if (raw !== null) {
       const n = Number(raw);
-      if (!Number.isInteger(n) || n <= 0) return json(400, { error: "budget must be a positive integer (ms)" });
+      if (!Number.isInteger(n) || n <= 0) {
+        return json(400, { error: `budget must be a positive integer (ms), got ${JSON.stringify(raw)}` });
+      }
+      if (n < minBudgetMs) {
+        return json(400, {
+          error: `budget must be at least marginMs + opTimeoutMs (${minBudgetMs} ms) for these options, got ${n}`,
+        });
+      }
       budget = Math.min(n, maxBudget);
     }
     try {

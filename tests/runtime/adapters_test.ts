@@ -155,12 +155,17 @@ Deno.test({
       const out = (await sh(cmd, [...args])).trim().split("\n").pop()!;
       assert.deepEqual(JSON.parse(out), { ok: true, nats: "function", slice: "function" }, cmd);
     }
-    const pkg = JSON.parse(await Deno.readTextFile(`${root}dist/package.json`));
+    // package.json (the npm package) maps every deno.json export to its
+    // built code and declarations.
+    const pkg = JSON.parse(await Deno.readTextFile(`${root}package.json`));
     const deno = JSON.parse(await Deno.readTextFile(`${root}deno.json`));
-    assert.deepEqual(Object.keys(pkg.exports), Object.keys(deno.exports));
-    for (const [sub, file] of Object.entries(pkg.exports)) {
-      assert.equal(file, (deno.exports[sub] as string).replace(/\.ts$/, ".js"));
-      await Deno.stat(`${root}dist/${(file as string).slice(2)}`);
+    assert.deepEqual(Object.keys(pkg.exports).filter((s) => s !== "./package.json"), Object.keys(deno.exports));
+    for (const [sub, target] of Object.entries(pkg.exports)) {
+      if (sub === "./package.json") continue;
+      const stem = (deno.exports[sub] as string).replace(/^\.\//, "").replace(/\.ts$/, "");
+      assert.deepEqual(target, { types: `./dist/types/${stem}.d.ts`, default: `./dist/${stem}.js` });
+      await Deno.stat(`${root}dist/${stem}.js`);
+      await Deno.stat(`${root}dist/types/${stem}.d.ts`);
     }
   },
 });

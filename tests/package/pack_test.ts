@@ -1,0 +1,170 @@
+/**
+ * The npm package end to end: `npm pack`, install the tarball into a fresh
+ * project, type-check a consumer with `tsc --strict` (with DOM types, and
+ * with only Node's), and run it on Node 24 and Bun.
+ */
+import assert from "node:assert/strict";
+import { runCmd } from "../helpers/cmd.ts";
+import { bin, npmEnv, packOnce, root, tempDir } from "./pack.ts";
+
+const CONSUMER = `
+import { MemoryStore, runSlice, splitIdFrom, type SliceResult, type SplitSource } from "@splitlease/splitlease";
+import { NatsStore, type NatsStoreOptions } from "@splitlease/splitlease/nats";
+import { createSliceHandler } from "@splitlease/splitlease/serverless";
+import type { serve as denoServe } from "@splitlease/splitlease/deno";
+
+const source: SplitSource<{ from: number; to: number }> = {
+  fingerprint: () => "consumer-v1",
+  async plan() {
+    const splits = [];
+    for (let from = 0; from < 300; from += 100) {
+      splits.push({ id: await splitIdFrom(["n", from]), descriptor: { from, to: from + 100 } });
+    }
+    return { splits, finality: "final" as const };
+  },
+  async run(lane) {
+    // @ts-expect-error descriptor is typed: no such field
+    lane.descriptor.nope;
+    let i = Number(lane.progress?.watermark ?? lane.descriptor.from);
+    while (i < lane.descriptor.to && !lane.signal.aborted) {
+      const end = Math.min(i + 25, lane.descriptor.to);
+      await lane.commit({ watermark: end }, { records: end - i });
+      i = end;
+    }
+    if (i >= lane.descriptor.to) await lane.complete();
+  },
+};
+
+const options: NatsStoreOptions = { servers: ["ws://127.0.0.1:4222"], job: "consumer" };
+// @ts-expect-error servers is required
+const incomplete: NatsStoreOptions = { job: "consumer" };
+const handler: (request: Request) => Promise<Response> = createSliceHandler({ store: new MemoryStore(), source, job: "h" });
+const adapter = "Bun" in globalThis
+  ? await import("@splitlease/splitlease/bun")
+  : await import("@splitlease/splitlease/node");
+const denoServeType: typeof denoServe | undefined = undefined;
+
+const store = new MemoryStore();
+const result: SliceResult = await runSlice({
+  store, source, job: "consumer", budgetMs: 5000,
+  leaseMs: 1000, opTimeoutMs: 400, drainDeadlineMs: 1000, logger: () => {},
+});
+await store.close();
+// @ts-expect-error outcome is a string union
+const wrong: number = result.outcome;
+console.log(JSON.stringify({
+  outcome: result.outcome,
+  records: result.recordsCommitted,
+  connect: typeof NatsStore.connect,
+  handler: typeof handler,
+  serve: typeof adapter.serve,
+  unused: [options.job, incomplete, denoServeType, wrong].length,
+}));
+`;
+
+/** A consumer's tsconfig: strict, nodenext, declarations of every dependency checked too. */
+function tsconfig(lib: string[], types: string[]): string {
+  return JSON.stringify({
+    compilerOptions: {
+      strict: true,
+      noEmit: true,
+      target: "es2022",
+      module: "nodenext",
+      moduleResolution: "nodenext",
+      lib,
+      types,
+      skipLibCheck: false,
+    },
+    files: ["consumer.ts"],
+  });
+}
+
+Deno.test({
+  name: "package: npm pack installs into a fresh project, type-checks with tsc --strict, runs on Node 24 and Bun",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const { tarball, files } = await packOnce();
+    const pkg = JSON.parse(await Deno.readTextFile(`${root}package.json`));
+    const deno = JSON.parse(await Deno.readTextFile(`${root}deno.json`));
+
+    // What the tarball holds: the docs, the license, code and types of every entry, nothing else.
+    for (const f of ["LICENSE", "README.md", "package.json"]) assert.ok(files.includes(f), `tarball has ${f}`);
+    for (const [sub, target] of Object.entries(pkg.exports as Record<string, { types: string; default: string }>)) {
+      if (sub === "./package.json") continue;
+      assert.ok(sub in deno.exports, `${sub} is a deno.json export too`);
+      assert.ok(files.includes(target.default.slice(2)), `tarball has ${target.default} (${sub})`);
+      assert.ok(files.includes(target.types.slice(2)), `tarball has ${target.types} (${sub})`);
+    }
+    const stray = files.filter((f) =>
+      /^(src|tests|examples|scripts|bench|adapters)\//.test(f) || f.includes("fixtures") || f.includes("bundle")
+    );
+    assert.deepEqual(stray, [], "no sources, tests, fixtures or the URL bundle in the npm package");
+    assert.notEqual(pkg.private, true);
+    assert.equal(pkg.name, "@splitlease/splitlease");
+    assert.equal(pkg.engines.node, ">=22");
+    for (const dev of ["postgres", "aws4fetch", "s3rver", "typescript", "workerd"]) {
+      assert.ok(!(dev in pkg.dependencies), `${dev} is a devDependency only`);
+    }
+
+    // A fresh project installs the tarball (from the npm cache where it can).
+    const app = tempDir("splitlease-consumer-");
+    await Deno.writeTextFile(`${app}/package.json`, JSON.stringify({ name: "consumer", private: true, type: "module" }));
+    const install = await runCmd(
+      "npm",
+      ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, `@types/node@${pkg.devDependencies["@types/node"]}`],
+      { cwd: app, env: npmEnv(), timeoutMs: 120_000, what: "npm install of the tarball" },
+    );
+    assert.doesNotMatch(install.out, /EBADENGINE|npm warn/i, "a quiet install on Node >= 22");
+    const installed = JSON.parse(await Deno.readTextFile(`${app}/node_modules/@splitlease/splitlease/package.json`));
+    assert.deepEqual(Object.keys(installed.dependencies).sort(), Object.keys(pkg.dependencies).sort());
+
+    await Deno.writeTextFile(`${app}/consumer.ts`, CONSUMER);
+    await Deno.writeTextFile(`${app}/tsconfig.dom.json`, tsconfig(["es2022", "dom"], []));
+    await Deno.writeTextFile(`${app}/tsconfig.node.json`, tsconfig(["es2022"], ["node"]));
+    const tsc = `${root}node_modules/typescript/bin/tsc`;
+    await Promise.all(["dom", "node"].map((v) =>
+      runCmd(bin("node"), [tsc, "-p", `tsconfig.${v}.json`], {
+        cwd: app,
+        timeoutMs: 90_000,
+        what: `tsc --strict of the consumer (${v} types)`,
+      })
+    ));
+
+    for (const [rt, args] of [["node", ["consumer.ts"]], ["bun", ["consumer.ts"]]] as const) {
+      const r = await runCmd(bin(rt), [...args], { cwd: app, timeoutMs: 30_000, what: `the consumer on ${rt}` });
+      const last = JSON.parse(r.stdout.trim().split("\n").pop()!);
+      assert.deepEqual(last, {
+        outcome: "complete",
+        records: 300,
+        connect: "function",
+        handler: "function",
+        serve: "function",
+        unused: 4,
+      }, rt);
+    }
+  },
+});
+
+Deno.test({
+  name: "package: npm install in this repository is quiet on Node >= 22; on an older Node only @nats-io/nuid's engine warning remains",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const install = ["install", "--dry-run", "--prefer-offline", "--no-audit", "--no-fund"];
+    const onNode24 = await runCmd("npm", install, { cwd: root, env: npmEnv(), timeoutMs: 60_000, what: "npm install --dry-run on Node 24" });
+    assert.doesNotMatch(onNode24.out, /npm warn/i);
+
+    // The machine's own Node (the one `npm install` runs on before anything is
+    // installed): without the node_modules/.bin that `npm test` puts first.
+    const path = (Deno.env.get("PATH") ?? "").split(":").filter((p) => !p.includes("node_modules/.bin")).join(":");
+    const env = { ...Deno.env.toObject(), PATH: path, NO_COLOR: "1" };
+    const version = (await runCmd("node", ["--version"], { env })).stdout.trim();
+    const onMachine = await runCmd("npm", install, { cwd: root, env, timeoutMs: 60_000, what: `npm install --dry-run on Node ${version}` });
+    const warned = [...onMachine.out.matchAll(/EBADENGINE\s+package: '([^']+)'/g)].map((m) => m[1]);
+    const major = Number(/^v(\d+)/.exec(version)?.[1]);
+    // devEngines (not engines) states what this checkout needs, so npm checks the root against that.
+    assert.deepEqual(warned, major >= 22 ? [] : ["@nats-io/nuid@3.0.0"], `Node ${version}:\n${onMachine.out}`);
+    assert.doesNotMatch(onMachine.out.replace(/npm warn EBADENGINE.*\n/g, ""), /npm warn/i);
+  },
+});

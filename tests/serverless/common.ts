@@ -1,0 +1,75 @@
+/**
+ * Shared by the serverless platform tests: the job every platform runs (the
+ * examples' numbers source, sized to need several short invocations), the
+ * esbuild step, and the no-loss check over every invocation's summary.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { runCmd } from "../helpers/cmd.ts";
+
+/** Repository root (with a trailing slash). */
+export const root: string = new URL("../../", import.meta.url).pathname;
+/** A tool from node_modules/.bin. */
+export const bin = (n: string): string => `${root}node_modules/.bin/${n}`;
+
+/** 8 splits × 800 records, 20 records per 20 ms batch: ~0.8 s of work per split. */
+export const SPLITS = 8;
+export const RECORDS = 800;
+
+/** Environment of the examples (examples/serverless/config.ts) for a job on `natsUrl`. */
+export function jobEnv(natsUrl: string, job: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    NATS_URL: natsUrl,
+    JOB: job,
+    SPLITS: String(SPLITS),
+    RECORDS: String(RECORDS),
+    BATCH_MS: "20",
+    // Short timeouts so a 3 s invocation is a valid slice: 2 s margin, 1 s of work.
+    OP_TIMEOUT_MS: "500",
+    DRAIN_DEADLINE_MS: "1000",
+    LEASE_MS: "1000",
+    ...extra,
+  };
+}
+
+/** Bundles `entry` with esbuild into `outfile` (paths relative to the root). */
+export async function bundle(entry: string, outfile: string, args: string[]): Promise<void> {
+  await runCmd(bin("esbuild"), [entry, "--bundle", "--format=esm", "--log-level=warning", `--outfile=${outfile}`, ...args], {
+    cwd: root,
+    timeoutMs: 60_000,
+    what: `esbuild of ${entry}`,
+  });
+}
+
+/** The fields of a slice summary the checks read. */
+export interface Slice {
+  instance: string;
+  outcome: string;
+  recordsCommitted: number;
+  completed: number;
+  released: number;
+  lost: Record<string, number>;
+  forced: boolean;
+  durationMs: number;
+}
+
+/**
+ * Every record of the job committed exactly once over all invocations (none
+ * lost, none replayed: each commit reports the records since the previous
+ * watermark), the job needed several invocations, splits were handed from
+ * one to the next, and no lane was lost or forced.
+ */
+export function assertNoLoss(slices: Slice[], platform: string): void {
+  const sum = (f: (s: Slice) => number) => slices.reduce((n, s) => n + f(s), 0);
+  assert.ok(slices.length >= 2, `${platform}: the job took several invocations (${slices.length})`);
+  assert.ok(slices.some((s) => s.outcome === "complete"), `${platform}: an invocation saw the job complete`);
+  assert.equal(sum((s) => s.recordsCommitted), SPLITS * RECORDS, `${platform}: every record committed exactly once`);
+  assert.equal(sum((s) => s.completed), SPLITS, `${platform}: every split completed once`);
+  assert.ok(sum((s) => s.released) > 0, `${platform}: unfinished splits were handed to later invocations`);
+  for (const s of slices) {
+    assert.notEqual(s.outcome, "error", `${platform}: ${s.instance} failed`);
+    assert.deepEqual(s.lost, {}, `${platform}: ${s.instance} lost no lane`);
+    assert.equal(s.forced, false, `${platform}: ${s.instance} drained cooperatively`);
+  }
+}

@@ -1,0 +1,100 @@
+// Slice options are validated when a handler is created: a configuration
+// that cannot work fails at once, naming the rule, instead of answering an
+// error on every request.
+import assert from "node:assert/strict";
+import { SplitleaseError } from "../../src/errors.ts";
+import { checkSliceOptions, createSliceHandler, runSlice, type SliceOptions } from "../../src/runtime/slice.ts";
+import type { SplitSource } from "../../src/runtime/source.ts";
+import { MemoryStore } from "../../src/store/memory_store.ts";
+
+const source: SplitSource<null> = {
+  fingerprint: () => "f",
+  plan: () => Promise.resolve({ splits: [], finality: "final" as const }),
+  run: () => Promise.resolve(),
+};
+const store = new MemoryStore();
+const base: SliceOptions<null> = { store, source, job: "j", logger: () => {} };
+
+/** Asserts that `fn` throws INVALID_CONFIG whose message contains every one of `rules`. */
+function assertRules(fn: () => unknown, ...rules: (string | RegExp)[]): void {
+  assert.throws(fn, (e) => {
+    assert.ok(e instanceof SplitleaseError, String(e));
+    assert.equal(e.code, "INVALID_CONFIG");
+    assert.match(e.message, /^Invalid slice config: /);
+    for (const r of rules) {
+      if (typeof r === "string") assert.ok(e.message.includes(r), `message names "${r}":\n${e.message}`);
+      else assert.match(e.message, r);
+    }
+    return true;
+  });
+}
+
+Deno.test("slice options: the defaults are valid (30 s budget, 10 s drain, 5 s operations)", () => {
+  assert.deepEqual(checkSliceOptions(base), {
+    budgetMs: 30_000,
+    marginMs: 11_000,
+    drainDeadlineMs: 10_000,
+    opTimeoutMs: 5000,
+    minBudgetMs: 16_000,
+  });
+  assert.equal(typeof createSliceHandler(base), "function");
+});
+
+Deno.test("slice options: a short budget with the default drain and timeouts fails at creation, naming the rule", () => {
+  assertRules(
+    () => createSliceHandler({ ...base, budgetMs: 5000 }),
+    "budgetMs must be at least marginMs + opTimeoutMs (11000 + 5000 = 16000), got 5000",
+  );
+});
+
+Deno.test("slice options: a drain deadline below the operation timeout fails at creation (it used to answer 500 on every request)", () => {
+  assertRules(
+    () => createSliceHandler({ ...base, budgetMs: 5000, drainDeadlineMs: 3000 }),
+    "drainDeadlineMs: must be at least opTimeoutMs (5000), got 3000",
+    "budgetMs must be at least marginMs + opTimeoutMs (4000 + 5000 = 9000), got 5000",
+  );
+});
+
+Deno.test("slice options: a short budget works with short timeouts, and its smallest budget is reported", () => {
+  const t = checkSliceOptions({ ...base, budgetMs: 3000, opTimeoutMs: 500, drainDeadlineMs: 1000, leaseMs: 1000 });
+  assert.deepEqual(t, { budgetMs: 3000, marginMs: 2000, drainDeadlineMs: 1000, opTimeoutMs: 500, minBudgetMs: 2500 });
+});
+
+Deno.test("slice options: every other broken rule is named, all in one error", () => {
+  assertRules(
+    () =>
+      checkSliceOptions({
+        source,
+        job: "bad job!",
+        instancePrefix: "fn/x",
+        budgetMs: 60_000,
+        marginMs: 900,
+        drainDeadlineMs: 1000,
+        opTimeoutMs: 800,
+        leaseMs: 1000,
+      }),
+    "marginMs must exceed drainDeadlineMs (1000)",
+    "instancePrefix must be 1-100 characters",
+    "a slice needs a store or a storeFactory",
+    "job: must be 1-128 characters",
+    "leaseMs: must be at least 2 × opTimeoutMs (1600), got 1000",
+  );
+  assertRules(() => checkSliceOptions({ ...base, budgetMs: 0 }), "budgetMs must be a positive integer (ms), got 0");
+  assertRules(() => checkSliceOptions({ ...base, budgetMs: 1.5 }), "got 1.5");
+});
+
+Deno.test("slice options: runSlice rejects invalid options before it opens a store", async () => {
+  let opened = 0;
+  await assert.rejects(
+    runSlice({ source, job: "j", budgetMs: 4000, storeFactory: () => (opened++, new MemoryStore()) }),
+    (e) => e instanceof SplitleaseError && e.code === "INVALID_CONFIG" && /budgetMs must be at least/.test(e.message),
+  );
+  assert.equal(opened, 0);
+});
+
+Deno.test("slice options: a per-request budget below the smallest one is a 400 naming the rule", async () => {
+  const handler = createSliceHandler({ ...base, budgetMs: 3000, opTimeoutMs: 500, drainDeadlineMs: 1000, leaseMs: 1000 });
+  const res = await handler(new Request("http://x/?budgetMs=2000", { method: "POST" }));
+  assert.equal(res.status, 400);
+  assert.match((await res.json()).error, /at least marginMs \+ opTimeoutMs \(2500 ms\).*got 2000/);
+});
