@@ -282,7 +282,7 @@ async function steady(): Promise<void> {
     result({
       bench: "scale",
       metric: `steady ${w} workers holding ${s}: writes/s ÷ 3·W/leaseMs`,
-      value: `${row.writesPerSec} vs ${expected} writes/s, ${row.serverOutMsgsPerSec} msgs out/s, ` +
+      value: `${row.writesPerSec} vs ${expected} writes/s (${(3 * (w + 1)) / (LEASE / 1000)} with the leader's beat), ${row.serverOutMsgsPerSec} msgs out/s, ` +
         `${row.selfFencesInWindow} self-fences in ${row.windowS} s` + (row.allHeld ? "" : `, only ${row.held} held (${why})`),
       ratio: row.writesOverExpected,
       target: "0.9–1.1, 0 self-fences",

@@ -67,11 +67,14 @@ const baseRss = rss();
 
 function progress(): void {
   if (cfg.role === "tiny" && completedTotal % cfg.progressEvery === 0) emit({ ev: "progress", completed: completedTotal, at: now() });
-  if (cfg.role === "hold" && (heldTotal - lastHeldEmit >= cfg.progressEvery || heldTotal === cfg.splits)) {
-    lastHeldEmit = heldTotal;
-    emit({ ev: "held", n: heldTotal, at: now() });
-  }
+  if (cfg.role === "hold" && Math.abs(heldTotal - lastHeldEmit) >= cfg.progressEvery) emitHeld();
 }
+function emitHeld(): void {
+  lastHeldEmit = heldTotal;
+  emit({ ev: "held", n: heldTotal, at: now() });
+}
+// Holders also report their count whenever it changed within the last 200 ms.
+const heldTimer = cfg.role === "hold" ? setInterval(() => heldTotal !== lastHeldEmit && emitHeld(), 200) : undefined;
 
 async function drive(s: Slot): Promise<void> {
   const c = s.c!;
@@ -195,6 +198,7 @@ async function close(): Promise<void> {
   }));
   await memory?.close();
   clearInterval(probe);
+  clearInterval(heldTimer);
   emit({ ev: "closed" });
 }
 
