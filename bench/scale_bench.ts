@@ -41,7 +41,6 @@ import {
   serverPid,
   sleep,
   varz,
-  wallNow,
   writeResults,
 } from "./_procs.ts";
 
@@ -104,7 +103,7 @@ async function fleet(url: string, job: string, w: number, s: number, role: "tiny
   return {
     hosts,
     go: async () => {
-      const t0 = wallNow();
+      const t0 = Date.now(); // the hosts stamp with Date.now() too
       await Promise.all(hosts.map((h) => h.send({ cmd: "go" })));
       return t0;
     },
@@ -154,7 +153,7 @@ async function gridCell(w: number, s: number): Promise<void> {
     const sampler = sampleServer(server.monitorUrl);
     const t0 = await f.go();
     const why = await until(() => f.count("done") + f.count("failed") >= w, limitMs, f.rss);
-    const elapsed = wallNow() - t0;
+    const elapsed = Date.now() - t0;
     const v1 = await varz(server.monitorUrl), cpu1 = cpuSeconds(pid);
     const srv = await sampler.stop();
     const reports = await f.report();
@@ -250,13 +249,13 @@ async function steady(): Promise<void> {
   try {
     const t0 = await f.go();
     const why = await until(() => f.latest("held", "n") >= s && f.count("joined") >= w, Math.max(120_000, s * 20), f.rss);
-    const heldAt = wallNow() - t0;
+    const heldAt = Date.now() - t0;
     await sleep(LEASE / 3); // one heartbeat round after the last claim
     const r0 = await f.report(), v0 = await varz(server.monitorUrl);
-    const a = wallNow();
+    const a = Date.now();
     await sleep(windowMs);
     const r1 = await f.report(), v1 = await varz(server.monitorUrl);
-    const secs = (wallNow() - a) / 1000;
+    const secs = (Date.now() - a) / 1000;
     const writes = (total(r1).writesLanded - total(r0).writesLanded) / secs;
     const expected = (3 * w) / (LEASE / 1000);
     const fences = (rs: Msg[]) => coords(rs).reduce((n, c) => n + (c.selfFences ?? 0), 0);
@@ -301,7 +300,7 @@ async function joinScenario(): Promise<void> {
   try {
     const t0 = await f.go();
     const why = await until(() => f.latest("held", "n") >= s && f.count("joined") >= w, Math.max(120_000, s * 2), f.rss);
-    const heldAt = wallNow() - t0;
+    const heldAt = Date.now() - t0;
     joiner = await spawnHost("joiner", {
       mode: "nats", url: server.wsUrl, job: "join", instances: ["joiner"], splits: s, role: "hold", tunables: tun,
       planner: true, progressEvery: 1,
@@ -362,7 +361,7 @@ async function memoryScenario(n: number, s: number): Promise<void> {
   });
   try {
     await h.next((m) => m.ev === "ready", 60_000, "ready");
-    const t0 = wallNow();
+    const t0 = Date.now();
     await h.send({ cmd: "go" });
     let rep: Msg | undefined;
     try {
@@ -374,7 +373,7 @@ async function memoryScenario(n: number, s: number): Promise<void> {
     const cs = rep ? coords([rep]) : [];
     const done = cs.filter((c) => c.outcome === "allComplete").length;
     const doneAts = cs.map((c) => c.doneAt).filter((x) => typeof x === "number");
-    const timeMs = done === n ? Math.max(...doneAts) - t0 : wallNow() - t0;
+    const timeMs = done === n ? Math.max(...doneAts) - t0 : Date.now() - t0;
     const progress = h.msgs.findLast((m) => m.ev === "progress")?.completed ?? 0;
     const row = {
       scenario: "memory",

@@ -31,8 +31,9 @@ interface HostConfig {
 }
 
 const cfg: HostConfig = JSON.parse(process.env.SCALE_HOST ?? "{}");
-const now = () => performance.timeOrigin + performance.now();
-const emit = (o: Record<string, unknown>) => process.stdout.write(JSON.stringify(o) + "\n");
+/** Wall-clock ms: comparable across processes to a few ms, enough for cells of seconds. */
+const now = () => Date.now();
+const emit = (o: Record<string, unknown>): void => void process.stdout.write(JSON.stringify(o) + "\n");
 const rss = () => process.memoryUsage().rss;
 
 const planner: Planner = () =>
