@@ -222,6 +222,9 @@ async function completion(system: System): Promise<number[]> {
 
 // --- run -------------------------------------------------------------------------------------
 const out: Record<string, unknown> = { started: stamp, tasks: TASKS, systems: SYSTEMS };
+const loadavg = () => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
+out.loadavgStart = loadavg();
+console.log(`load average ${out.loadavgStart} (other work on this machine skews every figure; ratios less so)`);
 const raw = await rawCasRate(url, 2000);
 out.rawCasPerSec = Math.round(raw);
 console.log(`raw CAS, 100 keys in flight: ${raw.toFixed(0)}/s`);
@@ -258,31 +261,44 @@ for (const mif of SCEN.includes("throughput") ? MIFS : []) {
 out.throughput = tp;
 
 const hb: Partial<Record<System, number[]>> = {};
-for (const s of SCEN.includes("handback") ? SYSTEMS : []) {
-  hb[s] = [];
-  for (let r = 0; r < HB_ROUNDS; r++) hb[s]!.push(...await handback(s).catch((e) => (console.log(`  ${s} handback: ${e}`), [])));
+if (SCEN.includes("handback")) {
+  for (const s of SYSTEMS) {
+    hb[s] = [];
+    for (let r = 0; r < HB_ROUNDS; r++) hb[s]!.push(...await handback(s).catch((e) => (console.log(`  ${s} handback: ${e}`), [])));
+  }
+  out.handback = hb;
+  const at = (p: number) => Object.fromEntries(SYSTEMS.map((s) => [s, hb[s]?.length ? percentile(hb[s]!, p) : NaN]));
+  const what = `hand back ${HANDBACK} in-flight tasks → another worker starts each (${HB_ROUNDS} rounds)`;
+  rows(`${what}, p50 ms`, at(50), " ms", "≤ 1 vs jetstream", 1);
+  rows(`${what}, p99 ms`, at(99), " ms", undefined, 1);
 }
-out.handback = hb;
-rows(`hand back ${HANDBACK} in-flight tasks → another worker starts each, p50 ms`, Object.fromEntries(SYSTEMS.map((s) => [s, hb[s]?.length ? median(hb[s]!) : NaN])), " ms", "≤ 1 vs jetstream", 1);
-rows(`hand back ${HANDBACK} in-flight tasks → another worker starts each, p99 ms`, Object.fromEntries(SYSTEMS.map((s) => [s, hb[s]?.length ? percentile(hb[s]!, 99) : NaN])), " ms", undefined, 1);
 
-const cd: Partial<Record<System, number[][]>> = {};
-for (const s of SCEN.includes("completion") ? SYSTEMS : []) {
-  cd[s] = [];
-  for (let r = 0; r < C_RUNS; r++) cd[s]!.push(await completion(s).catch((e) => (console.log(`  ${s} completion: ${e}`), [NaN, NaN, NaN, NaN])));
+if (SCEN.includes("completion")) {
+  const cd: Partial<Record<System, number[][]>> = {};
+  for (const s of SYSTEMS) {
+    cd[s] = [];
+    for (let r = 0; r < C_RUNS; r++) {
+      cd[s]!.push(await completion(s).catch((e) => (console.log(`  ${s} completion: ${e}`), [NaN, NaN, NaN, NaN])));
+    }
+  }
+  out.completion = cd;
+  const med = (xs: number[]) => (xs.some((x) => !Number.isNaN(x)) ? median(xs.filter((x) => !Number.isNaN(x))) : NaN);
+  const what = `${C_TASKS} tasks, 3 consumers + 1 standby, ${C_RUNS} runs`;
+  rows(`completion seen by the consumers (${what}), median ms after the last completion`, Object.fromEntries(SYSTEMS.map((s) => [s, med(cd[s]!.flatMap((r) => r.slice(0, 3)))])), " ms", "≤ 1 vs bullmq", 1);
+  rows(`completion seen by the standby (${what}), median ms after the last completion`, Object.fromEntries(SYSTEMS.map((s) => [s, med(cd[s]!.map((r) => r[3]))])), " ms", "≤ 1 vs bullmq", 1);
 }
-out.completion = cd;
-const med = (xs: number[]) => (xs.filter((x) => !Number.isNaN(x)).length ? median(xs.filter((x) => !Number.isNaN(x))) : NaN);
-rows("completion seen by a consuming worker (median of 3 × runs), ms after the last completion", Object.fromEntries(SYSTEMS.map((s) => [s, med(cd[s]!.flatMap((r) => r.slice(0, 3)))])), " ms", "≤ 1 vs bullmq", 1);
-rows("completion seen by the standby (median of runs), ms after the last completion", Object.fromEntries(SYSTEMS.map((s) => [s, med(cd[s]!.map((r) => r[3]))])), " ms", "≤ 1 vs bullmq", 1);
 
-const full = tp[`mif${MIFS.at(-1)}-included`] ?? {};
-const w = full.splitlease?.writesPerTask;
-const writesValue = `splitlease ${fmt(w, 2)} landed writes, jetstream 1 publish, bullmq ${fmt(full.bullmq?.redisCmdsPerTask, 1)} Redis commands`;
-console.log(`store writes per completed task: ${writesValue}`);
-result({ bench: "peers", metric: "store writes per completed split (planning included): splitlease ÷ 3 target", value: writesValue, ratio: (w ?? NaN) / 3, target: "≤ 1" });
-rows("server messages out per completed task (nats /varz)", Object.fromEntries(SYSTEMS.filter((s) => s !== "bullmq").map((s) => [s, full[s]?.outMsgsPerTask])), "", undefined, 2);
-rows("server messages in per completed task (nats /varz)", Object.fromEntries(SYSTEMS.filter((s) => s !== "bullmq").map((s) => [s, full[s]?.inMsgsPerTask])), "", undefined, 2);
+const full = tp[`mif${MIFS.at(-1)}-included`];
+if (full) {
+  const w = full.splitlease?.writesPerTask;
+  const writesValue = `splitlease ${fmt(w, 2)} landed writes, jetstream 1 publish, bullmq ${fmt(full.bullmq?.redisCmdsPerTask, 1)} Redis commands`;
+  console.log(`store writes per completed task: ${writesValue}`);
+  result({ bench: "peers", metric: "store writes per completed split (planning included) ÷ 3 (target)", value: writesValue, ratio: (w ?? NaN) / 3, target: "≤ 1" });
+  const nats = SYSTEMS.filter((s) => s !== "bullmq");
+  rows("server messages out per completed task (nats /varz)", Object.fromEntries(nats.map((s) => [s, full[s]?.outMsgsPerTask])), "", undefined, 2);
+  rows("server messages in per completed task (nats /varz)", Object.fromEntries(nats.map((s) => [s, full[s]?.inMsgsPerTask])), "", undefined, 2);
+}
 
+out.loadavgEnd = loadavg();
 console.log(`results: ${await writeResults(`peers-${stamp}`, out)}`);
 await nc.close();

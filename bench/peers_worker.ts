@@ -217,9 +217,10 @@ async function bullSetup(): Promise<void> {
   }
   bull = new BullWorker(
     cfg.name,
-    async (job, token) => {
+    (job, token) => {
       if (reportStarts) emit({ ev: "started", id: job.id, at: now() });
-      if (hold) return new Promise((_, reject) => heldJobs.push({ job, token: token!, release: reject }));
+      if (!hold) return Promise.resolve();
+      return new Promise<void>((_, reject) => heldJobs.push({ job, token: token!, release: reject }));
     },
     { connection: redisConn, concurrency: cfg.maxInFlight, autorun: false },
   );

@@ -27,15 +27,13 @@
 import { NatsServer } from "../tests/helpers/nats_server.ts";
 import { type StoreCounts, sumCounts } from "./counting_store.ts";
 import { result } from "./_common.ts";
+import { fleet as startFleet, spawnHost as spawnOn, until as waitUntil } from "./_fleet.ts";
 import {
-  bin,
-  Child,
+  type Child,
   cpuSeconds,
   fileStamp,
   type Msg,
-  nodeBundle,
   rawCasRate,
-  root,
   rssBytes,
   sampleServer,
   serverPid,
@@ -54,6 +52,10 @@ const NEEDED = num("BENCH_NEEDED_PER_SPLIT", 4);
 const MAX_RSS = num("BENCH_MAX_RSS_MB", 16384) * 2 ** 20;
 const MiB = (b: number) => +(b / 2 ** 20).toFixed(1);
 const all: Record<string, unknown>[] = [];
+const fleet = (url: string, job: string, w: number, s: number, role: "tiny" | "hold", tunables: Record<string, number>) =>
+  startFleet({ runtime: RUNTIME, procs: PROCS, url, job, w, s, role, tunables });
+const until = (done: () => boolean, limitMs: number, rss: () => number) => waitUntil(done, limitMs, rss, MAX_RSS);
+const loadavg = () => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
 const stamp = fileStamp();
 let resultsPath = "";
 async function record(row: Record<string, unknown>): Promise<void> {
@@ -63,87 +65,13 @@ async function record(row: Record<string, unknown>): Promise<void> {
     .catch(() => resultsPath);
 }
 
-interface HostOpts {
-  mode: "nats" | "memory";
-  url?: string;
-  job: string;
-  instances: string[];
-  splits: number;
-  role: "tiny" | "hold";
-  tunables: Record<string, number>;
-  planner: boolean;
-  progressEvery: number;
-}
-const hostEntry = "bench/scale_host.ts";
-async function spawnHost(name: string, opts: HostOpts): Promise<Child> {
-  const env = { SCALE_HOST: JSON.stringify(opts) };
-  if (RUNTIME === "node") return new Child(name, bin("node"), [await nodeBundle(hostEntry)], env);
-  return new Child(name, bin("deno"), ["run", "-A", "--no-check", `${root}${hostEntry}`], env);
-}
-
-/** A fleet of `w` coordinators over `procs` processes; `go()` starts every join at once. */
-async function fleet(url: string, job: string, w: number, s: number, role: "tiny" | "hold", tunables: Record<string, number>) {
-  const procs = Math.min(w, PROCS);
-  const groups: string[][] = Array.from({ length: procs }, () => []);
-  for (let i = 0; i < w; i++) groups[i % procs].push(`w${i}`);
-  const hosts = await Promise.all(groups.map((instances, p) =>
-    spawnHost(`host${p}`, {
-      mode: "nats",
-      url,
-      job,
-      instances,
-      splits: s,
-      role,
-      tunables,
-      planner: true,
-      progressEvery: Math.max(10, Math.floor(s / 200 / procs)),
-    })
-  ));
-  await Promise.all(hosts.map((h) => h.next((m) => m.ev === "ready", 60_000, "ready")));
-  return {
-    hosts,
-    go: async () => {
-      const t0 = Date.now(); // the hosts stamp with Date.now() too
-      await Promise.all(hosts.map((h) => h.send({ cmd: "go" })));
-      return t0;
-    },
-    /** Latest value of a per-host counter message (progress/held). */
-    latest: (ev: string, field: string) => hosts.reduce((n, h) => n + (h.msgs.findLast((m) => m.ev === ev)?.[field] ?? 0), 0),
-    count: (ev: string) => hosts.reduce((n, h) => n + h.msgs.filter((m) => m.ev === ev).length, 0),
-    rss: () => hosts.reduce((n, h) => n + rssBytes(h.proc.pid), 0),
-    report: async (ms = 30_000): Promise<Msg[]> => {
-      const from = hosts.map((h) => h.msgs.length);
-      await Promise.all(hosts.map((h) => h.send({ cmd: "report" })));
-      const got = await Promise.allSettled(
-        hosts.map((h, i) => h.next((m) => m.ev === "report" && h.msgs.indexOf(m) >= from[i], ms, "report")),
-      );
-      return got.flatMap((g) => (g.status === "fulfilled" ? [g.value] : []));
-    },
-    stop: async () => {
-      await Promise.all(hosts.map((h) => h.send({ cmd: "close" })));
-      await Promise.allSettled(hosts.map((h) => h.next((m) => m.ev === "closed", 20_000, "closed")));
-      await Promise.all(hosts.map((h) => h.stop(5000)));
-    },
-  };
-}
-
-/** Waits until `done()` or `limitMs` or the RSS cap; returns why it stopped. */
-async function until(done: () => boolean, limitMs: number, rss: () => number): Promise<"done" | "timeout" | "rss"> {
-  const end = performance.now() + limitMs;
-  while (!done()) {
-    if (performance.now() > end) return "timeout";
-    if (rss() > MAX_RSS) return "rss";
-    await sleep(100);
-  }
-  return "done";
-}
-
 const coords = (reports: Msg[]) => reports.flatMap((r) => r.coordinators as Record<string, any>[]);
 const total = (reports: Msg[]): StoreCounts => sumCounts(reports.map((r) => r.total as StoreCounts));
 
 async function gridCell(w: number, s: number): Promise<void> {
   await using server = await NatsServer.start();
   const pid = serverPid(server.dir)!;
+  const load0 = loadavg();
   const raw = await rawCasRate(server.wsUrl, 2000);
   const idealMs = (NEEDED * s) / raw * 1000;
   const limitMs = num("BENCH_CELL_LIMIT_S", 0) * 1000 || Math.max(120_000, 20 * idealMs);
@@ -191,6 +119,7 @@ async function gridCell(w: number, s: number): Promise<void> {
       S: s,
       procs: f.hosts.length,
       runtime: RUNTIME,
+      loadavg: [load0, loadavg()],
       finished,
       stoppedBy: why,
       timeMs: Math.round(timeMs),
@@ -301,7 +230,7 @@ async function joinScenario(): Promise<void> {
     const t0 = await f.go();
     const why = await until(() => f.latest("held", "n") >= s && f.count("joined") >= w, Math.max(120_000, s * 2), f.rss);
     const heldAt = Date.now() - t0;
-    joiner = await spawnHost("joiner", {
+    joiner = await spawnOn(RUNTIME, "joiner", {
       mode: "nats", url: server.wsUrl, job: "join", instances: ["joiner"], splits: s, role: "hold", tunables: tun,
       planner: true, progressEvery: 1,
     });
@@ -355,7 +284,7 @@ async function joinScenario(): Promise<void> {
 
 async function memoryScenario(n: number, s: number): Promise<void> {
   const limitMs = num("BENCH_MEM_LIMIT_S", 120) * 1000;
-  const h = await spawnHost(`memory-${n}`, {
+  const h = await spawnOn(RUNTIME, `memory-${n}`, {
     mode: "memory", job: `mem${n}`, instances: Array.from({ length: n }, (_, i) => `m${i}`), splits: s, role: "tiny",
     tunables: { leaseMs: LEASE, maxInFlight: MIF, opTimeoutMs: OPT }, planner: true, progressEvery: Math.max(100, s / 20),
   });
