@@ -135,7 +135,7 @@ async function splitleaseGo(): Promise<void> {
 const subject = `peers.${cfg.name}`;
 let nc: Awaited<ReturnType<typeof wsconnect>> | undefined;
 const heldMsgs: JsMsg[] = [];
-let published = false;
+let published = false, tail = false;
 
 async function jsSetup(): Promise<void> {
   nc = await wsconnect({ servers: cfg.natsUrl });
@@ -148,6 +148,18 @@ async function jsSetup(): Promise<void> {
     for await (const _ of pub) {
       published = true;
       if (cfg.role === "consumer") void checkEnd();
+    }
+  })();
+  // The tail: some consumer got a message with nothing left undelivered. From
+  // then on every consumer confirms each ack and checks for the end, and each
+  // checks once now (its earlier plain acks may have been the last ones).
+  const tailSub = nc.subscribe(`${subject}.tail`);
+  (async () => {
+    for await (const _ of tailSub) {
+      if (tail || cfg.role !== "consumer") continue;
+      tail = true;
+      await nc!.flush();
+      await checkEnd();
     }
   })();
   await nc.flush();
@@ -176,9 +188,13 @@ async function jsGo(): Promise<void> {
   (async () => {
     for await (const m of msgs) {
       if (reportStarts) emit({ ev: "started", id: m.seq, at: now() });
-      // The tail (everything published, nothing left undelivered): confirm the
-      // ack and check whether it was the last one.
-      if (published && m.info.pending === 0) {
+      // In the tail (everything published, nothing left undelivered) confirm
+      // each ack and check whether it was the last one.
+      if (!tail && published && m.info.pending === 0) {
+        tail = true;
+        nc!.publish(`${subject}.tail`);
+      }
+      if (tail) {
         await m.ackAck();
         done();
         await checkEnd();
