@@ -25,7 +25,7 @@
 // it, else from the wrapper's count of ownership-changing split updates (a
 // new epoch with an owner); each row says which ("claims via stats|wrapper").
 import { NatsServer } from "../tests/helpers/nats_server.ts";
-import { type StoreCounts, sumCounts } from "./counting_store.ts";
+import { diffCounts, type StoreCounts, sumCounts } from "./counting_store.ts";
 import { result } from "./_common.ts";
 import { fleet as startFleet, spawnHost as spawnOn, until as waitUntil } from "./_fleet.ts";
 import {
@@ -148,7 +148,8 @@ async function gridCell(w: number, s: number): Promise<void> {
       hostRss,
       perCoordinatorMiB: perCoordMiB,
       completed,
-      lost: s - completed,
+      lost: finished ? s - completed : null, // an unfinished cell's missing splits are not lost, just not done
+      notCompleted: s - completed,
       failed,
       reads: { watchPuts: t.watchPuts, watchMiB: MiB(t.watchBytes), listEntries: t.listEntries, gets: t.gets },
       writeOps: t.ops,
@@ -202,6 +203,7 @@ async function steady(): Promise<void> {
       expectedPerSec: expected,
       writesOverExpected: +(writes / expected).toFixed(3),
       serverOutMsgsPerSec: +((v1.out_msgs - v0.out_msgs) / secs).toFixed(1),
+      writeOpsInWindow: diffCounts(total(r1), total(r0)).ops,
       selfFencesInWindow: fences(r1) - fences(r0),
       selfFencesTotal: fences(r1),
       hostRssMiB: r1.map((r) => MiB(r.rss)),
