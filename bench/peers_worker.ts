@@ -14,7 +14,7 @@
 import process from "node:process";
 import { createInterface } from "node:readline";
 import { wsconnect } from "@nats-io/nats-core";
-import { jetstream, type JsMsg } from "@nats-io/jetstream";
+import { type Consumer, jetstream, type JsMsg } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
 import { type Job, Queue, QueueEvents, Worker as BullWorker, WaitingError } from "bullmq";
 import { SplitCoordinator } from "../src/coordinator/coordinator.ts";
@@ -166,9 +166,10 @@ async function jsSetup(): Promise<void> {
 }
 
 /** The completion signal: once the consumer's ack floor reaches the last task, tell everyone. */
+let jsConsumer: Consumer | undefined;
 async function checkEnd(): Promise<void> {
-  const c = await jetstream(nc!).consumers.get(cfg.name, "workers");
-  const ci = await c.info();
+  jsConsumer ??= await jetstream(nc!).consumers.get(cfg.name, "workers");
+  const ci = await jsConsumer.info();
   if (ci.ack_floor.stream_seq >= cfg.tasks && ci.num_ack_pending === 0) nc!.publish(`${subject}.done`);
 }
 
@@ -190,14 +191,13 @@ async function jsGo(): Promise<void> {
       if (reportStarts) emit({ ev: "started", id: m.seq, at: now() });
       // In the tail (everything published, nothing left undelivered) confirm
       // each ack and check whether it was the last one.
-      if (!tail && published && m.info.pending === 0) {
+      if (!tail && published && m.info.pending === 0 && cfg.role === "consumer") {
         tail = true;
         nc!.publish(`${subject}.tail`);
       }
       if (tail) {
-        await m.ackAck();
-        done();
-        await checkEnd();
+        // Not awaited: the next message is processed meanwhile.
+        m.ackAck().then(() => (done(), checkEnd())).catch((e) => emit({ ev: "error", cmd: "ack", error: String(e) }));
       } else {
         m.ack();
         done();
