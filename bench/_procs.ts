@@ -19,27 +19,40 @@ export const bin = (n: string): string => `${root}node_modules/.bin/${n}`;
 export const wallNow = (): number => performance.timeOrigin + performance.now();
 
 const live = new Set<Child>();
-const cleanups = new Set<() => void>();
+const cleanups = new Set<() => Promise<unknown>>();
 function killAll(): void {
   for (const c of live) c.kill();
-  for (const f of cleanups) {
-    try {
-      f();
-    } catch { /* best effort */ }
-  }
 }
 globalThis.addEventListener("unload", killAll);
 for (const sig of ["SIGINT", "SIGTERM"] as const) {
-  Deno.addSignalListener(sig, () => {
+  Deno.addSignalListener(sig, async () => {
     console.error(`\n${sig}: killing ${live.size} child processes and the servers`);
     killAll();
+    await Promise.race([Promise.allSettled([...cleanups].map((f) => f())), sleep(3000)]);
     Deno.exit(130); // "unload" listeners (the nats-server launcher's) run too
   });
 }
-/** Runs `f` on exit or interrupt (e.g. deleting a Redis queue). */
-export function onExit(f: () => void): () => void {
+/** Runs `f` (bounded to 3 s) when the bench is interrupted, e.g. deleting a Redis queue; returns an unregister function. */
+export function onInterrupt(f: () => Promise<unknown>): () => void {
   cleanups.add(f);
   return () => cleanups.delete(f);
+}
+
+/** Deletes every Redis key matching `pattern` on 127.0.0.1:6379 (one EVAL over RESP); resolves with the count. */
+export async function redisDeleteKeys(pattern: string): Promise<number> {
+  const args = ["EVAL", "local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) n = n + 1 end return n", "0", pattern];
+  const enc = new TextEncoder();
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: 6379 });
+  try {
+    await conn.write(enc.encode(`*${args.length}\r\n` + args.map((a) => `$${enc.encode(a).length}\r\n${a}\r\n`).join("")));
+    const buf = new Uint8Array(256);
+    const n = await conn.read(buf);
+    const reply = new TextDecoder().decode(buf.subarray(0, n ?? 0));
+    if (!reply.startsWith(":")) throw new Error(`Redis refused the key sweep: ${reply.trim()}`);
+    return Number(reply.slice(1));
+  } finally {
+    conn.close();
+  }
 }
 
 /** One parsed stdout line of a child: its `ev` and fields, plus the arrival time. */

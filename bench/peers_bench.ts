@@ -34,7 +34,19 @@ import { AckPolicy, jetstreamManager, RetentionPolicy } from "@nats-io/jetstream
 import { NatsServer } from "../tests/helpers/nats_server.ts";
 import { type StoreCounts, sumCounts } from "./counting_store.ts";
 import { median, percentile, result } from "./_common.ts";
-import { bin, Child, fileStamp, type Msg, nodeBundle, rawCasRate, sleep, varz, writeResults } from "./_procs.ts";
+import {
+  bin,
+  Child,
+  fileStamp,
+  type Msg,
+  nodeBundle,
+  onInterrupt,
+  rawCasRate,
+  redisDeleteKeys,
+  sleep,
+  varz,
+  writeResults,
+} from "./_procs.ts";
 
 type System = "splitlease" | "jetstream" | "bullmq";
 const num = (k: string, d: number) => Number(Deno.env.get(k) ?? d);
@@ -47,6 +59,10 @@ const LIMIT = num("BENCH_PEERS_LIMIT_S", 180) * 1000;
 const SCEN = (Deno.env.get("BENCH_PEERS_SCENARIOS") ?? "throughput,handback,completion").split(",");
 const stamp = fileStamp();
 let runNo = 0;
+const runPrefix = `peers${stamp.replace(/-/g, "").slice(0, 15)}`;
+// BullMQ queues of this run: each run obliterates its own; this sweep catches an interrupted one.
+const sweepRedis = () => redisDeleteKeys(`bull:${runPrefix}*`).catch(() => 0);
+onInterrupt(sweepRedis);
 
 await using server = await NatsServer.start();
 const url = server.wsUrl;
@@ -62,7 +78,7 @@ async function nodeVersion(): Promise<string> {
 
 /** A fresh job/stream/queue name, and the JetStream stream + durable pull consumer when needed. */
 async function freshName(system: System): Promise<string> {
-  const name = `peers${stamp.replace(/-/g, "").slice(0, 15)}r${++runNo}`;
+  const name = `${runPrefix}r${++runNo}`;
   if (system === "jetstream") {
     await jsm.streams.add({ name, subjects: [`peers.${name}.task`], retention: RetentionPolicy.Workqueue });
     await jsm.consumers.add(name, { durable_name: "workers", ack_policy: AckPolicy.Explicit });
@@ -310,5 +326,7 @@ if (full) {
 }
 
 out.loadavgEnd = loadavg();
+const swept = await sweepRedis();
+if (swept) console.log(`removed ${swept} Redis keys left by BullMQ runs`);
 console.log(`results: ${await writeResults(`peers-${stamp}`, out)}`);
 await nc.close();
