@@ -1,0 +1,246 @@
+/**
+ * A Store wrapper that counts what a coordinator writes and reads, for the
+ * scale and peers benchmarks. It sits between a coordinator and its
+ * NatsStore (or MemoryStore) and needs nothing from `src/` but the Store
+ * interface, so it measures today's protocol and any redesign alike.
+ *
+ * Runtime-neutral (Deno, Node, Bun): the Node workers bundle it.
+ *
+ * @module
+ */
+import type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WatchEvent, WriteResult } from "../src/store/store.ts";
+
+/** Counters of one wrapper (plain numbers, JSON-ready). */
+export interface StoreCounts {
+  /** create/update/delete calls, whatever their outcome. */
+  writeCalls: number;
+  /** Writes that landed (`ok`). */
+  writesLanded: number;
+  /** Writes that lost a race (`conflict`). */
+  writeConflicts: number;
+  /** Writes that threw (outage, timeout). */
+  writeErrors: number;
+  /** Landed writes by op. */
+  creates: number;
+  updates: number;
+  deletes: number;
+  /** Landed `update`s of `member.*` keys (heartbeats). */
+  memberBeats: number;
+  /**
+   * Ownership-change attempts on split records (fallback for claim attempts):
+   * `update`s of a `split.*` key whose new value names this wrapper's
+   * instance as owner at an epoch other than the one of its last landed write
+   * to that key (a claim, takeover or reclaim; commits and releases at the
+   * held epoch are not counted, a retried claim is).
+   */
+  ownershipWrites: number;
+  /** …of which landed. */
+  ownershipLanded: number;
+  /** Point reads, and the value bytes they returned. */
+  gets: number;
+  getBytes: number;
+  /** Listings, entries returned and their value bytes. */
+  lists: number;
+  listEntries: number;
+  listBytes: number;
+  /** Watch `put` events delivered, and their value bytes; `delete`/`reset` events. */
+  watchPuts: number;
+  watchBytes: number;
+  watchDeletes: number;
+  watchResets: number;
+  /** Watches opened. */
+  watches: number;
+  /** Write outcomes by op, key family and outcome, e.g. `update.split.conflict`. */
+  ops: Record<string, number>;
+}
+
+function zero(): StoreCounts {
+  return {
+    writeCalls: 0,
+    writesLanded: 0,
+    writeConflicts: 0,
+    writeErrors: 0,
+    creates: 0,
+    updates: 0,
+    deletes: 0,
+    memberBeats: 0,
+    ownershipWrites: 0,
+    ownershipLanded: 0,
+    gets: 0,
+    getBytes: 0,
+    lists: 0,
+    listEntries: 0,
+    listBytes: 0,
+    watchPuts: 0,
+    watchBytes: 0,
+    watchDeletes: 0,
+    watchResets: 0,
+    watches: 0,
+    ops: {},
+  };
+}
+
+function addOps(into: Record<string, number>, from: Record<string, number> | undefined, sign = 1): void {
+  for (const [k, v] of Object.entries(from ?? {})) into[k] = (into[k] ?? 0) + sign * v;
+}
+
+type NumericKey = Exclude<keyof StoreCounts, "ops">;
+const numericKeys = (c: StoreCounts) => Object.keys(c).filter((k) => k !== "ops") as NumericKey[];
+
+/** `b − a`, field by field. */
+export function diffCounts(b: StoreCounts, a: StoreCounts): StoreCounts {
+  const out = zero();
+  for (const k of numericKeys(out)) out[k] = b[k] - a[k];
+  addOps(out.ops, b.ops);
+  addOps(out.ops, a.ops, -1);
+  return out;
+}
+
+/** Field-by-field sum. */
+export function sumCounts(xs: readonly StoreCounts[]): StoreCounts {
+  const out = zero();
+  for (const x of xs) {
+    for (const k of numericKeys(out)) out[k] += x[k] ?? 0;
+    addOps(out.ops, x.ops);
+  }
+  return out;
+}
+
+const enc = new TextEncoder();
+/** UTF-8 length without allocating for ASCII-only values (every JSON record here). */
+function bytes(s: string): number {
+  // deno-lint-ignore no-control-regex
+  return /^[\x00-\x7f]*$/.test(s) ? s.length : enc.encode(s).length;
+}
+
+/** Counts every store operation a coordinator makes; see {@linkcode StoreCounts}. */
+export class CountingStore implements Store {
+  readonly inner: Store;
+  readonly counts: StoreCounts = zero();
+  /** The instance whose claims are counted (any owner when absent). */
+  readonly instance?: string;
+  /** Per split key, the epoch of this wrapper's last landed ownership write. */
+  #heldEpoch = new Map<string, number>();
+
+  constructor(inner: Store, instance?: string) {
+    this.inner = inner;
+    this.instance = instance;
+  }
+
+  /** A copy of the counters. */
+  snapshot(): StoreCounts {
+    return { ...this.counts };
+  }
+
+  async #write<R extends WriteResult | DeleteResult>(op: string, key: string, p: () => Promise<R>, landed: () => void): Promise<R> {
+    this.counts.writeCalls++;
+    const dot = key.indexOf(".");
+    const family = dot < 0 ? key : key.slice(0, dot);
+    let outcome = "error";
+    try {
+      const r = await p();
+      if (r.ok) {
+        outcome = "ok";
+        this.counts.writesLanded++;
+        landed();
+      } else {
+        outcome = "conflict";
+        this.counts.writeConflicts++;
+      }
+      return r;
+    } catch (e) {
+      this.counts.writeErrors++;
+      throw e;
+    } finally {
+      const k = `${op}.${family}.${outcome}`;
+      this.counts.ops[k] = (this.counts.ops[k] ?? 0) + 1;
+    }
+  }
+
+  create(key: string, value: string): Promise<WriteResult> {
+    return this.#write("create", key, () => this.inner.create(key, value), () => this.counts.creates++);
+  }
+
+  update(key: string, value: string, revision: number): Promise<WriteResult> {
+    const epoch = key.startsWith("split.") ? this.#claimEpoch(key, value) : undefined;
+    if (epoch !== undefined) this.counts.ownershipWrites++;
+    return this.#write("update", key, () => this.inner.update(key, value, revision), () => {
+      this.counts.updates++;
+      if (key.startsWith("member.")) this.counts.memberBeats++;
+      if (epoch !== undefined) {
+        this.counts.ownershipLanded++;
+        this.#heldEpoch.set(key, epoch);
+      }
+    });
+  }
+
+  /** The epoch a split update claims at, or `undefined` when it is no ownership change of ours. */
+  #claimEpoch(key: string, value: string): number | undefined {
+    let rec: { epoch?: unknown; owner?: { instance?: unknown } | null };
+    try {
+      rec = JSON.parse(value);
+    } catch {
+      return undefined;
+    }
+    if (rec.owner == null || typeof rec.epoch !== "number") return undefined;
+    if (this.instance !== undefined && rec.owner.instance !== this.instance) return undefined;
+    return this.#heldEpoch.get(key) === rec.epoch ? undefined : rec.epoch;
+  }
+
+  delete(key: string, revision?: number): Promise<DeleteResult> {
+    return this.#write("delete", key, () => this.inner.delete(key, revision), () => this.counts.deletes++);
+  }
+
+  async get(key: string): Promise<StoreEntry | undefined> {
+    const e = await this.inner.get(key);
+    this.counts.gets++;
+    if (e) this.counts.getBytes += bytes(e.value);
+    return e;
+  }
+
+  async list(filter: KeyFilter): Promise<StoreEntry[]> {
+    const es = await this.inner.list(filter);
+    this.counts.lists++;
+    this.counts.listEntries += es.length;
+    for (const e of es) this.counts.listBytes += bytes(e.value);
+    return es;
+  }
+
+  watch(filter: KeyFilter): Watch {
+    const w = this.inner.watch(filter);
+    const counts = this.counts;
+    counts.watches++;
+    return {
+      stop: () => w.stop(),
+      [Symbol.asyncDispose]: () => w.stop(),
+      async *[Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
+        for await (const ev of w) {
+          if (ev.type === "put") {
+            counts.watchPuts++;
+            counts.watchBytes += bytes(ev.value);
+          } else if (ev.type === "delete") counts.watchDeletes++;
+          else if (ev.type === "reset") counts.watchResets++;
+          yield ev;
+        }
+      },
+    };
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+/**
+ * Claim attempts of a coordinator: `stats().claimAttempts` when the
+ * coordinator reports it, else the wrapper's ownership-change writes.
+ */
+export function claimAttempts(stats: unknown, counts: StoreCounts): { n: number; source: "stats" | "wrapper" } {
+  const s = (stats as { claimAttempts?: unknown }).claimAttempts;
+  if (typeof s === "number") return { n: s, source: "stats" };
+  return { n: counts.ownershipWrites, source: "wrapper" };
+}

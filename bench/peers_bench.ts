@@ -1,0 +1,332 @@
+// Peers benchmark (issue 10): splitlease against a JetStream work queue and
+// BullMQ, same scenarios, same run, Node 24 worker processes for all three
+// (bench/peers_worker.ts, bundled with esbuild from the repo source),
+// nats-server 2.9.10 over WebSocket, Redis on 127.0.0.1:6379.
+//
+//   npm run bench -- peers
+//
+// Scenarios, each printed as ::result rows with the ratio splitlease / peer:
+//  1. TASKS tiny tasks over 4 worker processes, tasks/s with planning excluded
+//     (plan/publish first, then time the consumers) and included, per maxInFlight
+//     (splitlease maxInFlight = JetStream consume max_messages = BullMQ concurrency);
+//  2. hand back HANDBACK in-flight tasks → another worker starts each, p50/p99
+//     (splitlease: worker.shutdown() of the holder; JetStream: NAK of each held
+//     message; BullMQ: job.moveToWait(token) + WaitingError, its way to put an
+//     active job back on the wait list);
+//  3. completion seen by 3 consuming workers and 1 standby, delay after the last
+//     completion (splitlease: the allComplete event, the standby is a draining
+//     member; JetStream: a consumer acking in the tail confirms its ack, reads
+//     consumer info and, when the ack floor reached the last task, publishes a
+//     core NATS message all four subscribe to; BullMQ: the last `drained` event
+//     of each Worker, QueueEvents for the standby — `drained` means "wait list
+//     empty", so it can precede the last completion: negative delays are kept);
+//  4. store writes and server messages per completed task (planning included,
+//     maxInFlight 32): splitlease landed writes (counting Store wrapper),
+//     JetStream publishes, BullMQ Redis commands; /varz in/out messages.
+//
+// Env knobs: BENCH_PEERS_TASKS [10000], BENCH_PEERS_MIF [8,32],
+// BENCH_PEERS_SYSTEMS [splitlease,jetstream,bullmq], BENCH_PEERS_HANDBACK [50],
+// BENCH_PEERS_HANDBACK_ROUNDS [3], BENCH_PEERS_COMPLETION_TASKS [1000],
+// BENCH_PEERS_COMPLETION_RUNS [3], BENCH_PEERS_LIMIT_S [180] (per run),
+// BENCH_PEERS_SCENARIOS [throughput,handback,completion] (4 comes from throughput).
+import { wsconnect } from "@nats-io/nats-core";
+import { AckPolicy, jetstreamManager, RetentionPolicy } from "@nats-io/jetstream";
+import { NatsServer } from "../tests/helpers/nats_server.ts";
+import { type StoreCounts, sumCounts } from "./counting_store.ts";
+import { median, percentile, result } from "./_common.ts";
+import {
+  bin,
+  Child,
+  fileStamp,
+  type Msg,
+  nodeBundle,
+  onInterrupt,
+  rawCasRate,
+  redisDeleteKeys,
+  sleep,
+  varz,
+  writeResults,
+} from "./_procs.ts";
+
+type System = "splitlease" | "jetstream" | "bullmq";
+const num = (k: string, d: number) => Number(Deno.env.get(k) ?? d);
+const TASKS = num("BENCH_PEERS_TASKS", 10_000);
+const MIFS = Deno.env.get("BENCH_PEERS_MIF")?.split(",").map(Number) ?? [8, 32];
+const SYSTEMS = (Deno.env.get("BENCH_PEERS_SYSTEMS") ?? "splitlease,jetstream,bullmq").split(",") as System[];
+const HANDBACK = num("BENCH_PEERS_HANDBACK", 50), HB_ROUNDS = num("BENCH_PEERS_HANDBACK_ROUNDS", 3);
+const C_TASKS = num("BENCH_PEERS_COMPLETION_TASKS", 1000), C_RUNS = num("BENCH_PEERS_COMPLETION_RUNS", 3);
+const LIMIT = num("BENCH_PEERS_LIMIT_S", 180) * 1000;
+const SCEN = (Deno.env.get("BENCH_PEERS_SCENARIOS") ?? "throughput,handback,completion").split(",");
+const stamp = fileStamp();
+let runNo = 0;
+const runPrefix = `peers${stamp.replace(/-/g, "").slice(0, 15)}`;
+// BullMQ queues of this run: each run obliterates its own; this sweep catches an interrupted one.
+const sweepRedis = () => redisDeleteKeys(`bull:${runPrefix}*`).catch(() => 0);
+onInterrupt(sweepRedis);
+
+await using server = await NatsServer.start();
+const url = server.wsUrl;
+const entry = await nodeBundle("bench/peers_worker.ts");
+const nc = await wsconnect({ servers: url });
+const jsm = await jetstreamManager(nc);
+console.log(`peers bench: nats-server ${nc.info?.version} over WebSocket, Node ${await nodeVersion()} workers, ${TASKS} tasks`);
+
+async function nodeVersion(): Promise<string> {
+  const out = await new Deno.Command(bin("node"), { args: ["--version"], stdout: "piped" }).output();
+  return new TextDecoder().decode(out.stdout).trim();
+}
+
+/** A fresh job/stream/queue name, and the JetStream stream + durable pull consumer when needed. */
+async function freshName(system: System): Promise<string> {
+  const name = `${runPrefix}r${++runNo}`;
+  if (system === "jetstream") {
+    await jsm.streams.add({ name, subjects: [`peers.${name}.task`], retention: RetentionPolicy.Workqueue });
+    await jsm.consumers.add(name, { durable_name: "workers", ack_policy: AckPolicy.Explicit });
+  }
+  return name;
+}
+
+/** Spawns Node workers; resolves once all are ready. */
+async function spawn(system: System, name: string, specs: { role: string; tasks: number; mif: number; plans?: boolean }[]) {
+  const ws = specs.map((s, i) =>
+    new Child(`${system}-${s.role}-${i}`, bin("node"), [entry], {
+      PEERS: JSON.stringify({ system, role: s.role, id: `${s.role}${i}`, natsUrl: url, name, tasks: s.tasks, maxInFlight: s.mif, plans: s.plans }),
+    })
+  );
+  await Promise.all(ws.map((w) => w.next((m) => m.ev === "ready" || m.ev === "error", 60_000, "ready").then((m) => {
+    if (m.ev === "error") throw new Error(`${w.name}: ${m.error}`);
+  })));
+  return ws;
+}
+
+const completedSum = (ws: Child[]) => ws.reduce((n, w) => n + (w.msgs.findLast((m) => m.ev === "progress")?.completed ?? 0), 0);
+async function waitAll(ws: Child[], tasks: number, what: string): Promise<void> {
+  const end = performance.now() + LIMIT;
+  while (completedSum(ws) < tasks) {
+    if (performance.now() > end) throw new Error(`${what}: ${completedSum(ws)}/${tasks} done after ${LIMIT / 1000} s`);
+    const err = ws.flatMap((w) => w.msgs).find((m) => m.ev === "error");
+    if (err) throw new Error(`${what}: ${err.error}`);
+    await sleep(20);
+  }
+}
+async function ask(w: Child, cmd: string, ev: string, ms = 30_000): Promise<Msg> {
+  const from = w.msgs.length;
+  await w.send({ cmd });
+  return w.next((m) => m.ev === ev && w.msgs.indexOf(m) >= from, ms, ev);
+}
+const reports = (ws: Child[]) => Promise.all(ws.map((w) => ask(w, "report", "report")));
+async function finish(system: System, ws: Child[]): Promise<void> {
+  if (system === "bullmq") await ask(ws[0], "cleanup", "cleaned").catch(() => {});
+  await Promise.all(ws.map((w) => w.stop(8000)));
+}
+
+interface Throughput {
+  tasksPerSec: number;
+  prepMs: number;
+  writesPerTask?: number;
+  redisCmdsPerTask?: number;
+  outMsgsPerTask: number;
+  inMsgsPerTask: number;
+  counts?: StoreCounts;
+}
+
+/** Scenario 1 (and 4): `TASKS` tiny tasks over 4 consumers. */
+async function throughput(system: System, mif: number, included: boolean): Promise<Throughput> {
+  const name = await freshName(system);
+  const ws = await spawn(system, name, Array.from({ length: 4 }, () => ({ role: "consumer", tasks: TASKS, mif, plans: included })));
+  const extra: Child[] = [];
+  try {
+    const v0 = await varz(server.monitorUrl);
+    const r0 = system === "bullmq" ? (await ask(ws[0], "redis", "redis")).commands : 0;
+    let prepMs = 0;
+    if (!included && system === "splitlease") {
+      extra.push(...await spawn(system, name, [{ role: "planner", tasks: TASKS, mif }]));
+      await extra[0].send({ cmd: "go" });
+      prepMs = (await extra[0].next((m) => m.ev === "planned", LIMIT, "planned")).ms;
+    } else if (!included) {
+      prepMs = (await ask(ws[0], "publish", "published", LIMIT)).ms;
+    }
+    await Promise.all(ws.map((w) => w.send({ cmd: "go" })));
+    if (included && system !== "splitlease") await ws[0].send({ cmd: "publish" });
+    await waitAll(ws, TASKS, `${system} throughput`);
+    // The workers' clock (CLOCK_MONOTONIC): the first "going" starts the run.
+    const t0 = Math.min(...await Promise.all(ws.map(async (w) => (await w.next((m) => m.ev === "going", 5000, "going")).at)));
+    const rs = await reports(ws);
+    const end = Math.max(...rs.map((r) => r.lastCompletionAt));
+    const v1 = await varz(server.monitorUrl);
+    const r1 = system === "bullmq" ? (await ask(ws[0], "redis", "redis")).commands : 0;
+    const counts = system === "splitlease"
+      ? sumCounts([...rs, ...(extra.length ? await reports(extra) : [])].map((r) => r.counts as StoreCounts))
+      : undefined;
+    return {
+      tasksPerSec: TASKS / ((end - t0) / 1000),
+      prepMs,
+      writesPerTask: counts ? counts.writesLanded / TASKS : system === "jetstream" ? 1 : undefined,
+      redisCmdsPerTask: system === "bullmq" ? (r1 - r0) / TASKS : undefined,
+      outMsgsPerTask: (v1.out_msgs - v0.out_msgs) / TASKS,
+      inMsgsPerTask: (v1.in_msgs - v0.in_msgs) / TASKS,
+      counts,
+    };
+  } finally {
+    await finish(system, [...ws, ...extra]);
+  }
+}
+
+/** Scenario 2: latencies (ms) from the holder's hand-back to the other worker starting each task. */
+async function handback(system: System): Promise<number[]> {
+  const name = await freshName(system);
+  const [a, b] = await spawn(system, name, [
+    { role: "holder", tasks: HANDBACK, mif: HANDBACK, plans: true },
+    { role: "receiver", tasks: HANDBACK, mif: HANDBACK, plans: true },
+  ]);
+  try {
+    if (system !== "splitlease") await ask(a, "publish", "published", LIMIT);
+    await a.send({ cmd: "go" });
+    const end = performance.now() + 60_000;
+    while (a.msgs.filter((m) => m.ev === "started").length < HANDBACK) {
+      if (performance.now() > end) throw new Error(`${system} holder started only ${a.msgs.filter((m) => m.ev === "started").length}`);
+      await sleep(10);
+    }
+    await b.send({ cmd: "go" });
+    if (system === "splitlease") await b.next((m) => m.ev === "joined", 30_000, "receiver joined");
+    await sleep(200); // the receiver's pull / fetch loop is waiting at the server
+    const from = b.msgs.length;
+    const hb = await ask(a, "handback", "handback");
+    const t = performance.now() + 30_000;
+    while (b.since(from, "started").length < HANDBACK && performance.now() < t) await sleep(10);
+    const starts = b.since(from, "started");
+    const before = b.msgs.slice(0, from).filter((m) => m.ev === "started").length;
+    if (starts.length < HANDBACK) {
+      console.log(`  ${system}: ${starts.length}/${HANDBACK} restarted within 30 s after the hand-back, ${before} moved before it (balancing)`);
+    }
+    return starts.map((m) => m.at - hb.at);
+  } finally {
+    await finish(system, [a, b]);
+  }
+}
+
+/** Scenario 3: delay (ms) from the last completion to each observer seeing the end; [consumers…, standby]. */
+async function completion(system: System): Promise<number[]> {
+  const name = await freshName(system);
+  const ws = await spawn(system, name, [
+    ...Array.from({ length: 3 }, () => ({ role: "consumer", tasks: C_TASKS, mif: 32 })),
+    { role: "standby", tasks: C_TASKS, mif: 32 },
+  ]);
+  const extra: Child[] = [];
+  try {
+    if (system === "splitlease") {
+      await ws[3].send({ cmd: "go" }); // the standby joins first and drains: it never claims
+      await ws[3].next((m) => m.ev === "joined", 30_000, "standby joined");
+      extra.push(...await spawn(system, name, [{ role: "planner", tasks: C_TASKS, mif: 1 }]));
+      await extra[0].send({ cmd: "go" });
+      await extra[0].next((m) => m.ev === "planned", LIMIT, "planned");
+    } else await ask(ws[0], "publish", "published", LIMIT);
+    await Promise.all(ws.slice(0, 3).map((w) => w.send({ cmd: "go" })));
+    await waitAll(ws, C_TASKS, `${system} completion`);
+    await sleep(1500); // BullMQ workers re-emit `drained` only after drainDelay (5 s)
+    const rs = await reports(ws);
+    const last = Math.max(...rs.slice(0, 3).map((r) => r.lastCompletionAt));
+    return rs.map((r) => {
+      if (system !== "bullmq") return r.completeSeenAt ? r.completeSeenAt - last : NaN;
+      const d = (r.drainedAts as number[]).filter((t) => t <= last + 1500);
+      return d.length ? d[d.length - 1] - last : NaN;
+    });
+  } finally {
+    await finish(system, [...ws, ...extra]);
+  }
+}
+
+// --- run -------------------------------------------------------------------------------------
+const out: Record<string, unknown> = { started: stamp, tasks: TASKS, systems: SYSTEMS };
+const loadavg = () => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
+out.loadavgStart = loadavg();
+console.log(`load average ${out.loadavgStart} (other work on this machine skews every figure; ratios less so)`);
+const raw = await rawCasRate(url, 2000);
+out.rawCasPerSec = Math.round(raw);
+console.log(`raw CAS, 100 keys in flight: ${raw.toFixed(0)}/s`);
+const fmt = (x: number | undefined, d = 0) => (x === undefined || Number.isNaN(x) ? "—" : x.toFixed(d));
+const peers = SYSTEMS.filter((s) => s !== "splitlease");
+function rows(metric: string, by: Partial<Record<System, number>>, unit: string, target?: string, d = 0): void {
+  const value = SYSTEMS.map((s) => `${s} ${fmt(by[s], d)}${unit}`).join(", ");
+  console.log(`${metric}: ${value}`);
+  for (const p of peers.filter((p) => by[p] !== undefined)) {
+    result({ bench: "peers", metric: `${metric}: splitlease ÷ ${p}`, value, ratio: (by.splitlease ?? NaN) / (by[p] ?? NaN), target });
+  }
+}
+
+const tp: Record<string, Partial<Record<System, Throughput>>> = {};
+for (const mif of SCEN.includes("throughput") ? MIFS : []) {
+  for (const included of [false, true]) {
+    const key = `mif${mif}-${included ? "included" : "excluded"}`;
+    tp[key] = {};
+    for (const s of SYSTEMS) {
+      console.log(`  throughput ${s} ${key}`);
+      tp[key][s] = await throughput(s, mif, included).catch((e) => (console.log(`  ${s}: ${e}`), undefined));
+    }
+    const by = Object.fromEntries(SYSTEMS.map((s) => [s, tp[key][s]?.tasksPerSec]));
+    rows(`${TASKS} tiny tasks, 4 workers, maxInFlight ${mif}, planning ${included ? "included" : "excluded"}, tasks/s`, by, "/s", "≥ 1 vs bullmq");
+    if (!included) {
+      const prep = Object.fromEntries(SYSTEMS.map((s) => [s, TASKS / ((tp[key][s]?.prepMs ?? NaN) / 1000)]));
+      rows(`planning / publishing ${TASKS} tasks (maxInFlight ${mif}), tasks/s`, prep, "/s");
+      if (prep.splitlease) {
+        result({ bench: "peers", metric: "splitlease planning splits/s ÷ raw 100-in-flight CAS/s", value: `${fmt(prep.splitlease)} vs ${fmt(raw)}/s`, ratio: prep.splitlease / raw });
+      }
+    }
+  }
+}
+out.throughput = tp;
+
+const hb: Partial<Record<System, number[]>> = {};
+if (SCEN.includes("handback")) {
+  for (const s of SYSTEMS) {
+    hb[s] = [];
+    for (let r = 0; r < HB_ROUNDS; r++) hb[s]!.push(...await handback(s).catch((e) => (console.log(`  ${s} handback: ${e}`), [])));
+  }
+  out.handback = hb;
+  const at = (p: number) => Object.fromEntries(SYSTEMS.map((s) => [s, hb[s]?.length ? percentile(hb[s]!, p) : NaN]));
+  const what = `hand back ${HANDBACK} in-flight tasks → another worker starts each (${HB_ROUNDS} rounds)`;
+  rows(`${what}, p50 ms`, at(50), " ms", "≤ 1 vs jetstream", 1);
+  rows(`${what}, p99 ms`, at(99), " ms", undefined, 1);
+}
+
+if (SCEN.includes("completion")) {
+  const cd: Partial<Record<System, number[][]>> = {};
+  for (const s of SYSTEMS) {
+    cd[s] = [];
+    for (let r = 0; r < C_RUNS; r++) {
+      cd[s]!.push(await completion(s).catch((e) => (console.log(`  ${s} completion: ${e}`), [NaN, NaN, NaN, NaN])));
+    }
+  }
+  out.completion = cd;
+  const med = (xs: number[]) => (xs.some((x) => !Number.isNaN(x)) ? median(xs.filter((x) => !Number.isNaN(x))) : NaN);
+  const what = `${C_TASKS} tasks, 3 consumers + 1 standby, median of ${C_RUNS} runs`;
+  const by = (f: (run: number[]) => number) => Object.fromEntries(SYSTEMS.map((s) => [s, med(cd[s]!.map(f))]));
+  const all = by((r) => (r.some(Number.isNaN) ? NaN : Math.max(...r)));
+  const consumers = by((r) => med(r.slice(0, 3)));
+  const standby = by((r) => r[3]);
+  const value = SYSTEMS.map((s) => `${s} ${fmt(all[s], 1)} (consumers ${fmt(consumers[s], 1)}, standby ${fmt(standby[s], 1)}) ms`).join(", ");
+  console.log(`completion, ms after the last completion until every observer / the consumers / the standby saw it (${what}): ${value}`);
+  for (const p of peers) {
+    result({ bench: "peers", metric: `completion seen by all 4 (${what}), ms after the last completion: splitlease ÷ ${p}`, value, ratio: all.splitlease / all[p], target: "≤ 1 vs bullmq" });
+    if (standby[p] > 0) {
+      result({ bench: "peers", metric: `completion seen by the standby: splitlease ÷ ${p}`, value: `${fmt(standby.splitlease, 1)} vs ${fmt(standby[p], 1)} ms`, ratio: standby.splitlease / standby[p] });
+    }
+  }
+}
+
+const full = tp[`mif${MIFS.at(-1)}-included`];
+if (full) {
+  const w = full.splitlease?.writesPerTask;
+  const writesValue = `splitlease ${fmt(w, 2)} landed writes, jetstream 1 publish, bullmq ${fmt(full.bullmq?.redisCmdsPerTask, 1)} Redis commands`;
+  console.log(`store writes per completed task: ${writesValue}`);
+  result({ bench: "peers", metric: "store writes per completed split (planning included) ÷ 3 (target)", value: writesValue, ratio: (w ?? NaN) / 3, target: "≤ 1" });
+  const nats = SYSTEMS.filter((s) => s !== "bullmq");
+  rows("server messages out per completed task (nats /varz)", Object.fromEntries(nats.map((s) => [s, full[s]?.outMsgsPerTask])), "", undefined, 2);
+  rows("server messages in per completed task (nats /varz)", Object.fromEntries(nats.map((s) => [s, full[s]?.inMsgsPerTask])), "", undefined, 2);
+}
+
+out.loadavgEnd = loadavg();
+const swept = await sweepRedis();
+if (swept) console.log(`removed ${swept} Redis keys left by BullMQ runs`);
+console.log(`results: ${await writeResults(`peers-${stamp}`, out)}`);
+await nc.close();

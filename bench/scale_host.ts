@@ -1,0 +1,223 @@
+// Child process of bench/scale_bench.ts: hosts several coordinators, each on
+// its own NatsStore connection (mode "nats") or all on one MemoryStore (mode
+// "memory"), every one behind a CountingStore. Runtime-neutral: runs on Deno
+// as is, on Node 24 from an esbuild bundle.
+//
+// Config: env SCALE_HOST (JSON, see HostConfig). Protocol: JSON lines.
+//   stdout: ready, joined, failed, progress, held, done, stalled, report, closed
+//   stdin:  go, report, close, exit (stdin EOF exits too)
+import process from "node:process";
+import { createInterface } from "node:readline";
+import { SplitCoordinator } from "../src/coordinator/coordinator.ts";
+import type { Planner } from "../src/coordinator/types.ts";
+import { MemoryStore } from "../src/store/memory_store.ts";
+import type { Store } from "../src/store/store.ts";
+import { NatsStore } from "../nats.ts";
+import { claimAttempts, CountingStore, sumCounts } from "./counting_store.ts";
+
+interface HostConfig {
+  mode: "nats" | "memory";
+  url?: string;
+  job: string;
+  instances: string[];
+  splits: number;
+  /** tiny: one final commit per gained split; hold: keep every gained split. */
+  role: "tiny" | "hold";
+  tunables: { leaseMs: number; maxInFlight: number; opTimeoutMs: number; seedConcurrency?: number };
+  /** Whether these coordinators may lead (carry a planner). */
+  planner: boolean;
+  /** Emit a progress line every this many completions/holds (process-wide). */
+  progressEvery: number;
+}
+
+const cfg: HostConfig = JSON.parse(process.env.SCALE_HOST ?? "{}");
+/** Wall-clock ms: comparable across processes to a few ms, enough for cells of seconds. */
+const now = () => Date.now();
+const emit = (o: Record<string, unknown>): void => void process.stdout.write(JSON.stringify(o) + "\n");
+const rss = () => process.memoryUsage().rss;
+
+const planner: Planner = () =>
+  Promise.resolve({
+    finality: "final" as const,
+    splits: Array.from({ length: cfg.splits }, (_, i) => ({ id: `s${i}`, descriptor: i })),
+  });
+
+interface Slot {
+  instance: string;
+  store?: CountingStore;
+  raw?: Store;
+  c?: SplitCoordinator;
+  joinCalledAt?: number;
+  joinedAt?: number;
+  firstEventAt?: number;
+  firstEventType?: string;
+  doneAt?: number;
+  outcome?: string;
+  completed: number;
+  held: number;
+  commitErrors: number;
+  error?: string;
+}
+
+const slots: Slot[] = cfg.instances.map((instance) => ({ instance, completed: 0, held: 0, commitErrors: 0 }));
+let memory: MemoryStore | undefined;
+let completedTotal = 0, heldTotal = 0, lastHeldEmit = 0;
+let probeFires = 0;
+const probe = setInterval(() => probeFires++, 100);
+const baseRss = rss();
+
+function progress(): void {
+  if (cfg.role === "tiny" && completedTotal % cfg.progressEvery === 0) emit({ ev: "progress", completed: completedTotal, at: now() });
+  if (cfg.role === "hold" && Math.abs(heldTotal - lastHeldEmit) >= cfg.progressEvery) emitHeld();
+}
+function emitHeld(): void {
+  lastHeldEmit = heldTotal;
+  emit({ ev: "held", n: heldTotal, at: now() });
+}
+// Holders also report their count whenever it changed within the last 200 ms.
+const heldTimer = cfg.role === "hold" ? setInterval(() => heldTotal !== lastHeldEmit && emitHeld(), 200) : undefined;
+
+async function drive(s: Slot): Promise<void> {
+  const c = s.c!;
+  const pending = new Set<Promise<void>>();
+  for (;;) {
+    const e = await c.poll();
+    if (!e) break;
+    if (s.firstEventAt === undefined) {
+      s.firstEventAt = now();
+      s.firstEventType = e.type;
+    }
+    if (e.type === "gained") {
+      if (cfg.role === "hold") {
+        s.held++;
+        heldTotal++;
+        progress();
+        continue;
+      }
+      const p = c.commit(e.split.id, e.epoch, { watermark: 1 }, { final: true })
+        .then(() => {
+          s.completed++;
+          completedTotal++;
+          progress();
+        })
+        .catch((err) => {
+          s.commitErrors++;
+          if (!String(err).includes("Fenced")) s.error ??= `commit ${e.split.id}: ${err}`;
+        })
+        .finally(() => pending.delete(p));
+      pending.add(p);
+    } else if (e.type === "lost" && cfg.role === "hold") {
+      s.held--;
+      heldTotal--;
+    } else if (e.type === "allComplete" || e.type === "stalled") {
+      await Promise.all(pending);
+      s.doneAt = now();
+      s.outcome = e.type;
+      emit({ ev: "done", instance: s.instance, at: s.doneAt, outcome: e.type });
+      if (cfg.mode === "memory" && slots.every((x) => x.doneAt || x.error)) await report();
+    }
+  }
+}
+
+async function join(s: Slot): Promise<void> {
+  try {
+    s.raw = cfg.mode === "memory"
+      ? memory!
+      : await NatsStore.connect({ servers: cfg.url!, job: cfg.job, opTimeoutMs: cfg.tunables.opTimeoutMs });
+    s.store = new CountingStore(s.raw, s.instance);
+    s.joinCalledAt = now();
+    s.c = await SplitCoordinator.join({
+      store: s.store,
+      job: cfg.job,
+      instance: s.instance,
+      fingerprint: cfg.job,
+      planner: cfg.planner ? planner : undefined,
+      ...cfg.tunables,
+    });
+    s.joinedAt = now();
+    emit({ ev: "joined", instance: s.instance, at: s.joinedAt, ms: s.joinedAt - s.joinCalledAt });
+    drive(s).catch((e) => {
+      s.error ??= `event loop: ${e}`;
+      emit({ ev: "failed", instance: s.instance, error: s.error });
+    });
+  } catch (e) {
+    s.error = `join: ${e}`;
+    emit({ ev: "failed", instance: s.instance, error: s.error });
+  }
+}
+
+async function report(): Promise<void> {
+  let planTerm: number | undefined;
+  const reader = slots.find((s) => s.store)?.store;
+  if (reader) {
+    try {
+      const e = await reader.inner.get("plan");
+      planTerm = e ? JSON.parse(e.value).term : undefined;
+    } catch { /* unreadable: left out */ }
+  }
+  const coordinators = slots.map((s) => {
+    const counts = s.store?.snapshot();
+    const stats = s.c?.stats();
+    return {
+      instance: s.instance,
+      counts,
+      claimAttempts: stats && counts ? claimAttempts(stats, counts) : undefined,
+      selfFences: stats?.selfFences,
+      writes: stats?.writes,
+      acquisitions: stats?.acquisitions,
+      losses: stats?.losses,
+      isLeader: s.c?.isLeader,
+      completed: s.completed,
+      held: s.held,
+      commitErrors: s.commitErrors,
+      joinCalledAt: s.joinCalledAt,
+      joinedAt: s.joinedAt,
+      firstEventAt: s.firstEventAt,
+      firstEventType: s.firstEventType,
+      doneAt: s.doneAt,
+      outcome: s.outcome,
+      error: s.error,
+    };
+  });
+  emit({
+    ev: "report",
+    at: now(),
+    rss: rss(),
+    baseRss,
+    heap: process.memoryUsage().heapUsed,
+    probeFires,
+    planTerm,
+    total: sumCounts(coordinators.flatMap((c) => (c.counts ? [c.counts] : []))),
+    coordinators,
+  });
+}
+
+async function close(): Promise<void> {
+  await Promise.all(slots.map(async (s) => {
+    await s.c?.close().catch(() => {});
+    if (cfg.mode === "nats") await s.raw?.close().catch(() => {});
+  }));
+  await memory?.close();
+  clearInterval(probe);
+  clearInterval(heldTimer);
+  emit({ ev: "closed" });
+}
+
+const lines = createInterface({ input: process.stdin });
+lines.on("line", (line) => {
+  let cmd: { cmd?: string };
+  try {
+    cmd = JSON.parse(line);
+  } catch {
+    return;
+  }
+  if (cmd.cmd === "go") {
+    if (cfg.mode === "memory") memory = new MemoryStore();
+    emit({ ev: "going", at: now() });
+    void Promise.all(slots.map(join));
+  } else if (cmd.cmd === "report") void report();
+  else if (cmd.cmd === "close") void close();
+  else if (cmd.cmd === "exit") process.exit(0);
+});
+lines.on("close", () => process.exit(0)); // the parent is gone
+emit({ ev: "ready", rss: baseRss, pid: process.pid });
