@@ -122,6 +122,7 @@ export {
 export {
   EXIT_DRAINED,
   EXIT_ERROR,
+  EXIT_PLAN_FAILED,
   EXIT_STALLED,
   exitCodeFor,
   type ServeHost,

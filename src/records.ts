@@ -89,7 +89,8 @@ export const JobRecordSchema: z.ZodType<JobRecord> = z.object({
  */
 export type JobOutcome =
   | { kind: "allComplete"; completed: number; cancelled?: number }
-  | { kind: "stalled"; completed: number; quarantined: number; cancelled?: number };
+  | { kind: "stalled"; completed: number; quarantined: number; cancelled?: number }
+  | { kind: "planFailed"; error: string; attempts: number; term: number };
 
 /**
  * The `plan` record: leader term (the leader fence), the published plan and,
@@ -123,6 +124,7 @@ export interface PlanRecord {
 const OutcomeSchema: z.ZodType<JobOutcome> = z.union([
   z.object({ kind: z.literal("allComplete"), completed: count, cancelled: count.optional() }),
   z.object({ kind: z.literal("stalled"), completed: count, quarantined: count, cancelled: count.optional() }),
+  z.object({ kind: z.literal("planFailed"), error: z.string(), attempts: count, term: count }),
 ]);
 
 /** Schema of the `plan` record. */

@@ -18,7 +18,7 @@ const duration = (min: number) =>
   });
 
 /**
- * Tunables of a coordinator (all optional; defaults per DESIGN §12).
+ * Tunables of a coordinator (all optional; defaults in docs/OPERATIONS.md).
  *
  * @example
  * ```ts
@@ -45,6 +45,12 @@ export interface CoordinatorTunables {
   selfFenceMarginMs?: number;
   /** Concurrent writes while seeding a plan (default 128). */
   seedConcurrency?: number;
+  /** Consecutive failed planner runs before the job fails (default 5). */
+  planAttempts?: number;
+  /** Wait before a failed split is offered again, doubled per attempt, with jitter (default 1000). */
+  retryBackoffMs?: number;
+  /** Longest wait before a failed split is offered again (default 60000). */
+  retryBackoffMaxMs?: number;
 }
 
 /**
@@ -79,6 +85,9 @@ const shape = {
   rebalanceDelayMs: duration(0).default(0),
   selfFenceMarginMs: duration(0).optional(),
   seedConcurrency: ms(1).max(1024).default(128),
+  planAttempts: ms(1).max(1000).default(5),
+  retryBackoffMs: duration(0).default(1000),
+  retryBackoffMaxMs: duration(0).default(60000),
 };
 const base = z.strictObject(shape, {
   error: (iss) =>
@@ -105,6 +114,13 @@ const schema = Object.assign(base.superRefine((c, ctx) => {
       code: "custom",
       path: ["replanIntervalMs"],
       message: `must be at least leaseMs (${c.leaseMs}), got ${c.replanIntervalMs}`,
+    });
+  }
+  if (c.retryBackoffMaxMs < c.retryBackoffMs) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["retryBackoffMaxMs"],
+      message: `must be at least retryBackoffMs (${c.retryBackoffMs}), got ${c.retryBackoffMaxMs}`,
     });
   }
   if (c.selfFenceMarginMs !== undefined && c.selfFenceMarginMs >= c.leaseMs / 2) {
@@ -161,6 +177,9 @@ export function coordinatorConfigDocs(): ConfigDoc[] {
     { key: "rebalanceDelayMs", default: "0", rule: "0..2^31 − 1", meaning: "Withhold a dead or departed member's splits this long so a fast restart reclaims its own work; 0 takes over at once." },
     { key: "selfFenceMarginMs", default: "leaseMs / 8", rule: ">= 0 and < leaseMs / 2", meaning: "Self-fence this long before peers could judge this worker dead." },
     { key: "seedConcurrency", default: "128", rule: "1..1024", meaning: "Seed writes the leader keeps in flight while it streams a plan into the store." },
+    { key: "planAttempts", default: "5", rule: "1..1000", meaning: "Consecutive failed planner runs (a throw, a duplicate id, a descriptor over 256 KiB) before the job fails: every member then stops with exit code 4. A new leader (a restart) tries again." },
+    { key: "retryBackoffMs", default: "1000", rule: "0..2^31 − 1", meaning: "Wait before a split that failed (fail() or a throwing run) is offered again; doubled per attempt, ±25% jitter." },
+    { key: "retryBackoffMaxMs", default: "60000", rule: ">= retryBackoffMs, <= 2^31 − 1", meaning: "Longest retry wait." },
   ];
 }
 
@@ -175,6 +194,9 @@ export const TUNABLE_KEYS: readonly (keyof CoordinatorTunables)[] = [
   "rebalanceDelayMs",
   "selfFenceMarginMs",
   "seedConcurrency",
+  "planAttempts",
+  "retryBackoffMs",
+  "retryBackoffMaxMs",
 ];
 
 /**

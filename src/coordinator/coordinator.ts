@@ -442,6 +442,7 @@ export class SplitCoordinator implements Coordinator {
       role: this.#leadership.role,
       planning: this.#leadership.planning,
       held: this.#tenancies.held,
+      now,
     });
   }
 

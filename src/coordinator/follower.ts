@@ -64,7 +64,11 @@ export class Follower {
   /** Highest leader term seen anywhere (older assignment records are ignored). */
   maxTerm = 0;
   /** Outcome announced (once). */
-  outcome: "allComplete" | "stalled" | null = null;
+  outcome: "allComplete" | "stalled" | "planFailed" | null = null;
+  /** Revisions of control records (`leader`, `plan`, our `member.`/`assign.`) that are unreadable: they are replaced by CAS. */
+  readonly unreadable: Map<string, number> = new Map();
+  /** Unreadable records replaced by this member, most recent last (bounded). */
+  readonly replaced: { key: string; message: string }[] = [];
   #offers: AssignEntry[] = [];
   /** Offers claimed or tried, by id → revision (an offer is tried once per revision). */
   #tried = new Map<string, number>();
@@ -80,7 +84,7 @@ export class Follower {
     this.#core = core;
     this.#tenancies = tenancies;
     this.#mayClaim = mayClaim;
-    this.#watches = new WatchSet(core, (f, ev) => this.#apply(f, ev));
+    this.#watches = new WatchSet(core, (f, ev, live) => this.#apply(f, ev, live));
   }
 
   /** Opens the three watches; resolves once their snapshots are in. */
@@ -106,12 +110,13 @@ export class Follower {
 
   // --- watch events -------------------------------------------------------------
 
-  #apply(filter: string, ev: WatchEvent): void {
+  #apply(filter: string, ev: WatchEvent, live: boolean): void {
     if (ev.type === "ready") return;
     if (ev.type === "reset") return; // single keys: the snapshot that follows rewrites them
     const { clock } = this.#core;
     if (ev.type === "delete") {
       this.invalid.delete(ev.key);
+      this.unreadable.delete(ev.key);
       if (ev.key === keys.leader) {
         this.leader = undefined;
         this.leaderLiveness.forget(keys.leader);
@@ -121,52 +126,74 @@ export class Follower {
       return;
     }
     if (filter === keys.leader) {
-      const r = this.#decode(ev.key, ev.value, LeaderRecordSchema);
+      const r = this.#decode(ev.key, ev.value, LeaderRecordSchema, ev.revision);
       if (!r) return;
       this.leader = { record: r, revision: ev.revision };
       this.leaderLiveness.observe(keys.leader, ev.revision, clock.now());
       this.#seeTerm(r.term);
     } else if (filter === keys.plan) {
-      const r = this.#decode(ev.key, ev.value, PlanRecordSchema);
+      const r = this.#decode(ev.key, ev.value, PlanRecordSchema, ev.revision);
       if (!r) return;
       this.plan = { record: r, revision: ev.revision };
       this.#seeTerm(r.term);
-      this.#checkOutcome();
+      this.#checkOutcome(live);
     } else {
-      const r = this.#decode(ev.key, ev.value, AssignRecordSchema);
+      const r = this.#decode(ev.key, ev.value, AssignRecordSchema, ev.revision);
       if (!r) return;
       this.#onAssign(r, ev.revision);
     }
     this.#core.schedule();
   }
 
-  #decode<T>(key: string, value: string, schema: Parameters<typeof safeDecodeRecord<T>>[2]): T | undefined {
+  #decode<T>(key: string, value: string, schema: Parameters<typeof safeDecodeRecord<T>>[2], revision: number): T | undefined {
     const r = safeDecodeRecord(key, value, schema);
     if (r.ok) {
       this.invalid.delete(key);
+      this.unreadable.delete(key);
       return r.value;
     }
     this.invalid.set(key, r.error.message);
-    this.#core.log("error", "Unreadable record skipped", { key, error: r.error.message });
+    this.unreadable.set(key, revision);
+    this.#core.log("error", "Unreadable record: it is replaced by the next write of its writer", { key, error: r.error.message });
+    this.#core.schedule();
     return undefined;
+  }
+
+  /** Notes that an unreadable record was replaced (for status and metrics). */
+  noteReplaced(key: string, message: string): void {
+    this.#core.stats.recordsReplaced++;
+    this.#core.log("warn", "Unreadable record replaced", { key, error: message });
+    this.replaced.push({ key, message });
+    if (this.replaced.length > 20) this.replaced.shift();
   }
 
   #seeTerm(term: number): void {
     if (term > this.maxTerm) this.maxTerm = term;
   }
 
-  #checkOutcome(): void {
-    const o = this.plan?.record.outcome;
+  /**
+   * Announces the job outcome once. A failed plan counts only when it fails
+   * while we watch, in the term that decided it: a member that joins a
+   * failed job waits for the next leader, which plans again (a restart
+   * retries).
+   */
+  #checkOutcome(live: boolean): void {
+    const plan = this.plan?.record;
+    const o = plan?.outcome;
     if (!o || this.outcome) return;
     const { events, log } = this.#core;
     if (o.kind === "allComplete") {
       this.outcome = "allComplete";
       events.push({ type: "allComplete" });
       log("info", "Job complete", { completed: o.completed });
-    } else {
+    } else if (o.kind === "stalled") {
       this.outcome = "stalled";
       events.push({ type: "stalled", completed: o.completed, quarantined: o.quarantined });
       log("error", "Job stalled on quarantined splits", { completed: o.completed, quarantined: o.quarantined });
+    } else if (live && o.term === plan!.term) {
+      this.outcome = "planFailed";
+      events.push({ type: "planFailed", error: o.error, attempts: o.attempts });
+      log("error", "Job failed: planning failed", { error: o.error, attempts: o.attempts });
     }
   }
 

@@ -7,12 +7,12 @@
  * @module
  */
 import {
-  decodeRecord,
   encodeRecord,
   type LeaderRecord,
   LeaderRecordSchema,
   PlanRecordSchema,
   type PlanRecord,
+  safeDecodeRecord,
 } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { Core } from "./core.ts";
@@ -35,6 +35,9 @@ export class Leadership {
   #role: LeaderRole | undefined;
   #planning: Planning | undefined;
   readonly #since: number;
+  #repairing = false;
+  /** An election is writing the leader record (won, term not yet written). */
+  #taking = false;
 
   /** `active` says whether the coordinator may lead (running, not draining, not self-fenced). */
   constructor(core: Core, follower: Follower, planner: Planner | undefined, active: () => boolean) {
@@ -75,15 +78,21 @@ export class Leadership {
     if (this.#leading || this.#electing || !this.#active()) return Infinity;
     const f = this.#follower;
     const l = f.leader?.record;
+    // An unreadable leader record leads nobody: replace it at once (by CAS at its revision).
+    const garbage = f.unreadable.get(keys.leader);
     // A leader record naming our instance with another session is our dead
     // predecessor's (we took its member record over at join): no lease to wait.
     const mine = l !== undefined && l.instance === this.#core.me.instance && l.session !== this.#core.me.session;
     const exp = f.leader && !mine ? f.leaderLiveness.expiresAt(keys.leader, config.leaseMs) : undefined;
-    const due = mine ? -Infinity : this.#planner ? (exp ?? -Infinity) : (exp ?? this.#since) + config.leaseMs / 2;
+    const due = garbage !== undefined || mine
+      ? -Infinity
+      : this.#planner
+      ? (exp ?? -Infinity)
+      : (exp ?? this.#since) + config.leaseMs / 2;
     if (now < due) return due;
     this.#electing = true;
-    // The revision judged silent: the re-read must find exactly it.
-    const judged = mine ? f.leader?.revision : f.leaderLiveness.get(keys.leader)?.revision;
+    // The revision judged silent (or unreadable): the re-read must find exactly it.
+    const judged = garbage ?? (mine ? f.leader?.revision : f.leader ? f.leaderLiveness.get(keys.leader)?.revision : undefined);
     void this.#elect(judged).catch((e) => this.#core.log("warn", "Leader election failed", { error: String(e) }))
       .finally(() => {
         this.#electing = false;
@@ -95,11 +104,11 @@ export class Leadership {
   async #elect(judged: number | undefined): Promise<void> {
     const { store, me, clock, log } = this.#core;
     const f = this.#follower;
-    const seen = f.leader;
     const record: LeaderRecord = { v: 2, instance: me.instance, session: me.session, term: 0, beat: 0 };
     let predecessor: Predecessor | undefined;
+    let replaced: string | undefined;
     let won;
-    if (!seen) {
+    if (judged === undefined) {
       won = await store.create(keys.leader, encodeRecord(record));
     } else {
       // Re-read before deposing a silent leader: if it moved since the
@@ -111,18 +120,22 @@ export class Leadership {
         return;
       }
       if (cur) {
-        const old = decodeRecord(keys.leader, cur.value, LeaderRecordSchema);
-        const since = f.leaderLiveness.get(keys.leader)?.since ?? clock.now();
-        predecessor = { instance: old.instance, session: old.session, revision: cur.revision, since };
+        const old = safeDecodeRecord(keys.leader, cur.value, LeaderRecordSchema);
+        if (old.ok) {
+          const since = f.leaderLiveness.get(keys.leader)?.since ?? clock.now();
+          predecessor = { instance: old.value.instance, session: old.value.session, revision: cur.revision, since };
+        } else replaced = old.error.message;
       }
       won = cur
         ? await store.update(keys.leader, encodeRecord(record), cur.revision)
         : await store.create(keys.leader, encodeRecord(record));
     }
     if (!won.ok || !this.#active()) return;
+    if (replaced) f.noteReplaced(keys.leader, replaced);
     this.#leaderRev = won.revision;
     this.#record = record;
     this.#leading = true;
+    this.#taking = true;
     try {
       const term = await this.#bumpTerm();
       if (term === undefined) return this.stop();
@@ -136,6 +149,8 @@ export class Leadership {
       // leading, so the lease lapses into a new election.
       this.stop();
       throw e;
+    } finally {
+      this.#taking = false;
     }
     const term = this.#term;
     log("info", "Leader elected", { instance: me.instance, term });
@@ -163,22 +178,51 @@ export class Leadership {
     const { store } = this.#core;
     for (let i = 0; i < 8 && this.#leading; i++) {
       const cur = await store.get(keys.plan);
-      const prev = cur ? decodeRecord(keys.plan, cur.value, PlanRecordSchema) : undefined;
-      const next: PlanRecord = prev
-        ? { ...prev, term: prev.term + 1 }
-        : { v: 2, term: 1, finality: "open", generation: 0, planned: 0 };
+      const prev = cur ? safeDecodeRecord(keys.plan, cur.value, PlanRecordSchema) : undefined;
+      let next: PlanRecord;
+      if (prev?.ok) {
+        next = { ...prev.value, term: prev.value.term + 1 };
+        // A failed plan is retried by every new leader (a restart retries).
+        if (next.outcome?.kind === "planFailed") delete next.outcome;
+      } else {
+        // Absent, or unreadable: start over above every term seen (the plan
+        // is planned again; seeding is idempotent).
+        next = { v: 2, term: this.#follower.maxTerm + 1, finality: "open", generation: 0, planned: 0 };
+      }
       const r = cur
         ? await store.update(keys.plan, encodeRecord(next), cur.revision)
         : await store.create(keys.plan, encodeRecord(next));
-      if (r.ok) return next.term;
+      if (r.ok) {
+        if (prev && !prev.ok) this.#follower.noteReplaced(keys.plan, prev.error.message);
+        return next.term;
+      }
     }
     return undefined;
+  }
+
+  /** A plan record that turned unreadable while we lead: write ours back (CAS at its revision). */
+  async #repairPlan(revision: number): Promise<void> {
+    const f = this.#follower;
+    const base: PlanRecord = f.plan?.record ?? { v: 2, term: this.#term, finality: "open", generation: 0, planned: 0 };
+    const next: PlanRecord = { ...base, term: this.#term };
+    const message = f.invalid.get(keys.plan) ?? "unreadable";
+    const r = await this.#core.store.update(keys.plan, encodeRecord(next), revision);
+    if (r.ok) {
+      f.noteReplaced(keys.plan, message);
+      this.planning?.schedule(0); // plan again: the published state may be lost
+    }
   }
 
   /** The leader's pass (assignment); returns when the next one is due. */
   reconcile(): number {
     const role = this.role;
     if (!role) return Infinity;
+    const garbage = this.#follower.unreadable.get(keys.plan);
+    if (garbage !== undefined && !this.#repairing) {
+      this.#repairing = true;
+      void this.#repairPlan(garbage).catch((e) => this.#core.log("warn", "Plan repair failed; retrying", { error: String(e) }))
+        .finally(() => (this.#repairing = false));
+    }
     const plan = this.#follower.plan?.record;
     if (plan && plan.term > this.#term) {
       // A newer term was bumped (an election we did not see): we are deposed.
@@ -190,8 +234,10 @@ export class Leadership {
 
   /** Leader heartbeat: one CAS on `leader`, carrying the job counts. A conflict means we were deposed. */
   async beat(): Promise<void> {
-    const { store, log } = this.#core;
-    if (!this.#leading || !this.#record) return;
+    const { store, log, me } = this.#core;
+    // Not while an election is writing the leader record itself (a beat would
+    // move it under the election's CAS, and the election would give up).
+    if (!this.#leading || !this.#record || this.#taking) return;
     const next: LeaderRecord = { ...this.#record, beat: this.#record.beat + 1 };
     const counts = this.#role?.ready ? this.#role.counts() : undefined;
     if (counts) next.counts = counts;
@@ -201,6 +247,15 @@ export class Leadership {
       if (r.ok) {
         this.#leaderRev = r.revision;
         this.#record = next;
+        return;
+      }
+      // Moved: by our own earlier beat whose reply was lost, or by a successor.
+      const cur = await store.get(keys.leader);
+      const rec = cur ? safeDecodeRecord(keys.leader, cur.value, LeaderRecordSchema) : undefined;
+      if (!this.#leading) return;
+      if (cur && rec?.ok && rec.value.session === me.session && rec.value.term === this.#term) {
+        this.#leaderRev = cur.revision;
+        this.#record = rec.value;
       } else {
         this.#deposed("its leader record moved");
       }

@@ -6,7 +6,7 @@
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
-import { decodeRecord, encodeRecord, MemberRecordSchema, type MemberRecord } from "../records.ts";
+import { encodeRecord, MemberRecordSchema, type MemberRecord, safeDecodeRecord } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { Core } from "./core.ts";
 
@@ -207,7 +207,18 @@ export class Membership {
       if (r.ok) this.#revision = r.revision;
       return r.ok;
     }
-    const rec = decodeRecord(this.#key, cur.value, MemberRecordSchema);
+    const read = safeDecodeRecord(this.#key, cur.value, MemberRecordSchema);
+    if (!read.ok) {
+      // Our own record, unreadable: write ours over it (CAS at its revision).
+      const r = await store.update(this.#key, encodeRecord(this.#record), cur.revision);
+      if (r.ok) {
+        this.#revision = r.revision;
+        this.#core.stats.recordsReplaced++;
+        this.#core.log("warn", "Unreadable record replaced", { key: this.#key, error: read.error.message });
+      }
+      return r.ok;
+    }
+    const rec = read.value;
     if (rec.session === me.session) {
       // Our own write landed earlier (a maybe-landed timeout): adopt it.
       this.#record = rec;

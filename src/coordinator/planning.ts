@@ -114,13 +114,47 @@ export class Planning {
       if (next.finality === "open") this.schedule(config.replanIntervalMs);
     } catch (e) {
       if (signal.aborted) return;
-      this.failures++;
       this.lastError = e instanceof Error ? e.message : String(e);
-      const delay = Math.min(config.replanIntervalMs, config.leaseMs, 250 * 2 ** Math.min(this.failures, 12));
-      log("error", "Planning failed; retrying", { error: this.lastError, term, failures: this.failures, retryInMs: delay });
-      if (this.#leading()) this.schedule(delay);
+      if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
+        // The store, not the planner: retry (seeding is idempotent) without counting it.
+        const delay = Math.round(Math.min(config.leaseMs, 1000) * (0.75 + 0.5 * this.#core.random()));
+        log("warn", "Planning interrupted by a store outage; retrying", { error: this.lastError, term, retryInMs: delay });
+        if (this.#leading()) this.schedule(delay);
+        return;
+      }
+      this.failures++;
+      this.#core.stats.planFailures++;
+      if (this.failures >= config.planAttempts) {
+        log("error", "Planning failed for good: the job fails", { error: this.lastError, term, failures: this.failures });
+        await this.#fail(term).catch((err) => {
+          log("warn", "Could not publish the failed plan; retrying", { error: String(err) });
+          if (this.#leading()) this.schedule(config.leaseMs / 3);
+        });
+      } else {
+        // Exponential backoff with ±25% jitter, capped at a lease.
+        const base = Math.min(config.leaseMs, 250 * 2 ** Math.min(this.failures - 1, 12));
+        const delay = Math.round(base * (0.75 + 0.5 * this.#core.random()));
+        log("error", "Planning failed; retrying", { error: this.lastError, term, failures: this.failures, retryInMs: delay });
+        if (this.#leading()) this.schedule(delay);
+      }
     } finally {
       this.#running = false;
+    }
+  }
+
+  /** Publishes the terminal outcome `planFailed` (CAS, at our term). */
+  async #fail(term: number): Promise<void> {
+    const { store } = this.#core;
+    for (let i = 0; i < 4; i++) {
+      const cur = await store.get(keys.plan);
+      if (!cur) return;
+      const plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
+      if (plan.term !== term) return; // deposed
+      const next: PlanRecord = {
+        ...plan,
+        outcome: { kind: "planFailed", error: (this.lastError ?? "unknown").slice(0, 2000), attempts: this.failures, term },
+      };
+      if ((await store.update(keys.plan, encodeRecord(next), cur.revision)).ok) return;
     }
   }
 
@@ -149,11 +183,19 @@ export class Planning {
         const spec: SpecRecord = { v: 2, descriptor, weight, term };
         await store.create(keys.spec(id), encodeRecord(spec));
       }
-      const rec = seedRecord(weight, inline ? descriptor : undefined);
-      const r = await store.create(keys.split(id), encodeRecord(rec));
-      if (r.ok) {
-        created++;
-        view.applyOwn(id, rec, r.revision);
+      // A member with idle lanes gets the split in its seed (epoch 1, a
+      // grant): one write less than seeding it free and having it claimed.
+      const heir = this.#role.reserveIdle();
+      const free = seedRecord(weight, inline ? descriptor : undefined);
+      const rec = heir ? { ...free, epoch: 1, owner: heir.owner } : free;
+      try {
+        const r = await store.create(keys.split(id), encodeRecord(rec));
+        if (r.ok) {
+          created++;
+          view.applyOwn(id, rec, r.revision);
+        }
+      } finally {
+        if (heir) this.#role.unreserve(heir);
       }
     };
     for await (const s of splits) {

@@ -66,6 +66,8 @@ export function newStats(): CoordinatorStats {
     revocations: {},
     writes: {},
     claimAttempts: 0,
+    recordsReplaced: 0,
+    planFailures: 0,
     selfFences: 0,
     storeOpSeconds: {},
     handoverSeconds: newHistogram(),

@@ -22,6 +22,7 @@ export interface StatusInput {
   role: LeaderRole | undefined;
   planning: Planning | undefined;
   held: ReadonlyMap<string, Tenancy>;
+  now: number;
 }
 
 /** Assembles a {@linkcode CoordinatorStatus}. */
@@ -70,10 +71,20 @@ export function buildStatus(s: StatusInput): CoordinatorStatus {
     },
     quarantined,
     outcome: f.outcome,
-    invalidRecords: [...invalid].map(([key, message]) => ({ key, message })),
+    invalidRecords: [
+      ...f.replaced.map((r) => ({ key: r.key, message: r.message, replaced: true })),
+      ...[...invalid].map(([key, message]) => ({ key, message })),
+    ],
   };
   if (s.planning?.lastError) {
     status.planning = { failures: s.planning.failures, lastError: s.planning.lastError };
+  }
+  if (role && role.backoff.size > 0) {
+    status.retrying = [...role.backoff].slice(0, 100).map(([id, b]) => ({
+      id,
+      attempts: b.attempts,
+      inMs: Math.max(0, Math.round(b.at - s.now)),
+    }));
   }
   return status;
 }

@@ -53,7 +53,8 @@ export type CoordinationEvent =
   | { type: "revokeRequested"; splitId: string }
   | { type: "quarantined"; splitId: string; attempts: number }
   | { type: "allComplete" }
-  | { type: "stalled"; completed: number; quarantined: number };
+  | { type: "stalled"; completed: number; quarantined: number }
+  | { type: "planFailed"; error: string; attempts: number };
 
 /**
  * A split produced by a planner.
@@ -216,11 +217,13 @@ export interface CoordinatorStatus {
   /** Ids of quarantined splits (known on the leader; empty elsewhere). */
   quarantined: string[];
   /** Job outcome once known. */
-  outcome: "allComplete" | "stalled" | null;
-  /** Records that could not be read (key and message), most recent last. */
-  invalidRecords: { key: string; message: string }[];
+  outcome: "allComplete" | "stalled" | "planFailed" | null;
+  /** Records that could not be read (key and message), most recent last; `replaced` when this instance wrote over them. */
+  invalidRecords: { key: string; message: string; replaced?: boolean }[];
   /** Planning trouble on the leader: consecutive failed runs and the last error. */
   planning?: { failures: number; lastError: string };
+  /** On the leader: failed splits waiting out their retry backoff (at most 100 listed). */
+  retrying?: { id: string; attempts: number; inMs: number }[];
 }
 
 /**
@@ -247,6 +250,10 @@ export interface CoordinatorStats {
   writes: Record<string, number>;
   /** Ownership writes tried (claims of offers, resumes, and a leader's takeovers), won or lost. */
   claimAttempts: number;
+  /** Unreadable control records this instance replaced by CAS (a garbage `leader`, `plan`, member or assignment record). */
+  recordsReplaced: number;
+  /** Failed planner runs (a throw, duplicate ids, an oversized descriptor) on this instance while it led. */
+  planFailures: number;
   /** Self-fences (heartbeat starvation). */
   selfFences: number;
   /** Store op latency observations in seconds, by op. */

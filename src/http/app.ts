@@ -150,6 +150,9 @@ export function renderMetrics(
   counterBy("revocations_total", "Revocations, by outcome.", "outcome", stats.revocations);
   counterBy("writes_total", "Store writes, by outcome.", "outcome", stats.writes);
   r.counter("self_fences_total", "Self-fences after heartbeat starvation.").set(stats.selfFences);
+  r.counter("claim_attempts_total", "Ownership writes tried (claims, resumes, a leader's takeovers), won or lost.").set(stats.claimAttempts);
+  r.counter("records_replaced_total", "Unreadable control records replaced by CAS.").set(stats.recordsReplaced);
+  r.counter("plan_failures_total", "Failed planner runs while leading.").set(stats.planFailures);
   const ops = r.histogram("store_op_duration_seconds", "Store operation latency, by op.");
   for (const [op, h] of Object.entries(stats.storeOpSeconds)) ops.set(h, { op });
   r.histogram("handover_seconds", "Steal requested to thief gained.").set(stats.handoverSeconds);

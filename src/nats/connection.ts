@@ -30,6 +30,12 @@ import {
 import { clampTimerMs } from "../util/timers.ts";
 import { promptCloseFactory } from "./socket.ts";
 
+/**
+ * How often a connection's watchdog checks one of its watches' consumers
+ * (round robin: with n watches, each is checked every n × this).
+ */
+export const WATCHDOG_INTERVAL_MS = 2000;
+
 /** JetStream API codes of a failed "expected last subject sequence" check. */
 const WRONG_LAST_SEQUENCE = 10071;
 const WRONG_LAST_SEQUENCE_UNKNOWN = 10164;
@@ -64,6 +70,10 @@ export class Connection {
   #closing = false;
   #waiters: (() => void)[] = [];
   #reconnectListeners = new Set<(reason: string) => void>();
+  /** Checks of the watchdog, run one per tick in turn (one request per tick per connection). */
+  #guards: (() => Promise<void>)[] = [];
+  #guardAt = 0;
+  #guardTimer: ReturnType<typeof setInterval> | undefined;
 
   private constructor(nc: NatsConnection, js: JetStreamClient, jsm: JetStreamManager, kv: KV, opts: ResolvedOptions) {
     this.nc = nc;
@@ -172,6 +182,27 @@ export class Connection {
     });
   }
 
+  /**
+   * Adds a check to this connection's one watchdog: every
+   * `WATCHDOG_INTERVAL_MS` the next check in turn runs. Returns the remover.
+   */
+  guard(check: () => Promise<void>): () => void {
+    this.#guards.push(check);
+    this.#guardTimer ??= setInterval(() => {
+      if (this.#guards.length === 0) return;
+      const next = this.#guards[this.#guardAt++ % this.#guards.length];
+      void next().catch(() => {});
+    }, WATCHDOG_INTERVAL_MS);
+    return () => {
+      const i = this.#guards.indexOf(check);
+      if (i >= 0) this.#guards.splice(i, 1);
+      if (this.#guards.length === 0 && this.#guardTimer !== undefined) {
+        clearInterval(this.#guardTimer);
+        this.#guardTimer = undefined;
+      }
+    };
+  }
+
   /** Calls `fn` once per real reconnect (the transport's repeats are deduped). */
   onReconnect(fn: (reason: string) => void): () => void {
     this.#reconnectListeners.add(fn);
@@ -203,6 +234,9 @@ export class Connection {
     if (this.#closing) return;
     this.#closing = true;
     this.#reconnectListeners.clear();
+    if (this.#guardTimer !== undefined) clearInterval(this.#guardTimer);
+    this.#guardTimer = undefined;
+    this.#guards = [];
     await this.nc.close().catch(() => {});
   }
 }

@@ -11,8 +11,7 @@ import { Channel } from "../util/channel.ts";
 import { type Connection, describe, sleep } from "./connection.ts";
 import { type BucketMessage, type Scan, startScan } from "./scan.ts";
 
-/** How often the watchdog checks that the watch's consumer still exists. */
-export const WATCHDOG_INTERVAL_MS = 2000;
+export { WATCHDOG_INTERVAL_MS } from "./connection.ts";
 /**
  * While a snapshot is being replayed, how often the consumer is asked whether
  * the replay is over. On nats-server 2.9 the `pending` count delivered with a
@@ -34,7 +33,7 @@ export class NatsWatch implements Watch {
   #stopped = false;
   /** Whether anything was delivered since the last reset (a reset is owed). */
   #delivered = false;
-  #timer?: ReturnType<typeof setInterval>;
+  #unwatch: () => void;
   #checking = false;
   #failures = 0;
   #unlisten: () => void;
@@ -45,7 +44,7 @@ export class NatsWatch implements Watch {
     this.#filter = filter;
     this.#onStop = onStop;
     this.#unlisten = conn.onReconnect((reason) => this.#restart(reason));
-    this.#timer = setInterval(() => this.#watchdog(), WATCHDOG_INTERVAL_MS);
+    this.#unwatch = conn.guard(() => this.check());
     this.#run(++this.#generation);
   }
 
@@ -57,7 +56,7 @@ export class NatsWatch implements Watch {
     if (this.#stopped) return Promise.resolve();
     this.#stopped = true;
     this.#generation++;
-    clearInterval(this.#timer);
+    this.#unwatch();
     this.#unlisten();
     this.#scan?.stop();
     this.#scan = undefined;
@@ -160,8 +159,11 @@ export class NatsWatch implements Watch {
     });
   }
 
-  /** Every ~2 s: is our consumer still there? (It vanishes with its node in a cluster.) */
-  async #watchdog(): Promise<void> {
+  /**
+   * Is our consumer still there? (It vanishes with its node in a cluster.)
+   * Called by the connection's watchdog, one watch per tick.
+   */
+  async check(): Promise<void> {
     const scan = this.#scan;
     if (this.#checking || !scan || this.#stopped || !this.#conn.connected) return;
     this.#checking = true;

@@ -52,6 +52,19 @@ export const EXIT_ERROR = 1;
 export const EXIT_STALLED = 3;
 
 /**
+ * Exit code of a job whose planner failed `planAttempts` times in a row
+ * (error code `PLAN_FAILED`): fix the planner or its input and restart; the
+ * next leader plans again.
+ *
+ * @example
+ * ```ts
+ * import { EXIT_PLAN_FAILED } from "@splitlease/splitlease";
+ * console.log(EXIT_PLAN_FAILED); // 4
+ * ```
+ */
+export const EXIT_PLAN_FAILED = 4;
+
+/**
  * Options of the adapters' `serve` (and of {@linkcode serveWith}).
  *
  * @example
@@ -237,7 +250,7 @@ export function exitCodeFor(outcome: WorkerOutcome): number {
     case "stalled":
       return EXIT_STALLED;
     default:
-      return EXIT_ERROR;
+      return outcome.error instanceof SplitleaseError && outcome.error.code === "PLAN_FAILED" ? EXIT_PLAN_FAILED : EXIT_ERROR;
   }
 }
 

@@ -268,6 +268,15 @@ class WorkerImpl<D> implements Worker {
         // "draining" (reason complete) and then "worker finished".
         this.#finish({ kind: "drained", reason: "complete" });
         return;
+      case "planFailed": {
+        const error = new SplitleaseError(
+          "PLAN_FAILED",
+          `The job failed: its planner failed ${ev.attempts} time(s) in a row (last: ${ev.error}); restart to plan again`,
+        );
+        this.#log("error", "job failed: planning failed", { event: "planFailed", attempts: ev.attempts, error: ev.error });
+        this.#finish({ kind: "error", error });
+        return;
+      }
       case "stalled": {
         const fields = { event: "stalled", completed: ev.completed, quarantined: ev.quarantined };
         if (this.#stalledIsFatal) {

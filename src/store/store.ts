@@ -176,7 +176,11 @@ export interface Store extends AsyncDisposable {
    * `ready`, then live changes in revision order (see {@linkcode WatchEvent}).
    */
   watch(filter: KeyFilter): Watch;
-  /** Every live entry selected by `filter`, in key order. */
+  /**
+   * Every live entry selected by `filter`, in key order. A large listing is
+   * streamed: it fails with `StoreUnavailableError` only when it makes no
+   * progress for the operation timeout, not when it takes longer than one.
+   */
   list(filter: KeyFilter): Promise<StoreEntry[]>;
   /** Closes the store: ends every watch and releases connections. */
   close(): Promise<void>;

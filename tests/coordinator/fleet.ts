@@ -12,6 +12,8 @@ export const FAST = {
   opTimeoutMs: 200,
   drainDeadlineMs: 300,
   replanIntervalMs: 1000,
+  retryBackoffMs: 50,
+  retryBackoffMaxMs: 400,
 } as const;
 
 export function splits(n: number, weight = 1, prefix = "s"): PlannedSplit[] {
@@ -103,7 +105,14 @@ export class Member {
 }
 
 /** Timings every test of a fleet uses (FAST on the manual clock). */
-export type Timings = typeof FAST | { leaseMs: number; opTimeoutMs: number; drainDeadlineMs: number; replanIntervalMs: number };
+export type Timings = typeof FAST | {
+  leaseMs: number;
+  opTimeoutMs: number;
+  drainDeadlineMs: number;
+  replanIntervalMs: number;
+  retryBackoffMs: number;
+  retryBackoffMaxMs: number;
+};
 
 export class Fleet implements AsyncDisposable {
   members: Member[] = [];

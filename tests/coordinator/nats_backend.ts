@@ -11,6 +11,8 @@ export const NATS_TIMINGS: Timings = {
   opTimeoutMs: 400,
   drainDeadlineMs: 500,
   replanIntervalMs: 1000,
+  retryBackoffMs: 50,
+  retryBackoffMaxMs: 400,
 };
 
 let seq = 0;

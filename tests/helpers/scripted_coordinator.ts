@@ -245,6 +245,8 @@ export class ScriptedCoordinator implements Coordinator {
       revocations: { requested: 1, drained: 1 },
       writes: { ok: 20, conflict: 2 },
       claimAttempts: 4,
+      recordsReplaced: 0,
+      planFailures: 0,
       selfFences: 0,
       storeOpSeconds: { update: histogram([0.005, 0.01, 0.1], [0.001, 0.007, 0.2]) },
       handoverSeconds: histogram([0.1, 1], [0.05]),

@@ -235,15 +235,16 @@ export class Referee {
     const named = rec.owner ? holderKey(rec.owner.instance, rec.owner.session) : null;
     const prev = this.splits.get(id);
     if (!prev) {
-      if (op !== "create" || rec.epoch !== 0 || rec.owner !== null || rec.progress !== null) {
-        this.violation(`${where}: first write is not a seed (op ${op}, epoch ${rec.epoch})`);
-      }
+      // A seed: free at epoch 0, or seeded for a member at epoch 1 (a grant in the create).
+      const seedOk = op === "create" && rec.progress === null && rec.attempts === 0 &&
+        ((rec.epoch === 0 && rec.owner === null) || (rec.epoch === 1 && rec.owner !== null));
+      if (!seedOk) this.violation(`${where}: first write is not a seed (op ${op}, epoch ${rec.epoch})`);
       this.splits.set(id, {
         record: rec,
         revision: rev,
-        holders: new Map([[rec.epoch, null]]),
+        holders: new Map([[rec.epoch, named]]),
         openers: new Map([[rec.epoch, w]]),
-        claimed: new Map(),
+        claimed: new Map([[rec.epoch, null]]),
       });
       return;
     }
@@ -746,6 +747,12 @@ export class Sim {
       maxInFlight: this.cfg.maxInFlight,
       maxAttempts: this.cfg.maxAttempts,
     };
+    // SIM_LOG=1 puts the coordinators' own warnings and errors into the trace.
+    if (this.fullTrace && Deno.env.get("SIM_LOG")) {
+      opts.logger = (level, msg, fields) => {
+        if (level === "warn" || level === "error" || level === "info") this.note(`log ${p.label} ${level} ${msg} ${JSON.stringify(fields)}`);
+      };
+    }
     SplitCoordinator.join(opts).then((c) => {
       if (p.dead) {
         void c.abandon();
@@ -836,6 +843,9 @@ export class Sim {
       case "quarantined":
         this.note(`event ${p.label} quarantined ${ev.splitId} attempts=${ev.attempts}`);
         this.count("quarantinedEvents");
+        return;
+      case "planFailed":
+        this.violation(`${p.label} announced planFailed (${ev.error}): the simulation's planner never fails`);
         return;
       case "allComplete":
       case "stalled": {

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { type AssignEntry, type AssignRecord, AssignRecordSchema, decodeRecord, encodeRecord, type Owner } from "../../records.ts";
+import { type AssignEntry, type AssignRecord, AssignRecordSchema, encodeRecord, type Owner, safeDecodeRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
 import type { FleetView } from "./fleet_view.ts";
@@ -108,9 +108,15 @@ export class MemberState {
     try {
       if (this.rev === undefined) {
         const cur = await store.get(key);
-        if (cur && decodeRecord(key, cur.value, AssignRecordSchema).term > term) {
+        const read = cur ? safeDecodeRecord(key, cur.value, AssignRecordSchema) : undefined;
+        if (read?.ok && read.value.term > term) {
           onDeposed();
           return false;
+        }
+        if (read && !read.ok) {
+          // Unreadable: ours to overwrite (CAS at its revision).
+          core.stats.recordsReplaced++;
+          log("warn", "Unreadable record replaced", { key, error: read.error.message });
         }
         this.rev = cur?.revision ?? 0;
       }

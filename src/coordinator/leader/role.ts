@@ -50,6 +50,8 @@ export class LeaderRole {
   readonly #gone = new Map<string, { since: number; revision?: number }>();
   /** Member keys whose record is being re-read before a takeover. */
   readonly #rereading = new Set<string>();
+  /** Failed splits waiting out their retry backoff: id → leader time they may be offered again. */
+  readonly backoff: Map<string, { at: number; attempts: number }> = new Map();
   #ready = false;
   #stopped = false;
   #onDeposed: () => void;
@@ -159,11 +161,25 @@ export class LeaderRole {
       }
     }
     const o = rec?.owner;
+    // Failed by its owner (fail(): an attempt charged, same epoch): wait before offering it again.
+    if (rec && !o && rec.status === "runnable" && prev?.owner && rec.attempts > prev.attempts && rec.epoch === prev.epoch) {
+      const { retryBackoffMs, retryBackoffMaxMs } = this.#core.config;
+      const base = Math.min(retryBackoffMaxMs, retryBackoffMs * 2 ** Math.min(rec.attempts - 1, 30));
+      const delay = Math.round(base * (0.75 + 0.5 * this.#core.random()));
+      if (delay > 0) this.backoff.set(id, { at: this.#core.clock.now() + delay, attempts: rec.attempts });
+    } else if (rec?.status !== "runnable" || o) this.backoff.delete(id);
     // Freed by a takeover (an attempt charged, nobody named): its claim is a takeover.
     if (rec && !o && rec.status === "runnable" && prev?.owner && rec.attempts > prev.attempts && rec.epoch > prev.epoch) {
       this.view.orphaned.add(id);
     }
-    if (rec && o && rec.status === "runnable" && prev?.owner && rec.epoch > prev.epoch) {
+    if (rec && o && rec.status === "runnable" && !prev && this.#ready) {
+      // Seeded for `o` (a split created already owned): tell it.
+      const st = this.states.get(o.instance);
+      if (st && st.session === o.session) {
+        st.grants.set(id, { epoch: rec.epoch });
+        st.touch();
+      }
+    } else if (rec && o && rec.status === "runnable" && prev?.owner && rec.epoch > prev.epoch) {
       // Opened for `o` by someone else (a release to a successor, a fence, a takeover): tell it.
       const st = this.states.get(o.instance);
       if (st && st.session === o.session && !(prev.owner.instance === o.instance && prev.owner.session === o.session)) {
@@ -274,11 +290,15 @@ export class LeaderRole {
     const now = clock.now();
     let next = this.#judge(now);
     next = Math.min(next, this.#orphans(now));
+    for (const [id, b] of this.backoff) {
+      if (b.at <= now) this.backoff.delete(id);
+      else next = Math.min(next, b.at);
+    }
     refillOffers({
       view: this.view,
       states: this.states,
       offeredTo: this.offeredTo,
-      withheld: (id) => this.#takeovers.inflight.has(id),
+      withheld: (id) => this.#takeovers.inflight.has(id) || this.backoff.has(id),
     });
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#revocations.cycle(now, this.term, this.#signature(plan), nothingFree));
@@ -351,6 +371,29 @@ export class LeaderRole {
       this.#takeovers.take(owner, [...ids], heir, heir ? "restarted" : "gone");
     }
     return next;
+  }
+
+  /**
+   * A member to seed a split for: live, taking work, with a lane that
+   * nothing (held, offered or on its way) fills — least loaded first. Its
+   * lane stays reserved until {@linkcode unreserve}.
+   */
+  reserveIdle(): MemberState | undefined {
+    let best: MemberState | undefined;
+    let bestLoad = Infinity;
+    for (const m of this.states.values()) {
+      if (m.draining || m.maxInFlight === 0 || m.offers.size > 0) continue;
+      if (m.maxInFlight - this.view.heldBy(m.instance, m.session) - m.incoming <= 0) continue;
+      const load = this.view.loadOf(m.instance, m.session) + m.incoming;
+      if (load < bestLoad) (best = m), (bestLoad = load);
+    }
+    if (best) best.incoming++;
+    return best;
+  }
+
+  /** Ends a reservation made by {@linkcode reserveIdle}. */
+  unreserve(m: MemberState): void {
+    m.incoming = Math.max(0, m.incoming - 1);
   }
 
   /** Job counts for the leader's beat. */

@@ -1,0 +1,264 @@
+// Faults and bad input found by trying the fleet as an operator would (the
+// hardening issue), defined once and run on every backend. Each scenario
+// fails without the fix it is named after.
+import assert from "node:assert/strict";
+import { ManualClock } from "../../src/coordinator/clock.ts";
+import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
+import type { Clock, Planner } from "../../src/coordinator/types.ts";
+import { FencedError, SplitleaseError } from "../../src/errors.ts";
+import { keys } from "../../src/store/keys.ts";
+import type { DeleteResult, Store, StoreEntry, Watch, WriteResult } from "../../src/store/store.ts";
+import { FaultyStore } from "./faulty_store.ts";
+import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
+import { splitRecord } from "./scenarios.ts";
+
+/** Counts the split writes that land through it. */
+class Counting implements Store {
+  splitWrites = 0;
+  constructor(readonly inner: Store) {}
+  #count<T extends { ok: boolean }>(key: string, r: T): T {
+    if (r.ok && key.startsWith(keys.splitPrefix)) this.splitWrites++;
+    return r;
+  }
+  async create(key: string, value: string): Promise<WriteResult> {
+    return this.#count(key, await this.inner.create(key, value));
+  }
+  async update(key: string, value: string, revision: number): Promise<WriteResult> {
+    return this.#count(key, await this.inner.update(key, value, revision));
+  }
+  delete(key: string, revision?: number): Promise<DeleteResult> {
+    return this.inner.delete(key, revision);
+  }
+  get(key: string): Promise<StoreEntry | undefined> {
+    return this.inner.get(key);
+  }
+  list(filter: string): Promise<StoreEntry[]> {
+    return this.inner.list(filter);
+  }
+  watch(filter: string): Watch {
+    return this.inner.watch(filter);
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/**
+ * A process's clock that can jump, as a stopped process's monotonic clock
+ * does when it resumes: `now()` moves at once, its timers fire only when
+ * the underlying manual clock is driven.
+ */
+class FrozenClock implements Clock {
+  skew = 0;
+  constructor(readonly inner: ManualClock) {}
+  now(): number {
+    return this.inner.now() + this.skew;
+  }
+  wallNow(): number {
+    return this.inner.wallNow() + this.skew;
+  }
+  setTimeout(fn: () => void, ms: number): unknown {
+    return this.inner.setTimeout(fn, ms);
+  }
+  clearTimeout(h: unknown): void {
+    this.inner.clearTimeout(h);
+  }
+}
+
+/** Steps a worker's private manual clock while real I/O (if any) completes. */
+async function drive(clock: ManualClock, cond: () => boolean, realtime: boolean, maxMs = 5000): Promise<boolean> {
+  const end = performance.now() + maxMs;
+  while (!cond()) {
+    if (performance.now() > end) return false;
+    await clock.advance(5);
+    if (realtime) await new Promise((r) => setTimeout(r, 5));
+  }
+  return true;
+}
+
+/** Completes whatever each member holds until `done()`. */
+function completeUntil(f: Fleet, ms: Member[], done: () => boolean, maxMs = 5000): Promise<boolean> {
+  return f.until(() => {
+    for (const m of ms) for (const h of m.c.status().held) void m.c.commit(h.id, h.epoch, {}, { final: true }).catch(() => {});
+    return done();
+  }, maxMs);
+}
+
+/** A leader that holds nothing (a standby), so the other members' splits are theirs alone. */
+async function standbyLeader(f: Fleet, plan: Planner): Promise<Member> {
+  const lead = await f.join({ instance: "lead", planner: plan, maxInFlight: 0 });
+  assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
+  return lead;
+}
+
+export function hardeningScenarios(b: Backend): void {
+  const t = (name: string, fn: () => Promise<void>) =>
+    Deno.test({ name: `${b.name}: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
+
+  t("H1. twin restart: the frozen predecessor stops with DUPLICATE_INSTANCE and writes no split; one attempt, no ping-pong", async () => {
+    await using f = await b.fleet();
+    const plan = finalPlanner(splits(6));
+    await standbyLeader(f, plan);
+    const aStore = new Counting(new FaultyStore(await b.extraStore(f)));
+    const faulty = aStore.inner as FaultyStore;
+    const aClock = new ManualClock();
+    const aTime = new FrozenClock(aClock);
+    const a = new Member(
+      await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: aTime, ...f.timings, maxInFlight: 2 }),
+    );
+    f.members.push(a);
+    // A holds 2 and has more offered to it (its prefetch).
+    assert.ok(await drive(aClock, () => a.held.length === 2, b.realtime), "a holds two splits");
+    const held = a.c.status().held;
+    // A freezes for less than a lease but longer than a joiner's twin wait: its clock stops, it sees nothing.
+    faulty.pause();
+    const a2 = await f.join({ instance: "a", maxInFlight: 2 });
+    assert.ok(await f.until(() => a2.held.length === 2, 3 * f.timings.leaseMs), "the restarted process gets its predecessor's splits");
+    for (const h of held) assert.equal((await splitRecord(rawStore(f), h.id)).attempts, 1, "a restart reclaim costs one attempt");
+    // A wakes up: its clock jumps by the time it was stopped. Before its
+    // overdue heartbeat finds another session, a lane of it tries to commit
+    // (fenced: the lane frees) — and its last assignment record still offers
+    // it free splits.
+    const before = aStore.splitWrites;
+    aTime.skew += 0.6 * f.timings.leaseMs;
+    faulty.resume();
+    await assert.rejects(() => a.c.commit(held[0].id, held[0].epoch, { watermark: 1 }), FencedError);
+    assert.ok(await drive(aClock, () => a.error !== undefined, b.realtime), "the frozen process stops");
+    assert.ok(a.error instanceof SplitleaseError && a.error.code === "DUPLICATE_INSTANCE", String(a.error));
+    await f.advance(f.timings.leaseMs);
+    assert.equal(aStore.splitWrites, before, "the loser wrote no split after it woke");
+    for (const id of splits(6).map((s) => s.id)) {
+      const rec = await splitRecord(rawStore(f), id);
+      assert.ok(rec.attempts <= 1, `${id}: the twin exchange charged no attempt (attempts ${rec.attempts})`);
+      if (rec.owner) assert.equal(rec.owner.session, a2.c.session, `${id} is owned by the winner`);
+    }
+    assert.deepEqual(a2.lost(), []);
+  });
+
+  t("H2. an unreadable leader record (at start, then mid-job) is replaced by CAS and the fleet goes on", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    await raw.create(keys.leader, "{garbage");
+    const plan = finalPlanner(splits(4));
+    const [x, y] = await f.joinAll([{ instance: "x", planner: plan }, { instance: "y", planner: plan }]);
+    assert.ok(await f.until(() => x.held.length + y.held.length === 4, 3000), "a leader was elected and planned");
+    const replaced = [x, y].flatMap((m) => m.c.status().invalidRecords.filter((r) => r.replaced));
+    assert.ok(replaced.some((r) => r.key === keys.leader), JSON.stringify(replaced));
+    assert.equal(x.c.stats().recordsReplaced + y.c.stats().recordsReplaced, 1);
+    // Garbage written over the live leader's record mid-job.
+    const cur = (await raw.get(keys.leader))!;
+    assert.ok((await raw.update(keys.leader, "[1,2", cur.revision)).ok);
+    assert.ok(await completeUntil(f, [x, y], () => x.has("allComplete") && y.has("allComplete")), "the job completes");
+    assert.ok(x.c.stats().recordsReplaced + y.c.stats().recordsReplaced >= 2);
+    const l = (await raw.get(keys.leader))!;
+    assert.doesNotThrow(() => JSON.parse(l.value));
+  });
+
+  t("H2b. an unreadable plan record (at start, then mid-job) is replaced and the job completes", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    await raw.create(keys.plan, JSON.stringify({ v: 2, term: "three" }));
+    const plan = finalPlanner(splits(3));
+    const [x] = await f.joinAll([{ instance: "x", planner: plan }]);
+    assert.ok(await f.until(() => (x.c.status().plan?.generation ?? 0) > 0, 3000), "planned over the garbage");
+    assert.ok(x.c.status().invalidRecords.some((r) => r.key === keys.plan && r.replaced));
+    const cur = (await raw.get(keys.plan))!;
+    assert.ok((await raw.update(keys.plan, "not json", cur.revision)).ok);
+    assert.ok(await completeUntil(f, [x], () => x.has("allComplete")), "the job completes");
+    assert.ok(x.c.stats().recordsReplaced >= 2);
+  });
+
+  t("H3. duplicate split ids: the plan is refused naming them, and after planAttempts every member stops (planFailed)", async () => {
+    await using f = await b.fleet();
+    const plan: Planner = () =>
+      Promise.resolve({ finality: "final", splits: [...splits(3), { id: "s001", descriptor: 1 }, { id: "s002", descriptor: 2 }] });
+    const ms = await f.joinAll(["x", "y"].map((instance) => ({ instance, planner: plan, planAttempts: 2 })));
+    assert.ok(await f.until(() => ms.every((m) => m.has("planFailed")), 5000), "every member learns the job failed");
+    const ev = ms[0].events.find((e) => e.type === "planFailed") as { error: string; attempts: number };
+    assert.match(ev.error, /duplicate split ids: "s001", "s002"/);
+    assert.equal(ev.attempts, 2);
+    const leader = ms.find((m) => m.c.isLeader);
+    assert.match(leader?.c.status().planning?.lastError ?? "", /duplicate/);
+    assert.equal(ms.reduce((n, m) => n + m.c.stats().planFailures, 0), 2);
+    assert.ok(!ms.some((m) => m.has("allComplete")));
+  });
+
+  t("H4. a throwing planner is retried with backoff; after planAttempts the job fails; a new leader plans again", async () => {
+    await using f = await b.fleet();
+    let calls = 0;
+    let broken = true;
+    const when: number[] = [];
+    const plan: Planner = () => {
+      calls++;
+      when.push(f.now());
+      return broken ? Promise.reject(new Error("bucket listing denied")) : Promise.resolve({ finality: "final", splits: splits(2) });
+    };
+    const x = await f.join({ instance: "x", planner: plan, planAttempts: 3 });
+    assert.ok(await f.until(() => x.has("planFailed"), 8000), "the job fails after the bound");
+    assert.equal(calls, 3);
+    assert.ok(when[2] - when[1] >= when[1] - when[0] - f.time.slack, `retries back off: ${when.join(", ")}`);
+    // A restart retries: a new process (a new leader term) plans again.
+    broken = false;
+    await x.c.abandon();
+    const z = await f.join({ instance: "z", planner: plan });
+    assert.ok(await completeUntil(f, [z], () => z.has("allComplete"), 4 * f.timings.leaseMs), "the restarted fleet completes");
+    assert.ok(!z.has("planFailed"), "a member that joins a failed job waits for the next plan instead of stopping");
+  });
+
+  t("H5. a spec read that answers before the spec exists does not quarantine a healthy split", async () => {
+    let misses = 2;
+    class Lagging extends FaultyStore {
+      override async get(key: string): Promise<StoreEntry | undefined> {
+        if (key.startsWith(keys.specPrefix) && misses > 0) {
+          misses--;
+          return undefined; // a lagging replica: the spec is not there yet
+        }
+        return await super.get(key);
+      }
+    }
+    await using f = await b.fleet((s) => new Lagging(s));
+    const big = "x".repeat(4000); // over the inline limit: the descriptor goes to spec.<id>
+    const plan = finalPlanner([{ id: "big", descriptor: { big } }]);
+    const x = await f.join({ instance: "x", planner: plan });
+    assert.ok(await f.until(() => x.held.length === 1, 3000), "the split is gained despite the lagging reads");
+    assert.equal(misses, 0);
+    const g = x.gained()[0];
+    assert.deepEqual(g.split.descriptor, { big });
+    assert.equal((await splitRecord(rawStore(f), "big")).attempts, 0, "never charged as poison");
+    assert.ok(!x.has("quarantined"));
+  });
+
+  t("H10. a failing split is retried with exponential backoff, then quarantined", async () => {
+    await using f = await b.fleet();
+    const x = await f.join({ instance: "x", planner: finalPlanner([{ id: "poison", descriptor: null }]), maxAttempts: 4 });
+    const gains: number[] = [];
+    const failing = new Set<number>();
+    assert.ok(await f.until(() => {
+      for (const h of x.c.status().held) {
+        if (failing.has(h.epoch)) continue;
+        failing.add(h.epoch);
+        gains.push(f.now());
+        void x.c.fail(h.id, h.epoch, "boom").catch(() => {});
+      }
+      return x.has("stalled");
+    }, 8000, 5));
+    assert.equal(gains.length, 4);
+    const { retryBackoffMs } = f.timings;
+    const gaps = gains.slice(1).map((t, i) => t - gains[i]);
+    // Attempt n waits retryBackoffMs × 2^(n-1), ±25%.
+    gaps.forEach((g, i) => assert.ok(g >= 0.75 * retryBackoffMs * 2 ** i - 5, `gap ${i}: ${g} ms of ${gaps.join(", ")}`));
+    assert.ok(gaps[2] > gaps[0], `backoff grows: ${gaps.join(", ")}`);
+  });
+
+  t("H11. a standby (maxInFlight 0) holds nothing, gets no offers and reports the job's outcome", async () => {
+    await using f = await b.fleet();
+    const plan = finalPlanner(splits(3));
+    const [w, s] = await f.joinAll([{ instance: "w", planner: plan }, { instance: "s", planner: plan, maxInFlight: 0 }]);
+    assert.ok(await completeUntil(f, [w], () => w.has("allComplete") && s.has("allComplete")));
+    assert.equal(s.gained().length, 0);
+    assert.equal(w.gained().length, 3);
+  });
+}

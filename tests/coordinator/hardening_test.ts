@@ -1,0 +1,4 @@
+import { memoryBackend } from "./fleet.ts";
+import { hardeningScenarios } from "./hardening.ts";
+
+hardeningScenarios(memoryBackend);

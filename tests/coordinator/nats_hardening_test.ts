@@ -1,0 +1,8 @@
+// The hardening scenarios again on a real nats-server over WebSocket.
+import { NatsServer } from "../helpers/nats_server.ts";
+import { natsBackend } from "./nats_backend.ts";
+import { hardeningScenarios } from "./hardening.ts";
+
+const server = await NatsServer.start();
+hardeningScenarios(natsBackend(server));
+Deno.test({ name: "nats: stop server", fn: () => server[Symbol.asyncDispose](), sanitizeOps: false, sanitizeResources: false });
