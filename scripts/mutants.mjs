@@ -1,0 +1,395 @@
+// The curated safety mutants of `npm run mutate` (scripts/mutate.mjs).
+//
+// Each mutant breaks one safety rule of docs/DESIGN.md with one or more
+// search/replace edits; every `search` must occur exactly once in its file
+// (`npm run mutate -- --check` verifies that in a second). Keep the search
+// text short and specific, so it survives unrelated edits; when the code a
+// mutant targets moves, rewrite the mutant against the new code rather than
+// dropping it.
+//
+// `suites` lists the suites that should kill the mutant, in the order they
+// run (scripts/mutate.mjs stops at the first one that fails):
+//   unit         tests/unit
+//   store        tests/store/conformance_test.ts (MemoryStore and NatsStore)
+//   coordinator  tests/coordinator/*_test.ts on MemoryStore (manual clock)
+//   regressions  tests/sim/regressions_test.ts
+//   sim          tests/sim/sim_test.ts at 300 seeds
+//   nats         tests/coordinator/nats_*_test.ts (real nats-server)
+//   runtime      tests/runtime/worker_test.ts
+
+const C = "src/coordinator/";
+const COORD = ["coordinator", "regressions", "sim", "nats"];
+
+/** @type {{ name: string, breaks: string, edits: { file: string, search: string, replace: string }[], suites: string[] }[]} */
+export const mutants = [
+  // --- liveness: self-fence, judging, twins -------------------------------------------
+  {
+    name: "self-fence-margin-dropped",
+    breaks: "the worker fences itself at lastOk + leaseMs, not leaseMs − selfFenceMarginMs: no longer strictly before the leader can judge it dead",
+    edits: [{
+      file: C + "membership.ts",
+      search: "const at = this.#lastOk + config.leaseMs - config.selfFenceMarginMs;",
+      replace: "const at = this.#lastOk + config.leaseMs;",
+    }],
+    suites: ["coordinator", "sim", "nats"],
+  },
+  {
+    name: "self-fence-from-write-end",
+    breaks: "a heartbeat dates the self-fence from the end of its write, not its start: a slow reply pushes the fence past the leader's judgement",
+    edits: [{
+      file: C + "membership.ts",
+      search: "this.#lastOk = start;\n      this.#armSelfFence();",
+      replace: "this.#lastOk = clock.now();\n      this.#armSelfFence();",
+    }],
+    suites: ["coordinator", "sim", "nats"],
+  },
+  {
+    name: "self-fence-keeps-lanes",
+    breaks: "a self-fence stops claiming and leading but leaves every held tenancy running",
+    edits: [{
+      file: C + "coordinator.ts",
+      search: 'const t = this.#tenancies.lose(id, "starved");',
+      replace: "const t = undefined;",
+    }],
+    suites: COORD,
+  },
+  {
+    name: "liveness-half-lease",
+    breaks: "observers judge a record dead after half a lease (members after their self-fence margin, leaders too early)",
+    edits: [{
+      file: C + "liveness.ts",
+      search: "return s ? s.since + leaseMs : undefined;",
+      replace: "return s ? s.since + leaseMs / 2 : undefined;",
+    }],
+    suites: COORD,
+  },
+  {
+    name: "twin-check-removed",
+    breaks: "a joiner takes over a member record that is still moving (a live twin) instead of failing with DUPLICATE_INSTANCE",
+    edits: [{
+      file: C + "membership.ts",
+      search: "if (first && cur && cur.revision !== first.revision) throw this.duplicate();",
+      replace: "",
+    }],
+    suites: COORD,
+  },
+  {
+    name: "claim-without-freshness",
+    breaks: "offers are claimed while the last landed heartbeat is stale (a process that was frozen claims before its membership is proven ours)",
+    edits: [{
+      file: C + "coordinator.ts",
+      search: "clock.now() - this.#membership.lastOk < config.leaseMs / 3 + config.leaseMs / 10",
+      replace: "clock.now() - this.#membership.lastOk < Infinity",
+    }],
+    suites: COORD,
+  },
+
+  // --- transitions of a split record ---------------------------------------------------
+  {
+    name: "open-no-epoch-bump",
+    breaks: "a claim, grant or takeover keeps the epoch: two owners share one fencing token",
+    edits: [{
+      file: C + "transitions.ts",
+      search: "return { ...r, epoch: r.epoch + 1, owner: to ?",
+      replace: "return { ...r, epoch: r.epoch, owner: to ?",
+    }],
+    suites: COORD,
+  },
+  {
+    name: "handoff-no-epoch-bump",
+    breaks: "a release to a named successor keeps the epoch: the successor writes at the releaser's fencing token",
+    edits: [{
+      file: C + "transitions.ts",
+      search: "to ? { ...r, epoch: r.epoch + 1, owner:",
+      replace: "to ? { ...r, owner:",
+    }],
+    suites: COORD,
+  },
+  {
+    name: "commit-lower-watermark",
+    breaks: "commitRecord accepts a watermark below the committed one (durable progress regresses)",
+    edits: [{
+      file: C + "transitions.ts",
+      search: "compareWatermarks(prev, progress.watermark) > 0",
+      replace: "compareWatermarks(prev, progress.watermark) > 0 && false",
+    }],
+    suites: COORD,
+  },
+  {
+    name: "release-charges",
+    breaks: "a graceful release to nobody consumes an attempt",
+    edits: [{
+      file: C + "transitions.ts",
+      search: ": { ...r, owner: null };",
+      replace: ": { ...r, owner: null, attempts: r.attempts + 1 };",
+    }],
+    suites: COORD,
+  },
+
+  // --- the holder's writes (tenancies.ts) ------------------------------------------------
+  {
+    name: "commit-retry-after-move",
+    breaks: "a commit whose CAS conflicts is retried without checking that the record still carries our epoch, owner and session",
+    edits: [{
+      file: C + "tenancies.ts",
+      search: "if (!cur || !rec || !heldBy(rec, me, epoch)) {",
+      replace: "if (!cur || !rec) {",
+    }],
+    suites: COORD,
+  },
+  {
+    name: "forced-release-after-move",
+    breaks: "a forced release whose CAS conflicts is retried over a record that moved to another owner",
+    edits: [{
+      file: C + "tenancies.ts",
+      search: "if (!cur || !rec || !heldBy(rec, me, t.epoch)) return;",
+      replace: "if (!cur || !rec) return;",
+    }],
+    suites: COORD,
+  },
+  {
+    name: "terminal-write-keeps-tenancy",
+    breaks: "a final commit, release or fail that landed does not end its tenancy (a later write lands on a finished split)",
+    edits: [{
+      file: C + "tenancies.ts",
+      search: "if (terminal) this.#end(id, t);",
+      replace: "",
+    }],
+    suites: ["regressions", "coordinator", "sim", "nats"],
+  },
+
+  // --- the member side (follower.ts) -----------------------------------------------------
+  {
+    name: "claim-charges",
+    breaks: "claiming an offered free split consumes an attempt",
+    edits: [{
+      file: C + "follower.ts",
+      search: "const next = openRecord(rec, me, false, config.maxAttempts);",
+      replace: "const next = openRecord(rec, me, true, config.maxAttempts);",
+    }],
+    suites: COORD,
+  },
+  {
+    name: "claim-fresh-revision",
+    breaks: "an offer is claimed by CAS at a freshly read revision instead of the offered one (a stale offer overwrites a peer's claim)",
+    edits: [{
+      file: C + "follower.ts",
+      search: "store.update(keys.split(o.id), encodeRecord(next), rev),",
+      replace: "store.get(keys.split(o.id)).then((e) => store.update(keys.split(o.id), encodeRecord(next), e.revision)),",
+    }],
+    suites: ["sim", "coordinator", "regressions", "nats"],
+  },
+  {
+    name: "grant-after-ended",
+    breaks: "a grant is started for a tenancy of ours that already ended (a stale assignment record restarts a finished split)",
+    edits: [
+      {
+        file: C + "follower.ts",
+        search: "if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch || this.#claiming.has(g.id)) return;",
+        replace: "if (this.#claiming.has(g.id)) return;",
+      },
+      {
+        file: C + "follower.ts",
+        search: "if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch) return;\n      this.#tenancies.add(",
+        replace: "this.#tenancies.add(",
+      },
+    ],
+    suites: ["sim", "coordinator", "regressions", "nats"],
+  },
+  {
+    name: "grant-without-heldby",
+    breaks: "a grant is started without checking that the split record names this session at that epoch",
+    edits: [{
+      file: C + "follower.ts",
+      search: "if (!heldBy(rec, me, g.epoch)) return;",
+      replace: "",
+    }],
+    suites: ["sim", "coordinator", "regressions", "nats"],
+  },
+  {
+    name: "resume-after-move",
+    breaks: "after a self-fence a worker resumes a split that moved on meanwhile (opens an epoch over another owner)",
+    edits: [{
+      file: C + "follower.ts",
+      search: "if (!heldBy(rec, me, d.epoch)) return; // moved on meanwhile",
+      replace: "",
+    }],
+    suites: ["sim", "coordinator", "regressions", "nats"],
+  },
+
+  // --- the leader: judging, takeovers, completion ------------------------------------------
+  {
+    name: "takeover-no-reread",
+    breaks: "the leader takes over a member judged dead without re-reading its member record (a lagging view takes a live member's splits)",
+    edits: [{
+      file: C + "leader/role.ts",
+      search: "if (cur && cur.revision !== seen) {",
+      replace: "if (false) {",
+    }],
+    suites: COORD,
+  },
+  {
+    name: "takeover-no-charge",
+    breaks: "a takeover from a dead owner consumes no attempt (a split that kills its workers is never quarantined)",
+    edits: [{
+      file: C + "leader/takeovers.ts",
+      search: "openRecord(cur.record, heir?.owner ?? null, true, core.config.maxAttempts)",
+      replace: "openRecord(cur.record, heir?.owner ?? null, false, core.config.maxAttempts)",
+    }],
+    suites: COORD,
+  },
+  {
+    name: "takeover-fresh-revision",
+    breaks: "a takeover CASes at a freshly read revision instead of the one its decision was made on (it overwrites a split completed meanwhile)",
+    edits: [{
+      file: C + "leader/takeovers.ts",
+      search: "await core.store.update(keys.split(id), encodeRecord(next), cur.revision);",
+      replace: "await core.store.update(keys.split(id), encodeRecord(next), (await core.store.get(keys.split(id))).revision);",
+    }],
+    suites: ["regressions", "coordinator", "sim", "nats"],
+  },
+  {
+    name: "completion-without-listing",
+    breaks: "the leader announces the outcome from its view alone, without the confirming listing of split.",
+    edits: [{
+      file: C + "leader/completion.ts",
+      search: "const outcome = await this.#confirm(plan.planned);",
+      replace:
+        'const outcome = v.counts.quarantined === 0 ? { kind: "allComplete", completed: v.counts.completed } : { kind: "stalled", completed: v.counts.completed, quarantined: v.counts.quarantined };',
+    }],
+    suites: COORD,
+  },
+  {
+    name: "completion-ignores-unreadable",
+    breaks: "an unreadable split record counts as finished (in the view check and in the listing)",
+    edits: [
+      {
+        file: C + "leader/completion.ts",
+        search: "for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return;",
+        replace: "",
+      },
+      {
+        file: C + "leader/completion.ts",
+        search: 'if (!r.ok || r.value.status === "runnable") return undefined;',
+        replace: 'if (!r.ok) continue;\n      if (r.value.status === "runnable") return undefined;',
+      },
+    ],
+    suites: COORD,
+  },
+  {
+    name: "completion-on-open-plan",
+    breaks: "completion is decided while the plan is still open (more splits may come)",
+    edits: [{
+      file: C + "leader/completion.ts",
+      search: 'plan.finality !== "final" || ',
+      replace: "",
+    }],
+    suites: COORD,
+  },
+
+  // --- election, term fence, planning ----------------------------------------------------------
+  {
+    name: "election-reread-current",
+    breaks: "the election's re-read is compared with the current liveness revision instead of the judged one (a live leader is deposed when the watch caught up meanwhile)",
+    edits: [{
+      file: C + "leadership.ts",
+      search: "if (cur && cur.revision !== judged) {",
+      replace: "if (cur && cur.revision !== f.leaderLiveness.get(keys.leader)?.revision) {",
+    }],
+    suites: COORD,
+  },
+  {
+    name: "election-no-term-bump",
+    breaks: "a new leader does not bump plan.term: two leaders share a term and the leader fence is gone",
+    edits: [{
+      file: C + "leadership.ts",
+      search: "next = { ...prev.value, term: prev.value.term + 1 };",
+      replace: "next = { ...prev.value, term: prev.value.term };",
+    }],
+    suites: ["sim", "coordinator", "regressions", "nats"],
+  },
+  {
+    name: "deposed-leader-keeps-leading",
+    breaks: "a leader that sees a newer plan term keeps leading (assigning, planning) instead of stepping down",
+    edits: [{
+      file: C + "leadership.ts",
+      search: "if (plan && plan.term > this.#term) {",
+      replace: "if (false) {",
+    }],
+    suites: COORD,
+  },
+  {
+    name: "publish-fresh-revision",
+    breaks: "the plan is published at a freshly read revision instead of the one read before planning (a deposed leader's late publish lands)",
+    edits: [{
+      file: C + "planning.ts",
+      search: "const r = await store.update(keys.plan, encodeRecord(next), cur.revision);",
+      replace: "const r = await store.update(keys.plan, encodeRecord(next), (await store.get(keys.plan)).revision);",
+    }],
+    suites: COORD,
+  },
+
+  // --- stores -----------------------------------------------------------------------------------------
+  {
+    name: "memory-cas-ignores-revision",
+    breaks: "MemoryStore.update succeeds at any revision (no compare-and-swap)",
+    edits: [{
+      file: "src/store/memory_store.ts",
+      search: "if (!slot || slot.revision !== revision) {",
+      replace: "if (!slot) {",
+    }],
+    suites: ["unit", "store", "coordinator"],
+  },
+  {
+    name: "memory-create-overwrites",
+    breaks: "MemoryStore.create overwrites a live key instead of losing the race",
+    edits: [{
+      file: "src/store/memory_store.ts",
+      search: "if (slot && slot.value !== null) return this.#deliver<WriteResult>({ ok: false, conflict: true });",
+      replace: "",
+    }],
+    suites: ["unit", "store", "coordinator"],
+  },
+  {
+    name: "nats-conflict-wrong-code",
+    breaks: "NatsStore recognises a lost CAS by the wrong JetStream code (a conflict becomes an outage)",
+    edits: [{
+      file: "src/nats/connection.ts",
+      search: "return code === WRONG_LAST_SEQUENCE || code === WRONG_LAST_SEQUENCE_UNKNOWN;",
+      replace: "return code === STREAM_NAME_IN_USE;",
+    }],
+    suites: ["store", "nats"],
+  },
+
+  // --- balancing and lanes ----------------------------------------------------------------------------------
+  {
+    name: "balance-steals-while-claimable",
+    breaks: "planMoves plans steals while a split is still claimable (claim first)",
+    edits: [{
+      file: "src/balance/plan_moves.ts",
+      search: "if (members.size < 2 || claimable || unknownHandoff) return [];",
+      replace: "if (members.size < 2 || unknownHandoff) return [];",
+    }],
+    suites: ["unit", "coordinator"],
+  },
+  {
+    name: "balance-oscillates",
+    breaks: "planMoves admits a move that does not lower the load gap by more than the split's weight (ping-pong)",
+    edits: [{
+      file: "src/balance/plan_moves.ts",
+      search: "if (!(gap - w > tol)) continue;",
+      replace: "if (!(gap > tol)) continue;",
+    }],
+    suites: ["unit", "coordinator"],
+  },
+  {
+    name: "lane-accepts-regression",
+    breaks: "a lane accepts a watermark below the one it accepted before",
+    edits: [{
+      file: "src/runtime/lane.ts",
+      search: "  return b < a;\n}",
+      replace: "  return false;\n}",
+    }],
+    suites: ["runtime"],
+  },
+];
