@@ -13,6 +13,7 @@
 //   npm run mutate -- NAME...           only the mutants whose name contains one of NAME
 //   npm run mutate -- --all             run every listed suite of a mutant, not only up to the first kill
 //   npm run mutate -- --suite=coordinator   run only this suite for each mutant (to show which tests kill what)
+//   npm run mutate -- --suite=sim --files=tests/coordinator/safety_test.ts   that suite's settings, these test files (a proof that they kill)
 //   npm run mutate -- --no-baseline     skip the baseline run of the unmutated code
 //   npm run mutate -- --keep            keep the scratch copy (its path is printed) with each run's log
 //
@@ -182,7 +183,7 @@ const children = new Set();
 /** Runs one suite in the scratch copy; resolves to { ok, timedOut, failed: [test names], detail, seconds }. */
 function runSuite(name, tag) {
   const suite = SUITES[name];
-  const files = suite.files(scratch);
+  const files = opt("files")?.split(",") ?? suite.files(scratch);
   const started = Date.now();
   return new Promise((resolve) => {
     const child = spawn(deno, ["test", "-A", "--no-check", "--fail-fast", ...files], {
@@ -208,13 +209,13 @@ function runSuite(name, tag) {
       writeFileSync(join(scratch, ".mutate-logs", `${tag}.${name}.log`), out);
       const failed = [...new Set([...out.matchAll(/^(.+?) \.\.\. FAILED/gm)].map((m) => m[1].trim()))];
       const violation = out.match(/^\s+- (t=\d+ .*)$/m)?.[1];
-      const firstError = out.match(/^error: (.*)$/m)?.[1];
+      const firstError = out.match(/^error: (?!Test failed)(.*)$/m)?.[1];
       const summary = out.match(/^(?:ok|FAILED) \| \d+ passed.*$/m)?.[0];
       resolve({
         ok: code === 0 && !timedOut,
         timedOut,
         failed,
-        detail: violation ?? (failed.length ? undefined : firstError),
+        detail: violation ?? firstError,
         summary,
         seconds: (Date.now() - started) / 1000,
       });

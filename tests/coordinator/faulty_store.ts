@@ -6,13 +6,18 @@ import { Channel } from "../../src/util/channel.ts";
 /**
  * Wraps a store: `down` makes every op throw StoreUnavailableError; `paused`
  * withholds watch events until resumed (a stopped process sees nothing);
- * `hold(pred)` parks matching writes until released.
+ * `hold(pred)` parks matching ops until released; `fail(pred)` makes matching
+ * ops throw StoreUnavailableError (without applying) until stopped;
+ * `withhold(pred)` withholds the watch events of matching keys (a watch that
+ * has not delivered them yet) until released.
  */
 export class FaultyStore implements Store {
   down = false;
   #paused = false;
   #watchers: { ch: Channel<WatchEvent>; buffer: WatchEvent[] }[] = [];
   #holds: { pred: (op: string, key: string, value?: string) => boolean; parked: (() => void)[] }[] = [];
+  #fails: ((op: string, key: string) => boolean)[] = [];
+  #withheld: { pred: (key: string) => boolean; events: { ch: Channel<WatchEvent>; ev: WatchEvent }[] }[] = [];
 
   constructor(readonly inner: Store) {}
 
@@ -36,11 +41,31 @@ export class FaultyStore implements Store {
     };
   }
 
+  /** Makes ops matching `pred` throw StoreUnavailableError (not applied); returns a function that stops it. */
+  fail(pred: (op: string, key: string) => boolean): { stop: () => void } {
+    this.#fails.push(pred);
+    return { stop: () => void this.#fails.splice(this.#fails.indexOf(pred), 1) };
+  }
+
+  /** Withholds watch events of keys matching `pred`; `release()` delivers them (in order) and stops withholding. */
+  withhold(pred: (key: string) => boolean): { release: () => void; count: () => number } {
+    const w = { pred, events: [] as { ch: Channel<WatchEvent>; ev: WatchEvent }[] };
+    this.#withheld.push(w);
+    return {
+      release: () => {
+        this.#withheld.splice(this.#withheld.indexOf(w), 1);
+        for (const { ch, ev } of w.events.splice(0)) ch.push(ev);
+      },
+      count: () => w.events.length,
+    };
+  }
+
   async #gate(op: string, key: string, value?: string): Promise<void> {
     for (const h of this.#holds) {
       if (h.pred(op, key, value)) await new Promise<void>((r) => h.parked.push(r));
     }
     if (this.down) throw new StoreUnavailableError(op, 200, { detail: "injected outage" });
+    if (this.#fails.some((f) => f(op, key))) throw new StoreUnavailableError(op, 200, { detail: "injected failure" });
   }
 
   async create(key: string, value: string): Promise<WriteResult> {
@@ -69,7 +94,9 @@ export class FaultyStore implements Store {
     this.#watchers.push(w);
     (async () => {
       for await (const ev of inner) {
-        if (this.#paused) w.buffer.push(ev);
+        const held = "key" in ev ? this.#withheld.find((x) => x.pred(ev.key)) : undefined;
+        if (held) held.events.push({ ch: w.ch, ev });
+        else if (this.#paused) w.buffer.push(ev);
         else w.ch.push(ev);
       }
       w.ch.close();

@@ -3,6 +3,5 @@ import { NatsServer } from "../helpers/nats_server.ts";
 import { natsBackend } from "./nats_backend.ts";
 import { hardeningScenarios } from "./hardening.ts";
 
-const server = await NatsServer.start();
+const server = await NatsServer.startForModule();
 hardeningScenarios(natsBackend(server));
-Deno.test({ name: "nats: stop server", fn: () => server[Symbol.asyncDispose](), sanitizeOps: false, sanitizeResources: false });

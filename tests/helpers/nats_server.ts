@@ -232,6 +232,33 @@ export class NatsServer implements AsyncDisposable {
     await this.#reap("SIGKILL");
     await Deno.remove(this.dir, { recursive: true }).catch(() => {});
   }
+
+  /** Kills the process and removes the temp dir without waiting (for an `unload` handler). */
+  disposeSync(): void {
+    const proc = this.#proc;
+    this.#proc = undefined;
+    if (proc) {
+      try {
+        if (this.#paused) proc.kill("SIGCONT");
+        proc.kill("SIGKILL");
+      } catch { /* already exited */ }
+      live.delete(proc);
+    }
+    try {
+      Deno.removeSync(this.dir, { recursive: true });
+    } catch { /* already gone */ }
+  }
+
+  /**
+   * A server for every test of one test file, torn down when the file's
+   * module unloads: teardown is not a test (a "stop the server" test would
+   * count as a pass that cannot fail).
+   */
+  static async startForModule(opts: NatsServerOptions = {}): Promise<NatsServer> {
+    const s = await NatsServer.start(opts);
+    globalThis.addEventListener("unload", () => s.disposeSync());
+    return s;
+  }
 }
 
 /** A 3-node (or n-node) JetStream cluster on loopback. */

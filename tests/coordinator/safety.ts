@@ -1,0 +1,188 @@
+// Safety rules of docs/DESIGN.md that only a constructed interleaving
+// reaches (issue 14), defined once and run on every backend. Each scenario
+// names the mutant of scripts/mutants.mjs it kills (`npm run mutate`).
+import assert from "node:assert/strict";
+import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
+import type { Planner } from "../../src/coordinator/types.ts";
+import { SplitleaseError } from "../../src/errors.ts";
+import { decodeRecord, LeaderRecordSchema, type PlanRecord, PlanRecordSchema } from "../../src/records.ts";
+import { keys } from "../../src/store/keys.ts";
+import type { Store } from "../../src/store/store.ts";
+import { FaultyStore } from "./faulty_store.ts";
+import { type Backend, finalPlanner, Member, rawStore, splits } from "./fleet.ts";
+import { splitRecord } from "./scenarios.ts";
+
+/** A final planner that answers only once `open()` is called; `calls()` counts its calls. */
+export function heldPlanner(list: ReturnType<typeof splits>): { planner: Planner; open: () => void; calls: () => number } {
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  let n = 0;
+  return {
+    planner: () => {
+      n++;
+      return gate.then(() => ({ splits: list, finality: "final" as const }));
+    },
+    open,
+    calls: () => n,
+  };
+}
+
+/** Every version of the plan record a watch delivers (term, generation), until `stop()`. */
+export function recordPlans(store: Store): { seen: { term: number; generation: number; revision: number }[]; stop: () => Promise<void> } {
+  const w = store.watch(keys.plan);
+  const seen: { term: number; generation: number; revision: number }[] = [];
+  void (async () => {
+    for await (const ev of w) {
+      if (ev.type !== "put") continue;
+      const p: PlanRecord = decodeRecord(ev.key, ev.value, PlanRecordSchema);
+      seen.push({ term: p.term, generation: p.generation, revision: ev.revision });
+    }
+  })();
+  return { seen, stop: () => w.stop() };
+}
+
+/** Asserts that no version of the plan record went back in term or generation. */
+export function assertPlansMonotonic(seen: { term: number; generation: number; revision: number }[]): void {
+  for (let i = 1; i < seen.length; i++) {
+    const [a, b] = [seen[i - 1], seen[i]];
+    assert.ok(
+      b.term >= a.term && b.generation >= a.generation,
+      `the plan record went back from term ${a.term} generation ${a.generation} (r${a.revision}) to term ${b.term} generation ${b.generation} (r${b.revision})`,
+    );
+  }
+}
+
+export function safetyScenarios(b: Backend): void {
+  const t = (name: string, fn: () => Promise<void>) => Deno.test({ name: `${b.name}: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
+
+  // Kills commit-lower-watermark: the lane's own check is bypassed (the coordinator is called directly).
+  t("S1. a commit below the committed watermark is refused by the coordinator; the record keeps the higher one", async () => {
+    await using f = await b.fleet();
+    const x = await f.join({ instance: "x", planner: finalPlanner(splits(2)) });
+    assert.ok(await f.until(() => x.held.length === 2, 3000), "x holds both splits");
+    const [h, g] = x.c.status().held;
+    await x.c.commit(h.id, h.epoch, { watermark: 10, state: { at: "ten" } });
+    await assert.rejects(
+      () => x.c.commit(h.id, h.epoch, { watermark: 5 }),
+      (e: unknown) => e instanceof SplitleaseError && e.code === "INVALID_ARGUMENT" && /regress from 10 to 5/.test(e.message),
+    );
+    assert.deepEqual((await splitRecord(rawStore(f), h.id)).progress, { watermark: 10, state: { at: "ten" } });
+    // String watermarks compare the same way; a type change is refused too.
+    await x.c.commit(g.id, g.epoch, { watermark: "k-0200" });
+    await assert.rejects(() => x.c.commit(g.id, g.epoch, { watermark: "k-0100" }), /regress/);
+    await assert.rejects(() => x.c.commit(g.id, g.epoch, { watermark: 300 }), /Watermark type changed/);
+    assert.deepEqual((await splitRecord(rawStore(f), g.id)).progress, { watermark: "k-0200" });
+    // The refusals cost nothing: the tenancy goes on and completes.
+    assert.deepEqual(x.lost(), []);
+    await x.c.commit(h.id, h.epoch, { watermark: 11 }, { final: true });
+    await x.c.commit(g.id, g.epoch, { watermark: "k-0300" }, { final: true });
+    assert.ok(await f.until(() => x.has("allComplete"), 3000));
+  });
+
+  // Kills completion-without-listing: the leader's view is complete, the store is not.
+  t("S2. completion: the leader's view says done while a split record it has not seen is runnable; no outcome until it is finished", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const lStore = new FaultyStore(await b.extraStore(f));
+    const withheld = lStore.withhold((key) => key === keys.split("extra"));
+    const lead = new Member(
+      await SplitCoordinator.join({ store: lStore, job: f.job, instance: "lead", clock: f.clock, planner: finalPlanner(splits(3)), maxInFlight: 0, ...f.timings }),
+    );
+    f.members.push(lead);
+    assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
+    // A split record the leader's watch has not delivered yet (an operator's, or a seed whose event is late).
+    assert.ok(
+      (await raw.create(
+        keys.split("extra"),
+        JSON.stringify({ v: 2, epoch: 0, status: "runnable", owner: null, attempts: 0, weight: 1, progress: null, descriptor: null }),
+      )).ok,
+    );
+    const w = await f.join({ instance: "w" });
+    const done = new Set<string>();
+    const finish = () => {
+      for (const h of w.c.status().held) {
+        if (done.has(`${h.id}@${h.epoch}`)) continue;
+        done.add(`${h.id}@${h.epoch}`);
+        void w.c.commit(h.id, h.epoch, { watermark: 1 }, { final: true }).catch(() => {});
+      }
+    };
+    assert.ok(await f.until(() => (finish(), (lead.c.status().counts.completed ?? 0) === 3), 3000), "the planned splits complete");
+    assert.ok(withheld.count() >= 1, "the leader's watch holds the extra split's event");
+    await f.until(() => (finish(), lead.has("allComplete") || w.has("allComplete")), 2 * f.timings.leaseMs);
+    assert.ok(!lead.has("allComplete") && !w.has("allComplete"), "allComplete announced while split.extra is runnable in the store");
+    assert.equal((await splitRecord(raw, "extra")).status, "runnable");
+    // The event arrives: the split is offered, finished, and only then is the job complete.
+    withheld.release();
+    assert.ok(await f.until(() => (finish(), lead.has("allComplete") && w.has("allComplete")), 3000), "the job completes once every split is finished");
+    assert.equal((await splitRecord(raw, "extra")).status, "completed");
+  });
+
+  // Kills publish-fresh-revision and deposed-leader-keeps-leading.
+  t("S3. a deposed leader's late publish loses its CAS (term and generation never go back), and it steps down on the newer term", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const plans = recordPlans(raw);
+    const aStore = new FaultyStore(await b.extraStore(f));
+    const held = heldPlanner(splits(4));
+    const a = new Member(
+      await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: f.clock, planner: held.planner, maxInFlight: 0, ...f.timings }),
+    );
+    f.members.push(a);
+    assert.ok(await f.until(() => a.c.isLeader && held.calls() === 1, 3000), "a leads and its planner is running");
+    // A stops seeing the store change (a paused process) and its leader beats stop landing,
+    // but its member heartbeats go on: only the leader role is lost, not the process.
+    aStore.pause();
+    const beats = aStore.fail((op, key) => op !== "get" && key === keys.leader);
+    const assigns = aStore.hold((_op, key) => key.startsWith(keys.assignPrefix));
+    const bee = await f.join({ instance: "b", planner: finalPlanner(splits(4)), maxInFlight: 0 });
+    assert.ok(await f.until(() => bee.c.isLeader && (bee.c.status().plan?.generation ?? 0) === 1, 4 * f.timings.leaseMs), "b takes over and publishes");
+    const published = (await raw.get(keys.plan))!;
+    const newer = decodeRecord(keys.plan, published.value, PlanRecordSchema);
+    assert.ok(newer.term >= 2, `b bumped the term (plan ${published.value})`);
+    assert.ok(a.c.isLeader, "a has not noticed yet (its watches are paused)");
+    // A's planner returns now: it seeds (no-ops) and publishes at the revision it read before planning.
+    held.open();
+    await f.advance(200);
+    const now = (await raw.get(keys.plan))!;
+    assert.equal(now.revision, published.revision, `the deposed leader's publish landed: ${now.value}`);
+    assert.equal(a.c.status().planning?.lastError, undefined, "a lost CAS is not a planning failure");
+    // A sees the newer term: it stops leading at once (its leader beats still fail, its assignment writes are parked).
+    aStore.resume();
+    assert.ok(await f.until(() => !a.c.isLeader, 200), "a keeps leading after seeing a newer plan term");
+    beats.stop();
+    assigns.release();
+    assert.ok(bee.c.isLeader);
+    await f.advance(50);
+    await plans.stop();
+    assert.ok(plans.seen.length >= 3, JSON.stringify(plans.seen));
+    assertPlansMonotonic(plans.seen);
+  });
+
+  // Kills election-reread-current: the re-read must find the revision judged silent, not the one the watch shows now.
+  t("S4. an election's re-read that finds the leader moved stands down, even when its watch caught up meanwhile", async () => {
+    await using f = await b.fleet();
+    const plan = finalPlanner(splits(2));
+    const lead = await f.join({ instance: "lead", planner: plan, maxInFlight: 0 });
+    assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "lead leads");
+    const mStore = new FaultyStore(await b.extraStore(f));
+    const m = new Member(
+      await SplitCoordinator.join({ store: mStore, job: f.job, instance: "m", clock: f.clock, planner: plan, maxInFlight: 0, ...f.timings }),
+    );
+    f.members.push(m);
+    await f.advance(50);
+    // M's watch lags (the leader looks silent to it); its re-read before deposing is held.
+    mStore.pause();
+    const read = mStore.hold((op, key) => op === "get" && key === keys.leader);
+    assert.ok(await f.until(() => read.count() === 1, 3 * f.timings.leaseMs), "m judges the leader silent and re-reads it");
+    const before = (await rawStore(f).get(keys.leader))!;
+    // The watch catches up first (M's liveness now shows the latest revision), then the re-read returns it.
+    mStore.resume();
+    await f.advance(1);
+    read.release();
+    await f.advance(100);
+    assert.ok(lead.c.isLeader, "the live leader was deposed");
+    assert.ok(!m.c.isLeader, "m won an election over a live leader");
+    const after = decodeRecord(keys.leader, (await rawStore(f).get(keys.leader))!.value, LeaderRecordSchema);
+    assert.equal(after.instance, "lead", `leader record ${before.value} -> ${JSON.stringify(after)}`);
+  });
+}

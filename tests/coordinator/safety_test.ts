@@ -1,0 +1,4 @@
+import { memoryBackend } from "./fleet.ts";
+import { safetyScenarios } from "./safety.ts";
+
+safetyScenarios(memoryBackend);
