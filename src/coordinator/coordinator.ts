@@ -232,7 +232,7 @@ export class SplitCoordinator implements Coordinator {
   }
 
   #active(): boolean {
-    return (this.#state === "running" || this.#state === "draining") && !this.#membership.starved;
+    return (this.#state === "running" || this.#state === "draining") && !this.#membership.checkFence();
   }
 
   /**
@@ -315,16 +315,19 @@ export class SplitCoordinator implements Coordinator {
    * @throws {FencedError} when the split moved on (nothing written; `lost` emitted)
    */
   commit(splitId: string, epoch: number, progress: SplitProgress, options: CommitOptions = {}): Promise<void> {
+    this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
     return this.#tenancies.commit(splitId, epoch, progress, options.final ?? false);
   }
 
   /** Graceful release: no attempt consumed (to the successor of a revocation, if one was named). */
   release(splitIds: readonly string[]): Promise<void> {
+    this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
     return this.#tenancies.release(splitIds);
   }
 
   /** Poison report: attempts + 1, owner none; quarantined at `maxAttempts`. */
   async fail(splitId: string, epoch: number, reason: string): Promise<void> {
+    this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
     const next = await this.#tenancies.fail(splitId, epoch, reason);
     this.#core.log("warn", "Split failed", { split: splitId, epoch, attempts: next.attempts, reason });
     if (next.status === "quarantined") {
@@ -335,6 +338,7 @@ export class SplitCoordinator implements Coordinator {
 
   /** Forcibly releases a split whose source cannot stop intake (`lost`, reason `revoked`). */
   declineRevocation(splitId: string): Promise<void> {
+    this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
     return this.#tenancies.forceRelease(splitId);
   }
 
@@ -361,6 +365,7 @@ export class SplitCoordinator implements Coordinator {
     try {
       if (this.#tenancies.held.size > 0) await this.#membership.announceDraining();
       await this.#tenancies.release([...this.#tenancies.held.keys()]);
+      await this.#follower.resume(); // grants that arrived while leaving: released, not abandoned
       await this.#leadership.resign();
       await this.#membership.leave();
       this.#core.log("info", "Left", { instance: this.#core.me.instance });

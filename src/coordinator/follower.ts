@@ -259,6 +259,11 @@ export class Follower {
       if (now && now.epoch >= g.epoch) return;
       if (now) this.#tenancies.lose(g.id, "fenced"); // a newer epoch of ours means the old tenancy is over
       if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch) return;
+      if (!this.#mayClaim()) {
+        // Fenced, draining or not yet proven live: resumed (or released) once a heartbeat lands, never started now.
+        this.remember(g.id, { epoch: g.epoch, revision: rev, record: rec, spec });
+        return;
+      }
       this.#tenancies.add(g.id, { epoch: g.epoch, revision: rev, record: rec, spec, draining: false, to: null }, g.why ?? "grant");
     } catch (e) {
       this.#recover(g.id, g.epoch, e);

@@ -62,6 +62,18 @@ export class Membership {
     return this.#starved;
   }
 
+  /**
+   * Whether this worker is self-fenced, fencing it now if the self-fence is
+   * overdue but its timer has not run yet: a process that was paused must
+   * act on nothing it learned meanwhile (a watch event, a grant) before it
+   * has fenced itself.
+   */
+  checkFence(): boolean {
+    const { clock, config } = this.#core;
+    if (this.#running && !this.#starved && clock.now() >= this.#lastOk + config.leaseMs - config.selfFenceMarginMs) this.#fence();
+    return this.#starved;
+  }
+
   /** Monotonic start time of the last successful heartbeat write. */
   get lastOk(): number {
     return this.#lastOk;
@@ -236,10 +248,14 @@ export class Membership {
     const at = this.#lastOk + config.leaseMs - config.selfFenceMarginMs;
     this.#fenceTimer = clock.setTimeout(() => {
       this.#fenceTimer = undefined;
-      if (this.#starved || !this.#running) return;
-      this.#starved = true;
-      this.#core.stats.selfFences++;
-      this.#hooks.onStarved();
+      this.#fence();
     }, at - clock.now());
+  }
+
+  #fence(): void {
+    if (this.#starved || !this.#running) return;
+    this.#starved = true;
+    this.#core.stats.selfFences++;
+    this.#hooks.onStarved();
   }
 }
