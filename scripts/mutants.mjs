@@ -26,11 +26,18 @@ export const mutants = [
   {
     name: "self-fence-margin-dropped",
     breaks: "the worker fences itself at lastOk + leaseMs, not leaseMs − selfFenceMarginMs: no longer strictly before the leader can judge it dead",
-    edits: [{
-      file: C + "membership.ts",
-      search: "const at = this.#lastOk + config.leaseMs - config.selfFenceMarginMs;",
-      replace: "const at = this.#lastOk + config.leaseMs;",
-    }],
+    edits: [
+      {
+        file: C + "membership.ts",
+        search: "const at = this.#lastOk + config.leaseMs - config.selfFenceMarginMs;",
+        replace: "const at = this.#lastOk + config.leaseMs;",
+      },
+      {
+        file: C + "membership.ts",
+        search: "clock.now() >= this.#lastOk + config.leaseMs - config.selfFenceMarginMs",
+        replace: "clock.now() >= this.#lastOk + config.leaseMs",
+      },
+    ],
     suites: ["coordinator", "sim", "nats"],
   },
   {
@@ -42,6 +49,16 @@ export const mutants = [
       replace: "this.#lastOk = clock.now();\n      this.#armSelfFence();",
     }],
     suites: ["coordinator", "sim", "nats"],
+  },
+  {
+    name: "fence-only-by-timer",
+    breaks: "the self-fence is only a timer: a process woken from a pause acts on what it learned meanwhile (judges, leads, starts grants, writes) before its overdue timer runs",
+    edits: [{
+      file: C + "membership.ts",
+      search: "if (this.#running && !this.#starved && clock.now() >= this.#lastOk + config.leaseMs - config.selfFenceMarginMs) this.#fence();",
+      replace: "",
+    }],
+    suites: ["sim", "coordinator", "regressions", "nats"],
   },
   {
     name: "self-fence-keeps-lanes",
@@ -190,10 +207,20 @@ export const mutants = [
       },
       {
         file: C + "follower.ts",
-        search: "if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch) return;\n      this.#tenancies.add(",
-        replace: "this.#tenancies.add(",
+        search: "if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch) return;\n      if (!this.#mayClaim()) {",
+        replace: "if (!this.#mayClaim()) {",
       },
     ],
+    suites: ["sim", "coordinator", "regressions", "nats"],
+  },
+  {
+    name: "grant-while-not-taking-work",
+    breaks: "a member that takes no work (leaving, draining, fenced) starts a grant instead of keeping it dormant: a closing member abandons it to a charged takeover",
+    edits: [{
+      file: C + "follower.ts",
+      search: "if (!this.#mayClaim()) {\n        // Fenced, draining",
+      replace: "if (false) {\n        // Fenced, draining",
+    }],
     suites: ["sim", "coordinator", "regressions", "nats"],
   },
   {

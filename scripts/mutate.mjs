@@ -208,7 +208,7 @@ function runSuite(name, tag) {
       children.delete(child);
       writeFileSync(join(scratch, ".mutate-logs", `${tag}.${name}.log`), out);
       const failed = [...new Set([...out.matchAll(/^(.+?) \.\.\. FAILED/gm)].map((m) => m[1].trim()))];
-      const violation = out.match(/^\s+- (t=\d+ .*)$/m)?.[1];
+      const violation = out.match(/^\s+- (t=[\d.]+ .*)$/m)?.[1];
       const firstError = out.match(/^error: (?!Test failed)(.*)$/m)?.[1];
       const summary = out.match(/^(?:ok|FAILED) \| \d+ passed.*$/m)?.[0];
       resolve({

@@ -13,7 +13,9 @@ import { type JoinOptions, SplitCoordinator } from "../../src/coordinator/coordi
 import type { Clock, CoordinationEvent, PlannedSplit, Planner } from "../../src/coordinator/types.ts";
 import { FencedError, SplitleaseError, StoreUnavailableError } from "../../src/errors.ts";
 import {
+  AssignRecordSchema,
   decodeRecord,
+  LeaderRecordSchema,
   MemberRecordSchema,
   type PlanRecord,
   PlanRecordSchema,
@@ -167,19 +169,48 @@ export function holderKey(instance: string, session: string | undefined): string
   return instance + "/" + (session ?? "?");
 }
 
+/** What the referee asks the engine about processes. */
+export interface RefereeHooks {
+  /** Whether the source may report split `id` as failed (a poison split): only then may its owner charge an attempt. */
+  mayFail?(id: string): boolean;
+  /**
+   * The label of a live process that is running (not paused, not dead) as
+   * `owner` (a {@linkcode holderKey}) and still holds `id` at `epoch`, if any.
+   */
+  liveHolder?(owner: string, id: string, epoch: number): string | undefined;
+}
+
 /**
  * Sees every write to the shared MemoryStore as it lands (the MemoryStore
  * applies writes synchronously; a moved global revision means it landed)
- * and checks the split-record invariants on the spot.
+ * and checks the invariants on the spot:
+ *
+ * - split records: one writer per epoch, epochs open one at a time,
+ *   durable progress never regresses, nothing written after the end;
+ * - attempt accounting: a claim or a handoff never charges, a graceful end
+ *   never charges (only a poison report does, by one), a move of a split
+ *   away from its owner by a third party charges one attempt (a takeover)
+ *   unless it fences a revocation the leader asked for;
+ * - a takeover never opens an epoch while the former holder is a live,
+ *   running process that still holds the split (it must have self-fenced);
+ * - a claim is of a free split, or of our own (a resume);
+ * - the plan record never goes back in term or generation, and a leader
+ *   term belongs to one leader session, each newer than every earlier one.
  */
 export class Referee {
   readonly splits = new Map<string, SplitTrack>();
   plan: PlanRecord | undefined;
   writes = 0;
+  /** Revocations the leader asked for: "session|split@epoch". */
+  readonly revoked = new Set<string>();
+  /** Leader term → the session that leads in it. */
+  readonly terms = new Map<number, string>();
+  #maxTerm = 0;
   constructor(
     readonly mem: MemoryStore,
     readonly violation: (msg: string) => void,
     readonly trace: (line: string) => void = () => {},
+    readonly hooks: RefereeHooks = {},
   ) {}
 
   create(w: Writer, key: string, value: string): Promise<WriteResult> {
@@ -213,7 +244,29 @@ export class Referee {
           else if (w.session !== m.session) this.violation(`${w.label} wrote session ${m.session}, is ${w.session}`);
         }
       } else if (key === "plan" && value !== undefined) {
-        this.plan = decodeRecord(key, value, PlanRecordSchema);
+        const next = decodeRecord(key, value, PlanRecordSchema);
+        const p = this.plan;
+        if (p && (next.term < p.term || next.generation < p.generation)) {
+          this.violation(
+            `${w.label} wrote plan r${rev} at term ${next.term} generation ${next.generation}, back from term ${p.term} generation ${p.generation}`,
+          );
+        }
+        this.plan = next;
+      } else if (key === "leader" && value !== undefined) {
+        const l = decodeRecord(key, value, LeaderRecordSchema);
+        if (l.term > 0) {
+          const owner = this.terms.get(l.term);
+          if (owner === undefined) {
+            if (l.term <= this.#maxTerm) this.violation(`${w.label} leads in term ${l.term}, not above the earlier term ${this.#maxTerm}`);
+            this.terms.set(l.term, l.session);
+            this.#maxTerm = Math.max(this.#maxTerm, l.term);
+          } else if (owner !== l.session) {
+            this.violation(`${w.label} (session ${l.session}) leads in term ${l.term}, which session ${owner} led in`);
+          }
+        }
+      } else if (key.startsWith("assign.") && value !== undefined) {
+        const a = decodeRecord(key, value, AssignRecordSchema);
+        for (const r of a.revokes) this.revoked.add(`${a.session}|${r.id}@${r.epoch}`);
       }
     }
   }
@@ -276,8 +329,47 @@ export class Referee {
       this.violation(`${where}: durable watermark regressed ${pw} -> ${wm ?? "none"}`);
     }
     if (rec.attempts < p.attempts) this.violation(`${where}: attempts went down ${p.attempts} -> ${rec.attempts}`);
+    this.#accounting(id, where, w, p, rec);
     prev.record = rec;
     prev.revision = rev;
+  }
+
+  /** Attempt accounting and the hand-over rules of one landed write (see the class doc). */
+  #accounting(id: string, where: string, w: Writer, p: SplitRecord, rec: SplitRecord): void {
+    const me = holderKey(w.instance, w.session);
+    const from = p.owner ? holderKey(p.owner.instance, p.owner.session) : null;
+    const to = rec.owner ? holderKey(rec.owner.instance, rec.owner.session) : null;
+    const charged = rec.attempts - p.attempts;
+    if (charged > 1) this.violation(`${where}: one write charged ${charged} attempts (${p.attempts} -> ${rec.attempts})`);
+    if (rec.epoch === p.epoch) {
+      // The owner's own write: progress, completion, release, or a poison report.
+      if (charged > 0 && !(this.hooks.mayFail?.(id) ?? true)) {
+        this.violation(`${where}: a graceful end charged an attempt (${p.attempts} -> ${rec.attempts}); the source never fails ${id}`);
+      }
+      return;
+    }
+    if (rec.epoch !== p.epoch + 1) return; // flagged above
+    if (from === null) {
+      // A claim of a free split: never charged.
+      if (to === me && charged !== 0) this.violation(`${where}: a claim charged an attempt (${p.attempts} -> ${rec.attempts})`);
+    } else if (from === me) {
+      // The owner's own: a release to a named successor (a steal or a drain), or a resume after a self-fence.
+      if (charged !== 0) {
+        this.violation(
+          `${where}: its owner charged an attempt (${p.attempts} -> ${rec.attempts}) moving it to ${to ?? "nobody"} ` +
+            `(a handoff or resume is graceful; a takeover of its own split means a leader judged itself dead)`,
+        );
+      }
+    } else if (charged === 0) {
+      // Moved away from its owner by someone else without a charge: only the leader's fence of a revocation it asked for.
+      if (!this.revoked.has(`${p.owner!.session}|${id}@${p.epoch}`)) {
+        this.violation(`${where}: moved from ${from} to ${to ?? "nobody"} at epoch ${rec.epoch} with no attempt charged and no revocation asked of it`);
+      }
+    } else {
+      // A takeover (or a restart's reclaim): the former holder must have stopped (self-fenced) or be unable to run.
+      const holder = this.hooks.liveHolder?.(from, id, p.epoch);
+      if (holder) this.violation(`${where}: taken over at epoch ${rec.epoch} while ${holder}, live and running, still holds it at epoch ${p.epoch}`);
+    }
   }
 
   /** Counts of split statuses now. */
@@ -346,6 +438,7 @@ class ProcStore implements Store {
 
   async #write<T>(op: string, key: string, apply: () => Promise<T>): Promise<T> {
     const p = this.proc;
+    const start = this.sim.clock.now();
     await p.gate();
     const f = this.sim.fault(p, true);
     let result: T | undefined;
@@ -388,6 +481,8 @@ class ProcStore implements Store {
     }
     await p.gate();
     if (error !== undefined) throw error;
+    // A write of our member record that landed and was answered: the process dates its self-fence from its start.
+    if (key === `member.${p.instance}` && (result as { ok?: boolean }).ok) p.lastBeat = Math.max(p.lastBeat, start);
     return result as T;
   }
 
@@ -470,6 +565,8 @@ interface Lane {
   epoch: number;
   active: boolean;
   revoke: boolean;
+  /** release() was called: the coordinator ends the tenancy when its write returns, before the call resolves. */
+  releasing?: boolean;
 }
 
 /** One process incarnation: a coordinator, its lanes, its fault layer and clock. */
@@ -481,6 +578,8 @@ class Proc implements Writer {
   resumeAt = 0;
   partitionUntil = 0;
   dead = false;
+  /** Start of the last member-record write that landed and was answered (what the coordinator dates its self-fence from). */
+  lastBeat = 0;
   c?: SplitCoordinator;
   outcome: "allComplete" | "stalled" | null = null;
   readonly clock: ProcClock;
@@ -654,7 +753,20 @@ export class Sim {
     this.seed = cfg.seed;
     this.cfg = cfg;
     this.rng = new Rng(subSeed(cfg.seed, 2));
-    this.referee = new Referee(this.mem, (m) => this.violation(m), (l) => this.note(l));
+    this.referee = new Referee(this.mem, (m) => this.violation(m), (l) => this.note(l), {
+      mayFail: (id) => this.splitById.get(id)?.poisonAt !== undefined,
+      liveHolder: (owner, id, epoch) => {
+        // A process whose self-fence is due fences itself before it acts or writes (it was paused, or has
+        // not run since): it can no longer write at that epoch, like a paused one.
+        const due = FAST.leaseMs - Math.floor(FAST.leaseMs / 8);
+        for (const p of this.procs) {
+          if (p.dead || p.paused || !p.c || holderKey(p.instance, p.session) !== owner) continue;
+          if (this.clock.now() >= p.lastBeat + due) continue;
+          if (p.c.status().held.some((h) => h.id === id && h.epoch === epoch)) return p.label;
+        }
+        return undefined;
+      },
+    });
     for (const s of cfg.splits) {
       this.splitById.set(s.id, s);
       this.sink.set(s.id, new Array(s.records).fill(0));
@@ -811,7 +923,7 @@ export class Sim {
         if (ev.epoch <= prevEpoch) this.violation(`${p.label} re-gained ${id} at epoch ${ev.epoch} <= ${prevEpoch}`);
         p.gainedEpoch.set(id, ev.epoch);
         const old = p.lanes.get(id);
-        if (old?.active) {
+        if (old?.active && !old.releasing) {
           this.violation(`${p.label} gained ${id}@${ev.epoch} while its tenancy @${old.epoch} never ended`);
           old.active = false;
         }
@@ -907,6 +1019,7 @@ export class Sim {
         // release() ends the tenancy even when its write fails (the split then
         // still names us and is resumed at a new epoch): no retry.
         try {
+          lane.releasing = true;
           await c.release([split]);
           this.note(`${p.label} released ${split}@${epoch} at ${i}`);
         } catch (e) {

@@ -100,3 +100,76 @@ Deno.test("the referee flags two writers at one epoch, a regressing watermark an
   assert.ok(seen.some((m) => m.includes("split y") && m.includes("opened for b/sb, a/sa wrote")), seen.join("\n"));
   await mem.close();
 });
+
+Deno.test("the referee flags plan regressions, shared terms, wrong attempt accounting and a takeover from a live holder", async () => {
+  const mem = new MemoryStore({ yieldToTimers: false });
+  const seen: string[] = [];
+  let live: string | undefined;
+  const ref = new Referee(mem, (m) => seen.push(m), () => {}, {
+    mayFail: (id) => id === "poison",
+    liveHolder: () => live,
+  });
+  const a: Writer = { id: 1, instance: "a", session: "sa", label: "A" };
+  const b: Writer = { id: 2, instance: "b", session: "sb", label: "B" };
+  const ao = { instance: "a", session: "sa" }, bo = { instance: "b", session: "sb" };
+  const rec = (r: Partial<SplitRecord>): string =>
+    encodeRecord({ v: 2, epoch: 0, status: "runnable", owner: null, attempts: 0, weight: 1, progress: null, ...r });
+  const flagged = (part: string) => {
+    const hit = seen.some((m) => m.includes(part));
+    seen.length = 0;
+    return hit;
+  };
+  const put = async (w: Writer, key: string, value: string) => {
+    const cur = await mem.get(key);
+    const r = cur ? await ref.update(w, key, value, cur.revision) : await ref.create(w, key, value);
+    assert.ok(r.ok);
+  };
+  const plan = (term: number, generation: number) =>
+    encodeRecord({ v: 2, term, finality: "final", generation, planned: 1 });
+  const leader = (session: string, term: number) => encodeRecord({ v: 2, instance: session, session, term, beat: 0 });
+  // Plans: forward is fine, back in term or generation is not.
+  await put(a, "plan", plan(1, 0));
+  await put(a, "plan", plan(1, 1));
+  await put(b, "plan", plan(2, 1));
+  assert.deepEqual(seen, []);
+  await put(a, "plan", plan(1, 2));
+  assert.ok(flagged("back from term 2 generation 1"));
+  await put(b, "plan", plan(2, 0));
+  assert.ok(flagged("back from term 1 generation 2"));
+  // Leader terms: one session per term, each new term above the last.
+  await put(a, "leader", leader("sa", 1));
+  await put(b, "leader", leader("sb", 2));
+  assert.deepEqual(seen, []);
+  await put(a, "leader", leader("sa", 2));
+  assert.ok(flagged("which session sb led in"));
+  await put(a, "leader", leader("sc", 1));
+  assert.ok(flagged("which session sa led in"));
+  // Claims never charge, and only claim free splits.
+  await put(a, "split.x", rec({}));
+  await put(a, "split.x", rec({ epoch: 1, owner: ao, attempts: 1 }));
+  assert.ok(flagged("a claim charged an attempt"));
+  await put(b, "split.x", rec({ epoch: 2, owner: bo, attempts: 1 }));
+  assert.ok(flagged("moved from a/sa to b/sb at epoch 2 with no attempt charged and no revocation"));
+  // A graceful end never charges (only a split the source fails may be charged by its owner).
+  await put(b, "split.x", rec({ epoch: 2, owner: null, attempts: 2 }));
+  assert.ok(flagged("a graceful end charged an attempt"));
+  await put(a, "split.poison", rec({}));
+  await put(a, "split.poison", rec({ epoch: 1, owner: ao }));
+  await put(a, "split.poison", rec({ epoch: 1, owner: null, attempts: 1, lastFailure: "boom" }));
+  assert.deepEqual(seen, []);
+  // A handoff by its owner is graceful; a fence of a revocation the leader asked for need not charge.
+  await put(a, "split.y", rec({}));
+  await put(a, "split.y", rec({ epoch: 1, owner: ao }));
+  await put(a, "split.y", rec({ epoch: 2, owner: bo, attempts: 1 }));
+  assert.ok(flagged("its owner charged an attempt"));
+  await put(b, "assign.b", encodeRecord({ v: 2, term: 2, session: "sb", seq: 1, offers: [], grants: [], revokes: [{ id: "y", epoch: 2, to: ao }], drops: [] }));
+  await put(a, "split.y", rec({ epoch: 3, owner: ao, attempts: 1 }));
+  assert.deepEqual(seen, [], "a fence of a revoked split is not charged");
+  // A takeover charges one attempt, and never while the former holder is live and running.
+  await put(b, "split.y", rec({ epoch: 4, owner: bo, attempts: 3 }));
+  assert.ok(flagged("one write charged 2 attempts"));
+  live = "P1(a)";
+  await put(a, "split.y", rec({ epoch: 5, owner: ao, attempts: 4 }));
+  assert.ok(flagged("while P1(a), live and running, still holds it at epoch 4"));
+  await mem.close();
+});
