@@ -276,6 +276,26 @@ export const mutants = [
     suites: ["regressions", "coordinator", "sim", "nats"],
   },
   {
+    name: "takeover-lost-cas-spins",
+    breaks: "a takeover that loses its CAS leaves the leader's (lagging) view as it was: the next pass retries the same losing write at once, forever",
+    edits: [{
+      file: C + "leader/takeovers.ts",
+      search: "if (!r.ok) return await this.#catchUp(id);",
+      replace: "if (!r.ok) return;",
+    }],
+    suites: ["sim", "coordinator", "regressions", "nats"],
+  },
+  {
+    name: "fence-lost-cas-spins",
+    breaks: "a fence of a deaf owner that loses its CAS leaves the leader's (lagging) view as it was: the next pass retries it at once, forever",
+    edits: [{
+      file: C + "leader/revocations.ts",
+      search: "if (e) view.put(e.key, e.value, e.revision);\n        return;",
+      replace: "return;",
+    }],
+    suites: ["sim", "coordinator", "regressions", "nats"],
+  },
+  {
     name: "completion-without-listing",
     breaks: "the leader announces the outcome from its view alone, without the confirming listing of split.",
     edits: [{

@@ -52,6 +52,24 @@ export function assertPlansMonotonic(seen: { term: number; generation: number; r
   }
 }
 
+/**
+ * Counts the split writes that lose their CAS through it; past `limit` it
+ * stops answering them (a hot loop of losing writes would otherwise never
+ * yield to the test).
+ */
+class LostWrites extends FaultyStore {
+  lost = 0;
+  constructor(inner: Store, readonly limit = 1000) {
+    super(inner);
+  }
+  override async update(key: string, value: string, revision: number) {
+    if (this.lost >= this.limit && key.startsWith(keys.splitPrefix)) return await new Promise<never>(() => {});
+    const r = await super.update(key, value, revision);
+    if (!r.ok && key.startsWith(keys.splitPrefix)) this.lost++;
+    return r;
+  }
+}
+
 export function safetyScenarios(b: Backend): void {
   const t = (name: string, fn: () => Promise<void>) => Deno.test({ name: `${b.name}: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
 
@@ -156,6 +174,33 @@ export function safetyScenarios(b: Backend): void {
     await plans.stop();
     assert.ok(plans.seen.length >= 3, JSON.stringify(plans.seen));
     assertPlansMonotonic(plans.seen);
+  });
+
+  // Kills takeover-lost-cas-spins: a lost takeover CAS must bring the lagging view up to date, not be retried on it.
+  t("S5. a takeover that loses its CAS against a lagging view reads the record and retries once, not in a loop", async () => {
+    await using f = await b.fleet();
+    const lStore = new LostWrites(await b.extraStore(f));
+    const lead = new Member(
+      await SplitCoordinator.join({ store: lStore, job: f.job, instance: "lead", clock: f.clock, planner: finalPlanner(splits(1)), maxInFlight: 0, ...f.timings }),
+    );
+    f.members.push(lead);
+    assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
+    const a = await f.join({ instance: "a" });
+    assert.ok(await f.until(() => a.held.length === 1, 3000), "a holds the split");
+    // The leader's split watch stops delivering; a commits (the record moves) and crashes.
+    const withheld = lStore.withhold((key) => key === keys.split("s000"));
+    const h = a.c.status().held[0];
+    await a.c.commit(h.id, h.epoch, { watermark: 5 });
+    await a.c.abandon();
+    const w = await f.join({ instance: "w" });
+    assert.ok(await f.until(() => lStore.lost > 0, 3 * f.timings.leaseMs), "the leader tries to take the split over on its stale view");
+    await f.advance(200);
+    assert.ok(lStore.lost <= 2, `the leader retried a losing takeover ${lStore.lost} times on a view it did not update`);
+    assert.ok(await f.until(() => w.held.length === 1, 2000), "the split is taken over once the view caught up");
+    assert.deepEqual(w.gained()[0].progress, { watermark: 5 });
+    withheld.release();
+    const rec = await splitRecord(rawStore(f), "s000");
+    assert.equal(rec.attempts, 1, "one takeover, one attempt");
   });
 
   // Kills election-reread-current: the re-read must find the revision judged silent, not the one the watch shows now.

@@ -438,6 +438,7 @@ class ProcStore implements Store {
 
   async #write<T>(op: string, key: string, apply: () => Promise<T>): Promise<T> {
     const p = this.proc;
+    if (this.sim.spinning(`${p.label} ${op} ${key}`)) return new Promise<T>(() => {});
     const start = this.sim.clock.now();
     await p.gate();
     const f = this.sim.fault(p, true);
@@ -488,6 +489,7 @@ class ProcStore implements Store {
 
   async #read<T>(op: string, fn: () => Promise<T>): Promise<T> {
     const p = this.proc;
+    if (this.sim.spinning(`${p.label} ${op}`)) return new Promise<T>(() => {});
     await p.gate();
     const f = this.sim.fault(p, false);
     if (f.kind === "fail") {
@@ -524,7 +526,7 @@ class ProcStore implements Store {
     (async () => {
       for await (const ev of inner) {
         if (this.proc.dead) break;
-        if (this.proc.paused || this.proc.partitioned) w.buffer.push(ev);
+        if (this.proc.paused || this.proc.partitioned || this.proc.lagging) w.buffer.push(ev);
         else w.ch.push(ev);
       }
       w.ch.close();
@@ -535,9 +537,9 @@ class ProcStore implements Store {
     };
     return { stop, [Symbol.asyncIterator]: () => w.ch[Symbol.asyncIterator](), [Symbol.asyncDispose]: stop };
   }
-  /** Delivers watch events withheld while paused or partitioned. */
+  /** Delivers watch events withheld while paused, partitioned or lagging. */
   flushWatches(): void {
-    if (this.proc.paused || this.proc.partitioned || this.proc.dead) return;
+    if (this.proc.paused || this.proc.partitioned || this.proc.lagging || this.proc.dead) return;
     for (const w of this.#watches) for (const ev of w.buffer.splice(0)) w.ch.push(ev);
   }
   /** The process died: its watches deliver nothing more. */
@@ -577,6 +579,8 @@ class Proc implements Writer {
   paused = false;
   resumeAt = 0;
   partitionUntil = 0;
+  /** Until then its watches deliver nothing (a slow consumer), while its reads and writes work. */
+  lagUntil = 0;
   dead = false;
   /** Start of the last member-record write that landed and was answered (what the coordinator dates its self-fence from). */
   lastBeat = 0;
@@ -596,6 +600,10 @@ class Proc implements Writer {
     this.clock = new ProcClock(this, sim.clock);
     this.store = new ProcStore(this, sim);
     this.rng = new Rng(subSeed(sim.seed, 1000 + id));
+  }
+
+  get lagging(): boolean {
+    return this.lagUntil > this.sim.clock.now();
   }
 
   get partitioned(): boolean {
@@ -659,7 +667,7 @@ export interface SimConfig {
   commitEvery: number;
   chaosMs: number;
   /** Per-step probabilities of each action. */
-  actions: { join: number; crash: number; leave: number; pause: number; restart: number; partition: number };
+  actions: { join: number; crash: number; leave: number; pause: number; restart: number; partition: number; lag: number };
   faults: FaultRates;
   /** Probability a revocation is declined (forced release) instead of drained. */
   decline: number;
@@ -695,7 +703,7 @@ export function configFor(seed: number): SimConfig {
   const level = r.pick([0, 1, 1, 2, 2, 3]);
   const scale = [0, 0.5, 1, 2][level];
   const maxWorkers = r.int(3, 8);
-  return {
+  const cfg: SimConfig = {
     seed,
     initialWorkers: r.int(Math.min(3, maxWorkers), maxWorkers),
     maxWorkers,
@@ -712,6 +720,7 @@ export function configFor(seed: number): SimConfig {
       pause: r.pick([0, 0.03, 0.06]),
       restart: 0.05,
       partition: r.pick([0, 0, 0.02]),
+      lag: 0,
     },
     faults: {
       fail: 0.02 * scale,
@@ -722,9 +731,14 @@ export function configFor(seed: number): SimConfig {
     },
     decline: r.pick([0, 0, 0.3]),
   };
+  // Drawn last, so the rest of a seed's configuration is what it was before watch lag existed.
+  cfg.actions.lag = r.pick([0, 0.02, 0.04]);
+  return cfg;
 }
 
 const HEAL_DEADLINE_MS = 60_000;
+/** Store operations at one simulated instant beyond which a run is a livelock (real runs stay in the hundreds). */
+const SPIN_LIMIT = 20_000;
 
 /** One simulation run. */
 export class Sim {
@@ -809,6 +823,28 @@ export class Sim {
 
   sleep(ms: number): Promise<void> {
     return new Promise((r) => this.clock.setTimeout(r, ms));
+  }
+
+  #spinAt = -1;
+  #spinOps = 0;
+  #livelocked = false;
+  /**
+   * Counts store operations per simulated instant. A hot loop (an operation
+   * retried at once, forever, without time passing) would hang the run
+   * instead of failing it: past SPIN_LIMIT operations at one instant it is a
+   * violation, and every later operation never answers, which stops it.
+   */
+  spinning(label: string): boolean {
+    if (this.#livelocked) return true;
+    const now = this.clock.now();
+    if (now !== this.#spinAt) {
+      this.#spinAt = now;
+      this.#spinOps = 0;
+    }
+    if (++this.#spinOps <= SPIN_LIMIT) return false;
+    this.#livelocked = true;
+    this.violation(`livelock: more than ${SPIN_LIMIT} store operations at t=${now} without time passing (the last: ${label})`);
+    return true;
   }
 
   // --- faults ----------------------------------------------------------------------
@@ -1104,6 +1140,7 @@ export class Sim {
     const now = this.clock.now();
     for (const p of this.procs) if (p.paused && p.resumeAt <= now) await this.#resume(p);
     for (const p of this.procs) if (!p.dead && p.partitionUntil && p.partitionUntil <= now) this.#heal(p);
+    for (const p of this.procs) if (!p.dead && p.lagUntil && p.lagUntil <= now) this.#catchUp(p);
     const live = this.#live();
     const x = r.next();
     let acc = a.join;
@@ -1138,12 +1175,28 @@ export class Sim {
         this.count("partitions");
         p.partitionUntil = now + ms;
       }
+    } else if (x < (acc += a.lag)) {
+      // A watch that lags (a slow consumer) while reads and writes work: decisions made on a stale view.
+      const cand = this.#live().filter((p) => !p.lagging);
+      if (cand.length) {
+        const p = r.pick(cand);
+        const ms = r.int(200, 2500);
+        this.note(`lag ${p.label} for ${ms}`);
+        this.count("lags");
+        p.lagUntil = now + ms;
+      }
     }
   }
 
   async #resume(p: Proc): Promise<void> {
     this.note(`resume ${p.label}`);
     await p.resume();
+  }
+
+  #catchUp(p: Proc): void {
+    this.note(`lag over ${p.label}`);
+    p.lagUntil = 0;
+    p.store.flushWatches();
   }
 
   #heal(p: Proc): void {
@@ -1201,6 +1254,7 @@ export class Sim {
       for (const p of this.procs) {
         if (p.paused) await this.#resume(p);
         if (p.partitionUntil) this.#heal(p);
+        if (p.lagUntil) this.#catchUp(p);
       }
       const healedAt = this.clock.now();
       for (;;) {

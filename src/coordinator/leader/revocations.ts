@@ -227,8 +227,14 @@ export class Revocations {
     if (!cur || cur.record.epoch !== r.epoch) return;
     const next = openRecord(cur.record, thief.owner, false, core.config.maxAttempts);
     this.#fencing.add(id);
-    core.store.update(keys.split(id), encodeRecord(next), cur.revision).then((w) => {
-      if (!w.ok || !this.#ctx.leading()) return;
+    core.store.update(keys.split(id), encodeRecord(next), cur.revision).then(async (w) => {
+      if (!w.ok) {
+        // Our view is behind (a lagging watch): catch up from the record, or the next pass retries this losing write at once.
+        const e = await core.store.get(keys.split(id));
+        if (e) view.put(e.key, e.value, e.revision);
+        return;
+      }
+      if (!this.#ctx.leading()) return;
       this.#ctx.applied(id, next, w.revision);
       bump(core.stats.revocations, "fenced");
       core.log("warn", "Fenced an owner that did not answer a revocation", { split: id, owner: m.instance });

@@ -91,6 +91,16 @@ export class Takeovers {
     }
   }
 
+  /**
+   * A lost CAS: our view is behind (its watch may lag for a while), so read
+   * the record and apply it; deciding again on the stale view would retry
+   * the same losing write at once, in a hot loop.
+   */
+  async #catchUp(id: string): Promise<void> {
+    const e = await this.#ctx.core.store.get(keys.split(id));
+    if (e) this.#ctx.view.put(e.key, e.value, e.revision);
+  }
+
   async #one(id: string, to: MemberState | undefined): Promise<void> {
     const { view, core } = this.#ctx;
     const cur = view.splits.get(id);
@@ -102,7 +112,7 @@ export class Takeovers {
     try {
       core.stats.claimAttempts++;
       const r = await core.store.update(keys.split(id), encodeRecord(next), cur.revision);
-      if (!r.ok) return; // moved: the view catches up and the next pass decides again
+      if (!r.ok) return await this.#catchUp(id); // moved: the next pass decides again, on the record as it is now
       this.#ctx.applied(id, next, r.revision);
       const former = this.#ctx.states.get(old.instance);
       if (former && former.session === old.session) {
