@@ -178,6 +178,18 @@ if (!only.length) {
   for (const b of bad) log("  runtime API in src/: " + b);
   record("grep gate: no Deno./Bun./process./node: in src/", bad.length === 0);
 
+  log("\n=== test hygiene ===");
+  // Setup and teardown are not tests: a "stop the server" test is a pass that cannot fail.
+  const teardown = [];
+  for (const f of srcFiles("tests")) {
+    const text = readFileSync(join(root, f), "utf8");
+    for (const m of text.matchAll(/Deno\.test\(\s*(?:\{\s*name:\s*)?["'`]([^"'`]*)["'`]/g)) {
+      if (/\b(stop|start|kill|tear ?down|set ?up|clean ?up)\b.*\b(server|servers|cluster|process)\b|\b(teardown|setup|cleanup)\b/i.test(m[1])) teardown.push(`${f}: ${m[1]}`);
+    }
+  }
+  for (const t of teardown) log("  setup or teardown registered as a test: " + t);
+  record("no setup or teardown counted as a test", teardown.length === 0);
+
   log("\n=== lint ===");
   const lint = await run(bin("deno"), ["lint", "mod.ts", "nats.ts", "src", "adapters"]);
   record("deno lint of the package", lint.code === 0);

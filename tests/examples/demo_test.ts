@@ -4,6 +4,7 @@
  * the demo's /status and /metrics answered while it ran.
  */
 import assert from "node:assert/strict";
+import { Deadline } from "../helpers/deadline.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 
@@ -42,26 +43,27 @@ Deno.test({
     }).spawn();
     let out = "";
     const stderr = new Response(child.stderr).text();
+    const d = new Deadline(120_000);
     try {
       const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
       let url: string | undefined;
       while (!url) {
-        const { done, value } = await reader.read();
+        const { done, value } = await d.wait("the demo to print its status URL", reader.read());
         if (done) throw new Error(`demo exited before printing its URL:\n${out}\n${await stderr}`);
         out += value;
         url = /status:\s+(http:\/\/127\.0\.0\.1:\d+)\/status/.exec(out)?.[1];
       }
-      const status = await (await fetch(`${url}/status`)).json();
+      const status = await d.wait("GET /status", fetch(`${url}/status`).then((r) => r.json()));
       assert.equal(status.mode, "in-process");
       assert.equal(status.recordsIn, 400);
-      const metrics = await fetch(`${url}/metrics`);
-      assert.match(await metrics.text(), /^splitlease_demo_records_in 400$/m);
+      const metrics = await d.wait("GET /metrics", fetch(`${url}/metrics`).then((r) => r.text()));
+      assert.match(metrics, /^splitlease_demo_records_in 400$/m);
       for (;;) {
-        const { done, value } = await reader.read();
+        const { done, value } = await d.wait("the demo to finish its output", reader.read());
         if (done) break;
         out += value;
       }
-      const code = (await child.status).code;
+      const code = (await d.wait("the demo to exit", child.status)).code;
       assert.equal(code, 0, `${out}\n${await stderr}`);
       const s = JSON.parse(await Deno.readTextFile(summaryPath));
       assert.equal(s.recordsIn, 400);

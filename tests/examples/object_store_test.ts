@@ -5,6 +5,7 @@
  * worker processes over a real nats-server with one of them SIGKILLed.
  */
 import assert from "node:assert/strict";
+import { withTimeout } from "../helpers/deadline.ts";
 import { MemoryStore, runWorker, SplitCoordinator, splitIdFrom } from "../../mod.ts";
 import type { Lane, SplitProgress } from "../../mod.ts";
 import {
@@ -267,7 +268,7 @@ async function withS3rver(fn: (endpoint: string) => Promise<void>): Promise<void
     const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
     let text = "";
     while (!text.includes("\n")) {
-      const { done, value } = await reader.read();
+      const { done, value } = await withTimeout(reader.read(), 30_000, "s3rver to print its port");
       if (done) throw new Error(`s3rver exited before listening: ${text}`);
       text += value;
     }

@@ -6,19 +6,20 @@
  * @module
  */
 import { freePort } from "./nats_server.ts";
+import { runCmd } from "./cmd.ts";
+import { withTimeout } from "./deadline.ts";
 import { eachLine, parseLogLine } from "./lines.ts";
+
+export { withTimeout };
 
 /** Repository root (with a trailing slash). */
 export const root: string = new URL("../../", import.meta.url).pathname;
 /** Path of a runtime or tool installed in `node_modules/.bin`. */
 export const bin = (n: string): string => `${root}node_modules/.bin/${n}`;
 
-/** Runs a command in the repository root; throws with its output when it fails. */
-export async function sh(cmd: string, args: string[]): Promise<string> {
-  const out = await new Deno.Command(cmd, { args, cwd: root, stdout: "piped", stderr: "piped" }).output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`${cmd} ${args.join(" ")} failed:\n${text}`);
-  return text;
+/** Runs a command in the repository root; throws with its output when it fails or runs past `timeoutMs`. */
+export async function sh(cmd: string, args: string[], timeoutMs = 300_000): Promise<string> {
+  return (await runCmd(cmd, args, { cwd: root, timeoutMs })).out;
 }
 
 let built: Promise<void> | undefined;
@@ -71,8 +72,8 @@ export interface Proc {
   status: Promise<Deno.CommandStatus>;
   /** HTTP port given to the worker. */
   port: number;
-  /** Resolves with the first JSON line matching `pred` (rejects if the process exits first). */
-  line(pred: (l: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
+  /** Resolves with the first JSON line matching `pred`; rejects naming `what` if the process exits first or after `ms` (default 60 s). */
+  line(pred: (l: Record<string, unknown>) => boolean, what?: string, ms?: number): Promise<Record<string, unknown>>;
 }
 
 /** Spawns the fixture app on `rt` with `env` (plus PORT and NO_COLOR). */
@@ -110,12 +111,18 @@ export function spawn(rt: Runtime, env: Record<string, string>): Proc {
     await pumps;
     return s;
   });
-  const line = (pred: (l: Record<string, unknown>) => boolean) => {
+  const line = (pred: (l: Record<string, unknown>) => boolean, what = "a matching log line", ms = 60_000) => {
     const seen = lines.find(pred);
     if (seen) return Promise.resolve(seen);
-    return new Promise<Record<string, unknown>>((resolve, reject) => {
-      waiters.push({ pred, resolve });
-      status.then((s) => reject(new Error(`${rt} exited (${s.code}) before the line:\n${raw.slice(-10).join("\n")}`)));
+    const waiter = { pred, resolve: (_: Record<string, unknown>) => {} };
+    const found = new Promise<Record<string, unknown>>((resolve, reject) => {
+      waiter.resolve = resolve;
+      waiters.push(waiter);
+      status.then((s) => reject(new Error(`${rt} exited (${s.code}) before ${what}:\n${raw.slice(-10).join("\n")}`)));
+    });
+    return withTimeout(found, ms, `${what} from the ${rt} worker`).catch((e) => {
+      if (waiters.includes(waiter)) waiters.splice(waiters.indexOf(waiter), 1);
+      throw new Error(`${e.message}; its last lines:\n${raw.slice(-10).join("\n")}`);
     });
   };
   return { rt, child, lines, arrivals, raw, spawnedAt, status, port, line };
@@ -137,18 +144,6 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>,
   throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
 }
 
-/** `p`, or a rejection naming `what` after `ms`. */
-export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let t: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<T>((_, rej) => (t = setTimeout(() => rej(new Error(`timed out: ${what}`)), ms))),
-    ]);
-  } finally {
-    clearTimeout(t);
-  }
-}
 
 /** SIGKILLs a worker (no-op when it already exited) and waits for it. */
 export async function kill(p: Proc): Promise<void> {

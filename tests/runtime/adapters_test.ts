@@ -22,7 +22,7 @@ import {
 } from "../helpers/worker_procs.ts";
 
 async function get(p: Proc, path: string, init?: RequestInit): Promise<Response> {
-  return await fetch(`http://127.0.0.1:${p.port}${path}`, init);
+  return await withTimeout(fetch(`http://127.0.0.1:${p.port}${path}`, init), 10_000, `${init?.method ?? "GET"} ${path} from the ${p.rt} worker`);
 }
 
 /** Runs one worker: probes routes, waits for progress, SIGTERMs, checks the drain. */

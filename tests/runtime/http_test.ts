@@ -3,6 +3,7 @@ import { createApp } from "../../src/http/app.ts";
 import { escapeLabelValue, MetricsRegistry } from "../../src/http/metrics.ts";
 import { startWorker } from "../../src/runtime/worker.ts";
 import { ManualClock } from "../../src/coordinator/clock.ts";
+import { withTimeout } from "../helpers/deadline.ts";
 import { settle } from "../helpers/settle.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
@@ -213,7 +214,7 @@ Deno.test("http: POST /drain with drainOpen and no token shuts the worker down g
   const res = await app.request("/drain", { method: "POST" });
   assert.equal(res.status, 202);
   assert.deepEqual(await res.json(), { draining: true, alreadyDraining: false, deadlineMs: null });
-  const outcome = await worker.done;
+  const outcome = await withTimeout(worker.done, 20_000, "the worker to finish");
   assert.equal(outcome.kind, "drained");
   assert.deepEqual(coordinator.calls.map((c) => c.op), ["drain", "release", "close"]);
   const again = await app.request("/drain", { method: "POST" });
@@ -245,7 +246,7 @@ Deno.test("http: POST /drain with a token: missing or wrong bearer is 401, a mal
   });
   assert.equal(ok.status, 202);
   assert.equal((await ok.json()).deadlineMs, 1234);
-  assert.equal((await worker.done).kind, "drained");
+  assert.equal((await withTimeout(worker.done, 20_000, "the worker to finish")).kind, "drained");
 });
 
 Deno.test("http: unknown routes 404, wrong methods 405 with Allow, malformed drain bodies 400", async () => {
@@ -284,7 +285,7 @@ Deno.test("http: POST /drain with a deadline a timer cannot hold is 400 naming t
   const ok = await app.request("/drain", { method: "POST", body: JSON.stringify({ deadlineMs: 2 ** 31 - 1 }) });
   assert.equal(ok.status, 202);
   assert.equal((await ok.json()).deadlineMs, 2 ** 31 - 1);
-  await worker.done;
+  await withTimeout(worker.done, 20_000, "the worker to finish");
 });
 
 Deno.test("http: POST /drain refuses a body over 4 KiB with 413 without reading it whole", async () => {
@@ -315,7 +316,7 @@ Deno.test("http: POST /drain refuses a body over 4 KiB with 413 without reading 
   assert.equal(res.status, 202);
   await res.body?.cancel();
   assert.deepEqual(coordinator.calls.map((c) => c.op).slice(0, 1), ["drain"]);
-  await worker.done;
+  await withTimeout(worker.done, 20_000, "the worker to finish");
 });
 
 Deno.test("http: createApp over a bare coordinator drains it on POST /drain", async () => {

@@ -5,6 +5,7 @@ import type { Logger } from "../../src/coordinator/types.ts";
 import type { Lane, SplitSource } from "../../src/runtime/source.ts";
 import { startWorker, type WorkerOptions } from "../../src/runtime/worker.ts";
 import { ManualClock } from "../../src/coordinator/clock.ts";
+import { withTimeout } from "../helpers/deadline.ts";
 import { settle } from "../helpers/settle.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
@@ -80,7 +81,7 @@ Deno.test("worker: gained splits run one lane each, complete, and allComplete dr
   coordinator.gain("b", 2, { id: "b" }, { watermark: 3 });
   await until(() => worker.stats().completed === 2, "two completions");
   coordinator.emit({ type: "allComplete" });
-  const outcome = await worker.done;
+  const outcome = await withTimeout(worker.done, 20_000, "the worker to finish");
   assert.equal(outcome.kind, "drained");
   assert.equal(outcome.kind === "drained" && outcome.reason, "complete");
   assert.deepEqual(seen.sort(), ["a@1:null", 'b@2:{"watermark":3}']);
@@ -308,7 +309,7 @@ Deno.test("worker: a run that throws is a failed tenancy (pending progress kept,
 Deno.test("worker: stalled is fatal by default: distinct outcome after draining", async () => {
   const { coordinator, worker, lines } = setup(async () => {});
   coordinator.emit({ type: "stalled", completed: 8, quarantined: 2 });
-  const outcome = await worker.done;
+  const outcome = await withTimeout(worker.done, 20_000, "the worker to finish");
   assert.deepEqual({ ...outcome, stats: undefined }, {
     kind: "stalled",
     completed: 8,
@@ -322,7 +323,7 @@ Deno.test("worker: stalled is fatal by default: distinct outcome after draining"
 Deno.test("worker: stalledIsFatal=false drains with a warning", async () => {
   const { coordinator, worker } = setup(async () => {}, { stalledIsFatal: false });
   coordinator.emit({ type: "stalled", completed: 8, quarantined: 2 });
-  const outcome = await worker.done;
+  const outcome = await withTimeout(worker.done, 20_000, "the worker to finish");
   assert.equal(outcome.kind, "drained");
   assert.ok(
     outcome.kind === "drained" && outcome.reason === "stalled" &&
@@ -334,7 +335,7 @@ Deno.test("worker: an idle standby drains on allComplete and closes", async () =
   const { coordinator, worker } = setup(async () => {});
   assert.equal(worker.ready, true);
   coordinator.emit({ type: "allComplete" });
-  const outcome = await worker.done;
+  const outcome = await withTimeout(worker.done, 20_000, "the worker to finish");
   assert.equal(outcome.kind, "drained");
   assert.deepEqual(coordinator.calls.map((c) => c.op), ["drain", "close"]);
   assert.equal(worker.ready, false);
@@ -460,7 +461,7 @@ Deno.test("worker: the coordinator failing ends the worker with an `error` outco
   coordinator.gain("a", 1);
   await settle();
   coordinator.crash(new Error("bucket deleted"));
-  const outcome = await worker.done;
+  const outcome = await withTimeout(worker.done, 20_000, "the worker to finish");
   assert.equal(outcome.kind, "error");
   assert.match(String(outcome.kind === "error" && outcome.error), /bucket deleted/);
   assert.ok(aborted);
