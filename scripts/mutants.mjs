@@ -175,6 +175,27 @@ export const mutants = [
     suites: ["regressions", "coordinator", "sim", "nats"],
   },
 
+  {
+    name: "terminal-write-ends-newer-tenancy",
+    breaks: "a terminal write's reply ends whatever tenancy of the split is held now, also a newer one (a slow fail() reply ends the re-claim)",
+    edits: [{
+      file: C + "tenancies.ts",
+      search: "if (this.held.get(id) === t) {\n          t.record = next;",
+      replace: "if (true) {\n          t.record = next;",
+    }],
+    suites: ["regressions", "coordinator", "sim", "nats"],
+  },
+  {
+    name: "heldby-ignores-status",
+    breaks: "a record counts as held by us whatever its status: a conflicting write of ours is retried over a split that completed or was quarantined",
+    edits: [{
+      file: C + "transitions.ts",
+      search: 'return r.status === "runnable" && r.epoch === epoch',
+      replace: "return r.epoch === epoch",
+    }],
+    suites: COORD,
+  },
+
   // --- the member side (follower.ts) -----------------------------------------------------
   {
     name: "claim-charges",
@@ -394,6 +415,16 @@ export const mutants = [
       file: "src/store/memory_store.ts",
       search: "if (slot && slot.value !== null) return this.#deliver<WriteResult>({ ok: false, conflict: true });",
       replace: "",
+    }],
+    suites: ["unit", "store", "coordinator"],
+  },
+  {
+    name: "memory-delete-unguarded",
+    breaks: "MemoryStore.delete ignores its revision guard (a resigning leader deletes its successor's record)",
+    edits: [{
+      file: "src/store/memory_store.ts",
+      search: "if (revision !== undefined && slot.revision !== revision) {",
+      replace: "if (false) {",
     }],
     suites: ["unit", "store", "coordinator"],
   },
