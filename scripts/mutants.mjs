@@ -176,16 +176,6 @@ export const mutants = [
   },
 
   {
-    name: "terminal-write-ends-newer-tenancy",
-    breaks: "a terminal write's reply ends whatever tenancy of the split is held now, also a newer one (a slow fail() reply ends the re-claim)",
-    edits: [{
-      file: C + "tenancies.ts",
-      search: "if (this.held.get(id) === t) {\n          t.record = next;",
-      replace: "if (true) {\n          t.record = next;",
-    }],
-    suites: ["regressions", "coordinator", "sim", "nats"],
-  },
-  {
     name: "heldby-ignores-status",
     breaks: "a record counts as held by us whatever its status: a conflicting write of ours is retried over a split that completed or was quarantined",
     edits: [{

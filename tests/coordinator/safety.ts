@@ -4,8 +4,8 @@
 import assert from "node:assert/strict";
 import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
 import type { Planner } from "../../src/coordinator/types.ts";
-import { SplitleaseError } from "../../src/errors.ts";
-import { decodeRecord, LeaderRecordSchema, type PlanRecord, PlanRecordSchema } from "../../src/records.ts";
+import { FencedError, SplitleaseError } from "../../src/errors.ts";
+import { decodeRecord, LeaderRecordSchema, type PlanRecord, PlanRecordSchema, SplitRecordSchema } from "../../src/records.ts";
 import { keys } from "../../src/store/keys.ts";
 import type { Store } from "../../src/store/store.ts";
 import { FaultyStore } from "./faulty_store.ts";
@@ -201,6 +201,64 @@ export function safetyScenarios(b: Backend): void {
     withheld.release();
     const rec = await splitRecord(rawStore(f), "s000");
     assert.equal(rec.attempts, 1, "one takeover, one attempt");
+  });
+
+  // Kills forced-release-after-move: a forced release that loses its CAS must not retry over another owner's record.
+  t("S6. a forced release that loses its CAS to a newer owner writes nothing over it", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const aStore = new FaultyStore(await b.extraStore(f));
+    const a = new Member(
+      await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: f.clock, planner: finalPlanner(splits(1)), ...f.timings }),
+    );
+    f.members.push(a);
+    assert.ok(await f.until(() => a.held.length === 1, 3000), "a holds the split");
+    const h = a.c.status().held[0];
+    await a.c.commit(h.id, h.epoch, { watermark: 3 });
+    // A's forced release is slow to reach the store; meanwhile the split moves on to another owner (as a takeover would).
+    const parked = aStore.hold((op, key) => op === "update" && key === keys.split(h.id));
+    const forcing = a.c.declineRevocation(h.id);
+    assert.ok(await f.until(() => parked.count() === 1, 1000), "the forced release is on its way");
+    const bee = await f.join({ instance: "b" });
+    const cur = (await raw.get(keys.split(h.id)))!;
+    const rec = decodeRecord(cur.key, cur.value, SplitRecordSchema);
+    const moved = { ...rec, epoch: rec.epoch + 1, owner: { instance: "b", session: bee.c.session }, attempts: rec.attempts + 1 };
+    const w = await raw.update(cur.key, JSON.stringify(moved), cur.revision);
+    assert.ok(w.ok);
+    parked.release();
+    await forcing;
+    await f.advance(50);
+    const after = (await raw.get(keys.split(h.id)))!;
+    assert.equal(after.revision, w.ok ? w.revision : -1, `the forced release wrote over the new owner's record: ${after.value}`);
+    assert.deepEqual(a.lost().map((l) => l.reason), ["revoked"]);
+    assert.ok(await f.until(() => bee.held.length === 1, 1000), "the new owner holds the split");
+  });
+
+  // Kills heldby-ignores-status: a split an operator cancelled under its owner is finished; the owner's commit writes nothing.
+  t("S7. a split cancelled by an operator while held: the owner's next commit is fenced and writes nothing", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    // The leader does not see the cancel yet (it would tell the owner to drop the split first).
+    const lStore = new FaultyStore(await b.extraStore(f));
+    const lead = new Member(
+      await SplitCoordinator.join({ store: lStore, job: f.job, instance: "lead", clock: f.clock, planner: finalPlanner(splits(2)), maxInFlight: 0, ...f.timings }),
+    );
+    f.members.push(lead);
+    const x = await f.join({ instance: "x" });
+    assert.ok(await f.until(() => x.held.length === 2, 3000), "x holds both splits");
+    const h = x.c.status().held[0];
+    await x.c.commit(h.id, h.epoch, { watermark: 4 });
+    const withheld = lStore.withhold((key) => key === keys.split(h.id));
+    // The operator's edit: only the status changes (the owner stays named).
+    const cur = (await raw.get(keys.split(h.id)))!;
+    const rec = decodeRecord(cur.key, cur.value, SplitRecordSchema);
+    const w = await raw.update(cur.key, JSON.stringify({ ...rec, status: "cancelled" }), cur.revision);
+    assert.ok(w.ok);
+    await assert.rejects(() => x.c.commit(h.id, h.epoch, { watermark: 5 }), FencedError);
+    const after = (await raw.get(keys.split(h.id)))!;
+    assert.equal(after.revision, w.ok ? w.revision : -1, `a commit landed on a cancelled split: ${after.value}`);
+    assert.ok(x.lost().some((l) => l.splitId === h.id), "the owner lost the cancelled split");
+    withheld.release();
   });
 
   // Kills election-reread-current: the re-read must find the revision judged silent, not the one the watch shows now.
