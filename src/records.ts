@@ -490,9 +490,28 @@ function isMemberRecord(x: unknown): x is MemberRecord {
     (x.planner === undefined || typeof x.planner === "boolean") && (x.held === undefined || isCount(x.held));
 }
 
+const WHY = new Set(["takeover", "reclaim", "handoff"]);
+const isEntry = (x: unknown): boolean =>
+  isObj(x) && typeof x.id === "string" && ID_RE.test(x.id) && isCount(x.epoch) && isCount(x.rev) && x.rev > 0 &&
+  (x.rec === undefined || isSplitRecord(x.rec)) && (x.why === undefined || WHY.has(x.why as string));
+
+function isAssignRecord(x: unknown): x is AssignRecord {
+  if (!isObj(x) || x.v !== 2 || !isCount(x.term) || !isCount(x.seq)) return false;
+  if (typeof x.session !== "string" || x.session.length === 0) return false;
+  const { offers, grants, revokes, drops } = x;
+  if (!Array.isArray(offers) || !Array.isArray(grants) || !Array.isArray(revokes) || !Array.isArray(drops)) return false;
+  return offers.every(isEntry) && grants.every(isEntry) &&
+    revokes.every((r) => isObj(r) && typeof r.id === "string" && ID_RE.test(r.id) && isCount(r.epoch) && (r.to === undefined || isOwner(r.to))) &&
+    drops.every((d) =>
+      isObj(d) && typeof d.id === "string" && ID_RE.test(d.id) && isCount(d.epoch) &&
+      (d.reason === "fenced" || d.reason === "expired" || d.reason === "cancelled")
+    );
+}
+
 const FAST = new Map<z.ZodType, (x: unknown) => boolean>([
   [SplitRecordSchema, isSplitRecord],
   [MemberRecordSchema, isMemberRecord],
+  [AssignRecordSchema, isAssignRecord],
 ]);
 
 /**

@@ -339,16 +339,17 @@ export class SplitCoordinator implements Coordinator {
   }
 
   /**
-   * Graceful drain: stop claiming and leading, request revocation of every
-   * held split, force the stragglers after `drainDeadlineMs`. Resolves when
-   * nothing is held.
+   * Graceful drain: stop claiming, request revocation of every held split,
+   * force the stragglers after `drainDeadlineMs`. Resolves when nothing is
+   * held. A draining leader keeps leading until `close()`: it hands its own
+   * splits to their successors itself (a new leader would first have to
+   * rebuild its view).
    */
   async drain(): Promise<void> {
     if (this.#state !== "running" && this.#state !== "draining") return;
     this.#draining = true;
     this.#state = "draining";
     await this.#membership.announceDraining();
-    await this.#leadership.resign();
     for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, null, false);
     await this.#tenancies.whenEmpty();
   }

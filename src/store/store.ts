@@ -117,6 +117,14 @@ export type WatchEvent =
 export interface Watch extends AsyncIterable<WatchEvent>, AsyncDisposable {
   /** Stops the watch; iteration ends. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * Optional: the revision of the last change this watch has been handed by
+   * the store as of now (`Infinity` while more is on its way). A consumer
+   * that has applied every event up to this revision has seen every change
+   * made before the call. Backends that cannot tell leave it out (callers
+   * then fall back to a listing).
+   */
+  position?(): Promise<number>;
 }
 
 /**

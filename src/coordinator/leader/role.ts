@@ -73,7 +73,7 @@ export class LeaderRole {
     };
     this.#takeovers = new Takeovers(ctx);
     this.#revocations = new Revocations(ctx);
-    this.#completion = new CompletionJudge(core, this.view);
+    this.#completion = new CompletionJudge(core, this.view, () => this.#watches.caughtUp(keys.splitPrefix));
   }
 
   /** Whether the initial snapshots are in. */
