@@ -349,8 +349,12 @@ export class SplitCoordinator implements Coordinator {
     if (this.#state !== "running" && this.#state !== "draining") return;
     this.#draining = true;
     this.#state = "draining";
-    await this.#membership.announceDraining();
+    // Announce and revoke at once: a lane that stops before the leader hears
+    // of the drain releases to nobody, and the leader offers it on.
+    const announced = this.#membership.announceDraining();
+    this.#leadership.role?.draining(this.#core.me.instance);
     for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, null, false);
+    await announced;
     await this.#tenancies.whenEmpty();
   }
 

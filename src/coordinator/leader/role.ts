@@ -263,6 +263,15 @@ export class LeaderRole {
     }
   }
 
+  /** A member (this leader itself, before its record says so) drains: nothing more is offered to it. */
+  draining(instance: string): void {
+    const st = this.states.get(instance);
+    if (!st || st.draining) return;
+    st.draining = true;
+    this.#unofferAll(st);
+    this.#core.schedule();
+  }
+
   /** A member session is gone: its offers return to the pool, its revocations end. */
   #drop(st: MemberState): void {
     this.#unofferAll(st);
