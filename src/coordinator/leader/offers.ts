@@ -79,23 +79,21 @@ function distribute(b: OfferBook, ms: MemberState[]): boolean {
   return changed;
 }
 
-/** The heaviest free split not offered or withheld, or `undefined`. */
+/**
+ * The heaviest free split not offered or withheld, or `undefined`. A
+ * withheld split leaves the heap; whoever withholds it pushes it back when
+ * it may be offered (a retry backoff that ran out), so a pass never scans
+ * the withheld ones again.
+ */
 function nextFree(b: OfferBook): string | undefined {
   const { view } = b;
-  const skipped: string[] = [];
-  let found: string | undefined;
   while (view.heap.size > 0) {
     const id = view.heap.pop()!;
     if (!view.free.has(id) || b.offeredTo.has(id)) continue; // stale entry
-    if (b.withheld(id)) {
-      skipped.push(id);
-      continue;
-    }
-    found = id;
-    break;
+    if (b.withheld(id)) continue;
+    return id;
   }
-  for (const id of skipped) view.heap.push(id, view.splits.get(id)!.record.weight);
-  return found;
+  return undefined;
 }
 
 /**

@@ -300,14 +300,17 @@ export class LeaderRole {
     let next = this.#judge(now);
     next = Math.min(next, this.#orphans(now));
     for (const [id, b] of this.backoff) {
-      if (b.at <= now) this.backoff.delete(id);
-      else next = Math.min(next, b.at);
+      if (b.at <= now) {
+        this.backoff.delete(id);
+        const e = this.view.splits.get(id);
+        if (e && this.view.free.has(id)) this.view.heap.push(id, e.record.weight); // offerable again
+      } else next = Math.min(next, b.at);
     }
     refillOffers({
       view: this.view,
       states: this.states,
       offeredTo: this.offeredTo,
-      withheld: (id) => this.#takeovers.inflight.has(id) || this.backoff.has(id),
+      withheld: (id) => this.backoff.has(id),
     });
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#revocations.cycle(now, this.term, this.#signature(plan), nothingFree));
