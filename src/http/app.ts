@@ -71,6 +71,12 @@ export interface AppOptions {
    * use it to run their own shutdown sequence).
    */
   onDrain?: (deadlineMs: number | undefined) => void;
+  /**
+   * Whether the process idles after its job completed (serve's
+   * `afterCompletion: "idle"`): `/readyz` then answers 200 with `idle: true`
+   * although the worker finished, so a Deployment's pods stay ready.
+   */
+  idling?: () => boolean;
 }
 
 const encoder = new TextEncoder();
@@ -262,6 +268,7 @@ export function createApp(options: AppOptions): HttpApp {
   route("/healthz", "GET");
 
   app.get("/readyz", (c) => {
+    if (options.idling?.()) return c.json({ ready: true, reasons: [], idle: true }, 200);
     const st = coordinator.status();
     const reasons: string[] = [];
     if (st.state !== "running") reasons.push(`coordinator is ${st.state}`);

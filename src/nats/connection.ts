@@ -100,6 +100,7 @@ export class Connection {
       maxPingOut: 2,
       noRandomize: options.noRandomize === true,
       wsFactory: promptCloseFactory(options.wsFactory),
+      inboxPrefix: opts.inboxPrefix,
     };
     const auth = authenticator(options);
     if (auth) co.authenticator = auth;
