@@ -65,6 +65,19 @@ export const EXIT_STALLED = 3;
 export const EXIT_PLAN_FAILED = 4;
 
 /**
+ * Default `shutdownMarginMs`: time on top of `drainDeadlineMs` for a SIGTERM
+ * drain before lanes are aborted. A pod's termination grace period should
+ * exceed their sum plus one store write (`opTimeoutMs`, the leave).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_SHUTDOWN_MARGIN_MS } from "./serve_core.ts";
+ * const graceSeconds = (10_000 + DEFAULT_SHUTDOWN_MARGIN_MS + 5_000) / 1000; // 20
+ * ```
+ */
+export const DEFAULT_SHUTDOWN_MARGIN_MS = 5000;
+
+/**
  * Options of the adapters' `serve` (and of {@linkcode serveWith}).
  *
  * @example
@@ -328,7 +341,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     commitIntervalMs: options.commitIntervalMs,
   });
   // Each part is at most MAX_TIMER_MS; their sum may not be (a longer timer fires at once).
-  const deadlineMs = Math.min(MAX_TIMER_MS, (options.drainDeadlineMs ?? 10_000) + (options.shutdownMarginMs ?? 5000));
+  const deadlineMs = Math.min(MAX_TIMER_MS, (options.drainDeadlineMs ?? 10_000) + (options.shutdownMarginMs ?? DEFAULT_SHUTDOWN_MARGIN_MS));
   let signals = 0;
   // afterCompletion "idle": set once the job completed and the process stays up; ended by a signal or shutdown().
   let idling = false;
