@@ -24,7 +24,8 @@ COPY src ./src
 COPY adapters ./adapters
 COPY examples/object_store ./examples/object_store
 RUN mkdir -p /out && chown 1000:1000 /out
-# Non-root (the image's bun user, by number so Kubernetes' runAsNonRoot can check it).
+# A fixed non-root uid, by number so Kubernetes' runAsNonRoot can check it; it owns
+# only /out.
 USER 1000:1000
 ENV PORT=8080 OUTPUT=/out/records.ndjson STORE=nats
 EXPOSE 8080

@@ -29,7 +29,8 @@ COPY examples/object_store ./examples/object_store
 RUN deno cache examples/object_store/main.ts \
  && mkdir -p /out \
  && chown -R 1993:1993 /app/.deno-dir /out
-# Non-root (the image's deno user, by number so Kubernetes' runAsNonRoot can check it).
+# A fixed non-root uid, by number so Kubernetes' runAsNonRoot can check it; it owns
+# only the Deno cache and /out.
 USER 1993:1993
 ENV PORT=8080 OUTPUT=/out/records.ndjson STORE=nats
 EXPOSE 8080
