@@ -206,6 +206,7 @@ await denoSuite("coordinator tests", ["tests/coordinator"]);
 if (!quick) await denoSuite("simulation", ["tests/sim"]);
 await denoSuite("runtime tests", ["tests/runtime"]);
 await denoSuite("example tests", ["tests/examples"]);
+await denoSuite("deployment kit tests (manifests, images, nats-server config)", ["tests/deploy"]);
 await denoSuite("package tests (npm pack, URL import)", ["tests/package"]);
 await denoSuite("serverless platform tests (workerd, Lambda, Deno Deploy)", ["tests/serverless"]);
 

@@ -13,8 +13,9 @@
  * Stable machine-readable codes of {@linkcode SplitleaseError}.
  *
  * `STORE_UNAVAILABLE` is an outage (retrying later may work);
- * `STORE_AUTH_FAILED` means the store refused the credentials, which no
- * retry fixes: `NatsStore.connect` throws it at once, and `serve` exits 1.
+ * `STORE_AUTH_FAILED` means the store refused the credentials, or the
+ * permissions the job needs (its bucket's subjects), which no retry fixes:
+ * `NatsStore.connect` throws it at once, and `serve` exits 1.
  *
  * @example
  * ```ts

@@ -106,14 +106,23 @@ function renderLabels(labels: Labels): string {
  */
 export class MetricsRegistry {
   #prefix: string;
+  #constLabels: Labels;
   #families = new Map<string, Family>();
 
-  /** Creates a registry whose metric names all start with `prefix`. */
-  constructor(prefix = "") {
+  /**
+   * Creates a registry whose metric names all start with `prefix`;
+   * `constLabels` are put first on every sample (each family's own labels
+   * may not repeat them).
+   */
+  constructor(prefix = "", constLabels: Labels = {}) {
     if (prefix !== "" && !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
       throw new TypeError(`invalid metric name prefix ${JSON.stringify(prefix)}`);
     }
+    for (const k of Object.keys(constLabels)) {
+      if (!LABEL.test(k) || k.startsWith("__") || k === "le") throw new TypeError(`invalid constant label name ${JSON.stringify(k)}`);
+    }
     this.#prefix = prefix;
+    this.#constLabels = { ...constLabels };
   }
 
   #family(name: string, help: string, type: MetricType): Family {
@@ -133,16 +142,19 @@ export class MetricsRegistry {
     return {
       set: (value: number, labels: Labels = {}) => {
         for (const k of Object.keys(labels)) {
-          if (!LABEL.test(k) || k.startsWith("__") || (f.type === "histogram" && k === "le")) {
+          if (!LABEL.test(k) || k.startsWith("__") || (f.type === "histogram" && k === "le") || k in this.#constLabels) {
             throw new TypeError(`invalid label name ${JSON.stringify(k)} on ${f.name}`);
           }
         }
-        f.samples.push({ labels, value });
+        f.samples.push({ labels: { ...this.#constLabels, ...labels }, value });
       },
     };
   }
 
-  /** A gauge family: `set(value, labels?)` adds one sample. */
+  /**
+   * A gauge family: `set(value, labels?)` adds one sample. A family with no
+   * sample still renders its HELP and TYPE.
+   */
   gauge(name: string, help: string): { set(value: number, labels?: Labels): void } {
     return this.#setter(this.#family(name, help, "gauge"));
   }

@@ -103,6 +103,7 @@ export class Connection {
       // the capture cost ~9% of a busy worker's CPU (measured by the peers bench).
       noAsyncTraces: true,
       wsFactory: promptCloseFactory(options.wsFactory),
+      inboxPrefix: opts.inboxPrefix,
     };
     const auth = authenticator(options);
     if (auth) co.authenticator = auth;
@@ -148,6 +149,17 @@ export class Connection {
     } catch (e) {
       await nc.close().catch(() => {});
       if (e instanceof SplitleaseError) throw e;
+      // Logged in but not allowed this job's subjects: no retry fixes that either.
+      const denied = permissionViolation(e);
+      if (denied) {
+        throw new SplitleaseError(
+          "STORE_AUTH_FAILED",
+          `NatsStore: the NATS server at ${opts.servers.map(redactUrl).join(", ")} refused ` +
+            `${user !== undefined ? `user ${JSON.stringify(user)}` : "this connection"} the subjects of job ${opts.job} ` +
+            `(bucket ${opts.bucket}, inbox ${opts.inboxPrefix}): ${denied}; grant the user its job's permissions`,
+          { cause: e },
+        );
+      }
       throw new StoreUnavailableError("connect", opts.opTimeoutMs, {
         cause: e,
         detail: `opening bucket ${opts.bucket}: ${describe(e)}`,
@@ -271,6 +283,15 @@ async function openBucket(js: JetStreamClient, opts: ResolvedOptions): Promise<K
       await sleep(50);
     }
   }
+}
+
+/** The server's "Permissions Violation for …" text found in `e` or its causes, if any. */
+function permissionViolation(e: unknown): string | undefined {
+  for (let c: unknown = e, depth = 0; c instanceof Error && depth < 5; c = c.cause, depth++) {
+    const m = /Permissions Violation for [^"]*"[^"]*"/.exec(c.message);
+    if (m) return m[0];
+  }
+  return undefined;
 }
 
 /** A short description of a client error for error messages. */

@@ -65,6 +65,19 @@ export const EXIT_STALLED = 3;
 export const EXIT_PLAN_FAILED = 4;
 
 /**
+ * Default `shutdownMarginMs`: time on top of `drainDeadlineMs` for a SIGTERM
+ * drain before lanes are aborted. A pod's termination grace period should
+ * exceed their sum plus one store write (`opTimeoutMs`, the leave).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_SHUTDOWN_MARGIN_MS } from "./serve_core.ts";
+ * const graceSeconds = (10_000 + DEFAULT_SHUTDOWN_MARGIN_MS + 5_000) / 1000; // 20
+ * ```
+ */
+export const DEFAULT_SHUTDOWN_MARGIN_MS = 5000;
+
+/**
  * Options of the adapters' `serve` (and of {@linkcode serveWith}).
  *
  * @example
@@ -110,6 +123,16 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
   logger?: Logger;
   /** Clock (default: system clock). */
   clock?: Clock;
+  /**
+   * What the process does once the job is complete (the worker drained with
+   * the job done, not on a shutdown request): `"exit"` (default) exits 0 at
+   * once, which suits a Kubernetes Job; `"idle"` closes the store and keeps
+   * serving HTTP (`/healthz` and `/readyz` 200, `idle: true`) until
+   * SIGTERM/SIGINT, then exits 0, so a Deployment's restarted pod on a
+   * finished job does not crash-loop. Stalls (exit 3), planner failures
+   * (exit 4) and errors (exit 1) exit in both modes.
+   */
+  afterCompletion?: "exit" | "idle";
   /** Exit the process when the worker ends (default `true`). */
   exit?: boolean;
   /** Joins the coordinator (default `SplitCoordinator.join`); for tests and custom coordinators. */
@@ -204,6 +227,7 @@ const SERVE_KEYS: readonly string[] = [
     abortGraceMs: true,
     commitIntervalMs: true,
     shutdownMarginMs: true,
+    afterCompletion: true,
     logger: true,
     clock: true,
     exit: true,
@@ -223,6 +247,12 @@ function checkServeOptions(options: ServeOptions<unknown>): void {
     if (options[key] === undefined) continue;
     const issue = durationIssue(key, options[key]);
     if (issue) throw new SplitleaseError("INVALID_CONFIG", `serve: ${issue}`);
+  }
+  if (options.afterCompletion !== undefined && options.afterCompletion !== "exit" && options.afterCompletion !== "idle") {
+    throw new SplitleaseError(
+      "INVALID_CONFIG",
+      `serve: afterCompletion must be "exit" or "idle", got ${JSON.stringify(options.afterCompletion)}`,
+    );
   }
   try {
     checkDrainOptions(options);
@@ -311,9 +341,17 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     commitIntervalMs: options.commitIntervalMs,
   });
   // Each part is at most MAX_TIMER_MS; their sum may not be (a longer timer fires at once).
-  const deadlineMs = Math.min(MAX_TIMER_MS, (options.drainDeadlineMs ?? 10_000) + (options.shutdownMarginMs ?? 5000));
+  const deadlineMs = Math.min(MAX_TIMER_MS, (options.drainDeadlineMs ?? 10_000) + (options.shutdownMarginMs ?? DEFAULT_SHUTDOWN_MARGIN_MS));
   let signals = 0;
-  const shutdown = (reason: string, deadline = deadlineMs) => worker.shutdown({ reason, deadlineMs: deadline });
+  // afterCompletion "idle": set once the job completed and the process stays up; ended by a signal or shutdown().
+  let idling = false;
+  let stopRequested = false;
+  let endIdle: (() => void) | undefined;
+  const shutdown = (reason: string, deadline = deadlineMs) => {
+    stopRequested = true;
+    endIdle?.();
+    return worker.shutdown({ reason, deadlineMs: deadline });
+  };
   const app = createApp({
     worker,
     drainToken: options.drainToken,
@@ -321,6 +359,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     metricsPrefix: options.metricsPrefix,
     drainDeadlineMs: deadlineMs,
     onDrain: (d) => void shutdown("POST /drain", d ?? deadlineMs),
+    idling: () => idling,
   });
   let server: { port: number; close(): Promise<void> };
   try {
@@ -335,7 +374,10 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
   log("info", "serving", { event: "serving", port: server.port, runtime: host.runtime, job: options.job });
   const unsubscribe = host.onSignal(["SIGTERM", "SIGINT"], (signal) => {
     signals++;
-    if (signals === 1) {
+    if (idling) {
+      log("info", `${signal}: leaving the idle state`, { event: "signal", signal });
+      void shutdown(signal);
+    } else if (signals === 1) {
       log("info", `${signal}: draining`, { event: "signal", signal, deadlineMs });
       void shutdown(signal);
     } else {
@@ -344,10 +386,29 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     }
   });
   const done = worker.done.then(async (outcome): Promise<ServeResult> => {
-    unsubscribe();
-    await server.close().catch((e) => log("warn", "HTTP server close failed", { error: e }));
-    if (ownsStore) await store.close().catch((e) => log("warn", "store close failed", { error: e }));
     const exitCode = exitCodeFor(outcome);
+    if (
+      options.afterCompletion === "idle" && exitCode === EXIT_DRAINED && outcome.kind === "drained" &&
+      outcome.reason !== "shutdown" && !stopRequested
+    ) {
+      // The job is done: a restart would find it done and exit at once, which
+      // a Deployment restarts in a loop. Stay up, idle, until told to stop.
+      if (ownsStore) await store.close().catch((e) => log("warn", "store close failed", { error: e }));
+      const stopped = new Promise<void>((resolve) => (endIdle = resolve));
+      idling = true;
+      log("info", "job complete; idling until SIGTERM (afterCompletion: idle)", {
+        event: "idle",
+        reason: outcome.reason,
+      });
+      if (!stopRequested) await stopped;
+      idling = false;
+      unsubscribe();
+      await server.close().catch((e) => log("warn", "HTTP server close failed", { error: e }));
+    } else {
+      unsubscribe();
+      await server.close().catch((e) => log("warn", "HTTP server close failed", { error: e }));
+      if (ownsStore) await store.close().catch((e) => log("warn", "store close failed", { error: e }));
+    }
     log(exitCode === 0 ? "info" : "error", "exiting", { event: "exit", exitCode, outcome: outcome.kind });
     if (exit) host.exit(exitCode);
     return { outcome, exitCode };

@@ -134,3 +134,15 @@ Deno.test("options: NatsStore refuses unknown keys, and takes credentials from t
     });
   }
 });
+
+Deno.test("options: NatsStore replies arrive under a per-job inbox prefix, so server permissions can isolate jobs", () => {
+  assert.equal(resolveOptions({ servers: "ws://127.0.0.1:1", job: "backfill-2024" }).inboxPrefix, "_INBOX.splitlease_backfill-2024");
+  assert.equal(resolveOptions({ servers: "ws://127.0.0.1:1", job: "j", inboxPrefix: "_INBOX_team.a" }).inboxPrefix, "_INBOX_team.a");
+  for (const bad of ["", "_INBOX.>", "_INBOX.*.x", "a b", "a..b", ".a"]) {
+    assert.throws(
+      () => resolveOptions({ servers: "ws://127.0.0.1:1", job: "j", inboxPrefix: bad }),
+      (e) => config(e, /inboxPrefix .* must be dot-separated tokens of \[A-Za-z0-9_\$-\]/),
+      JSON.stringify(bad),
+    );
+  }
+});
