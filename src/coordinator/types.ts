@@ -238,7 +238,7 @@ export interface CoordinatorStatus {
  * ```
  */
 export interface CoordinatorStats {
-  /** Splits gained, by how (`claim` of an offer, `grant` from the leader or a handing-off owner, `resume` after a self-fence; on a leader also `takeover` writes it made). */
+  /** Splits gained, by how: `claim` (an offer), `grant` (opened for us), `takeover`/`reclaim`/`handoff` (the grant's reason), `resume` (after a self-fence). */
   acquisitions: Record<string, number>;
   /** Splits lost, by reason. */
   losses: Record<string, number>;
