@@ -55,6 +55,7 @@ export type {
   Owner,
   PlanRecord,
   SpecRecord,
+  SplitFailure,
   SplitProgress,
   SplitRecord,
   SplitStatus,
