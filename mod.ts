@@ -142,3 +142,27 @@ export {
   MetricsRegistry,
   PROMETHEUS_CONTENT_TYPE,
 } from "./src/http/metrics.ts";
+
+// --- operating a fleet: the fleet view and operator actions ------------------
+export {
+  buildFleetView,
+  type FleetCounts,
+  type FleetLiveness,
+  type FleetMember,
+  type FleetQuery,
+  type FleetSnapshot,
+  type FleetSplit,
+  type FleetView,
+  jsonPreview,
+  normalizeFleetQuery,
+} from "./src/fleet/fleet_view.ts";
+export { readFleet, readFleetSnapshot, type ReadFleetOptions } from "./src/fleet/read_fleet.ts";
+export {
+  cancelSplit,
+  type CancelResult,
+  drainMember,
+  type DrainMemberResult,
+  requeueQuarantined,
+  requeueSplit,
+  type RequeueResult,
+} from "./src/fleet/actions.ts";
