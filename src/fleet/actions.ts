@@ -15,7 +15,15 @@
  *
  * @module
  */
-import { encodeRecord, MemberRecordSchema, safeDecodeRecord, type SplitRecord, SplitRecordSchema, type SplitStatus } from "../records.ts";
+import {
+  encodeRecord,
+  MemberRecordSchema,
+  PlanRecordSchema,
+  safeDecodeRecord,
+  type SplitRecord,
+  SplitRecordSchema,
+  type SplitStatus,
+} from "../records.ts";
 import { assertValidId, keys } from "../store/keys.ts";
 import type { Store, StoreEntry } from "../store/store.ts";
 
@@ -34,7 +42,7 @@ const CONCURRENCY = 16;
  * ```
  */
 export type RequeueResult =
-  | { id: string; outcome: "requeued"; epoch: number; message: string }
+  | { id: string; outcome: "requeued"; epoch: number; reopened: boolean; message: string }
   | { id: string; outcome: "notQuarantined"; status: SplitStatus; message: string }
   | { id: string; outcome: "notFound" | "unreadable" | "conflict"; message: string };
 
@@ -48,7 +56,15 @@ export type RequeueResult =
  * ```
  */
 export type CancelResult =
-  | { id: string; outcome: "cancelled"; epoch: number; previous: SplitStatus; previousOwner: string | null; message: string }
+  | {
+    id: string;
+    outcome: "cancelled";
+    epoch: number;
+    previous: SplitStatus;
+    previousOwner: string | null;
+    reopened: boolean;
+    message: string;
+  }
   | { id: string; outcome: "alreadyCancelled" | "alreadyCompleted" | "notFound" | "unreadable" | "conflict"; message: string };
 
 /**
@@ -99,7 +115,8 @@ function readSplit(id: string, cur: StoreEntry | undefined): { rec: SplitRecord 
 /**
  * Requeues a quarantined split: status `runnable`, attempts 0, no owner,
  * epoch + 1 (never reset), its failure history kept. The leader offers it
- * again, and clears a `stalled` job outcome.
+ * again. A `stalled` job outcome is cleared (`reopened`), so workers
+ * restarted after the stall run the split instead of exiting at once.
  *
  * @example
  * ```ts
@@ -110,7 +127,28 @@ function readSplit(id: string, cur: StoreEntry | undefined): { rec: SplitRecord 
  */
 export async function requeueSplit(store: Store, id: string): Promise<RequeueResult> {
   assertValidId(id, "split id");
-  return await requeueFrom(store, id);
+  const r = await requeueFrom(store, id);
+  if (r.outcome === "requeued") r.reopened = await reopenStalled(store);
+  return r;
+}
+
+/**
+ * Clears a `stalled` job outcome from the plan record (CAS at its revision,
+ * everything else kept) after a requeue or cancel made it untrue. A running
+ * leader would clear it too (it sees the split runnable), but a stalled job
+ * usually has no worker left: restarted workers read the outcome at join and
+ * would exit at once. Whether it was cleared.
+ */
+async function reopenStalled(store: Store): Promise<boolean> {
+  for (let i = 0; i < TRIES; i++) {
+    const cur = await store.get(keys.plan);
+    if (!cur) return false;
+    const r = safeDecodeRecord(cur.key, cur.value, PlanRecordSchema);
+    if (!r.ok || r.value.outcome?.kind !== "stalled") return false;
+    const { outcome: _, ...next } = r.value;
+    if ((await store.update(keys.plan, encodeRecord(next), cur.revision)).ok) return true;
+  }
+  return false;
 }
 
 /** {@linkcode requeueSplit}, starting from an entry just listed (no first read). */
@@ -132,7 +170,13 @@ function requeueFrom(store: Store, id: string, first?: StoreEntry): Promise<Requ
     const next: SplitRecord = { ...rec, status: "runnable", attempts: 0, owner: null, epoch: rec.epoch + 1 };
     return {
       write: encodeRecord(next),
-      ok: () => ({ id, outcome: "requeued", epoch: next.epoch, message: `Split "${id}" requeued at epoch ${next.epoch}` }),
+      ok: () => ({
+        id,
+        outcome: "requeued",
+        epoch: next.epoch,
+        reopened: false,
+        message: `Split "${id}" requeued at epoch ${next.epoch}`,
+      }),
     };
   }, conflict, first);
 }
@@ -151,7 +195,7 @@ function requeueFrom(store: Store, id: string, first?: StoreEntry): Promise<Requ
  */
 export async function requeueQuarantined(
   store: Store,
-): Promise<{ found: number; requeued: number; results: RequeueResult[] }> {
+): Promise<{ found: number; requeued: number; reopened: boolean; results: RequeueResult[] }> {
   const quarantined: StoreEntry[] = [];
   for (const e of await store.list(keys.splitPrefix)) {
     const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
@@ -167,14 +211,17 @@ export async function requeueQuarantined(
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, quarantined.length) }, worker));
-  return { found: quarantined.length, requeued: results.filter((r) => r.outcome === "requeued").length, results };
+  const requeued = results.filter((r) => r.outcome === "requeued").length;
+  return { found: quarantined.length, requeued, reopened: requeued > 0 && await reopenStalled(store), results };
 }
 
 /**
  * Cancels a split: status `cancelled` (terminal: never offered or run
  * again, counted apart from completed), no owner, epoch + 1. A held split's
  * owner is fenced at its next commit and told by the leader to stop at once
- * (a drop). A completed split cannot be cancelled.
+ * (a drop). A completed split cannot be cancelled. A `stalled` job outcome
+ * is cleared (`reopened`): the leader judges the job again, and cancelling
+ * its last quarantined split completes it.
  *
  * @example
  * ```ts
@@ -190,7 +237,7 @@ export async function cancelSplit(store: Store, id: string): Promise<CancelResul
     outcome: "conflict",
     message: `Split "${id}" kept changing while being cancelled (${TRIES} tries: its owner commits often); retry`,
   });
-  return await casLoop<CancelResult>(store, keys.split(id), (cur) => {
+  const r = await casLoop<CancelResult>(store, keys.split(id), (cur) => {
     const read = readSplit(id, cur);
     if ("done" in read) return read;
     const rec = read.rec;
@@ -208,10 +255,14 @@ export async function cancelSplit(store: Store, id: string): Promise<CancelResul
         epoch: next.epoch,
         previous: rec.status,
         previousOwner,
+        reopened: false,
         message: `Split "${id}" cancelled (was ${rec.status}${previousOwner ? `, held by ${previousOwner}` : ""})`,
       }),
     };
   }, conflict);
+  // Cancelling the last quarantined split of a stalled job makes it complete: let the leader judge again.
+  if (r.outcome === "cancelled") r.reopened = await reopenStalled(store);
+  return r;
 }
 
 /**

@@ -34,7 +34,13 @@ Deno.test("requeue: a quarantined split becomes runnable, attempts 0, epoch + 1,
   assert.equal(q.status, "quarantined");
   await put(store, "split.q", q);
   const r = await requeueSplit(store, "q");
-  assert.deepEqual(r, { id: "q", outcome: "requeued", epoch: q.epoch + 1, message: `Split "q" requeued at epoch ${q.epoch + 1}` });
+  assert.deepEqual(r, {
+    id: "q",
+    outcome: "requeued",
+    epoch: q.epoch + 1,
+    reopened: false,
+    message: `Split "q" requeued at epoch ${q.epoch + 1}`,
+  });
   const after = await split(store, "q");
   assert.equal(after.status, "runnable");
   assert.equal(after.attempts, 0);
@@ -64,7 +70,7 @@ Deno.test("requeue all: every quarantined split, nothing else", async () => {
   const view = await readFleet(store);
   assert.equal(view.counts.quarantined, 0);
   assert.equal(view.counts.runnable, 41);
-  assert.deepEqual(await requeueQuarantined(store), { found: 0, requeued: 0, results: [] });
+  assert.deepEqual(await requeueQuarantined(store), { found: 0, requeued: 0, reopened: false, results: [] });
 });
 
 Deno.test("cancel: terminal, owner none, epoch + 1; completed and cancelled splits answer so", async () => {
@@ -153,4 +159,26 @@ Deno.test("drain member: draining written by CAS at its revision with its own se
   assert.deepEqual([rec.draining, rec.session, rec.beat], [true, "s1", 6]);
   assert.equal((await drainMember(inner, "w1")).outcome, "alreadyDraining");
   assert.equal((await drainMember(inner, "w9")).outcome, "notFound");
+});
+
+Deno.test("requeue and cancel reopen a stalled job: the outcome is cleared so restarted workers run it", async () => {
+  await using store = new MemoryStore();
+  const stalled = { v: 2, term: 4, finality: "final", generation: 1, planned: 3, outcome: { kind: "stalled", completed: 1, quarantined: 2 } };
+  await put(store, "plan", stalled);
+  await put(store, "split.q1", poisoned());
+  await put(store, "split.q2", poisoned());
+  const plan = async () => JSON.parse((await store.get("plan"))!.value);
+  const r = await requeueSplit(store, "q1");
+  assert.ok(r.outcome === "requeued" && r.reopened);
+  const { outcome: _, ...rest } = stalled;
+  assert.deepEqual(await plan(), rest, "only the outcome is gone: term, plan and count kept");
+  // Not stalled any more: nothing to reopen.
+  await store.update("plan", JSON.stringify(stalled), (await store.get("plan"))!.revision);
+  const c = await cancelSplit(store, "q2");
+  assert.ok(c.outcome === "cancelled" && c.reopened);
+  assert.equal((await plan()).outcome, undefined);
+  await store.update("plan", JSON.stringify({ ...rest, outcome: { kind: "allComplete", completed: 3 } }), (await store.get("plan"))!.revision);
+  await put(store, "split.q3", poisoned());
+  const all = await requeueQuarantined(store);
+  assert.deepEqual([all.requeued, all.reopened], [1, false], "an allComplete outcome is left alone");
 });
