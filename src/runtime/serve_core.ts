@@ -316,6 +316,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
   const shutdown = (reason: string, deadline = deadlineMs) => worker.shutdown({ reason, deadlineMs: deadline });
   const app = createApp({
     worker,
+    store,
     drainToken: options.drainToken,
     drainOpen: options.drainOpen,
     metricsPrefix: options.metricsPrefix,
