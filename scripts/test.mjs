@@ -207,6 +207,7 @@ if (!quick) await denoSuite("simulation", ["tests/sim"]);
 await denoSuite("runtime tests", ["tests/runtime"]);
 await denoSuite("example tests", ["tests/examples"]);
 await denoSuite("package tests (npm pack, URL import)", ["tests/package"]);
+await denoSuite("operator tests (CLI on nats-server, fleet page in Chromium)", ["tests/ops"]);
 await denoSuite("serverless platform tests (workerd, Lambda, Deno Deploy)", ["tests/serverless"]);
 
 log(`\nFinished in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -74,10 +74,18 @@ export interface NatsStoreOptions {
   wsFactory?: WebSocketFactory;
   /** Connection name shown in server monitoring. */
   name?: string;
+  /**
+   * Create the job's bucket when it does not exist (default `true`). Tools
+   * that only read or repair a job (the CLI) pass `false`: a mistyped job
+   * name then fails with `INVALID_CONFIG` instead of creating an empty bucket.
+   */
+  createBucket?: boolean;
 }
 
 /** Options after defaults and validation. */
 export interface ResolvedOptions {
+  /** Create the bucket when absent. */
+  createBucket: boolean;
   /** Server URLs without credentials. */
   servers: string[];
   job: string;
@@ -104,6 +112,7 @@ const NATS_KEYS = keysOf<NatsStoreOptions>({
   noRandomize: true,
   wsFactory: true,
   name: true,
+  createBucket: true,
 });
 
 function invalid(message: string): SplitleaseError {
@@ -183,7 +192,11 @@ export function resolveOptions(options: NatsStoreOptions): ResolvedOptions {
   if (urlAuth && auths.length > 0) {
     throw invalid("credentials are given both in a server URL and as options; give them once");
   }
+  if (options.createBucket !== undefined && typeof options.createBucket !== "boolean") {
+    throw invalid(`createBucket must be true or false, got ${JSON.stringify(options.createBucket)}`);
+  }
   return {
+    createBucket: options.createBucket ?? true,
     servers,
     job: options.job,
     bucket: `splitlease_${options.job}`,
