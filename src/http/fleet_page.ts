@@ -139,7 +139,7 @@ export const FLEET_PAGE_SCRIPT: string = `"use strict";
     $("progress").value = done;
     const pct = c.weight > 0 ? Math.round((100 * c.completedWeight) / c.weight) : 0;
     $("progress-text").textContent = done + " of " + c.total + " finished (" + pct + "% of the weight completed)";
-    $("job").textContent = v.job;
+    $("job").textContent = "· job " + v.job;
     const plan = v.plan ? "plan " + v.plan.finality + ", " + v.plan.planned + " planned" + (v.plan.outcome ? ", outcome " + v.plan.outcome : "") : "no plan yet";
     const leader = v.leader ? "leader " + v.leader.instance + " (term " + v.leader.term + ")" : "no leader";
     $("meta").textContent = "served by " + v.servedBy.instance + (v.servedBy.isLeader ? " (leader)" : "") + " · " + leader + " · " + plan + " · updated " + time(v.at);
@@ -148,13 +148,17 @@ export const FLEET_PAGE_SCRIPT: string = `"use strict";
   function renderThroughput(v) {
     ring.push({ t: v.at, completed: v.counts.completed });
     if (ring.length > RING) ring.shift();
+    // Splits completed per minute over a window (or over the time the page has been open, if shorter).
     const rate = (minutes) => {
       const since = v.at - minutes * 60000;
       const first = ring.find((s) => s.t >= since) || ring[0];
-      const dt = (v.at - first.t) / 60000;
-      return dt > 0 ? ((v.counts.completed - first.completed) / dt).toFixed(1) : "–";
+      const dt = v.at - first.t;
+      if (dt <= 0) return "–";
+      const per = ((v.counts.completed - first.completed) / dt * 60000).toFixed(1);
+      return dt >= minutes * 60000 * 0.9 ? per + " over " + (minutes === 1 ? "the last minute" : minutes + " min")
+        : per + " over the " + Math.round(dt / 1000) + " s this page has been open";
     };
-    $("throughput").textContent = rate(1) + " splits/min over the last minute · " + rate(5) + " over 5 min · " + rate(10) + " over 10 min (measured since this page opened)";
+    $("throughput").textContent = "splits/min: " + rate(1) + " · " + rate(5) + " · " + rate(10);
     const svg = $("spark");
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     const deltas = ring.slice(1).map((s, i) => Math.max(0, s.completed - ring[i].completed)).slice(-240);
