@@ -144,18 +144,16 @@ export {
 } from "./src/http/metrics.ts";
 
 // --- operating a fleet: the fleet view and operator actions ------------------
-export {
-  buildFleetView,
-  type FleetCounts,
-  type FleetLiveness,
-  type FleetMember,
-  type FleetQuery,
-  type FleetSnapshot,
-  type FleetSplit,
-  type FleetView,
-  jsonPreview,
-  normalizeFleetQuery,
-} from "./src/fleet/fleet_view.ts";
+export { buildFleetView, jsonPreview, normalizeFleetQuery } from "./src/fleet/fleet_view.ts";
+export type {
+  FleetCounts,
+  FleetLiveness,
+  FleetMember,
+  FleetQuery,
+  FleetSnapshot,
+  FleetSplit,
+  FleetView,
+} from "./src/fleet/types.ts";
 export { readFleet, readFleetSnapshot, type ReadFleetOptions } from "./src/fleet/read_fleet.ts";
 export {
   cancelSplit,

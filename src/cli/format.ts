@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { FleetSplit, FleetView } from "../fleet/fleet_view.ts";
+import type { FleetSplit, FleetView } from "../fleet/types.ts";
 
 /** Left-aligned columns, two spaces apart. */
 export function table(head: string[], rows: string[][]): string {

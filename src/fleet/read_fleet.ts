@@ -7,14 +7,8 @@
  */
 import { keys } from "../store/keys.ts";
 import type { Store } from "../store/store.ts";
-import {
-  buildFleetView,
-  type FleetLiveness,
-  normalizeFleetQuery,
-  type FleetQuery,
-  type FleetSnapshot,
-  type FleetView,
-} from "./fleet_view.ts";
+import { buildFleetView, normalizeFleetQuery } from "./fleet_view.ts";
+import type { FleetLiveness, FleetQuery, FleetSnapshot, FleetView } from "./types.ts";
 
 /**
  * Options of {@linkcode readFleet}: the query, and liveness when the caller

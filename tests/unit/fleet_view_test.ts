@@ -1,7 +1,8 @@
 // The pure fleet view: counts, filters, paging by cursor over 100k splits,
 // descriptor previews, liveness judged only where the caller is the leader.
 import assert from "node:assert/strict";
-import { buildFleetView, type FleetSnapshot, jsonPreview, normalizeFleetQuery } from "../../src/fleet/fleet_view.ts";
+import { buildFleetView, jsonPreview, normalizeFleetQuery } from "../../src/fleet/fleet_view.ts";
+import type { FleetSnapshot } from "../../src/fleet/types.ts";
 import { failRecord, seedRecord } from "../../src/coordinator/transitions.ts";
 import type { MemberRecord, SplitRecord } from "../../src/records.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
