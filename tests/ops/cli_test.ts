@@ -130,9 +130,14 @@ Deno.test({
       assert.equal(sd.code, 0, sd.out);
       assert.equal(sn.code, 0, sn.out);
       const status = JSON.parse(sd.stdout);
-      const { at: _a, ...fromDeno } = status;
-      const { at: _b, ...fromNode } = JSON.parse(sn.stdout);
-      assert.deepEqual(fromNode, fromDeno);
+      // The same view on both runtimes, heartbeat counters and read times aside (they move between the two runs).
+      const stable = (v: { at?: number; leader: { beat?: number }; members: { beat?: number }[] }) => {
+        delete v.at;
+        delete v.leader.beat;
+        for (const m of v.members) delete m.beat;
+        return v;
+      };
+      assert.deepEqual(stable(JSON.parse(sn.stdout)), stable(JSON.parse(sd.stdout)));
       assert.deepEqual([status.counts.total, status.counts.completed, status.counts.quarantined, status.counts.owned], [6, 4, 1, 1]);
       assert.deepEqual(status.members.map((m: { instance: string }) => m.instance), ["w1", "w2"]);
       const text = await cli("node", ["status"], env);
@@ -177,8 +182,7 @@ Deno.test({
       assert.equal((await cli("deno", ["drain", "w2"], env)).code, 3, "w2 left: no such member");
 
       // Cancel the split that never ends: its owner stops it at once; the job completes without it.
-      const held = (await splitOf("p4")).owner?.instance;
-      assert.equal(held, "w1", "w1 holds p4 (handed over by w2 if it had it)");
+      await until("w1 holds p4 (handed over by w2 if it had it)", async () => (await splitOf("p4"))?.owner?.instance === "w1");
       const cn = await cli("deno", ["cancel", "p4", "--json"], env);
       assert.equal(cn.code, 0, cn.out);
       assert.deepEqual([JSON.parse(cn.stdout).outcome, JSON.parse(cn.stdout).previousOwner], ["cancelled", "w1"]);
