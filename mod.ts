@@ -55,6 +55,7 @@ export type {
   Owner,
   PlanRecord,
   SpecRecord,
+  SplitFailure,
   SplitProgress,
   SplitRecord,
   SplitStatus,
@@ -141,3 +142,25 @@ export {
   MetricsRegistry,
   PROMETHEUS_CONTENT_TYPE,
 } from "./src/http/metrics.ts";
+
+// --- operating a fleet: the fleet view and operator actions ------------------
+export { buildFleetView, jsonPreview, normalizeFleetQuery } from "./src/fleet/fleet_view.ts";
+export type {
+  FleetCounts,
+  FleetLiveness,
+  FleetMember,
+  FleetQuery,
+  FleetSnapshot,
+  FleetSplit,
+  FleetView,
+} from "./src/fleet/types.ts";
+export { readFleet, readFleetSnapshot, type ReadFleetOptions } from "./src/fleet/read_fleet.ts";
+export {
+  cancelSplit,
+  type CancelResult,
+  drainMember,
+  type DrainMemberResult,
+  requeueQuarantined,
+  requeueSplit,
+  type RequeueResult,
+} from "./src/fleet/actions.ts";

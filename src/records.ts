@@ -367,7 +367,52 @@ export interface SplitRecord {
   spec?: true;
   /** Reason of the last reported failure. */
   lastFailure?: string;
+  /** The last {@linkcode FAILURE_HISTORY} reported failures, oldest first (bounded; absent before the first). */
+  failures?: SplitFailure[];
 }
+
+/**
+ * One reported failure of a split (a `fail()`, a throwing `run`, a bad
+ * descriptor), as kept in {@linkcode SplitRecord.failures}.
+ *
+ * @example
+ * ```ts
+ * import type { SplitFailure } from "@splitlease/splitlease";
+ * const f: SplitFailure = { at: Date.now(), worker: "pod-1", message: "run threw: ECONNRESET" };
+ * ```
+ */
+export interface SplitFailure {
+  /** Wall-clock time of the report (ms since the epoch; informational only). */
+  at: number;
+  /** Instance id of the worker that reported it. */
+  worker: string;
+  /** What failed, cut to {@linkcode FAILURE_MESSAGE_CHARS} characters. */
+  message: string;
+}
+
+/**
+ * Failures kept per split record (the oldest is dropped first).
+ *
+ * @example
+ * ```ts
+ * import { FAILURE_HISTORY } from "./records.ts";
+ * console.log(FAILURE_HISTORY); // 5
+ * ```
+ */
+export const FAILURE_HISTORY = 5;
+
+/**
+ * Longest failure message kept in the history (characters).
+ *
+ * @example
+ * ```ts
+ * import { FAILURE_MESSAGE_CHARS } from "./records.ts";
+ * console.log(FAILURE_MESSAGE_CHARS); // 300
+ * ```
+ */
+export const FAILURE_MESSAGE_CHARS = 300;
+
+const FailureSchema: z.ZodType<SplitFailure> = z.object({ at: z.number(), worker: z.string(), message: z.string() });
 
 /** Schema of a `split.<split>` record. */
 export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
@@ -381,6 +426,7 @@ export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
   descriptor: json.optional(),
   spec: z.literal(true).optional(),
   lastFailure: z.string().optional(),
+  failures: z.array(FailureSchema).optional(),
 });
 
 /**
@@ -480,8 +526,13 @@ export function isSplitRecord(x: unknown): x is SplitRecord {
   }
   if (x.spec !== undefined && x.spec !== true) return false;
   if (x.lastFailure !== undefined && typeof x.lastFailure !== "string") return false;
+  if (x.failures !== undefined && !(Array.isArray(x.failures) && x.failures.every(isFailure))) return false;
   return true;
 }
+
+const isFailure = (f: unknown): boolean =>
+  isObj(f) && typeof f.at === "number" && Number.isFinite(f.at) && typeof f.worker === "string" &&
+  typeof f.message === "string";
 
 function isMemberRecord(x: unknown): x is MemberRecord {
   return isObj(x) && x.v === 2 && typeof x.session === "string" && x.session.length > 0 && isCount(x.maxInFlight) &&

@@ -142,6 +142,8 @@ export class SplitCoordinator implements Coordinator {
         this.#schedule();
       },
       onDuplicate: (e) => this.#fatal(e),
+      // The worker sees `state: "draining"` in status() and finishes as after SIGTERM.
+      onDrainRequested: () => void this.drain().catch(() => {}),
       held: () => this.#tenancies.held.size + this.#follower.claiming.size,
     }, options.runtime ?? "web", VERSION, options.planner !== undefined);
   }

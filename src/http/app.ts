@@ -11,8 +11,10 @@ import { HTTPException } from "hono/http-exception";
 import type { Coordinator, CoordinatorStats, CoordinatorStatus } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import type { Worker } from "../runtime/worker.ts";
+import type { Store } from "../store/store.ts";
 import { durationIssue, MAX_TIMER_MS } from "../util/timers.ts";
 import { newHistogram } from "../coordinator/stats.ts";
+import { mountFleetRoutes } from "./fleet_routes.ts";
 import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
 
 /**
@@ -50,6 +52,14 @@ export interface AppOptions {
   worker?: Worker;
   /** A coordinator without a worker (drain calls `coordinator.drain()`). */
   coordinator?: Coordinator;
+  /**
+   * The job's store. With it the app also serves the fleet: `GET /fleet`,
+   * the live fleet page at `GET /`, and the operator actions
+   * (`POST /splits/:id/requeue`, `POST /splits/requeue`,
+   * `POST /splits/:id/cancel`, `POST /members/:instance/drain`) behind the
+   * `POST /drain` token. `serve` passes it.
+   */
+  store?: Store;
   /**
    * Bearer token required by `POST /drain` (RFC 6750 characters:
    * `[A-Za-z0-9._~+/-]`, optionally ending in `=`). Without one the route
@@ -219,7 +229,8 @@ function problem(status: number, error: string, extra: Record<string, unknown> =
 
 /**
  * Creates the HTTP app: `GET /healthz`, `GET /readyz`, `GET /metrics`,
- * `GET /status`, `POST /drain`. Unknown routes answer 404 JSON, a wrong
+ * `GET /status`, `POST /drain`, and with a `store` the fleet routes (see
+ * {@linkcode AppOptions.store}). Unknown routes answer 404 JSON, a wrong
  * method 405 (with `Allow`), a malformed drain body 400, a drain body over
  * 4 KiB 413, a missing or wrong drain token 401 (a malformed Authorization
  * header 400), and a drain with no token configured 403 unless `drainOpen`.
@@ -344,6 +355,10 @@ export function createApp(options: AppOptions): HttpApp {
   });
   route("/drain", "POST");
 
+  if (options.store) {
+    mountFleetRoutes(app, { store: options.store, coordinator, guard: drainGuard, bodyLimit: tooLarge, allow: route });
+  }
+
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }, 404));
   app.onError((err, c) => {
     if (err instanceof HTTPException) return err.getResponse();
@@ -398,7 +413,7 @@ function drainGuardOf(options: AppOptions): MiddlewareHandler {
   if (options.drainOpen === true) return (_c, next) => next();
   return (c) =>
     Promise.resolve(c.json({
-      error: "POST /drain is disabled: no drainToken is configured (set drainToken, or drainOpen: true " +
-        "to accept drains without a token on a private network)",
+      error: `${c.req.method} ${new URL(c.req.url).pathname} is disabled: no drainToken is configured (set drainToken, ` +
+        "or drainOpen: true to accept drains and operator actions without a token on a private network)",
     }, 403));
 }

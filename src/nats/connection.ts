@@ -40,6 +40,7 @@ export const WATCHDOG_INTERVAL_MS = 2000;
 const WRONG_LAST_SEQUENCE = 10071;
 const WRONG_LAST_SEQUENCE_UNKNOWN = 10164;
 const STREAM_NAME_IN_USE = 10058;
+const STREAM_NOT_FOUND = 10059;
 
 /** Whether `e` is a lost compare-and-swap (matched by API code, never text). */
 export function isConflict(e: unknown): boolean {
@@ -144,6 +145,7 @@ export class Connection {
       checkServerVersion(nc.info?.version, opts.replicas);
       const js = jetstream(nc, { timeout: opts.opTimeoutMs });
       const jsm = await js.jetstreamManager();
+      if (!opts.createBucket) await requireBucket(jsm, opts);
       const kv = await openBucket(js, opts);
       return new Connection(nc, js, jsm, kv, opts);
     } catch (e) {
@@ -260,6 +262,22 @@ function authenticator(o: NatsStoreOptions): Authenticator | undefined {
   if (o.nkey !== undefined) return nkeyAuthenticator(encoder.encode(o.nkey.trim()));
   if (o.creds !== undefined) return credsAuthenticator(encoder.encode(o.creds));
   return undefined;
+}
+
+/** Throws `INVALID_CONFIG` when the job's bucket does not exist (`createBucket: false`). */
+async function requireBucket(jsm: JetStreamManager, opts: ResolvedOptions): Promise<void> {
+  try {
+    await jsm.streams.info(`KV_${opts.bucket}`);
+  } catch (e) {
+    if (e instanceof JetStreamApiError && e.code === STREAM_NOT_FOUND) {
+      throw new SplitleaseError(
+        "INVALID_CONFIG",
+        `NatsStore: job ${JSON.stringify(opts.job)} has no bucket ${opts.bucket} on ${opts.servers.map(redactUrl).join(", ")} ` +
+          "(createBucket: false); check the job name",
+      );
+    }
+    throw e;
+  }
 }
 
 async function openBucket(js: JetStreamClient, opts: ResolvedOptions): Promise<KV> {

@@ -83,10 +83,18 @@ export interface NatsStoreOptions {
    * Dot-separated tokens of `[A-Za-z0-9_$-]`.
    */
   inboxPrefix?: string;
+  /**
+   * Create the job's bucket when it does not exist (default `true`). Tools
+   * that only read or repair a job (the CLI) pass `false`: a mistyped job
+   * name then fails with `INVALID_CONFIG` instead of creating an empty bucket.
+   */
+  createBucket?: boolean;
 }
 
 /** Options after defaults and validation. */
 export interface ResolvedOptions {
+  /** Create the bucket when absent. */
+  createBucket: boolean;
   /** Server URLs without credentials. */
   servers: string[];
   job: string;
@@ -116,6 +124,7 @@ const NATS_KEYS = keysOf<NatsStoreOptions>({
   wsFactory: true,
   name: true,
   inboxPrefix: true,
+  createBucket: true,
 });
 
 function invalid(message: string): SplitleaseError {
@@ -201,7 +210,11 @@ export function resolveOptions(options: NatsStoreOptions): ResolvedOptions {
       `inboxPrefix ${JSON.stringify(inboxPrefix)} must be dot-separated tokens of [A-Za-z0-9_$-] (no wildcards or spaces)`,
     );
   }
+  if (options.createBucket !== undefined && typeof options.createBucket !== "boolean") {
+    throw invalid(`createBucket must be true or false, got ${JSON.stringify(options.createBucket)}`);
+  }
   return {
+    createBucket: options.createBucket ?? true,
     servers,
     job: options.job,
     bucket: `splitlease_${options.job}`,

@@ -354,6 +354,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
   };
   const app = createApp({
     worker,
+    store,
     drainToken: options.drainToken,
     drainOpen: options.drainOpen,
     metricsPrefix: options.metricsPrefix,

@@ -119,6 +119,19 @@ Deno.test({
     const installed = JSON.parse(await Deno.readTextFile(`${app}/node_modules/@splitlease/splitlease/package.json`));
     assert.deepEqual(Object.keys(installed.dependencies).sort(), Object.keys(pkg.dependencies).sort());
 
+    // The `splitlease` command npm links from `bin`, on Node 24.
+    assert.deepEqual(pkg.bin, { splitlease: "./dist/cli.js" });
+    assert.ok(files.includes("dist/cli.js"), "tarball has dist/cli.js");
+    const help = await runCmd(`${app}/node_modules/.bin/splitlease`, ["--help"], {
+      cwd: app,
+      env: npmEnv(),
+      timeoutMs: 30_000,
+      what: "the installed splitlease command",
+    });
+    assert.match(help.stdout, /^usage: splitlease <command>/);
+    const usage = await runCmd(`${app}/node_modules/.bin/splitlease`, ["status"], { cwd: app, env: npmEnv(), check: false });
+    assert.equal(usage.code, 2, "no server given: a usage error");
+
     await Deno.writeTextFile(`${app}/consumer.ts`, CONSUMER);
     await Deno.writeTextFile(`${app}/tsconfig.dom.json`, tsconfig(["es2022", "dom"], []));
     await Deno.writeTextFile(`${app}/tsconfig.node.json`, tsconfig(["es2022"], ["node"]));
