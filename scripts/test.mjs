@@ -144,6 +144,12 @@ function grepGate() {
   return bad;
 }
 
+/** The package's entry files at the root (mod.ts, nats.ts, store.ts, ...), from deno.json's exports. */
+function rootEntries() {
+  const cfg = JSON.parse(readFileSync(join(root, "deno.json"), "utf8"));
+  return Object.values(cfg.exports).map((p) => p.replace(/^\.\//, "")).filter((p) => !p.includes("/"));
+}
+
 function srcFiles(dir) {
   const out = [];
   const walk = (d) => {
@@ -183,14 +189,14 @@ const started = Date.now();
 
 if (!only.length) {
   log("=== type check ===");
-  const all = ["mod.ts", "nats.ts", "cli.ts", ...srcFiles("adapters"), ...srcFiles("tests"), ...srcFiles("examples"), ...srcFiles("scripts")]
+  const all = [...rootEntries(), "cli.ts", ...srcFiles("adapters"), ...srcFiles("tests"), ...srcFiles("examples"), ...srcFiles("scripts")]
     .filter((f) => existsSync(join(root, f)));
   const tc = await run(bin("deno"), ["check", ...all]);
   record("type check", tc.code === 0);
 
   log("\n=== web-only boundary ===");
   const cfg = webOnlyConfig();
-  const webFiles = ["mod.ts", "nats.ts", ...srcFiles("src")].filter((f) => existsSync(join(root, f)));
+  const webFiles = [...rootEntries(), ...srcFiles("src")].filter((f) => existsSync(join(root, f)));
   const wc = await run(bin("deno"), ["check", "--config", cfg, ...webFiles]);
   rmSync(cfg, { force: true });
   record("web-only type check of mod.ts and src/", wc.code === 0);
@@ -199,7 +205,7 @@ if (!only.length) {
   record("grep gate: no Deno./Bun./process./node: in src/", bad.length === 0);
 
   log("\n=== lint ===");
-  const lint = await run(bin("deno"), ["lint", "mod.ts", "nats.ts", "cli.ts", "src", "adapters"]);
+  const lint = await run(bin("deno"), ["lint", ...rootEntries(), "cli.ts", "src", "adapters"]);
   record("deno lint of the package", lint.code === 0);
 
   log("\n=== publish dry run ===");
@@ -207,7 +213,7 @@ if (!only.length) {
   record("deno publish --dry-run", pub.code === 0);
 
   log("\n=== doc lint ===");
-  const entries = ["mod.ts", "nats.ts", ...srcFiles("adapters")];
+  const entries = [...rootEntries(), ...srcFiles("adapters")];
   const doc = await run(bin("deno"), ["doc", "--lint", ...entries]);
   record("deno doc --lint", doc.code === 0);
   let examplesOk = true;

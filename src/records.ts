@@ -58,7 +58,7 @@ const json = z.json() as z.ZodType<Json>;
  *
  * @example
  * ```ts
- * import type { JobRecord } from "@splitlease/splitlease";
+ * import type { JobRecord } from "@splitlease/splitlease/admin";
  * const job: JobRecord = { v: 2, fingerprint: "backfill:s3://bucket/prefix", createdAt: Date.now() };
  * ```
  */
@@ -83,7 +83,7 @@ export const JobRecordSchema: z.ZodType<JobRecord> = z.object({
  *
  * @example
  * ```ts
- * import type { JobOutcome } from "@splitlease/splitlease";
+ * import type { JobOutcome } from "@splitlease/splitlease/admin";
  * const o: JobOutcome = { kind: "stalled", completed: 9, quarantined: 1 };
  * ```
  */
@@ -98,7 +98,7 @@ export type JobOutcome =
  *
  * @example
  * ```ts
- * import type { PlanRecord } from "@splitlease/splitlease";
+ * import type { PlanRecord } from "@splitlease/splitlease/admin";
  * const p: PlanRecord = { v: 2, term: 1, finality: "final", generation: 1, planned: 42 };
  * ```
  */
@@ -144,7 +144,7 @@ export const PlanRecordSchema: z.ZodType<PlanRecord> = z.object({
  *
  * @example
  * ```ts
- * import type { JobCounts } from "@splitlease/splitlease";
+ * import type { JobCounts } from "@splitlease/splitlease/admin";
  * const c: JobCounts = { members: 3, runnable: 10, unowned: 2, completed: 5, quarantined: 0, cancelled: 0 };
  * ```
  */
@@ -169,7 +169,7 @@ export interface JobCounts {
  *
  * @example
  * ```ts
- * import type { LeaderRecord } from "@splitlease/splitlease";
+ * import type { LeaderRecord } from "@splitlease/splitlease/admin";
  * const l: LeaderRecord = { v: 2, instance: "a", session: "s1", term: 2, beat: 10 };
  * ```
  */
@@ -212,7 +212,7 @@ export const LeaderRecordSchema: z.ZodType<LeaderRecord> = z.object({
  *
  * @example
  * ```ts
- * import type { MemberRecord } from "@splitlease/splitlease";
+ * import type { MemberRecord } from "@splitlease/splitlease/admin";
  * const m: MemberRecord = { v: 2, session: "s1", maxInFlight: 8, runtime: "deno", version: "0.2.0", beat: 0 };
  * ```
  */
@@ -256,7 +256,7 @@ export const MemberRecordSchema: z.ZodType<MemberRecord> = z.object({
  *
  * @example
  * ```ts
- * import type { SpecRecord } from "@splitlease/splitlease";
+ * import type { SpecRecord } from "@splitlease/splitlease/admin";
  * const spec: SpecRecord = { v: 2, descriptor: { from: 0, to: 1000 }, weight: 1000, term: 1 };
  * ```
  */
@@ -306,7 +306,7 @@ export const ProgressSchema: z.ZodType<SplitProgress> = z.object({
  *
  * @example
  * ```ts
- * import type { Owner } from "@splitlease/splitlease";
+ * import type { Owner } from "@splitlease/splitlease/admin";
  * const owner: Owner = { instance: "pod-1", session: "k3j2h1g0" };
  * ```
  */
@@ -327,7 +327,7 @@ export const OwnerSchema: z.ZodType<Owner> = z.object({ instance: id, session: z
  *
  * @example
  * ```ts
- * import type { SplitStatus } from "@splitlease/splitlease";
+ * import type { SplitStatus } from "@splitlease/splitlease/admin";
  * const s: SplitStatus = "runnable";
  * ```
  */
@@ -339,7 +339,7 @@ export type SplitStatus = "runnable" | "completed" | "quarantined" | "cancelled"
  *
  * @example
  * ```ts
- * import type { SplitRecord } from "@splitlease/splitlease";
+ * import type { SplitRecord } from "@splitlease/splitlease/admin";
  * const s: SplitRecord = {
  *   v: 2, epoch: 1, status: "runnable", owner: { instance: "a", session: "s1" },
  *   attempts: 0, weight: 1, progress: { watermark: 10 }, descriptor: { from: 0, to: 10 },
@@ -377,7 +377,7 @@ export interface SplitRecord {
  *
  * @example
  * ```ts
- * import type { SplitFailure } from "@splitlease/splitlease";
+ * import type { SplitFailure } from "@splitlease/splitlease/admin";
  * const f: SplitFailure = { at: Date.now(), worker: "pod-1", message: "run threw: ECONNRESET" };
  * ```
  */
@@ -435,7 +435,7 @@ export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
  *
  * @example
  * ```ts
- * import type { AssignEntry } from "@splitlease/splitlease";
+ * import type { AssignEntry } from "@splitlease/splitlease/admin";
  * const e: AssignEntry = { id: "s1", epoch: 0, rev: 42 };
  * ```
  */
@@ -458,7 +458,7 @@ export interface AssignEntry {
  *
  * @example
  * ```ts
- * import type { AssignRecord } from "@splitlease/splitlease";
+ * import type { AssignRecord } from "@splitlease/splitlease/admin";
  * const a: AssignRecord = { v: 2, term: 3, session: "s1", seq: 7, offers: [], grants: [], revokes: [], drops: [] };
  * ```
  */

@@ -27,15 +27,12 @@
  * @module
  */
 import {
-  createApp,
-  type HttpApp,
   MemoryStore,
-  MetricsRegistry,
-  PROMETHEUS_CONTENT_TYPE,
   SplitCoordinator,
   startWorker,
   type Worker,
 } from "../../mod.ts";
+import { createApp, type HttpApp, MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "../../host.ts";
 import { directoryBackend } from "../object_store/dir.ts";
 import { type ObjectRecord, objectStoreSource } from "../object_store/source.ts";
 

@@ -37,7 +37,7 @@ import type {
  *
  * @example
  * ```ts
- * import { VERSION } from "@splitlease/splitlease";
+ * import { VERSION } from "@splitlease/splitlease/admin";
  * console.log(VERSION);
  * ```
  */

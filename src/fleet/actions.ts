@@ -37,7 +37,7 @@ const CONCURRENCY = 16;
  *
  * @example
  * ```ts
- * import type { RequeueResult } from "@splitlease/splitlease";
+ * import type { RequeueResult } from "@splitlease/splitlease/admin";
  * const ok = (r: RequeueResult) => r.outcome === "requeued";
  * ```
  */
@@ -51,7 +51,7 @@ export type RequeueResult =
  *
  * @example
  * ```ts
- * import type { CancelResult } from "@splitlease/splitlease";
+ * import type { CancelResult } from "@splitlease/splitlease/admin";
  * const ok = (r: CancelResult) => r.outcome === "cancelled" || r.outcome === "alreadyCancelled";
  * ```
  */
@@ -72,7 +72,7 @@ export type CancelResult =
  *
  * @example
  * ```ts
- * import type { DrainMemberResult } from "@splitlease/splitlease";
+ * import type { DrainMemberResult } from "@splitlease/splitlease/admin";
  * const ok = (r: DrainMemberResult) => r.outcome === "draining" || r.outcome === "alreadyDraining";
  * ```
  */
@@ -120,7 +120,8 @@ function readSplit(id: string, cur: StoreEntry | undefined): { rec: SplitRecord 
  *
  * @example
  * ```ts
- * import { MemoryStore, requeueSplit } from "@splitlease/splitlease";
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * import { requeueSplit } from "@splitlease/splitlease/admin";
  * const r = await requeueSplit(new MemoryStore(), "part-0007");
  * console.log(r.outcome, r.message); // "notFound" No split "part-0007" in this job
  * ```
@@ -188,7 +189,8 @@ function requeueFrom(store: Store, id: string, first?: StoreEntry): Promise<Requ
  *
  * @example
  * ```ts
- * import { MemoryStore, requeueQuarantined } from "@splitlease/splitlease";
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * import { requeueQuarantined } from "@splitlease/splitlease/admin";
  * const { found, requeued, results } = await requeueQuarantined(new MemoryStore());
  * console.log(`${requeued} of ${found} requeued`, results.filter((r) => r.outcome !== "requeued"));
  * ```
@@ -225,7 +227,8 @@ export async function requeueQuarantined(
  *
  * @example
  * ```ts
- * import { cancelSplit, MemoryStore } from "@splitlease/splitlease";
+ * import { cancelSplit } from "@splitlease/splitlease/admin";
+ * import { MemoryStore } from "@splitlease/splitlease";
  * const r = await cancelSplit(new MemoryStore(), "part-0007");
  * if (r.outcome === "cancelled") console.log(`was ${r.previous}, owned by ${r.previousOwner ?? "nobody"}`);
  * ```
@@ -275,7 +278,8 @@ export async function cancelSplit(store: Store, id: string): Promise<CancelResul
  *
  * @example
  * ```ts
- * import { drainMember, MemoryStore } from "@splitlease/splitlease";
+ * import { drainMember } from "@splitlease/splitlease/admin";
+ * import { MemoryStore } from "@splitlease/splitlease";
  * const r = await drainMember(new MemoryStore(), "pod-3");
  * console.log(r.message); // No member "pod-3" in this job
  * ```

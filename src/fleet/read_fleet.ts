@@ -16,7 +16,7 @@ import type { FleetLiveness, FleetQuery, FleetSnapshot, FleetView } from "./type
  *
  * @example
  * ```ts
- * import type { ReadFleetOptions } from "@splitlease/splitlease";
+ * import type { ReadFleetOptions } from "@splitlease/splitlease/admin";
  * const options: ReadFleetOptions = { state: ["runnable"], owner: "pod-1", limit: 20 };
  * ```
  */
@@ -34,7 +34,8 @@ export interface ReadFleetOptions extends FleetQuery {
  *
  * @example
  * ```ts
- * import { buildFleetView, MemoryStore, readFleetSnapshot } from "@splitlease/splitlease";
+ * import { buildFleetView, readFleetSnapshot } from "@splitlease/splitlease/admin";
+ * import { MemoryStore } from "@splitlease/splitlease";
  * const snapshot = await readFleetSnapshot(new MemoryStore());
  * const page1 = buildFleetView(snapshot, { limit: 10 });
  * const page2 = buildFleetView(snapshot, { limit: 10, after: page1.page.next ?? undefined });
@@ -62,7 +63,8 @@ export async function readFleetSnapshot(store: Store, wallNow: () => number = Da
  *
  * @example
  * ```ts
- * import { MemoryStore, readFleet } from "@splitlease/splitlease";
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * import { readFleet } from "@splitlease/splitlease/admin";
  * const store = new MemoryStore();
  * let view = await readFleet(store, { state: "quarantined", limit: 100 });
  * for (;;) {

@@ -12,7 +12,7 @@ import type { StoreEntry } from "../store/store.ts";
  *
  * @example
  * ```ts
- * import type { FleetQuery } from "@splitlease/splitlease";
+ * import type { FleetQuery } from "@splitlease/splitlease/admin";
  * const q: FleetQuery = { state: "quarantined", limit: 50 };
  * const next: FleetQuery = { ...q, after: "split-0049" }; // the page after
  * ```
@@ -35,7 +35,7 @@ export interface FleetQuery {
  *
  * @example
  * ```ts
- * import type { FleetLiveness } from "@splitlease/splitlease";
+ * import type { FleetLiveness } from "@splitlease/splitlease/admin";
  * const onLeader: FleetLiveness = { by: "pod-0", liveMembers: ["pod-0", "pod-1"] };
  * ```
  */
@@ -51,7 +51,7 @@ export interface FleetLiveness {
  *
  * @example
  * ```ts
- * import type { FleetMember } from "@splitlease/splitlease";
+ * import type { FleetMember } from "@splitlease/splitlease/admin";
  * function line(m: FleetMember): string {
  *   return `${m.instance} ${m.owned}/${m.maxInFlight} ${m.alive === null ? `beat ${m.beat}` : m.alive ? "alive" : "dead"}`;
  * }
@@ -90,7 +90,7 @@ export interface FleetMember {
  *
  * @example
  * ```ts
- * import type { FleetSplit } from "@splitlease/splitlease";
+ * import type { FleetSplit } from "@splitlease/splitlease/admin";
  * function line(s: FleetSplit): string {
  *   return `${s.id} ${s.status} ${s.owner ?? "-"} @${s.progress?.watermark ?? "start"} ${s.descriptor ?? "(spec)"}`;
  * }
@@ -126,7 +126,7 @@ export interface FleetSplit {
  *
  * @example
  * ```ts
- * import type { FleetCounts } from "@splitlease/splitlease";
+ * import type { FleetCounts } from "@splitlease/splitlease/admin";
  * const done = (c: FleetCounts) => c.completed + c.cancelled === c.total;
  * ```
  */
@@ -158,7 +158,8 @@ export interface FleetCounts {
  *
  * @example
  * ```ts
- * import { MemoryStore, readFleet, type FleetView } from "@splitlease/splitlease";
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * import { readFleet, type FleetView } from "@splitlease/splitlease/admin";
  * const view: FleetView = await readFleet(new MemoryStore(), { state: "quarantined" });
  * console.log(view.counts.quarantined, view.splits.map((s) => s.id));
  * ```
@@ -193,7 +194,7 @@ export interface FleetView {
  *
  * @example
  * ```ts
- * import { buildFleetView, type FleetSnapshot } from "@splitlease/splitlease";
+ * import { buildFleetView, type FleetSnapshot } from "@splitlease/splitlease/admin";
  * const empty: FleetSnapshot = { job: undefined, plan: undefined, leader: undefined, members: [], splits: [], at: 0 };
  * console.log(buildFleetView(empty).counts.total); // 0
  * ```

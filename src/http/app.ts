@@ -23,7 +23,8 @@ import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
   *
   * @example
   * ```ts
-  * import { createApp, type Coordinator, type HttpApp } from "@splitlease/splitlease";
+  * import { createApp, type HttpApp } from "@splitlease/splitlease/host";
+  * import { type Coordinator } from "@splitlease/splitlease";
   * declare const coordinator: Coordinator;
   * const app: HttpApp = createApp({ coordinator });
   * console.log((await app.request("/healthz")).status); // 200
@@ -41,7 +42,8 @@ export interface HttpApp {
  *
  * @example
  * ```ts
- * import { createApp, type AppOptions, type Worker } from "@splitlease/splitlease";
+ * import { createApp, type AppOptions } from "@splitlease/splitlease/host";
+ * import { type Worker } from "@splitlease/splitlease";
  * declare const worker: Worker;
  * const options: AppOptions = { worker, drainToken: "secret" };
  * const app = createApp(options);
@@ -102,7 +104,7 @@ const BEARER_TOKEN = /^[A-Za-z0-9._~+/-]+=*$/;
  *
  * @example
  * ```ts
- * import { timingSafeEqual } from "@splitlease/splitlease";
+ * import { timingSafeEqual } from "@splitlease/splitlease/host";
  * timingSafeEqual("s3cret", "s3cret"); // true
  * ```
  */
@@ -146,7 +148,8 @@ const KNOWN_LABEL_VALUES = {
  *
  * @example
  * ```ts
- * import { renderMetrics, type Coordinator } from "@splitlease/splitlease";
+ * import { renderMetrics } from "@splitlease/splitlease/host";
+ * import { type Coordinator } from "@splitlease/splitlease";
  * declare const coordinator: Coordinator;
  * const text = renderMetrics(coordinator.status(), coordinator.stats());
  * ```
@@ -237,7 +240,8 @@ function problem(status: number, error: string, extra: Record<string, unknown> =
  *
  * @example
  * ```ts
- * import { createApp, type Worker } from "@splitlease/splitlease";
+ * import { createApp } from "@splitlease/splitlease/host";
+ * import { type Worker } from "@splitlease/splitlease";
  * declare const worker: Worker;
  * const app = createApp({ worker, drainToken: "s3cret" });
  * const res = await app.request("/readyz");

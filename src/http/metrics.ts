@@ -13,7 +13,7 @@ import type { Histogram } from "../coordinator/types.ts";
  *
  * @example
  * ```ts
- * import { PROMETHEUS_CONTENT_TYPE } from "@splitlease/splitlease";
+ * import { PROMETHEUS_CONTENT_TYPE } from "@splitlease/splitlease/host";
  * const headers = { "content-type": PROMETHEUS_CONTENT_TYPE };
  * ```
  */
@@ -24,7 +24,7 @@ export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8
  *
  * @example
  * ```ts
- * import type { Labels } from "@splitlease/splitlease";
+ * import type { Labels } from "@splitlease/splitlease/host";
  * const labels: Labels = { reason: "takeover" };
  * ```
  */
@@ -35,7 +35,7 @@ export type Labels = Record<string, string>;
  *
  * @example
  * ```ts
- * import type { MetricType } from "@splitlease/splitlease";
+ * import type { MetricType } from "@splitlease/splitlease/host";
  * const type: MetricType = "counter";
  * ```
  */
@@ -56,7 +56,7 @@ const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
  *
  * @example
  * ```ts
- * import { escapeLabelValue } from "@splitlease/splitlease";
+ * import { escapeLabelValue } from "@splitlease/splitlease/host";
  * escapeLabelValue('a"b\\c\n'); // a\"b\\c\n (escaped)
  * ```
  */
@@ -74,7 +74,7 @@ function escapeHelp(text: string): string {
  *
  * @example
  * ```ts
- * import { formatSampleValue } from "@splitlease/splitlease";
+ * import { formatSampleValue } from "@splitlease/splitlease/host";
  * formatSampleValue(Infinity); // "+Inf"
  * ```
  */
@@ -97,7 +97,7 @@ function renderLabels(labels: Labels): string {
  *
  * @example
  * ```ts
- * import { MetricsRegistry } from "@splitlease/splitlease";
+ * import { MetricsRegistry } from "@splitlease/splitlease/host";
  * const r = new MetricsRegistry("app_");
  * r.gauge("up", "Whether the app is up.").set(1);
  * r.counter("requests_total", "Requests.").set(5, { route: "/x" });

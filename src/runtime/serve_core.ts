@@ -25,7 +25,7 @@ import { durationIssue, MAX_TIMER_MS } from "../util/timers.ts";
  *
  * @example
  * ```ts
- * import { EXIT_DRAINED } from "@splitlease/splitlease";
+ * import { EXIT_DRAINED } from "@splitlease/splitlease/host";
  * console.log(EXIT_DRAINED); // 0
  * ```
  */
@@ -35,7 +35,7 @@ export const EXIT_DRAINED = 0;
  *
  * @example
  * ```ts
- * import { EXIT_ERROR } from "@splitlease/splitlease";
+ * import { EXIT_ERROR } from "@splitlease/splitlease/host";
  * console.log(EXIT_ERROR); // 1
  * ```
  */
@@ -45,7 +45,7 @@ export const EXIT_ERROR = 1;
  *
  * @example
  * ```ts
- * import { EXIT_STALLED } from "@splitlease/splitlease";
+ * import { EXIT_STALLED } from "@splitlease/splitlease/host";
  * console.log(EXIT_STALLED); // 3
  * ```
  */
@@ -58,7 +58,7 @@ export const EXIT_STALLED = 3;
  *
  * @example
  * ```ts
- * import { EXIT_PLAN_FAILED } from "@splitlease/splitlease";
+ * import { EXIT_PLAN_FAILED } from "@splitlease/splitlease/host";
  * console.log(EXIT_PLAN_FAILED); // 4
  * ```
  */
@@ -82,7 +82,8 @@ export const DEFAULT_SHUTDOWN_MARGIN_MS = 5000;
  *
  * @example
  * ```ts
- * import { MemoryStore, type ServeOptions, type SplitSource } from "@splitlease/splitlease";
+ * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
+ * import { type ServeOptions } from "@splitlease/splitlease/host";
  * declare const source: SplitSource;
  * const options: ServeOptions<unknown> = { store: new MemoryStore(), source, job: "backfill", port: 8080 };
  * ```
@@ -144,7 +145,7 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
  *
  * @example
  * ```ts
- * import type { ServeHost } from "@splitlease/splitlease";
+ * import type { ServeHost } from "@splitlease/splitlease/host";
  * // What an adapter supplies: see adapters/deno.ts for a complete host.
  * declare const host: ServeHost;
  * console.log(host.runtime);
@@ -170,7 +171,7 @@ export interface ServeHost {
  *
  * @example
  * ```ts
- * import type { ServeResult, Service } from "@splitlease/splitlease";
+ * import type { ServeResult, Service } from "@splitlease/splitlease/host";
  * declare const service: Service;
  * const result: ServeResult = await service.done;
  * console.log(result.exitCode, result.outcome.kind);
@@ -188,7 +189,7 @@ export interface ServeResult {
  *
  * @example
  * ```ts
- * import type { Service } from "@splitlease/splitlease";
+ * import type { Service } from "@splitlease/splitlease/host";
  * declare const service: Service;
  * console.log(`listening on ${service.port}`);
  * await service.shutdown("maintenance");
@@ -268,7 +269,8 @@ function checkServeOptions(options: ServeOptions<unknown>): void {
  *
  * @example
  * ```ts
- * import { exitCodeFor, type WorkerOutcome } from "@splitlease/splitlease";
+ * import { exitCodeFor } from "@splitlease/splitlease/host";
+ * import { type WorkerOutcome } from "@splitlease/splitlease";
  * declare const outcome: WorkerOutcome;
  * const code = exitCodeFor(outcome); // 0, 1 or 3
  * ```
@@ -293,7 +295,8 @@ export function exitCodeFor(outcome: WorkerOutcome): number {
  *
  * @example
  * ```ts
- * import { serveWith, type ServeHost, type SplitSource, MemoryStore } from "@splitlease/splitlease";
+ * import { serveWith, type ServeHost } from "@splitlease/splitlease/host";
+ * import { type SplitSource, MemoryStore } from "@splitlease/splitlease";
  * declare const host: ServeHost;
  * declare const source: SplitSource;
  * const service = await serveWith({ store: new MemoryStore(), source, job: "demo", port: 0 }, host);

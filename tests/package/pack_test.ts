@@ -8,7 +8,8 @@ import { runCmd } from "../helpers/cmd.ts";
 import { bin, npmEnv, packOnce, root, tempDir } from "./pack.ts";
 
 const CONSUMER = `
-import { MemoryStore, runSlice, splitIdFrom, type SliceResult, type SplitSource } from "@splitlease/splitlease";
+import { MemoryStore, splitIdFrom, type SplitSource } from "@splitlease/splitlease";
+import { runSlice, type SliceResult } from "@splitlease/splitlease/serverless";
 import { NatsStore, type NatsStoreOptions } from "@splitlease/splitlease/nats";
 import { createSliceHandler } from "@splitlease/splitlease/serverless";
 import type { serve as denoServe } from "@splitlease/splitlease/deno";

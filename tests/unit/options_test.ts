@@ -2,7 +2,8 @@
 // valid name, durations a timer cannot hold are refused naming the key and
 // the value, every timer is clamped, and the job name follows one rule.
 import assert from "node:assert/strict";
-import { coordinatorConfigDocs, MemoryStore, parseCoordinatorConfig, SplitCoordinator, SplitleaseError } from "../../mod.ts";
+import { coordinatorConfigDocs, parseCoordinatorConfig } from "../../admin.ts";
+import { MemoryStore, SplitCoordinator, SplitleaseError } from "../../mod.ts";
 import { systemClock } from "../../src/coordinator/clock.ts";
 import { resolveOptions } from "../../src/nats/options.ts";
 import { editDistance, nearestName, rejectUnknownKeys } from "../../src/util/options.ts";
