@@ -1,7 +1,7 @@
 /**
  * How the leader hands out free splits (docs/DESIGN.md, "How a split reaches
  * a worker without races"): each live member's offers are kept at its free
- * lanes plus a prefetch of `maxInFlight`, refilled once half are used,
+ * lanes plus a prefetch of twice its `maxInFlight`, refilled once half are used,
  * heaviest splits first, least-loaded members first, within fair share of
  * the runnable weight unless no other member below its share has a free
  * lane. Each free split is offered to one member at a time.
@@ -59,7 +59,7 @@ function distribute(b: OfferBook, ms: MemberState[]): boolean {
   let changed = false;
   for (const m of ms) {
     const lanes = freeLanes(view, m);
-    const target = Math.min(MAX_OFFERS, lanes + m.maxInFlight);
+    const target = Math.min(MAX_OFFERS, lanes + 2 * m.maxInFlight);
     const have = m.offers.size;
     // Refill once half the offers are used, or at once when a lane would idle.
     if (have >= lanes && have > target / 2) continue;
