@@ -3,141 +3,60 @@
  * broker-less work (object-store backfills, database range scans, file tails)
  * without duplicating it, coordinated through a small key-value store.
  *
+ * This entry holds what a pipeline is written against: a source (planner and
+ * per-split processing), the worker that runs it, the coordinator underneath
+ * and its events, the embedded store, and the errors to branch on. The
+ * adapters (`./deno`, `./bun`, `./node`, `./serverless`, `./lambda`) serve a
+ * source; `./nats` connects the fleet; `./store` is for store backends,
+ * `./admin` for operators' tools, `./host` for custom runtimes and `./testing`
+ * for tests.
+ *
  * @example
  * ```ts
- * import { MemoryStore } from "@splitlease/splitlease";
+ * import { MemoryStore, runWorker, SplitCoordinator, type SplitSource } from "@splitlease/splitlease";
+ * declare const source: SplitSource;
  * await using store = new MemoryStore();
+ * const coordinator = await SplitCoordinator.join({ store, job: "backfill", planner: (ctx) => source.plan(ctx) });
+ * const outcome = await runWorker({ coordinator, source });
+ * console.log(outcome.kind);
  * ```
  *
  * @module
  */
-export {
-  type ErrorCode,
-  FencedError,
-  InvalidKeyError,
-  InvalidRecordError,
-  type RecordIssue,
-  SplitleaseError,
-  StoreUnavailableError,
-  ValueTooLargeError,
-} from "./src/errors.ts";
-export {
-  type DeleteResult,
-  type KeyFilter,
-  MAX_VALUE_BYTES,
-  type Store,
-  type StoreEntry,
-  type Watch,
-  type WatchEvent,
-  type WriteResult,
-} from "./src/store/store.ts";
-export { MemoryStore, type MemoryStoreOptions } from "./src/store/memory_store.ts";
-export {
-  assertValidFilter,
-  assertValidId,
-  assertValidKey,
-  isValidId,
-  type KeyLayout,
-  keys,
-  matchesFilter,
-  MAX_KEY_LENGTH,
-  splitIdFrom,
-} from "./src/store/keys.ts";
-export type {
-  AssignEntry,
-  AssignRecord,
-  JobCounts,
-  JobOutcome,
-  JobRecord,
-  Json,
-  LeaderRecord,
-  MemberRecord,
-  Owner,
-  PlanRecord,
-  SpecRecord,
-  SplitProgress,
-  SplitRecord,
-  SplitStatus,
-} from "./src/records.ts";
-export {
-  type JoinOptions,
-  SplitCoordinator,
-  VERSION,
-} from "./src/coordinator/coordinator.ts";
-export type {
-  Clock,
-  CommitOptions,
-  CoordinationEvent,
-  Coordinator,
-  CoordinatorStats,
-  CoordinatorStatus,
-  HeldSplitStatus,
-  Histogram,
-  Logger,
-  LostReason,
-  PlanContext,
-  PlannedSplit,
-  Planner,
-  PlanResult,
-  SplitSpec,
-} from "./src/coordinator/types.ts";
-export { ManualClock, systemClock } from "./src/coordinator/clock.ts";
-export {
-  type ConfigDoc,
-  coordinatorConfigDocs,
-  type CoordinatorConfig,
-  type CoordinatorTunables,
-  parseCoordinatorConfig,
-} from "./src/coordinator/config.ts";
-export { isAlive, LivenessTracker, type Sighting } from "./src/coordinator/liveness.ts";
-export { LATENCY_BUCKETS, newHistogram, observe } from "./src/coordinator/stats.ts";
-export {
-  type BalanceConfig,
-  type BalanceMember,
-  type BalanceSplit,
-  type BalanceView,
-  fairShare,
-  hasClaimable,
-  hashStrings,
-  type MemberLoad,
-  memberLoads,
-  type Move,
-  planMoves,
-  rendezvousRank,
-} from "./src/balance/plan_moves.ts";
 
-// --- runtime: driver, HTTP app, serve glue, serverless slices -------------
-export { formatLogLine, jsonLogger, type JsonLoggerOptions, type LogLevel, silentLogger } from "./src/runtime/logger.ts";
+// A source: what to do, split by split.
 export type { DescriptorSchema, FencingToken, Lane, LaneCommitOptions, SplitSource } from "./src/runtime/source.ts";
+export type { PlanContext, PlannedSplit, Planner, PlanResult, SplitSpec } from "./src/coordinator/types.ts";
+export type { Json, SplitProgress } from "./src/records.ts";
+export { splitIdFrom } from "./src/store/keys.ts";
+
+// The worker that runs a source over a coordinator.
 export {
-  type LaneInfo,
   runWorker,
   type ShutdownOptions,
   startWorker,
   type Worker,
   type WorkerOptions,
   type WorkerOutcome,
-  type WorkerStats,
 } from "./src/runtime/worker.ts";
-export {
-  EXIT_DRAINED,
-  EXIT_ERROR,
-  EXIT_PLAN_FAILED,
-  EXIT_STALLED,
-  exitCodeFor,
-  type ServeHost,
-  type ServeOptions,
-  type ServeResult,
-  type Service,
-  serveWith,
-} from "./src/runtime/serve_core.ts";
-export { createSliceHandler, runSlice, type SliceOptions, type SliceResult } from "./src/runtime/slice.ts";
-export { type AppOptions, createApp, type HttpApp, renderMetrics, timingSafeEqual } from "./src/http/app.ts";
-export {
-  escapeLabelValue,
-  formatSampleValue,
-  type Labels,
-  type MetricType,
-  MetricsRegistry,
-  PROMETHEUS_CONTENT_TYPE,
-} from "./src/http/metrics.ts";
+
+// The coordinator, its options and its events (for code that drives it directly).
+export { type JoinOptions, SplitCoordinator } from "./src/coordinator/coordinator.ts";
+export type { CoordinatorTunables } from "./src/coordinator/config.ts";
+export type {
+  Clock,
+  CommitOptions,
+  CoordinationEvent,
+  Coordinator,
+  CoordinatorStatus,
+  HeldSplitStatus,
+  Logger,
+  LostReason,
+} from "./src/coordinator/types.ts";
+
+// The embedded store, and the interface every store implements.
+export { MemoryStore, type MemoryStoreOptions } from "./src/store/memory_store.ts";
+export type { Store } from "./src/store/store.ts";
+
+// Errors to branch on.
+export { type ErrorCode, FencedError, SplitleaseError, StoreUnavailableError } from "./src/errors.ts";

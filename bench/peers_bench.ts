@@ -28,6 +28,7 @@
 // BENCH_PEERS_SYSTEMS [splitlease,jetstream,bullmq], BENCH_PEERS_HANDBACK [50],
 // BENCH_PEERS_HANDBACK_ROUNDS [3], BENCH_PEERS_COMPLETION_TASKS [1000],
 // BENCH_PEERS_COMPLETION_RUNS [3], BENCH_PEERS_LIMIT_S [180] (per run),
+// BENCH_PEERS_NODE_ARGS (extra Node flags for the workers, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"),
 // BENCH_PEERS_SCENARIOS [throughput,handback,completion] (4 comes from throughput).
 import { wsconnect } from "@nats-io/nats-core";
 import { AckPolicy, jetstreamManager, RetentionPolicy } from "@nats-io/jetstream";
@@ -86,10 +87,13 @@ async function freshName(system: System): Promise<string> {
   return name;
 }
 
+/** Extra Node flags for every worker (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), from BENCH_PEERS_NODE_ARGS. */
+const NODE_ARGS = (Deno.env.get("BENCH_PEERS_NODE_ARGS") ?? "").split(" ").filter(Boolean);
+
 /** Spawns Node workers; resolves once all are ready. */
 async function spawn(system: System, name: string, specs: { role: string; tasks: number; mif: number; plans?: boolean }[]) {
   const ws = specs.map((s, i) =>
-    new Child(`${system}-${s.role}-${i}`, bin("node"), [entry], {
+    new Child(`${system}-${s.role}-${i}`, bin("node"), [...NODE_ARGS, entry], {
       PEERS: JSON.stringify({ system, role: s.role, id: `${s.role}${i}`, natsUrl: url, name, tasks: s.tasks, maxInFlight: s.mif, plans: s.plans }),
     })
   );

@@ -7,7 +7,7 @@
 //   stdout: ready, joined, planned, published, held, started, progress, handback, report, redis, closed
 //   stdin:  go, publish, handback, report, redis, cleanup, exit (stdin EOF exits too)
 //
-// Roles: consumer (does the tasks), standby (only watches for the end),
+// Roles: consumer (does the tasks), standby (maxInFlight 0: only watches for the end),
 // planner (splitlease: plans, then leaves), holder (takes `tasks` tasks and
 // holds them until `handback`), receiver (a consumer that reports when it
 // starts each task).
@@ -111,7 +111,7 @@ async function splitleaseGo(): Promise<void> {
     instance: cfg.id,
     fingerprint: cfg.name,
     planner: cfg.role === "planner" || cfg.plans ? (ctx) => source.plan(ctx) : undefined,
-    maxInFlight: cfg.role === "planner" ? 1 : cfg.maxInFlight,
+    maxInFlight: cfg.role === "planner" ? 1 : cfg.role === "standby" ? 0 : cfg.maxInFlight,
     runtime: "node",
   });
   emit({ ev: "joined", at: now(), ms: now() - t0 });
@@ -120,7 +120,7 @@ async function splitleaseGo(): Promise<void> {
     emit({ ev: "planned", at: now(), ms: now() - t0 });
     await coord.close();
   } else if (cfg.role === "standby") {
-    await coord.drain(); // a draining member never claims; it still sees the end
+    // A standby (maxInFlight 0) never holds a split; it still sees the end.
     for (;;) {
       const e = await coord.poll();
       if (!e) break;

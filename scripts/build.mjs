@@ -17,10 +17,13 @@
 //   JS API yet), so a program that imports the bundle by URL type-checks with
 //   nothing else installed.
 //
+// - dist/cli.js: the `splitlease` command (package.json `bin`), from cli.ts,
+//   sharing the chunks of the entries above.
+//
 // package.json's `exports` must list every deno.json export (checked here).
 import { build } from "esbuild";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 
 const root = new URL("..", import.meta.url).pathname;
@@ -63,7 +66,7 @@ mkdirSync(out, { recursive: true });
 // --- code (esbuild) ----------------------------------------------------------
 await build({
   absWorkingDir: root,
-  entryPoints: entries.map((e) => ({ in: e.src, out: e.src.replace(/\.ts$/, "") })),
+  entryPoints: [...entries.map((e) => ({ in: e.src, out: e.src.replace(/\.ts$/, "") })), { in: "cli.ts", out: "cli" }],
   outdir: out,
   bundle: true,
   splitting: true,
@@ -75,6 +78,11 @@ await build({
   sourcemap: true,
   logLevel: "warning",
 });
+
+// The command: esbuild keeps cli.ts's `#!/usr/bin/env node` line; npm links `bin` to it.
+if (pkg.bin?.splitlease !== "./dist/cli.js") fail(`package.json bin.splitlease must be "./dist/cli.js", got ${JSON.stringify(pkg.bin)}`);
+if (!readFileSync(join(out, "cli.js"), "utf8").startsWith("#!/usr/bin/env node\n")) fail("dist/cli.js lost its #! line");
+chmodSync(join(out, "cli.js"), 0o755);
 
 // --- declarations (tsc) --------------------------------------------------------
 // A throwaway tsconfig so the entry list comes from deno.json. The Deno

@@ -89,6 +89,26 @@ function ensureNatsServer() {
   return path;
 }
 
+// The browser test drives Debian's chromium; without it (and without root to
+// install it) that one test skips, saying so.
+function ensureChromium() {
+  const find = () => ["/usr/bin/chromium", "/usr/lib/chromium/chromium"].find((p) => existsSync(p));
+  if (find()) return;
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+  if (!isRoot) {
+    log("chromium is missing and this is not root: the fleet page browser test will skip (apt-get install -y chromium)");
+    return;
+  }
+  log("chromium is missing; installing it with apt-get (Debian package chromium) for the fleet page browser test...");
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  let r = spawnSync("apt-get", ["install", "-y", "chromium"], { stdio: "inherit", env });
+  if (r.status !== 0) {
+    spawnSync("apt-get", ["update"], { stdio: "inherit", env });
+    r = spawnSync("apt-get", ["install", "-y", "chromium"], { stdio: "inherit", env });
+  }
+  if (!find()) log("Installing chromium failed: the fleet page browser test will skip");
+}
+
 // --- gates -----------------------------------------------------------------
 function webOnlyConfig() {
   // Same import map as deno.json, but a lib with no Deno namespace: src/ must
@@ -122,6 +142,12 @@ function grepGate() {
   };
   walk(join(root, "src"));
   return bad;
+}
+
+/** The package's entry files at the root (mod.ts, nats.ts, store.ts, ...), from deno.json's exports. */
+function rootEntries() {
+  const cfg = JSON.parse(readFileSync(join(root, "deno.json"), "utf8"));
+  return Object.values(cfg.exports).map((p) => p.replace(/^\.\//, "")).filter((p) => !p.includes("/"));
 }
 
 function srcFiles(dir) {
@@ -163,14 +189,14 @@ const started = Date.now();
 
 if (!only.length) {
   log("=== type check ===");
-  const all = ["mod.ts", "nats.ts", ...srcFiles("adapters"), ...srcFiles("tests"), ...srcFiles("examples"), ...srcFiles("scripts")]
+  const all = [...rootEntries(), "cli.ts", ...srcFiles("adapters"), ...srcFiles("tests"), ...srcFiles("examples"), ...srcFiles("scripts")]
     .filter((f) => existsSync(join(root, f)));
   const tc = await run(bin("deno"), ["check", ...all]);
   record("type check", tc.code === 0);
 
   log("\n=== web-only boundary ===");
   const cfg = webOnlyConfig();
-  const webFiles = ["mod.ts", "nats.ts", ...srcFiles("src")].filter((f) => existsSync(join(root, f)));
+  const webFiles = [...rootEntries(), ...srcFiles("src")].filter((f) => existsSync(join(root, f)));
   const wc = await run(bin("deno"), ["check", "--config", cfg, ...webFiles]);
   rmSync(cfg, { force: true });
   record("web-only type check of mod.ts and src/", wc.code === 0);
@@ -191,7 +217,7 @@ if (!only.length) {
   record("no setup or teardown counted as a test", teardown.length === 0);
 
   log("\n=== lint ===");
-  const lint = await run(bin("deno"), ["lint", "mod.ts", "nats.ts", "src", "adapters"]);
+  const lint = await run(bin("deno"), ["lint", ...rootEntries(), "cli.ts", "src", "adapters"]);
   record("deno lint of the package", lint.code === 0);
 
   log("\n=== publish dry run ===");
@@ -199,7 +225,7 @@ if (!only.length) {
   record("deno publish --dry-run", pub.code === 0);
 
   log("\n=== doc lint ===");
-  const entries = ["mod.ts", "nats.ts", ...srcFiles("adapters")];
+  const entries = [...rootEntries(), ...srcFiles("adapters")];
   const doc = await run(bin("deno"), ["doc", "--lint", ...entries]);
   record("deno doc --lint", doc.code === 0);
   let examplesOk = true;
@@ -218,7 +244,11 @@ await denoSuite("coordinator tests", ["tests/coordinator"]);
 if (!quick) await denoSuite("simulation", ["tests/sim"]);
 await denoSuite("runtime tests", ["tests/runtime"]);
 await denoSuite("example tests", ["tests/examples"]);
+await denoSuite("deployment kit tests (manifests, images, nats-server config)", ["tests/deploy"]);
 await denoSuite("package tests (npm pack, URL import)", ["tests/package"]);
+const OPS_SUITE = "operator tests (CLI on nats-server, fleet page in Chromium)";
+if (!only.length || only.some((o) => OPS_SUITE.includes(o) || o.includes("tests/ops"))) ensureChromium();
+await denoSuite(OPS_SUITE, ["tests/ops"]);
 await denoSuite("serverless platform tests (workerd, Lambda, Deno Deploy)", ["tests/serverless"]);
 
 log(`\nFinished in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -13,8 +13,9 @@
  * Stable machine-readable codes of {@linkcode SplitleaseError}.
  *
  * `STORE_UNAVAILABLE` is an outage (retrying later may work);
- * `STORE_AUTH_FAILED` means the store refused the credentials, which no
- * retry fixes: `NatsStore.connect` throws it at once, and `serve` exits 1.
+ * `STORE_AUTH_FAILED` means the store refused the credentials, or the
+ * permissions the job needs (its bucket's subjects), which no retry fixes:
+ * `NatsStore.connect` throws it at once, and `serve` exits 1.
  *
  * @example
  * ```ts
@@ -110,7 +111,7 @@ export class StoreUnavailableError extends SplitleaseError {
  *
  * @example
  * ```ts
- * import { InvalidRecordError, type RecordIssue } from "@splitlease/splitlease";
+ * import { InvalidRecordError, type RecordIssue } from "@splitlease/splitlease/admin";
  * const issue: RecordIssue = { path: ["epoch"], message: "expected number" };
  * console.log(new InvalidRecordError("split.a", "bad shape", [issue]).message);
  * ```
@@ -128,7 +129,7 @@ export interface RecordIssue {
  *
  * @example
  * ```ts
- * import { InvalidRecordError } from "@splitlease/splitlease";
+ * import { InvalidRecordError } from "@splitlease/splitlease/admin";
  * const e = new InvalidRecordError("split.a", "not JSON", []);
  * console.log(e.key); // split.a
  * ```
@@ -154,7 +155,7 @@ export class InvalidRecordError extends SplitleaseError {
  *
  * @example
  * ```ts
- * import { ValueTooLargeError } from "@splitlease/splitlease";
+ * import { ValueTooLargeError } from "@splitlease/splitlease/store";
  * const e = new ValueTooLargeError("spec.a", 300000, 262144);
  * console.log(e.size > e.limit); // true
  * ```
@@ -183,7 +184,7 @@ export class ValueTooLargeError extends SplitleaseError {
  *
  * @example
  * ```ts
- * import { InvalidKeyError } from "@splitlease/splitlease";
+ * import { InvalidKeyError } from "@splitlease/splitlease/store";
  * const e = new InvalidKeyError("a b", "contains a space");
  * console.log(e.code); // INVALID_KEY
  * ```

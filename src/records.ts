@@ -58,7 +58,7 @@ const json = z.json() as z.ZodType<Json>;
  *
  * @example
  * ```ts
- * import type { JobRecord } from "@splitlease/splitlease";
+ * import type { JobRecord } from "@splitlease/splitlease/admin";
  * const job: JobRecord = { v: 2, fingerprint: "backfill:s3://bucket/prefix", createdAt: Date.now() };
  * ```
  */
@@ -83,7 +83,7 @@ export const JobRecordSchema: z.ZodType<JobRecord> = z.object({
  *
  * @example
  * ```ts
- * import type { JobOutcome } from "@splitlease/splitlease";
+ * import type { JobOutcome } from "@splitlease/splitlease/admin";
  * const o: JobOutcome = { kind: "stalled", completed: 9, quarantined: 1 };
  * ```
  */
@@ -98,7 +98,7 @@ export type JobOutcome =
  *
  * @example
  * ```ts
- * import type { PlanRecord } from "@splitlease/splitlease";
+ * import type { PlanRecord } from "@splitlease/splitlease/admin";
  * const p: PlanRecord = { v: 2, term: 1, finality: "final", generation: 1, planned: 42 };
  * ```
  */
@@ -144,7 +144,7 @@ export const PlanRecordSchema: z.ZodType<PlanRecord> = z.object({
  *
  * @example
  * ```ts
- * import type { JobCounts } from "@splitlease/splitlease";
+ * import type { JobCounts } from "@splitlease/splitlease/admin";
  * const c: JobCounts = { members: 3, runnable: 10, unowned: 2, completed: 5, quarantined: 0, cancelled: 0 };
  * ```
  */
@@ -169,7 +169,7 @@ export interface JobCounts {
  *
  * @example
  * ```ts
- * import type { LeaderRecord } from "@splitlease/splitlease";
+ * import type { LeaderRecord } from "@splitlease/splitlease/admin";
  * const l: LeaderRecord = { v: 2, instance: "a", session: "s1", term: 2, beat: 10 };
  * ```
  */
@@ -212,7 +212,7 @@ export const LeaderRecordSchema: z.ZodType<LeaderRecord> = z.object({
  *
  * @example
  * ```ts
- * import type { MemberRecord } from "@splitlease/splitlease";
+ * import type { MemberRecord } from "@splitlease/splitlease/admin";
  * const m: MemberRecord = { v: 2, session: "s1", maxInFlight: 8, runtime: "deno", version: "0.2.0", beat: 0 };
  * ```
  */
@@ -256,7 +256,7 @@ export const MemberRecordSchema: z.ZodType<MemberRecord> = z.object({
  *
  * @example
  * ```ts
- * import type { SpecRecord } from "@splitlease/splitlease";
+ * import type { SpecRecord } from "@splitlease/splitlease/admin";
  * const spec: SpecRecord = { v: 2, descriptor: { from: 0, to: 1000 }, weight: 1000, term: 1 };
  * ```
  */
@@ -306,7 +306,7 @@ export const ProgressSchema: z.ZodType<SplitProgress> = z.object({
  *
  * @example
  * ```ts
- * import type { Owner } from "@splitlease/splitlease";
+ * import type { Owner } from "@splitlease/splitlease/admin";
  * const owner: Owner = { instance: "pod-1", session: "k3j2h1g0" };
  * ```
  */
@@ -327,7 +327,7 @@ export const OwnerSchema: z.ZodType<Owner> = z.object({ instance: id, session: z
  *
  * @example
  * ```ts
- * import type { SplitStatus } from "@splitlease/splitlease";
+ * import type { SplitStatus } from "@splitlease/splitlease/admin";
  * const s: SplitStatus = "runnable";
  * ```
  */
@@ -339,7 +339,7 @@ export type SplitStatus = "runnable" | "completed" | "quarantined" | "cancelled"
  *
  * @example
  * ```ts
- * import type { SplitRecord } from "@splitlease/splitlease";
+ * import type { SplitRecord } from "@splitlease/splitlease/admin";
  * const s: SplitRecord = {
  *   v: 2, epoch: 1, status: "runnable", owner: { instance: "a", session: "s1" },
  *   attempts: 0, weight: 1, progress: { watermark: 10 }, descriptor: { from: 0, to: 10 },
@@ -367,7 +367,52 @@ export interface SplitRecord {
   spec?: true;
   /** Reason of the last reported failure. */
   lastFailure?: string;
+  /** The last {@linkcode FAILURE_HISTORY} reported failures, oldest first (bounded; absent before the first). */
+  failures?: SplitFailure[];
 }
+
+/**
+ * One reported failure of a split (a `fail()`, a throwing `run`, a bad
+ * descriptor), as kept in {@linkcode SplitRecord.failures}.
+ *
+ * @example
+ * ```ts
+ * import type { SplitFailure } from "@splitlease/splitlease/admin";
+ * const f: SplitFailure = { at: Date.now(), worker: "pod-1", message: "run threw: ECONNRESET" };
+ * ```
+ */
+export interface SplitFailure {
+  /** Wall-clock time of the report (ms since the epoch; informational only). */
+  at: number;
+  /** Instance id of the worker that reported it. */
+  worker: string;
+  /** What failed, cut to {@linkcode FAILURE_MESSAGE_CHARS} characters. */
+  message: string;
+}
+
+/**
+ * Failures kept per split record (the oldest is dropped first).
+ *
+ * @example
+ * ```ts
+ * import { FAILURE_HISTORY } from "./records.ts";
+ * console.log(FAILURE_HISTORY); // 5
+ * ```
+ */
+export const FAILURE_HISTORY = 5;
+
+/**
+ * Longest failure message kept in the history (characters).
+ *
+ * @example
+ * ```ts
+ * import { FAILURE_MESSAGE_CHARS } from "./records.ts";
+ * console.log(FAILURE_MESSAGE_CHARS); // 300
+ * ```
+ */
+export const FAILURE_MESSAGE_CHARS = 300;
+
+const FailureSchema: z.ZodType<SplitFailure> = z.object({ at: z.number(), worker: z.string(), message: z.string() });
 
 /** Schema of a `split.<split>` record. */
 export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
@@ -381,6 +426,7 @@ export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
   descriptor: json.optional(),
   spec: z.literal(true).optional(),
   lastFailure: z.string().optional(),
+  failures: z.array(FailureSchema).optional(),
 });
 
 /**
@@ -389,7 +435,7 @@ export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
  *
  * @example
  * ```ts
- * import type { AssignEntry } from "@splitlease/splitlease";
+ * import type { AssignEntry } from "@splitlease/splitlease/admin";
  * const e: AssignEntry = { id: "s1", epoch: 0, rev: 42 };
  * ```
  */
@@ -412,7 +458,7 @@ export interface AssignEntry {
  *
  * @example
  * ```ts
- * import type { AssignRecord } from "@splitlease/splitlease";
+ * import type { AssignRecord } from "@splitlease/splitlease/admin";
  * const a: AssignRecord = { v: 2, term: 3, session: "s1", seq: 7, offers: [], grants: [], revokes: [], drops: [] };
  * ```
  */
@@ -480,8 +526,13 @@ export function isSplitRecord(x: unknown): x is SplitRecord {
   }
   if (x.spec !== undefined && x.spec !== true) return false;
   if (x.lastFailure !== undefined && typeof x.lastFailure !== "string") return false;
+  if (x.failures !== undefined && !(Array.isArray(x.failures) && x.failures.every(isFailure))) return false;
   return true;
 }
+
+const isFailure = (f: unknown): boolean =>
+  isObj(f) && typeof f.at === "number" && Number.isFinite(f.at) && typeof f.worker === "string" &&
+  typeof f.message === "string";
 
 function isMemberRecord(x: unknown): x is MemberRecord {
   return isObj(x) && x.v === 2 && typeof x.session === "string" && x.session.length > 0 && isCount(x.maxInFlight) &&
@@ -490,9 +541,28 @@ function isMemberRecord(x: unknown): x is MemberRecord {
     (x.planner === undefined || typeof x.planner === "boolean") && (x.held === undefined || isCount(x.held));
 }
 
+const WHY = new Set(["takeover", "reclaim", "handoff"]);
+const isEntry = (x: unknown): boolean =>
+  isObj(x) && typeof x.id === "string" && ID_RE.test(x.id) && isCount(x.epoch) && isCount(x.rev) && x.rev > 0 &&
+  (x.rec === undefined || isSplitRecord(x.rec)) && (x.why === undefined || WHY.has(x.why as string));
+
+function isAssignRecord(x: unknown): x is AssignRecord {
+  if (!isObj(x) || x.v !== 2 || !isCount(x.term) || !isCount(x.seq)) return false;
+  if (typeof x.session !== "string" || x.session.length === 0) return false;
+  const { offers, grants, revokes, drops } = x;
+  if (!Array.isArray(offers) || !Array.isArray(grants) || !Array.isArray(revokes) || !Array.isArray(drops)) return false;
+  return offers.every(isEntry) && grants.every(isEntry) &&
+    revokes.every((r) => isObj(r) && typeof r.id === "string" && ID_RE.test(r.id) && isCount(r.epoch) && (r.to === undefined || isOwner(r.to))) &&
+    drops.every((d) =>
+      isObj(d) && typeof d.id === "string" && ID_RE.test(d.id) && isCount(d.epoch) &&
+      (d.reason === "fenced" || d.reason === "expired" || d.reason === "cancelled")
+    );
+}
+
 const FAST = new Map<z.ZodType, (x: unknown) => boolean>([
   [SplitRecordSchema, isSplitRecord],
   [MemberRecordSchema, isMemberRecord],
+  [AssignRecordSchema, isAssignRecord],
 ]);
 
 /**

@@ -10,6 +10,15 @@
  * - `--nats`: a nats-server started here and three worker processes (Deno,
  *   Bun, Node 24); one is SIGKILLed halfway to show the takeover.
  *
+ * The progress line shows completed/total splits from a worker's
+ * `status().counts` (a member copies them from the leader's heartbeat).
+ * Every split that changes hands other than by a routine claim or grant is
+ * printed with the `kind` of the coordinator's `Gained split` log line:
+ * `takeover` (its owner died) or `reclaim` (its owner was this worker's
+ * previous process) replay from the last commit; `handoff` (a rebalance or a
+ * drain released it to this worker) replays nothing; `resume` follows a
+ * self-fence.
+ *
  * Options: `--records N` (4000), `--files N` (24), `--split-bytes N`
  * (24000), `--delay-ms N` per batch of `--batch N` records (40 per 5),
  * `--port N` (0: a free port), `--linger-ms N` (keep serving after the
@@ -18,15 +27,12 @@
  * @module
  */
 import {
-  createApp,
-  type HttpApp,
   MemoryStore,
-  MetricsRegistry,
-  PROMETHEUS_CONTENT_TYPE,
   SplitCoordinator,
   startWorker,
   type Worker,
 } from "../../mod.ts";
+import { createApp, type HttpApp, MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "../../host.ts";
 import { directoryBackend } from "../object_store/dir.ts";
 import { type ObjectRecord, objectStoreSource } from "../object_store/source.ts";
 
@@ -159,6 +165,73 @@ class Tally {
   }
 }
 
+// --- how splits changed hands ------------------------------------------------------
+
+/** Kinds of `Gained split` (coordinator log): how a split reached a worker. */
+type GainKind = "claim" | "grant" | "takeover" | "reclaim" | "handoff" | "resume";
+const GAIN_KINDS: readonly GainKind[] = ["claim", "grant", "takeover", "reclaim", "handoff", "resume"];
+
+/** Counts gains by kind and prints the ones an operator cares about. */
+class Gains {
+  readonly byKind: Record<GainKind, number> = { claim: 0, grant: 0, takeover: 0, reclaim: 0, handoff: 0, resume: 0 };
+  /** Kind of the last `Gained split` line per worker and split, until the worker's `split gained` line. */
+  #pending = new Map<string, GainKind>();
+
+  /** A coordinator's `Gained split` log line (fields `split`, `epoch`, `kind`). */
+  gained(worker: string, fields: Record<string, unknown>): void {
+    const kind = fields.kind as GainKind;
+    if (!GAIN_KINDS.includes(kind)) return;
+    this.byKind[kind]++;
+    this.#pending.set(`${worker} ${fields.split}`, kind);
+  }
+
+  /** The worker's `split gained` event (fields `splitId`, `epoch`, `progress`): prints a takeover, reclaim, handoff or resume. */
+  started(worker: string, fields: Record<string, unknown>): void {
+    const key = `${worker} ${fields.splitId}`;
+    const kind = this.#pending.get(key);
+    this.#pending.delete(key);
+    const line = describeGain(worker, kind, String(fields.splitId), Number(fields.epoch), fields.progress as { watermark?: unknown } | null);
+    if (line) note(line);
+  }
+
+  /** `3 takeovers, 1 handoff, 20 claims and grants`. */
+  summary(): string {
+    const n = this.byKind;
+    const plural = (k: number, word: string) => `${k} ${word}${k === 1 ? "" : "s"}`;
+    return [
+      plural(n.takeover, "takeover"),
+      plural(n.reclaim, "reclaim"),
+      plural(n.handoff, "handoff"),
+      plural(n.resume, "resume"),
+      `${n.claim + n.grant} claims and grants`,
+    ].join(", ");
+  }
+}
+
+/** One line for a gain worth showing, or `undefined` for a routine claim or grant. */
+function describeGain(
+  worker: string,
+  kind: GainKind | undefined,
+  split: string,
+  epoch: number,
+  progress: { watermark?: unknown } | null,
+): string | undefined {
+  const id = `${split.slice(0, 8)}…`;
+  const from = progress?.watermark !== undefined ? `resuming at byte ${progress.watermark}` : "starting at the beginning";
+  switch (kind) {
+    case "takeover":
+      return `  ${worker} took over split ${id} from a dead worker (takeover, epoch ${epoch}): ${from}, the uncommitted tail replays`;
+    case "reclaim":
+      return `  ${worker} reclaimed split ${id} from its own previous process (reclaim, epoch ${epoch}): ${from}`;
+    case "handoff":
+      return `  ${worker} was handed split ${id} by a rebalance or a drain (handoff, epoch ${epoch}): ${from}, nothing replays`;
+    case "resume":
+      return `  ${worker} resumed split ${id} after a self-fence (resume, epoch ${epoch}): ${from}`;
+    default:
+      return undefined;
+  }
+}
+
 // --- progress ------------------------------------------------------------------
 
 const tty = Deno.stdout.isTerminal();
@@ -282,6 +355,8 @@ interface Summary {
   elapsedMs: number;
   workers: { name: string; records: number; share: number; splitsCompleted: number; outcome: string }[];
   killed?: string;
+  /** Gains by kind (`Gained split` log lines of every worker). */
+  gains: Record<GainKind, number>;
   statusServed: boolean;
 }
 
@@ -293,6 +368,11 @@ function printSummary(s: Summary): void {
   console.log(`  records in    ${s.recordsIn}`);
   console.log(`  records out   ${s.recordsOut}  (${s.unique} distinct, ${s.missing} missing)`);
   console.log(`  duplicates    ${s.duplicates}${s.killed ? `  (replayed after ${s.killed} was killed)` : ""}`);
+  const g = s.gains;
+  console.log(
+    `  splits moved  ${g.takeover} takeovers, ${g.reclaim} reclaims (dead owner: its uncommitted tail replays); ` +
+      `${g.handoff} handoffs (rebalance or drain: no replay); ${g.resume} resumes; ${g.claim + g.grant} claims and grants`,
+  );
   console.log(`  elapsed       ${(s.elapsedMs / 1000).toFixed(1)} s`);
   console.log("  per worker:");
   for (const w of s.workers) {
@@ -318,6 +398,7 @@ async function runInProcess(o: Options, dir: string, tally: Tally): Promise<Summ
   const store = new MemoryStore();
   const names = ["worker-1", "worker-2", "worker-3"];
   const fleet: { name: string; worker: Worker; app: HttpApp }[] = [];
+  const gains = new Gains();
   const started = Date.now();
   const http = serveDemo(o.port, tally, started, "in-process", () =>
     fleet.map((f) => ({ name: f.name, fetch: (p: string) => Promise.resolve(f.app.fetch(new Request(`http://demo${p}`))) })));
@@ -341,22 +422,37 @@ async function runInProcess(o: Options, dir: string, tally: Tally): Promise<Summ
         opTimeoutMs: 500,
         drainDeadlineMs: 2000,
         maxInFlight: 2,
+        logger: (_level, message, fields) => {
+          if (message === "Gained split" && fields) gains.gained(name, fields);
+        },
       });
-      const worker = startWorker({ coordinator, source, maxInFlight: 2, logger: () => {} });
+      const worker = startWorker({
+        coordinator,
+        source,
+        maxInFlight: 2,
+        logger: (_level, _message, fields) => {
+          if (fields?.event === "gained") gains.started(name, fields);
+        },
+      });
       fleet.push({ name, worker, app: createApp({ worker }) });
     }
+    // Completed/total from status().counts (the leader's own, or a member's
+    // copy of the leader's last heartbeat): the highest any worker reports.
     let planned = 0;
+    let completed = 0;
     const splits = () => {
-      try {
-        const st = fleet[0].worker.coordinator.status();
+      for (const f of fleet) {
+        if (f.worker.finished) continue; // a closed coordinator reports nothing
+        const st = f.worker.coordinator.status();
         planned = Math.max(planned, st.counts.planned);
-        return `${st.counts.completed}/${st.counts.planned}`;
-      } catch {
-        return `${planned} planned`;
+        completed = Math.max(completed, st.counts.completed);
       }
+      return planned ? `${completed}/${planned}` : "planning";
     };
     const stop = startProgress(tally, started, splits);
     const outcomes = await Promise.all(fleet.map((f) => f.worker.done));
+    // The workers closed: their last status may predate the last completions.
+    completed = Math.max(completed, outcomes.reduce((s, x) => s + x.stats.completed, 0));
     stop();
     const elapsedMs = Date.now() - started;
     const summary: Summary = {
@@ -368,6 +464,7 @@ async function runInProcess(o: Options, dir: string, tally: Tally): Promise<Summ
       missing: tally.total - tally.unique,
       duplicates: tally.duplicates,
       elapsedMs,
+      gains: gains.byKind,
       workers: fleet.map((f, i) => ({
         name: f.name,
         records: tally.perWorker.get(f.name) ?? 0,
@@ -457,6 +554,8 @@ interface Child {
   status: Promise<Deno.CommandStatus>;
   read: number;
   partial: string;
+  /** Splits it held at its last `/status`. */
+  held: number;
 }
 
 async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Promise<Summary> {
@@ -478,6 +577,7 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
     children.map((c) => ({ name: c.name, fetch: (p: string) => fetch(`http://127.0.0.1:${c.port}${p}`) })));
   note(`status:  ${http.url}/status\nmetrics: ${http.url}/metrics`);
   let killed: Child | undefined;
+  const gains = new Gains();
   const killAll = () => {
     for (const p of [...children.map((c) => c.proc), nats.proc]) {
       try {
@@ -532,6 +632,7 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
         status: proc.status,
         read: 0,
         partial: "",
+        held: 0,
       };
       const pump = async (s: ReadableStream<Uint8Array>) => {
         let buf = "";
@@ -544,9 +645,8 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
             try {
               const ev = JSON.parse(line);
               child.events.push(ev);
-              if (killed && ev.event === "gained" && ev.progress) {
-                note(`  ${name} took over split ${String(ev.splitId).slice(0, 8)}… resuming at byte ${ev.progress.watermark}`);
-              }
+              if (ev.msg === "Gained split") gains.gained(name, ev);
+              if (ev.event === "gained") gains.started(name, ev);
               if (ev.level === "error" && ev.event === "startupFailed") note(`  ${name}: ${ev.msg} ${ev.error ?? ""}`);
             } catch { /* not JSON */ }
           }
@@ -578,12 +678,34 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
         }
       }
     };
-    const splits = () => (planned ? `${planned} planned` : "planning");
+    // Completed/total from the workers' status().counts: the leader's own, or
+    // (on a member) those of the leader's last heartbeat. The highest
+    // completed count any worker reports is the freshest.
+    const counts = { completed: 0, planned: 0 };
+    let lastCounts = 0;
+    const pollCounts = async () => {
+      if (Date.now() - lastCounts < 500) return;
+      lastCounts = Date.now();
+      await Promise.all(children.filter((c) => !exited.has(c)).map(async (c) => {
+        try {
+          const r = await fetch(`http://127.0.0.1:${c.port}/status`, { signal: AbortSignal.timeout(1000) });
+          const st = await r.json() as { counts?: { completed: number; planned: number }; held?: unknown[] };
+          c.held = st.held?.length ?? 0;
+          if (st.counts) {
+            counts.completed = Math.max(counts.completed, st.counts.completed);
+            counts.planned = Math.max(counts.planned, st.counts.planned);
+          }
+        } catch { /* starting, killed or exiting */ }
+      }));
+    };
+    const splits = () =>
+      counts.planned ? `${counts.completed}/${counts.planned}` : planned ? `0/${planned}` : "planning";
     const stop = startProgress(tally, started, splits);
     const exited = new Set<Child>();
     for (const c of children) c.status.then(() => exited.add(c));
     while (exited.size < children.length) {
       await pollOutputs();
+      await pollCounts();
       if (!planned) {
         for (const c of children) {
           const ev = c.events.find((e) => e.event === "planPublished");
@@ -591,12 +713,16 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
         }
       }
       if (!killed && tally.unique >= tally.total / 2) {
-        // Kill the busiest worker halfway: its splits are taken over after one lease.
+        // Kill the worker holding the most splits (then the busiest) halfway:
+        // its splits are taken over after one lease.
+        lastCounts = 0;
+        await pollCounts();
         const alive = children.filter((c) => !exited.has(c));
-        killed = alive.sort((a, b) => (tally.perWorker.get(b.name) ?? 0) - (tally.perWorker.get(a.name) ?? 0))[0];
+        const records = (c: Child) => tally.perWorker.get(c.name) ?? 0;
+        killed = alive.sort((a, b) => b.held - a.held || records(b) - records(a))[0];
         if (killed) {
           killed.proc.kill("SIGKILL");
-          note(`killed ${killed.name} (SIGKILL, pid ${killed.proc.pid}) at ${tally.unique}/${tally.total}: ` +
+          note(`killed ${killed.name} (SIGKILL, pid ${killed.proc.pid}, holding ${killed.held} splits) at ${tally.unique}/${tally.total}: ` +
             `its splits are taken over after the lease (${leaseMs} ms) from their last commit`);
         }
       }
@@ -609,18 +735,26 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
         if (ev) planned = Number(ev.planned);
       }
     }
+    // A worker that finished with the job complete saw the leader decide that
+    // every planned split is complete; otherwise count what the workers
+    // reported (a killed worker's last lines may be lost).
+    const jobComplete = children.some((c) =>
+      c.events.some((e) => e.event === "finished" && e.outcome === "drained" && e.reason === "complete")
+    );
+    const reported = children.reduce((s, c) => {
+      const fin = c.events.find((e) => e.event === "finished")?.stats as { completed?: number } | undefined;
+      return s + (fin?.completed ?? c.events.filter((e) => e.event === "completed").length);
+    }, 0);
+    const completed = jobComplete ? planned : Math.max(counts.completed, reported);
+    // The workers have exited: their last status may predate the last completions.
+    counts.completed = Math.max(counts.completed, completed);
+    counts.planned = Math.max(counts.planned, planned);
     stop();
     const elapsedMs = Date.now() - started;
     const statuses = await Promise.all(children.map((c) => c.status));
     const summary: Summary = {
       mode: "3 worker processes (deno, bun, node) on nats-server",
-      splits: {
-        planned,
-        completed: children.reduce((s, c) => {
-          const fin = c.events.find((e) => e.event === "finished")?.stats as { completed?: number } | undefined;
-          return s + (fin?.completed ?? c.events.filter((e) => e.event === "completed").length);
-        }, 0),
-      },
+      splits: { planned, completed },
       recordsIn: tally.total,
       recordsOut: tally.out,
       unique: tally.unique,
@@ -628,6 +762,7 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
       duplicates: tally.duplicates,
       elapsedMs,
       killed: killed?.name,
+      gains: gains.byKind,
       workers: children.map((c, i) => ({
         name: c.name,
         records: tally.perWorker.get(c.name) ?? 0,

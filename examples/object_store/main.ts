@@ -8,11 +8,16 @@
  *
  * Input: see `config.ts` (OBJSTORE_DIR, or OBJSTORE_BUCKET + AWS_* + S3_ENDPOINT).
  * Output: every record's line appended to OUTPUT (at-least-once).
- * Coordination: STORE=nats (NATS_URL, a ws:// URL) or STORE=memory (a single
- * worker). Also JOB, INSTANCE, PORT (HTTP, default 8080), BIND (default
- * 0.0.0.0), SPLIT_BYTES, COMMIT_RECORDS, COMMIT_MS, LEASE_MS,
- * DRAIN_DEADLINE_MS, and DELAY_MS (sleep per DELAY_EVERY records, to slow a demo).
- * Exit codes: 0 drained, 3 stalled, 1 error.
+ * Coordination: STORE=nats (NATS_URL: ws:// or wss:// URLs, comma-separated;
+ * NATS_USER and NATS_PASS when the server wants a login) or STORE=memory (a
+ * single worker). Also JOB, INSTANCE (the pod name), PORT (HTTP, default
+ * 8080), BIND (default 0.0.0.0), MAX_IN_FLIGHT, SPLIT_BYTES, COMMIT_RECORDS,
+ * COMMIT_MS, LEASE_MS, DRAIN_DEADLINE_MS, AFTER_COMPLETION (`exit`, the
+ * default, or `idle`: stay up and ready after the job completed, for a
+ * Kubernetes Deployment), and DELAY_MS (sleep per DELAY_EVERY records, to
+ * slow a demo). For wss:// with a private CA, give the runtime the CA bundle:
+ * DENO_CERT (Deno), NODE_EXTRA_CA_CERTS (Node, Bun).
+ * Exit codes: 0 drained, 3 stalled, 4 planner failed, 1 error.
  *
  * @module
  */
@@ -56,6 +61,9 @@ async function main(env: Env): Promise<void> {
   const storeKind = env.STORE || "memory";
   if (storeKind !== "memory" && storeKind !== "nats") fail(`STORE must be "memory" or "nats" (got ${storeKind})`);
   if (storeKind === "nats" && !env.NATS_URL) fail("STORE=nats needs NATS_URL (a ws:// URL of nats-server's websocket listener)");
+  const afterCompletion = env.AFTER_COMPLETION || "exit";
+  if (afterCompletion !== "exit" && afterCompletion !== "idle") fail(`AFTER_COMPLETION must be "exit" or "idle" (got ${afterCompletion})`);
+  if ((env.NATS_USER === undefined) !== (env.NATS_PASS === undefined)) fail("NATS_USER and NATS_PASS go together");
   let n: Record<string, number>;
   try {
     n = {
@@ -67,6 +75,7 @@ async function main(env: Env): Promise<void> {
       drainMs: intFromEnv(env, "DRAIN_DEADLINE_MS", 10_000),
       delayMs: intFromEnv(env, "DELAY_MS", 0, 0),
       delayEvery: intFromEnv(env, "DELAY_EVERY", 100),
+      maxInFlight: intFromEnv(env, "MAX_IN_FLIGHT", 8, 0),
     };
   } catch (e) {
     fail((e as Error).message);
@@ -88,7 +97,15 @@ async function main(env: Env): Promise<void> {
   });
   const opTimeoutMs = Math.min(5000, Math.floor(n.leaseMs / 2));
   const store: { store?: Store; storeFactory?: () => Promise<Store> } = storeKind === "nats"
-    ? { storeFactory: () => NatsStore.connect({ servers: env.NATS_URL!, job, opTimeoutMs }) }
+    ? {
+      storeFactory: () =>
+        NatsStore.connect({
+          servers: env.NATS_URL!.split(",").map((u) => u.trim()).filter(Boolean),
+          job,
+          opTimeoutMs,
+          ...(env.NATS_USER !== undefined ? { user: env.NATS_USER, pass: env.NATS_PASS } : {}),
+        }),
+    }
     : { store: new MemoryStore() };
   const serve = await adapterServe();
   const service = await serve({
@@ -101,6 +118,8 @@ async function main(env: Env): Promise<void> {
     leaseMs: n.leaseMs,
     opTimeoutMs,
     drainDeadlineMs: Math.max(n.drainMs, opTimeoutMs),
+    maxInFlight: n.maxInFlight,
+    afterCompletion,
     exit: false,
   });
   const { exitCode } = await service.done;

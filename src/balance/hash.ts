@@ -25,7 +25,7 @@
  *
  * @example
  * ```ts
- * import { hashStrings } from "@splitlease/splitlease";
+ * import { hashStrings } from "@splitlease/splitlease/testing";
  * const a = hashStrings(["job-1", "split-7"]);
  * console.assert(a === hashStrings(["job-1", "split-7"])); // deterministic
  * console.assert(a !== hashStrings(["job-1s", "plit-7"])); // boundaries matter
@@ -70,7 +70,7 @@ export function hashStrings(parts: readonly string[]): number {
  *
  * @example
  * ```ts
- * import { rendezvousRank } from "@splitlease/splitlease";
+ * import { rendezvousRank } from "@splitlease/splitlease/testing";
  * const ranking = rendezvousRank("split-7", ["w1", "w2", "w3"], "my-job");
  * const myRank = ranking.indexOf("w2"); // 0: w2 ranks first for this split
  * console.assert(myRank >= 0 && myRank < 3);

@@ -205,7 +205,7 @@ function analyse(view: BalanceView, seed: string | undefined): {
  *
  * @example
  * ```ts
- * import { memberLoads } from "@splitlease/splitlease";
+ * import { memberLoads } from "@splitlease/splitlease/testing";
  * const loads = memberLoads({
  *   members: [{ instance: "a", maxInFlight: 8 }, { instance: "b", maxInFlight: 8 }],
  *   splits: [
@@ -237,7 +237,7 @@ export function memberLoads(view: BalanceView): Map<string, MemberLoad> {
  *
  * @example
  * ```ts
- * import { fairShare } from "@splitlease/splitlease";
+ * import { fairShare } from "@splitlease/splitlease/testing";
  * const share = fairShare({
  *   members: [{ instance: "a", maxInFlight: 8 }, { instance: "b", maxInFlight: 8 }],
  *   splits: [
@@ -266,7 +266,7 @@ export function fairShare(view: BalanceView): number {
  *
  * @example
  * ```ts
- * import { hasClaimable } from "@splitlease/splitlease";
+ * import { hasClaimable } from "@splitlease/splitlease/testing";
  * const view = {
  *   members: [{ instance: "a", maxInFlight: 1 }],
  *   splits: [
@@ -342,7 +342,7 @@ function pickSplit(splits: BalanceSplit[], a: number, b: number, tol: number, se
  *
  * @example
  * ```ts
- * import { planMoves } from "@splitlease/splitlease";
+ * import { planMoves } from "@splitlease/splitlease/testing";
  * const moves = planMoves({
  *   members: [{ instance: "a", maxInFlight: 8 }, { instance: "b", maxInFlight: 8 }],
  *   splits: [

@@ -9,7 +9,7 @@
  *
  * @example
  * ```ts
- * import type { BalanceMember } from "@splitlease/splitlease";
+ * import type { BalanceMember } from "@splitlease/splitlease/testing";
  * const m: BalanceMember = { instance: "a", maxInFlight: 8 };
  * ```
  */
@@ -25,7 +25,7 @@ export interface BalanceMember {
  *
  * @example
  * ```ts
- * import type { BalanceSplit } from "@splitlease/splitlease";
+ * import type { BalanceSplit } from "@splitlease/splitlease/testing";
  * const s: BalanceSplit = { id: "s1", weight: 1, owner: "a", status: "runnable" };
  * ```
  */
@@ -57,7 +57,7 @@ export interface BalanceSplit {
  *
  * @example
  * ```ts
- * import { planMoves, type BalanceView } from "@splitlease/splitlease";
+ * import { planMoves, type BalanceView } from "@splitlease/splitlease/testing";
  * const view: BalanceView = {
  *   members: [{ instance: "a", maxInFlight: 8 }, { instance: "b", maxInFlight: 8 }],
  *   splits: [1, 2, 3, 4].map((i) => ({ id: `s${i}`, weight: 1, owner: "a", status: "runnable" as const })),
@@ -77,7 +77,7 @@ export interface BalanceView {
  *
  * @example
  * ```ts
- * import { planMoves, type BalanceConfig } from "@splitlease/splitlease";
+ * import { planMoves, type BalanceConfig } from "@splitlease/splitlease/testing";
  * const config: BalanceConfig = { seed: "job-1" };
  * console.log(planMoves({ members: [], splits: [] }, config)); // []
  * ```
@@ -92,7 +92,7 @@ export interface BalanceConfig {
  *
  * @example
  * ```ts
- * import type { Move } from "@splitlease/splitlease";
+ * import type { Move } from "@splitlease/splitlease/testing";
  * const m: Move = { splitId: "s1", from: "a", to: "b", weight: 1 };
  * ```
  */
@@ -112,7 +112,7 @@ export interface Move {
  *
  * @example
  * ```ts
- * import { memberLoads, type MemberLoad } from "@splitlease/splitlease";
+ * import { memberLoads, type MemberLoad } from "@splitlease/splitlease/testing";
  * const loads: Map<string, MemberLoad> = memberLoads({ members: [{ instance: "a", maxInFlight: 2 }], splits: [] });
  * console.log(loads.get("a")); // { load: 0, count: 0 }
  * ```

@@ -13,7 +13,7 @@ import { clampTimerMs } from "../util/timers.ts";
  *
  * @example
  * ```ts
- * import { systemClock } from "@splitlease/splitlease";
+ * import { systemClock } from "@splitlease/splitlease/testing";
  * const t0 = systemClock.now();
  * ```
  */
@@ -37,7 +37,7 @@ interface ManualTimer {
  *
  * @example
  * ```ts
- * import { ManualClock } from "@splitlease/splitlease";
+ * import { ManualClock } from "@splitlease/splitlease/testing";
  * const clock = new ManualClock();
  * let fired = false;
  * clock.setTimeout(() => { fired = true; }, 100);

@@ -58,7 +58,7 @@ export interface CoordinatorTunables {
  *
  * @example
  * ```ts
- * import { parseCoordinatorConfig, type CoordinatorConfig } from "@splitlease/splitlease";
+ * import { parseCoordinatorConfig, type CoordinatorConfig } from "@splitlease/splitlease/admin";
  * const c: CoordinatorConfig = parseCoordinatorConfig({ job: "j", instance: "w1", fingerprint: "f" });
  * console.log(c.maxInFlight); // 8
  * ```
@@ -137,7 +137,7 @@ const schema = Object.assign(base.superRefine((c, ctx) => {
  *
  * @example
  * ```ts
- * import { coordinatorConfigDocs, type ConfigDoc } from "@splitlease/splitlease";
+ * import { coordinatorConfigDocs, type ConfigDoc } from "@splitlease/splitlease/admin";
  * const lease: ConfigDoc | undefined = coordinatorConfigDocs().find((d) => d.key === "leaseMs");
  * console.log(lease?.default); // 15000
  * ```
@@ -159,7 +159,7 @@ export interface ConfigDoc {
  *
  * @example
  * ```ts
- * import { coordinatorConfigDocs } from "@splitlease/splitlease";
+ * import { coordinatorConfigDocs } from "@splitlease/splitlease/admin";
  * for (const d of coordinatorConfigDocs()) console.log(d.key, d.default);
  * ```
  */
@@ -220,7 +220,7 @@ export function coordinatorConfigKeys(): string[] {
  *
  * @example
  * ```ts
- * import { parseCoordinatorConfig } from "@splitlease/splitlease";
+ * import { parseCoordinatorConfig } from "@splitlease/splitlease/admin";
  * const c = parseCoordinatorConfig({ job: "j", instance: "w1", fingerprint: "f" });
  * console.log(c.leaseMs); // 15000
  * ```

@@ -37,7 +37,7 @@ import type {
  *
  * @example
  * ```ts
- * import { VERSION } from "@splitlease/splitlease";
+ * import { VERSION } from "@splitlease/splitlease/admin";
  * console.log(VERSION);
  * ```
  */
@@ -142,6 +142,8 @@ export class SplitCoordinator implements Coordinator {
         this.#schedule();
       },
       onDuplicate: (e) => this.#fatal(e),
+      // The worker sees `state: "draining"` in status() and finishes as after SIGTERM.
+      onDrainRequested: () => void this.drain().catch(() => {}),
       held: () => this.#tenancies.held.size + this.#follower.claiming.size,
     }, options.runtime ?? "web", VERSION, options.planner !== undefined);
   }
@@ -343,17 +345,22 @@ export class SplitCoordinator implements Coordinator {
   }
 
   /**
-   * Graceful drain: stop claiming and leading, request revocation of every
-   * held split, force the stragglers after `drainDeadlineMs`. Resolves when
-   * nothing is held.
+   * Graceful drain: stop claiming, request revocation of every held split,
+   * force the stragglers after `drainDeadlineMs`. Resolves when nothing is
+   * held. A draining leader keeps leading until `close()`: it hands its own
+   * splits to their successors itself (a new leader would first have to
+   * rebuild its view).
    */
   async drain(): Promise<void> {
     if (this.#state !== "running" && this.#state !== "draining") return;
     this.#draining = true;
     this.#state = "draining";
-    await this.#membership.announceDraining();
-    await this.#leadership.resign();
+    // Announce and revoke at once: a lane that stops before the leader hears
+    // of the drain releases to nobody, and the leader offers it on.
+    const announced = this.#membership.announceDraining();
+    this.#leadership.role?.draining(this.#core.me.instance);
     for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, null, false);
+    await announced;
     await this.#tenancies.whenEmpty();
   }
 

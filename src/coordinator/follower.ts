@@ -76,6 +76,7 @@ export class Follower {
   #dormant = new Map<string, Dormant>();
   #specs = new Map<string, SplitSpec>();
   #recovering = new Set<string>();
+  #timers = new Set<unknown>();
   #resuming = false;
   #stopped = false;
 
@@ -95,6 +96,8 @@ export class Follower {
   /** Stops watching. */
   stop(): Promise<void> {
     this.#stopped = true;
+    for (const t of this.#timers) this.#core.clock.clearTimeout(t);
+    this.#timers.clear();
     return this.#watches.stop();
   }
 
@@ -234,7 +237,7 @@ export class Follower {
 
   /** A split opened for us: start it without a write. */
   async #grant(g: AssignEntry): Promise<void> {
-    const { me, store, log } = this.#core;
+    const { me, store } = this.#core;
     const cur = this.#tenancies.held.get(g.id);
     if (cur && cur.epoch >= g.epoch) return;
     if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch || this.#claiming.has(g.id)) return;
@@ -251,8 +254,8 @@ export class Follower {
       if (!heldBy(rec, me, g.epoch)) return;
       const spec = await this.#spec(g.id, rec);
       if (typeof spec === "string") {
-        log("error", "Granted split has no readable descriptor; handing it back", { split: g.id, error: spec });
-        await store.update(keys.split(g.id), encodeRecord(releaseRecord(rec, null)), rev).catch(() => {});
+        // Missing: handed back, no attempt; unreadable: poison, quarantined.
+        await this.#handBack(g.id, rec, rev, spec);
         return;
       }
       const now = this.#tenancies.held.get(g.id);
@@ -285,8 +288,12 @@ export class Follower {
     if (attempt === 0) log("warn", "Claim interrupted by an outage; checking the split record", { split: id, error: String(cause) });
     const delay = Math.min(config.leaseMs / 3, 50 * 2 ** Math.min(attempt, 8));
     this.#recovering.add(id);
-    clock.setTimeout(async () => {
-      if (this.#stopped) return this.#recovering.delete(id);
+    const timer = clock.setTimeout(async () => {
+      this.#timers.delete(timer);
+      if (this.#stopped) {
+        this.#recovering.delete(id);
+        return;
+      }
       try {
         const e = await store.get(keys.split(id));
         const rec = e ? decodeRecord(e.key, e.value, SplitRecordSchema) : undefined;
@@ -314,6 +321,7 @@ export class Follower {
         this.#recover(id, epoch, err, attempt + 1);
       }
     }, delay);
+    this.#timers.add(timer);
   }
 
   /** Claims offers into free lanes, in waves of at most {@linkcode CLAIM_WAVE}. */

@@ -77,6 +77,9 @@ export class Leadership {
     const { config } = this.#core;
     if (this.#leading || this.#electing || !this.#active()) return Infinity;
     const f = this.#follower;
+    // A finished job needs no leader (an operator's requeue clears the outcome, and elections resume).
+    const done = f.plan?.record.outcome?.kind;
+    if ((done === "allComplete" || done === "stalled") && f.unreadable.get(keys.leader) === undefined) return Infinity;
     const l = f.leader?.record;
     // An unreadable leader record leads nobody: replace it at once (by CAS at its revision).
     const garbage = f.unreadable.get(keys.leader);

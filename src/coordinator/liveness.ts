@@ -11,7 +11,7 @@
  *
  * @example
  * ```ts
- * import { isAlive, type Sighting } from "@splitlease/splitlease";
+ * import { isAlive, type Sighting } from "@splitlease/splitlease/testing";
  * const s: Sighting = { revision: 7, since: 1000 };
  * console.log(isAlive(s, 1500, 1000)); // true
  * ```
@@ -28,7 +28,7 @@ export interface Sighting {
  *
  * @example
  * ```ts
- * import { isAlive } from "@splitlease/splitlease";
+ * import { isAlive } from "@splitlease/splitlease/testing";
  * isAlive({ revision: 3, since: 1000 }, 1500, 1000); // true
  * isAlive({ revision: 3, since: 1000 }, 2000, 1000); // false
  * ```
@@ -42,7 +42,7 @@ export function isAlive(sighting: Sighting | undefined, now: number, leaseMs: nu
  *
  * @example
  * ```ts
- * import { LivenessTracker } from "@splitlease/splitlease";
+ * import { LivenessTracker } from "@splitlease/splitlease/testing";
  * const t = new LivenessTracker();
  * t.observe("member.a", 5, 0);
  * t.observe("member.a", 5, 900); // same revision: `since` stays 0

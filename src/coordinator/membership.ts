@@ -24,6 +24,8 @@ export interface MembershipHooks {
   held(): number;
   /** Another live process uses our instance id. */
   onDuplicate(error: SplitleaseError): void;
+  /** An operator wrote `draining: true` into our member record (same session): drain the whole worker. */
+  onDrainRequested(): void;
 }
 
 /** Heartbeats and self-fencing of one worker. */
@@ -232,9 +234,15 @@ export class Membership {
     }
     const rec = read.value;
     if (rec.session === me.session) {
-      // Our own write landed earlier (a maybe-landed timeout): adopt it.
+      // Our own write landed earlier (a maybe-landed timeout), or an operator
+      // asked us to drain (`draining: true` written at our revision): adopt it.
       this.#record = rec;
       this.#revision = cur.revision;
+      if (rec.draining && !this.#draining) {
+        this.#draining = true;
+        this.#core.log("info", "Drain requested on the member record", { instance: me.instance });
+        this.#hooks.onDrainRequested();
+      }
       return true;
     }
     this.stop();

@@ -13,7 +13,7 @@ import type { Clock, CoordinatorStats, Histogram } from "./types.ts";
  *
  * @example
  * ```ts
- * import { LATENCY_BUCKETS, newHistogram } from "@splitlease/splitlease";
+ * import { LATENCY_BUCKETS, newHistogram } from "@splitlease/splitlease/testing";
  * const h = newHistogram(LATENCY_BUCKETS);
  * ```
  */
@@ -26,7 +26,7 @@ export const LATENCY_BUCKETS: readonly number[] = [
  *
  * @example
  * ```ts
- * import { newHistogram, observe } from "@splitlease/splitlease";
+ * import { newHistogram, observe } from "@splitlease/splitlease/testing";
  * const h = newHistogram();
  * observe(h, 0.003);
  * ```
@@ -40,7 +40,7 @@ export function newHistogram(buckets: readonly number[] = LATENCY_BUCKETS): Hist
  *
  * @example
  * ```ts
- * import { newHistogram, observe } from "@splitlease/splitlease";
+ * import { newHistogram, observe } from "@splitlease/splitlease/testing";
  * const h = newHistogram([1, 2]);
  * observe(h, 1.5);
  * console.log(h.counts); // [0, 1]

@@ -222,7 +222,8 @@ export class Tenancies {
 
   /** Poison report: attempts + 1; returns the written record. */
   async fail(id: string, epoch: number, reason: string): Promise<SplitRecord> {
-    const { record } = await this.#cas(id, epoch, true, (r) => failRecord(r, reason, this.#core.config.maxAttempts));
+    const { config, me, clock } = this.#core;
+    const { record } = await this.#cas(id, epoch, true, (r) => failRecord(r, reason, config.maxAttempts, me.instance, clock.wallNow()));
     return record;
   }
 

@@ -6,7 +6,7 @@
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
-import type { Json, Owner, SplitProgress, SplitRecord } from "../records.ts";
+import { FAILURE_HISTORY, FAILURE_MESSAGE_CHARS, type Json, type Owner, type SplitProgress, type SplitRecord } from "../records.ts";
 
 /** The record of a freshly planned split: the descriptor inline, or `spec: true` when it lives in `spec.<id>`. */
 export function seedRecord(weight: number, descriptor: Json | undefined): SplitRecord {
@@ -83,14 +83,20 @@ export function releaseRecord(r: SplitRecord, to: Owner | null): SplitRecord {
   return to ? { ...r, epoch: r.epoch + 1, owner: { instance: to.instance, session: to.session } } : { ...r, owner: null };
 }
 
-/** Fail (poison report): attempts + 1, owner none; quarantined at the cap. */
-export function failRecord(r: SplitRecord, reason: string, maxAttempts: number): SplitRecord {
+/**
+ * Fail (poison report): attempts + 1, owner none; quarantined at the cap.
+ * The report joins the record's bounded failure history (`worker` reported
+ * it at wall time `at`).
+ */
+export function failRecord(r: SplitRecord, reason: string, maxAttempts: number, worker: string, at: number): SplitRecord {
   const attempts = r.attempts + 1;
+  const failure = { at, worker, message: reason.slice(0, FAILURE_MESSAGE_CHARS) };
   return {
     ...r,
     owner: null,
     attempts,
     lastFailure: reason.slice(0, 1000),
+    failures: [...(r.failures ?? []), failure].slice(-FAILURE_HISTORY),
     status: attempts >= maxAttempts ? "quarantined" : "runnable",
   };
 }

@@ -130,7 +130,8 @@ export type Planner = (ctx: PlanContext) => Promise<PlanResult>;
   *
   * @example
   * ```ts
-  * import { systemClock, type Clock } from "@splitlease/splitlease";
+  * import { systemClock } from "@splitlease/splitlease/testing";
+  * import { type Clock } from "@splitlease/splitlease";
   * const clock: Clock = systemClock;
   * const t0 = clock.now();
   * ```
@@ -231,14 +232,15 @@ export interface CoordinatorStatus {
  *
  * @example
  * ```ts
- * import type { Coordinator, CoordinatorStats } from "@splitlease/splitlease";
+ * import type { Coordinator } from "@splitlease/splitlease";
+ * import type { CoordinatorStats } from "@splitlease/splitlease/admin";
  * declare const c: Coordinator;
  * const stats: CoordinatorStats = c.stats();
  * console.log(stats.selfFences, stats.acquisitions.takeover ?? 0);
  * ```
  */
 export interface CoordinatorStats {
-  /** Splits gained, by how (`claim` of an offer, `grant` from the leader or a handing-off owner, `resume` after a self-fence; on a leader also `takeover` writes it made). */
+  /** Splits gained, by how: `claim` (an offer), `grant` (opened for us), `takeover`/`reclaim`/`handoff` (the grant's reason), `resume` (after a self-fence). */
   acquisitions: Record<string, number>;
   /** Splits lost, by reason. */
   losses: Record<string, number>;
@@ -267,7 +269,8 @@ export interface CoordinatorStats {
  *
  * @example
  * ```ts
- * import { newHistogram, observe, type Histogram } from "@splitlease/splitlease";
+ * import { newHistogram, observe } from "@splitlease/splitlease/testing";
+ * import { type Histogram } from "@splitlease/splitlease/admin";
  * const h: Histogram = newHistogram();
  * observe(h, 0.004);
  * console.log(h.count); // 1

@@ -19,6 +19,8 @@ export class WatchSet {
   readonly #consume: WatchConsumer;
   #watches: Watch[] = [];
   #stopped = false;
+  /** The current watch of each filter, and the revision of the last put or delete applied from it. */
+  #current = new Map<string, { watch: Watch; applied: number }>();
 
   /** `consume` gets every event; `live` is true once that watch's first snapshot is in. */
   constructor(core: Core, consume: WatchConsumer) {
@@ -48,6 +50,17 @@ export class WatchSet {
     }
   }
 
+  /**
+   * Whether every change to `filter`'s keys made before this call has been
+   * applied (see `Watch.position`); `undefined` when the store cannot tell.
+   */
+  async caughtUp(filter: string): Promise<boolean | undefined> {
+    const cur = this.#current.get(filter);
+    if (!cur?.watch.position) return undefined;
+    const at = await cur.watch.position();
+    return this.#current.get(filter) === cur && cur.applied >= at;
+  }
+
   /** Stops every watch. */
   async stop(): Promise<void> {
     this.#stopped = true;
@@ -66,6 +79,7 @@ export class WatchSet {
     for (let attempt = 1; !this.#stopped; attempt++) {
       const w = this.#core.store.watch(filter);
       this.#watches.push(w);
+      this.#current.set(filter, { watch: w, applied: 0 });
       let lastEvent = clock.now();
       let timer: unknown;
       const stuck = new Promise<"stuck">((res) => {
@@ -94,9 +108,11 @@ export class WatchSet {
     return new Promise<void>((ready, fail) => {
       let live = false;
       (async () => {
+        const cur = this.#current.get(filter)!;
         for await (const ev of w) {
           if (this.#stopped) return;
           progress();
+          if ((ev.type === "put" || ev.type === "delete") && ev.revision > cur.applied) cur.applied = ev.revision;
           if (ev.type === "ready" && !live) {
             live = true;
             this.#consume(filter, ev, false);

@@ -11,7 +11,10 @@ import { HTTPException } from "hono/http-exception";
 import type { Coordinator, CoordinatorStats, CoordinatorStatus } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import type { Worker } from "../runtime/worker.ts";
+import type { Store } from "../store/store.ts";
 import { durationIssue, MAX_TIMER_MS } from "../util/timers.ts";
+import { newHistogram } from "../coordinator/stats.ts";
+import { mountFleetRoutes } from "./fleet_routes.ts";
 import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
 
 /**
@@ -20,7 +23,8 @@ import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
   *
   * @example
   * ```ts
-  * import { createApp, type Coordinator, type HttpApp } from "@splitlease/splitlease";
+  * import { createApp, type HttpApp } from "@splitlease/splitlease/host";
+  * import { type Coordinator } from "@splitlease/splitlease";
   * declare const coordinator: Coordinator;
   * const app: HttpApp = createApp({ coordinator });
   * console.log((await app.request("/healthz")).status); // 200
@@ -38,7 +42,8 @@ export interface HttpApp {
  *
  * @example
  * ```ts
- * import { createApp, type AppOptions, type Worker } from "@splitlease/splitlease";
+ * import { createApp, type AppOptions } from "@splitlease/splitlease/host";
+ * import { type Worker } from "@splitlease/splitlease";
  * declare const worker: Worker;
  * const options: AppOptions = { worker, drainToken: "secret" };
  * const app = createApp(options);
@@ -49,6 +54,14 @@ export interface AppOptions {
   worker?: Worker;
   /** A coordinator without a worker (drain calls `coordinator.drain()`). */
   coordinator?: Coordinator;
+  /**
+   * The job's store. With it the app also serves the fleet: `GET /fleet`,
+   * the live fleet page at `GET /`, and the operator actions
+   * (`POST /splits/:id/requeue`, `POST /splits/requeue`,
+   * `POST /splits/:id/cancel`, `POST /members/:instance/drain`) behind the
+   * `POST /drain` token. `serve` passes it.
+   */
+  store?: Store;
   /**
    * Bearer token required by `POST /drain` (RFC 6750 characters:
    * `[A-Za-z0-9._~+/-]`, optionally ending in `=`). Without one the route
@@ -70,6 +83,12 @@ export interface AppOptions {
    * use it to run their own shutdown sequence).
    */
   onDrain?: (deadlineMs: number | undefined) => void;
+  /**
+   * Whether the process idles after its job completed (serve's
+   * `afterCompletion: "idle"`): `/readyz` then answers 200 with `idle: true`
+   * although the worker finished, so a Deployment's pods stay ready.
+   */
+  idling?: () => boolean;
 }
 
 const encoder = new TextEncoder();
@@ -85,7 +104,7 @@ const BEARER_TOKEN = /^[A-Za-z0-9._~+/-]+=*$/;
  *
  * @example
  * ```ts
- * import { timingSafeEqual } from "@splitlease/splitlease";
+ * import { timingSafeEqual } from "@splitlease/splitlease/host";
  * timingSafeEqual("s3cret", "s3cret"); // true
  * ```
  */
@@ -98,12 +117,39 @@ export function timingSafeEqual(given: string, expected: string): boolean {
 }
 
 /**
+ * Label values every labelled counter renders from the first scrape on (at
+ * 0 until the first event), so `rate()` and `increase()` see the series
+ * before anything happens. A value the coordinator reports beyond these is
+ * rendered too.
+ */
+const KNOWN_LABEL_VALUES = {
+  /** How a split was gained (`kind` of the `Gained split` log line). */
+  acquisitions: ["claim", "grant", "takeover", "reclaim", "handoff", "resume"],
+  /** Why a split was lost (`LostReason`). */
+  losses: ["fenced", "expired", "starved", "revoked"],
+  /** What became of a revocation. */
+  revocations: ["requested", "drained", "forced", "cancelled", "withdrawn", "fenced"],
+  /** Outcome of a store write. */
+  writes: ["ok", "conflict", "unavailable", "error"],
+  /** Store operations timed by the coordinator. */
+  storeOps: ["create", "update", "delete", "get", "list"],
+} as const;
+
+/**
  * Renders a coordinator's (and optionally a worker's) metrics in the
- * Prometheus text format.
+ * Prometheus text format. Every sample carries `splitlease_job` (the job
+ * name: aggregate by it); the info metric names the worker (instance id)
+ * and session in `worker` and `session`, never in `job` or `instance`,
+ * which Prometheus attaches to every target. Job-wide gauges (`splits_planned`,
+ * `splits_runnable`, `splits_unclaimed`, `splits_completed`,
+ * `splits_quarantined`, `splits_cancelled`, `live_workers`) are exported by
+ * the leader only (the replica whose `leader` gauge is 1), so any
+ * aggregation over replicas counts them once; elsewhere they have no sample.
  *
  * @example
  * ```ts
- * import { renderMetrics, type Coordinator } from "@splitlease/splitlease";
+ * import { renderMetrics } from "@splitlease/splitlease/host";
+ * import { type Coordinator } from "@splitlease/splitlease";
  * declare const coordinator: Coordinator;
  * const text = renderMetrics(coordinator.status(), coordinator.stats());
  * ```
@@ -114,47 +160,55 @@ export function renderMetrics(
   worker?: Worker,
   prefix = "etl_coordination_",
 ): string {
-  const r = new MetricsRegistry(prefix);
+  const r = new MetricsRegistry(prefix, { splitlease_job: status.job });
   const draining = status.held.filter((h) => h.draining).length;
-  r.gauge("info", "Instance identity (value is always 1).").set(1, {
-    instance: status.instance,
-    job: status.job,
+  r.gauge("info", "Identity of this worker: instance id and session (value is always 1).").set(1, {
+    worker: status.instance,
     session: status.session,
   });
   r.gauge("up", "1 while the coordinator is starting, running or draining.").set(
     status.state === "failed" || status.state === "stopped" ? 0 : 1,
   );
   r.gauge("connected", "1 while heartbeats succeed.").set(status.connected ? 1 : 0);
+  r.gauge("leader", "1 on the leader, the one replica that exports the job-wide gauges.").set(status.isLeader ? 1 : 0);
   r.gauge("splits_owned", "Splits held by this instance.").set(status.held.length);
   r.gauge("splits_owned_weight", "Total weight of the splits held by this instance.").set(
     status.held.reduce((s, h) => s + h.weight, 0),
   );
-  r.gauge("splits_unclaimed", "Runnable splits with no live owner (the backlog), as seen by this instance.").set(
-    status.counts.unclaimed,
-  );
-  r.gauge("splits_planned", "Splits in the published plan.").set(status.counts.planned);
-  r.gauge("splits_runnable", "Runnable splits (owned or not).").set(status.counts.runnable);
-  r.gauge("splits_completed", "Completed splits.").set(status.counts.completed);
-  r.gauge("splits_quarantined", "Quarantined (poison) splits.").set(status.counts.quarantined);
-  r.gauge("live_workers", "Live members as judged by this instance.").set(status.liveMembers.length);
-  r.gauge("leader", "1 when this instance is the leader.").set(status.isLeader ? 1 : 0);
   r.gauge("idle", "1 when this instance holds no split.").set(status.held.length === 0 ? 1 : 0);
   r.gauge("splits_draining", "Held splits under revocation.").set(draining);
-  const counterBy = (name: string, help: string, label: string, values: Record<string, number>) => {
-    const c = r.counter(name, help);
-    for (const [k, v] of Object.entries(values)) c.set(v, { [label]: k });
+  // Job-wide: only the leader knows them first hand (members hold a copy from
+  // its last heartbeat); exported once, by the leader, so sum() and max() agree.
+  const jobWide = (name: string, help: string, value: number) => {
+    const g = r.gauge(name, `${help} Job-wide, exported by the leader only.`);
+    if (status.isLeader) g.set(value);
   };
-  counterBy("acquisitions_total", "Splits gained, by reason.", "reason", stats.acquisitions);
-  counterBy("split_losses_total", "Splits lost, by reason.", "reason", stats.losses);
+  jobWide("splits_planned", "Splits in the published plan.", status.counts.planned);
+  jobWide("splits_runnable", "Runnable splits (owned or not).", status.counts.runnable);
+  jobWide("splits_unclaimed", "Runnable splits with no live owner (the backlog).", status.counts.unclaimed);
+  jobWide("splits_completed", "Completed splits.", status.counts.completed);
+  jobWide("splits_quarantined", "Quarantined (poison) splits.", status.counts.quarantined);
+  jobWide("splits_cancelled", "Cancelled splits.", status.counts.cancelled);
+  jobWide("live_workers", "Live members, standbys included.", status.members);
+  const counterBy = (name: string, help: string, label: string, known: readonly string[], values: Record<string, number>) => {
+    const c = r.counter(name, help);
+    for (const k of known) c.set(values[k] ?? 0, { [label]: k });
+    for (const [k, v] of Object.entries(values)) if (!known.includes(k)) c.set(v, { [label]: k });
+  };
+  counterBy("acquisitions_total", "Splits gained, by reason.", "reason", KNOWN_LABEL_VALUES.acquisitions, stats.acquisitions);
+  counterBy("split_losses_total", "Splits lost, by reason.", "reason", KNOWN_LABEL_VALUES.losses, stats.losses);
   r.counter("releases_total", "Graceful releases.").set(stats.releases);
-  counterBy("revocations_total", "Revocations, by outcome.", "outcome", stats.revocations);
-  counterBy("writes_total", "Store writes, by outcome.", "outcome", stats.writes);
+  counterBy("revocations_total", "Revocations, by outcome.", "outcome", KNOWN_LABEL_VALUES.revocations, stats.revocations);
+  counterBy("writes_total", "Store writes, by outcome.", "outcome", KNOWN_LABEL_VALUES.writes, stats.writes);
   r.counter("self_fences_total", "Self-fences after heartbeat starvation.").set(stats.selfFences);
   r.counter("claim_attempts_total", "Ownership writes tried (claims, resumes, a leader's takeovers), won or lost.").set(stats.claimAttempts);
   r.counter("records_replaced_total", "Unreadable control records replaced by CAS.").set(stats.recordsReplaced);
   r.counter("plan_failures_total", "Failed planner runs while leading.").set(stats.planFailures);
   const ops = r.histogram("store_op_duration_seconds", "Store operation latency, by op.");
-  for (const [op, h] of Object.entries(stats.storeOpSeconds)) ops.set(h, { op });
+  for (const op of KNOWN_LABEL_VALUES.storeOps) ops.set(stats.storeOpSeconds[op] ?? newHistogram(), { op });
+  for (const [op, h] of Object.entries(stats.storeOpSeconds)) {
+    if (!(KNOWN_LABEL_VALUES.storeOps as readonly string[]).includes(op)) ops.set(h, { op });
+  }
   r.histogram("handover_seconds", "Steal requested to thief gained.").set(stats.handoverSeconds);
   if (worker) {
     const w = worker.stats();
@@ -178,14 +232,16 @@ function problem(status: number, error: string, extra: Record<string, unknown> =
 
 /**
  * Creates the HTTP app: `GET /healthz`, `GET /readyz`, `GET /metrics`,
- * `GET /status`, `POST /drain`. Unknown routes answer 404 JSON, a wrong
+ * `GET /status`, `POST /drain`, and with a `store` the fleet routes (see
+ * {@linkcode AppOptions.store}). Unknown routes answer 404 JSON, a wrong
  * method 405 (with `Allow`), a malformed drain body 400, a drain body over
  * 4 KiB 413, a missing or wrong drain token 401 (a malformed Authorization
  * header 400), and a drain with no token configured 403 unless `drainOpen`.
  *
  * @example
  * ```ts
- * import { createApp, type Worker } from "@splitlease/splitlease";
+ * import { createApp } from "@splitlease/splitlease/host";
+ * import { type Worker } from "@splitlease/splitlease";
  * declare const worker: Worker;
  * const app = createApp({ worker, drainToken: "s3cret" });
  * const res = await app.request("/readyz");
@@ -227,6 +283,7 @@ export function createApp(options: AppOptions): HttpApp {
   route("/healthz", "GET");
 
   app.get("/readyz", (c) => {
+    if (options.idling?.()) return c.json({ ready: true, reasons: [], idle: true }, 200);
     const st = coordinator.status();
     const reasons: string[] = [];
     if (st.state !== "running") reasons.push(`coordinator is ${st.state}`);
@@ -302,6 +359,10 @@ export function createApp(options: AppOptions): HttpApp {
   });
   route("/drain", "POST");
 
+  if (options.store) {
+    mountFleetRoutes(app, { store: options.store, coordinator, guard: drainGuard, bodyLimit: tooLarge, allow: route });
+  }
+
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }, 404));
   app.onError((err, c) => {
     if (err instanceof HTTPException) return err.getResponse();
@@ -356,7 +417,7 @@ function drainGuardOf(options: AppOptions): MiddlewareHandler {
   if (options.drainOpen === true) return (_c, next) => next();
   return (c) =>
     Promise.resolve(c.json({
-      error: "POST /drain is disabled: no drainToken is configured (set drainToken, or drainOpen: true " +
-        "to accept drains without a token on a private network)",
+      error: `${c.req.method} ${new URL(c.req.url).pathname} is disabled: no drainToken is configured (set drainToken, ` +
+        "or drainOpen: true to accept drains and operator actions without a token on a private network)",
     }, 403));
 }

@@ -13,7 +13,7 @@ import type { Histogram } from "../coordinator/types.ts";
  *
  * @example
  * ```ts
- * import { PROMETHEUS_CONTENT_TYPE } from "@splitlease/splitlease";
+ * import { PROMETHEUS_CONTENT_TYPE } from "@splitlease/splitlease/host";
  * const headers = { "content-type": PROMETHEUS_CONTENT_TYPE };
  * ```
  */
@@ -24,7 +24,7 @@ export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8
  *
  * @example
  * ```ts
- * import type { Labels } from "@splitlease/splitlease";
+ * import type { Labels } from "@splitlease/splitlease/host";
  * const labels: Labels = { reason: "takeover" };
  * ```
  */
@@ -35,7 +35,7 @@ export type Labels = Record<string, string>;
  *
  * @example
  * ```ts
- * import type { MetricType } from "@splitlease/splitlease";
+ * import type { MetricType } from "@splitlease/splitlease/host";
  * const type: MetricType = "counter";
  * ```
  */
@@ -56,7 +56,7 @@ const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
  *
  * @example
  * ```ts
- * import { escapeLabelValue } from "@splitlease/splitlease";
+ * import { escapeLabelValue } from "@splitlease/splitlease/host";
  * escapeLabelValue('a"b\\c\n'); // a\"b\\c\n (escaped)
  * ```
  */
@@ -74,7 +74,7 @@ function escapeHelp(text: string): string {
  *
  * @example
  * ```ts
- * import { formatSampleValue } from "@splitlease/splitlease";
+ * import { formatSampleValue } from "@splitlease/splitlease/host";
  * formatSampleValue(Infinity); // "+Inf"
  * ```
  */
@@ -97,7 +97,7 @@ function renderLabels(labels: Labels): string {
  *
  * @example
  * ```ts
- * import { MetricsRegistry } from "@splitlease/splitlease";
+ * import { MetricsRegistry } from "@splitlease/splitlease/host";
  * const r = new MetricsRegistry("app_");
  * r.gauge("up", "Whether the app is up.").set(1);
  * r.counter("requests_total", "Requests.").set(5, { route: "/x" });
@@ -106,14 +106,23 @@ function renderLabels(labels: Labels): string {
  */
 export class MetricsRegistry {
   #prefix: string;
+  #constLabels: Labels;
   #families = new Map<string, Family>();
 
-  /** Creates a registry whose metric names all start with `prefix`. */
-  constructor(prefix = "") {
+  /**
+   * Creates a registry whose metric names all start with `prefix`;
+   * `constLabels` are put first on every sample (each family's own labels
+   * may not repeat them).
+   */
+  constructor(prefix = "", constLabels: Labels = {}) {
     if (prefix !== "" && !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
       throw new TypeError(`invalid metric name prefix ${JSON.stringify(prefix)}`);
     }
+    for (const k of Object.keys(constLabels)) {
+      if (!LABEL.test(k) || k.startsWith("__") || k === "le") throw new TypeError(`invalid constant label name ${JSON.stringify(k)}`);
+    }
     this.#prefix = prefix;
+    this.#constLabels = { ...constLabels };
   }
 
   #family(name: string, help: string, type: MetricType): Family {
@@ -133,16 +142,19 @@ export class MetricsRegistry {
     return {
       set: (value: number, labels: Labels = {}) => {
         for (const k of Object.keys(labels)) {
-          if (!LABEL.test(k) || k.startsWith("__") || (f.type === "histogram" && k === "le")) {
+          if (!LABEL.test(k) || k.startsWith("__") || (f.type === "histogram" && k === "le") || k in this.#constLabels) {
             throw new TypeError(`invalid label name ${JSON.stringify(k)} on ${f.name}`);
           }
         }
-        f.samples.push({ labels, value });
+        f.samples.push({ labels: { ...this.#constLabels, ...labels }, value });
       },
     };
   }
 
-  /** A gauge family: `set(value, labels?)` adds one sample. */
+  /**
+   * A gauge family: `set(value, labels?)` adds one sample. A family with no
+   * sample still renders its HELP and TYPE.
+   */
   gauge(name: string, help: string): { set(value: number, labels?: Labels): void } {
     return this.#setter(this.#family(name, help, "gauge"));
   }

@@ -74,10 +74,27 @@ export interface NatsStoreOptions {
   wsFactory?: WebSocketFactory;
   /** Connection name shown in server monitoring. */
   name?: string;
+  /**
+   * Subject prefix of this connection's reply inboxes (default
+   * `_INBOX.splitlease_<job>`): every reply (KV reads, publish acks, watch
+   * deliveries) arrives under it, so a server can let each job's user
+   * subscribe to its own job's replies only (`_INBOX.splitlease_<job>.>`)
+   * instead of `_INBOX.>`, where one job could read another's replies.
+   * Dot-separated tokens of `[A-Za-z0-9_$-]`.
+   */
+  inboxPrefix?: string;
+  /**
+   * Create the job's bucket when it does not exist (default `true`). Tools
+   * that only read or repair a job (the CLI) pass `false`: a mistyped job
+   * name then fails with `INVALID_CONFIG` instead of creating an empty bucket.
+   */
+  createBucket?: boolean;
 }
 
 /** Options after defaults and validation. */
 export interface ResolvedOptions {
+  /** Create the bucket when absent. */
+  createBucket: boolean;
   /** Server URLs without credentials. */
   servers: string[];
   job: string;
@@ -85,6 +102,8 @@ export interface ResolvedOptions {
   replicas: number;
   opTimeoutMs: number;
   pingIntervalMs: number;
+  /** Prefix of reply inboxes. */
+  inboxPrefix: string;
   /** Credentials taken from the server URLs, if any. */
   urlAuth?: { user: string; pass: string } | { token: string };
 }
@@ -104,6 +123,8 @@ const NATS_KEYS = keysOf<NatsStoreOptions>({
   noRandomize: true,
   wsFactory: true,
   name: true,
+  inboxPrefix: true,
+  createBucket: true,
 });
 
 function invalid(message: string): SplitleaseError {
@@ -183,13 +204,24 @@ export function resolveOptions(options: NatsStoreOptions): ResolvedOptions {
   if (urlAuth && auths.length > 0) {
     throw invalid("credentials are given both in a server URL and as options; give them once");
   }
+  const inboxPrefix = options.inboxPrefix ?? `_INBOX.splitlease_${options.job}`;
+  if (typeof inboxPrefix !== "string" || !/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/.test(inboxPrefix)) {
+    throw invalid(
+      `inboxPrefix ${JSON.stringify(inboxPrefix)} must be dot-separated tokens of [A-Za-z0-9_$-] (no wildcards or spaces)`,
+    );
+  }
+  if (options.createBucket !== undefined && typeof options.createBucket !== "boolean") {
+    throw invalid(`createBucket must be true or false, got ${JSON.stringify(options.createBucket)}`);
+  }
   return {
+    createBucket: options.createBucket ?? true,
     servers,
     job: options.job,
     bucket: `splitlease_${options.job}`,
     replicas,
     opTimeoutMs,
     pingIntervalMs,
+    inboxPrefix,
     ...(urlAuth ? { urlAuth } : {}),
   };
 }

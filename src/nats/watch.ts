@@ -159,6 +159,14 @@ export class NatsWatch implements Watch {
     });
   }
 
+  /** See `Watch.position`: the consumer's last delivered revision, `Infinity` while it has more pending. */
+  async position(): Promise<number> {
+    const scan = this.#scan;
+    if (!scan || this.#stopped) return Infinity;
+    const info = await scan.consumer.info();
+    return info.num_pending > 0 ? Infinity : info.delivered.stream_seq;
+  }
+
   /**
    * Is our consumer still there? (It vanishes with its node in a cluster.)
    * Called by the connection's watchdog, one watch per tick.

@@ -10,7 +10,7 @@ import type { Logger } from "../coordinator/types.ts";
  *
  * @example
  * ```ts
- * import type { LogLevel } from "@splitlease/splitlease";
+ * import type { LogLevel } from "@splitlease/splitlease/host";
  * const level: LogLevel = "info";
  * ```
  */
@@ -23,7 +23,7 @@ const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 4
  *
  * @example
  * ```ts
- * import { jsonLogger, type JsonLoggerOptions } from "@splitlease/splitlease";
+ * import { jsonLogger, type JsonLoggerOptions } from "@splitlease/splitlease/host";
  * const options: JsonLoggerOptions = { level: "warn", base: { instance: "pod-1" } };
  * const log = jsonLogger(options);
  * log("warn", "Heartbeat failed", { error: "timeout" });
@@ -69,7 +69,7 @@ function plain(value: unknown, depth = 0): unknown {
  *
  * @example
  * ```ts
- * import { formatLogLine } from "@splitlease/splitlease";
+ * import { formatLogLine } from "@splitlease/splitlease/host";
  * formatLogLine("info", "gained", { splitId: "a" }, {}, 0);
  * // {"time":"1970-01-01T00:00:00.000Z","level":"info","msg":"gained","splitId":"a"}
  * ```
@@ -99,7 +99,7 @@ export function formatLogLine(
  *
  * @example
  * ```ts
- * import { jsonLogger } from "@splitlease/splitlease";
+ * import { jsonLogger } from "@splitlease/splitlease/host";
  * const log = jsonLogger({ level: "debug", base: { instance: "pod-1" } });
  * log("info", "joined", { job: "backfill" });
  * ```
@@ -121,7 +121,7 @@ export function jsonLogger(options: JsonLoggerOptions = {}): Logger {
  *
  * @example
  * ```ts
- * import { silentLogger } from "@splitlease/splitlease";
+ * import { silentLogger } from "@splitlease/splitlease/host";
  * silentLogger("info", "nothing is written");
  * ```
  */

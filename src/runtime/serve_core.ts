@@ -25,7 +25,7 @@ import { durationIssue, MAX_TIMER_MS } from "../util/timers.ts";
  *
  * @example
  * ```ts
- * import { EXIT_DRAINED } from "@splitlease/splitlease";
+ * import { EXIT_DRAINED } from "@splitlease/splitlease/host";
  * console.log(EXIT_DRAINED); // 0
  * ```
  */
@@ -35,7 +35,7 @@ export const EXIT_DRAINED = 0;
  *
  * @example
  * ```ts
- * import { EXIT_ERROR } from "@splitlease/splitlease";
+ * import { EXIT_ERROR } from "@splitlease/splitlease/host";
  * console.log(EXIT_ERROR); // 1
  * ```
  */
@@ -45,7 +45,7 @@ export const EXIT_ERROR = 1;
  *
  * @example
  * ```ts
- * import { EXIT_STALLED } from "@splitlease/splitlease";
+ * import { EXIT_STALLED } from "@splitlease/splitlease/host";
  * console.log(EXIT_STALLED); // 3
  * ```
  */
@@ -58,18 +58,32 @@ export const EXIT_STALLED = 3;
  *
  * @example
  * ```ts
- * import { EXIT_PLAN_FAILED } from "@splitlease/splitlease";
+ * import { EXIT_PLAN_FAILED } from "@splitlease/splitlease/host";
  * console.log(EXIT_PLAN_FAILED); // 4
  * ```
  */
 export const EXIT_PLAN_FAILED = 4;
 
 /**
+ * Default `shutdownMarginMs`: time on top of `drainDeadlineMs` for a SIGTERM
+ * drain before lanes are aborted. A pod's termination grace period should
+ * exceed their sum plus one store write (`opTimeoutMs`, the leave).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_SHUTDOWN_MARGIN_MS } from "./serve_core.ts";
+ * const graceSeconds = (10_000 + DEFAULT_SHUTDOWN_MARGIN_MS + 5_000) / 1000; // 20
+ * ```
+ */
+export const DEFAULT_SHUTDOWN_MARGIN_MS = 5000;
+
+/**
  * Options of the adapters' `serve` (and of {@linkcode serveWith}).
  *
  * @example
  * ```ts
- * import { MemoryStore, type ServeOptions, type SplitSource } from "@splitlease/splitlease";
+ * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
+ * import { type ServeOptions } from "@splitlease/splitlease/host";
  * declare const source: SplitSource;
  * const options: ServeOptions<unknown> = { store: new MemoryStore(), source, job: "backfill", port: 8080 };
  * ```
@@ -110,6 +124,16 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
   logger?: Logger;
   /** Clock (default: system clock). */
   clock?: Clock;
+  /**
+   * What the process does once the job is complete (the worker drained with
+   * the job done, not on a shutdown request): `"exit"` (default) exits 0 at
+   * once, which suits a Kubernetes Job; `"idle"` closes the store and keeps
+   * serving HTTP (`/healthz` and `/readyz` 200, `idle: true`) until
+   * SIGTERM/SIGINT, then exits 0, so a Deployment's restarted pod on a
+   * finished job does not crash-loop. Stalls (exit 3), planner failures
+   * (exit 4) and errors (exit 1) exit in both modes.
+   */
+  afterCompletion?: "exit" | "idle";
   /** Exit the process when the worker ends (default `true`). */
   exit?: boolean;
   /** Joins the coordinator (default `SplitCoordinator.join`); for tests and custom coordinators. */
@@ -121,7 +145,7 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
  *
  * @example
  * ```ts
- * import type { ServeHost } from "@splitlease/splitlease";
+ * import type { ServeHost } from "@splitlease/splitlease/host";
  * // What an adapter supplies: see adapters/deno.ts for a complete host.
  * declare const host: ServeHost;
  * console.log(host.runtime);
@@ -147,7 +171,7 @@ export interface ServeHost {
  *
  * @example
  * ```ts
- * import type { ServeResult, Service } from "@splitlease/splitlease";
+ * import type { ServeResult, Service } from "@splitlease/splitlease/host";
  * declare const service: Service;
  * const result: ServeResult = await service.done;
  * console.log(result.exitCode, result.outcome.kind);
@@ -165,7 +189,7 @@ export interface ServeResult {
  *
  * @example
  * ```ts
- * import type { Service } from "@splitlease/splitlease";
+ * import type { Service } from "@splitlease/splitlease/host";
  * declare const service: Service;
  * console.log(`listening on ${service.port}`);
  * await service.shutdown("maintenance");
@@ -204,6 +228,7 @@ const SERVE_KEYS: readonly string[] = [
     abortGraceMs: true,
     commitIntervalMs: true,
     shutdownMarginMs: true,
+    afterCompletion: true,
     logger: true,
     clock: true,
     exit: true,
@@ -224,6 +249,12 @@ function checkServeOptions(options: ServeOptions<unknown>): void {
     const issue = durationIssue(key, options[key]);
     if (issue) throw new SplitleaseError("INVALID_CONFIG", `serve: ${issue}`);
   }
+  if (options.afterCompletion !== undefined && options.afterCompletion !== "exit" && options.afterCompletion !== "idle") {
+    throw new SplitleaseError(
+      "INVALID_CONFIG",
+      `serve: afterCompletion must be "exit" or "idle", got ${JSON.stringify(options.afterCompletion)}`,
+    );
+  }
   try {
     checkDrainOptions(options);
   } catch (e) {
@@ -238,7 +269,8 @@ function checkServeOptions(options: ServeOptions<unknown>): void {
  *
  * @example
  * ```ts
- * import { exitCodeFor, type WorkerOutcome } from "@splitlease/splitlease";
+ * import { exitCodeFor } from "@splitlease/splitlease/host";
+ * import { type WorkerOutcome } from "@splitlease/splitlease";
  * declare const outcome: WorkerOutcome;
  * const code = exitCodeFor(outcome); // 0, 1 or 3
  * ```
@@ -263,7 +295,8 @@ export function exitCodeFor(outcome: WorkerOutcome): number {
  *
  * @example
  * ```ts
- * import { serveWith, type ServeHost, type SplitSource, MemoryStore } from "@splitlease/splitlease";
+ * import { serveWith, type ServeHost } from "@splitlease/splitlease/host";
+ * import { type SplitSource, MemoryStore } from "@splitlease/splitlease";
  * declare const host: ServeHost;
  * declare const source: SplitSource;
  * const service = await serveWith({ store: new MemoryStore(), source, job: "demo", port: 0 }, host);
@@ -311,16 +344,26 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     commitIntervalMs: options.commitIntervalMs,
   });
   // Each part is at most MAX_TIMER_MS; their sum may not be (a longer timer fires at once).
-  const deadlineMs = Math.min(MAX_TIMER_MS, (options.drainDeadlineMs ?? 10_000) + (options.shutdownMarginMs ?? 5000));
+  const deadlineMs = Math.min(MAX_TIMER_MS, (options.drainDeadlineMs ?? 10_000) + (options.shutdownMarginMs ?? DEFAULT_SHUTDOWN_MARGIN_MS));
   let signals = 0;
-  const shutdown = (reason: string, deadline = deadlineMs) => worker.shutdown({ reason, deadlineMs: deadline });
+  // afterCompletion "idle": set once the job completed and the process stays up; ended by a signal or shutdown().
+  let idling = false;
+  let stopRequested = false;
+  let endIdle: (() => void) | undefined;
+  const shutdown = (reason: string, deadline = deadlineMs) => {
+    stopRequested = true;
+    endIdle?.();
+    return worker.shutdown({ reason, deadlineMs: deadline });
+  };
   const app = createApp({
     worker,
+    store,
     drainToken: options.drainToken,
     drainOpen: options.drainOpen,
     metricsPrefix: options.metricsPrefix,
     drainDeadlineMs: deadlineMs,
     onDrain: (d) => void shutdown("POST /drain", d ?? deadlineMs),
+    idling: () => idling,
   });
   let server: { port: number; close(): Promise<void> };
   try {
@@ -335,7 +378,10 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
   log("info", "serving", { event: "serving", port: server.port, runtime: host.runtime, job: options.job });
   const unsubscribe = host.onSignal(["SIGTERM", "SIGINT"], (signal) => {
     signals++;
-    if (signals === 1) {
+    if (idling) {
+      log("info", `${signal}: leaving the idle state`, { event: "signal", signal });
+      void shutdown(signal);
+    } else if (signals === 1) {
       log("info", `${signal}: draining`, { event: "signal", signal, deadlineMs });
       void shutdown(signal);
     } else {
@@ -344,10 +390,29 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     }
   });
   const done = worker.done.then(async (outcome): Promise<ServeResult> => {
-    unsubscribe();
-    await server.close().catch((e) => log("warn", "HTTP server close failed", { error: e }));
-    if (ownsStore) await store.close().catch((e) => log("warn", "store close failed", { error: e }));
     const exitCode = exitCodeFor(outcome);
+    if (
+      options.afterCompletion === "idle" && exitCode === EXIT_DRAINED && outcome.kind === "drained" &&
+      outcome.reason !== "shutdown" && !stopRequested
+    ) {
+      // The job is done: a restart would find it done and exit at once, which
+      // a Deployment restarts in a loop. Stay up, idle, until told to stop.
+      if (ownsStore) await store.close().catch((e) => log("warn", "store close failed", { error: e }));
+      const stopped = new Promise<void>((resolve) => (endIdle = resolve));
+      idling = true;
+      log("info", "job complete; idling until SIGTERM (afterCompletion: idle)", {
+        event: "idle",
+        reason: outcome.reason,
+      });
+      if (!stopRequested) await stopped;
+      idling = false;
+      unsubscribe();
+      await server.close().catch((e) => log("warn", "HTTP server close failed", { error: e }));
+    } else {
+      unsubscribe();
+      await server.close().catch((e) => log("warn", "HTTP server close failed", { error: e }));
+      if (ownsStore) await store.close().catch((e) => log("warn", "store close failed", { error: e }));
+    }
     log(exitCode === 0 ? "info" : "error", "exiting", { event: "exit", exitCode, outcome: outcome.kind });
     if (exit) host.exit(exitCode);
     return { outcome, exitCode };

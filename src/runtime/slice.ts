@@ -25,7 +25,8 @@ import { durationIssue } from "../util/timers.ts";
  *
  * @example
  * ```ts
- * import { createSliceHandler, MemoryStore, type SliceOptions, type SplitSource } from "@splitlease/splitlease";
+ * import { createSliceHandler, type SliceOptions } from "@splitlease/splitlease/serverless";
+ * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
  * declare const source: SplitSource;
  * const options: SliceOptions<unknown> = { store: new MemoryStore(), source, job: "backfill", budgetMs: 10_000 };
  * const handler = createSliceHandler(options);
@@ -77,7 +78,8 @@ export interface SliceOptions<D = unknown> extends CoordinatorTunables {
  *
  * @example
  * ```ts
- * import { runSlice, MemoryStore, type SliceResult, type SplitSource } from "@splitlease/splitlease";
+ * import { runSlice, type SliceResult } from "@splitlease/splitlease/serverless";
+ * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
  * declare const source: SplitSource;
  * const r: SliceResult = await runSlice({ store: new MemoryStore(), source, job: "backfill", budgetMs: 2000 });
  * console.log(r.outcome, r.completed);
@@ -268,7 +270,8 @@ function resultOf(instance: string, started: number, clock: Clock, outcome: Work
  *
  * @example
  * ```ts
- * import { runSlice, MemoryStore, type SplitSource } from "@splitlease/splitlease";
+ * import { runSlice } from "@splitlease/splitlease/serverless";
+ * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
  * declare const source: SplitSource;
  * const store = new MemoryStore();
  * const r = await runSlice({ store, source, job: "demo", budgetMs: 10_000, drainDeadlineMs: 2000 });
@@ -367,7 +370,8 @@ export async function runSlice<D>(
  *
  * @example
  * ```ts
- * import { createSliceHandler, MemoryStore, type SplitSource } from "@splitlease/splitlease";
+ * import { createSliceHandler } from "@splitlease/splitlease/serverless";
+ * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
  * declare const source: SplitSource;
  * const handler = createSliceHandler({ store: new MemoryStore(), source, job: "demo", budgetMs: 25_000 });
  * // serve it with the platform's HTTP server, or: export default { fetch: handler }

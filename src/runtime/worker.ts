@@ -687,6 +687,16 @@ class WorkerImpl<D> implements Worker {
   #checkStatus(): void {
     const st = this.#safeStatus();
     if (!st) return;
+    if (st.state === "draining" && !this.#draining && !this.#finished) {
+      // The coordinator drains without us asking: an operator drained this
+      // member (its member record). Finish as after SIGTERM.
+      this.#log("info", "coordinator draining (an operator drained this member); shutting down", {
+        event: "shutdown",
+        reason: "member drained",
+      });
+      this.#finish({ kind: "drained", reason: "shutdown" });
+      return;
+    }
     if (st.isLeader !== this.#wasLeader) {
       this.#wasLeader = st.isLeader;
       if (st.isLeader) {

@@ -55,7 +55,8 @@ export interface WorkerOptions<D> {
  *
  * @example
  * ```ts
- * import type { Worker, WorkerStats } from "@splitlease/splitlease";
+ * import type { Worker } from "@splitlease/splitlease";
+ * import type { WorkerStats } from "@splitlease/splitlease/admin";
  * declare const worker: Worker;
  * const stats: WorkerStats = worker.stats();
  * console.log(stats.completed, stats.recordsCommitted);
@@ -91,7 +92,8 @@ export interface WorkerStats {
  *
  * @example
  * ```ts
- * import type { LaneInfo, Worker } from "@splitlease/splitlease";
+ * import type { LaneInfo } from "@splitlease/splitlease/admin";
+ * import type { Worker } from "@splitlease/splitlease";
  * declare const worker: Worker;
  * const lanes: LaneInfo[] = worker.lanes();
  * console.log(lanes.length);

@@ -12,7 +12,7 @@ const ID = /^[A-Za-z0-9_-]{1,128}$/;
  *
  * @example
  * ```ts
- * import { MAX_KEY_LENGTH } from "@splitlease/splitlease";
+ * import { MAX_KEY_LENGTH } from "@splitlease/splitlease/store";
  * console.log(MAX_KEY_LENGTH); // 512
  * ```
  */
@@ -24,7 +24,7 @@ export const MAX_KEY_LENGTH = 512;
  *
  * @example
  * ```ts
- * import { assertValidKey } from "@splitlease/splitlease";
+ * import { assertValidKey } from "@splitlease/splitlease/store";
  * assertValidKey("split.abc"); // ok
  * ```
  */
@@ -51,7 +51,7 @@ export function assertValidKey(key: string): void {
  *
  * @example
  * ```ts
- * import { assertValidFilter } from "@splitlease/splitlease";
+ * import { assertValidFilter } from "@splitlease/splitlease/store";
  * assertValidFilter("split."); // ok
  * ```
  */
@@ -65,7 +65,7 @@ export function assertValidFilter(filter: string): void {
  *
  * @example
  * ```ts
- * import { matchesFilter } from "@splitlease/splitlease";
+ * import { matchesFilter } from "@splitlease/splitlease/store";
  * matchesFilter("split.", "split.a"); // true
  * ```
  */
@@ -81,7 +81,7 @@ export function matchesFilter(filter: string, key: string): boolean {
  *
  * @example
  * ```ts
- * import { isValidId } from "@splitlease/splitlease";
+ * import { isValidId } from "@splitlease/splitlease/store";
  * isValidId("part-0001"); // true
  * ```
  */
@@ -94,7 +94,7 @@ export function isValidId(id: unknown): id is string {
  *
  * @example
  * ```ts
- * import { assertValidId } from "@splitlease/splitlease";
+ * import { assertValidId } from "@splitlease/splitlease/store";
  * assertValidId("part-0001", "split id");
  * ```
  */
@@ -112,7 +112,7 @@ export function assertValidId(id: unknown, what = "id"): asserts id is string {
  *
  * @example
  * ```ts
- * import { keys, type KeyLayout } from "@splitlease/splitlease";
+ * import { keys, type KeyLayout } from "@splitlease/splitlease/admin";
  * const layout: KeyLayout = keys;
  * console.log(layout.member("w1")); // member.w1
  * ```
@@ -147,7 +147,7 @@ export interface KeyLayout {
  *
  * @example
  * ```ts
- * import { keys } from "@splitlease/splitlease";
+ * import { keys } from "@splitlease/splitlease/admin";
  * keys.split("a"); // "split.a"
  * ```
  */

@@ -27,6 +27,8 @@ interface Slot {
 interface Watcher {
   filter: KeyFilter;
   channel: Channel<WatchEvent>;
+  /** Revision of the last put or delete handed to this watcher. */
+  last: number;
 }
 
 const encoder = new TextEncoder();
@@ -192,7 +194,7 @@ export class MemoryStore implements Store {
     snapshot.sort((a, b) => a.revision - b.revision);
     for (const e of snapshot) channel.push({ type: "put", ...e });
     channel.push({ type: "ready" });
-    const watcher: Watcher = { filter, channel };
+    const watcher: Watcher = { filter, channel, last: snapshot.length ? snapshot[snapshot.length - 1].revision : 0 };
     this.#watchers.add(watcher);
     const stop = (): Promise<void> => {
       this.#watchers.delete(watcher);
@@ -201,6 +203,7 @@ export class MemoryStore implements Store {
     };
     return {
       stop,
+      position: () => this.#deliver(watcher.last),
       [Symbol.asyncIterator]: () => channel[Symbol.asyncIterator](),
       [Symbol.asyncDispose]: stop,
     };
@@ -228,7 +231,9 @@ export class MemoryStore implements Store {
 
   #emit(key: string, event: WatchEvent): void {
     for (const w of this.#watchers) {
-      if (matchesFilter(w.filter, key)) w.channel.push(event);
+      if (!matchesFilter(w.filter, key)) continue;
+      if (event.type === "put" || event.type === "delete") w.last = event.revision;
+      w.channel.push(event);
     }
   }
 

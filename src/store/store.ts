@@ -10,7 +10,7 @@
  *
  * @example
  * ```ts
- * import { MAX_VALUE_BYTES } from "@splitlease/splitlease";
+ * import { MAX_VALUE_BYTES } from "@splitlease/splitlease/store";
  * console.log(MAX_VALUE_BYTES); // 262144
  * ```
  */
@@ -21,7 +21,8 @@ export const MAX_VALUE_BYTES = 256 * 1024;
  *
  * @example
  * ```ts
- * import { MemoryStore, type StoreEntry } from "@splitlease/splitlease";
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * import { type StoreEntry } from "@splitlease/splitlease/store";
  * const store = new MemoryStore();
  * await store.create("plan", "{}");
  * const e: StoreEntry | undefined = await store.get("plan");
@@ -50,7 +51,8 @@ export interface StoreEntry {
   *
   * @example
   * ```ts
-  * import { MemoryStore, type WriteResult } from "@splitlease/splitlease";
+  * import { MemoryStore } from "@splitlease/splitlease";
+  * import { type WriteResult } from "@splitlease/splitlease/store";
   * const store = new MemoryStore();
   * const r: WriteResult = await store.create("job", "{}");
   * if (r.ok) console.log(r.revision); else console.log("already exists");
@@ -66,7 +68,8 @@ export type WriteResult =
   *
   * @example
   * ```ts
-  * import { MemoryStore, type DeleteResult } from "@splitlease/splitlease";
+  * import { MemoryStore } from "@splitlease/splitlease";
+  * import { type DeleteResult } from "@splitlease/splitlease/store";
   * const store = new MemoryStore();
   * const r: DeleteResult = await store.delete("plan");
   * console.log(r.ok); // true: deleting an absent key succeeds
@@ -87,7 +90,7 @@ export type DeleteResult = { ok: true } | { ok: false; conflict: true };
   *
   * @example
   * ```ts
-  * import type { WatchEvent } from "@splitlease/splitlease";
+  * import type { WatchEvent } from "@splitlease/splitlease/store";
   * function describe(ev: WatchEvent): string {
   *   return ev.type === "put" ? `${ev.key}@${ev.revision}` : ev.type;
   * }
@@ -105,7 +108,8 @@ export type WatchEvent =
   *
   * @example
   * ```ts
-  * import { MemoryStore, type Watch } from "@splitlease/splitlease";
+  * import { MemoryStore } from "@splitlease/splitlease";
+  * import { type Watch } from "@splitlease/splitlease/store";
   * const store = new MemoryStore();
   * const w: Watch = store.watch("member.");
   * for await (const ev of w) {
@@ -117,6 +121,14 @@ export type WatchEvent =
 export interface Watch extends AsyncIterable<WatchEvent>, AsyncDisposable {
   /** Stops the watch; iteration ends. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * Optional: the revision of the last change this watch has been handed by
+   * the store as of now (`Infinity` while more is on its way). A consumer
+   * that has applied every event up to this revision has seen every change
+   * made before the call. Backends that cannot tell leave it out (callers
+   * then fall back to a listing).
+   */
+  position?(): Promise<number>;
 }
 
 /**
@@ -126,7 +138,8 @@ export interface Watch extends AsyncIterable<WatchEvent>, AsyncDisposable {
   *
   * @example
   * ```ts
-  * import { MemoryStore, type KeyFilter } from "@splitlease/splitlease";
+  * import { MemoryStore } from "@splitlease/splitlease";
+  * import { type KeyFilter } from "@splitlease/splitlease/store";
   * const filter: KeyFilter = "split."; // every split record
   * console.log(await new MemoryStore().list(filter));
   * ```

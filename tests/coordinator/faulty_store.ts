@@ -105,7 +105,8 @@ export class FaultyStore implements Store {
       await inner.stop();
       w.ch.close();
     };
-    return { stop, [Symbol.asyncIterator]: () => w.ch[Symbol.asyncIterator](), [Symbol.asyncDispose]: stop };
+    const position = inner.position ? () => inner.position!() : undefined;
+    return { stop, position, [Symbol.asyncIterator]: () => w.ch[Symbol.asyncIterator](), [Symbol.asyncDispose]: stop };
   }
   close(): Promise<void> {
     return Promise.resolve();

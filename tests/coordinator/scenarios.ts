@@ -390,21 +390,24 @@ export function coordinatorScenarios(b: Backend): void {
   t("14. a draining worker keeps its splits until it releases them: peers claim them with no attempt charged", async () => {
     await using f = await b.fleet();
     const plan = finalPlanner(splits(4));
-    const [a, w] = await f.joinAll([{ instance: "a", planner: plan }, { instance: "b", planner: plan }]);
+    // A drain deadline of a few leases: the source below takes its time, and
+    // a loaded machine must not turn its drain into a forced release.
+    const drainDeadlineMs = 3 * f.timings.leaseMs;
+    const [a, w] = await f.joinAll([{ instance: "a", planner: plan, drainDeadlineMs }, { instance: "b", planner: plan }]);
     assert.ok(await f.until(() => a.held.length === 2 && w.held.length === 2, 2000));
     const mine = [...a.held];
-    // A cooperative source that takes a while to reach a safe boundary.
+    // A cooperative source that takes a while (longer than a lease) to reach a safe boundary.
     const drained = a.c.drain();
-    await f.advance(f.timings.drainDeadlineMs / 2);
+    await f.advance(f.timings.leaseMs + 100);
     assert.deepEqual([...a.held].sort(), mine.sort(), "still held while draining");
     assert.equal(w.held.length, 2, "no peer took a draining worker's split");
-    for (const h of a.c.status().held) {
+    await Promise.all(a.c.status().held.map(async (h) => {
       await a.c.commit(h.id, h.epoch, { watermark: 5 });
       await a.c.release([h.id]);
-    }
+    }));
     await drained;
     assert.ok(await f.until(() => w.held.length === 4, 1000));
-    assert.equal(a.lost().length, 0);
+    assert.deepEqual(a.lost(), []);
     assert.equal(w.c.stats().acquisitions.takeover ?? 0, 0);
     for (const id of mine) {
       const r = await splitRecord(f.store, id);

@@ -1,7 +1,9 @@
 /**
- * Smoke test of `npm run demo` (in-process mode) on a tiny dataset: the
- * summary shows no loss (records out >= records in, every record seen) and
- * the demo's /status and /metrics answered while it ran.
+ * Smoke tests of `npm run demo` on tiny datasets. In-process: the summary
+ * shows no loss (records out >= records in, every record seen) and the
+ * demo's /status and /metrics answered while it ran. `--nats`: three worker
+ * processes over a nats-server, one killed halfway; the progress shows
+ * completed/total splits and the output tells takeovers from handoffs.
  */
 import assert from "node:assert/strict";
 import { Deadline } from "../helpers/deadline.ts";
@@ -77,12 +79,86 @@ Deno.test({
       assert.equal(s.workers.reduce((a: number, w: { records: number }) => a + w.records, 0), s.recordsOut);
       assert.match(out, /no record lost/);
       assert.match(out, /records in\s+400/);
+      assert.match(out, /splits \d+\/\d+/, "the progress line shows completed/total splits");
+      assert.match(out, new RegExp(`splits ${s.splits.planned}/${s.splits.planned}`), "the last progress line shows every split completed");
+      assert.match(out, /splits moved\s+\d+ takeovers, \d+ reclaims .*\d+ handoffs/);
+      assert.equal(s.gains.takeover, 0, "nobody died in process");
     } finally {
       try {
         child.kill("SIGKILL");
       } catch { /* exited */ }
       await child.status;
       await stderr.catch(() => {});
+      await Deno.remove(tmp, { recursive: true });
+    }
+  },
+});
+
+/** Runs `deno run examples/demo/main.ts …args`, collecting its output, within `limitMs`. */
+async function runDemo(args: string[], limitMs: number): Promise<{ code: number; out: string }> {
+  const child = new Deno.Command(`${root}node_modules/.bin/deno`, {
+    args: ["run", "-A", "examples/demo/main.ts", ...args],
+    cwd: root,
+    env: { NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const out = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const limit = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), limitMs)));
+  try {
+    const first = await Promise.race([child.status, limit]);
+    if (first === "timeout") {
+      child.kill("SIGINT"); // the demo kills its nats-server and workers on SIGINT
+      const [o, e] = await out;
+      throw new Error(`demo ${args.join(" ")} did not finish within ${limitMs} ms:\n${o}\n${e}`);
+    }
+    const [o, e] = await out;
+    return { code: first.code, out: o + e };
+  } finally {
+    clearTimeout(timer);
+    try {
+      child.kill("SIGKILL");
+    } catch { /* exited */ }
+    await child.status;
+  }
+}
+
+Deno.test({
+  name: "demo --nats: completed/total splits in the progress, a killed worker's splits reported as takeovers, handoffs apart",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const tmp = await Deno.makeTempDir({ prefix: "splitlease-demo-nats-test-" });
+    try {
+      const summaryPath = `${tmp}/summary.json`;
+      const { code, out } = await runDemo(
+        ["--nats", "--records", "1200", "--files", "10", "--split-bytes", "5000", "--delay-ms", "20", "--batch", "5", "--summary-json", summaryPath],
+        90_000,
+      );
+      assert.equal(code, 0, out);
+      const s = JSON.parse(await Deno.readTextFile(summaryPath));
+      assert.equal(s.missing, 0, out);
+      assert.equal(s.splits.completed, s.splits.planned, out);
+      // Completed/total from the workers' status().counts while it ran, all done at the end.
+      assert.match(out, /splits \d+\/\d+/, out);
+      assert.match(out, new RegExp(`splits ${s.splits.planned}/${s.splits.planned}(\\s|$)`, "m"), out);
+      const killed = /killed (worker-\w+) \(SIGKILL, pid \d+, holding (\d+) splits\)/.exec(out);
+      assert.ok(killed, `a worker was killed halfway:\n${out}`);
+      assert.equal(killed[1], s.killed);
+      assert.ok(Number(killed[2]) >= 1, `the killed worker held splits:\n${out}`);
+      // Its splits moved by takeover (attempt charged, tail replayed), each printed as such.
+      const takeovers = out.match(/^  worker-\w+ took over split \S+ from a dead worker \(takeover, epoch \d+\): .*the uncommitted tail replays$/gm) ?? [];
+      assert.ok(takeovers.length >= 1, `a takeover line:\n${out}`);
+      assert.equal(takeovers.length, s.gains.takeover, "one line per takeover");
+      assert.ok(takeovers.every((l) => !l.includes(s.killed)), "nobody takes over from itself");
+      // Rebalancing (workers joining at different times) is told apart: handoffs replay nothing.
+      const handoffs = out.match(/^  worker-\w+ was handed split \S+ by a rebalance or a drain \(handoff, epoch \d+\): .*nothing replays$/gm) ?? [];
+      assert.equal(handoffs.length, s.gains.handoff, "one line per handoff");
+      assert.match(out, new RegExp(`splits moved\\s+${s.gains.takeover} takeovers, ${s.gains.reclaim} reclaims .* ${s.gains.handoff} handoffs`));
+      assert.match(out, /no record lost/);
+    } finally {
       await Deno.remove(tmp, { recursive: true });
     }
   },

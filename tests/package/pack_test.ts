@@ -8,7 +8,8 @@ import { runCmd } from "../helpers/cmd.ts";
 import { bin, npmEnv, packOnce, root, tempDir } from "./pack.ts";
 
 const CONSUMER = `
-import { MemoryStore, runSlice, splitIdFrom, type SliceResult, type SplitSource } from "@splitlease/splitlease";
+import { MemoryStore, splitIdFrom, type SplitSource } from "@splitlease/splitlease";
+import { runSlice, type SliceResult } from "@splitlease/splitlease/serverless";
 import { NatsStore, type NatsStoreOptions } from "@splitlease/splitlease/nats";
 import { createSliceHandler } from "@splitlease/splitlease/serverless";
 import type { serve as denoServe } from "@splitlease/splitlease/deno";
@@ -118,6 +119,19 @@ Deno.test({
     assert.doesNotMatch(install.out, /EBADENGINE|npm warn/i, "a quiet install on Node >= 22");
     const installed = JSON.parse(await Deno.readTextFile(`${app}/node_modules/@splitlease/splitlease/package.json`));
     assert.deepEqual(Object.keys(installed.dependencies).sort(), Object.keys(pkg.dependencies).sort());
+
+    // The `splitlease` command npm links from `bin`, on Node 24.
+    assert.deepEqual(pkg.bin, { splitlease: "./dist/cli.js" });
+    assert.ok(files.includes("dist/cli.js"), "tarball has dist/cli.js");
+    const help = await runCmd(`${app}/node_modules/.bin/splitlease`, ["--help"], {
+      cwd: app,
+      env: npmEnv(),
+      timeoutMs: 30_000,
+      what: "the installed splitlease command",
+    });
+    assert.match(help.stdout, /^usage: splitlease <command>/);
+    const usage = await runCmd(`${app}/node_modules/.bin/splitlease`, ["status"], { cwd: app, env: npmEnv(), check: false });
+    assert.equal(usage.code, 2, "no server given: a usage error");
 
     await Deno.writeTextFile(`${app}/consumer.ts`, CONSUMER);
     await Deno.writeTextFile(`${app}/tsconfig.dom.json`, tsconfig(["es2022", "dom"], []));

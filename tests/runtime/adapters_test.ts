@@ -46,7 +46,7 @@ async function sigtermMidJob(rt: Runtime, env: Record<string, string>): Promise<
     const metrics = await get(p, "/metrics");
     assert.equal(metrics.headers.get("content-type"), "text/plain; version=0.0.4; charset=utf-8");
     const text = await metrics.text();
-    assert.match(text, /^etl_coordination_splits_owned [1-9]\d*$/m);
+    assert.match(text, /^etl_coordination_splits_owned\{splitlease_job="[^"]+"\} [1-9]\d*$/m);
     assert.match(text, /^# TYPE etl_coordination_store_op_duration_seconds histogram$/m);
     assert.equal(await get(p, "/nope").then((r) => (r.body?.cancel(), r.status)), 404);
     const unauth = await get(p, "/drain", { method: "POST" });

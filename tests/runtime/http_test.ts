@@ -79,8 +79,10 @@ function validateExposition(text: string): Parsed {
   return { types, samples };
 }
 
-function find(p: Parsed, name: string, labels = ""): string | undefined {
-  return p.samples.find((s) => s.name === name && s.labels === labels)?.value;
+/** The value of `name` with `labels` besides the job label every sample carries (`{splitlease_job="job1"}`). */
+function find(p: Parsed, name: string, labels = "", job = "job1"): string | undefined {
+  const all = `{splitlease_job="${job}"${labels ? "," + labels.slice(1) : "}"}`;
+  return p.samples.find((s) => s.name === name && s.labels === all)?.value;
 }
 
 Deno.test("http: /healthz and /readyz follow the coordinator and the worker", async () => {
@@ -156,7 +158,60 @@ Deno.test("http: /metrics is valid Prometheus 0.0.4 text with every required fam
   assert.equal(Number(find(p, P + "store_op_duration_seconds_sum", '{op="update"}')).toFixed(3), "0.208");
   assert.equal(find(p, P + "handover_seconds_bucket", '{le="+Inf"}'), "1");
   assert.equal(find(p, P + "lanes_running"), "1");
+  assert.ok(p.samples.every((s) => s.labels.startsWith('{splitlease_job="job1"')), "every sample names the job");
   await worker.shutdown();
+});
+
+Deno.test("http: /metrics labels fit Prometheus: no job or instance label, every known counter series at 0 from the start", async () => {
+  const { coordinator, worker, app } = setup();
+  coordinator.statsOverride = { acquisitions: {}, losses: {}, revocations: {}, writes: {}, storeOpSeconds: {} };
+  const p = validateExposition(await (await app.request("/metrics")).text());
+  const P = "etl_coordination_";
+  // Prometheus attaches `job` and `instance` to every target: a scraped label of that name is renamed exported_*.
+  for (const s of p.samples) assert.doesNotMatch(s.labels, /[{,](job|instance)="/, `${s.name}${s.labels}`);
+  assert.equal(find(p, P + "info", '{worker="w1",session="sess-w1"}'), "1");
+  const known: [string, string, string[]][] = [
+    ["acquisitions_total", "reason", ["claim", "grant", "takeover", "reclaim", "handoff", "resume"]],
+    ["split_losses_total", "reason", ["fenced", "expired", "starved", "revoked"]],
+    ["revocations_total", "outcome", ["requested", "drained", "forced", "cancelled", "withdrawn", "fenced"]],
+    ["writes_total", "outcome", ["ok", "conflict", "unavailable", "error"]],
+  ];
+  for (const [name, label, values] of known) {
+    for (const v of values) assert.equal(find(p, P + name, `{${label}="${v}"}`), "0", `${name}{${label}="${v}"}`);
+  }
+  for (const op of ["create", "update", "delete", "get", "list"]) {
+    assert.equal(find(p, P + "store_op_duration_seconds_count", `{op="${op}"}`), "0", op);
+  }
+  await worker.shutdown();
+});
+
+Deno.test("http: job-wide gauges come from the leader only; every replica exports its own and the leader flag", async () => {
+  const P = "etl_coordination_";
+  const jobWide = ["splits_planned", "splits_runnable", "splits_unclaimed", "splits_completed", "splits_quarantined", "splits_cancelled", "live_workers"];
+  const member = setup();
+  member.coordinator.gain("a", 1);
+  await settle();
+  let p = validateExposition(await (await member.app.request("/metrics")).text());
+  for (const name of jobWide) {
+    assert.equal(p.types.get(P + name), "gauge", `${name} is announced on a member`);
+    assert.ok(!p.samples.some((s) => s.name === P + name), `${name} has no sample on a member`);
+  }
+  assert.equal(find(p, P + "leader"), "0");
+  assert.equal(find(p, P + "splits_owned"), "1");
+  member.coordinator.isLeader = true;
+  p = validateExposition(await (await member.app.request("/metrics")).text());
+  assert.equal(find(p, P + "leader"), "1");
+  const expected: Record<string, string> = {
+    splits_planned: "10",
+    splits_runnable: "7",
+    splits_unclaimed: "4",
+    splits_completed: "2",
+    splits_quarantined: "1",
+    splits_cancelled: "0",
+    live_workers: "2",
+  };
+  for (const name of jobWide) assert.equal(find(p, P + name), expected[name], name);
+  await member.worker.shutdown();
 });
 
 Deno.test("http: metric label values and HELP are escaped; the prefix is configurable", async () => {
@@ -172,6 +227,7 @@ Deno.test("http: metric label values and HELP are escaped; the prefix is configu
   coordinator.statsOverride = { acquisitions: { 'we"ird\\': 1 } };
   const p = validateExposition(await (await app.request("/metrics")).text());
   assert.equal(find(p, "my_acquisitions_total", '{reason="we\\"ird\\\\"}'), "1");
+  assert.equal(find(p, "my_acquisitions_total", '{reason="claim"}'), "0", "known reasons render beside unknown ones");
   assert.ok([...p.types.keys()].every((k) => k.startsWith("my_")));
   assert.throws(() => createApp({ worker, metricsPrefix: "9bad" }), TypeError);
   await worker.shutdown();

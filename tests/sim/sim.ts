@@ -535,7 +535,9 @@ class ProcStore implements Store {
       await inner.stop();
       w.ch.close();
     };
-    return { stop, [Symbol.asyncIterator]: () => w.ch[Symbol.asyncIterator](), [Symbol.asyncDispose]: stop };
+    // Events withheld here (paused, partitioned) count as handed over: the consumer is behind.
+    const position = () => inner.position!();
+    return { stop, position, [Symbol.asyncIterator]: () => w.ch[Symbol.asyncIterator](), [Symbol.asyncDispose]: stop };
   }
   /** Delivers watch events withheld while paused, partitioned or lagging. */
   flushWatches(): void {

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { wsconnect } from "@nats-io/nats-core";
 import { Kvm } from "@nats-io/kv";
-import { InvalidRecordError } from "../../mod.ts";
+import { InvalidRecordError } from "../../admin.ts";
 import { NatsStore } from "../../nats.ts";
 import { decodeRecord, schemaForKey } from "../../src/records.ts";
 import { NatsServer } from "../helpers/nats_server.ts";

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { wsconnect } from "@nats-io/nats-core";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { SplitleaseError, StoreUnavailableError, type WatchEvent } from "../../mod.ts";
+import { SplitleaseError, StoreUnavailableError, type WatchEvent } from "../../store.ts";
 import { NatsStore } from "../../nats.ts";
 import { delay, NatsCluster, TcpProxy } from "../helpers/nats_server.ts";
 import { take } from "./conformance.ts";

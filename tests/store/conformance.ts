@@ -10,7 +10,7 @@ import {
   type Store,
   ValueTooLargeError,
   type WatchEvent,
-} from "../../mod.ts";
+} from "../../store.ts";
 
 /** Makes a fresh, empty store. */
 export type StoreFactory = () => Promise<Store>;

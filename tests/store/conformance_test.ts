@@ -1,4 +1,4 @@
-import { MemoryStore } from "../../mod.ts";
+import { MemoryStore } from "../../store.ts";
 import { NatsStore } from "../../nats.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 import { conformance } from "./conformance.ts";

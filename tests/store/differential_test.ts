@@ -4,7 +4,7 @@
  * identical watch event streams. Replay a failure with SEED=<n>.
  */
 import assert from "node:assert/strict";
-import { MemoryStore, type Store, type WatchEvent } from "../../mod.ts";
+import { MemoryStore, type Store, type WatchEvent } from "../../store.ts";
 import { NatsStore } from "../../nats.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 import { take } from "./conformance.ts";

@@ -5,7 +5,7 @@
  * a live watch resumes with `reset` and a fresh snapshot.
  */
 import assert from "node:assert/strict";
-import { StoreUnavailableError, type WatchEvent } from "../../mod.ts";
+import { StoreUnavailableError, type WatchEvent } from "../../store.ts";
 import { NatsStore } from "../../nats.ts";
 import { delay, NatsServer, TcpProxy } from "../helpers/nats_server.ts";
 import { take } from "./conformance.ts";

@@ -1,7 +1,7 @@
 // docs/OPERATIONS.md documents every coordinator option with the code's
 // default: this keeps the two from drifting.
 import assert from "node:assert/strict";
-import { coordinatorConfigDocs, parseCoordinatorConfig } from "../../mod.ts";
+import { coordinatorConfigDocs, parseCoordinatorConfig } from "../../admin.ts";
 import { coordinatorConfigKeys, TUNABLE_KEYS } from "../../src/coordinator/config.ts";
 
 const page = await Deno.readTextFile(new URL("../../docs/OPERATIONS.md", import.meta.url));

@@ -2,7 +2,8 @@
 // valid name, durations a timer cannot hold are refused naming the key and
 // the value, every timer is clamped, and the job name follows one rule.
 import assert from "node:assert/strict";
-import { coordinatorConfigDocs, MemoryStore, parseCoordinatorConfig, SplitCoordinator, SplitleaseError } from "../../mod.ts";
+import { coordinatorConfigDocs, parseCoordinatorConfig } from "../../admin.ts";
+import { MemoryStore, SplitCoordinator, SplitleaseError } from "../../mod.ts";
 import { systemClock } from "../../src/coordinator/clock.ts";
 import { resolveOptions } from "../../src/nats/options.ts";
 import { editDistance, nearestName, rejectUnknownKeys } from "../../src/util/options.ts";
@@ -132,5 +133,17 @@ Deno.test("options: NatsStore refuses unknown keys, and takes credentials from t
       assert.ok(!/:b@|:c@|p@ss|%zz/.test((e as Error).message), `no secret in: ${(e as Error).message}`);
       return true;
     });
+  }
+});
+
+Deno.test("options: NatsStore replies arrive under a per-job inbox prefix, so server permissions can isolate jobs", () => {
+  assert.equal(resolveOptions({ servers: "ws://127.0.0.1:1", job: "backfill-2024" }).inboxPrefix, "_INBOX.splitlease_backfill-2024");
+  assert.equal(resolveOptions({ servers: "ws://127.0.0.1:1", job: "j", inboxPrefix: "_INBOX_team.a" }).inboxPrefix, "_INBOX_team.a");
+  for (const bad of ["", "_INBOX.>", "_INBOX.*.x", "a b", "a..b", ".a"]) {
+    assert.throws(
+      () => resolveOptions({ servers: "ws://127.0.0.1:1", job: "j", inboxPrefix: bad }),
+      (e) => config(e, /inboxPrefix .* must be dot-separated tokens of \[A-Za-z0-9_\$-\]/),
+      JSON.stringify(bad),
+    );
   }
 });

@@ -1,10 +1,12 @@
 /**
  * Completion, decided once (docs/DESIGN.md): when the leader's view shows a
  * published final plan with every planned split seen and nothing runnable,
- * one streamed listing of `split.` confirms it, and the outcome is written
- * into the `plan` record by CAS at the leader's term. Every member learns it
- * from its `plan` watch. An outcome the store no longer supports (an
- * operator requeued a quarantined split) is cleared the same way.
+ * it is confirmed — the leader's `split.` watch has applied every change
+ * made before the check (one request), or, on a store that cannot tell, one
+ * streamed listing of `split.` — and the outcome is written into the `plan`
+ * record by CAS at the leader's term. Every member learns it from its `plan`
+ * watch. An outcome the store no longer supports (an operator requeued a
+ * quarantined split) is cleared the same way.
  *
  * @module
  */
@@ -17,11 +19,16 @@ import type { FleetView } from "./fleet_view.ts";
 export class CompletionJudge {
   readonly #core: Core;
   readonly #view: FleetView;
+  readonly #caughtUp: () => Promise<boolean | undefined>;
   #busy = false;
+  /** When the view first looked complete without the watch being caught up (a stuck pending count falls back to a listing). */
+  #behindSince: number | undefined;
 
-  constructor(core: Core, view: FleetView) {
+  /** `caughtUp` says whether the view has applied every split change made before the call (`undefined`: cannot tell). */
+  constructor(core: Core, view: FleetView, caughtUp: () => Promise<boolean | undefined>) {
     this.#core = core;
     this.#view = view;
+    this.#caughtUp = caughtUp;
   }
 
   /** Checks the view; confirms by listing and publishes (or clears) the outcome. Never throws. */
@@ -38,6 +45,7 @@ export class CompletionJudge {
     try {
       const outcome = await this.#confirm(plan.planned);
       if (outcome) await this.#write(term, outcome);
+      else this.#core.clock.setTimeout(() => this.#core.schedule(), 20); // not yet: look again soon
     } catch (e) {
       this.#core.log("warn", "Completion check failed; retrying", { error: String(e) });
     } finally {
@@ -45,8 +53,25 @@ export class CompletionJudge {
     }
   }
 
-  /** One streamed listing: the outcome if every split is finished, else `undefined`. */
+  /** The outcome if every split is finished, confirmed against the store, else `undefined`. */
   async #confirm(planned: number): Promise<JobOutcome | undefined> {
+    const { clock, config } = this.#core;
+    let caught = await this.#caughtUp();
+    if (caught === false) {
+      this.#behindSince ??= clock.now();
+      // Still behind after an op timeout: confirm by a listing instead (on
+      // nats-server 2.9 a consumer's pending count can stay above zero).
+      if (clock.now() - this.#behindSince < config.opTimeoutMs) return undefined;
+      caught = undefined;
+    } else this.#behindSince = undefined;
+    if (caught === true) {
+      // The view has every change made before the check: it decides.
+      const v = this.#view;
+      const c = v.counts;
+      if (c.runnable > 0 || v.splits.size < planned) return undefined;
+      for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return undefined;
+      return outcomeOf(c.completed, c.quarantined, c.cancelled);
+    }
     let completed = 0, quarantined = 0, cancelled = 0;
     for (const e of await this.#core.store.list(keys.splitPrefix)) {
       const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
@@ -56,10 +81,7 @@ export class CompletionJudge {
       else cancelled++;
     }
     if (completed + quarantined + cancelled < planned) return undefined;
-    const extra = cancelled > 0 ? { cancelled } : {};
-    return quarantined === 0
-      ? { kind: "allComplete", completed, ...extra }
-      : { kind: "stalled", completed, quarantined, ...extra };
+    return outcomeOf(completed, quarantined, cancelled);
   }
 
   async #write(term: number, outcome: JobOutcome | undefined): Promise<void> {
@@ -80,4 +102,11 @@ export class CompletionJudge {
       }
     }
   }
+}
+
+function outcomeOf(completed: number, quarantined: number, cancelled: number): JobOutcome {
+  const extra = cancelled > 0 ? { cancelled } : {};
+  return quarantined === 0
+    ? { kind: "allComplete", completed, ...extra }
+    : { kind: "stalled", completed, quarantined, ...extra };
 }

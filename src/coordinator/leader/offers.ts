@@ -1,7 +1,7 @@
 /**
  * How the leader hands out free splits (docs/DESIGN.md, "How a split reaches
  * a worker without races"): each live member's offers are kept at its free
- * lanes plus a prefetch of `maxInFlight`, refilled once half are used,
+ * lanes plus a prefetch of twice its `maxInFlight`, refilled once half are used,
  * heaviest splits first, least-loaded members first, within fair share of
  * the runnable weight unless no other member below its share has a free
  * lane. Each free split is offered to one member at a time.
@@ -59,7 +59,7 @@ function distribute(b: OfferBook, ms: MemberState[]): boolean {
   let changed = false;
   for (const m of ms) {
     const lanes = freeLanes(view, m);
-    const target = Math.min(MAX_OFFERS, lanes + m.maxInFlight);
+    const target = Math.min(MAX_OFFERS, lanes + 2 * m.maxInFlight);
     const have = m.offers.size;
     // Refill once half the offers are used, or at once when a lane would idle.
     if (have >= lanes && have > target / 2) continue;
@@ -79,23 +79,21 @@ function distribute(b: OfferBook, ms: MemberState[]): boolean {
   return changed;
 }
 
-/** The heaviest free split not offered or withheld, or `undefined`. */
+/**
+ * The heaviest free split not offered or withheld, or `undefined`. A
+ * withheld split leaves the heap; whoever withholds it pushes it back when
+ * it may be offered (a retry backoff that ran out), so a pass never scans
+ * the withheld ones again.
+ */
 function nextFree(b: OfferBook): string | undefined {
   const { view } = b;
-  const skipped: string[] = [];
-  let found: string | undefined;
   while (view.heap.size > 0) {
     const id = view.heap.pop()!;
     if (!view.free.has(id) || b.offeredTo.has(id)) continue; // stale entry
-    if (b.withheld(id)) {
-      skipped.push(id);
-      continue;
-    }
-    found = id;
-    break;
+    if (b.withheld(id)) continue;
+    return id;
   }
-  for (const id of skipped) view.heap.push(id, view.splits.get(id)!.record.weight);
-  return found;
+  return undefined;
 }
 
 /**

@@ -73,7 +73,7 @@ export class LeaderRole {
     };
     this.#takeovers = new Takeovers(ctx);
     this.#revocations = new Revocations(ctx);
-    this.#completion = new CompletionJudge(core, this.view);
+    this.#completion = new CompletionJudge(core, this.view, () => this.#watches.caughtUp(keys.splitPrefix));
   }
 
   /** Whether the initial snapshots are in. */
@@ -263,6 +263,15 @@ export class LeaderRole {
     }
   }
 
+  /** A member (this leader itself, before its record says so) drains: nothing more is offered to it. */
+  draining(instance: string): void {
+    const st = this.states.get(instance);
+    if (!st || st.draining) return;
+    st.draining = true;
+    this.#unofferAll(st);
+    this.#core.schedule();
+  }
+
   /** A member session is gone: its offers return to the pool, its revocations end. */
   #drop(st: MemberState): void {
     this.#unofferAll(st);
@@ -291,14 +300,17 @@ export class LeaderRole {
     let next = this.#judge(now);
     next = Math.min(next, this.#orphans(now));
     for (const [id, b] of this.backoff) {
-      if (b.at <= now) this.backoff.delete(id);
-      else next = Math.min(next, b.at);
+      if (b.at <= now) {
+        this.backoff.delete(id);
+        const e = this.view.splits.get(id);
+        if (e && this.view.free.has(id)) this.view.heap.push(id, e.record.weight); // offerable again
+      } else next = Math.min(next, b.at);
     }
     refillOffers({
       view: this.view,
       states: this.states,
       offeredTo: this.offeredTo,
-      withheld: (id) => this.#takeovers.inflight.has(id) || this.backoff.has(id),
+      withheld: (id) => this.backoff.has(id),
     });
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#revocations.cycle(now, this.term, this.#signature(plan), nothingFree));

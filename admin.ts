@@ -1,0 +1,64 @@
+/**
+ * For operators' tools: the fleet view (who holds what, how far each split
+ * is, what failed), the operator actions (requeue, cancel, drain a member),
+ * the records of a job's bucket they read, and the counters a coordinator
+ * keeps. The `splitlease` CLI and the fleet page are built on these.
+ *
+ * @example
+ * ```ts
+ * import { readFleet, requeueQuarantined } from "@splitlease/splitlease/admin";
+ * import { NatsStore } from "@splitlease/splitlease/nats";
+ * await using store = await NatsStore.connect({ servers: "ws://127.0.0.1:8080", job: "backfill", createBucket: false });
+ * const fleet = await readFleet(store, { state: "quarantined" });
+ * console.log(fleet.splits.map((s) => `${s.id}: ${s.failures.at(-1)?.message}`));
+ * await requeueQuarantined(store);
+ * ```
+ *
+ * @module
+ */
+export { buildFleetView, jsonPreview, normalizeFleetQuery } from "./src/fleet/fleet_view.ts";
+export { readFleet, readFleetSnapshot, type ReadFleetOptions } from "./src/fleet/read_fleet.ts";
+export type {
+  FleetCounts,
+  FleetLiveness,
+  FleetMember,
+  FleetQuery,
+  FleetSnapshot,
+  FleetSplit,
+  FleetView,
+} from "./src/fleet/types.ts";
+export {
+  cancelSplit,
+  type CancelResult,
+  drainMember,
+  type DrainMemberResult,
+  requeueQuarantined,
+  requeueSplit,
+  type RequeueResult,
+} from "./src/fleet/actions.ts";
+export type {
+  AssignEntry,
+  AssignRecord,
+  JobCounts,
+  JobOutcome,
+  JobRecord,
+  LeaderRecord,
+  MemberRecord,
+  Owner,
+  PlanRecord,
+  SpecRecord,
+  SplitFailure,
+  SplitRecord,
+  SplitStatus,
+} from "./src/records.ts";
+export { type KeyLayout, keys } from "./src/store/keys.ts";
+export type { CoordinatorStats, Histogram } from "./src/coordinator/types.ts";
+export type { LaneInfo, WorkerStats } from "./src/runtime/worker.ts";
+export { InvalidRecordError, type RecordIssue } from "./src/errors.ts";
+export {
+  type ConfigDoc,
+  coordinatorConfigDocs,
+  type CoordinatorConfig,
+  parseCoordinatorConfig,
+} from "./src/coordinator/config.ts";
+export { VERSION } from "./src/coordinator/coordinator.ts";

@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+/**
+ * The `splitlease` command line: watch and repair a job from outside the
+ * fleet, over the same NATS connection settings as the workers.
+ *
+ * ```sh
+ * deno run -A cli.ts status --servers ws://nats:8080 --job backfill     # this repository
+ * npx @splitlease/splitlease splits --state quarantined                 # the npm package (NATS_URL, JOB set)
+ * node dist/cli.js requeue --all --json
+ * ```
+ *
+ * Commands, options and exit codes: `splitlease --help` (src/cli/args.ts).
+ * It never creates a bucket: a mistyped job name exits 1 naming it.
+ *
+ * @module
+ */
+import { readFileSync } from "node:fs";
+import process from "node:process";
+import { CLI_EXIT, type CliOptions, type Command, parseArgs, USAGE, UsageError } from "./src/cli/args.ts";
+import { formatSplits, formatStatus } from "./src/cli/format.ts";
+import { SplitleaseError } from "./src/errors.ts";
+import { cancelSplit, drainMember, requeueQuarantined, requeueSplit } from "./src/fleet/actions.ts";
+import { readFleet } from "./src/fleet/read_fleet.ts";
+import { NatsStore } from "./src/nats/nats_store.ts";
+import type { Store } from "./src/store/store.ts";
+
+const out = (text: string) => process.stdout.write(text + "\n");
+const err = (text: string) => process.stderr.write(text + "\n");
+
+/** Exit code of an action's outcome. */
+function exitOf(outcome: string): number {
+  if (["requeued", "cancelled", "draining", "alreadyCancelled", "alreadyDraining"].includes(outcome)) return CLI_EXIT.ok;
+  return outcome === "conflict" ? CLI_EXIT.conflict : CLI_EXIT.notApplied;
+}
+
+async function connect(o: CliOptions): Promise<Store> {
+  let creds: string | undefined;
+  if (o.creds) {
+    try {
+      creds = readFileSync(o.creds, "utf8");
+    } catch (e) {
+      throw new SplitleaseError("INVALID_CONFIG", `cannot read the creds file ${o.creds}: ${(e as Error).message}`);
+    }
+  }
+  return await NatsStore.connect({
+    servers: o.servers,
+    job: o.job,
+    opTimeoutMs: o.opTimeoutMs,
+    name: "splitlease-cli",
+    createBucket: false,
+    ...(o.user !== undefined ? { user: o.user } : {}),
+    ...(o.pass !== undefined ? { pass: o.pass } : {}),
+    ...(o.token !== undefined ? { token: o.token } : {}),
+    ...(creds !== undefined ? { creds } : {}),
+  });
+}
+
+async function run(store: Store, command: Exclude<Command, { name: "help" }>, o: CliOptions): Promise<number> {
+  const show = (value: unknown, text: string) => out(o.json ? JSON.stringify(value, null, 2) : text);
+  switch (command.name) {
+    case "status": {
+      const view = await readFleet(store, { limit: 1 });
+      const { splits: _, page: __, ...summary } = view;
+      show({ job: o.job, ...summary }, formatStatus(o.job, view));
+      return CLI_EXIT.ok;
+    }
+    case "splits": {
+      const { name: _, ...query } = command;
+      const view = await readFleet(store, query);
+      show({ job: o.job, counts: view.counts, splits: view.splits, page: view.page }, formatSplits(view));
+      return CLI_EXIT.ok;
+    }
+    case "requeue": {
+      if (command.all) {
+        const r = await requeueQuarantined(store);
+        const failed = r.results.filter((x) => x.outcome !== "requeued");
+        const lines = [`${r.requeued} of ${r.found} quarantined split(s) requeued` + (r.reopened ? "; the stalled job is open again" : "")];
+        for (const f of failed) lines.push(`  ${f.id}: ${f.message}`);
+        show(r, lines.join("\n"));
+        if (failed.length === 0) return CLI_EXIT.ok;
+        return failed.every((f) => f.outcome === "conflict") ? CLI_EXIT.conflict : CLI_EXIT.notApplied;
+      }
+      const r = await requeueSplit(store, command.id!);
+      show(r, r.message + (r.outcome === "requeued" && r.reopened ? "; the stalled job is open again" : ""));
+      return exitOf(r.outcome);
+    }
+    case "cancel": {
+      const r = await cancelSplit(store, command.id);
+      show(r, r.message);
+      return exitOf(r.outcome);
+    }
+    case "drain": {
+      const r = await drainMember(store, command.instance);
+      show(r, r.message);
+      return exitOf(r.outcome);
+    }
+  }
+}
+
+async function main(): Promise<number> {
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs(process.argv.slice(2), process.env);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    err(`splitlease: ${e.message}\n\n${USAGE}`);
+    return CLI_EXIT.usage;
+  }
+  const { command, options } = parsed;
+  if (command.name === "help") {
+    out(USAGE);
+    return CLI_EXIT.ok;
+  }
+  let store: Store | undefined;
+  try {
+    store = await connect(options);
+    return await run(store, command, options);
+  } catch (e) {
+    const code = e instanceof SplitleaseError ? ` (${e.code})` : "";
+    err(`splitlease: ${e instanceof Error ? e.message : String(e)}${code}`);
+    if (options.json) out(JSON.stringify({ error: e instanceof Error ? e.message : String(e), code: (e as SplitleaseError).code ?? null }));
+    return CLI_EXIT.error;
+  } finally {
+    await store?.close().catch(() => {});
+  }
+}
+
+process.exit(await main());

@@ -1,0 +1,40 @@
+/**
+ * For custom runtimes and hosting: what the Deno, Bun and Node adapters are
+ * built from — the serving loop over a host's HTTP server and signals, the
+ * Hono app (health, readiness, metrics, status, drain, fleet), its metrics
+ * registry, the JSON logger, and the mapping of outcomes to exit codes.
+ *
+ * @example
+ * ```ts
+ * import { createApp } from "@splitlease/splitlease/host";
+ * import type { Coordinator } from "@splitlease/splitlease";
+ * declare const coordinator: Coordinator;
+ * const app = createApp({ coordinator });
+ * const res = await app.request("/healthz");
+ * console.log(res.status); // 200
+ * ```
+ *
+ * @module
+ */
+export {
+  EXIT_DRAINED,
+  EXIT_ERROR,
+  EXIT_PLAN_FAILED,
+  EXIT_STALLED,
+  exitCodeFor,
+  type ServeHost,
+  type ServeOptions,
+  type ServeResult,
+  type Service,
+  serveWith,
+} from "./src/runtime/serve_core.ts";
+export { type AppOptions, createApp, type HttpApp, renderMetrics, timingSafeEqual } from "./src/http/app.ts";
+export {
+  escapeLabelValue,
+  formatSampleValue,
+  type Labels,
+  type MetricType,
+  MetricsRegistry,
+  PROMETHEUS_CONTENT_TYPE,
+} from "./src/http/metrics.ts";
+export { formatLogLine, jsonLogger, type JsonLoggerOptions, type LogLevel, silentLogger } from "./src/runtime/logger.ts";

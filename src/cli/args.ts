@@ -1,0 +1,182 @@
+/**
+ * Command-line parsing of the `splitlease` CLI (pure: `cli.ts` at the
+ * repository root does the I/O). Connection settings come from flags or the
+ * environment, the same names the example workers read.
+ *
+ * @module
+ */
+import { isValidId } from "../store/keys.ts";
+import type { SplitStatus } from "../records.ts";
+
+/** Exit codes of the CLI. */
+export const CLI_EXIT = {
+  /** Done (or already so: a cancelled split cancelled again, a draining member drained again). */
+  ok: 0,
+  /** The store could not be reached, refused the credentials, or has no such job. */
+  error: 1,
+  /** Bad command line. */
+  usage: 2,
+  /** Not applied: no such split or member, or it is in another state (not quarantined, completed). */
+  notApplied: 3,
+  /** Lost a race five times in a row (a busy split): run it again. */
+  conflict: 4,
+} as const;
+
+/** A bad command line: exit code 2 with the message and the usage. */
+export class UsageError extends Error {}
+
+/** A parsed command. */
+export type Command =
+  | { name: "status" }
+  | { name: "splits"; state?: SplitStatus[]; owner?: string; limit: number; after?: string }
+  | { name: "requeue"; id?: string; all: boolean }
+  | { name: "cancel"; id: string }
+  | { name: "drain"; instance: string }
+  | { name: "help" };
+
+/** Connection settings and output mode. */
+export interface CliOptions {
+  servers: string[];
+  job: string;
+  user?: string;
+  pass?: string;
+  token?: string;
+  /** Path of a `.creds` file. */
+  creds?: string;
+  opTimeoutMs: number;
+  json: boolean;
+}
+
+/** The usage text. */
+export const USAGE = `usage: splitlease <command> [options]
+
+commands:
+  status                          job, leader, plan, split counts and members
+  splits [--state S[,S]] [--owner INSTANCE] [--limit N] [--after ID]
+                                  splits by id (states: runnable, completed, quarantined, cancelled)
+  requeue <split-id> | --all      requeue a quarantined split, or every one
+  cancel <split-id>               cancel a split (terminal; its owner stops at once)
+  drain <instance>                drain a member: it hands its splits over and exits 0
+
+connection (flags, or the environment):
+  --servers, -s URLS   NATS_URL       comma-separated ws:// or wss:// URLs
+  --job, -j NAME       JOB            the job name (bucket splitlease_<job>)
+  --user USER          NATS_USER      with --pass / NATS_PASS (prefer the environment for secrets)
+  --token TOKEN        NATS_TOKEN
+  --creds FILE         NATS_CREDS     a .creds file
+  --op-timeout-ms N    OP_TIMEOUT_MS  per store operation (default 5000)
+
+output:
+  --json               machine-readable JSON on stdout
+  --help, -h           this text
+
+exit codes: 0 done, 1 store or job error, 2 usage, 3 not applied (no such split or member,
+or another state), 4 lost a race 5 times (run again)`;
+
+const STATES = ["runnable", "completed", "quarantined", "cancelled"];
+const FLAGS_WITH_VALUE = new Set(["--servers", "-s", "--job", "-j", "--user", "--pass", "--token", "--creds", "--op-timeout-ms", "--state", "--owner", "--limit", "--after"]);
+const BOOLEAN_FLAGS = new Set(["--json", "--help", "-h", "--all"]);
+
+/**
+ * Parses `argv` (without the program) with `env` for defaults. Throws
+ * {@linkcode UsageError} naming what is wrong.
+ */
+export function parseArgs(argv: readonly string[], env: Record<string, string | undefined>): { command: Command; options: CliOptions } {
+  const flags = new Map<string, string>();
+  const bools = new Set<string>();
+  const positional: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    let a = argv[i];
+    let value: string | undefined;
+    const eq = a.startsWith("--") ? a.indexOf("=") : -1;
+    if (eq > 0) [a, value] = [a.slice(0, eq), a.slice(eq + 1)];
+    if (FLAGS_WITH_VALUE.has(a)) {
+      value ??= argv[++i];
+      if (value === undefined) throw new UsageError(`${a} needs a value`);
+      flags.set(a, value);
+    } else if (BOOLEAN_FLAGS.has(a)) {
+      if (value !== undefined) throw new UsageError(`${a} takes no value`);
+      bools.add(a);
+    } else if (a.startsWith("-") && a !== "-") {
+      throw new UsageError(`unknown option ${a}`);
+    } else positional.push(a);
+  }
+  const flag = (...names: string[]) => names.map((n) => flags.get(n)).find((v) => v !== undefined);
+  const json = bools.has("--json");
+  const [name, ...rest] = positional;
+  if (bools.has("--help") || bools.has("-h") || name === undefined || name === "help") {
+    return { command: { name: "help" }, options: { servers: [], job: "", opTimeoutMs: 5000, json } };
+  }
+  const id = (what: string, v: string | undefined): string => {
+    if (v === undefined) throw new UsageError(`${name} needs a ${what}`);
+    if (!isValidId(v)) throw new UsageError(`${JSON.stringify(v)} is not a ${what} (1-128 of [A-Za-z0-9_-])`);
+    return v;
+  };
+  const noMore = (n: number) => {
+    if (rest.length > n) throw new UsageError(`unexpected argument ${JSON.stringify(rest[n])} for ${name}`);
+  };
+  let command: Command;
+  switch (name) {
+    case "status":
+      noMore(0);
+      command = { name };
+      break;
+    case "splits": {
+      noMore(0);
+      const state = flag("--state")?.split(",").map((s) => s.trim()).filter(Boolean);
+      for (const s of state ?? []) if (!STATES.includes(s)) throw new UsageError(`unknown state ${JSON.stringify(s)}; states: ${STATES.join(", ")}`);
+      const limitText = flag("--limit") ?? "100";
+      const limit = Number(limitText);
+      if (!/^\d+$/.test(limitText) || limit < 1 || limit > 1000) throw new UsageError(`--limit must be an integer from 1 to 1000, got ${JSON.stringify(limitText)}`);
+      const owner = flag("--owner");
+      const after = flag("--after");
+      command = {
+        name,
+        limit,
+        ...(state ? { state: state as SplitStatus[] } : {}),
+        ...(owner !== undefined ? { owner: id("instance id", owner) } : {}),
+        ...(after !== undefined ? { after: id("split id", after) } : {}),
+      };
+      break;
+    }
+    case "requeue":
+      if (bools.has("--all")) {
+        noMore(0);
+        command = { name, all: true };
+      } else {
+        noMore(1);
+        command = { name, all: false, id: id("split id (or --all)", rest[0]) };
+      }
+      break;
+    case "cancel":
+      noMore(1);
+      command = { name, id: id("split id", rest[0]) };
+      break;
+    case "drain":
+      noMore(1);
+      command = { name, instance: id("instance id", rest[0]) };
+      break;
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(name)}`);
+  }
+  if (bools.has("--all") && command.name !== "requeue") throw new UsageError("--all goes with requeue only");
+  for (const f of ["--state", "--owner", "--limit", "--after"]) {
+    if (flags.has(f) && command.name !== "splits") throw new UsageError(`${f} goes with splits only`);
+  }
+
+  const servers = (flag("--servers", "-s") ?? env.NATS_URL ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  if (servers.length === 0) throw new UsageError("no NATS server: give --servers or set NATS_URL (ws:// or wss:// URLs)");
+  const job = flag("--job", "-j") ?? env.JOB;
+  if (!job) throw new UsageError("no job: give --job or set JOB");
+  const timeoutText = flag("--op-timeout-ms") ?? env.OP_TIMEOUT_MS ?? "5000";
+  const opTimeoutMs = Number(timeoutText);
+  if (!/^\d+$/.test(timeoutText) || opTimeoutMs < 50) throw new UsageError(`--op-timeout-ms must be an integer >= 50, got ${JSON.stringify(timeoutText)}`);
+  const options: CliOptions = { servers, job, opTimeoutMs, json };
+  const user = flag("--user") ?? env.NATS_USER, pass = flag("--pass") ?? env.NATS_PASS;
+  const token = flag("--token") ?? env.NATS_TOKEN, creds = flag("--creds") ?? env.NATS_CREDS;
+  if (user) options.user = user;
+  if (pass) options.pass = pass;
+  if (token) options.token = token;
+  if (creds) options.creds = creds;
+  return { command, options };
+}

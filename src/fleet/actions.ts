@@ -1,0 +1,312 @@
+/**
+ * Operator actions on a job's records: requeue quarantined splits, cancel a
+ * split, drain a member. Each is a compare-and-swap at the revision just
+ * read, retried (after a fresh read) only while the action still applies;
+ * a lost race or a record in another state is a result value naming what
+ * happened, never an exception. Only outages (`StoreUnavailableError`) and a
+ * malformed id (`InvalidKeyError`) throw.
+ *
+ * Why these writes are safe next to a running fleet (docs/DESIGN.md): every
+ * one moves the split's epoch forward (never back: fenced sinks rely on it
+ * only growing), so an owner's next commit is fenced; the leader sees the
+ * record change and reacts (offers a requeued split, sends the owner of a
+ * cancelled one a drop). A member record is written with its own session,
+ * so the member adopts it at its next heartbeat and drains itself.
+ *
+ * @module
+ */
+import {
+  encodeRecord,
+  MemberRecordSchema,
+  PlanRecordSchema,
+  safeDecodeRecord,
+  type SplitRecord,
+  SplitRecordSchema,
+  type SplitStatus,
+} from "../records.ts";
+import { assertValidId, keys } from "../store/keys.ts";
+import type { Store, StoreEntry } from "../store/store.ts";
+
+/** Reads-and-CASes per action before it answers `conflict`. */
+const TRIES = 5;
+/** Requeue writes in flight at once for {@linkcode requeueQuarantined}. */
+const CONCURRENCY = 16;
+
+/**
+ * What {@linkcode requeueSplit} did.
+ *
+ * @example
+ * ```ts
+ * import type { RequeueResult } from "@splitlease/splitlease/admin";
+ * const ok = (r: RequeueResult) => r.outcome === "requeued";
+ * ```
+ */
+export type RequeueResult =
+  | { id: string; outcome: "requeued"; epoch: number; reopened: boolean; message: string }
+  | { id: string; outcome: "notQuarantined"; status: SplitStatus; message: string }
+  | { id: string; outcome: "notFound" | "unreadable" | "conflict"; message: string };
+
+/**
+ * What {@linkcode cancelSplit} did.
+ *
+ * @example
+ * ```ts
+ * import type { CancelResult } from "@splitlease/splitlease/admin";
+ * const ok = (r: CancelResult) => r.outcome === "cancelled" || r.outcome === "alreadyCancelled";
+ * ```
+ */
+export type CancelResult =
+  | {
+    id: string;
+    outcome: "cancelled";
+    epoch: number;
+    previous: SplitStatus;
+    previousOwner: string | null;
+    reopened: boolean;
+    message: string;
+  }
+  | { id: string; outcome: "alreadyCancelled" | "alreadyCompleted" | "notFound" | "unreadable" | "conflict"; message: string };
+
+/**
+ * What {@linkcode drainMember} did.
+ *
+ * @example
+ * ```ts
+ * import type { DrainMemberResult } from "@splitlease/splitlease/admin";
+ * const ok = (r: DrainMemberResult) => r.outcome === "draining" || r.outcome === "alreadyDraining";
+ * ```
+ */
+export type DrainMemberResult =
+  | { instance: string; outcome: "draining" | "alreadyDraining"; session: string; message: string }
+  | { instance: string; outcome: "notFound" | "unreadable" | "conflict"; message: string };
+
+/** One step of a CAS loop: write `next`, or answer `done` without writing. */
+type Step<R> = { write: string; ok: (revision: number) => R } | { done: R };
+
+/**
+ * Reads `key` (or starts from `first`), asks `decide` what to do, CASes at
+ * the revision read; on a conflict reads again, up to {@linkcode TRIES}.
+ */
+async function casLoop<R>(
+  store: Store,
+  key: string,
+  decide: (cur: StoreEntry | undefined) => Step<R>,
+  conflict: () => R,
+  first?: StoreEntry,
+): Promise<R> {
+  let cur: StoreEntry | undefined = first ?? await store.get(key);
+  for (let i = 0; i < TRIES; i++) {
+    const step = decide(cur);
+    if ("done" in step) return step.done;
+    const r = await store.update(key, step.write, cur!.revision);
+    if (r.ok) return step.ok(r.revision);
+    cur = await store.get(key);
+  }
+  return conflict();
+}
+
+function readSplit(id: string, cur: StoreEntry | undefined): { rec: SplitRecord } | { done: { id: string; outcome: "notFound" | "unreadable"; message: string } } {
+  if (!cur) return { done: { id, outcome: "notFound", message: `No split "${id}" in this job` } };
+  const r = safeDecodeRecord(cur.key, cur.value, SplitRecordSchema);
+  if (!r.ok) return { done: { id, outcome: "unreadable", message: r.error.message } };
+  return { rec: r.value };
+}
+
+/**
+ * Requeues a quarantined split: status `runnable`, attempts 0, no owner,
+ * epoch + 1 (never reset), its failure history kept. The leader offers it
+ * again. A `stalled` job outcome is cleared (`reopened`), so workers
+ * restarted after the stall run the split instead of exiting at once.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * import { requeueSplit } from "@splitlease/splitlease/admin";
+ * const r = await requeueSplit(new MemoryStore(), "part-0007");
+ * console.log(r.outcome, r.message); // "notFound" No split "part-0007" in this job
+ * ```
+ */
+export async function requeueSplit(store: Store, id: string): Promise<RequeueResult> {
+  assertValidId(id, "split id");
+  const r = await requeueFrom(store, id);
+  if (r.outcome === "requeued") r.reopened = await reopenStalled(store);
+  return r;
+}
+
+/**
+ * Clears a `stalled` job outcome from the plan record (CAS at its revision,
+ * everything else kept) after a requeue or cancel made it untrue. A running
+ * leader would clear it too (it sees the split runnable), but a stalled job
+ * usually has no worker left: restarted workers read the outcome at join and
+ * would exit at once. Whether it was cleared.
+ */
+async function reopenStalled(store: Store): Promise<boolean> {
+  for (let i = 0; i < TRIES; i++) {
+    const cur = await store.get(keys.plan);
+    if (!cur) return false;
+    const r = safeDecodeRecord(cur.key, cur.value, PlanRecordSchema);
+    if (!r.ok || r.value.outcome?.kind !== "stalled") return false;
+    const { outcome: _, ...next } = r.value;
+    if ((await store.update(keys.plan, encodeRecord(next), cur.revision)).ok) return true;
+  }
+  return false;
+}
+
+/** {@linkcode requeueSplit}, starting from an entry just listed (no first read). */
+function requeueFrom(store: Store, id: string, first?: StoreEntry): Promise<RequeueResult> {
+  const conflict = (): RequeueResult => ({
+    id,
+    outcome: "conflict",
+    message: `Split "${id}" kept changing while being requeued (${TRIES} tries); read it again and retry`,
+  });
+  return casLoop<RequeueResult>(store, keys.split(id), (cur) => {
+    const read = readSplit(id, cur);
+    if ("done" in read) return read;
+    const rec = read.rec;
+    if (rec.status !== "quarantined") {
+      return {
+        done: { id, outcome: "notQuarantined", status: rec.status, message: `Split "${id}" is ${rec.status}, not quarantined` },
+      };
+    }
+    const next: SplitRecord = { ...rec, status: "runnable", attempts: 0, owner: null, epoch: rec.epoch + 1 };
+    return {
+      write: encodeRecord(next),
+      ok: () => ({
+        id,
+        outcome: "requeued",
+        epoch: next.epoch,
+        reopened: false,
+        message: `Split "${id}" requeued at epoch ${next.epoch}`,
+      }),
+    };
+  }, conflict, first);
+}
+
+/**
+ * Requeues every quarantined split (one streamed listing of `split.`, then
+ * one CAS per quarantined split, 16 in flight). Each split answers for
+ * itself: a split that changed meanwhile is reported, not retried blindly.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * import { requeueQuarantined } from "@splitlease/splitlease/admin";
+ * const { found, requeued, results } = await requeueQuarantined(new MemoryStore());
+ * console.log(`${requeued} of ${found} requeued`, results.filter((r) => r.outcome !== "requeued"));
+ * ```
+ */
+export async function requeueQuarantined(
+  store: Store,
+): Promise<{ found: number; requeued: number; reopened: boolean; results: RequeueResult[] }> {
+  const quarantined: StoreEntry[] = [];
+  for (const e of await store.list(keys.splitPrefix)) {
+    const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
+    if (r.ok && r.value.status === "quarantined") quarantined.push(e);
+  }
+  const results: RequeueResult[] = new Array(quarantined.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < quarantined.length) {
+      const i = next++;
+      const e = quarantined[i];
+      results[i] = await requeueFrom(store, e.key.slice(keys.splitPrefix.length), e);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, quarantined.length) }, worker));
+  const requeued = results.filter((r) => r.outcome === "requeued").length;
+  return { found: quarantined.length, requeued, reopened: requeued > 0 && await reopenStalled(store), results };
+}
+
+/**
+ * Cancels a split: status `cancelled` (terminal: never offered or run
+ * again, counted apart from completed), no owner, epoch + 1. A held split's
+ * owner is fenced at its next commit and told by the leader to stop at once
+ * (a drop). A completed split cannot be cancelled. A `stalled` job outcome
+ * is cleared (`reopened`): the leader judges the job again, and cancelling
+ * its last quarantined split completes it.
+ *
+ * @example
+ * ```ts
+ * import { cancelSplit } from "@splitlease/splitlease/admin";
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * const r = await cancelSplit(new MemoryStore(), "part-0007");
+ * if (r.outcome === "cancelled") console.log(`was ${r.previous}, owned by ${r.previousOwner ?? "nobody"}`);
+ * ```
+ */
+export async function cancelSplit(store: Store, id: string): Promise<CancelResult> {
+  assertValidId(id, "split id");
+  const conflict = (): CancelResult => ({
+    id,
+    outcome: "conflict",
+    message: `Split "${id}" kept changing while being cancelled (${TRIES} tries: its owner commits often); retry`,
+  });
+  const r = await casLoop<CancelResult>(store, keys.split(id), (cur) => {
+    const read = readSplit(id, cur);
+    if ("done" in read) return read;
+    const rec = read.rec;
+    if (rec.status === "cancelled") return { done: { id, outcome: "alreadyCancelled", message: `Split "${id}" is already cancelled` } };
+    if (rec.status === "completed") {
+      return { done: { id, outcome: "alreadyCompleted", message: `Split "${id}" is completed; a completed split is not cancelled` } };
+    }
+    const next: SplitRecord = { ...rec, status: "cancelled", owner: null, epoch: rec.epoch + 1 };
+    const previousOwner = rec.owner?.instance ?? null;
+    return {
+      write: encodeRecord(next),
+      ok: () => ({
+        id,
+        outcome: "cancelled",
+        epoch: next.epoch,
+        previous: rec.status,
+        previousOwner,
+        reopened: false,
+        message: `Split "${id}" cancelled (was ${rec.status}${previousOwner ? `, held by ${previousOwner}` : ""})`,
+      }),
+    };
+  }, conflict);
+  // Cancelling the last quarantined split of a stalled job makes it complete: let the leader judge again.
+  if (r.outcome === "cancelled") r.reopened = await reopenStalled(store);
+  return r;
+}
+
+/**
+ * Asks a member to drain: writes `draining: true` into its member record
+ * (CAS at its revision, its own session kept). The member's next heartbeat
+ * (within `leaseMs / 3`) conflicts, adopts the record and drains the whole
+ * worker as after SIGTERM: its splits are handed over with no replay and
+ * the process exits 0. The leader stops offering it work at once. A member
+ * that is dead never reads it; the leader takes its splits over as usual.
+ *
+ * @example
+ * ```ts
+ * import { drainMember } from "@splitlease/splitlease/admin";
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * const r = await drainMember(new MemoryStore(), "pod-3");
+ * console.log(r.message); // No member "pod-3" in this job
+ * ```
+ */
+export async function drainMember(store: Store, instance: string): Promise<DrainMemberResult> {
+  assertValidId(instance, "instance id");
+  const conflict = (): DrainMemberResult => ({
+    instance,
+    outcome: "conflict",
+    message: `Member "${instance}" kept changing while being drained (${TRIES} tries); retry`,
+  });
+  return await casLoop<DrainMemberResult>(store, keys.member(instance), (cur) => {
+    if (!cur) return { done: { instance, outcome: "notFound", message: `No member "${instance}" in this job` } };
+    const r = safeDecodeRecord(cur.key, cur.value, MemberRecordSchema);
+    if (!r.ok) return { done: { instance, outcome: "unreadable", message: r.error.message } };
+    const session = r.value.session;
+    if (r.value.draining) {
+      return { done: { instance, outcome: "alreadyDraining", session, message: `Member "${instance}" is already draining` } };
+    }
+    return {
+      write: encodeRecord({ ...r.value, draining: true }),
+      ok: () => ({
+        instance,
+        outcome: "draining",
+        session,
+        message: `Member "${instance}" asked to drain; it starts at its next heartbeat and exits when its splits are handed over`,
+      }),
+    };
+  }, conflict);
+}

@@ -1,0 +1,239 @@
+/**
+ * The fleet view, pure part: turns a snapshot of a job's records (members,
+ * plan, leader, split records) into what an operator reads — members with
+ * their load, job-wide counts, and one page of splits filtered by state and
+ * owner — without touching the store. Splits are folded in one pass, keeping
+ * only the page, so 100k split records cost O(S) time and O(page) memory
+ * beyond the listing itself. {@linkcode readFleet} (`read_fleet.ts`) reads
+ * the snapshot.
+ *
+ * @module
+ */
+import {
+  type LeaderRecord,
+  LeaderRecordSchema,
+  type MemberRecord,
+  MemberRecordSchema,
+  type PlanRecord,
+  PlanRecordSchema,
+  safeDecodeRecord,
+  type SplitRecord,
+  SplitRecordSchema,
+  type SplitStatus,
+} from "../records.ts";
+import type { ZodType } from "zod";
+import { SplitleaseError } from "../errors.ts";
+import { isValidId, keys } from "../store/keys.ts";
+import type { StoreEntry } from "../store/store.ts";
+import type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetSnapshot, FleetSplit, FleetView } from "./types.ts";
+
+/** Every split status, in the order a fleet view lists them. */
+const STATUSES: readonly SplitStatus[] = ["runnable", "completed", "quarantined", "cancelled"];
+/** Default page size of {@linkcode FleetQuery.limit}. */
+const DEFAULT_LIMIT = 100;
+/** Largest page {@linkcode FleetQuery.limit} allows. */
+const MAX_LIMIT = 1000;
+/** Unreadable records named in a view at most (all are counted). */
+const MAX_INVALID_LISTED = 20;
+
+
+/**
+ * Checks a query and applies its defaults; throws `INVALID_ARGUMENT` naming
+ * the bad field and its value.
+ *
+ * @example
+ * ```ts
+ * import { normalizeFleetQuery } from "@splitlease/splitlease/admin";
+ * normalizeFleetQuery({ state: "quarantined" }); // { state: ["quarantined"], owner: null, after: null, limit: 100 }
+ * ```
+ */
+export function normalizeFleetQuery(
+  q: FleetQuery = {},
+): { state: SplitStatus[] | null; owner: string | null; after: string | null; limit: number } {
+  const bad = (what: string, value: unknown, rule: string) =>
+    new SplitleaseError("INVALID_ARGUMENT", `Fleet query: ${what} ${JSON.stringify(value) ?? String(value)} ${rule}`);
+  let state: SplitStatus[] | null = null;
+  if (q.state !== undefined) {
+    const list = typeof q.state === "string" ? [q.state] : [...q.state];
+    for (const s of list) if (!STATUSES.includes(s)) throw bad("state", s, `is not one of ${STATUSES.join(", ")}`);
+    state = STATUSES.filter((s) => list.includes(s));
+  }
+  if (q.owner !== undefined && !isValidId(q.owner)) throw bad("owner", q.owner, "is not an instance id (1-128 of [A-Za-z0-9_-])");
+  if (q.after !== undefined && !isValidId(q.after)) throw bad("after", q.after, "is not a split id (1-128 of [A-Za-z0-9_-])");
+  const limit = q.limit ?? DEFAULT_LIMIT;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw bad("limit", limit, `must be an integer from 1 to ${MAX_LIMIT}`);
+  return { state, owner: q.owner ?? null, after: q.after ?? null, limit };
+}
+
+/**
+ * A bounded JSON preview of `value`: its JSON text, cut to `max` characters
+ * (the last one an ellipsis) — for descriptors and source state in views
+ * and logs.
+ *
+ * @example
+ * ```ts
+ * import { jsonPreview } from "@splitlease/splitlease/admin";
+ * jsonPreview({ from: 0, to: 1000 }); // '{"from":0,"to":1000}'
+ * jsonPreview("x".repeat(500), 20).length; // 20
+ * ```
+ */
+export function jsonPreview(value: unknown, max = 160): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length <= max ? text : text.slice(0, Math.max(0, max - 1)) + "…";
+}
+
+function splitView(id: string, r: SplitRecord): FleetSplit {
+  const p = r.progress;
+  return {
+    id,
+    status: r.status,
+    owner: r.owner?.instance ?? null,
+    epoch: r.epoch,
+    attempts: r.attempts,
+    weight: r.weight,
+    progress: p
+      ? { watermark: p.watermark ?? null, state: p.state === undefined ? null : jsonPreview(p.state, 120) }
+      : null,
+    descriptor: r.spec ? null : r.descriptor === undefined ? null : jsonPreview(r.descriptor),
+    spec: r.spec === true,
+    lastFailure: r.lastFailure ?? null,
+    failures: r.failures ?? [],
+  };
+}
+
+/**
+ * Builds a fleet view from a snapshot (pure: no store access). Liveness is
+ * judged only when `liveness` is given — by the leader, from its own view;
+ * otherwise each member shows its `beat` and `alive: null`.
+ *
+ * @example
+ * ```ts
+ * import { buildFleetView } from "@splitlease/splitlease/admin";
+ * const split = { key: "split.a", revision: 1, value: JSON.stringify({
+ *   v: 2, epoch: 3, status: "quarantined", owner: null, attempts: 4, weight: 1, progress: null, descriptor: { file: "a" },
+ * }) };
+ * const view = buildFleetView(
+ *   { job: undefined, plan: undefined, leader: undefined, members: [], splits: [split], at: Date.now() },
+ *   { state: "quarantined" },
+ * );
+ * console.log(view.splits[0].descriptor); // {"file":"a"}
+ * ```
+ */
+export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, liveness?: FleetLiveness): FleetView {
+  const q = normalizeFleetQuery(query);
+  const invalid: { key: string; message: string }[] = [];
+  const decode = <T>(e: StoreEntry | undefined, schema: ZodType<T>): T | undefined => {
+    if (!e) return undefined;
+    const r = safeDecodeRecord(e.key, e.value, schema);
+    if (r.ok) return r.value;
+    invalid.push({ key: e.key, message: r.error.message });
+    return undefined;
+  };
+  const plan = decode<PlanRecord>(snapshot.plan, PlanRecordSchema);
+  const leader = decode<LeaderRecord>(snapshot.leader, LeaderRecordSchema);
+  let fingerprint: string | null = null;
+  if (snapshot.job) {
+    try {
+      const j = JSON.parse(snapshot.job.value) as { fingerprint?: unknown };
+      if (typeof j.fingerprint === "string") fingerprint = j.fingerprint;
+    } catch { /* an unreadable job record is the coordinator's to report */ }
+  }
+  const members = new Map<string, MemberRecord>();
+  for (const e of snapshot.members) {
+    const m = decode<MemberRecord>(e, MemberRecordSchema);
+    if (m) members.set(e.key.slice(keys.memberPrefix.length), m);
+  }
+
+  const counts: FleetCounts = {
+    total: 0, runnable: 0, owned: 0, unowned: 0, completed: 0, quarantined: 0, cancelled: 0, invalid: 0, weight: 0, completedWeight: 0,
+  };
+  const owned = new Map<string, number>(); // "instance/session" -> runnable splits it owns
+  const page: { id: string; rec: SplitRecord }[] = []; // the `limit` smallest matching ids after the cursor, sorted
+  let matched = 0, matchedAfter = 0;
+  for (const e of snapshot.splits) {
+    const id = e.key.slice(keys.splitPrefix.length);
+    const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
+    if (!r.ok) {
+      counts.invalid++;
+      invalid.push({ key: e.key, message: r.error.message });
+      continue;
+    }
+    const rec = r.value;
+    counts.total++;
+    counts[rec.status]++;
+    counts.weight += rec.weight;
+    if (rec.status === "completed") counts.completedWeight += rec.weight;
+    if (rec.status === "runnable") {
+      if (rec.owner) {
+        counts.owned++;
+        const k = rec.owner.instance + "/" + rec.owner.session;
+        owned.set(k, (owned.get(k) ?? 0) + 1);
+      } else counts.unowned++;
+    }
+    if (q.state && !q.state.includes(rec.status)) continue;
+    if (q.owner !== null && rec.owner?.instance !== q.owner) continue;
+    matched++;
+    if (q.after !== null && id <= q.after) continue;
+    matchedAfter++;
+    if (page.length === q.limit && id >= page[page.length - 1].id) continue;
+    // Sorted insert (a key-ordered listing always appends).
+    let lo = 0, hi = page.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (page[mid].id < id) lo = mid + 1;
+      else hi = mid;
+    }
+    page.splice(lo, 0, { id, rec });
+    if (page.length > q.limit) page.pop();
+  }
+  invalid.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+
+  const live = liveness ? new Set(liveness.liveMembers) : undefined;
+  const memberViews: FleetMember[] = [...members].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([instance, m]) => ({
+    instance,
+    session: m.session,
+    runtime: m.runtime,
+    version: m.version,
+    maxInFlight: m.maxInFlight,
+    owned: owned.get(instance + "/" + m.session) ?? 0,
+    held: m.held ?? null,
+    beat: m.beat,
+    draining: m.draining === true,
+    planner: m.planner === true,
+    leader: leader?.instance === instance && leader.session === m.session,
+    alive: live ? live.has(instance) : null,
+  }));
+
+  return {
+    at: snapshot.at,
+    fingerprint,
+    leader: leader ? { instance: leader.instance, term: leader.term, beat: leader.beat } : null,
+    plan: plan
+      ? {
+        term: plan.term,
+        finality: plan.finality,
+        generation: plan.generation,
+        planned: plan.planned,
+        outcome: plan.outcome?.kind ?? null,
+      }
+      : null,
+    liveness: liveness ? { judgedBy: "here", by: liveness.by } : { judgedBy: "leader", leader: leader?.instance ?? null },
+    members: memberViews,
+    counts,
+    splits: page.map((p) => splitView(p.id, p.rec)),
+    page: {
+      limit: q.limit,
+      after: q.after,
+      state: q.state,
+      owner: q.owner,
+      matched,
+      next: matchedAfter > q.limit ? page[page.length - 1].id : null,
+    },
+    invalid: invalid.slice(0, MAX_INVALID_LISTED),
+  };
+}

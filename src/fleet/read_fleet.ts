@@ -1,0 +1,81 @@
+/**
+ * The fleet view, reading part: one snapshot of a job's records from any
+ * store (a streamed listing of `split.` on NATS), on any member or from
+ * outside the fleet (the CLI). Nothing here writes.
+ *
+ * @module
+ */
+import { keys } from "../store/keys.ts";
+import type { Store } from "../store/store.ts";
+import { buildFleetView, normalizeFleetQuery } from "./fleet_view.ts";
+import type { FleetLiveness, FleetQuery, FleetSnapshot, FleetView } from "./types.ts";
+
+/**
+ * Options of {@linkcode readFleet}: the query, and liveness when the caller
+ * is the leader.
+ *
+ * @example
+ * ```ts
+ * import type { ReadFleetOptions } from "@splitlease/splitlease/admin";
+ * const options: ReadFleetOptions = { state: ["runnable"], owner: "pod-1", limit: 20 };
+ * ```
+ */
+export interface ReadFleetOptions extends FleetQuery {
+  /** Liveness as the leader judges it (give it only on the leader: `coordinator.status().liveMembers`). */
+  liveness?: FleetLiveness;
+  /** Wall clock (default `Date.now`). */
+  wallNow?: () => number;
+}
+
+/**
+ * Reads one snapshot of a job's records: the `job`, `plan` and `leader`
+ * records, every member record and every split record (a streamed listing:
+ * on NATS it fails only when it stops making progress).
+ *
+ * @example
+ * ```ts
+ * import { buildFleetView, readFleetSnapshot } from "@splitlease/splitlease/admin";
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * const snapshot = await readFleetSnapshot(new MemoryStore());
+ * const page1 = buildFleetView(snapshot, { limit: 10 });
+ * const page2 = buildFleetView(snapshot, { limit: 10, after: page1.page.next ?? undefined });
+ * ```
+ */
+export async function readFleetSnapshot(store: Store, wallNow: () => number = Date.now): Promise<FleetSnapshot> {
+  const at = wallNow();
+  const [job, plan, leader, members, splits] = await Promise.all([
+    store.get(keys.job),
+    store.get(keys.plan),
+    store.get(keys.leader),
+    store.list(keys.memberPrefix),
+    store.list(keys.splitPrefix),
+  ]);
+  return { job, plan, leader, members, splits, at };
+}
+
+/**
+ * The fleet as an operator reads it, from any member or from outside:
+ * members, job-wide counts and one page of splits (filtered by state and
+ * owner, paged by id with `after` = the previous page's `page.next`).
+ * Liveness is judged only when `liveness` is given (on the leader);
+ * otherwise each member shows its heartbeat counter (`beat`) and `alive:
+ * null`.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * import { readFleet } from "@splitlease/splitlease/admin";
+ * const store = new MemoryStore();
+ * let view = await readFleet(store, { state: "quarantined", limit: 100 });
+ * for (;;) {
+ *   for (const s of view.splits) console.log(s.id, s.attempts, s.failures.at(-1)?.message);
+ *   if (view.page.next === null) break;
+ *   view = await readFleet(store, { state: "quarantined", limit: 100, after: view.page.next });
+ * }
+ * ```
+ */
+export async function readFleet(store: Store, options: ReadFleetOptions = {}): Promise<FleetView> {
+  const { liveness, wallNow, ...query } = options;
+  normalizeFleetQuery(query); // a bad query fails before anything is read
+  return buildFleetView(await readFleetSnapshot(store, wallNow), query, liveness);
+}

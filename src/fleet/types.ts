@@ -1,0 +1,215 @@
+/**
+ * Types of the fleet view: the query, and what {@linkcode buildFleetView}
+ * (`fleet_view.ts`) and `readFleet` return.
+ *
+ * @module
+ */
+import type { JobOutcome, SplitFailure, SplitStatus } from "../records.ts";
+import type { StoreEntry } from "../store/store.ts";
+
+/**
+ * Which splits a fleet view lists, and which page of them.
+ *
+ * @example
+ * ```ts
+ * import type { FleetQuery } from "@splitlease/splitlease/admin";
+ * const q: FleetQuery = { state: "quarantined", limit: 50 };
+ * const next: FleetQuery = { ...q, after: "split-0049" }; // the page after
+ * ```
+ */
+export interface FleetQuery {
+  /** Only splits in this state (or these states). Default: every state. */
+  state?: SplitStatus | readonly SplitStatus[];
+  /** Only splits whose record names this instance as owner. */
+  owner?: string;
+  /** Cursor: only splits whose id sorts after this one (the `page.next` of the previous page). */
+  after?: string;
+  /** Splits per page: 1 to 1000, default 100. */
+  limit?: number;
+}
+
+/**
+ * How liveness is judged in a view: only the leader judges members (on its
+ * own clock, from their heartbeats); elsewhere a view reports each member's
+ * `beat` counter and says who judges.
+ *
+ * @example
+ * ```ts
+ * import type { FleetLiveness } from "@splitlease/splitlease/admin";
+ * const onLeader: FleetLiveness = { by: "pod-0", liveMembers: ["pod-0", "pod-1"] };
+ * ```
+ */
+export interface FleetLiveness {
+  /** The instance that judged (the leader serving the view). */
+  by: string;
+  /** The members it judges alive. */
+  liveMembers: readonly string[];
+}
+
+/**
+ * A member as a fleet view shows it.
+ *
+ * @example
+ * ```ts
+ * import type { FleetMember } from "@splitlease/splitlease/admin";
+ * function line(m: FleetMember): string {
+ *   return `${m.instance} ${m.owned}/${m.maxInFlight} ${m.alive === null ? `beat ${m.beat}` : m.alive ? "alive" : "dead"}`;
+ * }
+ * ```
+ */
+export interface FleetMember {
+  /** Instance id. */
+  instance: string;
+  /** Process session nonce. */
+  session: string;
+  /** Runtime and version, e.g. `deno 2.9.6`. */
+  runtime: string;
+  /** splitlease version. */
+  version: string;
+  /** Lanes it runs at most (0: standby). */
+  maxInFlight: number;
+  /** Runnable splits whose record names this member (this session) as owner. */
+  owned: number;
+  /** Splits it reported holding on its last beat, if it reports them. */
+  held: number | null;
+  /** Its heartbeat counter: it grows every `leaseMs / 3` while the member lives. */
+  beat: number;
+  /** Draining to leave (it gets no new work). */
+  draining: boolean;
+  /** Runs a planner (preferred as leader). */
+  planner: boolean;
+  /** It is the leader named by the `leader` record. */
+  leader: boolean;
+  /** Alive as judged here (on the leader), or `null` where liveness is not judged (any other member, the CLI). */
+  alive: boolean | null;
+}
+
+/**
+ * A split as a fleet view shows it: state, owner, epoch, attempts, progress,
+ * a bounded preview of its descriptor and its failure history.
+ *
+ * @example
+ * ```ts
+ * import type { FleetSplit } from "@splitlease/splitlease/admin";
+ * function line(s: FleetSplit): string {
+ *   return `${s.id} ${s.status} ${s.owner ?? "-"} @${s.progress?.watermark ?? "start"} ${s.descriptor ?? "(spec)"}`;
+ * }
+ * ```
+ */
+export interface FleetSplit {
+  /** Split id. */
+  id: string;
+  /** Lifecycle state. */
+  status: SplitStatus;
+  /** Owner instance, or `null` when free. */
+  owner: string | null;
+  /** Fencing epoch (grows with every ownership change). */
+  epoch: number;
+  /** Non-graceful ends so far. */
+  attempts: number;
+  /** Relative cost. */
+  weight: number;
+  /** Last committed progress: the watermark and a bounded preview of the source state. */
+  progress: { watermark: number | string | null; state: string | null } | null;
+  /** Bounded JSON preview of the descriptor, or `null` when it lives in `spec.<id>`. */
+  descriptor: string | null;
+  /** The descriptor lives in `spec.<id>` (too large for the split record). */
+  spec: boolean;
+  /** Reason of the last failure, if any. */
+  lastFailure: string | null;
+  /** The last few failures, oldest first. */
+  failures: SplitFailure[];
+}
+
+/**
+ * Job-wide split counts of a fleet view (every split, whatever the filter).
+ *
+ * @example
+ * ```ts
+ * import type { FleetCounts } from "@splitlease/splitlease/admin";
+ * const done = (c: FleetCounts) => c.completed + c.cancelled === c.total;
+ * ```
+ */
+export interface FleetCounts {
+  /** Readable split records. */
+  total: number;
+  /** Runnable splits, owned or not. */
+  runnable: number;
+  /** Runnable splits with an owner. */
+  owned: number;
+  /** Runnable splits without an owner (the backlog). */
+  unowned: number;
+  /** Completed splits. */
+  completed: number;
+  /** Quarantined (poison) splits, parked until requeued. */
+  quarantined: number;
+  /** Cancelled splits (terminal, never run again). */
+  cancelled: number;
+  /** Unreadable split records. */
+  invalid: number;
+  /** Total weight of every readable split. */
+  weight: number;
+  /** Weight of the completed ones. */
+  completedWeight: number;
+}
+
+/**
+ * What {@linkcode readFleet} and `GET /fleet` return.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * import { readFleet, type FleetView } from "@splitlease/splitlease/admin";
+ * const view: FleetView = await readFleet(new MemoryStore(), { state: "quarantined" });
+ * console.log(view.counts.quarantined, view.splits.map((s) => s.id));
+ * ```
+ */
+export interface FleetView {
+  /** Wall-clock time of the read (ms since the epoch). */
+  at: number;
+  /** The job's fingerprint, or `null` before the first worker joined. */
+  fingerprint: string | null;
+  /** The leader as its record names it, or `null`. */
+  leader: { instance: string; term: number; beat: number } | null;
+  /** The plan, or `null` before the first leader. */
+  plan:
+    | { term: number; finality: "open" | "final"; generation: number; planned: number; outcome: JobOutcome["kind"] | null }
+    | null;
+  /** Who judged liveness: this view's server (the leader), or nobody here (see `FleetMember.alive`). */
+  liveness: { judgedBy: "here"; by: string } | { judgedBy: "leader"; leader: string | null };
+  /** Every member record, by instance id. */
+  members: FleetMember[];
+  /** Job-wide counts. */
+  counts: FleetCounts;
+  /** One page of the splits that match the query, by id. */
+  splits: FleetSplit[];
+  /** The page: its query, the number of matching splits, and the cursor of the next page (`null`: last page). */
+  page: { limit: number; after: string | null; state: SplitStatus[] | null; owner: string | null; matched: number; next: string | null };
+  /** Unreadable records (the first 20 by key; `counts.invalid` counts the split records) and their problem. */
+  invalid: { key: string; message: string }[];
+}
+
+/**
+ * A snapshot of a job's records, as {@linkcode readFleetSnapshot} reads it.
+ *
+ * @example
+ * ```ts
+ * import { buildFleetView, type FleetSnapshot } from "@splitlease/splitlease/admin";
+ * const empty: FleetSnapshot = { job: undefined, plan: undefined, leader: undefined, members: [], splits: [], at: 0 };
+ * console.log(buildFleetView(empty).counts.total); // 0
+ * ```
+ */
+export interface FleetSnapshot {
+  /** The `job` record entry. */
+  job: StoreEntry | undefined;
+  /** The `plan` record entry. */
+  plan: StoreEntry | undefined;
+  /** The `leader` record entry. */
+  leader: StoreEntry | undefined;
+  /** Every `member.` entry. */
+  members: readonly StoreEntry[];
+  /** Every `split.` entry (any order; a listing gives key order). */
+  splits: Iterable<StoreEntry>;
+  /** Wall-clock time of the read. */
+  at: number;
+}

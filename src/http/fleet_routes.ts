@@ -1,0 +1,172 @@
+/**
+ * The fleet routes of the HTTP app: `GET /fleet` (the fleet view, read-only
+ * and open like `/status`), the live fleet page (`GET /`, `GET /fleet.js`)
+ * and the operator actions, behind the same bearer token and body limit as
+ * `POST /drain`:
+ *
+ * - `POST /splits/:id/requeue` and `POST /splits/requeue` (every quarantined split),
+ * - `POST /splits/:id/cancel`,
+ * - `POST /members/:instance/drain`.
+ *
+ * Every answer is JSON naming what happened: 200 for done (or already so),
+ * 404 for no such split or member, 409 for a split in another state or a
+ * race that kept losing, 400 for a malformed id or query, 503 when the store
+ * does not answer, 403 for a cross-site browser request.
+ *
+ * @module
+ */
+import type { Context, Hono, MiddlewareHandler } from "hono";
+import type { Coordinator } from "../coordinator/types.ts";
+import { InvalidKeyError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
+import { cancelSplit, drainMember, requeueQuarantined, requeueSplit } from "../fleet/actions.ts";
+import { buildFleetView, normalizeFleetQuery } from "../fleet/fleet_view.ts";
+import type { FleetQuery, FleetSnapshot } from "../fleet/types.ts";
+import { readFleetSnapshot } from "../fleet/read_fleet.ts";
+import type { SplitStatus } from "../records.ts";
+import type { Store } from "../store/store.ts";
+import { FLEET_PAGE_HTML, FLEET_PAGE_SCRIPT } from "./fleet_page.ts";
+
+/** What the fleet routes need from the app. */
+export interface FleetRouteOptions {
+  store: Store;
+  coordinator: Coordinator;
+  /** The bearer-token guard of `POST /drain`. */
+  guard: MiddlewareHandler;
+  /** Its body limit. */
+  bodyLimit: MiddlewareHandler;
+  /** Registers the 405 answer of a path (after its handlers). */
+  allow: (path: string, method: "GET" | "POST") => void;
+  /** How long one snapshot of the store serves `GET /fleet` requests (default 1000 ms). */
+  cacheMs?: number;
+}
+
+const json = (body: unknown, status: number) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8" } });
+
+/** HTTP status of an action's outcome. */
+function statusOf(outcome: string): number {
+  switch (outcome) {
+    case "requeued":
+    case "cancelled":
+    case "draining":
+    case "alreadyCancelled":
+    case "alreadyDraining":
+      return 200;
+    case "notFound":
+      return 404;
+    default: // notQuarantined, alreadyCompleted, unreadable, conflict
+      return 409;
+  }
+}
+
+/** Answers an error as JSON: 400 for bad input, 503 for an outage; anything else is rethrown (500). */
+function failure(e: unknown): Response {
+  if (e instanceof InvalidKeyError || (e instanceof SplitleaseError && e.code === "INVALID_ARGUMENT")) {
+    return json({ error: e.message }, 400);
+  }
+  if (e instanceof StoreUnavailableError || (e instanceof SplitleaseError && e.code === "CLOSED")) {
+    return json({ error: `the store did not answer: ${e.message}` }, 503);
+  }
+  throw e;
+}
+
+/**
+ * Refuses a browser request sent from another site (an `Origin` that is not
+ * this host, or `Sec-Fetch-Site: cross-site`): with `drainOpen` there is no
+ * token, and a page elsewhere must not cancel splits through an operator's
+ * browser. Non-browser clients send neither header.
+ */
+const sameOrigin: MiddlewareHandler = async (c, next) => {
+  const site = c.req.header("sec-fetch-site");
+  const origin = c.req.header("origin");
+  let cross = site === "cross-site" || site === "same-site";
+  if (!cross && origin !== undefined) {
+    try {
+      cross = new URL(origin).host !== (c.req.header("host") ?? new URL(c.req.url).host);
+    } catch {
+      cross = true;
+    }
+  }
+  if (cross) return json({ error: `cross-site request refused (Origin ${origin ?? "none"}, Sec-Fetch-Site ${site ?? "none"})` }, 403);
+  await next();
+};
+
+/** Mounts the fleet routes on `app`. */
+export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
+  const cacheMs = o.cacheMs ?? 1000;
+  let cached: { at: number; snapshot: Promise<FleetSnapshot> } | undefined;
+  // One listing serves every request within cacheMs (pages, filters, several open pages).
+  const snapshot = (): Promise<FleetSnapshot> => {
+    const now = Date.now();
+    if (!cached || now - cached.at > cacheMs) {
+      const p = readFleetSnapshot(o.store);
+      cached = { at: now, snapshot: p };
+      p.catch(() => {
+        if (cached?.snapshot === p) cached = undefined;
+      });
+    }
+    return cached.snapshot;
+  };
+  const invalidate = () => (cached = undefined);
+
+  app.get("/fleet", async (c) => {
+    const q: FleetQuery = {};
+    const state = c.req.query("state");
+    if (state !== undefined && state !== "") q.state = state.split(",").map((s) => s.trim()) as SplitStatus[];
+    const owner = c.req.query("owner");
+    if (owner) q.owner = owner;
+    const after = c.req.query("after");
+    if (after) q.after = after;
+    const limit = c.req.query("limit");
+    if (limit) q.limit = /^\d+$/.test(limit) ? Number(limit) : NaN;
+    try {
+      const st = o.coordinator.status();
+      const liveness = st.isLeader ? { by: st.instance, liveMembers: st.liveMembers } : undefined;
+      normalizeFleetQuery(q); // a bad query costs no listing
+      const view = buildFleetView(await snapshot(), q, liveness);
+      return json({ job: st.job, servedBy: { instance: st.instance, isLeader: st.isLeader }, ...view }, 200);
+    } catch (e) {
+      return failure(e);
+    }
+  });
+  o.allow("/fleet", "GET");
+
+  const page = (body: string, type: string) => (c: Context) => {
+    c.header("content-type", type);
+    c.header("cache-control", "no-store");
+    c.header("x-content-type-options", "nosniff");
+    c.header("referrer-policy", "no-referrer");
+    c.header(
+      "content-security-policy",
+      "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; " +
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    );
+    return c.body(body);
+  };
+  app.get("/", page(FLEET_PAGE_HTML, "text/html; charset=utf-8"));
+  o.allow("/", "GET");
+  app.get("/fleet.js", page(FLEET_PAGE_SCRIPT, "text/javascript; charset=utf-8"));
+  o.allow("/fleet.js", "GET");
+
+  const action = (path: string, run: (c: Context) => Promise<object>) => {
+    app.post(path, sameOrigin, o.guard, o.bodyLimit, async (c) => {
+      // No body is needed; one that is there is read (and bounded) but ignored.
+      await c.req.text();
+      try {
+        const r = await run(c);
+        invalidate();
+        return json(r, "outcome" in r ? statusOf(String(r.outcome)) : 200);
+      } catch (e) {
+        return failure(e);
+      }
+    });
+    o.allow(path, "POST");
+  };
+  action("/splits/requeue", async () => {
+    const r = await requeueQuarantined(o.store);
+    return { message: `${r.requeued} of ${r.found} quarantined split(s) requeued`, ...r };
+  });
+  action("/splits/:id/requeue", (c) => requeueSplit(o.store, c.req.param("id")!));
+  action("/splits/:id/cancel", (c) => cancelSplit(o.store, c.req.param("id")!));
+  action("/members/:instance/drain", (c) => drainMember(o.store, c.req.param("instance")!));
+}

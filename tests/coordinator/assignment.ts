@@ -1,0 +1,94 @@
+// Leader assignment (record layout 2) under join, leave, death and leader
+// loss, defined once and run on every backend.
+import assert from "node:assert/strict";
+import { SplitleaseError } from "../../src/errors.ts";
+import { keys } from "../../src/store/keys.ts";
+import { type Backend, finalPlanner, type Fleet, type Member, rawStore, splits } from "./fleet.ts";
+import { splitRecord } from "./scenarios.ts";
+
+/** Every split held by exactly one member, as the store says. */
+async function exclusive(f: Fleet, ms: Member[], ids: string[]): Promise<void> {
+  const holders = new Map<string, string>();
+  for (const m of ms) {
+    for (const h of m.c.status().held) {
+      assert.ok(!holders.has(h.id), `${h.id} held by ${holders.get(h.id)} and ${m.c.instance}`);
+      holders.set(h.id, m.c.instance);
+    }
+  }
+  for (const id of ids) {
+    const rec = await splitRecord(rawStore(f), id);
+    const h = holders.get(id);
+    if (h) assert.equal(rec.owner?.instance, h, `${id}: the store names ${rec.owner?.instance}, ${h} runs it`);
+  }
+}
+
+export function assignmentScenarios(b: Backend): void {
+  const t = (name: string, fn: () => Promise<void>) =>
+    Deno.test({ name: `${b.name}: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
+
+  t("A1. the leader dies mid-job: members keep their splits, a new leader takes the dead one's over within about a lease", async () => {
+    await using f = await b.fleet();
+    const ids = splits(9).map((s) => s.id);
+    // Plan once the leader sees all three (a member registering late would rightly get more).
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const plan = () => gate.then(() => ({ splits: splits(9), finality: "final" as const }));
+    const ms = await f.joinAll(["a", "b", "c"].map((instance) => ({ instance, planner: plan, maxInFlight: 5 })));
+    assert.ok(await f.until(() => ms.some((m) => m.c.isLeader && m.c.status().liveMembers.length === 3), 3000));
+    open();
+    assert.ok(await f.until(() => ms.every((m) => m.held.length === 3), 3000), "3/3/3");
+    const leader = ms.find((m) => m.c.isLeader)!;
+    const rest = ms.filter((m) => m !== leader);
+    const before = rest.map((m) => [...m.held].sort().join());
+    const dead = [...leader.held];
+    const t0 = f.now();
+    await leader.c.abandon();
+    // No leader for a lease: the others keep exactly what they hold.
+    await f.advance(f.timings.leaseMs / 2);
+    assert.deepEqual(rest.map((m) => [...m.held].sort().join()), before);
+    assert.deepEqual(rest.flatMap((m) => m.lost()), []);
+    // A new leader, then the dead leader's splits move (one attempt each).
+    assert.ok(await f.until(() => rest.some((m) => m.c.isLeader), 2 * f.timings.leaseMs), "a new leader");
+    assert.ok(await f.until(() => rest.reduce((n, m) => n + m.held.length, 0) === 9, 2 * f.timings.leaseMs), "all 9 held again");
+    assert.ok(f.now() - t0 <= 2 * f.timings.leaseMs + f.time.slack, `took ${f.now() - t0} ms`);
+    for (const id of dead) assert.equal((await splitRecord(rawStore(f), id)).attempts, 1);
+    await exclusive(f, rest, ids);
+  });
+
+  t("A2. a member joining mid-job gets free splits as offers; nobody's held split is taken from it", async () => {
+    await using f = await b.fleet();
+    const plan = finalPlanner(splits(10));
+    const [a] = await f.joinAll([{ instance: "a", planner: plan, maxInFlight: 4 }]);
+    assert.ok(await f.until(() => a.held.length === 4, 3000));
+    const mine = [...a.held].sort();
+    const c = await f.join({ instance: "c", planner: plan, maxInFlight: 4 });
+    assert.ok(await f.until(() => c.held.length === 4, 3000), "the newcomer takes free splits");
+    assert.deepEqual([...a.held].sort(), mine, "a kept its four");
+    assert.ok(!a.has("revokeRequested"), "free splits were there: no steal");
+    for (const g of c.gained()) assert.equal(g.epoch, 1, `${g.split.id} came free, not taken over`);
+    await exclusive(f, [a, c], splits(10).map((s) => s.id));
+  });
+
+  t("A3. a member that leaves gives its splits back; the others get them with no attempt charged", async () => {
+    await using f = await b.fleet();
+    const plan = finalPlanner(splits(6));
+    const [a, c] = await f.joinAll([{ instance: "a", planner: plan, maxInFlight: 3 }, { instance: "c", planner: plan, maxInFlight: 6 }]);
+    assert.ok(await f.until(() => a.held.length === 3 && c.held.length === 3, 3000));
+    const leaving = a.c.isLeader ? a : c;
+    const staying = leaving === a ? c : a;
+    const ids = [...leaving.held];
+    await leaving.c.close();
+    assert.ok(await f.until(() => staying.held.length === 6 || (staying === a && staying.held.length === 3), 3000));
+    if (staying === c) for (const id of ids) assert.equal((await splitRecord(rawStore(f), id)).attempts, 0);
+  });
+
+  t("A4. a bucket written with record layout 1 is refused at join, naming both layouts", async () => {
+    await using f = await b.fleet();
+    await rawStore(f).create(keys.job, JSON.stringify({ v: 1, fingerprint: f.job, createdAt: 0 }));
+    await assert.rejects(
+      () => f.join({ instance: "x" }),
+      (e: unknown) =>
+        e instanceof SplitleaseError && e.code === "INCOMPATIBLE_LAYOUT" && /layout 1/.test(e.message) && /layout 2/.test(e.message),
+    );
+  });
+}

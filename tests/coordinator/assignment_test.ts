@@ -1,0 +1,4 @@
+import { assignmentScenarios } from "./assignment.ts";
+import { memoryBackend } from "./fleet.ts";
+
+assignmentScenarios(memoryBackend);

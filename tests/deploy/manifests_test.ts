@@ -1,0 +1,694 @@
+/**
+ * The deployment kit (deploy/) against the code it deploys. No container
+ * engine or cluster runs here, so most checks are static: the YAML parses as
+ * Kubernetes reads it (YAML 1.1), the grace period, probes, ports, exit codes
+ * and thresholds agree with the code's defaults, every metric the alert rules
+ * and the KEDA trigger name is one /metrics renders, and each Dockerfile pins
+ * package.json's runtime versions and starts the example worker in exec form
+ * as a non-root user.
+ *
+ * Two checks run for real: nats-server 2.9 starts with
+ * deploy/nats/nats-server.conf (certificates made here with openssl, paths
+ * and ports moved to a temp dir) and workers on Deno, Bun and Node connect
+ * over wss with the CA, reach their own job's bucket and are refused
+ * another's; and each image's command (ENTRYPOINT, ENV, the files its COPY
+ * lines bring, the repository's node_modules standing in for the deps stage)
+ * runs with the env of job.yaml and deployment.yaml, so the Job's pods finish
+ * the work and exit 0 while a Deployment's pod on the finished job idles,
+ * ready, until SIGTERM.
+ */
+import assert from "node:assert/strict";
+import { parseAllDocuments } from "yaml";
+import { ManualClock } from "../../src/coordinator/clock.ts";
+import { parseCoordinatorConfig } from "../../src/coordinator/config.ts";
+import { createApp } from "../../src/http/app.ts";
+import { DEFAULT_SHUTDOWN_MARGIN_MS, EXIT_PLAN_FAILED, EXIT_STALLED } from "../../src/runtime/serve_core.ts";
+import { startWorker } from "../../src/runtime/worker.ts";
+import { runCmd } from "../helpers/cmd.ts";
+import { eachLine, parseLogLine } from "../helpers/lines.ts";
+import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
+import { settle } from "../helpers/settle.ts";
+import { waitFor, withTimeout } from "../helpers/worker_procs.ts";
+
+const root = new URL("../../", import.meta.url).pathname;
+const bin = (n: string) => `${root}node_modules/.bin/${n}`;
+const read = (path: string) => Deno.readTextFileSync(`${root}${path}`);
+const pkg = JSON.parse(read("package.json")) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
+const ENTRY = "examples/object_store/main.ts";
+const NATS_SERVER = Deno.env.get("NATS_SERVER") ?? "/usr/sbin/nats-server";
+
+// deno-lint-ignore no-explicit-any
+type Yaml = any;
+
+/** Every document of a YAML file, parsed as Kubernetes does (YAML 1.1); fails on any error or warning. */
+function yamlDocs(path: string): Yaml[] {
+  const docs = parseAllDocuments(read(path), { version: "1.1", prettyErrors: true });
+  assert.ok(Array.isArray(docs), `${path} parses`);
+  for (const d of docs) {
+    assert.deepEqual([...d.errors, ...d.warnings].map((e) => e.message), [], `${path}: YAML errors or warnings`);
+  }
+  return docs.map((d) => d.toJS());
+}
+
+/** The code's defaults a manifest's numbers must agree with. */
+const defaults = (() => {
+  const c = parseCoordinatorConfig({ job: "j", instance: "i", fingerprint: "f" });
+  return { drainDeadlineMs: c.drainDeadlineMs, opTimeoutMs: c.opTimeoutMs, maxInFlight: c.maxInFlight };
+})();
+
+interface Rendered {
+  /** Family name → type. */
+  types: Map<string, string>;
+  /** Family name → HELP text. */
+  help: Map<string, string>;
+  /** Every sample name (histograms as _bucket, _sum, _count). */
+  samples: Set<string>;
+  /** Label names seen on samples. */
+  labels: Set<string>;
+}
+
+/** What /metrics renders on a leader running a worker (the most any replica renders). */
+async function renderedMetrics(): Promise<Rendered> {
+  const coordinator = new ScriptedCoordinator();
+  coordinator.isLeader = true;
+  const worker = startWorker({
+    coordinator,
+    clock: new ManualClock(),
+    logger: () => {},
+    source: {
+      fingerprint: () => "f",
+      plan: () => Promise.resolve({ finality: "final", splits: [] }),
+      run: (lane) =>
+        new Promise<void>((resolve) => {
+          lane.signal.addEventListener("abort", () => resolve());
+          lane.revokeSignal.addEventListener("abort", () => resolve());
+        }),
+    },
+  });
+  coordinator.gain("a", 1);
+  await settle();
+  const text = await (await createApp({ worker }).request("/metrics")).text();
+  await worker.shutdown();
+  const r: Rendered = { types: new Map(), help: new Map(), samples: new Set(), labels: new Set() };
+  for (const line of text.split("\n")) {
+    let m = /^# TYPE (\S+) (\S+)$/.exec(line);
+    if (m) r.types.set(m[1], m[2]);
+    m = /^# HELP (\S+) (.*)$/.exec(line);
+    if (m) r.help.set(m[1], m[2]);
+    m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? /.exec(line);
+    if (m) {
+      r.samples.add(m[1]);
+      for (const l of (m[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="/g)) r.labels.add(l[1]);
+    }
+  }
+  return r;
+}
+
+/** Metric names of ours (`etl_coordination_*`) in a PromQL expression. */
+function metricNames(expr: string): string[] {
+  return [...new Set(expr.match(/\betl_coordination_[a-z_]+/g) ?? [])];
+}
+
+// --- Kubernetes manifests ------------------------------------------------------------
+
+const K8S = ["deploy/k8s/deployment.yaml", "deploy/k8s/job.yaml", "deploy/k8s/keda-scaledobject.yaml"];
+
+/** The one document of `kind` in `path`. */
+function manifest(path: string, kind: string): Yaml {
+  const docs = yamlDocs(path).filter((d) => d?.kind === kind);
+  assert.equal(docs.length, 1, `${path} holds one ${kind}`);
+  return docs[0];
+}
+
+/** The worker container of a pod template. */
+function worker(podSpec: Yaml): Yaml {
+  const c = podSpec.containers.find((c: Yaml) => c.name === "worker");
+  assert.ok(c, "a container named worker");
+  return c;
+}
+
+/** Env of a container as the kubelet would set it for pod `podName` (fieldRefs, secrets, $(VAR) expansion). */
+function resolveEnv(container: Yaml, pod: { name: string; index?: string; secrets: Record<string, string> }): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const e of container.env as Yaml[]) {
+    let v: string;
+    if (e.value !== undefined) {
+      assert.equal(typeof e.value, "string", `env ${e.name} is a string in YAML 1.1 (quote numbers and booleans)`);
+      v = e.value.replace(/\$\(([A-Z0-9_]+)\)/g, (_: string, n: string) => {
+        assert.ok(n in env, `env ${e.name} refers to $(${n}), which must be defined before it`);
+        return env[n];
+      });
+    } else if (e.valueFrom?.fieldRef) {
+      const path = e.valueFrom.fieldRef.fieldPath;
+      if (path === "metadata.name") v = pod.name;
+      else if (path === "metadata.annotations['batch.kubernetes.io/job-completion-index']") v = pod.index ?? assert.fail("no index");
+      else throw new Error(`env ${e.name}: unexpected fieldRef ${path}`);
+    } else if (e.valueFrom?.secretKeyRef) {
+      const k = `${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}`;
+      v = pod.secrets[k] ?? `secret-${k}`;
+    } else throw new Error(`env ${e.name}: no value`);
+    env[e.name] = v;
+  }
+  return env;
+}
+
+/** Environment variable names the example worker (or the runtime) reads. */
+function namesTheWorkerReads(): Set<string> {
+  const src = ["examples/object_store/main.ts", "examples/object_store/config.ts"].map(read).join("\n");
+  const names = new Set([...src.matchAll(/env\.([A-Z][A-Z0-9_]*)/g)].map((m) => m[1]));
+  for (const m of src.matchAll(/intFromEnv\(env, "([A-Z0-9_]+)"/g)) names.add(m[1]);
+  // Read by the runtimes: the CA bundle for wss.
+  names.add("DENO_CERT");
+  names.add("NODE_EXTRA_CA_CERTS");
+  return names;
+}
+
+Deno.test("deploy: every YAML file parses as Kubernetes and Prometheus read it (YAML 1.1, no warnings)", () => {
+  for (const path of K8S) {
+    for (const doc of yamlDocs(path)) {
+      assert.ok(doc.apiVersion && doc.kind && doc.metadata?.name, `${path}: apiVersion, kind and metadata.name`);
+    }
+  }
+  const rules = yamlDocs("deploy/prometheus/alerts.yaml");
+  assert.equal(rules.length, 1);
+  assert.ok(Array.isArray(rules[0].groups) && rules[0].groups.length > 0, "a rule file: groups");
+});
+
+Deno.test("deploy: the Deployment and the Job agree with the code: grace period, probes, port, instance ids, exit codes, env", async () => {
+  const reads = namesTheWorkerReads();
+  // serve's shutdown deadline is drainDeadlineMs + shutdownMarginMs with the coordinator's drain default.
+  const literal = String(defaults.drainDeadlineMs).replace(/\B(?=(\d{3})+(?!\d))/g, "_");
+  assert.ok(read("src/runtime/serve_core.ts").includes(`drainDeadlineMs ?? ${literal})`), "serve's drain default is the coordinator's");
+  const app = createApp({ coordinator: new ScriptedCoordinator() });
+  for (const [path, kind] of [["deploy/k8s/deployment.yaml", "Deployment"], ["deploy/k8s/job.yaml", "Job"]] as const) {
+    const m = manifest(path, kind);
+    const pod = m.spec.template.spec;
+    const c = worker(pod);
+    const env = resolveEnv(c, { name: "backfill-7c9f8-x2kqz", index: "0", secrets: {} });
+    const where = `${path} (${kind})`;
+    // SIGTERM: drain (drainDeadlineMs), serve's margin, then one leave write (opTimeoutMs).
+    const drain = env.DRAIN_DEADLINE_MS ? Number(env.DRAIN_DEADLINE_MS) : defaults.drainDeadlineMs;
+    const graceMs = drain + DEFAULT_SHUTDOWN_MARGIN_MS + defaults.opTimeoutMs;
+    assert.equal(pod.terminationGracePeriodSeconds, graceMs / 1000, `${where}: terminationGracePeriodSeconds = (${drain} + ${DEFAULT_SHUTDOWN_MARGIN_MS} + ${defaults.opTimeoutMs}) ms`);
+    // Probes on routes the app serves, on the port the worker listens on.
+    const port = c.ports.find((p: Yaml) => p.name === "http");
+    assert.equal(String(port.containerPort), env.PORT ?? "8080", `${where}: containerPort is PORT`);
+    for (const [probe, route] of [["startupProbe", "/healthz"], ["livenessProbe", "/healthz"], ["readinessProbe", "/readyz"]]) {
+      assert.equal(c[probe].httpGet.path, route, `${where}: ${probe} on ${route}`);
+      assert.equal(c[probe].httpGet.port, "http");
+      assert.notEqual((await app.request(c[probe].httpGet.path)).status, 404, `${where}: the app serves ${route}`);
+      assert.ok(read("src/http/app.ts").includes(`app.get("${route}"`), `src/http/app.ts routes ${route}`);
+    }
+    // Non-root, and no env the worker does not read (a typo would be silently ignored).
+    assert.equal(pod.securityContext.runAsNonRoot, true, `${where}: runAsNonRoot`);
+    for (const name of Object.keys(env)) {
+      assert.ok(reads.has(name) || name === "JOB_INDEX", `${where}: env ${name} is read by ${ENTRY} or its runtime`);
+    }
+    assert.equal(env.STORE, "nats");
+    assert.match(env.NATS_URL, /^wss:\/\//, `${where}: NATS over TLS`);
+    // The CA bundle both runtimes read is the mounted CA.
+    const ca = c.volumeMounts.find((v: Yaml) => pod.volumes.find((x: Yaml) => x.name === v.name)?.configMap?.name === "splitlease-nats-ca");
+    assert.ok(ca, `${where}: the CA ConfigMap is mounted`);
+    assert.equal(env.DENO_CERT, `${ca.mountPath}/ca.crt`);
+    assert.equal(env.NODE_EXTRA_CA_CERTS, `${ca.mountPath}/ca.crt`);
+    if (kind === "Deployment") {
+      // The pod name: stable across container restarts in the pod.
+      assert.equal(c.env.find((e: Yaml) => e.name === "INSTANCE").valueFrom.fieldRef.fieldPath, "metadata.name");
+      assert.equal(env.INSTANCE, "backfill-7c9f8-x2kqz");
+      assert.equal(env.AFTER_COMPLETION, "idle", `${where}: a finished job's pod idles instead of crash-looping`);
+      assert.equal(m.spec.strategy.rollingUpdate.maxUnavailable, 0);
+    } else {
+      // The completion index: stable across a failed pod's replacement.
+      assert.equal(env.INSTANCE, "backfill-0");
+      assert.equal(m.spec.completionMode, "Indexed");
+      assert.equal(m.spec.completions, m.spec.parallelism, "every index runs at once (each pod ends with the job)");
+      assert.equal(m.spec.podReplacementPolicy, "Failed", "no replacement while its predecessor (same instance id) still runs");
+      assert.equal(pod.restartPolicy, "Never", "podFailurePolicy needs restartPolicy Never");
+      assert.equal(env.AFTER_COMPLETION ?? "exit", "exit", `${where}: a Job's pods exit when the job is complete`);
+      const failJob = m.spec.podFailurePolicy.rules.find((r: Yaml) => r.action === "FailJob");
+      assert.equal(failJob.onExitCodes.containerName, "worker");
+      assert.deepEqual([...failJob.onExitCodes.values].sort(), [EXIT_STALLED, EXIT_PLAN_FAILED].sort(), "stalled and planner-failed fail the Job at once");
+    }
+  }
+});
+
+Deno.test("deploy: KEDA scales the Deployment on a job-wide metric /metrics renders, counted once, one replica per MAX_IN_FLIGHT splits", async () => {
+  const metrics = await renderedMetrics();
+  const so = manifest("deploy/k8s/keda-scaledobject.yaml", "ScaledObject");
+  const deployment = manifest("deploy/k8s/deployment.yaml", "Deployment");
+  assert.equal(so.apiVersion, "keda.sh/v1alpha1");
+  assert.equal(so.spec.scaleTargetRef.name, deployment.metadata.name);
+  assert.ok(so.spec.minReplicaCount >= 1, "someone must lead and plan");
+  const [trigger] = so.spec.triggers;
+  assert.equal(trigger.type, "prometheus");
+  const query: string = trigger.metadata.query;
+  const names = metricNames(query);
+  assert.ok(names.length > 0, query);
+  for (const n of names) {
+    assert.equal(metrics.types.get(n), "gauge", `${n} is a gauge /metrics renders`);
+    assert.match(metrics.help.get(n)!, /exported by the leader only/, `${n} is job-wide`);
+  }
+  assert.match(query, /^max\(/, "replicas (old and new leader in one window) are aggregated with max, never summed");
+  assert.match(query, new RegExp(`splitlease_job="${deployment.spec.template.spec.containers[0].env.find((e: Yaml) => e.name === "JOB").value}"`));
+  assert.ok(metrics.labels.has("splitlease_job"));
+  const env = resolveEnv(worker(deployment.spec.template.spec), { name: "p", secrets: {} });
+  assert.equal(Number(trigger.metadata.threshold), Number(env.MAX_IN_FLIGHT ?? defaults.maxInFlight), "threshold = lanes per replica");
+  for (const v of Object.values(trigger.metadata)) assert.equal(typeof v, "string", "KEDA metadata values are strings");
+});
+
+Deno.test("deploy: alert rules use only metrics /metrics renders and cover quarantine, self-fence, no leader, backlog and the planner", async () => {
+  const metrics = await renderedMetrics();
+  const [file] = yamlDocs("deploy/prometheus/alerts.yaml");
+  const rules = file.groups.flatMap((g: Yaml) => g.rules) as Yaml[];
+  const byName = new Map(rules.map((r) => [r.alert, r]));
+  for (const r of rules) {
+    assert.equal(typeof r.expr, "string", `${r.alert}: expr`);
+    assert.ok(r.labels?.severity && r.annotations?.summary, `${r.alert}: severity and summary`);
+    for (const n of metricNames(r.expr)) assert.ok(metrics.samples.has(n), `${r.alert}: ${n} is rendered by /metrics`);
+    for (const by of r.expr.matchAll(/\b(?:by|on) \(([^)]*)\)/g)) {
+      for (const l of by[1].split(",").map((s: string) => s.trim())) {
+        assert.ok(metrics.labels.has(l) || ["namespace", "pod"].includes(l), `${r.alert}: label ${l} exists (or is a target label)`);
+      }
+    }
+  }
+  const uses = (alert: string, pattern: RegExp) => {
+    const r = byName.get(alert);
+    assert.ok(r, `alert ${alert}`);
+    assert.match(r.expr, pattern, alert);
+  };
+  uses("SplitleaseSplitsQuarantined", /etl_coordination_splits_quarantined\)? > 0/);
+  uses("SplitleaseSelfFenced", /increase\(etl_coordination_self_fences_total\[\w+\]\) > 0/);
+  uses("SplitleaseNoLeader", /etl_coordination_leader/);
+  uses("SplitleaseNoLeader", /etl_coordination_up/); // idle pods of a completed job do not page
+  uses("SplitleaseBacklogNotShrinking", /etl_coordination_splits_unclaimed offset/);
+  uses("SplitleasePlanFailing", /etl_coordination_plan_failures_total/);
+  uses("SplitleasePlanFailed", new RegExp(`== ${EXIT_PLAN_FAILED}$`));
+  // Job-wide gauges come from the leader only: aggregated, never per pod.
+  for (const r of rules) {
+    for (const n of metricNames(r.expr)) {
+      if (/exported by the leader only/.test(metrics.help.get(n) ?? "")) {
+        assert.match(r.expr, new RegExp(`(max|sum) by \\([^)]*\\) \\(${n}`), `${r.alert} aggregates ${n} by job`);
+      }
+    }
+  }
+});
+
+// --- Dockerfiles ---------------------------------------------------------------------------
+
+interface Stage {
+  from: string;
+  name?: string;
+  lines: string[];
+}
+
+/** Stages of a Dockerfile, continuation lines joined, comments dropped. */
+function stages(path: string): Stage[] {
+  const out: Stage[] = [];
+  const joined = read(path).replace(/\\\n/g, " ").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  for (const l of joined) {
+    const from = /^FROM (\S+)(?: AS (\S+))?$/i.exec(l);
+    if (from) out.push({ from: from[1], name: from[2], lines: [] });
+    else out.at(-1)!.lines.push(l);
+  }
+  return out;
+}
+
+const IMAGES = [
+  { runtime: "deno", file: "deploy/docker/deno.Dockerfile", image: (v: string) => `denoland/deno:${v}` },
+  { runtime: "bun", file: "deploy/docker/bun.Dockerfile", image: (v: string) => `oven/bun:${v}-slim` },
+] as const;
+
+Deno.test("deploy: each Dockerfile pins package.json's runtime, runs the object-store worker in exec form as a non-root uid", () => {
+  for (const { runtime, file, image } of IMAGES) {
+    const [deps, final, ...rest] = stages(file);
+    assert.equal(rest.length, 0, `${file}: a deps stage and the image`);
+    assert.equal(deps.from, `node:${pkg.devDependencies.node}-slim`, `${file}: the deps stage uses package.json's node`);
+    assert.equal(final.from, image(pkg.devDependencies[runtime]), `${file}: ${runtime} ${pkg.devDependencies[runtime]} as in package.json`);
+    // The deps stage: the lockfile's runtime dependencies plus the example's S3 client at its pinned version.
+    const run = deps.lines.find((l) => l.startsWith("RUN "))!;
+    assert.match(run, new RegExp(`npm pkg set dependencies\\.aws4fetch=${pkg.devDependencies.aws4fetch.replace(/\./g, "\\.")}\\b`));
+    assert.match(run, /npm install --omit=dev --ignore-scripts/);
+    assert.ok(deps.lines.includes("COPY package.json package-lock.json ./"), `${file}: installs from the lockfile`);
+    // Exec form, the example as entry point, no shell.
+    const ep = final.lines.find((l) => l.startsWith("ENTRYPOINT "));
+    assert.ok(ep, `${file}: ENTRYPOINT`);
+    const argv = JSON.parse(ep.slice("ENTRYPOINT ".length)) as string[];
+    assert.ok(Array.isArray(argv), `${file}: ENTRYPOINT in exec form (a JSON array): SIGTERM reaches the runtime`);
+    assert.equal(argv[0], runtime);
+    assert.equal(argv.at(-1), ENTRY, `${file}: starts ${ENTRY}`);
+    assert.ok(!argv.some((a) => /^(sh|bash|-c)$/.test(a)), `${file}: no shell wrapper`);
+    assert.ok(!final.lines.some((l) => l.startsWith("CMD ")), `${file}: no CMD to append to the entry point`);
+    Deno.statSync(`${root}${ENTRY}`);
+    // A numeric non-root user, so Kubernetes' runAsNonRoot can verify it.
+    const user = final.lines.filter((l) => l.startsWith("USER ")).at(-1);
+    const uid = /^USER (\d+)(?::\d+)?$/.exec(user ?? "");
+    assert.ok(uid && Number(uid[1]) > 0, `${file}: USER is a numeric non-root uid, got ${user}`);
+    // Everything COPY brings exists, and the code it brings imports only what the deps stage installs.
+    const copied = final.lines.filter((l) => /^COPY (?!--from)/.test(l)).flatMap((l) => l.split(/\s+/).slice(1, -1));
+    for (const src of copied) Deno.statSync(`${root}${src}`);
+    const installed = new Set([...Object.keys(pkg.dependencies), "aws4fetch"]);
+    for (const f of tsFiles(copied)) {
+      const code = read(f).replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+      for (const m of code.matchAll(/(?:from|import\()\s*"([^".][^"]*)"/g)) {
+        const spec = m[1];
+        if (spec.startsWith("node:")) continue;
+        const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0];
+        assert.ok(installed.has(name), `${f} imports ${spec}, which the deps stage does not install`);
+      }
+    }
+  }
+});
+
+/** .ts files under the given repository paths (files or directories), tests excluded. */
+function tsFiles(paths: string[]): string[] {
+  const out: string[] = [];
+  const walk = (p: string) => {
+    const st = Deno.statSync(`${root}${p}`);
+    if (st.isDirectory) for (const e of Deno.readDirSync(`${root}${p}`)) walk(`${p}/${e.name}`);
+    else if (p.endsWith(".ts") && !p.endsWith("_test.ts")) out.push(p);
+  };
+  for (const p of paths) walk(p);
+  return out;
+}
+
+// --- For real: nats-server with the kit's config, and the images' commands -------------
+
+interface Nats {
+  wsUrl: string;
+  ca: string;
+  dir: string;
+  stop(): Promise<void>;
+}
+
+/** Makes a CA and a server certificate for localhost with openssl. */
+async function makeCertificates(dir: string): Promise<void> {
+  await Deno.mkdir(`${dir}/tls`);
+  const t = `${dir}/tls`;
+  const ssl = (args: string[]) => runCmd("openssl", args, { what: `openssl ${args[0]}`, timeoutMs: 30_000 });
+  await ssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", `${t}/ca.key`, "-out", `${t}/ca.crt`, "-days", "1", "-subj", "/CN=splitlease test CA"]);
+  await ssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${t}/tls.key`, "-out", `${t}/tls.csr`, "-subj", "/CN=localhost"]);
+  await Deno.writeTextFile(`${t}/ext.cnf`, "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n");
+  await ssl(["x509", "-req", "-in", `${t}/tls.csr`, "-CA", `${t}/ca.crt`, "-CAkey", `${t}/ca.key`, "-CAcreateserial", "-out", `${t}/tls.crt`, "-days", "1", "-extfile", `${t}/ext.cnf`]);
+}
+
+const PASSWORDS = { backfill: "backfill-pass-1", events: "events-pass-2" };
+
+/** Starts nats-server with deploy/nats/nats-server.conf, moved to `dir` and free loopback ports. */
+async function startNats(dir: string): Promise<Nats> {
+  await makeCertificates(dir);
+  let conf = read("deploy/nats/nats-server.conf");
+  const moves: [string, string][] = [
+    ['"/etc/nats/tls/tls.crt"', `"${dir}/tls/tls.crt"`],
+    ['"/etc/nats/tls/tls.key"', `"${dir}/tls/tls.key"`],
+    ['"/data/jetstream"', `"${dir}/js"`],
+    ['listen: "0.0.0.0:4222"', 'listen: "127.0.0.1:-1"'],
+    ['http: "0.0.0.0:8222"', 'http: "127.0.0.1:-1"'],
+    ['listen: "0.0.0.0:8443"', 'listen: "127.0.0.1:-1"'],
+  ];
+  for (const [from, to] of moves) {
+    assert.equal(conf.split(from).length, 2, `deploy/nats/nats-server.conf has ${from} once`);
+    conf = conf.replace(from, to);
+  }
+  conf += `\nports_file_dir: "${dir}"\n`;
+  await Deno.writeTextFile(`${dir}/nats.conf`, conf);
+  const log = await Deno.open(`${dir}/server.log`, { create: true, write: true });
+  const proc = new Deno.Command(NATS_SERVER, {
+    args: ["-c", `${dir}/nats.conf`],
+    env: { BACKFILL_PASS: PASSWORDS.backfill, EVENTS_PASS: PASSWORDS.events },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  proc.stderr.pipeTo(log.writable).catch(() => {});
+  const stop = async () => {
+    try {
+      proc.kill("SIGKILL");
+    } catch { /* exited */ }
+    await proc.status;
+  };
+  try {
+    const ports = await waitFor("nats-server's ports file (started with deploy/nats/nats-server.conf)", async () => {
+      const f = [...Deno.readDirSync(dir)].find((e) => e.name.endsWith(".ports"));
+      if (!f) return undefined;
+      const p = JSON.parse(await Deno.readTextFile(`${dir}/${f.name}`));
+      return p.websocket?.length ? p : undefined;
+    }, 15_000);
+    await waitFor("nats-server healthy with JetStream", async () => {
+      const r = await fetch(`${ports.monitoring[0]}/healthz?js-enabled-only=true`);
+      await r.body?.cancel();
+      return r.ok || undefined;
+    }, 15_000);
+    const url = new URL(ports.websocket[0]);
+    assert.equal(url.protocol, "wss:", "the WebSocket listener speaks TLS");
+    return { wsUrl: `wss://localhost:${url.port}`, ca: `${dir}/tls/ca.crt`, dir, stop };
+  } catch (e) {
+    await stop();
+    throw new Error(`${e}\nserver log:\n${await Deno.readTextFile(`${dir}/server.log`).catch(() => "")}`);
+  }
+}
+
+/** How each runtime is told about the CA (NatsStore uses the runtime's WebSocket and trust store). */
+function caEnv(runtime: string, ca: string): Record<string, string> {
+  return runtime === "deno" ? { DENO_CERT: ca } : { NODE_EXTRA_CA_CERTS: ca };
+}
+
+Deno.test({
+  name: "deploy: nats-server with the kit's config: Deno, Bun and Node reach their job's bucket over wss with the CA, never another job's",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "splitlease-deploy-nats-" });
+    const nats = await startNats(dir);
+    try {
+      const probe = `${root}tests/deploy/fixtures/nats_probe.ts`;
+      const base = { URL: nats.wsUrl, NATS_USER: "backfill", NATS_PASS: PASSWORDS.backfill, OWN_JOB: "backfill", OTHER_JOB: "events", NO_COLOR: "1" };
+      const commands: [string, string, string[]][] = [
+        ["deno", bin("deno"), ["run", "-A", probe]],
+        ["bun", bin("bun"), [probe]],
+        ["node", bin("node"), [probe]],
+      ];
+      for (const [rt, cmd, args] of commands) {
+        const r = await runCmd(cmd, args, { env: { ...base, ...caEnv(rt, nats.ca) }, timeoutMs: 60_000, what: `the ${rt} NATS probe` });
+        const res = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
+        const why = `${rt}: ${r.out}`;
+        assert.deepEqual(
+          res.ownJob,
+          { ok: true, created: true, updated: true, got: "2", listed: true, watched: "2", deleted: true },
+          `${rt}: create, update, get, list, watch and delete on its own bucket\n${why}`,
+        );
+        // Another job's bucket: refused at its replies (the default inbox names the job) …
+        assert.equal(res.otherJob.code, "STORE_AUTH_FAILED", why);
+        assert.match(res.otherJob.message, /Permissions Violation for Subscription to "_INBOX\.splitlease_events\./, why);
+        // … and at its stream even through this job's inbox …
+        assert.equal(res.otherBucketOwnInbox.code, "STORE_AUTH_FAILED", why);
+        assert.match(res.otherBucketOwnInbox.message, /Permissions Violation for Publish to "\$JS\.API\.STREAM\.INFO\.KV_splitlease_events"/, why);
+        // … and nobody reads another job's replies.
+        assert.equal(res.snoop.refused, true, `${rt}: subscribing to _INBOX.splitlease_events.> is refused\n${why}`);
+      }
+      // Without the CA the runtime refuses the server's certificate.
+      const r = await runCmd(bin("deno"), ["run", "-A", probe], { env: { ...base, ONLY_OWN: "1" }, timeoutMs: 60_000, what: "the probe without a CA" });
+      const res = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
+      assert.equal(res.ownJob.ok, false, r.out);
+      assert.match(res.ownJob.message, /certificate/i, r.out);
+    } finally {
+      await nats.stop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+interface Pod {
+  name: string;
+  proc: Deno.ChildProcess;
+  port: number;
+  lines: Record<string, unknown>[];
+  raw: string[];
+  status: Promise<Deno.CommandStatus>;
+}
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/**
+ * Lays out what `dockerfile` puts in its image under `dir/app` (its COPY
+ * lines; the repository's node_modules stands in for the deps stage) and
+ * runs its RUN steps that prepare the runtime (deno cache).
+ */
+async function buildImage(dockerfile: string, dir: string): Promise<{ app: string; env: Record<string, string>; argv: string[] }> {
+  const final = stages(dockerfile).at(-1)!;
+  const app = `${dir}/app`;
+  await Deno.mkdir(app, { recursive: true });
+  const env: Record<string, string> = {};
+  let argv: string[] = [];
+  for (const l of final.lines) {
+    if (l.startsWith("WORKDIR ")) assert.equal(l, "WORKDIR /app", `${dockerfile}: the app lives in /app`);
+    else if (l.startsWith("COPY --from=deps")) {
+      assert.equal(l, "COPY --from=deps /app/node_modules ./node_modules");
+      await Deno.symlink(`${root}node_modules`, `${app}/node_modules`);
+    } else if (l.startsWith("COPY ")) {
+      const parts = l.split(/\s+/).slice(1);
+      const dest = parts.pop()!;
+      for (const src of parts) {
+        const to = (dest.endsWith("/") ? `${app}/${dest}${src.split("/").pop()}` : `${app}/${dest}`).replace("/./", "/");
+        await Deno.mkdir(to.slice(0, to.lastIndexOf("/")), { recursive: true });
+        await runCmd("cp", ["-r", `${root}${src}`, to], { what: `COPY ${src}` });
+      }
+    } else if (l.startsWith("ENV ")) {
+      for (const m of l.slice(4).matchAll(/([A-Z_]+)=(\S+)/g)) env[m[1]] = m[2];
+    } else if (l.startsWith("ENTRYPOINT ")) argv = JSON.parse(l.slice("ENTRYPOINT ".length));
+  }
+  if (env.DENO_DIR) env.DENO_DIR = env.DENO_DIR.replace(/^\/app/, app);
+  if (final.lines.some((l) => /^RUN deno cache /.test(l))) {
+    await runCmd(bin("deno"), ["cache", ENTRY], { cwd: app, env: { DENO_DIR: env.DENO_DIR, NO_COLOR: "1" }, what: "deno cache (the image's RUN)" });
+  }
+  return { app, env, argv };
+}
+
+/** Starts a "pod": the image's command with the manifest's env, moved to this machine. */
+function startPod(
+  image: { app: string; env: Record<string, string>; argv: string[] },
+  manifestEnv: Record<string, string>,
+  name: string,
+  local: { nats: Nats; data: string; out: string },
+): Pod {
+  const port = freePort();
+  const env: Record<string, string> = { ...image.env, ...manifestEnv };
+  // What cannot be the cluster's here: S3 becomes a directory, the NATS
+  // service a loopback port, mounted files temp files, /out a temp dir.
+  for (const k of ["OBJSTORE_BUCKET", "OBJSTORE_PREFIX", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]) delete env[k];
+  env.OBJSTORE_DIR = local.data;
+  assert.match(env.NATS_URL, /^wss:\/\/nats\./);
+  env.NATS_URL = local.nats.wsUrl;
+  for (const k of ["DENO_CERT", "NODE_EXTRA_CA_CERTS"]) env[k] = local.nats.ca;
+  env.OUTPUT = env.OUTPUT.replace(/^\/out\//, `${local.out}/${name}-`);
+  env.PORT = String(port);
+  env.NO_COLOR = "1";
+  const [runtime, ...args] = image.argv;
+  const proc = new Deno.Command(bin(runtime), {
+    args: args.map((a) => a.replace(/^--allow-write=\/out$/, `--allow-write=${local.out}`)),
+    cwd: image.app,
+    env,
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const pod: Pod = { name, proc, port, lines: [], raw: [], status: proc.status };
+  const onLine = (l: string) => {
+    pod.raw.push(l);
+    const j = parseLogLine(l);
+    if (j) pod.lines.push(j);
+  };
+  pod.status = Promise.all([proc.status, eachLine(proc.stdout, onLine), eachLine(proc.stderr, onLine)]).then(([s]) => s);
+  return pod;
+}
+
+async function get(pod: Pod, path: string): Promise<{ status: number; body: Yaml }> {
+  const r = await fetch(`http://127.0.0.1:${pod.port}${path}`, { signal: AbortSignal.timeout(2000) });
+  return { status: r.status, body: await r.json().catch(() => null) };
+}
+
+Deno.test({
+  name: "deploy: the images' commands with the manifests' env: Job pods (Deno, Bun) finish the job and exit 0; a Deployment pod on the finished job idles, ready, until SIGTERM",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "splitlease-deploy-pods-" });
+    const pods: Pod[] = [];
+    let nats: Nats;
+    try {
+      await Deno.mkdir(`${dir}/nats`);
+      nats = await startNats(`${dir}/nats`);
+    } catch (e) {
+      await Deno.remove(dir, { recursive: true });
+      throw e;
+    }
+    try {
+      const data = `${dir}/data`;
+      const out = `${dir}/out`;
+      await Deno.mkdir(data);
+      await Deno.mkdir(out);
+      const ids: string[] = [];
+      for (let f = 0; f < 6; f++) {
+        const lines = Array.from({ length: 150 }, (_, i) => JSON.stringify({ id: `f${f}-${i}`, pad: "x".repeat(40) }));
+        ids.push(...lines.map((l) => JSON.parse(l).id));
+        await Deno.writeTextFile(`${data}/part-${f}.ndjson`, lines.join("\n") + "\n");
+      }
+      const local = { nats, data, out };
+      const secrets = { "splitlease-nats/backfill-password": PASSWORDS.backfill };
+      const images = {
+        deno: await buildImage("deploy/docker/deno.Dockerfile", `${dir}/deno`),
+        bun: await buildImage("deploy/docker/bun.Dockerfile", `${dir}/bun`),
+      };
+      const jobPod = worker(manifest("deploy/k8s/job.yaml", "Job").spec.template.spec);
+      const job = manifest("deploy/k8s/job.yaml", "Job");
+      const deployment = manifest("deploy/k8s/deployment.yaml", "Deployment");
+      const deploymentPod = worker(deployment.spec.template.spec);
+      const graceMs = deployment.spec.template.spec.terminationGracePeriodSeconds * 1000;
+
+      // 1. The Job: index 0 on the Deno image, index 1 on the Bun image (one split per file).
+      const jobEnv = (index: string) => resolveEnv(jobPod, { name: `backfill-${index}-abcde`, index, secrets });
+      assert.equal(job.spec.completions, 3);
+      const [j0, j1] = [startPod(images.deno, jobEnv("0"), "backfill-0", local), startPod(images.bun, jobEnv("1"), "backfill-1", local)];
+      pods.push(j0, j1);
+      for (const p of [j0, j1]) {
+        const s = await withTimeout(p.status, 60_000, `Job pod ${p.name} to exit when the job is complete`);
+        assert.equal(s.code, 0, `${p.name} exit code\n${p.raw.slice(-20).join("\n")}`);
+        const fin = p.lines.find((l) => l.event === "finished");
+        assert.equal(fin?.reason, "complete", `${p.name} finished with the job complete`);
+        assert.ok(p.lines.some((l) => l.event === "serving" && l.instance === p.name), `${p.name} serves under its instance id`);
+      }
+      const delivered = new Set<string>();
+      for (const e of Deno.readDirSync(out)) {
+        for (const l of (await Deno.readTextFile(`${out}/${e.name}`)).split("\n")) if (l) delivered.add(JSON.parse(l).id);
+      }
+      assert.equal(delivered.size, ids.length, "every record reached the output");
+
+      // 2. A Job pod that runs again on the finished job (a retried index) exits 0 at once.
+      const again = startPod(images.deno, jobEnv("2"), "backfill-2", local);
+      pods.push(again);
+      const t0 = Date.now();
+      assert.equal((await withTimeout(again.status, 30_000, "a Job pod on a finished job to exit")).code, 0);
+      const restartMs = Date.now() - t0;
+      console.log(`a Job pod on the finished job exited 0 after ${restartMs} ms (what a Deployment would restart in a loop)`);
+
+      // 3. A Deployment pod on the finished job: stays up, live and ready (idle), until SIGTERM.
+      const d = startPod(images.deno, { ...resolveEnv(deploymentPod, { name: "backfill-7c9f8-x2kqz", secrets }) }, "backfill-7c9f8-x2kqz", local);
+      pods.push(d);
+      await waitFor("the Deployment pod to idle after completion", () => {
+        return Promise.resolve(d.lines.some((l) => l.event === "idle") || undefined);
+      }, 30_000).catch((e) => {
+        throw new Error(`${e.message}; its output:\n${d.raw.slice(-15).join("\n")}`);
+      });
+      await new Promise((r) => setTimeout(r, Math.max(1000, restartMs)));
+      let exited = false;
+      d.status.then(() => (exited = true));
+      assert.equal(exited, false, `the idle pod is still running (a Job pod on the finished job exited after ${restartMs} ms)`);
+      const ready = await get(d, deploymentPod.readinessProbe.httpGet.path);
+      assert.equal(ready.status, 200);
+      assert.equal(ready.body.idle, true);
+      assert.equal((await get(d, deploymentPod.livenessProbe.httpGet.path)).status, 200);
+      const t1 = Date.now();
+      d.proc.kill("SIGTERM");
+      const s = await withTimeout(d.status, graceMs, `the idle pod to exit within terminationGracePeriodSeconds after SIGTERM`);
+      assert.equal(s.code, 0, d.raw.slice(-10).join("\n"));
+      assert.ok(Date.now() - t1 < graceMs);
+    } finally {
+      for (const p of pods) {
+        try {
+          p.proc.kill("SIGKILL");
+        } catch { /* exited */ }
+        await p.status.catch(() => {});
+      }
+      await nats.stop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

@@ -1,0 +1,162 @@
+/**
+ * serve's `afterCompletion`: what a process does once its job is complete.
+ * `"exit"` (the default) exits 0 at once, which a Kubernetes Job wants and a
+ * Deployment restarts in a loop; `"idle"` stays up, ready, with the store
+ * closed, until SIGTERM. Runs serveWith on a fake host (no sockets) over a
+ * MemoryStore.
+ */
+import assert from "node:assert/strict";
+import { SplitleaseError } from "../../src/errors.ts";
+import { type ServeHost, type ServeOptions, type Service, serveWith } from "../../src/runtime/serve_core.ts";
+import { MemoryStore } from "../../src/store/memory_store.ts";
+import { rangeSource } from "./fixtures/app.ts";
+
+interface FakeHost {
+  host: ServeHost;
+  exits: number[];
+  /** Delivers a signal to the handler serve registered. */
+  signal(name: string): void;
+  /** Whether the HTTP server was closed. */
+  closed(): boolean;
+}
+
+function fakeHost(): FakeHost {
+  const exits: number[] = [];
+  let handler: ((signal: string) => void) | undefined;
+  let closed = false;
+  const host: ServeHost = {
+    runtime: "test",
+    listen: () => Promise.resolve({ port: 1, close: () => Promise.resolve(void (closed = true)) }),
+    onSignal: (_signals, h) => {
+      handler = h;
+      return () => (handler = undefined);
+    },
+    exit: (code) => exits.push(code),
+  };
+  return { host, exits, signal: (name) => handler?.(name), closed: () => closed };
+}
+
+/** Resolves with the first log line whose `event` is `event`, or rejects after `ms` naming it. */
+function logged(lines: Record<string, unknown>[], event: string, ms = 10_000): Promise<Record<string, unknown>> {
+  const limit = Date.now() + ms;
+  return new Promise((resolve, reject) => {
+    const poll = () => {
+      const hit = lines.find((l) => l.event === event);
+      if (hit) return resolve(hit);
+      if (Date.now() > limit) return reject(new Error(`no "${event}" log line within ${ms} ms: ${JSON.stringify(lines.map((l) => l.msg))}`));
+      setTimeout(poll, 10);
+    };
+    poll();
+  });
+}
+
+function options(store: MemoryStore, lines: Record<string, unknown>[], extra: Partial<ServeOptions<unknown>> = {}): ServeOptions<unknown> {
+  return {
+    store,
+    source: rangeSource(3, 2, 1) as ServeOptions<unknown>["source"],
+    job: "finished",
+    instance: "pod-0",
+    port: 0,
+    leaseMs: 1000,
+    opTimeoutMs: 200,
+    drainDeadlineMs: 500,
+    shutdownMarginMs: 500,
+    logger: (level, msg, fields) => lines.push({ level, msg, ...fields }),
+    ...extra,
+  };
+}
+
+async function metric(service: Service, name: string): Promise<string | undefined> {
+  const text = await (await service.app.request("/metrics")).text();
+  return new RegExp(`^etl_coordination_${name}\\{[^}]*\\} (\\S+)$`, "m").exec(text)?.[1];
+}
+
+Deno.test("serve afterCompletion idle: a completed job leaves the process up and ready until SIGTERM, then exit 0", async () => {
+  const store = new MemoryStore();
+  const lines: Record<string, unknown>[] = [];
+  const h = fakeHost();
+  const service = await serveWith(options(store, lines, { afterCompletion: "idle" }), h.host);
+  const idle = await logged(lines, "idle");
+  assert.equal(idle.reason, "complete");
+  assert.deepEqual(h.exits, [], "no exit while idle");
+  assert.equal(h.closed(), false, "still serving HTTP");
+  const ready = await service.app.request("/readyz");
+  assert.equal(ready.status, 200);
+  assert.deepEqual(await ready.json(), { ready: true, reasons: [], idle: true });
+  assert.equal((await service.app.request("/healthz")).status, 200);
+  assert.equal(await metric(service, "up"), "0", "the coordinator left the job");
+  assert.equal(await metric(service, "leader"), "0", "an idle pod leads nothing (no 'no leader' alert: up is 0 too)");
+  h.signal("SIGTERM");
+  const result = await service.done;
+  assert.equal(result.exitCode, 0);
+  assert.deepEqual(h.exits, [0]);
+  assert.equal(h.closed(), true);
+  await store.close();
+});
+
+Deno.test("serve afterCompletion: a restarted pod on a finished job exits 0 at once by default, idles with idle", async () => {
+  const store = new MemoryStore();
+  // The job runs to completion once (as a Job's pods would).
+  const first = fakeHost();
+  const done = await (await serveWith(options(store, [], {}), first.host)).done;
+  assert.equal(done.exitCode, 0);
+  assert.deepEqual(first.exits, [0]);
+  // Default: the restarted pod finds the job complete and exits 0 — a Deployment would restart it again and again.
+  const again = fakeHost();
+  const t0 = Date.now();
+  const second = await (await serveWith(options(store, [], { instance: "pod-0" }), again.host)).done;
+  assert.equal(second.exitCode, 0);
+  assert.deepEqual(again.exits, [0]);
+  const restartMs = Date.now() - t0;
+  // idle: the same restart stays up instead.
+  const lines: Record<string, unknown>[] = [];
+  const idleHost = fakeHost();
+  const service = await serveWith(options(store, lines, { instance: "pod-0", afterCompletion: "idle" }), idleHost.host);
+  await logged(lines, "idle");
+  await new Promise((r) => setTimeout(r, Math.max(200, restartMs)));
+  assert.deepEqual(idleHost.exits, [], `no exit (a default restart exited after ${restartMs} ms)`);
+  // shutdown() ends the idle state like a signal.
+  const result = await service.shutdown("test");
+  assert.equal(result.exitCode, 0);
+  assert.deepEqual(idleHost.exits, [0]);
+  await store.close();
+});
+
+Deno.test("serve afterCompletion idle: a shutdown before completion exits as usual; a stall still exits 3", async () => {
+  const store = new MemoryStore();
+  const h = fakeHost();
+  const service = await serveWith(
+    options(store, [], { afterCompletion: "idle", source: rangeSource(2, 1000, 5) as ServeOptions<unknown>["source"] }),
+    h.host,
+  );
+  h.signal("SIGTERM");
+  const result = await service.done;
+  assert.equal(result.exitCode, 0);
+  assert.equal(result.outcome.kind === "drained" && result.outcome.reason, "shutdown");
+  assert.deepEqual(h.exits, [0]);
+
+  const stalledStore = new MemoryStore();
+  const s = fakeHost();
+  const stalled = await (await serveWith(
+    options(stalledStore, [], {
+      job: "poison",
+      afterCompletion: "idle",
+      maxAttempts: 1,
+      source: rangeSource(2, 1, 1, { failSplits: ["r0"] }) as ServeOptions<unknown>["source"],
+    }),
+    s.host,
+  )).done;
+  assert.equal(stalled.exitCode, 3, "quarantined splits remain: exit 3 in both modes");
+  assert.deepEqual(s.exits, [3]);
+  await store.close();
+  await stalledStore.close();
+});
+
+Deno.test("serve afterCompletion: anything but exit or idle is refused before the join", async () => {
+  const h = fakeHost();
+  await assert.rejects(
+    serveWith(options(new MemoryStore(), [], { afterCompletion: "stay" as "idle" }), h.host),
+    (e: unknown) => e instanceof SplitleaseError && e.code === "INVALID_CONFIG" && /afterCompletion must be "exit" or "idle", got "stay"/.test(e.message),
+  );
+  assert.deepEqual(h.exits, [1]);
+});

@@ -1,0 +1,90 @@
+// The hand-written checks of the hot records (split, member, assignment)
+// must accept exactly what their zod schemas accept: records decoded on every
+// watch event skip zod, and zod only explains what the fast check refused.
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { AssignRecordSchema, decodeRecord, MemberRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../../src/records.ts";
+import { InvalidRecordError } from "../../src/errors.ts";
+
+const id = fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/);
+const nearly = <T>(good: fc.Arbitrary<T>) =>
+  fc.oneof(
+    good,
+    // Break one field of a good record: a wrong type, a negative count, null, an extra field.
+    fc.tuple(good, fc.string({ maxLength: 12 }), fc.oneof(fc.constant(-1), fc.constant(1.5), fc.constant(null), fc.string(), fc.boolean(), fc.constant([])))
+      .map(([r, k, v]) => {
+        const keys = Object.keys(r as object);
+        const key = keys.length ? keys[Math.abs(hash(k)) % keys.length] : k;
+        return { ...(r as object), [hash(k) % 5 === 0 ? k : key]: v } as unknown as T;
+      }),
+    fc.jsonValue() as fc.Arbitrary<T>,
+  );
+function hash(s: string): number {
+  let h = 7;
+  for (const c of s) h = (h * 31 + c.charCodeAt(0)) | 0;
+  return h;
+}
+
+const owner = fc.record({ instance: id, session: fc.string({ minLength: 1, maxLength: 8 }) });
+const split = fc.record({
+  v: fc.constant(2),
+  epoch: fc.nat(),
+  status: fc.constantFrom("runnable", "completed", "quarantined", "cancelled"),
+  owner: fc.option(owner, { nil: null }),
+  attempts: fc.nat(),
+  weight: fc.oneof(fc.constant(1), fc.double({ min: 0.001, max: 1e9, noNaN: true })),
+  progress: fc.option(fc.record({ watermark: fc.oneof(fc.integer(), fc.string()), state: fc.jsonValue() }, { requiredKeys: [] }), {
+    nil: null,
+  }),
+  descriptor: fc.jsonValue(),
+  lastFailure: fc.string(),
+}, { requiredKeys: ["v", "epoch", "status", "owner", "attempts", "weight", "progress"] });
+const member = fc.record({
+  v: fc.constant(2),
+  session: fc.string({ minLength: 1, maxLength: 8 }),
+  maxInFlight: fc.nat(64),
+  runtime: fc.string(),
+  version: fc.string(),
+  beat: fc.nat(),
+  draining: fc.boolean(),
+  planner: fc.boolean(),
+  held: fc.nat(),
+}, { requiredKeys: ["v", "session", "maxInFlight", "runtime", "version", "beat"] });
+const entry = fc.record({ id, epoch: fc.nat(), rev: fc.integer({ min: 1 }), rec: split, why: fc.constantFrom("takeover", "reclaim", "handoff") }, {
+  requiredKeys: ["id", "epoch", "rev"],
+});
+const assign = fc.record({
+  v: fc.constant(2),
+  term: fc.nat(),
+  session: fc.string({ minLength: 1, maxLength: 8 }),
+  seq: fc.nat(),
+  offers: fc.array(entry, { maxLength: 3 }),
+  grants: fc.array(entry, { maxLength: 3 }),
+  revokes: fc.array(fc.record({ id, epoch: fc.nat(), to: owner }, { requiredKeys: ["id", "epoch"] }), { maxLength: 2 }),
+  drops: fc.array(fc.record({ id, epoch: fc.nat(), reason: fc.constantFrom("fenced", "expired", "cancelled") }), { maxLength: 2 }),
+});
+
+for (const [name, schema, arb] of [
+  ["split", SplitRecordSchema, split],
+  ["member", MemberRecordSchema, member],
+  ["assignment", AssignRecordSchema, assign],
+] as const) {
+  Deno.test(`records: the fast check of the ${name} record accepts exactly what its schema accepts`, () => {
+    fc.assert(
+      fc.property(nearly(arb as fc.Arbitrary<unknown>), (value) => {
+        const text = JSON.stringify(value);
+        const zod = (schema as typeof SplitRecordSchema).safeParse(JSON.parse(text)).success;
+        const fast = safeDecodeRecord("k", text, schema as typeof SplitRecordSchema).ok;
+        assert.equal(fast, zod, text);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+}
+
+Deno.test("records: a layout-1 record is refused naming the layout", () => {
+  assert.throws(
+    () => decodeRecord("split.a", JSON.stringify({ v: 1, epoch: 0 }), SplitRecordSchema),
+    (e: unknown) => e instanceof InvalidRecordError && /record layout 1 is not layout 2/.test(e.message) && e.key === "split.a",
+  );
+});
