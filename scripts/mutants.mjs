@@ -318,12 +318,27 @@ export const mutants = [
     suites: COORD,
   },
   {
+    name: "completion-trusts-lagging-watch",
+    breaks: "the leader's split watch counts as caught up whatever it has applied: a view that is behind the store decides the outcome",
+    edits: [{
+      file: C + "watch_set.ts",
+      search: "return this.#current.get(filter) === cur && cur.applied >= at;",
+      replace: "return this.#current.get(filter) === cur;",
+    }],
+    suites: COORD,
+  },
+  {
     name: "completion-ignores-unreadable",
-    breaks: "an unreadable split record counts as finished (in the view check and in the listing)",
+    breaks: "an unreadable split record counts as finished (in the view checks and in the listing)",
     edits: [
       {
         file: C + "leader/completion.ts",
         search: "for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return;",
+        replace: "",
+      },
+      {
+        file: C + "leader/completion.ts",
+        search: "for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return undefined;",
         replace: "",
       },
       {

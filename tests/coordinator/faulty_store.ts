@@ -47,14 +47,18 @@ export class FaultyStore implements Store {
     return { stop: () => void this.#fails.splice(this.#fails.indexOf(pred), 1) };
   }
 
-  /** Withholds watch events of keys matching `pred`; `release()` delivers them (in order) and stops withholding. */
-  withhold(pred: (key: string) => boolean): { release: () => void; count: () => number } {
+  /**
+   * Withholds watch events of keys matching `pred`; `release()` delivers them
+   * (in order) and stops withholding, `release(n)` delivers only the first `n`
+   * and goes on withholding (a watch catching up part of the way).
+   */
+  withhold(pred: (key: string) => boolean): { release: (n?: number) => void; count: () => number } {
     const w = { pred, events: [] as { ch: Channel<WatchEvent>; ev: WatchEvent }[] };
     this.#withheld.push(w);
     return {
-      release: () => {
-        this.#withheld.splice(this.#withheld.indexOf(w), 1);
-        for (const { ch, ev } of w.events.splice(0)) ch.push(ev);
+      release: (n?: number) => {
+        if (n === undefined) this.#withheld.splice(this.#withheld.indexOf(w), 1);
+        for (const { ch, ev } of w.events.splice(0, n ?? w.events.length)) ch.push(ev);
       },
       count: () => w.events.length,
     };
