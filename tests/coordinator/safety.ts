@@ -267,6 +267,60 @@ export function safetyScenarios(b: Backend): void {
     withheld.release();
   });
 
+  // Kills grant-without-heldby: nothing in an assignment record is trusted; a grant starts only on a record that names us.
+  t("S8. a grant for a split whose record names another owner is ignored (no tenancy, no write)", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const lead = await f.join({ instance: "lead", planner: finalPlanner(splits(1)), maxInFlight: 0 });
+    assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
+    const a = await f.join({ instance: "a" });
+    assert.ok(await f.until(() => a.held.length === 1, 3000), "a holds the split");
+    const m = await f.join({ instance: "m" });
+    await f.advance(50);
+    const s = (await raw.get(keys.split("s000")))!;
+    const rec = decodeRecord(s.key, s.value, SplitRecordSchema);
+    // An assignment record for m (current term, m's session) granting it a split that a holds:
+    // a deposed leader's, a corrupted or a hand-edited one; the split record is read, not inlined.
+    const cur = await raw.get(keys.assign("m"));
+    const term = lead.c.status().plan!.term;
+    const forged = JSON.stringify({
+      v: 2, term, session: m.c.session, seq: 1_000_000, offers: [], grants: [{ id: "s000", epoch: rec.epoch, rev: s.revision }], revokes: [], drops: [],
+    });
+    assert.ok((cur ? await raw.update(cur.key, forged, cur.revision) : await raw.create(keys.assign("m"), forged)).ok);
+    await f.advance(100);
+    assert.deepEqual(m.gained().map((g) => g.split.id), [], "m started a split whose record names a");
+    assert.deepEqual(m.held, []);
+    assert.equal((await raw.get(keys.split("s000")))!.revision, s.revision, "nothing was written to the split");
+    assert.deepEqual(a.held, ["s000"]);
+  });
+
+  // Kills grant-while-not-taking-work: a member that is leaving never starts a grant.
+  t("S9. a grant that reaches a member while it closes is not started", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const lead = await f.join({ instance: "lead", planner: finalPlanner(splits(1)), maxInFlight: 0 });
+    assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
+    const a = await f.join({ instance: "a" });
+    assert.ok(await f.until(() => a.held.length === 1, 3000), "a holds the split");
+    const cStore = new FaultyStore(await b.extraStore(f));
+    const c = new Member(await SplitCoordinator.join({ store: cStore, job: f.job, instance: "c", clock: f.clock, ...f.timings }));
+    f.members.push(c);
+    await f.advance(50);
+    // c closes; its last step (deleting its member record) is slow.
+    const leaving = cStore.hold((op, key) => op === "delete" && key === keys.member("c"));
+    const closing = c.c.close();
+    assert.ok(await f.until(() => leaving.count() === 1, 2000), "c is leaving");
+    // Meanwhile the split is opened for c (a handoff or takeover decided before the leader saw c leave).
+    const s = (await raw.get(keys.split("s000")))!;
+    const rec = decodeRecord(s.key, s.value, SplitRecordSchema);
+    const opened = { ...rec, epoch: rec.epoch + 1, owner: { instance: "c", session: c.c.session } };
+    assert.ok((await raw.update(s.key, JSON.stringify(opened), s.revision)).ok);
+    await f.advance(100);
+    assert.deepEqual(c.gained().map((g) => g.split.id), [], "c started a split while closing");
+    leaving.release();
+    await closing;
+  });
+
   // Kills election-reread-current: the re-read must find the revision judged silent, not the one the watch shows now.
   t("S4. an election's re-read that finds the leader moved stands down, even when its watch caught up meanwhile", async () => {
     await using f = await b.fleet();
