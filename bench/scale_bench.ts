@@ -13,7 +13,7 @@
 //   BENCH_PROCS [4]             worker processes per fleet (min(W, PROCS))
 //   BENCH_RUNTIME [deno]        deno: hosts run bench/scale_host.ts; node: its esbuild bundle on Node 24
 //   BENCH_LEASE_MS [15000], BENCH_MAX_IN_FLIGHT [32], BENCH_OP_TIMEOUT_MS [5000]
-//   BENCH_NEEDED_PER_SPLIT [4]  store writes a tiny split needs at least (today: spec + split create,
+//   BENCH_NEEDED_PER_SPLIT [3]  store writes a tiny split needs at least (layout 2: split create,
 //                               claim, final commit); the "ideal" time is S × this ÷ raw CAS rate
 //   BENCH_CELL_LIMIT_S          a cell's time limit [max(120 s, 20 × ideal)]; past it: "did not finish"
 //   BENCH_MAX_RSS_MB [16384]    a cell whose worker processes exceed this in sum is stopped
@@ -48,7 +48,7 @@ const SCENARIOS = (Deno.env.get("BENCH_SCENARIOS") ?? "grid,steady,join,memory")
 const RUNTIME = Deno.env.get("BENCH_RUNTIME") ?? "deno";
 const PROCS = num("BENCH_PROCS", 4);
 const LEASE = num("BENCH_LEASE_MS", 15000), MIF = num("BENCH_MAX_IN_FLIGHT", 32), OPT = num("BENCH_OP_TIMEOUT_MS", 5000);
-const NEEDED = num("BENCH_NEEDED_PER_SPLIT", 4);
+const NEEDED = num("BENCH_NEEDED_PER_SPLIT", 3);
 const MAX_RSS = num("BENCH_MAX_RSS_MB", 16384) * 2 ** 20;
 const MiB = (b: number) => +(b / 2 ** 20).toFixed(1);
 const all: Record<string, unknown>[] = [];
