@@ -235,6 +235,11 @@ export interface MemberRecord {
   planner?: boolean;
   /** Splits it held (or was claiming) when it wrote this beat: the leader re-sends grants when it sees more. */
   held?: number;
+  /**
+   * Revision of the newest `assign.<instance>` record it has applied: every
+   * grant listed there is known to it, so the leader stops listing them.
+   */
+  seen?: number;
 }
 
 /** Schema of a `member.<instance>` record. */
@@ -248,6 +253,7 @@ export const MemberRecordSchema: z.ZodType<MemberRecord> = z.object({
   draining: z.boolean().optional(),
   planner: z.boolean().optional(),
   held: count.optional(),
+  seen: count.optional(),
 });
 
 /**
@@ -538,7 +544,8 @@ function isMemberRecord(x: unknown): x is MemberRecord {
   return isObj(x) && x.v === 2 && typeof x.session === "string" && x.session.length > 0 && isCount(x.maxInFlight) &&
     typeof x.runtime === "string" && typeof x.version === "string" && isCount(x.beat) &&
     (x.draining === undefined || typeof x.draining === "boolean") &&
-    (x.planner === undefined || typeof x.planner === "boolean") && (x.held === undefined || isCount(x.held));
+    (x.planner === undefined || typeof x.planner === "boolean") && (x.held === undefined || isCount(x.held)) &&
+    (x.seen === undefined || isCount(x.seen));
 }
 
 const WHY = new Set(["takeover", "reclaim", "handoff"]);

@@ -22,6 +22,8 @@ export interface MembershipHooks {
   onBeat(): void;
   /** Splits held or being claimed now (advertised on each beat). */
   held(): number;
+  /** Revision of the newest assignment record applied (advertised on each beat), if any. */
+  seen(): number | undefined;
   /** Another live process uses our instance id. */
   onDuplicate(error: SplitleaseError): void;
   /** An operator wrote `draining: true` into our member record (same session): drain the whole worker. */
@@ -181,6 +183,8 @@ export class Membership {
     const { store, clock, config, log } = this.#core;
     const start = clock.now();
     const next: MemberRecord = { ...this.#record, beat: this.#record.beat + 1, held: this.#hooks.held() };
+    const seen = this.#hooks.seen();
+    if (seen !== undefined) next.seen = seen;
     if (this.#draining) next.draining = true;
     let ok = false;
     try {

@@ -2,6 +2,7 @@
 // loss, defined once and run on every backend.
 import assert from "node:assert/strict";
 import { SplitleaseError } from "../../src/errors.ts";
+import type { AssignRecord } from "../../src/records.ts";
 import { keys } from "../../src/store/keys.ts";
 import { type Backend, finalPlanner, type Fleet, type Member, rawStore, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";
@@ -80,6 +81,43 @@ export function assignmentScenarios(b: Backend): void {
     await leaving.c.close();
     assert.ok(await f.until(() => staying.held.length === 6 || (staying === a && staying.held.length === 3), 3000));
     if (staying === c) for (const id of ids) assert.equal((await splitRecord(rawStore(f), id)).attempts, 0);
+  });
+
+  t("A5. grants a member acknowledged on its heartbeat leave its assignment record: long splits are not re-sent on every write", async () => {
+    // Every write of assign.a, decoded (what a's watch would receive).
+    const written: AssignRecord[] = [];
+    const key = keys.assign("a");
+    await using f = await b.fleet((s) =>
+      new Proxy(s, {
+        get(target, prop) {
+          const v = Reflect.get(target, prop, target);
+          if (prop !== "create" && prop !== "update") return typeof v === "function" ? v.bind(target) : v;
+          return async (k: string, value: string, ...rest: unknown[]) => {
+            const r = await (v as (...a: unknown[]) => Promise<{ ok: boolean }>).call(target, k, value, ...rest);
+            if (k === key && r.ok) written.push(JSON.parse(value));
+            return r;
+          };
+        },
+      })
+    );
+    const plan = finalPlanner(splits(4));
+    const a = await f.join({ instance: "a", planner: plan, maxInFlight: 8 });
+    assert.ok(await f.until(() => a.held.length === 4, 3000));
+    const mine = new Set(a.held);
+    // The splits reached a as grants (seeded for its idle lanes): a never wrote to them.
+    assert.ok(written.some((w) => w.grants.some((g) => mine.has(g.id))), "a's splits came as grants");
+    // One heartbeat of a's acknowledges the record that listed them.
+    await f.advance(f.timings.leaseMs / 3 + f.timings.leaseMs / 10);
+    const from = written.length;
+    // A joiner makes the leader steal from a: a's record is written again, with revokes.
+    const c = await f.join({ instance: "c", planner: plan, maxInFlight: 8 });
+    assert.ok(await f.until(() => c.held.length === 2, 3 * f.timings.leaseMs), "c got its share");
+    const later = written.slice(from);
+    assert.ok(later.some((w) => w.revokes.length > 0), "the steal was written to a's record");
+    for (const w of later) {
+      const again = w.grants.filter((g) => mine.has(g.id));
+      assert.deepEqual(again.map((g) => g.id), [], `assign.a (seq ${w.seq}) lists grants a acknowledged`);
+    }
   });
 
   t("A4. a bucket written with record layout 1 is refused at join, naming both layouts", async () => {

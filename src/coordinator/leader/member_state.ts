@@ -28,6 +28,16 @@ export interface Revoke {
   steal: boolean;
 }
 
+/** A split opened for a member, listed in its assignment record. */
+export interface Grant {
+  /** Epoch opened for the member. */
+  epoch: number;
+  /** Why it was opened, when not a plain grant. */
+  why?: AssignEntry["why"];
+  /** Revision of the first assignment record that listed it. */
+  at?: number;
+}
+
 /** The leader's state for one live member session. */
 export class MemberState {
   readonly instance: string;
@@ -38,8 +48,12 @@ export class MemberState {
   /** Offers: split id → revision offered. */
   readonly offers: Map<string, number> = new Map();
   offeredWeight = 0;
-  /** Grants: split id → epoch opened for the member (and why), not yet acknowledged by a write of its own. */
-  readonly grants: Map<string, { epoch: number; why?: AssignEntry["why"] }> = new Map();
+  /**
+   * Grants: split id → epoch opened for the member (and why), until the
+   * member wrote to the split at that epoch or acknowledged a record that
+   * listed it (`at`: the revision of the first write that carried it).
+   */
+  readonly grants: Map<string, Grant> = new Map();
   /** Revokes by split id. */
   readonly revokes: Map<string, Revoke> = new Map();
   /** Drops to write once. */
@@ -120,11 +134,13 @@ export class MemberState {
         }
         this.rev = cur?.revision ?? 0;
       }
-      const rec = this.#build(view, term, drops);
+      const listed: Grant[] = [];
+      const rec = this.#build(view, term, drops, listed);
       const value = encodeRecord(rec);
       const r = this.rev === 0 ? await store.create(key, value) : await store.update(key, value, this.rev);
       if (r.ok) {
         this.rev = r.revision;
+        for (const g of listed) g.at ??= r.revision;
         this.offersAtWrite = this.offers.size;
         for (const [id, d] of drops) if (this.drops.get(id) === d) this.drops.delete(id);
         return true;
@@ -141,7 +157,23 @@ export class MemberState {
     return true;
   }
 
-  #build(view: FleetView, term: number, drops: [string, { epoch: number; reason: "fenced" | "expired" | "cancelled" }][]): AssignRecord {
+  /**
+   * The member applied its assignment record at revision `seen`: every grant
+   * that record listed is known to it (started, dormant or being recovered),
+   * so later records leave them out. Without this a member holding long
+   * splits that it rarely commits would be sent all of them on every write.
+   * No write is needed for this alone: the next change carries the shorter list.
+   */
+  acknowledge(seen: number): void {
+    for (const [id, g] of this.grants) if (g.at !== undefined && g.at <= seen) this.grants.delete(id);
+  }
+
+  #build(
+    view: FleetView,
+    term: number,
+    drops: [string, { epoch: number; reason: "fenced" | "expired" | "cancelled" }][],
+    listed: Grant[],
+  ): AssignRecord {
     let budget = INLINE_BUDGET;
     const entry = (id: string, rev: number, epoch: number): AssignEntry => {
       const e: AssignEntry = { id, epoch, rev };
@@ -167,6 +199,7 @@ export class MemberState {
       const e = entry(id, cur.revision, g.epoch);
       if (g.why) e.why = g.why;
       grants.push(e);
+      listed.push(g);
     }
     const revokes: AssignRecord["revokes"] = [];
     for (const [id, r] of this.revokes) revokes.push(r.to ? { id, epoch: r.epoch, to: r.to } : { id, epoch: r.epoch });

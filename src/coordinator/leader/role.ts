@@ -232,6 +232,7 @@ export class LeaderRole {
       }
     }
     if (prev && prev.session !== r.session) this.#gone.set(instance, { since: clock.now() });
+    if (r.seen !== undefined && cur.session === r.session) cur.acknowledge(r.seen);
     this.#audit(cur, r);
     this.#core.schedule();
   }
