@@ -232,6 +232,7 @@ async function joinScenario(): Promise<void> {
     const t0 = await f.go();
     const why = await until(() => f.latest("held", "n") >= s && f.count("joined") >= w, Math.max(120_000, s * 2), f.rss);
     const heldAt = Date.now() - t0;
+    const fleetOps = total(await f.report()).ops; // what holding S cost the fleet, before the joiner
     joiner = await spawnOn(RUNTIME, "joiner", {
       mode: "nats", url: server.wsUrl, job: "join", instances: ["joiner"], splits: s, role: "hold", tunables: tun,
       planner: true, progressEvery: 1,
@@ -255,6 +256,7 @@ async function joinScenario(): Promise<void> {
       S: s,
       fleetHeld: why === "done",
       fleetHeldAtMs: Math.round(heldAt),
+      fleetWriteOps: fleetOps,
       joined: joined.ev === "joined",
       joinMs: joined.ms !== undefined ? Math.round(joined.ms) : null,
       firstEventMs: c1.firstEventAt ? Math.round(c1.firstEventAt - c1.joinCalledAt) : null,

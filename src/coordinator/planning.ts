@@ -185,7 +185,7 @@ export class Planning {
       }
       // A member with idle lanes gets the split in its seed (epoch 1, a
       // grant): one write less than seeding it free and having it claimed.
-      const heir = this.#role.reserveIdle();
+      const heir = this.#role.reserveIdle(ids.size);
       const free = seedRecord(weight, inline ? descriptor : undefined);
       const rec = heir ? { ...free, epoch: 1, owner: heir.owner } : free;
       try {
