@@ -374,7 +374,7 @@ export class SplitCoordinator implements Coordinator {
       if (this.#tenancies.held.size > 0) await this.#membership.announceDraining();
       await this.#tenancies.release([...this.#tenancies.held.keys()]);
       await this.#follower.resume(); // grants that arrived while leaving: released, not abandoned
-      await this.#leadership.resign();
+      await this.#leadership.resign(true); // our releases reach their successors from us, not the next leader
       await this.#membership.leave();
       this.#core.log("info", "Left", { instance: this.#core.me.instance });
     } catch (e) {

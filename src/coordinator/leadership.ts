@@ -285,8 +285,16 @@ export class Leadership {
     void role?.stop();
   }
 
-  /** Stops leading and deletes the leader record so a peer takes over at once. */
-  async resign(): Promise<void> {
+  /**
+   * Stops leading and deletes the leader record so a peer takes over at once.
+   * With `handOver` (a member leaving, not a deposed leader) it first writes
+   * what its own releases changed (see `LeaderRole.settle`).
+   */
+  async resign(handOver = false): Promise<void> {
+    const role = this.role;
+    if (handOver && this.#leading && role) {
+      await role.settle(this.#follower.plan?.record, this.#core.config.opTimeoutMs);
+    }
     const was = this.#leading;
     this.stop();
     if (was) {

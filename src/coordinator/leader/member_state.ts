@@ -64,7 +64,7 @@ export class MemberState {
   rev: number | undefined;
   #seq = 0;
   #dirty = false;
-  #writing = false;
+  #writing: Promise<unknown> | undefined;
   /** Offers held at the last write (refills wait until half are used). */
   offersAtWrite = 0;
   /** Consecutive beats on which the member reported holding fewer splits than the store names it for. */
@@ -112,10 +112,23 @@ export class MemberState {
    * Writes the record if it changed and no write is in flight. `onDeposed`
    * runs when a newer term wrote it (this leader was deposed).
    */
-  async flush(core: Core, view: FleetView, term: number, onDeposed: () => void): Promise<boolean> {
-    if (!this.#dirty || this.#writing) return false;
+  flush(core: Core, view: FleetView, term: number, onDeposed: () => void): Promise<boolean> {
+    if (!this.#dirty || this.#writing) return Promise.resolve(false);
     this.#dirty = false;
-    this.#writing = true;
+    const p = this.#write(core, view, term, onDeposed);
+    this.#writing = p;
+    return p;
+  }
+
+  /** Resolves once no write is in flight and nothing is left to write (or a write failed). */
+  async settle(core: Core, view: FleetView, term: number, onDeposed: () => void): Promise<void> {
+    for (let i = 0; i < 4 && (this.#dirty || this.#writing); i++) {
+      if (this.#writing) await this.#writing;
+      else if (!(await this.flush(core, view, term, onDeposed)) || this.rev === undefined) return;
+    }
+  }
+
+  async #write(core: Core, view: FleetView, term: number, onDeposed: () => void): Promise<boolean> {
     const { store, log } = core;
     const key = keys.assign(this.instance);
     const drops = [...this.drops];
@@ -152,7 +165,7 @@ export class MemberState {
       this.rev = undefined;
       log("warn", "Assignment write failed; retrying", { member: this.instance, error: String(e) });
     } finally {
-      this.#writing = false;
+      this.#writing = undefined;
     }
     return true;
   }

@@ -326,6 +326,33 @@ export class LeaderRole {
     return next;
   }
 
+  /**
+   * Before a leader resigns: applies every split change made so far (its
+   * own releases among them), runs a pass and writes the assignment records
+   * it changed, so the successors of a drain hear of their grants and offers
+   * from this leader rather than after the next one is elected and has
+   * rebuilt its view. Gives up at `limitMs` (the next leader repairs
+   * anything left). Waits on store round trips, not timers, so it also
+   * ends on a manual clock.
+   */
+  async settle(plan: PlanRecord | undefined, limitMs: number): Promise<void> {
+    if (!this.#ready || this.#stopped) return;
+    const { clock } = this.#core;
+    const end = clock.now() + limitMs;
+    for (let i = 0; i < 50 && clock.now() < end; i++) {
+      if ((await this.#watches.caughtUp(keys.splitPrefix).catch(() => undefined)) !== false) break;
+    }
+    if (this.#stopped) return;
+    this.reconcile(plan);
+    const writes = [...this.states.values()].map((st) => st.settle(this.#core, this.view, this.term, () => this.#onDeposed()));
+    let timer: unknown;
+    await Promise.race([
+      Promise.all(writes),
+      new Promise<void>((r) => (timer = clock.setTimeout(r, Math.max(0, end - clock.now())))),
+    ]);
+    clock.clearTimeout(timer);
+  }
+
   #flush(st: MemberState): Promise<void> {
     return st.flush(this.#core, this.view, this.term, () => this.#onDeposed()).then((wrote) => {
       if (wrote && st.dirty && !this.#stopped) this.#core.schedule();
