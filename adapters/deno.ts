@@ -15,6 +15,7 @@
 import { type ServeOptions, serveWith, type Service } from "../src/runtime/serve_core.ts";
 
 export type { ServeOptions, ServeResult, Service } from "../src/runtime/serve_core.ts";
+export { denoWebSocket } from "./deno_websocket.ts";
 
 /**
  * Joins the job, runs the worker and serves the app on `Deno.serve` until

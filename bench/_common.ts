@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { natsTransport } from "./_transport.ts";
 import { SplitCoordinator } from "../src/coordinator/coordinator.ts";
 import type { CoordinatorTunables } from "../src/coordinator/config.ts";
 import type { CoordinationEvent, Planner } from "../src/coordinator/types.ts";
@@ -39,7 +40,7 @@ export async function natsWorker(
   job: string,
   options: CoordinatorTunables & { instance?: string; planner?: Planner; fingerprint?: string } = {},
 ): Promise<NatsWorker> {
-  const store = await NatsStore.connect({ servers: url, job, opTimeoutMs: options.opTimeoutMs ?? 1000 });
+  const store = await NatsStore.connect({ servers: url, job, opTimeoutMs: options.opTimeoutMs ?? 1000, ...(await natsTransport()) });
   const c = await SplitCoordinator.join({ store, job, fingerprint: options.fingerprint ?? job, ...options });
   return { store, c };
 }

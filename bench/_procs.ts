@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { natsTransport } from "./_transport.ts";
 import { wsconnect } from "@nats-io/nats-core";
 import { jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
@@ -250,7 +251,7 @@ export function sampleServer(monitorUrl: string, ms = 1000): { stop(): Promise<{
 
 /** Raw @nats-io/kv CAS updates/s with `keys` keys in flight for `ms` (200 B values). */
 export async function rawCasRate(url: string, ms = 2000, keys = 100): Promise<number> {
-  const nc = await wsconnect({ servers: url });
+  const nc = await wsconnect({ servers: url, ...(await natsTransport()) } as Parameters<typeof wsconnect>[0]);
   const bucket = `splitlease_benchraw${Math.floor(Math.random() * 1e9)}`;
   const jsm = jetstream(nc, { timeout: 5000 });
   try {

@@ -12,6 +12,7 @@
 //   BENCH_W [4,16,50,100], BENCH_S [1000,10000,100000]  grid cells (W × S)
 //   BENCH_PROCS [4]             worker processes per fleet (min(W, PROCS))
 //   BENCH_RUNTIME [deno]        deno: hosts run bench/scale_host.ts; node: its esbuild bundle on Node 24
+//   BENCH_DENO_WS [nodelay]     on Deno: the adapter's denoWebSocket client; builtin: Deno's WebSocket (bursts stall ~40 ms)
 //   BENCH_LEASE_MS [15000], BENCH_MAX_IN_FLIGHT [32], BENCH_OP_TIMEOUT_MS [5000]
 //   BENCH_NEEDED_PER_SPLIT [3]  store writes a tiny split needs at least (layout 2: split create,
 //                               claim, final commit); the "ideal" time is S × this ÷ raw CAS rate
@@ -24,6 +25,7 @@
 // Claim attempts come from `stats().claimAttempts` when the coordinator has
 // it, else from the wrapper's count of ownership-changing split updates (a
 // new epoch with an owner); each row says which ("claims via stats|wrapper").
+import { wsTransport } from "./_transport.ts";
 import { NatsServer } from "../tests/helpers/nats_server.ts";
 import { diffCounts, type StoreCounts, sumCounts } from "./counting_store.ts";
 import { result } from "./_common.ts";
@@ -61,7 +63,7 @@ let resultsPath = "";
 async function record(row: Record<string, unknown>): Promise<void> {
   all.push(row);
   console.log(JSON.stringify(row));
-  resultsPath = await writeResults(`scale-${stamp}`, { started: stamp, runtime: RUNTIME, cells: all })
+  resultsPath = await writeResults(`scale-${stamp}`, { started: stamp, runtime: RUNTIME, wsTransport: RUNTIME === "deno" ? wsTransport() : "runtime", cells: all })
     .catch(() => resultsPath);
 }
 
@@ -350,7 +352,7 @@ async function cell(name: string, f: () => Promise<void>): Promise<void> {
   }
 }
 
-console.log(`scale bench: runtime ${RUNTIME}, ${PROCS} processes per fleet, leaseMs ${LEASE}, maxInFlight ${MIF}`);
+console.log(`scale bench: runtime ${RUNTIME} (WebSocket: ${RUNTIME === "deno" ? wsTransport() : "runtime"}), ${PROCS} processes per fleet, leaseMs ${LEASE}, maxInFlight ${MIF}`);
 if (SCENARIOS.includes("grid")) {
   for (const s of list("BENCH_S", [1000, 10_000, 100_000])) {
     for (const w of list("BENCH_W", [4, 16, 50, 100])) await cell(`grid W=${w} S=${s}`, () => gridCell(w, s));

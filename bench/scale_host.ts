@@ -6,6 +6,7 @@
 // Config: env SCALE_HOST (JSON, see HostConfig). Protocol: JSON lines.
 //   stdout: ready, joined, failed, progress, held, done, stalled, report, closed
 //   stdin:  go, report, close, exit (stdin EOF exits too)
+import { natsTransport } from "./_transport.ts";
 import process from "node:process";
 import { createInterface } from "node:readline";
 import { SplitCoordinator } from "../src/coordinator/coordinator.ts";
@@ -123,7 +124,7 @@ async function join(s: Slot): Promise<void> {
   try {
     s.raw = cfg.mode === "memory"
       ? memory!
-      : await NatsStore.connect({ servers: cfg.url!, job: cfg.job, opTimeoutMs: cfg.tunables.opTimeoutMs });
+      : await NatsStore.connect({ servers: cfg.url!, job: cfg.job, opTimeoutMs: cfg.tunables.opTimeoutMs, ...(await natsTransport()) });
     s.store = new CountingStore(s.raw, s.instance);
     s.joinCalledAt = now();
     s.c = await SplitCoordinator.join({

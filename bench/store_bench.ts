@@ -3,6 +3,7 @@
  * Run: node_modules/.bin/deno run -A bench/store_bench.ts
  * (starts its own nats-server with the test launcher).
  */
+import { natsTransport } from "./_transport.ts";
 import { wsconnect } from "@nats-io/nats-core";
 import { jetstream } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
@@ -70,7 +71,7 @@ async function parallel(cas: Cas, prefix: string, keys = 100): Promise<number> {
 await using server = await NatsServer.start();
 const nc = await wsconnect({ servers: server.wsUrl });
 const kv = await new Kvm(jetstream(nc, { timeout: 5000 })).create("splitlease_benchraw", { history: 1 });
-const store = await NatsStore.connect({ servers: server.wsUrl, job: "bench" });
+const store = await NatsStore.connect({ servers: server.wsUrl, job: "bench", ...(await natsTransport()) });
 const raw = rawCas(kv);
 const ours = storeCas(store);
 

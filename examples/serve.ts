@@ -8,6 +8,7 @@
 import process from "node:process";
 import type { ServeOptions, Service } from "../src/runtime/serve_core.ts";
 import { NatsStore } from "../src/nats/nats_store.ts";
+import type { NatsStoreOptions } from "../src/nats/options.ts";
 import { MemoryStore } from "../src/store/memory_store.ts";
 import { SplitleaseError } from "../src/errors.ts";
 
@@ -17,6 +18,16 @@ export function runtimeName(): "deno" | "bun" | "node" {
   if (g.Deno !== undefined) return "deno";
   if (g.Bun !== undefined) return "bun";
   return "node";
+}
+
+/**
+ * The WebSocket client for NATS on this runtime: on Deno the adapter's
+ * `denoWebSocket` (Deno's own client stalls bursts of writes ~40 ms: Nagle's
+ * algorithm), elsewhere the runtime's `WebSocket`.
+ */
+export async function natsTransportHere(): Promise<Pick<NatsStoreOptions, "wsFactory">> {
+  if (runtimeName() !== "deno") return {};
+  return { wsFactory: (await import("../adapters/deno.ts")).denoWebSocket };
 }
 
 /** Serves `options` with the adapter of the current runtime. */
@@ -67,7 +78,7 @@ export function coordinationFromEnv(
     replanIntervalMs: num(env, "REPLAN_INTERVAL_MS"),
     shutdownMarginMs: num(env, "SHUTDOWN_MARGIN_MS"),
     ...(servers && servers.length > 0
-      ? { storeFactory: () => NatsStore.connect({ servers, job }) }
+      ? { storeFactory: async () => NatsStore.connect({ servers, job, ...(await natsTransportHere()) }) }
       : { store: new MemoryStore() }),
   };
   return opts;

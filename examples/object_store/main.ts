@@ -98,11 +98,13 @@ async function main(env: Env): Promise<void> {
   const opTimeoutMs = Math.min(5000, Math.floor(n.leaseMs / 2));
   const store: { store?: Store; storeFactory?: () => Promise<Store> } = storeKind === "nats"
     ? {
-      storeFactory: () =>
+      storeFactory: async () =>
         NatsStore.connect({
           servers: env.NATS_URL!.split(",").map((u) => u.trim()).filter(Boolean),
           job,
           opTimeoutMs,
+          // Deno: the adapter's WebSocket client (Deno's own stalls bursts ~40 ms, Nagle's algorithm).
+          ...((globalThis as { Deno?: unknown }).Deno ? { wsFactory: (await import("../../adapters/deno.ts")).denoWebSocket } : {}),
           ...(env.NATS_USER !== undefined ? { user: env.NATS_USER, pass: env.NATS_PASS } : {}),
         }),
     }

@@ -479,6 +479,7 @@ Deno.test({
           { ok: true, created: true, updated: true, got: "2", listed: true, watched: "2", deleted: true },
           `${rt}: create, update, get, list, watch and delete on its own bucket\n${why}`,
         );
+        if (rt === "deno") assert.deepEqual(res.ownJobNoDelay, res.ownJob, `deno with denoWebSocket: the same over wss\n${why}`);
         // Another job's bucket: refused at its replies (the default inbox names the job) …
         assert.equal(res.otherJob.code, "STORE_AUTH_FAILED", why);
         assert.match(res.otherJob.message, /Permissions Violation for Subscription to "_INBOX\.splitlease_events\./, why);
@@ -493,6 +494,8 @@ Deno.test({
       const res = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
       assert.equal(res.ownJob.ok, false, r.out);
       assert.match(res.ownJob.message, /certificate/i, r.out);
+      assert.equal(res.ownJobNoDelay.ok, false, r.out);
+      assert.match(res.ownJobNoDelay.message, /certificate/i, r.out);
     } finally {
       await nats.stop();
       await Deno.remove(dir, { recursive: true });

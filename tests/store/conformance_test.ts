@@ -2,6 +2,7 @@ import { MemoryStore } from "../../store.ts";
 import { NatsStore } from "../../nats.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 import { conformance } from "./conformance.ts";
+import { denoWebSocket } from "../../adapters/deno_websocket.ts";
 
 conformance("MemoryStore", () => Promise.resolve(new MemoryStore()));
 
@@ -12,4 +13,10 @@ let jobs = 0;
 conformance("NatsStore", async () => {
   server ??= NatsServer.startForModule();
   return await NatsStore.connect({ servers: (await server).wsUrl, job: `conf${++jobs}`, opTimeoutMs: 1000 });
+});
+
+// The Deno adapter's WebSocket client (TCP_NODELAY) must behave exactly like Deno's own.
+conformance("NatsStore (denoWebSocket)", async () => {
+  server ??= NatsServer.startForModule();
+  return await NatsStore.connect({ servers: (await server).wsUrl, job: `conf${++jobs}`, opTimeoutMs: 1000, wsFactory: denoWebSocket });
 });

@@ -9,6 +9,7 @@ import { StoreUnavailableError, type WatchEvent } from "../../store.ts";
 import { NatsStore } from "../../nats.ts";
 import { delay, NatsServer, TcpProxy } from "../helpers/nats_server.ts";
 import { take } from "./conformance.ts";
+import { denoWebSocket } from "../../adapters/deno_websocket.ts";
 
 const OP_TIMEOUT = 1000;
 const MARGIN = 350;
@@ -62,79 +63,82 @@ async function seed(store: NatsStore): Promise<Record<string, number>> {
   return revs;
 }
 
-Deno.test({
-  name: "outage: paused server fails every op in time, then the store works again",
-  ...opts,
-  fn: async () => {
-    await using server = await NatsServer.start();
-    await using store = await NatsStore.connect({ servers: server.wsUrl, job: "pause", opTimeoutMs: OP_TIMEOUT });
-    const revs = await seed(store);
-    server.pause();
-    try {
-      await assertAllUnavailable(store, revs);
-    } finally {
-      server.resume();
-    }
-    // The frozen server handles the queued requests on resume: re-read, then carry on.
-    const a = await store.get("a");
-    assert.ok(a && (a.value === "a1" || a.value === "a-lost"));
-    const u = await store.update("a", "a2", a.revision);
-    assert.deepEqual(u, { ok: true, revision: u.ok ? u.revision : -1 });
-    assert.equal((await store.get("a"))?.value, "a2");
-  },
-});
-
-Deno.test({
-  name: "outage: stopped server fails every op in time; after restart the store and its watch resume",
-  ...opts,
-  fn: async () => {
-    await using server = await NatsServer.start();
-    // Our store goes through a proxy, so it can stay cut off while another client writes.
-    await using proxy = new TcpProxy(server.wsPort);
-    await using store = await NatsStore.connect({ servers: proxy.wsUrl, job: "restart", opTimeoutMs: OP_TIMEOUT });
-    await using writer = await NatsStore.connect({ servers: server.wsUrl, job: "restart", opTimeoutMs: OP_TIMEOUT });
-    const revs = await seed(store);
-    const w = store.watch("");
-    const it = w[Symbol.asyncIterator]();
-    assert.deepEqual((await untilReady(it)).map((e) => e.type), ["put", "put", "put", "ready"]);
-
-    await server.stop();
-    await delay(100);
-    await assertAllUnavailable(store, revs);
-
-    proxy.blackhole();
-    await server.restart();
-    // The other client reconnects and changes state while ours is still cut off.
-    const t0 = Date.now();
-    let b2;
-    while (true) {
+// Deno's own WebSocket, and the Nagle-free client of the Deno adapter.
+for (const [via, wsFactory] of [["", undefined], [" (denoWebSocket)", denoWebSocket]] as const) {
+  Deno.test({
+    name: `outage${via}: paused server fails every op in time, then the store works again`,
+    ...opts,
+    fn: async () => {
+      await using server = await NatsServer.start();
+      await using store = await NatsStore.connect({ servers: server.wsUrl, job: "pause", opTimeoutMs: OP_TIMEOUT, wsFactory });
+      const revs = await seed(store);
+      server.pause();
       try {
-        b2 = await writer.update("b", "b2", revs.b);
-        break;
-      } catch (e) {
-        assert.ok(e instanceof StoreUnavailableError);
-        assert.ok(Date.now() - t0 < 10_000, "writer did not reconnect");
+        await assertAllUnavailable(store, revs);
+      } finally {
+        server.resume();
       }
-    }
-    assert.ok(b2.ok);
-    assert.deepEqual(await writer.delete("c"), { ok: true });
-    proxy.restore();
+      // The frozen server handles the queued requests on resume: re-read, then carry on.
+      const a = await store.get("a");
+      assert.ok(a && (a.value === "a1" || a.value === "a-lost"));
+      const u = await store.update("a", "a2", a.revision);
+      assert.deepEqual(u, { ok: true, revision: u.ok ? u.revision : -1 });
+      assert.equal((await store.get("a"))?.value, "a2");
+    },
+  });
 
-    // Our watch: reset, then a fresh snapshot with every key's latest value.
-    const events: WatchEvent[] = [];
-    while (events.at(-1)?.type !== "reset") events.push(...(await take(it, 1, 10_000)));
-    const snapshot = await untilReady(it);
-    const fresh = new Map(snapshot.flatMap((e) => (e.type === "put" ? [[e.key, e.value] as const] : [])));
-    assert.deepEqual(Object.fromEntries(fresh), { a: "a1", b: "b2" }, JSON.stringify(snapshot));
+  Deno.test({
+    name: `outage${via}: stopped server fails every op in time; after restart the store and its watch resume`,
+    ...opts,
+    fn: async () => {
+      await using server = await NatsServer.start();
+      // Our store goes through a proxy, so it can stay cut off while another client writes.
+      await using proxy = new TcpProxy(server.wsPort);
+      await using store = await NatsStore.connect({ servers: proxy.wsUrl, job: "restart", opTimeoutMs: OP_TIMEOUT, wsFactory });
+      await using writer = await NatsStore.connect({ servers: server.wsUrl, job: "restart", opTimeoutMs: OP_TIMEOUT, wsFactory });
+      const revs = await seed(store);
+      const w = store.watch("");
+      const it = w[Symbol.asyncIterator]();
+      assert.deepEqual((await untilReady(it)).map((e) => e.type), ["put", "put", "put", "ready"]);
 
-    // Live again, same store object.
-    const u = await store.update("a", "a2", revs.a);
-    assert.ok(u.ok);
-    const live = await take(it, 1);
-    assert.deepEqual(live, [{ type: "put", key: "a", value: "a2", revision: u.revision }]);
-    assert.deepEqual(await store.list(""), [
-      { key: "a", value: "a2", revision: u.revision },
-      { key: "b", value: "b2", revision: b2.revision },
-    ]);
-  },
-});
+      await server.stop();
+      await delay(100);
+      await assertAllUnavailable(store, revs);
+
+      proxy.blackhole();
+      await server.restart();
+      // The other client reconnects and changes state while ours is still cut off.
+      const t0 = Date.now();
+      let b2;
+      while (true) {
+        try {
+          b2 = await writer.update("b", "b2", revs.b);
+          break;
+        } catch (e) {
+          assert.ok(e instanceof StoreUnavailableError);
+          assert.ok(Date.now() - t0 < 10_000, "writer did not reconnect");
+        }
+      }
+      assert.ok(b2.ok);
+      assert.deepEqual(await writer.delete("c"), { ok: true });
+      proxy.restore();
+
+      // Our watch: reset, then a fresh snapshot with every key's latest value.
+      const events: WatchEvent[] = [];
+      while (events.at(-1)?.type !== "reset") events.push(...(await take(it, 1, 10_000)));
+      const snapshot = await untilReady(it);
+      const fresh = new Map(snapshot.flatMap((e) => (e.type === "put" ? [[e.key, e.value] as const] : [])));
+      assert.deepEqual(Object.fromEntries(fresh), { a: "a1", b: "b2" }, JSON.stringify(snapshot));
+
+      // Live again, same store object.
+      const u = await store.update("a", "a2", revs.a);
+      assert.ok(u.ok);
+      const live = await take(it, 1);
+      assert.deepEqual(live, [{ type: "put", key: "a", value: "a2", revision: u.revision }]);
+      assert.deepEqual(await store.list(""), [
+        { key: "a", value: "a2", revision: u.revision },
+        { key: "b", value: "b2", revision: b2.revision },
+      ]);
+    },
+  });
+}
