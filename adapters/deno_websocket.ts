@@ -28,7 +28,6 @@
  *
  * @module
  */
-import type { WebSocketFactory } from "../src/nats/options.ts";
 
 const GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 const encoder = new TextEncoder();
@@ -366,8 +365,9 @@ async function connectNoDelay(u: URL): Promise<Deno.Conn> {
  * await store.close();
  * ```
  */
-export const denoWebSocket: WebSocketFactory = (url) =>
-  Promise.resolve({
+export function denoWebSocket(url: string, _options?: unknown): Promise<{ socket: WebSocket; encrypted: boolean }> {
+  return Promise.resolve({
     socket: new NoDelayWebSocket(url, connectNoDelay) as unknown as WebSocket,
     encrypted: url.startsWith("wss:"),
   });
+}

@@ -102,6 +102,16 @@ writeFileSync(
   function addSignalListener(signal: Signal, handler: () => void): void;
   function removeSignalListener(signal: Signal, handler: () => void): void;
   function exit(code?: number): never;
+  interface Conn {
+    read(p: Uint8Array): Promise<number | null>;
+    write(p: Uint8Array): Promise<number>;
+    close(): void;
+  }
+  interface TcpConn extends Conn {
+    setNoDelay(noDelay?: boolean): void;
+  }
+  function connect(options: { hostname: string; port: number }): Promise<TcpConn>;
+  function startTls(conn: TcpConn, options: { hostname: string }): Promise<Conn>;
 }
 `,
 );
