@@ -16,17 +16,8 @@
  *
  * @module
  */
-export { buildFleetView, jsonPreview, normalizeFleetQuery } from "./src/fleet/fleet_view.ts";
-export { readFleet, readFleetSnapshot, type ReadFleetOptions } from "./src/fleet/read_fleet.ts";
-export type {
-  FleetCounts,
-  FleetLiveness,
-  FleetMember,
-  FleetQuery,
-  FleetSnapshot,
-  FleetSplit,
-  FleetView,
-} from "./src/fleet/types.ts";
+export { readFleet, type ReadFleetOptions } from "./src/fleet/read_fleet.ts";
+export type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetSplit, FleetView } from "./src/fleet/types.ts";
 export {
   cancelSplit,
   type CancelResult,
@@ -51,6 +42,7 @@ export type {
   SplitRecord,
   SplitStatus,
 } from "./src/records.ts";
+// Where the records above live in the bucket (`keys.member(id)` holds a MemberRecord).
 export { type KeyLayout, keys } from "./src/store/keys.ts";
 export type { CoordinatorStats, Histogram } from "./src/coordinator/types.ts";
 export type { LaneInfo, WorkerStats } from "./src/runtime/worker.ts";

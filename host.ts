@@ -28,13 +28,10 @@ export {
   type Service,
   serveWith,
 } from "./src/runtime/serve_core.ts";
-export { type AppOptions, createApp, type HttpApp, renderMetrics, timingSafeEqual } from "./src/http/app.ts";
-export {
-  escapeLabelValue,
-  formatSampleValue,
-  type Labels,
-  type MetricType,
-  MetricsRegistry,
-  PROMETHEUS_CONTENT_TYPE,
-} from "./src/http/metrics.ts";
+// Not exported: renderMetrics (createApp and serveWith serve /metrics, and
+// `await app.request("/metrics")` gives the same text to merge into a host's
+// own endpoint or push), timingSafeEqual and the text-format helpers (the
+// registry applies them).
+export { type AppOptions, createApp, type HttpApp } from "./src/http/app.ts";
+export { type Labels, type MetricType, MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./src/http/metrics.ts";
 export { formatLogLine, jsonLogger, type JsonLoggerOptions, type LogLevel, silentLogger } from "./src/runtime/logger.ts";

@@ -43,7 +43,6 @@ const MAX_INVALID_LISTED = 20;
  *
  * @example
  * ```ts
- * import { normalizeFleetQuery } from "@splitlease/splitlease/admin";
  * normalizeFleetQuery({ state: "quarantined" }); // { state: ["quarantined"], owner: null, after: null, limit: 100 }
  * ```
  */
@@ -72,7 +71,6 @@ export function normalizeFleetQuery(
  *
  * @example
  * ```ts
- * import { jsonPreview } from "@splitlease/splitlease/admin";
  * jsonPreview({ from: 0, to: 1000 }); // '{"from":0,"to":1000}'
  * jsonPreview("x".repeat(500), 20).length; // 20
  * ```
@@ -113,7 +111,6 @@ function splitView(id: string, r: SplitRecord): FleetSplit {
  *
  * @example
  * ```ts
- * import { buildFleetView } from "@splitlease/splitlease/admin";
  * const split = { key: "split.a", revision: 1, value: JSON.stringify({
  *   v: 2, epoch: 3, status: "quarantined", owner: null, attempts: 4, weight: 1, progress: null, descriptor: { file: "a" },
  * }) };

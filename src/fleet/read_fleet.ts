@@ -34,7 +34,7 @@ export interface ReadFleetOptions extends FleetQuery {
  *
  * @example
  * ```ts
- * import { buildFleetView, readFleetSnapshot } from "@splitlease/splitlease/admin";
+ * import { buildFleetView } from "./fleet_view.ts";
  * import { MemoryStore } from "@splitlease/splitlease";
  * const snapshot = await readFleetSnapshot(new MemoryStore());
  * const page1 = buildFleetView(snapshot, { limit: 10 });

@@ -194,7 +194,7 @@ export interface FleetView {
  *
  * @example
  * ```ts
- * import { buildFleetView, type FleetSnapshot } from "@splitlease/splitlease/admin";
+ * import { buildFleetView } from "./fleet_view.ts";
  * const empty: FleetSnapshot = { job: undefined, plan: undefined, leader: undefined, members: [], splits: [], at: 0 };
  * console.log(buildFleetView(empty).counts.total); // 0
  * ```

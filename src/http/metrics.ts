@@ -56,7 +56,6 @@ const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
  *
  * @example
  * ```ts
- * import { escapeLabelValue } from "@splitlease/splitlease/host";
  * escapeLabelValue('a"b\\c\n'); // a\"b\\c\n (escaped)
  * ```
  */
@@ -74,7 +73,6 @@ function escapeHelp(text: string): string {
  *
  * @example
  * ```ts
- * import { formatSampleValue } from "@splitlease/splitlease/host";
  * formatSampleValue(Infinity); // "+Inf"
  * ```
  */

@@ -22,3 +22,26 @@ Deno.test("docs: every coordinator option is in the reference, with the code's d
     coordinatorConfigKeys().filter((k) => !["job", "instance", "fingerprint"].includes(k)).sort(),
   );
 });
+
+// The main entry is what a pipeline is written against; everything else has
+// its own entry (./store, ./admin, ./host, ./testing). This keeps it from
+// silently growing (issue 12: internals must not be public API).
+const MOD_MAX_EXPORTS = 40;
+
+Deno.test(`docs: mod.ts exports at most ${MOD_MAX_EXPORTS} names`, async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["doc", "--json", "mod.ts"],
+    cwd: new URL("../../", import.meta.url).pathname,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, `deno doc --json mod.ts failed:\n${new TextDecoder().decode(out.stderr)}`);
+  const doc = JSON.parse(new TextDecoder().decode(out.stdout)) as { nodes: Record<string, { symbols?: { name: string }[] }> };
+  const names = [...new Set(Object.values(doc.nodes).flatMap((m) => m.symbols ?? []).map((s) => s.name))].sort();
+  for (const n of ["SplitSource", "SplitCoordinator", "runWorker", "MemoryStore"]) assert.ok(names.includes(n), `deno doc lists ${n}`);
+  assert.ok(
+    names.length <= MOD_MAX_EXPORTS,
+    `mod.ts exports ${names.length} names, more than ${MOD_MAX_EXPORTS}: ${names.join(", ")}. ` +
+      "Export what a pipeline does not write code against from ./store, ./admin, ./host or ./testing instead.",
+  );
+});
