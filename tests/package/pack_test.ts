@@ -4,6 +4,7 @@
  * with only Node's), and run it on Node 24 and Bun.
  */
 import assert from "node:assert/strict";
+import { VERSION } from "../../src/coordinator/coordinator.ts";
 import { runCmd } from "../helpers/cmd.ts";
 import { bin, npmEnv, packOnce, root, tempDir } from "./pack.ts";
 
@@ -80,6 +81,16 @@ function tsconfig(lib: string[], types: string[]): string {
   });
 }
 
+Deno.test("package: package.json, deno.json (JSR), package-lock.json and VERSION (member records, fleet page, CLI) name one version", async () => {
+  const read = async (f: string) => JSON.parse(await Deno.readTextFile(`${root}${f}`));
+  const [pkg, deno, lock] = await Promise.all([read("package.json"), read("deno.json"), read("package-lock.json")]);
+  assert.match(VERSION, /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$/, "VERSION is a semantic version");
+  assert.equal(pkg.version, VERSION, "package.json's version is src/coordinator/coordinator.ts's VERSION");
+  assert.equal(deno.version, VERSION, "deno.json's version is src/coordinator/coordinator.ts's VERSION");
+  assert.equal(lock.version, VERSION, "package-lock.json's version (run npm install after changing package.json's)");
+  assert.equal(lock.packages[""].version, VERSION, "package-lock.json's root package version");
+});
+
 Deno.test({
   name: "package: npm pack installs into a fresh project, type-checks with tsc --strict, runs on Node 24 and Bun",
   sanitizeResources: false,
@@ -118,6 +129,7 @@ Deno.test({
     );
     assert.doesNotMatch(install.out, /EBADENGINE|npm warn/i, "a quiet install on Node >= 22");
     const installed = JSON.parse(await Deno.readTextFile(`${app}/node_modules/@splitlease/splitlease/package.json`));
+    assert.equal(installed.version, VERSION, "the installed package is the version its coordinator reports");
     assert.deepEqual(Object.keys(installed.dependencies).sort(), Object.keys(pkg.dependencies).sort());
 
     // The `splitlease` command npm links from `bin`, on Node 24.
