@@ -17,6 +17,12 @@
  * Kubernetes Deployment), and DELAY_MS (sleep per DELAY_EVERY records, to
  * slow a demo). For wss:// with a private CA, give the runtime the CA bundle:
  * DENO_CERT (Deno), NODE_EXTRA_CA_CERTS (Node, Bun).
+ * Operator actions: DRAIN_TOKEN, the bearer token (RFC 6750 characters
+ * `[A-Za-z0-9._~+/-]`, optionally ending in `=`; surrounding whitespace,
+ * such as the newline of a Secret made from a file, is ignored) that
+ * `POST /drain` and the operator actions take (the fleet page's Requeue,
+ * Cancel and Drain buttons, `POST /splits/…`, `POST /members/…/drain`).
+ * Without it those routes answer 403.
  * Exit codes: 0 drained, 3 stalled, 4 planner failed, 1 error.
  *
  * @module
@@ -64,6 +70,10 @@ async function main(env: Env): Promise<void> {
   const afterCompletion = env.AFTER_COMPLETION || "exit";
   if (afterCompletion !== "exit" && afterCompletion !== "idle") fail(`AFTER_COMPLETION must be "exit" or "idle" (got ${afterCompletion})`);
   if ((env.NATS_USER === undefined) !== (env.NATS_PASS === undefined)) fail("NATS_USER and NATS_PASS go together");
+  const drainToken = env.DRAIN_TOKEN?.trim() || undefined;
+  if (drainToken !== undefined && !/^[A-Za-z0-9._~+/-]+=*$/.test(drainToken)) {
+    fail(`DRAIN_TOKEN must be a bearer token of [A-Za-z0-9._~+/-] characters, optionally ending in "=" (got ${drainToken.length} characters)`);
+  }
   let n: Record<string, number>;
   try {
     n = {
@@ -117,6 +127,7 @@ async function main(env: Env): Promise<void> {
     source,
     port: n.port,
     hostname: env.BIND || "0.0.0.0",
+    drainToken,
     leaseMs: n.leaseMs,
     opTimeoutMs,
     drainDeadlineMs: Math.max(n.drainMs, opTimeoutMs),

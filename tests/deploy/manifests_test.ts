@@ -91,7 +91,7 @@ async function renderedMetrics(): Promise<Rendered> {
   coordinator.gain("a", 1);
   await settle();
   const text = await (await createApp({ worker }).request("/metrics")).text();
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker rendering /metrics to shut down");
   const r: Rendered = { types: new Map(), help: new Map(), samples: new Set(), labels: new Set() };
   for (const line of text.split("\n")) {
     let m = /^# TYPE (\S+) (\S+)$/.exec(line);
@@ -130,7 +130,11 @@ function worker(podSpec: Yaml): Yaml {
   return c;
 }
 
-/** Env of a container as the kubelet would set it for pod `podName` (fieldRefs, secrets, $(VAR) expansion). */
+/**
+ * Env of a container as the kubelet would set it for pod `podName` (fieldRefs, secrets, $(VAR) expansion).
+ * A required secret key missing from `secrets` gets a placeholder; an optional one (`optional: true`) is
+ * left unset, as the kubelet does when the Secret or its key does not exist.
+ */
 function resolveEnv(container: Yaml, pod: { name: string; index?: string; secrets: Record<string, string> }): Record<string, string> {
   const env: Record<string, string> = {};
   for (const e of container.env as Yaml[]) {
@@ -148,6 +152,7 @@ function resolveEnv(container: Yaml, pod: { name: string; index?: string; secret
       else throw new Error(`env ${e.name}: unexpected fieldRef ${path}`);
     } else if (e.valueFrom?.secretKeyRef) {
       const k = `${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}`;
+      if (!(k in pod.secrets) && e.valueFrom.secretKeyRef.optional === true) continue;
       v = pod.secrets[k] ?? `secret-${k}`;
     } else throw new Error(`env ${e.name}: no value`);
     env[e.name] = v;
@@ -202,11 +207,18 @@ Deno.test("deploy: the Deployment and the Job agree with the code: grace period,
       assert.notEqual((await app.request(c[probe].httpGet.path)).status, 404, `${where}: the app serves ${route}`);
       assert.ok(read("src/http/app.ts").includes(`app.get("${route}"`), `src/http/app.ts routes ${route}`);
     }
-    // Non-root, and no env the worker does not read (a typo would be silently ignored).
+    // Non-root, and no env the worker does not read (a typo would be silently ignored),
+    // optional ones included (unset here: resolveEnv drops an optional secret it was not given).
     assert.equal(pod.securityContext.runAsNonRoot, true, `${where}: runAsNonRoot`);
-    for (const name of Object.keys(env)) {
+    for (const name of (c.env as Yaml[]).map((e) => e.name as string)) {
       assert.ok(reads.has(name) || name === "JOB_INDEX", `${where}: env ${name} is read by ${ENTRY} or its runtime`);
     }
+    // The operator token: from the job's Secret, optional, so a pod starts without it
+    // (its operator routes then answer 403) and every operator action works with it.
+    const token = (c.env as Yaml[]).find((e) => e.name === "DRAIN_TOKEN");
+    assert.ok(token, `${where}: DRAIN_TOKEN is set (without it POST /drain and the operator actions answer 403)`);
+    assert.deepEqual(token.valueFrom?.secretKeyRef, { name: `splitlease-${env.JOB}`, key: "drain-token", optional: true }, `${where}: DRAIN_TOKEN`);
+    assert.equal(env.DRAIN_TOKEN, undefined, `${where}: without the Secret the env is unset`);
     assert.equal(env.STORE, "nats");
     assert.match(env.NATS_URL, /^wss:\/\//, `${where}: NATS over TLS`);
     // The CA bundle both runtimes read is the mounted CA.
@@ -427,7 +439,7 @@ async function startNats(dir: string): Promise<Nats> {
     try {
       proc.kill("SIGKILL");
     } catch { /* exited */ }
-    await proc.status;
+    await withTimeout(proc.status, 15_000, "nats-server (deploy/nats/nats-server.conf) to exit after SIGKILL");
   };
   try {
     const ports = await waitFor("nats-server's ports file (started with deploy/nats/nats-server.conf)", async () => {
@@ -598,6 +610,15 @@ async function get(pod: Pod, path: string): Promise<{ status: number; body: Yaml
   return { status: r.status, body: await r.json().catch(() => null) };
 }
 
+async function post(pod: Pod, path: string, authorization?: string): Promise<{ status: number; body: Yaml }> {
+  const r = await fetch(`http://127.0.0.1:${pod.port}${path}`, {
+    method: "POST",
+    headers: authorization ? { authorization } : {},
+    signal: AbortSignal.timeout(2000),
+  });
+  return { status: r.status, body: await r.json().catch(() => null) };
+}
+
 Deno.test({
   name: "deploy: the images' commands with the manifests' env: Job pods (Deno, Bun) finish the job and exit 0; a Deployment pod on the finished job idles, ready, until SIGTERM",
   sanitizeResources: false,
@@ -625,7 +646,9 @@ Deno.test({
         await Deno.writeTextFile(`${data}/part-${f}.ndjson`, lines.join("\n") + "\n");
       }
       const local = { nats, data, out };
+      // The Job's pods run without the optional operator token; the Deployment's pod gets it.
       const secrets = { "splitlease-nats/backfill-password": PASSWORDS.backfill };
+      const drainToken = "drain-token-3f9a.b_c~d+e/f=";
       const images = {
         deno: await buildImage("deploy/docker/deno.Dockerfile", `${dir}/deno`),
         bun: await buildImage("deploy/docker/bun.Dockerfile", `${dir}/bun`),
@@ -663,7 +686,8 @@ Deno.test({
       console.log(`a Job pod on the finished job exited 0 after ${restartMs} ms (what a Deployment would restart in a loop)`);
 
       // 3. A Deployment pod on the finished job: stays up, live and ready (idle), until SIGTERM.
-      const d = startPod(images.deno, { ...resolveEnv(deploymentPod, { name: "backfill-7c9f8-x2kqz", secrets }) }, "backfill-7c9f8-x2kqz", local);
+      const deploymentSecrets = { ...secrets, "splitlease-backfill/drain-token": `${drainToken}\n` }; // a Secret made from a file
+      const d = startPod(images.deno, { ...resolveEnv(deploymentPod, { name: "backfill-7c9f8-x2kqz", secrets: deploymentSecrets }) }, "backfill-7c9f8-x2kqz", local);
       pods.push(d);
       await waitFor("the Deployment pod to idle after completion", () => {
         return Promise.resolve(d.lines.some((l) => l.event === "idle") || undefined);
@@ -678,6 +702,12 @@ Deno.test({
       assert.equal(ready.status, 200);
       assert.equal(ready.body.idle, true);
       assert.equal((await get(d, deploymentPod.livenessProbe.httpGet.path)).status, 200);
+      // DRAIN_TOKEN reached serve: the operator routes ask for the token (401) instead of being closed (403).
+      for (const auth of [undefined, "Bearer wrong-token"]) {
+        const r = await post(d, "/drain", auth);
+        assert.equal(r.status, 401, `POST /drain with ${auth ?? "no Authorization"}: ${JSON.stringify(r.body)}`);
+      }
+      assert.equal((await post(d, `/members/${d.name}/drain`)).status, 401, "an operator action without the token");
       const t1 = Date.now();
       d.proc.kill("SIGTERM");
       const s = await withTimeout(d.status, graceMs, `the idle pod to exit within terminationGracePeriodSeconds after SIGTERM`);
@@ -688,7 +718,7 @@ Deno.test({
         try {
           p.proc.kill("SIGKILL");
         } catch { /* exited */ }
-        await p.status.catch(() => {});
+        await withTimeout(p.status.catch(() => {}), 15_000, `pod ${p.name} to exit after SIGKILL (its output pipes closed)`);
       }
       await nats.stop();
       await Deno.remove(dir, { recursive: true });
