@@ -1,4 +1,4 @@
-// Balancing on real NATS (DESIGN §8): a running 4-worker job of 400 splits,
+// Balancing on real NATS (docs/DESIGN.md, "Takeover, revocation and leader loss"): a running 4-worker job of 400 splits,
 // each worker driving a cooperative source; a fifth worker joins. Reports the
 // time until every worker holds within ±1 of the others, in heartbeat
 // intervals (leaseMs / 3), and the steals it took.

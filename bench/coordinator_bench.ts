@@ -1,4 +1,4 @@
-// Coordinator benchmarks on one nats-server, real time (DESIGN §13): handover
+// Coordinator benchmarks on one nats-server, real time (docs/DESIGN.md, "Takeover, revocation and leader loss" and "Known limits"): handover
 // latency after a graceful release, crash takeover time in leases, 10,000 tiny
 // splits over 4 workers against the raw CAS throughput of the same server, and
 // heartbeat writes while holding 10 vs 1,000 splits.

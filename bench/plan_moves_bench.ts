@@ -1,4 +1,4 @@
-// Benchmark of the balancing function (DESIGN §8, §13): planMoves at 10k and
+// Benchmark of the balancing function (docs/DESIGN.md, "Takeover, revocation and leader loss" and "Known limits"): planMoves at 10k and
 // 100k splits over 100 members, four fleet shapes, and the 100k/10k time
 // ratio (about 10 when the cost is near-linear; 100 would be quadratic).
 //

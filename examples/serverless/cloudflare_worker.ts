@@ -15,8 +15,15 @@
  *
  *   node_modules/.bin/esbuild examples/serverless/cloudflare_worker.ts --bundle \
  *     --format=esm --platform=neutral --main-fields=module,main \
- *     --conditions=workerd,worker,browser --outfile=dist/worker/worker.js
- *   node_modules/.bin/workerd serve examples/serverless/workerd.capnp   # after filling in NATS_URL
+ *     --conditions=workerd,worker,browser --external:crypto \
+ *     --outfile=dist/serverless/cloudflare_worker.js
+ *   NATS_URL=ws://127.0.0.1:8080 node_modules/.bin/workerd serve --experimental \
+ *     examples/serverless/workerd.capnp
+ *
+ * workerd.capnp embeds that output file and takes the bindings from the
+ * environment; `--experimental` lets its local stand-in for Cron Triggers
+ * (cron_trigger.js) call `scheduled()`, and `--external:crypto` is explained
+ * there.
  *
  * Deploy with wrangler: `main = "examples/serverless/cloudflare_worker.ts"`,
  * `[vars] NATS_URL = "wss://nats.example:443"`, `[triggers] crons = ["* * * * *"]`.

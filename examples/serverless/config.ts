@@ -9,7 +9,7 @@
  * | `NATS_URL` | (required) | `ws://` or `wss://` URL(s) of nats-server, comma-separated |
  * | `JOB` | `numbers` | job name (bucket `splitlease_<job>`) |
  * | `SPLITS`, `RECORDS`, `BATCH_MS` | 6, 400, 20 | the job: splits × records, one batch of 20 records per `BATCH_MS` |
- * | `BUDGET_MS` | 25000 | an invocation's time budget (Lambda: capped by the time the invocation has left) |
+ * | `BUDGET_MS` | 25000 | an invocation's time budget on Workers and Deno Deploy; not read on Lambda, where each invocation works for what the function timeout leaves (`aws_lambda.ts` sets `budgetMs: undefined`) |
  * | `OP_TIMEOUT_MS`, `DRAIN_DEADLINE_MS`, `LEASE_MS` | 1000, 2000, 3000 | short, so short budgets are valid |
  * | `TOKEN` | (none) | bearer token the HTTP trigger requires |
  *
@@ -65,7 +65,9 @@ export function numbersSource(env: Env): SplitSource<Range> {
 
 /**
  * Slice options from `env`. `runtime` names the platform on the member
- * record; `budgetMs` overrides `BUDGET_MS` (Lambda passes what is left).
+ * record. `budgetMs` comes from `BUDGET_MS`; `aws_lambda.ts` replaces it
+ * with `undefined`, so on Lambda each invocation's budget is the time its
+ * function timeout leaves.
  */
 export function sliceOptions(env: Env, runtime: string): SliceOptions<Range> {
   const servers = (env.NATS_URL ?? "").split(",").filter(Boolean);

@@ -6,12 +6,14 @@
 #   node_modules/.bin/esbuild examples/serverless/cloudflare_worker.ts --bundle --format=esm \
 #     --platform=neutral --main-fields=module,main --conditions=workerd,worker,browser \
 #     --external:crypto --outfile=dist/serverless/cloudflare_worker.js
-#   NATS_URL=ws://127.0.0.1:8080 node_modules/.bin/workerd serve examples/serverless/workerd.capnp
+#   NATS_URL=ws://127.0.0.1:8080 node_modules/.bin/workerd serve --experimental examples/serverless/workerd.capnp
 #   curl -X POST http://127.0.0.1:8787/          # one slice, answered as JSON
 #   curl -X POST http://127.0.0.1:8788/          # one scheduled event (see `cron` below)
 #
 # (`--external:crypto`: tweetnacl mentions Node's crypto module in a branch
-# it never takes where Web Crypto exists, as it does on Workers.)
+# it never takes where Web Crypto exists, as it does on Workers.
+# `--experimental`: the cron worker's service binding calls scheduled(),
+# which needs the experimental flag service_binding_extra_handlers.)
 using Workerd = import "/workerd/workerd.capnp";
 
 const config :Workerd.Config = (

@@ -1,5 +1,5 @@
 /**
- * Balancing (DESIGN §8): the pure function the leader runs to decide steals.
+ * Balancing (docs/DESIGN.md, "Takeover, revocation and leader loss"): the pure function the leader runs to decide steals.
  *
  * `planMoves(view, config)` looks at a snapshot of live members and split
  * records and returns the handoffs to request this cycle. It does no I/O, reads
@@ -227,7 +227,7 @@ export function memberLoads(view: BalanceView): Map<string, MemberLoad> {
 }
 
 /**
- * The fair share of one live member (DESIGN §6): the runnable weight (splits
+ * The fair share of one live member (docs/DESIGN.md, "How a split reaches a worker without races"): the runnable weight (splits
  * owned by live members plus free runnable splits, including those of dead
  * owners) divided by the number of live members. `0` when there are no
  * members. Completed and quarantined splits do not count.
@@ -321,7 +321,7 @@ function pickSplit(splits: BalanceSplit[], a: number, b: number, tol: number, se
 }
 
 /**
- * Plans this cycle's steals (DESIGN §8). Pure and deterministic: the same
+ * Plans this cycle's steals (docs/DESIGN.md, "Takeover, revocation and leader loss"). Pure and deterministic: the same
  * view, in any array order, and the same seed give the same moves.
  *
  * Returns `[]` when anything is claimable, when an owned split is in a

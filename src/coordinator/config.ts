@@ -1,5 +1,5 @@
 /**
- * Coordinator configuration: a zod schema with every rule of DESIGN §12.
+ * Coordinator configuration: a zod schema with every rule of docs/OPERATIONS.md, "Coordinator configuration".
  * Invalid config fails at construction with every broken rule named.
  *
  * @module

@@ -1,5 +1,5 @@
 /**
- * Observer-judged liveness (DESIGN §5): a member is dead to an observer when
+ * Observer-judged liveness (docs/DESIGN.md, "Liveness: judged by the leader"): a member is dead to an observer when
  * its record's revision has not moved for `leaseMs` on the observer's own
  * monotonic clock. No store TTL, no cross-host clock comparison.
  *

@@ -1,6 +1,6 @@
 /**
  * The Hono app every adapter serves: health, readiness, Prometheus metrics,
- * status and a drain endpoint (DESIGN §11).
+ * status and a drain endpoint (docs/DESIGN.md, "Runtime").
  *
  * @module
  */
@@ -104,7 +104,6 @@ const BEARER_TOKEN = /^[A-Za-z0-9._~+/-]+=*$/;
  *
  * @example
  * ```ts
- * import { timingSafeEqual } from "@splitlease/splitlease/host";
  * timingSafeEqual("s3cret", "s3cret"); // true
  * ```
  */
@@ -148,7 +147,6 @@ const KNOWN_LABEL_VALUES = {
  *
  * @example
  * ```ts
- * import { renderMetrics } from "@splitlease/splitlease/host";
  * import { type Coordinator } from "@splitlease/splitlease";
  * declare const coordinator: Coordinator;
  * const text = renderMetrics(coordinator.status(), coordinator.stats());

@@ -1,7 +1,7 @@
 /**
  * The driver: runs a {@linkcode SplitSource} over a {@linkcode Coordinator},
  * one lane per held split, and turns coordination events into lane actions
- * and a final outcome (DESIGN §10).
+ * and a final outcome (docs/DESIGN.md, "Runtime").
  *
  * @module
  */

@@ -1,4 +1,4 @@
-// Property and example tests for the balancing function (DESIGN §8).
+// Property and example tests for the balancing function (docs/DESIGN.md, "Takeover, revocation and leader loss").
 // Replay a failing property run with FC_SEED=<seed printed in the failure>.
 import assert from "node:assert/strict";
 import fc from "fast-check";
