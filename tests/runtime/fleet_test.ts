@@ -51,9 +51,13 @@ Deno.test({
         RECORDS: String(RECORDS),
         RECORD_MS: "10",
         MAX_IN_FLIGHT: "4",
-        // The plan waits for all three members: with 12 splits and at most 4
-        // lanes each, no two workers can take the whole job, so every runtime
-        // gets work however slowly one of them starts.
+        // A fleet of three (tests/runtime/fixtures/app.ts): the plan waits for
+        // all three members, and no split completes until each of the three
+        // workers has processed a record. A worker holds at most 4 splits, so
+        // two cannot finish the 12 and free their lanes before the third
+        // joins: every runtime does part of the work, however slowly one of
+        // them starts (the barrier fails the run, naming who processed a
+        // record, if one never does).
         EXPECT_MEMBERS: String(RUNTIMES.length),
         OUT: out(rt),
       }), async (procs) => {
