@@ -140,8 +140,20 @@ export class Fleet implements AsyncDisposable {
     let settled = false;
     const all_ = Promise.all(ps);
     all_.finally(() => (settled = true)).catch(() => {});
-    // Registration may wait on the clock (twin check): keep time moving.
-    while (!settled) await this.time.advance(10);
+    // Registration may wait on the clock (twin check): keep time moving, but
+    // only so far (in the driver's time: simulated on the manual clock).
+    const leaseMs = Math.max(this.timings.leaseMs, ...all.map((o) => o.leaseMs ?? 0));
+    const limitMs = Math.max(30_000, 30 * leaseMs);
+    const t0 = this.time.now();
+    while (!settled) {
+      if (this.time.now() - t0 >= limitMs) {
+        throw new Error(
+          `timed out after ${limitMs} ms of ${this.time instanceof ManualDriver ? "manual-clock" : "real"} time waiting for ` +
+            `${all.map((o) => o.instance).join(", ")} to join job "${this.job}"`,
+        );
+      }
+      await this.time.advance(10);
+    }
     const ms = (await all_).map((c) => new Member(c));
     this.members.push(...ms);
     return ms;

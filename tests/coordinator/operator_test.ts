@@ -7,6 +7,7 @@ import { readFleet } from "../../src/fleet/read_fleet.ts";
 import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
 import { startWorker } from "../../src/runtime/worker.ts";
+import { withTimeout } from "../helpers/deadline.ts";
 import type { SplitSource } from "../../src/runtime/source.ts";
 import { finalPlanner, Fleet, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";
@@ -128,7 +129,7 @@ t("a worker whose member is drained finishes as after SIGTERM (drained), its lan
     assert.equal(done.stats.completed, 4, "a completed every split, b's included");
   } finally {
     gate.resolve();
-    await Promise.all([wa.shutdown({ deadlineMs: 0 }), wb.shutdown({ deadlineMs: 0 })]);
+    await withTimeout(Promise.all([wa.shutdown({ deadlineMs: 0 }), wb.shutdown({ deadlineMs: 0 })]), 20_000, "workers a and b to shut down");
   }
 });
 

@@ -6,7 +6,7 @@
  * completed/total splits and the output tells takeovers from handoffs.
  */
 import assert from "node:assert/strict";
-import { Deadline } from "../helpers/deadline.ts";
+import { Deadline, withTimeout } from "../helpers/deadline.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 
@@ -87,8 +87,8 @@ Deno.test({
       try {
         child.kill("SIGKILL");
       } catch { /* exited */ }
-      await child.status;
-      await stderr.catch(() => {});
+      await withTimeout(child.status, 15_000, "the demo to exit after SIGKILL");
+      await withTimeout(stderr.catch(() => {}), 15_000, "the demo's stderr to close after SIGKILL");
       await Deno.remove(tmp, { recursive: true });
     }
   },
@@ -111,17 +111,18 @@ async function runDemo(args: string[], limitMs: number): Promise<{ code: number;
     const first = await Promise.race([child.status, limit]);
     if (first === "timeout") {
       child.kill("SIGINT"); // the demo kills its nats-server and workers on SIGINT
-      const [o, e] = await out;
+      const [o, e] = await withTimeout(out, 15_000, `the output of demo ${args.join(" ")} to end after SIGINT`)
+        .catch((err) => [`(${err.message})`, ""]);
       throw new Error(`demo ${args.join(" ")} did not finish within ${limitMs} ms:\n${o}\n${e}`);
     }
-    const [o, e] = await out;
+    const [o, e] = await withTimeout(out, 15_000, `the output of demo ${args.join(" ")} to end after its exit`);
     return { code: first.code, out: o + e };
   } finally {
     clearTimeout(timer);
     try {
       child.kill("SIGKILL");
     } catch { /* exited */ }
-    await child.status;
+    await withTimeout(child.status, 15_000, `demo ${args.join(" ")} to exit after SIGKILL`);
   }
 }
 

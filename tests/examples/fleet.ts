@@ -70,7 +70,11 @@ export function kill(p: Proc, signal: Deno.Signal = "SIGKILL"): void {
 /** Kills every process in `procs` and waits for them. */
 export async function reap(procs: Proc[]): Promise<void> {
   for (const p of procs) kill(p);
-  await Promise.all(procs.map((p) => p.status.catch(() => {})));
+  await withTimeout(
+    Promise.all(procs.map((p) => p.status.catch(() => {}))),
+    15_000,
+    `${procs.map((p) => p.name).join(", ")} to exit after SIGKILL (their output pipes closed)`,
+  );
 }
 
 /** Polls `fn` until it returns a value (see tests/helpers/worker_procs.ts); 30 s by default here. */

@@ -281,7 +281,7 @@ async function withS3rver(fn: (endpoint: string) => Promise<void>): Promise<void
       child.kill("SIGKILL");
     } catch { /* gone */ }
     await child.stdin.close().catch(() => {});
-    await child.status;
+    await withTimeout(child.status, 15_000, "s3rver to exit after SIGKILL");
     await Deno.remove(dir, { recursive: true });
   }
 }
@@ -291,7 +291,7 @@ async function runJob(backend: ObjectBackend, targetSplitBytes: number, workers 
   const store = new MemoryStore();
   const seen: ObjectRecord[] = [];
   try {
-    const outcomes = await Promise.all(Array.from({ length: workers }, async (_, i) => {
+    const outcomes = await withTimeout(Promise.all(Array.from({ length: workers }, async (_, i) => {
       const source = objectStoreSource({ backend, sink: (r) => void seen.push(r), targetSplitBytes, commitEveryRecords: 3 });
       const coordinator = await SplitCoordinator.join({
         store,
@@ -303,7 +303,7 @@ async function runJob(backend: ObjectBackend, targetSplitBytes: number, workers 
         opTimeoutMs: 400,
       });
       return await runWorker({ coordinator, source, logger: () => {} });
-    }));
+    })), 60_000, `${workers} in-process workers to finish the object store job`);
     for (const out of outcomes) assert.equal(out.kind, "drained", JSON.stringify(out));
   } finally {
     await store.close();
@@ -536,7 +536,7 @@ Deno.test({
         assert.ok(p.lines.some((l) => l.event === "finished" && l.reason === "complete"), `${p.name} saw the job complete`);
         assert.ok(p.lines.some((l) => l.event === "exit" && l.exitCode === 0));
       }
-      await victim.status;
+      await withTimeout(victim.status, 15_000, `the SIGKILLed ${victim.name} worker to exit`);
       // Every input record is in some worker's output; count duplicates.
       const counts = new Map<string, number>();
       for (const p of procs) {
@@ -566,7 +566,7 @@ Deno.test({
         try {
           p.child.kill("SIGKILL");
         } catch { /* gone */ }
-        await p.status.catch(() => {});
+        await withTimeout(p.status.catch(() => {}), 15_000, `the ${p.name} worker to exit after SIGKILL (its output pipes closed)`);
       }
       await Deno.remove(tmp, { recursive: true }).catch(() => {});
     }

@@ -252,7 +252,7 @@ Deno.test({
       }, 30_000);
       const atKill = await sinkCount();
       victim.child.kill("SIGKILL");
-      await victim.status;
+      await withTimeout(victim.status, 15_000, `the SIGKILLed ${victim.name} to exit`);
       const survivors = procs.filter((p) => p !== victim);
       const statuses = await withTimeout(Promise.all(survivors.map((p) => p.status)), 40_000, "survivors finish");
       statuses.forEach((s, i) => assert.equal(s.code, 0, `exit 0\n${tail(survivors[i])}`));

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { withTimeout } from "./deadline.ts";
 
 /** Where Debian installs it (the wrapper script first). */
 const CANDIDATES = ["/usr/bin/chromium", "/usr/lib/chromium/chromium", "/usr/bin/chromium-browser"];
@@ -106,7 +107,7 @@ export class Chromium implements AsyncDisposable {
       try {
         c.proc.kill("SIGKILL");
       } catch { /* gone */ }
-      await c.proc.status;
+      await withTimeout(c.proc.status, 15_000, "chromium to exit after SIGKILL (it failed to start)");
       for (const pid of pidsWith(profile)) {
         try {
           Deno.kill(pid, "SIGKILL");
@@ -138,8 +139,11 @@ export class Chromium implements AsyncDisposable {
       this.#proc.kill("SIGTERM");
     } catch { /* gone */ }
     const timer = setTimeout(() => this.killNow(), 3000);
-    await this.#proc.status;
-    clearTimeout(timer);
+    try {
+      await withTimeout(this.#proc.status, 15_000, "chromium to exit after SIGTERM (SIGKILL after 3 s)");
+    } finally {
+      clearTimeout(timer);
+    }
     for (let i = 0; i < 20 && pidsWith(this.profile).length > 0; i++) {
       if (i === 5) this.killNow();
       await new Promise((r) => setTimeout(r, 100));

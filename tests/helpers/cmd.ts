@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { withTimeout } from "./deadline.ts";
 
 /** Output of {@linkcode runCmd}. */
 export interface CmdResult {
@@ -51,7 +52,9 @@ export async function runCmd(cmd: string, args: string[], opts: CmdOptions = {})
       await w.write(new TextEncoder().encode(opts.stdin));
       await w.close();
     }
-    const r = await child.output();
+    // The kill at `timeoutMs` ends the child; its output ends when every
+    // holder of its pipes (a grandchild, too) is gone: bounded as well.
+    const r = await withTimeout(child.output(), timeoutMs + 15_000, `${what} (its exit and output, killed after ${timeoutMs} ms)`);
     const stdout = new TextDecoder().decode(r.stdout);
     const out = stdout + new TextDecoder().decode(r.stderr);
     if (timedOut) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}:\n${out.slice(-3000)}`);

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { withTimeout } from "./deadline.ts";
 
 const NATS_SERVER = Deno.env.get("NATS_SERVER") ?? "/usr/sbin/nats-server";
 
@@ -162,7 +163,7 @@ export class NatsServer implements AsyncDisposable {
       try {
         // In a cluster, also wait for the meta leader (full health check).
         const query = this.#opts.cluster ? "" : "?js-enabled-only=true";
-        const r = await fetch(`${this.monitorUrl}/healthz${query}`);
+        const r = await fetch(`${this.monitorUrl}/healthz${query}`, { signal: AbortSignal.timeout(2000) });
         await r.body?.cancel();
         if (r.status === 200) return;
       } catch { /* not up yet */ }
@@ -198,7 +199,7 @@ export class NatsServer implements AsyncDisposable {
       if (this.#paused) proc.kill("SIGCONT");
       proc.kill(signal);
     } catch { /* already exited */ }
-    await proc.status;
+    await withTimeout(proc.status, 20_000, `nats-server ${this.name} to exit after ${signal}`);
     live.delete(proc);
     this.#paused = false;
   }

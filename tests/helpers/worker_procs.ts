@@ -128,13 +128,16 @@ export function spawn(rt: Runtime, env: Record<string, string>): Proc {
   return { rt, child, lines, arrivals, raw, spawnedAt, status, port, line };
 }
 
-/** Polls `fn` every 50 ms until it returns a value (errors are retried), or throws after `ms`. */
+/**
+ * Polls `fn` every 50 ms until it returns a value (errors are retried), or
+ * throws after `ms`; a call of `fn` that hangs is cut off at the same limit.
+ */
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
   const end = Date.now() + ms;
   let last: unknown;
   while (Date.now() < end) {
     try {
-      const v = await fn();
+      const v = await withTimeout(fn(), Math.max(1, end - Date.now()), `one poll for ${what}`);
       if (v !== undefined) return v;
     } catch (e) {
       last = e;
@@ -144,11 +147,10 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>,
   throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
 }
 
-
 /** SIGKILLs a worker (no-op when it already exited) and waits for it. */
 export async function kill(p: Proc): Promise<void> {
   try {
     p.child.kill("SIGKILL");
   } catch { /* already gone */ }
-  await p.status.catch(() => {});
+  await withTimeout(p.status.catch(() => {}), 15_000, `the ${p.rt} worker to exit after SIGKILL (its output pipes closed)`);
 }

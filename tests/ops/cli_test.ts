@@ -11,6 +11,7 @@ import { startWorker, type Worker } from "../../src/runtime/worker.ts";
 import type { SplitSource } from "../../src/runtime/source.ts";
 import type { Store } from "../../src/store/store.ts";
 import { runCmd } from "../helpers/cmd.ts";
+import { withTimeout } from "../helpers/deadline.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 import { bin, buildOnce, root } from "../helpers/worker_procs.ts";
 
@@ -197,7 +198,11 @@ Deno.test({
       assert.equal((await cli("deno", ["cancel", "p0"], env)).code, 3, "a completed split is not cancelled");
       assert.equal((await cli("deno", ["cancel", "nope"], env)).code, 3);
     } finally {
-      await Promise.all(workers.map((w) => w.shutdown({ deadlineMs: 0 }).catch(() => {})));
+      await withTimeout(
+        Promise.all(workers.map((w) => w.shutdown({ deadlineMs: 0 }).catch(() => {}))),
+        20_000,
+        "the workers to shut down",
+      );
       for (const s of stores) await s.close().catch(() => {});
     }
   },

@@ -14,6 +14,7 @@ import type { SplitSource } from "../../src/runtime/source.ts";
 import { startWorker, type Worker } from "../../src/runtime/worker.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
 import { Chromium, findChromium } from "../helpers/chromium.ts";
+import { withTimeout } from "../helpers/deadline.ts";
 
 const chromium = findChromium();
 if (!chromium) {
@@ -159,8 +160,8 @@ Deno.test({
     } finally {
       clearTimeout(limit);
       await (browser as Browser | undefined)?.disconnect().catch(() => {});
-      await (w2 as Worker | undefined)?.shutdown({ deadlineMs: 0 }).catch(() => {});
-      await (service as Service | undefined)?.shutdown("test over").catch(() => {});
+      await withTimeout((w2 as Worker | undefined)?.shutdown({ deadlineMs: 0 }).catch(() => {}) ?? Promise.resolve(), 20_000, "worker w2 to shut down");
+      await withTimeout((service as Service | undefined)?.shutdown("test over").catch(() => {}) ?? Promise.resolve(), 20_000, "the served worker to shut down");
       await store.close();
       console.log(`screenshots: ${out}`);
     }

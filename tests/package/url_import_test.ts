@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { runCmd } from "../helpers/cmd.ts";
+import { withTimeout } from "../helpers/deadline.ts";
 import { bin, packOnce, root, tempDir } from "./pack.ts";
 
 /** Content types a static server should send (Deno ignores declarations served as anything else). */
@@ -94,7 +95,7 @@ Deno.test({
       });
 
     } finally {
-      await server.shutdown();
+      await withTimeout(server.shutdown(), 15_000, "the loopback server of dist/ to shut down");
     }
   },
 });

@@ -9,7 +9,11 @@ import assert from "node:assert/strict";
 import { SplitleaseError } from "../../src/errors.ts";
 import { type ServeHost, type ServeOptions, type Service, serveWith } from "../../src/runtime/serve_core.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
+import { withTimeout } from "../helpers/deadline.ts";
 import { rangeSource } from "./fixtures/app.ts";
+
+/** Limit of each wait on serve (a join, a run to completion, a shutdown) on a loaded machine. */
+const WAIT_MS = 20_000;
 
 interface FakeHost {
   host: ServeHost;
@@ -75,7 +79,7 @@ Deno.test("serve afterCompletion idle: a completed job leaves the process up and
   const store = new MemoryStore();
   const lines: Record<string, unknown>[] = [];
   const h = fakeHost();
-  const service = await serveWith(options(store, lines, { afterCompletion: "idle" }), h.host);
+  const service = await withTimeout(serveWith(options(store, lines, { afterCompletion: "idle" }), h.host), WAIT_MS, "serve to start");
   const idle = await logged(lines, "idle");
   assert.equal(idle.reason, "complete");
   assert.deepEqual(h.exits, [], "no exit while idle");
@@ -87,7 +91,7 @@ Deno.test("serve afterCompletion idle: a completed job leaves the process up and
   assert.equal(await metric(service, "up"), "0", "the coordinator left the job");
   assert.equal(await metric(service, "leader"), "0", "an idle pod leads nothing (no 'no leader' alert: up is 0 too)");
   h.signal("SIGTERM");
-  const result = await service.done;
+  const result = await withTimeout(service.done, WAIT_MS, "the idle service to exit after SIGTERM");
   assert.equal(result.exitCode, 0);
   assert.deepEqual(h.exits, [0]);
   assert.equal(h.closed(), true);
@@ -98,25 +102,31 @@ Deno.test("serve afterCompletion: a restarted pod on a finished job exits 0 at o
   const store = new MemoryStore();
   // The job runs to completion once (as a Job's pods would).
   const first = fakeHost();
-  const done = await (await serveWith(options(store, [], {}), first.host)).done;
+  const firstService = await withTimeout(serveWith(options(store, [], {}), first.host), WAIT_MS, "the first pod to start");
+  const done = await withTimeout(firstService.done, WAIT_MS, "the first pod to run the job to completion and exit");
   assert.equal(done.exitCode, 0);
   assert.deepEqual(first.exits, [0]);
   // Default: the restarted pod finds the job complete and exits 0 — a Deployment would restart it again and again.
   const again = fakeHost();
   const t0 = Date.now();
-  const second = await (await serveWith(options(store, [], { instance: "pod-0" }), again.host)).done;
+  const secondService = await withTimeout(serveWith(options(store, [], { instance: "pod-0" }), again.host), WAIT_MS, "the restarted pod to start");
+  const second = await withTimeout(secondService.done, WAIT_MS, "the restarted pod to exit on the finished job");
   assert.equal(second.exitCode, 0);
   assert.deepEqual(again.exits, [0]);
   const restartMs = Date.now() - t0;
   // idle: the same restart stays up instead.
   const lines: Record<string, unknown>[] = [];
   const idleHost = fakeHost();
-  const service = await serveWith(options(store, lines, { instance: "pod-0", afterCompletion: "idle" }), idleHost.host);
+  const service = await withTimeout(
+    serveWith(options(store, lines, { instance: "pod-0", afterCompletion: "idle" }), idleHost.host),
+    WAIT_MS,
+    "the idle restarted pod to start",
+  );
   await logged(lines, "idle");
   await new Promise((r) => setTimeout(r, Math.max(200, restartMs)));
   assert.deepEqual(idleHost.exits, [], `no exit (a default restart exited after ${restartMs} ms)`);
   // shutdown() ends the idle state like a signal.
-  const result = await service.shutdown("test");
+  const result = await withTimeout(service.shutdown("test"), WAIT_MS, "shutdown() of the idle pod");
   assert.equal(result.exitCode, 0);
   assert.deepEqual(idleHost.exits, [0]);
   await store.close();
@@ -125,27 +135,36 @@ Deno.test("serve afterCompletion: a restarted pod on a finished job exits 0 at o
 Deno.test("serve afterCompletion idle: a shutdown before completion exits as usual; a stall still exits 3", async () => {
   const store = new MemoryStore();
   const h = fakeHost();
-  const service = await serveWith(
-    options(store, [], { afterCompletion: "idle", source: rangeSource(2, 1000, 5) as ServeOptions<unknown>["source"] }),
-    h.host,
+  const service = await withTimeout(
+    serveWith(
+      options(store, [], { afterCompletion: "idle", source: rangeSource(2, 1000, 5) as ServeOptions<unknown>["source"] }),
+      h.host,
+    ),
+    WAIT_MS,
+    "serve to start",
   );
   h.signal("SIGTERM");
-  const result = await service.done;
+  const result = await withTimeout(service.done, WAIT_MS, "the service to exit after a SIGTERM before completion");
   assert.equal(result.exitCode, 0);
   assert.equal(result.outcome.kind === "drained" && result.outcome.reason, "shutdown");
   assert.deepEqual(h.exits, [0]);
 
   const stalledStore = new MemoryStore();
   const s = fakeHost();
-  const stalled = await (await serveWith(
-    options(stalledStore, [], {
-      job: "poison",
-      afterCompletion: "idle",
-      maxAttempts: 1,
-      source: rangeSource(2, 1, 1, { failSplits: ["r0"] }) as ServeOptions<unknown>["source"],
-    }),
-    s.host,
-  )).done;
+  const stalledService = await withTimeout(
+    serveWith(
+      options(stalledStore, [], {
+        job: "poison",
+        afterCompletion: "idle",
+        maxAttempts: 1,
+        source: rangeSource(2, 1, 1, { failSplits: ["r0"] }) as ServeOptions<unknown>["source"],
+      }),
+      s.host,
+    ),
+    WAIT_MS,
+    "the poison job's service to start",
+  );
+  const stalled = await withTimeout(stalledService.done, WAIT_MS, "the stalled service to exit 3");
   assert.equal(stalled.exitCode, 3, "quarantined splits remain: exit 3 in both modes");
   assert.deepEqual(s.exits, [3]);
   await store.close();

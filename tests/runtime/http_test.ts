@@ -106,7 +106,7 @@ Deno.test("http: /healthz and /readyz follow the coordinator and the worker", as
   coordinator.state = "failed";
   assert.equal((await app.request("/healthz")).status, 503);
   coordinator.state = "running";
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
   res = await app.request("/readyz");
   assert.equal(res.status, 503);
   assert.equal((await app.request("/healthz")).status, 200, "a cleanly stopped worker is healthy");
@@ -159,7 +159,7 @@ Deno.test("http: /metrics is valid Prometheus 0.0.4 text with every required fam
   assert.equal(find(p, P + "handover_seconds_bucket", '{le="+Inf"}'), "1");
   assert.equal(find(p, P + "lanes_running"), "1");
   assert.ok(p.samples.every((s) => s.labels.startsWith('{splitlease_job="job1"')), "every sample names the job");
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("http: /metrics labels fit Prometheus: no job or instance label, every known counter series at 0 from the start", async () => {
@@ -182,7 +182,7 @@ Deno.test("http: /metrics labels fit Prometheus: no job or instance label, every
   for (const op of ["create", "update", "delete", "get", "list"]) {
     assert.equal(find(p, P + "store_op_duration_seconds_count", `{op="${op}"}`), "0", op);
   }
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("http: job-wide gauges come from the leader only; every replica exports its own and the leader flag", async () => {
@@ -211,7 +211,7 @@ Deno.test("http: job-wide gauges come from the leader only; every replica export
     live_workers: "2",
   };
   for (const name of jobWide) assert.equal(find(p, P + name), expected[name], name);
-  await member.worker.shutdown();
+  await withTimeout(member.worker.shutdown(), 20_000, "the member's worker to shut down");
 });
 
 Deno.test("http: metric label values and HELP are escaped; the prefix is configurable", async () => {
@@ -230,7 +230,7 @@ Deno.test("http: metric label values and HELP are escaped; the prefix is configu
   assert.equal(find(p, "my_acquisitions_total", '{reason="claim"}'), "0", "known reasons render beside unknown ones");
   assert.ok([...p.types.keys()].every((k) => k.startsWith("my_")));
   assert.throws(() => createApp({ worker, metricsPrefix: "9bad" }), TypeError);
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("http: /status is JSON with the coordinator snapshot and the worker's lanes", async () => {
@@ -247,7 +247,7 @@ Deno.test("http: /status is JSON with the coordinator snapshot and the worker's 
   assert.equal(body.worker.lanes[0].splitId, "a");
   assert.equal(body.worker.lanes[0].epoch, 4);
   assert.equal(body.worker.ready, true);
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("http: POST /drain with no token configured is refused (403) unless drainOpen, and changes nothing", async () => {
@@ -257,7 +257,7 @@ Deno.test("http: POST /drain with no token configured is refused (403) unless dr
   assert.match((await res.json()).error, /no drainToken is configured .*drainOpen/);
   assert.equal(coordinator.calls.length, 0);
   assert.equal(worker.draining, false);
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
   assert.throws(() => createApp({ worker, drainToken: "a", drainOpen: true }), /exclude each other/);
   assert.throws(() => createApp({ worker, drainToken: "s3cret!" }), /RFC 6750/);
   assert.throws(() => createApp({ worker, drainDeadlineMs: 3e9 }), /drainDeadlineMs .*got 3000000000/);
@@ -324,7 +324,7 @@ Deno.test("http: unknown routes 404, wrong methods 405 with Allow, malformed dra
     assert.ok((await res.json()).error);
   }
   assert.equal(coordinator.calls.length, 0, "bad requests change nothing");
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("http: POST /drain with a deadline a timer cannot hold is 400 naming the field, not an instant abort", async () => {

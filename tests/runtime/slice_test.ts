@@ -3,6 +3,7 @@ import type { Clock } from "../../src/coordinator/types.ts";
 import { systemClock } from "../../src/coordinator/clock.ts";
 import { createSliceHandler, runSlice, type SliceResult } from "../../src/runtime/slice.ts";
 import { NatsStore } from "../../src/nats/nats_store.ts";
+import { withTimeout } from "../helpers/deadline.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
 import { rangeSource } from "./fixtures/app.ts";
@@ -52,7 +53,11 @@ Deno.test("serverless: successive short slices complete a job with no loss and n
   const clock = new TrackingClock();
   const results = [];
   for (let i = 0; i < 8; i++) {
-    const r = await runSlice({ store, source, job: "sl", budgetMs: 1200, clock, logger: () => {}, ...tunables });
+    const r = await withTimeout(
+      runSlice({ store, source, job: "sl", budgetMs: 1200, clock, logger: () => {}, ...tunables }),
+      20_000,
+      `slice ${i} (a 1.2 s budget) to return`,
+    );
     assert.equal(clock.live.size, 0, `no timers left after slice ${i}`);
     results.push(r);
     if (r.outcome === "complete") break;
@@ -84,7 +89,7 @@ async function invokeUntilComplete(
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (!complete && started < maxInvocations) {
       started++;
-      const r = await invoke();
+      const r = await withTimeout(invoke(), 20_000, `invocation ${started} (a slice of at most 1.5 s) to return`);
       results.push(r);
       assert.notEqual(r.outcome, "error", r.error);
       if (r.outcome === "complete") complete = true;
@@ -177,7 +182,7 @@ Deno.test("serverless: the fetch handler answers JSON, validates budget, method 
     new Request("http://x/", { method: "POST", headers: { ...auth, "x-splitlease-budget-ms": "100" } }),
   );
   assert.equal(res.status, 400, "budget below the margin");
-  res = await handler(new Request("http://x/", { method: "POST", headers: auth }));
+  res = await withTimeout(handler(new Request("http://x/", { method: "POST", headers: auth })), 20_000, "the handler's slice (a 3 s budget) to answer");
   assert.equal(res.status, 200);
   const body = await res.json();
   assert.equal(body.outcome, "complete");

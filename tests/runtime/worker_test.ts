@@ -117,13 +117,13 @@ Deno.test("worker: a lost split aborts its lane and late commits are rejected wi
   coordinator.gain("a", 1);
   await until(() => coordinator.calls.length === 1, "first commit");
   coordinator.lose("a", "expired");
-  await done.promise;
+  await withTimeout(done.promise, 20_000, "the aborted lane to try its late commit and return");
   assert.ok(late instanceof FencedError, String(late));
   assert.deepEqual(coordinator.calls.map((c) => c.op), ["commit"]);
   await until(() => worker.lanes().length === 0, "lane ended");
   assert.deepEqual(worker.stats().lost, { expired: 1 });
   assert.ok(lines.some((l) => l.fields.event === "lost" && l.fields.reason === "expired"));
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("worker: a fenced commit rejects with FencedError, aborts the lane and counts a fenced loss", async () => {
@@ -145,7 +145,7 @@ Deno.test("worker: a fenced commit rejects with FencedError, aborts the lane and
   assert.equal(worker.stats().lost.fenced, 1);
   // Nothing was released or failed for a fenced split.
   assert.ok(!coordinator.calls.some((c) => c.op === "release" || c.op === "fail"));
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("worker: re-gaining a split opens a fresh lane with the new epoch and resume progress", async () => {
@@ -165,7 +165,7 @@ Deno.test("worker: re-gaining a split opens a fresh lane with the new epoch and 
   assert.notEqual(lanes[0].id, lanes[1].id);
   assert.deepEqual(lanes[1], { id: lanes[1].id, epoch: 2, progress: { watermark: 10 } });
   coordinator.lose("a", "expired");
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("worker: cooperative revocation commits the tail, then releases (zero replay)", async () => {
@@ -198,7 +198,7 @@ Deno.test("worker: cooperative revocation commits the tail, then releases (zero 
   coordinator.emit({ type: "revokeRequested", splitId: "a" });
   await settle();
   assert.equal(coordinator.calls.filter((c) => c.op === "release").length, 1);
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("worker: a source that cannot stop intake declines the revocation and its lane is aborted", async () => {
@@ -215,7 +215,7 @@ Deno.test("worker: a source that cannot stop intake declines the revocation and 
   await until(() => worker.lanes().length === 0);
   assert.equal(worker.stats().revocations.declined, 1);
   assert.equal(worker.stats().lost.revoked, 1);
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
   assert.ok(!coordinator.calls.some((c) => c.op === "release" && c.splitIds.includes("a")));
 });
 
@@ -247,7 +247,7 @@ Deno.test("worker: a too-slow revocation is forced (lost/revoked) and a lane ign
   await clock.advance(2000);
   const outcome = worker.shutdown();
   await clock.advance(10);
-  assert.equal((await outcome).kind, "drained");
+  assert.equal((await withTimeout(outcome, 20_000, "the worker to shut down")).kind, "drained");
   never.resolve();
 });
 
@@ -269,7 +269,7 @@ Deno.test("worker: a descriptor failing the zod schema is reported as poison wit
   assert.ok(poison);
   assert.deepEqual((poison.fields.issues as { path: string[] }[])[0].path, ["n"]);
   assert.equal(worker.stats().failed, 1);
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("worker: lane.fail reports poison; at the attempt cap the quarantine is logged", async () => {
@@ -283,7 +283,7 @@ Deno.test("worker: lane.fail reports poison; at the attempt cap the quarantine i
   assert.deepEqual(coordinator.calls.map((c) => c.op), ["commit", "fail"]);
   const f = coordinator.calls[1];
   assert.ok(f.op === "fail" && f.reason === "cannot parse record 7" && f.epoch === 1);
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
   assert.equal(worker.stats().failed, 1);
 });
 
@@ -303,7 +303,7 @@ Deno.test("worker: a run that throws is a failed tenancy (pending progress kept,
   assert.equal(coordinator.durable.get("boom")!.progress?.watermark, 3);
   assert.ok(lines.some((l) => l.fields.event === "laneFailed" && l.level === "error"));
   assert.equal(worker.finished, false);
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("worker: stalled is fatal by default: distinct outcome after draining", async () => {
@@ -357,7 +357,7 @@ Deno.test("worker: shutdown revokes every lane cooperatively, releases everythin
   const p = worker.shutdown({ reason: "test" });
   assert.equal(worker.draining, true);
   assert.equal(worker.ready, false);
-  const outcome = await p;
+  const outcome = await withTimeout(p, 20_000, "the worker to shut down");
   assert.equal(outcome.kind, "drained");
   assert.equal(outcome.kind === "drained" && outcome.reason, "shutdown");
   assert.equal(coordinator.held.size, 0);
@@ -376,7 +376,7 @@ Deno.test("worker: a shutdown deadline aborts lanes that do not stop and ends `d
   await settle();
   const p = worker.shutdown({ deadlineMs: 500 });
   await clock.advance(500);
-  const outcome = await p;
+  const outcome = await withTimeout(p, 20_000, "the worker to shut down past its deadline");
   assert.ok(outcome.kind === "drained" && outcome.forced === true);
   assert.equal(outcome.stats.lost.shutdown, 1);
   assert.ok(coordinator.calls.some((c) => c.op === "close"));
@@ -400,7 +400,7 @@ Deno.test("worker: maxInFlight bounds running lanes; a freed slot starts the nex
   await until(() => started.length === 3);
   for (const g of gates.values()) g.resolve();
   await until(() => worker.stats().completed === 3);
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("worker: commit cadence coalesces writes per interval and flushes the tail before release", async () => {
@@ -423,7 +423,7 @@ Deno.test("worker: commit cadence coalesces writes per interval and flushes the 
   await until(() => coordinator.calls.some((c) => c.op === "release"));
   assert.deepEqual(marks().slice(-2), [6, "release"]);
   assert.equal(worker.stats().recordsCommitted, 6);
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("worker: a regressing watermark is a caller error; an outage keeps progress for the next write", async () => {
@@ -449,7 +449,7 @@ Deno.test("worker: a regressing watermark is a caller error; an outage keeps pro
   assert.match(String(regress), /watermark regressed/);
   assert.match(String(outage), /unavailable/);
   assert.equal(coordinator.durable.get("a")!.progress?.watermark, 6);
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("worker: the coordinator failing ends the worker with an `error` outcome and aborts lanes", async () => {
@@ -475,6 +475,6 @@ Deno.test("worker: logs leader election and plan publication as JSON-ready lines
   assert.ok(lines.some((l) => l.fields.event === "leaderElected" && l.fields.term === 3));
   assert.ok(lines.some((l) => l.fields.event === "planPublished" && l.fields.planned === 10));
   for (const l of lines) JSON.stringify(l.fields);
-  await worker.shutdown();
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
   assert.equal(clock.pending, 0, "no timers left after the worker finished");
 });

@@ -66,8 +66,8 @@ Deno.test({
       try {
         child.kill("SIGKILL");
       } catch { /* exited */ }
-      await child.status;
-      await pumps;
+      await withTimeout(child.status, 15_000, "the Deno Deploy app to exit after SIGKILL");
+      await withTimeout(pumps, 15_000, "the Deno Deploy app's stdout and stderr to close after SIGKILL");
     }
   },
 });

@@ -54,15 +54,17 @@ async function casEventually(store: NatsStore, key: string, value: string, rev: 
   return cur!.revision;
 }
 
-async function untilReady(it: AsyncIterator<WatchEvent>): Promise<WatchEvent[]> {
+async function untilReady(it: AsyncIterator<WatchEvent>, ms = 15_000): Promise<WatchEvent[]> {
   const out: WatchEvent[] = [];
-  while (out.at(-1)?.type !== "ready") out.push(...(await take(it, 1, 15_000)));
+  const deadline = Date.now() + ms;
+  while (out.at(-1)?.type !== "ready") out.push(...(await take(it, 1, deadline - Date.now())));
   return out;
 }
 
 /** Reads until a reset, then the fresh snapshot; returns its puts as an object. */
 async function resumedSnapshot(it: AsyncIterator<WatchEvent>): Promise<Record<string, string>> {
-  while ((await take(it, 1, 15_000))[0].type !== "reset");
+  const deadline = Date.now() + 15_000;
+  while ((await take(it, 1, deadline - Date.now()))[0].type !== "reset");
   const snap = await untilReady(it);
   return Object.fromEntries(snap.flatMap((e) => (e.type === "put" ? [[e.key, e.value]] : [])));
 }

@@ -66,9 +66,10 @@ async function apply(s: Store, op: Op): Promise<unknown> {
   }
 }
 
-async function untilReady(it: AsyncIterator<WatchEvent>): Promise<WatchEvent[]> {
+async function untilReady(it: AsyncIterator<WatchEvent>, ms = 10_000): Promise<WatchEvent[]> {
   const out: WatchEvent[] = [];
-  while (out.at(-1)?.type !== "ready") out.push(...(await take(it, 1)));
+  const deadline = Date.now() + ms;
+  while (out.at(-1)?.type !== "ready") out.push(...(await take(it, 1, deadline - Date.now())));
   return out;
 }
 
