@@ -128,6 +128,7 @@ export class SplitCoordinator implements Coordinator {
       stats,
       events: new Channel<CoordinationEvent>(),
       schedule: () => this.#schedule(),
+      noteReplaced: (key, message) => this.#follower.noteReplaced(key, message),
     });
     this.#tenancies = new Tenancies(core);
     this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());
@@ -136,7 +137,10 @@ export class SplitCoordinator implements Coordinator {
     this.#membership = new Membership(core, {
       extraBeat: () => this.#leadership.beat(),
       onStarved: () => this.#onStarved(),
-      onRestored: () => void this.#follower.resume(),
+      onRestored: (revision) => {
+        this.#follower.restoredAt = revision;
+        void this.#follower.resume();
+      },
       onBeat: () => {
         if (this.#follower.dormant > 0) void this.#follower.resume();
         this.#schedule();

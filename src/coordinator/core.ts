@@ -30,4 +30,6 @@ export interface Core {
   events: Channel<CoordinationEvent>;
   /** Asks for a reconcile soon. */
   schedule(): void;
+  /** Counts and reports an unreadable control record that a CAS of ours replaced (`/status.invalidRecords`, `replaced: true`). */
+  noteReplaced(key: string, message: string): void;
 }

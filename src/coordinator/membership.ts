@@ -16,8 +16,8 @@ export interface MembershipHooks {
   extraBeat(): Promise<void> | undefined;
   /** No successful heartbeat for `leaseMs - margin`. */
   onStarved(): void;
-  /** A heartbeat succeeded after a self-fence. */
-  onRestored(): void;
+  /** A heartbeat succeeded after a self-fence; `revision` is the member record revision it wrote. */
+  onRestored(revision: number): void;
   /** A heartbeat succeeded. */
   onBeat(): void;
   /** Splits held or being claimed now (advertised on each beat). */
@@ -182,19 +182,30 @@ export class Membership {
     if (!this.#running) return;
     const { store, clock, config, log } = this.#core;
     const start = clock.now();
-    const next: MemberRecord = { ...this.#record, beat: this.#record.beat + 1, held: this.#hooks.held() };
-    const seen = this.#hooks.seen();
-    if (seen !== undefined) next.seen = seen;
-    if (this.#draining) next.draining = true;
     let ok = false;
     try {
-      const r = await store.update(this.#key, encodeRecord(next), this.#revision);
-      if (r.ok) {
-        this.#record = next;
-        this.#revision = r.revision;
-        ok = true;
-      } else {
-        ok = await this.#onConflict();
+      // Two tries: a conflict that only adopts a record we (or an operator's
+      // drain) already wrote proves nothing about now — the leader dates our
+      // liveness from when that revision appeared, possibly long ago (a
+      // maybe-landed beat, then a pause) — so the beat writes again at the
+      // adopted revision, and only a write of this beat that lands counts.
+      for (let tries = 0; tries < 2 && !ok; tries++) {
+        const next: MemberRecord = { ...this.#record, beat: this.#record.beat + 1, held: this.#hooks.held() };
+        const seen = this.#hooks.seen();
+        if (seen !== undefined) next.seen = seen;
+        if (this.#draining) next.draining = true;
+        const r = await store.update(this.#key, encodeRecord(next), this.#revision);
+        if (r.ok) {
+          this.#record = next;
+          this.#revision = r.revision;
+          ok = true;
+        } else {
+          const c = await this.#onConflict();
+          if (c !== "adopted") {
+            ok = c === "landed";
+            break;
+          }
+        }
       }
     } catch (e) {
       log("warn", "Heartbeat failed", { error: String(e) });
@@ -210,20 +221,26 @@ export class Membership {
       if (this.#starved) {
         this.#starved = false;
         log("info", "Heartbeat restored after a self-fence", {});
-        this.#hooks.onRestored();
+        this.#hooks.onRestored(this.#revision);
       }
       this.#hooks.onBeat();
     }
     this.#scheduleBeat(ok ? undefined : config.leaseMs / 10);
   }
 
-  async #onConflict(): Promise<boolean> {
+  /**
+   * After a heartbeat CAS conflict: `landed` when a write of ours landed
+   * now (a create over a deleted record, a replacement of an unreadable
+   * one), `adopted` when the record already held our session's write (its
+   * revision is taken, nothing was written), `failed` otherwise.
+   */
+  async #onConflict(): Promise<"landed" | "adopted" | "failed"> {
     const { store, me } = this.#core;
     const cur = await store.get(this.#key);
     if (!cur) {
       const r = await store.create(this.#key, encodeRecord(this.#record));
       if (r.ok) this.#revision = r.revision;
-      return r.ok;
+      return r.ok ? "landed" : "failed";
     }
     const read = safeDecodeRecord(this.#key, cur.value, MemberRecordSchema);
     if (!read.ok) {
@@ -231,10 +248,9 @@ export class Membership {
       const r = await store.update(this.#key, encodeRecord(this.#record), cur.revision);
       if (r.ok) {
         this.#revision = r.revision;
-        this.#core.stats.recordsReplaced++;
-        this.#core.log("warn", "Unreadable record replaced", { key: this.#key, error: read.error.message });
+        this.#core.noteReplaced(this.#key, read.error.message);
       }
-      return r.ok;
+      return r.ok ? "landed" : "failed";
     }
     const rec = read.value;
     if (rec.session === me.session) {
@@ -247,11 +263,11 @@ export class Membership {
         this.#core.log("info", "Drain requested on the member record", { instance: me.instance });
         this.#hooks.onDrainRequested();
       }
-      return true;
+      return "adopted";
     }
     this.stop();
     this.#hooks.onDuplicate(this.duplicate());
-    return false;
+    return "failed";
   }
 
   #armSelfFence(): void {

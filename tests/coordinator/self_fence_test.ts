@@ -14,17 +14,28 @@ import { splitRecord } from "./scenarios.ts";
 /**
  * The worker's view of the shared store: its member-record writes can land
  * and then answer late (`slowReplyMs`), with every later one failing (an
- * outage that starts right after a slow heartbeat), or just fail (`failing`).
+ * outage that starts right after a slow heartbeat), just fail (`failing`),
+ * or land and answer with an outage (`maybeLanded`: the next write, which
+ * conflicts with it, still reaches the store, and every later one fails).
  */
 function workerStore(shared: MemoryStore, driver: ManualDriver, instance: string) {
   const key = keys.member(instance);
-  const state = { slowReplyMs: 0, failing: false, landedAt: [] as number[] };
+  const state = { slowReplyMs: 0, failing: false, maybeLanded: false, conflicted: false, landedAt: [] as number[] };
   const store = new Proxy(shared, {
     get(target, prop) {
       if (prop === "update") {
         return async (k: string, value: string, revision: number): Promise<WriteResult> => {
           if (k === key && state.failing) throw new StoreUnavailableError("update", 200, { detail: "injected outage" });
           const r = await target.update(k, value, revision);
+          if (k === key && state.maybeLanded && r.ok) {
+            state.maybeLanded = false;
+            state.landedAt.push(driver.now());
+            throw new StoreUnavailableError("update", 200, { detail: "landed, reply lost" });
+          }
+          if (k === key && !r.ok && !state.conflicted && state.landedAt.length > 0) {
+            state.conflicted = true;
+            state.failing = true; // the beat that finds our own landed write conflicts; nothing after it lands
+          }
           if (k === key && r.ok) {
             state.landedAt.push(driver.now());
             if (state.slowReplyMs > 0) {
@@ -44,8 +55,13 @@ function workerStore(shared: MemoryStore, driver: ManualDriver, instance: string
   return { store, state };
 }
 
-for (const slow of [false, true]) {
-  const what = slow ? "after a heartbeat whose reply came back late" : "after the last heartbeat landed";
+for (const mode of ["failing", "slow", "maybeLanded"] as const) {
+  const slow = mode === "slow";
+  const what = {
+    failing: "after the last heartbeat landed",
+    slow: "after a heartbeat whose reply came back late",
+    maybeLanded: "after a heartbeat that landed but answered with an outage (adopting it later proves nothing)",
+  }[mode];
   Deno.test(`self-fence: ${what}, the worker fences itself strictly before a peer can judge it dead`, async () => {
     const shared = new MemoryStore({ yieldToTimers: false });
     const driver = new ManualDriver();
@@ -87,7 +103,10 @@ for (const slow of [false, true]) {
     await f.advance(leaseMs); // a few ordinary heartbeats
     const beats = state.landedAt.length;
     if (slow) state.slowReplyMs = 2 * margin; // the next heartbeat lands, answers 2 × margin later, then the store fails
-    else state.failing = true; // every heartbeat from now on fails
+    else if (mode === "maybeLanded") {
+      state.landedAt.length = 0;
+      state.maybeLanded = true; // the next heartbeat lands but throws; the one after conflicts with it and adopts it
+    } else state.failing = true; // every heartbeat from now on fails
     assert.ok(await f.until(() => judged.length > 0 && w.lost().length > 0, 3 * leaseMs, 1), "w fences itself and the leader judges it dead");
     await watch.stop();
     const lastSeen = sightings.at(-1)!.at;
@@ -95,6 +114,7 @@ for (const slow of [false, true]) {
     assert.equal(fenced.length, 1);
     assert.deepEqual(w.lost().map((l) => l.reason), ["starved"]);
     if (slow) assert.equal(state.landedAt.length, beats + 1, "the slow heartbeat landed");
+    if (mode === "maybeLanded") assert.ok(state.conflicted, "a later heartbeat found the landed one and adopted it");
     assert.ok(
       fenced[0] < deadline,
       `w fenced itself at ${fenced[0]} ms, not strictly before a peer may judge it dead at ${deadline} ms (last heartbeat seen at ${lastSeen} ms)`,
