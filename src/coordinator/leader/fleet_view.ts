@@ -91,7 +91,7 @@ export class FleetView {
         this.put(ev.key, ev.value, ev.revision);
         return;
       case "delete":
-        this.#remove(ev.key);
+        this.#remove(ev.key, ev.revision);
         return;
     }
   }
@@ -129,14 +129,22 @@ export class FleetView {
     }
   }
 
-  #remove(key: string): void {
-    this.invalid.delete(key);
+  /**
+   * Removes `key`, unless the view holds a newer revision of it than the
+   * delete (`revision`): a lagging watch can deliver a member's old delete
+   * after a read brought in the record of its restarted successor.
+   */
+  #remove(key: string, revision = Infinity): void {
     if (key.startsWith(keys.splitPrefix)) {
       const id = key.slice(keys.splitPrefix.length);
+      if ((this.splits.get(id)?.revision ?? 0) > revision) return;
+      this.invalid.delete(key);
       if (this.splits.has(id)) this.setSplit(id, undefined);
     } else if (key.startsWith(keys.memberPrefix)) {
       const instance = key.slice(keys.memberPrefix.length);
       const cur = this.members.get(instance);
+      if (cur && cur.revision > revision) return;
+      this.invalid.delete(key);
       if (!cur) return;
       this.members.delete(instance);
       this.#onMember(instance, cur.record, undefined);

@@ -1,0 +1,25 @@
+// The leader's view (src/coordinator/leader/fleet_view.ts) applies watch
+// events and direct reads by revision: a late delivery never undoes what a
+// newer read brought in.
+import assert from "node:assert/strict";
+import { FleetView } from "../../src/coordinator/leader/fleet_view.ts";
+import { encodeRecord, type MemberRecord } from "../../src/records.ts";
+
+const member = (session: string, beat: number): string =>
+  encodeRecord({ v: 2, session, maxInFlight: 4, runtime: "deno", version: "test", beat } satisfies MemberRecord);
+
+Deno.test("leader view: a lagging watch's old delete of a member does not remove the successor a read brought in", () => {
+  const changes: string[] = [];
+  const view = new FleetView(() => {}, (instance, prev, next) => changes.push(`${instance}:${prev?.session ?? "-"}->${next?.record.session ?? "-"}`));
+  view.apply("member.", { type: "put", key: "member.a", value: member("old", 1), revision: 5 });
+  // The member left (delete at 6) and restarted (create at 7); a re-read brought in the restart first.
+  view.put("member.a", member("new", 0), 7);
+  view.apply("member.", { type: "delete", key: "member.a", revision: 6 });
+  view.apply("member.", { type: "put", key: "member.a", value: member("new", 0), revision: 7 });
+  assert.equal(view.members.get("a")?.record.session, "new", "the successor stays in the view");
+  assert.deepEqual(changes, ["a:-->old", "a:old->new"]);
+  // A delete newer than what the view holds still removes it.
+  view.apply("member.", { type: "delete", key: "member.a", revision: 8 });
+  assert.equal(view.members.has("a"), false);
+  assert.deepEqual(changes.at(-1), "a:new->-");
+});
