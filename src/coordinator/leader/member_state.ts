@@ -7,12 +7,16 @@
  * @module
  */
 import { type AssignEntry, type AssignRecord, AssignRecordSchema, encodeRecord, type Owner, safeDecodeRecord } from "../../records.ts";
+import { SplitleaseError } from "../../errors.ts";
 import { keys } from "../../store/keys.ts";
+import { MAX_VALUE_BYTES } from "../../store/store.ts";
 import type { Core } from "../core.ts";
 import type { FleetView } from "./fleet_view.ts";
 
-/** Largest assignment record written with split records inline; entries past it carry ids only. */
+/** Bytes of split records written inline in one assignment record; entries past it carry ids only. */
 const INLINE_BUDGET = 48 * 1024;
+/** Largest assignment record written (the store's value limit, less room for the envelope). */
+const RECORD_LIMIT = MAX_VALUE_BYTES - 4096;
 
 /** A revocation the leader asked for. */
 export interface Revoke {
@@ -132,6 +136,7 @@ export class MemberState {
     const { store, log } = core;
     const key = keys.assign(this.instance);
     const drops = [...this.drops];
+    let replacing: string | undefined;
     try {
       if (this.rev === undefined) {
         const cur = await store.get(key);
@@ -140,22 +145,21 @@ export class MemberState {
           onDeposed();
           return false;
         }
-        if (read && !read.ok) {
-          // Unreadable: ours to overwrite (CAS at its revision).
-          core.stats.recordsReplaced++;
-          log("warn", "Unreadable record replaced", { key, error: read.error.message });
-        }
+        // Unreadable: ours to overwrite (CAS at its revision), reported once the write lands.
+        if (read && !read.ok) replacing = read.error.message;
         this.rev = cur?.revision ?? 0;
       }
       const listed: Grant[] = [];
-      const rec = this.#build(view, term, drops, listed);
+      const { record: rec, unlisted } = this.#build(view, term, drops, listed);
       const value = encodeRecord(rec);
       const r = this.rev === 0 ? await store.create(key, value) : await store.update(key, value, this.rev);
       if (r.ok) {
         this.rev = r.revision;
+        if (replacing !== undefined) core.noteReplaced(key, replacing);
         for (const g of listed) g.at ??= r.revision;
         this.offersAtWrite = this.offers.size;
         for (const [id, d] of drops) if (this.drops.get(id) === d) this.drops.delete(id);
+        if (unlisted) this.#dirty = true; // what did not fit goes out in the next write
         return true;
       }
       this.rev = undefined; // read it again next time (a deposed leader, or our own maybe-landed write)
@@ -163,6 +167,11 @@ export class MemberState {
     } catch (e) {
       this.#dirty = true;
       this.rev = undefined;
+      if (!(e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE")) {
+        // Not an outage (a bug, a refused value): retried with the next change, not in a loop.
+        log("error", "Assignment write failed", { member: this.instance, error: String(e) });
+        return false;
+      }
       log("warn", "Assignment write failed; retrying", { member: this.instance, error: String(e) });
     } finally {
       this.#writing = undefined;
@@ -186,37 +195,75 @@ export class MemberState {
     term: number,
     drops: [string, { epoch: number; reason: "fenced" | "expired" | "cancelled" }][],
     listed: Grant[],
-  ): AssignRecord {
-    let budget = INLINE_BUDGET;
-    const entry = (id: string, rev: number, epoch: number): AssignEntry => {
-      const e: AssignEntry = { id, epoch, rev };
-      const cur = view.splits.get(id);
-      if (cur && cur.revision === rev && budget > 0) {
-        e.rec = cur.record;
-        budget -= 200 + (cur.record.descriptor === undefined ? 0 : JSON.stringify(cur.record.descriptor).length);
-      }
-      return e;
+  ): { record: AssignRecord; unlisted: boolean } {
+    // Sized as it is built, so the record always fits the store's value
+    // limit: revokes and drops first (a member must see them), then grants
+    // not listed before, grants listed before, and offers. Split records go
+    // inline while the inline budget lasts. Entries past the limit are left
+    // for a later write (`unlisted`: one is due at once); `drops` keeps only
+    // the drops written.
+    let size = 256 + this.session.length;
+    let inline = INLINE_BUDGET;
+    const fits = (n: number): boolean => {
+      if (size + n + 1 > RECORD_LIMIT) return false;
+      size += n + 1;
+      return true;
     };
+    const entry = (id: string, rev: number, epoch: number, why?: AssignEntry["why"]): AssignEntry | undefined => {
+      const e: AssignEntry = { id, epoch, rev };
+      if (why) e.why = why;
+      const bare = JSON.stringify(e).length;
+      const cur = view.splits.get(id);
+      if (cur && cur.revision === rev && inline > 0) {
+        const n = JSON.stringify(cur.record).length + 7;
+        if (n <= inline && fits(bare + n)) {
+          inline -= n;
+          e.rec = cur.record;
+          return e;
+        }
+      }
+      return fits(bare) ? e : undefined;
+    };
+    let unlisted = false;
+    const revokes: AssignRecord["revokes"] = [];
+    for (const [id, r] of this.revokes) {
+      const v = r.to ? { id, epoch: r.epoch, to: r.to } : { id, epoch: r.epoch };
+      // One that does not fit is listed once earlier ones are answered (in
+      // order, so a revoke once listed stays listed: a missing one means withdrawn).
+      if (fits(JSON.stringify(v).length)) revokes.push(v);
+    }
+    const dropped: AssignRecord["drops"] = [];
+    for (const [id, d] of [...drops]) {
+      const v = { id, epoch: d.epoch, reason: d.reason };
+      if (fits(JSON.stringify(v).length)) dropped.push(v);
+      else {
+        unlisted = true;
+        drops.splice(drops.findIndex(([x]) => x === id), 1); // kept for the next write
+      }
+    }
+    const grants: AssignEntry[] = [];
+    for (const first of [true, false]) {
+      for (const [id, g] of this.grants) {
+        if ((g.at === undefined) !== first) continue;
+        const cur = view.splits.get(id);
+        if (!cur || cur.record.epoch !== g.epoch) continue;
+        const e = entry(id, cur.revision, g.epoch, g.why);
+        if (!e) {
+          unlisted ||= first;
+          continue;
+        }
+        grants.push(e);
+        listed.push(g);
+      }
+    }
     const offers: AssignEntry[] = [];
     for (const [id, rev] of this.offers) {
       const cur = view.splits.get(id);
       if (!cur || cur.revision !== rev) continue; // moved on: the next refill replaces it
-      const e = entry(id, rev, cur.record.epoch);
-      if (view.orphaned.has(id)) e.why = "takeover";
-      offers.push(e);
+      const e = entry(id, rev, cur.record.epoch, view.orphaned.has(id) ? "takeover" : undefined);
+      if (e) offers.push(e); // one that does not fit waits, reserved, for a later write
     }
-    const grants: AssignEntry[] = [];
-    for (const [id, g] of this.grants) {
-      const cur = view.splits.get(id);
-      if (!cur || cur.record.epoch !== g.epoch) continue;
-      const e = entry(id, cur.revision, g.epoch);
-      if (g.why) e.why = g.why;
-      grants.push(e);
-      listed.push(g);
-    }
-    const revokes: AssignRecord["revokes"] = [];
-    for (const [id, r] of this.revokes) revokes.push(r.to ? { id, epoch: r.epoch, to: r.to } : { id, epoch: r.epoch });
-    return {
+    const record: AssignRecord = {
       v: 2,
       term,
       session: this.session,
@@ -224,7 +271,8 @@ export class MemberState {
       offers,
       grants,
       revokes,
-      drops: drops.map(([id, d]) => ({ id, epoch: d.epoch, reason: d.reason })),
+      drops: dropped,
     };
+    return { record, unlisted };
   }
 }
