@@ -25,11 +25,11 @@ import {
   SplitRecordSchema,
 } from "../records.ts";
 import { keys } from "../store/keys.ts";
-import type { WatchEvent } from "../store/store.ts";
+import type { StoreEntry, WatchEvent } from "../store/store.ts";
 import type { Core } from "./core.ts";
 import { LivenessTracker } from "./liveness.ts";
 import type { Dormant, Tenancies } from "./tenancies.ts";
-import { heldBy, openRecord, releaseRecord } from "./transitions.ts";
+import { handBackRecord, heldBy, openRecord, releaseRecord } from "./transitions.ts";
 import type { SplitSpec } from "./types.ts";
 import { WatchSet } from "./watch_set.ts";
 
@@ -77,10 +77,16 @@ export class Follower {
   #specs = new Map<string, SplitSpec>();
   #recovering = new Set<string>();
   #timers = new Set<unknown>();
-  #resuming = false;
+  #resuming: Promise<void> | undefined;
   #stopped = false;
 
   /** `mayClaim` says whether new work may be taken (running, not draining, not fenced). */
+  /**
+   * Revision of the member-record write that ended our last self-fence (0
+   * if none): grants at older split revisions are resumed by CAS.
+   */
+  restoredAt = 0;
+
   constructor(core: Core, tenancies: Tenancies, mayClaim: () => boolean) {
     this.#core = core;
     this.#tenancies = tenancies;
@@ -117,6 +123,10 @@ export class Follower {
     if (ev.type === "ready") return;
     if (ev.type === "reset") return; // single keys: the snapshot that follows rewrites them
     const { clock } = this.#core;
+    // One key per watch: an older revision than the one applied is a late
+    // delivery, never news (and applying it would forget newer directives).
+    const held = filter === keys.leader ? this.leader : filter === keys.plan ? this.plan : this.assign;
+    if (held && held.revision >= ev.revision) return;
     if (ev.type === "delete") {
       this.invalid.delete(ev.key);
       this.unreadable.delete(ev.key);
@@ -146,6 +156,15 @@ export class Follower {
       this.#onAssign(r, ev.revision);
     }
     this.#core.schedule();
+  }
+
+  /**
+   * Applies a record read directly (after a lost CAS on it) as if the watch
+   * had delivered it: our view may lag the store, and deciding again on the
+   * lagging view would retry the same losing write at once.
+   */
+  applyRead(filter: string, entry: StoreEntry): void {
+    this.#apply(filter, { type: "put", key: entry.key, value: entry.value, revision: entry.revision }, true);
   }
 
   #decode<T>(key: string, value: string, schema: Parameters<typeof safeDecodeRecord<T>>[2], revision: number): T | undefined {
@@ -267,6 +286,15 @@ export class Follower {
         this.remember(g.id, { epoch: g.epoch, revision: rev, record: rec, spec });
         return;
       }
+      if (rev < this.restoredAt) {
+        // Granted before the heartbeat that ended our last self-fence: the
+        // leader may have judged us dead since and be taking it over now.
+        // Resume it by CAS (epoch + 1, no attempt) rather than start it
+        // without a write: the CAS settles which of us holds it.
+        this.remember(g.id, { epoch: g.epoch, revision: rev, record: rec, spec });
+        void this.resume();
+        return;
+      }
       this.#tenancies.add(g.id, { epoch: g.epoch, revision: rev, record: rec, spec, draining: false, to: null }, g.why ?? "grant");
     } catch (e) {
       this.#recover(g.id, g.epoch, e);
@@ -380,7 +408,12 @@ export class Follower {
       }
       this.#tenancies.add(o.id, { epoch: next.epoch, revision, record: next, spec, draining: false, to: null }, o.why ?? "claim");
     } catch (e) {
-      log("warn", "Claim failed", { split: o.id, error: String(e) });
+      if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
+        // The record read before the claim failed (nothing was written): retry
+        // the offer with backoff rather than never (the leader re-offers only
+        // at a new revision).
+        this.#recover(o.id, Number.MAX_SAFE_INTEGER, e);
+      } else log("warn", "Claim failed", { split: o.id, error: String(e) });
     } finally {
       this.#claiming.delete(o.id);
       this.#core.schedule();
@@ -419,10 +452,12 @@ export class Follower {
    * (deterministic poison).
    */
   async #handBack(id: string, claimed: SplitRecord, revision: number, problem?: string): Promise<void> {
-    const { store, log, events } = this.#core;
+    const { store, log, events, me, clock } = this.#core;
     const poison = problem?.startsWith("unreadable: ");
     const next: SplitRecord = poison
       ? { ...claimed, owner: null, status: "quarantined", lastFailure: problem!.slice(12) }
+      : problem
+      ? handBackRecord(claimed, `${problem.replace(/^missing: s/, "S")} (handed back, no attempt charged)`, me.instance, clock.wallNow())
       : releaseRecord(claimed, null);
     if (problem) log("error", poison ? "Unreadable spec: quarantining the split" : "Spec missing: handing the split back", { split: id, error: problem });
     try {
@@ -460,43 +495,52 @@ export class Follower {
    * outage stay for the next heartbeat.
    */
   async resume(): Promise<void> {
-    if (this.#resuming || this.#dormant.size === 0) return;
-    this.#resuming = true;
+    // A caller (close(), after its releases) waits for the pass in flight and
+    // then runs one of its own: a resume that lands while we leave must be
+    // handed back, not left running past the leave.
+    while (this.#resuming) await this.#resuming;
+    if (this.#dormant.size === 0) return;
+    this.#resuming = this.#resumeAll().finally(() => (this.#resuming = undefined));
+    return this.#resuming;
+  }
+
+  async #resumeAll(): Promise<void> {
     const { store, me, config, stats, log } = this.#core;
     const all = [...this.#dormant];
     this.#dormant.clear();
-    try {
-      await Promise.all(all.map(async ([id, d]) => {
-        if (this.#tenancies.held.has(id)) return;
-        let record = d.record;
-        let revision = d.revision;
-        try {
-          for (let i = 0; i < 4; i++) {
-            const keep = this.#mayClaim();
-            const next = keep ? openRecord(record, me, false, config.maxAttempts) : releaseRecord(record, null);
-            if (keep) stats.claimAttempts++;
-            const r = await store.update(keys.split(id), encodeRecord(next), revision);
-            if (r.ok) {
-              if (!keep || next.status !== "runnable") return;
-              if (this.#tenancies.held.has(id)) return;
-              this.#tenancies.add(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec, draining: false, to: null }, "resume");
+    await Promise.all(all.map(async ([id, d]) => {
+      if (this.#tenancies.held.has(id)) return;
+      let record = d.record;
+      let revision = d.revision;
+      try {
+        for (let i = 0; i < 4; i++) {
+          const keep = this.#mayClaim();
+          const next = keep ? openRecord(record, me, false, config.maxAttempts) : releaseRecord(record, null);
+          if (keep) stats.claimAttempts++;
+          const r = await store.update(keys.split(id), encodeRecord(next), revision);
+          if (r.ok) {
+            if (!keep || next.status !== "runnable") return;
+            if (this.#tenancies.held.has(id)) return;
+            if (!this.#mayClaim()) {
+              // Fenced or leaving while the CAS was out: the next pass resumes or releases it.
+              this.#dormant.set(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec });
               return;
             }
-            const cur = await store.get(keys.split(id));
-            if (!cur) return;
-            const rec = decodeRecord(cur.key, cur.value, SplitRecordSchema);
-            if (!heldBy(rec, me, d.epoch)) return; // moved on meanwhile
-            record = rec; // our own late write landed: go again at its revision
-            revision = cur.revision;
+            this.#tenancies.add(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec, draining: false, to: null }, "resume");
+            return;
           }
-        } catch (e) {
-          if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
-            this.#dormant.set(id, { ...d, record, revision });
-          } else log("warn", "Could not resume a split; the leader reassigns it", { split: id, error: String(e) });
+          const cur = await store.get(keys.split(id));
+          if (!cur) return;
+          const rec = decodeRecord(cur.key, cur.value, SplitRecordSchema);
+          if (!heldBy(rec, me, d.epoch)) return; // moved on meanwhile
+          record = rec; // our own late write landed: go again at its revision
+          revision = cur.revision;
         }
-      }));
-    } finally {
-      this.#resuming = false;
-    }
+      } catch (e) {
+        if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
+          this.#dormant.set(id, { ...d, record, revision });
+        } else log("warn", "Could not resume a split; the leader reassigns it", { split: id, error: String(e) });
+      }
+    }));
   }
 }

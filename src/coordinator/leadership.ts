@@ -133,7 +133,14 @@ export class Leadership {
         ? await store.update(keys.leader, encodeRecord(record), cur.revision)
         : await store.create(keys.leader, encodeRecord(record));
     }
-    if (!won.ok || !this.#active()) return;
+    if (!won.ok) {
+      // Lost to another candidate: learn its record now (our watch may lag)
+      // so the next election waits for it to go silent instead of retrying at once.
+      const cur = await store.get(keys.leader);
+      if (cur) f.applyRead(keys.leader, cur);
+      return;
+    }
+    if (!this.#active()) return;
     if (replaced) f.noteReplaced(keys.leader, replaced);
     this.#leaderRev = won.revision;
     this.#record = record;

@@ -84,6 +84,17 @@ export function releaseRecord(r: SplitRecord, to: Owner | null): SplitRecord {
 }
 
 /**
+ * Hand back a split we claimed but cannot run for a reason that is not the
+ * split's fault (its spec record missing, perhaps only for now): owner
+ * none, no attempt charged; the reason joins the failure history, which is
+ * how the leader tells it from a graceful release and backs off.
+ */
+export function handBackRecord(r: SplitRecord, reason: string, worker: string, at: number): SplitRecord {
+  const failure = { at, worker, message: reason.slice(0, FAILURE_MESSAGE_CHARS) };
+  return { ...r, owner: null, lastFailure: reason.slice(0, 1000), failures: [...(r.failures ?? []), failure].slice(-FAILURE_HISTORY) };
+}
+
+/**
  * Fail (poison report): attempts + 1, owner none; quarantined at the cap.
  * The report joins the record's bounded failure history (`worker` reported
  * it at wall time `at`).

@@ -231,6 +231,50 @@ export function hardeningScenarios(b: Backend): void {
     assert.ok(!x.has("quarantined"));
   });
 
+  t("H5b. a spec that stays missing: handed back with growing backoff, never charged, visible in status and the failure history", async () => {
+    const specReads: number[] = [];
+    let f!: Fleet;
+    class Missing extends FaultyStore {
+      override async get(key: string): Promise<StoreEntry | undefined> {
+        if (key.startsWith(keys.specPrefix)) {
+          specReads.push(f.now());
+          return undefined; // gone for good (an operator deleted it, a bug)
+        }
+        return await super.get(key);
+      }
+    }
+    f = await b.fleet((s) => new Missing(s));
+    await using _ = f;
+    const plan = finalPlanner([{ id: "big", descriptor: { big: "x".repeat(4000) } }]);
+    const x = await f.join({ instance: "x", planner: plan, retryBackoffMs: 200, retryBackoffMaxMs: 800 });
+    const claims: number[] = [];
+    let seen = -1;
+    let retrying = false;
+    assert.ok(
+      await f.until(() => {
+        const last = specReads.length ? specReads[specReads.length - 1] : -1;
+        // A claim's first spec read follows a gap longer than the re-reads of one claim (20 + 100 + 400 ms).
+        if (last !== seen && (claims.length === 0 || last - claims[claims.length - 1] > 560)) claims.push(last);
+        seen = last;
+        retrying ||= (x.c.status().retrying ?? []).some((r) => r.id === "big");
+        return claims.length >= 5;
+      }, 20_000, 5),
+      `the split is claimed again and again (${claims.length} claims)`,
+    );
+    const rec = await splitRecord(rawStore(f), "big");
+    assert.equal(rec.attempts, 0, "a missing spec is never charged as poison");
+    assert.notEqual(rec.status, "quarantined");
+    assert.match(rec.failures?.at(-1)?.message ?? "", /Spec record "spec\.big" is missing \(handed back, no attempt charged\)/);
+    assert.ok(retrying, "the waiting split shows in status().retrying");
+    // Between claims: the re-reads (520 ms) plus a backoff from 200 ms doubling to the 800 ms cap, ±25%.
+    const gaps = claims.slice(1).map((t, i) => t - claims[i]);
+    gaps.forEach((g, i) => {
+      const backoff = Math.min(800, 0.75 * 200 * 2 ** i);
+      assert.ok(g >= 520 + backoff - f.time.slack, `gap ${i}: ${g} ms of ${gaps.join(", ")}`);
+    });
+    assert.ok(!x.has("quarantined"));
+  });
+
   t("H10. a failing split is retried with exponential backoff, then quarantined", async () => {
     await using f = await b.fleet();
     const x = await f.join({ instance: "x", planner: finalPlanner([{ id: "poison", descriptor: null }]), maxAttempts: 4 });

@@ -9,7 +9,15 @@
  *
  * @module
  */
-import { AssignRecordSchema, type JobCounts, type MemberRecord, type PlanRecord, safeDecodeRecord, type SplitRecord } from "../../records.ts";
+import {
+  AssignRecordSchema,
+  type JobCounts,
+  type MemberRecord,
+  MemberRecordSchema,
+  type PlanRecord,
+  safeDecodeRecord,
+  type SplitRecord,
+} from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
 import type { Versioned } from "../follower.ts";
@@ -51,12 +59,18 @@ export class LeaderRole {
   readonly #takeovers: Takeovers;
   readonly #revocations: Revocations;
   readonly #completion: CompletionJudge;
-  /** Instance → when it was judged dead or left (for `rebalanceDelayMs`), and the revision confirmed dead. */
-  readonly #gone = new Map<string, { since: number; revision?: number }>();
+  /**
+   * Instance → when it was judged dead or left (for `rebalanceDelayMs`);
+   * for one judged dead by silence, the member revision confirmed dead and
+   * the newest split revision of its splits when that was last confirmed.
+   */
+  readonly #gone = new Map<string, { since: number; revision?: number; checked?: number }>();
   /** Member keys whose record is being re-read before a takeover. */
   readonly #rereading = new Set<string>();
   /** Failed splits waiting out their retry backoff: id → leader time they may be offered again. */
   readonly backoff: Map<string, { at: number; attempts: number }> = new Map();
+  /** Consecutive hand-backs with a problem (a missing spec), per split, for their backoff. */
+  readonly #handBacks = new Map<string, number>();
   #ready = false;
   #stopped = false;
   #onDeposed: () => void;
@@ -166,13 +180,24 @@ export class LeaderRole {
       }
     }
     const o = rec?.owner;
-    // Failed by its owner (fail(): an attempt charged, same epoch): wait before offering it again.
-    if (rec && !o && rec.status === "runnable" && prev?.owner && rec.attempts > prev.attempts && rec.epoch === prev.epoch) {
+    const released = rec && !o && rec.status === "runnable" && prev?.owner && rec.epoch === prev.epoch;
+    // Failed by its owner (fail(): an attempt charged), or handed back with a
+    // problem that is not the split's fault (a reported failure, no attempt:
+    // its spec missing): wait before offering it again, longer each time.
+    const failed = released && rec.attempts > prev.attempts;
+    const handedBack = released && !failed && newFailure(prev, rec);
+    if (failed || handedBack) {
+      const n = failed ? rec.attempts : (this.#handBacks.get(id) ?? 0) + 1;
+      if (handedBack) this.#handBacks.set(id, n);
       const { retryBackoffMs, retryBackoffMaxMs } = this.#core.config;
-      const base = Math.min(retryBackoffMaxMs, retryBackoffMs * 2 ** Math.min(rec.attempts - 1, 30));
-      const delay = Math.round(base * (0.75 + 0.5 * this.#core.random()));
+      const base = retryBackoffMs * 2 ** Math.min(n - 1, 30);
+      // Jitter within the cap: never more than retryBackoffMaxMs.
+      const delay = Math.min(retryBackoffMaxMs, Math.round(base * (0.75 + 0.5 * this.#core.random())));
       if (delay > 0) this.backoff.set(id, { at: this.#core.clock.now() + delay, attempts: rec.attempts });
-    } else if (rec?.status !== "runnable" || o) this.backoff.delete(id);
+    } else if (rec?.status !== "runnable" || o) {
+      this.backoff.delete(id);
+      if (!o) this.#handBacks.delete(id);
+    }
     // Freed by a takeover (an attempt charged, nobody named): its claim is a takeover.
     if (rec && !o && rec.status === "runnable" && prev?.owner && rec.attempts > prev.attempts && rec.epoch > prev.epoch) {
       this.view.orphaned.add(id);
@@ -374,15 +399,19 @@ export class LeaderRole {
       if (this.#rereading.has(key)) continue;
       this.#rereading.add(key);
       const seen = this.liveness.get(key)?.revision;
+      const checked = this.#newestSplitOf(ownerKey(instance, st.session));
       store.get(key).then((cur) => {
         if (this.#stopped || this.states.get(instance) !== st) return;
+        // The watch moved it while the read was out (a beat can be delivered
+        // before the read answers): alive, and already dated by the watch.
+        if (this.liveness.get(key)?.revision !== seen) return;
         if (cur && cur.revision !== seen) {
           this.view.put(cur.key, cur.value, cur.revision); // we were behind: it is alive
           this.liveness.observe(key, cur.revision, clock.now());
           return;
         }
         this.#core.log("warn", "Member judged dead: its record did not move for a lease", { member: instance });
-        this.#gone.set(instance, { since: exp, revision: seen });
+        this.#gone.set(instance, { since: exp, revision: seen, checked });
         this.#drop(st);
       }).catch((e) => this.#core.log("warn", "Re-read before a takeover failed", { member: instance, error: String(e) }))
         .finally(() => {
@@ -406,6 +435,14 @@ export class LeaderRole {
       const heir = st && !st.draining && st.maxInFlight > 0 ? st : undefined;
       if (!heir && this.view.members.has(owner.instance) && this.view.members.get(owner.instance)!.record.session === owner.session &&
         !this.#gone.has(owner.instance)) continue; // not judged yet
+      const gone = this.#gone.get(owner.instance);
+      if (!heir && gone?.checked !== undefined && this.#newestSplitOf(k) > gone.checked) {
+        // A split of a member judged dead moved since it was judged: it may
+        // have woken (a claim from its offers after a pause) while our
+        // member watch lags behind our split watch. Re-read its record first.
+        this.#recheck(owner.instance, owner.session, k, gone);
+        continue;
+      }
       if (!heir && delay > 0) {
         const since = this.#gone.get(owner.instance)?.since ?? now;
         if (!this.#gone.has(owner.instance)) this.#gone.set(owner.instance, { since });
@@ -417,6 +454,44 @@ export class LeaderRole {
       this.#takeovers.take(owner, [...ids], heir, heir ? "restarted" : "gone");
     }
     return next;
+  }
+
+  /** The newest revision of the splits the view names `owner` ("instance|session") for, 0 if none. */
+  #newestSplitOf(owner: string): number {
+    let newest = 0;
+    for (const id of this.view.byOwner.get(owner) ?? []) newest = Math.max(newest, this.view.splits.get(id)?.revision ?? 0);
+    return newest;
+  }
+
+  /**
+   * Re-reads the record of a member judged dead: a moved record brings it
+   * back (the view applies it and the member is live again); an unmoved one
+   * confirms the judgment up to the split revisions seen now.
+   */
+  #recheck(instance: string, session: string, owner: string, gone: { revision?: number; checked?: number }): void {
+    const key = keys.member(instance);
+    if (this.#rereading.has(key)) return;
+    this.#rereading.add(key);
+    const newest = this.#newestSplitOf(owner);
+    this.#core.store.get(key).then((cur) => {
+      if (this.#stopped || this.#gone.get(instance) !== gone) return;
+      const rec = cur ? safeDecodeRecord(key, cur.value, MemberRecordSchema) : undefined;
+      if (cur && rec?.ok && rec.value.session === session && cur.revision !== gone.revision) {
+        // The same session wrote its record again: alive after all.
+        this.#gone.delete(instance);
+        const held = this.view.members.get(instance);
+        if (held && held.revision >= cur.revision) this.#onMember(instance, undefined, held);
+        else this.view.put(cur.key, cur.value, cur.revision);
+        this.liveness.observe(key, cur.revision, this.#core.clock.now());
+        return;
+      }
+      // Unmoved, gone or another session's: the judgment stands for what we saw.
+      gone.checked = Math.max(gone.checked ?? 0, newest);
+    }).catch((e) => this.#core.log("warn", "Re-read before a takeover failed", { member: instance, error: String(e) }))
+      .finally(() => {
+        this.#rereading.delete(key);
+        this.#core.schedule();
+      });
   }
 
   /**
@@ -473,4 +548,11 @@ export class LeaderRole {
       cancelled: c.cancelled,
     };
   }
+}
+
+/** Whether `next` carries a failure report that `prev` did not (the history grew or its last entry changed). */
+function newFailure(prev: SplitRecord, next: SplitRecord): boolean {
+  const a = prev.failures?.at(-1), b = next.failures?.at(-1);
+  if (!b) return false;
+  return !a || a.at !== b.at || a.worker !== b.worker || a.message !== b.message || next.failures!.length !== prev.failures!.length;
 }
