@@ -1,4 +1,4 @@
-// Deterministic simulation of a splitlease fleet (DESIGN §13).
+// Deterministic simulation of a splitlease fleet (docs/DESIGN.md, "The one safety rule").
 //
 // Many SplitCoordinators share one MemoryStore and one ManualClock. Each
 // process incarnation talks to the store through its own fault layer and
@@ -514,10 +514,10 @@ class ProcStore implements Store {
     return this.#write("delete", key, () => this.sim.referee.delete(this.proc, key, revision));
   }
   get(key: string): Promise<StoreEntry | undefined> {
-    return this.#read("get", () => this.sim.mem.get(key));
+    return this.#read(`get ${key}`, () => this.sim.mem.get(key));
   }
   list(filter: string): Promise<StoreEntry[]> {
-    return this.#read("list", () => this.sim.mem.list(filter));
+    return this.#read(`list ${filter}`, () => this.sim.mem.list(filter));
   }
   watch(filter: string): Watch {
     const inner = this.sim.mem.watch(filter);
@@ -526,7 +526,8 @@ class ProcStore implements Store {
     (async () => {
       for await (const ev of inner) {
         if (this.proc.dead) break;
-        if (this.proc.paused || this.proc.partitioned || this.proc.lagging) w.buffer.push(ev);
+        // In order, like a real watch: while withheld events wait for flushWatches, later ones queue behind them.
+        if (this.proc.paused || this.proc.partitioned || this.proc.lagging || w.buffer.length > 0) w.buffer.push(ev);
         else w.ch.push(ev);
       }
       w.ch.close();

@@ -1,4 +1,4 @@
-// Deterministic simulation (DESIGN §13): seeded schedules of joins, crashes,
+// Deterministic simulation (docs/DESIGN.md, "The one safety rule"): seeded schedules of joins, crashes,
 // leaves, pauses, restarts, partitions and store faults over one MemoryStore
 // and one ManualClock, with invariants checked as writes land, after every
 // step and at the end. See tests/sim/sim.ts.
@@ -50,6 +50,42 @@ Deno.test(`simulation: ${seeds.length} seeded schedules keep every invariant`, a
     0,
     `failing seeds: ${failures.map((f) => f.seed).join(", ")}; replay with SIM_SEED=<seed> node_modules/.bin/deno test -A tests/sim/`,
   );
+});
+
+/**
+ * Seeds beyond the default range that found bugs, kept so that undoing a
+ * fix turns this test red (they run in about a second; `npm run sim -- `
+ * with SIM_SEEDS covers the ranges they came from). Each names the mutant of
+ * scripts/mutants.mjs it kills, checked when it was added:
+ * - 16739 (3167 found it first): a heartbeat that only adopted our own
+ *   maybe-landed write counted as fresh, so the self-fence came after the
+ *   leader's judgement (beat-adopts-as-fresh);
+ * - 16729 (13330 first): a lagging watch delivered a member's old delete
+ *   after a read had brought in its restarted successor, and the live
+ *   successor was taken over (lagged-delete-applied);
+ * - 16748, 33612: a grant made before our self-fence was started without a
+ *   write after the fence ended, while the leader took it over
+ *   (grant-after-fence-started);
+ * - 20665, 18824: a resume that landed while the member was leaving kept
+ *   running past the leave (resume-while-leaving-kept);
+ * - 60047, 65622, 73924 (7802 first): a member judged dead woke and claimed
+ *   from its offers while the leader's member watch lagged its split watch;
+ *   the claim was taken over at once (gone-member-no-recheck);
+ * - 76743: a lost election create retried at once while the watch lagged
+ *   (election-lost-create-spins);
+ * - 2512, 17840, 35753, 44929: livelocks and a lost offer found under the
+ *   simulation's earlier out-of-order lag delivery (now in order, as on
+ *   NATS); they no longer reach the code they found, and stay as cheap seeds.
+ */
+const FOUND = [16739, 3167, 16729, 13330, 16748, 33612, 20665, 18824, 60047, 65622, 73924, 7802, 76743, 2512, 17840, 35753, 44929];
+
+Deno.test(`simulation: the seeds that found bugs (${FOUND.join(", ")}) keep every invariant`, async () => {
+  const failed: string[] = [];
+  for (const seed of FOUND) {
+    const r = await runSeed(seed);
+    if (!r.ok) failed.push(report(r));
+  }
+  assert.deepEqual(failed, [], failed.join("\n"));
 });
 
 Deno.test("simulation is deterministic: one seed run twice gives the same trace", async () => {
