@@ -10,7 +10,7 @@
 // `suites` lists the suites that should kill the mutant, in the order they
 // run (scripts/mutate.mjs stops at the first one that fails):
 //   unit         tests/unit
-//   store        tests/store/conformance_test.ts (MemoryStore and NatsStore)
+//   store        tests/store/conformance_test.ts (MemoryStore and NatsStore), tests/store/listing_test.ts
 //   coordinator  tests/coordinator/*_test.ts on MemoryStore (manual clock)
 //   regressions  tests/sim/regressions_test.ts
 //   sim          tests/sim/sim_test.ts at 300 seeds
@@ -464,6 +464,73 @@ export const mutants = [
       replace: "if (!(gap > tol)) continue;",
     }],
     suites: ["unit", "coordinator"],
+  },
+  // --- found by the simulation past its default range (tests/sim/sim_test.ts FOUND) ------
+  {
+    name: "beat-adopts-as-fresh",
+    breaks: "a heartbeat whose CAS only adopts our own earlier (maybe-landed) write counts as a fresh one: the self-fence comes after the leader's judgement",
+    edits: [{
+      file: C + "membership.ts",
+      search: "const c = await this.#onConflict();",
+      replace: 'const c0 = await this.#onConflict();\n          const c = c0 === "adopted" ? "landed" : c0;',
+    }],
+    suites: ["coordinator", "sim"],
+  },
+  {
+    name: "lagged-delete-applied",
+    breaks: "the leader's view applies a lagging watch's old delete over a newer record a read brought in: a live restarted member is taken over",
+    edits: [{ file: C + "leader/fleet_view.ts", search: "if (cur && cur.revision > revision) return;", replace: "" }],
+    suites: ["unit", "sim"],
+  },
+  {
+    name: "gone-member-no-recheck",
+    breaks: "a split claimed by a member judged dead is taken over at once, without re-reading the member record (it may have woken while the leader's member watch lags)",
+    edits: [{
+      file: C + "leader/role.ts",
+      search: "if (!heir && gone?.checked !== undefined && this.#newestSplitOf(k) > gone.checked) {",
+      replace: "if (false) {",
+    }],
+    suites: ["sim"],
+  },
+  {
+    name: "grant-after-fence-started",
+    breaks: "a grant made before our last self-fence is started without a write once the fence ends, while the leader may be taking it over",
+    edits: [{ file: C + "follower.ts", search: "if (rev < this.restoredAt) {", replace: "if (false) {" }],
+    suites: ["sim"],
+  },
+  {
+    name: "resume-while-leaving-kept",
+    breaks: "a resume whose CAS lands while the member is leaving (or fenced) keeps the tenancy running instead of handing it back",
+    edits: [{
+      file: C + "follower.ts",
+      search: "if (!this.#mayClaim()) {\n              // Fenced or leaving while the CAS",
+      replace: "if (false) {\n              // Fenced or leaving while the CAS",
+    }],
+    suites: ["sim"],
+  },
+  {
+    name: "election-lost-create-spins",
+    breaks: "a candidate that loses the election's create does not learn the winner's record: with a lagging watch it retries at once, forever",
+    edits: [{ file: C + "leadership.ts", search: "if (cur) f.applyRead(keys.leader, cur);", replace: "" }],
+    suites: ["sim"],
+  },
+  {
+    name: "handback-no-backoff",
+    breaks: "a split handed back with a problem (its spec missing) is offered again at once: claim, re-read, hand back, in a loop",
+    edits: [{ file: C + "leader/role.ts", search: "const handedBack = released && !failed && newFailure(prev, rec);", replace: "const handedBack = false;" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "assign-record-unbounded",
+    breaks: "the assignment record is built without a size bound: a member owed thousands of grants gets a write the store refuses",
+    edits: [{ file: C + "leader/member_state.ts", search: "if (size + n + 1 > RECORD_LIMIT) return false;", replace: "" }],
+    suites: ["unit"],
+  },
+  {
+    name: "nats-list-whole-deadline",
+    breaks: "a NatsStore listing is bounded by one op timeout for the whole call, not by progress: a large listing fails under load",
+    edits: [{ file: "src/nats/nats_store.ts", search: "progressed();\n      if (m.value === undefined)", replace: "if (m.value === undefined)" }],
+    suites: ["store"],
   },
   {
     name: "lane-accepts-regression",

@@ -214,8 +214,16 @@ export class NatsStore implements Store {
     done.catch(() => {});
     let abandoned = false;
     let scan: Scan | undefined;
-    const timer = setTimeout(() => fail(this.#unavailable("list")), clampTimerMs(deadline - Date.now()));
+    // A deadline on progress, not on the whole listing: 100k keys stream for
+    // longer than one op timeout, but each message must follow the last
+    // within it (the first within what the connection wait left).
+    let timer = setTimeout(() => fail(this.#unavailable("list")), clampTimerMs(deadline - Date.now()));
+    const progressed = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => fail(this.#unavailable("list", undefined, "no progress")), clampTimerMs(this.#timeout));
+    };
     const started = startScan(this.#conn, filter, (m) => {
+      progressed();
       if (m.value === undefined) latest.delete(m.key);
       else latest.set(m.key, { key: m.key, value: m.value, revision: m.revision });
       if (m.pending === 0) finish();
