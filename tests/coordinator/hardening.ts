@@ -186,6 +186,28 @@ export function hardeningScenarios(b: Backend): void {
     assert.ok(!ms.some((m) => m.has("allComplete")));
   });
 
+  t("H4b. a descriptor over 256 KiB refuses the plan naming the split; the splits seeded before it stay for the next run, which completes", async () => {
+    await using f = await b.fleet();
+    let big = true;
+    const plan: Planner = () =>
+      Promise.resolve({
+        finality: "final",
+        splits: [...splits(2), { id: "huge", descriptor: big ? "x".repeat(300 * 1024) : "fixed" }],
+      });
+    const x = await f.join({ instance: "x", planner: plan, planAttempts: 1, maxInFlight: 0 });
+    assert.ok(await f.until(() => x.has("planFailed"), 5000), "the job fails");
+    const ev = x.events.find((e) => e.type === "planFailed") as { error: string };
+    assert.match(ev.error, /huge/);
+    assert.match(ev.error, /262144|256 KiB|too large/i);
+    // Seeded before the refusal: real work of this job, kept for the next run.
+    for (const id of ["s000", "s001"]) assert.equal((await splitRecord(rawStore(f), id)).status, "runnable");
+    big = false;
+    await x.c.abandon();
+    const z = await f.join({ instance: "z", planner: plan });
+    assert.ok(await completeUntil(f, [z], () => z.has("allComplete"), 4 * f.timings.leaseMs), "the fixed plan completes");
+    assert.equal(z.gained().length, 3, "the two seeded before and the fixed one");
+  });
+
   t("H4. a throwing planner is retried with backoff; after planAttempts the job fails; a new leader plans again", async () => {
     await using f = await b.fleet();
     let calls = 0;
@@ -199,7 +221,10 @@ export function hardeningScenarios(b: Backend): void {
     const x = await f.join({ instance: "x", planner: plan, planAttempts: 3 });
     assert.ok(await f.until(() => x.has("planFailed"), 8000), "the job fails after the bound");
     assert.equal(calls, 3);
-    assert.ok(when[2] - when[1] >= when[1] - when[0] - f.time.slack, `retries back off: ${when.join(", ")}`);
+    // 250 ms, then 500 ms (doubling, ±25% jitter, capped at a lease): not once a lease.
+    const gaps = [when[1] - when[0], when[2] - when[1]];
+    assert.ok(gaps[0] >= 0.75 * 250 - f.time.slack && gaps[0] <= 1.25 * 250 + f.time.slack, `first retry after ~250 ms: ${gaps.join(", ")}`);
+    assert.ok(gaps[1] >= 0.75 * 500 - f.time.slack && gaps[1] <= 1.25 * 500 + f.time.slack, `second after ~500 ms: ${gaps.join(", ")}`);
     // A restart retries: a new process (a new leader term) plans again.
     broken = false;
     await x.c.abandon();
