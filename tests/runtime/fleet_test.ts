@@ -250,3 +250,26 @@ Deno.test({
     });
   },
 });
+
+Deno.test({
+  name: "bad input: a planner that keeps failing ends the job with exit code 4 on every runtime, after backing off between attempts",
+  ...opts,
+  fn: async () => {
+    await buildOnce();
+    await withFleet((rt) => ({
+      STORE: "memory",
+      JOB: `planfail-${rt}`,
+      PLAN_ERROR: "bucket listing denied (on purpose)",
+      PLAN_ATTEMPTS: "3",
+    }), async (procs) => {
+      for (const p of procs) {
+        const s = await withTimeout(p.status, 20_000, `${p.rt} exits after the planner fails for good`);
+        assert.equal(s.code, 4, `planner failed: exit code 4\n${tail(p)}`);
+        assert.ok(p.raw.some((l) => l.includes("bucket listing denied (on purpose)")), `the planner's error is logged\n${tail(p)}`);
+        const retries = p.lines.filter((l) => l.msg === "Planning failed; retrying");
+        assert.equal(retries.length, 2, `two retries before the third failure ends the job\n${tail(p)}`);
+        assert.ok(!p.raw.some((l) => /uncaught|unhandled/i.test(l)), `no uncaught error\n${tail(p)}`);
+      }
+    });
+  },
+});
