@@ -207,15 +207,15 @@ export class Follower {
     if (o.kind === "allComplete") {
       this.outcome = "allComplete";
       events.push({ type: "allComplete" });
-      log("info", "Job complete", { completed: o.completed });
+      log("info", "Job complete", { event: "allComplete", completed: o.completed });
     } else if (o.kind === "stalled") {
       this.outcome = "stalled";
       events.push({ type: "stalled", completed: o.completed, quarantined: o.quarantined });
-      log("error", "Job stalled on quarantined splits", { completed: o.completed, quarantined: o.quarantined });
+      log("error", "Job stalled on quarantined splits", { event: "stalled", completed: o.completed, quarantined: o.quarantined });
     } else if (live && o.term === plan!.term) {
       this.outcome = "planFailed";
       events.push({ type: "planFailed", error: o.error, attempts: o.attempts });
-      log("error", "Job failed: planning failed", { error: o.error, attempts: o.attempts });
+      log("error", "Job failed: planning failed", { event: "planFailed", error: o.error, attempts: o.attempts });
     }
   }
 

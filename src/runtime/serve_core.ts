@@ -400,7 +400,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
       if (ownsStore) await store.close().catch((e) => log("warn", "store close failed", { error: e }));
       const stopped = new Promise<void>((resolve) => (endIdle = resolve));
       idling = true;
-      log("info", "job complete; idling until SIGTERM (afterCompletion: idle)", {
+      log("info", "idling until SIGTERM (afterCompletion: idle)", {
         event: "idle",
         reason: outcome.reason,
       });

@@ -264,8 +264,9 @@ class WorkerImpl<D> implements Worker {
         return;
       }
       case "allComplete":
-        // The coordinator logs the completion itself; the worker's own line is
-        // "draining" (reason complete) and then "worker finished".
+        // The coordinator logs the job's outcome (one line, event allComplete,
+        // stalled or planFailed); the worker's own lines are "draining" (with
+        // the reason) and then "worker finished".
         this.#finish({ kind: "drained", reason: "complete" });
         return;
       case "planFailed": {
@@ -273,17 +274,13 @@ class WorkerImpl<D> implements Worker {
           "PLAN_FAILED",
           `The job failed: its planner failed ${ev.attempts} time(s) in a row (last: ${ev.error}); restart to plan again`,
         );
-        this.#log("error", "job failed: planning failed", { event: "planFailed", attempts: ev.attempts, error: ev.error });
         this.#finish({ kind: "error", error });
         return;
       }
       case "stalled": {
-        const fields = { event: "stalled", completed: ev.completed, quarantined: ev.quarantined };
         if (this.#stalledIsFatal) {
-          this.#log("error", "job stalled: only quarantined splits remain", fields);
           this.#finish({ kind: "stalled", completed: ev.completed, quarantined: ev.quarantined });
         } else {
-          this.#log("warn", "job stalled: only quarantined splits remain; draining", fields);
           this.#finish({
             kind: "drained",
             reason: "stalled",
