@@ -321,6 +321,29 @@ export function safetyScenarios(b: Backend): void {
     await closing;
   });
 
+  // Kills takeover-no-reread: a leader whose member watch lags must re-read a member it judges dead before taking its splits.
+  t("S10. a leader whose member watch stops delivering does not take over a live member: the re-read finds its record moving", async () => {
+    await using f = await b.fleet();
+    const lStore = new FaultyStore(await b.extraStore(f));
+    const lead = new Member(
+      await SplitCoordinator.join({ store: lStore, job: f.job, instance: "lead", clock: f.clock, planner: finalPlanner(splits(1)), maxInFlight: 0, ...f.timings }),
+    );
+    f.members.push(lead);
+    assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
+    const a = await f.join({ instance: "a" });
+    assert.ok(await f.until(() => a.held.length === 1, 3000), "a holds the split");
+    const before = await splitRecord(rawStore(f), "s000");
+    // The leader's watch stops delivering a's heartbeats; a keeps beating (it is alive).
+    const withheld = lStore.withhold((key) => key === keys.member("a"));
+    await f.advance(3 * f.timings.leaseMs);
+    assert.ok(withheld.count() >= 3, `a beat meanwhile (${withheld.count()} heartbeats withheld from the leader)`);
+    const rec = await splitRecord(rawStore(f), "s000");
+    assert.equal(rec.epoch, before.epoch, "the split never changed hands");
+    assert.equal(rec.attempts, 0, "nothing charged");
+    assert.deepEqual(a.lost(), [], "a kept its split");
+    withheld.release();
+  });
+
   // Kills election-reread-current: the re-read must find the revision judged silent, not the one the watch shows now.
   t("S4. an election's re-read that finds the leader moved stands down, even when its watch caught up meanwhile", async () => {
     await using f = await b.fleet();
