@@ -31,13 +31,16 @@ export class WatchSet {
   /**
    * Opens a watch per filter; resolves once each delivered its snapshot. A
    * store that never finishes one fails after `limitMs` (default `2 ×
-   * leaseMs`, at least 30 s) instead of hanging.
+   * leaseMs`, at least 30 s) instead of hanging; `Infinity` sets no limit
+   * for the whole snapshot (the leader's, which grows with the job: a
+   * snapshot that stops making progress is started over either way).
    */
   async open(filters: readonly string[], limitMs?: number): Promise<void> {
     const { clock, config } = this.#core;
     const limit = limitMs ?? Math.max(2 * config.leaseMs, 30_000);
     let timer: unknown;
     const timeout = new Promise<never>((_, reject) => {
+      if (limit === Infinity) return;
       timer = clock.setTimeout(
         () => reject(new StoreUnavailableError("watch", limit, { detail: "the initial snapshot never completed" })),
         limit,

@@ -108,7 +108,9 @@ export class LeaderRole {
    */
   async start(prev: Predecessor | undefined): Promise<void> {
     const { store, clock } = this.#core;
-    await this.#watches.open([keys.memberPrefix, keys.splitPrefix], Math.max(4 * this.#core.config.leaseMs, 60_000));
+    // No deadline for the whole snapshot (1M split records stream for longer
+    // than any fixed bound); one that stops making progress is started over.
+    await this.#watches.open([keys.memberPrefix, keys.splitPrefix], Infinity);
     if (this.#stopped) return;
     // Every member was dated from its first sighting (now); the predecessor,
     // if its member record is older than its last leader beat, from that beat.
