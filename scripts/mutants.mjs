@@ -248,7 +248,7 @@ export const mutants = [
     name: "resume-after-move",
     breaks: "after a self-fence a worker resumes a split that moved on meanwhile (opens an epoch over another owner)",
     edits: [{
-      file: C + "follower.ts",
+      file: C + "dormant.ts",
       search: "if (!heldBy(rec, me, d.epoch)) return; // moved on meanwhile",
       replace: "",
     }],
@@ -260,7 +260,7 @@ export const mutants = [
     name: "takeover-no-reread",
     breaks: "the leader takes over a member judged dead without re-reading its member record (a lagging view takes a live member's splits)",
     edits: [{
-      file: C + "leader/role.ts",
+      file: C + "leader/judge.ts",
       search: "if (cur && cur.revision !== seen) {",
       replace: "if (false) {",
     }],
@@ -486,7 +486,7 @@ export const mutants = [
     name: "gone-member-no-recheck",
     breaks: "a split claimed by a member judged dead is taken over at once, without re-reading the member record (it may have woken while the leader's member watch lags)",
     edits: [{
-      file: C + "leader/role.ts",
+      file: C + "leader/judge.ts",
       search: "if (!heir && gone?.checked !== undefined && this.#newestSplitOf(k) > gone.checked) {",
       replace: "if (false) {",
     }],
@@ -502,7 +502,7 @@ export const mutants = [
     name: "resume-while-leaving-kept",
     breaks: "a resume whose CAS lands while the member is leaving (or fenced) keeps the tenancy running instead of handing it back",
     edits: [{
-      file: C + "follower.ts",
+      file: C + "dormant.ts",
       search: "if (!this.#mayClaim()) {\n              // Fenced or leaving while the CAS",
       replace: "if (false) {\n              // Fenced or leaving while the CAS",
     }],

@@ -20,23 +20,21 @@ import {
   type PlanRecord,
   PlanRecordSchema,
   safeDecodeRecord,
-  SpecRecordSchema,
   type SplitRecord,
   SplitRecordSchema,
 } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { StoreEntry, WatchEvent } from "../store/store.ts";
 import type { Core } from "./core.ts";
+import { DormantTenancies } from "./dormant.ts";
 import { LivenessTracker } from "./liveness.ts";
+import { SpecReader } from "./spec_reader.ts";
 import type { Dormant, Tenancies } from "./tenancies.ts";
 import { handBackRecord, heldBy, openRecord, releaseRecord } from "./transitions.ts";
-import type { SplitSpec } from "./types.ts";
 import { WatchSet } from "./watch_set.ts";
 
 /** Most claims one worker has in flight at once (a heartbeat must not queue behind a thousand writes). */
 const CLAIM_WAVE = 32;
-/** Re-reads of a missing spec before the split is handed back (a lagging replica can answer too early). */
-const SPEC_RETRIES_MS = [20, 100, 400];
 
 /** A decoded record with the revision that wrote it. */
 export interface Versioned<T> {
@@ -73,24 +71,25 @@ export class Follower {
   /** Offers claimed or tried, by id → revision (an offer is tried once per revision). */
   #tried = new Map<string, number>();
   #claiming = new Map<string, number>();
-  #dormant = new Map<string, Dormant>();
-  #specs = new Map<string, SplitSpec>();
+  readonly #dormant: DormantTenancies;
+  readonly #specs: SpecReader;
   #recovering = new Set<string>();
   #timers = new Set<unknown>();
-  #resuming: Promise<void> | undefined;
   #stopped = false;
 
-  /** `mayClaim` says whether new work may be taken (running, not draining, not fenced). */
   /**
    * Revision of the member-record write that ended our last self-fence (0
    * if none): grants at older split revisions are resumed by CAS.
    */
   restoredAt = 0;
 
+  /** `mayClaim` says whether new work may be taken (running, not draining, not fenced). */
   constructor(core: Core, tenancies: Tenancies, mayClaim: () => boolean) {
     this.#core = core;
     this.#tenancies = tenancies;
     this.#mayClaim = mayClaim;
+    this.#dormant = new DormantTenancies(core, tenancies, mayClaim);
+    this.#specs = new SpecReader(core);
     this.#watches = new WatchSet(core, (f, ev, live) => this.#apply(f, ev, live));
   }
 
@@ -271,7 +270,7 @@ export class Follower {
         rev = e.revision;
       }
       if (!heldBy(rec, me, g.epoch)) return;
-      const spec = await this.#spec(g.id, rec);
+      const spec = await this.#specs.read(g.id, rec);
       if (typeof spec === "string") {
         // Missing: handed back, no attempt; unreadable: poison, quarantined.
         await this.#handBack(g.id, rec, rev, spec);
@@ -328,7 +327,7 @@ export class Follower {
         this.#recovering.delete(id);
         if (!e || !rec || this.#tenancies.held.has(id)) return;
         if (heldBy(rec, me, epoch) && (this.#tenancies.ended.get(id) ?? -1) < epoch) {
-          const spec = await this.#spec(id, rec);
+          const spec = await this.#specs.read(id, rec);
           if (typeof spec !== "object") {
             await this.#handBack(id, rec, e.revision, spec);
             return;
@@ -390,7 +389,7 @@ export class Follower {
       const next = openRecord(rec, me, false, config.maxAttempts);
       stats.claimAttempts++;
       const [specRead, claimed] = await Promise.allSettled([
-        this.#spec(o.id, rec),
+        this.#specs.read(o.id, rec),
         store.update(keys.split(o.id), encodeRecord(next), rev),
       ]);
       if (claimed.status === "rejected") {
@@ -421,32 +420,6 @@ export class Follower {
   }
 
   /**
-   * The split's spec: inline in the record, or read from `spec.<id>`
-   * (cached). A missing spec is re-read a few times (a lagging replica can
-   * answer before the spec exists); what is still missing or unreadable comes
-   * back as a message. Outages throw.
-   */
-  async #spec(id: string, rec: SplitRecord): Promise<SplitSpec | string> {
-    if (!rec.spec) return { id, descriptor: rec.descriptor ?? null, weight: rec.weight };
-    const cached = this.#specs.get(id);
-    if (cached) return cached;
-    const key = keys.spec(id);
-    for (let i = 0;; i++) {
-      const entry = await this.#core.store.get(key);
-      if (entry) {
-        const r = safeDecodeRecord(key, entry.value, SpecRecordSchema);
-        if (!r.ok) return "unreadable: " + r.error.message;
-        const spec: SplitSpec = { id, descriptor: r.value.descriptor, weight: rec.weight };
-        if (this.#specs.size > 4096) this.#specs.clear();
-        this.#specs.set(id, spec);
-        return spec;
-      }
-      if (i >= SPEC_RETRIES_MS.length) return `missing: spec record "${key}" is missing`;
-      await new Promise<void>((res) => this.#core.clock.setTimeout(res, SPEC_RETRIES_MS[i]));
-    }
-  }
-
-  /**
    * Undoes a won claim we cannot keep: released (no attempt) when we stopped
    * meanwhile or the spec is missing, quarantined when the spec is unreadable
    * (deterministic poison).
@@ -472,75 +445,20 @@ export class Follower {
     }
   }
 
-  // --- tenancies that ended without a write of ours ------------------------------------
+  // --- tenancies that ended without a write of ours (dormant.ts) ----------------------
 
-  /**
-   * Remembers a tenancy that ended while the store still names us (a
-   * self-fence, a release or forced release lost to an outage): once
-   * heartbeats land again it is resumed (or released, if we no longer take
-   * work), unless it moved on meanwhile.
-   */
+  /** Remembers a tenancy that ended while the store still names us (see {@linkcode DormantTenancies}). */
   remember(id: string, d: Dormant): void {
-    this.#dormant.set(id, d);
+    this.#dormant.remember(id, d);
   }
 
-  /** Whether tenancies wait to be resumed or released. */
+  /** How many tenancies wait to be resumed or released. */
   get dormant(): number {
     return this.#dormant.size;
   }
 
-  /**
-   * Resumes remembered tenancies (epoch + 1, no attempt) — or releases them
-   * when we no longer take work — unless they moved on. Entries that meet an
-   * outage stay for the next heartbeat.
-   */
-  async resume(): Promise<void> {
-    // A caller (close(), after its releases) waits for the pass in flight and
-    // then runs one of its own: a resume that lands while we leave must be
-    // handed back, not left running past the leave.
-    while (this.#resuming) await this.#resuming;
-    if (this.#dormant.size === 0) return;
-    this.#resuming = this.#resumeAll().finally(() => (this.#resuming = undefined));
-    return this.#resuming;
-  }
-
-  async #resumeAll(): Promise<void> {
-    const { store, me, config, stats, log } = this.#core;
-    const all = [...this.#dormant];
-    this.#dormant.clear();
-    await Promise.all(all.map(async ([id, d]) => {
-      if (this.#tenancies.held.has(id)) return;
-      let record = d.record;
-      let revision = d.revision;
-      try {
-        for (let i = 0; i < 4; i++) {
-          const keep = this.#mayClaim();
-          const next = keep ? openRecord(record, me, false, config.maxAttempts) : releaseRecord(record, null);
-          if (keep) stats.claimAttempts++;
-          const r = await store.update(keys.split(id), encodeRecord(next), revision);
-          if (r.ok) {
-            if (!keep || next.status !== "runnable") return;
-            if (this.#tenancies.held.has(id)) return;
-            if (!this.#mayClaim()) {
-              // Fenced or leaving while the CAS was out: the next pass resumes or releases it.
-              this.#dormant.set(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec });
-              return;
-            }
-            this.#tenancies.add(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec, draining: false, to: null }, "resume");
-            return;
-          }
-          const cur = await store.get(keys.split(id));
-          if (!cur) return;
-          const rec = decodeRecord(cur.key, cur.value, SplitRecordSchema);
-          if (!heldBy(rec, me, d.epoch)) return; // moved on meanwhile
-          record = rec; // our own late write landed: go again at its revision
-          revision = cur.revision;
-        }
-      } catch (e) {
-        if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
-          this.#dormant.set(id, { ...d, record, revision });
-        } else log("warn", "Could not resume a split; the leader reassigns it", { split: id, error: String(e) });
-      }
-    }));
+  /** Resumes (or releases) the dormant tenancies; waits for a pass in flight first. */
+  resume(): Promise<void> {
+    return this.#dormant.resume();
   }
 }

@@ -13,7 +13,6 @@ import {
   AssignRecordSchema,
   type JobCounts,
   type MemberRecord,
-  MemberRecordSchema,
   type PlanRecord,
   safeDecodeRecord,
   type SplitRecord,
@@ -24,7 +23,8 @@ import type { Versioned } from "../follower.ts";
 import { LivenessTracker } from "../liveness.ts";
 import { WatchSet } from "../watch_set.ts";
 import { CompletionJudge } from "./completion.ts";
-import { FleetView, ownerKey, parseOwnerKey } from "./fleet_view.ts";
+import { DeathJudge } from "./judge.ts";
+import { FleetView, ownerKey } from "./fleet_view.ts";
 import { MemberState } from "./member_state.ts";
 import { refillOffers } from "./offers.ts";
 import { Revocations } from "./revocations.ts";
@@ -59,14 +59,7 @@ export class LeaderRole {
   readonly #takeovers: Takeovers;
   readonly #revocations: Revocations;
   readonly #completion: CompletionJudge;
-  /**
-   * Instance → when it was judged dead or left (for `rebalanceDelayMs`);
-   * for one judged dead by silence, the member revision confirmed dead and
-   * the newest split revision of its splits when that was last confirmed.
-   */
-  readonly #gone = new Map<string, { since: number; revision?: number; checked?: number }>();
-  /** Member keys whose record is being re-read before a takeover. */
-  readonly #rereading = new Set<string>();
+  readonly #judge: DeathJudge;
   /** Failed splits waiting out their retry backoff: id → leader time they may be offered again. */
   readonly backoff: Map<string, { at: number; attempts: number }> = new Map();
   /** Consecutive hand-backs with a problem (a missing spec), per split, for their backoff. */
@@ -93,6 +86,16 @@ export class LeaderRole {
     this.#takeovers = new Takeovers(ctx);
     this.#revocations = new Revocations(ctx);
     this.#completion = new CompletionJudge(core, this.view, () => this.#watches.caughtUp(keys.splitPrefix));
+    this.#judge = new DeathJudge({
+      core,
+      view: this.view,
+      states: this.states,
+      liveness: this.liveness,
+      stopped: () => this.#stopped,
+      drop: (st) => this.#drop(st),
+      take: (owner, ids, heir, why) => this.#takeovers.take(owner, ids, heir, why),
+      revive: (instance, record) => this.#onMember(instance, undefined, record),
+    });
   }
 
   /** Whether the initial snapshots are in. */
@@ -238,7 +241,7 @@ export class LeaderRole {
     if (!next) {
       this.liveness.forget(key);
       if (st) this.#drop(st);
-      this.#gone.set(instance, { since: clock.now() });
+      this.#judge.left(instance, clock.now());
       // A member that left cleanly: its directives go with it.
       void this.#core.store.delete(keys.assign(instance)).catch(() => {});
       this.#core.schedule();
@@ -249,8 +252,7 @@ export class LeaderRole {
     if (st && st.session !== r.session) this.#drop(st);
     let cur = this.states.get(instance);
     if (!cur) {
-      if (this.#gone.get(instance)?.revision === next.revision) return; // still the record we judged dead
-      this.#gone.delete(instance);
+      if (!this.#judge.returning(instance, next.revision)) return; // still the record we judged dead
       cur = new MemberState(instance, r.session, r.maxInFlight, r.draining === true, r.planner === true);
       cur.touch();
       this.states.set(instance, cur);
@@ -263,7 +265,7 @@ export class LeaderRole {
         this.#unofferAll(cur);
       }
     }
-    if (prev && prev.session !== r.session) this.#gone.set(instance, { since: clock.now() });
+    if (prev && prev.session !== r.session) this.#judge.replaced(instance, clock.now());
     if (r.seen !== undefined && cur.session === r.session) cur.acknowledge(r.seen);
     this.#audit(cur, r);
     this.#core.schedule();
@@ -331,8 +333,8 @@ export class LeaderRole {
     if (!this.#ready || this.#stopped) return Infinity;
     const { clock } = this.#core;
     const now = clock.now();
-    let next = this.#judge(now);
-    next = Math.min(next, this.#orphans(now));
+    let next = this.#judge.judge(now);
+    next = Math.min(next, this.#judge.orphans(now));
     for (const [id, b] of this.backoff) {
       if (b.at <= now) {
         this.backoff.delete(id);
@@ -384,116 +386,6 @@ export class LeaderRole {
     return st.flush(this.#core, this.view, this.term, () => this.#onDeposed()).then((wrote) => {
       if (wrote && st.dirty && !this.#stopped) this.#core.schedule();
     });
-  }
-
-  /** Members whose record stopped moving: re-read, then treat as gone. Returns the next expiry. */
-  #judge(now: number): number {
-    const { config, store, clock } = this.#core;
-    let next = Infinity;
-    for (const [instance, st] of [...this.states]) {
-      const key = keys.member(instance);
-      const exp = this.liveness.expiresAt(key, config.leaseMs);
-      if (exp === undefined) continue;
-      if (exp > now) {
-        next = Math.min(next, exp);
-        continue;
-      }
-      if (this.#rereading.has(key)) continue;
-      this.#rereading.add(key);
-      const seen = this.liveness.get(key)?.revision;
-      const checked = this.#newestSplitOf(ownerKey(instance, st.session));
-      store.get(key).then((cur) => {
-        if (this.#stopped || this.states.get(instance) !== st) return;
-        // The watch moved it while the read was out (a beat can be delivered
-        // before the read answers): alive, and already dated by the watch.
-        if (this.liveness.get(key)?.revision !== seen) return;
-        if (cur && cur.revision !== seen) {
-          this.view.put(cur.key, cur.value, cur.revision); // we were behind: it is alive
-          this.liveness.observe(key, cur.revision, clock.now());
-          return;
-        }
-        this.#core.log("warn", "Member judged dead: its record did not move for a lease", { member: instance });
-        this.#gone.set(instance, { since: exp, revision: seen, checked });
-        this.#drop(st);
-      }).catch((e) => this.#core.log("warn", "Re-read before a takeover failed", { member: instance, error: String(e) }))
-        .finally(() => {
-          this.#rereading.delete(key);
-          this.#core.schedule();
-        });
-    }
-    return next;
-  }
-
-  /** Splits whose owner session is not a live member: take them over (after `rebalanceDelayMs`). */
-  #orphans(now: number): number {
-    const delay = this.#core.config.rebalanceDelayMs;
-    let next = Infinity;
-    for (const [k, ids] of this.view.byOwner) {
-      const owner = parseOwnerKey(k);
-      const st = this.states.get(owner.instance);
-      if (st && st.session === owner.session) continue; // alive (draining ones too)
-      if (this.#rereading.has(keys.member(owner.instance))) continue;
-      // A restarted instance reclaims its predecessor's splits at once.
-      const heir = st && !st.draining && st.maxInFlight > 0 ? st : undefined;
-      if (!heir && this.view.members.has(owner.instance) && this.view.members.get(owner.instance)!.record.session === owner.session &&
-        !this.#gone.has(owner.instance)) continue; // not judged yet
-      const gone = this.#gone.get(owner.instance);
-      if (!heir && gone?.checked !== undefined && this.#newestSplitOf(k) > gone.checked) {
-        // A split of a member judged dead moved since it was judged: it may
-        // have woken (a claim from its offers after a pause) while our
-        // member watch lags behind our split watch. Re-read its record first.
-        this.#recheck(owner.instance, owner.session, k, gone);
-        continue;
-      }
-      if (!heir && delay > 0) {
-        const since = this.#gone.get(owner.instance)?.since ?? now;
-        if (!this.#gone.has(owner.instance)) this.#gone.set(owner.instance, { since });
-        if (now < since + delay) {
-          next = Math.min(next, since + delay);
-          continue;
-        }
-      }
-      this.#takeovers.take(owner, [...ids], heir, heir ? "restarted" : "gone");
-    }
-    return next;
-  }
-
-  /** The newest revision of the splits the view names `owner` ("instance|session") for, 0 if none. */
-  #newestSplitOf(owner: string): number {
-    let newest = 0;
-    for (const id of this.view.byOwner.get(owner) ?? []) newest = Math.max(newest, this.view.splits.get(id)?.revision ?? 0);
-    return newest;
-  }
-
-  /**
-   * Re-reads the record of a member judged dead: a moved record brings it
-   * back (the view applies it and the member is live again); an unmoved one
-   * confirms the judgment up to the split revisions seen now.
-   */
-  #recheck(instance: string, session: string, owner: string, gone: { revision?: number; checked?: number }): void {
-    const key = keys.member(instance);
-    if (this.#rereading.has(key)) return;
-    this.#rereading.add(key);
-    const newest = this.#newestSplitOf(owner);
-    this.#core.store.get(key).then((cur) => {
-      if (this.#stopped || this.#gone.get(instance) !== gone) return;
-      const rec = cur ? safeDecodeRecord(key, cur.value, MemberRecordSchema) : undefined;
-      if (cur && rec?.ok && rec.value.session === session && cur.revision !== gone.revision) {
-        // The same session wrote its record again: alive after all.
-        this.#gone.delete(instance);
-        const held = this.view.members.get(instance);
-        if (held && held.revision >= cur.revision) this.#onMember(instance, undefined, held);
-        else this.view.put(cur.key, cur.value, cur.revision);
-        this.liveness.observe(key, cur.revision, this.#core.clock.now());
-        return;
-      }
-      // Unmoved, gone or another session's: the judgment stands for what we saw.
-      gone.checked = Math.max(gone.checked ?? 0, newest);
-    }).catch((e) => this.#core.log("warn", "Re-read before a takeover failed", { member: instance, error: String(e) }))
-      .finally(() => {
-        this.#rereading.delete(key);
-        this.#core.schedule();
-      });
   }
 
   /**

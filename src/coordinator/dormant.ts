@@ -1,0 +1,106 @@
+/**
+ * Tenancies that ended while the store still names this worker (a
+ * self-fence, a release or forced release lost to an outage, a grant that
+ * arrived while it took no work or from before its last self-fence): once a
+ * heartbeat lands each is resumed by CAS (epoch + 1, no attempt) or, when
+ * the worker no longer takes work, released — unless it moved on meanwhile.
+ *
+ * @module
+ */
+import { SplitleaseError } from "../errors.ts";
+import { decodeRecord, encodeRecord, SplitRecordSchema } from "../records.ts";
+import { keys } from "../store/keys.ts";
+import type { Core } from "./core.ts";
+import type { Dormant, Tenancies } from "./tenancies.ts";
+import { heldBy, openRecord, releaseRecord } from "./transitions.ts";
+
+/** The dormant tenancies of one worker. */
+export class DormantTenancies {
+  readonly #core: Core;
+  readonly #tenancies: Tenancies;
+  readonly #mayClaim: () => boolean;
+  #entries = new Map<string, Dormant>();
+  #pass: Promise<void> | undefined;
+
+  /** `mayClaim` says whether new work may be taken (running, not draining, not fenced). */
+  constructor(core: Core, tenancies: Tenancies, mayClaim: () => boolean) {
+    this.#core = core;
+    this.#tenancies = tenancies;
+    this.#mayClaim = mayClaim;
+  }
+
+  /**
+   * Remembers a tenancy that ended while the store still names us (a
+   * self-fence, a release or forced release lost to an outage): once
+   * heartbeats land again it is resumed (or released, if we no longer take
+   * work), unless it moved on meanwhile.
+   */
+  remember(id: string, d: Dormant): void {
+    this.#entries.set(id, d);
+  }
+
+  /** How many tenancies wait to be resumed or released. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Forgets `id` (the leader dropped it). */
+  delete(id: string): void {
+    this.#entries.delete(id);
+  }
+
+  /**
+   * Resumes remembered tenancies (epoch + 1, no attempt) — or releases them
+   * when we no longer take work — unless they moved on. Entries that meet an
+   * outage stay for the next heartbeat.
+   */
+  async resume(): Promise<void> {
+    // A caller (close(), after its releases) waits for the pass in flight and
+    // then runs one of its own: a resume that lands while we leave must be
+    // handed back, not left running past the leave.
+    while (this.#pass) await this.#pass;
+    if (this.#entries.size === 0) return;
+    this.#pass = this.#resumeAll().finally(() => (this.#pass = undefined));
+    return this.#pass;
+  }
+
+  async #resumeAll(): Promise<void> {
+    const { store, me, config, stats, log } = this.#core;
+    const all = [...this.#entries];
+    this.#entries.clear();
+    await Promise.all(all.map(async ([id, d]) => {
+      if (this.#tenancies.held.has(id)) return;
+      let record = d.record;
+      let revision = d.revision;
+      try {
+        for (let i = 0; i < 4; i++) {
+          const keep = this.#mayClaim();
+          const next = keep ? openRecord(record, me, false, config.maxAttempts) : releaseRecord(record, null);
+          if (keep) stats.claimAttempts++;
+          const r = await store.update(keys.split(id), encodeRecord(next), revision);
+          if (r.ok) {
+            if (!keep || next.status !== "runnable") return;
+            if (this.#tenancies.held.has(id)) return;
+            if (!this.#mayClaim()) {
+              // Fenced or leaving while the CAS was out: the next pass resumes or releases it.
+              this.#entries.set(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec });
+              return;
+            }
+            this.#tenancies.add(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec, draining: false, to: null }, "resume");
+            return;
+          }
+          const cur = await store.get(keys.split(id));
+          if (!cur) return;
+          const rec = decodeRecord(cur.key, cur.value, SplitRecordSchema);
+          if (!heldBy(rec, me, d.epoch)) return; // moved on meanwhile
+          record = rec; // our own late write landed: go again at its revision
+          revision = cur.revision;
+        }
+      } catch (e) {
+        if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
+          this.#entries.set(id, { ...d, record, revision });
+        } else log("warn", "Could not resume a split; the leader reassigns it", { split: id, error: String(e) });
+      }
+    }));
+  }
+}
