@@ -4,18 +4,21 @@
  *
  * @module
  */
-import { Hono, type MiddlewareHandler } from "hono";
-import { bearerAuth } from "hono/bearer-auth";
+import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
-import type { Coordinator, CoordinatorStats, CoordinatorStatus } from "../coordinator/types.ts";
+import type { Coordinator } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import type { Worker } from "../runtime/worker.ts";
 import type { Store } from "../store/store.ts";
 import { durationIssue, MAX_TIMER_MS } from "../util/timers.ts";
-import { newHistogram } from "../coordinator/stats.ts";
+import { drainGuardOf } from "./drain_auth.ts";
 import { mountFleetRoutes } from "./fleet_routes.ts";
 import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
+import { renderMetrics } from "./render_metrics.ts";
+
+export { checkDrainOptions, timingSafeEqual } from "./drain_auth.ts";
+export { renderMetrics } from "./render_metrics.ts";
 
 /**
  * The HTTP app as adapters use it: a fetch handler (plus Hono's `request`
@@ -91,135 +94,8 @@ export interface AppOptions {
   idling?: () => boolean;
 }
 
-const encoder = new TextEncoder();
-
 /** Largest `POST /drain` body read (bytes); a larger one is refused with 413 before it is read whole. */
 const DRAIN_BODY_LIMIT = 4096;
-/** RFC 6750 token68: the only tokens a Bearer header can carry. */
-const BEARER_TOKEN = /^[A-Za-z0-9._~+/-]+=*$/;
-
-/**
- * Compares two strings in time that depends only on the expected value's
- * length, not on where they differ.
- *
- * @example
- * ```ts
- * timingSafeEqual("s3cret", "s3cret"); // true
- * ```
- */
-export function timingSafeEqual(given: string, expected: string): boolean {
-  const a = encoder.encode(given);
-  const b = encoder.encode(expected);
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < b.length; i++) diff |= (i < a.length ? a[i] : 0) ^ b[i];
-  return diff === 0;
-}
-
-/**
- * Label values every labelled counter renders from the first scrape on (at
- * 0 until the first event), so `rate()` and `increase()` see the series
- * before anything happens. A value the coordinator reports beyond these is
- * rendered too.
- */
-const KNOWN_LABEL_VALUES = {
-  /** How a split was gained (`kind` of the `Gained split` log line). */
-  acquisitions: ["claim", "grant", "takeover", "reclaim", "handoff", "resume"],
-  /** Why a split was lost (`LostReason`). */
-  losses: ["fenced", "expired", "starved", "revoked"],
-  /** What became of a revocation. */
-  revocations: ["requested", "drained", "forced", "cancelled", "withdrawn", "fenced"],
-  /** Outcome of a store write. */
-  writes: ["ok", "conflict", "unavailable", "error"],
-  /** Store operations timed by the coordinator. */
-  storeOps: ["create", "update", "delete", "get", "list"],
-} as const;
-
-/**
- * Renders a coordinator's (and optionally a worker's) metrics in the
- * Prometheus text format. Every sample carries `splitlease_job` (the job
- * name: aggregate by it); the info metric names the worker (instance id)
- * and session in `worker` and `session`, never in `job` or `instance`,
- * which Prometheus attaches to every target. Job-wide gauges (`splits_planned`,
- * `splits_runnable`, `splits_unclaimed`, `splits_completed`,
- * `splits_quarantined`, `splits_cancelled`, `live_workers`) are exported by
- * the leader only (the replica whose `leader` gauge is 1), so any
- * aggregation over replicas counts them once; elsewhere they have no sample.
- *
- * @example
- * ```ts
- * import { type Coordinator } from "@splitlease/splitlease";
- * declare const coordinator: Coordinator;
- * const text = renderMetrics(coordinator.status(), coordinator.stats());
- * ```
- */
-export function renderMetrics(
-  status: CoordinatorStatus,
-  stats: CoordinatorStats,
-  worker?: Worker,
-  prefix = "etl_coordination_",
-): string {
-  const r = new MetricsRegistry(prefix, { splitlease_job: status.job });
-  const draining = status.held.filter((h) => h.draining).length;
-  r.gauge("info", "Identity of this worker: instance id and session (value is always 1).").set(1, {
-    worker: status.instance,
-    session: status.session,
-  });
-  r.gauge("up", "1 while the coordinator is starting, running or draining.").set(
-    status.state === "failed" || status.state === "stopped" ? 0 : 1,
-  );
-  r.gauge("connected", "1 while heartbeats succeed.").set(status.connected ? 1 : 0);
-  r.gauge("leader", "1 on the leader, the one replica that exports the job-wide gauges.").set(status.isLeader ? 1 : 0);
-  r.gauge("splits_owned", "Splits held by this instance.").set(status.held.length);
-  r.gauge("splits_owned_weight", "Total weight of the splits held by this instance.").set(
-    status.held.reduce((s, h) => s + h.weight, 0),
-  );
-  r.gauge("idle", "1 when this instance holds no split.").set(status.held.length === 0 ? 1 : 0);
-  r.gauge("splits_draining", "Held splits under revocation.").set(draining);
-  // Job-wide: only the leader knows them first hand (members hold a copy from
-  // its last heartbeat); exported once, by the leader, so sum() and max() agree.
-  const jobWide = (name: string, help: string, value: number) => {
-    const g = r.gauge(name, `${help} Job-wide, exported by the leader only.`);
-    if (status.isLeader) g.set(value);
-  };
-  jobWide("splits_planned", "Splits in the published plan.", status.counts.planned);
-  jobWide("splits_runnable", "Runnable splits (owned or not).", status.counts.runnable);
-  jobWide("splits_unclaimed", "Runnable splits with no live owner (the backlog).", status.counts.unclaimed);
-  jobWide("splits_completed", "Completed splits.", status.counts.completed);
-  jobWide("splits_quarantined", "Quarantined (poison) splits.", status.counts.quarantined);
-  jobWide("splits_cancelled", "Cancelled splits.", status.counts.cancelled);
-  jobWide("live_workers", "Live members, standbys included.", status.members);
-  const counterBy = (name: string, help: string, label: string, known: readonly string[], values: Record<string, number>) => {
-    const c = r.counter(name, help);
-    for (const k of known) c.set(values[k] ?? 0, { [label]: k });
-    for (const [k, v] of Object.entries(values)) if (!known.includes(k)) c.set(v, { [label]: k });
-  };
-  counterBy("acquisitions_total", "Splits gained, by reason.", "reason", KNOWN_LABEL_VALUES.acquisitions, stats.acquisitions);
-  counterBy("split_losses_total", "Splits lost, by reason.", "reason", KNOWN_LABEL_VALUES.losses, stats.losses);
-  r.counter("releases_total", "Graceful releases.").set(stats.releases);
-  counterBy("revocations_total", "Revocations, by outcome.", "outcome", KNOWN_LABEL_VALUES.revocations, stats.revocations);
-  counterBy("writes_total", "Store writes, by outcome.", "outcome", KNOWN_LABEL_VALUES.writes, stats.writes);
-  r.counter("self_fences_total", "Self-fences after heartbeat starvation.").set(stats.selfFences);
-  r.counter("claim_attempts_total", "Ownership writes tried (claims, resumes, a leader's takeovers), won or lost.").set(stats.claimAttempts);
-  r.counter("records_replaced_total", "Unreadable control records replaced by CAS.").set(stats.recordsReplaced);
-  r.counter("plan_failures_total", "Failed planner runs while leading.").set(stats.planFailures);
-  const ops = r.histogram("store_op_duration_seconds", "Store operation latency, by op.");
-  for (const op of KNOWN_LABEL_VALUES.storeOps) ops.set(stats.storeOpSeconds[op] ?? newHistogram(), { op });
-  for (const [op, h] of Object.entries(stats.storeOpSeconds)) {
-    if (!(KNOWN_LABEL_VALUES.storeOps as readonly string[]).includes(op)) ops.set(h, { op });
-  }
-  r.histogram("handover_seconds", "Steal requested to thief gained.").set(stats.handoverSeconds);
-  if (worker) {
-    const w = worker.stats();
-    r.gauge("lanes_running", "Lanes running now.").set(w.running);
-    r.gauge("lanes_queued", "Gained splits waiting for a free lane.").set(w.queued);
-    r.counter("lanes_abandoned_total", "Lanes that ignored their abort beyond the grace period.").set(w.abandoned);
-    r.counter("lane_failures_total", "Failed tenancies (thrown run, fail, bad descriptor).").set(w.failed);
-    r.counter("lane_commits_total", "Progress writes that landed.").set(w.commits);
-    r.counter("records_committed_total", "Records covered by commits that landed.").set(w.recordsCommitted);
-    r.counter("splits_completed_here_total", "Splits completed by this worker.").set(w.completed);
-  }
-  return r.render();
-}
 
 function problem(status: number, error: string, extra: Record<string, unknown> = {}): Response {
   return new Response(JSON.stringify({ error, ...extra }), {
@@ -367,55 +243,4 @@ export function createApp(options: AppOptions): HttpApp {
     return c.json({ error: "internal error", message: err.message }, 500);
   });
   return app;
-}
-
-/**
- * Throws `INVALID_CONFIG` unless the drain options are usable: a token of
- * RFC 6750 characters (a Bearer header cannot carry others), and not both a
- * token and `drainOpen`. `serve` calls it before joining.
- */
-export function checkDrainOptions(options: Pick<AppOptions, "drainToken" | "drainOpen">): void {
-  const token = options.drainToken;
-  if (token !== undefined && options.drainOpen) {
-    throw new SplitleaseError("INVALID_CONFIG", "drainOpen and drainToken exclude each other; give one");
-  }
-  if (token !== undefined && (typeof token !== "string" || !BEARER_TOKEN.test(token))) {
-    throw new SplitleaseError(
-      "INVALID_CONFIG",
-      `drainToken must be a bearer token of [A-Za-z0-9._~+/-] characters, optionally ending in "=" ` +
-        `(RFC 6750), got ${typeof token === "string" ? `a string of ${token.length} characters` : typeof token}`,
-    );
-  }
-}
-
-/**
- * Who may `POST /drain`: the bearer token when one is configured (compared
- * in constant time), everybody with `drainOpen`, nobody otherwise. A drain
- * stops the worker, so an unconfigured route is closed rather than open.
- */
-function drainGuardOf(options: AppOptions): MiddlewareHandler {
-  checkDrainOptions(options);
-  const token = options.drainToken;
-  if (token !== undefined) {
-    const challenge = 'Bearer realm="splitlease"';
-    return bearerAuth({
-      verifyToken: (given) => timingSafeEqual(given, token),
-      realm: "splitlease",
-      noAuthenticationHeader: { message: { error: "missing bearer token" }, wwwAuthenticateHeader: challenge },
-      invalidAuthenticationHeader: {
-        message: { error: "malformed Authorization header: expected Bearer <token>" },
-        wwwAuthenticateHeader: `${challenge}, error="invalid_request"`,
-      },
-      invalidToken: {
-        message: { error: "invalid bearer token" },
-        wwwAuthenticateHeader: `${challenge}, error="invalid_token"`,
-      },
-    });
-  }
-  if (options.drainOpen === true) return (_c, next) => next();
-  return (c) =>
-    Promise.resolve(c.json({
-      error: `${c.req.method} ${new URL(c.req.url).pathname} is disabled: no drainToken is configured (set drainToken, ` +
-        "or drainOpen: true to accept drains and operator actions without a token on a private network)",
-    }, 403));
 }

@@ -1,0 +1,83 @@
+/**
+ * Who may `POST /drain` (and the operator actions behind the same token):
+ * the bearer-token rules, their check at start, and the middleware.
+ *
+ * @module
+ */
+import type { MiddlewareHandler } from "hono";
+import { bearerAuth } from "hono/bearer-auth";
+import { SplitleaseError } from "../errors.ts";
+import type { AppOptions } from "./app.ts";
+
+const encoder = new TextEncoder();
+
+/** RFC 6750 token68: the only tokens a Bearer header can carry. */
+const BEARER_TOKEN = /^[A-Za-z0-9._~+/-]+=*$/;
+
+/**
+ * Compares two strings in time that depends only on the expected value's
+ * length, not on where they differ.
+ *
+ * @example
+ * ```ts
+ * timingSafeEqual("s3cret", "s3cret"); // true
+ * ```
+ */
+export function timingSafeEqual(given: string, expected: string): boolean {
+  const a = encoder.encode(given);
+  const b = encoder.encode(expected);
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < b.length; i++) diff |= (i < a.length ? a[i] : 0) ^ b[i];
+  return diff === 0;
+}
+
+/**
+ * Throws `INVALID_CONFIG` unless the drain options are usable: a token of
+ * RFC 6750 characters (a Bearer header cannot carry others), and not both a
+ * token and `drainOpen`. `serve` calls it before joining.
+ */
+export function checkDrainOptions(options: Pick<AppOptions, "drainToken" | "drainOpen">): void {
+  const token = options.drainToken;
+  if (token !== undefined && options.drainOpen) {
+    throw new SplitleaseError("INVALID_CONFIG", "drainOpen and drainToken exclude each other; give one");
+  }
+  if (token !== undefined && (typeof token !== "string" || !BEARER_TOKEN.test(token))) {
+    throw new SplitleaseError(
+      "INVALID_CONFIG",
+      `drainToken must be a bearer token of [A-Za-z0-9._~+/-] characters, optionally ending in "=" ` +
+        `(RFC 6750), got ${typeof token === "string" ? `a string of ${token.length} characters` : typeof token}`,
+    );
+  }
+}
+
+/**
+ * Who may `POST /drain`: the bearer token when one is configured (compared
+ * in constant time), everybody with `drainOpen`, nobody otherwise. A drain
+ * stops the worker, so an unconfigured route is closed rather than open.
+ */
+export function drainGuardOf(options: AppOptions): MiddlewareHandler {
+  checkDrainOptions(options);
+  const token = options.drainToken;
+  if (token !== undefined) {
+    const challenge = 'Bearer realm="splitlease"';
+    return bearerAuth({
+      verifyToken: (given) => timingSafeEqual(given, token),
+      realm: "splitlease",
+      noAuthenticationHeader: { message: { error: "missing bearer token" }, wwwAuthenticateHeader: challenge },
+      invalidAuthenticationHeader: {
+        message: { error: "malformed Authorization header: expected Bearer <token>" },
+        wwwAuthenticateHeader: `${challenge}, error="invalid_request"`,
+      },
+      invalidToken: {
+        message: { error: "invalid bearer token" },
+        wwwAuthenticateHeader: `${challenge}, error="invalid_token"`,
+      },
+    });
+  }
+  if (options.drainOpen === true) return (_c, next) => next();
+  return (c) =>
+    Promise.resolve(c.json({
+      error: `${c.req.method} ${new URL(c.req.url).pathname} is disabled: no drainToken is configured (set drainToken, ` +
+        "or drainOpen: true to accept drains and operator actions without a token on a private network)",
+    }, 403));
+}

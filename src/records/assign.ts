@@ -1,0 +1,80 @@
+/**
+ * The `assign.<instance>` record: the leader's directives to one member.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { count, id, v2 } from "./layout.ts";
+import { type Owner, OwnerSchema, type SplitRecord, SplitRecordSchema } from "./split.ts";
+
+/**
+ * One split in an assignment record: its id, the epoch and revision of the
+ * split record the leader saw, and (space permitting) that record.
+ *
+ * @example
+ * ```ts
+ * import type { AssignEntry } from "@splitlease/splitlease/admin";
+ * const e: AssignEntry = { id: "s1", epoch: 0, rev: 42 };
+ * ```
+ */
+export interface AssignEntry {
+  /** Split id. */
+  id: string;
+  /** Epoch of the split record at `rev`. */
+  epoch: number;
+  /** Revision of the split record the directive is about. */
+  rev: number;
+  /** The split record at `rev` (omitted when the assignment record would grow too large). */
+  rec?: SplitRecord;
+  /** Why it comes: `takeover` (its owner died), `reclaim` (its owner was our previous process), `handoff` (released or fenced to us). */
+  why?: "takeover" | "reclaim" | "handoff";
+}
+
+/**
+ * An `assign.<instance>` record: the leader's directives to one member
+ * (docs/DESIGN.md, "How a split reaches a worker without races").
+ *
+ * @example
+ * ```ts
+ * import type { AssignRecord } from "@splitlease/splitlease/admin";
+ * const a: AssignRecord = { v: 2, term: 3, session: "s1", seq: 7, offers: [], grants: [], revokes: [], drops: [] };
+ * ```
+ */
+export interface AssignRecord {
+  /** Record layout. */
+  v: 2;
+  /** Term of the leader that wrote it. */
+  term: number;
+  /** Session of the member it is addressed to. */
+  session: string;
+  /** Write counter within the term. */
+  seq: number;
+  /** Free splits reserved for the member: claim them (one CAS each) when a lane is free. */
+  offers: AssignEntry[];
+  /** Splits already opened for the member (epoch and owner written): start them without a write. */
+  grants: AssignEntry[];
+  /** Held splits the leader wants back; `to` is the successor to release them to. */
+  revokes: { id: string; epoch: number; to?: Owner }[];
+  /** Held splits whose record moved away from the member: stop them now. */
+  drops: { id: string; epoch: number; reason: "fenced" | "expired" | "cancelled" }[];
+}
+
+const EntrySchema: z.ZodType<AssignEntry> = z.object({
+  id,
+  epoch: count,
+  rev: z.number().int().positive(),
+  rec: SplitRecordSchema.optional(),
+  why: z.enum(["takeover", "reclaim", "handoff"]).optional(),
+});
+
+/** Schema of an `assign.<instance>` record. */
+export const AssignRecordSchema: z.ZodType<AssignRecord> = z.object({
+  v: v2,
+  term: count,
+  session: z.string().min(1),
+  seq: count,
+  offers: z.array(EntrySchema),
+  grants: z.array(EntrySchema),
+  revokes: z.array(z.object({ id, epoch: count, to: OwnerSchema.optional() })),
+  drops: z.array(z.object({ id, epoch: count, reason: z.enum(["fenced", "expired", "cancelled"]) })),
+});

@@ -1,0 +1,78 @@
+/**
+ * Hand-written checks of the hot records (split, member, assignment), the
+ * twins of their schemas: a record is decoded on every watch event and zod
+ * costs several times more, so `decodeRecord` runs these first and zod only
+ * explains a value they refused.
+ *
+ * @module
+ */
+import type { z } from "zod";
+import { ID_RE } from "./layout.ts";
+import { type AssignRecord, AssignRecordSchema } from "./assign.ts";
+import { type MemberRecord, MemberRecordSchema } from "./member.ts";
+import { type SplitRecord, SplitRecordSchema } from "./split.ts";
+
+type Obj = Record<string, unknown>;
+/** Whether `x` is a plain object (not null, not an array). */
+export const isObj = (x: unknown): x is Obj => typeof x === "object" && x !== null && !Array.isArray(x);
+const isCount = (x: unknown): x is number => typeof x === "number" && Number.isInteger(x) && x >= 0;
+const isOwner = (x: unknown): boolean =>
+  isObj(x) && typeof x.instance === "string" && ID_RE.test(x.instance) && typeof x.session === "string" &&
+  x.session.length > 0;
+
+/** Whether `x` is a valid split record (the hand-written twin of {@linkcode SplitRecordSchema}). */
+export function isSplitRecord(x: unknown): x is SplitRecord {
+  if (!isObj(x) || x.v !== 2 || !isCount(x.epoch) || !isCount(x.attempts)) return false;
+  const s = x.status;
+  if (s !== "runnable" && s !== "completed" && s !== "quarantined" && s !== "cancelled") return false;
+  if (x.owner !== null && !isOwner(x.owner)) return false;
+  const w = x.weight;
+  if (typeof w !== "number" || !(w > 0) || !Number.isFinite(w)) return false;
+  const p = x.progress;
+  if (p !== null) {
+    if (!isObj(p)) return false;
+    const wm = p.watermark;
+    if (wm !== undefined && typeof wm !== "string" && !(typeof wm === "number" && Number.isFinite(wm))) return false;
+  }
+  if (x.spec !== undefined && x.spec !== true) return false;
+  if (x.lastFailure !== undefined && typeof x.lastFailure !== "string") return false;
+  if (x.failures !== undefined && !(Array.isArray(x.failures) && x.failures.every(isFailure))) return false;
+  return true;
+}
+
+const isFailure = (f: unknown): boolean =>
+  isObj(f) && typeof f.at === "number" && Number.isFinite(f.at) && typeof f.worker === "string" &&
+  typeof f.message === "string";
+
+function isMemberRecord(x: unknown): x is MemberRecord {
+  return isObj(x) && x.v === 2 && typeof x.session === "string" && x.session.length > 0 && isCount(x.maxInFlight) &&
+    typeof x.runtime === "string" && typeof x.version === "string" && isCount(x.beat) &&
+    (x.draining === undefined || typeof x.draining === "boolean") &&
+    (x.planner === undefined || typeof x.planner === "boolean") && (x.held === undefined || isCount(x.held)) &&
+    (x.seen === undefined || isCount(x.seen));
+}
+
+const WHY = new Set(["takeover", "reclaim", "handoff"]);
+const isEntry = (x: unknown): boolean =>
+  isObj(x) && typeof x.id === "string" && ID_RE.test(x.id) && isCount(x.epoch) && isCount(x.rev) && x.rev > 0 &&
+  (x.rec === undefined || isSplitRecord(x.rec)) && (x.why === undefined || WHY.has(x.why as string));
+
+function isAssignRecord(x: unknown): x is AssignRecord {
+  if (!isObj(x) || x.v !== 2 || !isCount(x.term) || !isCount(x.seq)) return false;
+  if (typeof x.session !== "string" || x.session.length === 0) return false;
+  const { offers, grants, revokes, drops } = x;
+  if (!Array.isArray(offers) || !Array.isArray(grants) || !Array.isArray(revokes) || !Array.isArray(drops)) return false;
+  return offers.every(isEntry) && grants.every(isEntry) &&
+    revokes.every((r) => isObj(r) && typeof r.id === "string" && ID_RE.test(r.id) && isCount(r.epoch) && (r.to === undefined || isOwner(r.to))) &&
+    drops.every((d) =>
+      isObj(d) && typeof d.id === "string" && ID_RE.test(d.id) && isCount(d.epoch) &&
+      (d.reason === "fenced" || d.reason === "expired" || d.reason === "cancelled")
+    );
+}
+
+/** The fast check of each hot record's schema. */
+export const FAST_CHECKS: ReadonlyMap<z.ZodType, (x: unknown) => boolean> = new Map<z.ZodType, (x: unknown) => boolean>([
+  [SplitRecordSchema, isSplitRecord],
+  [MemberRecordSchema, isMemberRecord],
+  [AssignRecordSchema, isAssignRecord],
+]);

@@ -1,0 +1,163 @@
+/**
+ * The job-wide records: `job` (which job the bucket belongs to), `plan` (the
+ * leader fence, the published plan and the job outcome) and `leader` (the
+ * leader's heartbeat and the job counts it saw).
+ *
+ * @module
+ */
+import { z } from "zod";
+import { count, id, json, type Json, v2 } from "./layout.ts";
+
+/**
+ * The `job` record: which job this bucket belongs to.
+ *
+ * @example
+ * ```ts
+ * import type { JobRecord } from "@splitlease/splitlease/admin";
+ * const job: JobRecord = { v: 2, fingerprint: "backfill:s3://bucket/prefix", createdAt: Date.now() };
+ * ```
+ */
+export interface JobRecord {
+  /** Record layout. */
+  v: 2;
+  /** Planner-supplied, config-derived identity of the job. */
+  fingerprint: string;
+  /** Wall-clock creation time (informational only). */
+  createdAt: number;
+}
+
+/** Schema of the `job` record. */
+export const JobRecordSchema: z.ZodType<JobRecord> = z.object({
+  v: v2,
+  fingerprint: z.string().min(1),
+  createdAt: z.number(),
+});
+
+/**
+ * How a bounded job ended, decided once by the leader (`plan.outcome`).
+ *
+ * @example
+ * ```ts
+ * import type { JobOutcome } from "@splitlease/splitlease/admin";
+ * const o: JobOutcome = { kind: "stalled", completed: 9, quarantined: 1 };
+ * ```
+ */
+export type JobOutcome =
+  | { kind: "allComplete"; completed: number; cancelled?: number }
+  | { kind: "stalled"; completed: number; quarantined: number; cancelled?: number }
+  | { kind: "planFailed"; error: string; attempts: number; term: number };
+
+/**
+ * The `plan` record: leader term (the leader fence), the published plan and,
+ * once decided, the job outcome.
+ *
+ * @example
+ * ```ts
+ * import type { PlanRecord } from "@splitlease/splitlease/admin";
+ * const p: PlanRecord = { v: 2, term: 1, finality: "final", generation: 1, planned: 42 };
+ * ```
+ */
+export interface PlanRecord {
+  /** Record layout. */
+  v: 2;
+  /** Leader generation; a new leader bumps it (the leader fence). */
+  term: number;
+  /** `final`: the enumeration is complete; `open`: re-planned on an interval. */
+  finality: "open" | "final";
+  /** Number of publishes so far; 0 means no plan was published yet. */
+  generation: number;
+  /** Splits planned (counted from what was seeded). */
+  planned: number;
+  /** Planner cursor for discovery planners. */
+  cursor?: Json;
+  /** Wall-clock time of the last publish (informational only). */
+  publishedAt?: number;
+  /** The job outcome, written once by the leader after a confirming listing. */
+  outcome?: JobOutcome;
+}
+
+const OutcomeSchema: z.ZodType<JobOutcome> = z.union([
+  z.object({ kind: z.literal("allComplete"), completed: count, cancelled: count.optional() }),
+  z.object({ kind: z.literal("stalled"), completed: count, quarantined: count, cancelled: count.optional() }),
+  z.object({ kind: z.literal("planFailed"), error: z.string(), attempts: count, term: count }),
+]);
+
+/** Schema of the `plan` record. */
+export const PlanRecordSchema: z.ZodType<PlanRecord> = z.object({
+  v: v2,
+  term: count,
+  finality: z.enum(["open", "final"]),
+  generation: count,
+  planned: count,
+  cursor: json.optional(),
+  publishedAt: z.number().optional(),
+  outcome: OutcomeSchema.optional(),
+});
+
+/**
+ * Job-wide split counts as the leader sees them, carried on its heartbeat.
+ *
+ * @example
+ * ```ts
+ * import type { JobCounts } from "@splitlease/splitlease/admin";
+ * const c: JobCounts = { members: 3, runnable: 10, unowned: 2, completed: 5, quarantined: 0, cancelled: 0 };
+ * ```
+ */
+export interface JobCounts {
+  /** Live members (standbys included). */
+  members: number;
+  /** Runnable splits (owned or not). */
+  runnable: number;
+  /** Runnable splits with no owner (the backlog). */
+  unowned: number;
+  /** Completed splits. */
+  completed: number;
+  /** Quarantined (poison) splits. */
+  quarantined: number;
+  /** Cancelled splits. */
+  cancelled: number;
+}
+
+/**
+ * The `leader` record: the current leader, its heartbeat counter and the job
+ * counts it last saw.
+ *
+ * @example
+ * ```ts
+ * import type { LeaderRecord } from "@splitlease/splitlease/admin";
+ * const l: LeaderRecord = { v: 2, instance: "a", session: "s1", term: 2, beat: 10 };
+ * ```
+ */
+export interface LeaderRecord {
+  /** Record layout. */
+  v: 2;
+  /** Leader instance id. */
+  instance: string;
+  /** Leader process session nonce. */
+  session: string;
+  /** Term it won. */
+  term: number;
+  /** Heartbeat counter, bumped every beat. */
+  beat: number;
+  /** Job counts as of this beat. */
+  counts?: JobCounts;
+}
+
+const CountsSchema: z.ZodType<JobCounts> = z.object({
+  members: count,
+  runnable: count,
+  unowned: count,
+  completed: count,
+  quarantined: count,
+  cancelled: count,
+});
+
+/** Schema of the `leader` record. */
+export const LeaderRecordSchema: z.ZodType<LeaderRecord> = z.object({
+  v: v2,
+  instance: id,
+  session: z.string().min(1),
+  term: count,
+  beat: count,
+  counts: CountsSchema.optional(),
+});

@@ -1,0 +1,56 @@
+/**
+ * The `member.<instance>` record: one live worker's heartbeat.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { count, v2 } from "./layout.ts";
+
+/**
+ * A `member.<instance>` record: one live worker and its heartbeat counter.
+ *
+ * @example
+ * ```ts
+ * import type { MemberRecord } from "@splitlease/splitlease/admin";
+ * const m: MemberRecord = { v: 2, session: "s1", maxInFlight: 8, runtime: "deno", version: "0.2.0", beat: 0 };
+ * ```
+ */
+export interface MemberRecord {
+  /** Record layout. */
+  v: 2;
+  /** Process session nonce (fresh per process). */
+  session: string;
+  /** Lanes this worker runs at most (0: a standby that holds nothing). */
+  maxInFlight: number;
+  /** Runtime name and version, e.g. `deno 2.9.6`. */
+  runtime: string;
+  /** splitlease version. */
+  version: string;
+  /** Heartbeat counter, bumped every beat. */
+  beat: number;
+  /** Set while the worker drains to leave; it gets nothing more. */
+  draining?: boolean;
+  /** Whether it runs a planner (preferred as leader). */
+  planner?: boolean;
+  /** Splits it held (or was claiming) when it wrote this beat: the leader re-sends grants when it sees more. */
+  held?: number;
+  /**
+   * Revision of the newest `assign.<instance>` record it has applied: every
+   * grant listed there is known to it, so the leader stops listing them.
+   */
+  seen?: number;
+}
+
+/** Schema of a `member.<instance>` record. */
+export const MemberRecordSchema: z.ZodType<MemberRecord> = z.object({
+  v: v2,
+  session: z.string().min(1),
+  maxInFlight: count,
+  runtime: z.string(),
+  version: z.string(),
+  beat: count,
+  draining: z.boolean().optional(),
+  planner: z.boolean().optional(),
+  held: count.optional(),
+  seen: count.optional(),
+});

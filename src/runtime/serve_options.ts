@@ -1,0 +1,145 @@
+/**
+ * The options of `serve` (and of `serveWith`), their defaults, and the
+ * check that refuses unusable ones before anything connects.
+ *
+ * @module
+ */
+import type { JoinOptions } from "../coordinator/coordinator.ts";
+import type { CoordinatorTunables } from "../coordinator/config.ts";
+import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import { SplitleaseError } from "../errors.ts";
+import { checkDrainOptions } from "../http/drain_auth.ts";
+import type { Store } from "../store/store.ts";
+import type { SplitSource } from "./source.ts";
+import { TUNABLE_KEYS } from "../coordinator/config.ts";
+import { keysOf, rejectUnknownKeys } from "../util/options.ts";
+import { durationIssue } from "../util/timers.ts";
+
+/**
+ * Default `shutdownMarginMs`: time on top of `drainDeadlineMs` for a SIGTERM
+ * drain before lanes are aborted. A pod's termination grace period should
+ * exceed their sum plus one store write (`opTimeoutMs`, the leave).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_SHUTDOWN_MARGIN_MS } from "./serve_core.ts";
+ * const graceSeconds = (10_000 + DEFAULT_SHUTDOWN_MARGIN_MS + 5_000) / 1000; // 20
+ * ```
+ */
+export const DEFAULT_SHUTDOWN_MARGIN_MS = 5000;
+
+/**
+ * Options of the adapters' `serve` (and of {@linkcode serveWith}).
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
+ * import { type ServeOptions } from "@splitlease/splitlease/host";
+ * declare const source: SplitSource;
+ * const options: ServeOptions<unknown> = { store: new MemoryStore(), source, job: "backfill", port: 8080 };
+ * ```
+ */
+export interface ServeOptions<D = unknown> extends CoordinatorTunables {
+  /** The coordination store (kept open: the caller owns it). */
+  store?: Store;
+  /** Creates the store (closed by serve when the worker ends). */
+  storeFactory?: () => Store | Promise<Store>;
+  /** The user's source. */
+  source: SplitSource<D>;
+  /** Job name. */
+  job: string;
+  /** Instance id (pod name); generated when absent. */
+  instance?: string;
+  /** HTTP port (default 8080; 0 picks a free one). */
+  port?: number;
+  /** HTTP bind address (default `0.0.0.0`). */
+  hostname?: string;
+  /** Bearer token for `POST /drain` (without one the route answers 403 unless `drainOpen`). */
+  drainToken?: string;
+  /** Accept `POST /drain` without a token (default `false`; private networks only). */
+  drainOpen?: boolean;
+  /** Metric name prefix (default `etl_coordination_`). */
+  metricsPrefix?: string;
+  /** Stalled job is fatal (exit 3, default) or drains with a warning (exit 0). */
+  stalledIsFatal?: boolean;
+  /** How long a lane may ignore its abort (default 5000 ms). */
+  abortGraceMs?: number;
+  /** Commit cadence per lane (default 0: every commit writes). */
+  commitIntervalMs?: number;
+  /**
+   * Time on top of `drainDeadlineMs` for the whole shutdown (release, leave,
+   * close) before lanes are aborted (default 5000 ms).
+   */
+  shutdownMarginMs?: number;
+  /** Structured logger (default: JSON lines on the console). */
+  logger?: Logger;
+  /** Clock (default: system clock). */
+  clock?: Clock;
+  /**
+   * What the process does once the job is complete (the worker drained with
+   * the job done, not on a shutdown request): `"exit"` (default) exits 0 at
+   * once, which suits a Kubernetes Job; `"idle"` closes the store and keeps
+   * serving HTTP (`/healthz` and `/readyz` 200, `idle: true`) until
+   * SIGTERM/SIGINT, then exits 0, so a Deployment's restarted pod on a
+   * finished job does not crash-loop. Stalls (exit 3), planner failures
+   * (exit 4) and errors (exit 1) exit in both modes.
+   */
+  afterCompletion?: "exit" | "idle";
+  /** Exit the process when the worker ends (default `true`). */
+  exit?: boolean;
+  /** Joins the coordinator (default `SplitCoordinator.join`); for tests and custom coordinators. */
+  join?: (options: JoinOptions) => Promise<Coordinator>;
+}
+
+/** Every option `serve` takes (the tunables included): anything else is a typo. */
+const SERVE_KEYS: readonly string[] = [
+  ...TUNABLE_KEYS,
+  ...keysOf<Omit<ServeOptions, keyof CoordinatorTunables>>({
+    store: true,
+    storeFactory: true,
+    source: true,
+    job: true,
+    instance: true,
+    port: true,
+    hostname: true,
+    drainToken: true,
+    drainOpen: true,
+    metricsPrefix: true,
+    stalledIsFatal: true,
+    abortGraceMs: true,
+    commitIntervalMs: true,
+    shutdownMarginMs: true,
+    afterCompletion: true,
+    logger: true,
+    clock: true,
+    exit: true,
+    join: true,
+  }),
+];
+
+/**
+ * Refuses unknown keys, out-of-range durations of the worker and the
+ * shutdown, and unusable drain options before anything connects (the
+ * coordinator tunables are checked by the join).
+ */
+export function checkServeOptions(options: ServeOptions<unknown>): void {
+  if (!options || typeof options !== "object") throw new SplitleaseError("INVALID_CONFIG", "serve needs an options object");
+  rejectUnknownKeys(options, SERVE_KEYS, "serve");
+  for (const key of ["shutdownMarginMs", "abortGraceMs", "commitIntervalMs"] as const) {
+    if (options[key] === undefined) continue;
+    const issue = durationIssue(key, options[key]);
+    if (issue) throw new SplitleaseError("INVALID_CONFIG", `serve: ${issue}`);
+  }
+  if (options.afterCompletion !== undefined && options.afterCompletion !== "exit" && options.afterCompletion !== "idle") {
+    throw new SplitleaseError(
+      "INVALID_CONFIG",
+      `serve: afterCompletion must be "exit" or "idle", got ${JSON.stringify(options.afterCompletion)}`,
+    );
+  }
+  try {
+    checkDrainOptions(options);
+  } catch (e) {
+    if (e instanceof SplitleaseError) throw new SplitleaseError(e.code, `serve: ${e.message}`);
+    throw e;
+  }
+}

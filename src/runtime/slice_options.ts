@@ -1,0 +1,184 @@
+/**
+ * The options of a slice (`runSlice`, `createSliceHandler`, the Lambda
+ * handler) and the check that refuses, before anything connects, options
+ * under which no slice could work.
+ *
+ * @module
+ */
+import type { JoinOptions } from "../coordinator/coordinator.ts";
+import type { CoordinatorTunables } from "../coordinator/config.ts";
+import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import { SplitleaseError } from "../errors.ts";
+import type { Store } from "../store/store.ts";
+import type { SplitSource } from "./source.ts";
+import { parseCoordinatorConfig, pickTunables, TUNABLE_KEYS } from "../coordinator/config.ts";
+import { keysOf, rejectUnknownKeys } from "../util/options.ts";
+import { durationIssue } from "../util/timers.ts";
+
+/**
+ * Options of {@linkcode runSlice} and {@linkcode createSliceHandler}.
+ *
+ * @example
+ * ```ts
+ * import { createSliceHandler, type SliceOptions } from "@splitlease/splitlease/serverless";
+ * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
+ * declare const source: SplitSource;
+ * const options: SliceOptions<unknown> = { store: new MemoryStore(), source, job: "backfill", budgetMs: 10_000 };
+ * const handler = createSliceHandler(options);
+ * ```
+ */
+export interface SliceOptions<D = unknown> extends CoordinatorTunables {
+  /** The coordination store (kept open). */
+  store?: Store;
+  /** Creates a store per invocation (closed after it). */
+  storeFactory?: () => Store | Promise<Store>;
+  /** The user's source. */
+  source: SplitSource<D>;
+  /** Job name. */
+  job: string;
+  /** Instance id prefix; each invocation is `<prefix>-<random>` (default `fn`). */
+  instancePrefix?: string;
+  /**
+   * Total time budget of an invocation in ms (default 30000). Must be at
+   * least `marginMs + opTimeoutMs`: the drain margin plus one store
+   * operation's time to join and claim (16000 with the defaults).
+   */
+  budgetMs?: number;
+  /**
+   * Time reserved at the end of the budget for the drain, release and leave
+   * (default `drainDeadlineMs + 1000`). Must exceed `drainDeadlineMs`, which
+   * must be at least `opTimeoutMs`.
+   */
+  marginMs?: number;
+  /** Stalled job fatal (outcome `stalled`, default) or drained with a warning. */
+  stalledIsFatal?: boolean;
+  /** How long a lane may ignore its abort (default 1000 ms in slices). */
+  abortGraceMs?: number;
+  /** Commit cadence per lane (default 0). */
+  commitIntervalMs?: number;
+  /** Bearer token required by the fetch handler. */
+  token?: string;
+  /** Structured logger (default: JSON lines). */
+  logger?: Logger;
+  /** Clock (default: system clock). */
+  clock?: Clock;
+  /** Joins the coordinator (default `SplitCoordinator.join`). */
+  join?: (options: JoinOptions) => Promise<Coordinator>;
+  /** Runtime name for the member record (default `serverless`). */
+  runtime?: string;
+}
+
+/** Every option a slice takes (the tunables included): anything else is a typo. */
+const SLICE_KEYS: readonly string[] = [
+  ...TUNABLE_KEYS,
+  ...keysOf<Omit<SliceOptions, keyof CoordinatorTunables>>({
+    store: true,
+    storeFactory: true,
+    source: true,
+    job: true,
+    instancePrefix: true,
+    budgetMs: true,
+    marginMs: true,
+    stalledIsFatal: true,
+    abortGraceMs: true,
+    commitIntervalMs: true,
+    token: true,
+    logger: true,
+    clock: true,
+    join: true,
+    runtime: true,
+  }),
+];
+
+/** Refuses unknown keys and out-of-range durations before anything connects. */
+function checkSliceInput(options: SliceOptions<unknown>, where: string): void {
+  if (!options || typeof options !== "object") throw new SplitleaseError("INVALID_CONFIG", `${where} needs an options object`);
+  rejectUnknownKeys(options, SLICE_KEYS, where);
+  for (const key of ["budgetMs", "marginMs", "abortGraceMs", "commitIntervalMs"] as const) {
+    if (options[key] === undefined) continue;
+    const issue = durationIssue(key, options[key]);
+    if (issue) throw new SplitleaseError("INVALID_CONFIG", `${where}: ${issue}`);
+  }
+}
+
+/** A slice's timing after defaults (see {@linkcode checkSliceOptions}). */
+export interface SliceTiming {
+  /** The invocation's whole budget. */
+  budgetMs: number;
+  /** The end of the budget kept for the drain, release and leave. */
+  marginMs: number;
+  /** Deadline of the cooperative drain. */
+  drainDeadlineMs: number;
+  /** Timeout of one store operation. */
+  opTimeoutMs: number;
+  /** The smallest budget these options allow: `marginMs + opTimeoutMs`. */
+  minBudgetMs: number;
+}
+
+const PREFIX = /^[A-Za-z0-9_-]{1,100}$/;
+
+/**
+ * Validates slice options with `budgetMs` (default `options.budgetMs`, else
+ * 30000) and returns the timing they imply. Checks every rule the slice and
+ * its coordinator would otherwise break at run time — the coordinator
+ * tunables (`leaseMs >= 2 × opTimeoutMs`, `drainDeadlineMs >= opTimeoutMs`,
+ * ...), `marginMs > drainDeadlineMs`, `budgetMs >= marginMs + opTimeoutMs`,
+ * the job and instance prefix, a store — and throws one `INVALID_CONFIG`
+ * error naming each broken rule. `createSliceHandler` and `runSlice` call it
+ * before doing anything, so a handler that cannot work fails when it is
+ * created, not with an error on every request.
+ *
+ * @example
+ * ```ts
+ * import { checkSliceOptions } from "./slice.ts";
+ * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
+ * declare const source: SplitSource;
+ * const t = checkSliceOptions({ store: new MemoryStore(), source, job: "j", budgetMs: 8000, opTimeoutMs: 1000, drainDeadlineMs: 3000 });
+ * console.log(t.marginMs, t.minBudgetMs); // 4000 5000
+ * ```
+ */
+export function checkSliceOptions<D>(
+  options: SliceOptions<D>,
+  budgetMs: number = options.budgetMs ?? 30_000,
+  where = "slice",
+): SliceTiming {
+  checkSliceInput(options as SliceOptions<unknown>, where);
+  const rules: string[] = [];
+  const opTimeoutMs = options.opTimeoutMs ?? 5000;
+  const drainDeadlineMs = options.drainDeadlineMs ?? 10_000;
+  const marginMs = options.marginMs ?? drainDeadlineMs + 1000;
+  const minBudgetMs = marginMs + opTimeoutMs;
+  if (!Number.isInteger(budgetMs) || budgetMs <= 0) {
+    rules.push(`budgetMs must be a positive integer (ms), got ${budgetMs}`);
+  } else if (budgetMs < minBudgetMs) {
+    rules.push(
+      `budgetMs must be at least marginMs + opTimeoutMs (${marginMs} + ${opTimeoutMs} = ${minBudgetMs}), got ${budgetMs}: ` +
+        "the end of the budget is kept for the drain and the rest must fit at least one store operation to join; " +
+        "lower drainDeadlineMs (and opTimeoutMs) or raise the budget",
+    );
+  }
+  if (!Number.isInteger(marginMs) || marginMs <= drainDeadlineMs) {
+    rules.push(
+      `marginMs must exceed drainDeadlineMs (${drainDeadlineMs}) to leave time to release and leave after the drain, got ${marginMs}`,
+    );
+  }
+  const prefix = options.instancePrefix ?? "fn";
+  if (!PREFIX.test(prefix)) {
+    rules.push(`instancePrefix must be 1-100 characters of [A-Za-z0-9_-], got ${JSON.stringify(prefix)}`);
+  }
+  if (!options.store && !options.storeFactory) rules.push("a slice needs a store or a storeFactory");
+  try {
+    parseCoordinatorConfig({
+      ...pickTunables(options),
+      drainDeadlineMs,
+      job: options.job,
+      instance: `${PREFIX.test(prefix) ? prefix : "fn"}-0000000000`,
+      fingerprint: "checked-at-join",
+    });
+  } catch (e) {
+    if (!(e instanceof SplitleaseError)) throw e;
+    rules.push(e.message.replace(/^Invalid coordinator config: /, ""));
+  }
+  if (rules.length) throw new SplitleaseError("INVALID_CONFIG", `Invalid slice config: ${rules.join("; ")}`);
+  return { budgetMs, marginMs, drainDeadlineMs, opTimeoutMs, minBudgetMs };
+}

@@ -1,0 +1,182 @@
+/**
+ * One slice: join with a fresh session, work until the budget minus the
+ * margin, drain cooperatively, leave, and report what it did.
+ *
+ * @module
+ */
+import { type JoinOptions, SplitCoordinator } from "../coordinator/coordinator.ts";
+import type { Clock, Coordinator } from "../coordinator/types.ts";
+import { SplitleaseError } from "../errors.ts";
+import { systemClock } from "../coordinator/clock.ts";
+import { jsonLogger } from "./logger.ts";
+import { startWorker, type WorkerOutcome } from "./worker.ts";
+import { pickTunables } from "../coordinator/config.ts";
+import { durationIssue } from "../util/timers.ts";
+import { checkSliceOptions, type SliceOptions } from "./slice_options.ts";
+
+/**
+ * What one slice did.
+ *
+ * @example
+ * ```ts
+ * import { runSlice, type SliceResult } from "@splitlease/splitlease/serverless";
+ * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
+ * declare const source: SplitSource;
+ * const r: SliceResult = await runSlice({ store: new MemoryStore(), source, job: "backfill", budgetMs: 2000 });
+ * console.log(r.outcome, r.completed);
+ * ```
+ */
+export interface SliceResult {
+  /** `complete` (job done), `budget` (time up, drained), `stalled`, `drained` (stalled, not fatal) or `error`. */
+  outcome: "complete" | "budget" | "stalled" | "drained" | "error";
+  /** Instance id of this invocation. */
+  instance: string;
+  /** Wall time of the slice in ms. */
+  durationMs: number;
+  /** Splits gained. */
+  gained: number;
+  /** Splits completed. */
+  completed: number;
+  /** Splits released (handed back for the next invocation). */
+  released: number;
+  /** Failed tenancies. */
+  failed: number;
+  /** Lost splits, by reason. */
+  lost: Record<string, number>;
+  /** Progress writes that landed. */
+  commits: number;
+  /** Records reported with commits that landed. */
+  recordsCommitted: number;
+  /** Whether the drain missed its deadline (lanes aborted). */
+  forced: boolean;
+  /** Error message when `outcome` is `error`. */
+  error?: string;
+  /** Warning (stall drained by configuration). */
+  warning?: string;
+}
+
+function nonce(): string {
+  const b = new Uint8Array(6);
+  crypto.getRandomValues(b);
+  return Array.from(b, (x) => x.toString(36).padStart(2, "0")).join("").slice(0, 10);
+}
+
+function resultOf(instance: string, started: number, clock: Clock, outcome: WorkerOutcome): SliceResult {
+  const s = outcome.stats;
+  const base = {
+    instance,
+    durationMs: Math.round(clock.now() - started),
+    gained: s.gained,
+    completed: s.completed,
+    released: s.released,
+    failed: s.failed,
+    lost: s.lost,
+    commits: s.commits,
+    recordsCommitted: s.recordsCommitted,
+    forced: outcome.kind === "drained" && outcome.forced === true,
+  };
+  if (outcome.kind === "error") {
+    return {
+      ...base,
+      outcome: "error",
+      error: outcome.error instanceof Error ? outcome.error.message : String(outcome.error),
+    };
+  }
+  if (outcome.kind === "stalled") return { ...base, outcome: "stalled" };
+  if (outcome.reason === "complete") return { ...base, outcome: "complete" };
+  if (outcome.reason === "stalled") return { ...base, outcome: "drained", warning: outcome.warning };
+  return { ...base, outcome: "budget" };
+}
+
+/**
+ * Runs one slice: join (fresh session), work until `budgetMs - marginMs`,
+ * drain cooperatively, leave. Resolves once everything is released and
+ * every timer it started is cleared.
+ *
+ * @example
+ * ```ts
+ * import { runSlice } from "@splitlease/splitlease/serverless";
+ * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
+ * declare const source: SplitSource;
+ * const store = new MemoryStore();
+ * const r = await runSlice({ store, source, job: "demo", budgetMs: 10_000, drainDeadlineMs: 2000 });
+ * console.log(r.outcome, r.completed);
+ * ```
+ */
+export async function runSlice<D>(
+  options: SliceOptions<D>,
+  budgetMs: number = options.budgetMs ?? 30_000,
+): Promise<SliceResult> {
+  const issue = durationIssue("budgetMs", budgetMs);
+  if (issue) throw new SplitleaseError("INVALID_ARGUMENT", `runSlice: ${issue}`);
+  const { drainDeadlineMs, marginMs } = checkSliceOptions(options, budgetMs, "runSlice");
+  const clock = options.clock ?? systemClock;
+  const started = clock.now();
+  const instance = `${options.instancePrefix ?? "fn"}-${nonce()}`;
+  const log = options.logger ?? jsonLogger({ base: { instance } });
+  const ownsStore = !options.store;
+  const store = options.store ?? (options.storeFactory ? await options.storeFactory() : undefined);
+  if (!store) throw new SplitleaseError("INVALID_CONFIG", "a slice needs a store or a storeFactory");
+  let timer: unknown = null;
+  try {
+    const tunables = pickTunables(options);
+    const join = options.join ?? ((o: JoinOptions) => SplitCoordinator.join(o));
+    let coordinator: Coordinator;
+    try {
+      coordinator = await join({
+        ...tunables,
+        drainDeadlineMs,
+        store,
+        job: options.job,
+        instance,
+        fingerprint: options.source.fingerprint(),
+        planner: (ctx) => options.source.plan(ctx),
+        clock,
+        logger: log,
+        runtime: options.runtime ?? "serverless",
+      });
+    } catch (e) {
+      log("error", "join failed", { event: "startupFailed", error: e });
+      return {
+        outcome: "error",
+        instance,
+        durationMs: Math.round(clock.now() - started),
+        gained: 0,
+        completed: 0,
+        released: 0,
+        failed: 0,
+        lost: {},
+        commits: 0,
+        recordsCommitted: 0,
+        forced: false,
+        error: e instanceof Error ? e.message : String(e),
+      };
+    }
+    const worker = startWorker({
+      coordinator,
+      source: options.source,
+      maxInFlight: options.maxInFlight,
+      logger: log,
+      clock,
+      stalledIsFatal: options.stalledIsFatal,
+      abortGraceMs: options.abortGraceMs ?? 1000,
+      commitIntervalMs: options.commitIntervalMs,
+      statusIntervalMs: 0,
+    });
+    const workMs = Math.max(0, budgetMs - marginMs - (clock.now() - started));
+    timer = clock.setTimeout(() => {
+      timer = null;
+      void worker.shutdown({
+        reason: "budget",
+        deadlineMs: marginMs - 500 > drainDeadlineMs ? marginMs - 500 : marginMs,
+      });
+    }, workMs);
+    const outcome = await worker.done;
+    const result = resultOf(instance, started, clock, outcome);
+    log("info", "slice finished", { event: "slice", ...result });
+    return result;
+  } finally {
+    if (timer !== null) clock.clearTimeout(timer);
+    if (ownsStore) await store.close().catch(() => {});
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * What a worker does with each coordination event: a gained split becomes a
+ * lane (or a poison report, or a release while draining), a lost or
+ * quarantined one ends its lane, a revocation stops one, and the job's end
+ * finishes the worker.
+ *
+ * @module
+ */
+import type { CoordinationEvent, Coordinator, Logger } from "../coordinator/types.ts";
+import { SplitleaseError } from "../errors.ts";
+import type { SplitSource } from "./source.ts";
+import type { OutcomeBase } from "./worker_finish.ts";
+import { count, type LanePool } from "./worker_lanes.ts";
+import type { WorkerStats } from "./worker_types.ts";
+
+/** What event handling needs from its worker. */
+export interface WorkerEventDeps<D> {
+  coordinator: Coordinator;
+  source: SplitSource<D>;
+  log: Logger;
+  /** The worker's counters, updated in place. */
+  stats: WorkerStats;
+  /** Whether a stalled job ends `stalled` (else `drained` with a warning). */
+  stalledIsFatal: boolean;
+  pool: LanePool<D>;
+  /** Whether the worker is draining: a split gained now is handed back. */
+  draining(): boolean;
+  /** Starts finishing the worker with `result`. */
+  finish(result: OutcomeBase): void;
+  /** Runs a task nobody awaits, logging its failure. */
+  background(p: Promise<unknown>): void;
+}
+
+/** Applies coordination events to a worker's lanes. */
+export class WorkerEvents<D> {
+  readonly #coordinator: Coordinator;
+  readonly #source: SplitSource<D>;
+  readonly #log: Logger;
+  readonly #stats: WorkerStats;
+  readonly #stalledIsFatal: boolean;
+  readonly #pool: LanePool<D>;
+  readonly #d: WorkerEventDeps<D>;
+
+  /** Creates the event handling of a worker. */
+  constructor(deps: WorkerEventDeps<D>) {
+    this.#coordinator = deps.coordinator;
+    this.#source = deps.source;
+    this.#log = deps.log;
+    this.#stats = deps.stats;
+    this.#stalledIsFatal = deps.stalledIsFatal;
+    this.#pool = deps.pool;
+    this.#d = deps;
+  }
+
+  /** Applies one event. */
+  apply(ev: CoordinationEvent): void {
+    switch (ev.type) {
+      case "gained":
+        return this.#onGained(ev);
+      case "lost": {
+        const lane = this.#pool.lanes.get(ev.splitId);
+        this.#pool.orphans.delete(ev.splitId);
+        if (!lane) return;
+        // A lane we are ending ourselves (release or terminal write in flight) is not lost.
+        if (lane.closed && !lane.lost) return;
+        if (ev.reason === "revoked" && lane.state === "revoking") count(this.#stats.revocations, "forced");
+        this.#pool.lose(lane, ev.reason, true);
+        return;
+      }
+      case "revokeRequested":
+        return this.#pool.revoke(ev.splitId);
+      case "quarantined": {
+        this.#log("warn", "split quarantined", { event: "quarantined", splitId: ev.splitId, attempts: ev.attempts });
+        const lane = this.#pool.lanes.get(ev.splitId);
+        if (lane && !lane.terminal) this.#pool.lose(lane, "fenced", true);
+        return;
+      }
+      case "allComplete":
+        // The coordinator logs the job's outcome (one line, event allComplete,
+        // stalled or planFailed); the worker's own lines are "draining" (with
+        // the reason) and then "worker finished".
+        this.#d.finish({ kind: "drained", reason: "complete" });
+        return;
+      case "planFailed": {
+        const error = new SplitleaseError(
+          "PLAN_FAILED",
+          `The job failed: its planner failed ${ev.attempts} time(s) in a row (last: ${ev.error}); restart to plan again`,
+        );
+        this.#d.finish({ kind: "error", error });
+        return;
+      }
+      case "stalled": {
+        if (this.#stalledIsFatal) {
+          this.#d.finish({ kind: "stalled", completed: ev.completed, quarantined: ev.quarantined });
+        } else {
+          this.#d.finish({
+            kind: "drained",
+            reason: "stalled",
+            warning: `job stalled: ${ev.quarantined} split(s) quarantined, ${ev.completed} completed`,
+          });
+        }
+        return;
+      }
+    }
+  }
+
+  #onGained(ev: Extract<CoordinationEvent, { type: "gained" }>): void {
+    const splitId = ev.split.id;
+    const old = this.#pool.lanes.get(splitId);
+    if (old) {
+      // A re-gain always carries a higher epoch; the old tenancy is over.
+      this.#pool.lose(old, "fenced", true);
+      this.#pool.lanes.delete(splitId);
+    }
+    this.#pool.orphans.delete(splitId);
+    this.#stats.gained++;
+    this.#log("info", "split gained", {
+      event: "gained",
+      splitId,
+      epoch: ev.epoch,
+      weight: ev.split.weight,
+      progress: ev.progress ?? null,
+    });
+    if (this.#d.draining()) {
+      this.#d.background(this.#pool.release(splitId, "draining"));
+      return;
+    }
+    let descriptor = ev.split.descriptor as D;
+    const schema = this.#source.descriptorSchema;
+    if (schema) {
+      const r = schema.safeParse(ev.split.descriptor);
+      if (!r.success) {
+        const detail = r.error.issues
+          .map((i) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`)
+          .join("; ");
+        const reason = `invalid descriptor: ${detail}`;
+        this.#stats.failed++;
+        this.#log("error", "poison split: descriptor does not match the schema", {
+          event: "poison",
+          splitId,
+          epoch: ev.epoch,
+          issues: r.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })),
+        });
+        this.#d.background(
+          this.#coordinator.fail(splitId, ev.epoch, reason).catch((e) =>
+            this.#log("error", "poison report failed", { splitId, error: e })
+          ),
+        );
+        return;
+      }
+      descriptor = r.data;
+    }
+    this.#pool.add(ev, descriptor);
+  }
+}

@@ -1,0 +1,305 @@
+/**
+ * A worker's lanes from queued to settled: at most `maxInFlight` run at once,
+ * each tenancy ends with a completion, a failure, a release or a loss, and a
+ * lost lane that ignores its abort is abandoned after the grace period.
+ *
+ * @module
+ */
+import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason } from "../coordinator/types.ts";
+import { FencedError } from "../errors.ts";
+import { errorMessage, isAbortError, LaneOps, type LaneState } from "./lane.ts";
+import type { SplitSource } from "./source.ts";
+import type { WorkerSettings } from "./worker_options.ts";
+import type { WorkerStats } from "./worker_types.ts";
+
+/** What the lanes need from their worker. */
+export interface LanePoolDeps<D> {
+  coordinator: Coordinator;
+  source: SplitSource<D>;
+  settings: WorkerSettings;
+  /** The worker's counters, updated in place. */
+  stats: WorkerStats;
+  /** Runs a task nobody awaits, logging its failure. */
+  background(p: Promise<unknown>): void;
+}
+
+/** Adds one to `map[key]`. */
+export function count(map: Record<string, number>, key: string): void {
+  map[key] = (map[key] ?? 0) + 1;
+}
+
+/** The lanes of one worker, by split id, and the runs, writes and releases that end them. */
+export class LanePool<D> {
+  /** Every lane not yet ended, by split id. */
+  readonly lanes: Map<string, LaneState<D>> = new Map();
+  /** Splits still held by the coordinator whose lane ended without a release. */
+  readonly orphans: Set<string> = new Set();
+  #queue: LaneState<D>[] = [];
+  #running = 0;
+  readonly #coordinator: Coordinator;
+  readonly #source: SplitSource<D>;
+  readonly #log: Logger;
+  readonly #clock: Clock;
+  readonly #maxInFlight: number;
+  readonly #abortGraceMs: number;
+  readonly #stats: WorkerStats;
+  readonly #background: (p: Promise<unknown>) => void;
+  readonly #ops: LaneOps<D>;
+
+  /** Creates the (empty) lanes of a worker. */
+  constructor(deps: LanePoolDeps<D>) {
+    this.#coordinator = deps.coordinator;
+    this.#source = deps.source;
+    this.#log = deps.settings.log;
+    this.#clock = deps.settings.clock;
+    this.#maxInFlight = deps.settings.maxInFlight;
+    this.#abortGraceMs = deps.settings.abortGraceMs;
+    this.#stats = deps.stats;
+    this.#background = deps.background;
+    this.#ops = new LaneOps<D>({
+      coordinator: deps.coordinator,
+      clock: deps.settings.clock,
+      log: deps.settings.log,
+      stats: deps.stats,
+      commitIntervalMs: deps.settings.commitIntervalMs,
+      markLost: (lane, reason) => this.#markLost(lane as LaneState<D>, reason),
+      orphan: (id) => this.orphans.add(id),
+    });
+  }
+
+  /** Lanes running now. */
+  get running(): number {
+    return this.#running;
+  }
+
+  /** Lanes waiting for a free slot, oldest first. */
+  get queued(): readonly LaneState<D>[] {
+    return this.#queue;
+  }
+
+  /** Queues a lane for a gained split and starts it when a slot is free. */
+  add(ev: Extract<CoordinationEvent, { type: "gained" }>, descriptor: D): void {
+    const lane = this.#ops.create(ev, descriptor);
+    this.lanes.set(ev.split.id, lane);
+    this.#queue.push(lane);
+    this.#pump();
+  }
+
+  /** Ends a lane the leader wants back: at once if it never started, else by stopping its intake. */
+  revoke(splitId: string): void {
+    const lane = this.lanes.get(splitId);
+    if (!lane) {
+      if (this.orphans.has(splitId)) this.#background(this.release(splitId, "orphan"));
+      return;
+    }
+    if (lane.closed || lane.state === "revoking" || lane.state === "stopping") return;
+    count(this.#stats.revocations, "requested");
+    this.#log("info", "revocation requested", { event: "revocation", splitId, epoch: lane.epoch, laneId: lane.id });
+    if (lane.state === "queued") {
+      // Never started: nothing to stop, nothing to commit.
+      this.#queue = this.#queue.filter((l) => l !== lane);
+      lane.closed = true;
+      this.lanes.delete(splitId);
+      lane.settle();
+      count(this.#stats.revocations, "drained");
+      this.#background(this.release(splitId, "revoked before start"));
+      return;
+    }
+    if (this.#source.stopsIntakeOnRevoke === false) {
+      count(this.#stats.revocations, "declined");
+      this.#log("warn", "revocation declined: the source cannot stop intake; releasing forcibly", {
+        event: "revocation",
+        outcome: "declined",
+        splitId,
+      });
+      lane.state = "stopping";
+      lane.declined = true;
+      this.#background(
+        this.#coordinator.declineRevocation(splitId).catch((e) =>
+          this.#log("error", "declineRevocation failed", { splitId, error: e })
+        ),
+      );
+      return;
+    }
+    lane.state = "revoking";
+    lane.revoke.abort(new DOMException("revocation requested", "AbortError"));
+  }
+
+  #pump(): void {
+    while (this.#running < this.#maxInFlight && this.#queue.length > 0) {
+      const lane = this.#queue.shift()!;
+      if (lane.closed) continue;
+      this.#running++;
+      lane.state = "running";
+      this.#background(this.#runLane(lane));
+    }
+  }
+
+  async #runLane(lane: LaneState<D>): Promise<void> {
+    let threw = false;
+    let error: unknown;
+    let slotFreed = false;
+    const freeSlot = () => {
+      if (slotFreed) return;
+      slotFreed = true;
+      this.#running--;
+      this.#pump();
+    };
+    // An abandoned lane frees its slot while `run` is still going.
+    lane.settled.then(freeSlot);
+    try {
+      await this.#source.run(lane.handle);
+    } catch (e) {
+      threw = true;
+      error = e;
+    }
+    if (this.#isAbandoned(lane)) {
+      this.#log("warn", "abandoned lane returned late", { splitId: lane.splitId, laneId: lane.id, threw });
+      return;
+    }
+    try {
+      await this.#endTenancy(lane, threw, error);
+    } catch (e) {
+      this.#log("error", "ending a tenancy failed", { splitId: lane.splitId, laneId: lane.id, error: e });
+    } finally {
+      if (lane.graceTimer !== null) this.#clock.clearTimeout(lane.graceTimer);
+      if (lane.flushTimer !== null) this.#clock.clearTimeout(lane.flushTimer);
+      lane.flushTimer = null;
+      lane.closed = true;
+      if (this.lanes.get(lane.splitId) === lane) this.lanes.delete(lane.splitId);
+      lane.settle();
+      freeSlot();
+    }
+  }
+
+  #isAbandoned(lane: LaneState<D>): boolean {
+    return lane.graceTimer === "abandoned";
+  }
+
+  async #endTenancy(lane: LaneState<D>, threw: boolean, error: unknown): Promise<void> {
+    // Wait for any write in flight (a complete/fail the source did not await).
+    await lane.writeChain.catch(() => {});
+    if (lane.terminal || lane.lost) {
+      if (threw && !lane.lost && !isAbortError(error)) {
+        this.#log("warn", "run threw after the tenancy ended", { splitId: lane.splitId, error });
+      }
+      return;
+    }
+    if (lane.declined) {
+      // Released forcibly by declineRevocation; a last flush is fenced or lands, by CAS.
+      await this.#ops.flushQuietly(lane);
+      lane.closed = true;
+      return;
+    }
+    const cooperative = lane.state === "revoking" && (!threw || isAbortError(error));
+    if (threw && !cooperative) {
+      this.#stats.failed++;
+      this.#log("error", "run failed", { event: "laneFailed", splitId: lane.splitId, epoch: lane.epoch, error });
+      await this.#ops.flushQuietly(lane);
+      if (lane.lost) return;
+      lane.closed = true;
+      lane.terminal = "failed";
+      try {
+        await this.#coordinator.fail(lane.splitId, lane.epoch, `run threw: ${errorMessage(error)}`);
+      } catch (e) {
+        this.#ops.onWriteError(lane, e, "fail");
+        if (!(e instanceof FencedError)) this.orphans.add(lane.splitId);
+      }
+      return;
+    }
+    lane.state = "stopping";
+    await this.#ops.flushQuietly(lane);
+    if (lane.lost) return;
+    lane.closed = true;
+    if (cooperative) {
+      count(this.#stats.revocations, "drained");
+      await this.release(lane.splitId, "revoked", lane);
+    } else {
+      this.#log("warn", "run returned without complete() or fail(); releasing the split", {
+        splitId: lane.splitId,
+        epoch: lane.epoch,
+      });
+      await this.release(lane.splitId, "returned", lane);
+    }
+  }
+
+  /** Releases a held split (logging the lane's last progress); a failure leaves it an orphan. */
+  async release(splitId: string, why: string, lane?: LaneState<D>): Promise<void> {
+    try {
+      await this.#coordinator.release([splitId]);
+      this.orphans.delete(splitId);
+      this.#stats.released++;
+      this.#log("info", "split released", {
+        event: "released",
+        splitId,
+        reason: why,
+        epoch: lane?.epoch,
+        progress: lane?.durable ?? null,
+      });
+    } catch (e) {
+      if (e instanceof FencedError) {
+        if (lane) this.#markLost(lane, "fenced");
+        return;
+      }
+      this.orphans.add(splitId);
+      this.#log("error", "release failed; the split stays held until shutdown or the next revocation", {
+        splitId,
+        error: e,
+      });
+    }
+  }
+
+  /** Marks a lane lost: aborts it, rejects its commits, bounds how long it may keep running. */
+  lose(lane: LaneState<D>, reason: LostReason | "shutdown", fromEvent: boolean): void {
+    if (lane.lost || lane.terminal) {
+      return;
+    }
+    this.#markLost(lane, reason);
+    if (fromEvent) {
+      this.#log("warn", "split lost", { event: "lost", splitId: lane.splitId, epoch: lane.epoch, reason });
+    }
+  }
+
+  #markLost(lane: LaneState<D>, reason: LostReason | "shutdown"): void {
+    if (lane.lost) return;
+    lane.lost = true;
+    lane.closed = true;
+    count(this.#stats.lost, reason);
+    if (lane.flushTimer !== null) this.#clock.clearTimeout(lane.flushTimer);
+    lane.flushTimer = null;
+    lane.pending = undefined;
+    if (lane.state === "queued") {
+      this.#queue = this.#queue.filter((l) => l !== lane);
+      if (this.lanes.get(lane.splitId) === lane) this.lanes.delete(lane.splitId);
+      lane.settle();
+      return;
+    }
+    lane.state = "stopping";
+    lane.abort.abort(new DOMException(`split lost (${reason})`, "AbortError"));
+    if (lane.graceTimer === null) {
+      lane.graceTimer = this.#clock.setTimeout(() => this.#abandon(lane, reason), this.#abortGraceMs);
+    }
+  }
+
+  #abandon(lane: LaneState<D>, reason: string): void {
+    if (this.lanes.get(lane.splitId) !== lane) return; // already ended
+    lane.graceTimer = "abandoned";
+    this.lanes.delete(lane.splitId);
+    this.#stats.abandoned++;
+    this.#log("error", "lane ignored its abort signal; abandoned", {
+      event: "abandoned",
+      splitId: lane.splitId,
+      laneId: lane.id,
+      reason,
+      graceMs: this.#abortGraceMs,
+    });
+    lane.settle();
+  }
+
+  /** Resolves once every lane has settled (ended or been abandoned). */
+  async settle(): Promise<void> {
+    while (this.lanes.size > 0) {
+      await Promise.all([...this.lanes.values()].map((l) => l.settled));
+    }
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * A worker's watch on its coordinator's status, after every event and on an
+ * interval: it logs leadership and plan changes, and finishes the worker
+ * when an operator drained this member.
+ *
+ * @module
+ */
+import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import type { OutcomeBase } from "./worker_finish.ts";
+
+/** What the status watch needs from its worker. */
+export interface StatusWatchDeps {
+  coordinator: Coordinator;
+  log: Logger;
+  clock: Clock;
+  /** Interval of the check (0: only when {@linkcode StatusWatch.check} is called). */
+  intervalMs: number;
+  /** Whether the worker started finishing. */
+  draining(): boolean;
+  /** Whether the worker finished. */
+  finished(): boolean;
+  /** Starts finishing the worker with `result`. */
+  finish(result: OutcomeBase): void;
+}
+
+/** Checks a coordinator's status for what the worker logs or acts on. */
+export class StatusWatch {
+  readonly #coordinator: Coordinator;
+  readonly #log: Logger;
+  readonly #clock: Clock;
+  readonly #statusIntervalMs: number;
+  readonly #d: StatusWatchDeps;
+  #statusTimer: unknown = null;
+  #wasLeader = false;
+  #planGeneration = -1;
+
+  /** Creates the watch (it checks nothing until called or scheduled). */
+  constructor(deps: StatusWatchDeps) {
+    this.#coordinator = deps.coordinator;
+    this.#log = deps.log;
+    this.#clock = deps.clock;
+    this.#statusIntervalMs = deps.intervalMs;
+    this.#d = deps;
+  }
+
+  /** The coordinator's status, or `undefined` when it cannot give one. */
+  safeStatus(): ReturnType<Coordinator["status"]> | undefined {
+    try {
+      return this.#coordinator.status();
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Checks again after the interval, and so on until the worker finished. */
+  schedule(): void {
+    if (this.#d.finished() || this.#statusIntervalMs === 0) return;
+    this.#statusTimer = this.#clock.setTimeout(() => {
+      this.#statusTimer = null;
+      this.check();
+      this.schedule();
+    }, this.#statusIntervalMs);
+  }
+
+  /** Stops the interval. */
+  stop(): void {
+    if (this.#statusTimer !== null) this.#clock.clearTimeout(this.#statusTimer);
+    this.#statusTimer = null;
+  }
+
+  /** Checks the status now. */
+  check(): void {
+    const st = this.safeStatus();
+    if (!st) return;
+    if (st.state === "draining" && !this.#d.draining() && !this.#d.finished()) {
+      // The coordinator drains without us asking: an operator drained this
+      // member (its member record). Finish as after SIGTERM.
+      this.#log("info", "coordinator draining (an operator drained this member); shutting down", {
+        event: "shutdown",
+        reason: "member drained",
+      });
+      this.#d.finish({ kind: "drained", reason: "shutdown" });
+      return;
+    }
+    if (st.isLeader !== this.#wasLeader) {
+      this.#wasLeader = st.isLeader;
+      if (st.isLeader) {
+        this.#log("info", "leader elected", { event: "leaderElected", instance: st.instance, term: st.leader?.term });
+      } else {
+        this.#log("info", "leadership lost", { event: "leadershipLost", instance: st.instance });
+      }
+    }
+    const gen = st.plan?.generation ?? -1;
+    if (st.plan && gen !== this.#planGeneration && gen > 0) {
+      this.#log("info", "plan published", {
+        event: "planPublished",
+        term: st.plan.term,
+        generation: gen,
+        finality: st.plan.finality,
+        planned: st.plan.planned,
+      });
+    }
+    this.#planGeneration = gen;
+  }
+}
