@@ -87,9 +87,14 @@ export class Leadership {
     // predecessor's (we took its member record over at join): no lease to wait.
     const mine = l !== undefined && l.instance === this.#core.me.instance && l.session !== this.#core.me.session;
     const exp = f.leader && !mine ? f.leaderLiveness.expiresAt(keys.leader, config.leaseMs) : undefined;
+    // Members without a planner wait half a lease longer, so that a member
+    // with one wins while there is planning left to do; once a final plan is
+    // published nobody needs a planner to lead (the job would otherwise run
+    // leaderless for half a lease after its planning leader left).
+    const planned = f.plan?.record.finality === "final" && f.plan.record.generation > 0;
     const due = garbage !== undefined || mine
       ? -Infinity
-      : this.#planner
+      : this.#planner || planned
       ? (exp ?? -Infinity)
       : (exp ?? this.#since) + config.leaseMs / 2;
     if (now < due) return due;
@@ -239,7 +244,7 @@ export class Leadership {
       this.#deposed(`the plan record carries term ${plan.term}`);
       return Infinity;
     }
-    return role.reconcile(plan);
+    return role.reconcile(plan, this.#follower.plan?.revision);
   }
 
   /** Leader heartbeat: one CAS on `leader`, carrying the job counts. A conflict means we were deposed. */
