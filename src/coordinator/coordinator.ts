@@ -363,8 +363,9 @@ export class SplitCoordinator implements Coordinator {
     // Announce and revoke at once: a lane that stops before the leader hears
     // of the drain releases to nobody, and the leader offers it on.
     const announced = this.#membership.announceDraining();
-    this.#leadership.role?.draining(this.#core.me.instance);
-    for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, null, false);
+    // As the leader we name our splits' successors ourselves, at once.
+    const successors = this.#leadership.role?.draining(this.#core.me.instance);
+    for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, successors?.get(id) ?? null, false);
     await announced;
     await this.#tenancies.whenEmpty();
   }
@@ -376,6 +377,8 @@ export class SplitCoordinator implements Coordinator {
     this.#state = "draining";
     try {
       if (this.#tenancies.held.size > 0) await this.#membership.announceDraining();
+      // As the leader we name our splits' successors ourselves (see drain()).
+      for (const [id, to] of this.#leadership.role?.draining(this.#core.me.instance) ?? []) this.#tenancies.nameSuccessor(id, to);
       await this.#tenancies.release([...this.#tenancies.held.keys()]);
       await this.#follower.resume(); // grants that arrived while leaving: released, not abandoned
       await this.#leadership.resign(true); // our releases reach their successors from us, not the next leader

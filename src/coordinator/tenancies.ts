@@ -254,6 +254,12 @@ export class Tenancies {
   }
 
   /** Requests a cooperative revocation (`revokeRequested`), forced after the drain deadline. */
+  /** Names the successor a release of `id` goes to, unless one is named already. */
+  nameSuccessor(id: string, to: Owner): void {
+    const t = this.held.get(id);
+    if (t && !t.to) t.to = to;
+  }
+
   requestRevoke(id: string, to: Owner | null, byLeader: boolean): void {
     const t = this.held.get(id);
     if (!t) return;

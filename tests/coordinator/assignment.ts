@@ -120,20 +120,29 @@ export function assignmentScenarios(b: Backend): void {
     }
   });
 
-  t("A6. a leader that leaves hands its own splits over itself: the successor starts them before any new leader is elected", async () => {
+  t("A6. a leader that leaves hands its own splits over itself: the successor gets them as handoffs, not as a new leader's offers", async () => {
     await using f = await b.fleet();
     const ids = splits(6).map((s) => s.id);
     const a = await f.join({ instance: "a", planner: finalPlanner(splits(6)), maxInFlight: 6 });
     assert.ok(await f.until(() => a.held.length === 6, 3000), "a holds all six");
-    // b runs no planner: it may not elect itself for half a lease after it joined.
-    const bee = await f.join({ instance: "b", maxInFlight: 6 });
+    // How b came by each split: a handoff (the leaving leader released it to
+    // b, and told b), or a claim (a new leader offered it, freed, to b).
+    const kinds: string[] = [];
+    const bee = await f.join({
+      instance: "b",
+      maxInFlight: 6,
+      logger: (_level, msg, fields) => {
+        if (msg === "Gained split") kinds.push(String(fields?.kind));
+      },
+    });
+    assert.ok(await f.until(() => a.c.status().liveMembers.includes("b"), 3000), "the leader sees b");
     const t0 = f.now();
     await a.c.close();
     assert.ok(
       await f.until(() => bee.held.length === 6, f.timings.leaseMs / 4),
       `b holds ${bee.held.length} of 6 a quarter lease after the leader left`,
     );
-    assert.ok(!bee.c.isLeader, "b got them from the leaving leader, not as a new leader");
+    assert.deepEqual(kinds, Array(6).fill("handoff"), "b got them from the leaving leader (handoffs), not as a new leader's offers");
     assert.ok(f.now() - t0 < f.timings.leaseMs / 2);
     for (const id of ids) assert.equal((await splitRecord(rawStore(f), id)).attempts, 0, `${id}: handed over, no attempt charged`);
   });

@@ -10,7 +10,7 @@
  * @module
  */
 import { type BalanceSplit, planMoves } from "../../balance/plan_moves.ts";
-import { encodeRecord, type SplitRecord } from "../../records.ts";
+import { encodeRecord, type Owner, type SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
 import { bump, observe } from "../stats.ts";
@@ -119,6 +119,26 @@ export class Revocations {
     }
   }
 
+  /**
+   * Revokes every split the draining member `m` holds that has none yet,
+   * each naming the least-loaded member with a lane to spare as successor
+   * (or nobody); returns the successors named, by split id. A draining
+   * leader calls it for itself before its lanes stop, so its releases go
+   * straight to their successors (grants, no claim) instead of to nobody.
+   */
+  drainRevokes(m: MemberState, now: number): Map<string, Owner> {
+    const { view } = this.#ctx;
+    const named = new Map<string, Owner>();
+    for (const id of view.byOwner.get(m.instance + " " + m.session) ?? []) {
+      if (m.revokes.has(id)) continue;
+      const to = this.#successor(m);
+      const epoch = view.splits.get(id)!.record.epoch;
+      this.#add(m, id, to ? { epoch, to: to.owner, since: now, steal: false } : { epoch, since: now, steal: false });
+      if (to) named.set(id, to.owner);
+    }
+    return named;
+  }
+
   /** Least-loaded member with a lane to spare, other than `not`. */
   #successor(not: MemberState): MemberState | undefined {
     const { view, states } = this.#ctx;
@@ -138,19 +158,12 @@ export class Revocations {
    * when the next pass is due.
    */
   cycle(now: number, term: number, sig: string, nothingFree: boolean): number {
-    const { view, core } = this.#ctx;
+    const { core } = this.#ctx;
     const { drainDeadlineMs, leaseMs } = core.config;
     if (sig !== this.#lastSig) this.#urgent = true;
     let next = Infinity;
     for (const m of this.#ctx.states.values()) {
-      if (m.draining) {
-        for (const id of view.byOwner.get(m.instance + " " + m.session) ?? []) {
-          if (m.revokes.has(id)) continue;
-          const to = this.#successor(m);
-          const epoch = view.splits.get(id)!.record.epoch;
-          this.#add(m, id, to ? { epoch, to: to.owner, since: now, steal: false } : { epoch, since: now, steal: false });
-        }
-      }
+      if (m.draining) this.drainRevokes(m, now);
       for (const [id, r] of [...m.revokes]) {
         if (!r.steal) {
           if (!r.to) {

@@ -13,6 +13,7 @@ import {
   AssignRecordSchema,
   type JobCounts,
   type MemberRecord,
+  type Owner,
   type PlanRecord,
   safeDecodeRecord,
   type SplitRecord,
@@ -298,13 +299,21 @@ export class LeaderRole {
     }
   }
 
-  /** A member (this leader itself, before its record says so) drains: nothing more is offered to it. */
-  draining(instance: string): void {
+  /** A member (this leader itself, before its record says so) drains: nothing more is offered to it; returns the successors named for its splits. */
+  draining(instance: string): Map<string, Owner> {
     const st = this.states.get(instance);
-    if (!st || st.draining) return;
-    st.draining = true;
-    this.#unofferAll(st);
-    this.#core.schedule();
+    if (!st) return new Map();
+    if (!st.draining) {
+      st.draining = true;
+      this.#unofferAll(st);
+      this.#core.schedule();
+    }
+    // Successors for our own splits now, before our lanes stop: each
+    // release then opens the split for its successor (a grant it starts
+    // without a write) instead of freeing it to be offered and claimed.
+    const named = this.#revocations.drainRevokes(st, this.#core.clock.now());
+    for (const [id, r] of st.revokes) if (r.to && !named.has(id)) named.set(id, r.to);
+    return named;
   }
 
   /** A member session is gone: its offers return to the pool, its revocations end. */
@@ -328,8 +337,8 @@ export class LeaderRole {
 
   // --- the leader's pass ---------------------------------------------------------------
 
-  /** One pass; returns when the next one is due (`Infinity`: on the next event). */
-  reconcile(plan: PlanRecord | undefined): number {
+  /** One pass; returns when the next one is due (`Infinity`: on the next event). `planRevision`: the revision `plan` was read at. */
+  reconcile(plan: PlanRecord | undefined, planRevision?: number): number {
     if (!this.#ready || this.#stopped) return Infinity;
     const { clock } = this.#core;
     const now = clock.now();
@@ -351,7 +360,7 @@ export class LeaderRole {
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#revocations.cycle(now, this.term, this.#signature(plan), nothingFree));
     for (const st of this.states.values()) if (st.dirty) void this.#flush(st);
-    void this.#completion.check(plan, this.term);
+    void this.#completion.check(plan, this.term, planRevision);
     return next;
   }
 
