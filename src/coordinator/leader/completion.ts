@@ -32,11 +32,12 @@ export class CompletionJudge {
   }
 
   /** Checks the view; confirms by listing and publishes (or clears) the outcome. Never throws. */
-  async check(plan: PlanRecord | undefined, term: number): Promise<void> {
+  async check(plan: PlanRecord | undefined, term: number, planRevision?: number): Promise<void> {
     if (this.#busy || !plan || plan.finality !== "final" || plan.generation === 0 || plan.term !== term) return;
     const v = this.#view;
+    const known = planRevision === undefined ? undefined : { plan, revision: planRevision };
     if (plan.outcome) {
-      if (v.counts.runnable > 0) await this.#write(term, undefined);
+      if (v.counts.runnable > 0) await this.#write(term, undefined, known);
       return;
     }
     if (v.counts.runnable > 0 || v.splits.size < plan.planned) return;
@@ -44,7 +45,7 @@ export class CompletionJudge {
     this.#busy = true;
     try {
       const outcome = await this.#confirm(plan.planned);
-      if (outcome) await this.#write(term, outcome);
+      if (outcome) await this.#write(term, outcome, known);
       else this.#core.clock.setTimeout(() => this.#core.schedule(), 20); // not yet: look again soon
     } catch (e) {
       this.#core.log("warn", "Completion check failed; retrying", { error: String(e) });
@@ -84,17 +85,27 @@ export class CompletionJudge {
     return outcomeOf(completed, quarantined, cancelled);
   }
 
-  async #write(term: number, outcome: JobOutcome | undefined): Promise<void> {
+  /**
+   * Writes (or clears) the outcome by CAS at the leader's term: first at the
+   * revision the leader's plan watch holds (`known`: one round trip fewer on
+   * the way to every member), then, after a conflict, at a fresh read.
+   */
+  async #write(term: number, outcome: JobOutcome | undefined, known?: { plan: PlanRecord; revision: number }): Promise<void> {
     const { store, log } = this.#core;
     for (let i = 0; i < 4; i++) {
-      const cur = await store.get(keys.plan);
-      if (!cur) return;
-      const plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
+      let plan: PlanRecord, revision: number;
+      if (i === 0 && known) ({ plan, revision } = known);
+      else {
+        const cur = await store.get(keys.plan);
+        if (!cur) return;
+        plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
+        revision = cur.revision;
+      }
       if (plan.term !== term) return; // deposed
       const next: PlanRecord = { ...plan };
       if (outcome) next.outcome = outcome;
       else delete next.outcome;
-      const r = await store.update(keys.plan, encodeRecord(next), cur.revision);
+      const r = await store.update(keys.plan, encodeRecord(next), revision);
       if (r.ok) {
         if (outcome) log("info", "Job outcome decided", { ...outcome });
         else log("info", "Job outcome cleared: runnable splits again", {});
