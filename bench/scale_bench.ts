@@ -20,7 +20,8 @@
 //   BENCH_MAX_RSS_MB [16384]    a cell whose worker processes exceed this in sum is stopped
 //   BENCH_STEADY_W [50] BENCH_STEADY_S [10000] BENCH_STEADY_MS [120000]
 //   BENCH_JOIN_W [100] BENCH_JOIN_S [100000] BENCH_JOIN_WAIT_MS [30000] (joiner: wait for its first event)
-//   BENCH_MEM_W [30,100] BENCH_MEM_S [10000] BENCH_MEM_LIMIT_S [120]
+//   BENCH_STEADY_SETTLE_MS [300000] (steady: at most this long waiting for balancing to stop moving splits)
+//   BENCH_MEM_W [30,100] BENCH_MEM_S [10000] BENCH_MEM_LIMIT_S [120] BENCH_MEM_LEASE_MS [3000]
 //
 // Claim attempts come from `stats().claimAttempts` when the coordinator has
 // it, else from the wrapper's count of ownership-changing split updates (a
@@ -183,6 +184,19 @@ async function steady(): Promise<void> {
     const why = await until(() => f.latest("held", "n") >= s && f.count("joined") >= w, Math.max(120_000, s * 20), f.rss);
     const heldAt = Date.now() - t0;
     await sleep(LEASE / 3); // one heartbeat round after the last claim
+    // Seeding deals large plans in runs per member, and balancing then moves
+    // splits (steals) until loads are within one: wait until no split record
+    // has been written for three heartbeat rounds (at most 5 min), so the
+    // window measures the steady state, and report how long balancing took.
+    const splitWrites = (rs: Msg[]) => Object.entries(total(rs).ops).filter(([k]) => k.startsWith("update.split.")).reduce((n, [, v]) => n + v, 0);
+    let quietSince = Date.now(), last = splitWrites(await f.report());
+    const settleEnd = Date.now() + num("BENCH_STEADY_SETTLE_MS", 300_000);
+    while (Date.now() - quietSince < LEASE && Date.now() < settleEnd) {
+      await sleep(LEASE / 6);
+      const n = splitWrites(await f.report());
+      if (n !== last) (last = n), (quietSince = Date.now());
+    }
+    const balancedAt = Date.now() - t0;
     const r0 = await f.report(), v0 = await varz(server.monitorUrl);
     const a = Date.now();
     await sleep(windowMs);
@@ -199,6 +213,7 @@ async function steady(): Promise<void> {
       runtime: RUNTIME,
       allHeld: why === "done",
       heldAtMs: Math.round(heldAt),
+      balancedAtMs: Math.round(balancedAt),
       held: f.latest("held", "n"),
       windowS: +secs.toFixed(1),
       writesPerSec: +writes.toFixed(2),
@@ -215,7 +230,8 @@ async function steady(): Promise<void> {
       bench: "scale",
       metric: `steady ${w} workers holding ${s}: writes/s ÷ 3·W/leaseMs`,
       value: `${row.writesPerSec} vs ${expected} writes/s (${(3 * (w + 1)) / (LEASE / 1000)} with the leader's beat), ${row.serverOutMsgsPerSec} msgs out/s, ` +
-        `${row.selfFencesInWindow} self-fences in ${row.windowS} s` + (row.allHeld ? "" : `, only ${row.held} held (${why})`),
+        `${row.selfFencesInWindow} self-fences in ${row.windowS} s (all held after ${(heldAt / 1000).toFixed(1)} s, balanced after ${(balancedAt / 1000).toFixed(1)} s)` +
+        (row.allHeld ? "" : `, only ${row.held} held (${why})`),
       ratio: row.writesOverExpected,
       target: "0.9–1.1, 0 self-fences",
     });
@@ -292,7 +308,8 @@ async function memoryScenario(n: number, s: number): Promise<void> {
   const limitMs = num("BENCH_MEM_LIMIT_S", 120) * 1000;
   const h = await spawnOn(RUNTIME, `memory-${n}`, {
     mode: "memory", job: `mem${n}`, instances: Array.from({ length: n }, (_, i) => `m${i}`), splits: s, role: "tiny",
-    tunables: { leaseMs: LEASE, maxInFlight: MIF, opTimeoutMs: OPT }, planner: true, progressEvery: Math.max(100, s / 20),
+    // A short lease, so heartbeats (every lease / 3) are due within the run: the point is that timers fire.
+    tunables: { leaseMs: num("BENCH_MEM_LEASE_MS", 3000), maxInFlight: MIF, opTimeoutMs: OPT }, planner: true, progressEvery: Math.max(100, s / 20),
   });
   try {
     await h.next((m) => m.ev === "ready", 60_000, "ready");
@@ -319,7 +336,7 @@ async function memoryScenario(n: number, s: number): Promise<void> {
       completed: rep ? cs.reduce((a, c) => a + c.completed, 0) : progress,
       timeMs: Math.round(timeMs),
       heartbeats: rep ? (rep.total as StoreCounts).memberBeats : null,
-      heartbeatsExpected: Math.floor(timeMs / (LEASE / 3)) * n,
+      heartbeatsExpected: Math.floor(timeMs / (num("BENCH_MEM_LEASE_MS", 3000) / 3)) * n,
       leaderTerms: rep?.planTerm ?? null,
       probeFires: rep?.probeFires ?? null,
       probeExpected: Math.floor(timeMs / 100),

@@ -69,7 +69,8 @@ async function parallel(cas: Cas, prefix: string, keys = 100): Promise<number> {
 }
 
 await using server = await NatsServer.start();
-const nc = await wsconnect({ servers: server.wsUrl });
+// The same WebSocket client for both sides (on Deno: the adapter's Nagle-free one).
+const nc = await wsconnect({ servers: server.wsUrl, ...(await natsTransport()) });
 const kv = await new Kvm(jetstream(nc, { timeout: 5000 })).create("splitlease_benchraw", { history: 1 });
 const store = await NatsStore.connect({ servers: server.wsUrl, job: "bench", ...(await natsTransport()) });
 const raw = rawCas(kv);
