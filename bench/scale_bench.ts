@@ -309,7 +309,9 @@ async function memoryScenario(n: number, s: number): Promise<void> {
   const h = await spawnOn(RUNTIME, `memory-${n}`, {
     mode: "memory", job: `mem${n}`, instances: Array.from({ length: n }, (_, i) => `m${i}`), splits: s, role: "tiny",
     // A short lease, so heartbeats (every lease / 3) are due within the run: the point is that timers fire.
-    tunables: { leaseMs: num("BENCH_MEM_LEASE_MS", 3000), maxInFlight: MIF, opTimeoutMs: OPT }, planner: true, progressEvery: Math.max(100, s / 20),
+    tunables: { leaseMs: num("BENCH_MEM_LEASE_MS", 3000), maxInFlight: MIF, opTimeoutMs: Math.min(OPT, num("BENCH_MEM_LEASE_MS", 3000) / 3) },
+    planner: true,
+    progressEvery: Math.max(100, s / 20),
   });
   try {
     await h.next((m) => m.ev === "ready", 60_000, "ready");

@@ -107,6 +107,14 @@ async function drive(s: Slot): Promise<void> {
         })
         .finally(() => pending.delete(p));
       pending.add(p);
+    } else if (e.type === "revokeRequested") {
+      // A cooperating source: the split is handed to its successor at once
+      // (left unanswered, the leader fences it only after drainDeadlineMs + leaseMs).
+      void c.release([e.splitId]).then(() => {
+        if (cfg.role !== "hold") return;
+        s.held--;
+        heldTotal--;
+      }).catch(() => {});
     } else if (e.type === "lost" && cfg.role === "hold") {
       s.held--;
       heldTotal--;
