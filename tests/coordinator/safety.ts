@@ -9,7 +9,7 @@ import { decodeRecord, LeaderRecordSchema, type PlanRecord, PlanRecordSchema, Sp
 import { keys } from "../../src/store/keys.ts";
 import type { Store } from "../../src/store/store.ts";
 import { FaultyStore } from "./faulty_store.ts";
-import { type Backend, finalPlanner, Member, rawStore, splits } from "./fleet.ts";
+import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";
 
 /** A final planner that answers only once `open()` is called; `calls()` counts its calls. */
@@ -70,6 +70,20 @@ class LostWrites extends FaultyStore {
   }
 }
 
+/**
+ * A standby (maxInFlight 0) that joins over its own store (usually a
+ * fault-injecting wrapper), plans `n` splits and leads; waits until it has
+ * published the plan unless `wait` is false.
+ */
+async function standbyLeader(f: Fleet, store: Store, n: number, wait = true): Promise<Member> {
+  const lead = new Member(
+    await SplitCoordinator.join({ store, job: f.job, instance: "lead", clock: f.clock, planner: finalPlanner(splits(n)), maxInFlight: 0, ...f.timings }),
+  );
+  f.members.push(lead);
+  if (wait) assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
+  return lead;
+}
+
 export function safetyScenarios(b: Backend): void {
   const t = (name: string, fn: () => Promise<void>) => Deno.test({ name: `${b.name}: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
 
@@ -102,11 +116,7 @@ export function safetyScenarios(b: Backend): void {
     await using f = await b.fleet();
     const raw = rawStore(f);
     const lStore = new FaultyStore(await b.extraStore(f));
-    const lead = new Member(
-      await SplitCoordinator.join({ store: lStore, job: f.job, instance: "lead", clock: f.clock, planner: finalPlanner(splits(3)), maxInFlight: 0, ...f.timings }),
-    );
-    f.members.push(lead);
-    assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
+    const lead = await standbyLeader(f, lStore, 3);
     const w = await f.join({ instance: "w" });
     assert.ok(await f.until(() => w.held.length === 3, 3000), "w holds the three splits");
     const [h1, h2, h3] = w.c.status().held;
@@ -186,11 +196,7 @@ export function safetyScenarios(b: Backend): void {
   t("S5. a takeover that loses its CAS against a lagging view reads the record and retries once, not in a loop", async () => {
     await using f = await b.fleet();
     const lStore = new LostWrites(await b.extraStore(f));
-    const lead = new Member(
-      await SplitCoordinator.join({ store: lStore, job: f.job, instance: "lead", clock: f.clock, planner: finalPlanner(splits(1)), maxInFlight: 0, ...f.timings }),
-    );
-    f.members.push(lead);
-    assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
+    const lead = await standbyLeader(f, lStore, 1);
     const a = await f.join({ instance: "a" });
     assert.ok(await f.until(() => a.held.length === 1, 3000), "a holds the split");
     // The leader's split watch stops delivering; a commits (the record moves) and crashes.
@@ -246,10 +252,7 @@ export function safetyScenarios(b: Backend): void {
     const raw = rawStore(f);
     // The leader does not see the cancel yet (it would tell the owner to drop the split first).
     const lStore = new FaultyStore(await b.extraStore(f));
-    const lead = new Member(
-      await SplitCoordinator.join({ store: lStore, job: f.job, instance: "lead", clock: f.clock, planner: finalPlanner(splits(2)), maxInFlight: 0, ...f.timings }),
-    );
-    f.members.push(lead);
+    const lead = await standbyLeader(f, lStore, 2, false);
     const x = await f.join({ instance: "x" });
     assert.ok(await f.until(() => x.held.length === 2, 3000), "x holds both splits");
     const h = x.c.status().held[0];
@@ -325,11 +328,7 @@ export function safetyScenarios(b: Backend): void {
   t("S10. a leader whose member watch stops delivering does not take over a live member: the re-read finds its record moving", async () => {
     await using f = await b.fleet();
     const lStore = new FaultyStore(await b.extraStore(f));
-    const lead = new Member(
-      await SplitCoordinator.join({ store: lStore, job: f.job, instance: "lead", clock: f.clock, planner: finalPlanner(splits(1)), maxInFlight: 0, ...f.timings }),
-    );
-    f.members.push(lead);
-    assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
+    const lead = await standbyLeader(f, lStore, 1);
     const a = await f.join({ instance: "a" });
     assert.ok(await f.until(() => a.held.length === 1, 3000), "a holds the split");
     const before = await splitRecord(rawStore(f), "s000");
