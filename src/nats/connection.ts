@@ -40,6 +40,8 @@ export const WATCHDOG_INTERVAL_MS = 2000;
 const WRONG_LAST_SEQUENCE = 10071;
 const WRONG_LAST_SEQUENCE_UNKNOWN = 10164;
 const STREAM_NAME_IN_USE = 10058;
+/** A stream with the bucket's subjects exists already: another process created the bucket at the same moment. */
+const STREAM_SUBJECT_OVERLAP = 10065;
 const STREAM_NOT_FOUND = 10059;
 
 /** Whether `e` is a lost compare-and-swap (matched by API code, never text). */
@@ -295,8 +297,10 @@ async function openBucket(js: JetStreamClient, opts: ResolvedOptions): Promise<K
     try {
       return await kvm.create(opts.bucket, config);
     } catch (e) {
-      // Another process created it between our info and add: open it.
-      const raced = e instanceof JetStreamApiError && e.code === STREAM_NAME_IN_USE;
+      // Another process created it between our info and add (the server
+      // answers "name in use" or, when the two adds cross, "subjects
+      // overlap"): open it.
+      const raced = e instanceof JetStreamApiError && (e.code === STREAM_NAME_IN_USE || e.code === STREAM_SUBJECT_OVERLAP);
       if (!raced || attempt >= 2) throw e;
       await sleep(50);
     }
