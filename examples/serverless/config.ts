@@ -16,7 +16,7 @@
  * @module
  */
 import { splitIdFrom, type SplitSource } from "../../mod.ts";
-import { NatsStore } from "../../nats.ts";
+import { NatsStore, type NatsStoreOptions } from "../../nats.ts";
 import type { SliceOptions } from "../../adapters/serverless.ts";
 
 /** One split: the numbers `[from, to)`. */
@@ -67,16 +67,17 @@ export function numbersSource(env: Env): SplitSource<Range> {
  * Slice options from `env`. `runtime` names the platform on the member
  * record. `budgetMs` comes from `BUDGET_MS`; `aws_lambda.ts` replaces it
  * with `undefined`, so on Lambda each invocation's budget is the time its
- * function timeout leaves.
+ * function timeout leaves. `transport` carries the platform's WebSocket
+ * client where it needs one (`denoWebSocket` on Deno Deploy).
  */
-export function sliceOptions(env: Env, runtime: string): SliceOptions<Range> {
+export function sliceOptions(env: Env, runtime: string, transport: Pick<NatsStoreOptions, "wsFactory"> = {}): SliceOptions<Range> {
   const servers = (env.NATS_URL ?? "").split(",").filter(Boolean);
   if (servers.length === 0) throw new Error("NATS_URL must name the nats-server WebSocket URL (ws:// or wss://)");
   const job = env.JOB || "numbers";
   const opTimeoutMs = num(env, "OP_TIMEOUT_MS", 1000);
   return {
     // A connection per invocation: platforms freeze or drop idle sockets between invocations.
-    storeFactory: () => NatsStore.connect({ servers, job, opTimeoutMs, name: runtime }),
+    storeFactory: () => NatsStore.connect({ servers, job, opTimeoutMs, name: runtime, ...transport }),
     source: numbersSource(env),
     job,
     budgetMs: num(env, "BUDGET_MS", 25_000),

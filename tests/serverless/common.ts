@@ -16,7 +16,7 @@ export const bin = (n: string): string => `${root}node_modules/.bin/${n}`;
 /**
  * 8 splits × 1600 records, 20 records per 20 ms batch: at least 1.6 s of work
  * per split, longer than any test invocation's work window (budget − margin:
- * 1 s at 3000 ms, 1.5 s at Lambda's 3500 ms), so every split is released by
+ * 1 s at 3000 ms, 1.5 s for Lambda's 4000 ms less its 500 ms reserve), so every split is released by
  * one invocation and finished by a later one whatever the machine's speed.
  */
 export const SPLITS = 8;
@@ -30,10 +30,18 @@ export function jobEnv(natsUrl: string, job: string, extra: Record<string, strin
     SPLITS: String(SPLITS),
     RECORDS: String(RECORDS),
     BATCH_MS: "20",
-    // Short timeouts so a 3 s invocation is a valid slice: 2 s margin, 1 s of work.
-    OP_TIMEOUT_MS: "500",
+    // Short timeouts so a 3 s invocation is a valid slice: 2 s margin (drain
+    // deadline + 1 s), 1 s of work, and the smallest budget these allow is
+    // margin + opTimeoutMs = 3 s. The op timeout is not shorter than 1 s: a
+    // cold process on a loaded CI machine answered its first read in more
+    // than 500 ms (an invocation failed with STORE_UNAVAILABLE).
+    OP_TIMEOUT_MS: "1000",
     DRAIN_DEADLINE_MS: "1000",
-    LEASE_MS: "1000",
+    // Shorter than an invocation (about 3 s): a leader record left by an
+    // invocation cut off mid-resign goes silent within the next one's life,
+    // which then elects itself (with a lease longer than every invocation no
+    // invocation would ever see it silent, and the job would stop).
+    LEASE_MS: "2000",
     ...extra,
   };
 }
@@ -69,7 +77,8 @@ export function assertNoLoss(slices: Slice[], platform: string): void {
   const sum = (f: (s: Slice) => number) => slices.reduce((n, s) => n + f(s), 0);
   assert.ok(slices.length >= 2, `${platform}: the job took several invocations (${slices.length})`);
   assert.ok(slices.some((s) => s.outcome === "complete"), `${platform}: an invocation saw the job complete`);
-  assert.equal(sum((s) => s.recordsCommitted), SPLITS * RECORDS, `${platform}: every record committed exactly once`);
+  const summary = () => "\n" + slices.map((s) => JSON.stringify(s)).join("\n");
+  assert.equal(sum((s) => s.recordsCommitted), SPLITS * RECORDS, `${platform}: every record committed exactly once${summary()}`);
   assert.equal(sum((s) => s.completed), SPLITS, `${platform}: every split completed once`);
   assert.ok(sum((s) => s.released) > 0, `${platform}: unfinished splits were handed to later invocations`);
   for (const s of slices) {
