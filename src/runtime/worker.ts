@@ -178,13 +178,19 @@ class WorkerImpl<D> implements Worker {
     let error: unknown = undefined;
     try {
       for (;;) {
-        const ev = await this.coordinator.poll();
+        let ev = await this.coordinator.poll();
         if (ev === undefined) break;
-        try {
-          this.#events.apply(ev);
-        } catch (e) {
-          this.#log("error", "event handling failed", { event: ev.type, error: e });
-        }
+        // A burst (a drain revokes every lane at once) is applied whole and
+        // the status checked once after it: a status is O(held), so checking
+        // after each event made a burst O(held²).
+        do {
+          try {
+            this.#events.apply(ev);
+          } catch (e) {
+            this.#log("error", "event handling failed", { event: ev.type, error: e });
+          }
+          ev = this.coordinator.tryPoll();
+        } while (ev !== undefined);
         this.#status.check();
       }
     } catch (e) {

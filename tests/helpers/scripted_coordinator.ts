@@ -208,7 +208,11 @@ export class ScriptedCoordinator implements Coordinator {
     for (const w of this.#drainWaiters.splice(0)) w();
   }
 
+  /** How many times `status()` was called. */
+  statusCalls = 0;
+
   status(): CoordinatorStatus {
+    this.statusCalls++;
     const held = [...this.held.entries()].map(([id, h]) => ({
       id,
       epoch: h.epoch,

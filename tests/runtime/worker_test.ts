@@ -370,6 +370,20 @@ Deno.test("worker: shutdown revokes every lane cooperatively, releases everythin
   assert.equal(outcome.stats.released, 3);
 });
 
+Deno.test("worker: a burst of events is applied whole before one status check (a status is O(held))", async () => {
+  const { coordinator, worker } = setup(async (lane) => {
+    await waitAbort(lane.revokeSignal);
+  }, { maxInFlight: 300, statusIntervalMs: 0 });
+  const before = coordinator.statusCalls;
+  for (let i = 0; i < 300; i++) coordinator.gain(`s${i}`, 1);
+  await until(() => worker.stats().running === 300, "300 lanes running");
+  // Checked once per burst, not once per event (300 events here).
+  assert.ok(coordinator.statusCalls - before <= 5, `status() called ${coordinator.statusCalls - before} times for one burst of 300 events`);
+  const outcome = await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
+  assert.equal(outcome.kind, "drained");
+  assert.equal(outcome.stats.released, 300);
+});
+
 Deno.test("worker: a shutdown deadline aborts lanes that do not stop and ends `drained` with forced", async () => {
   const { coordinator, worker, clock } = setup(async (lane) => {
     await waitAbort(lane.signal); // ignores revocation, honours abort
