@@ -32,11 +32,7 @@ export function buildStatus(s: StatusInput): CoordinatorStatus {
   const leader = f.leader?.record;
   const role = s.role?.ready ? s.role : undefined;
   const c = role ? role.counts() : leader?.counts;
-  const quarantined: string[] = [];
-  if (role && role.view.counts.quarantined > 0) {
-    for (const [id, e] of role.view.splits) if (e.record.status === "quarantined") quarantined.push(id);
-    quarantined.sort();
-  }
+  const quarantined = role ? [...role.view.quarantined].sort() : [];
   const invalid = new Map(f.invalid);
   if (role) for (const [k, m] of role.view.invalid) invalid.set(k, m);
   const liveMembers = role ? [...role.states.keys()].sort() : [s.me.instance];

@@ -45,6 +45,8 @@ export class FleetView {
   readonly invalid: Map<string, string> = new Map();
   /** Runnable splits with no owner. */
   readonly free: Set<string> = new Set();
+  /** Quarantined splits (indexed: `/status` lists them on every check). */
+  readonly quarantined: Set<string> = new Set();
   /** Runnable owned splits by {@linkcode ownerKey}. */
   readonly byOwner: Map<string, Set<string>> = new Map();
   /** Runnable weight held by {@linkcode ownerKey}. */
@@ -173,6 +175,7 @@ export class FleetView {
 
   #index(id: string, r: SplitRecord): void {
     this.counts[r.status]++;
+    if (r.status === "quarantined") this.quarantined.add(id);
     if (r.status !== "runnable") return;
     this.runnableWeight += r.weight;
     if (!r.owner) {
@@ -189,6 +192,7 @@ export class FleetView {
 
   #unindex(id: string, r: SplitRecord): void {
     this.counts[r.status]--;
+    if (r.status === "quarantined") this.quarantined.delete(id);
     if (r.status !== "runnable") return;
     this.runnableWeight -= r.weight;
     if (!r.owner) {
