@@ -7,8 +7,8 @@
  *
  * @module
  */
-import { SplitleaseError } from "../errors.ts";
-import { encodeRecord, JobRecordSchema, RECORD_LAYOUT, safeDecodeRecord, type SplitProgress } from "../records.ts";
+import type { SplitleaseError } from "../errors.ts";
+import type { SplitProgress } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { Store } from "../store/store.ts";
 import { Channel } from "../util/channel.ts";
@@ -19,6 +19,7 @@ import { Follower } from "./follower.ts";
 import { Leadership } from "./leadership.ts";
 import { Membership } from "./membership.ts";
 import { buildStatus } from "./status.ts";
+import { checkJobRecord, VERSION } from "./job_check.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
 import { Tenancies } from "./tenancies.ts";
 import type {
@@ -32,16 +33,7 @@ import type {
   Planner,
 } from "./types.ts";
 
-/**
- * Library version advertised on member records.
- *
- * @example
- * ```ts
- * import { VERSION } from "@splitlease/splitlease/admin";
- * console.log(VERSION);
- * ```
- */
-export const VERSION = "0.2.0";
+export { VERSION } from "./job_check.ts";
 
 /**
  * Options of {@linkcode SplitCoordinator.join}.
@@ -193,49 +185,13 @@ export class SplitCoordinator implements Coordinator {
 
   async #start(): Promise<void> {
     const { log, me, config } = this.#core;
-    await this.#checkJob();
+    await checkJobRecord(this.#core);
     await this.#follower.open();
     await this.#membership.register();
     this.#state = "running";
     log("info", "Joined", { instance: me.instance, session: me.session, job: config.job });
     this.#membership.start();
     this.#schedule();
-  }
-
-  async #checkJob(): Promise<void> {
-    const { store, config, clock } = this.#core;
-    const want = { v: RECORD_LAYOUT, fingerprint: config.fingerprint, createdAt: clock.wallNow() };
-    let cur = await store.get(keys.job);
-    if (!cur) {
-      const r = await store.create(keys.job, encodeRecord(want));
-      if (r.ok) return;
-      cur = await store.get(keys.job);
-      if (!cur) throw new SplitleaseError("STORE_UNAVAILABLE", `Job record "job" vanished while joining`);
-    }
-    const raw = (() => {
-      try {
-        return JSON.parse(cur.value) as { v?: unknown };
-      } catch {
-        return undefined;
-      }
-    })();
-    if (raw && typeof raw.v === "number" && raw.v !== RECORD_LAYOUT) {
-      throw new SplitleaseError(
-        "INCOMPATIBLE_LAYOUT",
-        `Job "${config.job}" was written with record layout ${raw.v}; this splitlease (${VERSION}) reads layout ${RECORD_LAYOUT} ` +
-          `only. Finish the job with the version that started it, or start it again under a new job name`,
-      );
-    }
-    const job = safeDecodeRecord(keys.job, cur.value, JobRecordSchema);
-    if (!job.ok) throw job.error;
-    if (job.value.fingerprint !== config.fingerprint) {
-      throw new SplitleaseError(
-        "FINGERPRINT_MISMATCH",
-        `Job "${config.job}" belongs to another job: the store holds fingerprint ${
-          JSON.stringify(job.value.fingerprint)
-        }, this worker has ${JSON.stringify(config.fingerprint)}`,
-      );
-    }
   }
 
   #active(): boolean {
