@@ -23,7 +23,11 @@ const hostEntry = "bench/scale_host.ts";
 /** Spawns one host on `runtime` (deno runs the source, node its esbuild bundle). */
 export async function spawnHost(runtime: string, name: string, opts: HostOpts): Promise<Child> {
   const env = { SCALE_HOST: JSON.stringify(opts) };
-  if (runtime === "node") return new Child(name, bin("node"), [await nodeBundle(hostEntry)], env);
+  if (runtime === "node") {
+    // BENCH_NODE_ARGS: extra Node flags for the hosts (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+    const extra = (Deno.env.get("BENCH_NODE_ARGS") ?? "").split(" ").filter(Boolean);
+    return new Child(name, bin("node"), [...extra, await nodeBundle(hostEntry)], env);
+  }
   return new Child(name, bin("deno"), ["run", "-A", "--no-check", `${root}${hostEntry}`], env);
 }
 

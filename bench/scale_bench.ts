@@ -12,6 +12,7 @@
 //   BENCH_W [4,16,50,100], BENCH_S [1000,10000,100000]  grid cells (W × S)
 //   BENCH_PROCS [4]             worker processes per fleet (min(W, PROCS))
 //   BENCH_RUNTIME [deno]        deno: hosts run bench/scale_host.ts; node: its esbuild bundle on Node 24
+//   BENCH_NODE_ARGS             extra Node flags for the hosts when BENCH_RUNTIME=node (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
 //   BENCH_DENO_WS [nodelay]     on Deno: the adapter's denoWebSocket client; builtin: Deno's WebSocket (bursts stall ~40 ms)
 //   BENCH_LEASE_MS [15000], BENCH_MAX_IN_FLIGHT [32], BENCH_OP_TIMEOUT_MS [5000]
 //   BENCH_NEEDED_PER_SPLIT [3]  store writes a tiny split needs at least (layout 2: split create,
