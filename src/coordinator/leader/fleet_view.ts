@@ -213,11 +213,21 @@ export class FleetView {
 
   /** Splits (count) held by an owner. */
   heldBy(instance: string, session: string): number {
-    return this.byOwner.get(ownerKey(instance, session))?.size ?? 0;
+    return this.heldByKey(ownerKey(instance, session));
+  }
+
+  /** Splits (count) held by the owner with this {@linkcode ownerKey}. */
+  heldByKey(key: string): number {
+    return this.byOwner.get(key)?.size ?? 0;
   }
 
   /** Runnable weight held by an owner. */
   loadOf(instance: string, session: string): number {
-    return this.loadBy.get(ownerKey(instance, session)) ?? 0;
+    return this.loadOfKey(ownerKey(instance, session));
+  }
+
+  /** Runnable weight held by the owner with this {@linkcode ownerKey}. */
+  loadOfKey(key: string): number {
+    return this.loadBy.get(key) ?? 0;
   }
 }

@@ -79,7 +79,7 @@ export class DeathJudge {
     const { config, store, clock } = this.#h.core;
     let next = Infinity;
     for (const [instance, st] of [...this.#h.states]) {
-      const key = keys.member(instance);
+      const key = st.memberKey;
       const exp = this.#h.liveness.expiresAt(key, config.leaseMs);
       if (exp === undefined) continue;
       if (exp > now) {
@@ -112,12 +112,24 @@ export class DeathJudge {
     return next;
   }
 
+  #owners = new Map<string, { instance: string; session: string }>();
+
+  /** {@linkcode parseOwnerKey}, remembered: every pass walks every owner. */
+  #owner(k: string): { instance: string; session: string } {
+    let o = this.#owners.get(k);
+    if (!o) {
+      if (this.#owners.size > 4 * this.#h.view.byOwner.size + 64) this.#owners.clear();
+      this.#owners.set(k, (o = parseOwnerKey(k)));
+    }
+    return o;
+  }
+
   /** Splits whose owner session is not a live member: take them over (after `rebalanceDelayMs`). */
   orphans(now: number): number {
     const delay = this.#h.core.config.rebalanceDelayMs;
     let next = Infinity;
     for (const [k, ids] of this.#h.view.byOwner) {
-      const owner = parseOwnerKey(k);
+      const owner = this.#owner(k);
       const st = this.#h.states.get(owner.instance);
       if (st && st.session === owner.session) continue; // alive (draining ones too)
       if (this.#rereading.has(keys.member(owner.instance))) continue;

@@ -11,7 +11,8 @@ import { SplitleaseError } from "../../errors.ts";
 import { keys } from "../../store/keys.ts";
 import { MAX_VALUE_BYTES } from "../../store/store.ts";
 import type { Core } from "../core.ts";
-import type { FleetView } from "./fleet_view.ts";
+import { hashStrings } from "../../balance/hash.ts";
+import { type FleetView, ownerKey } from "./fleet_view.ts";
 
 /** Bytes of split records written inline in one assignment record; entries past it carry ids only. */
 const INLINE_BUDGET = 48 * 1024;
@@ -46,6 +47,12 @@ export interface Grant {
 export class MemberState {
   readonly instance: string;
   readonly session: string;
+  /** `ownerKey(instance, session)`, built once: passes look members up by it on every event. */
+  readonly key: string;
+  /** A hash of `key`, for the membership signature. */
+  readonly keyHash: number;
+  /** Its `member.<instance>` key. */
+  readonly memberKey: string;
   maxInFlight: number;
   draining: boolean;
   planner: boolean;
@@ -77,6 +84,9 @@ export class MemberState {
   constructor(instance: string, session: string, maxInFlight: number, draining: boolean, planner: boolean) {
     this.instance = instance;
     this.session = session;
+    this.key = ownerKey(instance, session);
+    this.keyHash = hashStrings([this.key]) % 2 ** 32; // sums of many stay exact
+    this.memberKey = keys.member(instance);
     this.maxInFlight = maxInFlight;
     this.draining = draining;
     this.planner = planner;

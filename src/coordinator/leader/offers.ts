@@ -27,7 +27,7 @@ export interface OfferBook {
 
 /** Lanes a member has for new work: maxInFlight minus what it holds and what is on its way to it. */
 export function freeLanes(view: FleetView, m: MemberState): number {
-  return Math.max(0, m.maxInFlight - view.heldBy(m.instance, m.session) - m.incoming);
+  return Math.max(0, m.maxInFlight - view.heldByKey(m.key) - m.incoming);
 }
 
 /** Members that take new work: live, not draining, with lanes. */
@@ -51,18 +51,20 @@ export function refillOffers(b: OfferBook): boolean {
 
 function distribute(b: OfferBook, ms: MemberState[]): boolean {
   const { view } = b;
+  // Most passes (one per watch event) find every member's offers topped up:
+  // decide that in one cheap scan before weighing shares and sorting.
+  if (!ms.some((m) => needsRefill(view, m))) return false;
   const share = view.runnableWeight / ms.length;
-  const load = (m: MemberState) => view.loadOf(m.instance, m.session) + m.offeredWeight;
+  const load = (m: MemberState) => view.loadOfKey(m.key) + m.offeredWeight;
   // Would another member below its share take a free split? If none can, the share no longer caps.
   const belowWithLanes = ms.filter((m) => load(m) < share && freeLanes(view, m) > m.offers.size).length;
   ms.sort((x, y) => load(x) / Math.max(1, x.maxInFlight) - load(y) / Math.max(1, y.maxInFlight));
   let changed = false;
   for (const m of ms) {
+    if (!needsRefill(view, m)) continue;
     const lanes = freeLanes(view, m);
     const target = Math.min(MAX_OFFERS, lanes + 2 * m.maxInFlight);
     const have = m.offers.size;
-    // Refill once half the offers are used, or at once when a lane would idle.
-    if (have >= lanes && have > target / 2) continue;
     const capped = belowWithLanes > (load(m) < share && lanes > have ? 1 : 0);
     let l = load(m);
     for (let n = have; n < target; n++) {
@@ -77,6 +79,13 @@ function distribute(b: OfferBook, ms: MemberState[]): boolean {
     }
   }
   return changed;
+}
+
+/** Refill once half the offers are used, or at once when a lane would idle. */
+function needsRefill(view: FleetView, m: MemberState): boolean {
+  const lanes = freeLanes(view, m);
+  const have = m.offers.size;
+  return have < lanes || have <= Math.min(MAX_OFFERS, lanes + 2 * m.maxInFlight) / 2;
 }
 
 /**

@@ -146,7 +146,7 @@ export class Revocations {
     let bestLoad = Infinity;
     for (const m of claimers(states)) {
       if (m === not || freeLanes(view, m) - m.offers.size <= 0) continue;
-      const load = view.loadOf(m.instance, m.session);
+      const load = view.loadOfKey(m.key);
       if (load < bestLoad) (best = m), (bestLoad = load);
     }
     return best;
@@ -164,6 +164,7 @@ export class Revocations {
     let next = Infinity;
     for (const m of this.#ctx.states.values()) {
       if (m.draining) this.drainRevokes(m, now);
+      if (m.revokes.size === 0) continue;
       for (const [id, r] of [...m.revokes]) {
         if (!r.steal) {
           if (!r.to) {

@@ -155,11 +155,28 @@ export class LeaderRole {
     await this.#watches.stop();
   }
 
-  /** Membership signature: a steal planned under another one is withdrawn. */
+  #sig = { count: -1, sum: 0, generation: -1, value: "" };
+
+  /**
+   * Membership signature: a steal planned under another one is withdrawn.
+   * Built (sorted) only when a cheap fingerprint of the claimers changes: it
+   * is asked for on every pass, one per watch event. A fingerprint collision
+   * can only keep a steal that balancing would have re-planned.
+   */
   #signature(plan: PlanRecord | undefined): string {
+    let count = 0, sum = 0;
+    for (const m of this.states.values()) {
+      if (m.draining || m.maxInFlight === 0) continue;
+      count++;
+      sum = (sum + m.keyHash) % Number.MAX_SAFE_INTEGER;
+    }
+    const generation = plan?.generation ?? 0;
+    const c = this.#sig;
+    if (c.count === count && c.sum === sum && c.generation === generation) return c.value;
     const parts: string[] = [];
     for (const m of this.states.values()) if (!m.draining && m.maxInFlight > 0) parts.push(m.instance + ":" + m.session);
-    return parts.sort().join(",") + "#" + (plan?.generation ?? 0);
+    this.#sig = { count, sum, generation, value: parts.sort().join(",") + "#" + generation };
+    return this.#sig.value;
   }
 
   // --- view events -------------------------------------------------------------------
@@ -420,8 +437,8 @@ export class LeaderRole {
     for (const m of this.states.values()) {
       if (m.draining || m.maxInFlight === 0) continue;
       members++;
-      if (m.offers.size > 0 || m.maxInFlight - this.view.heldBy(m.instance, m.session) - m.incoming <= 0) continue;
-      const load = this.view.loadOf(m.instance, m.session) + m.incoming;
+      if (m.offers.size > 0 || m.maxInFlight - this.view.heldByKey(m.key) - m.incoming <= 0) continue;
+      const load = this.view.loadOfKey(m.key) + m.incoming;
       if (m === run?.m) runLoad = load;
       if (load < bestLoad) (best = m), (bestLoad = load);
     }

@@ -65,7 +65,7 @@ export class Takeovers {
       for (const m of claimers(this.#ctx.states)) {
         if (m.instance === owner.instance && m.session === owner.session) continue;
         if (freeLanes(view, m) - (planned.get(m) ?? 0) - m.offers.size <= 0) continue;
-        const load = view.loadOf(m.instance, m.session) + (planned.get(m) ?? 0);
+        const load = view.loadOfKey(m.key) + (planned.get(m) ?? 0);
         if (load < bestLoad) (best = m), (bestLoad = load);
       }
       return best;
