@@ -218,9 +218,29 @@ export class NatsServer implements AsyncDisposable {
     await this.#launch();
   }
   /** Freezes the process (SIGSTOP): connections stay open, nothing answers. */
-  pause(): void {
-    this.#proc?.kill("SIGSTOP");
+  async pause(): Promise<void> {
+    const proc = this.#proc;
+    proc?.kill("SIGSTOP");
     this.#paused = true;
+    if (!proc) return;
+    // SIGSTOP stops each thread as it next enters the kernel: on a busy
+    // machine a thread of the server can still answer a request sent right
+    // after kill() returned. Wait until every thread reads as stopped.
+    const deadline = Date.now() + 2000;
+    for (;;) {
+      const states: string[] = [];
+      try {
+        for await (const t of Deno.readDir(`/proc/${proc.pid}/task`)) {
+          const stat = await Deno.readTextFile(`/proc/${proc.pid}/task/${t.name}/stat`).catch(() => "");
+          states.push(stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3));
+        }
+      } catch {
+        return; // no /proc here: best effort
+      }
+      if (states.every((st) => st === "T" || st === "t" || st === "")) return;
+      if (Date.now() > deadline) throw new Error(`nats-server did not stop within 2 s of SIGSTOP (thread states ${states.join("")})`);
+      await delay(5);
+    }
   }
   /** Resumes a paused process (SIGCONT). */
   resume(): void {

@@ -72,7 +72,7 @@ for (const [via, wsFactory] of [["", undefined], [" (denoWebSocket)", denoWebSoc
       await using server = await NatsServer.start();
       await using store = await NatsStore.connect({ servers: server.wsUrl, job: "pause", opTimeoutMs: OP_TIMEOUT, wsFactory });
       const revs = await seed(store);
-      server.pause();
+      await server.pause();
       try {
         await assertAllUnavailable(store, revs);
       } finally {
