@@ -24,6 +24,7 @@ import type { Versioned } from "../follower.ts";
 import { LivenessTracker } from "../liveness.ts";
 import { WatchSet } from "../watch_set.ts";
 import { CompletionJudge } from "./completion.ts";
+import { MembershipSignature } from "./signature.ts";
 import { DeathJudge } from "./judge.ts";
 import { FleetView, ownerKey } from "./fleet_view.ts";
 import { MemberState } from "./member_state.ts";
@@ -155,29 +156,7 @@ export class LeaderRole {
     await this.#watches.stop();
   }
 
-  #sig = { count: -1, sum: 0, generation: -1, value: "" };
-
-  /**
-   * Membership signature: a steal planned under another one is withdrawn.
-   * Built (sorted) only when a cheap fingerprint of the claimers changes: it
-   * is asked for on every pass, one per watch event. A fingerprint collision
-   * can only keep a steal that balancing would have re-planned.
-   */
-  #signature(plan: PlanRecord | undefined): string {
-    let count = 0, sum = 0;
-    for (const m of this.states.values()) {
-      if (m.draining || m.maxInFlight === 0) continue;
-      count++;
-      sum = (sum + m.keyHash) % Number.MAX_SAFE_INTEGER;
-    }
-    const generation = plan?.generation ?? 0;
-    const c = this.#sig;
-    if (c.count === count && c.sum === sum && c.generation === generation) return c.value;
-    const parts: string[] = [];
-    for (const m of this.states.values()) if (!m.draining && m.maxInFlight > 0) parts.push(m.instance + ":" + m.session);
-    this.#sig = { count, sum, generation, value: parts.sort().join(",") + "#" + generation };
-    return this.#sig.value;
-  }
+  readonly #signature = new MembershipSignature();
 
   // --- view events -------------------------------------------------------------------
 
@@ -375,7 +354,7 @@ export class LeaderRole {
       withheld: (id) => this.backoff.has(id),
     });
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
-    next = Math.min(next, this.#revocations.cycle(now, this.term, this.#signature(plan), nothingFree));
+    next = Math.min(next, this.#revocations.cycle(now, this.term, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree));
     for (const st of this.states.values()) if (st.dirty) void this.#flush(st);
     void this.#completion.check(plan, this.term, planRevision);
     return next;
