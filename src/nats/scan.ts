@@ -33,7 +33,10 @@ export function subjectFor(conn: Connection, filter: string): string {
 
 /** Decodes a consumer message of the bucket. */
 export function decodeMessage(conn: Connection, m: JsMsg): BucketMessage {
-  const op = m.headers?.get("KV-Operation");
+  // Delete and purge markers carry no data: a message with data is a put,
+  // and its headers (every CAS write stores its expected-sequence header)
+  // need not be decoded, which the client does per message when asked.
+  const op = m.data.length > 0 ? undefined : m.headers?.get("KV-Operation");
   const marker = op === "DEL" || op === "PURGE";
   return {
     key: m.subject.substring(conn.prefix.length),

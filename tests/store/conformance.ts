@@ -182,6 +182,24 @@ export function conformance(name: string, factory: StoreFactory): void {
     await Promise.all([exact.stop(), none.stop(), all.stop()]);
   });
 
+  test("an empty value is a put, not a delete: get, list and watch agree", async (s) => {
+    const w = s.watch("k.");
+    const it = w[Symbol.asyncIterator]();
+    assert.deepEqual(await take(it, 1), [{ type: "ready" }]);
+    assert.deepEqual(await s.create("k.a", ""), { ok: true, revision: 1 });
+    assert.deepEqual(await s.create("k.b", "B"), { ok: true, revision: 2 });
+    assert.deepEqual(await s.delete("k.b", 2), { ok: true });
+    assert.deepEqual(await take(it, 3), [
+      { type: "put", key: "k.a", value: "", revision: 1 },
+      { type: "put", key: "k.b", value: "B", revision: 2 },
+      { type: "delete", key: "k.b", revision: 3 },
+    ]);
+    assert.equal((await s.get("k.a"))?.value, "");
+    assert.equal(await s.get("k.b"), undefined);
+    assert.deepEqual((await s.list("k.")).map((e) => [e.key, e.value]), [["k.a", ""]]);
+    await w.stop();
+  });
+
   test("values above the limit and invalid keys are rejected", async (s) => {
     const big = "x".repeat(MAX_VALUE_BYTES + 1);
     await assert.rejects(s.create("big", big), (e) => e instanceof ValueTooLargeError && e.key === "big");
