@@ -253,13 +253,13 @@ export class Tenancies {
     }
   }
 
-  /** Requests a cooperative revocation (`revokeRequested`), forced after the drain deadline. */
   /** Names the successor a release of `id` goes to, unless one is named already. */
   nameSuccessor(id: string, to: Owner): void {
     const t = this.held.get(id);
     if (t && !t.to) t.to = to;
   }
 
+  /** Requests a cooperative revocation (`revokeRequested`), forced after the drain deadline. */
   requestRevoke(id: string, to: Owner | null, byLeader: boolean): void {
     const t = this.held.get(id);
     if (!t) return;

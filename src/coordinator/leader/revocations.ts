@@ -129,7 +129,7 @@ export class Revocations {
   drainRevokes(m: MemberState, now: number): Map<string, Owner> {
     const { view } = this.#ctx;
     const named = new Map<string, Owner>();
-    for (const id of view.byOwner.get(m.instance + " " + m.session) ?? []) {
+    for (const id of view.byOwner.get(m.key) ?? []) {
       if (m.revokes.has(id)) continue;
       const to = this.#successor(m);
       const epoch = view.splits.get(id)!.record.epoch;

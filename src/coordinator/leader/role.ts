@@ -26,7 +26,7 @@ import { WatchSet } from "../watch_set.ts";
 import { CompletionJudge } from "./completion.ts";
 import { MembershipSignature } from "./signature.ts";
 import { DeathJudge } from "./judge.ts";
-import { FleetView, ownerKey } from "./fleet_view.ts";
+import { FleetView } from "./fleet_view.ts";
 import { MemberState } from "./member_state.ts";
 import { refillOffers } from "./offers.ts";
 import { Revocations } from "./revocations.ts";
@@ -141,7 +141,7 @@ export class LeaderRole {
     // (our predecessor died between opening it and telling the owner). A
     // member ignores grants of tenancies it has or had, so listing them all is safe.
     for (const st of this.states.values()) {
-      for (const id of this.view.byOwner.get(ownerKey(st.instance, st.session)) ?? []) {
+      for (const id of this.view.byOwner.get(st.key) ?? []) {
         st.grants.set(id, { epoch: this.view.splits.get(id)!.record.epoch });
       }
       st.touch();
@@ -276,7 +276,7 @@ export class LeaderRole {
    */
   #audit(st: MemberState, r: MemberRecord): void {
     if (r.held === undefined) return;
-    const owned = this.view.byOwner.get(ownerKey(st.instance, st.session));
+    const owned = this.view.byOwner.get(st.key);
     if (!owned || owned.size <= r.held) {
       st.suspect = 0;
       return;
