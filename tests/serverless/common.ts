@@ -14,13 +14,26 @@ export const root: string = new URL("../../", import.meta.url).pathname;
 export const bin = (n: string): string => `${root}node_modules/.bin/${n}`;
 
 /**
- * 8 splits × 1600 records, 20 records per 20 ms batch: at least 1.6 s of work
- * per split, longer than any test invocation's work window (budget − margin:
- * 1 s at 3000 ms, 1.5 s for Lambda's 4000 ms less its 500 ms reserve), so every split is released by
- * one invocation and finished by a later one whatever the machine's speed.
+ * Every test invocation has a budget of {@linkcode BUDGET_MS}: a work window
+ * (budget − margin; on Lambda also less the handler's 500 ms reserve) of
+ * 4.5–5 s, more than two leases (2 × 2000 ms). A shorter window never
+ * recovers from one unlucky invocation: an invocation stops taking work (and
+ * so never elects itself) at the end of its window, a leader record left by
+ * an invocation cut off mid-resign is judged dead only a lease after a member
+ * first sees it, and splits left by a cut-off invocation only a lease after
+ * the new leader first sees their owner's record. (Seen with 1–1.5 s windows
+ * and a 2 s lease: twelve invocations in a row, none able to lead.)
+ */
+export const BUDGET_MS = 7000;
+
+/**
+ * 8 splits × 6000 records, 20 records per 20 ms batch: at least 6 s of work
+ * per split, longer than any test invocation's work window (at most 5 s), so
+ * every split is released by one invocation and finished by a later one
+ * whatever the machine's speed.
  */
 export const SPLITS = 8;
-export const RECORDS = 1600;
+export const RECORDS = 6000;
 
 /** Environment of the examples (examples/serverless/config.ts) for a job on `natsUrl`. */
 export function jobEnv(natsUrl: string, job: string, extra: Record<string, string> = {}): Record<string, string> {
@@ -30,17 +43,13 @@ export function jobEnv(natsUrl: string, job: string, extra: Record<string, strin
     SPLITS: String(SPLITS),
     RECORDS: String(RECORDS),
     BATCH_MS: "20",
-    // Short timeouts so a 3 s invocation is a valid slice: 2 s margin (drain
-    // deadline + 1 s), 1 s of work, and the smallest budget these allow is
-    // margin + opTimeoutMs = 3 s. The op timeout is not shorter than 1 s: a
+    // Short timeouts: 2 s margin (drain deadline + 1 s), and the smallest
+    // budget these allow is margin + opTimeoutMs = 3 s. The op timeout is not shorter than 1 s: a
     // cold process on a loaded CI machine answered its first read in more
     // than 500 ms (an invocation failed with STORE_UNAVAILABLE).
     OP_TIMEOUT_MS: "1000",
     DRAIN_DEADLINE_MS: "1000",
-    // Shorter than an invocation (about 3 s): a leader record left by an
-    // invocation cut off mid-resign goes silent within the next one's life,
-    // which then elects itself (with a lease longer than every invocation no
-    // invocation would ever see it silent, and the job would stop).
+    // Under half a work window (see BUDGET_MS), and the least 2 × opTimeoutMs allows.
     LEASE_MS: "2000",
     ...extra,
   };
@@ -75,9 +84,9 @@ export interface Slice {
  */
 export function assertNoLoss(slices: Slice[], platform: string): void {
   const sum = (f: (s: Slice) => number) => slices.reduce((n, s) => n + f(s), 0);
-  assert.ok(slices.length >= 2, `${platform}: the job took several invocations (${slices.length})`);
-  assert.ok(slices.some((s) => s.outcome === "complete"), `${platform}: an invocation saw the job complete`);
   const summary = () => "\n" + slices.map((s) => JSON.stringify(s)).join("\n");
+  assert.ok(slices.length >= 2, `${platform}: the job took several invocations (${slices.length})${summary()}`);
+  assert.ok(slices.some((s) => s.outcome === "complete"), `${platform}: an invocation saw the job complete${summary()}`);
   assert.equal(sum((s) => s.recordsCommitted), SPLITS * RECORDS, `${platform}: every record committed exactly once${summary()}`);
   assert.equal(sum((s) => s.completed), SPLITS, `${platform}: every split completed once`);
   assert.ok(sum((s) => s.released) > 0, `${platform}: unfinished splits were handed to later invocations`);

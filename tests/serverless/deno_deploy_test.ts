@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { eachLine, parseLogLine } from "../helpers/lines.ts";
 import { freePort, NatsServer } from "../helpers/nats_server.ts";
 import { waitFor, withTimeout } from "../helpers/worker_procs.ts";
-import { assertNoLoss, bin, jobEnv, root, type Slice } from "./common.ts";
+import { assertNoLoss, bin, BUDGET_MS, jobEnv, root, type Slice } from "./common.ts";
 
 Deno.test({
   name: "deno deploy: Deno.serve + Deno.cron app finishes a job through HTTP invocations with no loss",
@@ -23,7 +23,7 @@ Deno.test({
       // The permissions Deno Deploy grants that the app uses; --unstable-cron provides Deno.cron locally.
       args: ["run", "--no-prompt", "--unstable-cron", "--allow-net", "--allow-env", "examples/serverless/deno_deploy.ts"],
       cwd: root,
-      env: { ...jobEnv(server.wsUrl, "deploy"), PORT: String(port), BUDGET_MS: "3000", NO_COLOR: "1" },
+      env: { ...jobEnv(server.wsUrl, "deploy"), PORT: String(port), BUDGET_MS: String(BUDGET_MS), NO_COLOR: "1" },
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
@@ -58,7 +58,7 @@ Deno.test({
             if ((await Promise.all([invoke(), invoke()])).some((r) => r.outcome === "complete")) return;
           }
         })(),
-        60_000,
+        180_000,
         "invocations to finish the job",
       );
       // Deno.cron fires at every wall-clock minute: a slice it ran meanwhile did part of the job too.

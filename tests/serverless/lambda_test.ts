@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { runCmd } from "../helpers/cmd.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
-import { assertNoLoss, bin, bundle, jobEnv, root, type Slice } from "./common.ts";
+import { assertNoLoss, bin, BUDGET_MS, bundle, jobEnv, root, type Slice } from "./common.ts";
 
 const HANDLER = "dist/serverless/lambda/index.mjs";
 
@@ -54,7 +54,7 @@ Deno.test({
     ]);
     await using server = await NatsServer.start();
     const env = jobEnv(server.wsUrl, "lambda");
-    const timeoutMs = 4000; // the smallest these options allow is 3500: drain margin 2000 + opTimeoutMs 1000 + the handler's 500 ms reserve
+    const timeoutMs = BUDGET_MS; // the smallest these options allow is 3500: drain margin 2000 + opTimeoutMs 1000 + the handler's 500 ms reserve
     const runs = await Promise.all([environment(env, timeoutMs, 12), environment(env, timeoutMs, 12)]);
     const invocations = runs.flat();
 
