@@ -120,9 +120,9 @@ function http(statusCode: number, body: unknown): LambdaHttpResponse {
  * takes from its remaining time): invalid options throw `INVALID_CONFIG`
  * naming the rule when the module loads, not on every invocation. An
  * invocation whose remaining time is below what the options need
- * (`marginMs + opTimeoutMs` plus `reserveMs`) throws `INVALID_CONFIG`
- * saying so: raise the function's timeout or lower `drainDeadlineMs` and
- * `opTimeoutMs`.
+ * (`marginMs + 2 × leaseMs` plus `reserveMs`) throws `INVALID_CONFIG`
+ * saying so: raise the function's timeout or lower `leaseMs`,
+ * `drainDeadlineMs` and `opTimeoutMs`.
  *
  * @example
  * ```ts
@@ -155,8 +155,8 @@ export function createLambdaHandler<D>(
       throw new SplitleaseError(
         "INVALID_CONFIG",
         `Invalid slice config: the invocation has ${remaining} ms left, but a slice with these options needs at least ` +
-          `marginMs + opTimeoutMs + reserveMs (${minBudgetMs} + ${reserveMs} = ${minBudgetMs + reserveMs} ms): ` +
-          "raise the function's timeout or lower drainDeadlineMs and opTimeoutMs",
+          `marginMs + 2 × leaseMs + reserveMs (${minBudgetMs} + ${reserveMs} = ${minBudgetMs + reserveMs} ms): ` +
+          "raise the function's timeout or lower leaseMs, drainDeadlineMs and opTimeoutMs",
       );
     }
     const result = await runSlice(

@@ -24,7 +24,7 @@ export { runSlice, type SliceResult } from "./slice_run.ts";
  *
  * @throws {SplitleaseError} `INVALID_CONFIG` at creation, naming every broken
  * rule, when the options cannot work (a budget too small for
- * `marginMs + opTimeoutMs`, `drainDeadlineMs` below `opTimeoutMs`, ...).
+ * `marginMs + 2 × leaseMs`, `drainDeadlineMs` below `opTimeoutMs`, ...).
  *
  * @example
  * ```ts
@@ -59,7 +59,7 @@ export function createSliceHandler<D>(options: SliceOptions<D>): (request: Reque
       }
       if (n < minBudgetMs) {
         return json(400, {
-          error: `budget must be at least marginMs + opTimeoutMs (${minBudgetMs} ms) for these options, got ${n}`,
+          error: `budget must be at least marginMs + 2 × leaseMs (${minBudgetMs} ms) for these options, got ${n}`,
         });
       }
       budget = Math.min(n, maxBudget);

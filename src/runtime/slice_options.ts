@@ -23,7 +23,7 @@ import { durationIssue } from "../util/timers.ts";
  * import { createSliceHandler, type SliceOptions } from "@splitlease/splitlease/serverless";
  * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
  * declare const source: SplitSource;
- * const options: SliceOptions<unknown> = { store: new MemoryStore(), source, job: "backfill", budgetMs: 10_000 };
+ * const options: SliceOptions<unknown> = { store: new MemoryStore(), source, job: "backfill", budgetMs: 20_000 };
  * const handler = createSliceHandler(options);
  * ```
  */
@@ -40,8 +40,10 @@ export interface SliceOptions<D = unknown> extends CoordinatorTunables {
   instancePrefix?: string;
   /**
    * Total time budget of an invocation in ms (default 30000). Must be at
-   * least `marginMs + opTimeoutMs`: the drain margin plus one store
-   * operation's time to join and claim (16000 with the defaults).
+   * least `marginMs + 2 × leaseMs`: the drain margin plus a work window that
+   * holds two leases (17000 with the slice defaults), so that one invocation
+   * can always take over from one that was cut off (see
+   * {@linkcode checkSliceOptions}).
    */
   budgetMs?: number;
   /**
@@ -101,6 +103,20 @@ function checkSliceInput(options: SliceOptions<unknown>, where: string): void {
   }
 }
 
+/**
+ * The timing defaults of a slice where the options leave them out: shorter
+ * than a long-running worker's (15 s lease, 5 s op timeout, 10 s drain), so
+ * the default 30 s budget has a work window of 25 s, more than two leases.
+ *
+ * @example
+ * ```ts
+ * import { SLICE_TIMING_DEFAULTS } from "./slice_options.ts";
+ * console.log(SLICE_TIMING_DEFAULTS.leaseMs); // 6000
+ * ```
+ */
+export const SLICE_TIMING_DEFAULTS: Readonly<{ leaseMs: number; opTimeoutMs: number; drainDeadlineMs: number }> = Object
+  .freeze({ leaseMs: 6000, opTimeoutMs: 2000, drainDeadlineMs: 4000 });
+
 /** A slice's timing after defaults (see {@linkcode checkSliceOptions}). */
 export interface SliceTiming {
   /** The invocation's whole budget. */
@@ -111,7 +127,9 @@ export interface SliceTiming {
   drainDeadlineMs: number;
   /** Timeout of one store operation. */
   opTimeoutMs: number;
-  /** The smallest budget these options allow: `marginMs + opTimeoutMs`. */
+  /** Lease of the invocation's member record. */
+  leaseMs: number;
+  /** The smallest budget these options allow: `marginMs + 2 × leaseMs`. */
   minBudgetMs: number;
 }
 
@@ -119,22 +137,32 @@ const PREFIX = /^[A-Za-z0-9_-]{1,100}$/;
 
 /**
  * Validates slice options with `budgetMs` (default `options.budgetMs`, else
- * 30000) and returns the timing they imply. Checks every rule the slice and
- * its coordinator would otherwise break at run time — the coordinator
- * tunables (`leaseMs >= 2 × opTimeoutMs`, `drainDeadlineMs >= opTimeoutMs`,
- * ...), `marginMs > drainDeadlineMs`, `budgetMs >= marginMs + opTimeoutMs`,
- * the job and instance prefix, a store — and throws one `INVALID_CONFIG`
+ * 30000) and returns the timing they imply, with
+ * {@linkcode SLICE_TIMING_DEFAULTS} for the lease, op timeout and drain
+ * deadline left out. Checks every rule the slice and its coordinator would
+ * otherwise break at run time — the coordinator tunables
+ * (`leaseMs >= 2 × opTimeoutMs`, `drainDeadlineMs >= opTimeoutMs`, ...),
+ * `marginMs > drainDeadlineMs`, the job and instance prefix, a store — and
+ * `budgetMs >= marginMs + 2 × leaseMs`, and throws one `INVALID_CONFIG`
  * error naming each broken rule. `createSliceHandler` and `runSlice` call it
  * before doing anything, so a handler that cannot work fails when it is
  * created, not with an error on every request.
+ *
+ * Why two leases: an invocation stops taking work (and so stops electing
+ * itself) at the end of its work window, `budgetMs − marginMs`. A leader
+ * record left by an invocation that was cut off is judged dead only a lease
+ * after a member first sees it unmoved, and the splits of a cut-off
+ * invocation only a lease after the new leader first sees their owner's
+ * record. With a shorter window no later invocation can ever see both go
+ * silent, and the job stops for good.
  *
  * @example
  * ```ts
  * import { checkSliceOptions } from "./slice.ts";
  * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
  * declare const source: SplitSource;
- * const t = checkSliceOptions({ store: new MemoryStore(), source, job: "j", budgetMs: 8000, opTimeoutMs: 1000, drainDeadlineMs: 3000 });
- * console.log(t.marginMs, t.minBudgetMs); // 4000 5000
+ * const t = checkSliceOptions({ store: new MemoryStore(), source, job: "j", budgetMs: 8000, opTimeoutMs: 1000, leaseMs: 2000, drainDeadlineMs: 2000 });
+ * console.log(t.marginMs, t.minBudgetMs); // 3000 7000
  * ```
  */
 export function checkSliceOptions<D>(
@@ -144,17 +172,18 @@ export function checkSliceOptions<D>(
 ): SliceTiming {
   checkSliceInput(options as SliceOptions<unknown>, where);
   const rules: string[] = [];
-  const opTimeoutMs = options.opTimeoutMs ?? 5000;
-  const drainDeadlineMs = options.drainDeadlineMs ?? 10_000;
+  const opTimeoutMs = options.opTimeoutMs ?? SLICE_TIMING_DEFAULTS.opTimeoutMs;
+  const leaseMs = options.leaseMs ?? SLICE_TIMING_DEFAULTS.leaseMs;
+  const drainDeadlineMs = options.drainDeadlineMs ?? SLICE_TIMING_DEFAULTS.drainDeadlineMs;
   const marginMs = options.marginMs ?? drainDeadlineMs + 1000;
-  const minBudgetMs = marginMs + opTimeoutMs;
+  const minBudgetMs = marginMs + 2 * leaseMs;
   if (!Number.isInteger(budgetMs) || budgetMs <= 0) {
     rules.push(`budgetMs must be a positive integer (ms), got ${budgetMs}`);
   } else if (budgetMs < minBudgetMs) {
     rules.push(
-      `budgetMs must be at least marginMs + opTimeoutMs (${marginMs} + ${opTimeoutMs} = ${minBudgetMs}), got ${budgetMs}: ` +
-        "the end of the budget is kept for the drain and the rest must fit at least one store operation to join; " +
-        "lower drainDeadlineMs (and opTimeoutMs) or raise the budget",
+      `budgetMs must be at least marginMs + 2 × leaseMs (${marginMs} + 2 × ${leaseMs} = ${minBudgetMs}), got ${budgetMs}: ` +
+        "the end of the budget is kept for the drain, and the work window before it must hold two leases, or no " +
+        "invocation can take over from one that was cut off; lower leaseMs (and opTimeoutMs, drainDeadlineMs) or raise the budget",
     );
   }
   if (!Number.isInteger(marginMs) || marginMs <= drainDeadlineMs) {
@@ -170,6 +199,8 @@ export function checkSliceOptions<D>(
   try {
     parseCoordinatorConfig({
       ...pickTunables(options),
+      opTimeoutMs,
+      leaseMs,
       drainDeadlineMs,
       job: options.job,
       instance: `${PREFIX.test(prefix) ? prefix : "fn"}-0000000000`,
@@ -180,5 +211,5 @@ export function checkSliceOptions<D>(
     rules.push(e.message.replace(/^Invalid coordinator config: /, ""));
   }
   if (rules.length) throw new SplitleaseError("INVALID_CONFIG", `Invalid slice config: ${rules.join("; ")}`);
-  return { budgetMs, marginMs, drainDeadlineMs, opTimeoutMs, minBudgetMs };
+  return { budgetMs, marginMs, drainDeadlineMs, opTimeoutMs, leaseMs, minBudgetMs };
 }

@@ -22,7 +22,7 @@ import { checkSliceOptions, type SliceOptions } from "./slice_options.ts";
  * import { runSlice, type SliceResult } from "@splitlease/splitlease/serverless";
  * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
  * declare const source: SplitSource;
- * const r: SliceResult = await runSlice({ store: new MemoryStore(), source, job: "backfill", budgetMs: 2000 });
+ * const r: SliceResult = await runSlice({ store: new MemoryStore(), source, job: "backfill", budgetMs: 4000, leaseMs: 1000, opTimeoutMs: 250, drainDeadlineMs: 500 });
  * console.log(r.outcome, r.completed);
  * ```
  */
@@ -99,7 +99,7 @@ function resultOf(instance: string, started: number, clock: Clock, outcome: Work
  * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
  * declare const source: SplitSource;
  * const store = new MemoryStore();
- * const r = await runSlice({ store, source, job: "demo", budgetMs: 10_000, drainDeadlineMs: 2000 });
+ * const r = await runSlice({ store, source, job: "demo", budgetMs: 20_000, drainDeadlineMs: 2000 });
  * console.log(r.outcome, r.completed);
  * ```
  */
@@ -109,7 +109,7 @@ export async function runSlice<D>(
 ): Promise<SliceResult> {
   const issue = durationIssue("budgetMs", budgetMs);
   if (issue) throw new SplitleaseError("INVALID_ARGUMENT", `runSlice: ${issue}`);
-  const { drainDeadlineMs, marginMs } = checkSliceOptions(options, budgetMs, "runSlice");
+  const { drainDeadlineMs, marginMs, opTimeoutMs, leaseMs } = checkSliceOptions(options, budgetMs, "runSlice");
   const clock = options.clock ?? systemClock;
   const started = clock.now();
   const instance = `${options.instancePrefix ?? "fn"}-${nonce()}`;
@@ -125,6 +125,8 @@ export async function runSlice<D>(
     try {
       coordinator = await join({
         ...tunables,
+        opTimeoutMs,
+        leaseMs,
         drainDeadlineMs,
         store,
         job: options.job,

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/coordinator/types.ts";
 import { systemClock } from "../../src/coordinator/clock.ts";
-import { createSliceHandler, runSlice, type SliceResult } from "../../src/runtime/slice.ts";
+import { checkSliceOptions, createSliceHandler, runSlice, type SliceResult } from "../../src/runtime/slice.ts";
+import { type JoinOptions, SplitCoordinator } from "../../src/coordinator/coordinator.ts";
 import { NatsStore } from "../../src/nats/nats_store.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
@@ -28,7 +29,19 @@ class TrackingClock implements Clock {
   }
 }
 
-const tunables = { leaseMs: 1000, opTimeoutMs: 250, drainDeadlineMs: 500, marginMs: 700 };
+// The shortest lease there is: the smallest budget is marginMs + 2 × leaseMs = 1.7 s.
+/** Polls `ok` every 20 ms until it holds, failing with `what` after `ms`. */
+async function waitFor(ok: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`Timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const tunables = { leaseMs: 500, opTimeoutMs: 250, drainDeadlineMs: 500, marginMs: 700 };
+/** A 1.1 s work window. */
+const BUDGET = 1800;
 
 /** Records every processed record per split, in order: replay and loss show as a sequence other than 1..N. */
 function recorder() {
@@ -49,14 +62,14 @@ function recorder() {
 Deno.test("serverless: successive short slices complete a job with no loss and no replay, leaving no timers", async () => {
   const store = new MemoryStore();
   const rec = recorder();
-  const source = rangeSource(3, 60, 10, rec);
+  const source = rangeSource(3, 150, 10, rec);
   const clock = new TrackingClock();
   const results = [];
   for (let i = 0; i < 8; i++) {
     const r = await withTimeout(
-      runSlice({ store, source, job: "sl", budgetMs: 1200, clock, logger: () => {}, ...tunables }),
+      runSlice({ store, source, job: "sl", budgetMs: BUDGET, clock, logger: () => {}, ...tunables }),
       20_000,
-      `slice ${i} (a 1.2 s budget) to return`,
+      `slice ${i} (a 1.8 s budget) to return`,
     );
     assert.equal(clock.live.size, 0, `no timers left after slice ${i}`);
     results.push(r);
@@ -67,8 +80,8 @@ Deno.test("serverless: successive short slices complete a job with no loss and n
   assert.equal(results[0].outcome, "budget");
   assert.ok(results[0].released > 0 && results[0].completed === 0);
   const records = results.reduce((s, r) => s + r.recordsCommitted, 0);
-  assert.equal(records, 180, "every record committed exactly once across slices");
-  rec.assertExactlyOnce(3, 60);
+  assert.equal(records, 450, "every record committed exactly once across slices");
+  rec.assertExactlyOnce(3, 150);
   for (const r of results) assert.deepEqual(r.lost, {});
   assert.deepEqual((await store.list("member.")).length, 0, "every slice left");
   await store.close();
@@ -89,7 +102,7 @@ async function invokeUntilComplete(
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (!complete && started < maxInvocations) {
       started++;
-      const r = await withTimeout(invoke(), 20_000, `invocation ${started} (a slice of at most 1.5 s) to return`);
+      const r = await withTimeout(invoke(), 20_000, `invocation ${started} (a slice of at most ${BUDGET} ms) to return`);
       results.push(r);
       assert.notEqual(r.outcome, "error", r.error);
       if (r.outcome === "complete") complete = true;
@@ -110,17 +123,17 @@ function checkInvocations(results: SliceResult[], splits: number, records: numbe
   }
 }
 
-Deno.test("serverless: invocations 3 at a time (1.5 s budgets) on one MemoryStore complete a job with no loss and no replay", async () => {
+Deno.test("serverless: invocations 3 at a time (1.8 s budgets) on one MemoryStore complete a job with no loss and no replay", async () => {
   const store = new MemoryStore();
   const rec = recorder();
-  const source = rangeSource(6, 100, 10, rec);
+  const source = rangeSource(6, 200, 10, rec);
   const results = await invokeUntilComplete(
     3,
-    () => runSlice({ store, source, job: "concurrent", budgetMs: 1500, maxInFlight: 2, logger: () => {}, ...tunables }),
+    () => runSlice({ store, source, job: "concurrent", budgetMs: BUDGET, maxInFlight: 2, logger: () => {}, ...tunables }),
   );
   assert.ok(results.length >= 6, `needed several rounds (${results.length} invocations)`);
-  checkInvocations(results, 6, 100);
-  rec.assertExactlyOnce(6, 100);
+  checkInvocations(results, 6, 200);
+  rec.assertExactlyOnce(6, 200);
   assert.equal((await store.list("member.")).length, 0, "every invocation left");
   await store.close();
 });
@@ -135,7 +148,7 @@ Deno.test({
     for (const concurrency of [1, 3]) {
       const job = `fn-${concurrency}`;
       const rec = recorder();
-      const source = rangeSource(4, 60, 10, rec);
+      const source = rangeSource(4, 250, 10, rec);
       // The bucket exists before the first invocation (as after a deploy).
       await (await NatsStore.connect({ servers: server.wsUrl, job })).close();
       const results = await invokeUntilComplete(concurrency, () =>
@@ -143,15 +156,17 @@ Deno.test({
           storeFactory: () => NatsStore.connect({ servers: server.wsUrl, job, opTimeoutMs: 500 }),
           source,
           job,
-          budgetMs: concurrency === 1 ? 1200 : 1500,
+          // A 500 ms op timeout (a cold connection's first reads) needs a 1 s lease: 2.1 s windows.
+          budgetMs: 2800,
           maxInFlight: 2,
           logger: () => {},
           ...tunables,
           opTimeoutMs: 500,
+          leaseMs: 1000,
         }));
       assert.ok(results.length >= 2, `${job}: needed more than one invocation`);
-      checkInvocations(results, 4, 60);
-      rec.assertExactlyOnce(4, 60);
+      checkInvocations(results, 4, 250);
+      rec.assertExactlyOnce(4, 250);
       const store = await NatsStore.connect({ servers: server.wsUrl, job });
       try {
         assert.equal((await store.list("member.")).length, 0, "every invocation left");
@@ -160,6 +175,41 @@ Deno.test({
       }
     }
   },
+});
+
+Deno.test("serverless: after a leading and a following invocation are cut off, invocations with the smallest window (two leases) finish the job", async () => {
+  const store = new MemoryStore();
+  const seen = new Map<string, Set<number>>();
+  const source = rangeSource(4, 120, 10, { onRecord: (id, n) => seen.set(id, (seen.get(id) ?? new Set()).add(n)) });
+  const options = { store, source, job: "cut", maxInFlight: 2, logger: () => {}, ...tunables };
+  const { minBudgetMs } = checkSliceOptions(options);
+  assert.equal(minBudgetMs, tunables.marginMs + 2 * tunables.leaseMs);
+  // Two invocations with long budgets share the job, then both are cut off
+  // (no drain, no release, no leave): the leader's record and both members'
+  // records and splits stay behind, as after a platform kill.
+  const cut: SplitCoordinator[] = [];
+  const join = async (o: JoinOptions) => {
+    const c = await SplitCoordinator.join(o);
+    cut.push(c);
+    return c;
+  };
+  const doomed = [runSlice({ ...options, budgetMs: 60_000, join }), runSlice({ ...options, budgetMs: 60_000, join })];
+  await waitFor(() => cut.length === 2 && [...seen.values()].filter((s) => s.size >= 5).length === 4, 10_000, "both invocations running 2 splits each");
+  for (const c of cut) await c.abandon();
+  await withTimeout(Promise.allSettled(doomed), 10_000, "the cut-off invocations to return");
+  assert.ok((await store.list("member.")).length === 2 && (await store.get("leader")) !== undefined, "records left behind");
+  const results: SliceResult[] = [];
+  for (let i = 0; i < 12 && results.at(-1)?.outcome !== "complete"; i++) {
+    results.push(await withTimeout(runSlice({ ...options, budgetMs: minBudgetMs }), 20_000, `recovery invocation ${i}`));
+    assert.notEqual(results.at(-1)!.outcome, "error", results.at(-1)!.error);
+  }
+  assert.equal(results.at(-1)!.outcome, "complete", `complete within 12 invocations: ${results.map((r) => r.outcome)}`);
+  for (const [id, marks] of seen) {
+    assert.deepEqual([...marks].sort((a, b) => a - b), Array.from({ length: 120 }, (_, i) => i + 1), `split ${id}: no gap`);
+  }
+  assert.equal(seen.size, 4);
+  assert.ok(results.reduce((n, r) => n + r.gained, 0) >= 4, "the cut-off invocations' splits were taken over");
+  await store.close();
 });
 
 Deno.test("serverless: the fetch handler answers JSON, validates budget, method and token", async () => {

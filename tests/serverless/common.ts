@@ -44,7 +44,7 @@ export function jobEnv(natsUrl: string, job: string, extra: Record<string, strin
     RECORDS: String(RECORDS),
     BATCH_MS: "20",
     // Short timeouts: 2 s margin (drain deadline + 1 s), and the smallest
-    // budget these allow is margin + opTimeoutMs = 3 s. The op timeout is not shorter than 1 s: a
+    // budget these allow is margin + 2 × leaseMs = 6 s. The op timeout is not shorter than 1 s: a
     // cold process on a loaded CI machine answered its first read in more
     // than 500 ms (an invocation failed with STORE_UNAVAILABLE).
     OP_TIMEOUT_MS: "1000",

@@ -29,35 +29,46 @@ function assertRules(fn: () => unknown, ...rules: (string | RegExp)[]): void {
   });
 }
 
-Deno.test("slice options: the defaults are valid (30 s budget, 10 s drain, 5 s operations)", () => {
+Deno.test("slice options: the defaults are valid (30 s budget, 6 s lease, 4 s drain, 2 s operations: a 25 s window holds two leases)", () => {
   assert.deepEqual(checkSliceOptions(base), {
     budgetMs: 30_000,
-    marginMs: 11_000,
-    drainDeadlineMs: 10_000,
-    opTimeoutMs: 5000,
-    minBudgetMs: 16_000,
+    marginMs: 5000,
+    drainDeadlineMs: 4000,
+    opTimeoutMs: 2000,
+    leaseMs: 6000,
+    minBudgetMs: 17_000,
   });
   assert.equal(typeof createSliceHandler(base), "function");
 });
 
-Deno.test("slice options: a short budget with the default drain and timeouts fails at creation, naming the rule", () => {
+Deno.test("slice options: a short budget with the default lease and drain fails at creation, naming the rule", () => {
   assertRules(
     () => createSliceHandler({ ...base, budgetMs: 5000 }),
-    "budgetMs must be at least marginMs + opTimeoutMs (11000 + 5000 = 16000), got 5000",
+    "budgetMs must be at least marginMs + 2 × leaseMs (5000 + 2 × 6000 = 17000), got 5000",
   );
+});
+
+Deno.test("slice options: a work window shorter than two leases fails at creation (one cut-off invocation would stop the job)", () => {
+  // The long-running worker's 15 s lease against the 30 s budget's window.
+  assertRules(
+    () => createSliceHandler({ ...base, leaseMs: 15_000, opTimeoutMs: 5000, drainDeadlineMs: 10_000 }),
+    "budgetMs must be at least marginMs + 2 × leaseMs (11000 + 2 × 15000 = 41000), got 30000",
+    "must hold two leases",
+  );
+  assert.equal(checkSliceOptions({ ...base, budgetMs: 41_000, leaseMs: 15_000, opTimeoutMs: 5000, drainDeadlineMs: 10_000 }).minBudgetMs, 41_000);
 });
 
 Deno.test("slice options: a drain deadline below the operation timeout fails at creation (it used to answer 500 on every request)", () => {
   assertRules(
-    () => createSliceHandler({ ...base, budgetMs: 5000, drainDeadlineMs: 3000 }),
-    "drainDeadlineMs: must be at least opTimeoutMs (5000), got 3000",
-    "budgetMs must be at least marginMs + opTimeoutMs (4000 + 5000 = 9000), got 5000",
+    () => createSliceHandler({ ...base, budgetMs: 3000, drainDeadlineMs: 1000, leaseMs: 3000, opTimeoutMs: 1500 }),
+    "drainDeadlineMs: must be at least opTimeoutMs (1500), got 1000",
+    "budgetMs must be at least marginMs + 2 × leaseMs (2000 + 2 × 3000 = 8000), got 3000",
   );
 });
 
 Deno.test("slice options: a short budget works with short timeouts, and its smallest budget is reported", () => {
-  const t = checkSliceOptions({ ...base, budgetMs: 3000, opTimeoutMs: 500, drainDeadlineMs: 1000, leaseMs: 1000 });
-  assert.deepEqual(t, { budgetMs: 3000, marginMs: 2000, drainDeadlineMs: 1000, opTimeoutMs: 500, minBudgetMs: 2500 });
+  const t = checkSliceOptions({ ...base, budgetMs: 4000, opTimeoutMs: 500, drainDeadlineMs: 1000, leaseMs: 1000 });
+  assert.deepEqual(t, { budgetMs: 4000, marginMs: 2000, drainDeadlineMs: 1000, opTimeoutMs: 500, leaseMs: 1000, minBudgetMs: 4000 });
 });
 
 Deno.test("slice options: every other broken rule is named, all in one error", () => {
@@ -93,8 +104,8 @@ Deno.test("slice options: runSlice rejects invalid options before it opens a sto
 });
 
 Deno.test("slice options: a per-request budget below the smallest one is a 400 naming the rule", async () => {
-  const handler = createSliceHandler({ ...base, budgetMs: 3000, opTimeoutMs: 500, drainDeadlineMs: 1000, leaseMs: 1000 });
-  const res = await handler(new Request("http://x/?budgetMs=2000", { method: "POST" }));
+  const handler = createSliceHandler({ ...base, budgetMs: 5000, opTimeoutMs: 500, drainDeadlineMs: 1000, leaseMs: 1000 });
+  const res = await handler(new Request("http://x/?budgetMs=3000", { method: "POST" }));
   assert.equal(res.status, 400);
-  assert.match((await res.json()).error, /at least marginMs \+ opTimeoutMs \(2500 ms\).*got 2000/);
+  assert.match((await res.json()).error, /at least marginMs \+ 2 × leaseMs \(4000 ms\).*got 3000/);
 });
