@@ -54,7 +54,7 @@ Deno.test({
     ]);
     await using server = await NatsServer.start();
     const env = jobEnv(server.wsUrl, "lambda");
-    const timeoutMs = BUDGET_MS; // the smallest these options allow is 3500: drain margin 2000 + opTimeoutMs 1000 + the handler's 500 ms reserve
+    const timeoutMs = BUDGET_MS; // the smallest these options allow is 6500: drain margin 2000 + 2 × leaseMs 2000 + the handler's 500 ms reserve
     const runs = await Promise.all([environment(env, timeoutMs, 12), environment(env, timeoutMs, 12)]);
     const invocations = runs.flat();
 
@@ -79,6 +79,6 @@ Deno.test({
     // A function timeout too short for the options: the invocation fails saying what to change.
     const [short] = await environment(jobEnv(server.wsUrl, "lambda-short"), 2000, 1);
     assert.equal(short.ok, false);
-    assert.match(short.error!, /has \d+ ms left, but a slice with these options needs at least .*= 3500 ms.*raise the function's timeout/);
+    assert.match(short.error!, /has \d+ ms left, but a slice with these options needs at least .*= 6500 ms.*raise the function's timeout/);
   },
 });
