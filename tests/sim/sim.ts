@@ -220,7 +220,7 @@ export class Referee {
     return this.#do(w, "update", key, value, () => this.mem.update(key, value, revision));
   }
   delete(w: Writer, key: string, revision?: number): Promise<DeleteResult> {
-    return this.#do(w, "delete", key, undefined, () => this.mem.delete(key, revision));
+    return this.#do(w, revision === undefined ? "delete" : "cas-delete", key, undefined, () => this.mem.delete(key, revision));
   }
 
   #do<T>(w: Writer, op: string, key: string, value: string | undefined, fn: () => Promise<T>): Promise<T> {
@@ -230,6 +230,11 @@ export class Referee {
     return p;
   }
 
+  /** Whether `w` is the session of the newest leader term. */
+  #leads(w: Writer): boolean {
+    return w.session !== undefined && this.terms.get(this.#maxTerm) === w.session;
+  }
+
   #landed(w: Writer, op: string, key: string, value: string | undefined, rev: number): void {
     this.writes++;
     if (key.startsWith("split.")) this.#split(w, op, key, value, rev);
@@ -237,7 +242,11 @@ export class Referee {
       this.trace(`land ${w.label} ${op} ${key} r${rev}`);
       if (key.startsWith("member.")) {
         const inst = key.slice("member.".length);
-        if (inst !== w.instance) this.violation(`${w.label} wrote the member record of ${inst}`);
+        // The leader removes the record of a member it judged dead (a CAS
+        // delete at the revision it judged); nobody else touches another's.
+        if (inst !== w.instance && !(op === "cas-delete" && this.#leads(w))) {
+          this.violation(`${w.label} ${op === "cas-delete" ? "deleted, not leading," : "wrote"} the member record of ${inst}`);
+        }
         if (value !== undefined) {
           const m = decodeRecord(key, value, MemberRecordSchema);
           if (w.session === undefined) w.session = m.session;
