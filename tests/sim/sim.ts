@@ -245,7 +245,8 @@ export class Referee {
         // The leader removes the record of a member it judged dead (a CAS
         // delete at the revision it judged); nobody else touches another's.
         if (inst !== w.instance && !(op === "cas-delete" && this.#leads(w))) {
-          this.violation(`${w.label} ${op === "cas-delete" ? "deleted, not leading," : "wrote"} the member record of ${inst}`);
+          const what = op === "cas-delete" ? "deleted, not leading," : op === "delete" ? "deleted, not by CAS," : "wrote";
+          this.violation(`${w.label} ${what} the member record of ${inst}`);
         }
         if (value !== undefined) {
           const m = decodeRecord(key, value, MemberRecordSchema);
