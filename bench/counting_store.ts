@@ -213,6 +213,9 @@ export class CountingStore implements Store {
     return {
       stop: () => w.stop(),
       [Symbol.asyncDispose]: () => w.stop(),
+      // Passed through: without it the leader confirms a completion with a
+      // listing instead of one request (the store "cannot tell").
+      ...(w.position ? { position: () => w.position!() } : {}),
       async *[Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
         for await (const ev of w) {
           if (ev.type === "put") {
