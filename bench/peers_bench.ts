@@ -29,6 +29,7 @@
 // BENCH_PEERS_HANDBACK_ROUNDS [3], BENCH_PEERS_COMPLETION_TASKS [1000],
 // BENCH_PEERS_COMPLETION_RUNS [3], BENCH_PEERS_LIMIT_S [180] (per run),
 // BENCH_PEERS_NODE_ARGS (extra Node flags for the workers, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"),
+// BENCH_PEERS_TRACE (a directory: each splitlease worker writes every store operation and watch delivery there),
 // BENCH_PEERS_SCENARIOS [throughput,handback,completion] (4 comes from throughput).
 import { wsconnect } from "@nats-io/nats-core";
 import { AckPolicy, jetstreamManager, RetentionPolicy } from "@nats-io/jetstream";

@@ -19,12 +19,15 @@ import { Redis } from "ioredis";
 import { type Job, Queue, QueueEvents, Worker as BullWorker, WaitingError } from "bullmq";
 import { SplitCoordinator } from "../src/coordinator/coordinator.ts";
 import type { Coordinator } from "../src/coordinator/types.ts";
+import type { Store } from "../src/store/store.ts";
 import { silentLogger } from "../src/runtime/logger.ts";
 import type { SplitSource } from "../src/runtime/source.ts";
 import { startWorker } from "../src/runtime/worker.ts";
 import type { Worker } from "../src/runtime/worker_types.ts";
 import { NatsStore } from "../nats.ts";
 import { CountingStore } from "./counting_store.ts";
+import { TracingStore } from "./tracing_store.ts";
+import { appendFileSync } from "node:fs";
 
 interface Cfg {
   system: "splitlease" | "jetstream" | "bullmq";
@@ -337,7 +340,12 @@ createInterface({ input: process.stdin })
 try {
   if (cfg.system === "splitlease") {
     raw = await NatsStore.connect({ servers: cfg.natsUrl, job: cfg.name, opTimeoutMs: 5000 });
-    store = new CountingStore(raw, cfg.id);
+    // BENCH_PEERS_TRACE=dir: every store operation and watch delivery, one line each, in dir/<id>.trace.
+    const traceDir = process.env.BENCH_PEERS_TRACE;
+    const traced: Store = traceDir
+      ? new TracingStore(raw, now, (l) => appendFileSync(`${traceDir}/${cfg.name}-${cfg.id}.trace`, l + "\n"))
+      : raw;
+    store = new CountingStore(traced, cfg.id);
   } else if (cfg.system === "jetstream") await jsSetup();
   else await bullSetup();
   emit({ ev: "ready", pid: process.pid });

@@ -121,6 +121,10 @@ export class SplitCoordinator implements Coordinator {
       events: new Channel<CoordinationEvent>(),
       schedule: () => this.#schedule(),
       noteReplaced: (key, message) => this.#follower.noteReplaced(key, message),
+      // After the writer's own continuation: the role sees its write as a
+      // (fast) watch would, never in the middle of the writer's bookkeeping.
+      landed: (key, value, revision) => queueMicrotask(() => this.#leadership.role?.applyOwn(key, value, revision)),
+      releasingTo: (instance) => this.#tenancies.releasingTo(instance),
     });
     this.#tenancies = new Tenancies(core);
     this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());

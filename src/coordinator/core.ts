@@ -32,4 +32,12 @@ export interface Core {
   schedule(): void;
   /** Counts and reports an unreadable control record that a CAS of ours replaced (`/status.invalidRecords`, `replaced: true`). */
   noteReplaced(key: string, message: string): void;
+  /**
+   * A split write of ours landed at `revision`: while this coordinator
+   * leads, its role applies it now rather than when its split watch
+   * delivers it (the same record, later; the view keeps the newer one).
+   */
+  landed?(key: string, value: string, revision: number): void;
+  /** Releases of ours to `instance` (a named successor) still in flight. */
+  releasingTo?(instance: string): number;
 }

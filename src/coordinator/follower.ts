@@ -388,9 +388,10 @@ export class Follower {
       if (rec.status !== "runnable" || rec.owner !== null) return; // stale offer
       const next = openRecord(rec, me, false, config.maxAttempts);
       stats.claimAttempts++;
+      const value = encodeRecord(next);
       const [specRead, claimed] = await Promise.allSettled([
         this.#specs.read(o.id, rec),
-        store.update(keys.split(o.id), encodeRecord(next), rev),
+        store.update(keys.split(o.id), value, rev),
       ]);
       if (claimed.status === "rejected") {
         // Landed or not, we cannot tell: find out from the record itself.
@@ -399,6 +400,7 @@ export class Follower {
       }
       if (!claimed.value.ok) return; // moved since the offer: the leader will tell us
       const revision = claimed.value.revision;
+      this.#core.landed?.(keys.split(o.id), value, revision);
       const spec = specRead.status === "fulfilled" ? specRead.value : undefined;
       if (typeof spec !== "object" || !this.#mayClaim()) {
         if (specRead.status === "rejected") return this.#recover(o.id, next.epoch, specRead.reason);

@@ -57,6 +57,8 @@ export class Tenancies {
   readonly ended: Map<string, number> = new Map();
   #emptyWaiters: (() => void)[] = [];
   #weight = 0;
+  /** Releases in flight by successor instance ({@linkcode Tenancies.releasingTo}). */
+  readonly #releasing = new Map<string, number>();
 
   /** Told about a tenancy that ended while the store may still name us (a release lost to an outage). */
   onOrphan: (id: string, d: Dormant) => void = () => {};
@@ -163,7 +165,8 @@ export class Tenancies {
         throw new FencedError(id, epoch, -1, `the tenancy at epoch ${epoch} ended while writing`);
       }
       const next = make(record);
-      const r = await store.update(keys.split(id), encodeRecord(next), revision);
+      const value = encodeRecord(next);
+      const r = await store.update(keys.split(id), value, revision);
       if (r.ok) {
         if (this.held.get(id) === t) {
           t.record = next;
@@ -171,6 +174,7 @@ export class Tenancies {
           t.wrote = true;
           if (terminal) this.#end(id, t);
         }
+        this.#core.landed?.(keys.split(id), value, r.revision);
         return { record: next, tenancy: t };
       }
       const cur = await store.get(keys.split(id));
@@ -204,6 +208,8 @@ export class Tenancies {
     await Promise.all(ids.map(async (id) => {
       const t = this.held.get(id);
       if (!t) return;
+      const to = t.to?.instance;
+      if (to !== undefined) this.#releasing.set(to, (this.#releasing.get(to) ?? 0) + 1);
       try {
         await this.#cas(id, t.epoch, true, (r) => releaseRecord(r, t.to));
         this.#core.stats.releases++;
@@ -216,8 +222,26 @@ export class Tenancies {
         }
       } finally {
         if (this.held.get(id) === t) this.#end(id, t);
+        if (to !== undefined) {
+          const n = (this.#releasing.get(to) ?? 1) - 1;
+          if (n > 0) this.#releasing.set(to, n);
+          else {
+            this.#releasing.delete(to);
+            this.#core.schedule(); // the leader may be holding `to`'s grants for these
+          }
+        }
       }
     }));
+  }
+
+  /**
+   * Releases of ours to `instance` still in flight: a leader that is also
+   * the releasing member holds `instance`'s next assignment write until they
+   * land, so one rewrite carries every grant of a drain instead of the
+   * first few (each member has one write in flight at a time).
+   */
+  releasingTo(instance: string): number {
+    return this.#releasing.get(instance) ?? 0;
   }
 
   /** Poison report: attempts + 1; returns the written record. */

@@ -80,6 +80,8 @@ export class MemberState {
   offersAtWrite = 0;
   /** Consecutive beats on which the member reported holding fewer splits than the store names it for. */
   suspect = 0;
+  /** Since when its next write waits for this leader's own releases to it (see `RELEASE_HOLD_MS` in role.ts). */
+  holdSince: number | undefined;
 
   constructor(instance: string, session: string, maxInFlight: number, draining: boolean, planner: boolean) {
     this.instance = instance;
