@@ -121,10 +121,13 @@ export class SplitCoordinator implements Coordinator {
       events: new Channel<CoordinationEvent>(),
       schedule: () => this.#schedule(),
       noteReplaced: (key, message) => this.#follower.noteReplaced(key, message),
-      // After the writer's own continuation: the role sees its write as a
-      // (fast) watch would, never in the middle of the writer's bookkeeping.
-      landed: (key, value, revision) => queueMicrotask(() => this.#leadership.role?.applyOwn(key, value, revision)),
-      releasingTo: (instance) => this.#tenancies.releasingTo(instance),
+      // In the writer's continuation, after its bookkeeping: a release's
+      // tenancy ends in the tick it lands, and the view must have it by then
+      // (the leader holds a successor's grants while we still hold splits
+      // owed to it: a queued apply let a pass see neither).
+      landed: (key, value, revision) => this.#leadership.role?.applyOwn(key, value, revision),
+      owedTo: () => this.#tenancies.owedTo(),
+      releasedAt: () => this.#tenancies.releasedAt,
     });
     this.#tenancies = new Tenancies(core);
     this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());
@@ -336,9 +339,12 @@ export class SplitCoordinator implements Coordinator {
     this.#draining = true;
     this.#state = "draining";
     try {
-      if (this.#tenancies.held.size > 0) await this.#membership.announceDraining();
-      // As the leader we name our splits' successors ourselves (see drain()).
+      const announced = this.#tenancies.held.size > 0 ? this.#membership.announceDraining() : undefined;
+      // As the leader we name our splits' successors ourselves (see drain()),
+      // before the announcement lands: our own role then holds each
+      // successor's grants for the whole hand-over, not only from here on.
       for (const [id, to] of this.#leadership.role?.draining(this.#core.me.instance) ?? []) this.#tenancies.nameSuccessor(id, to);
+      await announced;
       await this.#tenancies.release([...this.#tenancies.held.keys()]);
       await this.#follower.resume(); // grants that arrived while leaving: released, not abandoned
       await this.#leadership.resign(true); // our releases reach their successors from us, not the next leader

@@ -38,6 +38,8 @@ export interface Core {
    * delivers it (the same record, later; the view keeps the newer one).
    */
   landed?(key: string, value: string, revision: number): void;
-  /** Releases of ours to `instance` (a named successor) still in flight. */
-  releasingTo?(instance: string): number;
+  /** Held splits being revoked to each named successor, if any (see `Tenancies.owedTo`). */
+  owedTo?(): Map<string, number> | undefined;
+  /** When a release of ours last started (see `Tenancies.releasedAt`). */
+  releasedAt?(): number;
 }

@@ -57,8 +57,8 @@ export class Tenancies {
   readonly ended: Map<string, number> = new Map();
   #emptyWaiters: (() => void)[] = [];
   #weight = 0;
-  /** Releases in flight by successor instance ({@linkcode Tenancies.releasingTo}). */
-  readonly #releasing = new Map<string, number>();
+  /** When a release last started (a leader holding a successor's grants waits while they keep coming). */
+  releasedAt = -Infinity;
 
   /** Told about a tenancy that ended while the store may still name us (a release lost to an outage). */
   onOrphan: (id: string, d: Dormant) => void = () => {};
@@ -205,11 +205,10 @@ export class Tenancies {
    * `gained`) once the store answers again.
    */
   async release(ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) this.releasedAt = this.#core.clock.now();
     await Promise.all(ids.map(async (id) => {
       const t = this.held.get(id);
       if (!t) return;
-      const to = t.to?.instance;
-      if (to !== undefined) this.#releasing.set(to, (this.#releasing.get(to) ?? 0) + 1);
       try {
         await this.#cas(id, t.epoch, true, (r) => releaseRecord(r, t.to));
         this.#core.stats.releases++;
@@ -222,26 +221,26 @@ export class Tenancies {
         }
       } finally {
         if (this.held.get(id) === t) this.#end(id, t);
-        if (to !== undefined) {
-          const n = (this.#releasing.get(to) ?? 1) - 1;
-          if (n > 0) this.#releasing.set(to, n);
-          else {
-            this.#releasing.delete(to);
-            this.#core.schedule(); // the leader may be holding `to`'s grants for these
-          }
-        }
       }
     }));
   }
 
   /**
-   * Releases of ours to `instance` still in flight: a leader that is also
-   * the releasing member holds `instance`'s next assignment write until they
-   * land, so one rewrite carries every grant of a drain instead of the
-   * first few (each member has one write in flight at a time).
+   * How many held splits are being revoked to each named successor (their
+   * releases not started, or in flight), or `undefined` when none is: a
+   * leader that is also the releasing member holds a successor's next
+   * assignment write until they have landed, so one rewrite carries every
+   * grant of a drain instead of the first few (each member has one write
+   * in flight at a time).
    */
-  releasingTo(instance: string): number {
-    return this.#releasing.get(instance) ?? 0;
+  owedTo(): Map<string, number> | undefined {
+    let owed: Map<string, number> | undefined;
+    for (const t of this.held.values()) {
+      if (!t.to) continue;
+      owed ??= new Map();
+      owed.set(t.to.instance, (owed.get(t.to.instance) ?? 0) + 1);
+    }
+    return owed;
   }
 
   /** Poison report: attempts + 1; returns the written record. */

@@ -147,6 +147,33 @@ export function assignmentScenarios(b: Backend): void {
     for (const id of ids) assert.equal((await splitRecord(rawStore(f), id)).attempts, 0, `${id}: handed over, no attempt charged`);
   });
 
+  t("A7. a leaving leader's 30 releases reach their successor in one rewrite of its assignment record", async () => {
+    await using f = await b.fleet();
+    const a = await f.join({ instance: "a", planner: finalPlanner(splits(30)), maxInFlight: 30 });
+    assert.ok(await f.until(() => a.held.length === 30, 3000), "a holds all 30");
+    const bee = await f.join({ instance: "b", maxInFlight: 30 });
+    assert.ok(await f.until(() => a.c.status().liveMembers.includes("b"), 3000), "the leader sees b");
+    await f.advance(f.timings.leaseMs / 2); // b's record settled: no write left over from its join
+    const w = rawStore(f).watch(keys.assign("b"));
+    const writes: number[] = [];
+    const values: string[] = [];
+    let ready = false;
+    const reading = (async () => {
+      for await (const e of w) {
+        if (e.type === "ready") ready = true;
+        else if (e.type === "put" && ready) writes.push(e.revision), values.push(e.value.replace(/"rec":\{[^}]*\}[^}]*\}/g, "…"));
+      }
+    })();
+    assert.ok(await f.until(() => ready, 1000), "watching assign.b");
+    await a.c.close();
+    assert.ok(await f.until(() => bee.held.length === 30, f.timings.leaseMs / 2), `b holds ${bee.held.length} of 30`);
+    await w.stop();
+    await reading;
+    // One write in flight per member: granting at the first release that
+    // landed made the other 29 wait for that write (two or three rewrites).
+    assert.equal(writes.length, 1, `rewrites of assign.b during the hand-over: ${writes}\n${values.join("\n")}`);
+  });
+
   t("A4. a bucket written with record layout 1 is refused at join, naming both layouts", async () => {
     await using f = await b.fleet();
     await rawStore(f).create(keys.job, JSON.stringify({ v: 1, fingerprint: f.job, createdAt: 0 }));

@@ -230,9 +230,17 @@ export class Referee {
     return p;
   }
 
-  /** Whether `w` is the session of the newest leader term. */
-  #leads(w: Writer): boolean {
-    return w.session !== undefined && this.terms.get(this.#maxTerm) === w.session;
+  /**
+   * Whether `w` leads or led a term. A leader deposed without knowing it
+   * yet may still remove a dead member's record: its CAS at the revision it
+   * judged lands only if that member wrote nothing for a lease of real
+   * time, so the member has fenced itself (a takeover from a running
+   * holder is refereed on its own).
+   */
+  #led(w: Writer): boolean {
+    if (w.session === undefined) return false;
+    for (const s of this.terms.values()) if (s === w.session) return true;
+    return false;
   }
 
   #landed(w: Writer, op: string, key: string, value: string | undefined, rev: number): void {
@@ -242,9 +250,9 @@ export class Referee {
       this.trace(`land ${w.label} ${op} ${key} r${rev}`);
       if (key.startsWith("member.")) {
         const inst = key.slice("member.".length);
-        // The leader removes the record of a member it judged dead (a CAS
+        // A leader removes the record of a member it judged dead (a CAS
         // delete at the revision it judged); nobody else touches another's.
-        if (inst !== w.instance && !(op === "cas-delete" && this.#leads(w))) {
+        if (inst !== w.instance && !(op === "cas-delete" && this.#led(w))) {
           const what = op === "cas-delete" ? "deleted, not leading," : op === "delete" ? "deleted, not by CAS," : "wrote";
           this.violation(`${w.label} ${what} the member record of ${inst}`);
         }

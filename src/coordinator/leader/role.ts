@@ -44,11 +44,13 @@ export interface Predecessor {
 
 /** Consecutive seeds that go to one member with idle lanes (see `reserveIdle`). */
 const SEED_RUN = 8;
-/** Longest wait of a member's assignment write for this leader's own releases to it (capped by `opTimeoutMs`). */
+/** How long a member's assignment write waits for this leader's next own release to it to land (`opTimeoutMs` in all). */
 const RELEASE_HOLD_MS = 50;
 
 /** Leader-side state of one term. */
 export class LeaderRole {
+  /** When a split write of our own member last landed ({@linkcode LeaderRole.applyOwn}). */
+  #ownLandedAt = -Infinity;
   /** The member the last seeds went to, and how many in a row. */
   #seedRun: { m: MemberState; n: number } | undefined;
   readonly #core: Core;
@@ -358,9 +360,11 @@ export class LeaderRole {
     });
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#revocations.cycle(now, this.term, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree));
+    const owed = this.#core.owedTo?.();
+    const releasedAt = owed ? Math.max(this.#ownLandedAt, this.#core.releasedAt?.() ?? -Infinity) : -Infinity;
     for (const st of this.states.values()) {
       if (!st.dirty) continue;
-      const holdUntil = this.#holdUntil(st, now);
+      const holdUntil = this.#holdUntil(st, now, owed?.get(st.instance) ?? 0, releasedAt);
       if (holdUntil > now) next = Math.min(next, holdUntil);
       else void this.#flush(st);
     }
@@ -396,20 +400,24 @@ export class LeaderRole {
   }
 
   /**
-   * Until when `st`'s next assignment write waits: while releases of this
-   * leader's own member to `st` are in flight (a drain with named
-   * successors), at most {@linkcode RELEASE_HOLD_MS}. A member has one
-   * write in flight at a time, so writing at the first landed release sent
-   * one grant and made the other 49 of a drain wait for it (a hand-back
-   * took three rewrites); the last release to land asks for a pass.
+   * Until when `st`'s next assignment write waits: while this leader's own
+   * member still holds splits it is releasing to `st` (a drain or steal
+   * with a named successor), while they keep landing. A member
+   * has one write in flight at a time, so writing at the first landed
+   * release sent one grant and made the others of a drain wait for that
+   * write (a 50-split hand-back took three rewrites); each release that
+   * lands asks for a pass ({@linkcode LeaderRole.applyOwn}).
    */
-  #holdUntil(st: MemberState, now: number): number {
-    if ((this.#core.releasingTo?.(st.instance) ?? 0) === 0) {
+  #holdUntil(st: MemberState, now: number, owed: number, releasedAt: number): number {
+    if (owed === 0) {
       st.holdSince = undefined;
       return 0;
     }
     st.holdSince ??= now;
-    return st.holdSince + Math.min(RELEASE_HOLD_MS, this.#core.config.opTimeoutMs);
+    // Quiet for RELEASE_HOLD_MS (no release of ours started or landed: the
+    // rest are slow lanes still draining), or opTimeoutMs in all.
+    const quietFrom = Math.max(st.holdSince, releasedAt);
+    return Math.min(st.holdSince + this.#core.config.opTimeoutMs, quietFrom + RELEASE_HOLD_MS);
   }
 
   /**
@@ -421,6 +429,7 @@ export class LeaderRole {
    */
   applyOwn(key: string, value: string, revision: number): void {
     if (!this.#ready || this.#stopped) return;
+    this.#ownLandedAt = this.#core.clock.now();
     this.view.put(key, value, revision);
     this.#core.schedule();
   }
