@@ -202,8 +202,8 @@ export const mutants = [
     breaks: "an offer is claimed by CAS at a freshly read revision instead of the offered one (a stale offer overwrites a peer's claim)",
     edits: [{
       file: C + "follower.ts",
-      search: "store.update(keys.split(o.id), encodeRecord(next), rev),",
-      replace: "store.get(keys.split(o.id)).then((e) => store.update(keys.split(o.id), encodeRecord(next), e.revision)),",
+      search: "store.update(keys.split(o.id), value, rev),",
+      replace: "store.get(keys.split(o.id)).then((e) => store.update(keys.split(o.id), value, e.revision)),",
     }],
     suites: ["sim", "coordinator", "regressions", "nats"],
   },
