@@ -542,16 +542,4 @@ export const mutants = [
     }],
     suites: ["runtime"],
   },
-  {
-    name: "removed-member-judgement-forgotten",
-    breaks: "the removal of a dead member's record wipes its judgement: a member that wakes and recreates its record is taken over again while it runs, without the re-read",
-    edits: [{ file: C + "leader/judge.ts", search: "if (this.#gone.get(instance)?.revision !== undefined) return;", replace: "" }],
-    suites: ["sim", "coordinator"],
-  },
-  {
-    name: "dead-record-delete-unguarded",
-    breaks: "the leader deletes a dead member's record whatever its revision, so a record the member wrote since (it woke) goes too",
-    edits: [{ file: C + "leader/judge.ts", search: "store.delete(key, g.revision)", replace: "store.delete(key)" }],
-    suites: ["sim", "coordinator"],
-  },
 ];

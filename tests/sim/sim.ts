@@ -220,7 +220,7 @@ export class Referee {
     return this.#do(w, "update", key, value, () => this.mem.update(key, value, revision));
   }
   delete(w: Writer, key: string, revision?: number): Promise<DeleteResult> {
-    return this.#do(w, revision === undefined ? "delete" : "cas-delete", key, undefined, () => this.mem.delete(key, revision));
+    return this.#do(w, "delete", key, undefined, () => this.mem.delete(key, revision));
   }
 
   #do<T>(w: Writer, op: string, key: string, value: string | undefined, fn: () => Promise<T>): Promise<T> {
@@ -230,19 +230,6 @@ export class Referee {
     return p;
   }
 
-  /**
-   * Whether `w` leads or led a term. A leader deposed without knowing it
-   * yet may still remove a dead member's record: its CAS at the revision it
-   * judged lands only if that member wrote nothing for a lease of real
-   * time, so the member has fenced itself (a takeover from a running
-   * holder is refereed on its own).
-   */
-  #led(w: Writer): boolean {
-    if (w.session === undefined) return false;
-    for (const s of this.terms.values()) if (s === w.session) return true;
-    return false;
-  }
-
   #landed(w: Writer, op: string, key: string, value: string | undefined, rev: number): void {
     this.writes++;
     if (key.startsWith("split.")) this.#split(w, op, key, value, rev);
@@ -250,12 +237,7 @@ export class Referee {
       this.trace(`land ${w.label} ${op} ${key} r${rev}`);
       if (key.startsWith("member.")) {
         const inst = key.slice("member.".length);
-        // A leader removes the record of a member it judged dead (a CAS
-        // delete at the revision it judged); nobody else touches another's.
-        if (inst !== w.instance && !(op === "cas-delete" && this.#led(w))) {
-          const what = op === "cas-delete" ? "deleted, not leading," : op === "delete" ? "deleted, not by CAS," : "wrote";
-          this.violation(`${w.label} ${what} the member record of ${inst}`);
-        }
+        if (inst !== w.instance) this.violation(`${w.label} wrote the member record of ${inst}`);
         if (value !== undefined) {
           const m = decodeRecord(key, value, MemberRecordSchema);
           if (w.session === undefined) w.session = m.session;

@@ -40,8 +40,6 @@ interface Gone {
   revision?: number;
   /** ... and the newest split revision of its splits when that was last confirmed. */
   checked?: number;
-  /** ... and its session, while its member record is still to be removed. */
-  session?: string;
 }
 
 /** The leader's judgement of members' deaths. */
@@ -50,21 +48,13 @@ export class DeathJudge {
   readonly #gone = new Map<string, Gone>();
   /** Member keys whose record is being re-read before a takeover. */
   readonly #rereading = new Set<string>();
-  /** Members judged dead whose record is still to be removed ({@linkcode DeathJudge.collect}). */
-  readonly #uncollected = new Set<string>();
 
   constructor(host: JudgeHost) {
     this.#h = host;
   }
 
-  /**
-   * A member record was deleted: a clean leave, or the removal of a member
-   * judged dead ({@linkcode DeathJudge.collect}), whose judgement stands —
-   * a split of its session that moves later still makes us re-read its
-   * record (it may have woken and written a new one) before a takeover.
-   */
+  /** A member record was deleted (a clean leave). */
   left(instance: string, now: number): void {
-    if (this.#gone.get(instance)?.revision !== undefined) return;
     this.#gone.set(instance, { since: now });
   }
 
@@ -111,8 +101,7 @@ export class DeathJudge {
           return;
         }
         this.#h.core.log("warn", "Member judged dead: its record did not move for a lease", { member: instance });
-        this.#gone.set(instance, { since: exp, revision: seen, checked, session: st.session });
-        this.#uncollected.add(instance);
+        this.#gone.set(instance, { since: exp, revision: seen, checked });
         this.#h.drop(st);
       }).catch((e) => this.#h.core.log("warn", "Re-read before a takeover failed", { member: instance, error: String(e) }))
         .finally(() => {
@@ -133,37 +122,6 @@ export class DeathJudge {
       this.#owners.set(k, (o = parseOwnerKey(k)));
     }
     return o;
-  }
-
-  /**
-   * Removes the member record of each member judged dead once none of its
-   * splits is left to take over: without this every crashed process (a
-   * killed pod with a generated name, a cut-off serverless invocation)
-   * left a record that every later leader watched, dated and judged again,
-   * and that `/fleet` listed for good. The delete is a CAS at the revision
-   * judged dead, so a member that wrote since keeps its record; one that
-   * wakes later writes a new record (its heartbeat creates it) and counts
-   * as live again, its splits already fenced. Its assignment record goes
-   * with it, as for a member that left.
-   */
-  collect(): void {
-    for (const instance of this.#uncollected) {
-      const g = this.#gone.get(instance);
-      if (g?.session === undefined || g.revision === undefined) {
-        this.#uncollected.delete(instance); // it came back, left or restarted meanwhile
-        continue;
-      }
-      const key = keys.member(instance);
-      if (this.#rereading.has(key) || (this.#h.view.byOwner.get(ownerKey(instance, g.session))?.size ?? 0) > 0) continue;
-      // Once: a conflict means the record moved, and the watch brings it.
-      this.#uncollected.delete(instance);
-      this.#h.core.store.delete(key, g.revision).then((r) => {
-        if (r.ok) this.#h.core.log("info", "Removed the record of a member judged dead", { member: instance });
-      }).catch((e) => {
-        this.#h.core.log("warn", "Removing the record of a member judged dead failed", { member: instance, error: String(e) });
-        if (!this.#h.stopped() && this.#gone.get(instance) === g) this.#uncollected.add(instance);
-      });
-    }
   }
 
   /** Splits whose owner session is not a live member: take them over (after `rebalanceDelayMs`). */

@@ -344,7 +344,6 @@ export class LeaderRole {
     const now = clock.now();
     let next = this.#judge.judge(now);
     next = Math.min(next, this.#judge.orphans(now));
-    this.#judge.collect();
     for (const [id, b] of this.backoff) {
       if (b.at <= now) {
         this.backoff.delete(id);
