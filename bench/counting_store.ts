@@ -113,6 +113,25 @@ function bytes(s: string): number {
   return /^[\x00-\x7f]*$/.test(s) ? s.length : enc.encode(s).length;
 }
 
+/**
+ * `w` with `onEvent` called for each event it delivers; stop, dispose and
+ * `position` pass through (without `position` a leader confirms a completion
+ * with a listing instead of one request).
+ */
+export function tapWatch(w: Watch, onEvent: (ev: WatchEvent) => void): Watch {
+  return {
+    stop: () => w.stop(),
+    [Symbol.asyncDispose]: () => w.stop(),
+    ...(w.position ? { position: () => w.position!() } : {}),
+    async *[Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
+      for await (const ev of w) {
+        onEvent(ev);
+        yield ev;
+      }
+    },
+  };
+}
+
 /** Counts every store operation a coordinator makes; see {@linkcode StoreCounts}. */
 export class CountingStore implements Store {
   readonly inner: Store;
@@ -207,26 +226,15 @@ export class CountingStore implements Store {
   }
 
   watch(filter: KeyFilter): Watch {
-    const w = this.inner.watch(filter);
     const counts = this.counts;
     counts.watches++;
-    return {
-      stop: () => w.stop(),
-      [Symbol.asyncDispose]: () => w.stop(),
-      // Passed through: without it the leader confirms a completion with a
-      // listing instead of one request (the store "cannot tell").
-      ...(w.position ? { position: () => w.position!() } : {}),
-      async *[Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
-        for await (const ev of w) {
-          if (ev.type === "put") {
-            counts.watchPuts++;
-            counts.watchBytes += bytes(ev.value);
-          } else if (ev.type === "delete") counts.watchDeletes++;
-          else if (ev.type === "reset") counts.watchResets++;
-          yield ev;
-        }
-      },
-    };
+    return tapWatch(this.inner.watch(filter), (ev) => {
+      if (ev.type === "put") {
+        counts.watchPuts++;
+        counts.watchBytes += bytes(ev.value);
+      } else if (ev.type === "delete") counts.watchDeletes++;
+      else if (ev.type === "reset") counts.watchResets++;
+    });
   }
 
   close(): Promise<void> {

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WatchEvent, WriteResult } from "../src/store/store.ts";
+import type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WriteResult } from "../src/store/store.ts";
+import { tapWatch } from "./counting_store.ts";
 
 /** Wraps `inner`; `line` receives each trace line. */
 export class TracingStore implements Store {
@@ -33,21 +34,13 @@ export class TracingStore implements Store {
     return this.#op("list", filter, this.inner.list(filter), (r) => `${r.length}`);
   }
   watch(filter: KeyFilter): Watch {
-    const w = this.inner.watch(filter);
     const { line, now } = this;
-    return {
-      stop: () => w.stop(),
-      [Symbol.asyncDispose]: () => w.stop(),
-      ...(w.position ? { position: () => w.position!() } : {}),
-      async *[Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
-        for await (const ev of w) {
-          const e = ev as { key?: string; revision?: number };
-          line(`${now().toFixed(2)} 0 watch:${filter} ${ev.type} ${e.key ?? ""} ${e.revision ?? ""}`);
-          yield ev;
-        }
-      },
-    };
+    return tapWatch(this.inner.watch(filter), (ev) => {
+      const e = ev as { key?: string; revision?: number };
+      line(`${now().toFixed(2)} 0 watch:${filter} ${ev.type} ${e.key ?? ""} ${e.revision ?? ""}`);
+    });
   }
+
   close(): Promise<void> {
     return this.inner.close();
   }

@@ -241,7 +241,7 @@ export class Follower {
       // A revoke missing while our release is in flight was answered by it, not withdrawn.
       if (!t.draining || t.cancelled || revoked.has(id) || (t.ending ?? 0) > 0) continue;
       if (t.byLeader) this.#tenancies.cancelRevoke(id); // withdrawn
-      else t.to = null; // our own drain goes on; the leader no longer names a successor
+      else this.#tenancies.unnameSuccessor(id); // our own drain goes on; the leader no longer names a successor
     }
     for (const g of a.grants) void this.#grant(g);
     // Offers of a split we still hold (its terminal write not yet returned) are kept for later.

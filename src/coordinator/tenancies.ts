@@ -59,6 +59,8 @@ export class Tenancies {
   #weight = 0;
   /** When a release last started (a leader holding a successor's grants waits while they keep coming). */
   releasedAt = -Infinity;
+  /** Held tenancies with a named successor: {@linkcode Tenancies.owedTo} is O(1) while there are none (every pass asks). */
+  #named = 0;
 
   /** Told about a tenancy that ended while the store may still name us (a release lost to an outage). */
   onOrphan: (id: string, d: Dormant) => void = () => {};
@@ -78,6 +80,7 @@ export class Tenancies {
     const { events, stats, log } = this.#core;
     this.held.set(id, t);
     this.#weight += t.record.weight;
+    if (t.to) this.#named++;
     bump(stats.acquisitions, kind);
     const progress = t.record.progress;
     events.push(progress ? { type: "gained", split: t.spec, epoch: t.epoch, progress } : { type: "gained", split: t.spec, epoch: t.epoch });
@@ -100,6 +103,7 @@ export class Tenancies {
     if (t.drainTimer !== undefined) this.#core.clock.clearTimeout(t.drainTimer);
     this.held.delete(id);
     this.#weight -= t.record.weight;
+    if (t.to) this.#named--;
     if ((this.ended.get(id) ?? -1) < t.epoch) this.ended.set(id, t.epoch);
     if (this.held.size === 0) {
       this.#weight = 0;
@@ -121,6 +125,7 @@ export class Tenancies {
     }
     this.held.clear();
     this.#weight = 0;
+    this.#named = 0;
     for (const w of this.#emptyWaiters.splice(0)) w();
   }
 
@@ -234,6 +239,7 @@ export class Tenancies {
    * in flight at a time).
    */
   owedTo(): Map<string, number> | undefined {
+    if (this.#named <= 0) return undefined;
     let owed: Map<string, number> | undefined;
     for (const t of this.held.values()) {
       if (!t.to) continue;
@@ -279,7 +285,18 @@ export class Tenancies {
   /** Names the successor a release of `id` goes to, unless one is named already. */
   nameSuccessor(id: string, to: Owner): void {
     const t = this.held.get(id);
-    if (t && !t.to) t.to = to;
+    if (t && !t.to) this.#succeed(t, to);
+  }
+
+  /** Our own drain goes on, but the leader no longer names a successor for `id`. */
+  unnameSuccessor(id: string): void {
+    const t = this.held.get(id);
+    if (t) this.#succeed(t, null);
+  }
+
+  #succeed(t: Tenancy, to: Owner | null): void {
+    if (!t.to !== !to) this.#named += to ? 1 : -1;
+    t.to = to;
   }
 
   /** Requests a cooperative revocation (`revokeRequested`), forced after the drain deadline. */
@@ -288,10 +305,10 @@ export class Tenancies {
     if (!t) return;
     if (t.draining && !t.cancelled) {
       // Already draining: a successor named now (the leader's answer to our drain) still counts.
-      if (to) t.to = to;
+      if (to) this.#succeed(t, to);
       return;
     }
-    t.to = to;
+    this.#succeed(t, to);
     t.byLeader = byLeader;
     t.cancelled = false;
     if (t.drainTimer !== undefined) this.#core.clock.clearTimeout(t.drainTimer);
@@ -315,7 +332,7 @@ export class Tenancies {
     const t = this.held.get(id);
     if (!t || !t.draining || t.cancelled || !t.byLeader) return;
     t.cancelled = true;
-    t.to = null;
+    this.#succeed(t, null);
     bump(this.#core.stats.revocations, "cancelled");
     this.#core.log("debug", "Revocation withdrawn", { split: id });
     this.#armNoProgress(id, t);

@@ -80,7 +80,7 @@ export class MemberState {
   offersAtWrite = 0;
   /** Consecutive beats on which the member reported holding fewer splits than the store names it for. */
   suspect = 0;
-  /** Since when its next write waits for this leader's own releases to it (see `RELEASE_HOLD_MS` in role.ts). */
+  /** Since when its next write waits for this leader's own releases to it (see `ReleaseHold` in release_hold.ts). */
   holdSince: number | undefined;
 
   constructor(instance: string, session: string, maxInFlight: number, draining: boolean, planner: boolean) {

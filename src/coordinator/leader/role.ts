@@ -28,6 +28,8 @@ import { MembershipSignature } from "./signature.ts";
 import { DeathJudge } from "./judge.ts";
 import { FleetView } from "./fleet_view.ts";
 import { MemberState } from "./member_state.ts";
+import { ReleaseHold } from "./release_hold.ts";
+import { SeedRuns } from "./seed_runs.ts";
 import { refillOffers } from "./offers.ts";
 import { Revocations } from "./revocations.ts";
 import { Takeovers } from "./takeovers.ts";
@@ -42,17 +44,10 @@ export interface Predecessor {
   since: number;
 }
 
-/** Consecutive seeds that go to one member with idle lanes (see `reserveIdle`). */
-const SEED_RUN = 8;
-/** How long a member's assignment write waits for this leader's next own release to it to land (`opTimeoutMs` in all). */
-const RELEASE_HOLD_MS = 50;
-
 /** Leader-side state of one term. */
 export class LeaderRole {
-  /** When a split write of our own member last landed ({@linkcode LeaderRole.applyOwn}). */
-  #ownLandedAt = -Infinity;
-  /** The member the last seeds went to, and how many in a row. */
-  #seedRun: { m: MemberState; n: number } | undefined;
+  readonly #seedRuns = new SeedRuns();
+  readonly #hold = new ReleaseHold();
   readonly #core: Core;
   readonly term: number;
   readonly view: FleetView;
@@ -318,7 +313,7 @@ export class LeaderRole {
 
   /** A member session is gone: its offers return to the pool, its revocations end. */
   #drop(st: MemberState): void {
-    if (this.#seedRun?.m === st) this.#seedRun = undefined;
+    this.#seedRuns.forget(st);
     this.#unofferAll(st);
     this.#revocations.forget(st);
     this.states.delete(st.instance);
@@ -360,10 +355,10 @@ export class LeaderRole {
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#revocations.cycle(now, this.term, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree));
     const owed = this.#core.owedTo?.();
-    const releasedAt = owed ? Math.max(this.#ownLandedAt, this.#core.releasedAt?.() ?? -Infinity) : -Infinity;
+    const activeAt = owed ? this.#hold.activeAt(this.#core.releasedAt?.() ?? -Infinity) : -Infinity;
     for (const st of this.states.values()) {
       if (!st.dirty) continue;
-      const holdUntil = this.#holdUntil(st, now, owed?.get(st.instance) ?? 0, releasedAt);
+      const holdUntil = this.#hold.until(st, now, owed?.get(st.instance) ?? 0, activeAt, this.#core.config.opTimeoutMs);
       if (holdUntil > now) next = Math.min(next, holdUntil);
       else void this.#flush(st);
     }
@@ -399,27 +394,6 @@ export class LeaderRole {
   }
 
   /**
-   * Until when `st`'s next assignment write waits: while this leader's own
-   * member still holds splits it is releasing to `st` (a drain or steal
-   * with a named successor), while they keep landing. A member
-   * has one write in flight at a time, so writing at the first landed
-   * release sent one grant and made the others of a drain wait for that
-   * write (a 50-split hand-back took three rewrites); each release that
-   * lands asks for a pass ({@linkcode LeaderRole.applyOwn}).
-   */
-  #holdUntil(st: MemberState, now: number, owed: number, releasedAt: number): number {
-    if (owed === 0) {
-      st.holdSince = undefined;
-      return 0;
-    }
-    st.holdSince ??= now;
-    // Quiet for RELEASE_HOLD_MS (no release of ours started or landed: the
-    // rest are slow lanes still draining), or opTimeoutMs in all.
-    const quietFrom = Math.max(st.holdSince, releasedAt);
-    return Math.min(st.holdSince + this.#core.config.opTimeoutMs, quietFrom + RELEASE_HOLD_MS);
-  }
-
-  /**
    * A split write of this coordinator's own member landed: applied to the
    * view now rather than when the split watch delivers it (the same
    * record; the view keeps the newer revision). A draining leader's
@@ -428,7 +402,7 @@ export class LeaderRole {
    */
   applyOwn(key: string, value: string, revision: number): void {
     if (!this.#ready || this.#stopped) return;
-    this.#ownLandedAt = this.#core.clock.now();
+    this.#hold.landed(this.#core.clock.now());
     this.view.put(key, value, revision);
     this.#core.schedule();
   }
@@ -439,46 +413,14 @@ export class LeaderRole {
     });
   }
 
-  /**
-   * A member to seed a split for: live, taking work, with a lane that
-   * nothing (held, offered or on its way) fills — least loaded first.
-   *
-   * Each grant reaches its member through a rewrite of its assignment
-   * record, and only grants that arrive together share a rewrite: dealing
-   * seeds one per member in turn cost about one rewrite per split (0.8 per
-   * split at 100 members). So once a plan has seeded 16 splits per member,
-   * consecutive seeds stay with one member in runs that grow to
-   * {@linkcode SEED_RUN}, while its load stays within the run length of the
-   * least loaded. Small plans are dealt evenly; a large one ends at most a
-   * run apart, which balancing evens out with a few moves.
-   * Its lane stays reserved until {@linkcode unreserve}.
-   */
+  /** A member to seed a split for, its lane reserved (see {@linkcode SeedRuns.reserve}). */
   reserveIdle(seeded: number): MemberState | undefined {
-    let best: MemberState | undefined;
-    let bestLoad = Infinity;
-    let members = 0;
-    const run = this.#seedRun;
-    let runLoad = Infinity;
-    for (const m of this.states.values()) {
-      if (m.draining || m.maxInFlight === 0) continue;
-      members++;
-      if (m.offers.size > 0 || m.maxInFlight - this.view.heldByKey(m.key) - m.incoming <= 0) continue;
-      const load = this.view.loadOfKey(m.key) + m.incoming;
-      if (m === run?.m) runLoad = load;
-      if (load < bestLoad) (best = m), (bestLoad = load);
-    }
-    const length = Math.max(1, Math.min(SEED_RUN, Math.floor(seeded / (16 * Math.max(1, members)))));
-    if (run && run.n < length && runLoad <= bestLoad + length) {
-      run.n++;
-      best = run.m;
-    } else this.#seedRun = best && { m: best, n: 1 };
-    if (best) best.incoming++;
-    return best;
+    return this.#seedRuns.reserve(this.states, this.view, seeded);
   }
 
-  /** Ends a reservation made by {@linkcode reserveIdle}. */
+  /** Ends a reservation made by {@linkcode LeaderRole.reserveIdle}. */
   unreserve(m: MemberState): void {
-    m.incoming = Math.max(0, m.incoming - 1);
+    this.#seedRuns.unreserve(m);
   }
 
   /** Job counts for the leader's beat. */

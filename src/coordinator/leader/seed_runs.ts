@@ -1,0 +1,74 @@
+/**
+ * Which member a seeded split goes to while members wait for work
+ * (docs/DESIGN.md, "Seeding for idle lanes"): live, taking work, with a lane
+ * nothing fills, least loaded first, in runs so that grants share rewrites.
+ *
+ * @module
+ */
+import type { FleetView } from "./fleet_view.ts";
+import type { MemberState } from "./member_state.ts";
+
+/** Consecutive seeds that go to one member with idle lanes (see {@linkcode SeedRuns.reserve}). */
+export const SEED_RUN = 8;
+
+/**
+ * Picks members for seeds and remembers the current run.
+ *
+ * @example
+ * ```ts
+ * import { SeedRuns } from "./seed_runs.ts";
+ * const runs = new SeedRuns();
+ * runs.forget(undefined); // a member that had no run: nothing changes
+ * ```
+ */
+export class SeedRuns {
+  /** The member the last seeds went to, and how many in a row. */
+  #run: { m: MemberState; n: number } | undefined;
+
+  /**
+   * A member to seed a split for: live, taking work, with a lane that
+   * nothing (held, offered or on its way) fills — least loaded first.
+   *
+   * Each grant reaches its member through a rewrite of its assignment
+   * record, and only grants that arrive together share a rewrite: dealing
+   * seeds one per member in turn cost about one rewrite per split (0.8 per
+   * split at 100 members). So once a plan has seeded 16 splits per member,
+   * consecutive seeds stay with one member in runs that grow to
+   * {@linkcode SEED_RUN}, while its load stays within the run length of the
+   * least loaded. Small plans are dealt evenly; a large one ends at most a
+   * run apart, which balancing evens out with a few moves.
+   * Its lane stays reserved until {@linkcode SeedRuns.unreserve}.
+   */
+  reserve(states: ReadonlyMap<string, MemberState>, view: FleetView, seeded: number): MemberState | undefined {
+    let best: MemberState | undefined;
+    let bestLoad = Infinity;
+    let members = 0;
+    const run = this.#run;
+    let runLoad = Infinity;
+    for (const m of states.values()) {
+      if (m.draining || m.maxInFlight === 0) continue;
+      members++;
+      if (m.offers.size > 0 || m.maxInFlight - view.heldByKey(m.key) - m.incoming <= 0) continue;
+      const load = view.loadOfKey(m.key) + m.incoming;
+      if (m === run?.m) runLoad = load;
+      if (load < bestLoad) (best = m), (bestLoad = load);
+    }
+    const length = Math.max(1, Math.min(SEED_RUN, Math.floor(seeded / (16 * Math.max(1, members)))));
+    if (run && run.n < length && runLoad <= bestLoad + length) {
+      run.n++;
+      best = run.m;
+    } else this.#run = best && { m: best, n: 1 };
+    if (best) best.incoming++;
+    return best;
+  }
+
+  /** Ends a reservation made by {@linkcode SeedRuns.reserve}. */
+  unreserve(m: MemberState): void {
+    m.incoming = Math.max(0, m.incoming - 1);
+  }
+
+  /** A member session is gone: its run ends. */
+  forget(m: MemberState | undefined): void {
+    if (m !== undefined && this.#run?.m === m) this.#run = undefined;
+  }
+}
