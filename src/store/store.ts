@@ -122,11 +122,13 @@ export interface Watch extends AsyncIterable<WatchEvent>, AsyncDisposable {
   /** Stops the watch; iteration ends. Idempotent. */
   stop(): Promise<void>;
   /**
-   * Optional: the revision of the last change this watch has been handed by
-   * the store as of now (`Infinity` while more is on its way). A consumer
-   * that has applied every event up to this revision has seen every change
-   * made before the call. Backends that cannot tell leave it out (callers
-   * then fall back to a listing).
+   * Optional: the revision of the last change to the watched keys made
+   * before the call (0 when there is none; `Infinity` when the watch cannot
+   * tell yet). A consumer that has applied every event up to this revision
+   * has seen every change made before the call. It is never the revision
+   * of a key outside the filter: a watch that delivered everything under
+   * its filter is caught up whatever was written elsewhere. Backends that
+   * cannot tell leave it out (callers then fall back to a listing).
    */
   position?(): Promise<number>;
 }

@@ -10,6 +10,7 @@ import {
   type Store,
   ValueTooLargeError,
   type WatchEvent,
+  type WriteResult,
 } from "../../store.ts";
 
 /** Makes a fresh, empty store. */
@@ -216,6 +217,37 @@ export function conformance(name: string, factory: StoreFactory): void {
     }
     assert.throws(() => s.watch("a..b"), InvalidKeyError);
     await assert.rejects(s.list("a b."), InvalidKeyError);
+  });
+
+  test("watch position: the last change under the filter, never a key outside it", async (s) => {
+    // Regression (nats-server 2.9): the position came from the consumer's
+    // delivered sequence, which a filtered consumer moves past other keys
+    // written right after its last delivery; a leader whose watch had
+    // delivered every split then waited an op timeout to confirm the end.
+    const w = s.watch("split.");
+    if (!w.position) return w.stop(); // optional: this backend cannot tell
+    const it = w[Symbol.asyncIterator]();
+    try {
+      assert.deepEqual(await take(it, 1), [{ type: "ready" }]);
+      assert.equal(await w.position(), 0, "nothing under the filter yet");
+      let applied = 0;
+      const behind: number[] = [];
+      for (let round = 0; round < 10; round++) {
+        const writes: Promise<WriteResult>[] = [];
+        for (let i = 0; i < 20; i++) writes.push(s.create(`split.r${round}x${i}`, "1"));
+        for (let i = 0; i < 3; i++) writes.push(s.create(`member.r${round}m${i}`, "x"));
+        const rs = await Promise.all(writes);
+        const lastSplit = Math.max(...rs.slice(0, 20).map((r) => (r.ok ? r.revision : 0)));
+        for (const e of await take(it, 20)) if (e.type === "put") applied = Math.max(applied, e.revision);
+        assert.equal(applied, lastSplit);
+        const at = await w.position();
+        assert.ok(at >= lastSplit, `position ${at} is below the last split write ${lastSplit}`);
+        if (at > applied) behind.push(round);
+      }
+      assert.deepEqual(behind, [], "rounds in which a watch that had every split looked behind");
+    } finally {
+      await w.stop();
+    }
   });
 
   Deno.test({

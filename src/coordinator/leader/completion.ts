@@ -48,7 +48,10 @@ export class CompletionJudge {
       if (outcome) await this.#write(term, outcome, known);
       else this.#core.clock.setTimeout(() => this.#core.schedule(), 20); // not yet: look again soon
     } catch (e) {
+      // Look again soon: after the last completion no event may come for a
+      // lease/3 (the next beat), and the outcome would wait for it.
       this.#core.log("warn", "Completion check failed; retrying", { error: String(e) });
+      this.#core.clock.setTimeout(() => this.#core.schedule(), Math.min(250, this.#core.config.opTimeoutMs));
     } finally {
       this.#busy = false;
     }
@@ -57,7 +60,9 @@ export class CompletionJudge {
   /** The outcome if every split is finished, confirmed against the store, else `undefined`. */
   async #confirm(planned: number): Promise<JobOutcome | undefined> {
     const { clock, config } = this.#core;
-    let caught = await this.#caughtUp();
+    // A position the store could not give (an outage, a user without the
+    // permission to read it) is "cannot tell": the listing decides.
+    let caught = await this.#caughtUp().catch(() => undefined);
     if (caught === false) {
       this.#behindSince ??= clock.now();
       // Still behind after an op timeout: confirm by a listing instead (on
