@@ -533,6 +533,16 @@ export const mutants = [
     suites: ["store"],
   },
   {
+    name: "nats-position-from-consumer",
+    breaks: "a NatsStore watch's position is its consumer's delivered sequence, which nats-server 2.9 moves past other keys: a caught-up leader looks behind and waits an op timeout to confirm a completion",
+    edits: [{
+      file: "src/nats/watch.ts",
+      search: "    return await this.#lastUnderFilter();\n  }",
+      replace: "    return (await this.#scan.consumer.info()).delivered.stream_seq;\n  }",
+    }],
+    suites: ["store"],
+  },
+  {
     name: "lane-accepts-regression",
     breaks: "a lane accepts a watermark below the one it accepted before",
     edits: [{
