@@ -29,6 +29,7 @@
 // BENCH_PEERS_HANDBACK_ROUNDS [3], BENCH_PEERS_COMPLETION_TASKS [1000],
 // BENCH_PEERS_COMPLETION_RUNS [3], BENCH_PEERS_LIMIT_S [180] (per run),
 // BENCH_PEERS_NODE_ARGS (extra Node flags for the workers, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"),
+// BENCH_PEERS_LOG (a directory: each splitlease worker writes its coordinator's warnings and decisions there),
 // BENCH_PEERS_TRACE (a directory: each splitlease worker writes every store operation and watch delivery there),
 // BENCH_PEERS_SCENARIOS [throughput,handback,completion] (4 comes from throughput).
 import { wsconnect } from "@nats-io/nats-core";
@@ -39,12 +40,14 @@ import { median, percentile, result } from "./_common.ts";
 import {
   bin,
   Child,
+  cpuSeconds,
   fileStamp,
   type Msg,
   nodeBundle,
   onInterrupt,
   rawCasRate,
   redisDeleteKeys,
+  serverPid,
   sleep,
   varz,
   writeResults,
@@ -133,7 +136,14 @@ interface Throughput {
   outMsgsPerTask: number;
   inMsgsPerTask: number;
   counts?: StoreCounts;
+  /** CPU ms per task over the timed run: the worker processes, and the server (nats-server or Redis). */
+  workerCpuMsPerTask: number;
+  serverCpuMsPerTask: number;
 }
+
+/** CPU ms nats-server has used so far. */
+const natsCpuMs = () => cpuSeconds(serverPid(server.dir) ?? -1) * 1000;
+const cpuSum = (rs: Msg[]) => rs.reduce((n, r) => n + (r.cpuMs as number), 0);
 
 /** Scenario 1 (and 4): `TASKS` tiny tasks over 4 consumers. */
 async function throughput(system: System, mif: number, included: boolean): Promise<Throughput> {
@@ -142,7 +152,7 @@ async function throughput(system: System, mif: number, included: boolean): Promi
   const extra: Child[] = [];
   try {
     const v0 = await varz(server.monitorUrl);
-    const r0 = system === "bullmq" ? (await ask(ws[0], "redis", "redis")).commands : 0;
+    const r0 = system === "bullmq" ? await ask(ws[0], "redis", "redis") : undefined;
     let prepMs = 0;
     if (!included && system === "splitlease") {
       extra.push(...await spawn(system, name, [{ role: "planner", tasks: TASKS, mif }]));
@@ -151,15 +161,18 @@ async function throughput(system: System, mif: number, included: boolean): Promi
     } else if (!included) {
       prepMs = (await ask(ws[0], "publish", "published", LIMIT)).ms;
     }
+    const cpu0 = cpuSum(await reports(ws));
+    const server0 = system === "bullmq" ? (await ask(ws[0], "redis", "redis")).cpuMs : natsCpuMs();
     await Promise.all(ws.map((w) => w.send({ cmd: "go" })));
     if (included && system !== "splitlease") await ws[0].send({ cmd: "publish" });
     await waitAll(ws, TASKS, `${system} throughput`);
+    const server1 = system === "bullmq" ? undefined : natsCpuMs();
     // The workers' clock (CLOCK_MONOTONIC): the first "going" starts the run.
     const t0 = Math.min(...await Promise.all(ws.map(async (w) => (await w.next((m) => m.ev === "going", 5000, "going")).at)));
     const rs = await reports(ws);
     const end = Math.max(...rs.map((r) => r.lastCompletionAt));
     const v1 = await varz(server.monitorUrl);
-    const r1 = system === "bullmq" ? (await ask(ws[0], "redis", "redis")).commands : 0;
+    const r1 = system === "bullmq" ? await ask(ws[0], "redis", "redis") : undefined;
     const counts = system === "splitlease"
       ? sumCounts([...rs, ...(extra.length ? await reports(extra) : [])].map((r) => r.counts as StoreCounts))
       : undefined;
@@ -167,7 +180,10 @@ async function throughput(system: System, mif: number, included: boolean): Promi
       tasksPerSec: TASKS / ((end - t0) / 1000),
       prepMs,
       writesPerTask: counts ? counts.writesLanded / TASKS : system === "jetstream" ? 1 : undefined,
-      redisCmdsPerTask: system === "bullmq" ? (r1 - r0) / TASKS : undefined,
+      redisCmdsPerTask: r0 && r1 ? (r1.commands - r0.commands) / TASKS : undefined,
+      // Reports and the Redis INFO read come after the last completion: a few ms of idle CPU at most.
+      workerCpuMsPerTask: (cpuSum(rs) - cpu0) / TASKS,
+      serverCpuMsPerTask: ((r1 ? r1.cpuMs : server1!) - server0) / TASKS,
       outMsgsPerTask: (v1.out_msgs - v0.out_msgs) / TASKS,
       inMsgsPerTask: (v1.in_msgs - v0.in_msgs) / TASKS,
       counts,
@@ -229,15 +245,31 @@ async function completion(system: System): Promise<number[]> {
     await Promise.all(ws.slice(0, 3).map((w) => w.send({ cmd: "go" })));
     await waitAll(ws, C_TASKS, `${system} completion`);
     await sleep(1500); // BullMQ workers re-emit `drained` only after drainDelay (5 s)
-    const rs = await reports(ws);
+    let rs = await reports(ws);
     const last = Math.max(...rs.slice(0, 3).map((r) => r.lastCompletionAt));
+    if (system === "splitlease" && rs.some((r) => !r.completeSeenAt)) {
+      // Outside the window (counted as not seen): wait up to 20 s more so the
+      // log says when it did arrive, or that it never did.
+      const late = await lateCompletion(ws);
+      console.log(`  splitlease completion not seen by every observer within 1.5 s; after 20 s more: ${late.map((r) => (r.completeSeenAt ? `${(r.completeSeenAt - last).toFixed(0)} ms` : "never")).join(", ")}; statuses: ${JSON.stringify(late.map((r) => r.status))}`);
+    }
     return rs.map((r) => {
-      if (system !== "bullmq") return r.completeSeenAt ? r.completeSeenAt - last : NaN;
+      if (system !== "bullmq") return r.completeSeenAt && r.completeSeenAt - last <= 1500 ? r.completeSeenAt - last : NaN;
       const d = (r.drainedAts as number[]).filter((t) => t <= last + 1500);
       return d.length ? d[d.length - 1] - last : NaN;
     });
   } finally {
     await finish(system, [...ws, ...extra]);
+  }
+}
+
+/** Reports once every observer saw the end, or after 20 s. */
+async function lateCompletion(ws: Child[]): Promise<Msg[]> {
+  const end = performance.now() + 20_000;
+  for (;;) {
+    const rs = await reports(ws);
+    if (rs.every((r) => r.completeSeenAt) || performance.now() > end) return rs;
+    await sleep(200);
   }
 }
 
@@ -270,6 +302,9 @@ for (const mif of SCEN.includes("throughput") ? MIFS : []) {
     }
     const by = Object.fromEntries(SYSTEMS.map((s) => [s, tp[key][s]?.tasksPerSec]));
     rows(`${TASKS} tiny tasks, 4 workers, maxInFlight ${mif}, planning ${included ? "included" : "excluded"}, tasks/s`, by, "/s", "≥ 1 vs bullmq");
+    const cpu = (f: (t: Throughput) => number) => Object.fromEntries(SYSTEMS.map((s) => [s, tp[key][s] ? f(tp[key][s]!) : NaN]));
+    rows(`  CPU ms per task, worker processes (maxInFlight ${mif}, planning ${included ? "included" : "excluded"})`, cpu((t) => t.workerCpuMsPerTask), " ms", undefined, 3);
+    rows(`  CPU ms per task, nats-server or Redis (maxInFlight ${mif}, planning ${included ? "included" : "excluded"})`, cpu((t) => t.serverCpuMsPerTask), " ms", undefined, 3);
     if (!included) {
       const prep = Object.fromEntries(SYSTEMS.map((s) => [s, TASKS / ((tp[key][s]?.prepMs ?? NaN) / 1000)]));
       rows(`planning / publishing ${TASKS} tasks (maxInFlight ${mif}), tasks/s`, prep, "/s");

@@ -21,6 +21,7 @@ import { SplitCoordinator } from "../src/coordinator/coordinator.ts";
 import type { Coordinator } from "../src/coordinator/types.ts";
 import type { Store } from "../src/store/store.ts";
 import { silentLogger } from "../src/runtime/logger.ts";
+import type { Logger } from "../src/coordinator/types.ts";
 import type { SplitSource } from "../src/runtime/source.ts";
 import { startWorker } from "../src/runtime/worker.ts";
 import type { Worker } from "../src/runtime/worker_types.ts";
@@ -89,6 +90,21 @@ const source: SplitSource<number> = {
   },
 };
 
+/**
+ * BENCH_PEERS_LOG=dir: the coordinator's warnings, errors and decisions of
+ * note (outcome, leadership), stamped on the shared monotonic clock, one
+ * file per worker; silent otherwise.
+ */
+const logDir = process.env.BENCH_PEERS_LOG;
+const NOTE = /outcome|[Ll]ead|[Ee]lect|[Cc]omplete/;
+const benchLogger: Logger = logDir
+  ? (level, msg, fields) => {
+    if (level === "warn" || level === "error" || (level === "info" && NOTE.test(msg) && msg !== "split completed")) {
+      appendFileSync(`${logDir}/${cfg.name}-${cfg.id}.log`, JSON.stringify({ at: now(), level, msg, ...fields }) + "\n");
+    }
+  }
+  : silentLogger;
+
 /** The coordinator with `allComplete` time-stamped as the worker polls it. */
 function stamped(c: SplitCoordinator): Coordinator {
   return new Proxy(c, {
@@ -116,6 +132,7 @@ async function splitleaseGo(): Promise<void> {
     planner: cfg.role === "planner" || cfg.plans ? (ctx) => source.plan(ctx) : undefined,
     maxInFlight: cfg.role === "planner" ? 1 : cfg.role === "standby" ? 0 : cfg.maxInFlight,
     runtime: "node",
+    logger: benchLogger,
   });
   emit({ ev: "joined", at: now(), ms: now() - t0 });
   if (cfg.role === "planner") {
@@ -130,7 +147,7 @@ async function splitleaseGo(): Promise<void> {
       if (e.type === "allComplete") completeSeenAt ||= now();
     }
   } else {
-    worker = startWorker({ coordinator: stamped(coord), source, maxInFlight: cfg.maxInFlight, logger: silentLogger });
+    worker = startWorker({ coordinator: stamped(coord), source, maxInFlight: cfg.maxInFlight, logger: benchLogger });
   }
 }
 
@@ -257,12 +274,25 @@ async function bullPublish(): Promise<void> {
   emit({ ev: "published", at: now(), ms: now() - t0 });
 }
 
-/** Commands Redis processed so far (INFO stats), read on a connection of its own. */
-async function redisCommands(): Promise<number> {
+/** What a splitlease observer knows of the job (for a completion that did not arrive). */
+function coordStatus(c: SplitCoordinator): Record<string, unknown> {
+  const st = c.status();
+  return { id: cfg.id, state: st.state, leader: st.leader, plan: st.plan, held: st.held.length };
+}
+
+/** CPU time (user + system) this process used so far, in ms. */
+function cpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+/** Commands Redis processed and CPU ms it used so far (INFO), read on a connection of its own. */
+async function redisCommands(): Promise<{ commands: number; cpuMs: number }> {
   const client = new Redis(redisConn);
   try {
-    const info = await client.info("stats");
-    return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? NaN);
+    const info = await client.info();
+    const field = (k: string) => Number(new RegExp(`${k}:([\\d.]+)`).exec(info)?.[1] ?? NaN);
+    return { commands: field("total_commands_processed"), cpuMs: (field("used_cpu_user") + field("used_cpu_sys")) * 1000 };
   } finally {
     client.disconnect();
   }
@@ -296,6 +326,8 @@ function report(): void {
     drainedAts,
     counts: store?.snapshot(),
     rss: process.memoryUsage().rss,
+    cpuMs: cpuMs(),
+    status: coord ? coordStatus(coord) : undefined,
   });
 }
 
@@ -320,7 +352,7 @@ const handlers: Record<string, () => Promise<void> | void> = {
   publish: () => (cfg.system === "jetstream" ? jsPublish() : bullPublish()),
   handback,
   report,
-  redis: async () => emit({ ev: "redis", commands: await redisCommands() }),
+  redis: async () => emit({ ev: "redis", ...await redisCommands() }),
   cleanup: async () => {
     await queue?.obliterate({ force: true });
     emit({ ev: "cleaned" });

@@ -35,10 +35,19 @@ export class TracingStore implements Store {
   }
   watch(filter: KeyFilter): Watch {
     const { line, now } = this;
-    return tapWatch(this.inner.watch(filter), (ev) => {
+    const w = tapWatch(this.inner.watch(filter), (ev) => {
       const e = ev as { key?: string; revision?: number };
       line(`${now().toFixed(2)} 0 watch:${filter} ${ev.type} ${e.key ?? ""} ${e.revision ?? ""}`);
     });
+    const position = w.position;
+    if (position) {
+      w.position = () =>
+        this.#op("position", filter, position(), (r) => String(r)).catch((e) => {
+          line(`${now().toFixed(2)} 0 position ${filter} threw ${String(e).slice(0, 200)}`);
+          throw e;
+        });
+    }
+    return w;
   }
 
   close(): Promise<void> {
