@@ -543,6 +543,15 @@ export const mutants = [
     suites: ["store"],
   },
   {
+    name: "nats-list-trusts-pending",
+    breaks: "a NatsStore listing ends only on a message with nothing pending, which nats-server 2.9 may never send: a listing of a prefix being written fails for want of progress",
+    edits: [
+      { file: "src/nats/nats_store.ts", search: "if (m.pending === 0 || handled >= endAt) finish();", replace: "if (m.pending === 0) finish();" },
+      { file: "src/nats/nats_store.ts", search: "        if (handled >= endAt) finish();\n", replace: "" },
+    ],
+    suites: ["store"],
+  },
+  {
     name: "lane-accepts-regression",
     breaks: "a lane accepts a watermark below the one it accepted before",
     edits: [{

@@ -34,7 +34,7 @@ const log = (s) => process.stdout.write(s + "\n");
 /** The suites a mutant may name; file lists are resolved in the scratch copy. */
 const SUITES = {
   unit: { files: (dir) => testFiles(dir, "tests/unit"), timeoutS: 180 },
-  store: { files: () => ["tests/store/conformance_test.ts", "tests/store/listing_test.ts"], timeoutS: 240 },
+  store: { files: () => ["tests/store/conformance_test.ts", "tests/store/listing_test.ts", "tests/store/watch_replay_test.ts"], timeoutS: 240 },
   coordinator: {
     files: (dir) => testFiles(dir, "tests/coordinator").filter((f) => !f.split("/").pop().startsWith("nats_")),
     timeoutS: 300,

@@ -19,7 +19,7 @@ import {
 } from "../store/store.ts";
 import { Connection, describe, isConflict } from "./connection.ts";
 import type { NatsStoreOptions } from "./options.ts";
-import { type Scan, startScan } from "./scan.ts";
+import { lastRevisionUnder, type Scan, startScan } from "./scan.ts";
 import { NatsWatch } from "./watch.ts";
 import { clampTimerMs } from "../util/timers.ts";
 
@@ -222,14 +222,26 @@ export class NatsStore implements Store {
       clearTimeout(timer);
       timer = setTimeout(() => fail(this.#unavailable("list", undefined, "no progress")), clampTimerMs(this.#timeout));
     };
+    // The end of the replay: a message with nothing pending, or (nats-server
+    // 2.9 can leave the pending count above zero for good, and a listing
+    // then failed for want of progress: 2 in 20 while its prefix was being
+    // written) the last revision under the filter, read once the consumer
+    // exists. An unreadable position (no permission) leaves the count alone.
+    let handled = 0;
+    let endAt = Infinity;
     const started = startScan(this.#conn, filter, (m) => {
       progressed();
       if (m.value === undefined) latest.delete(m.key);
       else latest.set(m.key, { key: m.key, value: m.value, revision: m.revision });
-      if (m.pending === 0) finish();
+      if (m.revision > handled) handled = m.revision;
+      if (m.pending === 0 || handled >= endAt) finish();
     });
     started.then((s) => {
-      if (abandoned) s.stop();
+      if (abandoned) return s.stop();
+      lastRevisionUnder(this.#conn, filter).then((at) => {
+        endAt = at;
+        if (handled >= endAt) finish();
+      }, () => {});
     }, () => {});
     try {
       scan = await Promise.race([started, done.then(() => started)]);

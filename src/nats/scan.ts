@@ -31,6 +31,18 @@ export function subjectFor(conn: Connection, filter: string): string {
   return conn.prefix + filter;
 }
 
+/**
+ * Revision of the last message (put or marker) under `filter` now, 0 when
+ * there is none: one stream request. A replay comes in stream order, so a
+ * consumer created before this call has delivered its whole replay once it
+ * has handled this revision — whatever its pending count says (nats-server
+ * 2.9 can leave that above zero for good).
+ */
+export async function lastRevisionUnder(conn: Connection, filter: string): Promise<number> {
+  const m = await conn.jsm.streams.getMessage(conn.stream, { last_by_subj: subjectFor(conn, filter) });
+  return m?.seq ?? 0;
+}
+
 /** Decodes a consumer message of the bucket. */
 export function decodeMessage(conn: Connection, m: JsMsg): BucketMessage {
   // Delete and purge markers carry no data: a message with data is a put,

@@ -9,7 +9,7 @@ import { JetStreamApiError } from "@nats-io/jetstream";
 import type { Watch, WatchEvent } from "../store/store.ts";
 import { Channel } from "../util/channel.ts";
 import { type Connection, describe, sleep } from "./connection.ts";
-import { type BucketMessage, type Scan, startScan, subjectFor } from "./scan.ts";
+import { type BucketMessage, lastRevisionUnder, type Scan, startScan } from "./scan.ts";
 
 export { WATCHDOG_INTERVAL_MS } from "./connection.ts";
 /**
@@ -175,10 +175,8 @@ export class NatsWatch implements Watch {
     return await this.#lastUnderFilter();
   }
 
-  /** Revision of the last message (put or marker) under the filter now; 0 when there is none. */
-  async #lastUnderFilter(): Promise<number> {
-    const m = await this.#conn.jsm.streams.getMessage(this.#conn.stream, { last_by_subj: subjectFor(this.#conn, this.#filter) });
-    return m?.seq ?? 0;
+  #lastUnderFilter(): Promise<number> {
+    return lastRevisionUnder(this.#conn, this.#filter);
   }
 
   /**

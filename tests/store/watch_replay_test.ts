@@ -55,3 +55,46 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "list: ends even when its prefix is updated while the consumer starts (stale pending on 2.9)",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    // Without the end read from the stream, 2 listings in 20 failed here for
+    // want of progress: no message ever came with nothing pending.
+    await using server = await NatsServer.start();
+    const reader = await NatsStore.connect({ servers: server.wsUrl, job: "listing", opTimeoutMs: 1500 });
+    const writer = await NatsStore.connect({ servers: server.wsUrl, job: "listing" });
+    try {
+      const failed: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const key = `m${i}.x`;
+        const r = await writer.create(key, "0");
+        assert.ok(r.ok);
+        let stop = false;
+        const updating = (async () => {
+          let rev = r.revision;
+          for (let j = 1; j <= 20 && !stop; j++) {
+            const u = await writer.update(key, String(j), rev);
+            if (u.ok) rev = u.revision;
+            await new Promise((res) => setTimeout(res, j < 5 ? 0 : 5));
+          }
+        })();
+        try {
+          const entries = await reader.list(`m${i}.`);
+          assert.deepEqual(entries.map((e) => e.key), [key]);
+        } catch (e) {
+          failed.push(`${i}: ${e}`);
+        } finally {
+          stop = true;
+          await updating;
+        }
+      }
+      assert.deepEqual(failed, [], "every listing ended");
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+  },
+});
