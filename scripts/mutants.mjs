@@ -512,7 +512,7 @@ export const mutants = [
     name: "election-lost-create-spins",
     breaks: "a candidate that loses the election's create does not learn the winner's record: with a lagging watch it retries at once, forever",
     edits: [{ file: C + "leadership.ts", search: "if (cur) f.applyRead(keys.leader, cur);", replace: "" }],
-    suites: ["sim"],
+    suites: ["coordinator", "sim"],
   },
   {
     name: "handback-no-backoff",

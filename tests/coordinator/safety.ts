@@ -71,6 +71,23 @@ class LostWrites extends FaultyStore {
 }
 
 /**
+ * Counts the creates of the `leader` record made through it; past `limit`
+ * it stops answering them (an election loop would otherwise never yield to
+ * a test on the manual clock).
+ */
+class LeaderCreates extends FaultyStore {
+  creates = 0;
+  constructor(inner: Store, readonly limit = 20) {
+    super(inner);
+  }
+  override async create(key: string, value: string) {
+    if (key !== keys.leader) return await super.create(key, value);
+    if (++this.creates > this.limit) return await new Promise<never>(() => {});
+    return await super.create(key, value);
+  }
+}
+
+/**
  * A standby (maxInFlight 0) that joins over its own store (usually a
  * fault-injecting wrapper), plans `n` splits and leads; waits until it has
  * published the plan unless `wait` is false.
@@ -369,5 +386,22 @@ export function safetyScenarios(b: Backend): void {
     assert.ok(!m.c.isLeader, "m won an election over a live leader");
     const after = decodeRecord(keys.leader, (await rawStore(f).get(keys.leader))!.value, LeaderRecordSchema);
     assert.equal(after.instance, "lead", `leader record ${before.value} -> ${JSON.stringify(after)}`);
+  });
+
+  // Kills election-lost-create-spins: a lost election must teach the loser the winner's record.
+  t("S11. a candidate whose leader watch never delivers loses the election's create once, reads the winner and waits a lease", async () => {
+    await using f = await b.fleet();
+    const lead = await standbyLeader(f, await b.extraStore(f), 2);
+    const cStore = new LeaderCreates(await b.extraStore(f));
+    const lag = cStore.withhold((key) => key === keys.leader); // to c's watch there is no leader at all
+    const c = new Member(
+      await SplitCoordinator.join({ store: cStore, job: f.job, instance: "c", clock: f.clock, planner: finalPlanner(splits(2)), maxInFlight: 0, ...f.timings }),
+    );
+    f.members.push(c);
+    await f.advance(f.timings.leaseMs / 2);
+    assert.equal(cStore.creates, 1, `c tried to create the leader record ${cStore.creates} times in half a lease (one election, lost)`);
+    assert.ok(lead.c.isLeader && !c.c.isLeader, "the leader stays, c follows");
+    assert.equal(c.c.status().leader?.instance, "lead", "c learned the winner from its read");
+    lag.release();
   });
 }
