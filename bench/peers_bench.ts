@@ -245,7 +245,7 @@ async function completion(system: System): Promise<number[]> {
     await Promise.all(ws.slice(0, 3).map((w) => w.send({ cmd: "go" })));
     await waitAll(ws, C_TASKS, `${system} completion`);
     await sleep(1500); // BullMQ workers re-emit `drained` only after drainDelay (5 s)
-    let rs = await reports(ws);
+    const rs = await reports(ws);
     const last = Math.max(...rs.slice(0, 3).map((r) => r.lastCompletionAt));
     if (system === "splitlease" && rs.some((r) => !r.completeSeenAt)) {
       // Outside the window (counted as not seen): wait up to 20 s more so the

@@ -537,7 +537,7 @@ export const mutants = [
     breaks: "a NatsStore watch's position is its consumer's delivered sequence, which nats-server 2.9 moves past other keys: a caught-up leader looks behind and waits an op timeout to confirm a completion",
     edits: [{
       file: "src/nats/watch.ts",
-      search: "    return await this.#lastUnderFilter();\n  }",
+      search: "    return await lastRevisionUnder(this.#conn, this.#filter);\n  }",
       replace: "    return (await this.#scan.consumer.info()).delivered.stream_seq;\n  }",
     }],
     suites: ["store"],

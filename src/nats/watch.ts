@@ -147,7 +147,7 @@ export class NatsWatch implements Watch {
         await sleep(REPLAY_PROBE_MS);
         if (ready || gen !== this.#generation || this.#stopped) return;
         try {
-          const at = await this.#lastUnderFilter();
+          const at = await lastRevisionUnder(this.#conn, this.#filter);
           if (!ready && gen === this.#generation && last >= at) {
             ready = true;
             seen = undefined;
@@ -172,11 +172,7 @@ export class NatsWatch implements Watch {
    */
   async position(): Promise<number> {
     if (!this.#scan || this.#stopped) return Infinity;
-    return await this.#lastUnderFilter();
-  }
-
-  #lastUnderFilter(): Promise<number> {
-    return lastRevisionUnder(this.#conn, this.#filter);
+    return await lastRevisionUnder(this.#conn, this.#filter);
   }
 
   /**

@@ -65,8 +65,8 @@ export class CompletionJudge {
     let caught = await this.#caughtUp().catch(() => undefined);
     if (caught === false) {
       this.#behindSince ??= clock.now();
-      // Still behind after an op timeout: confirm by a listing instead (on
-      // nats-server 2.9 a consumer's pending count can stay above zero).
+      // Still behind after an op timeout (a watch that lags, or one that
+      // never delivers what the position names): a listing decides.
       if (clock.now() - this.#behindSince < config.opTimeoutMs) return undefined;
       caught = undefined;
     } else this.#behindSince = undefined;
