@@ -10,62 +10,23 @@
 import type { SplitleaseError } from "../errors.ts";
 import type { SplitProgress } from "../records.ts";
 import { keys } from "../store/keys.ts";
-import type { Store } from "../store/store.ts";
 import { Channel } from "../util/channel.ts";
 import { systemClock } from "./clock.ts";
-import { type CoordinatorConfig, type CoordinatorTunables, parseCoordinatorConfig } from "./config.ts";
+import { type CoordinatorConfig, parseCoordinatorConfig } from "./config.ts";
+import type { JoinOptions } from "./join_options.ts";
 import type { Core } from "./core.ts";
 import { Follower } from "./follower.ts";
 import { Leadership } from "./leadership.ts";
 import { Membership } from "./membership.ts";
+import { ReconcileLoop } from "./reconcile_loop.ts";
 import { buildStatus } from "./status.ts";
 import { checkJobRecord, VERSION } from "./job_check.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
 import { Tenancies } from "./tenancies.ts";
-import type {
-  Clock,
-  CommitOptions,
-  CoordinationEvent,
-  Coordinator,
-  CoordinatorStats,
-  CoordinatorStatus,
-  Logger,
-  Planner,
-} from "./types.ts";
+import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStats, CoordinatorStatus, Logger } from "./types.ts";
 
 export { VERSION } from "./job_check.ts";
-
-/**
- * Options of {@linkcode SplitCoordinator.join}.
- *
- * @example
- * ```ts
- * import { MemoryStore, SplitCoordinator, type JoinOptions } from "@splitlease/splitlease";
- * const options: JoinOptions = { store: new MemoryStore(), job: "backfill", instance: "pod-1", leaseMs: 15000 };
- * const c = await SplitCoordinator.join(options);
- * await c.close();
- * ```
- */
-export interface JoinOptions extends CoordinatorTunables {
-  /** The coordination store (shared by the whole fleet). */
-  store: Store;
-  /** Job name. */
-  job: string;
-  /** Instance id (pod name); generated when absent. */
-  instance?: string;
-  /** Job fingerprint; a bucket holding another fingerprint is refused (default: the job name). */
-  fingerprint?: string;
-  /** Planner; members with one are preferred as leader, and only a leader with one plans. */
-  planner?: Planner;
-  /** Clock (default: the system clock). */
-  clock?: Clock;
-  /** Randomness in [0, 1) (default `Math.random`). */
-  random?: () => number;
-  /** Structured logger (default: silent). */
-  logger?: Logger;
-  /** Runtime name advertised on the member record. */
-  runtime?: string;
-}
+export type { JoinOptions } from "./join_options.ts";
 
 const silent: Logger = () => {};
 
@@ -95,10 +56,7 @@ export class SplitCoordinator implements Coordinator {
   readonly #leadership: Leadership;
   #state: CoordinatorStatus["state"] = "starting";
   #draining = false;
-  #reconciling = false;
-  #dirty = false;
-  #wakeTimer: unknown;
-  #wakeAt = Infinity;
+  readonly #loop: ReconcileLoop;
 
   private constructor(options: JoinOptions) {
     const random = options.random ?? Math.random;
@@ -110,6 +68,10 @@ export class SplitCoordinator implements Coordinator {
     });
     const clock = options.clock ?? systemClock;
     const stats = newStats();
+    this.#loop = new ReconcileLoop(clock, () => this.#reconcile(), (e) => {
+      this.#core.log("warn", "Reconcile failed; retrying", { error: String(e) });
+      return Math.max(50, config.leaseMs / 10);
+    }, () => this.#state !== "stopped" && this.#state !== "failed");
     const core: Core = (this.#core = {
       store: new InstrumentedStore(options.store, stats, clock),
       clock,
@@ -119,7 +81,7 @@ export class SplitCoordinator implements Coordinator {
       me: { instance: config.instance, session: nonce(random, 16) },
       stats,
       events: new Channel<CoordinationEvent>(),
-      schedule: () => this.#schedule(),
+      schedule: () => this.#loop.schedule(),
       noteReplaced: (key, message) => this.#follower.noteReplaced(key, message),
       // In the writer's continuation, after its bookkeeping: a release's
       // tenancy ends in the tick it lands, and the view must have it by then
@@ -142,7 +104,7 @@ export class SplitCoordinator implements Coordinator {
       },
       onBeat: () => {
         if (this.#follower.dormant > 0) void this.#follower.resume();
-        this.#schedule();
+        this.#loop.schedule();
       },
       onDuplicate: (e) => this.#fatal(e),
       // The worker sees `state: "draining"` in status() and finishes as after SIGTERM.
@@ -198,7 +160,7 @@ export class SplitCoordinator implements Coordinator {
     this.#state = "running";
     log("info", "Joined", { instance: me.instance, session: me.session, job: config.job });
     this.#membership.start();
-    this.#schedule();
+    this.#loop.schedule();
   }
 
   #active(): boolean {
@@ -232,48 +194,16 @@ export class SplitCoordinator implements Coordinator {
 
   // --- reconcile -------------------------------------------------------------
 
-  #schedule(): void {
-    if (this.#reconciling) {
-      this.#dirty = true;
-      return;
-    }
-    this.#reconciling = true;
-    queueMicrotask(() => {
-      try {
-        do {
-          this.#dirty = false;
-          this.#reconcile();
-        } while (this.#dirty && this.#state !== "stopped" && this.#state !== "failed");
-      } catch (e) {
-        this.#core.log("warn", "Reconcile failed; retrying", { error: String(e) });
-        this.#wake(this.#core.clock.now() + Math.max(50, this.#core.config.leaseMs / 10));
-      } finally {
-        this.#reconciling = false;
-      }
-    });
-  }
-
-  #reconcile(): void {
-    if (this.#state !== "running" && this.#state !== "draining") return;
-    if (!this.#active()) return;
+  /** One pass (see {@linkcode ReconcileLoop}); returns when the next is due. */
+  #reconcile(): number {
+    if (this.#state !== "running" && this.#state !== "draining") return Infinity;
+    if (!this.#active()) return Infinity;
     const now = this.#core.clock.now();
     let next = Infinity;
     if (!this.#draining) next = Math.min(next, this.#leadership.maybeElect(now));
     next = Math.min(next, this.#leadership.reconcile());
     this.#follower.pump();
-    if (next !== Infinity) this.#wake(next);
-  }
-
-  #wake(at: number): void {
-    const { clock } = this.#core;
-    if (at >= this.#wakeAt && this.#wakeTimer !== undefined) return;
-    if (this.#wakeTimer !== undefined) clock.clearTimeout(this.#wakeTimer);
-    this.#wakeAt = at;
-    this.#wakeTimer = clock.setTimeout(() => {
-      this.#wakeTimer = undefined;
-      this.#wakeAt = Infinity;
-      this.#schedule();
-    }, Math.max(1, at - clock.now() + 1));
+    return next;
   }
 
   // --- ownership API -----------------------------------------------------------
@@ -378,8 +308,7 @@ export class SplitCoordinator implements Coordinator {
   #stopAll(): void {
     this.#leadership.stop();
     this.#membership.stop();
-    if (this.#wakeTimer !== undefined) this.#core.clock.clearTimeout(this.#wakeTimer);
-    this.#wakeTimer = undefined;
+    this.#loop.stop();
   }
 
   async #teardown(): Promise<void> {

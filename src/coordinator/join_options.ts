@@ -1,0 +1,41 @@
+/**
+ * The options a member joins a job with: the store, the job, its identity,
+ * planner, clock, randomness and logger, and the tunables.
+ *
+ * @module
+ */
+import type { Store } from "../store/store.ts";
+import type { CoordinatorTunables } from "./config.ts";
+import type { Clock, Logger, Planner } from "./types.ts";
+
+/**
+ * Options of {@linkcode SplitCoordinator.join}.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore, SplitCoordinator, type JoinOptions } from "@splitlease/splitlease";
+ * const options: JoinOptions = { store: new MemoryStore(), job: "backfill", instance: "pod-1", leaseMs: 15000 };
+ * const c = await SplitCoordinator.join(options);
+ * await c.close();
+ * ```
+ */
+export interface JoinOptions extends CoordinatorTunables {
+  /** The coordination store (shared by the whole fleet). */
+  store: Store;
+  /** Job name. */
+  job: string;
+  /** Instance id (pod name); generated when absent. */
+  instance?: string;
+  /** Job fingerprint; a bucket holding another fingerprint is refused (default: the job name). */
+  fingerprint?: string;
+  /** Planner; members with one are preferred as leader, and only a leader with one plans. */
+  planner?: Planner;
+  /** Clock (default: the system clock). */
+  clock?: Clock;
+  /** Randomness in [0, 1) (default `Math.random`). */
+  random?: () => number;
+  /** Structured logger (default: silent). */
+  logger?: Logger;
+  /** Runtime name advertised on the member record. */
+  runtime?: string;
+}
