@@ -20,7 +20,6 @@ import {
   type PlanRecord,
   PlanRecordSchema,
   safeDecodeRecord,
-  type SplitRecord,
   SplitRecordSchema,
 } from "../records.ts";
 import { keys } from "../store/keys.ts";
@@ -29,8 +28,9 @@ import type { Core } from "./core.ts";
 import { DormantTenancies } from "./dormant.ts";
 import { LivenessTracker } from "./liveness.ts";
 import { SpecReader } from "./spec_reader.ts";
+import { ClaimRecovery } from "./claim_recovery.ts";
 import type { Dormant, Tenancies } from "./tenancies.ts";
-import { handBackRecord, heldBy, openRecord, releaseRecord } from "./transitions.ts";
+import { heldBy, openRecord } from "./transitions.ts";
 import { WatchSet } from "./watch_set.ts";
 
 /** Most claims one worker has in flight at once (a heartbeat must not queue behind a thousand writes). */
@@ -73,9 +73,7 @@ export class Follower {
   #claiming = new Map<string, number>();
   readonly #dormant: DormantTenancies;
   readonly #specs: SpecReader;
-  #recovering = new Set<string>();
-  #timers = new Set<unknown>();
-  #stopped = false;
+  readonly #recovery: ClaimRecovery;
 
   /**
    * Revision of the member-record write that ended our last self-fence (0
@@ -90,6 +88,12 @@ export class Follower {
     this.#mayClaim = mayClaim;
     this.#dormant = new DormantTenancies(core, tenancies, mayClaim);
     this.#specs = new SpecReader(core);
+    this.#recovery = new ClaimRecovery(core, tenancies, this.#specs, mayClaim, (id) => {
+      this.#tried.delete(id);
+      const o = this.assign?.record.offers.find((x) => x.id === id);
+      if (o && !this.#offers.some((x) => x.id === id)) this.#offers.push(o);
+      this.#core.schedule();
+    });
     this.#watches = new WatchSet(core, (f, ev, live) => this.#apply(f, ev, live));
   }
 
@@ -100,9 +104,7 @@ export class Follower {
 
   /** Stops watching. */
   stop(): Promise<void> {
-    this.#stopped = true;
-    for (const t of this.#timers) this.#core.clock.clearTimeout(t);
-    this.#timers.clear();
+    this.#recovery.stop();
     return this.#watches.stop();
   }
 
@@ -273,7 +275,7 @@ export class Follower {
       const spec = await this.#specs.read(g.id, rec);
       if (typeof spec === "string") {
         // Missing: handed back, no attempt; unreadable: poison, quarantined.
-        await this.#handBack(g.id, rec, rev, spec);
+        await this.#recovery.handBack(g.id, rec, rev, spec);
         return;
       }
       const now = this.#tenancies.held.get(g.id);
@@ -296,59 +298,11 @@ export class Follower {
       }
       this.#tenancies.add(g.id, { epoch: g.epoch, revision: rev, record: rec, spec, draining: false, to: null }, g.why ?? "grant");
     } catch (e) {
-      this.#recover(g.id, g.epoch, e);
+      this.#recovery.recover(g.id, g.epoch, e);
     } finally {
       this.#claiming.delete(g.id);
       this.#core.schedule();
     }
-  }
-
-  /**
-   * A claim or grant we could not finish (an outage: the write may have
-   * landed, or the descriptor could not be read). Until the record says
-   * otherwise the split may be ours at `epoch` with no lane running it, so
-   * re-read it with backoff: ours → start it; still free → offer it to
-   * ourselves again; moved on → nothing to do.
-   */
-  #recover(id: string, epoch: number, cause: unknown, attempt = 0): void {
-    const { clock, config, log, store, me } = this.#core;
-    if (attempt === 0) log("warn", "Claim interrupted by an outage; checking the split record", { split: id, error: String(cause) });
-    const delay = Math.min(config.leaseMs / 3, 50 * 2 ** Math.min(attempt, 8));
-    this.#recovering.add(id);
-    const timer = clock.setTimeout(async () => {
-      this.#timers.delete(timer);
-      if (this.#stopped) {
-        this.#recovering.delete(id);
-        return;
-      }
-      try {
-        const e = await store.get(keys.split(id));
-        const rec = e ? decodeRecord(e.key, e.value, SplitRecordSchema) : undefined;
-        this.#recovering.delete(id);
-        if (!e || !rec || this.#tenancies.held.has(id)) return;
-        if (heldBy(rec, me, epoch) && (this.#tenancies.ended.get(id) ?? -1) < epoch) {
-          const spec = await this.#specs.read(id, rec);
-          if (typeof spec !== "object") {
-            await this.#handBack(id, rec, e.revision, spec);
-            return;
-          }
-          if (this.#tenancies.held.has(id) || !this.#mayClaim()) {
-            if (!this.#tenancies.held.has(id)) await this.#handBack(id, rec, e.revision);
-            return;
-          }
-          this.#tenancies.add(id, { epoch, revision: e.revision, record: rec, spec, draining: false, to: null }, "claim");
-        } else if (rec.status === "runnable" && rec.owner === null) {
-          // Not landed: the leader's offer, if still ours, can be tried again.
-          this.#tried.delete(id);
-          const o = this.assign?.record.offers.find((x) => x.id === id);
-          if (o && !this.#offers.some((x) => x.id === id)) this.#offers.push(o);
-          this.#core.schedule();
-        }
-      } catch (err) {
-        this.#recover(id, epoch, err, attempt + 1);
-      }
-    }, delay);
-    this.#timers.add(timer);
   }
 
   /** Claims offers into free lanes, in waves of at most {@linkcode CLAIM_WAVE}. */
@@ -361,7 +315,7 @@ export class Follower {
     for (const o of this.#offers) {
       if (this.#tried.get(o.id) === o.rev) continue;
       if (
-        held.has(o.id) || this.#claiming.has(o.id) || this.#recovering.has(o.id) ||
+        held.has(o.id) || this.#claiming.has(o.id) || this.#recovery.has(o.id) ||
         held.size + this.#claiming.size >= max || this.#claiming.size >= CLAIM_WAVE
       ) {
         keep.push(o);
@@ -395,7 +349,7 @@ export class Follower {
       ]);
       if (claimed.status === "rejected") {
         // Landed or not, we cannot tell: find out from the record itself.
-        this.#recover(o.id, next.epoch, claimed.reason);
+        this.#recovery.recover(o.id, next.epoch, claimed.reason);
         return;
       }
       if (!claimed.value.ok) return; // moved since the offer: the leader will tell us
@@ -403,8 +357,8 @@ export class Follower {
       this.#core.landed?.(keys.split(o.id), value, revision);
       const spec = specRead.status === "fulfilled" ? specRead.value : undefined;
       if (typeof spec !== "object" || !this.#mayClaim()) {
-        if (specRead.status === "rejected") return this.#recover(o.id, next.epoch, specRead.reason);
-        await this.#handBack(o.id, next, revision, typeof spec === "string" ? spec : undefined);
+        if (specRead.status === "rejected") return this.#recovery.recover(o.id, next.epoch, specRead.reason);
+        await this.#recovery.handBack(o.id, next, revision, typeof spec === "string" ? spec : undefined);
         return;
       }
       this.#tenancies.add(o.id, { epoch: next.epoch, revision, record: next, spec, draining: false, to: null }, o.why ?? "claim");
@@ -413,37 +367,11 @@ export class Follower {
         // The record read before the claim failed (nothing was written): retry
         // the offer with backoff rather than never (the leader re-offers only
         // at a new revision).
-        this.#recover(o.id, Number.MAX_SAFE_INTEGER, e);
+        this.#recovery.recover(o.id, Number.MAX_SAFE_INTEGER, e);
       } else log("warn", "Claim failed", { split: o.id, error: String(e) });
     } finally {
       this.#claiming.delete(o.id);
       this.#core.schedule();
-    }
-  }
-
-  /**
-   * Undoes a won claim we cannot keep: released (no attempt) when we stopped
-   * meanwhile or the spec is missing, quarantined when the spec is unreadable
-   * (deterministic poison).
-   */
-  async #handBack(id: string, claimed: SplitRecord, revision: number, problem?: string): Promise<void> {
-    const { store, log, events, me, clock } = this.#core;
-    const poison = problem?.startsWith("unreadable: ");
-    const next: SplitRecord = poison
-      ? { ...claimed, owner: null, status: "quarantined", lastFailure: problem!.slice(12) }
-      : problem
-      ? handBackRecord(claimed, `${problem.replace(/^missing: s/, "S")} (handed back, no attempt charged)`, me.instance, clock.wallNow())
-      : releaseRecord(claimed, null);
-    if (problem) log("error", poison ? "Unreadable spec: quarantining the split" : "Spec missing: handing the split back", { split: id, error: problem });
-    try {
-      const r = await store.update(keys.split(id), encodeRecord(next), revision);
-      if (r.ok && poison) {
-        events.push({ type: "quarantined", splitId: id, attempts: next.attempts });
-        log("warn", "Split quarantined", { split: id, attempts: next.attempts });
-      }
-    } catch (err) {
-      log("warn", "Could not hand back a claimed split; checking it again later", { split: id, error: String(err) });
-      this.#recover(id, claimed.epoch, err, 1);
     }
   }
 

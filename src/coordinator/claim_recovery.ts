@@ -1,0 +1,128 @@
+/**
+ * Claims and grants a member could not finish (docs/DESIGN.md, "A claim whose
+ * reply is lost"): an outage leaves the split possibly ours with no lane
+ * running it, so its record is re-read with backoff; and a won claim that
+ * cannot be kept (we stopped taking work, its spec is missing or
+ * unreadable) is handed back or quarantined.
+ *
+ * @module
+ */
+import { decodeRecord, encodeRecord, type SplitRecord, SplitRecordSchema } from "../records.ts";
+import { keys } from "../store/keys.ts";
+import type { Core } from "./core.ts";
+import type { SpecReader } from "./spec_reader.ts";
+import type { Tenancies } from "./tenancies.ts";
+import { handBackRecord, heldBy, releaseRecord } from "./transitions.ts";
+
+/**
+ * Re-reads interrupted claims and hands back won claims a member cannot keep.
+ *
+ * @example
+ * ```ts
+ * import type { ClaimRecovery } from "./claim_recovery.ts";
+ * const stopAll = (r: ClaimRecovery) => r.stop(); // no more re-reads once the member stops
+ * ```
+ */
+export class ClaimRecovery {
+  readonly #core: Core;
+  readonly #tenancies: Tenancies;
+  readonly #specs: SpecReader;
+  readonly #mayClaim: () => boolean;
+  readonly #retryOffer: (id: string) => void;
+  /** Splits being re-read. */
+  readonly #pending = new Set<string>();
+  readonly #timers = new Set<unknown>();
+  #stopped = false;
+
+  /** `retryOffer(id)`: a claim that did not land may be tried again from the member's offers. */
+  constructor(core: Core, tenancies: Tenancies, specs: SpecReader, mayClaim: () => boolean, retryOffer: (id: string) => void) {
+    this.#core = core;
+    this.#tenancies = tenancies;
+    this.#specs = specs;
+    this.#mayClaim = mayClaim;
+    this.#retryOffer = retryOffer;
+  }
+
+  /** Whether `id` is being re-read (not to be claimed meanwhile). */
+  has(id: string): boolean {
+    return this.#pending.has(id);
+  }
+
+  /** Stops re-reading. */
+  stop(): void {
+    this.#stopped = true;
+    for (const t of this.#timers) this.#core.clock.clearTimeout(t);
+    this.#timers.clear();
+  }
+
+  /**
+   * A claim or grant we could not finish (an outage: the write may have
+   * landed, or the descriptor could not be read). Until the record says
+   * otherwise the split may be ours at `epoch` with no lane running it, so
+   * re-read it with backoff: ours → start it; still free → offer it to
+   * ourselves again; moved on → nothing to do.
+   */
+  recover(id: string, epoch: number, cause: unknown, attempt = 0): void {
+    const { clock, config, log, store, me } = this.#core;
+    if (attempt === 0) log("warn", "Claim interrupted by an outage; checking the split record", { split: id, error: String(cause) });
+    const delay = Math.min(config.leaseMs / 3, 50 * 2 ** Math.min(attempt, 8));
+    this.#pending.add(id);
+    const timer = clock.setTimeout(async () => {
+      this.#timers.delete(timer);
+      if (this.#stopped) {
+        this.#pending.delete(id);
+        return;
+      }
+      try {
+        const e = await store.get(keys.split(id));
+        const rec = e ? decodeRecord(e.key, e.value, SplitRecordSchema) : undefined;
+        this.#pending.delete(id);
+        if (!e || !rec || this.#tenancies.held.has(id)) return;
+        if (heldBy(rec, me, epoch) && (this.#tenancies.ended.get(id) ?? -1) < epoch) {
+          const spec = await this.#specs.read(id, rec);
+          if (typeof spec !== "object") {
+            await this.handBack(id, rec, e.revision, spec);
+            return;
+          }
+          if (this.#tenancies.held.has(id) || !this.#mayClaim()) {
+            if (!this.#tenancies.held.has(id)) await this.handBack(id, rec, e.revision);
+            return;
+          }
+          this.#tenancies.add(id, { epoch, revision: e.revision, record: rec, spec, draining: false, to: null }, "claim");
+        } else if (rec.status === "runnable" && rec.owner === null) {
+          // Not landed: the leader's offer, if still ours, can be tried again.
+          this.#retryOffer(id);
+        }
+      } catch (err) {
+        this.recover(id, epoch, err, attempt + 1);
+      }
+    }, delay);
+    this.#timers.add(timer);
+  }
+
+  /**
+   * Undoes a won claim we cannot keep: released (no attempt) when we stopped
+   * meanwhile or the spec is missing, quarantined when the spec is unreadable
+   * (deterministic poison).
+   */
+  async handBack(id: string, claimed: SplitRecord, revision: number, problem?: string): Promise<void> {
+    const { store, log, events, me, clock } = this.#core;
+    const poison = problem?.startsWith("unreadable: ");
+    const next: SplitRecord = poison
+      ? { ...claimed, owner: null, status: "quarantined", lastFailure: problem!.slice(12) }
+      : problem
+      ? handBackRecord(claimed, `${problem.replace(/^missing: s/, "S")} (handed back, no attempt charged)`, me.instance, clock.wallNow())
+      : releaseRecord(claimed, null);
+    if (problem) log("error", poison ? "Unreadable spec: quarantining the split" : "Spec missing: handing the split back", { split: id, error: problem });
+    try {
+      const r = await store.update(keys.split(id), encodeRecord(next), revision);
+      if (r.ok && poison) {
+        events.push({ type: "quarantined", splitId: id, attempts: next.attempts });
+        log("warn", "Split quarantined", { split: id, attempts: next.attempts });
+      }
+    } catch (err) {
+      log("warn", "Could not hand back a claimed split; checking it again later", { split: id, error: String(err) });
+      this.recover(id, claimed.epoch, err, 1);
+    }
+  }
+}
