@@ -517,7 +517,7 @@ export const mutants = [
   {
     name: "handback-no-backoff",
     breaks: "a split handed back with a problem (its spec missing) is offered again at once: claim, re-read, hand back, in a loop",
-    edits: [{ file: C + "leader/role.ts", search: "const handedBack = released && !failed && newFailure(prev, rec);", replace: "const handedBack = false;" }],
+    edits: [{ file: C + "leader/retry_backoff.ts", search: "const handedBack = released && !failed && newFailure(prev, rec);", replace: "const handedBack = false;" }],
     suites: ["coordinator"],
   },
   {

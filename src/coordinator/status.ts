@@ -75,8 +75,8 @@ export function buildStatus(s: StatusInput): CoordinatorStatus {
   if (s.planning?.lastError) {
     status.planning = { failures: s.planning.failures, lastError: s.planning.lastError };
   }
-  if (role && role.backoff.size > 0) {
-    status.retrying = [...role.backoff].slice(0, 100).map(([id, b]) => ({
+  if (role && role.retry.waiting.size > 0) {
+    status.retrying = [...role.retry.waiting].slice(0, 100).map(([id, b]) => ({
       id,
       attempts: b.attempts,
       inMs: Math.max(0, Math.round(b.at - s.now)),

@@ -31,6 +31,8 @@ import { MemberState } from "./member_state.ts";
 import { ReleaseHold } from "./release_hold.ts";
 import { SeedRuns } from "./seed_runs.ts";
 import { refillOffers } from "./offers.ts";
+import { auditHeld } from "./anti_entropy.ts";
+import { RetryBackoff } from "./retry_backoff.ts";
 import { Revocations } from "./revocations.ts";
 import { Takeovers } from "./takeovers.ts";
 
@@ -61,10 +63,8 @@ export class LeaderRole {
   readonly #revocations: Revocations;
   readonly #completion: CompletionJudge;
   readonly #judge: DeathJudge;
-  /** Failed splits waiting out their retry backoff: id → leader time they may be offered again. */
-  readonly backoff: Map<string, { at: number; attempts: number }> = new Map();
-  /** Consecutive hand-backs with a problem (a missing spec), per split, for their backoff. */
-  readonly #handBacks = new Map<string, number>();
+  /** Failed splits waiting out their retry backoff. */
+  readonly retry: RetryBackoff;
   #ready = false;
   #stopped = false;
   #onDeposed: () => void;
@@ -73,6 +73,7 @@ export class LeaderRole {
     this.#core = core;
     this.term = term;
     this.#onDeposed = onDeposed;
+    this.retry = new RetryBackoff(core);
     this.view = new FleetView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n));
     this.#watches = new WatchSet(core, (f, ev) => {
       if (!this.#stopped) this.view.apply(f, ev);
@@ -180,25 +181,8 @@ export class LeaderRole {
         if (!same || prev.epoch === g) st.grants.delete(id);
       }
     }
+    this.retry.onSplit(id, prev, rec);
     const o = rec?.owner;
-    const released = rec && !o && rec.status === "runnable" && prev?.owner && rec.epoch === prev.epoch;
-    // Failed by its owner (fail(): an attempt charged), or handed back with a
-    // problem that is not the split's fault (a reported failure, no attempt:
-    // its spec missing): wait before offering it again, longer each time.
-    const failed = released && rec.attempts > prev.attempts;
-    const handedBack = released && !failed && newFailure(prev, rec);
-    if (failed || handedBack) {
-      const n = failed ? rec.attempts : (this.#handBacks.get(id) ?? 0) + 1;
-      if (handedBack) this.#handBacks.set(id, n);
-      const { retryBackoffMs, retryBackoffMaxMs } = this.#core.config;
-      const base = retryBackoffMs * 2 ** Math.min(n - 1, 30);
-      // Jitter within the cap: never more than retryBackoffMaxMs.
-      const delay = Math.min(retryBackoffMaxMs, Math.round(base * (0.75 + 0.5 * this.#core.random())));
-      if (delay > 0) this.backoff.set(id, { at: this.#core.clock.now() + delay, attempts: rec.attempts });
-    } else if (rec?.status !== "runnable" || o) {
-      this.backoff.delete(id);
-      if (!o) this.#handBacks.delete(id);
-    }
     // Freed by a takeover (an attempt charged, nobody named): its claim is a takeover.
     if (rec && !o && rec.status === "runnable" && prev?.owner && rec.attempts > prev.attempts && rec.epoch > prev.epoch) {
       this.view.orphaned.add(id);
@@ -263,35 +247,8 @@ export class LeaderRole {
     }
     if (prev && prev.session !== r.session) this.#judge.replaced(instance, clock.now());
     if (r.seen !== undefined && cur.session === r.session) cur.acknowledge(r.seen);
-    this.#audit(cur, r);
+    auditHeld(this.#core, this.view, cur, r);
     this.#core.schedule();
-  }
-
-  /**
-   * Anti-entropy: a member that reports holding fewer splits than the store
-   * names it for, two beats in a row, may own a split it never heard of (a
-   * claim whose reply was lost and whose write landed late). Re-send every
-   * split it owns as a grant: it ignores those it has or had.
-   */
-  #audit(st: MemberState, r: MemberRecord): void {
-    if (r.held === undefined) return;
-    const owned = this.view.byOwner.get(st.key);
-    if (!owned || owned.size <= r.held) {
-      st.suspect = 0;
-      return;
-    }
-    if (++st.suspect < 2) return;
-    st.suspect = 0;
-    let added = 0;
-    for (const id of owned) {
-      if (st.grants.has(id)) continue;
-      st.grants.set(id, { epoch: this.view.splits.get(id)!.record.epoch });
-      added++;
-    }
-    if (added > 0) {
-      st.touch();
-      this.#core.log("debug", "Re-sent grants to a member that may not know all its splits", { member: st.instance, owned: owned.size, held: r.held });
-    }
   }
 
   /** A member (this leader itself, before its record says so) drains: nothing more is offered to it; returns the successors named for its splits. */
@@ -339,18 +296,15 @@ export class LeaderRole {
     const now = clock.now();
     let next = this.#judge.judge(now);
     next = Math.min(next, this.#judge.orphans(now));
-    for (const [id, b] of this.backoff) {
-      if (b.at <= now) {
-        this.backoff.delete(id);
-        const e = this.view.splits.get(id);
-        if (e && this.view.free.has(id)) this.view.heap.push(id, e.record.weight); // offerable again
-      } else next = Math.min(next, b.at);
-    }
+    next = Math.min(next, this.retry.expire(now, (id) => {
+      const e = this.view.splits.get(id);
+      if (e && this.view.free.has(id)) this.view.heap.push(id, e.record.weight); // offerable again
+    }));
     refillOffers({
       view: this.view,
       states: this.states,
       offeredTo: this.offeredTo,
-      withheld: (id) => this.backoff.has(id),
+      withheld: (id) => this.retry.has(id),
     });
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#revocations.cycle(now, this.term, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree));
@@ -435,11 +389,4 @@ export class LeaderRole {
       cancelled: c.cancelled,
     };
   }
-}
-
-/** Whether `next` carries a failure report that `prev` did not (the history grew or its last entry changed). */
-function newFailure(prev: SplitRecord, next: SplitRecord): boolean {
-  const a = prev.failures?.at(-1), b = next.failures?.at(-1);
-  if (!b) return false;
-  return !a || a.at !== b.at || a.worker !== b.worker || a.message !== b.message || next.failures!.length !== prev.failures!.length;
 }
