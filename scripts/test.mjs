@@ -6,6 +6,8 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { compatServer, resolveNatsServer } from "./nats_server_bin.mjs";
+import { startPostgres } from "./services.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const bin = (name) => join(root, "node_modules", ".bin", name);
@@ -58,35 +60,20 @@ function ensureInstalled() {
   }
 }
 
-function findNatsServer() {
-  if (process.env.NATS_SERVER && existsSync(process.env.NATS_SERVER)) return process.env.NATS_SERVER;
-  for (const p of ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]) {
-    if (existsSync(p)) return p;
-  }
-  const w = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
-  return w.status === 0 ? w.stdout.trim() : undefined;
-}
-
-function ensureNatsServer() {
-  let path = findNatsServer();
-  if (path) return path;
-  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
-  if (!isRoot) {
-    log("nats-server is missing. Install it with: sudo apt-get install -y nats-server");
+// The servers: the pinned current release (or NATS_SERVER_BIN) for every
+// suite, Debian's 2.9.10 for the compatibility subset. See nats_server_bin.mjs.
+function ensureNatsServers() {
+  const cur = resolveNatsServer({ log });
+  if (cur.error) {
+    log(`nats-server: ${cur.error}`);
     process.exit(1);
   }
-  log("nats-server is missing; installing it with apt-get (Debian package nats-server)...");
-  spawnSync("apt-get", ["update"], { stdio: "inherit" });
-  const r = spawnSync("apt-get", ["install", "-y", "nats-server"], {
-    stdio: "inherit",
-    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
-  });
-  path = findNatsServer();
-  if (r.status !== 0 || !path) {
-    log("Installing nats-server failed. Run: apt-get update && apt-get install -y nats-server");
-    process.exit(1);
-  }
-  return path;
+  log(`nats-server ${cur.version} at ${cur.path} (${cur.why})`);
+  const compat = compatServer({ log });
+  if (compat.error) log(`compatibility nats-server: ${compat.error}; the 2.9 compatibility subset will not run`);
+  else if (compat.path === cur.path) log(`compatibility nats-server: the same binary (${compat.version})`);
+  else log(`compatibility nats-server ${compat.version} at ${compat.path} (${compat.why})`);
+  return { current: cur, compat: compat.error || compat.path === cur.path ? undefined : compat };
 }
 
 // The browser test drives Debian's chromium; without it (and without root to
@@ -169,13 +156,13 @@ function denoCounts(out) {
   return m ? { p: Number(m[1]), f: Number(m[2]) } : undefined;
 }
 
-async function denoSuite(name, paths, extra = []) {
+async function denoSuite(name, paths, extra = [], server = servers.current) {
   const files = paths.flatMap((p) => (p.endsWith(".ts") ? [p] : srcFiles(p).filter((f) => f.endsWith("_test.ts"))));
   if (files.length === 0) return;
   if (only.length && !only.some((o) => name.includes(o) || files.some((f) => f.includes(o)))) return;
   log(`\n=== ${name} ===`);
   const r = await run(bin("deno"), ["test", "-A", "--no-check", ...extra, ...files], {
-    env: { ...process.env, NATS_SERVER: natsServer, NO_COLOR: "1" },
+    env: { ...process.env, NATS_SERVER: server.path, NATS_SERVER_VERSION: server.version, ...services, NO_COLOR: "1" },
   });
   const c = denoCounts(r.out);
   if (!c) record(`${name} (runner did not report)`, false);
@@ -184,8 +171,36 @@ async function denoSuite(name, paths, extra = []) {
 
 // --- main ------------------------------------------------------------------
 ensureInstalled();
-const natsServer = ensureNatsServer();
+const servers = ensureNatsServers();
 const started = Date.now();
+
+// Services the suites need, started here on free ports and stopped at the end,
+// also on failure or interruption. PG_URL set by the caller is used as is.
+const services = {};
+const stops = [];
+function stopServicesSync() {
+  for (const s of stops.splice(0)) s.killSync();
+}
+process.on("exit", stopServicesSync);
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.once(sig, () => {
+    log(`\n${sig}: stopping the services this run started`);
+    stopServicesSync();
+    process.exit(130);
+  });
+}
+const needsPg = !only.length || only.some((o) => "tests/examples example tests pg_range".includes(o) || o.includes("pg_range"));
+if (process.env.PG_URL) services.PG_URL = process.env.PG_URL;
+else if (needsPg) {
+  const pg = await startPostgres({ log });
+  if (pg.error) {
+    log(`PostgreSQL: ${pg.error}`);
+    process.exit(1);
+  }
+  log(`PostgreSQL started for this run at ${pg.url}`);
+  stops.push(pg);
+  services.PG_URL = pg.url;
+}
 
 if (!only.length) {
   log("=== type check ===");
@@ -250,8 +265,14 @@ const OPS_SUITE = "operator tests (CLI on nats-server, fleet page in Chromium)";
 if (!only.length || only.some((o) => OPS_SUITE.includes(o) || o.includes("tests/ops"))) ensureChromium();
 await denoSuite(OPS_SUITE, ["tests/ops"]);
 await denoSuite("serverless platform tests (workerd, Lambda, Deno Deploy)", ["tests/serverless"]);
+if (servers.compat) {
+  const v = servers.compat.version;
+  await denoSuite(`compatibility on nats-server ${v}: store conformance and outages`, ["tests/store/conformance_test.ts", "tests/store/outage_test.ts"], [], servers.compat);
+  await denoSuite(`compatibility on nats-server ${v}: a Deno + Bun + Node fleet`, ["tests/runtime/fleet_test.ts"], ["--filter", "fleet: one Deno"], servers.compat);
+}
 
-log(`\nFinished in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+log(`\nFinished in ${((Date.now() - started) / 1000).toFixed(1)} s on nats-server ${servers.current.version}${servers.compat ? ` (compatibility subset on ${servers.compat.version})` : ""}`);
+for (const s of stops.splice(0)) await s.stop();
 if (failures.length) log("Failed: " + failures.join("; "));
 log(`${passed} passed, ${failed} failed`);
 process.exit(failed > 0 ? 1 : 0);

@@ -17,6 +17,7 @@
  * the work and exit 0 while a Deployment's pod on the finished job idles,
  * ready, until SIGTERM.
  */
+import { NATS_SERVER } from "../helpers/nats_server.ts";
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import { ManualClock } from "../../src/coordinator/clock.ts";
@@ -38,7 +39,6 @@ const pkg = JSON.parse(read("package.json")) as {
   devDependencies: Record<string, string>;
 };
 const ENTRY = "examples/object_store/main.ts";
-const NATS_SERVER = Deno.env.get("NATS_SERVER") ?? "/usr/sbin/nats-server";
 
 // deno-lint-ignore no-explicit-any
 type Yaml = any;

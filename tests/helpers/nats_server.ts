@@ -8,7 +8,27 @@
  */
 import { withTimeout } from "./deadline.ts";
 
-const NATS_SERVER = Deno.env.get("NATS_SERVER") ?? "/usr/sbin/nats-server";
+/**
+ * The nats-server binary: what `npm test` chose (`NATS_SERVER`), else
+ * `NATS_SERVER_BIN`, else the cached build of the pinned release, else
+ * Debian's. `npm test` prints which one and why (scripts/nats_server_bin.mjs).
+ */
+export const NATS_SERVER: string = (() => {
+  const home = Deno.env.get("XDG_CACHE_HOME") ?? `${Deno.env.get("HOME") ?? "/root"}/.cache`;
+  const candidates = [
+    Deno.env.get("NATS_SERVER"),
+    Deno.env.get("NATS_SERVER_BIN"),
+    `${home}/splitlease/nats-server/v2.15.2/nats-server`,
+    "/usr/sbin/nats-server",
+  ];
+  return candidates.find((p) => {
+    try {
+      return p !== undefined && Deno.statSync(p).isFile;
+    } catch {
+      return false;
+    }
+  }) ?? "/usr/sbin/nats-server";
+})();
 
 /** Every live child, killed on unload if a test forgot (or failed) to. */
 const live = new Set<Deno.ChildProcess>();
