@@ -91,12 +91,19 @@ export const mutants = [
     suites: COORD,
   },
   {
+    name: "twin-leader-elects-unproven",
+    breaks: "a session elects itself while its membership is unproven (a leader woken from a freeze, whose member record a twin took over, " +
+      "elects itself over the twin's leader record: a leadership ping-pong between two sessions of one instance)",
+    edits: [{ file: C + "leadership.ts", search: "this.#fresh = fresh;", replace: "this.#fresh = () => true;" }],
+    suites: COORD,
+  },
+  {
     name: "claim-without-freshness",
     breaks: "offers are claimed while the last landed heartbeat is stale (a process that was frozen claims before its membership is proven ours)",
     edits: [{
       file: C + "coordinator.ts",
-      search: "clock.now() - this.#membership.lastOk < config.leaseMs / 3 + config.leaseMs / 10",
-      replace: "clock.now() - this.#membership.lastOk < Infinity",
+      search: "return this.#active() && !this.#draining && this.#membershipFresh();",
+      replace: "return this.#active() && !this.#draining;",
     }],
     suites: COORD,
   },

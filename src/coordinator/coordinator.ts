@@ -57,6 +57,7 @@ export class SplitCoordinator implements Coordinator {
   #state: CoordinatorStatus["state"] = "starting";
   #draining = false;
   readonly #loop: ReconcileLoop;
+  readonly #store: InstrumentedStore;
 
   private constructor(options: JoinOptions) {
     const random = options.random ?? Math.random;
@@ -72,8 +73,9 @@ export class SplitCoordinator implements Coordinator {
       this.#core.log("warn", "Reconcile failed; retrying", { error: String(e) });
       return Math.max(50, config.leaseMs / 10);
     }, () => this.#state !== "stopped" && this.#state !== "failed");
+    this.#store = new InstrumentedStore(options.store, stats, clock);
     const core: Core = (this.#core = {
-      store: new InstrumentedStore(options.store, stats, clock),
+      store: this.#store,
       clock,
       random,
       config,
@@ -94,7 +96,13 @@ export class SplitCoordinator implements Coordinator {
     this.#tenancies = new Tenancies(core);
     this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());
     this.#tenancies.onOrphan = (id, d) => this.#follower.remember(id, d);
-    this.#leadership = new Leadership(core, this.#follower, options.planner, () => this.#active() && !this.#draining);
+    this.#leadership = new Leadership(
+      core,
+      this.#follower,
+      options.planner,
+      () => this.#active() && !this.#draining,
+      () => this.#membershipFresh(),
+    );
     this.#membership = new Membership(core, {
       extraBeat: () => this.#leadership.beat(),
       onStarved: () => this.#onStarved(),
@@ -174,9 +182,17 @@ export class SplitCoordinator implements Coordinator {
    * charged attempts by our claims).
    */
   #mayClaim(): boolean {
+    return this.#active() && !this.#draining && this.#membershipFresh();
+  }
+
+  /**
+   * Whether our last heartbeat started less than the twin wait ago: a twin
+   * takes our member record over only after watching it unmoved for that
+   * long, so until then the record is still ours (claims and elections).
+   */
+  #membershipFresh(): boolean {
     const { clock, config } = this.#core;
-    return this.#active() && !this.#draining &&
-      clock.now() - this.#membership.lastOk < config.leaseMs / 3 + config.leaseMs / 10;
+    return clock.now() - this.#membership.lastOk < config.leaseMs / 3 + config.leaseMs / 10;
   }
 
   /** No heartbeat for leaseMs - margin: stop every lane before the leader can judge us dead. */
@@ -298,6 +314,7 @@ export class SplitCoordinator implements Coordinator {
   #fatal(error: SplitleaseError): void {
     if (this.#state === "failed" || this.#state === "stopped") return;
     this.#core.log("error", "Fatal coordination error", { error: error.message, code: error.code });
+    this.#store.refuseWrites(error); // a task between its read and its write (an election) writes nothing now
     for (const id of [...this.#tenancies.held.keys()]) this.#tenancies.lose(id, "fenced");
     this.#state = "failed";
     this.#stopAll();

@@ -27,6 +27,7 @@ export class Leadership {
   readonly #follower: Follower;
   readonly #planner: Planner | undefined;
   readonly #active: () => boolean;
+  readonly #fresh: () => boolean;
   #leading = false;
   #electing = false;
   #term = 0;
@@ -39,12 +40,18 @@ export class Leadership {
   /** An election is writing the leader record (won, term not yet written). */
   #taking = false;
 
-  /** `active` says whether the coordinator may lead (running, not draining, not self-fenced). */
-  constructor(core: Core, follower: Follower, planner: Planner | undefined, active: () => boolean) {
+  /**
+   * `active` says whether the coordinator may lead (running, not draining,
+   * not self-fenced); `fresh` whether its membership is proven now (its last
+   * heartbeat started less than the twin wait ago: no twin can have taken
+   * its member record over since).
+   */
+  constructor(core: Core, follower: Follower, planner: Planner | undefined, active: () => boolean, fresh: () => boolean) {
     this.#core = core;
     this.#follower = follower;
     this.#planner = planner;
     this.#active = active;
+    this.#fresh = fresh;
     this.#since = core.clock.now();
   }
 
@@ -98,6 +105,12 @@ export class Leadership {
       ? (exp ?? -Infinity)
       : (exp ?? this.#since) + config.leaseMs / 2;
     if (now < due) return due;
+    // A session elects itself only while its member record is provably its
+    // own: a process woken from a freeze may have been replaced by a twin
+    // meanwhile (which then leads under our instance); it waits for its next
+    // heartbeat, which either lands (and schedules a pass) or finds the twin
+    // (DUPLICATE_INSTANCE).
+    if (!this.#fresh()) return Infinity;
     this.#electing = true;
     // The revision judged silent (or unreadable): the re-read must find exactly it.
     const judged = garbage ?? (mine ? f.leader?.revision : f.leader ? f.leaderLiveness.get(keys.leader)?.revision : undefined);
@@ -117,6 +130,7 @@ export class Leadership {
     let replaced: string | undefined;
     let won;
     if (judged === undefined) {
+      if (!this.#fresh()) return;
       won = await store.create(keys.leader, encodeRecord(record));
     } else {
       // Re-read before deposing a silent leader: if it moved since the
@@ -134,6 +148,10 @@ export class Leadership {
           predecessor = { instance: old.value.instance, session: old.value.session, revision: cur.revision, since };
         } else replaced = old.error.message;
       }
+      // Checked again between the re-read and the write (no await between
+      // this check and the write going out): a freeze during the re-read
+      // leaves the membership unproven.
+      if (!this.#fresh() || !this.#active()) return;
       won = cur
         ? await store.update(keys.leader, encodeRecord(record), cur.revision)
         : await store.create(keys.leader, encodeRecord(record));

@@ -88,6 +88,7 @@ export class InstrumentedStore implements Store {
   #inner: Store;
   #stats: CoordinatorStats;
   #clock: Clock;
+  #refused: Error | undefined;
 
   /** Wraps `inner`. */
   constructor(inner: Store, stats: CoordinatorStats, clock: Clock) {
@@ -111,13 +112,25 @@ export class InstrumentedStore implements Store {
     }
   }
 
+  /**
+   * Refuses every later write with `error` (reads and watches go on): a
+   * coordinator that failed (`DUPLICATE_INSTANCE`) writes nothing more, even
+   * from a task that was between a read and its write when it failed.
+   */
+  refuseWrites(error: Error): void {
+    this.#refused = error;
+  }
+
   create(key: string, value: string): Promise<WriteResult> {
+    if (this.#refused) return Promise.reject(this.#refused);
     return this.#timed("create", true, () => this.#inner.create(key, value));
   }
   update(key: string, value: string, revision: number): Promise<WriteResult> {
+    if (this.#refused) return Promise.reject(this.#refused);
     return this.#timed("update", true, () => this.#inner.update(key, value, revision));
   }
   delete(key: string, revision?: number): Promise<DeleteResult> {
+    if (this.#refused) return Promise.reject(this.#refused);
     return this.#timed("delete", true, () => this.#inner.delete(key, revision));
   }
   get(key: string): Promise<StoreEntry | undefined> {

@@ -47,6 +47,52 @@ class Counting implements Store {
 }
 
 /**
+ * Records the writes one process issues: the key, and whether its
+ * coordinator had already failed when it issued it. Leader-record writes
+ * past `cap` never answer: a leadership ping-pong runs without time passing
+ * and would otherwise never give the test back control.
+ */
+class WriteLog implements Store {
+  writes: { op: string; key: string; failed: boolean }[] = [];
+  /** Creates and updates of the leader record (an election, a term, a beat). */
+  leaderWrites = 0;
+  /** When (on the process's clock) it last wrote its member record. */
+  lastMemberWrite = 0;
+  failed: () => boolean = () => false;
+  constructor(readonly inner: Store, readonly clock: Clock, readonly cap = 20) {}
+  #issue(op: string, key: string): boolean {
+    this.writes.push({ op, key, failed: this.failed() });
+    if (key.startsWith(keys.memberPrefix)) this.lastMemberWrite = this.clock.now();
+    return key === keys.leader && op !== "delete" && ++this.leaderWrites > this.cap;
+  }
+  create(key: string, value: string): Promise<WriteResult> {
+    return this.#issue("create", key) ? new Promise(() => {}) : this.inner.create(key, value);
+  }
+  update(key: string, value: string, revision: number): Promise<WriteResult> {
+    return this.#issue("update", key) ? new Promise(() => {}) : this.inner.update(key, value, revision);
+  }
+  delete(key: string, revision?: number): Promise<DeleteResult> {
+    this.#issue("delete", key);
+    return this.inner.delete(key, revision);
+  }
+  get(key: string): Promise<StoreEntry | undefined> {
+    return this.inner.get(key);
+  }
+  list(filter: string): Promise<StoreEntry[]> {
+    return this.inner.list(filter);
+  }
+  watch(filter: string): Watch {
+    return this.inner.watch(filter);
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/**
  * A process's clock that can jump, as a stopped process's monotonic clock
  * does when it resumes: `now()` moves at once, its timers fire only when
  * the underlying manual clock is driven.
@@ -136,6 +182,50 @@ export function hardeningScenarios(b: Backend): void {
       if (rec.owner) assert.equal(rec.owner.session, a2.c.session, `${id} is owned by the winner`);
     }
     assert.deepEqual(a2.lost(), []);
+  });
+
+  t("H12. twin of the leader: the paused leader resumes, elects nothing, writes nothing after DUPLICATE_INSTANCE; one leader, no term churn", async () => {
+    await using f = await b.fleet();
+    const { leaseMs } = f.timings;
+    const plan = finalPlanner(splits(3));
+    const planTerm = async () => JSON.parse((await rawStore(f).get(keys.plan))!.value).term as number;
+    const faulty = new FaultyStore(await b.extraStore(f));
+    const aClock = new ManualClock();
+    const aTime = new FrozenClock(aClock);
+    const aStore = new WriteLog(faulty, aTime);
+    const a = new Member(
+      await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: aTime, planner: plan, ...f.timings, maxInFlight: 0 }),
+    );
+    f.members.push(a);
+    aStore.failed = () => a.c.status().state === "failed";
+    assert.ok(await drive(aClock, () => a.c.isLeader && (a.c.status().plan?.generation ?? 0) > 0, b.realtime), "a leads and plans");
+    // The leader freezes for less than a lease; a new process with its instance
+    // takes its member record over after the twin wait and is elected at once
+    // (the leader record names its instance with another session).
+    faulty.pause();
+    const a2 = await f.join({ instance: "a", planner: plan, maxInFlight: 0 });
+    assert.ok(await f.until(() => a2.c.isLeader && a2.c.status().leader?.term === 2, 3 * leaseMs), "the restarted process leads in term 2");
+    assert.equal(await planTerm(), 2);
+    // The old leader wakes up 0.6 lease after its last heartbeat (past the
+    // twin wait, before its self-fence) and handles its watch backlog first.
+    const leaderWrites = aStore.leaderWrites;
+    aTime.skew += Math.max(0, aStore.lastMemberWrite + 0.6 * leaseMs - aTime.now());
+    faulty.resume();
+    assert.ok(await drive(aClock, () => a.error !== undefined, b.realtime), "the old process stops");
+    assert.ok(a.error instanceof SplitleaseError && a.error.code === "DUPLICATE_INSTANCE", String(a.error));
+    for (let i = 0; i < 60; i++) {
+      await aClock.advance(5);
+      if (b.realtime) await new Promise((r) => setTimeout(r, 5));
+    }
+    // (Its guarded delete of the record it wrote, when it sees itself deposed, loses and is allowed.)
+    assert.equal(aStore.leaderWrites - leaderWrites, 0, "the old session never wrote the leader record after it woke");
+    assert.deepEqual(aStore.writes.filter((w) => w.failed).map((w) => `${w.op} ${w.key}`), [], "no write after DUPLICATE_INSTANCE");
+    assert.ok(a2.c.isLeader, "the restarted process still leads");
+    assert.equal(await planTerm(), 2, "no term churn");
+    // The fleet makes progress under its one leader.
+    const w = await f.join({ instance: "w", maxInFlight: 3 });
+    assert.ok(await completeUntil(f, [w], () => w.has("allComplete") && a2.has("allComplete")), "the job completes");
+    assert.equal(await planTerm(), 2, "still term 2");
   });
 
   t("H2. an unreadable leader record (at start, then mid-job) is replaced by CAS and the fleet goes on", async () => {
