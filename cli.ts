@@ -48,6 +48,8 @@ async function connect(o: CliOptions): Promise<Store> {
     opTimeoutMs: o.opTimeoutMs,
     name: "splitlease-cli",
     createBucket: false,
+    // One plain line per failed attempt while connect waits for a server.
+    logger: (_level, message, f) => err(`splitlease: ${message}: ${f?.servers}, attempt ${f?.attempt} (${f?.error})`),
     ...(o.user !== undefined ? { user: o.user } : {}),
     ...(o.pass !== undefined ? { pass: o.pass } : {}),
     ...(o.token !== undefined ? { token: o.token } : {}),

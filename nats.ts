@@ -12,6 +12,7 @@
  */
 export { NatsStore } from "./src/nats/nats_store.ts";
 export type { NatsStoreOptions, WebSocketFactory } from "./src/nats/options.ts";
+export type { Logger } from "./src/coordinator/types.ts";
 export type {
   DeleteResult,
   KeyFilter,

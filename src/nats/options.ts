@@ -7,6 +7,7 @@ import { SplitleaseError } from "../errors.ts";
 import { isValidId } from "../store/keys.ts";
 import { keysOf, rejectUnknownKeys } from "../util/options.ts";
 import { durationIssue } from "../util/timers.ts";
+import type { Logger } from "../coordinator/types.ts";
 
 /**
  * Opens a WebSocket to `url` for runtimes without a global `WebSocket` (or to
@@ -95,6 +96,19 @@ export interface NatsStoreOptions {
 export interface ResolvedOptions {
   /** Create the bucket when absent. */
   createBucket: boolean;
+  /**
+   * How long `connect` keeps trying to reach a server, in milliseconds
+   * (default `opTimeoutMs`). Every server is tried in each attempt; each
+   * failed attempt is logged (`storeConnectRetry`, warn) and the next one
+   * follows after a short back-off (250 ms doubling to 5 s). At the end
+   * `connect` throws `STORE_UNAVAILABLE` naming the URLs and the time
+   * waited. `Infinity` waits for a server for ever, still logging every
+   * attempt: for a worker that may start before NATS. A refused login is
+   * never retried.
+   */
+  connectWaitMs?: number;
+  /** Where `connect` logs its attempts (default: JSON lines, warnings on stderr, as `serve` logs). */
+  logger?: Logger;
   /** Server URLs without credentials. */
   servers: string[];
   job: string;
@@ -110,6 +124,8 @@ export interface ResolvedOptions {
 
 /** Every option `NatsStore.connect` takes: anything else is a typo. */
 const NATS_KEYS = keysOf<NatsStoreOptions>({
+  /** How long connect waits for a server (Infinity: for ever). */
+  connectWaitMs: number;
   servers: true,
   job: true,
   token: true,
@@ -131,6 +147,8 @@ function invalid(message: string): SplitleaseError {
   return new SplitleaseError("INVALID_CONFIG", `NatsStore: ${message}`);
 }
 
+  connectWaitMs: true,
+  logger: true,
 /** The `scheme://userinfo@` part of a URL that carries credentials. */
 const USERINFO = /^([a-z]+:\/\/)([^/@\s]*)@/i;
 
@@ -202,6 +220,14 @@ export function resolveOptions(options: NatsStoreOptions): ResolvedOptions {
   const auths = [options.token, options.user, options.nkey, options.creds].filter((a) => a !== undefined);
   if (auths.length > 1) throw invalid("give one of token, user/pass, nkey or creds");
   if (urlAuth && auths.length > 0) {
+  const connectWaitMs = options.connectWaitMs ?? opTimeoutMs;
+  if (connectWaitMs !== Infinity) {
+    const waitIssue = durationIssue("connectWaitMs", connectWaitMs);
+    if (waitIssue) throw invalid(`${waitIssue} (or Infinity to wait for ever)`);
+  }
+  if (options.logger !== undefined && typeof options.logger !== "function") {
+    throw invalid("logger must be a function (level, message, fields)");
+  }
     throw invalid("credentials are given both in a server URL and as options; give them once");
   }
   const inboxPrefix = options.inboxPrefix ?? `_INBOX.splitlease_${options.job}`;
@@ -228,6 +254,7 @@ export function resolveOptions(options: NatsStoreOptions): ResolvedOptions {
 
 /** First server version whose replicated KV compare-and-swap is correct. */
 export const MIN_REPLICATED_VERSION: readonly [number, number, number] = [2, 9, 21];
+    connectWaitMs,
 
 /** Parses "2.9.10" (ignoring suffixes) into numbers. */
 export function parseVersion(v: string | undefined): [number, number, number] {

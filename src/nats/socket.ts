@@ -15,15 +15,38 @@ import type { ConnectionOptions, WsSocketFactory } from "@nats-io/nats-core";
 import type { WebSocketFactory } from "./options.ts";
 
 type Handler = ((ev: any) => void) | null;
+type Kind = "open" | "message" | "error" | "close";
 
-/** The subset of `WebSocket` the nats-core transport uses, closing eagerly. */
+/**
+ * The subset of `WebSocket` the nats-core transport uses, closing eagerly.
+ *
+ * It also keeps every event the transport has no handler for yet. The
+ * transport awaits the factory before it sets its handlers, and a socket can
+ * fail in that gap: Node's WebSocket (undici) refuses a blocked port such as
+ * `ws://127.0.0.1:1` without touching the network and fires `error` and
+ * `close` from the same tick. Dropped, those events left the transport's
+ * connect promise pending forever, and its close waiting for a close event
+ * that had already passed: `NatsStore.connect` never settled on Node 24 (issue
+ * 21, item 4). Kept events are delivered, in order, once the handlers are set.
+ */
 class PromptCloseSocket {
   #ws: WebSocket;
-  #onclose: Handler = null;
+  #handlers: Record<Kind, Handler> = { open: null, message: null, error: null, close: null };
+  /** Events that arrived while their handler was unset, in arrival order. */
+  #pending: { kind: Kind; ev: unknown }[] = [];
+  #flushQueued = false;
+  #opened = false;
+  #errored = false;
   #closeFired = false;
 
   constructor(ws: WebSocket) {
     this.#ws = ws;
+    ws.onopen = (ev) => {
+      this.#opened = true;
+      this.#emit("open", ev);
+    };
+    ws.onmessage = (ev) => this.#emit("message", ev);
+    ws.onerror = (ev) => this.#fireError(ev);
     ws.onclose = (ev) => this.#fireClose(ev);
   }
 
@@ -44,28 +67,28 @@ class PromptCloseSocket {
     return 0;
   }
   set onopen(h: Handler) {
-    this.#ws.onopen = h;
+    this.#set("open", h);
   }
   get onopen(): Handler {
-    return this.#ws.onopen as Handler;
+    return this.#handlers.open;
   }
   set onmessage(h: Handler) {
-    this.#ws.onmessage = h;
+    this.#set("message", h);
   }
   get onmessage(): Handler {
-    return this.#ws.onmessage as Handler;
+    return this.#handlers.message;
   }
   set onerror(h: Handler) {
-    this.#ws.onerror = h;
+    this.#set("error", h);
   }
   get onerror(): Handler {
-    return this.#ws.onerror as Handler;
+    return this.#handlers.error;
   }
   set onclose(h: Handler) {
-    this.#onclose = h;
+    this.#set("close", h);
   }
   get onclose(): Handler {
-    return this.#onclose;
+    return this.#handlers.close;
   }
 
   send(data: ArrayBufferLike | Uint8Array | string): void {
@@ -80,14 +103,55 @@ class PromptCloseSocket {
     queueMicrotask(() => this.#fireClose({ wasClean: true, code: code ?? 1000, reason: "" }));
   }
 
+  #set(kind: Kind, h: Handler): void {
+    this.#handlers[kind] = h;
+    // The transport sets its four handlers in one go: deliver what waited once it has.
+    if (h && this.#pending.length > 0 && !this.#flushQueued) {
+      this.#flushQueued = true;
+      queueMicrotask(() => {
+        this.#flushQueued = false;
+        const waiting = this.#pending.splice(0);
+        for (const { kind, ev } of waiting) this.#deliver(kind, ev);
+      });
+    }
+  }
+
+  #emit(kind: Kind, ev: unknown): void {
+    // Behind events still waiting for their handlers: keep the order.
+    if (this.#pending.length > 0 || this.#flushQueued) this.#pending.push({ kind, ev });
+    else this.#deliver(kind, ev);
+  }
+
+  #deliver(kind: Kind, ev: unknown): void {
+    const h = this.#handlers[kind];
+    if (h) h(ev);
+    else if (!this.#closeFired || kind === "close") this.#pending.push({ kind, ev });
+  }
+
+  #fireError(ev: unknown): void {
+    if (this.#closeFired) return;
+    this.#errored = true;
+    // Node's ErrorEvent has an empty message: the transport's error would say nothing.
+    const message = (ev as { message?: unknown })?.message;
+    this.#emit("error", typeof message === "string" && message !== "" ? ev : {
+      type: "error",
+      message: `WebSocket connection to ${this.#ws.url} failed`,
+    });
+  }
+
   #fireClose(ev: unknown): void {
     if (this.#closeFired) return;
+    // A socket that closes before it opened has failed, whether or not the
+    // runtime said so with an error event: the transport only gives up on a
+    // connection attempt on an error.
+    if (!this.#opened && !this.#errored) {
+      this.#fireError({ type: "error", message: `WebSocket connection to ${this.#ws.url} closed before it opened` });
+    }
     this.#closeFired = true;
     this.#ws.onopen = null;
     this.#ws.onmessage = null;
     this.#ws.onerror = null;
-    const h = this.#onclose;
-    if (h) h(ev);
+    this.#emit("close", ev);
   }
 }
 
