@@ -198,11 +198,19 @@ export class Follower {
    * Announces the job outcome once. A failed plan counts only when it fails
    * while we watch, in the term that decided it: a member that joins a
    * failed job waits for the next leader, which plans again (a restart
-   * retries).
+   * retries). An announced `allComplete` or `stalled` that the plan record
+   * no longer carries (cleared after a requeue or cancel, or replaced) is
+   * withdrawn with `reopened`, and the next outcome is announced again.
    */
   #checkOutcome(live: boolean): void {
     const plan = this.plan?.record;
     const o = plan?.outcome;
+    const was = this.outcome;
+    if (plan && (was === "allComplete" || was === "stalled") && o?.kind !== was) {
+      this.outcome = null;
+      this.#core.events.push({ type: "reopened", was });
+      this.#core.log("warn", "Job outcome withdrawn: the job runs again", { event: "reopened", was });
+    }
     if (!o || this.outcome) return;
     const { events, log } = this.#core;
     if (o.kind === "allComplete") {

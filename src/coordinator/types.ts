@@ -54,6 +54,8 @@ export type CoordinationEvent =
   | { type: "quarantined"; splitId: string; attempts: number }
   | { type: "allComplete" }
   | { type: "stalled"; completed: number; quarantined: number }
+  /** The outcome announced before (`allComplete` or `stalled`) was withdrawn: an operator requeued or cancelled a split, and the job runs (or is judged) again. */
+  | { type: "reopened"; was: "allComplete" | "stalled" }
   | { type: "planFailed"; error: string; attempts: number };
 
 /**

@@ -138,16 +138,22 @@ export async function requeueSplit(store: Store, id: string): Promise<RequeueRes
  * everything else kept) after a requeue or cancel made it untrue. A running
  * leader would clear it too (it sees the split runnable), but a stalled job
  * usually has no worker left: restarted workers read the outcome at join and
- * would exit at once. Whether it was cleared.
+ * would exit at once. With no outcome yet, a final plan is rewritten as it
+ * is: the leader writes an outcome only at a plan revision it read before
+ * confirming the splits, so a decision taken before our split write landed
+ * loses its CAS instead of landing after it (and a decision that landed
+ * first is the stalled outcome cleared here). Whether it was cleared.
  */
 async function reopenStalled(store: Store): Promise<boolean> {
   for (let i = 0; i < TRIES; i++) {
     const cur = await store.get(keys.plan);
     if (!cur) return false;
     const r = safeDecodeRecord(cur.key, cur.value, PlanRecordSchema);
-    if (!r.ok || r.value.outcome?.kind !== "stalled") return false;
+    if (!r.ok) return false;
+    const stalled = r.value.outcome?.kind === "stalled";
+    if (!stalled && (r.value.outcome || r.value.finality !== "final" || r.value.generation === 0)) return false;
     const { outcome: _, ...next } = r.value;
-    if ((await store.update(keys.plan, encodeRecord(next), cur.revision)).ok) return true;
+    if ((await store.update(keys.plan, encodeRecord(next), cur.revision)).ok) return stalled;
   }
   return false;
 }

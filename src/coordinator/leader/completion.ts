@@ -5,8 +5,11 @@
  * made before the check (one request), or, on a store that cannot tell, one
  * streamed listing of `split.` — and the outcome is written into the `plan`
  * record by CAS at the leader's term. Every member learns it from its `plan`
- * watch. An outcome the store no longer supports (an operator requeued a
- * quarantined split) is cleared the same way.
+ * watch. The outcome is written at a `plan` revision read before the
+ * confirmation, so a plan write after it (an operator's requeue or cancel
+ * rewrites `plan` after its split write) defeats it; an outcome the split
+ * records no longer support (a runnable split, other counts) is cleared
+ * the same way and decided again.
  *
  * @module
  */
@@ -37,16 +40,17 @@ export class CompletionJudge {
     const v = this.#view;
     const known = planRevision === undefined ? undefined : { plan, revision: planRevision };
     if (plan.outcome) {
-      if (v.counts.runnable > 0) await this.#write(term, undefined, known);
+      // An outcome the split records no longer support (an operator requeued
+      // or cancelled a split, possibly while the outcome was on its way) is
+      // cleared, then decided again: it never stands against the store.
+      if (this.#disagrees(plan.outcome, plan.planned)) await this.#write(term, undefined, known);
       return;
     }
     if (v.counts.runnable > 0 || v.splits.size < plan.planned) return;
     for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return; // unreadable: not provably complete
     this.#busy = true;
     try {
-      const outcome = await this.#confirm(plan.planned);
-      if (outcome) await this.#write(term, outcome, known);
-      else this.#core.clock.setTimeout(() => this.#core.schedule(), 20); // not yet: look again soon
+      await this.#decide(term, plan.planned, known);
     } catch (e) {
       // Look again soon: after the last completion no event may come for a
       // lease/3 (the next beat), and the outcome would wait for it.
@@ -55,6 +59,49 @@ export class CompletionJudge {
     } finally {
       this.#busy = false;
     }
+  }
+
+  /** Whether a standing outcome disagrees with the view (a runnable split, or other counts once every split is seen). */
+  #disagrees(o: JobOutcome, planned: number): boolean {
+    const v = this.#view;
+    const c = v.counts;
+    if (c.runnable > 0) return true;
+    if (o.kind === "planFailed" || v.splits.size < planned) return false;
+    for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return false;
+    const now = outcomeOf(c.completed, c.quarantined, c.cancelled);
+    return now.kind !== o.kind || now.completed !== o.completed || (now.cancelled ?? 0) !== (o.cancelled ?? 0) ||
+      (now.kind === "stalled" && o.kind === "stalled" && now.quarantined !== o.quarantined);
+  }
+
+  /**
+   * Confirms and writes the outcome by CAS at a `plan` revision read
+   * *before* the confirmation (the watch's, else a read), never at one read
+   * after it: a plan write that lands after the confirmation started — an
+   * operator's requeue or cancel rewrites `plan` after its split write —
+   * makes the CAS lose, and the outcome is confirmed again from a fresh
+   * read instead of written blindly.
+   */
+  async #decide(term: number, planned: number, known?: { plan: PlanRecord; revision: number }): Promise<void> {
+    const { store } = this.#core;
+    let at = known;
+    for (let i = 0; i < 4; i++) {
+      if (!at) {
+        const cur = await store.get(keys.plan);
+        if (!cur) return;
+        const plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
+        if (plan.term !== term || plan.outcome || plan.finality !== "final") return; // deposed, or decided
+        at = { plan, revision: cur.revision };
+        planned = plan.planned;
+      }
+      const outcome = await this.#confirm(planned);
+      if (!outcome) {
+        this.#core.clock.setTimeout(() => this.#core.schedule(), 20); // not yet: look again soon
+        return;
+      }
+      if (await this.#write(term, outcome, at, true)) return;
+      at = undefined; // the plan moved since the confirmation began: confirm again
+    }
+    this.#core.clock.setTimeout(() => this.#core.schedule(), 20);
   }
 
   /** The outcome if every split is finished, confirmed against the store, else `undefined`. */
@@ -93,30 +140,33 @@ export class CompletionJudge {
   /**
    * Writes (or clears) the outcome by CAS at the leader's term: first at the
    * revision the leader's plan watch holds (`known`: one round trip fewer on
-   * the way to every member), then, after a conflict, at a fresh read.
+   * the way to every member), then, after a conflict, at a fresh read —
+   * except with `once` (an outcome: its revision must predate the
+   * confirmation). Whether it was written.
    */
-  async #write(term: number, outcome: JobOutcome | undefined, known?: { plan: PlanRecord; revision: number }): Promise<void> {
+  async #write(term: number, outcome: JobOutcome | undefined, known?: { plan: PlanRecord; revision: number }, once = false): Promise<boolean> {
     const { store, log } = this.#core;
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < (once ? 1 : 4); i++) {
       let plan: PlanRecord, revision: number;
       if (i === 0 && known) ({ plan, revision } = known);
       else {
         const cur = await store.get(keys.plan);
-        if (!cur) return;
+        if (!cur) return false;
         plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
         revision = cur.revision;
       }
-      if (plan.term !== term) return; // deposed
+      if (plan.term !== term) return false; // deposed
       const next: PlanRecord = { ...plan };
       if (outcome) next.outcome = outcome;
       else delete next.outcome;
       const r = await store.update(keys.plan, encodeRecord(next), revision);
       if (r.ok) {
         if (outcome) log("info", "Job outcome decided", { ...outcome });
-        else log("info", "Job outcome cleared: runnable splits again", {});
-        return;
+        else log("info", "Job outcome cleared: the split records no longer support it", { was: plan.outcome?.kind });
+        return true;
       }
     }
+    return false;
   }
 }
 
