@@ -162,7 +162,14 @@ async function denoSuite(name, paths, extra = [], server = servers.current) {
   if (only.length && !only.some((o) => name.includes(o) || files.some((f) => f.includes(o)))) return;
   log(`\n=== ${name} ===`);
   const r = await run(bin("deno"), ["test", "-A", "--no-check", ...extra, ...files], {
-    env: { ...process.env, NATS_SERVER: server.path, NATS_SERVER_VERSION: server.version, ...services, NO_COLOR: "1" },
+    env: {
+      ...process.env,
+      NATS_SERVER: server.path,
+      NATS_SERVER_VERSION: server.version,
+      ...(servers.compat ? { NATS_SERVER_COMPAT: servers.compat.path } : {}),
+      ...services,
+      NO_COLOR: "1",
+    },
   });
   const c = denoCounts(r.out);
   if (!c) record(`${name} (runner did not report)`, false);

@@ -7,6 +7,7 @@
  * @module
  */
 import { withTimeout } from "./deadline.ts";
+import type { NetHost, TestNet } from "./netns.ts";
 
 /**
  * The nats-server binary: what `npm test` chose (`NATS_SERVER`), else
@@ -51,12 +52,21 @@ export interface NatsServerOptions {
   /** Unique server name (needed in a cluster). */
   name?: string;
   /** Cluster block: name, fixed listen port, routes to the other nodes. */
-  cluster?: { name: string; port: number; routes: number[] };
+  cluster?: { name: string; port: number; routes: number[]; routeUrls?: string[] };
   /** Server ping interval (e.g. "500ms") so it notices dead clients fast. */
   pingInterval?: string;
   /** Extra raw config lines. */
   extra?: string;
+  /** The nats-server binary (default {@linkcode NATS_SERVER}; e.g. {@linkcode COMPAT_NATS_SERVER}). */
+  bin?: string;
+  /** Runs the server inside this network namespace, listening on its address (see netns.ts). */
+  host?: NetHost;
+  /** The test network `host` belongs to (for `ip netns exec`). */
+  net?: TestNet;
 }
+
+/** Debian's 2.9.10 when `npm test` runs the compatibility subset beside a newer server (`NATS_SERVER_COMPAT`). */
+export const COMPAT_NATS_SERVER: string | undefined = Deno.env.get("NATS_SERVER_COMPAT") || undefined;
 
 /** A free TCP port on 127.0.0.1 (bound then released). */
 export function freePort(): number {
@@ -79,6 +89,7 @@ export class NatsServer implements AsyncDisposable {
   #ports?: Ports;
   #fixed?: { client: number; http: number; ws: number };
   #paused = false;
+  #version = "";
 
   private constructor(dir: string, opts: NatsServerOptions) {
     this.dir = dir;
@@ -115,6 +126,14 @@ export class NatsServer implements AsyncDisposable {
   get wsPort(): number {
     return portOf(this.wsUrl);
   }
+  /** The server's version as its monitoring endpoint reports it (e.g. "2.15.2"). */
+  get version(): string {
+    return this.#version;
+  }
+  /** The process id while running (for signals and /proc). */
+  get pid(): number | undefined {
+    return this.#proc?.pid;
+  }
   /** Whether the process is running (paused counts as running). */
   get running(): boolean {
     return this.#proc !== undefined;
@@ -123,19 +142,21 @@ export class NatsServer implements AsyncDisposable {
   #config(): string {
     const f = this.#fixed;
     const o = this.#opts;
+    const host = o.host?.ip ?? "127.0.0.1";
     const lines = [
-      `listen: "127.0.0.1:${f ? f.client : -1}"`,
-      `http: "127.0.0.1:${f ? f.http : -1}"`,
+      `listen: "${host}:${f ? f.client : -1}"`,
+      `http: "${host}:${f ? f.http : -1}"`,
       `server_name: "${this.name}"`,
       `ports_file_dir: "${this.dir}"`,
       `jetstream { store_dir: "${this.dir}/js" }`,
-      `websocket { listen: "127.0.0.1:${f ? f.ws : -1}", no_tls: true }`,
+      `websocket { listen: "${host}:${f ? f.ws : -1}", no_tls: true }`,
     ];
     if (o.pingInterval) lines.push(`ping_interval: "${o.pingInterval}"`, `ping_max: 2`);
     if (o.cluster) {
-      const routes = o.cluster.routes.map((p) => `"nats-route://127.0.0.1:${p}"`).join(", ");
+      const routes = (o.cluster.routeUrls ?? o.cluster.routes.map((p) => `127.0.0.1:${p}`))
+        .map((hp) => `"nats-route://${hp}"`).join(", ");
       lines.push(
-        `cluster { name: "${o.cluster.name}", listen: "127.0.0.1:${o.cluster.port}", routes: [${routes}] }`,
+        `cluster { name: "${o.cluster.name}", listen: "${host}:${o.cluster.port}", routes: [${routes}] }`,
       );
     }
     if (o.extra) lines.push(o.extra);
@@ -149,8 +170,11 @@ export class NatsServer implements AsyncDisposable {
       if (e.name.endsWith(".ports")) Deno.removeSync(`${this.dir}/${e.name}`);
     }
     const log = await Deno.open(`${this.dir}/server.log`, { append: true, create: true, write: true });
-    const proc = new Deno.Command(NATS_SERVER, {
-      args: ["-c", conf],
+    const [cmd, args] = this.#opts.host && this.#opts.net
+      ? this.#opts.net.exec(this.#opts.host, this.#opts.bin ?? NATS_SERVER, ["-c", conf])
+      : [this.#opts.bin ?? NATS_SERVER, ["-c", conf]];
+    const proc = new Deno.Command(cmd, {
+      args,
       stdin: "null",
       stdout: "null",
       stderr: "piped",
@@ -185,7 +209,11 @@ export class NatsServer implements AsyncDisposable {
         const query = this.#opts.cluster ? "" : "?js-enabled-only=true";
         const r = await fetch(`${this.monitorUrl}/healthz${query}`, { signal: AbortSignal.timeout(2000) });
         await r.body?.cancel();
-        if (r.status === 200) return;
+        if (r.status === 200) {
+          const varz = await fetch(`${this.monitorUrl}/varz`, { signal: AbortSignal.timeout(2000) });
+          this.#version = ((await varz.json()) as { version?: string }).version ?? "";
+          return;
+        }
       } catch { /* not up yet */ }
       if (exited || Date.now() > deadline) {
         throw new Error(`nats-server ${this.name} did not become healthy: ${this.#logTail()}`);
@@ -302,6 +330,18 @@ export class NatsServer implements AsyncDisposable {
   }
 }
 
+/** Options of {@linkcode NatsCluster.start}. */
+export interface ClusterOptions {
+  /** Server ping interval (e.g. "500ms") so nodes notice dead clients fast. */
+  pingInterval?: string;
+  /** The nats-server binary for every node. */
+  bin?: string;
+  /** Puts each node in a namespace of its own on this network. */
+  net?: TestNet;
+  /** Extra raw config lines for every node. */
+  extra?: string;
+}
+
 /** A 3-node (or n-node) JetStream cluster on loopback. */
 export class NatsCluster implements AsyncDisposable {
   readonly nodes: NatsServer[];
@@ -309,8 +349,12 @@ export class NatsCluster implements AsyncDisposable {
     this.nodes = nodes;
   }
 
-  /** Starts `size` nodes in parallel; resolves when all are healthy. */
-  static async start(size = 3, opts: { pingInterval?: string } = {}): Promise<NatsCluster> {
+  /**
+   * Starts `size` nodes in parallel; resolves when all are healthy. With
+   * `net`, each node runs in a namespace of its own on that test network
+   * (for partitions); otherwise all listen on 127.0.0.1.
+   */
+  static async start(size = 3, opts: ClusterOptions = {}): Promise<NatsCluster> {
     // Route ports are picked free and released before the servers bind them:
     // another process can take one meanwhile. Retry with fresh ports then.
     for (let attempt = 1;; attempt++) {
@@ -322,13 +366,26 @@ export class NatsCluster implements AsyncDisposable {
     }
   }
 
-  static async #startOnce(size: number, opts: { pingInterval?: string }): Promise<NatsCluster> {
-    const ports = Array.from({ length: size }, () => freePort());
+  static async #startOnce(size: number, opts: ClusterOptions): Promise<NatsCluster> {
+    const net = opts.net;
+    // In namespaces every node has a port space of its own: one fixed route port.
+    const hosts = net ? Array.from({ length: size }, (_, i) => net.host(`n${i + 1}`)) : [];
+    const ports = net ? Array(size).fill(6222) : Array.from({ length: size }, () => freePort());
+    const addr = (i: number) => (net ? `${hosts[i].ip}:6222` : `127.0.0.1:${ports[i]}`);
     const results = await Promise.allSettled(ports.map((port, i) =>
       NatsServer.start({
         name: `n${i + 1}`,
         pingInterval: opts.pingInterval,
-        cluster: { name: "splitlease", port, routes: ports.filter((p) => p !== port) },
+        bin: opts.bin,
+        host: hosts[i],
+        net,
+        extra: opts.extra,
+        cluster: {
+          name: "splitlease",
+          port,
+          routes: [],
+          routeUrls: ports.map((_, j) => j).filter((j) => j !== i).map(addr),
+        },
       })
     ));
     const nodes = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
@@ -343,6 +400,42 @@ export class NatsCluster implements AsyncDisposable {
   /** WebSocket URLs of every node. */
   get wsUrls(): string[] {
     return this.nodes.map((n) => n.wsUrl);
+  }
+
+  /** Server name of the current leader of `stream` (e.g. `KV_splitlease_<job>`), from any node that answers. */
+  async streamLeader(stream: string): Promise<string | undefined> {
+    for (const n of this.nodes.filter((x) => x.running)) {
+      try {
+        const r = await fetch(`${n.monitorUrl}/jsz?streams=true&raft=true`, { signal: AbortSignal.timeout(1000) });
+        const j = await r.json() as {
+          account_details?: { stream_detail?: { name: string; cluster?: { leader?: string } }[] }[];
+        };
+        for (const a of j.account_details ?? []) {
+          for (const sd of a.stream_detail ?? []) if (sd.name === stream && sd.cluster?.leader) return sd.cluster.leader;
+        }
+      } catch { /* paused or down: ask another */ }
+    }
+    return undefined;
+  }
+
+  /** Server name of the JetStream meta leader, from any node that answers. */
+  async metaLeader(): Promise<string | undefined> {
+    for (const n of this.nodes.filter((x) => x.running)) {
+      try {
+        const r = await fetch(`${n.monitorUrl}/jsz`, { signal: AbortSignal.timeout(1000) });
+        const j = await r.json() as { meta_cluster?: { leader?: string } };
+        if (j.meta_cluster?.leader) return j.meta_cluster.leader;
+      } catch { /* ask another */ }
+    }
+    return undefined;
+  }
+
+  /** Restarts every node in turn (SIGTERM, start on the same ports and store), waiting for each to be healthy again. */
+  async rollingRestart(pauseMs = 0): Promise<void> {
+    for (const n of this.nodes) {
+      await n.restart();
+      if (pauseMs) await delay(pauseMs);
+    }
   }
   /** The node with server name `name`. */
   node(name: string): NatsServer {
