@@ -130,6 +130,13 @@ export const mutants = [
     suites: COORD,
   },
   {
+    name: "drain-keeps-withdrawn-successor",
+    breaks: "a revoke the leader lists again without a successor (the one it named left) keeps the old one: a draining member releases " +
+      "to a member that is gone, and the leader takes the split over from it, charging an attempt for a graceful drain",
+    edits: [{ file: C + "tenancies.ts", search: "if (to || byLeader) this.#succeed(t, to);", replace: "if (to) this.#succeed(t, to);" }],
+    suites: COORD,
+  },
+  {
     name: "commit-lower-watermark",
     breaks: "commitRecord accepts a watermark below the committed one (durable progress regresses)",
     edits: [{

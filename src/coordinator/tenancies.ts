@@ -304,8 +304,12 @@ export class Tenancies {
     const t = this.held.get(id);
     if (!t) return;
     if (t.draining && !t.cancelled) {
-      // Already draining: a successor named now (the leader's answer to our drain) still counts.
-      if (to) this.#succeed(t, to);
+      // Already draining: a successor named now (the leader's answer to our
+      // drain) still counts, and a revoke the leader lists again without one
+      // (the successor it named left) or with another one replaces it — a
+      // release to the old one would reach a member that is gone, and the
+      // leader would take the split over from it, charging an attempt.
+      if (to || byLeader) this.#succeed(t, to);
       return;
     }
     this.#succeed(t, to);

@@ -228,6 +228,47 @@ export function hardeningScenarios(b: Backend): void {
     assert.equal(await planTerm(), 2, "still term 2");
   });
 
+  t("H13. a drain whose named successor leaves: the revokes re-listed without it replace it, the releases go to nobody, no attempt charged", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const plan = finalPlanner(splits(2));
+    await standbyLeader(f, plan);
+    const bm = await f.join({ instance: "b", maxInFlight: 2 });
+    assert.ok(await f.until(() => bm.held.length === 2, 3000), "b holds both splits");
+    const c = await f.join({ instance: "c", maxInFlight: 2 });
+    const held = bm.c.status().held;
+    type Revoke = { id: string; to?: { instance: string } };
+    const revokes = async (): Promise<Revoke[]> => {
+      const e = await raw.get(keys.assign("b"));
+      return e ? (JSON.parse(e.value).revokes as Revoke[]) : [];
+    };
+    const untilRevokes = async (cond: (rs: Revoke[]) => boolean, what: string) => {
+      for (let i = 0; i < 100; i++) {
+        if (cond(await revokes())) return;
+        await f.advance(2);
+      }
+      assert.fail(`${what}: ${JSON.stringify(await revokes())}`);
+    };
+    // b drains; its lanes do not answer yet. The leader names c as successor.
+    const drained = bm.c.drain();
+    await untilRevokes((rs) => rs.length === 2 && rs.every((r) => r.to?.instance === "c"), "the leader names c as successor");
+    // c leaves before b's lanes release: the leader re-lists b's revokes without a successor.
+    await c.c.close();
+    await untilRevokes((rs) => rs.length === 2 && rs.every((r) => r.to === undefined), "the revokes are re-listed without a successor");
+    await f.advance(b.realtime ? 50 : 5); // b applies that record
+    await bm.c.release(held.map((h) => h.id));
+    await drained;
+    await f.advance(f.timings.leaseMs / 2);
+    for (const h of held) {
+      const rec = await splitRecord(raw, h.id);
+      assert.notEqual(rec.owner?.instance, "c", `${h.id} was released to the successor that left`);
+      assert.equal(rec.attempts, 0, `${h.id}: a graceful drain charged an attempt`);
+    }
+    const d = await f.join({ instance: "d", maxInFlight: 2 });
+    assert.ok(await completeUntil(f, [d], () => d.has("allComplete")), "the job completes");
+    for (const h of held) assert.equal((await splitRecord(raw, h.id)).attempts, 0, `${h.id}: no attempt charged`);
+  });
+
   t("H2. an unreadable leader record (at start, then mid-job) is replaced by CAS and the fleet goes on", async () => {
     await using f = await b.fleet();
     const raw = rawStore(f);
