@@ -32,6 +32,21 @@ declare const Bun: {
 };
 
 /**
+ * `request` with an absolute URL. Bun leaves `request.url` relative
+ * (`/healthz`) when the Host header is missing (HTTP/1.0) or empty, and
+ * builds an unparsable one on a Host that is not a host (`[::1`), and `new URL(request.url)` in the app then throws: a 500 `Invalid
+ * URL` where Deno and Node answer normally. Such a request is answered as if
+ * it had named this server, as Deno and Node do.
+ */
+function absolute(request: Request, origin: string): Request {
+  if (URL.canParse(request.url)) return request;
+  // Relative (`/healthz`), or built on a Host that is no host (`http://[::1/healthz`): keep the path.
+  const path = request.url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, "");
+  const url = URL.canParse(path, origin) ? new URL(path, origin) : new URL("/", origin);
+  return new Request(url, request);
+}
+
+/**
  * Joins the job, runs the worker and serves the app on `Bun.serve` until
  * the job ends or a signal drains it; then exits (unless `exit: false`).
  *
@@ -48,7 +63,9 @@ export function serve<D>(options: ServeOptions<D>): Promise<Service> {
   return serveWith(options, {
     runtime: `bun ${Bun.version}`,
     listen(fetch, port, hostname) {
-      const server = Bun.serve({ port, hostname, fetch });
+      let origin = "";
+      const server = Bun.serve({ port, hostname, fetch: (request) => fetch(absolute(request, origin)) });
+      origin = `http://${hostname === "0.0.0.0" || hostname === "::" ? "localhost" : hostname.includes(":") ? `[${hostname}]` : hostname}:${server.port}`;
       return Promise.resolve({ port: server.port, close: async () => await server.stop(true) });
     },
     onSignal(signals, handler) {

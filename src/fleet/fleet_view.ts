@@ -65,6 +65,19 @@ export function normalizeFleetQuery(
 }
 
 /**
+ * The `limit` of a fleet query given as text (a URL parameter): an integer
+ * from 1 to 1000, else `INVALID_ARGUMENT` echoing the text as sent
+ * (`limit "-1" must be …`, never the `null` of a number that failed to parse).
+ */
+export function parseFleetLimit(text: string): number {
+  const n = /^\d{1,9}$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 1 && n <= MAX_LIMIT)) {
+    throw new SplitleaseError("INVALID_ARGUMENT", `Fleet query: limit ${JSON.stringify(text)} must be an integer from 1 to ${MAX_LIMIT}`);
+  }
+  return n;
+}
+
+/**
  * A bounded JSON preview of `value`: its JSON text, cut to `max` characters
  * (the last one an ellipsis) — for descriptors and source state in views
  * and logs.

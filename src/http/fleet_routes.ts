@@ -19,7 +19,7 @@ import type { Context, Hono, MiddlewareHandler } from "hono";
 import type { Coordinator } from "../coordinator/types.ts";
 import { InvalidKeyError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { cancelSplit, drainMember, requeueQuarantined, requeueSplit } from "../fleet/actions.ts";
-import { buildFleetView, normalizeFleetQuery } from "../fleet/fleet_view.ts";
+import { buildFleetView, normalizeFleetQuery, parseFleetLimit } from "../fleet/fleet_view.ts";
 import type { FleetQuery, FleetSnapshot } from "../fleet/types.ts";
 import { readFleetSnapshot } from "../fleet/read_fleet.ts";
 import type { SplitStatus } from "../records.ts";
@@ -118,8 +118,8 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
     const after = c.req.query("after");
     if (after) q.after = after;
     const limit = c.req.query("limit");
-    if (limit) q.limit = /^\d+$/.test(limit) ? Number(limit) : NaN;
     try {
+      if (limit) q.limit = parseFleetLimit(limit);
       const st = o.coordinator.status();
       const liveness = st.isLeader ? { by: st.instance, liveMembers: st.liveMembers } : undefined;
       normalizeFleetQuery(q); // a bad query costs no listing
