@@ -13,7 +13,7 @@
  * The progress line shows completed/total splits from a worker's
  * `status().counts` (a member copies them from the leader's heartbeat).
  * Every split that changes hands other than by a routine claim or grant is
- * printed with the `kind` of the coordinator's `Gained split` log line:
+ * printed with the `kind` of the worker's `Gained split` log line:
  * `takeover` (its owner died) or `reclaim` (its owner was this worker's
  * previous process) replay from the last commit; `handoff` (a rebalance or a
  * drain released it to this worker) replays nothing; `resume` follows a
@@ -167,29 +167,18 @@ class Tally {
 
 // --- how splits changed hands ------------------------------------------------------
 
-/** Kinds of `Gained split` (coordinator log): how a split reached a worker. */
+/** Kinds of `Gained split` (the worker's log line, event `gained`): how a split reached a worker. */
 type GainKind = "claim" | "grant" | "takeover" | "reclaim" | "handoff" | "resume";
 const GAIN_KINDS: readonly GainKind[] = ["claim", "grant", "takeover", "reclaim", "handoff", "resume"];
 
 /** Counts gains by kind and prints the ones an operator cares about. */
 class Gains {
   readonly byKind: Record<GainKind, number> = { claim: 0, grant: 0, takeover: 0, reclaim: 0, handoff: 0, resume: 0 };
-  /** Kind of the last `Gained split` line per worker and split, until the worker's `split gained` line. */
-  #pending = new Map<string, GainKind>();
 
-  /** A coordinator's `Gained split` log line (fields `split`, `epoch`, `kind`). */
+  /** The worker's `Gained split` line (event `gained`: `splitId`, `epoch`, `kind`, `progress`): counts it, prints a takeover, reclaim, handoff or resume. */
   gained(worker: string, fields: Record<string, unknown>): void {
-    const kind = fields.kind as GainKind;
-    if (!GAIN_KINDS.includes(kind)) return;
-    this.byKind[kind]++;
-    this.#pending.set(`${worker} ${fields.split}`, kind);
-  }
-
-  /** The worker's `split gained` event (fields `splitId`, `epoch`, `progress`): prints a takeover, reclaim, handoff or resume. */
-  started(worker: string, fields: Record<string, unknown>): void {
-    const key = `${worker} ${fields.splitId}`;
-    const kind = this.#pending.get(key);
-    this.#pending.delete(key);
+    const kind = GAIN_KINDS.includes(fields.kind as GainKind) ? fields.kind as GainKind : undefined;
+    if (kind) this.byKind[kind]++;
     const line = describeGain(worker, kind, String(fields.splitId), Number(fields.epoch), fields.progress as { watermark?: unknown } | null);
     if (line) note(line);
   }
@@ -422,16 +411,14 @@ async function runInProcess(o: Options, dir: string, tally: Tally): Promise<Summ
         opTimeoutMs: 500,
         drainDeadlineMs: 2000,
         maxInFlight: 2,
-        logger: (_level, message, fields) => {
-          if (message === "Gained split" && fields) gains.gained(name, fields);
-        },
+        logger: () => {},
       });
       const worker = startWorker({
         coordinator,
         source,
         maxInFlight: 2,
         logger: (_level, _message, fields) => {
-          if (fields?.event === "gained") gains.started(name, fields);
+          if (fields?.event === "gained") gains.gained(name, fields);
         },
       });
       fleet.push({ name, worker, app: createApp({ worker }) });
@@ -645,8 +632,7 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
             try {
               const ev = JSON.parse(line);
               child.events.push(ev);
-              if (ev.msg === "Gained split") gains.gained(name, ev);
-              if (ev.event === "gained") gains.started(name, ev);
+              if (ev.event === "gained") gains.gained(name, ev);
               if (ev.level === "error" && ev.event === "startupFailed") note(`  ${name}: ${ev.msg} ${ev.error ?? ""}`);
             } catch { /* not JSON */ }
           }

@@ -116,10 +116,8 @@ export class ClaimRecovery {
     if (problem) log("error", poison ? "Unreadable spec: quarantining the split" : "Spec missing: handing the split back", { split: id, error: problem });
     try {
       const r = await store.update(keys.split(id), encodeRecord(next), revision);
-      if (r.ok && poison) {
-        events.push({ type: "quarantined", splitId: id, attempts: next.attempts });
-        log("warn", "Split quarantined", { split: id, attempts: next.attempts });
-      }
+      // Logged once, by the event's consumer (the worker's `Split quarantined` line).
+      if (r.ok && poison) events.push({ type: "quarantined", splitId: id, attempts: next.attempts });
     } catch (err) {
       log("warn", "Could not hand back a claimed split; checking it again later", { split: id, error: String(err) });
       this.recover(id, claimed.epoch, err, 1);

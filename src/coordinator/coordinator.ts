@@ -245,11 +245,8 @@ export class SplitCoordinator implements Coordinator {
   async fail(splitId: string, epoch: number, reason: string): Promise<void> {
     this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
     const next = await this.#tenancies.fail(splitId, epoch, reason);
-    this.#core.log("warn", "Split failed", { split: splitId, epoch, attempts: next.attempts, reason });
-    if (next.status === "quarantined") {
-      this.#core.events.push({ type: "quarantined", splitId, attempts: next.attempts });
-      this.#core.log("warn", "Split quarantined", { split: splitId, attempts: next.attempts });
-    }
+    // Not logged here: the caller logs its report (the worker's `Split failed` line), the event's consumer the quarantine.
+    if (next.status === "quarantined") this.#core.events.push({ type: "quarantined", splitId, attempts: next.attempts });
   }
 
   /** Forcibly releases a split whose source cannot stop intake (`lost`, reason `revoked`). */

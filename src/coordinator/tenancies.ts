@@ -77,15 +77,19 @@ export class Tenancies {
 
   /** Starts a tenancy (a won claim, or a grant) and emits `gained`. */
   add(id: string, t: Tenancy, kind: string): void {
-    const { events, stats, log } = this.#core;
+    const { events, stats } = this.#core;
     this.held.set(id, t);
     this.#weight += t.record.weight;
     if (t.to) this.#named++;
     bump(stats.acquisitions, kind);
     const progress = t.record.progress;
-    events.push(progress ? { type: "gained", split: t.spec, epoch: t.epoch, progress } : { type: "gained", split: t.spec, epoch: t.epoch });
-    // Routine claims are debug; anything else (a takeover, a handoff, a resume) an operator wants to see.
-    log(kind === "claim" ? "debug" : "info", "Gained split", { split: id, epoch: t.epoch, kind, attempts: t.record.attempts });
+    const attempts = t.record.attempts;
+    // Not logged here: whoever consumes the event logs it once (the worker's `Gained split` line, event `gained`).
+    events.push(
+      progress
+        ? { type: "gained", split: t.spec, epoch: t.epoch, progress, kind, attempts }
+        : { type: "gained", split: t.spec, epoch: t.epoch, kind, attempts },
+    );
   }
 
   /** Ends a tenancy with a `lost` event. */
@@ -95,7 +99,6 @@ export class Tenancies {
     this.#end(id, t);
     bump(this.#core.stats.losses, reason);
     this.#core.events.push({ type: "lost", splitId: id, reason });
-    this.#core.log("warn", "Lost split", { split: id, epoch: t.epoch, reason });
     return t;
   }
 
@@ -103,6 +106,7 @@ export class Tenancies {
     if (t.drainTimer !== undefined) this.#core.clock.clearTimeout(t.drainTimer);
     this.held.delete(id);
     this.#weight -= t.record.weight;
+    // Logged once, by whoever consumes the event (the worker's `Lost split` line, event `lost`).
     if (t.to) this.#named--;
     if ((this.ended.get(id) ?? -1) < t.epoch) this.ended.set(id, t.epoch);
     if (this.held.size === 0) {

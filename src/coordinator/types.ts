@@ -48,7 +48,12 @@ export type LostReason = "fenced" | "expired" | "starved" | "revoked";
   * ```
  */
 export type CoordinationEvent =
-  | { type: "gained"; split: SplitSpec; epoch: number; progress?: SplitProgress }
+  /**
+   * `kind`: how the split came (`claim`, `grant`, `takeover`, `reclaim`,
+   * `handoff`, `resume`; the label of `acquisitions_total`); `attempts`: the
+   * non-graceful ends charged to it so far.
+   */
+  | { type: "gained"; split: SplitSpec; epoch: number; progress?: SplitProgress; kind?: string; attempts?: number }
   | { type: "lost"; splitId: string; reason: LostReason }
   | { type: "revokeRequested"; splitId: string }
   | { type: "quarantined"; splitId: string; attempts: number }

@@ -295,7 +295,7 @@ export class LaneOps<D> {
     lane.closed = true;
     lane.terminal = "failed";
     this.#d.stats.failed++;
-    this.#d.log("warn", "split reported as failed", {
+    this.#d.log("warn", "Split failed", {
       event: "laneFailed",
       splitId: lane.splitId,
       epoch: lane.epoch,

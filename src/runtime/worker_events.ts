@@ -70,7 +70,7 @@ export class WorkerEvents<D> {
       case "revokeRequested":
         return this.#pool.revoke(ev.splitId);
       case "quarantined": {
-        this.#log("warn", "split quarantined", { event: "quarantined", splitId: ev.splitId, attempts: ev.attempts });
+        this.#log("warn", "Split quarantined", { event: "quarantined", splitId: ev.splitId, attempts: ev.attempts });
         const lane = this.#pool.lanes.get(ev.splitId);
         if (lane && !lane.terminal) this.#pool.lose(lane, "fenced", true);
         return;
@@ -114,10 +114,13 @@ export class WorkerEvents<D> {
     }
     this.#pool.orphans.delete(splitId);
     this.#stats.gained++;
-    this.#log("info", "split gained", {
+    // The one line of a gain (the coordinator does not log it): how it came (`kind`) and its attempts.
+    this.#log("info", "Gained split", {
       event: "gained",
       splitId,
       epoch: ev.epoch,
+      kind: ev.kind ?? null,
+      attempts: ev.attempts ?? null,
       weight: ev.split.weight,
       progress: ev.progress ?? null,
     });

@@ -256,7 +256,7 @@ export class LanePool<D> {
     }
     this.#markLost(lane, reason);
     if (fromEvent) {
-      this.#log("warn", "split lost", { event: "lost", splitId: lane.splitId, epoch: lane.epoch, reason });
+      this.#log("warn", "Lost split", { event: "lost", splitId: lane.splitId, epoch: lane.epoch, reason });
     }
   }
 

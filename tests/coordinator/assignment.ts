@@ -127,14 +127,8 @@ export function assignmentScenarios(b: Backend): void {
     assert.ok(await f.until(() => a.held.length === 6, 3000), "a holds all six");
     // How b came by each split: a handoff (the leaving leader released it to
     // b, and told b), or a claim (a new leader offered it, freed, to b).
-    const kinds: string[] = [];
-    const bee = await f.join({
-      instance: "b",
-      maxInFlight: 6,
-      logger: (_level, msg, fields) => {
-        if (msg === "Gained split") kinds.push(String(fields?.kind));
-      },
-    });
+    const bee = await f.join({ instance: "b", maxInFlight: 6 });
+    const kinds = () => bee.gained().map((g) => String(g.kind));
     assert.ok(await f.until(() => a.c.status().liveMembers.includes("b"), 3000), "the leader sees b");
     const t0 = f.now();
     await a.c.close();
@@ -142,7 +136,7 @@ export function assignmentScenarios(b: Backend): void {
       await f.until(() => bee.held.length === 6, f.timings.leaseMs / 4),
       `b holds ${bee.held.length} of 6 a quarter lease after the leader left`,
     );
-    assert.deepEqual(kinds, Array(6).fill("handoff"), "b got them from the leaving leader (handoffs), not as a new leader's offers");
+    assert.deepEqual(kinds(), Array(6).fill("handoff"), "b got them from the leaving leader (handoffs), not as a new leader's offers");
     assert.ok(f.now() - t0 < f.timings.leaseMs / 2);
     for (const id of ids) assert.equal((await splitRecord(rawStore(f), id)).attempts, 0, `${id}: handed over, no attempt charged`);
   });
