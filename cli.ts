@@ -14,15 +14,31 @@
  *
  * @module
  */
-import { readFileSync } from "node:fs";
 import process from "node:process";
-import { CLI_EXIT, type CliOptions, type Command, parseArgs, USAGE, UsageError } from "./src/cli/args.ts";
-import { formatSplits, formatStatus } from "./src/cli/format.ts";
-import { SplitleaseError } from "./src/errors.ts";
-import { cancelSplit, drainMember, requeueQuarantined, requeueSplit } from "./src/fleet/actions.ts";
-import { readFleet } from "./src/fleet/read_fleet.ts";
-import { NatsStore } from "./src/nats/nats_store.ts";
+import type { CliOptions, Command } from "./src/cli/args.ts";
+import type { SplitleaseError as SplitleaseErrorType } from "./src/errors.ts";
 import type { Store } from "./src/store/store.ts";
+
+/** Node.js 22 is the first with a global WebSocket, which the NATS client needs (package.json `engines`). */
+const MIN_NODE_MAJOR = 22;
+// Checked before anything else is loaded (everything below is a dynamic
+// import): on Node 20 the command used to wait on a connection that could
+// never open and exit 13 (an unsettled top-level await) without a word.
+if (!("Deno" in globalThis) && !("Bun" in globalThis) && Number(process.versions.node?.split(".")[0]) < MIN_NODE_MAJOR) {
+  process.stderr.write(
+    `splitlease: needs Node.js ${MIN_NODE_MAJOR} or later (this is Node.js ${process.versions.node}); ` +
+      "upgrade Node.js, or run it with Deno or Bun\n",
+  );
+  process.exit(1);
+}
+
+const { readFileSync } = await import("node:fs");
+const { CLI_EXIT, parseArgs, USAGE, UsageError } = await import("./src/cli/args.ts");
+const { formatSplits, formatStatus } = await import("./src/cli/format.ts");
+const { SplitleaseError } = await import("./src/errors.ts");
+const { cancelSplit, drainMember, requeueQuarantined, requeueSplit } = await import("./src/fleet/actions.ts");
+const { readFleet } = await import("./src/fleet/read_fleet.ts");
+const { NatsStore } = await import("./src/nats/nats_store.ts");
 
 const out = (text: string) => process.stdout.write(text + "\n");
 const err = (text: string) => process.stderr.write(text + "\n");
@@ -120,7 +136,7 @@ async function main(): Promise<number> {
   } catch (e) {
     const code = e instanceof SplitleaseError ? ` (${e.code})` : "";
     err(`splitlease: ${e instanceof Error ? e.message : String(e)}${code}`);
-    if (options.json) out(JSON.stringify({ error: e instanceof Error ? e.message : String(e), code: (e as SplitleaseError).code ?? null }));
+    if (options.json) out(JSON.stringify({ error: e instanceof Error ? e.message : String(e), code: (e as SplitleaseErrorType).code ?? null }));
     return CLI_EXIT.error;
   } finally {
     await store?.close().catch(() => {});

@@ -94,6 +94,13 @@ export class Connection {
   /** Connects, checks the server version and opens or creates the bucket. */
   static async open(options: NatsStoreOptions): Promise<Connection> {
     const opts = resolveOptions(options);
+    // Without one the NATS client waits on a socket that never opens: say so at once.
+    if (!options.wsFactory && typeof WebSocket !== "function") {
+      throw new SplitleaseError(
+        "INVALID_CONFIG",
+        "NatsStore: this runtime has no global WebSocket (Node.js before 22?): use Node.js 22 or later, Deno or Bun, or pass `wsFactory`",
+      );
+    }
     const co: ConnectionOptions & { wsFactory?: unknown } = {
       servers: opts.servers,
       name: options.name ?? `splitlease:${opts.job}`,
