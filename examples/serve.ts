@@ -52,7 +52,10 @@ function num(env: Record<string, string | undefined>, name: string): number | un
 
 /**
  * Coordination options from the environment: `JOB` (required), `INSTANCE`,
- * `PORT` (default 8080), `HOSTNAME`, `NATS_URL` (comma-separated `ws://`
+ * `PORT` (default 8080), `BIND` (the address to listen on, default 0.0.0.0,
+ * as in `examples/object_store`; `HOSTNAME_BIND` is read as an old alias,
+ * never `HOSTNAME`, which shells and Kubernetes set to the host or pod name),
+ * `NATS_URL` (comma-separated `ws://`
  * URLs; without it the embedded MemoryStore serves a single process),
  * `LEASE_MS`, `OP_TIMEOUT_MS`, `MAX_IN_FLIGHT`, `DRAIN_DEADLINE_MS`,
  * `REPLAN_INTERVAL_MS`, `SHUTDOWN_MARGIN_MS`, `DRAIN_TOKEN`, `DRAIN_OPEN=1`
@@ -68,7 +71,7 @@ export function coordinationFromEnv(
     job,
     instance: env.INSTANCE || undefined,
     port: num(env, "PORT") ?? 8080,
-    hostname: env.HOSTNAME_BIND || "0.0.0.0",
+    hostname: env.BIND || env.HOSTNAME_BIND || "0.0.0.0",
     drainToken: env.DRAIN_TOKEN || undefined,
     drainOpen: env.DRAIN_OPEN === "1" || undefined,
     leaseMs: num(env, "LEASE_MS"),

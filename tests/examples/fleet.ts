@@ -37,7 +37,7 @@ export function spawnWorker(rt: Runtime, name: string, script: string, env: Reco
   const child = new Deno.Command(cmd, {
     args,
     cwd: root,
-    env: { ...env, INSTANCE: name, PORT: String(port), HOSTNAME_BIND: "127.0.0.1", NO_COLOR: "1" },
+    env: { ...env, INSTANCE: name, PORT: String(port), BIND: "127.0.0.1", NO_COLOR: "1" },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -1,0 +1,23 @@
+/**
+ * The examples read one name for the address to listen on (issue 21, item
+ * 6): `BIND`, as `examples/object_store` does. The shared launcher used to
+ * read `HOSTNAME_BIND` while its comment said `HOSTNAME` (which shells and
+ * Kubernetes set to the host or pod name: never a bind address).
+ */
+import assert from "node:assert/strict";
+import { coordinationFromEnv } from "../../examples/serve.ts";
+
+Deno.test("examples: the launcher listens on BIND (HOSTNAME_BIND as an alias), never on HOSTNAME", async () => {
+  const host = (env: Record<string, string>) => coordinationFromEnv({ JOB: "j", ...env }).hostname;
+  assert.equal(host({ BIND: "127.0.0.1" }), "127.0.0.1");
+  assert.equal(host({ HOSTNAME_BIND: "127.0.0.2" }), "127.0.0.2", "the old name still works");
+  assert.equal(host({ BIND: "127.0.0.1", HOSTNAME_BIND: "127.0.0.2" }), "127.0.0.1", "BIND wins");
+  assert.equal(host({ HOSTNAME: "backfill-7d9f-abcde" }), "0.0.0.0", "a pod name is not an address");
+  assert.equal(host({}), "0.0.0.0");
+  // The documentation of the launcher and of the object-store example name the same variable.
+  const launcher = await Deno.readTextFile(new URL("../../examples/serve.ts", import.meta.url));
+  const objectStore = await Deno.readTextFile(new URL("../../examples/object_store/main.ts", import.meta.url));
+  assert.match(launcher, /`BIND` \(the address to listen on/);
+  assert.match(objectStore, /BIND \(default 0\.0\.0\.0\)/);
+  assert.doesNotMatch(launcher, /\(default 8080\), `HOSTNAME`/, "HOSTNAME is not offered as the bind variable");
+});
