@@ -325,9 +325,9 @@ export const mutants = [
     breaks: "the leader announces the outcome from its view alone, without the confirming listing of split.",
     edits: [{
       file: C + "leader/completion.ts",
-      search: "const outcome = await this.#confirm(plan.planned);",
+      search: "const outcome = await this.#confirm(planned);",
       replace:
-        'const outcome = v.counts.quarantined === 0 ? { kind: "allComplete", completed: v.counts.completed } : { kind: "stalled", completed: v.counts.completed, quarantined: v.counts.quarantined };',
+        'const c = this.#view.counts, outcome = c.quarantined === 0 ? { kind: "allComplete", completed: c.completed } : { kind: "stalled", completed: c.completed, quarantined: c.quarantined };',
     }],
     suites: COORD,
   },
@@ -533,6 +533,66 @@ export const mutants = [
     breaks: "a split handed back with a problem (its spec missing) is offered again at once: claim, re-read, hand back, in a loop",
     edits: [{ file: C + "leader/retry_backoff.ts", search: "const handedBack = released && !failed && newFailure(prev, rec);", replace: "const handedBack = false;" }],
     suites: ["coordinator"],
+  },
+  // --- the job outcome against operator repairs (issue 21, item 2) ------------------------
+  {
+    name: "outcome-written-blindly",
+    breaks: "an outcome whose CAS lost is written again at a fresh read of plan without confirming the splits again: a decision taken before an operator's requeue or cancel lands after it",
+    edits: [{ file: C + "leader/completion.ts", search: "if (await this.#write(term, outcome, at, true)) return;", replace: "if (await this.#write(term, outcome, at)) return;" }],
+    suites: ["coordinator", "nats"],
+  },
+  {
+    name: "outcome-kept-against-store",
+    breaks: "a standing outcome is revisited only when a split is runnable again: stalled {quarantined: 1} stays for good after its last quarantined split was cancelled",
+    edits: [{ file: C + "leader/completion.ts", search: "if (this.#disagrees(plan.outcome, plan.planned)) await", replace: "if (v.counts.runnable > 0) await" }],
+    suites: ["coordinator", "nats"],
+  },
+  {
+    name: "operator-no-plan-rewrite",
+    breaks: "a requeue or cancel writes plan only when it holds a stalled outcome: a stalled decision still on its way lands after the repair",
+    edits: [{
+      file: "src/fleet/actions.ts",
+      search: 'if (!stalled && (r.value.outcome || r.value.finality !== "final" || r.value.generation === 0)) return false;',
+      replace: "if (!stalled) return false;",
+    }],
+    suites: ["coordinator", "nats"],
+  },
+  {
+    name: "outcome-never-withdrawn",
+    breaks: "a member announces an outcome once and never withdraws it: cleared after a repair, the job's real outcome never reaches it",
+    edits: [{ file: C + "follower.ts", search: 'if (plan && (was === "allComplete" || was === "stalled") && o?.kind !== was) {', replace: "if (false) {" }],
+    suites: ["coordinator", "nats"],
+  },
+  {
+    name: "stall-acted-on-at-once",
+    breaks: "a worker finishes the moment it hears stalled: an outcome withdrawn a round trip later (a requeue as it was decided) has already ended it",
+    edits: [{ file: "src/runtime/worker.ts", search: "stallHoldMs: settings.statusIntervalMs,", replace: "stallHoldMs: 0," }],
+    suites: ["runtime"],
+  },
+  // --- a held split nothing runs (issue 21, item 7) ----------------------------------------
+  {
+    name: "stuck-split-counted-held",
+    breaks: "a split whose holder gave it up (its fail refused by a garbage record) still counts as held in heartbeats: the leader's anti-entropy never notices it, and it is held forever",
+    edits: [{ file: C + "coordinator.ts", search: "this.#tenancies.held.size - this.#tenancies.stuck +", replace: "this.#tenancies.held.size +" }],
+    suites: ["coordinator", "nats"],
+  },
+  {
+    name: "regrant-ignores-stuck",
+    breaks: "a member re-granted a split it holds but nothing runs ignores the grant (it has the tenancy): the anti-entropy cannot move it",
+    edits: [{ file: C + "follower.ts", search: "if (cur?.stuck && this.#tenancies.unstick(g.id, g.epoch)) return void this.resume();", replace: "" }],
+    suites: ["coordinator", "nats"],
+  },
+  {
+    name: "dormant-forgets-unreadable",
+    breaks: "a split whose release met a garbage record is forgotten: once repaired it names this member, which ignores the leader's re-grant of a tenancy it had",
+    edits: [{ file: C + "dormant.ts", search: '} else if (e instanceof SplitleaseError && e.code === "INVALID_RECORD") {', replace: "} else if (false) {" }],
+    suites: ["coordinator", "nats"],
+  },
+  {
+    name: "orphans-kept-until-shutdown",
+    breaks: "a split whose lane ended without a release (its fail refused) is released only at shutdown or on a revocation: held with nothing running it",
+    edits: [{ file: "src/runtime/worker_lanes.ts", search: "if (this.#orphanTimer !== null || this.#stopped) return;", replace: "return;" }],
+    suites: ["runtime"],
   },
   {
     name: "assign-record-unbounded",

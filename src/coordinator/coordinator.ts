@@ -117,7 +117,8 @@ export class SplitCoordinator implements Coordinator {
       onDuplicate: (e) => this.#fatal(e),
       // The worker sees `state: "draining"` in status() and finishes as after SIGTERM.
       onDrainRequested: () => void this.drain().catch(() => {}),
-      held: () => this.#tenancies.held.size + this.#follower.claiming.size + this.#follower.dormant,
+      // Splits given up by their holder (a failed terminal write) are not counted: the leader's anti-entropy re-grants them.
+      held: () => this.#tenancies.held.size - this.#tenancies.stuck + this.#follower.claiming.size + this.#follower.dormant,
       seen: () => this.#follower.assign?.revision,
     }, options.runtime ?? "web", VERSION, options.planner !== undefined);
   }

@@ -99,6 +99,12 @@ export class DormantTenancies {
       } catch (e) {
         if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
           this.#entries.set(id, { ...d, record, revision });
+        } else if (e instanceof SplitleaseError && e.code === "INVALID_RECORD") {
+          // Unreadable (garbage written over it): nobody else can reassign it
+          // either. Tried again at every beat until it is repaired; then
+          // resumed if it still names us, forgotten if it moved on.
+          if (!d.unreadable) log("warn", "Split record unreadable; the split is resumed once it is repaired", { split: id, error: String(e) });
+          this.#entries.set(id, { ...d, record, revision, unreadable: true });
         } else log("warn", "Could not resume a split; the leader reassigns it", { split: id, error: String(e) });
       }
     }));

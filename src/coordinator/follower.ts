@@ -267,6 +267,8 @@ export class Follower {
   async #grant(g: AssignEntry): Promise<void> {
     const { me, store } = this.#core;
     const cur = this.#tenancies.held.get(g.id);
+    // Re-granted (anti-entropy) while we hold it but nothing runs it: resume it at a new epoch.
+    if (cur?.stuck && this.#tenancies.unstick(g.id, g.epoch)) return void this.resume();
     if (cur && cur.epoch >= g.epoch) return;
     if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch || this.#claiming.has(g.id)) return;
     this.#claiming.set(g.id, g.rec?.weight ?? 1);

@@ -38,6 +38,13 @@ export interface Tenancy {
   wrote?: boolean;
   /** Terminal writes of ours in flight (a release): the leader may answer one before its reply reaches us. */
   ending?: number;
+  /**
+   * A terminal write (final commit, fail) failed other than by a fence and
+   * none was made since: its holder gave the split up and nothing runs it.
+   * Not counted as held in heartbeats, so the leader's anti-entropy re-grants
+   * it, and a re-grant at this epoch resumes it.
+   */
+  stuck?: boolean;
 }
 
 /** What a tenancy left behind when it ended without a write of ours (self-fence). */
@@ -46,6 +53,8 @@ export interface Dormant {
   revision: number;
   record: SplitRecord;
   spec: SplitSpec;
+  /** Its record was unreadable at the last try (logged once). */
+  unreadable?: boolean;
 }
 
 /** Held splits of one worker. */
@@ -116,6 +125,28 @@ export class Tenancies {
     this.#core.schedule();
   }
 
+  /** Held tenancies whose holder gave them up (see {@linkcode Tenancy.stuck}). */
+  get stuck(): number {
+    let n = 0;
+    for (const t of this.held.values()) if (t.stuck) n++;
+    return n;
+  }
+
+  /**
+   * Ends a tenancy its holder gave up (a terminal write that failed other
+   * than by a fence, none since) with `lost(fenced)`, and hands it to
+   * `onOrphan`: resumed at a new epoch (or released) once its record reads
+   * again as ours. Whether it was stuck at `epoch`.
+   */
+  unstick(id: string, epoch: number): boolean {
+    const t = this.held.get(id);
+    if (!t || !t.stuck || t.epoch !== epoch || (t.ending ?? 0) > 0) return false;
+    this.#core.log("warn", "A held split nothing runs (its last write failed) is resumed or released", { split: id, epoch });
+    this.lose(id, "fenced");
+    this.onOrphan(id, { epoch: t.epoch, revision: t.revision, record: t.record, spec: t.spec });
+    return true;
+  }
+
   /** Resolves once nothing is held. */
   whenEmpty(): Promise<void> {
     if (this.held.size === 0) return Promise.resolve();
@@ -152,8 +183,13 @@ export class Tenancies {
       throw new FencedError(id, epoch, t?.epoch ?? -1, `split is not held by this instance at epoch ${epoch}`);
     }
     if (terminal) t.ending = (t.ending ?? 0) + 1;
+    t.stuck = false;
     try {
       return await this.#casLoop(id, epoch, t, terminal, make);
+    } catch (e) {
+      // Given up by its holder, unless it tries again (an outage is retried by callers).
+      if (terminal && !(e instanceof FencedError) && this.held.get(id) === t) t.stuck = true;
+      throw e;
     } finally {
       if (terminal) t.ending!--;
     }

@@ -116,6 +116,9 @@ class WorkerImpl<D> implements Worker {
       log,
       stats: this.#stats,
       stalledIsFatal: settings.stalledIsFatal,
+      // A stall stands until the next status check before the worker finishes on it.
+      stallHoldMs: settings.statusIntervalMs,
+      clock,
       pool,
       draining: () => this.#finisher.draining,
       finish,

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { CoordinationEvent, Coordinator, Logger } from "../coordinator/types.ts";
+import type { Clock, CoordinationEvent, Coordinator, Logger } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import type { SplitSource } from "./source.ts";
 import type { OutcomeBase } from "./worker_finish.ts";
@@ -22,6 +22,13 @@ export interface WorkerEventDeps<D> {
   stats: WorkerStats;
   /** Whether a stalled job ends `stalled` (else `drained` with a warning). */
   stalledIsFatal: boolean;
+  /**
+   * How long a `stalled` outcome must stand before the worker finishes on
+   * it: an outcome withdrawn meanwhile (`reopened`: an operator requeued or
+   * cancelled a split as it was decided) keeps the worker working.
+   */
+  stallHoldMs: number;
+  clock: Clock;
   pool: LanePool<D>;
   /** Whether the worker is draining: a split gained now is handed back. */
   draining(): boolean;
@@ -40,6 +47,8 @@ export class WorkerEvents<D> {
   readonly #stalledIsFatal: boolean;
   readonly #pool: LanePool<D>;
   readonly #d: WorkerEventDeps<D>;
+  /** The finish a standing `stalled` outcome starts once {@linkcode WorkerEventDeps.stallHoldMs} has passed. */
+  #stall: unknown = null;
 
   /** Creates the event handling of a worker. */
   constructor(deps: WorkerEventDeps<D>) {
@@ -76,6 +85,7 @@ export class WorkerEvents<D> {
         return;
       }
       case "allComplete":
+        this.#holdStall(null);
         // The coordinator logs the job's outcome (one line, event allComplete,
         // stalled or planFailed); the worker's own lines are "draining" (with
         // the reason) and then "worker finished".
@@ -90,18 +100,34 @@ export class WorkerEvents<D> {
         return;
       }
       case "stalled": {
-        if (this.#stalledIsFatal) {
-          this.#d.finish({ kind: "stalled", completed: ev.completed, quarantined: ev.quarantined });
-        } else {
-          this.#d.finish({
+        const result: OutcomeBase = this.#stalledIsFatal
+          ? { kind: "stalled", completed: ev.completed, quarantined: ev.quarantined }
+          : {
             kind: "drained",
             reason: "stalled",
             warning: `job stalled: ${ev.quarantined} split(s) quarantined, ${ev.completed} completed`,
-          });
-        }
+          };
+        this.#holdStall(result);
         return;
       }
+      case "reopened":
+        if (this.#stall !== null && !this.#d.draining()) {
+          this.#log("info", "job reopened: the stalled outcome was withdrawn; working on", { event: "reopened", was: ev.was });
+        }
+        this.#holdStall(null);
+        return;
     }
+  }
+
+  /** Finishes with `result` once it has stood for the hold (`null`: withdrawn, keep working). */
+  #holdStall(result: OutcomeBase | null): void {
+    if (this.#stall !== null) this.#d.clock.clearTimeout(this.#stall);
+    this.#stall = null;
+    if (!result) return;
+    this.#stall = this.#d.clock.setTimeout(() => {
+      this.#stall = null;
+      this.#d.finish(result);
+    }, this.#d.stallHoldMs);
   }
 
   #onGained(ev: Extract<CoordinationEvent, { type: "gained" }>): void {

@@ -163,6 +163,7 @@ export class Finisher<D> {
     if (this.#finished) return;
     this.#finished = true;
     this.#d.stopStatus();
+    this.#pool.stop();
     if (this.#deadlineTimer !== null) this.#clock.clearTimeout(this.#deadlineTimer);
     this.#deadlineTimer = null;
     const base = this.#result!;

@@ -23,6 +23,9 @@ export interface LanePoolDeps<D> {
   background(p: Promise<unknown>): void;
 }
 
+/** Longest wait between two tries to release the orphans (the first waits `statusIntervalMs`, then doubling). */
+const ORPHAN_RETRY_MAX_MS = 30_000;
+
 /** Adds one to `map[key]`. */
 export function count(map: Record<string, number>, key: string): void {
   map[key] = (map[key] ?? 0) + 1;
@@ -32,8 +35,16 @@ export function count(map: Record<string, number>, key: string): void {
 export class LanePool<D> {
   /** Every lane not yet ended, by split id. */
   readonly lanes: Map<string, LaneState<D>> = new Map();
-  /** Splits still held by the coordinator whose lane ended without a release. */
+  /**
+   * Splits still held by the coordinator whose lane ended without a release
+   * (its last write failed): released again on a timer until the
+   * coordinator lets go of them, never left held with nothing running them.
+   */
   readonly orphans: Set<string> = new Set();
+  #orphanTimer: unknown = null;
+  #orphanDelayMs = 0;
+  #stopped = false;
+  readonly #orphanBaseMs: number;
   #queue: LaneState<D>[] = [];
   #running = 0;
   readonly #coordinator: Coordinator;
@@ -56,6 +67,7 @@ export class LanePool<D> {
     this.#abortGraceMs = deps.settings.abortGraceMs;
     this.#stats = deps.stats;
     this.#background = deps.background;
+    this.#orphanBaseMs = Math.max(1, deps.settings.statusIntervalMs);
     this.#ops = new LaneOps<D>({
       coordinator: deps.coordinator,
       clock: deps.settings.clock,
@@ -63,7 +75,7 @@ export class LanePool<D> {
       stats: deps.stats,
       commitIntervalMs: deps.settings.commitIntervalMs,
       markLost: (lane, reason) => this.#markLost(lane as LaneState<D>, reason),
-      orphan: (id) => this.orphans.add(id),
+      orphan: (id) => this.#orphan(id),
     });
   }
 
@@ -203,7 +215,7 @@ export class LanePool<D> {
         await this.#coordinator.fail(lane.splitId, lane.epoch, `run threw: ${errorMessage(error)}`);
       } catch (e) {
         this.#ops.onWriteError(lane, e, "fail");
-        if (!(e instanceof FencedError)) this.orphans.add(lane.splitId);
+        if (!(e instanceof FencedError)) this.#orphan(lane.splitId);
       }
       return;
     }
@@ -241,12 +253,43 @@ export class LanePool<D> {
         if (lane) this.#markLost(lane, "fenced");
         return;
       }
-      this.orphans.add(splitId);
-      this.#log("error", "release failed; the split stays held until shutdown or the next revocation", {
-        splitId,
-        error: e,
-      });
+      this.#orphan(splitId);
+      this.#log("error", "Release failed; retried shortly", { splitId, error: e });
     }
+  }
+
+  /** Notes a split held with no lane and arms the retry of its release. */
+  #orphan(splitId: string): void {
+    this.orphans.add(splitId);
+    if (this.#orphanTimer !== null || this.#stopped) return;
+    this.#orphanDelayMs = this.#orphanDelayMs === 0 ? this.#orphanBaseMs : Math.min(ORPHAN_RETRY_MAX_MS, 2 * this.#orphanDelayMs);
+    this.#orphanTimer = this.#clock.setTimeout(() => {
+      this.#orphanTimer = null;
+      this.#background(this.#releaseOrphans());
+    }, this.#orphanDelayMs);
+  }
+
+  /**
+   * Releases every orphan with no lane. A release the coordinator cannot
+   * write (an outage, an unreadable record) ends its tenancy there, and the
+   * coordinator resumes or releases the split once the record reads as ours
+   * again; the next try then finds nothing held and forgets it.
+   */
+  async #releaseOrphans(): Promise<void> {
+    const before = this.orphans.size;
+    for (const id of [...this.orphans]) {
+      if (this.#stopped) return;
+      if (this.lanes.has(id)) this.orphans.delete(id);
+      else await this.release(id, "orphan");
+    }
+    if (this.orphans.size === 0 || this.orphans.size < before) this.#orphanDelayMs = 0;
+  }
+
+  /** Stops retrying orphan releases (the worker has finished). */
+  stop(): void {
+    this.#stopped = true;
+    if (this.#orphanTimer !== null) this.#clock.clearTimeout(this.#orphanTimer);
+    this.#orphanTimer = null;
   }
 
   /** Marks a lane lost: aborts it, rejects its commits, bounds how long it may keep running. */

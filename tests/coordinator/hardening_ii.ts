@@ -44,6 +44,68 @@ export function hardeningIIScenarios(b: Backend): void {
   const t = (name: string, fn: () => Promise<void>) =>
     Deno.test({ name: `${b.name}: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
 
+  t("H14. a held split whose record was garbage while its holder wrote (commit and fail refused), then repaired: the leader re-grants it and the holder resumes it; the job completes", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const a = await f.join({ instance: "a", planner: finalPlanner(splits(1)) });
+    assert.ok(await f.until(() => a.held.length === 1, 3000), "a holds the split");
+    const [h] = a.c.status().held;
+    const good = (await raw.get(keys.split(h.id)))!;
+    const garbage = await raw.update(keys.split(h.id), "{garbage", good.revision);
+    assert.ok(garbage.ok);
+    // The holder's commit and its fail report meet the unreadable record: its lane gives up.
+    await assert.rejects(() => a.c.commit(h.id, h.epoch, { watermark: 1 }), /Invalid record/);
+    await assert.rejects(() => a.c.fail(h.id, h.epoch, "commit failed"), /Invalid record/);
+    // Repaired by CAS: the record as it was (runnable, owned by a at its epoch).
+    assert.ok((await raw.update(keys.split(h.id), good.value, garbage.revision)).ok);
+    assert.ok(
+      await f.until(() => a.gained().some((g) => g.split.id === h.id && g.epoch > h.epoch), 6 * f.timings.leaseMs),
+      `the split is resumed at a new epoch (held ${JSON.stringify(a.c.status().held)})`,
+    );
+    await a.completeAll();
+    assert.ok(await f.until(() => a.has("allComplete"), 3000), "the job completes");
+    assert.ok(a.lost().some((l) => l.splitId === h.id), "the given-up tenancy ended with lost");
+  });
+
+  t("H14b. a release refused by a garbage record (what a worker does with a split nothing runs) is retried at every beat and resumes the split once the record is repaired", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const a = await f.join({ instance: "a", planner: finalPlanner(splits(1)) });
+    assert.ok(await f.until(() => a.held.length === 1, 3000), "a holds the split");
+    const [h] = a.c.status().held;
+    const good = (await raw.get(keys.split(h.id)))!;
+    const garbage = await raw.update(keys.split(h.id), "{garbage", good.revision);
+    assert.ok(garbage.ok);
+    await assert.rejects(() => a.c.release([h.id]), /Invalid record/);
+    // Several beats with the record still unreadable: the split is not forgotten.
+    await f.advance(f.timings.leaseMs);
+    assert.ok((await raw.update(keys.split(h.id), good.value, garbage.revision)).ok, "repaired by CAS");
+    assert.ok(
+      await f.until(() => a.gained().some((g) => g.split.id === h.id && g.epoch > h.epoch), 6 * f.timings.leaseMs),
+      `the split is resumed at a new epoch (held ${JSON.stringify(a.c.status().held)})`,
+    );
+    await a.completeAll();
+    assert.ok(await f.until(() => a.has("allComplete"), 3000), "the job completes");
+  });
+
+  t("H14c. a fail report lost to an outage and never retried: the leader's anti-entropy notices the split its live holder does not run, and the holder resumes it", async () => {
+    await using f = await b.fleet((s) => new FaultyStore(s));
+    const faulty = f.store as FaultyStore;
+    const a = await f.join({ instance: "a", planner: finalPlanner(splits(1)) });
+    assert.ok(await f.until(() => a.held.length === 1, 3000), "a holds the split");
+    const [h] = a.c.status().held;
+    const outage = faulty.fail((op, key) => op === "update" && key === keys.split(h.id));
+    await assert.rejects(() => a.c.fail(h.id, h.epoch, "poison?"), /unavailable|outage/i);
+    outage.stop();
+    // Nothing runs it now, and the record (unchanged) still names a: only the leader can notice.
+    assert.ok(
+      await f.until(() => a.gained().some((g) => g.split.id === h.id && g.epoch > h.epoch), 6 * f.timings.leaseMs),
+      `the split is resumed at a new epoch (held ${JSON.stringify(a.c.status().held)})`,
+    );
+    await a.completeAll();
+    assert.ok(await f.until(() => a.has("allComplete"), 3000), "the job completes");
+  });
+
   t("H12. a stalled decision still in flight when an operator cancels the quarantined split loses its CAS: the job completes, nobody is told it stalled", async () => {
     await using f = await b.fleet((s) => new FaultyStore(s));
     const { a, poison, release } = await stallInFlight(f);

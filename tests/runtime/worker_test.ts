@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { FencedError } from "../../src/errors.ts";
+import { FencedError, InvalidRecordError } from "../../src/errors.ts";
 import type { Logger } from "../../src/coordinator/types.ts";
 import type { Lane, SplitSource } from "../../src/runtime/source.ts";
 import { startWorker, type WorkerOptions } from "../../src/runtime/worker.ts";
@@ -307,8 +307,9 @@ Deno.test("worker: a run that throws is a failed tenancy (pending progress kept,
 });
 
 Deno.test("worker: stalled is fatal by default: distinct outcome after draining", async () => {
-  const { coordinator, worker, lines } = setup(async () => {});
+  const { coordinator, worker, lines, clock } = setup(async () => {});
   coordinator.emit({ type: "stalled", completed: 8, quarantined: 2 });
+  await clock.advance(1000); // the stall stood for the hold (statusIntervalMs)
   const outcome = await withTimeout(worker.done, 20_000, "the worker to finish");
   assert.deepEqual({ ...outcome, stats: undefined }, {
     kind: "stalled",
@@ -323,14 +324,77 @@ Deno.test("worker: stalled is fatal by default: distinct outcome after draining"
 });
 
 Deno.test("worker: stalledIsFatal=false drains with a warning", async () => {
-  const { coordinator, worker } = setup(async () => {}, { stalledIsFatal: false });
+  const { coordinator, worker, clock } = setup(async () => {}, { stalledIsFatal: false });
   coordinator.emit({ type: "stalled", completed: 8, quarantined: 2 });
+  await clock.advance(1000);
   const outcome = await withTimeout(worker.done, 20_000, "the worker to finish");
   assert.equal(outcome.kind, "drained");
   assert.ok(
     outcome.kind === "drained" && outcome.reason === "stalled" &&
       /2 split\(s\) quarantined/.test(outcome.warning ?? ""),
   );
+});
+
+Deno.test("worker: a stalled outcome withdrawn before the hold ends (reopened) keeps the worker working", async () => {
+  const ran: string[] = [];
+  const { coordinator, worker, clock, lines } = setup(async (lane) => {
+    ran.push(lane.splitId);
+    await lane.complete({ watermark: 1 });
+  });
+  coordinator.emit({ type: "stalled", completed: 1, quarantined: 1 });
+  await clock.advance(400);
+  assert.equal(worker.draining, false, "a stall is held before the worker acts on it");
+  // An operator requeued the quarantined split as the outcome was decided: the outcome is withdrawn.
+  coordinator.emit({ type: "reopened", was: "stalled" });
+  await clock.advance(5000);
+  assert.equal(worker.finished || worker.draining, false, "the withdrawn stall does not end the worker");
+  assert.ok(lines.some((l) => l.fields.event === "reopened"));
+  coordinator.gain("requeued", 2);
+  await until(() => worker.stats().completed === 1, "the requeued split to run");
+  assert.deepEqual(ran, ["requeued"]);
+  coordinator.emit({ type: "allComplete" });
+  const outcome = await withTimeout(worker.done, 20_000, "the worker to finish");
+  assert.ok(outcome.kind === "drained" && outcome.reason === "complete", JSON.stringify(outcome));
+});
+
+Deno.test("worker: a split whose fail report is refused (an unreadable record) is released by the worker on its own, not kept until shutdown", async () => {
+  const { coordinator, worker, clock } = setup(async () => {
+    throw new Error("cannot commit: record unreadable");
+  });
+  // The report meets an unreadable record (the split stays held by the coordinator), so does the first release.
+  const unreadable = (id: string) => new InvalidRecordError(`split.${id}`, "value is not JSON", []);
+  coordinator.fail = async (id, epoch, reason) => {
+    await Promise.resolve();
+    coordinator.calls.push({ op: "fail", splitId: id, epoch, reason });
+    throw unreadable(id);
+  };
+  const release = coordinator.release.bind(coordinator);
+  let refuse = 1;
+  coordinator.release = async (ids) => {
+    if (refuse-- > 0) {
+      coordinator.calls.push({ op: "release", splitIds: [...ids] });
+      throw unreadable(ids[0]);
+    }
+    await release(ids);
+  };
+  coordinator.gain("g", 1);
+  await until(() => coordinator.calls.some((c) => c.op === "fail"), "the fail report");
+  await settle(5);
+  assert.ok(!coordinator.calls.some((c) => c.op === "release"), "nothing released yet");
+  for (let i = 0; i < 8 && !coordinator.calls.some((c) => c.op === "release"); i++) {
+    await clock.advance(500);
+    await settle(2);
+  }
+  assert.ok(coordinator.calls.some((c) => c.op === "release" && c.splitIds[0] === "g"), "released within statusIntervalMs, no shutdown or revocation");
+  // The refused release is tried again (doubling from statusIntervalMs), still with no shutdown.
+  for (let i = 0; i < 8 && coordinator.held.has("g"); i++) {
+    await clock.advance(500);
+    await settle(2);
+  }
+  assert.equal(coordinator.held.has("g"), false, "the split is let go of");
+  assert.equal(coordinator.calls.filter((c) => c.op === "release").length, 2);
+  assert.equal(worker.finished, false);
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
 Deno.test("worker: an idle standby drains on allComplete and closes", async () => {

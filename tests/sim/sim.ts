@@ -252,6 +252,7 @@ export class Referee {
           );
         }
         this.plan = next;
+        this.#checkOutcome(`${w.label} wrote plan r${rev}`);
       } else if (key === "leader" && value !== undefined) {
         const l = decodeRecord(key, value, LeaderRecordSchema);
         if (l.term > 0) {
@@ -332,6 +333,24 @@ export class Referee {
     this.#accounting(id, where, w, p, rec);
     prev.record = rec;
     prev.revision = rev;
+    if (this.plan?.outcome) this.#checkOutcome(where);
+  }
+
+  /**
+   * An outcome is written only while the split records agree with it, or
+   * is revisited after: `staleOutcome` names a plan outcome that disagreed
+   * with the store when it landed (or since a split write), until a later
+   * plan write replaces it; one still standing at the end is a violation.
+   */
+  staleOutcome: string | undefined;
+
+  #checkOutcome(where: string): void {
+    const o = this.plan?.outcome;
+    const c = this.counts();
+    const agrees = !o || o.kind === "planFailed" ||
+      (c.runnable === 0 && c.completed === o.completed && c.cancelled === (o.cancelled ?? 0) &&
+        c.quarantined === (o.kind === "stalled" ? o.quarantined : 0));
+    this.staleOutcome = agrees ? undefined : `${where}: outcome ${JSON.stringify(o)} while the store holds ${JSON.stringify(c)}`;
   }
 
   /** Attempt accounting and the hand-over rules of one landed write (see the class doc). */
@@ -998,6 +1017,12 @@ export class Sim {
       case "planFailed":
         this.violation(`${p.label} announced planFailed (${ev.error}): the simulation's planner never fails`);
         return;
+      case "reopened":
+        // An announced outcome withdrawn (the plan record no longer carries it): the next one is announced again.
+        this.note(`event ${p.label} reopened (was ${ev.was})`);
+        this.count("reopened");
+        p.outcome = null;
+        return;
       case "allComplete":
       case "stalled": {
         this.note(`event ${p.label} ${ev.type}`);
@@ -1331,6 +1356,7 @@ export class Sim {
       this.violation(`store holds ${ref.splits.size} splits, planned ${this.cfg.splits.length}`);
     }
     const c = ref.counts();
+    if (ref.staleOutcome) this.violation(`an outcome stands against the split records: ${ref.staleOutcome}`);
     if (c.runnable > 0) this.violation(`every live worker has an outcome but ${c.runnable} splits are runnable`);
     const want = c.quarantined > 0 ? "stalled" : "allComplete";
     for (const p of this.procs) {
