@@ -111,9 +111,7 @@ export class WorkerEvents<D> {
         return;
       }
       case "reopened":
-        if (this.#stall !== null && !this.#d.draining()) {
-          this.#log("info", "job reopened: the stalled outcome was withdrawn; working on", { event: "reopened", was: ev.was });
-        }
+        // Logged by the coordinator (one line, event reopened), like the outcome it withdraws.
         this.#holdStall(null);
         return;
     }

@@ -337,7 +337,7 @@ Deno.test("worker: stalledIsFatal=false drains with a warning", async () => {
 
 Deno.test("worker: a stalled outcome withdrawn before the hold ends (reopened) keeps the worker working", async () => {
   const ran: string[] = [];
-  const { coordinator, worker, clock, lines } = setup(async (lane) => {
+  const { coordinator, worker, clock } = setup(async (lane) => {
     ran.push(lane.splitId);
     await lane.complete({ watermark: 1 });
   });
@@ -348,7 +348,6 @@ Deno.test("worker: a stalled outcome withdrawn before the hold ends (reopened) k
   coordinator.emit({ type: "reopened", was: "stalled" });
   await clock.advance(5000);
   assert.equal(worker.finished || worker.draining, false, "the withdrawn stall does not end the worker");
-  assert.ok(lines.some((l) => l.fields.event === "reopened"));
   coordinator.gain("requeued", 2);
   await until(() => worker.stats().completed === 1, "the requeued split to run");
   assert.deepEqual(ran, ["requeued"]);
