@@ -5,7 +5,7 @@
  *
  * ```sh
  * deno run -A cli.ts status --servers ws://nats:8080 --job backfill     # this repository
- * npx @splitlease/splitlease splits --state quarantined                 # the npm package (NATS_URL, JOB set)
+ * npx splitlease splits --state quarantined                            # the npm package (NATS_URL, JOB set)
  * node dist/cli.js requeue --all --json
  * ```
  *
