@@ -544,7 +544,7 @@ export const mutants = [
   {
     name: "outcome-kept-against-store",
     breaks: "a standing outcome is revisited only when a split is runnable again: stalled {quarantined: 1} stays for good after its last quarantined split was cancelled",
-    edits: [{ file: C + "leader/completion.ts", search: "if (this.#disagrees(plan.outcome, plan.planned)) await", replace: "if (v.counts.runnable > 0) await" }],
+    edits: [{ file: C + "leader/completion.ts", search: "if (!this.#disagrees(plan.outcome, plan.planned)) return;", replace: "if (v.counts.runnable === 0) return;" }],
     suites: ["coordinator", "nats"],
   },
   {

@@ -43,7 +43,16 @@ export class CompletionJudge {
       // An outcome the split records no longer support (an operator requeued
       // or cancelled a split, possibly while the outcome was on its way) is
       // cleared, then decided again: it never stands against the store.
-      if (this.#disagrees(plan.outcome, plan.planned)) await this.#write(term, undefined, known);
+      if (!this.#disagrees(plan.outcome, plan.planned)) return;
+      this.#busy = true; // one clear in flight, not one per pass
+      try {
+        await this.#write(term, undefined, known);
+      } catch (e) {
+        this.#core.log("warn", "Clearing the job outcome failed; retrying", { error: String(e) });
+        this.#core.clock.setTimeout(() => this.#core.schedule(), Math.min(250, this.#core.config.opTimeoutMs));
+      } finally {
+        this.#busy = false;
+      }
       return;
     }
     if (v.counts.runnable > 0 || v.splits.size < plan.planned) return;
