@@ -6,7 +6,8 @@
  * @module
  */
 import { isValidId } from "../store/keys.ts";
-import type { SplitStatus } from "../records.ts";
+import type { FleetState } from "../fleet/types.ts";
+import { FLEET_STATE_ALIASES, FLEET_STATES } from "../fleet/fleet_view.ts";
 
 /** Exit codes of the CLI. */
 export const CLI_EXIT = {
@@ -28,7 +29,7 @@ export class UsageError extends Error {}
 /** A parsed command. */
 export type Command =
   | { name: "status" }
-  | { name: "splits"; state?: SplitStatus[]; owner?: string; limit: number; after?: string }
+  | { name: "splits"; state?: FleetState[]; owner?: string; limit: number; after?: string }
   | { name: "requeue"; id?: string; all: boolean }
   | { name: "cancel"; id: string }
   | { name: "drain"; instance: string }
@@ -53,7 +54,8 @@ export const USAGE = `usage: splitlease <command> [options]
 commands:
   status                          job, leader, plan, split counts and members
   splits [--state S[,S]] [--owner INSTANCE] [--limit N] [--after ID]
-                                  splits by id (states: runnable, completed, quarantined, cancelled)
+                                  splits by id (states: runnable, owned, unclaimed, completed, quarantined,
+                                  cancelled; owned and unclaimed are the two halves of runnable)
   requeue <split-id> | --all      requeue a quarantined split, or every one
   cancel <split-id>               cancel a split (terminal; its owner stops at once)
   drain <instance>                drain a member: it hands its splits over and exits 0
@@ -73,7 +75,6 @@ output:
 exit codes: 0 done, 1 store or job error, 2 usage, 3 not applied (no such split or member,
 or another state), 4 lost a race 5 times (run again)`;
 
-const STATES = ["runnable", "completed", "quarantined", "cancelled"];
 const FLAGS_WITH_VALUE = new Set(["--servers", "-s", "--job", "-j", "--user", "--pass", "--token", "--creds", "--op-timeout-ms", "--state", "--owner", "--limit", "--after"]);
 const BOOLEAN_FLAGS = new Set(["--json", "--help", "-h", "--all"]);
 
@@ -123,8 +124,14 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       break;
     case "splits": {
       noMore(0);
-      const state = flag("--state")?.split(",").map((s) => s.trim()).filter(Boolean);
-      for (const s of state ?? []) if (!STATES.includes(s)) throw new UsageError(`unknown state ${JSON.stringify(s)}; states: ${STATES.join(", ")}`);
+      // The words `status` prints; the old ones (running, waiting) as aliases.
+      const state = flag("--state")?.split(",").map((s) => s.trim()).filter(Boolean).map((s) => {
+        const canonical = FLEET_STATE_ALIASES[s] ?? s;
+        if (!FLEET_STATES.includes(canonical as FleetState)) {
+          throw new UsageError(`unknown state ${JSON.stringify(s)}; states: ${FLEET_STATES.join(", ")}`);
+        }
+        return canonical as FleetState;
+      });
       const limitText = flag("--limit") ?? "100";
       const limit = Number(limitText);
       if (!/^\d+$/.test(limitText) || limit < 1 || limit > 1000) throw new UsageError(`--limit must be an integer from 1 to 1000, got ${JSON.stringify(limitText)}`);
@@ -133,7 +140,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       command = {
         name,
         limit,
-        ...(state ? { state: state as SplitStatus[] } : {}),
+        ...(state ? { state } : {}),
         ...(owner !== undefined ? { owner: id("instance id", owner) } : {}),
         ...(after !== undefined ? { after: id("split id", after) } : {}),
       };

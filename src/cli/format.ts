@@ -29,7 +29,7 @@ export function formatStatus(job: string, v: FleetView): string {
         : "no plan yet"),
   );
   out.push(
-    `splits ${c.total}: ${c.completed} completed, ${c.owned} running, ${c.unowned} waiting, ` +
+    `splits ${c.total}: ${c.completed} completed, ${c.runnable} runnable (${c.owned} owned, ${c.unclaimed} unclaimed), ` +
       `${c.quarantined} quarantined, ${c.cancelled} cancelled` + (c.invalid ? `, ${c.invalid} unreadable` : "") +
       ` (${pct}% of the weight completed)`,
   );

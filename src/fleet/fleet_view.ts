@@ -19,16 +19,17 @@ import {
   safeDecodeRecord,
   type SplitRecord,
   SplitRecordSchema,
-  type SplitStatus,
 } from "../records.ts";
 import type { ZodType } from "zod";
 import { SplitleaseError } from "../errors.ts";
 import { isValidId, keys } from "../store/keys.ts";
 import type { StoreEntry } from "../store/store.ts";
-import type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetSnapshot, FleetSplit, FleetView } from "./types.ts";
+import type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetSnapshot, FleetSplit, FleetState, FleetView } from "./types.ts";
 
-/** Every split status, in the order a fleet view lists them. */
-const STATUSES: readonly SplitStatus[] = ["runnable", "completed", "quarantined", "cancelled"];
+/** Every state a query filters on, in the order a fleet view lists them (`owned` and `unclaimed` split `runnable`). */
+export const FLEET_STATES: readonly FleetState[] = ["runnable", "owned", "unclaimed", "completed", "quarantined", "cancelled"];
+/** Old words for states, still accepted: the CLI's `status` and the fleet page said running and waiting, `/fleet` unowned. */
+export const FLEET_STATE_ALIASES: Readonly<Record<string, FleetState>> = { running: "owned", waiting: "unclaimed", unowned: "unclaimed" };
 /** Default page size of {@linkcode FleetQuery.limit}. */
 const DEFAULT_LIMIT = 100;
 /** Largest page {@linkcode FleetQuery.limit} allows. */
@@ -48,14 +49,17 @@ const MAX_INVALID_LISTED = 20;
  */
 export function normalizeFleetQuery(
   q: FleetQuery = {},
-): { state: SplitStatus[] | null; owner: string | null; after: string | null; limit: number } {
+): { state: FleetState[] | null; owner: string | null; after: string | null; limit: number } {
   const bad = (what: string, value: unknown, rule: string) =>
     new SplitleaseError("INVALID_ARGUMENT", `Fleet query: ${what} ${JSON.stringify(value) ?? String(value)} ${rule}`);
-  let state: SplitStatus[] | null = null;
+  let state: FleetState[] | null = null;
   if (q.state !== undefined) {
-    const list = typeof q.state === "string" ? [q.state] : [...q.state];
-    for (const s of list) if (!STATUSES.includes(s)) throw bad("state", s, `is not one of ${STATUSES.join(", ")}`);
-    state = STATUSES.filter((s) => list.includes(s));
+    const given: string[] = typeof q.state === "string" ? [q.state] : [...q.state];
+    const list = given.map((s) => FLEET_STATE_ALIASES[s] ?? s);
+    for (const [i, s] of list.entries()) {
+      if (!FLEET_STATES.includes(s as FleetState)) throw bad("state", given[i], `is not one of ${FLEET_STATES.join(", ")}`);
+    }
+    state = FLEET_STATES.filter((s) => list.includes(s));
   }
   if (q.owner !== undefined && !isValidId(q.owner)) throw bad("owner", q.owner, "is not an instance id (1-128 of [A-Za-z0-9_-])");
   if (q.after !== undefined && !isValidId(q.after)) throw bad("after", q.after, "is not a split id (1-128 of [A-Za-z0-9_-])");
@@ -160,7 +164,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
   }
 
   const counts: FleetCounts = {
-    total: 0, runnable: 0, owned: 0, unowned: 0, completed: 0, quarantined: 0, cancelled: 0, invalid: 0, weight: 0, completedWeight: 0,
+    total: 0, runnable: 0, owned: 0, unclaimed: 0, unowned: 0, completed: 0, quarantined: 0, cancelled: 0, invalid: 0, weight: 0, completedWeight: 0,
   };
   const owned = new Map<string, number>(); // "instance/session" -> runnable splits it owns
   const page: { id: string; rec: SplitRecord }[] = []; // the `limit` smallest matching ids after the cursor, sorted
@@ -183,9 +187,11 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
         counts.owned++;
         const k = rec.owner.instance + "/" + rec.owner.session;
         owned.set(k, (owned.get(k) ?? 0) + 1);
-      } else counts.unowned++;
+      } else counts.unclaimed++;
     }
-    if (q.state && !q.state.includes(rec.status)) continue;
+    if (q.state && !q.state.includes(rec.status) && !(rec.status === "runnable" && q.state.includes(rec.owner ? "owned" : "unclaimed"))) {
+      continue;
+    }
     if (q.owner !== null && rec.owner?.instance !== q.owner) continue;
     matched++;
     if (q.after !== null && id <= q.after) continue;
@@ -201,6 +207,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
     page.splice(lo, 0, { id, rec });
     if (page.length > q.limit) page.pop();
   }
+  counts.unowned = counts.unclaimed; // the deprecated name
   invalid.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 
   const live = liveness ? new Set(liveness.liveMembers) : undefined;

@@ -8,6 +8,21 @@ import type { JobOutcome, SplitFailure, SplitStatus } from "../records.ts";
 import type { StoreEntry } from "../store/store.ts";
 
 /**
+ * A state a fleet query filters on, in the one vocabulary of the CLI,
+ * `/status`, `/fleet`, the fleet page and the metrics: a split's status
+ * (`runnable`, `completed`, `quarantined`, `cancelled`), or one half of
+ * `runnable`: `owned` (a member holds it) or `unclaimed` (no owner: the
+ * backlog).
+ *
+ * @example
+ * ```ts
+ * import type { FleetState } from "@splitlease/splitlease/admin";
+ * const backlog: FleetState = "unclaimed";
+ * ```
+ */
+export type FleetState = SplitStatus | "owned" | "unclaimed";
+
+/**
  * Which splits a fleet view lists, and which page of them.
  *
  * @example
@@ -18,8 +33,12 @@ import type { StoreEntry } from "../store/store.ts";
  * ```
  */
 export interface FleetQuery {
-  /** Only splits in this state (or these states). Default: every state. */
-  state?: SplitStatus | readonly SplitStatus[];
+  /**
+   * Only splits in this state (or these states). Default: every state. The
+   * old words of the CLI and the page are accepted too: `running` for
+   * `owned`, `waiting` (and `unowned`) for `unclaimed`.
+   */
+  state?: FleetState | readonly FleetState[];
   /** Only splits whose record names this instance as owner. */
   owner?: string;
   /** Cursor: only splits whose id sorts after this one (the `page.next` of the previous page). */
@@ -137,7 +156,9 @@ export interface FleetCounts {
   runnable: number;
   /** Runnable splits with an owner. */
   owned: number;
-  /** Runnable splits without an owner (the backlog). */
+  /** Runnable splits without an owner (the backlog): the `unclaimed` of `/status` and the `splits_unclaimed` metric. */
+  unclaimed: number;
+  /** @deprecated The same as `unclaimed` (its old name), kept for readers of `/fleet`. */
   unowned: number;
   /** Completed splits. */
   completed: number;
@@ -184,7 +205,7 @@ export interface FleetView {
   /** One page of the splits that match the query, by id. */
   splits: FleetSplit[];
   /** The page: its query, the number of matching splits, and the cursor of the next page (`null`: last page). */
-  page: { limit: number; after: string | null; state: SplitStatus[] | null; owner: string | null; matched: number; next: string | null };
+  page: { limit: number; after: string | null; state: FleetState[] | null; owner: string | null; matched: number; next: string | null };
   /** Unreadable records (the first 20 by key; `counts.invalid` counts the split records) and their problem. */
   invalid: { key: string; message: string }[];
 }

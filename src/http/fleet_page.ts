@@ -49,8 +49,8 @@ export const FLEET_PAGE_HTML: string = `<!doctype html>
 <div class="cards">
   <div class="card">splits<b id="count-total">–</b></div>
   <div class="card">completed<b id="count-completed" class="ok">–</b></div>
-  <div class="card">running<b id="count-owned">–</b></div>
-  <div class="card">waiting<b id="count-unowned">–</b></div>
+  <div class="card">owned<b id="count-owned">–</b></div>
+  <div class="card">unclaimed<b id="count-unclaimed">–</b></div>
   <div class="card">quarantined<b id="count-quarantined" class="bad">–</b></div>
   <div class="card">cancelled<b id="count-cancelled" class="muted">–</b></div>
   <div class="card">unreadable<b id="count-invalid" class="muted">–</b></div>
@@ -133,7 +133,7 @@ export const FLEET_PAGE_SCRIPT: string = `"use strict";
 
   function renderCounts(v) {
     const c = v.counts;
-    for (const k of ["total", "completed", "owned", "unowned", "quarantined", "cancelled", "invalid"]) $("count-" + k).textContent = c[k];
+    for (const k of ["total", "completed", "owned", "unclaimed", "quarantined", "cancelled", "invalid"]) $("count-" + k).textContent = c[k];
     const done = c.completed + c.cancelled;
     $("progress").max = Math.max(1, c.total);
     $("progress").value = done;
@@ -208,7 +208,7 @@ export const FLEET_PAGE_SCRIPT: string = `"use strict";
     const tbody = $("runnable").tBodies[0];
     tbody.replaceChildren(...v.splits.map((s) => {
       const wm = s.progress && s.progress.watermark !== null ? "at " + s.progress.watermark : "not started";
-      const tr = row([el("code", s.id), s.owner ?? "(waiting)", s.epoch, s.attempts, wm, el("code", s.descriptor ?? "(in spec record)")]);
+      const tr = row([el("code", s.id), s.owner ?? "(unclaimed)", s.epoch, s.attempts, wm, el("code", s.descriptor ?? "(in spec record)")]);
       tr.dataset.split = s.id;
       return tr;
     }));

@@ -20,9 +20,8 @@ import type { Coordinator } from "../coordinator/types.ts";
 import { InvalidKeyError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { cancelSplit, drainMember, requeueQuarantined, requeueSplit } from "../fleet/actions.ts";
 import { buildFleetView, normalizeFleetQuery, parseFleetLimit } from "../fleet/fleet_view.ts";
-import type { FleetQuery, FleetSnapshot } from "../fleet/types.ts";
+import type { FleetQuery, FleetSnapshot, FleetState } from "../fleet/types.ts";
 import { readFleetSnapshot } from "../fleet/read_fleet.ts";
-import type { SplitStatus } from "../records.ts";
 import type { Store } from "../store/store.ts";
 import { FLEET_PAGE_HTML, FLEET_PAGE_SCRIPT } from "./fleet_page.ts";
 
@@ -112,7 +111,7 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
   app.get("/fleet", async (c) => {
     const q: FleetQuery = {};
     const state = c.req.query("state");
-    if (state !== undefined && state !== "") q.state = state.split(",").map((s) => s.trim()) as SplitStatus[];
+    if (state !== undefined && state !== "") q.state = state.split(",").map((s) => s.trim()) as FleetState[];
     const owner = c.req.query("owner");
     if (owner) q.owner = owner;
     const after = c.req.query("after");

@@ -142,7 +142,7 @@ Deno.test({
       assert.deepEqual([status.counts.total, status.counts.completed, status.counts.quarantined, status.counts.owned], [6, 4, 1, 1]);
       assert.deepEqual(status.members.map((m: { instance: string }) => m.instance), ["w1", "w2"]);
       const text = await cli("node", ["status"], env);
-      assert.match(text.stdout, /splits 6: 4 completed, 1 running, 0 waiting, 1 quarantined, 0 cancelled/);
+      assert.match(text.stdout, /splits 6: 4 completed, 1 runnable \(1 owned, 0 unclaimed\), 1 quarantined, 0 cancelled/);
       assert.match(text.stdout, /w1 \(leader\)/);
 
       // The quarantined split, with its failures.

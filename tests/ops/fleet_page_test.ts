@@ -105,7 +105,7 @@ Deno.test({
       await waitText(page, "the failure history of s9", `(document.querySelector('#quarantined tr[data-split="s9"]')?.innerText ?? "").split("could not parse row 7").length === 3`);
       assert.equal(await text(page, "#count-total"), "10");
       assert.equal(await text(page, "#count-owned"), "1", "s8 runs");
-      assert.equal(await text(page, "#count-unowned"), "0");
+      assert.equal(await text(page, "#count-unclaimed"), "0");
       assert.match(await text(page, "#progress-text"), /^8 of 10 finished \(80% of the weight completed\)$/);
       const members = await page.$$eval("#members tbody tr", (rows) => rows.map((r) => (r as unknown as Shown).innerText.replace(/\s+/g, " ").trim()));
       assert.equal(members.length, 2);

@@ -48,7 +48,7 @@ function fixture(): [string, SplitRecord][] {
 Deno.test("fleet view: job-wide counts, members with their load, leader and plan", () => {
   const view = buildFleetView(snapshot(fixture()));
   assert.deepEqual(view.counts, {
-    total: 7, runnable: 4, owned: 3, unowned: 1, completed: 1, quarantined: 1, cancelled: 1, invalid: 0, weight: 12, completedWeight: 5,
+    total: 7, runnable: 4, owned: 3, unclaimed: 1, unowned: 1, completed: 1, quarantined: 1, cancelled: 1, invalid: 0, weight: 12, completedWeight: 5,
   });
   assert.deepEqual(view.members.map((m) => [m.instance, m.owned, m.held, m.draining, m.planner, m.leader, m.alive]), [
     ["a", 1, null, false, true, true, null], // s7 names an old session of a: not counted as a's
