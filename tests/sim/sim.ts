@@ -23,6 +23,7 @@ import {
   type SplitRecord,
   SplitRecordSchema,
 } from "../../src/records.ts";
+import { cancelSplit, requeueSplit } from "../../src/fleet/actions.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
 import type { DeleteResult, Store, StoreEntry, Watch, WatchEvent, WriteResult } from "../../src/store/store.ts";
 import { Channel } from "../../src/util/channel.ts";
@@ -226,7 +227,10 @@ export class Referee {
   #do<T>(w: Writer, op: string, key: string, value: string | undefined, fn: () => Promise<T>): Promise<T> {
     const before = this.mem.revision;
     const p = fn();
-    if (this.mem.revision !== before) this.#landed(w, op, key, value, this.mem.revision);
+    if (this.mem.revision !== before) {
+      this.#landed(w, op, key, value, this.mem.revision);
+      this.onLanded?.(key);
+    }
     return p;
   }
 
@@ -303,6 +307,19 @@ export class Referee {
       return;
     }
     const p = prev.record;
+    if (w.label === OPERATOR) {
+      // A requeue or cancel: epoch + 1, owned by nobody, of a split not finished (this simulation's operator repairs quarantined ones).
+      if (rec.epoch !== p.epoch + 1 || rec.owner !== null || p.status !== "quarantined") {
+        this.violation(`${where}: not an operator's repair (${p.status}@${p.epoch} -> ${rec.status}@${rec.epoch})`);
+      }
+      prev.holders.set(rec.epoch, null);
+      prev.openers.set(rec.epoch, w);
+      prev.claimed.set(rec.epoch, rec.progress);
+      prev.record = rec;
+      prev.revision = rev;
+      if (this.plan?.outcome) this.#checkOutcome(where);
+      return;
+    }
     if (op === "create") this.violation(`${where}: re-created`);
     if (p.status !== "runnable") this.violation(`${where}: write after the split became ${p.status}`);
     if (rec.epoch < p.epoch) this.violation(`${where}: epoch regressed ${p.epoch} -> ${rec.epoch}`);
@@ -343,6 +360,8 @@ export class Referee {
    * plan write replaces it; one still standing at the end is a violation.
    */
   staleOutcome: string | undefined;
+  /** Told of every landed write, after the books are updated. */
+  onLanded?: (key: string) => void;
 
   #checkOutcome(where: string): void {
     const o = this.plan?.outcome;
@@ -401,13 +420,13 @@ export class Referee {
   /** Whether the job is complete in the store right now (final plan, every split completed). */
   allCompleted(): boolean {
     const c = this.counts();
-    return this.#final() && c.runnable === 0 && c.quarantined === 0 && c.completed === this.plan!.planned;
+    return this.#final() && c.runnable === 0 && c.quarantined === 0 && c.completed + c.cancelled === this.plan!.planned;
   }
 
   /** Whether `stalled` may be announced right now: nothing runnable, some quarantined. */
   stalledNow(): boolean {
     const c = this.counts();
-    return this.#final() && c.runnable === 0 && c.quarantined > 0 && c.completed + c.quarantined === this.plan!.planned;
+    return this.#final() && c.runnable === 0 && c.quarantined > 0 && c.completed + c.quarantined + c.cancelled === this.plan!.planned;
   }
 
   #final(): boolean {
@@ -608,6 +627,8 @@ class Proc implements Writer {
   lastBeat = 0;
   c?: SplitCoordinator;
   outcome: "allComplete" | "stalled" | null = null;
+  /** An outcome it announced that the store did not hold (an operator's repair raced it): must be withdrawn. */
+  wrongOutcome?: string;
   readonly clock: ProcClock;
   readonly store: ProcStore;
   readonly rng: Rng;
@@ -693,6 +714,13 @@ export interface SimConfig {
   faults: FaultRates;
   /** Probability a revocation is declined (forced release) instead of drained. */
   decline: number;
+  /**
+   * Probability that an operator repairs a stall as it happens: when a
+   * landed split write leaves the store stalled, an operator requeues or
+   * cancels a quarantined split 0–20 ms later (at most 3 times a run),
+   * racing the leader's decision of the outcome.
+   */
+  operator?: number;
 }
 
 /** Outcome of one seed. */
@@ -755,7 +783,42 @@ export function configFor(seed: number): SimConfig {
   };
   // Drawn last, so the rest of a seed's configuration is what it was before watch lag existed.
   cfg.actions.lag = r.pick([0, 0.02, 0.04]);
+  // From a stream of its own, so a seed's configuration is what it was before operators were simulated.
+  cfg.operator = new Rng(subSeed(seed, 3)).pick([0, 0, 0.5]);
   return cfg;
+}
+
+/** The label of the operator's writes (requeue, cancel, and their plan rewrite). */
+const OPERATOR = "OP";
+
+/** An operator's connection: writes go through the referee (as the operator), reads straight to the store. */
+class OperatorStore implements Store {
+  readonly w: Writer = { id: -1, instance: "operator", label: OPERATOR };
+  constructor(readonly sim: Sim) {}
+  create(key: string, value: string): Promise<WriteResult> {
+    return this.sim.referee.create(this.w, key, value);
+  }
+  update(key: string, value: string, revision: number): Promise<WriteResult> {
+    return this.sim.referee.update(this.w, key, value, revision);
+  }
+  delete(key: string, revision?: number): Promise<DeleteResult> {
+    return this.sim.referee.delete(this.w, key, revision);
+  }
+  get(key: string): Promise<StoreEntry | undefined> {
+    return this.sim.mem.get(key);
+  }
+  list(filter: string): Promise<StoreEntry[]> {
+    return this.sim.mem.list(filter);
+  }
+  watch(filter: string): Watch {
+    return this.sim.mem.watch(filter);
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+  [Symbol.asyncDispose](): Promise<void> {
+    return Promise.resolve();
+  }
 }
 
 const HEAL_DEADLINE_MS = 60_000;
@@ -803,6 +866,7 @@ export class Sim {
         return undefined;
       },
     });
+    this.referee.onLanded = (key) => this.#onLanded(key);
     for (const s of cfg.splits) {
       this.splitById.set(s.id, s);
       this.sink.set(s.id, new Array(s.records).fill(0));
@@ -1022,23 +1086,27 @@ export class Sim {
         this.note(`event ${p.label} reopened (was ${ev.was})`);
         this.count("reopened");
         p.outcome = null;
+        p.wrongOutcome = undefined;
         return;
       case "allComplete":
       case "stalled": {
         this.note(`event ${p.label} ${ev.type}`);
         if (p.outcome) this.violation(`${p.label} announced ${ev.type} after ${p.outcome}`);
         p.outcome = ev.type;
+        let wrong: string | undefined;
         if (ev.type === "allComplete" && !this.referee.allCompleted()) {
-          this.violation(`${p.label} announced allComplete but the store holds ${JSON.stringify(this.referee.counts())}`);
+          wrong = `${p.label} announced allComplete but the store holds ${JSON.stringify(this.referee.counts())}`;
         }
         if (ev.type === "stalled") {
           const c = this.referee.counts();
           if (!this.referee.stalledNow() || c.completed !== ev.completed || c.quarantined !== ev.quarantined) {
-            this.violation(
-              `${p.label} announced stalled(${ev.completed}, ${ev.quarantined}) but the store holds ${JSON.stringify(c)}`,
-            );
+            wrong = `${p.label} announced stalled(${ev.completed}, ${ev.quarantined}) but the store holds ${JSON.stringify(c)}`;
           }
         }
+        // Only an operator's repair racing the decision can make an outcome untrue as it lands (its
+        // plan write comes after its split write); the outcome must then be withdrawn (reopened).
+        if (wrong && this.#operated === 0) this.violation(wrong);
+        else if (wrong) p.wrongOutcome = wrong;
         return;
       }
     }
@@ -1125,6 +1193,42 @@ export class Sim {
   }
 
   // --- actions -------------------------------------------------------------------------
+
+  /** Operator repairs started, and those not finished yet. */
+  #operated = 0;
+  #operating = 0;
+  #wasStalled = false;
+  /** The operator's own stream: its choices never shift the engine's. */
+  #opRng: Rng | undefined;
+
+  /** After a landed write that leaves the store stalled: maybe an operator repairs it, racing the leader's decision. */
+  #onLanded(key: string): void {
+    if (!key.startsWith("split.")) return;
+    const stalled = this.referee.stalledNow();
+    const was = this.#wasStalled;
+    this.#wasStalled = stalled;
+    const r = (this.#opRng ??= new Rng(subSeed(this.seed, 4)));
+    if (!stalled || was || !this.cfg.operator || this.#operated >= 3 || !r.chance(this.cfg.operator)) return;
+    const ids = [...this.referee.splits].filter(([, t]) => t.record.status === "quarantined").map(([id]) => id);
+    const id = r.pick(ids);
+    const cancel = r.chance(0.5);
+    this.#operated++;
+    this.#operating++;
+    this.clock.setTimeout(() => void this.#operate(id, cancel), r.int(0, 20));
+  }
+
+  async #operate(id: string, cancel: boolean): Promise<void> {
+    const store = new OperatorStore(this);
+    try {
+      const r = cancel ? await cancelSplit(store, id) : await requeueSplit(store, id);
+      this.note(`operator ${cancel ? "cancel" : "requeue"} ${id}: ${r.outcome}${"reopened" in r && r.reopened ? " (reopened)" : ""}`);
+      this.count(cancel ? "operatorCancels" : "operatorRequeues");
+    } catch (e) {
+      this.violation(`operator ${cancel ? "cancel" : "requeue"} ${id} threw ${String(e)}`);
+    } finally {
+      this.#operating--;
+    }
+  }
 
   #live(): Proc[] {
     return this.procs.filter((p) => p.state === "running" && !p.dead);
@@ -1253,6 +1357,7 @@ export class Sim {
   }
 
   #finished(): boolean {
+    if (this.#operating > 0) return false;
     let live = 0;
     for (const p of this.procs) {
       if (p.state === "joining" || p.state === "leaving") return false;
@@ -1357,6 +1462,7 @@ export class Sim {
     }
     const c = ref.counts();
     if (ref.staleOutcome) this.violation(`an outcome stands against the split records: ${ref.staleOutcome}`);
+    for (const p of this.procs) if (p.state === "running" && p.wrongOutcome) this.violation(`never withdrawn: ${p.wrongOutcome}`);
     if (c.runnable > 0) this.violation(`every live worker has an outcome but ${c.runnable} splits are runnable`);
     const want = c.quarantined > 0 ? "stalled" : "allComplete";
     for (const p of this.procs) {
