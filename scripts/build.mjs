@@ -168,74 +168,83 @@ for (const e of entries) {
   if (!existsSync(join(root, e.dts))) fail(`tsc emitted no ${e.dts} for ${e.src}`);
 }
 
-// --- the single-file bundle (runtime-neutral API: mod, nats, serverless) ------
-const bundled = ["mod.ts", "nats.ts", "adapters/serverless.ts"];
-const bundleEntry = join(out, ".bundle-entry.ts");
-writeFileSync(bundleEntry, bundled.map((f) => `export * from ${JSON.stringify(join(root, f))};`).join("\n") + "\n");
-await build({
-  absWorkingDir: root,
-  entryPoints: [bundleEntry],
-  outfile: join(out, "splitlease.bundle.js"),
-  bundle: true,
-  format: "esm",
-  platform: "neutral",
-  mainFields: ["module", "main"],
-  conditions: ["import", "module", "default"],
-  target: "es2022",
-  minify: true,
-  keepNames: true,
-  legalComments: "eof",
-  // Deno reads the declarations named here when the bundle is imported by
-  // path or URL (https://docs.deno.com/runtime/fundamentals/typescript/).
-  banner: { js: '// @ts-self-types="./splitlease.bundle.d.ts"' },
-  // tweetnacl (via nkeys) may require("crypto") for randomBytes: serve it
-  // from Web Crypto, which every supported runtime has.
-  plugins: [{
-    name: "web-crypto-shim",
-    setup(b) {
-      b.onResolve({ filter: /^(node:)?crypto$/ }, () => ({ path: "crypto", namespace: "web-crypto-shim" }));
-      b.onLoad({ filter: /.*/, namespace: "web-crypto-shim" }, () => ({
-        loader: "js",
-        contents: "module.exports = { randomBytes(n) { const b = new Uint8Array(n); " +
-          "for (let i = 0; i < n; i += 65536) globalThis.crypto.getRandomValues(b.subarray(i, Math.min(n, i + 65536))); " +
-          "return b; } };",
-      }));
-    },
-  }],
-  logLevel: "warning",
-});
-rmSync(bundleEntry);
+// --- the single-file bundles ---------------------------------------------------
+// splitlease.bundle.js: the runtime-neutral API (mod, nats, serverless).
+// splitlease.bundle.deno.js: the same plus the Deno adapter (`serve`,
+// `denoWebSocket`), for Deno programs that import by URL: the README tells
+// Deno users to use both, and the neutral bundle has neither.
+async function buildBundle(name, bundled) {
+  const bundleEntry = join(out, ".bundle-entry.ts");
+  writeFileSync(bundleEntry, bundled.map((f) => `export * from ${JSON.stringify(join(root, f))};`).join("\n") + "\n");
+  await build({
+    absWorkingDir: root,
+    entryPoints: [bundleEntry],
+    outfile: join(out, `${name}.js`),
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    mainFields: ["module", "main"],
+    conditions: ["import", "module", "default"],
+    target: "es2022",
+    minify: true,
+    keepNames: true,
+    legalComments: "eof",
+    // Deno reads the declarations named here when the bundle is imported by
+    // path or URL (https://docs.deno.com/runtime/fundamentals/typescript/).
+    banner: { js: `// @ts-self-types="./${name}.d.ts"` },
+    // tweetnacl (via nkeys) may require("crypto") for randomBytes: serve it
+    // from Web Crypto, which every supported runtime has.
+    plugins: [{
+      name: "web-crypto-shim",
+      setup(b) {
+        b.onResolve({ filter: /^(node:)?crypto$/ }, () => ({ path: "crypto", namespace: "web-crypto-shim" }));
+        b.onLoad({ filter: /.*/, namespace: "web-crypto-shim" }, () => ({
+          loader: "js",
+          contents: "module.exports = { randomBytes(n) { const b = new Uint8Array(n); " +
+            "for (let i = 0; i < n; i += 65536) globalThis.crypto.getRandomValues(b.subarray(i, Math.min(n, i + 65536))); " +
+            "return b; } };",
+        }));
+      },
+    }],
+    logLevel: "warning",
+  });
+  rmSync(bundleEntry);
 
-// Its declarations: one file, dependencies' types inlined (a program that
-// imports the bundle by URL has no node_modules to resolve "zod" from).
-const dtsEntry = join(types, ".bundle-entry.d.ts");
-writeFileSync(
-  dtsEntry,
-  bundled.map((f) => `export * from ${JSON.stringify("./" + f.replace(/\.ts$/, ".js"))};`).join("\n") + "\n",
-);
-const { rollup } = await import("rollup");
-const { dts } = await import("rollup-plugin-dts");
-const warnings = [];
-const rolled = await rollup({
-  input: dtsEntry,
-  plugins: [dts({ respectExternal: true, compilerOptions: { types: [] } })],
-  onwarn: (w) => warnings.push(w.message),
-});
-await rolled.write({ file: join(out, "splitlease.bundle.d.ts"), format: "es" });
-await rolled.close();
-rmSync(dtsEntry);
-const bundleDts = disposableLib +
-  readFileSync(join(out, "splitlease.bundle.d.ts"), "utf8").replaceAll(disposableLib, "");
-writeFileSync(join(out, "splitlease.bundle.d.ts"), bundleDts);
-const code = bundleDts.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
-const bare = [...code.matchAll(/(?:from\s*|import\s*\(\s*)["']([^"'.][^"']*)["']/g)].map((m) => m[1]);
-if (bare.length) fail(`dist/splitlease.bundle.d.ts still imports ${[...new Set(bare)].join(", ")}`);
-if (warnings.length) process.stderr.write(`declaration bundle warnings:\n  ${warnings.join("\n  ")}\n`);
+  // Its declarations: one file, dependencies' types inlined (a program that
+  // imports the bundle by URL has no node_modules to resolve "zod" from).
+  const dtsEntry = join(types, ".bundle-entry.d.ts");
+  writeFileSync(
+    dtsEntry,
+    bundled.map((f) => `export * from ${JSON.stringify("./" + f.replace(/\.ts$/, ".js"))};`).join("\n") + "\n",
+  );
+  const { rollup } = await import("rollup");
+  const { dts } = await import("rollup-plugin-dts");
+  const warnings = [];
+  const rolled = await rollup({
+    input: dtsEntry,
+    plugins: [dts({ respectExternal: true, compilerOptions: { types: [] } })],
+    onwarn: (w) => warnings.push(w.message),
+  });
+  await rolled.write({ file: join(out, `${name}.d.ts`), format: "es" });
+  await rolled.close();
+  rmSync(dtsEntry);
+  const bundleDts = disposableLib +
+    readFileSync(join(out, `${name}.d.ts`), "utf8").replaceAll(disposableLib, "");
+  writeFileSync(join(out, `${name}.d.ts`), bundleDts);
+  const code = bundleDts.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+  const bare = [...code.matchAll(/(?:from\s*|import\s*\(\s*)["']([^"'.][^"']*)["']/g)].map((m) => m[1]);
+  if (bare.length) fail(`dist/${name}.d.ts still imports ${[...new Set(bare)].join(", ")}`);
+  if (warnings.length) process.stderr.write(`declaration bundle warnings (${name}):\n  ${warnings.join("\n  ")}\n`);
+}
+const neutral = ["mod.ts", "nats.ts", "adapters/serverless.ts"];
+await buildBundle("splitlease.bundle", neutral);
+await buildBundle("splitlease.bundle.deno", [...neutral, "adapters/deno.ts"]);
 
 const size = (f) => `${(statSync(join(out, f)).size / 1024).toFixed(0)} KiB`;
 console.log(
   `built dist/ (${entries.map((e) => e.sub).join(", ")}; declarations in dist/types/) and ` +
-    `dist/splitlease.bundle.js (${size("splitlease.bundle.js")}, types ${size("splitlease.bundle.d.ts")}) in ${
+    `dist/splitlease.bundle.js (${size("splitlease.bundle.js")}, types ${size("splitlease.bundle.d.ts")}; ` +
+    `with the Deno adapter: splitlease.bundle.deno.js, ${size("splitlease.bundle.deno.js")}) in ${
       Date.now() - started
     } ms`,
 );
