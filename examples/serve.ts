@@ -57,6 +57,8 @@ function num(env: Record<string, string | undefined>, name: string): number | un
  * never `HOSTNAME`, which shells and Kubernetes set to the host or pod name),
  * `NATS_URL` (comma-separated `ws://`
  * URLs; without it the embedded MemoryStore serves a single process),
+ * `NATS_REPLICAS` (the job bucket's replicas when this worker creates it: 3
+ * on a production cluster),
  * `LEASE_MS`, `OP_TIMEOUT_MS`, `MAX_IN_FLIGHT`, `DRAIN_DEADLINE_MS`,
  * `REPLAN_INTERVAL_MS`, `SHUTDOWN_MARGIN_MS`, `DRAIN_TOKEN`, `DRAIN_OPEN=1`
  * (accept `POST /drain` without a token; without either it answers 403).
@@ -81,7 +83,10 @@ export function coordinationFromEnv(
     replanIntervalMs: num(env, "REPLAN_INTERVAL_MS"),
     shutdownMarginMs: num(env, "SHUTDOWN_MARGIN_MS"),
     ...(servers && servers.length > 0
-      ? { storeFactory: async () => NatsStore.connect({ servers, job, ...(await natsTransportHere()) }) }
+      ? {
+        storeFactory: async () =>
+          NatsStore.connect({ servers, job, replicas: num(env, "NATS_REPLICAS"), ...(await natsTransportHere()) }),
+      }
       : { store: new MemoryStore() }),
   };
   return opts;

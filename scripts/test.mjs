@@ -196,7 +196,7 @@ for (const sig of ["SIGINT", "SIGTERM"]) {
     process.exit(130);
   });
 }
-const needsPg = !only.length || only.some((o) => "tests/examples example tests pg_range".includes(o) || o.includes("pg_range"));
+const needsPg = !only.length || only.some((o) => /example|pg_range|cluster/.test(o));
 if (process.env.PG_URL) services.PG_URL = process.env.PG_URL;
 else if (needsPg) {
   const pg = await startPostgres({ log });
@@ -262,6 +262,7 @@ if (!only.length) {
 
 await denoSuite("unit tests", ["tests/unit"]);
 await denoSuite("store tests (MemoryStore and nats-server)", ["tests/store"]);
+await denoSuite(`cluster tests (3-node nats-server ${servers.current.version}, R3 buckets, kills, freezes, partitions)`, ["tests/cluster"]);
 await denoSuite("coordinator tests", ["tests/coordinator"]);
 if (!quick) await denoSuite("simulation", ["tests/sim"]);
 await denoSuite("runtime tests", ["tests/runtime"]);

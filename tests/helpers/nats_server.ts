@@ -457,20 +457,23 @@ export class NatsCluster implements AsyncDisposable {
  */
 export class TcpProxy implements AsyncDisposable {
   readonly port: number;
+  #host: string;
   #listener: Deno.Listener;
   #conns = new Set<Deno.Conn>();
   #blackholed = false;
   #closed = false;
 
-  constructor(targetPort: number) {
-    this.#listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  /** Listens on `hostname` (default 127.0.0.1; a test network's bridge address lets its namespaces in). */
+  constructor(targetPort: number, hostname = "127.0.0.1") {
+    this.#listener = Deno.listen({ hostname, port: 0 });
+    this.#host = hostname;
     this.port = (this.#listener.addr as Deno.NetAddr).port;
     this.#accept(targetPort);
   }
 
   /** `ws://` URL through the proxy. */
   get wsUrl(): string {
-    return `ws://127.0.0.1:${this.port}`;
+    return `ws://${this.#host}:${this.port}`;
   }
 
   async #accept(targetPort: number): Promise<void> {
