@@ -34,6 +34,8 @@ export interface WorkerOptions<D> {
   /**
    * `true` (default): a stalled job (quarantined splits left) ends with the
    * `stalled` outcome. `false`: it drains and ends `drained` with a warning.
+   * Either way only once the stall has stood for `statusIntervalMs`: one
+   * withdrawn meanwhile (`reopened`) keeps the worker working.
    */
   stalledIsFatal?: boolean;
   /**
@@ -46,7 +48,11 @@ export interface WorkerOptions<D> {
    * accepted progress is written at most once per interval per lane.
    */
   commitIntervalMs?: number;
-  /** How often leadership and plan changes are checked for logging (default 1000 ms). */
+  /**
+   * How often leadership and plan changes are checked for logging (default
+   * 1000 ms); also how long a stall stands before the worker finishes on it,
+   * and the first wait before a split held with no lane is released again.
+   */
   statusIntervalMs?: number;
 }
 
