@@ -137,6 +137,17 @@ export const mutants = [
     suites: COORD,
   },
   {
+    name: "takeover-charges-clean-leave",
+    breaks: "the leader charges an attempt for a split still naming a session that left cleanly (a drain's release that reached its " +
+      "successor after the successor left): a graceful drain charges an attempt, and rolling restarts quarantine healthy splits",
+    edits: [{
+      file: C + "leader/judge.ts",
+      search: "clean ? \"left\" : heir ? \"restarted\" : \"gone\", !clean);",
+      replace: "clean ? \"left\" : heir ? \"restarted\" : \"gone\", true);",
+    }],
+    suites: COORD,
+  },
+  {
     name: "commit-lower-watermark",
     breaks: "commitRecord accepts a watermark below the committed one (durable progress regresses)",
     edits: [{
@@ -285,7 +296,7 @@ export const mutants = [
     breaks: "a takeover from a dead owner consumes no attempt (a split that kills its workers is never quarantined)",
     edits: [{
       file: C + "leader/takeovers.ts",
-      search: "openRecord(cur.record, heir?.owner ?? null, true, core.config.maxAttempts)",
+      search: "openRecord(cur.record, heir?.owner ?? null, charge, core.config.maxAttempts)",
       replace: "openRecord(cur.record, heir?.owner ?? null, false, core.config.maxAttempts)",
     }],
     suites: COORD,

@@ -174,6 +174,7 @@ export class Leadership {
       if (term === undefined) return this.stop();
       this.#term = term;
       this.#record = { ...record, term };
+      if (!this.#fresh()) return this.stop();
       const r = await store.update(keys.leader, encodeRecord(this.#record), this.#leaderRev);
       if (!r.ok) return this.stop();
       this.#leaderRev = r.revision;
@@ -211,6 +212,7 @@ export class Leadership {
     const { store } = this.#core;
     for (let i = 0; i < 8 && this.#leading; i++) {
       const cur = await store.get(keys.plan);
+      if (!this.#fresh()) return undefined; // frozen since the election: a twin may hold our instance now
       const prev = cur ? safeDecodeRecord(keys.plan, cur.value, PlanRecordSchema) : undefined;
       let next: PlanRecord;
       if (prev?.ok) {
@@ -250,6 +252,12 @@ export class Leadership {
   reconcile(): number {
     const role = this.role;
     if (!role) return Infinity;
+    // Like an election, leading needs a proven membership: a leader woken
+    // from a freeze whose member record a twin took over meanwhile would
+    // otherwise act on its backlog (take its own splits over for the twin,
+    // charging attempts) before its heartbeat finds the twin. The next
+    // heartbeat that lands schedules a pass.
+    if (!this.#fresh()) return Infinity;
     const garbage = this.#follower.unreadable.get(keys.plan);
     if (garbage !== undefined && !this.#repairing) {
       this.#repairing = true;

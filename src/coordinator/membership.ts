@@ -113,6 +113,11 @@ export class Membership {
     }
     const cur = await store.get(this.#key);
     if (first && cur && cur.revision !== first.revision) throw this.duplicate();
+    // Name the session we replace: it ended without leaving, and the leader
+    // charges the splits it still names (a clean leave deletes the record,
+    // and a split released to it after that is not charged).
+    const old = cur ? safeDecodeRecord(this.#key, cur.value, MemberRecordSchema) : undefined;
+    if (old?.ok) this.#record.took = old.value.session;
     const start2 = clock.now();
     const w = cur
       ? await store.update(this.#key, encodeRecord(this.#record), cur.revision)
@@ -156,10 +161,24 @@ export class Membership {
     this.#beatTimer = this.#fenceTimer = undefined;
   }
 
-  /** Leaves: deletes the member record at our revision so peers act at once. */
+  /**
+   * Leaves: deletes the member record at our revision so peers act at once
+   * (and know we left cleanly: nothing we held is charged an attempt). A
+   * record that moved since our last answered write but still names our
+   * session (a beat that landed with its reply lost, an operator's drain)
+   * is deleted at its revision: left in place, it would read as a crash.
+   */
   async leave(): Promise<void> {
     this.stop();
-    await this.#core.store.delete(this.#key, this.#revision);
+    const { store, me } = this.#core;
+    let revision = this.#revision;
+    for (let i = 0; i < 3; i++) {
+      if ((await store.delete(this.#key, revision)).ok) return;
+      const cur = await store.get(this.#key);
+      const rec = cur ? safeDecodeRecord(this.#key, cur.value, MemberRecordSchema) : undefined;
+      if (!cur || !rec?.ok || rec.value.session !== me.session) return; // gone, or a twin's now
+      revision = cur.revision;
+    }
   }
 
   #scheduleBeat(delay?: number): void {

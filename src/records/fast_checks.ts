@@ -49,7 +49,7 @@ function isMemberRecord(x: unknown): x is MemberRecord {
     typeof x.runtime === "string" && typeof x.version === "string" && isCount(x.beat) &&
     (x.draining === undefined || typeof x.draining === "boolean") &&
     (x.planner === undefined || typeof x.planner === "boolean") && (x.held === undefined || isCount(x.held)) &&
-    (x.seen === undefined || isCount(x.seen));
+    (x.seen === undefined || isCount(x.seen)) && (x.took === undefined || (typeof x.took === "string" && x.took.length > 0));
 }
 
 const WHY = new Set(["takeover", "reclaim", "handoff"]);

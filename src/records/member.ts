@@ -39,6 +39,13 @@ export interface MemberRecord {
    * grant listed there is known to it, so the leader stops listing them.
    */
   seen?: number;
+  /**
+   * The session whose record this one took over at join (a crash restart or
+   * a twin): that session ended without leaving, so the splits it still
+   * names are charged an attempt when taken over. Absent when the record was
+   * created fresh (the previous session, if any, left cleanly).
+   */
+  took?: string;
 }
 
 /** Schema of a `member.<instance>` record. */
@@ -53,4 +60,5 @@ export const MemberRecordSchema: z.ZodType<MemberRecord> = z.object({
   planner: z.boolean().optional(),
   held: count.optional(),
   seen: count.optional(),
+  took: z.string().min(1).optional(),
 });

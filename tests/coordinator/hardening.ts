@@ -263,6 +263,48 @@ export function hardeningScenarios(b: Backend): void {
       const rec = await splitRecord(raw, h.id);
       assert.notEqual(rec.owner?.instance, "c", `${h.id} was released to the successor that left`);
       assert.equal(rec.attempts, 0, `${h.id}: a graceful drain charged an attempt`);
+      // Released to nobody (the epoch kept), not to c and taken over from it (two epochs on).
+      assert.deepEqual({ epoch: rec.epoch, owner: rec.owner }, { epoch: h.epoch, owner: null }, `${h.id} was released to nobody`);
+    }
+    const d = await f.join({ instance: "d", maxInFlight: 2 });
+    assert.ok(await completeUntil(f, [d], () => d.has("allComplete")), "the job completes");
+    for (const h of held) assert.equal((await splitRecord(raw, h.id)).attempts, 0, `${h.id}: no attempt charged`);
+  });
+
+  t("H13b. a drain's release already on its way to a successor that leaves lands on the departed member: taken over with no attempt charged", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const plan = finalPlanner(splits(2));
+    await standbyLeader(f, plan);
+    const bStore = new FaultyStore(await b.extraStore(f));
+    const bm = new Member(await SplitCoordinator.join({ store: bStore, job: f.job, instance: "b", clock: f.clock, ...f.timings, maxInFlight: 2 }));
+    f.members.push(bm);
+    assert.ok(await f.until(() => bm.held.length === 2, 3000), "b holds both splits");
+    const c = await f.join({ instance: "c", maxInFlight: 2 });
+    const held = bm.c.status().held;
+    const named = async () => {
+      const e = await raw.get(keys.assign("b"));
+      const rs = e ? (JSON.parse(e.value).revokes as { to?: { instance: string } }[]) : [];
+      return rs.length === 2 && rs.every((r) => r.to?.instance === "c");
+    };
+    const drained = bm.c.drain();
+    let ok = false;
+    for (let i = 0; i < 100 && !(ok = await named()); i++) await f.advance(2);
+    assert.ok(ok, "the leader names c as successor");
+    // b's releases to c go out but are slow to land; c leaves meanwhile.
+    const slow = bStore.hold((op, key) => op === "update" && key.startsWith(keys.splitPrefix));
+    const releasing = bm.c.release(held.map((h) => h.id));
+    assert.ok(await f.until(() => slow.count() === 2, 1000), "both releases are on their way");
+    await c.c.close();
+    slow.release();
+    await releasing;
+    await drained;
+    await f.advance(f.timings.leaseMs);
+    for (const h of held) {
+      const rec = await splitRecord(raw, h.id);
+      assert.notEqual(rec.owner?.instance, "c", `${h.id} still names the departed successor`);
+      assert.equal(rec.epoch, h.epoch + 2, `${h.id}: released to c, then taken over from it`);
+      assert.equal(rec.attempts, 0, `${h.id}: taken over from the successor that left, with an attempt charged`);
     }
     const d = await f.join({ instance: "d", maxInFlight: 2 });
     assert.ok(await completeUntil(f, [d], () => d.has("allComplete")), "the job completes");

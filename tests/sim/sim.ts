@@ -163,6 +163,8 @@ interface SplitTrack {
   openers: Map<number, Writer>;
   /** Progress carried by the write that opened an epoch. */
   claimed: Map<number, SplitProgress | null>;
+  /** Epochs opened by a draining owner's release to a named successor: epoch → that successor. */
+  handoffs: Map<number, string>;
 }
 
 /** An owner's key in the referee's books. */
@@ -179,6 +181,10 @@ export interface RefereeHooks {
    * `owner` (a {@linkcode holderKey}) and still holds `id` at `epoch`, if any.
    */
   liveHolder?(owner: string, id: string, epoch: number): string | undefined;
+  /** Whether the writer is draining (leaving after a drain): its releases to successors are a drain's. */
+  draining?(w: Writer): boolean;
+  /** Whether the process running as `owner` left cleanly (its member record delete landed) without gaining `id` at `epoch`. */
+  leftWithout?(owner: string, id: string, epoch: number): boolean;
 }
 
 /**
@@ -191,12 +197,18 @@ export interface RefereeHooks {
  * - attempt accounting: a claim or a handoff never charges, a graceful end
  *   never charges (only a poison report does, by one), a move of a split
  *   away from its owner by a third party charges one attempt (a takeover)
- *   unless it fences a revocation the leader asked for;
+ *   unless it fences a revocation the leader asked for or its owner left
+ *   cleanly (its member record deleted); no attempt is
+ *   charged by a drain (a split released to a successor that then left
+ *   gracefully without running it is never taken over with a charge);
  * - a takeover never opens an epoch while the former holder is a live,
  *   running process that still holds the split (it must have self-fenced);
  * - a claim is of a free split, or of our own (a resume);
  * - the plan record never goes back in term or generation, and a leader
- *   term belongs to one leader session, each newer than every earlier one.
+ *   term belongs to one leader session, each newer than every earlier one;
+ * - one leader per instance at a time: a session whose member record
+ *   another session of its instance holds now (a twin took it over) never
+ *   wins a term after that other session has led (a leadership ping-pong).
  */
 export class Referee {
   readonly splits = new Map<string, SplitTrack>();
@@ -207,6 +219,14 @@ export class Referee {
   /** Leader term → the session that leads in it. */
   readonly terms = new Map<number, string>();
   #maxTerm = 0;
+  /** Instance → the session its member record names now (as the landed writes tell). */
+  readonly members = new Map<string, string>();
+  /** Instances whose member record now was written over another session's (`took`: a restart or a twin), not created fresh. */
+  readonly #took = new Set<string>();
+  /** Owners (holder keys) that deleted their own member record: they left cleanly. */
+  readonly leftClean = new Set<string>();
+  /** Instance → the session of it that won the latest term it won. */
+  readonly #ledBy = new Map<string, string>();
   constructor(
     readonly mem: MemoryStore,
     readonly violation: (msg: string) => void,
@@ -246,6 +266,13 @@ export class Referee {
           const m = decodeRecord(key, value, MemberRecordSchema);
           if (w.session === undefined) w.session = m.session;
           else if (w.session !== m.session) this.violation(`${w.label} wrote session ${m.session}, is ${w.session}`);
+          this.members.set(inst, m.session);
+          if (m.took !== undefined) this.#took.add(inst);
+          else if (op === "create") this.#took.delete(inst);
+        } else {
+          if (this.members.get(inst) === w.session) this.leftClean.add(holderKey(w.instance, w.session));
+          this.members.delete(inst);
+          this.#took.delete(inst);
         }
       } else if (key === "plan" && value !== undefined) {
         const next = decodeRecord(key, value, PlanRecordSchema);
@@ -265,6 +292,15 @@ export class Referee {
             if (l.term <= this.#maxTerm) this.violation(`${w.label} leads in term ${l.term}, not above the earlier term ${this.#maxTerm}`);
             this.terms.set(l.term, l.session);
             this.#maxTerm = Math.max(this.#maxTerm, l.term);
+            const led = this.#ledBy.get(l.instance);
+            const member = this.members.get(l.instance);
+            if (led !== undefined && led !== l.session && member !== undefined && member !== l.session) {
+              this.violation(
+                `${w.label} (session ${l.session}) won term ${l.term} after session ${led} of instance ${l.instance} had led, ` +
+                  `while member.${l.instance} names session ${member}: two sessions of one instance leading in turn`,
+              );
+            }
+            this.#ledBy.set(l.instance, l.session);
           } else if (owner !== l.session) {
             this.violation(`${w.label} (session ${l.session}) leads in term ${l.term}, which session ${owner} led in`);
           }
@@ -303,6 +339,7 @@ export class Referee {
         holders: new Map([[rec.epoch, named]]),
         openers: new Map([[rec.epoch, w]]),
         claimed: new Map([[rec.epoch, null]]),
+        handoffs: new Map(),
       });
       return;
     }
@@ -347,7 +384,7 @@ export class Referee {
       this.violation(`${where}: durable watermark regressed ${pw} -> ${wm ?? "none"}`);
     }
     if (rec.attempts < p.attempts) this.violation(`${where}: attempts went down ${p.attempts} -> ${rec.attempts}`);
-    this.#accounting(id, where, w, p, rec);
+    this.#accounting(id, where, w, p, rec, prev);
     prev.record = rec;
     prev.revision = rev;
     if (this.plan?.outcome) this.#checkOutcome(where);
@@ -373,7 +410,7 @@ export class Referee {
   }
 
   /** Attempt accounting and the hand-over rules of one landed write (see the class doc). */
-  #accounting(id: string, where: string, w: Writer, p: SplitRecord, rec: SplitRecord): void {
+  #accounting(id: string, where: string, w: Writer, p: SplitRecord, rec: SplitRecord, track: SplitTrack): void {
     const me = holderKey(w.instance, w.session);
     const from = p.owner ? holderKey(p.owner.instance, p.owner.session) : null;
     const to = rec.owner ? holderKey(rec.owner.instance, rec.owner.session) : null;
@@ -398,12 +435,28 @@ export class Referee {
             `(a handoff or resume is graceful; a takeover of its own split means a leader judged itself dead)`,
         );
       }
+      if (to !== null && to !== me && this.hooks.draining?.(w)) track.handoffs.set(rec.epoch, to);
     } else if (charged === 0) {
-      // Moved away from its owner by someone else without a charge: only the leader's fence of a revocation it asked for.
-      if (!this.revoked.has(`${p.owner!.session}|${id}@${p.epoch}`)) {
+      // Moved away from its owner by someone else without a charge: only the
+      // leader's fence of a revocation it asked for, or a takeover from an
+      // owner that left cleanly (it deleted its own member record, or its
+      // instance's record is gone or was created fresh since: a session of
+      // it left cleanly after it, which the leader cannot tell apart).
+      const inst = p.owner!.instance;
+      const left = this.leftClean.has(from) || !this.members.has(inst) ||
+        (this.members.get(inst) !== p.owner!.session && !this.#took.has(inst));
+      if (!this.revoked.has(`${p.owner!.session}|${id}@${p.epoch}`) && !left) {
         this.violation(`${where}: moved from ${from} to ${to ?? "nobody"} at epoch ${rec.epoch} with no attempt charged and no revocation asked of it`);
       }
     } else {
+      // No attempt charged by a drain: a split released to a successor that
+      // left gracefully without ever running it was never run at that epoch.
+      if (track.handoffs.get(p.epoch) === from && this.hooks.leftWithout?.(from, id, p.epoch)) {
+        this.violation(
+          `${where}: an attempt charged by a drain (${p.attempts} -> ${rec.attempts}): released at epoch ${p.epoch} to ${from}, ` +
+            `which left without running it, then taken over from it`,
+        );
+      }
       // A takeover (or a restart's reclaim): the former holder must have stopped (self-fenced) or be unable to run.
       const holder = this.hooks.liveHolder?.(from, id, p.epoch);
       if (holder) this.violation(`${where}: taken over at epoch ${rec.epoch} while ${holder}, live and running, still holds it at epoch ${p.epoch}`);
@@ -474,8 +527,9 @@ class ProcStore implements Store {
     return new StoreUnavailableError(op, FAST.opTimeoutMs, { detail });
   }
 
-  async #write<T>(op: string, key: string, apply: () => Promise<T>): Promise<T> {
+  async #write<T>(op: string, key: string, value: string | undefined, apply: () => Promise<T>): Promise<T> {
     const p = this.proc;
+    this.sim.checkIssue(p, op, key, value);
     if (this.sim.spinning(`${p.label} ${op} ${key}`)) return new Promise<T>(() => {});
     const start = this.sim.clock.now();
     await p.gate();
@@ -543,13 +597,13 @@ class ProcStore implements Store {
   }
 
   create(key: string, value: string): Promise<WriteResult> {
-    return this.#write("create", key, () => this.sim.referee.create(this.proc, key, value));
+    return this.#write("create", key, value, () => this.sim.referee.create(this.proc, key, value));
   }
   update(key: string, value: string, revision: number): Promise<WriteResult> {
-    return this.#write("update", key, () => this.sim.referee.update(this.proc, key, value, revision));
+    return this.#write("update", key, value, () => this.sim.referee.update(this.proc, key, value, revision));
   }
   delete(key: string, revision?: number): Promise<DeleteResult> {
-    return this.#write("delete", key, () => this.sim.referee.delete(this.proc, key, revision));
+    return this.#write("delete", key, undefined, () => this.sim.referee.delete(this.proc, key, revision));
   }
   get(key: string): Promise<StoreEntry | undefined> {
     return this.#read(`get ${key}`, () => this.sim.mem.get(key));
@@ -625,6 +679,8 @@ class Proc implements Writer {
   dead = false;
   /** Start of the last member-record write that landed and was answered (what the coordinator dates its self-fence from). */
   lastBeat = 0;
+  /** A newer process of its instance was started while it lived: it may stop with DUPLICATE_INSTANCE. */
+  twinned = false;
   c?: SplitCoordinator;
   outcome: "allComplete" | "stalled" | null = null;
   /** An outcome it announced that the store did not hold (an operator's repair raced it): must be withdrawn. */
@@ -710,7 +766,7 @@ export interface SimConfig {
   commitEvery: number;
   chaosMs: number;
   /** Per-step probabilities of each action. */
-  actions: { join: number; crash: number; leave: number; pause: number; restart: number; partition: number; lag: number };
+  actions: { join: number; crash: number; leave: number; pause: number; restart: number; partition: number; lag: number; twin: number };
   faults: FaultRates;
   /** Probability a revocation is declined (forced release) instead of drained. */
   decline: number;
@@ -771,6 +827,7 @@ export function configFor(seed: number): SimConfig {
       restart: 0.05,
       partition: r.pick([0, 0, 0.02]),
       lag: 0,
+      twin: 0,
     },
     faults: {
       fail: 0.02 * scale,
@@ -783,6 +840,8 @@ export function configFor(seed: number): SimConfig {
   };
   // Drawn last, so the rest of a seed's configuration is what it was before watch lag existed.
   cfg.actions.lag = r.pick([0, 0.02, 0.04]);
+  // Drawn after it for the same reason (twins of a frozen process came later still).
+  cfg.actions.twin = r.pick([0, 0.01, 0.03]);
   // From a stream of its own, so a seed's configuration is what it was before operators were simulated.
   cfg.operator = new Rng(subSeed(seed, 3)).pick([0, 0, 0.5]);
   return cfg;
@@ -860,10 +919,18 @@ export class Sim {
         const due = FAST.leaseMs - Math.floor(FAST.leaseMs / 8);
         for (const p of this.procs) {
           if (p.dead || p.paused || !p.c || holderKey(p.instance, p.session) !== owner) continue;
+          // Replaced by a twin (its member record names the new session): a zombie whose commits the epoch fences,
+          // stopped by its next heartbeat (DUPLICATE_INSTANCE) — the takeover is the twin's reclaim (docs/DESIGN.md, "Twins").
+          if (p.twinned && this.referee.members.get(p.instance) !== p.session) continue;
           if (this.clock.now() >= p.lastBeat + due) continue;
           if (p.c.status().held.some((h) => h.id === id && h.epoch === epoch)) return p.label;
         }
         return undefined;
+      },
+      draining: (w) => (w as Proc).state === "leaving",
+      leftWithout: (owner, id, epoch) => {
+        const p = this.procs.find((q) => holderKey(q.instance, q.session) === owner);
+        return p !== undefined && this.referee.leftClean.has(owner) && (p.gainedEpoch.get(id) ?? -1) < epoch;
       },
     });
     this.referee.onLanded = (key) => this.#onLanded(key);
@@ -965,6 +1032,7 @@ export class Sim {
   // --- processes --------------------------------------------------------------------
 
   #start(instance: string, why: string): Proc {
+    for (const o of this.procs) if (o.instance === instance && !o.dead) o.twinned = true;
     const p = new Proc(this, this.procs.length + 1, instance);
     this.procs.push(p);
     this.byInstance.set(instance, p);
@@ -1021,7 +1089,11 @@ export class Sim {
     } catch (e) {
       if (p.dead) return;
       p.state = "failed";
-      this.violation(`${p.label} stopped with a fatal error: ${String(e)}`);
+      if (p.twinned && e instanceof SplitleaseError && e.code === "DUPLICATE_INSTANCE") {
+        // A newer process of its instance took its member record over while it was frozen.
+        this.note(`${p.label} stopped: DUPLICATE_INSTANCE`);
+        this.count("duplicateStops");
+      } else this.violation(`${p.label} stopped with a fatal error: ${String(e)}`);
       p.kill();
     }
   }
@@ -1317,6 +1389,40 @@ export class Sim {
         this.count("lags");
         p.lagUntil = now + ms;
       }
+    } else if (x < (acc += a.twin)) {
+      // A process freezes (the leader, most often) and a new process with its
+      // instance joins at once: it takes the member record over after the twin
+      // wait; the frozen one wakes before or after its self-fence is due.
+      const cand = this.#live().filter((p) => !p.paused);
+      if (cand.length) {
+        const p = cand.find((q) => q.c?.isLeader && r.chance(0.7)) ?? r.pick(cand);
+        const ms = r.int(300, 1300);
+        this.note(`pause ${p.label} for ${ms} (twin)`);
+        this.count("twins");
+        p.pause(now + ms);
+        this.#start(p.instance, "twin");
+      }
+    }
+  }
+
+  /**
+   * Checks a write as it is issued: a session elects itself (a leader
+   * record written at beat 0: the election, then its term) only while its
+   * member record is its own, and a process that stopped with a fatal error
+   * (DUPLICATE_INSTANCE) writes nothing more.
+   */
+  checkIssue(p: Proc, op: string, key: string, value: string | undefined): void {
+    if (p.c?.status().state === "failed") this.violation(`${p.label} issued ${op} ${key} after it failed (DUPLICATE_INSTANCE)`);
+    if (key !== "leader" || value === undefined) return;
+    let beat: number;
+    try {
+      beat = decodeRecord(key, value, LeaderRecordSchema).beat;
+    } catch {
+      return;
+    }
+    const holder = this.referee.members.get(p.instance);
+    if (beat === 0 && p.session !== undefined && holder !== undefined && holder !== p.session) {
+      this.violation(`${p.label} (session ${p.session}) wrote an election of the leader record while member.${p.instance} names session ${holder}`);
     }
   }
 

@@ -145,9 +145,12 @@ Deno.test("the referee flags plan regressions, shared terms, wrong attempt accou
   const mem = new MemoryStore({ yieldToTimers: false });
   const seen: string[] = [];
   let live: string | undefined;
+  let leftWithout = false;
   const ref = new Referee(mem, (m) => seen.push(m), () => {}, {
     mayFail: (id) => id === "poison",
     liveHolder: () => live,
+    draining: (w) => w.label === "D",
+    leftWithout: () => leftWithout,
   });
   const a: Writer = { id: 1, instance: "a", session: "sa", label: "A" };
   const b: Writer = { id: 2, instance: "b", session: "sb", label: "B" };
@@ -184,6 +187,10 @@ Deno.test("the referee flags plan regressions, shared terms, wrong attempt accou
   assert.ok(flagged("which session sb led in"));
   await put(a, "leader", leader("sc", 1));
   assert.ok(flagged("which session sa led in"));
+  // Members (an uncharged move from an owner is allowed only once its member record is deleted).
+  const member = (session: string) => encodeRecord({ v: 2, session, maxInFlight: 1, runtime: "sim", version: "0", beat: 0 });
+  await put(a, "member.a", member("sa"));
+  await put(b, "member.b", member("sb"));
   // Claims never charge, and only claim free splits.
   await put(a, "split.x", rec({}));
   await put(a, "split.x", rec({ epoch: 1, owner: ao, attempts: 1 }));
@@ -211,5 +218,32 @@ Deno.test("the referee flags plan regressions, shared terms, wrong attempt accou
   live = "P1(a)";
   await put(a, "split.y", rec({ epoch: 5, owner: ao, attempts: 4 }));
   assert.ok(flagged("while P1(a), live and running, still holds it at epoch 4"));
+  live = undefined;
+  // A takeover from an owner that left cleanly (deleted its member record) need not charge.
+  const c: Writer = { id: 3, instance: "c", session: "sc", label: "C" };
+  const co = { instance: "c", session: "sc" };
+  await put(c, "member.c", member("sc"));
+  await put(a, "split.z", rec({}));
+  await put(c, "split.z", rec({ epoch: 1, owner: co }));
+  assert.ok((await ref.delete(c, "member.c", (await mem.get("member.c"))!.revision)).ok);
+  await put(b, "split.z", rec({ epoch: 2, owner: bo }));
+  assert.deepEqual(seen, [], "an uncharged takeover from a member that left cleanly");
+  // No attempt charged by a drain: a draining owner's release to a successor that left without running it.
+  const d: Writer = { id: 4, instance: "d", session: "sd", label: "D" };
+  const dout = { instance: "d", session: "sd" };
+  await put(d, "member.d", member("sd"));
+  await put(a, "split.w", rec({}));
+  await put(d, "split.w", rec({ epoch: 1, owner: dout }));
+  await put(d, "split.w", rec({ epoch: 2, owner: co }));
+  leftWithout = true;
+  await put(b, "split.w", rec({ epoch: 3, owner: bo, attempts: 1 }));
+  assert.ok(flagged("an attempt charged by a drain (0 -> 1): released at epoch 2 to c/sc"));
+  // One leader per instance at a time: a session whose member record a twin holds never wins a term after the twin led.
+  const a2: Writer = { id: 5, instance: "a", session: "sa2", label: "A2" };
+  await put(a2, "member.a", member("sa2"));
+  await put(a2, "leader", encodeRecord({ v: 2, instance: "a", session: "sa2", term: 7, beat: 0 }));
+  assert.deepEqual(seen, []);
+  await put(a, "leader", encodeRecord({ v: 2, instance: "a", session: "sa", term: 8, beat: 0 }));
+  assert.ok(flagged("two sessions of one instance leading in turn"));
   await mem.close();
 });

@@ -27,8 +27,12 @@ export interface JudgeHost {
   stopped(): boolean;
   /** Forgets a member judged dead (its offers go back to the pool). */
   drop(st: MemberState): void;
-  /** Takes `ids` over from `owner`: granted to `heir` (a restarted instance) or freed. */
-  take(owner: Owner, ids: string[], heir: MemberState | undefined, why: "restarted" | "gone"): void;
+  /**
+   * Takes `ids` over from `owner`: granted to `heir` (a restarted instance)
+   * or freed; `charge` says whether it costs an attempt (not when `owner`
+   * left cleanly).
+   */
+  take(owner: Owner, ids: string[], heir: MemberState | undefined, why: "restarted" | "gone" | "left", charge: boolean): void;
   /** Brings a member judged dead back from its record (the view already holds it). */
   revive(instance: string, record: Versioned<MemberRecord>): void;
 }
@@ -46,6 +50,8 @@ interface Gone {
 export class DeathJudge {
   readonly #h: JudgeHost;
   readonly #gone = new Map<string, Gone>();
+  /** Instance → the session of it that deleted its own member record (left cleanly) last. */
+  readonly #leftClean = new Map<string, string>();
   /** Member keys whose record is being re-read before a takeover. */
   readonly #rereading = new Set<string>();
 
@@ -53,9 +59,10 @@ export class DeathJudge {
     this.#h = host;
   }
 
-  /** A member record was deleted (a clean leave). */
-  left(instance: string, now: number): void {
+  /** A member record was deleted (a clean leave) by `session`, its writer. */
+  left(instance: string, now: number, session?: string): void {
     this.#gone.set(instance, { since: now });
+    if (session !== undefined) this.#leftClean.set(instance, session);
   }
 
   /** A member record named a new session (a restart): the old session is gone. */
@@ -153,7 +160,19 @@ export class DeathJudge {
           continue;
         }
       }
-      this.#h.take(owner, [...ids], heir, heir ? "restarted" : "gone");
+      // A split still naming a session that left cleanly (a release of its
+      // that failed, or a release to it as successor that landed after it
+      // left) did not end by a crash: it moves with no attempt charged. We
+      // saw that session delete its own member record; or its instance has
+      // no record at all (a crashed member's record stays: only a leave
+      // deletes one); or a later session created a fresh one (no `took`: it
+      // took no record over, so the last one was deleted by a leave). A
+      // leader elected after the successor left (a rolling restart takes
+      // the leader too) sees only the record as it is now.
+      const cur = this.#h.view.members.get(owner.instance)?.record;
+      const clean = this.#leftClean.get(owner.instance) === owner.session ||
+        (cur === undefined ? gone?.revision === undefined : cur.session !== owner.session && cur.took === undefined);
+      this.#h.take(owner, [...ids], heir, clean ? "left" : heir ? "restarted" : "gone", !clean);
     }
     return next;
   }

@@ -95,7 +95,7 @@ export class LeaderRole {
       liveness: this.liveness,
       stopped: () => this.#stopped,
       drop: (st) => this.#drop(st),
-      take: (owner, ids, heir, why) => this.#takeovers.take(owner, ids, heir, why),
+      take: (owner, ids, heir, why, charge) => this.#takeovers.take(owner, ids, heir, why, charge),
       revive: (instance, record) => this.#onMember(instance, undefined, record),
     });
   }
@@ -221,7 +221,7 @@ export class LeaderRole {
     if (!next) {
       this.liveness.forget(key);
       if (st) this.#drop(st);
-      this.#judge.left(instance, clock.now());
+      this.#judge.left(instance, clock.now(), prev?.session);
       // A member that left cleanly: its directives go with it.
       void this.#core.store.delete(keys.assign(instance)).catch(() => {});
       this.#core.schedule();

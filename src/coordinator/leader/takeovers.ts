@@ -43,9 +43,10 @@ export class Takeovers {
   /**
    * Moves every split of `owner` (whose session is gone), preferring
    * `heir` (the same instance, restarted) when given. `charge` says whether
-   * the move costs an attempt (every non-graceful end does).
+   * the move costs an attempt (every non-graceful end does; a member that
+   * left cleanly did not end its splits non-gracefully).
    */
-  take(owner: Owner, ids: readonly string[], heir: MemberState | undefined, reason: string): void {
+  take(owner: Owner, ids: readonly string[], heir: MemberState | undefined, reason: string, charge = true): void {
     const { view, core } = this.#ctx;
     const todo = ids.filter((id) => !this.inflight.has(id));
     if (todo.length === 0) return;
@@ -76,14 +77,14 @@ export class Takeovers {
       if (to) planned.set(to, (planned.get(to) ?? 0) + 1);
       moves.push({ id, to });
     }
-    void this.#run(moves);
+    void this.#run(moves, charge);
   }
 
-  async #run(moves: { id: string; to: MemberState | undefined }[]): Promise<void> {
+  async #run(moves: { id: string; to: MemberState | undefined }[], charge: boolean): Promise<void> {
     for (const m of moves) this.inflight.add(m.id);
     try {
       for (let i = 0; i < moves.length && this.#ctx.leading(); i += TAKEOVER_WAVE) {
-        await Promise.all(moves.slice(i, i + TAKEOVER_WAVE).map((m) => this.#one(m.id, m.to)));
+        await Promise.all(moves.slice(i, i + TAKEOVER_WAVE).map((m) => this.#one(m.id, m.to, charge)));
       }
     } finally {
       for (const m of moves) this.inflight.delete(m.id);
@@ -101,14 +102,14 @@ export class Takeovers {
     if (e) this.#ctx.view.put(e.key, e.value, e.revision);
   }
 
-  async #one(id: string, to: MemberState | undefined): Promise<void> {
+  async #one(id: string, to: MemberState | undefined, charge: boolean): Promise<void> {
     const { view, core } = this.#ctx;
     const cur = view.splits.get(id);
     if (!cur || cur.record.status !== "runnable" || !cur.record.owner) return;
     const old = cur.record.owner;
     // The successor may have gone meanwhile.
     const heir = to && this.#ctx.states.get(to.instance) === to && !to.draining ? to : undefined;
-    const next = openRecord(cur.record, heir?.owner ?? null, true, core.config.maxAttempts);
+    const next = openRecord(cur.record, heir?.owner ?? null, charge, core.config.maxAttempts);
     try {
       core.stats.claimAttempts++;
       const r = await core.store.update(keys.split(id), encodeRecord(next), cur.revision);
