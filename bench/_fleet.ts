@@ -17,6 +17,8 @@ export interface HostOpts {
   tunables: Record<string, number>;
   planner: boolean;
   progressEvery: number;
+  /** Bucket replicas (3 on a cluster; the bucket is made before the fleet starts). */
+  replicas?: number;
 }
 
 const hostEntry = "bench/scale_host.ts";
@@ -36,7 +38,17 @@ export type Fleet = Awaited<ReturnType<typeof fleet>>;
 
 /** `w` coordinators over min(w, procs) processes, all ready; `go()` starts every join at once. */
 export async function fleet(
-  o: { runtime: string; procs: number; url: string; job: string; w: number; s: number; role: "tiny" | "hold"; tunables: Record<string, number> },
+  o: {
+    runtime: string;
+    procs: number;
+    url: string;
+    job: string;
+    w: number;
+    s: number;
+    role: "tiny" | "hold";
+    tunables: Record<string, number>;
+    replicas?: number;
+  },
 ) {
   const procs = Math.min(o.w, o.procs);
   const groups: string[][] = Array.from({ length: procs }, () => []);
@@ -50,6 +62,7 @@ export async function fleet(
       splits: o.s,
       role: o.role,
       tunables: o.tunables,
+      replicas: o.replicas,
       planner: true,
       progressEvery: Math.max(10, Math.floor(o.s / 200 / procs)),
     })

@@ -39,11 +39,18 @@ export function onInterrupt(f: () => Promise<unknown>): () => void {
   return () => cleanups.delete(f);
 }
 
-/** Deletes every Redis key matching `pattern` on 127.0.0.1:6379 (one EVAL over RESP); resolves with the count. */
+/** The Redis the peers bench talks to: `npm run bench` starts one on a free port and sets REDIS_PORT. */
+export function redisPort(): number {
+  const p = Number(Deno.env.get("REDIS_PORT"));
+  if (!Number.isInteger(p) || p <= 0) throw new Error("REDIS_PORT is not set: run the peers bench through `npm run bench -- peers`, which starts Redis");
+  return p;
+}
+
+/** Deletes every Redis key matching `pattern` on the bench's Redis (one EVAL over RESP); resolves with the count. */
 export async function redisDeleteKeys(pattern: string): Promise<number> {
   const args = ["EVAL", "local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) n = n + 1 end return n", "0", pattern];
   const enc = new TextEncoder();
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port: 6379 });
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: redisPort() });
   try {
     await conn.write(enc.encode(`*${args.length}\r\n` + args.map((a) => `$${enc.encode(a).length}\r\n${a}\r\n`).join("")));
     const buf = new Uint8Array(256);
@@ -250,12 +257,13 @@ export function sampleServer(monitorUrl: string, ms = 1000): { stop(): Promise<{
 }
 
 /** Raw @nats-io/kv CAS updates/s with `keys` keys in flight for `ms` (200 B values). */
-export async function rawCasRate(url: string, ms = 2000, keys = 100): Promise<number> {
+export async function rawCasRate(url: string | string[], ms = 2000, keys = 100, replicas = 1): Promise<number> {
   const nc = await wsconnect({ servers: url, ...(await natsTransport()) } as Parameters<typeof wsconnect>[0]);
   const bucket = `splitlease_benchraw${Math.floor(Math.random() * 1e9)}`;
   const jsm = jetstream(nc, { timeout: 5000 });
   try {
-    const kv = await new Kvm(jsm).create(bucket, { history: 1 });
+    const kv = await new Kvm(jsm).create(bucket, { history: 1, replicas, ...(replicas > 1 ? { allow_direct: false } : {}) } as never);
+    if (replicas > 1) await sleep(1000); // a fresh replicated stream elects its leader first
     const revs = await Promise.all(Array.from({ length: keys }, (_, i) => kv.put(`k.${i}`, "x".repeat(200))));
     let n = 0;
     const t0 = performance.now();

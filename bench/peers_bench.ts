@@ -1,7 +1,9 @@
 // Peers benchmark (issue 10): splitlease against a JetStream work queue and
 // BullMQ, same scenarios, same run, Node 24 worker processes for all three
 // (bench/peers_worker.ts, bundled with esbuild from the repo source),
-// nats-server 2.9.10 over WebSocket, Redis on 127.0.0.1:6379.
+// one nats-server over WebSocket (BENCH_NATS: current or 2.9; `npm run bench --
+// peers --nats=current,2.9` runs it once per server), and a Redis of its own
+// that `npm run bench` starts on a free port (REDIS_PORT).
 //
 //   npm run bench -- peers
 //
@@ -34,22 +36,19 @@
 // BENCH_PEERS_SCENARIOS [throughput,handback,completion] (4 comes from throughput).
 import { wsconnect } from "@nats-io/nats-core";
 import { AckPolicy, jetstreamManager, RetentionPolicy } from "@nats-io/jetstream";
-import { NatsServer } from "../tests/helpers/nats_server.ts";
+import { setupKinds, startNats } from "./_servers.ts";
 import { type StoreCounts, sumCounts } from "./counting_store.ts";
 import { median, percentile, result } from "./_common.ts";
 import {
   bin,
   Child,
-  cpuSeconds,
   fileStamp,
   type Msg,
   nodeBundle,
   onInterrupt,
   rawCasRate,
   redisDeleteKeys,
-  serverPid,
   sleep,
-  varz,
   writeResults,
 } from "./_procs.ts";
 
@@ -69,8 +68,10 @@ const runPrefix = `peers${stamp.replace(/-/g, "").slice(0, 15)}`;
 const sweepRedis = () => redisDeleteKeys(`bull:${runPrefix}*`).catch(() => 0);
 onInterrupt(sweepRedis);
 
-await using server = await NatsServer.start();
-const url = server.wsUrl;
+const kind = setupKinds()[0];
+if (kind.endsWith("r3")) throw new Error("the peers bench runs on one node (BENCH_NATS current or 2.9): its work-queue peer has no replicated setup");
+await using server = await startNats(kind);
+const url = server.url;
 const entry = await nodeBundle("bench/peers_worker.ts");
 const nc = await wsconnect({ servers: url });
 const jsm = await jetstreamManager(nc);
@@ -142,7 +143,7 @@ interface Throughput {
 }
 
 /** CPU ms nats-server has used so far. */
-const natsCpuMs = () => cpuSeconds(serverPid(server.dir) ?? -1) * 1000;
+const natsCpuMs = () => server.cpuSeconds() * 1000;
 const cpuSum = (rs: Msg[]) => rs.reduce((n, r) => n + (r.cpuMs as number), 0);
 
 /** Scenario 1 (and 4): `TASKS` tiny tasks over 4 consumers. */
@@ -151,7 +152,7 @@ async function throughput(system: System, mif: number, included: boolean): Promi
   const ws = await spawn(system, name, Array.from({ length: 4 }, () => ({ role: "consumer", tasks: TASKS, mif, plans: included })));
   const extra: Child[] = [];
   try {
-    const v0 = await varz(server.monitorUrl);
+    const v0 = await server.varz();
     const r0 = system === "bullmq" ? await ask(ws[0], "redis", "redis") : undefined;
     let prepMs = 0;
     if (!included && system === "splitlease") {
@@ -171,7 +172,7 @@ async function throughput(system: System, mif: number, included: boolean): Promi
     const t0 = Math.min(...await Promise.all(ws.map(async (w) => (await w.next((m) => m.ev === "going", 5000, "going")).at)));
     const rs = await reports(ws);
     const end = Math.max(...rs.map((r) => r.lastCompletionAt));
-    const v1 = await varz(server.monitorUrl);
+    const v1 = await server.varz();
     const r1 = system === "bullmq" ? await ask(ws[0], "redis", "redis") : undefined;
     const counts = system === "splitlease"
       ? sumCounts([...rs, ...(extra.length ? await reports(extra) : [])].map((r) => r.counts as StoreCounts))

@@ -45,7 +45,8 @@ const cfg: Cfg = JSON.parse(process.env.PEERS ?? "{}");
 /** CLOCK_MONOTONIC in ms: the same clock in every Node process on this machine (timeOrigin-based times drift apart by ms). */
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 const emit = (o: Record<string, unknown>): void => void process.stdout.write(JSON.stringify(o) + "\n");
-const redisConn = { host: "127.0.0.1", port: 6379, maxRetriesPerRequest: null };
+// The bench's own Redis (`npm run bench -- peers` starts it on a free port).
+const redisConn = { host: "127.0.0.1", port: Number(process.env.REDIS_PORT), maxRetriesPerRequest: null };
 const hold = cfg.role === "holder";
 const reportStarts = cfg.role === "holder" || cfg.role === "receiver";
 

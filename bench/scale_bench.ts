@@ -29,6 +29,8 @@
 // new epoch with an owner); each row says which ("claims via stats|wrapper").
 import { wsTransport } from "./_transport.ts";
 import { NatsServer } from "../tests/helpers/nats_server.ts";
+import { type NatsSetup, setupKinds, startNats } from "./_servers.ts";
+import { NatsStore } from "../nats.ts";
 import { diffCounts, type StoreCounts, sumCounts } from "./counting_store.ts";
 import { result } from "./_common.ts";
 import { fleet as startFleet, spawnHost as spawnOn, until as waitUntil } from "./_fleet.ts";
@@ -56,8 +58,8 @@ const NEEDED = num("BENCH_NEEDED_PER_SPLIT", 3);
 const MAX_RSS = num("BENCH_MAX_RSS_MB", 16384) * 2 ** 20;
 const MiB = (b: number) => +(b / 2 ** 20).toFixed(1);
 const all: Record<string, unknown>[] = [];
-const fleet = (url: string, job: string, w: number, s: number, role: "tiny" | "hold", tunables: Record<string, number>) =>
-  startFleet({ runtime: RUNTIME, procs: PROCS, url, job, w, s, role, tunables });
+const fleet = (url: string, job: string, w: number, s: number, role: "tiny" | "hold", tunables: Record<string, number>, replicas = 1) =>
+  startFleet({ runtime: RUNTIME, procs: PROCS, url, job, w, s, role, tunables, replicas });
 const until = (done: () => boolean, limitMs: number, rss: () => number) => waitUntil(done, limitMs, rss, MAX_RSS);
 const loadavg = () => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
 const stamp = fileStamp();
@@ -72,21 +74,24 @@ async function record(row: Record<string, unknown>): Promise<void> {
 const coords = (reports: Msg[]) => reports.flatMap((r) => r.coordinators as Record<string, any>[]);
 const total = (reports: Msg[]): StoreCounts => sumCounts(reports.map((r) => r.total as StoreCounts));
 
-async function gridCell(w: number, s: number): Promise<void> {
-  await using server = await NatsServer.start();
-  const pid = serverPid(server.dir)!;
+async function gridCell(w: number, s: number, kind: string): Promise<void> {
+  await using server: NatsSetup = await startNats(kind);
   const load0 = loadavg();
-  const raw = await rawCasRate(server.wsUrl, 2000);
+  const raw = await rawCasRate(server.urls, 2000, 100, server.replicas);
+  if (server.replicas > 1) {
+    // A replicated bucket is made once, before the fleet: many connections creating it at once can time out.
+    await (await NatsStore.connect({ servers: server.urls, job: `grid-${w}-${s}`, replicas: server.replicas })).close();
+  }
   const idealMs = (NEEDED * s) / raw * 1000;
   const limitMs = num("BENCH_CELL_LIMIT_S", 0) * 1000 || Math.max(120_000, 20 * idealMs);
-  const f = await fleet(server.wsUrl, `grid-${w}-${s}`, w, s, "tiny", { leaseMs: LEASE, maxInFlight: MIF, opTimeoutMs: OPT });
+  const f = await fleet(server.url, `grid-${w}-${s}`, w, s, "tiny", { leaseMs: LEASE, maxInFlight: MIF, opTimeoutMs: OPT }, server.replicas);
   try {
-    const v0 = await varz(server.monitorUrl), cpu0 = cpuSeconds(pid);
+    const v0 = await server.varz(), cpu0 = server.cpuSeconds();
     const sampler = sampleServer(server.monitorUrl);
     const t0 = await f.go();
     const why = await until(() => f.count("done") + f.count("failed") >= w, limitMs, f.rss);
     const elapsed = Date.now() - t0;
-    const v1 = await varz(server.monitorUrl), cpu1 = cpuSeconds(pid);
+    const v1 = await server.varz(), cpu1 = server.cpuSeconds();
     const srv = await sampler.stop();
     const reports = await f.report();
     const cs = coords(reports);
@@ -119,6 +124,7 @@ async function gridCell(w: number, s: number): Promise<void> {
     const outPerWrite = (v1.out_msgs - v0.out_msgs) / t.writesLanded;
     const row = {
       scenario: "grid",
+      server: server.label,
       W: w,
       S: s,
       procs: f.hosts.length,
@@ -161,7 +167,7 @@ async function gridCell(w: number, s: number): Promise<void> {
     await record(row);
     result({
       bench: "scale",
-      metric: `W=${w} S=${s}: time ÷ (${NEEDED} writes/split at raw CAS rate)`,
+      metric: `W=${w} S=${s} on ${server.label}: time ÷ (${NEEDED} writes/split at raw CAS rate)`,
       value: finished
         ? `${(timeMs / 1000).toFixed(1)} s, ${row.splitsPerSec}/s, ${row.writesPerSplit} writes/split, ` +
           `${row.attemptsPerCompleted} claims/split (${claimSource}), ${row.outMsgsPerWrite} msgs out/write, lost ${row.lost}` +
@@ -375,7 +381,9 @@ async function cell(name: string, f: () => Promise<void>): Promise<void> {
 console.log(`scale bench: runtime ${RUNTIME} (WebSocket: ${RUNTIME === "deno" ? wsTransport() : "runtime"}), ${PROCS} processes per fleet, leaseMs ${LEASE}, maxInFlight ${MIF}`);
 if (SCENARIOS.includes("grid")) {
   for (const s of list("BENCH_S", [1000, 10_000, 100_000])) {
-    for (const w of list("BENCH_W", [4, 16, 50, 100])) await cell(`grid W=${w} S=${s}`, () => gridCell(w, s));
+    for (const w of list("BENCH_W", [4, 16, 50, 100])) {
+      for (const kind of setupKinds()) await cell(`grid W=${w} S=${s} on ${kind}`, () => gridCell(w, s, kind));
+    }
   }
 }
 if (SCENARIOS.includes("steady")) await cell("steady", steady);

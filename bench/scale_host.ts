@@ -29,6 +29,8 @@ interface HostConfig {
   planner: boolean;
   /** Emit a progress line every this many completions/holds (process-wide). */
   progressEvery: number;
+  /** Bucket replicas (comma-separated `url` lists every node of a cluster). */
+  replicas?: number;
 }
 
 const cfg: HostConfig = JSON.parse(process.env.SCALE_HOST ?? "{}");
@@ -132,7 +134,13 @@ async function join(s: Slot): Promise<void> {
   try {
     s.raw = cfg.mode === "memory"
       ? memory!
-      : await NatsStore.connect({ servers: cfg.url!, job: cfg.job, opTimeoutMs: cfg.tunables.opTimeoutMs, ...(await natsTransport()) });
+      : await NatsStore.connect({
+        servers: cfg.url!.split(","),
+        job: cfg.job,
+        opTimeoutMs: cfg.tunables.opTimeoutMs,
+        replicas: cfg.replicas,
+        ...(await natsTransport()),
+      });
     s.store = new CountingStore(s.raw, s.instance);
     s.joinCalledAt = now();
     s.c = await SplitCoordinator.join({

@@ -4,27 +4,50 @@
 // bench's output, then a summary table of the `::result {...}` rows the
 // benches print (each with the ratio measured in that run).
 // `npm run bench -- coordinator` runs only the benches whose name matches.
+// `--nats=current,2.9,current-r3` picks the NATS setups of the benches that
+// take one (scale's grid cells, peers: once per setup); default `current`.
+// The servers are found as `npm test` finds them (scripts/nats_server_bin.mjs),
+// and the peers bench gets a Redis of its own, started here and stopped at the end.
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import { compatServer, resolveNatsServer } from "./nats_server_bin.mjs";
+import { startRedis } from "./services.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const deno = join(root, "node_modules", ".bin", "deno");
 const only = process.argv.slice(2).filter((a) => !a.startsWith("--"));
-const natsServer = process.env.NATS_SERVER ??
-  ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"].find((p) => existsSync(p));
+const natsFlag = process.argv.find((a) => a.startsWith("--nats="))?.slice("--nats=".length);
+const setups = (natsFlag ?? process.env.BENCH_NATS ?? "current").split(",").filter(Boolean);
+const current = resolveNatsServer();
+if (current.error) {
+  console.log(`nats-server: ${current.error}`);
+  process.exit(1);
+}
+console.log(`nats-server ${current.version} at ${current.path} (${current.why})`);
+const compat = setups.some((k) => k.startsWith("2.9")) ? compatServer() : undefined;
+if (compat?.error) {
+  console.log(`--nats asks for 2.9, but: ${compat.error}`);
+  process.exit(1);
+}
+if (compat) console.log(`compatibility nats-server ${compat.version} at ${compat.path}`);
+const natsEnv = {
+  NATS_SERVER: current.path,
+  ...(compat ? { NATS_SERVER_COMPAT: compat.path } : {}),
+  BENCH_NATS: setups.join(","),
+};
 
 const benches = readdirSync(join(root, "bench"))
   .filter((f) => f.endsWith("_bench.ts"))
   .filter((f) => !only.length || only.some((o) => f.includes(o)))
   .sort();
 
-function run(file) {
+function run(file, extraEnv = {}) {
   return new Promise((resolve) => {
     const child = spawn(deno, ["run", "-A", `bench/${file}`], {
       cwd: root,
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, NO_COLOR: "1", ...(natsServer ? { NATS_SERVER: natsServer } : {}) },
+      env: { ...process.env, NO_COLOR: "1", ...natsEnv, ...extraEnv },
     });
     const rows = [];
     let buf = "";
@@ -57,14 +80,33 @@ function run(file) {
 const started = Date.now();
 const summary = [];
 const failed = [];
-for (const file of benches) {
-  console.log(`\n=== ${file} ===`);
-  const t0 = Date.now();
-  const { code, rows } = await run(file);
-  console.log(`(${((Date.now() - t0) / 1000).toFixed(1)} s${code ? `, exit ${code}` : ""})`);
-  if (code) failed.push(file);
-  summary.push(...rows.map((r) => ({ bench: file.replace(/_bench\.ts$/, ""), ...r })));
+// Redis for the peers bench: started on a free port, stopped at the end (also on failure).
+let redis;
+const stopRedis = () => redis?.killSync();
+process.on("exit", stopRedis);
+if (benches.some((f) => f.startsWith("peers"))) {
+  redis = await startRedis();
+  if (redis.error) {
+    console.log(`Redis: ${redis.error}`);
+    process.exit(1);
+  }
+  console.log(`Redis started for the peers bench at ${redis.url}`);
 }
+for (const file of benches) {
+  // The peers bench runs on one server: once per single-node setup asked for.
+  const runs = file.startsWith("peers") ? setups.filter((k) => !k.endsWith("r3")).map((k) => ({ BENCH_NATS: k })) : [{}];
+  for (const extra of runs) {
+    console.log(`\n=== ${file}${extra.BENCH_NATS ? ` on ${extra.BENCH_NATS}` : ""} ===`);
+    const t0 = Date.now();
+    const { code, rows } = await run(file, { ...extra, ...(redis?.port ? { REDIS_PORT: String(redis.port) } : {}) });
+    console.log(`(${((Date.now() - t0) / 1000).toFixed(1)} s${code ? `, exit ${code}` : ""})`);
+    if (code) failed.push(file);
+    const tag = extra.BENCH_NATS ? ` [${extra.BENCH_NATS}]` : "";
+    summary.push(...rows.map((r) => ({ bench: file.replace(/_bench\.ts$/, "") + tag, ...r })));
+  }
+}
+if (redis?.stop) await redis.stop();
+redis = undefined;
 
 const cols = [
   ["bench", (r) => r.bench],

@@ -1,0 +1,88 @@
+/**
+ * The NATS setups a bench can run on, chosen with `BENCH_NATS` (comma list;
+ * `npm run bench -- scale --nats=current,2.9,current-r3` sets it):
+ *
+ * - `current`: one node of the pinned current release (`NATS_SERVER`, which
+ *   `npm run bench` resolves like `npm test`: NATS_SERVER_BIN, the cached
+ *   build, Debian's);
+ * - `2.9`: one node of Debian's 2.9.10 (`NATS_SERVER_COMPAT`);
+ * - `current-r3`: a 3-node cluster of the current release with R3 buckets,
+ *   clients given every node's URL.
+ *
+ * @module
+ */
+import { COMPAT_NATS_SERVER, NATS_SERVER, NatsCluster, NatsServer } from "../tests/helpers/nats_server.ts";
+import { cpuSeconds, serverPid, type Varz, varz } from "./_procs.ts";
+
+/** One running setup. */
+export interface NatsSetup extends AsyncDisposable {
+  /** `current`, `2.9` or `current-r3`. */
+  kind: string;
+  /** e.g. "2.15.2 R3 ×3". */
+  label: string;
+  version: string;
+  /** Every node's WebSocket URL. */
+  urls: string[];
+  /** `urls` joined with commas (what a host process gets). */
+  url: string;
+  /** Replicas for buckets made on this setup. */
+  replicas: number;
+  /** Message counters summed over the nodes. */
+  varz(): Promise<Varz>;
+  /** CPU seconds of every node's process, summed. */
+  cpuSeconds(): number;
+  /** One node's monitoring URL (for samplers). */
+  monitorUrl: string;
+}
+
+/** The setups `BENCH_NATS` asks for (default `current`). */
+export function setupKinds(): string[] {
+  return (Deno.env.get("BENCH_NATS") ?? "current").split(",").map((s) => s.trim()).filter(Boolean);
+}
+
+/** Starts one setup. */
+export async function startNats(kind: string): Promise<NatsSetup> {
+  const bin = kind.startsWith("2.9") ? COMPAT_NATS_SERVER ?? "/usr/sbin/nats-server" : NATS_SERVER;
+  if (kind === "current" || kind === "2.9") {
+    const s = await NatsServer.start({ bin });
+    return {
+      kind,
+      label: `${s.version} R1`,
+      version: s.version,
+      urls: [s.wsUrl],
+      url: s.wsUrl,
+      replicas: 1,
+      varz: () => varz(s.monitorUrl),
+      cpuSeconds: () => cpuSeconds(serverPid(s.dir) ?? -1),
+      monitorUrl: s.monitorUrl,
+      [Symbol.asyncDispose]: () => s[Symbol.asyncDispose](),
+    };
+  }
+  if (kind === "current-r3" || kind === "2.9-r3") {
+    if (kind === "2.9-r3") throw new Error("2.9-r3: replicated buckets are refused on 2.9.10 (nats-server#4320)");
+    const c = await NatsCluster.start(3, { bin });
+    return {
+      kind,
+      label: `${c.nodes[0].version} R3 ×3`,
+      version: c.nodes[0].version,
+      urls: c.wsUrls,
+      url: c.wsUrls.join(","),
+      replicas: 3,
+      varz: async () => {
+        const vs = await Promise.all(c.nodes.map((n) => varz(n.monitorUrl)));
+        return vs.reduce((a, v) => ({
+          out_msgs: a.out_msgs + v.out_msgs,
+          in_msgs: a.in_msgs + v.in_msgs,
+          out_bytes: a.out_bytes + v.out_bytes,
+          in_bytes: a.in_bytes + v.in_bytes,
+          cpu: a.cpu + v.cpu,
+          mem: a.mem + v.mem,
+        }));
+      },
+      cpuSeconds: () => c.nodes.reduce((n, x) => n + cpuSeconds(x.pid ?? -1), 0),
+      monitorUrl: c.nodes[0].monitorUrl,
+      [Symbol.asyncDispose]: () => c[Symbol.asyncDispose](),
+    };
+  }
+  throw new Error(`BENCH_NATS: unknown setup ${JSON.stringify(kind)} (current, 2.9 or current-r3)`);
+}
