@@ -416,28 +416,41 @@ async function makeCertificates(dir: string): Promise<void> {
 
 const PASSWORDS = { backfill: "backfill-pass-1", events: "events-pass-2" };
 
-/** Starts nats-server with deploy/nats/nats-server.conf, moved to `dir` and free loopback ports. */
-async function startNats(dir: string): Promise<Nats> {
-  await makeCertificates(dir);
-  let conf = read("deploy/nats/nats-server.conf");
-  const moves: [string, string][] = [
-    ['"/etc/nats/tls/tls.crt"', `"${dir}/tls/tls.crt"`],
-    ['"/etc/nats/tls/tls.key"', `"${dir}/tls/tls.key"`],
+/**
+ * Starts nats-server with one of the kit's configs (`file`, with the
+ * accounts.conf it includes), moved to `dir` and free loopback ports by
+ * `moves` (each must match exactly once); resolves once healthy (`full`:
+ * with a JetStream meta leader, for a cluster node).
+ */
+async function startFromKit(
+  dir: string,
+  tlsDir: string,
+  file: string,
+  moves: [string, string][],
+  env: Record<string, string> = {},
+  full = false,
+): Promise<Nats> {
+  let conf = read(file);
+  const all: [string, string][] = [
+    ['"/etc/nats/tls/tls.crt"', `"${tlsDir}/tls.crt"`],
+    ['"/etc/nats/tls/tls.key"', `"${tlsDir}/tls.key"`],
     ['"/data/jetstream"', `"${dir}/js"`],
     ['listen: "0.0.0.0:4222"', 'listen: "127.0.0.1:-1"'],
     ['http: "0.0.0.0:8222"', 'http: "127.0.0.1:-1"'],
     ['listen: "0.0.0.0:8443"', 'listen: "127.0.0.1:-1"'],
+    ...moves,
   ];
-  for (const [from, to] of moves) {
-    assert.equal(conf.split(from).length, 2, `deploy/nats/nats-server.conf has ${from} once`);
+  for (const [from, to] of all) {
+    assert.equal(conf.split(from).length, 2, `${file} has ${from} once`);
     conf = conf.replace(from, to);
   }
   conf += `\nports_file_dir: "${dir}"\n`;
   await Deno.writeTextFile(`${dir}/nats.conf`, conf);
+  await Deno.writeTextFile(`${dir}/accounts.conf`, read("deploy/nats/accounts.conf"));
   const log = await Deno.open(`${dir}/server.log`, { create: true, write: true });
   const proc = new Deno.Command(NATS_SERVER, {
     args: ["-c", `${dir}/nats.conf`],
-    env: { BACKFILL_PASS: PASSWORDS.backfill, EVENTS_PASS: PASSWORDS.events },
+    env: { BACKFILL_PASS: PASSWORDS.backfill, EVENTS_PASS: PASSWORDS.events, ...env },
     stdin: "null",
     stdout: "null",
     stderr: "piped",
@@ -447,23 +460,23 @@ async function startNats(dir: string): Promise<Nats> {
     try {
       proc.kill("SIGKILL");
     } catch { /* exited */ }
-    await withTimeout(proc.status, 15_000, "nats-server (deploy/nats/nats-server.conf) to exit after SIGKILL");
+    await withTimeout(proc.status, 15_000, `nats-server (${file}) to exit after SIGKILL`);
   };
   try {
-    const ports = await waitFor("nats-server's ports file (started with deploy/nats/nats-server.conf)", async () => {
+    const ports = await waitFor(`nats-server's ports file (started with ${file})`, async () => {
       const f = [...Deno.readDirSync(dir)].find((e) => e.name.endsWith(".ports"));
       if (!f) return undefined;
       const p = JSON.parse(await Deno.readTextFile(`${dir}/${f.name}`));
       return p.websocket?.length ? p : undefined;
     }, 15_000);
     await waitFor("nats-server healthy with JetStream", async () => {
-      const r = await fetch(`${ports.monitoring[0]}/healthz?js-enabled-only=true`);
+      const r = await fetch(`${ports.monitoring[0]}/healthz${full ? "" : "?js-enabled-only=true"}`);
       await r.body?.cancel();
       return r.ok || undefined;
-    }, 15_000);
+    }, 20_000);
     const url = new URL(ports.websocket[0]);
     assert.equal(url.protocol, "wss:", "the WebSocket listener speaks TLS");
-    return { wsUrl: `wss://localhost:${url.port}`, ca: `${dir}/tls/ca.crt`, dir, stop };
+    return { wsUrl: `wss://localhost:${url.port}`, ca: `${tlsDir}/ca.crt`, dir, stop };
   } catch (e) {
     await stop();
     throw new Error(`${e}\nserver log:\n${await Deno.readTextFile(`${dir}/server.log`).catch(() => "")}`);
@@ -473,6 +486,12 @@ async function startNats(dir: string): Promise<Nats> {
 /** How each runtime is told about the CA (NatsStore uses the runtime's WebSocket and trust store). */
 function caEnv(runtime: string, ca: string): Record<string, string> {
   return runtime === "deno" ? { DENO_CERT: ca } : { NODE_EXTRA_CA_CERTS: ca };
+}
+
+/** Starts nats-server with deploy/nats/nats-server.conf, moved to `dir` and free loopback ports. */
+async function startNats(dir: string): Promise<Nats> {
+  await makeCertificates(dir);
+  return await startFromKit(dir, `${dir}/tls`, "deploy/nats/nats-server.conf", []);
 }
 
 Deno.test({
@@ -522,6 +541,66 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "deploy: the kit's 3-node cluster config: a job's user creates its R3 bucket over wss and writes by compare-and-swap",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "splitlease-deploy-cluster-" });
+    await makeCertificates(dir);
+    const routes = [freePort(), freePort(), freePort()];
+    const nodes: Nats[] = [];
+    try {
+      const started = await Promise.allSettled(routes.map(async (port, i) => {
+        const nodeDir = `${dir}/n${i}`;
+        await Deno.mkdir(nodeDir);
+        const moves: [string, string][] = [
+          ['listen: "0.0.0.0:6222"', `listen: "127.0.0.1:${port}"`],
+          ...routes.map((p, j) => [`"nats-route://nats-${j}.nats:6222"`, `"nats-route://127.0.0.1:${p}"`] as [string, string]),
+        ];
+        return await startFromKit(nodeDir, `${dir}/tls`, "deploy/nats/nats-cluster.conf", moves, { SERVER_NAME: `nats-${i}` }, true);
+      }));
+      for (const r of started) if (r.status === "fulfilled") nodes.push(r.value);
+      const failed = started.find((r) => r.status === "rejected") as PromiseRejectedResult | undefined;
+      if (failed) throw failed.reason;
+      const probe = `${root}tests/deploy/fixtures/nats_probe.ts`;
+      const env = {
+        URL: nodes.map((n) => n.wsUrl).join(","),
+        NATS_USER: "backfill",
+        NATS_PASS: PASSWORDS.backfill,
+        OWN_JOB: "backfill",
+        OTHER_JOB: "events",
+        ONLY_OWN: "1",
+        REPLICAS: "3",
+        NO_COLOR: "1",
+        ...caEnv("deno", `${dir}/tls/ca.crt`),
+      };
+      const r = await runCmd(bin("deno"), ["run", "-A", probe], { env, timeoutMs: 60_000, what: "the NATS probe on the cluster" });
+      const res = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
+      assert.deepEqual(
+        res.ownJob,
+        { ok: true, created: true, updated: true, got: "2", listed: true, watched: "2", deleted: true },
+        `create, update, get, list, watch and delete on its R3 bucket\n${r.out}`,
+      );
+      // The bucket really is replicated on all three, with direct gets off.
+      const jsz = await (await fetch(`${JSON.parse(await portsOf(nodes[0].dir)).monitoring[0]}/jsz?accounts=true&streams=true&config=true`)).json();
+      const stream = (jsz.account_details ?? []).flatMap((a: { stream_detail?: unknown[] }) => a.stream_detail ?? [])
+        .find((d: { name: string }) => d.name === "KV_splitlease_backfill") as { config: { num_replicas: number; allow_direct: boolean } } | undefined;
+      assert.equal(stream?.config.num_replicas, 3, JSON.stringify(jsz).slice(0, 500));
+      assert.equal(stream?.config.allow_direct, false);
+    } finally {
+      await Promise.all(nodes.map((n) => n.stop()));
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+/** The ports file of a kit server started in `dir`. */
+async function portsOf(dir: string): Promise<string> {
+  const f = [...Deno.readDirSync(dir)].find((e) => e.name.endsWith(".ports"))!;
+  return await Deno.readTextFile(`${dir}/${f.name}`);
+}
 
 interface Pod {
   name: string;
