@@ -67,6 +67,45 @@ Deno.test("options: a duration a timer cannot hold is refused naming the key and
   );
 });
 
+Deno.test("options: every bound of the coordinator config table (docs/OPERATIONS.md) holds at its edge, naming the key", () => {
+  const base = { job: "j", instance: "i", fingerprint: "f" };
+  // [rule, options at the edge (accepted), options one step past it (refused), what the refusal names]
+  const rules: [string, Record<string, unknown>, Record<string, unknown>, RegExp][] = [
+    ["leaseMs >= 500", { leaseMs: 500, opTimeoutMs: 250 }, { leaseMs: 499, opTimeoutMs: 200 }, /leaseMs: /],
+    ["leaseMs >= 2 × opTimeoutMs", { leaseMs: 2000, opTimeoutMs: 1000 }, { leaseMs: 1999, opTimeoutMs: 1000 }, /leaseMs: must be at least 2 × opTimeoutMs \(2000\), got 1999/],
+    ["opTimeoutMs >= 1", { opTimeoutMs: 1 }, { opTimeoutMs: 0 }, /opTimeoutMs: /],
+    ["maxInFlight 0..4096 (low)", { maxInFlight: 0 }, { maxInFlight: -1 }, /maxInFlight: /],
+    ["maxInFlight 0..4096 (high)", { maxInFlight: 4096 }, { maxInFlight: 4097 }, /maxInFlight: /],
+    ["maxAttempts >= 1", { maxAttempts: 1 }, { maxAttempts: 0 }, /maxAttempts: /],
+    ["drainDeadlineMs >= opTimeoutMs", { drainDeadlineMs: 5000 }, { drainDeadlineMs: 4999 }, /drainDeadlineMs: must be at least opTimeoutMs \(5000\), got 4999/],
+    ["replanIntervalMs >= leaseMs", { replanIntervalMs: 15000 }, { replanIntervalMs: 14999 }, /replanIntervalMs: must be at least leaseMs \(15000\), got 14999/],
+    ["rebalanceDelayMs >= 0", { rebalanceDelayMs: 0 }, { rebalanceDelayMs: -1 }, /rebalanceDelayMs: /],
+    ["selfFenceMarginMs >= 0", { selfFenceMarginMs: 0 }, { selfFenceMarginMs: -1 }, /selfFenceMarginMs: /],
+    ["selfFenceMarginMs < leaseMs / 2", { selfFenceMarginMs: 7499 }, { selfFenceMarginMs: 7500 }, /selfFenceMarginMs: must be below leaseMs \/ 2 \(7500\), got 7500/],
+    ["seedConcurrency 1..1024 (low)", { seedConcurrency: 1 }, { seedConcurrency: 0 }, /seedConcurrency: /],
+    ["seedConcurrency 1..1024 (high)", { seedConcurrency: 1024 }, { seedConcurrency: 1025 }, /seedConcurrency: /],
+    ["planAttempts 1..1000 (low)", { planAttempts: 1 }, { planAttempts: 0 }, /planAttempts: /],
+    ["planAttempts 1..1000 (high)", { planAttempts: 1000 }, { planAttempts: 1001 }, /planAttempts: /],
+    ["retryBackoffMs >= 0", { retryBackoffMs: 0 }, { retryBackoffMs: -1 }, /retryBackoffMs: /],
+    ["retryBackoffMaxMs >= retryBackoffMs", { retryBackoffMs: 5000, retryBackoffMaxMs: 5000 }, { retryBackoffMs: 5000, retryBackoffMaxMs: 4999 }, /retryBackoffMaxMs: must be at least retryBackoffMs \(5000\), got 4999/],
+    ["fingerprint at most 1024 characters", { fingerprint: "f".repeat(1024) }, { fingerprint: "f".repeat(1025) }, /fingerprint: /],
+    ["fingerprint non-empty", { fingerprint: "f" }, { fingerprint: "" }, /fingerprint: must be a non-empty string/],
+  ];
+  for (const [rule, edge, past, names] of rules) {
+    const c = parseCoordinatorConfig({ ...base, ...edge });
+    for (const [k, v] of Object.entries(edge)) assert.equal(c[k as keyof typeof c], v, `${rule}: the edge ${k}=${v} is accepted as given`);
+    assert.throws(() => parseCoordinatorConfig({ ...base, ...past }), (e) => config(e, names), `${rule}: ${JSON.stringify(past)} is refused`);
+  }
+  // The defaults of the table, the derived one included.
+  const d = parseCoordinatorConfig(base);
+  assert.deepEqual(
+    [d.leaseMs, d.opTimeoutMs, d.maxInFlight, d.maxAttempts, d.drainDeadlineMs, d.replanIntervalMs, d.rebalanceDelayMs, d.selfFenceMarginMs],
+    [15000, 5000, 8, 4, 10000, 60000, 0, 1875],
+  );
+  assert.deepEqual([d.seedConcurrency, d.planAttempts, d.retryBackoffMs, d.retryBackoffMaxMs], [128, 5, 1000, 60000]);
+  assert.equal(parseCoordinatorConfig({ ...base, leaseMs: 1001, opTimeoutMs: 500 }).selfFenceMarginMs, 125, "selfFenceMarginMs defaults to floor(leaseMs / 8)");
+});
+
 Deno.test("options: the system clock clamps a delay above 2^31 - 1 ms instead of firing at once", async () => {
   assert.equal(clampTimerMs(3e9), MAX_TIMER_MS);
   assert.equal(clampTimerMs(Infinity), MAX_TIMER_MS);
