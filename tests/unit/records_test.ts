@@ -82,6 +82,35 @@ for (const [name, schema, arb] of [
   });
 }
 
+Deno.test("records: the fast checks refuse each near miss their schema refuses (edges random records rarely reach)", () => {
+  const owner = { instance: "w1", session: "s1" };
+  const split = { v: 2, epoch: 3, status: "runnable", owner, attempts: 0, weight: 1, progress: null };
+  const member = { v: 2, session: "s1", maxInFlight: 4, runtime: "deno", version: "0.2.0", beat: 1 };
+  const entry = { id: "a", epoch: 1, rev: 1 };
+  const assign = { v: 2, term: 1, session: "s1", seq: 1, offers: [entry], grants: [entry], revokes: [{ id: "a", epoch: 1, to: owner }], drops: [{ id: "a", epoch: 1, reason: "fenced" }] };
+  const cases: [string, typeof SplitRecordSchema | typeof MemberRecordSchema | typeof AssignRecordSchema, object][] = [
+    ["a split of weight 0", SplitRecordSchema, { ...split, weight: 0 }],
+    ["an owner whose instance is no id", SplitRecordSchema, { ...split, owner: { instance: "a.b", session: "s1" } }],
+    ["an owner with an empty session", SplitRecordSchema, { ...split, owner: { instance: "w1", session: "" } }],
+    ["a spec flag other than true", SplitRecordSchema, { ...split, spec: false }],
+    ["a failure without a finite time", SplitRecordSchema, { ...split, failures: [{ worker: "w1", message: "m" }] }],
+    ["a member with an empty session", MemberRecordSchema, { ...member, session: "" }],
+    ["an assignment for an empty session", AssignRecordSchema, { ...assign, session: "" }],
+    ["an offer at revision 0", AssignRecordSchema, { ...assign, offers: [{ ...entry, rev: 0 }] }],
+    ["a grant at revision 0", AssignRecordSchema, { ...assign, grants: [{ ...entry, rev: 0 }] }],
+    ["a grant for a reason the protocol has not", AssignRecordSchema, { ...assign, grants: [{ ...entry, why: "steal" }] }],
+    ["a revoke naming a successor with no session", AssignRecordSchema, { ...assign, revokes: [{ id: "a", epoch: 1, to: { instance: "w2" } }] }],
+    ["a drop for a reason the protocol has not", AssignRecordSchema, { ...assign, drops: [{ id: "a", epoch: 1, reason: "bored" }] }],
+  ];
+  assert.ok(safeDecodeRecord("k", JSON.stringify(split), SplitRecordSchema).ok, "the base split is valid");
+  assert.ok(safeDecodeRecord("k", JSON.stringify(member), MemberRecordSchema).ok, "the base member is valid");
+  assert.ok(safeDecodeRecord("k", JSON.stringify(assign), AssignRecordSchema).ok, "the base assignment is valid");
+  for (const [what, schema, value] of cases) {
+    assert.equal((schema as typeof SplitRecordSchema).safeParse(value).success, false, `the schema refuses ${what}`);
+    assert.equal(safeDecodeRecord("k", JSON.stringify(value), schema as typeof SplitRecordSchema).ok, false, `the fast check refuses ${what}`);
+  }
+});
+
 Deno.test("records: a layout-1 record is refused naming the layout", () => {
   assert.throws(
     () => decodeRecord("split.a", JSON.stringify({ v: 1, epoch: 0 }), SplitRecordSchema),
