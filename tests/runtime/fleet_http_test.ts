@@ -152,6 +152,59 @@ Deno.test("fleet http: requeue, cancel and drain behind the token, each answerin
   assert.match(bad.body.error, /split id/);
 });
 
+Deno.test("fleet http: an unreadable record and a race lost five times are 409, a store that does not answer 503", async () => {
+  const { store, post } = await setup();
+  await store.create("split.junk", "{");
+  await store.create("member.junk", "[]");
+  for (const path of ["/splits/junk/requeue", "/splits/junk/cancel", "/members/junk/drain"]) {
+    const r = await post(path);
+    assert.deepEqual([r.status, r.body.outcome], [409, "unreadable"], path);
+  }
+  // A split whose owner commits before every try: the action gives up with a conflict.
+  const racing = new Proxy(store, {
+    get: (t, p) => {
+      if (p === "update") {
+        return async (key: string, value: string, revision: number) => {
+          const cur = (await t.get(key))!;
+          await t.update(key, cur.value, cur.revision); // the owner's commit lands first
+          return t.update(key, value, revision);
+        };
+      }
+      const v = Reflect.get(t, p);
+      return typeof v === "function" ? v.bind(t) : v;
+    },
+  });
+  const hot = createApp({ coordinator: new ScriptedCoordinator("w1"), store: racing, drainToken: TOKEN });
+  for (const path of ["/splits/s000/cancel", "/splits/s011/requeue", "/members/w2/drain"]) {
+    const res = await hot.request(path, { method: "POST", headers: auth });
+    const body = await res.json();
+    assert.deepEqual([res.status, body.outcome], [409, "conflict"], path);
+    assert.match(body.message, /5 tries/);
+  }
+  const down = createApp({
+    coordinator: new ScriptedCoordinator("w1"),
+    store: new Proxy(store, {
+      get: (t, p) => {
+        if (p === "get") return () => Promise.reject(new StoreUnavailableError("get", 5000));
+        const v = Reflect.get(t, p);
+        return typeof v === "function" ? v.bind(t) : v;
+      },
+    }),
+    drainToken: TOKEN,
+  });
+  const res = await down.request("/splits/s011/cancel", { method: "POST", headers: auth });
+  assert.equal(res.status, 503);
+  assert.match((await res.json()).error, /the store did not answer: /);
+});
+
+Deno.test("fleet http: a browser request from another site of the same domain (Sec-Fetch-Site: same-site) is refused too", async () => {
+  const open = await setup({ drainOpen: true });
+  const r = await open.post("/splits/s010/requeue", { "sec-fetch-site": "same-site" });
+  assert.equal(r.status, 403);
+  assert.match(r.body.error, /cross-site request refused .*Sec-Fetch-Site same-site/);
+  assert.equal((await open.get("/fleet")).body.counts.quarantined, 2, "nothing was requeued");
+});
+
 Deno.test("fleet http: without a token the actions are closed (403) unless drainOpen; cross-site browser requests are refused", async () => {
   const closed = await setup({});
   const r = await closed.post("/splits/s010/requeue", {});

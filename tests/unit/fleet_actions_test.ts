@@ -182,3 +182,19 @@ Deno.test("requeue and cancel reopen a stalled job: the outcome is cleared so re
   const all = await requeueQuarantined(store);
   assert.deepEqual([all.requeued, all.reopened], [1, false], "an allComplete outcome is left alone");
 });
+
+Deno.test("requeue all reopens a stalled job once it requeued a split, and leaves it stalled when it requeued none", async () => {
+  await using store = new MemoryStore();
+  const stalled = { v: 2, term: 4, finality: "final", generation: 1, planned: 3, outcome: { kind: "stalled", completed: 1, quarantined: 2 } };
+  await put(store, "plan", stalled);
+  const plan = async () => JSON.parse((await store.get("plan"))!.value);
+  // Nothing quarantined: nothing requeued, the stalled outcome stays.
+  assert.deepEqual(await requeueQuarantined(store), { found: 0, requeued: 0, reopened: false, results: [] });
+  assert.deepEqual((await plan()).outcome, stalled.outcome);
+  await put(store, "split.q1", poisoned());
+  await put(store, "split.q2", poisoned());
+  const all = await requeueQuarantined(store);
+  assert.deepEqual([all.found, all.requeued, all.reopened], [2, 2, true]);
+  const { outcome: _, ...rest } = stalled;
+  assert.deepEqual(await plan(), rest, "only the outcome is gone");
+});
