@@ -6,6 +6,8 @@ import { SplitleaseError } from "../../src/errors.ts";
 import { checkSliceOptions, createSliceHandler, runSlice, type SliceOptions } from "../../src/runtime/slice.ts";
 import type { SplitSource } from "../../src/runtime/source.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
+import type { Clock } from "../../src/coordinator/types.ts";
+import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
 const source: SplitSource<null> = {
   fingerprint: () => "f",
@@ -108,4 +110,48 @@ Deno.test("slice options: a per-request budget below the smallest one is a 400 n
   const res = await handler(new Request("http://x/?budgetMs=3000", { method: "POST" }));
   assert.equal(res.status, 400);
   assert.match((await res.json()).error, /at least marginMs \+ 2 × leaseMs \(4000 ms\).*got 3000/);
+});
+
+Deno.test("slice options: a margin equal to the drain deadline is refused (no time left to release and leave)", () => {
+  assertRules(
+    () => checkSliceOptions({ ...base, budgetMs: 60_000, marginMs: 1000, drainDeadlineMs: 1000, opTimeoutMs: 500, leaseMs: 1000 }),
+    "marginMs must exceed drainDeadlineMs (1000) to leave time to release and leave after the drain, got 1000",
+  );
+  assert.equal(checkSliceOptions({ ...base, budgetMs: 60_000, marginMs: 1001, drainDeadlineMs: 1000, opTimeoutMs: 500, leaseMs: 1000 }).marginMs, 1001);
+});
+
+Deno.test("slice options: an invocation works for budgetMs − marginMs; a request may lower the budget, never raise it", async () => {
+  /** Runs one request through a handler over a scripted coordinator; answers the work window the slice armed. */
+  const windowOf = async (query: string): Promise<number> => {
+    const delays: number[] = [];
+    const clock: Clock = {
+      now: () => 0, // no time passes: the window is the budget's alone
+      wallNow: () => Date.now(),
+      setTimeout: (fn, ms) => (delays.push(ms), setTimeout(fn, ms)),
+      clearTimeout: (h) => clearTimeout(h as number),
+    };
+    const coordinator = new ScriptedCoordinator("fn-test");
+    const handler = createSliceHandler({
+      ...base,
+      budgetMs: 9000,
+      marginMs: 3000,
+      opTimeoutMs: 500,
+      drainDeadlineMs: 1000,
+      leaseMs: 1000,
+      clock,
+      join: () => {
+        setTimeout(() => coordinator.emit({ type: "allComplete" }), 10);
+        return Promise.resolve(coordinator);
+      },
+    });
+    const res = await handler(new Request(`http://x/${query}`, { method: "POST" }));
+    assert.equal(res.status, 200);
+    assert.equal((await res.json()).outcome, "complete");
+    const windows = delays.filter((d) => d >= 1000);
+    assert.equal(windows.length, 1, `one work timer armed: ${delays}`);
+    return windows[0];
+  };
+  assert.equal(await windowOf(""), 6000, "budgetMs 9000 − marginMs 3000");
+  assert.equal(await windowOf("?budgetMs=7000"), 4000, "a lower budget per request");
+  assert.equal(await windowOf("?budgetMs=60000"), 6000, "a higher budget per request is capped at the configured one");
 });
