@@ -35,7 +35,7 @@ const KNOWN_LABEL_VALUES = {
  * and session in `worker` and `session`, never in `job` or `instance`,
  * which Prometheus attaches to every target. Job-wide gauges (`splits_planned`,
  * `splits_runnable`, `splits_unclaimed`, `splits_completed`,
- * `splits_quarantined`, `splits_cancelled`, `live_workers`) are exported by
+ * `splits_quarantined`, `splits_cancelled`, `live_workers`, `job_stalled`) are exported by
  * the leader only (the replica whose `leader` gauge is 1), so any
  * aggregation over replicas counts them once; elsewhere they have no sample.
  *
@@ -82,6 +82,11 @@ export function renderMetrics(
   jobWide("splits_quarantined", "Quarantined (poison) splits.", status.counts.quarantined);
   jobWide("splits_cancelled", "Cancelled splits.", status.counts.cancelled);
   jobWide("live_workers", "Live members, standbys included.", status.members);
+  jobWide(
+    "job_stalled",
+    "1 while the job's outcome is stalled (only quarantined splits left; cleared by a requeue or cancel), else 0.",
+    status.outcome === "stalled" ? 1 : 0,
+  );
   const counterBy = (name: string, help: string, label: string, known: readonly string[], values: Record<string, number>) => {
     const c = r.counter(name, help);
     for (const k of known) c.set(values[k] ?? 0, { [label]: k });

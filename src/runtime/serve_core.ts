@@ -93,6 +93,17 @@ export interface Service {
 }
 
 /**
+ * What a stall does to a served worker: `afterStall` when given; else
+ * `"wait"` for a process that idles after completion and survives stalls
+ * (`afterCompletion: "idle"`, `stalledIsFatal: false`): idling on a stall
+ * would leave the job, and a split requeued later would wait for ever.
+ */
+function afterStallOf(options: ServeOptions<unknown>): "exit" | "wait" {
+  if (options.afterStall !== undefined) return options.afterStall;
+  return options.afterCompletion === "idle" && options.stalledIsFatal === false ? "wait" : "exit";
+}
+
+/**
  * Serves a source on a host: joins, starts the worker and the app, drains on
  * SIGTERM/SIGINT (a second signal aborts lanes at once), and exits with
  * {@linkcode exitCodeFor} when `exit` is not `false`. Adapters call it with
@@ -145,6 +156,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     logger: log,
     clock: options.clock,
     stalledIsFatal: options.stalledIsFatal,
+    afterStall: afterStallOf(options),
     abortGraceMs: options.abortGraceMs,
     commitIntervalMs: options.commitIntervalMs,
   });

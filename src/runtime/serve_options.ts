@@ -62,6 +62,18 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
   metricsPrefix?: string;
   /** Stalled job is fatal (exit 3, default) or drains with a warning (exit 0). */
   stalledIsFatal?: boolean;
+  /**
+   * What a stall (only quarantined splits left) does to the process:
+   * `"exit"` (default) ends it as `stalledIsFatal` says (exit 3, or 0);
+   * `"wait"` keeps it in the job, serving the fleet page, `/fleet`, the
+   * operator routes and (when it leads) the job-wide metrics, until an
+   * operator's requeue or cancel reopens the job and it takes work again.
+   * With `maxInFlight: 0` it is an observer: it holds no work and outlives
+   * the stalls of the workers it watches. Default `"exit"`, or `"wait"`
+   * with `afterCompletion: "idle"` and `stalledIsFatal: false` (idling on
+   * a stall would leave the job, and a requeued split would wait for ever).
+   */
+  afterStall?: "exit" | "wait";
   /** How long a lane may ignore its abort (default 5000 ms). */
   abortGraceMs?: number;
   /** Commit cadence per lane (default 0: every commit writes). */
@@ -81,8 +93,9 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
    * once, which suits a Kubernetes Job; `"idle"` closes the store and keeps
    * serving HTTP (`/healthz` and `/readyz` 200, `idle: true`) until
    * SIGTERM/SIGINT, then exits 0, so a Deployment's restarted pod on a
-   * finished job does not crash-loop. Stalls (exit 3), planner failures
-   * (exit 4) and errors (exit 1) exit in both modes.
+   * finished job does not crash-loop. Stalls (exit 3, unless `afterStall`
+   * is `"wait"`), planner failures (exit 4) and errors (exit 1) exit in
+   * both modes.
    */
   afterCompletion?: "exit" | "idle";
   /** Exit the process when the worker ends (default `true`). */
@@ -106,6 +119,7 @@ const SERVE_KEYS: readonly string[] = [
     drainOpen: true,
     metricsPrefix: true,
     stalledIsFatal: true,
+    afterStall: true,
     abortGraceMs: true,
     commitIntervalMs: true,
     shutdownMarginMs: true,
@@ -134,6 +148,12 @@ export function checkServeOptions(options: ServeOptions<unknown>): void {
     throw new SplitleaseError(
       "INVALID_CONFIG",
       `serve: afterCompletion must be "exit" or "idle", got ${JSON.stringify(options.afterCompletion)}`,
+    );
+  }
+  if (options.afterStall !== undefined && options.afterStall !== "exit" && options.afterStall !== "wait") {
+    throw new SplitleaseError(
+      "INVALID_CONFIG",
+      `serve: afterStall must be "exit" or "wait", got ${JSON.stringify(options.afterStall)}`,
     );
   }
   try {

@@ -118,6 +118,7 @@ class WorkerImpl<D> implements Worker {
       stalledIsFatal: settings.stalledIsFatal,
       // A stall stands until the next status check before the worker finishes on it.
       stallHoldMs: settings.statusIntervalMs,
+      afterStall: settings.afterStall,
       clock,
       pool,
       draining: () => this.#finisher.draining,

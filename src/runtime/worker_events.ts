@@ -28,6 +28,11 @@ export interface WorkerEventDeps<D> {
    * cancelled a split as it was decided) keeps the worker working.
    */
   stallHoldMs: number;
+  /**
+   * `"wait"`: a stall never finishes the worker; it stays in the job and a
+   * `reopened` (an operator's requeue or cancel) has it take work again.
+   */
+  afterStall: "exit" | "wait";
   clock: Clock;
   pool: LanePool<D>;
   /** Whether the worker is draining: a split gained now is handed back. */
@@ -100,6 +105,16 @@ export class WorkerEvents<D> {
         return;
       }
       case "stalled": {
+        if (this.#d.afterStall === "wait") {
+          this.#holdStall(null);
+          // The coordinator logged the outcome; this line says why the process stays.
+          this.#log("warn", "Job stalled: waiting for a repair (afterStall: wait)", {
+            event: "stallWait",
+            completed: ev.completed,
+            quarantined: ev.quarantined,
+          });
+          return;
+        }
         const result: OutcomeBase = this.#stalledIsFatal
           ? { kind: "stalled", completed: ev.completed, quarantined: ev.quarantined }
           : {

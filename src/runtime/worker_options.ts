@@ -20,6 +20,7 @@ const WORKER_KEYS = keysOf<WorkerOptions<unknown>>({
   logger: true,
   clock: true,
   stalledIsFatal: true,
+  afterStall: true,
   abortGraceMs: true,
   commitIntervalMs: true,
   statusIntervalMs: true,
@@ -35,6 +36,8 @@ export interface WorkerSettings {
   maxInFlight: number;
   /** Whether a stalled job ends `stalled` (else `drained` with a warning). */
   stalledIsFatal: boolean;
+  /** Whether a stall ends the worker (`exit`) or leaves it in the job waiting for a repair (`wait`). */
+  afterStall: "exit" | "wait";
   /** How long a lost lane may ignore its abort before it is abandoned. */
   abortGraceMs: number;
   /** Commit cadence per lane (0: every commit writes). */
@@ -56,10 +59,14 @@ export function workerSettings<D>(options: WorkerOptions<D>): WorkerSettings {
     clock: options.clock ?? systemClock,
     maxInFlight: options.maxInFlight ?? 8,
     stalledIsFatal: options.stalledIsFatal ?? true,
+    afterStall: options.afterStall ?? "exit",
     abortGraceMs: options.abortGraceMs ?? 5000,
     commitIntervalMs: options.commitIntervalMs ?? 0,
     statusIntervalMs: options.statusIntervalMs ?? 1000,
   };
+  if (settings.afterStall !== "exit" && settings.afterStall !== "wait") {
+    throw new SplitleaseError("INVALID_CONFIG", `startWorker: afterStall must be "exit" or "wait", got ${JSON.stringify(options.afterStall)}`);
+  }
   if (!Number.isInteger(settings.maxInFlight) || settings.maxInFlight < 0) {
     throw new SplitleaseError("INVALID_CONFIG", `maxInFlight must be an integer >= 0 (got ${options.maxInFlight}); 0 makes a standby`);
   }

@@ -39,6 +39,14 @@ export interface WorkerOptions<D> {
    */
   stalledIsFatal?: boolean;
   /**
+   * What a stall does to the worker. `"exit"` (default): the worker ends on
+   * it as `stalledIsFatal` says. `"wait"`: it stays in the job (heartbeating,
+   * possibly leading, its HTTP app up) and waits for a repair: a requeue or
+   * cancel withdraws the outcome (`reopened`) and the worker takes work
+   * again; a job that ends `allComplete` ends it as usual.
+   */
+  afterStall?: "exit" | "wait";
+  /**
    * How long a lane may ignore its abort signal before it is abandoned and
    * reported (default 5000 ms).
    */

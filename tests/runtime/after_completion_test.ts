@@ -132,7 +132,7 @@ Deno.test("serve afterCompletion: a restarted pod on a finished job exits 0 at o
   await store.close();
 });
 
-Deno.test("serve afterCompletion idle: a shutdown before completion exits as usual; a stall still exits 3", async () => {
+Deno.test("serve afterCompletion idle: a shutdown before completion exits as usual; a stall still exits 3 (stalledIsFatal and afterStall left at their defaults)", async () => {
   const store = new MemoryStore();
   const h = fakeHost();
   const service = await withTimeout(
@@ -171,6 +171,46 @@ Deno.test("serve afterCompletion idle: a shutdown before completion exits as usu
   await stalledStore.close();
 });
 
+Deno.test("serve afterCompletion idle with stalledIsFatal false (or afterStall wait): a stall keeps the process in the job, a requeue through its route completes it", async () => {
+  for (const extra of [{ stalledIsFatal: false }, { afterStall: "wait" as const }]) {
+    const store = new MemoryStore();
+    const lines: Record<string, unknown>[] = [];
+    const h = fakeHost();
+    let fixed = false;
+    const service = await withTimeout(
+      serveWith(
+        options(store, lines, {
+          job: "poison",
+          afterCompletion: "idle",
+          maxAttempts: 1,
+          drainToken: "tok",
+          source: rangeSource(2, 1, 1, { failSplits: ["r0"], fixed: () => fixed }) as ServeOptions<unknown>["source"],
+          ...extra,
+        }),
+        h.host,
+      ),
+      WAIT_MS,
+      "the poison job's service to start",
+    );
+    await logged(lines, "stallWait");
+    await new Promise((r) => setTimeout(r, 1500)); // past the 1 s hold after which a stall ends an exiting worker
+    assert.deepEqual(h.exits, [], `${JSON.stringify(extra)}: no exit on the stall`);
+    assert.equal(lines.some((l) => l.event === "idle"), false, "not idle: still in the job");
+    const fleet = await (await service.app.request("/fleet?state=quarantined")).json();
+    assert.equal(fleet.counts.quarantined, 1, "the fleet view is served during the stall");
+    assert.equal(await metric(service, "job_stalled"), "1", "the leader exports job_stalled");
+    fixed = true;
+    const r = await service.app.request("/splits/r0/requeue", { method: "POST", headers: { authorization: "Bearer tok" } });
+    assert.equal(r.status, 200);
+    const idle = await logged(lines, "idle");
+    assert.equal(idle.reason, "complete", "the requeued split ran and the job completed");
+    assert.deepEqual(h.exits, []);
+    const result = await withTimeout(service.shutdown("test"), WAIT_MS, "shutdown() of the idle pod");
+    assert.equal(result.exitCode, 0);
+    await store.close();
+  }
+});
+
 Deno.test("serve afterCompletion: anything but exit or idle is refused before the join", async () => {
   const h = fakeHost();
   await assert.rejects(
@@ -178,4 +218,9 @@ Deno.test("serve afterCompletion: anything but exit or idle is refused before th
     (e: unknown) => e instanceof SplitleaseError && e.code === "INVALID_CONFIG" && /afterCompletion must be "exit" or "idle", got "stay"/.test(e.message),
   );
   assert.deepEqual(h.exits, [1]);
+  await assert.rejects(
+    serveWith(options(new MemoryStore(), [], { afterStall: "idle" as "wait" }), h.host),
+    (e: unknown) => e instanceof SplitleaseError && e.code === "INVALID_CONFIG" && /afterStall must be "exit" or "wait", got "idle"/.test(e.message),
+  );
+  assert.deepEqual(h.exits, [1, 1]);
 });

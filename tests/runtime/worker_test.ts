@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { FencedError, InvalidRecordError } from "../../src/errors.ts";
+import { FencedError, InvalidRecordError, StoreUnavailableError } from "../../src/errors.ts";
 import type { Logger } from "../../src/coordinator/types.ts";
 import type { Lane, SplitSource } from "../../src/runtime/source.ts";
 import { startWorker, type WorkerOptions } from "../../src/runtime/worker.ts";
@@ -306,6 +306,27 @@ Deno.test("worker: a run that throws is a failed tenancy (pending progress kept,
   await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
+Deno.test("worker: a run stopped by a store outage (its commit threw StoreUnavailableError) hands the split back: no fail, no attempt", async () => {
+  // What a source does with an error it cannot handle: rethrow it (examples/pg_range does).
+  const { coordinator, worker, lines } = setup(async (lane) => {
+    await lane.commit({ watermark: 5 });
+    await lane.complete({ watermark: 10 });
+  }, { commitIntervalMs: 0 });
+  const commit = coordinator.commit.bind(coordinator);
+  let outage = 1;
+  coordinator.commit = async (id, epoch, progress, opts) => {
+    if (opts?.final && outage-- > 0) throw new StoreUnavailableError("update", 1000, { detail: "jetstream is not enabled" });
+    return await commit(id, epoch, progress, opts);
+  };
+  coordinator.gain("s", 1);
+  await until(() => coordinator.calls.some((c) => c.op === "release"), "the hand-back");
+  assert.ok(!coordinator.calls.some((c) => c.op === "fail"), "no failure reported: the outage is not the split's fault");
+  assert.equal(worker.stats().failed, 0);
+  assert.equal(coordinator.durable.get("s")!.progress?.watermark, 5, "the durable progress stays for the next owner");
+  assert.ok(lines.some((l) => l.fields.event === "laneOutage" && l.level === "warn"));
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
+});
+
 Deno.test("worker: stalled is fatal by default: distinct outcome after draining", async () => {
   const { coordinator, worker, lines, clock } = setup(async () => {});
   coordinator.emit({ type: "stalled", completed: 8, quarantined: 2 });
@@ -354,6 +375,34 @@ Deno.test("worker: a stalled outcome withdrawn before the hold ends (reopened) k
   coordinator.emit({ type: "allComplete" });
   const outcome = await withTimeout(worker.done, 20_000, "the worker to finish");
   assert.ok(outcome.kind === "drained" && outcome.reason === "complete", JSON.stringify(outcome));
+});
+
+Deno.test("worker: afterStall wait: a stall that stands never ends the worker; a requeue (reopened) has it take work again", async () => {
+  const ran: string[] = [];
+  const { coordinator, worker, clock, lines } = setup(async (lane) => {
+    ran.push(lane.splitId);
+    await lane.complete({ watermark: 1 });
+  }, { afterStall: "wait" });
+  coordinator.emit({ type: "stalled", completed: 1, quarantined: 1 });
+  await clock.advance(60_000); // far beyond the hold: exit mode would have finished long ago
+  await settle();
+  assert.equal(worker.finished || worker.draining, false, "the stall does not end a waiting worker");
+  assert.ok(worker.ready);
+  assert.ok(lines.some((l) => l.fields.event === "stallWait" && l.fields.quarantined === 1), "it says why it stays");
+  coordinator.emit({ type: "reopened", was: "stalled" });
+  coordinator.gain("requeued", 2);
+  await until(() => worker.stats().completed === 1, "the requeued split to run");
+  assert.deepEqual(ran, ["requeued"]);
+  coordinator.emit({ type: "allComplete" });
+  const outcome = await withTimeout(worker.done, 20_000, "the worker to finish");
+  assert.ok(outcome.kind === "drained" && outcome.reason === "complete", JSON.stringify(outcome));
+});
+
+Deno.test("worker: afterStall is exit or wait", () => {
+  assert.throws(
+    () => startWorker({ coordinator: new ScriptedCoordinator(), source: source(async () => {}), afterStall: "stay" as "wait" }),
+    /afterStall must be "exit" or "wait", got "stay"/,
+  );
 });
 
 Deno.test("worker: a split whose fail report is refused (an unreadable record) is released by the worker on its own, not kept until shutdown", async () => {
