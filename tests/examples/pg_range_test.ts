@@ -365,10 +365,18 @@ Deno.test({
       await source.run(handLane("s1", 2, d).lane);
       await source.run(handLane("s1", 3, { ...d, hi: 5 }).lane);
       assert.deepEqual((await rows()).map((r) => [r.epoch, r.copies]), [...Array(5).fill([3, 3]), ...Array(5).fill([2, 2])]);
+      // A late batch of epoch 2 over ids 3..7 straddles them: ids 3-5 (epoch 3) are refused, 6-7 (its own) are not.
+      // Refused in part is refused: the lane stops without committing.
+      const straddling = handLane("s1", 2, { ...d, lo: 2 });
+      await source.run(straddling.lane);
+      assert.deepEqual(refused[1], { splitId: "s1", epoch: 2, rows: 5, refused: 3, firstId: 3, lastId: 7 });
+      assert.deepEqual(straddling.commits, [], "a batch refused in part commits nothing");
+      assert.equal(straddling.completed(), false);
+      assert.deepEqual((await rows()).map((r) => [r.epoch, r.copies]), [...Array(5).fill([3, 3]), [2, 3], [2, 3], ...Array(3).fill([2, 2])]);
       // Another split's epochs are not comparable: its write lands.
       await source.run(handLane("s2", 1, { ...d, hi: 5 }).lane);
       assert.deepEqual((await rows()).slice(0, 5).map((r) => [r.split_id, r.epoch]), Array(5).fill(["s2", 1]));
-      assert.equal(refused.length, 1, "only the zombie was refused");
+      assert.equal(refused.length, 2, "only the zombies were refused");
     } finally {
       await close();
     }
