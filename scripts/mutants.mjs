@@ -29,13 +29,13 @@ export const mutants = [
     edits: [
       {
         file: C + "membership.ts",
-        search: "const at = this.#lastOk + config.leaseMs - config.selfFenceMarginMs;",
-        replace: "const at = this.#lastOk + config.leaseMs;",
+        search: "const at = this.#lastOk + timings.selfFenceAfterMs;",
+        replace: "const at = this.#lastOk + timings.deadAfterMs;",
       },
       {
         file: C + "membership.ts",
-        search: "clock.now() >= this.#lastOk + config.leaseMs - config.selfFenceMarginMs",
-        replace: "clock.now() >= this.#lastOk + config.leaseMs",
+        search: "clock.now() >= this.#lastOk + timings.selfFenceAfterMs",
+        replace: "clock.now() >= this.#lastOk + timings.deadAfterMs",
       },
     ],
     suites: ["coordinator", "sim", "nats"],
@@ -55,7 +55,7 @@ export const mutants = [
     breaks: "the self-fence is only a timer: a process woken from a pause acts on what it learned meanwhile (judges, leads, starts grants, writes) before its overdue timer runs",
     edits: [{
       file: C + "membership.ts",
-      search: "if (this.#running && !this.#starved && clock.now() >= this.#lastOk + config.leaseMs - config.selfFenceMarginMs) this.#fence();",
+      search: "if (this.#running && !this.#starved && clock.now() >= this.#lastOk + timings.selfFenceAfterMs) this.#fence();",
       replace: "",
     }],
     suites: ["sim", "coordinator", "regressions", "nats"],
@@ -135,6 +135,13 @@ export const mutants = [
       "to a member that is gone, and the leader takes the split over from it, charging an attempt for a graceful drain",
     edits: [{ file: C + "tenancies.ts", search: "if (to || byLeader) this.#succeed(t, to);", replace: "if (to) this.#succeed(t, to);" }],
     suites: COORD,
+  },
+  {
+    name: "drain-keeps-first-successor",
+    breaks: "a revoke the leader lists again with another successor, or without one, does not replace the successor first named: " +
+      "the member releases to a member the leader no longer names (one that left, or was replaced)",
+    edits: [{ file: C + "tenancies.ts", search: "if (to || byLeader) this.#succeed(t, to);", replace: "if (!t.to && to) this.#succeed(t, to);" }],
+    suites: ["coordinator", "sim", "nats"],
   },
   {
     name: "takeover-charges-clean-leave",
@@ -603,6 +610,12 @@ export const mutants = [
     name: "orphans-kept-until-shutdown",
     breaks: "a split whose lane ended without a release (its fail refused) is released only at shutdown or on a revocation: held with nothing running it",
     edits: [{ file: "src/runtime/worker_lanes.ts", search: "if (this.#orphanTimer !== null || this.#stopped) return;", replace: "return;" }],
+    suites: ["runtime"],
+  },
+  {
+    name: "outage-charges-attempt",
+    breaks: "a run stopped by a store outage (a commit that threw StoreUnavailableError) is reported as the split's failure: each stream-leader election charges healthy splits an attempt, and a rolling restart can quarantine them",
+    edits: [{ file: "src/runtime/worker_lanes.ts", search: "if (threw && !cooperative && isStoreOutage(error)) {", replace: "if (threw && !cooperative && isStoreOutage(error) && false) {" }],
     suites: ["runtime"],
   },
   {

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason } from "../coordinator/types.ts";
-import { FencedError } from "../errors.ts";
+import { FencedError, StoreUnavailableError } from "../errors.ts";
 import { errorMessage, isAbortError, LaneOps, type LaneState } from "./lane.ts";
 import type { SplitSource } from "./source.ts";
 import type { WorkerSettings } from "./worker_options.ts";
@@ -204,6 +204,25 @@ export class LanePool<D> {
       return;
     }
     const cooperative = lane.state === "revoking" && (!threw || isAbortError(error));
+    if (threw && !cooperative && isStoreOutage(error)) {
+      // The store did not take a commit (a stream leader election, a lost
+      // connection): not the split's fault, so no attempt is charged. Hand
+      // it back; whoever claims it next resumes from the durable progress.
+      // A release the outage refuses too leaves it an orphan, released (or
+      // resumed by the coordinator) once the store answers.
+      this.#log("warn", "run stopped by a store outage; handing the split back with no attempt charged", {
+        event: "laneOutage",
+        splitId: lane.splitId,
+        epoch: lane.epoch,
+        error,
+      });
+      lane.state = "stopping";
+      await this.#ops.flushQuietly(lane);
+      if (lane.lost) return;
+      lane.closed = true;
+      await this.release(lane.splitId, "store outage", lane);
+      return;
+    }
     if (threw && !cooperative) {
       this.#stats.failed++;
       this.#log("error", "run failed", { event: "laneFailed", splitId: lane.splitId, epoch: lane.epoch, error });
@@ -345,4 +364,12 @@ export class LanePool<D> {
       await Promise.all([...this.lanes.values()].map((l) => l.settled));
     }
   }
+}
+
+/** Whether `e` (or what caused it) is the store being unavailable, as opposed to the split's own failure. */
+function isStoreOutage(e: unknown): boolean {
+  for (let c = e, depth = 0; c instanceof Error && depth < 5; c = c.cause, depth++) {
+    if (c instanceof StoreUnavailableError) return true;
+  }
+  return false;
 }

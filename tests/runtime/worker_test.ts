@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { FencedError, InvalidRecordError } from "../../src/errors.ts";
+import { FencedError, InvalidRecordError, StoreUnavailableError } from "../../src/errors.ts";
 import type { Logger } from "../../src/coordinator/types.ts";
 import type { Lane, SplitSource } from "../../src/runtime/source.ts";
 import { startWorker, type WorkerOptions } from "../../src/runtime/worker.ts";
@@ -303,6 +303,27 @@ Deno.test("worker: a run that throws is a failed tenancy (pending progress kept,
   assert.equal(coordinator.durable.get("boom")!.progress?.watermark, 3);
   assert.ok(lines.some((l) => l.fields.event === "laneFailed" && l.level === "error"));
   assert.equal(worker.finished, false);
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
+});
+
+Deno.test("worker: a run stopped by a store outage (its commit threw StoreUnavailableError) hands the split back: no fail, no attempt", async () => {
+  // What a source does with an error it cannot handle: rethrow it (examples/pg_range does).
+  const { coordinator, worker, lines } = setup(async (lane) => {
+    await lane.commit({ watermark: 5 });
+    await lane.complete({ watermark: 10 });
+  }, { commitIntervalMs: 0 });
+  const commit = coordinator.commit.bind(coordinator);
+  let outage = 1;
+  coordinator.commit = async (id, epoch, progress, opts) => {
+    if (opts?.final && outage-- > 0) throw new StoreUnavailableError("update", 1000, { detail: "jetstream is not enabled" });
+    return await commit(id, epoch, progress, opts);
+  };
+  coordinator.gain("s", 1);
+  await until(() => coordinator.calls.some((c) => c.op === "release"), "the hand-back");
+  assert.ok(!coordinator.calls.some((c) => c.op === "fail"), "no failure reported: the outage is not the split's fault");
+  assert.equal(worker.stats().failed, 0);
+  assert.equal(coordinator.durable.get("s")!.progress?.watermark, 5, "the durable progress stays for the next owner");
+  assert.ok(lines.some((l) => l.fields.event === "laneOutage" && l.level === "warn"));
   await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 
