@@ -221,6 +221,10 @@ export class Referee {
   #maxTerm = 0;
   /** Instance → the session its member record names now (as the landed writes tell). */
   readonly members = new Map<string, string>();
+  /** Session → the `seen` of its last landed member record (the newest assignment record it reported applied). */
+  readonly seen = new Map<string, number>();
+  /** Session → its landed assignment records, oldest first (the last 64): revision and revokes ("split@epoch" → successor or null). */
+  readonly assigns = new Map<string, { revision: number; revokes: Map<string, string | null> }[]>();
   /** Instances whose member record now was written over another session's (`took`: a restart or a twin), not created fresh. */
   readonly #took = new Set<string>();
   /** Owners (holder keys) that deleted their own member record: they left cleanly. */
@@ -267,6 +271,7 @@ export class Referee {
           if (w.session === undefined) w.session = m.session;
           else if (w.session !== m.session) this.violation(`${w.label} wrote session ${m.session}, is ${w.session}`);
           this.members.set(inst, m.session);
+          if (m.seen !== undefined) this.seen.set(m.session, m.seen);
           if (m.took !== undefined) this.#took.add(inst);
           else if (op === "create") this.#took.delete(inst);
         } else {
@@ -308,6 +313,10 @@ export class Referee {
       } else if (key.startsWith("assign.") && value !== undefined) {
         const a = decodeRecord(key, value, AssignRecordSchema);
         for (const r of a.revokes) this.revoked.add(`${a.session}|${r.id}@${r.epoch}`);
+        const list = this.assigns.get(a.session) ?? [];
+        list.push({ revision: rev, revokes: new Map(a.revokes.map((r) => [`${r.id}@${r.epoch}`, r.to ? holderKey(r.to.instance, r.to.session) : null])) });
+        if (list.length > 64) list.shift();
+        this.assigns.set(a.session, list);
       }
     }
   }
@@ -662,6 +671,8 @@ interface Lane {
   epoch: number;
   active: boolean;
   revoke: boolean;
+  /** A revoked lane releases from then on (a source slow to commit its tail). */
+  revokeAt?: number;
   /** release() was called: the coordinator ends the tenancy when its write returns, before the call resolves. */
   releasing?: boolean;
 }
@@ -770,6 +781,8 @@ export interface SimConfig {
   faults: FaultRates;
   /** Probability a revocation is declined (forced release) instead of drained. */
   decline: number;
+  /** Probability a revoked lane takes a while (50-250 ms) before it releases. */
+  slowDrain: number;
   /**
    * Probability that an operator repairs a stall as it happens: when a
    * landed split write leaves the store stalled, an operator requeues or
@@ -837,11 +850,13 @@ export function configFor(seed: number): SimConfig {
       readFail: 0.01 * scale,
     },
     decline: r.pick([0, 0, 0.3]),
+    slowDrain: 0,
   };
   // Drawn last, so the rest of a seed's configuration is what it was before watch lag existed.
   cfg.actions.lag = r.pick([0, 0.02, 0.04]);
   // Drawn after it for the same reason (twins of a frozen process came later still).
   cfg.actions.twin = r.pick([0, 0.01, 0.03]);
+  cfg.slowDrain = r.pick([0, 0.3, 0.7]);
   // From a stream of its own, so a seed's configuration is what it was before operators were simulated.
   cfg.operator = new Rng(subSeed(seed, 3)).pick([0, 0, 0.5]);
   return cfg;
@@ -1143,7 +1158,10 @@ export class Sim {
           this.count("declined");
           lane.active = false;
           void c.declineRevocation(ev.splitId).catch((e) => this.violation(`declineRevocation threw: ${e}`));
-        } else lane.revoke = true;
+        } else {
+          lane.revoke = true;
+          if (p.rng.chance(this.cfg.slowDrain)) lane.revokeAt = this.clock.now() + p.rng.int(50, 250);
+        }
         return;
       }
       case "quarantined":
@@ -1218,7 +1236,7 @@ export class Sim {
     for (;;) {
       await p.sleep(this.cfg.stepMs);
       if (!lane.active || p.dead) return;
-      if (lane.revoke) {
+      if (lane.revoke && (lane.revokeAt ?? 0) <= this.clock.now()) {
         if (i > committed && !(await call("commit-tail", () => c.commit(split, epoch, { watermark: i })))) return;
         // release() ends the tenancy even when its write fails (the split then
         // still names us and is resumed at a new epoch): no retry.
@@ -1413,6 +1431,7 @@ export class Sim {
    */
   checkIssue(p: Proc, op: string, key: string, value: string | undefined): void {
     if (p.c?.status().state === "failed") this.violation(`${p.label} issued ${op} ${key} after it failed (DUPLICATE_INSTANCE)`);
+    if (key.startsWith("split.") && value !== undefined) return this.#checkHandoff(p, key.slice("split.".length), value);
     if (key !== "leader" || value === undefined) return;
     let beat: number;
     try {
@@ -1423,6 +1442,42 @@ export class Sim {
     const holder = this.referee.members.get(p.instance);
     if (beat === 0 && p.session !== undefined && holder !== undefined && holder !== p.session) {
       this.violation(`${p.label} (session ${p.session}) wrote an election of the leader record while member.${p.instance} names session ${holder}`);
+    }
+  }
+
+  /**
+   * A handoff (a release to a successor) goes to a successor the leader
+   * names: a member that reported applying assignment record r (its `seen`)
+   * releases a split to X only if r or a newer record for it names X for
+   * that revoke — a revoke listed again without X (X left) or with another
+   * successor replaces X. Not checked for a member that led (it names its
+   * own successors before its record does).
+   */
+  #checkHandoff(p: Proc, id: string, value: string): void {
+    const t = this.referee.splits.get(id);
+    const session = p.session;
+    if (!t || session === undefined) return;
+    const me = holderKey(p.instance, session);
+    const prev = t.record;
+    if (!prev.owner || holderKey(prev.owner.instance, prev.owner.session) !== me) return;
+    let rec: SplitRecord;
+    try {
+      rec = decodeRecord(`split.${id}`, value, SplitRecordSchema);
+    } catch {
+      return;
+    }
+    if (rec.epoch !== prev.epoch + 1 || !rec.owner) return;
+    const to = holderKey(rec.owner.instance, rec.owner.session);
+    if (to === me || [...this.referee.terms.values()].includes(session)) return;
+    const since = this.referee.seen.get(session) ?? 0;
+    const later = (this.referee.assigns.get(session) ?? []).filter((a) => a.revision >= since);
+    if (later.length === 0 || later[0].revision !== since) return; // what it applied is not known
+    const slot = `${id}@${prev.epoch}`;
+    if (!later.some((a) => a.revokes.get(slot) === to)) {
+      this.violation(
+        `${p.label} released ${id}@${prev.epoch} to ${to}, which no assignment record since the one it applied (r${since}) names: ` +
+          `${later.map((a) => `r${a.revision}:${a.revokes.has(slot) ? a.revokes.get(slot) ?? "no successor" : "no revoke"}`).join(" ")}`,
+      );
     }
   }
 

@@ -1,5 +1,5 @@
 // Deterministic simulation (docs/DESIGN.md, "The one safety rule"): seeded schedules of joins, crashes,
-// leaves, pauses, restarts, partitions and store faults over one MemoryStore
+// leaves, pauses, restarts, twins of a frozen process, partitions, slow drains and store faults over one MemoryStore
 // and one ManualClock, with invariants checked as writes land, after every
 // step and at the end. See tests/sim/sim.ts.
 //
