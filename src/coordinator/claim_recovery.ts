@@ -63,9 +63,9 @@ export class ClaimRecovery {
    * ourselves again; moved on → nothing to do.
    */
   recover(id: string, epoch: number, cause: unknown, attempt = 0): void {
-    const { clock, config, log, store, me } = this.#core;
+    const { clock, log, store, me } = this.#core;
     if (attempt === 0) log("warn", "Claim interrupted by an outage; checking the split record", { split: id, error: String(cause) });
-    const delay = Math.min(config.leaseMs / 3, 50 * 2 ** Math.min(attempt, 8));
+    const delay = Math.min(this.#core.timings.claimRecheckMaxMs, 50 * 2 ** Math.min(attempt, 8));
     this.#pending.add(id);
     const timer = clock.setTimeout(async () => {
       this.#timers.delete(timer);

@@ -23,6 +23,7 @@ import { buildStatus } from "./status.ts";
 import { checkJobRecord, VERSION } from "./job_check.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
 import { Tenancies } from "./tenancies.ts";
+import { timings } from "./timings.ts";
 import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStats, CoordinatorStatus, Logger } from "./types.ts";
 
 export { VERSION } from "./job_check.ts";
@@ -68,10 +69,11 @@ export class SplitCoordinator implements Coordinator {
       fingerprint: options.fingerprint ?? options.job,
     });
     const clock = options.clock ?? systemClock;
+    const t = timings(config);
     const stats = newStats();
     this.#loop = new ReconcileLoop(clock, () => this.#reconcile(), (e) => {
       this.#core.log("warn", "Reconcile failed; retrying", { error: String(e) });
-      return Math.max(50, config.leaseMs / 10);
+      return t.reconcileRetryMs;
     }, () => this.#state !== "stopped" && this.#state !== "failed");
     this.#store = new InstrumentedStore(options.store, stats, clock);
     const core: Core = (this.#core = {
@@ -79,6 +81,7 @@ export class SplitCoordinator implements Coordinator {
       clock,
       random,
       config,
+      timings: t,
       log: options.logger ?? silent,
       me: { instance: config.instance, session: nonce(random, 16) },
       stats,
@@ -162,12 +165,12 @@ export class SplitCoordinator implements Coordinator {
   }
 
   async #start(): Promise<void> {
-    const { log, me, config } = this.#core;
+    const { log, me, config, timings } = this.#core;
     await checkJobRecord(this.#core);
     await this.#follower.open();
     await this.#membership.register();
     this.#state = "running";
-    log("info", "Joined", { instance: me.instance, session: me.session, job: config.job });
+    log("info", "Joined", { instance: me.instance, session: me.session, job: config.job, timings });
     this.#membership.start();
     this.#loop.schedule();
   }
@@ -192,8 +195,8 @@ export class SplitCoordinator implements Coordinator {
    * long, so until then the record is still ours (claims and elections).
    */
   #membershipFresh(): boolean {
-    const { clock, config } = this.#core;
-    return clock.now() - this.#membership.lastOk < config.leaseMs / 3 + config.leaseMs / 10;
+    const { clock, timings } = this.#core;
+    return clock.now() - this.#membership.lastOk < timings.twinWaitMs;
   }
 
   /** No heartbeat for leaseMs - margin: stop every lane before the leader can judge us dead. */
@@ -359,16 +362,16 @@ export class SplitCoordinator implements Coordinator {
 
   /** `/status` snapshot. */
   status(): CoordinatorStatus {
-    const { clock, config, me } = this.#core;
+    const { clock, config, timings, me } = this.#core;
     const now = clock.now();
     const f = this.#follower;
     return buildStatus({
       me,
       job: config.job,
       state: this.#state,
-      connected: !this.#membership.starved && now - this.#membership.lastOk < config.leaseMs / 2 + config.opTimeoutMs,
+      connected: !this.#membership.starved && now - this.#membership.lastOk < timings.connectedWithinMs,
       follower: f,
-      leaderAlive: f.leaderLiveness.alive(keys.leader, now, config.leaseMs),
+      leaderAlive: f.leaderLiveness.alive(keys.leader, now, timings.deadAfterMs),
       role: this.#leadership.role,
       planning: this.#leadership.planning,
       held: this.#tenancies.held,

@@ -8,6 +8,7 @@ import type { Owner } from "../records.ts";
 import type { Store } from "../store/store.ts";
 import type { Channel } from "../util/channel.ts";
 import type { CoordinatorConfig } from "./config.ts";
+import type { Timings } from "./timings.ts";
 import type { Clock, CoordinationEvent, CoordinatorStats, Logger } from "./types.ts";
 
 /** Shared state of one coordinator's parts. */
@@ -20,6 +21,8 @@ export interface Core {
   random: () => number;
   /** Validated configuration. */
   config: CoordinatorConfig;
+  /** Every interval derived from the config, by name (`timings(config)`). */
+  timings: Timings;
   /** Structured logger. */
   log: Logger;
   /** This instance and session. */

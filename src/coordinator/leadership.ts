@@ -81,7 +81,7 @@ export class Leadership {
    * member with one wins when there is one. Never throws.
    */
   maybeElect(now: number): number {
-    const { config } = this.#core;
+    const { timings } = this.#core;
     if (this.#leading || this.#electing || !this.#active()) return Infinity;
     const f = this.#follower;
     // A finished job needs no leader (an operator's requeue clears the outcome, and elections resume).
@@ -93,7 +93,7 @@ export class Leadership {
     // A leader record naming our instance with another session is our dead
     // predecessor's (we took its member record over at join): no lease to wait.
     const mine = l !== undefined && l.instance === this.#core.me.instance && l.session !== this.#core.me.session;
-    const exp = f.leader && !mine ? f.leaderLiveness.expiresAt(keys.leader, config.leaseMs) : undefined;
+    const exp = f.leader && !mine ? f.leaderLiveness.expiresAt(keys.leader, timings.deadAfterMs) : undefined;
     // Members without a planner wait half a lease longer, so that a member
     // with one wins while there is planning left to do; once a final plan is
     // published nobody needs a planner to lead (the job would otherwise run
@@ -103,7 +103,7 @@ export class Leadership {
       ? -Infinity
       : this.#planner || planned
       ? (exp ?? -Infinity)
-      : (exp ?? this.#since) + config.leaseMs / 2;
+      : (exp ?? this.#since) + timings.plannerlessElectionDelayMs;
     if (now < due) return due;
     // A session elects itself only while its member record is provably its
     // own: a process woken from a freeze may have been replaced by a twin

@@ -73,8 +73,8 @@ export class Membership {
    * has fenced itself.
    */
   checkFence(): boolean {
-    const { clock, config } = this.#core;
-    if (this.#running && !this.#starved && clock.now() >= this.#lastOk + config.leaseMs - config.selfFenceMarginMs) this.#fence();
+    const { clock, timings } = this.#core;
+    if (this.#running && !this.#starved && clock.now() >= this.#lastOk + timings.selfFenceAfterMs) this.#fence();
     return this.#starved;
   }
 
@@ -98,7 +98,7 @@ export class Membership {
    * within `leaseMs/3`, so wait that long for its revision to move.
    */
   async register(): Promise<void> {
-    const { store, clock, config, log, me } = this.#core;
+    const { store, clock, log, me } = this.#core;
     const start = clock.now();
     const r = await store.create(this.#key, encodeRecord(this.#record));
     if (r.ok) {
@@ -108,7 +108,7 @@ export class Membership {
     }
     const first = await store.get(this.#key);
     if (first) {
-      const wait = Math.ceil(config.leaseMs / 3 + config.leaseMs / 10);
+      const wait = Math.ceil(this.#core.timings.twinWaitMs);
       await new Promise<void>((res) => clock.setTimeout(res, wait));
     }
     const cur = await store.get(this.#key);
@@ -183,7 +183,7 @@ export class Membership {
 
   #scheduleBeat(delay?: number): void {
     if (!this.#running) return;
-    const base = this.#core.config.leaseMs / 3;
+    const base = this.#core.timings.heartbeatMs;
     const ms = delay ?? base * (1 - 0.1 * this.#core.random());
     this.#beatTimer = this.#core.clock.setTimeout(() => {
       this.#beatTimer = undefined;
@@ -199,7 +199,7 @@ export class Membership {
 
   async #beatOnce(): Promise<void> {
     if (!this.#running) return;
-    const { store, clock, config, log } = this.#core;
+    const { store, clock, log } = this.#core;
     const start = clock.now();
     let ok = false;
     try {
@@ -244,7 +244,7 @@ export class Membership {
       }
       this.#hooks.onBeat();
     }
-    this.#scheduleBeat(ok ? undefined : config.leaseMs / 10);
+    this.#scheduleBeat(ok ? undefined : this.#core.timings.heartbeatRetryMs);
   }
 
   /**
@@ -290,9 +290,9 @@ export class Membership {
   }
 
   #armSelfFence(): void {
-    const { clock, config } = this.#core;
+    const { clock, timings } = this.#core;
     if (this.#fenceTimer !== undefined) clock.clearTimeout(this.#fenceTimer);
-    const at = this.#lastOk + config.leaseMs - config.selfFenceMarginMs;
+    const at = this.#lastOk + timings.selfFenceAfterMs;
     this.#fenceTimer = clock.setTimeout(() => {
       this.#fenceTimer = undefined;
       this.#fence();

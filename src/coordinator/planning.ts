@@ -117,7 +117,7 @@ export class Planning {
       this.lastError = e instanceof Error ? e.message : String(e);
       if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
         // The store, not the planner: retry (seeding is idempotent) without counting it.
-        const delay = Math.round(Math.min(config.leaseMs, 1000) * (0.75 + 0.5 * this.#core.random()));
+        const delay = Math.round(this.#core.timings.planOutageRetryMs * (0.75 + 0.5 * this.#core.random()));
         log("warn", "Planning interrupted by a store outage; retrying", { error: this.lastError, term, retryInMs: delay });
         if (this.#leading()) this.schedule(delay);
         return;
@@ -128,11 +128,11 @@ export class Planning {
         log("error", "Planning failed for good: the job fails", { error: this.lastError, term, failures: this.failures });
         await this.#fail(term).catch((err) => {
           log("warn", "Could not publish the failed plan; retrying", { error: String(err) });
-          if (this.#leading()) this.schedule(config.leaseMs / 3);
+          if (this.#leading()) this.schedule(this.#core.timings.planFailRetryMs);
         });
       } else {
         // Exponential backoff with ±25% jitter, capped at a lease.
-        const base = Math.min(config.leaseMs, 250 * 2 ** Math.min(this.failures - 1, 12));
+        const base = Math.min(this.#core.timings.planBackoffMaxMs, 250 * 2 ** Math.min(this.failures - 1, 12));
         const delay = Math.round(base * (0.75 + 0.5 * this.#core.random()));
         log("error", "Planning failed; retrying", { error: this.lastError, term, failures: this.failures, retryInMs: delay });
         if (this.#leading()) this.schedule(delay);

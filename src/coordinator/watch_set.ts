@@ -36,8 +36,8 @@ export class WatchSet {
    * snapshot that stops making progress is started over either way).
    */
   async open(filters: readonly string[], limitMs?: number): Promise<void> {
-    const { clock, config } = this.#core;
-    const limit = limitMs ?? Math.max(2 * config.leaseMs, 30_000);
+    const { clock } = this.#core;
+    const limit = limitMs ?? this.#core.timings.watchSnapshotLimitMs;
     let timer: unknown;
     const timeout = new Promise<never>((_, reject) => {
       if (limit === Infinity) return;

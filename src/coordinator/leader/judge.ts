@@ -83,11 +83,11 @@ export class DeathJudge {
 
   /** Members whose record stopped moving: re-read, then treat as gone. Returns the next expiry. */
   judge(now: number): number {
-    const { config, store, clock } = this.#h.core;
+    const { store, clock } = this.#h.core;
     let next = Infinity;
     for (const [instance, st] of [...this.#h.states]) {
       const key = st.memberKey;
-      const exp = this.#h.liveness.expiresAt(key, config.leaseMs);
+      const exp = this.#h.liveness.expiresAt(key, this.#h.core.timings.deadAfterMs);
       if (exp === undefined) continue;
       if (exp > now) {
         next = Math.min(next, exp);

@@ -44,12 +44,12 @@ export class Revocations {
 
   /** Time between balancing runs while nothing settles. */
   get intervalMs(): number {
-    return Math.max(20, this.#ctx.core.config.leaseMs / 10);
+    return this.#ctx.core.timings.balanceIntervalMs;
   }
 
   /** Time between runs right after a steal settled or membership changed. */
   get minIntervalMs(): number {
-    return Math.max(5, this.#ctx.core.config.leaseMs / 100);
+    return this.#ctx.core.timings.balanceMinIntervalMs;
   }
 
   /** A split record changed: a revocation of it is settled unless its owner still holds it at that epoch. */
@@ -159,8 +159,7 @@ export class Revocations {
    */
   cycle(now: number, term: number, sig: string, nothingFree: boolean): number {
     const { core } = this.#ctx;
-    const { drainDeadlineMs, leaseMs } = core.config;
-    if (sig !== this.#lastSig) this.#urgent = true;
+        if (sig !== this.#lastSig) this.#urgent = true;
     let next = Infinity;
     for (const m of this.#ctx.states.values()) {
       if (m.draining) this.drainRevokes(m, now);
@@ -182,7 +181,7 @@ export class Revocations {
           this.#withdraw(m, id); // the move may no longer be wanted: plan again
           continue;
         }
-        const due = r.since + drainDeadlineMs + leaseMs;
+        const due = r.since + core.timings.deafOwnerFenceMs;
         if (now >= due) this.#fence(m, id, r, thief);
         else next = Math.min(next, due);
       }

@@ -1,0 +1,93 @@
+/**
+ * Every interval the coordinator derives from its configuration, by name,
+ * computed once per coordinator (at join, where they are also logged). Code
+ * that waits or judges reads these instead of doing arithmetic on `leaseMs`,
+ * so each rule of docs/DESIGN.md ("Liveness: judged by the leader") has one
+ * place where its number is made.
+ *
+ * @module
+ */
+import type { CoordinatorConfig } from "./config.ts";
+
+/**
+ * The derived intervals of one coordinator, in ms (docs/DESIGN.md).
+ *
+ * @example
+ * ```ts
+ * import { parseCoordinatorConfig } from "@splitlease/splitlease/admin";
+ * import { timings } from "./timings.ts";
+ * const t = timings(parseCoordinatorConfig({ job: "j", instance: "w1", fingerprint: "f" }));
+ * console.log(t.heartbeatMs); // 5000
+ * ```
+ */
+export interface Timings {
+  /** A record (member or leader) unmoved this long on the judge's clock is dead: `leaseMs`. */
+  deadAfterMs: number;
+  /** Heartbeat interval, before jitter (up to 10% earlier): `leaseMs / 3`. */
+  heartbeatMs: number;
+  /** Wait before a failed heartbeat is tried again: `leaseMs / 10`. */
+  heartbeatRetryMs: number;
+  /**
+   * Twin wait: how long a joiner watches a member record held by another
+   * session before taking it over, and how fresh our last heartbeat must be
+   * to claim or elect ourselves: `leaseMs / 3 + leaseMs / 10`.
+   */
+  twinWaitMs: number;
+  /** Self-fence point, after the start of the last successful heartbeat: `leaseMs − selfFenceMarginMs`. */
+  selfFenceAfterMs: number;
+  /** Extra election wait of a member without a planner (while planning is left): `leaseMs / 2`. */
+  plannerlessElectionDelayMs: number;
+  /** `/status.connected` holds while the last heartbeat started less than this ago: `leaseMs / 2 + opTimeoutMs`. */
+  connectedWithinMs: number;
+  /** Retry of a failed reconcile pass: `max(50, leaseMs / 10)`. */
+  reconcileRetryMs: number;
+  /** Time between the leader's balancing runs while nothing settles: `max(20, leaseMs / 10)`. */
+  balanceIntervalMs: number;
+  /** Time between balancing runs right after a steal settled or membership changed: `max(5, leaseMs / 100)`. */
+  balanceMinIntervalMs: number;
+  /** A revoked owner that never answers is fenced this long after the revoke: `drainDeadlineMs + leaseMs`. */
+  deafOwnerFenceMs: number;
+  /** Longest wait for a watch's initial snapshot (unless the caller sets one): `max(2 × leaseMs, 30000)`. */
+  watchSnapshotLimitMs: number;
+  /** Longest wait between re-reads of a split whose claim was interrupted by an outage: `leaseMs / 3`. */
+  claimRecheckMaxMs: number;
+  /** Base of the retry after a store outage interrupted planning (±25% jitter): `min(leaseMs, 1000)`. */
+  planOutageRetryMs: number;
+  /** Longest backoff between failed planner runs (before jitter): `leaseMs`. */
+  planBackoffMaxMs: number;
+  /** Retry of publishing a failed plan: `leaseMs / 3`. */
+  planFailRetryMs: number;
+}
+
+/**
+ * Every derived interval of `config`, by name.
+ *
+ * @example
+ * ```ts
+ * import { parseCoordinatorConfig } from "@splitlease/splitlease/admin";
+ * import { timings } from "./timings.ts";
+ * const t = timings(parseCoordinatorConfig({ job: "j", instance: "w1", fingerprint: "f", leaseMs: 3000 }));
+ * console.log(t.twinWaitMs, t.selfFenceAfterMs); // 1300 2625
+ * ```
+ */
+export function timings(config: CoordinatorConfig): Timings {
+  const { leaseMs, opTimeoutMs, selfFenceMarginMs, drainDeadlineMs } = config;
+  return {
+    deadAfterMs: leaseMs,
+    heartbeatMs: leaseMs / 3,
+    heartbeatRetryMs: leaseMs / 10,
+    twinWaitMs: leaseMs / 3 + leaseMs / 10,
+    selfFenceAfterMs: leaseMs - selfFenceMarginMs,
+    plannerlessElectionDelayMs: leaseMs / 2,
+    connectedWithinMs: leaseMs / 2 + opTimeoutMs,
+    reconcileRetryMs: Math.max(50, leaseMs / 10),
+    balanceIntervalMs: Math.max(20, leaseMs / 10),
+    balanceMinIntervalMs: Math.max(5, leaseMs / 100),
+    deafOwnerFenceMs: drainDeadlineMs + leaseMs,
+    watchSnapshotLimitMs: Math.max(2 * leaseMs, 30_000),
+    claimRecheckMaxMs: leaseMs / 3,
+    planOutageRetryMs: Math.min(leaseMs, 1000),
+    planBackoffMaxMs: leaseMs,
+    planFailRetryMs: leaseMs / 3,
+  };
+}
