@@ -14,7 +14,10 @@
  * 8080), BIND (default 0.0.0.0), MAX_IN_FLIGHT, SPLIT_BYTES, COMMIT_RECORDS,
  * COMMIT_MS, LEASE_MS, DRAIN_DEADLINE_MS, AFTER_COMPLETION (`exit`, the
  * default, or `idle`: stay up and ready after the job completed, for a
- * Kubernetes Deployment), and DELAY_MS (sleep per DELAY_EVERY records, to
+ * Kubernetes Deployment), AFTER_STALL (`exit`, the default: exit 3 when only
+ * quarantined splits are left; or `wait`: stay in the job, page and metrics
+ * up, and take work again once an operator requeues; with MAX_IN_FLIGHT=0
+ * the process is an observer, deploy/k8s/observer.yaml), and DELAY_MS (sleep per DELAY_EVERY records, to
  * slow a demo). For wss:// with a private CA, give the runtime the CA bundle:
  * DENO_CERT (Deno), NODE_EXTRA_CA_CERTS (Node, Bun).
  * Operator actions: DRAIN_TOKEN, the bearer token (RFC 6750 characters
@@ -23,7 +26,7 @@
  * `POST /drain` and the operator actions take (the fleet page's Requeue,
  * Cancel and Drain buttons, `POST /splits/…`, `POST /members/…/drain`).
  * Without it those routes answer 403.
- * Exit codes: 0 drained, 3 stalled, 4 planner failed, 1 error.
+ * Exit codes: 0 drained, 3 stalled (AFTER_STALL=exit), 4 planner failed, 1 error.
  *
  * @module
  */
@@ -69,6 +72,8 @@ async function main(env: Env): Promise<void> {
   if (storeKind === "nats" && !env.NATS_URL) fail("STORE=nats needs NATS_URL (a ws:// URL of nats-server's websocket listener)");
   const afterCompletion = env.AFTER_COMPLETION || "exit";
   if (afterCompletion !== "exit" && afterCompletion !== "idle") fail(`AFTER_COMPLETION must be "exit" or "idle" (got ${afterCompletion})`);
+  const afterStall = env.AFTER_STALL || "exit";
+  if (afterStall !== "exit" && afterStall !== "wait") fail(`AFTER_STALL must be "exit" or "wait" (got ${afterStall})`);
   if ((env.NATS_USER === undefined) !== (env.NATS_PASS === undefined)) fail("NATS_USER and NATS_PASS go together");
   const drainToken = env.DRAIN_TOKEN?.trim() || undefined;
   if (drainToken !== undefined && !/^[A-Za-z0-9._~+/-]+=*$/.test(drainToken)) {
@@ -133,6 +138,7 @@ async function main(env: Env): Promise<void> {
     drainDeadlineMs: Math.max(n.drainMs, opTimeoutMs),
     maxInFlight: n.maxInFlight,
     afterCompletion,
+    afterStall,
     exit: false,
   });
   const { exitCode } = await service.done;

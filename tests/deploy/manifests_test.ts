@@ -114,7 +114,7 @@ function metricNames(expr: string): string[] {
 
 // --- Kubernetes manifests ------------------------------------------------------------
 
-const K8S = ["deploy/k8s/deployment.yaml", "deploy/k8s/job.yaml", "deploy/k8s/keda-scaledobject.yaml"];
+const K8S = ["deploy/k8s/deployment.yaml", "deploy/k8s/job.yaml", "deploy/k8s/keda-scaledobject.yaml", "deploy/k8s/observer.yaml"];
 
 /** The one document of `kind` in `path`. */
 function manifest(path: string, kind: string): Yaml {
@@ -239,6 +239,7 @@ Deno.test("deploy: the Deployment and the Job agree with the code: grace period,
       assert.equal(c.env.find((e: Yaml) => e.name === "INSTANCE").valueFrom.fieldRef.fieldPath, "metadata.name");
       assert.equal(env.INSTANCE, "backfill-7c9f8-x2kqz");
       assert.equal(env.AFTER_COMPLETION, "idle", `${where}: a finished job's pod idles instead of crash-looping`);
+      assert.equal(env.AFTER_STALL, "wait", `${where}: a stalled job's pods wait for the requeue instead of crash-looping on exit 3`);
       assert.equal(m.spec.strategy.rollingUpdate.maxUnavailable, 0);
     } else {
       // The completion index: stable across a failed pod's replacement.
@@ -253,6 +254,52 @@ Deno.test("deploy: the Deployment and the Job agree with the code: grace period,
       assert.deepEqual([...failJob.onExitCodes.values].sort(), [EXIT_STALLED, EXIT_PLAN_FAILED].sort(), "stalled and planner-failed fail the Job at once");
     }
   }
+});
+
+Deno.test("deploy: the observer holds no work, outlives a stall and idles after completion, in the Job's job with its input (one fingerprint), behind a Service", async () => {
+  const reads = namesTheWorkerReads();
+  const app = createApp({ coordinator: new ScriptedCoordinator() });
+  const observer = manifest("deploy/k8s/observer.yaml", "Deployment");
+  const service = manifest("deploy/k8s/observer.yaml", "Service");
+  const job = manifest("deploy/k8s/job.yaml", "Job");
+  const pod = observer.spec.template.spec;
+  const c = worker(pod);
+  const env = resolveEnv(c, { name: "backfill-observer-5d8f-abcde", secrets: {} });
+  const jobC = worker(job.spec.template.spec);
+  const jobEnv = resolveEnv(jobC, { name: "backfill-0-abcde", index: "0", secrets: {} });
+  assert.equal(observer.spec.replicas, 1);
+  assert.equal(env.MAX_IN_FLIGHT, "0", "a standby: holds no split");
+  assert.equal(env.AFTER_STALL, "wait", "stays in the stalled job (exit 3 would take the page and the metrics with it)");
+  assert.equal(env.AFTER_COMPLETION, "idle", "a Deployment's pod idles once the job is complete");
+  assert.equal(env.INSTANCE, "backfill-observer-5d8f-abcde", "the pod name");
+  for (const name of (c.env as Yaml[]).map((e) => e.name as string)) assert.ok(reads.has(name), `observer env ${name} is read by ${ENTRY}`);
+  // The Job's job, store and input: the fingerprint is derived from the input configuration.
+  for (const k of Object.keys(jobEnv)) {
+    if (["INSTANCE", "JOB_INDEX", "AFTER_COMPLETION", "MAX_IN_FLIGHT"].includes(k)) continue;
+    assert.equal(env[k], jobEnv[k], `observer env ${k} is the Job's`);
+  }
+  assert.equal(c.image, jobC.image, "the worker image");
+  assert.deepEqual(c.env.find((e: Yaml) => e.name === "DRAIN_TOKEN").valueFrom.secretKeyRef, { name: "splitlease-backfill", key: "drain-token", optional: true });
+  assert.equal(pod.terminationGracePeriodSeconds, job.spec.template.spec.terminationGracePeriodSeconds);
+  assert.equal(pod.securityContext.runAsNonRoot, true);
+  for (const [probe, route] of [["startupProbe", "/healthz"], ["livenessProbe", "/healthz"], ["readinessProbe", "/readyz"]]) {
+    assert.equal(c[probe].httpGet.path, route, `observer ${probe} on ${route}`);
+    assert.notEqual((await app.request(route)).status, 404);
+  }
+  // Its own pods only, and the Service reaches them on the app's port.
+  const labels = observer.spec.template.metadata.labels;
+  for (const [k, v] of Object.entries(observer.spec.selector.matchLabels)) assert.equal(labels[k], v, `the selector matches its pods (${k})`);
+  for (const other of [job, manifest("deploy/k8s/deployment.yaml", "Deployment")]) {
+    const theirs = other.spec.template.metadata.labels;
+    assert.ok(
+      Object.entries(observer.spec.selector.matchLabels).some(([k, v]) => theirs[k] !== v),
+      `the observer's selector does not select ${other.kind} pods`,
+    );
+  }
+  for (const [k, v] of Object.entries(service.spec.selector)) assert.equal(labels[k], v, `the Service selects the observer (${k})`);
+  assert.equal(service.spec.ports[0].targetPort, "http");
+  assert.equal(String(c.ports.find((p: Yaml) => p.name === "http").containerPort), env.PORT);
+  assert.equal(labels["app.kubernetes.io/name"], "splitlease", "scraped with the workers (PodMonitor on app.kubernetes.io/name)");
 });
 
 Deno.test("deploy: KEDA scales the Deployment on a job-wide metric /metrics renders, counted once, one replica per MAX_IN_FLIGHT splits", async () => {
@@ -279,7 +326,7 @@ Deno.test("deploy: KEDA scales the Deployment on a job-wide metric /metrics rend
   for (const v of Object.values(trigger.metadata)) assert.equal(typeof v, "string", "KEDA metadata values are strings");
 });
 
-Deno.test("deploy: alert rules use only metrics /metrics renders and cover quarantine, self-fence, no leader, backlog and the planner", async () => {
+Deno.test("deploy: alert rules use only metrics /metrics renders and cover quarantine, stalls, self-fence, no leader, backlog and the planner", async () => {
   const metrics = await renderedMetrics();
   const [file] = yamlDocs("deploy/prometheus/alerts.yaml");
   const rules = file.groups.flatMap((g: Yaml) => g.rules) as Yaml[];
@@ -306,6 +353,12 @@ Deno.test("deploy: alert rules use only metrics /metrics renders and cover quara
   uses("SplitleaseBacklogNotShrinking", /etl_coordination_splits_unclaimed offset/);
   uses("SplitleasePlanFailing", /etl_coordination_plan_failures_total/);
   uses("SplitleasePlanFailed", new RegExp(`== ${EXIT_PLAN_FAILED}$`));
+  // A stall: the job-wide gauge (exported by whatever leads during it: a waiting worker or the observer) and exit 3.
+  uses("SplitleaseJobStalled", /etl_coordination_job_stalled\)? > 0/);
+  uses("SplitleaseWorkerExitedStalled", new RegExp(`== ${EXIT_STALLED}$`));
+  for (const name of ["SplitleaseJobStalled", "SplitleaseSplitsQuarantined"]) {
+    assert.match(byName.get(name)!.for ?? "", /^\d+[smh]$/, `${name}: a for (tests/ops/stall_repair_test.ts keeps its metric up past it)`);
+  }
   // Job-wide gauges come from the leader only: aggregated, never per pod.
   for (const r of rules) {
     for (const n of metricNames(r.expr)) {
