@@ -20,7 +20,7 @@
  * @example
  * ```ts
  * import { SplitleaseError, type ErrorCode } from "@splitlease/splitlease";
- * const code: ErrorCode = new SplitleaseError("FENCED", "lost").code;
+ * const code: ErrorCode = new SplitleaseError("INVALID_ARGUMENT", "bad watermark").code;
  * ```
  *
  * @example

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { SplitleaseError } from "../errors.ts";
+import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { encodeRecord, JobRecordSchema, RECORD_LAYOUT, safeDecodeRecord } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { Core } from "./core.ts";
@@ -33,7 +33,7 @@ export async function checkJobRecord(core: Core): Promise<void> {
     const r = await store.create(keys.job, encodeRecord(want));
     if (r.ok) return;
     cur = await store.get(keys.job);
-    if (!cur) throw new SplitleaseError("STORE_UNAVAILABLE", `Job record "job" vanished while joining`);
+    if (!cur) throw new StoreUnavailableError("get", config.opTimeoutMs, { detail: `job record "job" vanished while joining` });
   }
   const raw = (() => {
     try {

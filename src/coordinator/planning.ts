@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { SplitleaseError, ValueTooLargeError } from "../errors.ts";
+import { InvalidRecordError, SplitleaseError, ValueTooLargeError } from "../errors.ts";
 import {
   decodeRecord,
   encodeRecord,
@@ -73,7 +73,7 @@ export class Planning {
     const signal = this.#abort.signal;
     try {
       const cur = await store.get(keys.plan);
-      if (!cur) throw new SplitleaseError("INVALID_RECORD", `Plan record "plan" vanished during term ${term}`);
+      if (!cur) throw new InvalidRecordError(keys.plan, `the record vanished during term ${term}`, []);
       const plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
       if (plan.term !== term) {
         log("warn", "Leader deposed before planning", { term, planTerm: plan.term });

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { FencedError, SplitleaseError } from "../errors.ts";
+import { FencedError, StoreUnavailableError } from "../errors.ts";
 import { decodeRecord, encodeRecord, type Owner, type SplitProgress, type SplitRecord, SplitRecordSchema } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { Core } from "./core.ts";
@@ -231,7 +231,7 @@ export class Tenancies {
       record = rec;
       revision = cur.revision;
     }
-    throw new SplitleaseError("STORE_UNAVAILABLE", `Write to split "${id}" kept conflicting; giving up`);
+    throw new StoreUnavailableError("update", this.#core.config.opTimeoutMs, { detail: `write to split "${id}" kept conflicting; giving up` });
   }
 
   /** Fenced progress commit; `final` completes the split and ends the tenancy. */
