@@ -511,7 +511,7 @@ export const mutants = [
   {
     name: "lagged-delete-applied",
     breaks: "the leader's view applies a lagging watch's old delete over a newer record a read brought in: a live restarted member is taken over",
-    edits: [{ file: C + "leader/fleet_view.ts", search: "if (cur && cur.revision > revision) return;", replace: "" }],
+    edits: [{ file: C + "leader/leader_view.ts", search: "if (cur && cur.revision > revision) return;", replace: "" }],
     suites: ["unit", "sim"],
   },
   {

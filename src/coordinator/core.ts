@@ -11,6 +11,14 @@ import type { CoordinatorConfig } from "./config.ts";
 import type { Timings } from "./timings.ts";
 import type { Clock, CoordinationEvent, CoordinatorStats, Logger } from "./types.ts";
 
+/** A decoded record with the revision that wrote it. */
+export interface Versioned<T> {
+  /** The record. */
+  record: T;
+  /** Its revision. */
+  revision: number;
+}
+
 /** Shared state of one coordinator's parts. */
 export interface Core {
   /** The instrumented store. */

@@ -24,7 +24,7 @@ import {
 } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { StoreEntry, WatchEvent } from "../store/store.ts";
-import type { Core } from "./core.ts";
+import type { Core, Versioned } from "./core.ts";
 import { DormantTenancies } from "./dormant.ts";
 import { LivenessTracker } from "./liveness.ts";
 import { SpecReader } from "./spec_reader.ts";
@@ -35,14 +35,6 @@ import { WatchSet } from "./watch_set.ts";
 
 /** Most claims one worker has in flight at once (a heartbeat must not queue behind a thousand writes). */
 const CLAIM_WAVE = 32;
-
-/** A decoded record with the revision that wrote it. */
-export interface Versioned<T> {
-  /** The record. */
-  record: T;
-  /** Its revision. */
-  revision: number;
-}
 
 /** The member side of a coordinator. */
 export class Follower {

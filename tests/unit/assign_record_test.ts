@@ -4,7 +4,7 @@
 // writes instead of a write the store refuses (and retries forever).
 import assert from "node:assert/strict";
 import type { Core } from "../../src/coordinator/core.ts";
-import { FleetView } from "../../src/coordinator/leader/fleet_view.ts";
+import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import { MemberState } from "../../src/coordinator/leader/member_state.ts";
 import { newStats } from "../../src/coordinator/stats.ts";
 import { decodeRecord, encodeRecord, AssignRecordSchema, type SplitRecord } from "../../src/records.ts";
@@ -20,7 +20,7 @@ Deno.test("assignment record: thousands of grants with large progress go out in 
     log: (level: string, msg: string) => logs.push(`${level} ${msg}`),
     noteReplaced: () => {},
   } as unknown as Core;
-  const view = new FleetView(() => {}, () => {});
+  const view = new LeaderView(() => {}, () => {});
   const m = new MemberState("m", "sess", 4096, false, false);
   const N = 4000;
   const state = "p".repeat(2000); // a large progress state per split

@@ -1,8 +1,8 @@
-// The leader's view (src/coordinator/leader/fleet_view.ts) applies watch
+// The leader's view (src/coordinator/leader/leader_view.ts) applies watch
 // events and direct reads by revision: a late delivery never undoes what a
 // newer read brought in.
 import assert from "node:assert/strict";
-import { FleetView } from "../../src/coordinator/leader/fleet_view.ts";
+import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import { encodeRecord, type MemberRecord } from "../../src/records.ts";
 
 const member = (session: string, beat: number): string =>
@@ -10,7 +10,7 @@ const member = (session: string, beat: number): string =>
 
 Deno.test("leader view: a lagging watch's old delete of a member does not remove the successor a read brought in", () => {
   const changes: string[] = [];
-  const view = new FleetView(() => {}, (instance, prev, next) => changes.push(`${instance}:${prev?.session ?? "-"}->${next?.record.session ?? "-"}`));
+  const view = new LeaderView(() => {}, (instance, prev, next) => changes.push(`${instance}:${prev?.session ?? "-"}->${next?.record.session ?? "-"}`));
   view.apply("member.", { type: "put", key: "member.a", value: member("old", 1), revision: 5 });
   // The member left (delete at 6) and restarted (create at 7); a re-read brought in the restart first.
   view.put("member.a", member("new", 0), 7);

@@ -8,7 +8,7 @@
  */
 import type { MemberRecord } from "../../records.ts";
 import type { Core } from "../core.ts";
-import type { FleetView } from "./fleet_view.ts";
+import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 
 /**
@@ -23,7 +23,7 @@ import type { MemberState } from "./member_state.ts";
  * const onBeat: typeof auditHeld = (core, view, st, r) => auditHeld(core, view, st, r);
  * ```
  */
-export function auditHeld(core: Core, view: FleetView, st: MemberState, r: MemberRecord): void {
+export function auditHeld(core: Core, view: LeaderView, st: MemberState, r: MemberRecord): void {
   if (r.held === undefined) return;
   const owned = view.byOwner.get(st.key);
   if (!owned || owned.size <= r.held) {

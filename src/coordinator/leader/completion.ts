@@ -16,19 +16,19 @@
 import { decodeRecord, encodeRecord, type JobOutcome, type PlanRecord, PlanRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
-import type { FleetView } from "./fleet_view.ts";
+import type { LeaderView } from "./leader_view.ts";
 
 /** Decides and publishes the job outcome. */
 export class CompletionJudge {
   readonly #core: Core;
-  readonly #view: FleetView;
+  readonly #view: LeaderView;
   readonly #caughtUp: () => Promise<boolean | undefined>;
   #busy = false;
   /** When the view first looked complete without the watch being caught up (a stuck pending count falls back to a listing). */
   #behindSince: number | undefined;
 
   /** `caughtUp` says whether the view has applied every split change made before the call (`undefined`: cannot tell). */
-  constructor(core: Core, view: FleetView, caughtUp: () => Promise<boolean | undefined>) {
+  constructor(core: Core, view: LeaderView, caughtUp: () => Promise<boolean | undefined>) {
     this.#core = core;
     this.#view = view;
     this.#caughtUp = caughtUp;

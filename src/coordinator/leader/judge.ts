@@ -11,16 +11,15 @@
  */
 import { type MemberRecord, MemberRecordSchema, type Owner, safeDecodeRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
-import type { Core } from "../core.ts";
-import type { Versioned } from "../follower.ts";
+import type { Core, Versioned } from "../core.ts";
 import type { LivenessTracker } from "../liveness.ts";
-import { type FleetView, ownerKey, parseOwnerKey } from "./fleet_view.ts";
+import { type LeaderView, ownerKey, parseOwnerKey } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 
 /** What the judge needs from the leader's role. */
 export interface JudgeHost {
   readonly core: Core;
-  readonly view: FleetView;
+  readonly view: LeaderView;
   readonly states: Map<string, MemberState>;
   readonly liveness: LivenessTracker;
   /** Whether the role stopped (replies that arrive later change nothing). */

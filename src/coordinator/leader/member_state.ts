@@ -12,7 +12,7 @@ import { keys } from "../../store/keys.ts";
 import { MAX_VALUE_BYTES } from "../../store/store.ts";
 import type { Core } from "../core.ts";
 import { hashStrings } from "../../balance/hash.ts";
-import { type FleetView, ownerKey } from "./fleet_view.ts";
+import { type LeaderView, ownerKey } from "./leader_view.ts";
 
 /** Bytes of split records written inline in one assignment record; entries past it carry ids only. */
 const INLINE_BUDGET = 48 * 1024;
@@ -128,7 +128,7 @@ export class MemberState {
    * Writes the record if it changed and no write is in flight. `onDeposed`
    * runs when a newer term wrote it (this leader was deposed).
    */
-  flush(core: Core, view: FleetView, term: number, onDeposed: () => void): Promise<boolean> {
+  flush(core: Core, view: LeaderView, term: number, onDeposed: () => void): Promise<boolean> {
     if (!this.#dirty || this.#writing) return Promise.resolve(false);
     this.#dirty = false;
     const p = this.#write(core, view, term, onDeposed);
@@ -137,14 +137,14 @@ export class MemberState {
   }
 
   /** Resolves once no write is in flight and nothing is left to write (or a write failed). */
-  async settle(core: Core, view: FleetView, term: number, onDeposed: () => void): Promise<void> {
+  async settle(core: Core, view: LeaderView, term: number, onDeposed: () => void): Promise<void> {
     for (let i = 0; i < 4 && (this.#dirty || this.#writing); i++) {
       if (this.#writing) await this.#writing;
       else if (!(await this.flush(core, view, term, onDeposed)) || this.rev === undefined) return;
     }
   }
 
-  async #write(core: Core, view: FleetView, term: number, onDeposed: () => void): Promise<boolean> {
+  async #write(core: Core, view: LeaderView, term: number, onDeposed: () => void): Promise<boolean> {
     const { store, log } = core;
     const key = keys.assign(this.instance);
     const drops = [...this.drops];
@@ -203,7 +203,7 @@ export class MemberState {
   }
 
   #build(
-    view: FleetView,
+    view: LeaderView,
     term: number,
     drops: [string, { epoch: number; reason: "fenced" | "expired" | "cancelled" }][],
     listed: Grant[],

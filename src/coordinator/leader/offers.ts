@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { FleetView } from "./fleet_view.ts";
+import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 
 /** Most offers one member holds (bounds the assignment record). */
@@ -16,7 +16,7 @@ export const MAX_OFFERS = 256;
 
 /** Everything the offer decision reads and writes. */
 export interface OfferBook {
-  view: FleetView;
+  view: LeaderView;
   /** Live member sessions by instance. */
   states: ReadonlyMap<string, MemberState>;
   /** Split id → instance it is offered to. */
@@ -26,7 +26,7 @@ export interface OfferBook {
 }
 
 /** Lanes a member has for new work: maxInFlight minus what it holds and what is on its way to it. */
-export function freeLanes(view: FleetView, m: MemberState): number {
+export function freeLanes(view: LeaderView, m: MemberState): number {
   return Math.max(0, m.maxInFlight - view.heldByKey(m.key) - m.incoming);
 }
 
@@ -82,7 +82,7 @@ function distribute(b: OfferBook, ms: MemberState[]): boolean {
 }
 
 /** Refill once half the offers are used, or at once when a lane would idle. */
-function needsRefill(view: FleetView, m: MemberState): boolean {
+function needsRefill(view: LeaderView, m: MemberState): boolean {
   const lanes = freeLanes(view, m);
   const have = m.offers.size;
   return have < lanes || have <= Math.min(MAX_OFFERS, lanes + 2 * m.maxInFlight) / 2;

@@ -15,14 +15,14 @@ import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
 import { bump, observe } from "../stats.ts";
 import { openRecord } from "../transitions.ts";
-import type { FleetView } from "./fleet_view.ts";
+import type { LeaderView } from "./leader_view.ts";
 import type { MemberState, Revoke } from "./member_state.ts";
 import { claimers, freeLanes } from "./offers.ts";
 
 /** What revocations read and write. */
 export interface RevocationCtx {
   core: Core;
-  view: FleetView;
+  view: LeaderView;
   states: ReadonlyMap<string, MemberState>;
   applied(id: string, rec: SplitRecord, revision: number): void;
   leading(): boolean;

@@ -19,14 +19,13 @@ import {
   type SplitRecord,
 } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
-import type { Core } from "../core.ts";
-import type { Versioned } from "../follower.ts";
+import type { Core, Versioned } from "../core.ts";
 import { LivenessTracker } from "../liveness.ts";
 import { WatchSet } from "../watch_set.ts";
 import { CompletionJudge } from "./completion.ts";
 import { MembershipSignature } from "./signature.ts";
 import { DeathJudge } from "./judge.ts";
-import { FleetView } from "./fleet_view.ts";
+import { LeaderView } from "./leader_view.ts";
 import { MemberState } from "./member_state.ts";
 import { ReleaseHold } from "./release_hold.ts";
 import { SeedRuns } from "./seed_runs.ts";
@@ -52,7 +51,7 @@ export class LeaderRole {
   readonly #hold = new ReleaseHold();
   readonly #core: Core;
   readonly term: number;
-  readonly view: FleetView;
+  readonly view: LeaderView;
   readonly liveness: LivenessTracker = new LivenessTracker();
   /** Live member sessions by instance. */
   readonly states: Map<string, MemberState> = new Map();
@@ -74,7 +73,7 @@ export class LeaderRole {
     this.term = term;
     this.#onDeposed = onDeposed;
     this.retry = new RetryBackoff(core);
-    this.view = new FleetView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n));
+    this.view = new LeaderView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n));
     this.#watches = new WatchSet(core, (f, ev) => {
       if (!this.#stopped) this.view.apply(f, ev);
     });

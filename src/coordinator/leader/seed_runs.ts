@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { FleetView } from "./fleet_view.ts";
+import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 
 /** Consecutive seeds that go to one member with idle lanes (see {@linkcode SeedRuns.reserve}). */
@@ -39,7 +39,7 @@ export class SeedRuns {
    * run apart, which balancing evens out with a few moves.
    * Its lane stays reserved until {@linkcode SeedRuns.unreserve}.
    */
-  reserve(states: ReadonlyMap<string, MemberState>, view: FleetView, seeded: number): MemberState | undefined {
+  reserve(states: ReadonlyMap<string, MemberState>, view: LeaderView, seeded: number): MemberState | undefined {
     let best: MemberState | undefined;
     let bestLoad = Infinity;
     let members = 0;

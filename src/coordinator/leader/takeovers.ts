@@ -12,7 +12,7 @@ import { encodeRecord, type Owner, type SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
 import { openRecord } from "../transitions.ts";
-import type { FleetView } from "./fleet_view.ts";
+import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 import { claimers, freeLanes } from "./offers.ts";
 
@@ -22,7 +22,7 @@ const TAKEOVER_WAVE = 64;
 /** What the takeover path reads and writes. */
 export interface TakeoverCtx {
   core: Core;
-  view: FleetView;
+  view: LeaderView;
   states: ReadonlyMap<string, MemberState>;
   /** The leader's own write of a split landed (apply it ahead of the echo). */
   applied(id: string, rec: SplitRecord, revision: number): void;

@@ -17,7 +17,7 @@ import { InvalidRecordError } from "../../errors.ts";
 import { keys } from "../../store/keys.ts";
 import type { WatchEvent } from "../../store/store.ts";
 import { MaxHeap } from "../../util/heap.ts";
-import type { Versioned } from "../follower.ts";
+import type { Versioned } from "../core.ts";
 
 /** Index key of an owner: instance and session. */
 export function ownerKey(instance: string, session: string): string {
@@ -36,7 +36,7 @@ export type SplitListener = (id: string, prev: SplitRecord | undefined, next: Ve
 export type MemberListener = (instance: string, prev: MemberRecord | undefined, next: Versioned<MemberRecord> | undefined) => void;
 
 /** The leader's view of a job's bucket. */
-export class FleetView {
+export class LeaderView {
   /** Split records by id. */
   readonly splits: Map<string, Versioned<SplitRecord>> = new Map();
   /** Member records by instance. */
