@@ -98,6 +98,13 @@ export const mutants = [
     suites: COORD,
   },
   {
+    name: "duplicate-keeps-writing",
+    breaks: "a coordinator that failed with DUPLICATE_INSTANCE still writes (a task between its read and its write when it failed, " +
+      "an in-flight lane or leader task): the process that lost its instance to a twin goes on writing under it",
+    edits: [{ file: C + "coordinator.ts", search: "this.#store.refuseWrites(error);", replace: "" }],
+    suites: ["sim"], // seed 133: a frozen member that was closing wakes, its heartbeat finds the twin, then its close releases its self-fenced splits
+  },
+  {
     name: "claim-without-freshness",
     breaks: "offers are claimed while the last landed heartbeat is stale (a process that was frozen claims before its membership is proven ours)",
     edits: [{
