@@ -404,4 +404,61 @@ export function safetyScenarios(b: Backend): void {
     assert.equal(c.c.status().leader?.instance, "lead", "c learned the winner from its read");
     lag.release();
   });
+
+  /**
+   * A standby leads and plans one split, member m holds it; then an
+   * assignment record for m is written by hand (what a deposed leader, a
+   * stale replica or a corrupted write would put there) with `patch` over
+   * the current term, m's session, no offers or grants. Answers what m did.
+   */
+  async function forgedAssignment(patch: (x: { term: number; epoch: number }) => Record<string, unknown>) {
+    const f = await b.fleet();
+    const raw = rawStore(f);
+    const lead = await f.join({ instance: "lead", planner: finalPlanner(splits(1)), maxInFlight: 0 });
+    assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
+    const m = await f.join({ instance: "m" });
+    assert.ok(await f.until(() => m.held.length === 1, 3000), "m holds the split");
+    const epoch = m.c.status().held[0].epoch;
+    const term = lead.c.status().plan!.term;
+    const forged = JSON.stringify({
+      v: 2, term, session: m.c.session, seq: 1_000_000, offers: [], grants: [], revokes: [], drops: [], ...patch({ term, epoch }),
+    });
+    const cur = await raw.get(keys.assign("m"));
+    assert.ok((cur ? await raw.update(cur.key, forged, cur.revision) : await raw.create(keys.assign("m"), forged)).ok);
+    await f.advance(100);
+    return { f, m, epoch };
+  }
+
+  // Kills drop-any-epoch: a drop names the tenancy (split and epoch) the leader saw end; a newer one of ours runs on.
+  t("S12. a drop for an older epoch of a split the member holds does not stop its tenancy", async () => {
+    const { f, m } = await forgedAssignment(({ epoch }) => ({ drops: [{ id: "s000", epoch: epoch - 1, reason: "fenced" }] }));
+    await using _ = f;
+    assert.deepEqual(m.lost(), [], "the tenancy was stopped by a drop of an earlier epoch");
+    assert.deepEqual(m.held, ["s000"]);
+  });
+
+  // Kills revoke-any-epoch: a revoke names the tenancy the leader wants back; one of an earlier epoch is not ours to answer.
+  t("S13. a revoke for an older epoch of a split the member holds is ignored: no drain, no release", async () => {
+    const { f, m, epoch } = await forgedAssignment(({ epoch }) => ({ revokes: [{ id: "s000", epoch: epoch - 1 }] }));
+    await using _ = f;
+    assert.ok(!m.has("revokeRequested"), "m was asked to drain by a revoke of an earlier epoch");
+    assert.deepEqual(m.c.status().held.map((h) => [h.id, h.epoch]), [["s000", epoch]]);
+    assert.equal((await splitRecord(rawStore(f), "s000")).owner?.instance, "m");
+  });
+
+  // Kills assign-older-term-applied: a record from a term older than one the member has seen is a deposed leader's late write.
+  t("S14. an assignment record from an older term than the member has seen is ignored (its drop stops nothing)", async () => {
+    const { f, m } = await forgedAssignment(({ term, epoch }) => ({ term: term - 1, drops: [{ id: "s000", epoch, reason: "fenced" }] }));
+    await using _ = f;
+    assert.deepEqual(m.lost(), [], "a deposed leader's drop stopped the tenancy");
+    assert.deepEqual(m.held, ["s000"]);
+  });
+
+  // Kills assign-other-session-applied: a record names the session it is for; one for a predecessor (or a twin) is not ours.
+  t("S15. an assignment record addressed to another session of the same instance is ignored (its drop stops nothing)", async () => {
+    const { f, m } = await forgedAssignment(({ epoch }) => ({ session: "a-predecessor", drops: [{ id: "s000", epoch, reason: "fenced" }] }));
+    await using _ = f;
+    assert.deepEqual(m.lost(), [], "a drop addressed to another session stopped the tenancy");
+    assert.deepEqual(m.held, ["s000"]);
+  });
 }
