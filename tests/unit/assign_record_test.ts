@@ -53,3 +53,96 @@ Deno.test("assignment record: thousands of grants with large progress go out in 
   assert.ok(writes >= 2 && writes < 10, `${writes} writes`);
   assert.deepEqual(logs.filter((l) => l.startsWith("error")), []);
 });
+
+/** A member's assignment state over a MemoryStore and a leader's view of the splits. */
+function harness() {
+  const store = new MemoryStore({ yieldToTimers: false });
+  const logs: string[] = [];
+  const core = {
+    store,
+    stats: newStats(),
+    log: (level: string, msg: string) => logs.push(`${level} ${msg}`),
+    noteReplaced: () => {},
+  } as unknown as Core;
+  const view = new LeaderView(() => {}, () => {});
+  const m = new MemberState("m", "sess", 64, false, false);
+  const split = (id: string, epoch: number, revision: number, extra: Partial<SplitRecord> = {}) =>
+    view.put(`split.${id}`, encodeRecord({ v: 2, epoch, status: "runnable", owner: null, attempts: 0, weight: 1, progress: null, ...extra }), revision);
+  /** Writes the record now (as the leader's loop does after a change); answers what it wrote. */
+  const write = async (term = 1) => {
+    m.touch();
+    assert.equal(await m.flush(core, view, term, () => assert.fail("not deposed")), true);
+    const e = (await store.get("assign.m"))!;
+    return { revision: e.revision, record: decodeRecord(e.key, e.value, AssignRecordSchema), bytes: e.value.length };
+  };
+  return { store, core, view, m, split, write, logs };
+}
+
+Deno.test("assignment record: a grant stays listed until the member's heartbeat says it applied a version that listed it", async () => {
+  const { m, split, write } = harness();
+  split("g", 2, 5, { owner: { instance: "m", session: "sess" } });
+  m.grants.set("g", { epoch: 2 });
+  const first = await write();
+  assert.deepEqual(first.record.grants.map((g) => g.id), ["g"]);
+  // The member's heartbeat says it applied an older version (seen < the record that listed the grant): still owed.
+  m.acknowledge(first.revision - 1);
+  assert.ok(m.grants.has("g"), "a grant was dropped before the member saw a record listing it");
+  assert.deepEqual((await write()).record.grants.map((g) => g.id), ["g"], "listed again");
+  // Seen: acknowledged, and the next record goes without it.
+  m.acknowledge(first.revision);
+  assert.ok(!m.grants.has("g"));
+  assert.deepEqual((await write()).record.grants, []);
+});
+
+Deno.test("assignment record: a grant the split's epoch has moved past and an offer at an older revision are not sent", async () => {
+  const { m, split, write } = harness();
+  split("moved", 3, 10, { owner: { instance: "other", session: "o" } });
+  m.grants.set("moved", { epoch: 2 }); // opened for m at epoch 2; the record is at epoch 3 now
+  split("stale", 1, 12);
+  m.offer("stale", 11, 1); // reserved at revision 11; the split moved to 12 since
+  split("fresh", 1, 13);
+  m.offer("fresh", 13, 1);
+  const { record } = await write();
+  assert.deepEqual(record.grants, [], "a grant of an epoch the split no longer has");
+  assert.deepEqual(record.offers.map((o) => [o.id, o.rev]), [["fresh", 13]], "only the offer at the split's revision");
+});
+
+Deno.test("assignment record: split records go inline only while the 48 KiB budget lasts", async () => {
+  const { m, split, write } = harness();
+  const state = "p".repeat(20_000); // three records are over the budget, two are not
+  for (let i = 0; i < 10; i++) {
+    const id = `s${String(i).padStart(3, "0")}`;
+    split(id, 1, i + 1, { progress: { watermark: i, state } });
+    m.offer(id, i + 1, 1);
+  }
+  const { record } = await write();
+  assert.equal(record.offers.length, 10, "every offer listed");
+  const inline = record.offers.filter((o) => o.rec !== undefined);
+  const inlineBytes = inline.reduce((n, o) => n + JSON.stringify(o.rec).length, 0);
+  assert.equal(inline.length, 2, `${inline.length} of 10 inline`);
+  assert.ok(inlineBytes <= 48 * 1024, `${inlineBytes} bytes of split records inline`);
+});
+
+Deno.test("assignment record: a leader finding a record of a newer term stands down and writes nothing", async () => {
+  const { store, core, view, m } = harness();
+  const newer = encodeRecord({ v: 2, term: 7, session: "sess", seq: 3, offers: [], grants: [], revokes: [], drops: [] });
+  const created = await store.create("assign.m", newer);
+  assert.ok(created.ok);
+  m.touch();
+  let deposed = 0;
+  assert.equal(await m.flush(core, view, 5, () => deposed++), false);
+  assert.equal(deposed, 1, "told it is deposed");
+  const e = (await store.get("assign.m"))!;
+  assert.deepEqual([e.revision, e.value], [created.revision, newer], "the newer leader's record is untouched");
+});
+
+Deno.test("assignment record: revokes count against the size bound like everything else (thousands to long-named successors)", async () => {
+  const { m, write, logs } = harness();
+  const to = { instance: "i".repeat(128), session: "s".repeat(64) };
+  for (let i = 0; i < 2000; i++) m.revokes.set(`split-${String(i).padStart(58, "0")}`, { epoch: 1, to, since: 0, steal: false });
+  const { record, bytes } = await write();
+  assert.ok(bytes <= MAX_VALUE_BYTES, `the record is ${bytes} bytes`);
+  assert.ok(record.revokes.length > 0 && record.revokes.length < 2000, `${record.revokes.length} revokes listed`);
+  assert.deepEqual(record.revokes.map((r) => r.id), [...m.revokes.keys()].slice(0, record.revokes.length), "the first ones, in order");
+  assert.deepEqual(logs.filter((l) => l.startsWith("error")), []);
+});
