@@ -45,7 +45,7 @@ export type {
 // Where the records above live in the bucket (`keys.member(id)` holds a MemberRecord).
 export { type KeyLayout, keys } from "./src/store/keys.ts";
 export type { CoordinatorStats, Histogram } from "./src/coordinator/types.ts";
-export type { LaneInfo, WorkerStats } from "./src/runtime/worker.ts";
+export type { LaneInfo, WorkerStats } from "./src/runtime/worker_types.ts";
 export { InvalidRecordError, type RecordIssue } from "./src/errors.ts";
 export {
   type ConfigDoc,
@@ -53,4 +53,4 @@ export {
   type CoordinatorConfig,
   parseCoordinatorConfig,
 } from "./src/coordinator/config.ts";
-export { VERSION } from "./src/coordinator/coordinator.ts";
+export { VERSION } from "./src/coordinator/job_check.ts";

@@ -31,17 +31,17 @@ export type { Json, SplitProgress } from "./src/records.ts";
 export { splitIdFrom } from "./src/store/keys.ts";
 
 // The worker that runs a source over a coordinator.
+export { runWorker, startWorker } from "./src/runtime/worker.ts";
 export {
-  runWorker,
   type ShutdownOptions,
-  startWorker,
   type Worker,
   type WorkerOptions,
   type WorkerOutcome,
-} from "./src/runtime/worker.ts";
+} from "./src/runtime/worker_types.ts";
 
 // The coordinator, its options and its events (for code that drives it directly).
-export { type JoinOptions, SplitCoordinator } from "./src/coordinator/coordinator.ts";
+export { type JoinOptions } from "./src/coordinator/join_options.ts";
+export { SplitCoordinator } from "./src/coordinator/coordinator.ts";
 export type { CoordinatorTunables } from "./src/coordinator/config.ts";
 export type {
   Clock,

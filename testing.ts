@@ -24,12 +24,13 @@ export {
   type BalanceMember,
   type BalanceSplit,
   type BalanceView,
+  type MemberLoad,
+  type Move,
+} from "./src/balance/types.ts";
+export {
   fairShare,
   hasClaimable,
-  hashStrings,
-  type MemberLoad,
   memberLoads,
-  type Move,
   planMoves,
-  rendezvousRank,
 } from "./src/balance/plan_moves.ts";
+export { hashStrings, rendezvousRank } from "./src/balance/hash.ts";

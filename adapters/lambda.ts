@@ -30,10 +30,12 @@
  * @module
  */
 import { SplitleaseError } from "../src/errors.ts";
-import { timingSafeEqual } from "../src/http/app.ts";
-import { checkSliceOptions, runSlice, type SliceOptions, type SliceResult } from "../src/runtime/slice.ts";
+import { timingSafeEqual } from "../src/http/drain_auth.ts";
+import { checkSliceOptions, type SliceOptions } from "../src/runtime/slice_options.ts";
+import { runSlice, type SliceResult } from "../src/runtime/slice_run.ts";
 
-export type { SliceOptions, SliceResult } from "../src/runtime/slice.ts";
+export type { SliceOptions } from "../src/runtime/slice_options.ts";
+export type { SliceResult } from "../src/runtime/slice_run.ts";
 
 /**
  * The part of Lambda's context object the handler uses (a structural subset

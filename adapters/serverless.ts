@@ -15,4 +15,6 @@
  *
  * @module
  */
-export { createSliceHandler, runSlice, type SliceOptions, type SliceResult } from "../src/runtime/slice.ts";
+export { createSliceHandler } from "../src/runtime/slice.ts";
+export { runSlice, type SliceResult } from "../src/runtime/slice_run.ts";
+export { type SliceOptions } from "../src/runtime/slice_options.ts";

@@ -46,10 +46,6 @@
  * @module
  */
 import { hashStrings } from "./hash.ts";
-
-export { hashStrings, rendezvousRank } from "./hash.ts";
-
-export type { BalanceConfig, BalanceMember, BalanceSplit, BalanceView, MemberLoad, Move } from "./types.ts";
 import type { BalanceConfig, BalanceSplit, BalanceView, MemberLoad, Move } from "./types.ts";
 
 // ---------------------------------------------------------------------------

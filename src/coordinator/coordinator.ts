@@ -26,8 +26,6 @@ import { Tenancies } from "./tenancies.ts";
 import { timings } from "./timings.ts";
 import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStats, CoordinatorStatus, Logger } from "./types.ts";
 
-export { VERSION } from "./job_check.ts";
-export type { JoinOptions } from "./join_options.ts";
 
 const silent: Logger = () => {};
 

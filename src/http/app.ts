@@ -9,7 +9,7 @@ import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { Coordinator } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
-import type { Worker } from "../runtime/worker.ts";
+import type { Worker } from "../runtime/worker_types.ts";
 import type { Store } from "../store/store.ts";
 import { durationIssue, MAX_TIMER_MS } from "../util/timers.ts";
 import { drainGuardOf } from "./drain_auth.ts";
@@ -17,8 +17,6 @@ import { mountFleetRoutes } from "./fleet_routes.ts";
 import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
 import { renderMetrics } from "./render_metrics.ts";
 
-export { checkDrainOptions, timingSafeEqual } from "./drain_auth.ts";
-export { renderMetrics } from "./render_metrics.ts";
 
 /**
  * The HTTP app as adapters use it: a fetch handler (plus Hono's `request`

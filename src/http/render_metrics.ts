@@ -5,7 +5,7 @@
  * @module
  */
 import type { CoordinatorStats, CoordinatorStatus } from "../coordinator/types.ts";
-import type { Worker } from "../runtime/worker.ts";
+import type { Worker } from "../runtime/worker_types.ts";
 import { newHistogram } from "../coordinator/stats.ts";
 import { MetricsRegistry } from "./metrics.ts";
 

@@ -11,7 +11,6 @@ import { Channel } from "../util/channel.ts";
 import { type Connection, describe, sleep } from "./connection.ts";
 import { type BucketMessage, lastRevisionUnder, type Scan, startScan } from "./scan.ts";
 
-export { WATCHDOG_INTERVAL_MS } from "./connection.ts";
 /**
  * While a snapshot is being replayed, how often the stream is asked for the
  * last revision under the filter (the replay is over once it is handled).

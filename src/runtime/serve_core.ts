@@ -7,20 +7,20 @@
  *
  * @module
  */
-import { type JoinOptions, SplitCoordinator } from "../coordinator/coordinator.ts";
+import { type JoinOptions } from "../coordinator/join_options.ts";
+import { SplitCoordinator } from "../coordinator/coordinator.ts";
 import type { Coordinator } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { createApp, type HttpApp } from "../http/app.ts";
 import type { Store } from "../store/store.ts";
 import { jsonLogger } from "./logger.ts";
-import { startWorker, type Worker, type WorkerOutcome } from "./worker.ts";
+import { startWorker } from "./worker.ts";
+import { type Worker, type WorkerOutcome } from "./worker_types.ts";
 import { pickTunables } from "../coordinator/config.ts";
 import { MAX_TIMER_MS } from "../util/timers.ts";
 import { EXIT_DRAINED, EXIT_ERROR, exitCodeFor } from "./exit_codes.ts";
 import { checkServeOptions, DEFAULT_SHUTDOWN_MARGIN_MS, type ServeOptions } from "./serve_options.ts";
 
-export { EXIT_DRAINED, EXIT_ERROR, EXIT_PLAN_FAILED, EXIT_STALLED, exitCodeFor } from "./exit_codes.ts";
-export { DEFAULT_SHUTDOWN_MARGIN_MS, type ServeOptions } from "./serve_options.ts";
 
 /**
  * What an adapter provides to {@linkcode serveWith}.

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { JoinOptions } from "../coordinator/coordinator.ts";
+import type { JoinOptions } from "../coordinator/join_options.ts";
 import type { CoordinatorTunables } from "../coordinator/config.ts";
 import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
@@ -22,7 +22,7 @@ import { durationIssue } from "../util/timers.ts";
  *
  * @example
  * ```ts
- * import { DEFAULT_SHUTDOWN_MARGIN_MS } from "./serve_core.ts";
+ * import { DEFAULT_SHUTDOWN_MARGIN_MS } from "./serve_options.ts";
  * const graceSeconds = (10_000 + DEFAULT_SHUTDOWN_MARGIN_MS + 5_000) / 1000; // 20
  * ```
  */

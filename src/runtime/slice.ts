@@ -7,12 +7,10 @@
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
-import { timingSafeEqual } from "../http/app.ts";
+import { timingSafeEqual } from "../http/drain_auth.ts";
 import { checkSliceOptions, type SliceOptions } from "./slice_options.ts";
 import { runSlice } from "./slice_run.ts";
 
-export { checkSliceOptions, type SliceOptions, type SliceTiming } from "./slice_options.ts";
-export { runSlice, type SliceResult } from "./slice_run.ts";
 
 /**
  * A fetch handler for request-driven platforms (functions, edge workers,

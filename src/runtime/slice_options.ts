@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { JoinOptions } from "../coordinator/coordinator.ts";
+import type { JoinOptions } from "../coordinator/join_options.ts";
 import type { CoordinatorTunables } from "../coordinator/config.ts";
 import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
@@ -158,7 +158,7 @@ const PREFIX = /^[A-Za-z0-9_-]{1,100}$/;
  *
  * @example
  * ```ts
- * import { checkSliceOptions } from "./slice.ts";
+ * import { checkSliceOptions } from "./slice_options.ts";
  * import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
  * declare const source: SplitSource;
  * const t = checkSliceOptions({ store: new MemoryStore(), source, job: "j", budgetMs: 8000, opTimeoutMs: 1000, leaseMs: 2000, drainDeadlineMs: 2000 });

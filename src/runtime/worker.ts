@@ -13,7 +13,6 @@ import { LanePool } from "./worker_lanes.ts";
 import { workerSettings } from "./worker_options.ts";
 import { StatusWatch } from "./worker_status.ts";
 
-export type { LaneInfo, ShutdownOptions, Worker, WorkerOptions, WorkerOutcome, WorkerStats } from "./worker_types.ts";
 import type { LaneInfo, ShutdownOptions, Worker, WorkerOptions, WorkerOutcome, WorkerStats } from "./worker_types.ts";
 
 /**

@@ -1,7 +1,8 @@
 // Test harness: many coordinators over one store, each with its events
 // collected, driven by a manual clock (MemoryStore) or by real time (NATS).
 import { ManualClock, systemClock } from "../../src/coordinator/clock.ts";
-import { type JoinOptions, SplitCoordinator } from "../../src/coordinator/coordinator.ts";
+import { type JoinOptions } from "../../src/coordinator/join_options.ts";
+import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
 import type { Clock, CoordinationEvent, PlannedSplit, Planner } from "../../src/coordinator/types.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
 import type { Store } from "../../src/store/store.ts";

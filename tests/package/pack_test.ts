@@ -4,7 +4,7 @@
  * with only Node's), and run it on Node 24 and Bun.
  */
 import assert from "node:assert/strict";
-import { VERSION } from "../../src/coordinator/coordinator.ts";
+import { VERSION } from "../../src/coordinator/job_check.ts";
 import { runCmd } from "../helpers/cmd.ts";
 import { bin, npmEnv, packOnce, root, tempDir } from "./pack.ts";
 

@@ -2,10 +2,12 @@
 // duration a timer cannot hold, before anything joins or listens.
 import assert from "node:assert/strict";
 import { SplitleaseError } from "../../src/errors.ts";
-import type { JoinOptions } from "../../src/coordinator/coordinator.ts";
+import type { JoinOptions } from "../../src/coordinator/join_options.ts";
 import type { Coordinator } from "../../src/coordinator/types.ts";
-import { type ServeHost, type ServeOptions, serveWith } from "../../src/runtime/serve_core.ts";
-import { createSliceHandler, runSlice } from "../../src/runtime/slice.ts";
+import { type ServeHost, serveWith } from "../../src/runtime/serve_core.ts";
+import { type ServeOptions } from "../../src/runtime/serve_options.ts";
+import { createSliceHandler } from "../../src/runtime/slice.ts";
+import { runSlice } from "../../src/runtime/slice_run.ts";
 import { startWorker } from "../../src/runtime/worker.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";

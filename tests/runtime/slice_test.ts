@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/coordinator/types.ts";
 import { systemClock } from "../../src/coordinator/clock.ts";
-import { checkSliceOptions, createSliceHandler, runSlice, type SliceResult } from "../../src/runtime/slice.ts";
-import { type JoinOptions, SplitCoordinator } from "../../src/coordinator/coordinator.ts";
+import { checkSliceOptions } from "../../src/runtime/slice_options.ts";
+import { createSliceHandler } from "../../src/runtime/slice.ts";
+import { runSlice, type SliceResult } from "../../src/runtime/slice_run.ts";
+import { type JoinOptions } from "../../src/coordinator/join_options.ts";
+import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
 import { NatsStore } from "../../src/nats/nats_store.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { NatsServer } from "../helpers/nats_server.ts";

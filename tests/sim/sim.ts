@@ -9,7 +9,8 @@
 // moment it lands; the engine checks the rest after every step and at the
 // end. Everything is driven by one seed: the same seed gives the same trace.
 import { ManualClock } from "../../src/coordinator/clock.ts";
-import { type JoinOptions, SplitCoordinator } from "../../src/coordinator/coordinator.ts";
+import { type JoinOptions } from "../../src/coordinator/join_options.ts";
+import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
 import type { Clock, CoordinationEvent, PlannedSplit, Planner } from "../../src/coordinator/types.ts";
 import { FencedError, SplitleaseError, StoreUnavailableError } from "../../src/errors.ts";
 import {

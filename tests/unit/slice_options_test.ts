@@ -3,7 +3,9 @@
 // error on every request.
 import assert from "node:assert/strict";
 import { SplitleaseError } from "../../src/errors.ts";
-import { checkSliceOptions, createSliceHandler, runSlice, type SliceOptions } from "../../src/runtime/slice.ts";
+import { checkSliceOptions, type SliceOptions } from "../../src/runtime/slice_options.ts";
+import { createSliceHandler } from "../../src/runtime/slice.ts";
+import { runSlice } from "../../src/runtime/slice_run.ts";
 import type { SplitSource } from "../../src/runtime/source.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
 import type { Clock } from "../../src/coordinator/types.ts";

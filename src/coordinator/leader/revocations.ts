@@ -9,7 +9,8 @@
  *
  * @module
  */
-import { type BalanceSplit, planMoves } from "../../balance/plan_moves.ts";
+import { type BalanceSplit } from "../../balance/types.ts";
+import { planMoves } from "../../balance/plan_moves.ts";
 import { encodeRecord, type Owner, type SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
