@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import { SplitleaseError } from "../errors.ts";
 import { unknownKeysMessage } from "../util/options.ts";
 import { MAX_TIMER_MS } from "../util/timers.ts";

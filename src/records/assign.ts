@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import { count, id, v2 } from "./layout.ts";
 import { type Owner, OwnerSchema, type SplitRecord, SplitRecordSchema } from "./split.ts";
 

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import { count, id, json, type Json, v2 } from "./layout.ts";
 
 /**
