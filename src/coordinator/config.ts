@@ -72,23 +72,87 @@ export interface CoordinatorConfig extends Required<CoordinatorTunables> {
   fingerprint: string;
 }
 
-const shape = {
-  job: z.string().regex(idPattern, "must be 1-128 characters of [A-Za-z0-9_-]"),
-  instance: z.string().regex(idPattern, "must be 1-128 characters of [A-Za-z0-9_-]"),
-  fingerprint: z.string().min(1, "must be a non-empty string").max(1024),
-  leaseMs: duration(500).default(15000),
-  opTimeoutMs: duration(1).default(5000),
-  maxInFlight: ms(0).max(4096).default(8),
-  maxAttempts: ms(1).default(4),
-  drainDeadlineMs: duration(0).default(10000),
-  replanIntervalMs: duration(1).default(60000),
-  rebalanceDelayMs: duration(0).default(0),
-  selfFenceMarginMs: duration(0).optional(),
-  seedConcurrency: ms(1).max(1024).default(128),
-  planAttempts: ms(1).max(1000).default(5),
-  retryBackoffMs: duration(0).default(1000),
-  retryBackoffMaxMs: duration(0).default(60000),
+/**
+ * One coordinator option, declared once: its schema (the default included)
+ * and its row of the reference (docs/OPERATIONS.md, "Coordinator
+ * configuration", is checked against {@linkcode coordinatorConfigDocs}).
+ * `shown` overrides the default column for a required or derived value.
+ */
+function option<T extends z.ZodType>(schema: T, rule: string, meaning: string, shown?: string): { schema: T; doc: Omit<ConfigDoc, "key"> } {
+  const fallback = schema instanceof z.ZodDefault ? String(schema.def.defaultValue) : "(required)";
+  return { schema, doc: { default: shown ?? fallback, rule, meaning } };
+}
+
+const OPTIONS = {
+  job: option(
+    z.string().regex(idPattern, "must be 1-128 characters of [A-Za-z0-9_-]"),
+    "1-128 of [A-Za-z0-9_-]",
+    "Job name; the NATS bucket is splitlease_<job>.",
+  ),
+  instance: option(
+    z.string().regex(idPattern, "must be 1-128 characters of [A-Za-z0-9_-]"),
+    "1-128 of [A-Za-z0-9_-]",
+    "Instance id (pod name). Two live processes with one id is fatal; a restart with the same id reclaims its splits at once.",
+    "generated",
+  ),
+  fingerprint: option(
+    z.string().min(1, "must be a non-empty string").max(1024),
+    "non-empty, at most 1024 chars",
+    "Config-derived job identity; a bucket holding another fingerprint is refused at join.",
+    "the job name",
+  ),
+  leaseMs: option(
+    duration(500).default(15000),
+    ">= 500 and >= 2 × opTimeoutMs, <= 2^31 − 1",
+    "A member whose record has not moved for this long (on the leader's clock) is dead; so is a leader whose record has not moved (on each member's clock).",
+  ),
+  opTimeoutMs: option(duration(1).default(5000), "1..2^31 − 1", "Timeout of every store operation."),
+  maxInFlight: option(
+    ms(0).max(4096).default(8),
+    "0..4096",
+    "Splits (lanes) held at most; advertised on the member record. 0 makes a standby: it holds nothing, watches the job, reports its outcome and may lead.",
+  ),
+  maxAttempts: option(
+    ms(1).default(4),
+    ">= 1",
+    "Non-graceful ends (takeovers, crash reclaims, fail reports) before a split is quarantined.",
+  ),
+  drainDeadlineMs: option(
+    duration(0).default(10000),
+    ">= opTimeoutMs, <= 2^31 − 1",
+    "Time a revoked split may take to drain before it is released forcibly.",
+  ),
+  replanIntervalMs: option(duration(1).default(60000), ">= leaseMs, <= 2^31 − 1", "Re-plan interval of open (discovery) plans."),
+  rebalanceDelayMs: option(
+    duration(0).default(0),
+    "0..2^31 − 1",
+    "Withhold a dead or departed member's splits this long so a fast restart reclaims its own work; 0 takes over at once.",
+  ),
+  selfFenceMarginMs: option(
+    duration(0).optional(),
+    ">= 0 and < leaseMs / 2",
+    "Self-fence this long before peers could judge this worker dead.",
+    "leaseMs / 8",
+  ),
+  seedConcurrency: option(
+    ms(1).max(1024).default(128),
+    "1..1024",
+    "Seed writes the leader keeps in flight while it streams a plan into the store.",
+  ),
+  planAttempts: option(
+    ms(1).max(1000).default(5),
+    "1..1000",
+    "Consecutive failed planner runs (a throw, a duplicate id, a descriptor over 256 KiB) before the job fails: every member then stops with exit code 4. A new leader (a restart) tries again.",
+  ),
+  retryBackoffMs: option(
+    duration(0).default(1000),
+    "0..2^31 − 1",
+    "Wait before a split that failed (fail() or a throwing run) is offered again; doubled per attempt, ±25% jitter.",
+  ),
+  retryBackoffMaxMs: option(duration(0).default(60000), ">= retryBackoffMs, <= 2^31 − 1", "Longest retry wait."),
 };
+type Options = typeof OPTIONS;
+const shape = Object.fromEntries(Object.entries(OPTIONS).map(([k, o]) => [k, o.schema])) as { [K in keyof Options]: Options[K]["schema"] };
 const base = z.strictObject(shape, {
   error: (iss) =>
     iss.code === "unrecognized_keys" ? unknownKeysMessage(iss.keys, Object.keys(shape)) : undefined,
@@ -164,40 +228,32 @@ export interface ConfigDoc {
  * ```
  */
 export function coordinatorConfigDocs(): ConfigDoc[] {
-  return [
-    { key: "job", default: "(required)", rule: "1-128 of [A-Za-z0-9_-]", meaning: "Job name; the NATS bucket is splitlease_<job>." },
-    { key: "instance", default: "generated", rule: "1-128 of [A-Za-z0-9_-]", meaning: "Instance id (pod name). Two live processes with one id is fatal; a restart with the same id reclaims its splits at once." },
-    { key: "fingerprint", default: "the job name", rule: "non-empty, at most 1024 chars", meaning: "Config-derived job identity; a bucket holding another fingerprint is refused at join." },
-    { key: "leaseMs", default: "15000", rule: ">= 500 and >= 2 × opTimeoutMs, <= 2^31 − 1", meaning: "A member whose record has not moved for this long (on the leader's clock) is dead; so is a leader whose record has not moved (on each member's clock)." },
-    { key: "opTimeoutMs", default: "5000", rule: "1..2^31 − 1", meaning: "Timeout of every store operation." },
-    { key: "maxInFlight", default: "8", rule: "0..4096", meaning: "Splits (lanes) held at most; advertised on the member record. 0 makes a standby: it holds nothing, watches the job, reports its outcome and may lead." },
-    { key: "maxAttempts", default: "4", rule: ">= 1", meaning: "Non-graceful ends (takeovers, crash reclaims, fail reports) before a split is quarantined." },
-    { key: "drainDeadlineMs", default: "10000", rule: ">= opTimeoutMs, <= 2^31 − 1", meaning: "Time a revoked split may take to drain before it is released forcibly." },
-    { key: "replanIntervalMs", default: "60000", rule: ">= leaseMs, <= 2^31 − 1", meaning: "Re-plan interval of open (discovery) plans." },
-    { key: "rebalanceDelayMs", default: "0", rule: "0..2^31 − 1", meaning: "Withhold a dead or departed member's splits this long so a fast restart reclaims its own work; 0 takes over at once." },
-    { key: "selfFenceMarginMs", default: "leaseMs / 8", rule: ">= 0 and < leaseMs / 2", meaning: "Self-fence this long before peers could judge this worker dead." },
-    { key: "seedConcurrency", default: "128", rule: "1..1024", meaning: "Seed writes the leader keeps in flight while it streams a plan into the store." },
-    { key: "planAttempts", default: "5", rule: "1..1000", meaning: "Consecutive failed planner runs (a throw, a duplicate id, a descriptor over 256 KiB) before the job fails: every member then stops with exit code 4. A new leader (a restart) tries again." },
-    { key: "retryBackoffMs", default: "1000", rule: "0..2^31 − 1", meaning: "Wait before a split that failed (fail() or a throwing run) is offered again; doubled per attempt, ±25% jitter." },
-    { key: "retryBackoffMaxMs", default: "60000", rule: ">= retryBackoffMs, <= 2^31 − 1", meaning: "Longest retry wait." },
-  ];
+  return Object.entries(OPTIONS).map(([key, o]) => ({ key, ...o.doc }));
 }
 
 /** Names of every {@linkcode CoordinatorTunables} option, for code that forwards them. */
-export const TUNABLE_KEYS: readonly (keyof CoordinatorTunables)[] = [
-  "leaseMs",
-  "opTimeoutMs",
-  "maxInFlight",
-  "maxAttempts",
-  "drainDeadlineMs",
-  "replanIntervalMs",
-  "rebalanceDelayMs",
-  "selfFenceMarginMs",
-  "seedConcurrency",
-  "planAttempts",
-  "retryBackoffMs",
-  "retryBackoffMaxMs",
-];
+export const TUNABLE_KEYS: readonly (keyof CoordinatorTunables)[] = Object.keys(OPTIONS)
+  .filter((k) => k !== "job" && k !== "instance" && k !== "fingerprint") as (keyof CoordinatorTunables)[];
+
+/**
+ * The default of every tunable that has a fixed one (`selfFenceMarginMs`
+ * is derived from `leaseMs`), read from the schema: code outside the
+ * coordinator that needs one (the worker's lanes, the shutdown deadline)
+ * reads it here.
+ */
+export const TUNABLE_DEFAULTS: Readonly<Required<Omit<CoordinatorTunables, "selfFenceMarginMs">>> = Object.freeze(
+  (({ job: _j, instance: _i, fingerprint: _f, selfFenceMarginMs: _s, ...d }) => d)(
+    base.parse({ job: "j", instance: "i", fingerprint: "f" }),
+  ),
+);
+
+/** `A` and `B` are the same type. */
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;
+/** The compiler refuses a {@linkcode CoordinatorTunables} that differs from the schema's input. */
+const _tunablesAreTheSchema: Equal<
+  Required<CoordinatorTunables>,
+  Required<Omit<z.input<typeof base>, "job" | "instance" | "fingerprint">>
+> = true;
 
 /**
  * Picks the coordinator tunables out of a larger options object.

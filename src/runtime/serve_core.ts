@@ -16,7 +16,7 @@ import type { Store } from "../store/store.ts";
 import { jsonLogger } from "./logger.ts";
 import { startWorker } from "./worker.ts";
 import { type Worker, type WorkerOutcome } from "./worker_types.ts";
-import { pickTunables } from "../coordinator/config.ts";
+import { pickTunables, TUNABLE_DEFAULTS } from "../coordinator/config.ts";
 import { MAX_TIMER_MS } from "../util/timers.ts";
 import { EXIT_DRAINED, EXIT_ERROR, exitCodeFor } from "./exit_codes.ts";
 import { checkServeOptions, DEFAULT_SHUTDOWN_MARGIN_MS, type ServeOptions } from "./serve_options.ts";
@@ -161,7 +161,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     commitIntervalMs: options.commitIntervalMs,
   });
   // Each part is at most MAX_TIMER_MS; their sum may not be (a longer timer fires at once).
-  const deadlineMs = Math.min(MAX_TIMER_MS, (options.drainDeadlineMs ?? 10_000) + (options.shutdownMarginMs ?? DEFAULT_SHUTDOWN_MARGIN_MS));
+  const deadlineMs = Math.min(MAX_TIMER_MS, (options.drainDeadlineMs ?? TUNABLE_DEFAULTS.drainDeadlineMs) + (options.shutdownMarginMs ?? DEFAULT_SHUTDOWN_MARGIN_MS));
   let signals = 0;
   // afterCompletion "idle": set once the job completed and the process stays up; ended by a signal or shutdown().
   let idling = false;

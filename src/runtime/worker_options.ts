@@ -7,6 +7,7 @@
 import type { Clock, Logger } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { systemClock } from "../coordinator/clock.ts";
+import { TUNABLE_DEFAULTS } from "../coordinator/config.ts";
 import { jsonLogger } from "./logger.ts";
 import { keysOf, rejectUnknownKeys } from "../util/options.ts";
 import { durationIssue } from "../util/timers.ts";
@@ -57,7 +58,7 @@ export function workerSettings<D>(options: WorkerOptions<D>): WorkerSettings {
   const settings: WorkerSettings = {
     log: options.logger ?? jsonLogger(),
     clock: options.clock ?? systemClock,
-    maxInFlight: options.maxInFlight ?? 8,
+    maxInFlight: options.maxInFlight ?? TUNABLE_DEFAULTS.maxInFlight,
     stalledIsFatal: options.stalledIsFatal ?? true,
     afterStall: options.afterStall ?? "exit",
     abortGraceMs: options.abortGraceMs ?? 5000,
