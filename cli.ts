@@ -39,6 +39,7 @@ const { SplitleaseError } = await import("./src/errors.ts");
 const { cancelSplit, drainMember, requeueQuarantined, requeueSplit } = await import("./src/fleet/actions.ts");
 const { readFleet } = await import("./src/fleet/read_fleet.ts");
 const { NatsStore } = await import("./src/nats/nats_store.ts");
+const { SplitCoordinator } = await import("./src/coordinator/coordinator.ts");
 
 const out = (text: string) => process.stdout.write(text + "\n");
 const err = (text: string) => process.stderr.write(text + "\n");
@@ -112,7 +113,58 @@ async function run(store: Store, command: Exclude<Command, { name: "help" }>, o:
       show(r, r.message);
       return exitOf(r.outcome);
     }
+    case "ui":
+      return await ui(store, command, o);
   }
+}
+
+/** The HTTP adapter of the runtime the CLI runs on. */
+async function adapterServe(): Promise<typeof import("./adapters/node.ts").serve> {
+  if ("Deno" in globalThis) return (await import("./adapters/deno.ts")).serve;
+  if ("Bun" in globalThis) return (await import("./adapters/bun.ts")).serve;
+  return (await import("./adapters/node.ts")).serve;
+}
+
+/**
+ * `splitlease ui`: joins the job as a member that holds no work (a standby
+ * without a planner: it leads only a published plan, so it never plans) and
+ * serves the worker's HTTP app — the fleet page, /fleet, the operator routes,
+ * /metrics (the job-wide gauges while it leads), /status — through stalls
+ * (afterStall "wait") until SIGINT/SIGTERM (exit 0) or the job completes
+ * (exit 0).
+ */
+async function ui(store: Store, command: Extract<Command, { name: "ui" }>, o: CliOptions): Promise<number> {
+  const view = await readFleet(store, { limit: 1 });
+  if (!view.fingerprint) throw new SplitleaseError("INVALID_CONFIG", `job "${o.job}" has no job record yet: start a worker first`);
+  const fingerprint = view.fingerprint;
+  const drainToken = process.env.DRAIN_TOKEN?.trim() || undefined;
+  const loopback = /^(127\.|::1$|localhost$|\[::1\]$)/.test(command.bind);
+  const serve = await adapterServe();
+  const refuse = () => Promise.reject(new Error("splitlease ui runs no split"));
+  const service = await serve({
+    store,
+    job: o.job,
+    instance: `splitlease-ui-${crypto.randomUUID().slice(0, 8)}`,
+    source: { fingerprint: () => fingerprint, plan: refuse, run: refuse },
+    // No planner: it may lead a published plan (and export the job-wide gauges), never plan one.
+    join: (j) => SplitCoordinator.join({ ...j, planner: undefined }),
+    leaseMs: command.leaseMs,
+    opTimeoutMs: Math.min(o.opTimeoutMs, Math.floor(command.leaseMs / 2)),
+    maxInFlight: 0,
+    afterStall: "wait",
+    afterCompletion: "exit",
+    port: command.port,
+    hostname: command.bind,
+    ...(drainToken ? { drainToken } : loopback ? { drainOpen: true } : {}),
+    exit: false,
+  });
+  err(
+    `splitlease ui: job ${o.job} at http://${command.bind.includes(":") ? `[${command.bind}]` : command.bind}:${service.port}/ ` +
+      `(operator routes ${drainToken ? "take DRAIN_TOKEN" : loopback ? "open: loopback" : "closed: set DRAIN_TOKEN"}; Ctrl-C to stop)`,
+  );
+  const { exitCode, outcome } = await service.done;
+  if (outcome.kind === "drained" && outcome.reason === "complete") err(`splitlease ui: job ${o.job} is complete`);
+  return exitCode;
 }
 
 async function main(): Promise<number> {

@@ -33,6 +33,7 @@ export type Command =
   | { name: "requeue"; id?: string; all: boolean }
   | { name: "cancel"; id: string }
   | { name: "drain"; instance: string }
+  | { name: "ui"; port: number; bind: string; leaseMs: number }
   | { name: "help" };
 
 /** Connection settings and output mode. */
@@ -59,6 +60,12 @@ commands:
   requeue <split-id> | --all      requeue a quarantined split, or every one
   cancel <split-id>               cancel a split (terminal; its owner stops at once)
   drain <instance>                drain a member: it hands its splits over and exits 0
+  ui [--port N] [--bind ADDR] [--lease-ms N]
+                                  serve the fleet page, /fleet, the operator routes and /metrics as a
+                                  member that holds no work (it may lead), through stalls and repairs,
+                                  until Ctrl-C or the job completes (default 127.0.0.1:8080; the
+                                  operator routes take DRAIN_TOKEN, open without one on a loopback address;
+                                  --lease-ms or LEASE_MS: the fleet's leaseMs, default 15000)
 
 connection (flags, or the environment):
   --servers, -s URLS   NATS_URL       comma-separated ws:// or wss:// URLs
@@ -75,7 +82,7 @@ output:
 exit codes: 0 done, 1 store or job error, 2 usage, 3 not applied (no such split or member,
 or another state), 4 lost a race 5 times (run again)`;
 
-const FLAGS_WITH_VALUE = new Set(["--servers", "-s", "--job", "-j", "--user", "--pass", "--token", "--creds", "--op-timeout-ms", "--state", "--owner", "--limit", "--after"]);
+const FLAGS_WITH_VALUE = new Set(["--servers", "-s", "--job", "-j", "--user", "--pass", "--token", "--creds", "--op-timeout-ms", "--state", "--owner", "--limit", "--after", "--port", "--bind", "--lease-ms"]);
 const BOOLEAN_FLAGS = new Set(["--json", "--help", "-h", "--all"]);
 
 /**
@@ -163,12 +170,28 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       noMore(1);
       command = { name, instance: id("instance id", rest[0]) };
       break;
+    case "ui": {
+      noMore(0);
+      const portText = flag("--port") ?? "8080";
+      const port = Number(portText);
+      if (!/^\d+$/.test(portText) || port > 65535) throw new UsageError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(portText)}`);
+      const bind = flag("--bind") ?? "127.0.0.1";
+      if (bind === "") throw new UsageError("--bind needs an address");
+      const leaseText = flag("--lease-ms") ?? env.LEASE_MS ?? "15000";
+      const leaseMs = Number(leaseText);
+      if (!/^\d+$/.test(leaseText) || leaseMs < 500) throw new UsageError(`--lease-ms must be an integer >= 500, got ${JSON.stringify(leaseText)}`);
+      command = { name, port, bind, leaseMs };
+      break;
+    }
     default:
       throw new UsageError(`unknown command ${JSON.stringify(name)}`);
   }
   if (bools.has("--all") && command.name !== "requeue") throw new UsageError("--all goes with requeue only");
   for (const f of ["--state", "--owner", "--limit", "--after"]) {
     if (flags.has(f) && command.name !== "splits") throw new UsageError(`${f} goes with splits only`);
+  }
+  for (const f of ["--port", "--bind", "--lease-ms"]) {
+    if (flags.has(f) && command.name !== "ui") throw new UsageError(`${f} goes with ui only`);
   }
 
   const servers = (flag("--servers", "-s") ?? env.NATS_URL ?? "").split(",").map((s) => s.trim()).filter(Boolean);

@@ -60,7 +60,7 @@ export class SplitCoordinator implements Coordinator {
 
   private constructor(options: JoinOptions) {
     const random = options.random ?? Math.random;
-    const { store: _s, planner: _p, clock: _c, random: _r, logger: _l, runtime: _rt, ...rest } = options;
+    const { store: _s, planner: _p, clock: _c, random: _r, logger: _l, runtime: _rt, leadWhileStalled: _ls, ...rest } = options;
     const config = parseCoordinatorConfig({
       ...rest,
       instance: options.instance ?? "w-" + nonce(random, 10),
@@ -103,6 +103,7 @@ export class SplitCoordinator implements Coordinator {
       options.planner,
       () => this.#active() && !this.#draining,
       () => this.#membershipFresh(),
+      options.leadWhileStalled === true,
     );
     this.#membership = new Membership(core, {
       extraBeat: () => this.#leadership.beat(),

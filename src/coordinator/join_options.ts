@@ -38,4 +38,11 @@ export interface JoinOptions extends CoordinatorTunables {
   logger?: Logger;
   /** Runtime name advertised on the member record. */
   runtime?: string;
+  /**
+   * Elect a leader while the job is stalled (default `false`: a finished job
+   * needs no leader). For a member that stays in a stalled job (serve's
+   * `afterStall: "wait"`): it then leads the stall once the leader left, so
+   * the job-wide gauges (`splits_quarantined`, `job_stalled`) stay exported.
+   */
+  leadWhileStalled?: boolean;
 }

@@ -46,7 +46,18 @@ export class Leadership {
    * heartbeat started less than the twin wait ago: no twin can have taken
    * its member record over since).
    */
-  constructor(core: Core, follower: Follower, planner: Planner | undefined, active: () => boolean, fresh: () => boolean) {
+  /** Whether this member elects a leader while the job is stalled (it stays in it: `afterStall: "wait"`). */
+  readonly #leadWhileStalled: boolean;
+
+  constructor(
+    core: Core,
+    follower: Follower,
+    planner: Planner | undefined,
+    active: () => boolean,
+    fresh: () => boolean,
+    leadWhileStalled = false,
+  ) {
+    this.#leadWhileStalled = leadWhileStalled;
     this.#core = core;
     this.#follower = follower;
     this.#planner = planner;
@@ -84,9 +95,11 @@ export class Leadership {
     const { timings } = this.#core;
     if (this.#leading || this.#electing || !this.#active()) return Infinity;
     const f = this.#follower;
-    // A finished job needs no leader (an operator's requeue clears the outcome, and elections resume).
+    // A finished job needs no leader (an operator's requeue clears the outcome, and elections resume);
+    // a stalled one does when this member stays through the stall (it exports the job-wide gauges while leading).
     const done = f.plan?.record.outcome?.kind;
-    if ((done === "allComplete" || done === "stalled") && f.unreadable.get(keys.leader) === undefined) return Infinity;
+    const finished = done === "allComplete" || (done === "stalled" && !this.#leadWhileStalled);
+    if (finished && f.unreadable.get(keys.leader) === undefined) return Infinity;
     const l = f.leader?.record;
     // An unreadable leader record leads nobody: replace it at once (by CAS at its revision).
     const garbage = f.unreadable.get(keys.leader);

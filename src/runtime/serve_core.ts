@@ -142,6 +142,8 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
       clock: options.clock,
       logger: log,
       runtime: host.runtime,
+      // A process that stays in a stalled job leads it once the leader left.
+      ...(afterStallOf(options as ServeOptions<unknown>) === "wait" ? { leadWhileStalled: true } : {}),
     });
   } catch (e) {
     log("error", "startup failed", { event: "startupFailed", error: e });
@@ -156,7 +158,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     logger: log,
     clock: options.clock,
     stalledIsFatal: options.stalledIsFatal,
-    afterStall: afterStallOf(options),
+    afterStall: afterStallOf(options as ServeOptions<unknown>),
     abortGraceMs: options.abortGraceMs,
     commitIntervalMs: options.commitIntervalMs,
   });

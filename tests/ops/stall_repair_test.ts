@@ -15,11 +15,16 @@
  *   deploy/k8s/deployment.yaml runs) stays in the job on the stall; a
  *   requeue through one member's operator route has the fleet take the split
  *   and complete the job, and both processes idle, never having exited.
+ * - `splitlease ui` (cli.ts) on the stalled job of exited workers: the same
+ *   page, /fleet, routes and job-wide metrics from the operator's shell; a
+ *   requeue through it, a worker started again, and the ui exits 0 with the
+ *   completed job.
  */
 import assert from "node:assert/strict";
 import { parse } from "yaml";
-import { NatsServer } from "../helpers/nats_server.ts";
-import { kill, type Proc, root, spawn, waitFor, withTimeout } from "../helpers/worker_procs.ts";
+import { freePort, NatsServer } from "../helpers/nats_server.ts";
+import { eachLine } from "../helpers/lines.ts";
+import { bin, kill, type Proc, root, spawn, waitFor, withTimeout } from "../helpers/worker_procs.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 const TOKEN = "stall-t0ken";
@@ -57,25 +62,28 @@ function env(server: NatsServer, job: string, dir: string, extra: Record<string,
   };
 }
 
-const url = (p: Proc, path: string) => `http://127.0.0.1:${p.port}${path}`;
+/** Where a process serves HTTP. */
+type Target = { port: number; rt: string };
 
-async function get(p: Proc, path: string): Promise<Response> {
+const url = (p: Target, path: string) => `http://127.0.0.1:${p.port}${path}`;
+
+async function get(p: Target, path: string): Promise<Response> {
   return await withTimeout(fetch(url(p, path)), 10_000, `GET ${path} on ${p.rt}`);
 }
 
 /** The value of a job's sample of `name` on `p`'s /metrics, or undefined when it has none. */
-async function sample(p: Proc, name: string): Promise<string | undefined> {
+async function sample(p: Target, name: string): Promise<string | undefined> {
   const text = await (await get(p, "/metrics")).text();
   return new RegExp(`^${P}${name}\\{[^}]*\\} (\\S+)$`, "m").exec(text)?.[1];
 }
 
-async function fleet(p: Proc): Promise<{ status: number; counts?: Record<string, number> }> {
+async function fleet(p: Target): Promise<{ status: number; counts?: Record<string, number> }> {
   const r = await get(p, "/fleet?state=quarantined");
   const body = r.ok ? await r.json() : (await r.body?.cancel(), undefined);
   return { status: r.status, counts: body?.counts };
 }
 
-async function requeue(p: Proc, id: string): Promise<Record<string, unknown>> {
+async function requeue(p: Target, id: string): Promise<Record<string, unknown>> {
   const r = await withTimeout(
     fetch(url(p, `/splits/${id}/requeue`), { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } }),
     10_000,
@@ -104,13 +112,15 @@ Deno.test({
     await using server = await NatsServer.start();
     const dir = await Deno.makeTempDir({ prefix: "splitlease-stall-" });
     const job = "stall-observed";
+    // The worker leads (it starts first), so the observer must take the lead of the stalled job when it exits.
+    const worker = spawn("deno", env(server, job, dir, { INSTANCE: "worker-0", RECORD_MS: "200" }));
+    await worker.line((l) => l.msg === "Leader elected", "the worker to lead", 30_000);
     const observer = spawn("bun", env(server, job, dir, {
       INSTANCE: "observer",
       MAX_IN_FLIGHT: "0",
       AFTER_STALL: "wait",
       AFTER_COMPLETION: "idle",
     }));
-    const worker = spawn("deno", env(server, job, dir, { INSTANCE: "worker-0" }));
     const observerExit = exitOf(observer);
     let again: Proc | undefined;
     try {
@@ -120,11 +130,12 @@ Deno.test({
           throw new Error(`${e.message}\n${tail(worker)}\n${tail(observer)}`);
         });
       assert.equal(code, 3, `the worker exits 3 on the stall\n${tail(worker)}`);
-      // The observer, alone in the job, leads and exports the job-wide gauges.
+      // The observer, alone in the stalled job, takes the lead and exports the job-wide gauges.
       await waitFor("the observer to export job_stalled 1", async () => (await sample(observer, "job_stalled")) === "1" || undefined, 30_000)
         .catch((e) => {
           throw new Error(`${e.message}\n${tail(observer)}`);
         });
+      assert.ok(observer.lines.some((l) => l.msg === "Leader elected"), "the observer took the lead from the worker");
       const start = Date.now();
       let samples = 0;
       while (Date.now() - start < holdMs) {
@@ -208,6 +219,65 @@ Deno.test({
       }
     } finally {
       await Promise.all(procs.map(kill));
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name: "stall: splitlease ui serves the stalled job of exited workers (page, /fleet, job-wide metrics, requeue) and exits 0 once it completes",
+  ...opts,
+  fn: async () => {
+    await using server = await NatsServer.start();
+    const dir = await Deno.makeTempDir({ prefix: "splitlease-stall-" });
+    const job = "stall-ui";
+    const worker = spawn("deno", env(server, job, dir, { INSTANCE: "worker-0" }));
+    let again: Proc | undefined;
+    const port = freePort();
+    let ui: Deno.ChildProcess | undefined;
+    const out: string[] = [];
+    try {
+      assert.equal(await withTimeout(worker.status.then((s) => s.code), 60_000, "the worker to exit on the stall"), 3, tail(worker));
+      ui = new Deno.Command(bin("deno"), {
+        args: ["run", "-A", "cli.ts", "ui", "--port", String(port), "--lease-ms", "2000", "-j", job, "-s", server.wsUrl],
+        cwd: root,
+        env: { DRAIN_TOKEN: TOKEN, NO_COLOR: "1" },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const pumps = Promise.all([ui.stdout, ui.stderr].map((s) => eachLine(s, (l) => void out.push(l))));
+      const status = ui.status.then(async (s) => (await pumps, s));
+      const p = { port, rt: "ui" };
+      const last = () => out.slice(-15).join("\n");
+      await waitFor("the ui's /fleet with the quarantined split", async () => (await fleet(p)).counts?.quarantined === 1 || undefined, 30_000)
+        .catch((e) => {
+          throw new Error(`${e.message}\n${last()}`);
+        });
+      const page = await get(p, "/");
+      assert.equal(page.status, 200, "the fleet page");
+      await page.body?.cancel();
+      // Alone in the job, it leads the published plan and exports the job-wide gauges.
+      await waitFor("the ui to export job_stalled 1", async () => (await sample(p, "job_stalled")) === "1" || undefined, 30_000)
+        .catch((e) => {
+          throw new Error(`${e.message}\n${last()}`);
+        });
+      assert.equal(await sample(p, "splits_quarantined"), "1");
+      await Deno.writeTextFile(`${dir}/fixed`, "");
+      assert.equal((await requeue(p, "r1")).outcome, "requeued");
+      again = spawn("deno", env(server, job, dir, { INSTANCE: "worker-0" }));
+      assert.equal(await withTimeout(again.status.then((s) => s.code), 60_000, "the restarted worker to finish the job"), 0, tail(again));
+      const code = (await withTimeout(status, 30_000, "the ui to exit on the completed job").catch((e) => {
+        throw new Error(`${e.message}\n${last()}`);
+      })).code;
+      assert.equal(code, 0, last());
+      assert.ok(out.some((l) => /splitlease ui: job stall-ui is complete/.test(l)), last());
+    } finally {
+      try {
+        ui?.kill("SIGKILL");
+      } catch { /* exited */ }
+      await ui?.status;
+      await Promise.all([worker, ...(again ? [again] : [])].map(kill));
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },
