@@ -24,7 +24,7 @@ import assert from "node:assert/strict";
 import { parse } from "yaml";
 import { freePort, NatsServer } from "../helpers/nats_server.ts";
 import { eachLine } from "../helpers/lines.ts";
-import { bin, kill, type Proc, root, spawn, waitFor, withTimeout } from "../helpers/worker_procs.ts";
+import { bin, buildOnce, kill, type Proc, root, spawn, waitFor, withTimeout } from "../helpers/worker_procs.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 const TOKEN = "stall-t0ken";
@@ -225,60 +225,66 @@ Deno.test({
 });
 
 Deno.test({
-  name: "stall: splitlease ui serves the stalled job of exited workers (page, /fleet, job-wide metrics, requeue) and exits 0 once it completes",
+  name: "stall: splitlease ui (deno cli.ts, node dist/cli.js) serves the stalled job of exited workers (page, /fleet, job-wide metrics, requeue) and exits 0 once it completes",
   ...opts,
   fn: async () => {
-    await using server = await NatsServer.start();
-    const dir = await Deno.makeTempDir({ prefix: "splitlease-stall-" });
-    const job = "stall-ui";
-    const worker = spawn("deno", env(server, job, dir, { INSTANCE: "worker-0" }));
-    let again: Proc | undefined;
-    const port = freePort();
-    let ui: Deno.ChildProcess | undefined;
-    const out: string[] = [];
-    try {
-      assert.equal(await withTimeout(worker.status.then((s) => s.code), 60_000, "the worker to exit on the stall"), 3, tail(worker));
-      ui = new Deno.Command(bin("deno"), {
-        args: ["run", "-A", "cli.ts", "ui", "--port", String(port), "--lease-ms", "2000", "-j", job, "-s", server.wsUrl],
-        cwd: root,
-        env: { DRAIN_TOKEN: TOKEN, NO_COLOR: "1" },
-        stdin: "null",
-        stdout: "piped",
-        stderr: "piped",
-      }).spawn();
-      const pumps = Promise.all([ui.stdout, ui.stderr].map((s) => eachLine(s, (l) => void out.push(l))));
-      const status = ui.status.then(async (s) => (await pumps, s));
-      const p = { port, rt: "ui" };
-      const last = () => out.slice(-15).join("\n");
-      await waitFor("the ui's /fleet with the quarantined split", async () => (await fleet(p)).counts?.quarantined === 1 || undefined, 30_000)
-        .catch((e) => {
-          throw new Error(`${e.message}\n${last()}`);
-        });
-      const page = await get(p, "/");
-      assert.equal(page.status, 200, "the fleet page");
-      await page.body?.cancel();
-      // Alone in the job, it leads the published plan and exports the job-wide gauges.
-      await waitFor("the ui to export job_stalled 1", async () => (await sample(p, "job_stalled")) === "1" || undefined, 30_000)
-        .catch((e) => {
-          throw new Error(`${e.message}\n${last()}`);
-        });
-      assert.equal(await sample(p, "splits_quarantined"), "1");
-      await Deno.writeTextFile(`${dir}/fixed`, "");
-      assert.equal((await requeue(p, "r1")).outcome, "requeued");
-      again = spawn("deno", env(server, job, dir, { INSTANCE: "worker-0" }));
-      assert.equal(await withTimeout(again.status.then((s) => s.code), 60_000, "the restarted worker to finish the job"), 0, tail(again));
-      const code = (await withTimeout(status, 30_000, "the ui to exit on the completed job").catch((e) => {
-        throw new Error(`${e.message}\n${last()}`);
-      })).code;
-      assert.equal(code, 0, last());
-      assert.ok(out.some((l) => /splitlease ui: job stall-ui is complete/.test(l)), last());
-    } finally {
-      try {
-        ui?.kill("SIGKILL");
-      } catch { /* exited */ }
-      await ui?.status;
-      await Promise.all([worker, ...(again ? [again] : [])].map(kill));
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
-    }
+    await buildOnce();
+    for (const rt of ["deno", "node"] as const) await uiThroughAStall(rt);
   },
 });
+
+async function uiThroughAStall(rt: "deno" | "node"): Promise<void> {
+  await using server = await NatsServer.start();
+  const dir = await Deno.makeTempDir({ prefix: "splitlease-stall-" });
+  const job = `stall-ui-${rt}`;
+  const worker = spawn("deno", env(server, job, dir, { INSTANCE: "worker-0" }));
+  let again: Proc | undefined;
+  const port = freePort();
+  let ui: Deno.ChildProcess | undefined;
+  const out: string[] = [];
+  try {
+    assert.equal(await withTimeout(worker.status.then((s) => s.code), 60_000, "the worker to exit on the stall"), 3, tail(worker));
+    const [cmd, pre] = rt === "deno" ? [bin("deno"), ["run", "-A", "cli.ts"]] : [bin("node"), ["dist/cli.js"]];
+    ui = new Deno.Command(cmd, {
+      args: [...pre, "ui", "--port", String(port), "--lease-ms", "2000", "-j", job, "-s", server.wsUrl],
+      cwd: root,
+      env: { DRAIN_TOKEN: TOKEN, NO_COLOR: "1", PATH: Deno.env.get("PATH") ?? "" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const pumps = Promise.all([ui.stdout, ui.stderr].map((s) => eachLine(s, (l) => void out.push(l))));
+    const status = ui.status.then(async (s) => (await pumps, s));
+    const p = { port, rt: `ui on ${rt}` };
+    const last = () => out.slice(-15).join("\n");
+    await waitFor("the ui's /fleet with the quarantined split", async () => (await fleet(p)).counts?.quarantined === 1 || undefined, 30_000)
+      .catch((e) => {
+        throw new Error(`${e.message}\n${last()}`);
+      });
+    const page = await get(p, "/");
+    assert.equal(page.status, 200, "the fleet page");
+    await page.body?.cancel();
+    // Alone in the job, it leads the published plan and exports the job-wide gauges.
+    await waitFor("the ui to export job_stalled 1", async () => (await sample(p, "job_stalled")) === "1" || undefined, 30_000)
+      .catch((e) => {
+        throw new Error(`${e.message}\n${last()}`);
+      });
+    assert.equal(await sample(p, "splits_quarantined"), "1");
+    await Deno.writeTextFile(`${dir}/fixed`, "");
+    assert.equal((await requeue(p, "r1")).outcome, "requeued");
+    again = spawn("deno", env(server, job, dir, { INSTANCE: "worker-0" }));
+    assert.equal(await withTimeout(again.status.then((s) => s.code), 60_000, "the restarted worker to finish the job"), 0, tail(again));
+    const code = (await withTimeout(status, 30_000, "the ui to exit on the completed job").catch((e) => {
+      throw new Error(`${e.message}\n${last()}`);
+    })).code;
+    assert.equal(code, 0, last());
+    assert.ok(out.some((l) => new RegExp(`splitlease ui: job ${job} is complete`).test(l)), last());
+  } finally {
+    try {
+      ui?.kill("SIGKILL");
+    } catch { /* exited */ }
+    await ui?.status;
+    await Promise.all([worker, ...(again ? [again] : [])].map(kill));
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
