@@ -150,3 +150,28 @@ for (const [via, wsFactory] of [["", undefined], [" (denoWebSocket)", denoWebSoc
     },
   });
 }
+
+Deno.test({
+  name: "outage: ops issued while the server is down wait for the reconnect and succeed within their op timeout",
+  ...opts,
+  fn: async () => {
+    await using server = await NatsServer.start();
+    const LONG = 8000;
+    await using store = await NatsStore.connect({ servers: server.wsUrl, job: "comeback", opTimeoutMs: LONG });
+    const revs = await seed(store);
+    await server.stop();
+    await delay(200);
+    // Issued while disconnected: not sent (a request sent now would be lost), held until the connection is back.
+    const t0 = Date.now();
+    const pending = Promise.all([store.get("a"), store.update("b", "b2", revs.b), store.list("")]);
+    pending.catch(() => {}); // a failure is this test's, awaited below
+    await delay(300);
+    await server.restart();
+    const [a, b, all] = await pending;
+    const ms = Date.now() - t0;
+    assert.equal(a?.value, "a1");
+    assert.ok(b.ok, "the update landed");
+    assert.deepEqual(all.map((e) => e.key), ["a", "b", "c"]);
+    assert.ok(ms < LONG / 2, `answered ${ms} ms after they were issued: woken by the reconnect, not by their deadline`);
+  },
+});
