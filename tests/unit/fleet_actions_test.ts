@@ -125,7 +125,9 @@ Deno.test("cancel racing an owner's commits: retried on the fresh record, then a
   assert.deepEqual([after.status, after.epoch, after.progress?.watermark], ["cancelled", 2, 2]);
   // An owner that always wins: a conflict answer, nothing written.
   await put(inner, "split.hot", { ...seedRecord(1, null), owner, epoch: 1, progress: { watermark: 0 } });
-  const c = await cancelSplit(racing(inner, commit), "hot");
+  let tries = 0;
+  const c = await cancelSplit(racing(inner, (key, cur) => (tries++, commit(key, cur))), "hot");
+  assert.equal(tries, 5, "five CAS tries, each after a fresh read");
   assert.equal(c.outcome, "conflict");
   assert.match(c.message, /kept changing while being cancelled \(5 tries/);
   assert.equal((await split(inner, "hot")).status, "runnable");
