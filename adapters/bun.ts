@@ -13,7 +13,7 @@
  * @module
  */
 import process from "node:process";
-import { type ServeOptions } from "../src/runtime/serve_options.ts";
+import type { ServeOptions } from "../src/runtime/serve_options.ts";
 import { serveWith, type Service } from "../src/runtime/serve_core.ts";
 
 export type { ServeOptions } from "../src/runtime/serve_options.ts";

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { type ServeOptions } from "../src/runtime/serve_options.ts";
+import type { ServeOptions } from "../src/runtime/serve_options.ts";
 import { serveWith, type Service } from "../src/runtime/serve_core.ts";
 
 export type { ServeOptions } from "../src/runtime/serve_options.ts";

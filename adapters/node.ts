@@ -15,7 +15,7 @@
 import { serve as nodeServe } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
 import process from "node:process";
-import { type ServeOptions } from "../src/runtime/serve_options.ts";
+import type { ServeOptions } from "../src/runtime/serve_options.ts";
 import { serveWith, type Service } from "../src/runtime/serve_core.ts";
 
 export type { ServeOptions } from "../src/runtime/serve_options.ts";

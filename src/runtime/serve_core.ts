@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { type JoinOptions } from "../coordinator/join_options.ts";
+import type { JoinOptions } from "../coordinator/join_options.ts";
 import { SplitCoordinator } from "../coordinator/coordinator.ts";
 import type { Coordinator } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
@@ -15,7 +15,7 @@ import { createApp, type HttpApp } from "../http/app.ts";
 import type { Store } from "../store/store.ts";
 import { jsonLogger } from "./logger.ts";
 import { startWorker } from "./worker.ts";
-import { type Worker, type WorkerOutcome } from "./worker_types.ts";
+import type { Worker, WorkerOutcome } from "./worker_types.ts";
 import { pickTunables, TUNABLE_DEFAULTS } from "../coordinator/config.ts";
 import { MAX_TIMER_MS } from "../util/timers.ts";
 import { EXIT_DRAINED, EXIT_ERROR, exitCodeFor } from "./exit_codes.ts";

@@ -4,14 +4,14 @@
  *
  * @module
  */
-import { type JoinOptions } from "../coordinator/join_options.ts";
+import type { JoinOptions } from "../coordinator/join_options.ts";
 import { SplitCoordinator } from "../coordinator/coordinator.ts";
 import type { Clock, Coordinator } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { systemClock } from "../coordinator/clock.ts";
 import { jsonLogger } from "./logger.ts";
 import { startWorker } from "./worker.ts";
-import { type WorkerOutcome } from "./worker_types.ts";
+import type { WorkerOutcome } from "./worker_types.ts";
 import { pickTunables } from "../coordinator/config.ts";
 import { durationIssue } from "../util/timers.ts";
 import { checkSliceOptions, type SliceOptions } from "./slice_options.ts";

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { type BalanceSplit } from "../../balance/types.ts";
+import type { BalanceSplit } from "../../balance/types.ts";
 import { planMoves } from "../../balance/plan_moves.ts";
 import { encodeRecord, type Owner, type SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
