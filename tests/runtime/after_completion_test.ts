@@ -212,6 +212,44 @@ Deno.test("serve afterCompletion idle with stalledIsFatal false (or afterStall w
   }
 });
 
+Deno.test("serve afterStall wait on a standby (the observer): it takes the lead of a stalled job from the worker that led and exited 3, and exports job_stalled", async () => {
+  const store = new MemoryStore();
+  const source = rangeSource(3, 20, 20, { failSplits: ["r0"] }) as ServeOptions<unknown>["source"];
+  const workerLines: Record<string, unknown>[] = [];
+  const wh = fakeHost();
+  const worker = await withTimeout(
+    serveWith(options(store, workerLines, { job: "observed", instance: "worker", maxAttempts: 1, source }), wh.host),
+    WAIT_MS,
+    "the worker to start",
+  );
+  for (const limit = Date.now() + 5000; await metric(worker, "leader") !== "1";) {
+    assert.ok(Date.now() < limit, "the first member leads");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const lines: Record<string, unknown>[] = [];
+  const oh = fakeHost();
+  const observer = await withTimeout(
+    serveWith(
+      options(store, lines, { job: "observed", instance: "observer", maxInFlight: 0, afterStall: "wait", afterCompletion: "idle", source }),
+      oh.host,
+    ),
+    WAIT_MS,
+    "the observer to start",
+  );
+  assert.equal(await metric(observer, "leader"), "0", "the worker leads");
+  const stalled = await withTimeout(worker.done, WAIT_MS, "the worker to exit on the stall");
+  assert.equal(stalled.exitCode, 3);
+  const limit = Date.now() + 10_000;
+  while (await metric(observer, "job_stalled") !== "1") {
+    assert.ok(Date.now() < limit, "the observer leads the stalled job and exports job_stalled within 10 s");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(await metric(observer, "splits_quarantined"), "1");
+  assert.deepEqual(oh.exits, []);
+  await withTimeout(observer.shutdown("test"), WAIT_MS, "the observer to stop");
+  await store.close();
+});
+
 Deno.test("serve afterCompletion: anything but exit or idle is refused before the join", async () => {
   const h = fakeHost();
   await assert.rejects(
