@@ -46,6 +46,12 @@ const SUITES = {
     timeoutS: 600,
   },
   runtime: { files: () => ["tests/runtime/worker_test.ts"], timeoutS: 240 },
+  // The HTTP app in process (app.request, no sockets): operator routes, drain, answers.
+  http: { files: () => ["tests/runtime/fleet_http_test.ts", "tests/runtime/http_test.ts"], timeoutS: 120 },
+  // A single nats-server paused, stopped and restarted under a NatsStore (the reconnect path).
+  outage: { files: () => ["tests/store/outage_test.ts"], timeoutS: 180 },
+  // examples/pg_range's fenced sink on a PostgreSQL the gate starts (scripts/services.mjs).
+  pg: { files: () => ["tests/examples/pg_range_test.ts"], filter: "/^pg_range (fenced sink: a write|config)/", postgres: true, timeoutS: 120 },
 };
 
 function testFiles(dir, sub) {
@@ -167,7 +173,10 @@ const cleanup = () => {
   if (flag("--keep")) log(`Scratch copy kept: ${scratch} (logs in .mutate-logs/)`);
   else rmSync(scratch, { recursive: true, force: true });
 };
-process.on("exit", cleanup);
+process.on("exit", () => {
+  postgres?.killSync?.();
+  cleanup();
+});
 for (const sig of ["SIGINT", "SIGTERM"]) {
   process.on(sig, () => {
     for (const c of children) try { process.kill(-c.pid, "SIGKILL"); } catch { /* gone */ }
@@ -180,17 +189,32 @@ for (const sig of ["SIGINT", "SIGTERM"]) {
 
 const children = new Set();
 
+let postgres; // started on first use by a suite that needs it, stopped at exit
+let postgresUrl;
+
 /** Runs one suite in the scratch copy; resolves to { ok, timedOut, failed: [test names], detail, seconds }. */
-function runSuite(name, tag) {
+async function runSuite(name, tag) {
   const suite = SUITES[name];
+  if (suite.postgres && !postgres) {
+    const { startPostgres } = await import("./services.mjs");
+    postgres = await startPostgres({ log });
+    if (postgres.error) return { ok: false, timedOut: false, failed: [], detail: `suite ${name}: ${postgres.error}`, seconds: 0 };
+    postgresUrl = postgres.url;
+  }
   const files = opt("files")?.split(",") ?? suite.files(scratch);
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(deno, ["test", "-A", "--no-check", "--fail-fast", ...files], {
+    const child = spawn(deno, ["test", "-A", "--no-check", "--fail-fast", ...(suite.filter ? ["--filter", suite.filter] : []), ...files], {
       cwd: scratch,
       detached: true, // its own process group: a timeout kills nats-servers and workers too
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, NO_COLOR: "1", ...(natsServer ? { NATS_SERVER: natsServer } : {}), ...(suite.env ?? {}) },
+      env: {
+        ...process.env,
+        NO_COLOR: "1",
+        ...(natsServer ? { NATS_SERVER: natsServer } : {}),
+        ...(suite.postgres ? { PG_URL: postgresUrl } : {}),
+        ...(suite.env ?? {}),
+      },
     });
     children.add(child);
     let out = "";
