@@ -11,9 +11,9 @@ import { SplitleaseError } from "../errors.ts";
 import { checkDrainOptions } from "../http/drain_auth.ts";
 import type { Store } from "../store/store.ts";
 import type { SplitSource } from "./source.ts";
-import { TUNABLE_KEYS } from "../coordinator/config.ts";
-import { keysOf, rejectUnknownKeys } from "../util/options.ts";
-import { durationIssue } from "../util/timers.ts";
+import type * as z from "zod";
+import { choiceOption, durationOption, type Equal, givenOption, parseOptions } from "../util/option_schema.ts";
+import { HOST_TUNABLES, LANE_OPTIONS } from "./worker_options.ts";
 
 /**
  * Default `shutdownMarginMs`: time on top of `drainDeadlineMs` for a SIGTERM
@@ -104,32 +104,35 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
   join?: (options: JoinOptions) => Promise<Coordinator>;
 }
 
-/** Every option `serve` takes (the tunables included): anything else is a typo. */
-const SERVE_KEYS: readonly string[] = [
-  ...TUNABLE_KEYS,
-  ...keysOf<Omit<ServeOptions, keyof CoordinatorTunables>>({
-    store: true,
-    storeFactory: true,
-    source: true,
-    job: true,
-    instance: true,
-    port: true,
-    hostname: true,
-    drainToken: true,
-    drainOpen: true,
-    metricsPrefix: true,
-    stalledIsFatal: true,
-    afterStall: true,
-    abortGraceMs: true,
-    commitIntervalMs: true,
-    shutdownMarginMs: true,
-    afterCompletion: true,
-    logger: true,
-    clock: true,
-    exit: true,
-    join: true,
-  }),
-];
+/**
+ * Every option `serve` takes and its check: the coordinator tunables (the
+ * join checks them), the options it hands its worker (the worker's checks;
+ * `afterStall` defaults as `afterStallOf` says) and its own. Anything else is
+ * a typo. Defaults the worker or the join fill in are theirs.
+ */
+const SERVE_SCHEMA = HOST_TUNABLES.extend({
+  store: givenOption<Store>().optional(),
+  storeFactory: givenOption<() => Store | Promise<Store>>().optional(),
+  source: givenOption<SplitSource<unknown>>(),
+  job: givenOption<string>(),
+  instance: givenOption<string>().optional(),
+  port: givenOption<number>().optional(),
+  hostname: givenOption<string>().optional(),
+  drainToken: givenOption<string>().optional(),
+  drainOpen: givenOption<boolean>().optional(),
+  metricsPrefix: givenOption<string>().optional(),
+  shutdownMarginMs: durationOption().optional(),
+  abortGraceMs: LANE_OPTIONS.abortGraceMs.optional(),
+  commitIntervalMs: LANE_OPTIONS.commitIntervalMs.optional(),
+  afterCompletion: choiceOption(["exit", "idle"]).optional(),
+  afterStall: LANE_OPTIONS.afterStall.optional(),
+  stalledIsFatal: LANE_OPTIONS.stalledIsFatal.optional(),
+  logger: LANE_OPTIONS.logger.optional(),
+  clock: LANE_OPTIONS.clock.optional(),
+  exit: givenOption<boolean>().optional(),
+  join: givenOption<(options: JoinOptions) => Promise<Coordinator>>().optional(),
+});
+const _serveOptionsAreTheSchema: Equal<keyof ServeOptions<unknown>, keyof z.input<typeof SERVE_SCHEMA>> = true;
 
 /**
  * Refuses unknown keys, out-of-range durations of the worker and the
@@ -137,25 +140,7 @@ const SERVE_KEYS: readonly string[] = [
  * coordinator tunables are checked by the join).
  */
 export function checkServeOptions(options: ServeOptions<unknown>): void {
-  if (!options || typeof options !== "object") throw new SplitleaseError("INVALID_CONFIG", "serve needs an options object");
-  rejectUnknownKeys(options, SERVE_KEYS, "serve");
-  for (const key of ["shutdownMarginMs", "abortGraceMs", "commitIntervalMs"] as const) {
-    if (options[key] === undefined) continue;
-    const issue = durationIssue(key, options[key]);
-    if (issue) throw new SplitleaseError("INVALID_CONFIG", `serve: ${issue}`);
-  }
-  if (options.afterCompletion !== undefined && options.afterCompletion !== "exit" && options.afterCompletion !== "idle") {
-    throw new SplitleaseError(
-      "INVALID_CONFIG",
-      `serve: afterCompletion must be "exit" or "idle", got ${JSON.stringify(options.afterCompletion)}`,
-    );
-  }
-  if (options.afterStall !== undefined && options.afterStall !== "exit" && options.afterStall !== "wait") {
-    throw new SplitleaseError(
-      "INVALID_CONFIG",
-      `serve: afterStall must be "exit" or "wait", got ${JSON.stringify(options.afterStall)}`,
-    );
-  }
+  parseOptions(SERVE_SCHEMA, options, "serve");
   try {
     checkDrainOptions(options);
   } catch (e) {

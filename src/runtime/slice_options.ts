@@ -11,9 +11,10 @@ import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import type { Store } from "../store/store.ts";
 import type { SplitSource } from "./source.ts";
-import { parseCoordinatorConfig, pickTunables, TUNABLE_KEYS } from "../coordinator/config.ts";
-import { keysOf, rejectUnknownKeys } from "../util/options.ts";
-import { durationIssue } from "../util/timers.ts";
+import { parseCoordinatorConfig, pickTunables } from "../coordinator/config.ts";
+import type * as z from "zod";
+import { durationOption, type Equal, givenOption, parseOptions } from "../util/option_schema.ts";
+import { HOST_TUNABLES, LANE_OPTIONS } from "./worker_options.ts";
 
 /**
  * Options of {@linkcode runSlice} and {@linkcode createSliceHandler}.
@@ -70,38 +71,29 @@ export interface SliceOptions<D = unknown> extends CoordinatorTunables {
   runtime?: string;
 }
 
-/** Every option a slice takes (the tunables included): anything else is a typo. */
-const SLICE_KEYS: readonly string[] = [
-  ...TUNABLE_KEYS,
-  ...keysOf<Omit<SliceOptions, keyof CoordinatorTunables>>({
-    store: true,
-    storeFactory: true,
-    source: true,
-    job: true,
-    instancePrefix: true,
-    budgetMs: true,
-    marginMs: true,
-    stalledIsFatal: true,
-    abortGraceMs: true,
-    commitIntervalMs: true,
-    token: true,
-    logger: true,
-    clock: true,
-    join: true,
-    runtime: true,
-  }),
-];
-
-/** Refuses unknown keys and out-of-range durations before anything connects. */
-function checkSliceInput(options: SliceOptions<unknown>, where: string): void {
-  if (!options || typeof options !== "object") throw new SplitleaseError("INVALID_CONFIG", `${where} needs an options object`);
-  rejectUnknownKeys(options, SLICE_KEYS, where);
-  for (const key of ["budgetMs", "marginMs", "abortGraceMs", "commitIntervalMs"] as const) {
-    if (options[key] === undefined) continue;
-    const issue = durationIssue(key, options[key]);
-    if (issue) throw new SplitleaseError("INVALID_CONFIG", `${where}: ${issue}`);
-  }
-}
+/**
+ * Every option a slice takes and its check: the coordinator tunables (checked
+ * with the slice's timing by {@linkcode checkSliceOptions}), the options it
+ * hands its worker (the worker's checks) and its own. Anything else is a typo.
+ */
+const SLICE_SCHEMA = HOST_TUNABLES.extend({
+  store: givenOption<Store>().optional(),
+  storeFactory: givenOption<() => Store | Promise<Store>>().optional(),
+  source: givenOption<SplitSource<unknown>>(),
+  job: givenOption<string>(),
+  instancePrefix: givenOption<string>().optional(),
+  budgetMs: durationOption().optional(),
+  marginMs: durationOption().optional(),
+  stalledIsFatal: LANE_OPTIONS.stalledIsFatal.optional(),
+  abortGraceMs: LANE_OPTIONS.abortGraceMs.optional(),
+  commitIntervalMs: LANE_OPTIONS.commitIntervalMs.optional(),
+  token: givenOption<string>().optional(),
+  logger: LANE_OPTIONS.logger.optional(),
+  clock: LANE_OPTIONS.clock.optional(),
+  join: givenOption<(options: JoinOptions) => Promise<Coordinator>>().optional(),
+  runtime: givenOption<string>().optional(),
+});
+const _sliceOptionsAreTheSchema: Equal<keyof SliceOptions<unknown>, keyof z.input<typeof SLICE_SCHEMA>> = true;
 
 /**
  * The timing defaults of a slice where the options leave them out: shorter
@@ -170,7 +162,7 @@ export function checkSliceOptions<D>(
   budgetMs: number = options.budgetMs ?? 30_000,
   where = "slice",
 ): SliceTiming {
-  checkSliceInput(options as SliceOptions<unknown>, where);
+  parseOptions(SLICE_SCHEMA, options, where);
   const rules: string[] = [];
   const opTimeoutMs = options.opTimeoutMs ?? SLICE_TIMING_DEFAULTS.opTimeoutMs;
   const leaseMs = options.leaseMs ?? SLICE_TIMING_DEFAULTS.leaseMs;

@@ -4,28 +4,54 @@
  *
  * @module
  */
-import type { Clock, Logger } from "../coordinator/types.ts";
-import { SplitleaseError } from "../errors.ts";
+import * as z from "zod";
+import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
 import { systemClock } from "../coordinator/clock.ts";
-import { TUNABLE_DEFAULTS } from "../coordinator/config.ts";
+import { type CoordinatorTunables, TUNABLE_DEFAULTS, TUNABLE_KEYS } from "../coordinator/config.ts";
 import { jsonLogger } from "./logger.ts";
-import { keysOf, rejectUnknownKeys } from "../util/options.ts";
-import { durationIssue } from "../util/timers.ts";
+import { choiceOption, durationOption, type Equal, givenOption, parseOptions } from "../util/option_schema.ts";
+import type { SplitSource } from "./source.ts";
 import type { WorkerOptions } from "./worker_types.ts";
 
-/** Every option `startWorker` takes: anything else is a typo. */
-const WORKER_KEYS = keysOf<WorkerOptions<unknown>>({
-  coordinator: true,
-  source: true,
-  maxInFlight: true,
-  logger: true,
-  clock: true,
-  stalledIsFatal: true,
-  afterStall: true,
-  abortGraceMs: true,
-  commitIntervalMs: true,
-  statusIntervalMs: true,
+/**
+ * The checks of the options a host (serve, a slice) hands its worker
+ * unchanged; each schema that takes one adds its own default, or none.
+ */
+export const LANE_OPTIONS = z.strictObject({
+  stalledIsFatal: givenOption<boolean>(),
+  afterStall: choiceOption(["exit", "wait"]),
+  abortGraceMs: durationOption(),
+  commitIntervalMs: durationOption(),
+  logger: givenOption<Logger>(),
+  clock: givenOption<Clock>(),
+}).shape;
+
+/**
+ * The coordinator tunables as a host takes them: passed on to the join,
+ * which checks them (docs/OPERATIONS.md, "Coordinator configuration").
+ */
+export const HOST_TUNABLES: z.ZodObject<{ [K in keyof CoordinatorTunables]-?: z.ZodOptional<z.ZodType<number>> }> = z.strictObject(
+  Object.fromEntries(TUNABLE_KEYS.map((k) => [k, givenOption<number>().optional()])) as {
+    [K in keyof CoordinatorTunables]-?: z.ZodOptional<z.ZodType<number>>;
+  },
+);
+
+/** Every option `startWorker` takes, its check and its default: anything else is a typo. */
+const WORKER_SCHEMA = z.strictObject({
+  coordinator: givenOption<Coordinator>(),
+  source: givenOption<SplitSource<unknown>>(),
+  afterStall: LANE_OPTIONS.afterStall.default("exit"),
+  maxInFlight: z.custom<number>((v) => Number.isInteger(v) && (v as number) >= 0, {
+    error: (iss) => `maxInFlight must be an integer >= 0 (got ${String(iss.input)}); 0 makes a standby`,
+  }).default(TUNABLE_DEFAULTS.maxInFlight),
+  stalledIsFatal: LANE_OPTIONS.stalledIsFatal.default(true),
+  abortGraceMs: LANE_OPTIONS.abortGraceMs.default(5000),
+  commitIntervalMs: LANE_OPTIONS.commitIntervalMs.default(0),
+  statusIntervalMs: durationOption().default(1000),
+  logger: LANE_OPTIONS.logger.optional(),
+  clock: LANE_OPTIONS.clock.optional(),
 });
+const _workerOptionsAreTheSchema: Equal<keyof WorkerOptions<unknown>, keyof z.input<typeof WORKER_SCHEMA>> = true;
 
 /** The settings of a worker: its options with the defaults filled in. */
 export interface WorkerSettings {
@@ -54,31 +80,17 @@ export interface WorkerSettings {
  * `maxInFlight` that is not an integer >= 0, or an out-of-range duration.
  */
 export function workerSettings<D>(options: WorkerOptions<D>): WorkerSettings {
-  rejectUnknownKeys(options, WORKER_KEYS, "startWorker");
-  const settings: WorkerSettings = {
-    log: options.logger ?? jsonLogger(),
-    clock: options.clock ?? systemClock,
-    maxInFlight: options.maxInFlight ?? TUNABLE_DEFAULTS.maxInFlight,
-    stalledIsFatal: options.stalledIsFatal ?? true,
-    afterStall: options.afterStall ?? "exit",
-    abortGraceMs: options.abortGraceMs ?? 5000,
-    commitIntervalMs: options.commitIntervalMs ?? 0,
-    statusIntervalMs: options.statusIntervalMs ?? 1000,
+  // A null option means its default, as it always has.
+  const given = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== null));
+  const o = parseOptions(WORKER_SCHEMA, given, "startWorker");
+  return {
+    log: o.logger ?? jsonLogger(),
+    clock: o.clock ?? systemClock,
+    maxInFlight: o.maxInFlight,
+    stalledIsFatal: o.stalledIsFatal,
+    afterStall: o.afterStall,
+    abortGraceMs: o.abortGraceMs,
+    commitIntervalMs: o.commitIntervalMs,
+    statusIntervalMs: o.statusIntervalMs,
   };
-  if (settings.afterStall !== "exit" && settings.afterStall !== "wait") {
-    throw new SplitleaseError("INVALID_CONFIG", `startWorker: afterStall must be "exit" or "wait", got ${JSON.stringify(options.afterStall)}`);
-  }
-  if (!Number.isInteger(settings.maxInFlight) || settings.maxInFlight < 0) {
-    throw new SplitleaseError("INVALID_CONFIG", `maxInFlight must be an integer >= 0 (got ${options.maxInFlight}); 0 makes a standby`);
-  }
-  for (
-    const [k, v] of [["abortGraceMs", settings.abortGraceMs], ["commitIntervalMs", settings.commitIntervalMs], [
-      "statusIntervalMs",
-      settings.statusIntervalMs,
-    ]] as const
-  ) {
-    const issue = durationIssue(k, v);
-    if (issue) throw new SplitleaseError("INVALID_CONFIG", `startWorker: ${issue}`);
-  }
-  return settings;
 }
