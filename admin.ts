@@ -41,6 +41,8 @@ export type {
   SplitFailure,
   SplitRecord,
   SplitStatus,
+  SplitTenancy,
+  TenancyEnd,
 } from "./src/records.ts";
 // Where the records above live in the bucket (`keys.member(id)` holds a MemberRecord).
 export { type KeyLayout, keys } from "./src/store/keys.ts";

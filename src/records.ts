@@ -34,6 +34,11 @@ export {
   type SplitRecord,
   SplitRecordSchema,
   type SplitStatus,
+  estimateProblem,
+  type SplitEstimate,
+  type SplitTenancy,
+  TENANCY_HISTORY,
+  type TenancyEnd,
 } from "./records/split.ts";
 export { type AssignEntry, type AssignRecord, AssignRecordSchema } from "./records/assign.ts";
 export { isSplitRecord } from "./records/fast_checks.ts";

@@ -209,7 +209,7 @@ export class Membership {
       // maybe-landed beat, then a pause) — so the beat writes again at the
       // adopted revision, and only a write of this beat that lands counts.
       for (let tries = 0; tries < 2 && !ok; tries++) {
-        const next: MemberRecord = { ...this.#record, beat: this.#record.beat + 1, held: this.#hooks.held() };
+        const next: MemberRecord = { ...this.#record, beat: this.#record.beat + 1, held: this.#hooks.held(), at: clock.wallNow() };
         const seen = this.#hooks.seen();
         if (seen !== undefined) next.seen = seen;
         if (this.#draining) next.draining = true;

@@ -22,7 +22,7 @@ import { assertValidId, keys } from "../store/keys.ts";
 import { MAX_VALUE_BYTES } from "../store/store.ts";
 import type { Core } from "./core.ts";
 import type { LeaderRole } from "./leader/role.ts";
-import { seedRecord } from "./transitions.ts";
+import { openRecord, seedRecord } from "./transitions.ts";
 import type { PlannedSplit, Planner } from "./types.ts";
 
 const encoder = new TextEncoder();
@@ -187,7 +187,7 @@ export class Planning {
       // grant): one write less than seeding it free and having it claimed.
       const heir = this.#role.reserveIdle(ids.size);
       const free = seedRecord(weight, inline ? descriptor : undefined);
-      const rec = heir ? { ...free, epoch: 1, owner: heir.owner } : free;
+      const rec = heir ? openRecord(free, heir.owner, false, Infinity) : free; // epoch 1, its first tenancy
       try {
         const r = await store.create(keys.split(id), encodeRecord(rec));
         if (r.ok) {

@@ -6,7 +6,32 @@
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
-import { FAILURE_HISTORY, FAILURE_MESSAGE_CHARS, type Json, type Owner, type SplitProgress, type SplitRecord } from "../records.ts";
+import {
+  estimateProblem,
+  FAILURE_HISTORY,
+  FAILURE_MESSAGE_CHARS,
+  type Json,
+  type Owner,
+  type SplitProgress,
+  type SplitRecord,
+  TENANCY_HISTORY,
+  type TenancyEnd,
+} from "../records.ts";
+
+/**
+ * The record's tenancy history after its open tenancy (if any) ended `end`
+ * at `at` and, with `to`, a new one began at `epoch` (bounded, oldest
+ * dropped first). Times are the writer's wall clock: informational only,
+ * never used to decide anything.
+ */
+export function withTenancy(r: SplitRecord, at: number, end: TenancyEnd | null, to?: { owner: string; epoch: number }): SplitRecord {
+  const list = [...(r.tenancies ?? [])];
+  const last = list[list.length - 1];
+  if (end && last && last.to === undefined) list[list.length - 1] = { ...last, to: at, end };
+  if (to) list.push({ epoch: to.epoch, owner: to.owner, from: at });
+  if (list.length === 0) return r;
+  return { ...r, tenancies: list.slice(-TENANCY_HISTORY) };
+}
 
 /** The record of a freshly planned split: the descriptor inline, or `spec: true` when it lives in `spec.<id>`. */
 export function seedRecord(weight: number, descriptor: Json | undefined): SplitRecord {
@@ -22,10 +47,12 @@ export function seedRecord(weight: number, descriptor: Json | undefined): SplitR
  * `charge` (a takeover from a dead owner, a reclaim after a crash) consumes
  * an attempt; at `maxAttempts` the split is quarantined instead.
  */
-export function openRecord(r: SplitRecord, to: Owner | null, charge: boolean, maxAttempts: number): SplitRecord {
+export function openRecord(r: SplitRecord, to: Owner | null, charge: boolean, maxAttempts: number, at: number = Date.now()): SplitRecord {
   const attempts = r.attempts + (charge ? 1 : 0);
-  if (attempts >= maxAttempts) return { ...r, epoch: r.epoch + 1, owner: null, attempts, status: "quarantined" };
-  return { ...r, epoch: r.epoch + 1, owner: to ? { instance: to.instance, session: to.session } : null, attempts };
+  const end: TenancyEnd | null = r.owner ? (charge ? "lost" : "moved") : null;
+  if (attempts >= maxAttempts) return withTenancy({ ...r, epoch: r.epoch + 1, owner: null, attempts, status: "quarantined" }, at, end);
+  const next: SplitRecord = { ...r, epoch: r.epoch + 1, owner: to ? { instance: to.instance, session: to.session } : null, attempts };
+  return withTenancy(next, at, end, to ? { owner: to.instance, epoch: next.epoch } : undefined);
 }
 
 /** Whether `r` is held by `me` at `epoch`. */
@@ -57,7 +84,13 @@ export function compareWatermarks(a: number | string, b: number | string): numbe
  * Commit: new progress on a held split; `final` marks it completed and frees
  * it. A watermark below the committed one is a caller error.
  */
-export function commitRecord(splitId: string, r: SplitRecord, progress: SplitProgress, final: boolean): SplitRecord {
+export function commitRecord(
+  splitId: string,
+  r: SplitRecord,
+  progress: SplitProgress,
+  final: boolean,
+  at: number = Date.now(),
+): SplitRecord {
   const prev = r.progress?.watermark;
   if (prev !== undefined && progress.watermark !== undefined && compareWatermarks(prev, progress.watermark) > 0) {
     throw new SplitleaseError(
@@ -67,20 +100,29 @@ export function commitRecord(splitId: string, r: SplitRecord, progress: SplitPro
       }`,
     );
   }
+  const bad = progress.estimate === undefined ? null : estimateProblem(progress.estimate);
+  if (bad !== null) {
+    throw new SplitleaseError("INVALID_ARGUMENT", `Estimate of split "${splitId}": ${bad} (${JSON.stringify(progress.estimate)})`);
+  }
   const merged: SplitProgress = {};
   const wm = progress.watermark ?? prev;
   if (wm !== undefined) merged.watermark = wm;
   const state = progress.state !== undefined ? progress.state : r.progress?.state;
   if (state !== undefined) merged.state = state;
-  return final ? { ...r, progress: merged, status: "completed", owner: null } : { ...r, progress: merged };
+  const estimate = progress.estimate ?? r.progress?.estimate;
+  if (estimate !== undefined) merged.estimate = final ? { ...estimate, left: 0 } : estimate;
+  return final ? withTenancy({ ...r, progress: merged, status: "completed", owner: null }, at, "completed") : { ...r, progress: merged };
 }
 
 /**
  * Release (graceful, no attempt consumed): to nobody keeps the epoch (the
  * next claim bumps it); to a named successor opens its epoch at once.
  */
-export function releaseRecord(r: SplitRecord, to: Owner | null): SplitRecord {
-  return to ? { ...r, epoch: r.epoch + 1, owner: { instance: to.instance, session: to.session } } : { ...r, owner: null };
+export function releaseRecord(r: SplitRecord, to: Owner | null, at: number = Date.now()): SplitRecord {
+  const end: TenancyEnd | null = r.owner ? "released" : null;
+  if (!to) return withTenancy({ ...r, owner: null }, at, end);
+  const next: SplitRecord = { ...r, epoch: r.epoch + 1, owner: { instance: to.instance, session: to.session } };
+  return withTenancy(next, at, end, { owner: to.instance, epoch: next.epoch });
 }
 
 /**
@@ -91,7 +133,8 @@ export function releaseRecord(r: SplitRecord, to: Owner | null): SplitRecord {
  */
 export function handBackRecord(r: SplitRecord, reason: string, worker: string, at: number): SplitRecord {
   const failure = { at, worker, message: reason.slice(0, FAILURE_MESSAGE_CHARS) };
-  return { ...r, owner: null, lastFailure: reason.slice(0, 1000), failures: [...(r.failures ?? []), failure].slice(-FAILURE_HISTORY) };
+  const next = { ...r, owner: null, lastFailure: reason.slice(0, 1000), failures: [...(r.failures ?? []), failure].slice(-FAILURE_HISTORY) };
+  return withTenancy(next, at, r.owner ? "handedBack" : null);
 }
 
 /**
@@ -102,7 +145,7 @@ export function handBackRecord(r: SplitRecord, reason: string, worker: string, a
 export function failRecord(r: SplitRecord, reason: string, maxAttempts: number, worker: string, at: number): SplitRecord {
   const attempts = r.attempts + 1;
   const failure = { at, worker, message: reason.slice(0, FAILURE_MESSAGE_CHARS) };
-  return {
+  const next: SplitRecord = {
     ...r,
     owner: null,
     attempts,
@@ -110,4 +153,5 @@ export function failRecord(r: SplitRecord, reason: string, maxAttempts: number, 
     failures: [...(r.failures ?? []), failure].slice(-FAILURE_HISTORY),
     status: attempts >= maxAttempts ? "quarantined" : "runnable",
   };
+  return withTenancy(next, at, r.owner ? "failed" : null);
 }

@@ -24,6 +24,7 @@ import {
   SplitRecordSchema,
   type SplitStatus,
 } from "../records.ts";
+import { withTenancy } from "../coordinator/transitions.ts";
 import { assertValidId, keys } from "../store/keys.ts";
 import type { Store, StoreEntry } from "../store/store.ts";
 
@@ -174,7 +175,7 @@ function requeueFrom(store: Store, id: string, first?: StoreEntry): Promise<Requ
         done: { id, outcome: "notQuarantined", status: rec.status, message: `Split "${id}" is ${rec.status}, not quarantined` },
       };
     }
-    const next: SplitRecord = { ...rec, status: "runnable", attempts: 0, owner: null, epoch: rec.epoch + 1 };
+    const next: SplitRecord = withTenancy({ ...rec, status: "runnable", attempts: 0, owner: null, epoch: rec.epoch + 1 }, Date.now(), rec.owner ? "requeued" : null);
     return {
       write: encodeRecord(next),
       ok: () => ({
@@ -254,7 +255,7 @@ export async function cancelSplit(store: Store, id: string): Promise<CancelResul
     if (rec.status === "completed") {
       return { done: { id, outcome: "alreadyCompleted", message: `Split "${id}" is completed; a completed split is not cancelled` } };
     }
-    const next: SplitRecord = { ...rec, status: "cancelled", owner: null, epoch: rec.epoch + 1 };
+    const next: SplitRecord = withTenancy({ ...rec, status: "cancelled", owner: null, epoch: rec.epoch + 1 }, Date.now(), rec.owner ? "cancelled" : null);
     const previousOwner = rec.owner?.instance ?? null;
     return {
       write: encodeRecord(next),

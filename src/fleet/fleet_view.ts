@@ -24,6 +24,7 @@ import type { ZodType } from "zod";
 import { SplitleaseError } from "../errors.ts";
 import { isValidId, keys } from "../store/keys.ts";
 import type { StoreEntry } from "../store/store.ts";
+import { completedAt, fractionDone, RateFold } from "./fleet_rate.ts";
 import type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetSnapshot, FleetSplit, FleetState, FleetView } from "./types.ts";
 
 /** Every state a query filters on, in the order a fleet view lists them (`owned` and `unclaimed` split `runnable`). */
@@ -36,6 +37,8 @@ const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 /** Unreadable records named in a view at most (all are counted). */
 const MAX_INVALID_LISTED = 20;
+/** Longest {@linkcode FleetQuery.match}. */
+const MAX_MATCH = 200;
 
 
 /**
@@ -49,7 +52,7 @@ const MAX_INVALID_LISTED = 20;
  */
 export function normalizeFleetQuery(
   q: FleetQuery = {},
-): { state: FleetState[] | null; owner: string | null; after: string | null; limit: number } {
+): { state: FleetState[] | null; owner: string | null; after: string | null; limit: number; match: string | null } {
   const bad = (what: string, value: unknown, rule: string) =>
     new SplitleaseError("INVALID_ARGUMENT", `Fleet query: ${what} ${JSON.stringify(value) ?? String(value)} ${rule}`);
   let state: FleetState[] | null = null;
@@ -65,7 +68,10 @@ export function normalizeFleetQuery(
   if (q.after !== undefined && !isValidId(q.after)) throw bad("after", q.after, "is not a split id (1-128 of [A-Za-z0-9_-])");
   const limit = q.limit ?? DEFAULT_LIMIT;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw bad("limit", limit, `must be an integer from 1 to ${MAX_LIMIT}`);
-  return { state, owner: q.owner ?? null, after: q.after ?? null, limit };
+  if (q.match !== undefined && (typeof q.match !== "string" || q.match.length < 1 || q.match.length > MAX_MATCH)) {
+    throw bad("match", q.match, `must be 1-${MAX_MATCH} characters`);
+  }
+  return { state, owner: q.owner ?? null, after: q.after ?? null, limit, match: q.match?.toLowerCase() ?? null };
 }
 
 /**
@@ -102,8 +108,11 @@ export function jsonPreview(value: unknown, max = 160): string {
   return text.length <= max ? text : text.slice(0, Math.max(0, max - 1)) + "…";
 }
 
-function splitView(id: string, r: SplitRecord): FleetSplit {
+/** The fleet view of one split record (also `GET /fleet/splits/:id`). */
+export function splitView(id: string, r: SplitRecord): FleetSplit {
   const p = r.progress;
+  const tenancies = r.tenancies ?? [];
+  const open = tenancies[tenancies.length - 1];
   return {
     id,
     status: r.status,
@@ -118,7 +127,18 @@ function splitView(id: string, r: SplitRecord): FleetSplit {
     spec: r.spec === true,
     lastFailure: r.lastFailure ?? null,
     failures: r.failures ?? [],
+    estimate: p?.estimate ?? null,
+    fraction: fractionDone(r),
+    since: r.status === "runnable" && r.owner && open && open.to === undefined && open.owner === r.owner.instance ? open.from : null,
+    completedAt: completedAt(r),
+    tenancies,
   };
+}
+
+/** Whether a split matches the search text (lower case): its id, owner or descriptor preview contains it. */
+function matches(id: string, r: SplitRecord, text: string): boolean {
+  if (id.toLowerCase().includes(text) || (r.owner?.instance.toLowerCase().includes(text) ?? false)) return true;
+  return !r.spec && r.descriptor !== undefined && jsonPreview(r.descriptor).toLowerCase().includes(text);
 }
 
 /**
@@ -169,6 +189,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
   const owned = new Map<string, number>(); // "instance/session" -> runnable splits it owns
   const page: { id: string; rec: SplitRecord }[] = []; // the `limit` smallest matching ids after the cursor, sorted
   let matched = 0, matchedAfter = 0;
+  const rate = new RateFold(snapshot.at);
   for (const e of snapshot.splits) {
     const id = e.key.slice(keys.splitPrefix.length);
     const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
@@ -182,6 +203,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
     counts[rec.status]++;
     counts.weight += rec.weight;
     if (rec.status === "completed") counts.completedWeight += rec.weight;
+    rate.add(id, rec);
     if (rec.status === "runnable") {
       if (rec.owner) {
         counts.owned++;
@@ -193,6 +215,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
       continue;
     }
     if (q.owner !== null && rec.owner?.instance !== q.owner) continue;
+    if (q.match !== null && !matches(id, rec, q.match)) continue;
     matched++;
     if (q.after !== null && id <= q.after) continue;
     matchedAfter++;
@@ -211,6 +234,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
   invalid.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 
   const live = liveness ? new Set(liveness.liveMembers) : undefined;
+  const windowMs = rate.windowMs();
   const memberViews: FleetMember[] = [...members].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([instance, m]) => ({
     instance,
     session: m.session,
@@ -224,6 +248,9 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
     planner: m.planner === true,
     leader: leader?.instance === instance && leader.session === m.session,
     alive: live ? live.has(instance) : null,
+    activity: m.draining ? "draining" : m.maxInFlight === 0 ? "standby" : (owned.get(instance + "/" + m.session) ?? 0) > 0 || (m.held ?? 0) > 0 ? "working" : "idle",
+    lastBeatAt: m.at ?? null,
+    perMinute: rate.memberPerMinute(instance, windowMs),
   }));
 
   return {
@@ -242,12 +269,15 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
     liveness: liveness ? { judgedBy: "here", by: liveness.by } : { judgedBy: "leader", leader: leader?.instance ?? null },
     members: memberViews,
     counts,
+    rate: rate.finish(counts.runnable, counts.quarantined),
+    recent: rate.recent.map((x) => splitView(x.id, x.rec)),
     splits: page.map((p) => splitView(p.id, p.rec)),
     page: {
       limit: q.limit,
       after: q.after,
       state: q.state,
       owner: q.owner,
+      match: q.match,
       matched,
       next: matchedAfter > q.limit ? page[page.length - 1].id : null,
     },

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { JobOutcome, SplitFailure, SplitStatus } from "../records.ts";
+import type { JobOutcome, SplitEstimate, SplitFailure, SplitStatus, SplitTenancy } from "../records.ts";
 import type { StoreEntry } from "../store/store.ts";
 
 /**
@@ -45,6 +45,8 @@ export interface FleetQuery {
   after?: string;
   /** Splits per page: 1 to 1000, default 100. */
   limit?: number;
+  /** Only splits whose id, owner or descriptor preview contains this text (case-insensitive; 1-200 characters). */
+  match?: string;
 }
 
 /**
@@ -101,6 +103,12 @@ export interface FleetMember {
   leader: boolean;
   /** Alive as judged here (on the leader), or `null` where liveness is not judged (any other member, the CLI). */
   alive: boolean | null;
+  /** What it does: `working` (holds splits), `idle` (holds none), `standby` (`maxInFlight: 0`), `draining`. */
+  activity: "working" | "idle" | "standby" | "draining";
+  /** Wall clock of its last beat as it wrote it (`null` in records from before it was written). */
+  lastBeatAt: number | null;
+  /** Splits it completed per minute over the view's rate window (from the records' completion times). */
+  perMinute: number;
 }
 
 /**
@@ -138,6 +146,49 @@ export interface FleetSplit {
   lastFailure: string | null;
   /** The last few failures, oldest first. */
   failures: SplitFailure[];
+  /** The source's estimate of the work left, if it commits one. */
+  estimate: SplitEstimate | null;
+  /** Fraction done (0-1) by that estimate, 1 when completed, `null` when unknown. */
+  fraction: number | null;
+  /** When the current tenancy began (owned splits), or `null`. */
+  since: number | null;
+  /** When it completed, or `null`. */
+  completedAt: number | null;
+  /** The last few tenancies, oldest first (owner, epoch, from, to, how each ended). */
+  tenancies: SplitTenancy[];
+}
+
+/**
+ * The job-wide rate of a fleet view, from the completion times the split
+ * records hold (not from the reader's own samples): splits completed per
+ * minute over the last five minutes (or since the job's first tenancy, if
+ * shorter), the ETA of the runnable work left at that rate (by weight, each
+ * running split counted by the fraction its source estimates done) and a
+ * sparkline of completions over the last ten minutes.
+ */
+export interface FleetRate {
+  /** The window measured (ms): five minutes, or since the job began if shorter; 0 before any tenancy. */
+  windowMs: number;
+  /** The earliest tenancy start any record names (the job began running), or `null`. */
+  startedAt: number | null;
+  /** Splits completed within the window. */
+  completedInWindow: number;
+  /** Their weight. */
+  weightInWindow: number;
+  /** Splits per minute over the window, or `null` when there is no window yet. */
+  perMinute: number | null;
+  /** Completed splits whose records hold a completion time. */
+  timed: number;
+  /** Completed splits whose records hold none (written before tenancies were recorded). */
+  untimed: number;
+  /** Weight of the runnable work left (running splits less the fraction their source estimates done). */
+  remainingWeight: number;
+  /** Weight the running splits' estimates count as done. */
+  partialWeight: number;
+  /** When the runnable work should be done at this rate: `estimated`, `unknown` (nothing completed in the window), `stalled` (only quarantined splits left) or `done`. */
+  eta: { state: "estimated" | "unknown" | "stalled" | "done"; at: number | null; inMs: number | null };
+  /** Completions per bucket, oldest first, the last bucket ending at the view's time. */
+  spark: { bucketMs: number; counts: number[] };
 }
 
 /**
@@ -202,10 +253,22 @@ export interface FleetView {
   members: FleetMember[];
   /** Job-wide counts. */
   counts: FleetCounts;
+  /** Job-wide rate and ETA (from completion times in the records). */
+  rate: FleetRate;
+  /** The most recently completed splits (at most 10), newest first, whatever the filter. */
+  recent: FleetSplit[];
   /** One page of the splits that match the query, by id. */
   splits: FleetSplit[];
   /** The page: its query, the number of matching splits, and the cursor of the next page (`null`: last page). */
-  page: { limit: number; after: string | null; state: FleetState[] | null; owner: string | null; matched: number; next: string | null };
+  page: {
+    limit: number;
+    after: string | null;
+    state: FleetState[] | null;
+    owner: string | null;
+    match: string | null;
+    matched: number;
+    next: string | null;
+  };
   /** Unreadable records (the first 20 by key; `counts.invalid` counts the split records) and their problem. */
   invalid: { key: string; message: string }[];
 }

@@ -1,6 +1,7 @@
 /**
  * The fleet routes of the HTTP app: `GET /fleet` (the fleet view, read-only
- * and open like `/status`), the live fleet page (`GET /`, `GET /fleet.js`)
+ * and open like `/status`; `GET /fleet/splits/:id` one split in detail), the
+ * live fleet page (`GET /`, `GET /fleet.js`, `GET /fleet.css`, the favicon)
  * and the operator actions, behind the same bearer token and body limit as
  * `POST /drain`:
  *
@@ -19,11 +20,14 @@ import type { Context, Hono, MiddlewareHandler } from "hono";
 import type { Coordinator } from "../coordinator/types.ts";
 import { InvalidKeyError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { cancelSplit, drainMember, requeueQuarantined, requeueSplit } from "../fleet/actions.ts";
-import { buildFleetView, normalizeFleetQuery, parseFleetLimit } from "../fleet/fleet_view.ts";
+import { buildFleetView, normalizeFleetQuery, parseFleetLimit, splitView } from "../fleet/fleet_view.ts";
+import { safeDecodeRecord, SplitRecordSchema } from "../records.ts";
+import { assertValidId, keys } from "../store/keys.ts";
 import type { FleetQuery, FleetSnapshot, FleetState } from "../fleet/types.ts";
 import { readFleetSnapshot } from "../fleet/read_fleet.ts";
 import type { Store } from "../store/store.ts";
-import { FLEET_PAGE_HTML, FLEET_PAGE_SCRIPT } from "./fleet_page.ts";
+import { FLEET_FAVICON_SVG, FLEET_PAGE_HTML, FLEET_PAGE_STYLE } from "./fleet_page.ts";
+import { FLEET_PAGE_SCRIPT } from "./fleet_page_script.ts";
 
 /** What the fleet routes need from the app. */
 export interface FleetRouteOptions {
@@ -116,6 +120,8 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
     if (owner) q.owner = owner;
     const after = c.req.query("after");
     if (after) q.after = after;
+    const match = c.req.query("match");
+    if (match) q.match = match;
     const limit = c.req.query("limit");
     try {
       if (limit) q.limit = parseFleetLimit(limit);
@@ -130,6 +136,22 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
   });
   o.allow("/fleet", "GET");
 
+  // One split in detail (its record read now, not the cached listing): tenancies, failures, estimate.
+  app.get("/fleet/splits/:id", async (c) => {
+    try {
+      const id = c.req.param("id")!;
+      assertValidId(id, "split id");
+      const e = await o.store.get(keys.split(id));
+      if (!e) return json({ error: `no split "${id}"` }, 404);
+      const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
+      if (!r.ok) return json({ error: `the record of split "${id}" is unreadable: ${r.error.message}` }, 409);
+      return json({ at: Date.now(), split: splitView(id, r.value) }, 200);
+    } catch (e) {
+      return failure(e);
+    }
+  });
+  o.allow("/fleet/splits/:id", "GET");
+
   const page = (body: string, type: string) => (c: Context) => {
     c.header("content-type", type);
     c.header("cache-control", "no-store");
@@ -137,7 +159,7 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
     c.header("referrer-policy", "no-referrer");
     c.header(
       "content-security-policy",
-      "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; " +
+      "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; " +
         "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
     );
     return c.body(body);
@@ -146,6 +168,18 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
   o.allow("/", "GET");
   app.get("/fleet.js", page(FLEET_PAGE_SCRIPT, "text/javascript; charset=utf-8"));
   o.allow("/fleet.js", "GET");
+  app.get("/fleet.css", page(FLEET_PAGE_STYLE, "text/css; charset=utf-8"));
+  o.allow("/fleet.css", "GET");
+  // Browsers ask for /favicon.ico whatever the page links; both names serve the same SVG.
+  for (const path of ["/favicon.ico", "/favicon.svg"]) {
+    app.get(path, (c) => {
+      c.header("content-type", "image/svg+xml");
+      c.header("cache-control", "max-age=86400");
+      c.header("x-content-type-options", "nosniff");
+      return c.body(FLEET_FAVICON_SVG);
+    });
+    o.allow(path, "GET");
+  }
 
   const action = (path: string, run: (c: Context) => Promise<object>) => {
     app.post(path, sameOrigin, o.guard, o.bodyLimit, async (c) => {

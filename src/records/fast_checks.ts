@@ -10,7 +10,7 @@ import type { z } from "zod";
 import { ID_RE } from "./layout.ts";
 import { type AssignRecord, AssignRecordSchema } from "./assign.ts";
 import { type MemberRecord, MemberRecordSchema } from "./member.ts";
-import { type SplitRecord, SplitRecordSchema } from "./split.ts";
+import { estimateProblem, type SplitRecord, SplitRecordSchema, TENANCY_ENDS } from "./split.ts";
 
 type Obj = Record<string, unknown>;
 /** Whether `x` is a plain object (not null, not an array). */
@@ -33,12 +33,20 @@ export function isSplitRecord(x: unknown): x is SplitRecord {
     if (!isObj(p)) return false;
     const wm = p.watermark;
     if (wm !== undefined && typeof wm !== "string" && !(typeof wm === "number" && Number.isFinite(wm))) return false;
+    if (p.estimate !== undefined && estimateProblem(p.estimate) !== null) return false;
   }
   if (x.spec !== undefined && x.spec !== true) return false;
   if (x.lastFailure !== undefined && typeof x.lastFailure !== "string") return false;
   if (x.failures !== undefined && !(Array.isArray(x.failures) && x.failures.every(isFailure))) return false;
+  if (x.tenancies !== undefined && !(Array.isArray(x.tenancies) && x.tenancies.every(isTenancy))) return false;
   return true;
 }
+
+const ENDS = new Set<unknown>(TENANCY_ENDS);
+const isTime = (t: unknown): boolean => typeof t === "number" && Number.isFinite(t);
+const isTenancy = (t: unknown): boolean =>
+  isObj(t) && isCount(t.epoch) && typeof t.owner === "string" && ID_RE.test(t.owner) && isTime(t.from) &&
+  (t.to === undefined || isTime(t.to)) && (t.end === undefined || ENDS.has(t.end));
 
 const isFailure = (f: unknown): boolean =>
   isObj(f) && typeof f.at === "number" && Number.isFinite(f.at) && typeof f.worker === "string" &&
@@ -49,13 +57,15 @@ function isMemberRecord(x: unknown): x is MemberRecord {
     typeof x.runtime === "string" && typeof x.version === "string" && isCount(x.beat) &&
     (x.draining === undefined || typeof x.draining === "boolean") &&
     (x.planner === undefined || typeof x.planner === "boolean") && (x.held === undefined || isCount(x.held)) &&
-    (x.seen === undefined || isCount(x.seen)) && (x.took === undefined || (typeof x.took === "string" && x.took.length > 0));
+    (x.seen === undefined || isCount(x.seen)) && (x.took === undefined || (typeof x.took === "string" && x.took.length > 0)) &&
+    (x.at === undefined || isTime(x.at));
 }
 
 const WHY = new Set(["takeover", "reclaim", "handoff"]);
 const isEntry = (x: unknown): boolean =>
   isObj(x) && typeof x.id === "string" && ID_RE.test(x.id) && isCount(x.epoch) && isCount(x.rev) && x.rev > 0 &&
-  (x.rec === undefined || isSplitRecord(x.rec)) && (x.why === undefined || WHY.has(x.why as string));
+  (x.rec === undefined || isSplitRecord(x.rec)) && (x.why === undefined || WHY.has(x.why as string)) &&
+  (x.spare === undefined || x.spare === true);
 
 function isAssignRecord(x: unknown): x is AssignRecord {
   if (!isObj(x) || x.v !== 2 || !isCount(x.term) || !isCount(x.seq)) return false;

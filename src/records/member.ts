@@ -46,6 +46,8 @@ export interface MemberRecord {
    * created fresh (the previous session, if any, left cleanly).
    */
   took?: string;
+  /** Wall clock of the member when it wrote this beat (ms since the epoch; informational: "last seen"). Absent in older records. */
+  at?: number;
 }
 
 /** Schema of a `member.<instance>` record. */
@@ -61,4 +63,5 @@ export const MemberRecordSchema: z.ZodType<MemberRecord> = z.object({
   held: count.optional(),
   seen: count.optional(),
   took: z.string().min(1).optional(),
+  at: z.number().finite().optional(),
 });

@@ -50,12 +50,49 @@ export const SpecRecordSchema: z.ZodType<SpecRecord> = z.object({
 });
 
 /**
- * Committed progress of a split: an ordered watermark and opaque state.
+ * A source's estimate of the work left in a split, committed with its
+ * progress: `left` of `total` units remain (`0 <= left <= total`, `total >
+ * 0`); with `unit: "fraction"` the total is 1. The fleet page shows the
+ * fraction done (`1 - left / total`) and counts it in the job's ETA; it is
+ * the same estimate a straggler split would be judged by. Optional.
+ *
+ * @example
+ * ```ts
+ * import type { SplitEstimate } from "@splitlease/splitlease";
+ * const e: SplitEstimate = { left: 3_000_000, total: 8_000_000, unit: "bytes" };
+ * ```
+ */
+export interface SplitEstimate {
+  /** Units of work left. */
+  left: number;
+  /** Units of work in the whole split. */
+  total: number;
+  /** What a unit is: bytes, ids (rows, keys) or a fraction (total 1). */
+  unit: "bytes" | "ids" | "fraction";
+}
+
+/** Units a {@linkcode SplitEstimate} counts in. */
+export const ESTIMATE_UNITS: readonly SplitEstimate["unit"][] = ["bytes", "ids", "fraction"];
+
+/** Why an estimate is malformed (a sentence), or `null` when it is valid. */
+export function estimateProblem(e: unknown): string | null {
+  if (typeof e !== "object" || e === null || Array.isArray(e)) return "must be an object { left, total, unit }";
+  const { left, total, unit } = e as Record<string, unknown>;
+  if (!ESTIMATE_UNITS.includes(unit as SplitEstimate["unit"])) return `unit must be one of ${ESTIMATE_UNITS.join(", ")}`;
+  if (typeof total !== "number" || !Number.isFinite(total) || !(total > 0)) return "total must be a finite number above 0";
+  if (unit === "fraction" && total !== 1) return "total must be 1 when unit is fraction";
+  if (typeof left !== "number" || !Number.isFinite(left) || left < 0 || left > total) return "left must be a number from 0 to total";
+  return null;
+}
+
+/**
+ * Committed progress of a split: an ordered watermark, opaque state and,
+ * optionally, an estimate of the work left.
  *
  * @example
  * ```ts
  * import type { SplitProgress } from "@splitlease/splitlease";
- * const p: SplitProgress = { watermark: 1200, state: { object: 3, offset: 4096 } };
+ * const p: SplitProgress = { watermark: 1200, state: { object: 3, offset: 4096 }, estimate: { left: 0.4, total: 1, unit: "fraction" } };
  * ```
  */
 export interface SplitProgress {
@@ -63,12 +100,77 @@ export interface SplitProgress {
   watermark?: number | string;
   /** Opaque source state to resume from. */
   state?: Json;
+  /** The source's estimate of the work left (kept until a later commit replaces it). */
+  estimate?: SplitEstimate;
 }
+
+const EstimateSchema: z.ZodType<SplitEstimate> = z.object({
+  left: z.number(),
+  total: z.number(),
+  unit: z.enum(["bytes", "ids", "fraction"]),
+}).refine((e) => estimateProblem(e) === null, { message: "malformed estimate (0 <= left <= total, total > 0, total 1 for a fraction)" });
 
 /** Schema of split progress. */
 export const ProgressSchema: z.ZodType<SplitProgress> = z.object({
   watermark: z.union([z.number().finite(), z.string()]).optional(),
   state: json.optional(),
+  estimate: EstimateSchema.optional(),
+});
+
+/**
+ * How a tenancy of a split ended: `completed`, `released` (graceful, to
+ * nobody or to a successor), `failed` (a `fail()` or a throwing `run`),
+ * `handedBack` (claimed but not runnable now, no attempt), `moved` (the
+ * leader gave it to another owner without a release), `lost` (taken over
+ * from a dead owner, an attempt charged), `cancelled` or `requeued` (by an
+ * operator).
+ */
+export type TenancyEnd = "completed" | "released" | "failed" | "handedBack" | "moved" | "lost" | "cancelled" | "requeued";
+
+/** Every {@linkcode TenancyEnd}. */
+export const TENANCY_ENDS: readonly TenancyEnd[] = ["completed", "released", "failed", "handedBack", "moved", "lost", "cancelled", "requeued"];
+
+/**
+ * One tenancy of a split: who held it at which epoch, from when (wall clock
+ * of the writer, ms since the epoch; informational only) until when and how
+ * it ended (absent while it lasts).
+ *
+ * @example
+ * ```ts
+ * import type { SplitTenancy } from "@splitlease/splitlease/admin";
+ * const t: SplitTenancy = { epoch: 3, owner: "pod-1", from: 1764668000000, to: 1764668042000, end: "completed" };
+ * ```
+ */
+export interface SplitTenancy {
+  /** The epoch it ran at. */
+  epoch: number;
+  /** The owner's instance id. */
+  owner: string;
+  /** When it began. */
+  from: number;
+  /** When it ended. */
+  to?: number;
+  /** How it ended. */
+  end?: TenancyEnd;
+}
+
+/**
+ * Tenancies kept per split record (the oldest is dropped first).
+ *
+ * @example
+ * ```ts
+ * import { TENANCY_HISTORY } from "../records.ts";
+ * console.log(TENANCY_HISTORY); // 8
+ * ```
+ */
+export const TENANCY_HISTORY = 8;
+
+const TenancySchema: z.ZodType<SplitTenancy> = z.object({
+  epoch: count,
+  owner: id,
+  from: z.number().finite(),
+  to: z.number().finite().optional(),
+  end: z.enum(TENANCY_ENDS as [TenancyEnd, ...TenancyEnd[]]).optional(),
 });
 
 /**
@@ -139,6 +241,14 @@ export interface SplitRecord {
   lastFailure?: string;
   /** The last {@linkcode FAILURE_HISTORY} reported failures, oldest first (bounded; absent before the first). */
   failures?: SplitFailure[];
+  /**
+   * The last {@linkcode TENANCY_HISTORY} tenancies, oldest first: owner,
+   * epoch, start, end and how it ended (bounded; absent in records written
+   * before it existed, which read the same). The last one is open while
+   * the split is owned; a completed split's last one ended `completed`, at
+   * its completion time.
+   */
+  tenancies?: SplitTenancy[];
 }
 
 /**
@@ -197,4 +307,5 @@ export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
   spec: z.literal(true).optional(),
   lastFailure: z.string().optional(),
   failures: z.array(FailureSchema).optional(),
+  tenancies: z.array(TenancySchema).optional(),
 });

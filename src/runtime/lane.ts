@@ -7,7 +7,7 @@
  */
 import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason, SplitSpec } from "../coordinator/types.ts";
 import { FencedError, SplitleaseError } from "../errors.ts";
-import type { SplitProgress } from "../records.ts";
+import { estimateProblem, type SplitProgress } from "../records.ts";
 import type { Lane, LaneCommitOptions } from "./source.ts";
 import type { WorkerStats } from "./worker_types.ts";
 
@@ -159,6 +159,10 @@ export class LaneOps<D> {
   #checkProgress(lane: LaneState<D>, progress: SplitProgress): void {
     if (!progress || typeof progress !== "object") {
       throw new SplitleaseError("INVALID_ARGUMENT", `progress must be an object (split ${lane.splitId})`);
+    }
+    const bad = progress.estimate === undefined ? null : estimateProblem(progress.estimate);
+    if (bad !== null) {
+      throw new SplitleaseError("INVALID_ARGUMENT", `progress.estimate of split ${lane.splitId}: ${bad} (${JSON.stringify(progress.estimate)})`);
     }
     if (regresses(lane.accepted, progress)) {
       throw new SplitleaseError(

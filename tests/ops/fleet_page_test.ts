@@ -1,51 +1,62 @@
-// The live fleet page in a real browser: Debian's Chromium, headless, driven
-// by puppeteer-core, against a worker serving on a loopback port (the Deno
-// adapter) with a second worker beside it. Asserts what a person sees —
-// counts, members, a quarantined split with its failure, requeue refused
-// without the token and done with it — and saves screenshots in a temp dir
-// printed in the log. Skipped, saying so, only when Chromium is not
+// The live fleet page in a real browser (Debian's Chromium, headless, driven
+// by puppeteer-core) on a real job over nats-server: three workers (one
+// served with the Deno adapter, whose page the browser opens, two beside it
+// on connections of their own) and a standby member, 90 splits whose source
+// commits an estimate of the work left, one of them poison until fixed. The
+// page is looked at, and saved as a screenshot, at three moments of the job
+// — running, stalled, done — plus the requeue confirmation and a
+// phone-width window; each screenshot is taken right after the assertions
+// about what it shows. The browser runs in Europe/Berlin so dates show a
+// zone that is not UTC. Skipped, saying so, only when Chromium is not
 // installed (scripts/test.mjs installs it with apt-get when it can).
 import assert from "node:assert/strict";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { serve } from "../../adapters/deno.ts";
 import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
+import type { Coordinator } from "../../src/coordinator/types.ts";
+import { NatsStore } from "../../src/nats/nats_store.ts";
 import type { Service } from "../../src/runtime/serve_core.ts";
 import type { SplitSource } from "../../src/runtime/source.ts";
 import { startWorker } from "../../src/runtime/worker.ts";
-import { type Worker } from "../../src/runtime/worker_types.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
+import type { Worker } from "../../src/runtime/worker_types.ts";
 import { Chromium, findChromium } from "../helpers/chromium.ts";
 import { withTimeout } from "../helpers/deadline.ts";
+import { NatsServer } from "../helpers/nats_server.ts";
 
 const chromium = findChromium();
 if (!chromium) {
   console.log("SKIP fleet page browser test: chromium is not installed (apt-get install -y chromium; scripts/test.mjs does it as root)");
 }
 const TOKEN = "page-t0ken";
-const LIMIT_MS = 120_000;
+const LIMIT_MS = 180_000;
+const SPLITS = 90, POISON = "s077", ROWS = 4000;
+const JOB = "fleetpage";
 
-/** The job: s0-s7 finish after a few commits, s8 runs until stopped (keeps the job open), s9 is poison until fixed. */
-function source(state: { poisoned: boolean }): SplitSource<{ n: number }> {
+/**
+ * The job: every split copies ROWS rows in 8 commits, each with an estimate
+ * of the rows left (ids); durations vary by split. POISON throws until fixed.
+ */
+function source(state: { poisoned: boolean }): SplitSource<{ n: number; file: string }> {
   return {
-    fingerprint: () => "fleet-page-v1",
+    fingerprint: () => "fleet-page-v2",
     plan: () =>
       Promise.resolve({
         finality: "final",
-        splits: Array.from({ length: 10 }, (_, n) => ({ id: `s${n}`, descriptor: { n, file: `part-${n}.csv` } })),
+        splits: Array.from({ length: SPLITS }, (_, n) => ({ id: `s${String(n).padStart(3, "0")}`, descriptor: { n, file: `part-${n}.csv` } })),
       }),
     async run(lane) {
       const stopped = () => lane.signal.aborted || lane.revokeSignal.aborted;
-      if (lane.splitId === "s9" && state.poisoned) throw new Error("could not parse row 7 of part-9.csv");
-      if (lane.splitId === "s8") {
-        for (let i = 1; !stopped(); i++) {
-          await lane.commit({ watermark: i });
-          await new Promise((r) => setTimeout(r, 300));
-        }
-        return;
+      if (lane.splitId === POISON && state.poisoned) {
+        await lane.commit({ watermark: 500, estimate: { left: ROWS - 500, total: ROWS, unit: "ids" } });
+        throw new Error("could not parse row 512 of part-77.csv");
       }
-      for (let i = 1; i <= 4 && !stopped(); i++) {
-        await new Promise((r) => setTimeout(r, 150));
-        await lane.commit({ watermark: i * 25 });
+      const n = lane.descriptor.n;
+      const step = 200 + (n % 5) * 60;
+      let at = typeof lane.progress?.watermark === "number" ? lane.progress.watermark : 0;
+      while (at < ROWS && !stopped()) {
+        await new Promise((r) => setTimeout(r, step));
+        at = Math.min(ROWS, at + ROWS / 8);
+        await lane.commit({ watermark: at, estimate: { left: ROWS - at, total: ROWS, unit: "ids" } });
       }
       if (!stopped()) await lane.complete();
     },
@@ -55,101 +66,209 @@ function source(state: { poisoned: boolean }): SplitSource<{ n: number }> {
 /** What the page shows of an element (the test is type-checked without the DOM lib). */
 type Shown = { innerText: string };
 const text = (page: Page, selector: string) => page.$eval(selector, (e) => (e as unknown as Shown).innerText.trim());
+const rows = (page: Page, selector: string) =>
+  page.$$eval(selector, (rs) => rs.map((r) => (r as unknown as Shown).innerText.replace(/\s+/g, " ").trim()));
+/** A date as the page writes it, in Europe/Berlin (December: UTC+01:00). */
+const DATE = /\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC\+01:00/;
 
-async function waitText(page: Page, what: string, fn: string, ms = 15_000): Promise<void> {
+async function waitFor(page: Page, what: string, fn: string, ms = 20_000): Promise<void> {
   try {
     await page.waitForFunction(fn, { timeout: ms, polling: 100 });
   } catch (e) {
     const body = await page.$eval("body", (b) => (b as unknown as Shown).innerText).catch(() => "(no page)");
-    throw new Error(`timed out after ${ms} ms waiting for ${what} (${(e as Error).message}); the page shows:\n${body.slice(0, 3000)}`);
+    throw new Error(`timed out after ${ms} ms waiting for ${what} (${(e as Error).message}); the page shows:\n${body.slice(0, 4000)}`);
   }
 }
+const byId = (id: string) => `document.getElementById(${JSON.stringify(id)}).textContent`;
 
 Deno.test({
-  name: "fleet page in Chromium: counts, members, a quarantined split with its failure, requeue with a typed token",
+  name: "fleet page in Chromium over nats-server: progress and ETA, running first, members, search, split detail, stall, confirmed requeue, done",
   ignore: !chromium,
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    const out = await Deno.makeTempDir({ prefix: "splitlease-fleet-page-" });
+    const out = Deno.env.get("FLEET_PAGE_SCREENSHOTS") ?? await Deno.makeTempDir({ prefix: "splitlease-fleet-page-" });
+    await Deno.mkdir(out, { recursive: true });
     console.log(`screenshots: ${out}`);
     const state = { poisoned: true };
-    const store = new MemoryStore();
+    await using nats = await NatsServer.start();
+    const stores: NatsStore[] = [];
+    const connect = async () => {
+      const s = await NatsStore.connect({ servers: nats.wsUrl, job: JOB, opTimeoutMs: 2000 });
+      stores.push(s);
+      return s;
+    };
     let service: Service | undefined;
-    let w2: Worker | undefined;
+    const workers: Worker[] = [];
+    let standby: Coordinator | undefined;
     let browser: Browser | undefined;
     let limit: ReturnType<typeof setTimeout> | undefined;
     await using chrome = await Chromium.start(chromium!);
-    const tunables = { leaseMs: 1500, opTimeoutMs: 500, drainDeadlineMs: 1000, maxAttempts: 2, retryBackoffMs: 50 };
+    const tunables = { leaseMs: 3000, opTimeoutMs: 1000, drainDeadlineMs: 1000, maxAttempts: 2, retryBackoffMs: 50 };
     const body = async () => {
       service = await serve({
-        store, source: source(state), job: "page", instance: "w1", port: 0, hostname: "127.0.0.1",
-        drainToken: TOKEN, exit: false, logger: () => {}, maxInFlight: 3, ...tunables,
+        store: await connect(), source: source(state), job: JOB, instance: "w1", port: 0, hostname: "127.0.0.1",
+        drainToken: TOKEN, exit: false, logger: () => {}, maxInFlight: 3, afterCompletion: "idle", stalledIsFatal: false, ...tunables,
       });
-      const c2 = await SplitCoordinator.join({ store, job: "page", instance: "w2", fingerprint: "fleet-page-v1", maxInFlight: 3, ...tunables });
-      w2 = startWorker({ coordinator: c2, source: source(state), logger: () => {}, maxInFlight: 3 });
+      for (const instance of ["w2", "w3"]) {
+        const c = await SplitCoordinator.join({ store: await connect(), job: JOB, instance, fingerprint: "fleet-page-v2", maxInFlight: 3, ...tunables });
+        workers.push(startWorker({ coordinator: c, source: source(state), logger: () => {}, maxInFlight: 3 }));
+      }
+      standby = await SplitCoordinator.join({ store: await connect(), job: JOB, instance: "standby", fingerprint: "fleet-page-v2", maxInFlight: 0, ...tunables });
+      const base = `http://127.0.0.1:${service.port}`;
 
-      browser = await puppeteer.connect({ browserWSEndpoint: chrome.wsEndpoint, defaultViewport: { width: 1280, height: 1200 } });
+      // The favicon browsers ask for, and the one the page links.
+      for (const path of ["/favicon.ico", "/favicon.svg"]) {
+        const res = await fetch(base + path);
+        assert.equal(res.status, 200, path);
+        assert.equal(res.headers.get("content-type"), "image/svg+xml");
+        assert.match(await res.text(), /^<svg /);
+      }
+
+      browser = await puppeteer.connect({ browserWSEndpoint: chrome.wsEndpoint, defaultViewport: { width: 1280, height: 1000 } });
       const page = await browser.newPage();
-      const dialogs: string[] = [];
-      page.on("dialog", (d) => {
-        dialogs.push(d.message());
-        void d.accept();
-      });
-      const errors: string[] = [];
+      await page.emulateTimezone("Europe/Berlin");
+      const errors: string[] = [], failed: string[] = [];
       page.on("pageerror", (e) => errors.push(String(e)));
-      await page.goto(`http://127.0.0.1:${service.port}/`, { waitUntil: "load", timeout: 15_000 });
+      page.on("response", (r) => {
+        if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
+      });
+      page.on("dialog", (d) => {
+        errors.push(`a native dialog: ${d.message()}`);
+        void d.dismiss();
+      });
+      await page.goto(`${base}/`, { waitUntil: "load", timeout: 15_000 });
 
-      // What a person sees once the poison split is parked and the others are done.
-      await waitText(page, "1 quarantined split and 8 completed", `document.getElementById("count-quarantined").textContent === "1" &&
-        document.getElementById("count-completed").textContent === "8"`, 30_000);
-      await waitText(page, "the failure history of s9", `(document.querySelector('#quarantined tr[data-split="s9"]')?.innerText ?? "").split("could not parse row 7").length === 3`);
-      assert.equal(await text(page, "#count-total"), "10");
-      assert.equal(await text(page, "#count-owned"), "1", "s8 runs");
-      assert.equal(await text(page, "#count-unclaimed"), "0");
-      assert.match(await text(page, "#progress-text"), /^8 of 10 finished \(80% of the weight completed\)$/);
-      const members = await page.$$eval("#members tbody tr", (rows) => rows.map((r) => (r as unknown as Shown).innerText.replace(/\s+/g, " ").trim()));
-      assert.equal(members.length, 2);
-      assert.match(members[0], /^w1 ★ leader deno [\d.]+ 0\.2\.0 \d \/ 3 \d+ alive Drain$/, members[0]);
-      assert.match(members[1], /^w2 web 0\.2\.0 \d \/ 3 \d+ alive Drain$/, members[1]);
-      assert.match(await text(page, "#liveness"), /alive as judged by the leader w1/);
-      const row = await text(page, '#quarantined tr[data-split="s9"]');
-      assert.match(row, /^s9\s+2\s+\d+\s+\{"n":9,"file":"part-9\.csv"\}/);
-      assert.match(row, /w[12]: run threw: Error: could not parse row 7 of part-9\.csv/);
-      assert.match(await text(page, '#runnable tr[data-split="s8"]'), /^s8\s+w[12]\s+\d+\s+0\s+at \d+/);
-      assert.match(await text(page, "#meta"), /served by w1 \(leader\) · leader w1 \(term \d+\) · plan final, 10 planned/);
-      await waitText(page, "a throughput figure", `/^splits\\/min: \\d+\\.\\d over the \\d+ s this page has been open/.test(document.getElementById("throughput").textContent)`);
-      await page.screenshot({ path: `${out}/1-quarantined.png`, fullPage: true });
+      // 1. Running: a third done, the rest running or waiting.
+      await waitFor(page, "30 completed and 6 running with an ETA", `+${byId("count-completed")} >= 30 && +${byId("count-owned")} >= 6 &&
+        ${byId("eta")}.startsWith("ETA ") && document.querySelectorAll("#splits tbody tr").length > 0`, 60_000);
+      await new Promise((r) => setTimeout(r, 2100)); // one more poll: the ETA has a rate from several completions
+      const progress = await text(page, "#progress-text");
+      assert.match(progress, /^\d+% done · \d+ of 90 splits completed, \d+ owned(, \d+ unclaimed)?$/, progress);
+      const eta = await text(page, "#eta");
+      assert.match(eta, new RegExp(`^ETA ${DATE.source} · in (\\d+ s|\\d+ min \\d\\d s)$`), eta);
+      const rate = await text(page, "#rate");
+      assert.match(rate, /^\d+\.\d splits\/min over the \d+ s since the job began \(\d+ completed\) · job-wide, from the completion times in the split records · running since /, rate);
+      assert.match(rate, DATE);
+      assert.ok(!rate.includes("this page has been open"));
+      assert.ok(
+        await page.$$eval("#spark rect", (r) => r.length) > 0,
+        "the sparkline shows completions from the records at once",
+      );
+      // Running splits first, each with its fraction done and the length of its tenancy; then the waiting ones.
+      const splitRows = await rows(page, "#splits tbody tr");
+      const firstWaiting = splitRows.findIndex((r) => / unclaimed /.test(r));
+      const running = splitRows.filter((r) => / owned /.test(r));
+      assert.ok(running.length >= 6, splitRows.join("\n"));
+      assert.ok(firstWaiting === -1 || splitRows.slice(firstWaiting).every((r) => !/ owned /.test(r)), "owned (running) first");
+      for (const r of running) assert.match(r, /^s\d{3} owned w[123] (\d+%|not started) (\d+ s)?/, r);
+      assert.ok(running.some((r) => /^s\d{3} owned w[123] [1-9]\d?% \d+ s/.test(r)), running.join("\n"));
+      // Members: what each does, when it was last seen, its own rate; the standby shown too.
+      const members = await rows(page, "#members tbody tr");
+      assert.equal(members.length, 4, members.join("\n"));
+      assert.match(members[0], /^standby web 0\.2\.0 0 \/ 0 standby \d+ s ago 0\.0 Drain$/, members[0]);
+      assert.match(members[1], /^w1 ★ leader deno [\d.]+ 0\.2\.0 [0-3] \/ 3 (working|idle) \d+ s ago \d+\.\d Drain$/, members[1]);
+      for (const m of members.slice(2)) assert.match(m, /^w[23] web 0\.2\.0 [0-3] \/ 3 (working|idle) \d+ s ago \d+\.\d Drain$/, m);
+      assert.ok(members.slice(1).some((m) => !/ 0\.0 Drain$/.test(m)), "members complete splits: " + members.join("\n"));
+      assert.match(await text(page, "#meta"), new RegExp(`served by w1 \\(leader\\) · leader w1 \\(term \\d+\\) · plan final, 90 planned · updated ${DATE.source}$`));
+      // Recently completed: newest first, with the time, who and how long.
+      const recent = await rows(page, "#recent tbody tr");
+      assert.equal(recent.length, 10);
+      for (const r of recent) assert.match(r, new RegExp(`^s\\d{3} ${DATE.source} \\(\\d+ s ago\\) w[123] \\d+ s`), r);
+      // One completed split in detail: its tenancy, from the record.
+      const done = recent[0].split(" ")[0];
+      await page.click(`#recent tr[data-split="${done}"] button.link`);
+      await waitFor(page, `the detail of ${done}`, `(document.querySelector("#detail table")?.innerText ?? "").includes("completed")`);
+      const detail = await text(page, "#detail");
+      assert.match(detail, new RegExp(`^Split\\s+${done}\\s+Close`));
+      assert.match(detail, /state\s+completed/);
+      assert.match(detail, new RegExp(`completed\\s+${DATE.source}`));
+      assert.match(detail, /watermark 4000 · 0 ids of 4,000 ids left \(100% done\)/);
+      const tenancies = await rows(page, "#detail table tbody tr");
+      assert.ok(tenancies.length >= 1);
+      assert.match(tenancies.at(-1)!, new RegExp(`^\\d+ w[123] ${DATE.source} ${DATE.source} \\d+ s completed$`), tenancies.join("\n"));
+      assert.equal(new URL(page.url()).hash, `#split=${done}`);
+      await page.screenshot({ path: `${out}/1-running.png`, fullPage: true });
 
-      // Requeue without a token, then with a wrong one: nothing happens, the page says why.
-      const requeue = '#quarantined tr[data-split="s9"] button';
-      await page.click(requeue);
-      await waitText(page, "the missing-token notice", `document.getElementById("notice").textContent.startsWith("Type the operator token first")`);
-      await page.type("#token", "wrong-token");
-      await page.click("#token-form button[type=submit]");
-      assert.equal(await text(page, "#token-state"), "token set (kept in this page only)");
-      assert.equal(await page.$eval("#token", (e) => (e as unknown as { value: string }).value), "", "the field is cleared");
-      await page.click(requeue);
-      await waitText(page, "the refusal", `document.getElementById("notice").textContent.includes("refused (401)")`);
+      // Search: only the splits whose id, owner or descriptor matches.
+      await page.type("#search", "part-4");
+      await waitFor(page, "the search result", `[...document.querySelectorAll("#splits tbody tr")].every((r) => /^s0(04|4\\d)$/.test(r.dataset.split)) &&
+        document.getElementById("splits-more").textContent.includes("matching “part-4”")`);
+      await page.select("#filter", "completed");
+      await waitFor(page, "completed splits matching part-4", `document.querySelectorAll("#splits tbody tr").length > 0 &&
+        [...document.querySelectorAll("#splits tbody tr")].every((r) => r.innerText.includes("completed") && /^s0(04|4\\d)$/.test(r.dataset.split))`);
+      await page.screenshot({ path: `${out}/1b-search.png`, fullPage: true });
+      await page.select("#filter", "runnable");
+      await page.$eval("#search", (e) => ((e as unknown as { value: string }).value = ""));
+      await page.type("#search", " ");
+      await page.keyboard.press("Backspace");
+
+      // The same moment on a phone-width window: no sideways scroll of the page itself.
+      await page.setViewport({ width: 390, height: 844 });
+      await new Promise((r) => setTimeout(r, 300));
+      const overflow = await page.evaluate(`document.documentElement.scrollWidth - document.documentElement.clientWidth`);
+      assert.ok((overflow as number) <= 1, `the page scrolls sideways by ${overflow} px at 390 px`);
+      assert.match(await text(page, "#eta"), /^(ETA |Finished|Stalled)/);
+      await page.screenshot({ path: `${out}/1c-phone.png`, fullPage: true });
+      await page.setViewport({ width: 1280, height: 1000 });
+
+      // 2. Stalled: every split done but the poison one, quarantined after two failures.
+      await waitFor(page, "the stall", `${byId("eta")}.startsWith("Stalled") && ${byId("count-completed")} === "89"`, 90_000);
+      assert.equal(await text(page, "#eta"), "Stalled: only 1 quarantined split is left · requeue or cancel below");
       assert.equal(await text(page, "#count-quarantined"), "1");
+      const q = await text(page, `#quarantined tr[data-split="${POISON}"]`);
+      assert.match(q, new RegExp(`^${POISON}\\s+2\\s+\\d+\\s+\\{"n":77,"file":"part-77\\.csv"\\}`));
+      assert.equal(q.split("could not parse row 512").length, 3, q);
+      assert.match(q, new RegExp(`${DATE.source} w[123]: run threw: Error: could not parse row 512 of part-77\\.csv`));
+      await waitFor(page, "the members idle", `[...document.querySelectorAll("#members tbody tr")].every((r) => !r.innerText.includes("working"))`);
+      const idle = await rows(page, "#members tbody tr");
+      assert.ok(idle.some((m) => /^w1 ★ leader .* 0 \/ 3 idle \d+ s ago/.test(m)), idle.join("\n"));
+      assert.ok(idle.some((m) => /^standby .* standby /.test(m)), idle.join("\n"));
+      await page.evaluate(`location.hash = "split=${POISON}"`);
+      await waitFor(page, `the detail of ${POISON}`, `/state\\s+quarantined/.test(document.querySelector("#detail")?.innerText ?? "")`);
+      const pd = await text(page, "#detail");
+      assert.match(pd, /watermark 500 · 3,500 ids of 4,000 ids left \(13% done\)/);
+      const ptn = await rows(page, "#detail table tbody tr");
+      assert.equal(ptn.length, 2, ptn.join("\n"));
+      for (const t of ptn) assert.match(t, new RegExp(`^\\d+ w[123] ${DATE.source} ${DATE.source} \\d+ s failed$`), t);
+      assert.match(pd, /Failures\s+.*could not parse row 512/s);
+      await page.screenshot({ path: `${out}/2-stalled.png`, fullPage: true });
 
-      // The input is fixed; requeue with the right token: the split runs again and completes.
-      state.poisoned = false;
+      // Requeue: refused without a token (no question asked), then asked for confirmation; "Keep it" does nothing.
+      const requeue = `#quarantined tr[data-split="${POISON}"] td:last-child button:first-child`;
+      await page.click(requeue);
+      await waitFor(page, "the missing-token notice", `${byId("notice")}.startsWith("Type the operator token first")`);
       await page.type("#token", TOKEN);
       await page.click("#token-form button[type=submit]");
+      assert.equal(await text(page, "#token-state"), "token set (kept in this page only)");
       await page.click(requeue);
-      await waitText(page, "the requeue notice", `/^Split "s9" requeued at epoch \\d+/.test(document.getElementById("notice").textContent)`);
-      await waitText(page, "no quarantined split left", `document.getElementById("count-quarantined").textContent === "0" &&
-        document.querySelectorAll("#quarantined tbody tr").length === 0`);
-      await waitText(page, "s9 completed (9 completed)", `document.getElementById("count-completed").textContent === "9"`);
-      await waitText(page, "throughput above zero", `/^splits\\/min: [1-9]/.test(document.getElementById("throughput").textContent)`);
-      const s9 = JSON.parse((await store.get("split.s9"))!.value);
-      assert.equal(s9.status, "completed");
-      assert.equal(s9.failures.length, 2, "the failure history is kept");
+      await waitFor(page, "the confirmation", `document.getElementById("confirm").open`);
+      assert.equal(await text(page, "#confirm-text"), `Requeue ${POISON}? It runs again from its last commit, its 2 attempt(s) reset.`);
+      await page.click("#confirm-no");
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(await text(page, "#count-quarantined"), "1", "kept");
+      state.poisoned = false;
+      await page.click(requeue);
+      await waitFor(page, "the confirmation", `document.getElementById("confirm").open`);
+      await page.screenshot({ path: `${out}/3-confirm-requeue.png`, fullPage: false });
+      await page.click("#confirm-yes");
+      await waitFor(page, "the requeue notice", `/^Split "${POISON}" requeued at epoch \\d+/.test(${byId("notice")})`);
+
+      // 3. Done: all 90 completed, the requeued split the newest completion, with its whole history.
+      await waitFor(page, "the job done", `${byId("eta")}.startsWith("Finished") && ${byId("count-completed")} === "90"`, 60_000);
+      assert.match(await text(page, "#eta"), new RegExp(`^Finished ${DATE.source} · took \\d+ (s|min \\d\\d s)$`));
+      assert.equal(await text(page, "#progress-text"), "100% done · 90 of 90 splits completed");
+      assert.equal(await text(page, "#count-quarantined"), "0");
+      assert.match((await rows(page, "#recent tbody tr"))[0], new RegExp(`^${POISON} ${DATE.source}`));
+      await waitFor(page, `the detail of ${POISON} completed`, `/state\\s+completed/.test(document.querySelector("#detail")?.innerText ?? "")`);
+      const fin = await rows(page, "#detail table tbody tr");
+      assert.deepEqual(fin.map((t) => t.split(" ").at(-1)), ["failed", "failed", "completed"], fin.join("\n"));
+      assert.match(await text(page, "#meta"), /outcome allComplete/);
+      await page.screenshot({ path: `${out}/4-done.png`, fullPage: true });
+
       assert.ok(!(await page.content()).includes(TOKEN), "the token is not in the document");
-      assert.deepEqual(errors, [], "no script errors");
-      assert.deepEqual(dialogs, []);
-      await page.screenshot({ path: `${out}/2-requeued.png`, fullPage: true });
+      assert.deepEqual(errors, [], "no script errors, no native dialogs");
+      assert.deepEqual(failed, [], "no failed requests (the favicon included)");
     };
     try {
       await Promise.race([
@@ -161,9 +280,10 @@ Deno.test({
     } finally {
       clearTimeout(limit);
       await (browser as Browser | undefined)?.disconnect().catch(() => {});
-      await withTimeout((w2 as Worker | undefined)?.shutdown({ deadlineMs: 0 }).catch(() => {}) ?? Promise.resolve(), 20_000, "worker w2 to shut down");
+      for (const w of workers) await withTimeout(w.shutdown({ deadlineMs: 0 }).catch(() => {}), 20_000, "a worker to shut down");
+      await withTimeout((standby as Coordinator | undefined)?.close().catch(() => {}) ?? Promise.resolve(), 20_000, "the standby to leave");
       await withTimeout((service as Service | undefined)?.shutdown("test over").catch(() => {}) ?? Promise.resolve(), 20_000, "the served worker to shut down");
-      await store.close();
+      for (const s of stores) await s.close().catch(() => {});
       console.log(`screenshots: ${out}`);
     }
   },

@@ -147,7 +147,7 @@ Deno.test("fleet view: a bad query is refused naming the field and the value", (
   assert.throws(() => normalizeFleetQuery({ limit: 1001 }), /limit 1001/);
   assert.throws(() => normalizeFleetQuery({ owner: "a b" }), /owner "a b" is not an instance id/);
   assert.throws(() => normalizeFleetQuery({ after: "x/y" }), /after "x\/y" is not a split id/);
-  assert.deepEqual(normalizeFleetQuery({}), { state: null, owner: null, after: null, limit: 100 });
+  assert.deepEqual(normalizeFleetQuery({}), { state: null, owner: null, after: null, limit: 100, match: null });
 });
 
 Deno.test("jsonPreview: bounded JSON text", () => {

@@ -1,0 +1,127 @@
+/**
+ * The job-wide rate of a fleet view, from what the split records hold: the
+ * completion time of every completed split (the end of its last tenancy,
+ * `tenancies`) and the start of the earliest tenancy any record names (when
+ * the job began running, as far as the records know). Nothing here depends
+ * on who reads or since when: a page opened now shows the same rate, ETA
+ * and sparkline as one open for an hour. Records written before tenancies
+ * existed count as completed without a time (`untimed`).
+ *
+ * @module
+ */
+import type { SplitRecord } from "../records.ts";
+import type { FleetRate } from "./types.ts";
+
+/** The window the rate and ETA are measured over (or since the job began, if shorter). */
+export const RATE_WINDOW_MS = 5 * 60_000;
+/** The sparkline: completions per bucket over the last ten minutes. */
+export const SPARK_BUCKET_MS = 10_000, SPARK_BUCKETS = 60;
+/** Completed splits a view lists as recent at most. */
+export const RECENT_LISTED = 10;
+
+/** When a split completed (its last tenancy's end), or `null` (not completed, or no time recorded). */
+export function completedAt(r: SplitRecord): number | null {
+  if (r.status !== "completed") return null;
+  const last = r.tenancies?.[r.tenancies.length - 1];
+  return last?.end === "completed" && last.to !== undefined ? last.to : null;
+}
+
+/** Who completed a split (its last tenancy's owner), or `null`. */
+export function completedBy(r: SplitRecord): string | null {
+  return completedAt(r) === null ? null : r.tenancies![r.tenancies!.length - 1].owner;
+}
+
+/** The fraction of a split done by its source's estimate (0-1), 1 when completed, else `null`. */
+export function fractionDone(r: SplitRecord): number | null {
+  if (r.status === "completed") return 1;
+  const e = r.progress?.estimate;
+  return e ? Math.min(1, Math.max(0, 1 - e.left / e.total)) : null;
+}
+
+/** Folds split records into the job-wide rate; `finish` gives the view's part. */
+export class RateFold {
+  readonly #now: number;
+  #started: number | null = null;
+  #inWindow = 0;
+  #weightInWindow = 0;
+  #timed = 0;
+  #untimed = 0;
+  #remaining = 0;
+  #partial = 0;
+  readonly #buckets: number[] = new Array(SPARK_BUCKETS).fill(0);
+  readonly #byMember = new Map<string, number>();
+  /** The most recent completions, newest first. */
+  readonly recent: { id: string; at: number; rec: SplitRecord }[] = [];
+
+  constructor(now: number) {
+    this.#now = now;
+  }
+
+  /** Counts one readable split record. */
+  add(id: string, r: SplitRecord): void {
+    for (const t of r.tenancies ?? []) if (this.#started === null || t.from < this.#started) this.#started = t.from;
+    if (r.status === "runnable") {
+      const f = fractionDone(r) ?? 0;
+      this.#remaining += r.weight * (1 - f);
+      this.#partial += r.weight * f;
+    }
+    if (r.status !== "completed") return;
+    const at = completedAt(r);
+    if (at === null) {
+      this.#untimed++;
+      return;
+    }
+    this.#timed++;
+    const age = this.#now - at;
+    if (age <= RATE_WINDOW_MS) {
+      this.#inWindow++;
+      this.#weightInWindow += r.weight;
+      const by = completedBy(r)!;
+      this.#byMember.set(by, (this.#byMember.get(by) ?? 0) + 1);
+    }
+    const b = Math.floor(Math.max(0, age) / SPARK_BUCKET_MS);
+    if (b < SPARK_BUCKETS) this.#buckets[SPARK_BUCKETS - 1 - b]++;
+    if (this.recent.length < RECENT_LISTED || at > this.recent[this.recent.length - 1].at) {
+      let i = this.recent.findIndex((x) => at > x.at);
+      if (i < 0) i = this.recent.length;
+      this.recent.splice(i, 0, { id, at, rec: r });
+      if (this.recent.length > RECENT_LISTED) this.recent.pop();
+    }
+  }
+
+  /** Splits this member completed within the rate window, per minute (`null` when the window is empty). */
+  memberPerMinute(instance: string, windowMs: number): number {
+    return windowMs > 0 ? ((this.#byMember.get(instance) ?? 0) * 60_000) / windowMs : 0;
+  }
+
+  /** The measuring window: the rate window, or the time since the job began if that is shorter. */
+  windowMs(): number {
+    return this.#started === null ? 0 : Math.max(0, Math.min(RATE_WINDOW_MS, this.#now - this.#started));
+  }
+
+  /** The view's rate, ETA and sparkline. */
+  finish(runnable: number, quarantined: number): FleetRate {
+    const windowMs = this.windowMs();
+    const perMinute = windowMs > 0 ? (this.#inWindow * 60_000) / windowMs : null;
+    const weightPerMs = windowMs > 0 ? this.#weightInWindow / windowMs : 0;
+    let eta: FleetRate["eta"];
+    if (runnable === 0) eta = { state: quarantined > 0 ? "stalled" : "done", at: null, inMs: null };
+    else if (weightPerMs > 0) {
+      const inMs = Math.round(this.#remaining / weightPerMs);
+      eta = { state: "estimated", at: this.#now + inMs, inMs };
+    } else eta = { state: "unknown", at: null, inMs: null };
+    return {
+      windowMs,
+      startedAt: this.#started,
+      completedInWindow: this.#inWindow,
+      weightInWindow: this.#weightInWindow,
+      perMinute,
+      timed: this.#timed,
+      untimed: this.#untimed,
+      remainingWeight: this.#remaining,
+      partialWeight: this.#partial,
+      eta,
+      spark: { bucketMs: SPARK_BUCKET_MS, counts: this.#buckets },
+    };
+  }
+}

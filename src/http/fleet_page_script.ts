@@ -1,0 +1,254 @@
+/**
+ * The fleet page's script (`GET /fleet.js`): plain browser JavaScript, no
+ * build step. This part holds the helpers (text-only DOM, dates with day
+ * and zone, durations), the confirmation dialog, the operator actions, the
+ * job's progress, rate and ETA, the completions sparkline, the members and
+ * the poll loop; `fleet_page_splits.ts` renders the split tables and the
+ * split detail. Every value from the store is set as text, never as markup.
+ *
+ * @module
+ */
+import { FLEET_PAGE_SPLITS } from "./fleet_page_splits.ts";
+
+const HELPERS = `
+  const POLL_MS = 2000;
+  let token = ""; // typed by the operator; kept here only
+  const $ = (id) => document.getElementById(id);
+  const el = (tag, text, cls) => {
+    const e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  };
+  const row = (cells) => {
+    const tr = document.createElement("tr");
+    for (const c of cells) {
+      const td = document.createElement("td");
+      if (c && c.cell) { td.className = c.cls || ""; if (c.node) td.appendChild(c.node); else td.textContent = c.text; }
+      else if (c instanceof Node) td.appendChild(c);
+      else {
+        td.textContent = c === null || c === undefined ? "" : String(c);
+        if (typeof c === "number") td.className = "num";
+      }
+      tr.appendChild(td);
+    }
+    return tr;
+  };
+  const wide = (c) => ({ cell: true, cls: "wide", node: c instanceof Node ? c : null, text: c instanceof Node ? "" : c ?? "" });
+  const pad = (n) => String(n).padStart(2, "0");
+  const zoneOf = (d) => {
+    const m = -d.getTimezoneOffset();
+    const off = "UTC" + (m === 0 ? "" : (m > 0 ? "+" : "-") + pad(Math.floor(Math.abs(m) / 60)) + ":" + pad(Math.abs(m) % 60));
+    let name = "";
+    try {
+      name = (new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(d).find((p) => p.type === "timeZoneName") || {}).value || "";
+    } catch { /* no Intl zone names */ }
+    return !name || /^(UTC|GMT)/.test(name) ? off : name + " (" + off + ")";
+  };
+  // A wall-clock time with its day and zone: 2026-12-02 09:41:07 UTC.
+  const when = (ms) => {
+    if (ms === null || ms === undefined) return "–";
+    const d = new Date(ms);
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" +
+      pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + " " + zoneOf(d);
+  };
+  const dur = (ms) => {
+    if (ms === null || ms === undefined || !isFinite(ms)) return "–";
+    const s = Math.max(0, Math.round(ms / 1000));
+    if (s < 60) return s + " s";
+    const m = Math.floor(s / 60);
+    if (m < 60) return m + " min " + pad(s % 60) + " s";
+    const h = Math.floor(m / 60);
+    return h < 48 ? h + " h " + pad(m % 60) + " min" : Math.floor(h / 24) + " d " + (h % 24) + " h";
+  };
+  const pct = (f) => (f >= 0.995 && f < 1 ? "99" : f > 0 && f < 0.01 ? "<1" : String(Math.round(100 * f))) + "%";
+  const amount = (n, unit) => {
+    if (unit === "bytes") {
+      const u = ["B", "KB", "MB", "GB", "TB"];
+      let i = 0;
+      while (n >= 1000 && i < u.length - 1) { n /= 1000; i++; }
+      return (i ? n.toFixed(1) : String(Math.round(n))) + " " + u[i];
+    }
+    return unit === "fraction" ? pct(n) : Math.round(n).toLocaleString("en-US") + " ids";
+  };
+  const notice = (text, cls) => { const n = $("notice"); n.textContent = text; n.className = cls || ""; };
+  const pill = (text, cls) => el("span", text, "pill " + (cls || text));
+
+  async function getJson(url) {
+    const res = await fetch(url, { cache: "no-store" });
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error(body.error || res.status + " " + res.statusText);
+    return body;
+  }
+
+  // An in-page confirmation (a modal dialog): resolves true only on the confirm button.
+  function ask(text, label) {
+    return new Promise((resolve) => {
+      const d = $("confirm"), yes = $("confirm-yes"), no = $("confirm-no");
+      $("confirm-text").textContent = text;
+      yes.textContent = label;
+      const done = (ok) => {
+        yes.onclick = no.onclick = d.oncancel = null;
+        if (d.open) d.close();
+        resolve(ok);
+      };
+      yes.onclick = () => done(true);
+      no.onclick = () => done(false);
+      d.oncancel = (ev) => { ev.preventDefault(); done(false); };
+      d.showModal();
+      no.focus();
+    });
+  }
+
+  async function act(path, what) {
+    try {
+      const res = await fetch(path, { method: "POST", headers: { authorization: "Bearer " + token } });
+      const body = await res.json().catch(() => ({}));
+      if (res.ok) notice(body.message || (what + ": " + (body.requeued ?? 0) + " of " + (body.found ?? 0) + " requeued"), "ok");
+      else notice(what + " refused (" + res.status + "): " + (body.message || body.error || res.statusText), "bad");
+    } catch (e) {
+      notice(what + " failed: " + e.message, "bad");
+    }
+    poll();
+  }
+
+  // An action button: no token, no question; then a confirmation naming what it does.
+  function button(label, path, what, question) {
+    const b = el("button", label);
+    b.type = "button";
+    b.addEventListener("click", async () => {
+      if (!token) { notice("Type the operator token first (the drainToken of the workers).", "bad"); return; }
+      if (await ask(question, label)) act(path, what);
+    });
+    return b;
+  }
+`;
+
+const JOB = `
+  function renderJob(v) {
+    const c = v.counts, r = v.rate;
+    const w = c.weight > 0 ? c.weight : 1;
+    const done = c.completedWeight / w, partial = r.partialWeight / w;
+    $("progress-done").style.width = (100 * done).toFixed(2) + "%";
+    $("progress-partial").style.width = (100 * (done + partial)).toFixed(2) + "%";
+    $("progress-text").textContent = pct(done + partial) + " done · " + c.completed + " of " + c.total + " splits completed" +
+      (c.cancelled ? ", " + c.cancelled + " cancelled" : "") + (c.owned ? ", " + c.owned + " owned" : "") +
+      (c.unclaimed ? ", " + c.unclaimed + " unclaimed" : "");
+    const e = r.eta, last = v.recent.length ? v.recent[0].completedAt : null;
+    const eta = $("eta");
+    if (e.state === "estimated") {
+      eta.textContent = "ETA " + when(e.at) + " · in " + dur(e.inMs);
+      eta.className = "big";
+    } else if (e.state === "done") {
+      eta.textContent = "Finished" + (last ? " " + when(last) : "") + (r.startedAt !== null && last ? " · took " + dur(last - r.startedAt) : "");
+      eta.className = "big ok";
+    } else if (e.state === "stalled") {
+      eta.textContent = "Stalled: only " + c.quarantined + " quarantined split" + (c.quarantined === 1 ? " is" : "s are") +
+        " left · requeue or cancel below";
+      eta.className = "big bad";
+    } else {
+      eta.textContent = "ETA unknown: no split completed in the last " + dur(r.windowMs || 0);
+      eta.className = "big warn";
+    }
+    const win = r.windowMs >= 5 * 60000 ? "the last 5 min" : "the " + dur(r.windowMs) + " since the job began";
+    $("rate").textContent = (r.perMinute === null ? "no rate yet" : r.perMinute.toFixed(1) + " splits/min over " + win +
+      " (" + r.completedInWindow + " completed)") + " · job-wide, from the completion times in the split records" +
+      (r.startedAt !== null ? " · running since " + when(r.startedAt) : "") +
+      (r.untimed ? " · " + r.untimed + " completed split(s) have no completion time (older records)" : "");
+    for (const k of ["total", "completed", "owned", "unclaimed", "quarantined", "cancelled", "invalid"]) $("count-" + k).textContent = c[k];
+    $("job").textContent = "· job " + v.job;
+    const plan = v.plan ? "plan " + v.plan.finality + ", " + v.plan.planned + " planned" + (v.plan.outcome ? ", outcome " + v.plan.outcome : "") : "no plan yet";
+    const leader = v.leader ? "leader " + v.leader.instance + " (term " + v.leader.term + ")" : "no leader";
+    $("meta").textContent = "served by " + v.servedBy.instance + (v.servedBy.isLeader ? " (leader)" : "") + " · " + leader + " · " + plan +
+      " · updated " + when(v.at);
+    document.title = (e.state === "done" ? "done" : e.state === "stalled" ? "stalled" : pct(done + partial)) + " · " + v.job + " · splitlease";
+  }
+
+  function renderSpark(v) {
+    const svg = $("spark"), counts = v.rate.spark.counts;
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    const max = Math.max(1, ...counts), bw = 600 / counts.length;
+    counts.forEach((n, i) => {
+      if (!n) return;
+      const r = document.createElementNS("http://www.w3.org/2000/svg", "rect");
+      const h = Math.max(2, Math.round((n / max) * 56));
+      r.setAttribute("x", String(i * bw)); r.setAttribute("y", String(60 - h));
+      r.setAttribute("width", String(bw - 1)); r.setAttribute("height", String(h)); r.setAttribute("fill", "#3b7dd8");
+      svg.appendChild(r);
+    });
+    const total = counts.reduce((a, b) => a + b, 0);
+    $("spark-caption").textContent = total + " in the last 10 min, per " + v.rate.spark.bucketMs / 1000 + " s (busiest: " + max + ")";
+  }
+
+  function renderMembers(v) {
+    $("liveness").textContent = v.liveness.judgedBy === "here"
+      ? "(alive as judged by the leader " + v.liveness.by + ")"
+      : "(liveness is judged by the leader" + (v.liveness.leader ? ", " + v.liveness.leader : "") + ")";
+    $("members").tBodies[0].replaceChildren(...v.members.map((m) => {
+      const name = el("span", m.instance + (m.leader ? " ★ leader" : ""), "mono");
+      const state = m.alive === false ? pill("dead") : pill(m.activity);
+      const seen = m.lastBeatAt !== null ? dur(Math.max(0, v.at - m.lastBeatAt)) + " ago" : "beat " + m.beat;
+      const cell = m.draining ? el("span", "") : button("Drain", "/members/" + encodeURIComponent(m.instance) + "/drain", "drain " + m.instance,
+        "Drain " + m.instance + "? It hands its " + m.owned + " split(s) over to the others and exits.");
+      const tr = row([name, wide(m.runtime), wide(m.version), m.owned + " / " + m.maxInFlight, state, seen, m.perMinute.toFixed(1), cell]);
+      tr.dataset.instance = m.instance;
+      return tr;
+    }));
+  }
+`;
+
+const MAIN = `
+  let seq = 0;
+  async function poll() {
+    const mine = ++seq;
+    const filter = $("filter").value, match = $("search").value.trim();
+    const url = (state, limit, search) => "/fleet?" + (state ? "state=" + state + "&" : "") + "limit=" + limit +
+      (search && match ? "&match=" + encodeURIComponent(match) : "");
+    try {
+      const lists = filter === "runnable" ? [url("owned", 100, true), url("unclaimed", 15, true)] : [url(filter === "all" ? "" : filter, 100, true)];
+      const [quarantined, ...views] = await Promise.all([getJson(url("quarantined", 100, false)), ...lists.map(getJson)]);
+      if (mine !== seq) return; // a newer poll (a filter typed meanwhile) renders
+      const v = views[0];
+      renderJob(v);
+      renderSpark(v);
+      renderMembers(v);
+      renderSplits(views, filter, match);
+      renderQuarantined(quarantined);
+      renderRecent(v);
+      await refreshDetail();
+      $("banner").className = "";
+    } catch (e) {
+      $("banner").textContent = "Cannot read the fleet: " + e.message + " (retrying every " + POLL_MS / 1000 + " s)";
+      $("banner").className = "show";
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    $("token-form").addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      token = $("token").value.trim();
+      $("token").value = "";
+      $("token-state").textContent = token ? "token set (kept in this page only)" : "no token: actions are refused";
+    });
+    $("filters").addEventListener("submit", (ev) => { ev.preventDefault(); poll(); });
+    let typing;
+    $("search").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(poll, 250); });
+    $("filter").addEventListener("change", poll);
+    $("requeue-all").addEventListener("click", async () => {
+      if (!token) { notice("Type the operator token first (the drainToken of the workers).", "bad"); return; }
+      const n = $("count-quarantined").textContent;
+      if (await ask("Requeue all " + n + " quarantined split(s)? Each runs again from its last commit with its attempts reset.", "Requeue all")) {
+        act("/splits/requeue", "requeue all");
+      }
+    });
+    window.addEventListener("hashchange", () => openDetail(fromHash()));
+    openDetail(fromHash());
+    poll();
+    setInterval(poll, POLL_MS);
+  });
+`;
+
+/** The page's script. */
+export const FLEET_PAGE_SCRIPT: string = `"use strict";
+(() => {${HELPERS}${JOB}${FLEET_PAGE_SPLITS}${MAIN}})();
+`;
