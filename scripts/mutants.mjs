@@ -507,6 +507,38 @@ export const mutants = [
     }],
     suites: ["unit", "coordinator"],
   },
+  {
+    name: "busy-member-robbed",
+    breaks: "planMoves takes a running split from a member whose every lane is busy while nothing is unstarted: no lane starts work sooner (issue 25)",
+    edits: [{
+      file: "src/balance/plan_moves.ts",
+      search: "all.filter((m) => m.movable.length > 0 && m.count !== m.max)",
+      replace: "all.filter((m) => m.movable.length > 0)",
+    }],
+    suites: ["unit", "coordinator"],
+  },
+
+  // --- work order (issue 25) --------------------------------------------------------------------------
+  {
+    name: "plan-seeded-in-plan-order",
+    breaks: "a plan is seeded (and its first lanes granted) in the planner's order, not heaviest first: weights are ignored at the start of a job",
+    edits: [{
+      file: C + "planning.ts",
+      search: "planned.sort((a, b) => b.weight - a.weight);",
+      replace: "",
+    }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "spares-claimed-at-once",
+    breaks: "a member claims its spare offers as soon as a lane frees instead of waiting for the leader's next split in order: the prefetch reorders the plan",
+    edits: [{
+      file: C + "follower.ts",
+      search: "if (now - this.#laneIdleSince < this.#core.timings.spareClaimAfterMs) break;",
+      replace: "",
+    }],
+    suites: ["coordinator"],
+  },
   // --- found by the simulation past its default range (tests/sim/sim_test.ts FOUND) ------
   {
     name: "beat-adopts-as-fresh",

@@ -23,6 +23,10 @@
  *   carry rounding error, so a move also needs
  *   `load(from) - load(to) - weight > 1e-9 × total runnable weight`: a gap
  *   that exists only by rounding never admits a move (it could undo itself).
+ * - **Busy members keep their splits.** A member holding exactly as many
+ *   runnable splits as it has lanes is never a victim: with nothing
+ *   claimable, the lane a move empties would idle, and no lane starts work
+ *   sooner (a member holding more than its lanes, or fewer, may be).
  * - **One per member per cycle.** A member is the victim or the thief of at
  *   most one move per cycle, and never both.
  * - **Nothing in flight is touched, nothing piles up.** A split that is
@@ -358,7 +362,10 @@ export function planMoves(view: BalanceView, config: BalanceConfig): Move[] {
 
   const all = [...members.values()].filter((m) => !m.busy);
   const byLoadThenTie = (x: MemberState, y: MemberState) => (x.load - y.load) || (x.tie - y.tie) || cmpStr(x.id, y.id);
-  const victims = all.filter((m) => m.movable.length > 0).sort((x, y) => byLoadThenTie(y, x));
+  // A member running a split in every lane keeps them: nothing is unstarted
+  // (claim first), so the lane a move empties would idle while the thief's
+  // runs what was already running — no lane starts work sooner.
+  const victims = all.filter((m) => m.movable.length > 0 && m.count !== m.max).sort((x, y) => byLoadThenTie(y, x));
   const thieves = all.filter((m) => m.load < share && m.count < m.max).sort(byLoadThenTie);
 
   const moves: Move[] = [];

@@ -221,8 +221,7 @@ export class SplitCoordinator implements Coordinator {
     let next = Infinity;
     if (!this.#draining) next = Math.min(next, this.#leadership.maybeElect(now));
     next = Math.min(next, this.#leadership.reconcile());
-    this.#follower.pump();
-    return next;
+    return Math.min(next, this.#follower.pump());
   }
 
   // --- ownership API -----------------------------------------------------------

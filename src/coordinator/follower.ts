@@ -63,6 +63,8 @@ export class Follower {
   /** Offers claimed or tried, by id → revision (an offer is tried once per revision). */
   #tried = new Map<string, number>();
   #claiming = new Map<string, number>();
+  /** Since when a free lane has had no offer but spares (see {@linkcode Follower.pump}). */
+  #laneIdleSince: number | undefined;
   readonly #dormant: DormantTenancies;
   readonly #specs: SpecReader;
   readonly #recovery: ClaimRecovery;
@@ -307,25 +309,51 @@ export class Follower {
     }
   }
 
-  /** Claims offers into free lanes, in waves of at most {@linkcode CLAIM_WAVE}. */
-  pump(): void {
-    if (!this.#mayClaim()) return;
+  /**
+   * Claims offers into free lanes, in waves of at most {@linkcode CLAIM_WAVE}:
+   * offers for lanes at once, spares only once a lane has had nothing else
+   * for `spareClaimAfterMs` (the leader deals each free lane the next split
+   * in order, perhaps another member's spare: claiming our own at once would
+   * start a later split while an earlier one waits). Returns when to look
+   * again (`Infinity`: on the next event).
+   */
+  pump(): number {
+    if (!this.#mayClaim()) return Infinity;
     const max = this.#core.config.maxInFlight;
     const held = this.#tenancies.held;
-    if (this.#offers.length === 0 || held.size + this.#claiming.size >= max) return;
+    if (this.#offers.length === 0 || held.size + this.#claiming.size >= max) {
+      this.#laneIdleSince = undefined;
+      return Infinity;
+    }
+    const now = this.#core.clock.now();
     const keep: AssignEntry[] = [];
-    for (const o of this.#offers) {
-      if (this.#tried.get(o.id) === o.rev) continue;
-      if (
-        held.has(o.id) || this.#claiming.has(o.id) || this.#recovery.has(o.id) ||
-        held.size + this.#claiming.size >= max || this.#claiming.size >= CLAIM_WAVE
-      ) {
-        keep.push(o);
-        continue;
+    let spares = 0;
+    for (const spare of [false, true]) {
+      if (spare) {
+        if (spares === 0 || held.size + this.#claiming.size >= max) break;
+        this.#laneIdleSince ??= now;
+        if (now - this.#laneIdleSince < this.#core.timings.spareClaimAfterMs) break;
       }
-      void this.#claim(o);
+      for (const o of spare ? keep.splice(0) : this.#offers) {
+        if (this.#tried.get(o.id) === o.rev) continue;
+        if (
+          (o.spare === true) !== spare ||
+          held.has(o.id) || this.#claiming.has(o.id) || this.#recovery.has(o.id) ||
+          held.size + this.#claiming.size >= max || this.#claiming.size >= CLAIM_WAVE
+        ) {
+          if (o.spare === true && !spare) spares++;
+          keep.push(o);
+          continue;
+        }
+        void this.#claim(o);
+      }
     }
     this.#offers = keep;
+    if (held.size + this.#claiming.size >= max || spares === 0) {
+      this.#laneIdleSince = undefined;
+      return Infinity;
+    }
+    return this.#laneIdleSince === undefined ? Infinity : this.#laneIdleSince + this.#core.timings.spareClaimAfterMs;
   }
 
   async #claim(o: AssignEntry): Promise<void> {

@@ -159,10 +159,11 @@ export class Planning {
   }
 
   /**
-   * Streams the planner's splits into the store: validated as they come (a
-   * duplicate id refuses the plan, naming every duplicate), seeded
+   * Reads the planner's whole result, validated as it comes (a duplicate id
+   * refuses the plan, naming every duplicate, before anything is seeded),
+   * then seeds it heaviest first (equal weights in the planner's order)
    * create-if-absent with up to `seedConcurrency` writes in flight, each
-   * landed seed applied to the leader's view so it is offered at once.
+   * landed seed applied to the leader's view so it is dealt at once.
    */
   async #seed(
     splits: Iterable<PlannedSplit> | AsyncIterable<PlannedSplit>,
@@ -176,7 +177,7 @@ export class Planning {
     let created = 0;
     let failure: unknown;
     const inflight = new Set<Promise<void>>();
-    const one = async (id: string, weight: number, descriptor: Json) => {
+    const one = async (id: string, weight: number, descriptor: Json, n: number) => {
       const text = JSON.stringify(descriptor);
       const inline = text.length <= INLINE_DESCRIPTOR_BYTES && encoder.encode(text).byteLength <= INLINE_DESCRIPTOR_BYTES;
       if (!inline) {
@@ -185,7 +186,7 @@ export class Planning {
       }
       // A member with idle lanes gets the split in its seed (epoch 1, a
       // grant): one write less than seeding it free and having it claimed.
-      const heir = this.#role.reserveIdle(ids.size);
+      const heir = this.#role.reserveIdle(n);
       const free = seedRecord(weight, inline ? descriptor : undefined);
       const rec = heir ? openRecord(free, heir.owner, false, Infinity) : free; // epoch 1, its first tenancy
       try {
@@ -198,6 +199,10 @@ export class Planning {
         if (heir) this.#role.unreserve(heir);
       }
     };
+    // The whole result first: a plan is dealt heaviest first from its first
+    // grant, so nothing is seeded (and granted to an idle lane, or offered)
+    // before every weight is known. Equal weights keep the planner's order.
+    const planned: { id: string; weight: number; descriptor: Json }[] = [];
     for await (const s of splits) {
       if (signal.aborted) break;
       assertValidId(s.id, "split id");
@@ -213,14 +218,8 @@ export class Planning {
       const descriptor = s.descriptor === undefined ? null : s.descriptor;
       const size = encoder.encode(JSON.stringify(descriptor)).byteLength;
       if (size > MAX_VALUE_BYTES - 1024) throw new ValueTooLargeError(keys.spec(s.id), size, MAX_VALUE_BYTES - 1024);
-      if (failure || duplicates.length > 0) continue; // keep scanning for duplicates, seed nothing more
-      const p = one(s.id, weight, descriptor).catch((e) => {
-        failure ??= e;
-      }).finally(() => inflight.delete(p));
-      inflight.add(p);
-      if (inflight.size >= config.seedConcurrency) await Promise.race(inflight);
+      if (duplicates.length === 0) planned.push({ id: s.id, weight, descriptor });
     }
-    await Promise.all(inflight);
     if (duplicates.length > 0) {
       throw new SplitleaseError(
         "INVALID_ARGUMENT",
@@ -229,6 +228,18 @@ export class Planning {
         }; the plan was not published`,
       );
     }
+    planned.sort((a, b) => b.weight - a.weight); // stable: equal weights in the planner's order
+    for (const p of planned) view.rank(p.id); // the dealing order among equal weights
+    let seeded = 0;
+    for (const p of planned) {
+      if (signal.aborted || failure) break;
+      const s = one(p.id, p.weight, p.descriptor, seeded++).catch((e) => {
+        failure ??= e;
+      }).finally(() => inflight.delete(s));
+      inflight.add(s);
+      if (inflight.size >= config.seedConcurrency) await Promise.race(inflight);
+    }
+    await Promise.all(inflight);
     if (failure) throw failure;
     return { created, ids };
   }

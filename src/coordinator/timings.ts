@@ -57,6 +57,11 @@ export interface Timings {
   planBackoffMaxMs: number;
   /** Retry of publishing a failed plan: `leaseMs / 3`. */
   planFailRetryMs: number;
+  /**
+   * A member claims a spare offer only once a lane has had no other offer
+   * this long (the leader, which deals free lanes, is slow or gone): `max(20, leaseMs / 100)`.
+   */
+  spareClaimAfterMs: number;
 }
 
 /**
@@ -89,5 +94,6 @@ export function timings(config: CoordinatorConfig): Timings {
     planOutageRetryMs: Math.min(leaseMs, 1000),
     planBackoffMaxMs: leaseMs,
     planFailRetryMs: leaseMs / 3,
+    spareClaimAfterMs: Math.max(20, leaseMs / 100),
   };
 }

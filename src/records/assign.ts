@@ -28,6 +28,8 @@ export interface AssignEntry {
   rec?: SplitRecord;
   /** Why it comes: `takeover` (its owner died), `reclaim` (its owner was our previous process), `handoff` (released or fenced to us). */
   why?: "takeover" | "reclaim" | "handoff";
+  /** An offer beyond the member's free lanes: claimed only when the leader has not answered a free lane for a while. */
+  spare?: true;
 }
 
 /**
@@ -65,6 +67,7 @@ const EntrySchema: z.ZodType<AssignEntry> = z.object({
   rev: z.number().int().positive(),
   rec: SplitRecordSchema.optional(),
   why: z.enum(["takeover", "reclaim", "handoff"]).optional(),
+  spare: z.literal(true).optional(),
 });
 
 /** Schema of an `assign.<instance>` record. */

@@ -1,6 +1,7 @@
 /**
- * A binary max-heap of items ordered by a numeric key (ties: insertion
- * order). Entries may go stale; callers check an item when they pop it.
+ * A binary max-heap of items ordered by a numeric key (ties: the lower
+ * `tie`, by default insertion order). Entries may go stale; callers check
+ * an item when they pop it.
  *
  * @module
  */
@@ -15,10 +16,11 @@ export class MaxHeap<T> {
     return this.#items.length;
   }
 
-  /** Adds `item` with priority `key`. */
-  push(item: T, key: number): void {
+  /** Adds `item` with priority `key`; among equal keys the lower `tie` comes first (default: insertion order). */
+  push(item: T, key: number, tie: number = this.#seq): void {
     const a = this.#items;
-    a.push({ item, key, seq: this.#seq++ });
+    this.#seq++;
+    a.push({ item, key, seq: tie });
     let i = a.length - 1;
     while (i > 0) {
       const p = (i - 1) >> 1;
@@ -26,6 +28,12 @@ export class MaxHeap<T> {
       [a[i], a[p]] = [a[p], a[i]];
       i = p;
     }
+  }
+
+  /** The top entry without removing it, or `undefined` when empty. */
+  peek(): { item: T; key: number; tie: number } | undefined {
+    const top = this.#items[0];
+    return top && { item: top.item, key: top.key, tie: top.seq };
   }
 
   /** Removes and returns the top item, or `undefined` when empty. */

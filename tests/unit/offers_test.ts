@@ -1,8 +1,10 @@
 // The leader's offers (src/coordinator/leader/offers.ts), the rules of
-// docs/DESIGN.md "How a split reaches a worker": a member's offers are its
-// free lanes plus a prefetch of twice its maxInFlight (at most 256),
-// refilled when half are used; each free split is offered to one member at
-// a time; offers are capped at a member's fair share of the runnable weight.
+// docs/DESIGN.md "How a split reaches a worker": a member's offers are one
+// per free lane (the first splits in dealing order, another member's spares
+// included) plus twice its maxInFlight spares from the other end (at most
+// 256 in all), refilled when half are used; each free split is offered to
+// one member at a time; offers are capped at a member's fair share of the
+// runnable weight.
 import assert from "node:assert/strict";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import { MemberState } from "../../src/coordinator/leader/member_state.ts";
@@ -48,31 +50,50 @@ Deno.test("offers: free lanes plus a prefetch of twice maxInFlight, at most 256"
   assert.equal(MAX_OFFERS, 256);
 });
 
-Deno.test("offers: refilled once half are used, not after every claim or completion", () => {
+Deno.test("offers: each free lane is dealt at once; spares are refilled once half are used", () => {
   const { b, join, claim, put } = book(200);
   const m = join("m", 4);
   refillOffers(b);
-  assert.equal(m.offers.size, 12);
-  // m fills its 4 lanes from its offers: 8 left, which is more than half of its target (8 now): no refill.
-  for (const id of [...m.offers.keys()].slice(0, 4)) claim(m, id);
+  assert.deepEqual([m.plain, m.spares.size], [4, 8]);
+  // m fills its 4 lanes from its lane offers; its 8 spares stay: no refill.
+  for (const id of [...m.offers.keys()].filter((id) => !m.spares.has(id))) claim(m, id);
   assert.equal(refillOffers(b), false);
-  assert.equal(m.offers.size, 8);
-  // It completes one split (a lane free, target 9): 8 offers still cover more than half.
+  assert.deepEqual([m.plain, m.spares.size], [0, 8]);
+  // It completes one split: the free lane gets the next split at once, from the pool's head (spares are its tail).
   const done = [...b.view.splits.entries()].find(([, s]) => s.record.owner?.instance === "m")![0];
   put(done, { epoch: 1, status: "completed" });
-  assert.equal(refillOffers(b), false, "refilled after one completion");
-  assert.equal(m.offers.size, 8);
-  // It claims one more (lanes full again, target 8): 7 left, more than half.
-  for (const id of [...m.offers.keys()].slice(0, 1)) claim(m, id);
-  assert.equal(refillOffers(b), false, "7 of 8: more than half left");
-  // Three more go elsewhere: 4 of 8 left, half used: refilled to its target.
-  for (const id of [...m.offers.keys()].slice(0, 3)) {
-    m.unoffer(id, 1); // moved on (another member claimed it from an older record)
-    b.offeredTo.delete(id);
-  }
-  assert.equal(m.offers.size, 4);
+  assert.equal(refillOffers(b), true, "a free lane is dealt at once");
+  assert.deepEqual([m.plain, m.spares.size], [1, 8]);
+  assert.equal([...m.offers.keys()].find((id) => !m.spares.has(id)), "s0004", "the first split nobody holds");
+  // Spares used elsewhere: 5 of 8 left is more than half, 4 is half: refilled to 8.
+  const drop = (n: number) => {
+    for (const id of [...m.spares].slice(0, n)) {
+      m.unoffer(id, 1); // moved on (another member claimed it from an older record)
+      b.offeredTo.delete(id);
+    }
+  };
+  drop(3);
+  assert.equal(refillOffers(b), false, "5 of 8: more than half left");
+  drop(1);
   assert.equal(refillOffers(b), true, "half used: refilled");
-  assert.equal(m.offers.size, 8);
+  assert.equal(m.spares.size, 8);
+});
+
+Deno.test("offers: a free lane gets the first split in dealing order, even another member's spare", () => {
+  const { b, join, claim, put } = book(6);
+  const a = join("a", 1);
+  const c = join("c", 1);
+  refillOffers(b);
+  const lane = (m: MemberState) => [...m.offers.keys()].filter((id) => !m.spares.has(id));
+  assert.deepEqual([lane(a), lane(c)], [["s0000"], ["s0001"]], "lanes from the head");
+  assert.deepEqual([[...a.spares].sort(), [...c.spares].sort()], [["s0004", "s0005"], ["s0002", "s0003"]], "spares from the tail");
+  claim(a, "s0000");
+  claim(c, "s0001");
+  put("s0000", { epoch: 1, status: "completed" }); // a is free again, c still busy
+  assert.equal(refillOffers(b), true);
+  assert.deepEqual(lane(a), ["s0002"], "c's earliest spare, not a's own");
+  assert.deepEqual([...c.spares], ["s0003"]);
+  assert.equal(b.offeredTo.get("s0002"), "a");
 });
 
 Deno.test("offers: a free split is offered to one member at a time, even when its record changes while offered", () => {
@@ -84,7 +105,8 @@ Deno.test("offers: a free split is offered to one member at a time, even when it
   for (const id of a.offers.keys()) put(id, { attempts: 1 });
   const c = join("c", 8);
   refillOffers(b);
-  assert.equal(c.offers.size, 4, "c is offered the 4 splits nobody else is");
+  assert.equal(c.offers.size, 8, "c's 8 free lanes get the 4 splits nobody is offered and a's 4 spares");
+  assert.deepEqual([a.plain, a.spares.size], [2, 0]);
   const offered = [...a.offers.keys(), ...c.offers.keys()];
   assert.equal(new Set(offered).size, offered.length, `a split offered to two members: ${offered.sort()}`);
 });

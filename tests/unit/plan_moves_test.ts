@@ -97,6 +97,7 @@ function assertCycle(view: BalanceView, moves: Move[]): void {
     memberSeen.add(m.from);
     memberSeen.add(m.to);
     assert.ok(!o.busy.has(m.from) && !o.busy.has(m.to), "busy members are left alone");
+    assert.notEqual(o.count.get(m.from), o.max.get(m.from), "a member running a split in every lane keeps them");
     assert.ok(o.load.get(m.from)! > o.load.get(m.to)! + m.weight, "admission rule");
     assert.ok(o.load.get(m.to)! < o.share, "thief below its share");
     assert.ok(o.count.get(m.to)! + 1 <= o.max.get(m.to)!, "thief has a free lane");
@@ -109,7 +110,7 @@ function assertCycle(view: BalanceView, moves: Move[]): void {
   if (moves.length === 0 && !o.claimable && !o.unknownHandoff) {
     // A fixpoint is real: no single admissible move was left out.
     for (const [v, lv] of o.load) {
-      if (o.busy.has(v)) continue;
+      if (o.busy.has(v) || o.count.get(v) === o.max.get(v)) continue;
       for (const [t, lt] of o.load) {
         if (t === v || o.busy.has(t) || !(lt < o.share) || !(o.count.get(t)! < o.max.get(t)!)) continue;
         const fits = view.splits.some((s) =>
@@ -213,7 +214,7 @@ const settledArb = (weights: fc.Arbitrary<number>, lanes: "enough" | "any"): fc.
       }));
       const members = Array.from({ length: n }, (_, k) => ({
         instance: `m${k}`,
-        maxInFlight: lanes === "enough" ? Math.max(1, splits.length) : Math.max(maxes[k], 1),
+        maxInFlight: lanes === "enough" ? splits.length + 1 : Math.max(maxes[k], 1),
       }));
       // With lanes "any", a member may hold more than its lanes (it lowered maxInFlight); that is fine.
       return { members, splits };

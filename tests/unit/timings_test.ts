@@ -23,6 +23,7 @@ Deno.test("timings: every derived interval at the defaults and at a short lease"
     planOutageRetryMs: 1000,
     planBackoffMaxMs: 15000,
     planFailRetryMs: 5000,
+    spareClaimAfterMs: 150,
   });
   const s = timings(parseCoordinatorConfig({ job: "j", instance: "i", fingerprint: "f", leaseMs: 500, opTimeoutMs: 100, drainDeadlineMs: 100 }));
   assert.equal(s.twinWaitMs, 500 / 3 + 500 / 10);
@@ -32,4 +33,5 @@ Deno.test("timings: every derived interval at the defaults and at a short lease"
   assert.equal(s.balanceMinIntervalMs, 5);
   assert.equal(s.planOutageRetryMs, 500);
   assert.equal(s.watchSnapshotLimitMs, 30000);
+  assert.equal(s.spareClaimAfterMs, 20);
 });

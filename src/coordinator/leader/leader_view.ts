@@ -60,8 +60,19 @@ export class LeaderView {
   };
   /** Total weight of runnable splits. */
   runnableWeight = 0;
-  /** Free splits, heaviest first (lazy: entries are checked when popped). */
+  /**
+   * Free splits in the order they are dealt: heaviest first, equal weights
+   * by {@linkcode LeaderView.rank} (the planner's order). Lazy: entries are
+   * checked when popped.
+   */
   readonly heap: MaxHeap<string> = new MaxHeap();
+  /** Free splits in the opposite order (lightest, latest first): spares are dealt from this end. Lazy like `heap`. */
+  readonly tail: MaxHeap<string> = new MaxHeap();
+  /** Offers that are spares, in dealing order (lazy: the offer book checks an entry when it looks at it). */
+  readonly spareHeap: MaxHeap<string> = new MaxHeap();
+  /** Split id → its place in the dealing order among equal weights (the planner's order, else first sighting). */
+  readonly #rank = new Map<string, number>();
+  #nextRank = 0;
   /** Free splits whose last owner died (their next claim is a takeover, for the claimer's log). */
   readonly orphaned: Set<string> = new Set();
   #resync = new Map<string, Set<string>>();
@@ -72,6 +83,26 @@ export class LeaderView {
   constructor(onSplit: SplitListener, onMember: MemberListener) {
     this.#onSplit = onSplit;
     this.#onMember = onMember;
+  }
+
+  /**
+   * The place of split `id` in the dealing order among equal weights:
+   * given on first call (the planner ranks a plan's splits in its order
+   * before seeding them; a split first seen otherwise ranks after those).
+   */
+  rank(id: string): number {
+    let r = this.#rank.get(id);
+    if (r === undefined) this.#rank.set(id, (r = this.#nextRank++));
+    return r;
+  }
+
+  /** Puts a free split back in both dealing heaps (returned from an offer, or offerable again after a backoff). */
+  requeue(id: string): void {
+    const e = this.splits.get(id);
+    if (!e || !this.free.has(id)) return;
+    const r = this.rank(id);
+    this.heap.push(id, e.record.weight, r);
+    this.tail.push(id, -e.record.weight, -r);
   }
 
   /** Applies one event of the watch over `filter` (`split.` or `member.`). */
@@ -169,6 +200,7 @@ export class LeaderView {
       this.#index(id, next.record);
     } else {
       this.splits.delete(id);
+      this.#rank.delete(id);
     }
     this.#onSplit(id, prev?.record, next);
   }
@@ -180,7 +212,7 @@ export class LeaderView {
     this.runnableWeight += r.weight;
     if (!r.owner) {
       this.free.add(id);
-      this.heap.push(id, r.weight);
+      this.requeue(id);
       return;
     }
     const k = ownerKey(r.owner.instance, r.owner.session);

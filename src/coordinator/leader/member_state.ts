@@ -58,6 +58,12 @@ export class MemberState {
   planner: boolean;
   /** Offers: split id → revision offered. */
   readonly offers: Map<string, number> = new Map();
+  /**
+   * The offers that are spares (beyond its free lanes): listed with
+   * `spare: true`, claimed only when the leader has not answered a free
+   * lane for `spareClaimAfterMs` (docs/DESIGN.md, "How a split reaches a worker").
+   */
+  readonly spares: Set<string> = new Set();
   offeredWeight = 0;
   /**
    * Grants: split id → epoch opened for the member (and why), until the
@@ -109,15 +115,23 @@ export class MemberState {
     this.#dirty = true;
   }
 
-  /** Adds an offer. */
-  offer(id: string, rev: number, weight: number): void {
+  /** Offers for its free lanes (the offers that are not spares). */
+  get plain(): number {
+    return this.offers.size - this.spares.size;
+  }
+
+  /** Adds an offer (a spare, or one for a free lane). */
+  offer(id: string, rev: number, weight: number, spare = false): void {
     this.offers.set(id, rev);
+    if (spare) this.spares.add(id);
+    else this.spares.delete(id);
     this.offeredWeight += weight;
     this.#dirty = true;
   }
 
   /** Forgets an offer (claimed, moved, or gone); returns whether it was there. */
   unoffer(id: string, weight: number): boolean {
+    this.spares.delete(id);
     if (!this.offers.delete(id)) return false;
     this.offeredWeight = Math.max(0, this.offeredWeight - weight);
     if (this.offers.size === 0) this.offeredWeight = 0;
@@ -221,9 +235,10 @@ export class MemberState {
       size += n + 1;
       return true;
     };
-    const entry = (id: string, rev: number, epoch: number, why?: AssignEntry["why"]): AssignEntry | undefined => {
+    const entry = (id: string, rev: number, epoch: number, why?: AssignEntry["why"], spare = false): AssignEntry | undefined => {
       const e: AssignEntry = { id, epoch, rev };
       if (why) e.why = why;
+      if (spare) e.spare = true;
       const bare = JSON.stringify(e).length;
       const cur = view.splits.get(id);
       if (cur && cur.revision === rev && inline > 0) {
@@ -272,7 +287,7 @@ export class MemberState {
     for (const [id, rev] of this.offers) {
       const cur = view.splits.get(id);
       if (!cur || cur.revision !== rev) continue; // moved on: the next refill replaces it
-      const e = entry(id, rev, cur.record.epoch, view.orphaned.has(id) ? "takeover" : undefined);
+      const e = entry(id, rev, cur.record.epoch, view.orphaned.has(id) ? "takeover" : undefined, this.spares.has(id));
       if (e) offers.push(e); // one that does not fit waits, reserved, for a later write
     }
     const record: AssignRecord = {

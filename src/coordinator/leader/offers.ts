@@ -1,10 +1,14 @@
 /**
  * How the leader hands out free splits (docs/DESIGN.md, "How a split reaches
- * a worker without races"): each live member's offers are kept at its free
- * lanes plus a prefetch of twice its `maxInFlight`, refilled once half are used,
- * heaviest splits first, least-loaded members first, within fair share of
- * the runnable weight unless no other member below its share has a free
- * lane. Each free split is offered to one member at a time.
+ * a worker without races"): every free lane of a live member gets an offer,
+ * the first split in dealing order (heaviest first, equal weights in the
+ * planner's order) — free, or a spare of any member; besides, each member
+ * holds up to twice its `maxInFlight` spares, dealt from the other end of
+ * the order and refilled once half are used, which it claims only when the
+ * leader has not answered a free lane for `spareClaimAfterMs`. Least-loaded
+ * members first, within fair share of the runnable weight unless no other
+ * member below its share has a free lane. Each free split is offered to one
+ * member at a time.
  *
  * @module
  */
@@ -39,40 +43,57 @@ export function claimers(states: ReadonlyMap<string, MemberState>): MemberState[
 
 /** Tops up every member's offers from the free splits; returns whether any offer changed. */
 export function refillOffers(b: OfferBook): boolean {
-  const { view } = b;
   const ms = claimers(b.states);
   if (ms.length === 0) return false;
-  let changed = false;
-  if (view.free.size > b.offeredTo.size) changed = distribute(b, ms);
-  // Nothing left to hand out: move surplus offers to members with idle lanes.
-  if (view.free.size <= b.offeredTo.size) changed = rebalanceOffers(b, ms) || changed;
-  return changed;
+  return distribute(b, ms);
 }
 
 function distribute(b: OfferBook, ms: MemberState[]): boolean {
   const { view } = b;
   // Most passes (one per watch event) find every member's offers topped up:
   // decide that in one cheap scan before weighing shares and sorting.
-  if (!ms.some((m) => needsRefill(view, m))) return false;
+  const pool = view.free.size > b.offeredTo.size;
+  const anySpare = pool || ms.some((m) => m.spares.size > 0);
+  if (!ms.some((m) => needsRefill(view, m, pool, anySpare))) return false;
   const share = view.runnableWeight / ms.length;
   const load = (m: MemberState) => view.loadOfKey(m.key) + m.offeredWeight;
   // Would another member below its share take a free split? If none can, the share no longer caps.
-  const belowWithLanes = ms.filter((m) => load(m) < share && freeLanes(view, m) > m.offers.size).length;
+  const belowWithLanes = ms.filter((m) => load(m) < share && freeLanes(view, m) > m.plain).length;
   ms.sort((x, y) => load(x) / Math.max(1, x.maxInFlight) - load(y) / Math.max(1, y.maxInFlight));
   let changed = false;
+  // Free lanes first, every member's: each gets the first split in dealing
+  // order, whoever holds it as a spare, so lanes start splits in that order
+  // whichever member frees one first.
   for (const m of ms) {
-    if (!needsRefill(view, m)) continue;
-    const lanes = freeLanes(view, m);
-    const target = Math.min(MAX_OFFERS, lanes + 2 * m.maxInFlight);
-    const have = m.offers.size;
-    const capped = belowWithLanes > (load(m) < share && lanes > have ? 1 : 0);
+    const lanes = Math.min(MAX_OFFERS, freeLanes(view, m));
+    if (m.plain > lanes) changed = trimLaneOffers(b, m, lanes) || changed;
+    const capped = belowWithLanes > (load(m) < share && lanes > m.plain ? 1 : 0);
     let l = load(m);
-    for (let n = have; n < target; n++) {
+    while (m.plain < lanes) {
       if (capped && l >= share) break;
-      const id = nextFree(b);
-      if (id === undefined) return changed;
+      const id = nextForLane(b);
+      if (id === undefined) break;
       const rec = view.splits.get(id)!;
       m.offer(id, rec.revision, rec.record.weight);
+      b.offeredTo.set(id, m.instance);
+      l += rec.record.weight;
+      changed = true;
+    }
+  }
+  // Spares, from the other end of the order: what a member runs if the
+  // leader is slow or gone, and the last splits a lane would get anyway.
+  for (const m of ms) {
+    const target = Math.min(MAX_OFFERS - m.plain, 2 * m.maxInFlight);
+    if (m.spares.size > target / 2) continue;
+    const capped = belowWithLanes > (load(m) < share && freeLanes(view, m) > m.plain ? 1 : 0);
+    let l = load(m);
+    while (m.spares.size < target) {
+      if (capped && l >= share) break;
+      const id = nextSpare(b);
+      if (id === undefined) break;
+      const rec = view.splits.get(id)!;
+      m.offer(id, rec.revision, rec.record.weight, true);
+      view.spareHeap.push(id, rec.record.weight, view.rank(id));
       b.offeredTo.set(id, m.instance);
       l += rec.record.weight;
       changed = true;
@@ -81,55 +102,80 @@ function distribute(b: OfferBook, ms: MemberState[]): boolean {
   return changed;
 }
 
-/** Refill once half the offers are used, or at once when a lane would idle. */
-function needsRefill(view: LeaderView, m: MemberState): boolean {
-  const lanes = freeLanes(view, m);
-  const have = m.offers.size;
-  return have < lanes || have <= Math.min(MAX_OFFERS, lanes + 2 * m.maxInFlight) / 2;
+/** A lane without an offer, an offer without a lane, or spares to refill (half used). */
+function needsRefill(view: LeaderView, m: MemberState, pool: boolean, anySpare: boolean): boolean {
+  const lanes = Math.min(MAX_OFFERS, freeLanes(view, m));
+  if (m.plain > lanes || (m.plain < lanes && anySpare)) return true;
+  return pool && m.spares.size <= Math.min(MAX_OFFERS - m.plain, 2 * m.maxInFlight) / 2;
+}
+
+/** More offers for lanes than free lanes (a grant or a handoff filled one): the last ones go back to the pool. */
+function trimLaneOffers(b: OfferBook, m: MemberState, lanes: number): boolean {
+  const { view } = b;
+  const plain = [...m.offers.keys()].filter((id) => !m.spares.has(id));
+  for (let i = plain.length - 1; i >= 0 && m.plain > lanes; i--) {
+    const id = plain[i];
+    m.unoffer(id, view.splits.get(id)?.record.weight ?? 1);
+    b.offeredTo.delete(id);
+    view.requeue(id);
+  }
+  m.touch();
+  return true;
+}
+
+/** Whether heap entry `x` comes before `y` in dealing order. */
+function before(x: { key: number; tie: number }, y: { key: number; tie: number }): boolean {
+  return x.key > y.key || (x.key === y.key && x.tie < y.tie);
 }
 
 /**
- * The heaviest free split not offered or withheld, or `undefined`. A
- * withheld split leaves the heap; whoever withholds it pushes it back when
- * it may be offered (a retry backoff that ran out), so a pass never scans
- * the withheld ones again.
+ * The split a free lane gets: the first in dealing order among the free
+ * splits nobody is offered and every member's spares (a spare taken from a
+ * member leaves its offers), or `undefined`.
  */
-function nextFree(b: OfferBook): string | undefined {
+function nextForLane(b: OfferBook): string | undefined {
   const { view } = b;
-  while (view.heap.size > 0) {
-    const id = view.heap.pop()!;
-    if (!view.free.has(id) || b.offeredTo.has(id)) continue; // stale entry
-    if (b.withheld(id)) continue;
+  const free = peekFree(b, view.heap);
+  let spare = view.spareHeap.peek();
+  while (spare !== undefined) {
+    const st = b.states.get(b.offeredTo.get(spare.item) ?? "");
+    if (st?.spares.has(spare.item)) break;
+    view.spareHeap.pop(); // stale: claimed, moved, or no longer a spare
+    spare = view.spareHeap.peek();
+  }
+  if (spare !== undefined && (free === undefined || before(spare, free))) {
+    view.spareHeap.pop();
+    const id = spare.item;
+    const st = b.states.get(b.offeredTo.get(id)!)!;
+    st.unoffer(id, view.splits.get(id)?.record.weight ?? 1);
+    st.touch();
+    b.offeredTo.delete(id);
     return id;
   }
-  return undefined;
+  if (free === undefined) return undefined;
+  view.heap.pop();
+  return free.item;
+}
+
+/** The last free split in dealing order nobody is offered, or `undefined`. */
+function nextSpare(b: OfferBook): string | undefined {
+  const top = peekFree(b, b.view.tail);
+  if (top !== undefined) b.view.tail.pop();
+  return top?.item;
 }
 
 /**
- * Once every free split is offered, members with idle lanes and no offers
- * take the surplus of members holding more offers than lanes (the end of a
- * job would otherwise wait on a slow member's prefetch).
+ * The top of a dealing heap that is free, not offered and not withheld,
+ * left on the heap. A withheld split leaves the heap; whoever withholds it
+ * pushes it back when it may be offered (a retry backoff that ran out), so
+ * a pass never scans the withheld ones again.
  */
-function rebalanceOffers(b: OfferBook, ms: MemberState[]): boolean {
+function peekFree(b: OfferBook, heap: LeaderView["heap"]): { item: string; key: number; tie: number } | undefined {
   const { view } = b;
-  const hungry = ms.filter((m) => m.offers.size === 0 && freeLanes(view, m) > 0);
-  if (hungry.length === 0) return false;
-  let changed = false;
-  for (const donor of ms) {
-    let surplus = donor.offers.size - freeLanes(view, donor);
-    if (surplus <= 0) continue;
-    for (const [id, rev] of [...donor.offers].reverse()) {
-      if (surplus <= 0 || hungry.length === 0) break;
-      const to = hungry[0];
-      const w = view.splits.get(id)?.record.weight ?? 1;
-      donor.unoffer(id, w);
-      donor.touch();
-      to.offer(id, rev, w);
-      b.offeredTo.set(id, to.instance);
-      surplus--;
-      changed = true;
-      if (to.offers.size >= freeLanes(view, to)) hungry.shift();
-    }
+  for (let top = heap.peek(); top !== undefined; top = heap.peek()) {
+    const id = top.item;
+    if (view.free.has(id) && !b.offeredTo.has(id) && !b.withheld(id)) return top;
+    heap.pop(); // stale entry, or withheld
   }
-  return changed;
+  return undefined;
 }

@@ -146,7 +146,7 @@ export class Revocations {
     let best: MemberState | undefined;
     let bestLoad = Infinity;
     for (const m of claimers(states)) {
-      if (m === not || freeLanes(view, m) - m.offers.size <= 0) continue;
+      if (m === not || freeLanes(view, m) - m.plain <= 0) continue;
       const load = view.loadOfKey(m.key);
       if (load < bestLoad) (best = m), (bestLoad = load);
     }

@@ -131,7 +131,8 @@ export class LeaderRole {
       for (const o of r.value.offers) {
         const cur = this.view.splits.get(o.id);
         if (cur && cur.revision === o.rev && this.view.free.has(o.id) && !this.offeredTo.has(o.id)) {
-          st.offer(o.id, o.rev, cur.record.weight);
+          st.offer(o.id, o.rev, cur.record.weight, o.spare === true);
+          if (o.spare) this.view.spareHeap.push(o.id, cur.record.weight, this.view.rank(o.id));
           this.offeredTo.set(o.id, st.instance);
         }
       }
@@ -278,10 +279,10 @@ export class LeaderRole {
   #unofferAll(st: MemberState): void {
     for (const id of st.offers.keys()) {
       this.offeredTo.delete(id);
-      const e = this.view.splits.get(id);
-      if (e && this.view.free.has(id)) this.view.heap.push(id, e.record.weight);
+      this.view.requeue(id);
     }
     st.offers.clear();
+    st.spares.clear();
     st.offeredWeight = 0;
     st.touch();
   }
@@ -295,10 +296,7 @@ export class LeaderRole {
     const now = clock.now();
     let next = this.#judge.judge(now);
     next = Math.min(next, this.#judge.orphans(now));
-    next = Math.min(next, this.retry.expire(now, (id) => {
-      const e = this.view.splits.get(id);
-      if (e && this.view.free.has(id)) this.view.heap.push(id, e.record.weight); // offerable again
-    }));
+    next = Math.min(next, this.retry.expire(now, (id) => this.view.requeue(id))); // offerable again
     refillOffers({
       view: this.view,
       states: this.states,

@@ -48,7 +48,7 @@ export class SeedRuns {
     for (const m of states.values()) {
       if (m.draining || m.maxInFlight === 0) continue;
       members++;
-      if (m.offers.size > 0 || m.maxInFlight - view.heldByKey(m.key) - m.incoming <= 0) continue;
+      if (m.maxInFlight - view.heldByKey(m.key) - m.incoming - m.plain <= 0) continue;
       const load = view.loadOfKey(m.key) + m.incoming;
       if (m === run?.m) runLoad = load;
       if (load < bestLoad) (best = m), (bestLoad = load);

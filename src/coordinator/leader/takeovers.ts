@@ -65,7 +65,7 @@ export class Takeovers {
       let bestLoad = Infinity;
       for (const m of claimers(this.#ctx.states)) {
         if (m.instance === owner.instance && m.session === owner.session) continue;
-        if (freeLanes(view, m) - (planned.get(m) ?? 0) - m.offers.size <= 0) continue;
+        if (freeLanes(view, m) - (planned.get(m) ?? 0) - m.plain <= 0) continue;
         const load = view.loadOfKey(m.key) + (planned.get(m) ?? 0);
         if (load < bestLoad) (best = m), (bestLoad = load);
       }

@@ -1,0 +1,119 @@
+// Work order (issue 25): a plan is dealt heaviest first from its first
+// grant, the prefetch does not reorder the plan, and no balancing move
+// takes a running split from a member whose every lane is busy. Defined
+// once, run on every backend.
+import assert from "node:assert/strict";
+import type { PlannedSplit, Planner } from "../../src/coordinator/types.ts";
+import { type Backend, finalPlanner, type Fleet, type Member, splits } from "./fleet.ts";
+
+/** Pairs started out of plan order (`order`: split ids in the order they started). */
+export function inversions(order: string[], rank: (id: string) => number): number {
+  let n = 0;
+  for (let i = 0; i < order.length; i++) {
+    for (let j = i + 1; j < order.length; j++) if (rank(order[i]) > rank(order[j])) n++;
+  }
+  return n;
+}
+
+/** A planner that answers once `open()` is called (so it plans for a fleet the leader already sees). */
+function gated(list: PlannedSplit[]): { plan: Planner; open: () => void } {
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  return { plan: () => gate.then(() => ({ splits: list, finality: "final" as const })), open };
+}
+
+/** Records the order in which splits start across members (polled: call it from `until`). */
+function starts(ms: Member[]): () => string[] {
+  const order: string[] = [];
+  const seen = ms.map(() => 0);
+  return () => {
+    ms.forEach((m, k) => {
+      const g = m.gained();
+      for (; seen[k] < g.length; seen[k]++) order.push(g[seen[k]].split.id);
+    });
+    return order;
+  };
+}
+
+async function leaderSees(f: Fleet, ms: Member[]): Promise<void> {
+  assert.ok(await f.until(() => ms.some((m) => m.c.isLeader && m.c.status().liveMembers.length === ms.length), 3000));
+}
+
+export function workOrderScenarios(b: Backend): void {
+  const t = (name: string, fn: () => Promise<void>) =>
+    Deno.test({ name: `${b.name}: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
+
+  t("W1. weights are honoured from the first grant: the first lanes get the heaviest splits, not the planner's first", async () => {
+    await using f = await b.fleet();
+    // The planner lists the lightest first: s000 weighs 1, s015 weighs 16.
+    const list = splits(16).map((s, i) => ({ ...s, weight: i + 1 }));
+    const { plan, open } = gated(list);
+    const ms = await f.joinAll(["a", "b"].map((instance) => ({ instance, planner: plan, maxInFlight: 2 })));
+    await leaderSees(f, ms);
+    const order = starts(ms);
+    open();
+    assert.ok(await f.until(() => order().length >= 4, 3000));
+    assert.deepEqual(order().slice(0, 4).sort(), ["s012", "s013", "s014", "s015"], "the four heaviest start first");
+  });
+
+  t("W2. without weights the prefetch does not reorder the plan: a fast member runs the splits in plan order, a busy member's spares included", async () => {
+    await using f = await b.fleet();
+    const list = splits(14);
+    const { plan, open } = gated(list);
+    // b leads and keeps its one split busy; a completes each split as soon as it starts.
+    const [bm, am] = await f.joinAll([{ instance: "b", planner: plan, maxInFlight: 1 }, { instance: "a", planner: plan, maxInFlight: 1 }]);
+    await leaderSees(f, [bm, am]);
+    const order = starts([am, bm]);
+    open();
+    const finishing = new Set<string>();
+    assert.ok(
+      await f.until(() => {
+        order();
+        for (const h of am.c.status().held) {
+          if (finishing.has(h.id)) continue;
+          finishing.add(h.id);
+          void am.c.commit(h.id, h.epoch, { watermark: 1 }, { final: true }).catch(() => {});
+        }
+        return am.gained().length === list.length - 1;
+      }, 5000, 1),
+      `a ran ${am.gained().length} of ${list.length - 1}`,
+    );
+    // The two first grants race each other; after them, plan order.
+    const rank = (id: string) => Number(id.slice(1));
+    const ran = am.gained().map((g) => g.split.id);
+    assert.equal(inversions(ran, rank), 0, `a started out of plan order: ${ran.join(" ")}`);
+    const mine = bm.gained().map((g) => g.split.id);
+    assert.equal(mine.length, 1, "b ran only its first split");
+    assert.deepEqual(ran, list.map((s) => s.id).filter((id) => id !== mine[0]));
+    assert.ok(inversions(order(), rank) <= 1);
+  });
+
+  t("W4. a spare is claimed only once a free lane has waited spareClaimAfterMs for the leader, and then without one", async () => {
+    await using f = await b.fleet();
+    const { plan, open } = gated(splits(8));
+    const [lead, a] = await f.joinAll([{ instance: "b", planner: plan, maxInFlight: 1 }, { instance: "a", planner: plan, maxInFlight: 1 }]);
+    await leaderSees(f, [lead, a]);
+    open();
+    assert.ok(await f.until(() => a.held.length === 1, 3000));
+    await f.advance(50); // its spares are written
+    await lead.c.abandon(); // no leader to deal a's next free lane
+    const t0 = f.now();
+    await a.completeAll();
+    const spare = Math.max(20, f.timings.leaseMs / 100);
+    assert.ok(await f.until(() => a.gained().length === 2, spare + 500, 1), "a claims a spare");
+    const took = f.now() - t0;
+    assert.ok(took >= spare - 1 && took < f.timings.leaseMs / 2, `claimed after ${took} ms`);
+  });
+
+  t("W3. a member running a split in every lane keeps them: no move to an idle member when nothing is unstarted", async () => {
+    await using f = await b.fleet();
+    const plan = finalPlanner(splits(2, 10));
+    const a = await f.join({ instance: "a", planner: plan, maxInFlight: 2 });
+    assert.ok(await f.until(() => a.held.length === 2, 1000));
+    const bm = await f.join({ instance: "b", planner: plan, maxInFlight: 2 });
+    await f.advance(2 * f.timings.leaseMs);
+    assert.equal(a.has("revokeRequested"), false, "no revocation");
+    assert.equal(bm.gained().length, 0, "b gets nothing: it would run what a already runs");
+    assert.equal(a.held.length, 2);
+  });
+}
