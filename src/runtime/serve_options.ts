@@ -110,7 +110,7 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
  * `afterStall` defaults as `afterStallOf` says) and its own. Anything else is
  * a typo. Defaults the worker or the join fill in are theirs.
  */
-const SERVE_SCHEMA = HOST_TUNABLES.extend({
+export const SERVE_SCHEMA = HOST_TUNABLES.extend({
   store: givenOption<Store>().optional(),
   storeFactory: givenOption<() => Store | Promise<Store>>().optional(),
   source: givenOption<SplitSource<unknown>>(),

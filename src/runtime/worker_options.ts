@@ -37,7 +37,7 @@ export const HOST_TUNABLES: z.ZodObject<{ [K in keyof CoordinatorTunables]-?: z.
 );
 
 /** Every option `startWorker` takes, its check and its default: anything else is a typo. */
-const WORKER_SCHEMA = z.strictObject({
+export const WORKER_SCHEMA = z.strictObject({
   coordinator: givenOption<Coordinator>(),
   source: givenOption<SplitSource<unknown>>(),
   afterStall: LANE_OPTIONS.afterStall.default("exit"),
