@@ -14,8 +14,11 @@ import type { FleetRate } from "./types.ts";
 
 /** The window the rate and ETA are measured over (or since the job began, if shorter). */
 export const RATE_WINDOW_MS = 5 * 60_000;
-/** The sparkline: completions per bucket over the last ten minutes. */
-export const SPARK_BUCKET_MS = 10_000, SPARK_BUCKETS = 60;
+/**
+ * The sparkline: completions in 60 buckets over the job's life so far, at
+ * least one minute and at most the last ten (buckets of 1 to 10 s).
+ */
+export const SPARK_BUCKETS = 60, SPARK_MIN_MS = 60_000, SPARK_MAX_MS = 10 * 60_000;
 /** Completed splits a view lists as recent at most. */
 export const RECENT_LISTED = 10;
 
@@ -48,7 +51,7 @@ export class RateFold {
   #untimed = 0;
   #remaining = 0;
   #partial = 0;
-  readonly #buckets: number[] = new Array(SPARK_BUCKETS).fill(0);
+  readonly #times: number[] = []; // completions within the sparkline's longest span
   readonly #byMember = new Map<string, number>();
   /** The most recent completions, newest first. */
   readonly recent: { id: string; at: number; rec: SplitRecord }[] = [];
@@ -79,8 +82,7 @@ export class RateFold {
       const by = completedBy(r)!;
       this.#byMember.set(by, (this.#byMember.get(by) ?? 0) + 1);
     }
-    const b = Math.floor(Math.max(0, age) / SPARK_BUCKET_MS);
-    if (b < SPARK_BUCKETS) this.#buckets[SPARK_BUCKETS - 1 - b]++;
+    if (age < SPARK_MAX_MS) this.#times.push(age);
     if (this.recent.length < RECENT_LISTED || at > this.recent[this.recent.length - 1].at) {
       let i = this.recent.findIndex((x) => at > x.at);
       if (i < 0) i = this.recent.length;
@@ -121,7 +123,19 @@ export class RateFold {
       remainingWeight: this.#remaining,
       partialWeight: this.#partial,
       eta,
-      spark: { bucketMs: SPARK_BUCKET_MS, counts: this.#buckets },
+      spark: this.#spark(),
     };
+  }
+
+  #spark(): FleetRate["spark"] {
+    const life = this.#started === null ? 0 : this.#now - this.#started;
+    const span = Math.min(SPARK_MAX_MS, Math.max(SPARK_MIN_MS, life));
+    const bucketMs = Math.ceil(span / SPARK_BUCKETS / 1000) * 1000;
+    const counts: number[] = new Array(SPARK_BUCKETS).fill(0);
+    for (const age of this.#times) {
+      const b = Math.floor(Math.max(0, age) / bucketMs);
+      if (b < SPARK_BUCKETS) counts[SPARK_BUCKETS - 1 - b]++;
+    }
+    return { bucketMs, counts };
   }
 }

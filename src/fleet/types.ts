@@ -187,7 +187,7 @@ export interface FleetRate {
   partialWeight: number;
   /** When the runnable work should be done at this rate: `estimated`, `unknown` (nothing completed in the window), `stalled` (only quarantined splits left) or `done`. */
   eta: { state: "estimated" | "unknown" | "stalled" | "done"; at: number | null; inMs: number | null };
-  /** Completions per bucket, oldest first, the last bucket ending at the view's time. */
+  /** Completions per bucket (60 of `bucketMs`: the job's life, 1 to 10 minutes), oldest first, the last ending at the view's time. */
   spark: { bucketMs: number; counts: number[] };
 }
 

@@ -59,8 +59,8 @@ export const FLEET_PAGE_HTML: string = `<!doctype html>
   <div class="card">unreadable<b id="count-invalid" class="muted">–</b></div>
 </div>
 <h2>Completions <span class="muted" id="spark-caption"></span></h2>
-<svg id="spark" viewBox="0 0 600 60" preserveAspectRatio="none" aria-label="splits completed per 10 s over the last 10 minutes"></svg>
-<div class="axis muted"><span>10 min ago</span><span>5 min ago</span><span>now</span></div>
+<svg id="spark" viewBox="0 0 600 60" preserveAspectRatio="none" aria-label="splits completed per bucket, oldest left"></svg>
+<div class="axis muted"><span id="spark-from"></span><span id="spark-mid"></span><span>now</span></div>
 <h2>Members <span id="liveness" class="muted"></span></h2>
 <div class="scroll"><table id="members"><thead><tr><th>instance</th><th class="wide">runtime</th><th class="wide">version</th><th>splits</th>
 <th>state</th><th>last seen</th><th>splits/min</th><th></th></tr></thead><tbody></tbody></table></div>

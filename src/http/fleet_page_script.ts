@@ -57,7 +57,7 @@ const HELPERS = `
     const s = Math.max(0, Math.round(ms / 1000));
     if (s < 60) return s + " s";
     const m = Math.floor(s / 60);
-    if (m < 60) return m + " min " + pad(s % 60) + " s";
+    if (m < 60) return m + " min" + (s % 60 ? " " + pad(s % 60) + " s" : "");
     const h = Math.floor(m / 60);
     return h < 48 ? h + " h " + pad(m % 60) + " min" : Math.floor(h / 24) + " d " + (h % 24) + " h";
   };
@@ -151,7 +151,7 @@ const JOB = `
       eta.className = "big warn";
     }
     const win = r.windowMs >= 5 * 60000 ? "the last 5 min" : "the " + dur(r.windowMs) + " since the job began";
-    $("rate").textContent = (r.perMinute === null ? "no rate yet" : r.perMinute.toFixed(1) + " splits/min over " + win +
+    $("rate").textContent = (r.perMinute === null ? "no rate yet" : r.perMinute.toFixed(1) + " splits/min " + (e.state === "done" ? "on average " : "") + "over " + win +
       " (" + r.completedInWindow + " completed)") + " · job-wide, from the completion times in the split records" +
       (r.startedAt !== null ? " · running since " + when(r.startedAt) : "") +
       (r.untimed ? " · " + r.untimed + " completed split(s) have no completion time (older records)" : "");
@@ -176,8 +176,10 @@ const JOB = `
       r.setAttribute("width", String(bw - 1)); r.setAttribute("height", String(h)); r.setAttribute("fill", "#3b7dd8");
       svg.appendChild(r);
     });
-    const total = counts.reduce((a, b) => a + b, 0);
-    $("spark-caption").textContent = total + " in the last 10 min, per " + v.rate.spark.bucketMs / 1000 + " s (busiest: " + max + ")";
+    const total = counts.reduce((a, b) => a + b, 0), span = counts.length * v.rate.spark.bucketMs;
+    $("spark-caption").textContent = total + " in the last " + dur(span) + ", per " + v.rate.spark.bucketMs / 1000 + " s (busiest: " + max + ")";
+    $("spark-from").textContent = dur(span) + " ago";
+    $("spark-mid").textContent = dur(span / 2) + " ago";
   }
 
   function renderMembers(v) {
@@ -229,6 +231,7 @@ const MAIN = `
       token = $("token").value.trim();
       $("token").value = "";
       $("token-state").textContent = token ? "token set (kept in this page only)" : "no token: actions are refused";
+      notice("");
     });
     $("filters").addEventListener("submit", (ev) => { ev.preventDefault(); poll(); });
     let typing;

@@ -75,6 +75,7 @@ export const FLEET_PAGE_SPLITS: string = `
       tr.dataset.split = s.id;
       return tr;
     }));
+    $("requeue-all").disabled = v.splits.length === 0;
     $("quarantined-more").textContent = v.page.next ? "showing " + v.splits.length + " of " + v.page.matched : v.splits.length ? "" : "none";
   }
 

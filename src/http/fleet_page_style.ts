@@ -29,6 +29,7 @@ th, td { border-bottom: 1px solid #e4e6ea; padding: .3em .5em; text-align: left;
 th { background: #eef0f4; font-weight: 600; white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.selected td { background: #fff6d6; }
+#detail table td, #recent td { white-space: nowrap; }
 code, .mono { font-family: ui-monospace, monospace; font-size: .92em; word-break: break-all; }
 button { font: inherit; padding: .15em .6em; cursor: pointer; }
 button.link { border: 0; background: none; padding: 0; color: #1f5fbf; text-decoration: underline; font-family: ui-monospace, monospace; font-size: .92em; }
