@@ -124,8 +124,8 @@ export const mutants = [
     breaks: "a claim, grant or takeover keeps the epoch: two owners share one fencing token",
     edits: [{
       file: C + "transitions.ts",
-      search: "return { ...r, epoch: r.epoch + 1, owner: to ?",
-      replace: "return { ...r, epoch: r.epoch, owner: to ?",
+      search: "const next: SplitRecord = { ...r, epoch: r.epoch + 1, owner: to ?",
+      replace: "const next: SplitRecord = { ...r, epoch: r.epoch, owner: to ?",
     }],
     suites: COORD,
   },
@@ -134,8 +134,8 @@ export const mutants = [
     breaks: "a release to a named successor keeps the epoch: the successor writes at the releaser's fencing token",
     edits: [{
       file: C + "transitions.ts",
-      search: "to ? { ...r, epoch: r.epoch + 1, owner:",
-      replace: "to ? { ...r, owner:",
+      search: "const next: SplitRecord = { ...r, epoch: r.epoch + 1, owner: { instance: to.instance",
+      replace: "const next: SplitRecord = { ...r, owner: { instance: to.instance",
     }],
     suites: COORD,
   },
@@ -179,8 +179,8 @@ export const mutants = [
     breaks: "a graceful release to nobody consumes an attempt",
     edits: [{
       file: C + "transitions.ts",
-      search: ": { ...r, owner: null };",
-      replace: ": { ...r, owner: null, attempts: r.attempts + 1 };",
+      search: "if (!to) return withTenancy({ ...r, owner: null }, at, end);",
+      replace: "if (!to) return withTenancy({ ...r, owner: null, attempts: r.attempts + 1 }, at, end);",
     }],
     suites: COORD,
   },
