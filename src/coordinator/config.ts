@@ -7,6 +7,7 @@
 import * as z from "zod";
 import { SplitleaseError } from "../errors.ts";
 import { unknownKeysMessage } from "../util/options.ts";
+import type { Equal } from "../util/option_schema.ts";
 import { MAX_TIMER_MS } from "../util/timers.ts";
 
 const idPattern = /^[A-Za-z0-9_-]{1,128}$/;
@@ -247,8 +248,6 @@ export const TUNABLE_DEFAULTS: Readonly<Required<Omit<CoordinatorTunables, "self
   ),
 );
 
-/** `A` and `B` are the same type. */
-type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;
 /** The compiler refuses a {@linkcode CoordinatorTunables} that differs from the schema's input. */
 const _tunablesAreTheSchema: Equal<
   Required<CoordinatorTunables>,
