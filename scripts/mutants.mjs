@@ -655,6 +655,12 @@ export const mutants = [
     suites: ["runtime"],
   },
   {
+    name: "r3-create-timeout-fatal",
+    breaks: "a replicated bucket's create that times out while the rest of the fleet creates it too fails the connect: a fleet starting at once loses workers",
+    edits: [{ file: "src/nats/bucket.ts", search: "if (opts.replicas > 1 && e instanceof TimeoutError && Date.now() < deadline) {", replace: "if (opts.replicas > 1 && e instanceof TimeoutError && Date.now() < deadline && false) {" }],
+    suites: ["cluster"],
+  },
+  {
     name: "outage-charges-attempt",
     breaks: "a run stopped by a store outage (a commit that threw StoreUnavailableError) is reported as the split's failure: each stream-leader election charges healthy splits an attempt, and a rolling restart can quarantine them",
     edits: [{ file: "src/runtime/worker_lanes.ts", search: "if (threw && !cooperative && isStoreOutage(error)) {", replace: "if (threw && !cooperative && isStoreOutage(error) && false) {" }],

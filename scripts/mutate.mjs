@@ -23,6 +23,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFile
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { mutants } from "./mutants.mjs";
+import { resolveNatsServer } from "./nats_server_bin.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const args = process.argv.slice(2);
@@ -50,6 +51,8 @@ const SUITES = {
   http: { files: () => ["tests/runtime/fleet_http_test.ts", "tests/runtime/http_test.ts"], timeoutS: 120 },
   // A single nats-server paused, stopped and restarted under a NatsStore (the reconnect path).
   outage: { files: () => ["tests/store/outage_test.ts"], timeoutS: 180 },
+  // Replicated buckets on a 3-node cluster of the current release (no network namespaces needed).
+  cluster: { files: () => ["tests/cluster/r3_store_test.ts"], filter: "/^R3: /", timeoutS: 240 },
   // examples/pg_range's fenced sink on a PostgreSQL the gate starts (scripts/services.mjs).
   pg: { files: () => ["tests/examples/pg_range_test.ts"], filter: "/^pg_range (fenced sink: a write|config)/", postgres: true, timeoutS: 120 },
 };
@@ -138,11 +141,16 @@ if (unmatched) {
 
 // --- the scratch copy ----------------------------------------------------------------------
 
+// The same server npm test runs (the pinned current release, or NATS_SERVER_BIN).
 function findNatsServer() {
   if (process.env.NATS_SERVER && existsSync(process.env.NATS_SERVER)) return process.env.NATS_SERVER;
-  for (const p of ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]) if (existsSync(p)) return p;
-  const w = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
-  return w.status === 0 ? w.stdout.trim() : undefined;
+  const r = resolveNatsServer({ log });
+  if (r.error) {
+    log(`nats-server: ${r.error}`);
+    return undefined;
+  }
+  log(`nats-server ${r.version} at ${r.path} (${r.why})`);
+  return r.path;
 }
 
 const deno = join(root, "node_modules", ".bin", "deno");

@@ -14,12 +14,10 @@ import {
   type NatsConnection,
   nkeyAuthenticator,
   UserAuthenticationExpiredError,
-  wsconnect,
 } from "@nats-io/nats-core";
 import { jetstream, JetStreamApiError, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
-import { type KV, Kvm } from "@nats-io/kv";
+import type { KV } from "@nats-io/kv";
 import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
-import { MAX_VALUE_BYTES } from "../store/store.ts";
 import {
   checkServerVersion,
   type NatsStoreOptions,
@@ -29,8 +27,9 @@ import {
 } from "./options.ts";
 import { clampTimerMs } from "../util/timers.ts";
 import { promptCloseFactory } from "./socket.ts";
+import { connectWithin } from "./connect_within.ts";
+import { awaitStreamLeader, openBucket, requireBucket } from "./bucket.ts";
 import { jsonLogger } from "../runtime/logger.ts";
-import type { Logger } from "../coordinator/types.ts";
 
 /**
  * How often a connection's watchdog checks one of its watches' consumers
@@ -41,10 +40,6 @@ export const WATCHDOG_INTERVAL_MS = 2000;
 /** JetStream API codes of a failed "expected last subject sequence" check. */
 const WRONG_LAST_SEQUENCE = 10071;
 const WRONG_LAST_SEQUENCE_UNKNOWN = 10164;
-const STREAM_NAME_IN_USE = 10058;
-/** A stream with the bucket's subjects exists already: another process created the bucket at the same moment. */
-const STREAM_SUBJECT_OVERLAP = 10065;
-const STREAM_NOT_FOUND = 10059;
 
 /** Whether `e` is a lost compare-and-swap (matched by API code, never text). */
 export function isConflict(e: unknown): boolean {
@@ -271,157 +266,10 @@ export class Connection {
   }
 }
 
-/** First and longest pause between two connection attempts of `connectWithin`. */
-const CONNECT_BACKOFF_MS = 250;
-const CONNECT_BACKOFF_MAX_MS = 5000;
-/** How long a connection attempt may outlive its own timeout before it is given up as hung. */
-const ATTEMPT_GRACE_MS = 1000;
-
-/**
- * Connects to one of `opts.servers`, trying them all again after a failed
- * attempt until `opts.connectWaitMs` has passed (for ever with Infinity),
- * and logging each failure. Each attempt is bounded by the client's own
- * connection timeout (cut to the time left) and, in case the client itself
- * never settles, by a timer of ours. A refused login is thrown at once.
- * Throws `STORE_UNAVAILABLE` naming the URLs, the attempts and the time waited.
- */
-async function connectWithin(co: ConnectionOptions, opts: ResolvedOptions, log: Logger): Promise<NatsConnection> {
-  const started = Date.now();
-  const deadline = started + opts.connectWaitMs;
-  const servers = opts.servers.map(redactUrl).join(", ");
-  const attemptTimeout = co.timeout ?? 2000;
-  for (let attempt = 1;; attempt++) {
-    const left = deadline - Date.now();
-    const timeout = Math.max(50, Math.min(attemptTimeout, left));
-    let error: unknown;
-    try {
-      return await boundedConnect({ ...co, timeout }, timeout + ATTEMPT_GRACE_MS, servers);
-    } catch (e) {
-      if (e instanceof AuthorizationError || e instanceof UserAuthenticationExpiredError) throw e;
-      error = e;
-    }
-    const waited = Date.now() - started;
-    const remaining = deadline - Date.now();
-    const pause = Math.min(CONNECT_BACKOFF_MS * 2 ** Math.min(attempt - 1, 10), CONNECT_BACKOFF_MAX_MS, remaining);
-    if (remaining <= 0) {
-      throw new StoreUnavailableError("connect", opts.connectWaitMs, {
-        cause: error,
-        detail: `no NATS server reachable at ${servers} after ${waited} ms and ${attempt} attempt${attempt === 1 ? "" : "s"} ` +
-          `(connectWaitMs ${opts.connectWaitMs}); last error: ${describe(error)}`,
-      });
-    }
-    log("warn", "NATS server unreachable, retrying", {
-      event: "storeConnectRetry",
-      servers,
-      attempt,
-      waitedMs: waited,
-      retryInMs: pause,
-      connectWaitMs: Number.isFinite(opts.connectWaitMs) ? opts.connectWaitMs : "Infinity",
-      error: describe(error),
-    });
-    await sleep(pause);
-  }
-}
-
-/**
- * `wsconnect`, given up after `ms` even if the client never settles (a
- * connection that arrives later is closed).
- */
-function boundedConnect(co: ConnectionOptions, ms: number, servers: string): Promise<NatsConnection> {
-  return new Promise((resolve, reject) => {
-    let settled = false;
-    const timer = setTimeout(() => {
-      settled = true;
-      reject(new Error(`the NATS client did not settle a connection to ${servers} within ${ms} ms`));
-    }, clampTimerMs(ms));
-    wsconnect(co).then(
-      (nc) => {
-        clearTimeout(timer);
-        if (settled) void nc.close().catch(() => {});
-        else resolve(nc);
-        settled = true;
-      },
-      (e) => {
-        clearTimeout(timer);
-        if (!settled) reject(e);
-        settled = true;
-      },
-    );
-  });
-}
-
 function authenticator(o: NatsStoreOptions): Authenticator | undefined {
   if (o.nkey !== undefined) return nkeyAuthenticator(encoder.encode(o.nkey.trim()));
   if (o.creds !== undefined) return credsAuthenticator(encoder.encode(o.creds));
   return undefined;
-}
-
-/** Throws `INVALID_CONFIG` when the job's bucket does not exist (`createBucket: false`). */
-async function requireBucket(jsm: JetStreamManager, opts: ResolvedOptions): Promise<void> {
-  try {
-    await jsm.streams.info(`KV_${opts.bucket}`);
-  } catch (e) {
-    if (e instanceof JetStreamApiError && e.code === STREAM_NOT_FOUND) {
-      throw new SplitleaseError(
-        "INVALID_CONFIG",
-        `NatsStore: job ${JSON.stringify(opts.job)} has no bucket ${opts.bucket} on ${opts.servers.map(redactUrl).join(", ")} ` +
-          "(createBucket: false); check the job name",
-      );
-    }
-    throw e;
-  }
-}
-
-async function openBucket(js: JetStreamClient, opts: ResolvedOptions): Promise<KV> {
-  const kvm = new Kvm(js);
-  const config = {
-    history: 1,
-    replicas: opts.replicas,
-    // +1 KiB of headroom for the message headers; values are checked client side.
-    maxValueSize: MAX_VALUE_BYTES + 1024,
-    // Direct gets may be served by a stale follower: never for replicated buckets.
-    allow_direct: opts.replicas === 1 ? undefined : false,
-  } as Record<string, unknown>;
-  if (config.allow_direct === undefined) delete config.allow_direct;
-  for (let attempt = 0;; attempt++) {
-    try {
-      return await kvm.create(opts.bucket, config);
-    } catch (e) {
-      // Another process created it between our info and add (the server
-      // answers "name in use" or, when the two adds cross, "subjects
-      // overlap"): open it.
-      const raced = e instanceof JetStreamApiError && (e.code === STREAM_NAME_IN_USE || e.code === STREAM_SUBJECT_OVERLAP);
-      if (!raced || attempt >= 2) throw e;
-      await sleep(50);
-    }
-  }
-}
-
-/**
- * Waits until a replicated bucket's stream has a Raft leader. A bucket just
- * created (or whose group is electing) answers writes with "no responders"
- * until then: measured on nats-server 2.15.2, the first write to a fresh R3
- * bucket failed that way. Bounded by five op timeouts (at least 10 s).
- */
-async function awaitStreamLeader(jsm: JetStreamManager, opts: ResolvedOptions): Promise<void> {
-  const limit = Math.max(10_000, 5 * opts.opTimeoutMs);
-  const deadline = Date.now() + limit;
-  let last: unknown;
-  for (;;) {
-    try {
-      const info = await jsm.streams.info(`KV_${opts.bucket}`);
-      if (info.cluster?.leader) return;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() >= deadline) {
-      throw new StoreUnavailableError("connect", limit, {
-        cause: last,
-        detail: `the replicated bucket ${opts.bucket} has no stream leader after ${limit} ms (is a majority of its ${opts.replicas} servers up?)`,
-      });
-    }
-    await sleep(100);
-  }
 }
 
 /** The server's "Permissions Violation for …" text found in `e` or its causes, if any. */
