@@ -30,7 +30,7 @@ Deno.test({
   sanitizeOps: false,
   fn: async () => {
     await buildOnce();
-    const args = ["dist/cli.js", "status", "--job", "x", "--servers", "ws://127.0.0.1:4222"];
+    const args = ["dist/cli.js", "status", "--job", "x", "--servers", "ws://127.0.0.1:1"];
     const t0 = Date.now();
     const r = await runCmd(old!, args, { cwd: root, env: { NO_COLOR: "1" }, check: false, timeoutMs: 30_000 });
     const took = Date.now() - t0;

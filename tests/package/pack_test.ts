@@ -37,7 +37,7 @@ const source: SplitSource<{ from: number; to: number }> = {
   },
 };
 
-const options: NatsStoreOptions = { servers: ["ws://127.0.0.1:4222"], job: "consumer" };
+const options: NatsStoreOptions = { servers: ["ws://nats.invalid:8080"], job: "consumer" };
 // @ts-expect-error servers is required
 const incomplete: NatsStoreOptions = { job: "consumer" };
 const handler: (request: Request) => Promise<Response> = createSliceHandler({ store: new MemoryStore(), source, job: "h" });
