@@ -530,6 +530,16 @@ export const mutants = [
     suites: ["coordinator"],
   },
   {
+    name: "seed-run-past-lanes",
+    breaks: "a run of seeds stays with its member once its lanes are full: grants beyond its lanes (it runs more splits than it has lanes)",
+    edits: [{
+      file: C + "leader/seed_runs.ts",
+      search: "run.n < length && runLoad < Infinity && runLoad",
+      replace: "run.n < length && runLoad",
+    }],
+    suites: ["coordinator"],
+  },
+  {
     name: "spares-claimed-at-once",
     breaks: "a member claims its spare offers as soon as a lane frees instead of waiting for the leader's next split in order: the prefetch reorders the plan",
     edits: [{

@@ -186,7 +186,7 @@ export class Planning {
       }
       // A member with idle lanes gets the split in its seed (epoch 1, a
       // grant): one write less than seeding it free and having it claimed.
-      const heir = this.#role.reserveIdle(n);
+      const heir = this.#role.reserveIdle(n, planned.length);
       const free = seedRecord(weight, inline ? descriptor : undefined);
       const rec = heir ? openRecord(free, heir.owner, false, Infinity) : free; // epoch 1, its first tenancy
       try {

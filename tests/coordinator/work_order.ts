@@ -105,6 +105,26 @@ export function workOrderScenarios(b: Backend): void {
     assert.ok(took >= spare - 1 && took < f.timings.leaseMs / 2, `claimed after ${took} ms`);
   });
 
+  t("W5. seeding for idle lanes deals a plan in runs of consecutive splits and never past a member's lanes", async () => {
+    await using f = await b.fleet();
+    const { plan, open } = gated(splits(20));
+    const ms = await f.joinAll(["a", "b", "c", "d"].map((instance) => ({ instance, planner: plan, maxInFlight: 2 })));
+    await leaderSees(f, ms);
+    open();
+    let most = 0;
+    assert.ok(await f.until(() => {
+      most = Math.max(most, ...ms.map((m) => m.held.length));
+      return ms.every((m) => m.held.length === 2);
+    }, 3000));
+    await f.advance(100);
+    most = Math.max(most, ...ms.map((m) => m.held.length));
+    assert.equal(most, 2, "nobody holds more splits than lanes");
+    for (const m of ms) {
+      const [x, y] = m.held.map((id) => Number(id.slice(1))).sort((p, q) => p - q);
+      assert.equal(y, x + 1, `${m.c.instance} holds ${m.held}: not consecutive`);
+    }
+  });
+
   t("W3. a member running a split in every lane keeps them: no move to an idle member when nothing is unstarted", async () => {
     await using f = await b.fleet();
     const plan = finalPlanner(splits(2, 10));

@@ -365,8 +365,8 @@ export class LeaderRole {
   }
 
   /** A member to seed a split for, its lane reserved (see {@linkcode SeedRuns.reserve}). */
-  reserveIdle(seeded: number): MemberState | undefined {
-    return this.#seedRuns.reserve(this.states, this.view, seeded);
+  reserveIdle(seeded: number, planned = 0): MemberState | undefined {
+    return this.#seedRuns.reserve(this.states, this.view, seeded, planned);
   }
 
   /** Ends a reservation made by {@linkcode LeaderRole.reserveIdle}. */

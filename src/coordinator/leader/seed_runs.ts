@@ -35,11 +35,14 @@ export class SeedRuns {
    * split at 100 members). So once a plan has seeded 16 splits per member,
    * consecutive seeds stay with one member in runs that grow to
    * {@linkcode SEED_RUN}, while its load stays within the run length of the
-   * least loaded. Small plans are dealt evenly; a large one ends at most a
+   * least loaded. A plan is dealt in runs of up to its even share per
+   * member from the start (a member starts the grants of one write
+   * together, so consecutive splits keep the plan's order across members),
+   * so small plans are still dealt evenly; a large one ends at most a
    * run apart, which balancing evens out with a few moves.
    * Its lane stays reserved until {@linkcode SeedRuns.unreserve}.
    */
-  reserve(states: ReadonlyMap<string, MemberState>, view: LeaderView, seeded: number): MemberState | undefined {
+  reserve(states: ReadonlyMap<string, MemberState>, view: LeaderView, seeded: number, planned = 0): MemberState | undefined {
     let best: MemberState | undefined;
     let bestLoad = Infinity;
     let members = 0;
@@ -53,8 +56,12 @@ export class SeedRuns {
       if (m === run?.m) runLoad = load;
       if (load < bestLoad) (best = m), (bestLoad = load);
     }
-    const length = Math.max(1, Math.min(SEED_RUN, Math.floor(seeded / (16 * Math.max(1, members)))));
-    if (run && run.n < length && runLoad <= bestLoad + length) {
+    // Consecutive splits to one member, up to its even share of the plan:
+    // a member starts the grants of one assignment write together, so
+    // dealing 0, 4 to one member and 1, 5 to the next started 4 before 1.
+    const even = Math.ceil(planned / Math.max(1, members));
+    const length = Math.max(1, Math.min(SEED_RUN, Math.max(even, Math.floor(seeded / (16 * Math.max(1, members))))));
+    if (run && run.n < length && runLoad < Infinity && runLoad <= bestLoad + length) {
       run.n++;
       best = run.m;
     } else this.#run = best && { m: best, n: 1 };
