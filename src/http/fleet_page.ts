@@ -87,7 +87,7 @@ export const FLEET_PAGE_HTML: string = `<!doctype html>
   </select>
   <span id="splits-more" class="muted"></span>
 </form>
-<div class="scroll"><table id="splits"><thead><tr><th>split</th><th>state</th><th>owner</th><th>done</th><th>for</th>
+<div class="scroll"><table id="splits"><thead><tr><th>split</th><th>state</th><th>owner</th><th>done</th><th>held for</th>
 <th class="wide">epoch</th><th class="wide">attempts</th><th class="wide">descriptor</th></tr></thead><tbody></tbody></table></div>
 <h2>Recently completed</h2>
 <div class="scroll"><table id="recent"><thead><tr><th>split</th><th>completed</th><th>by</th><th>took</th><th class="wide">epoch</th>

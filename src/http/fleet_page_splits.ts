@@ -44,7 +44,9 @@ export const FLEET_PAGE_SPLITS: string = `
     const at = views[0].at;
     const splits = views.flatMap((v) => v.splits);
     $("splits").tBodies[0].replaceChildren(...splits.map((s) => {
-      const tr = row([link(s.id), pill(stateOf(s), stateCls(s)), s.owner ?? "", doneCell(s), s.since !== null ? dur(at - s.since) : "",
+      const last = s.tenancies[s.tenancies.length - 1];
+      const owner = s.owner ?? (s.completedAt !== null && last ? "(" + last.owner + ")" : "");
+      const tr = row([link(s.id), pill(stateOf(s), stateCls(s)), owner, doneCell(s), s.since !== null ? dur(at - s.since) : "",
         wide(s.epoch), wide(s.attempts), wide(descriptor(s))]);
       tr.dataset.split = s.id;
       if (s.id === selected) tr.className = "selected";

@@ -243,12 +243,19 @@ Deno.test({
       await page.type("#token", TOKEN);
       await page.click("#token-form button[type=submit]");
       assert.equal(await text(page, "#token-state"), "token set (kept in this page only)");
+      // Drain asks too (kept: the standby stays).
+      await page.click('#members tr[data-instance="standby"] button');
+      await waitFor(page, "the drain confirmation", `document.getElementById("confirm").open`);
+      assert.equal(await text(page, "#confirm-text"), "Drain standby? It hands its 0 split(s) over to the others and exits.");
+      assert.equal(await text(page, "#confirm-yes"), "Drain");
+      await page.click("#confirm-no");
       await page.click(requeue);
       await waitFor(page, "the confirmation", `document.getElementById("confirm").open`);
       assert.equal(await text(page, "#confirm-text"), `Requeue ${POISON}? It runs again from its last commit, its 2 attempt(s) reset.`);
       await page.click("#confirm-no");
       await new Promise((r) => setTimeout(r, 500));
       assert.equal(await text(page, "#count-quarantined"), "1", "kept");
+      assert.doesNotMatch(await text(page, '#members tr[data-instance="standby"]'), /draining/, "not draining");
       state.poisoned = false;
       await page.click(requeue);
       await waitFor(page, "the confirmation", `document.getElementById("confirm").open`);
@@ -257,7 +264,8 @@ Deno.test({
       await waitFor(page, "the requeue notice", `/^Split "${POISON}" requeued at epoch \\d+/.test(${byId("notice")})`);
 
       // 3. Done: all 90 completed, the requeued split the newest completion, with its whole history.
-      await waitFor(page, "the job done", `${byId("eta")}.startsWith("Finished") && ${byId("count-completed")} === "90"`, 60_000);
+      await waitFor(page, "the job done and its outcome written", `${byId("eta")}.startsWith("Finished") && ${byId("count-completed")} === "90" &&
+        ${byId("meta")}.includes("outcome allComplete")`, 60_000);
       assert.match(await text(page, "#eta"), new RegExp(`^Finished ${DATE.source} · took \\d+ (s|min( \\d\\d s)?)$`));
       assert.equal(await text(page, "#progress-text"), "100% done · 90 of 90 splits completed");
       assert.equal(await text(page, "#count-quarantined"), "0");
