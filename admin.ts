@@ -17,7 +17,7 @@
  * @module
  */
 export { readFleet, type ReadFleetOptions } from "./src/fleet/read_fleet.ts";
-export type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetSplit, FleetState, FleetView } from "./src/fleet/types.ts";
+export type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetRate, FleetSplit, FleetState, FleetView } from "./src/fleet/types.ts";
 export {
   cancelSplit,
   type CancelResult,
