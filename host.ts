@@ -34,6 +34,6 @@ export { type ServeOptions } from "./src/runtime/serve_options.ts";
 // `await app.request("/metrics")` gives the same text to merge into a host's
 // own endpoint or push), timingSafeEqual and the text-format helpers (the
 // registry applies them).
-export { type AppOptions, createApp, type HttpApp } from "./src/http/app.ts";
+export { type AppOptions, createApp, type HonoApp, type HttpApp } from "./src/http/app.ts";
 export { type Labels, type MetricType, MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./src/http/metrics.ts";
 export { formatLogLine, jsonLogger, type JsonLoggerOptions, type LogLevel, silentLogger } from "./src/runtime/logger.ts";

@@ -39,6 +39,24 @@ export interface HttpApp {
 }
 
 /**
+ * A Hono app (`new Hono()` of the `hono` package): what {@linkcode createApp}
+ * returns, `Service.app`, and the app `routes` is given. Add routes and
+ * middleware to it, or mount it in your own Hono app with `route`.
+ *
+ * @example
+ * ```ts
+ * import { createApp, type HonoApp } from "@splitlease/splitlease/host";
+ * import { type Worker } from "@splitlease/splitlease";
+ * declare const worker: Worker;
+ * declare const mine: HonoApp; // your own `new Hono()`
+ * mine.route("/ops", createApp({ worker })); // GET /ops/healthz, /ops/metrics, …
+ * ```
+ */
+// Named through the module's type, not a type import: `deno doc --lint` counts
+// an imported `Hono` as a private type of this package.
+export type HonoApp = InstanceType<(typeof import("hono"))["Hono"]>;
+
+/**
  * Options of {@linkcode createApp}. Give a `worker` or a `coordinator`.
  *
  * @example
@@ -90,6 +108,22 @@ export interface AppOptions {
    * although the worker finished, so a Deployment's pods stay ready.
    */
   idling?: () => boolean;
+  /**
+   * Adds the user's routes and middleware to the app, before the built-in
+   * routes: a route here answers on its path, and middleware (`app.use`)
+   * runs for the built-in routes too. A route on a built-in path replaces
+   * it. To serve the built-in routes under a prefix of your own Hono app
+   * instead, mount the app this returns: `mine.route("/ops", createApp(o))`.
+   *
+   * @example
+   * ```ts
+   * import { createApp } from "@splitlease/splitlease/host";
+   * import { type Worker } from "@splitlease/splitlease";
+   * declare const worker: Worker;
+   * const app = createApp({ worker, routes: (app) => app.get("/hello", (c) => c.text("hi")) });
+   * ```
+   */
+  routes?: (app: HonoApp) => unknown;
 }
 
 /** Largest `POST /drain` body read (bytes); a larger one is refused with 413 before it is read whole. */
@@ -109,6 +143,8 @@ function problem(status: number, error: string, extra: Record<string, unknown> =
  * method 405 (with `Allow`), a malformed drain body 400, a drain body over
  * 4 KiB 413, a missing or wrong drain token 401 (a malformed Authorization
  * header 400), and a drain with no token configured 403 unless `drainOpen`.
+ * It returns the Hono app itself: add routes to it, or mount it under a
+ * prefix of your own app with `route` (see {@linkcode AppOptions.routes}).
  *
  * @example
  * ```ts
@@ -120,7 +156,7 @@ function problem(status: number, error: string, extra: Record<string, unknown> =
  * console.log(res.status); // 200 or 503
  * ```
  */
-export function createApp(options: AppOptions): HttpApp {
+export function createApp(options: AppOptions): HonoApp {
   const coordinator = options.worker?.coordinator ?? options.coordinator;
   if (!coordinator) throw new TypeError("createApp needs a worker or a coordinator");
   const worker = options.worker;
@@ -132,6 +168,12 @@ export function createApp(options: AppOptions): HttpApp {
     if (issue) throw new SplitleaseError("INVALID_CONFIG", `createApp: ${issue}`);
   }
   const app = new Hono();
+  if (options.routes !== undefined) {
+    if (typeof options.routes !== "function") {
+      throw new SplitleaseError("INVALID_CONFIG", "createApp: routes must be a function that adds routes to the app");
+    }
+    options.routes(app);
+  }
 
   const route = (path: string, method: "GET" | "POST") => {
     app.all(path, (c) => {

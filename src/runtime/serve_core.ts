@@ -11,7 +11,7 @@ import type { JoinOptions } from "../coordinator/join_options.ts";
 import { SplitCoordinator } from "../coordinator/coordinator.ts";
 import type { Coordinator } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
-import { createApp, type HttpApp } from "../http/app.ts";
+import { createApp, type HonoApp } from "../http/app.ts";
 import type { Store } from "../store/store.ts";
 import { jsonLogger } from "./logger.ts";
 import { startWorker } from "./worker.ts";
@@ -82,8 +82,12 @@ export interface Service {
   readonly worker: Worker;
   /** The coordinator. */
   readonly coordinator: Coordinator;
-  /** The HTTP app. */
-  readonly app: HttpApp;
+  /**
+   * The HTTP app being served (a Hono app: `service.app.request("/status")`
+   * answers in process; add routes with serve's `routes` option, which runs
+   * before the built-in routes are added).
+   */
+  readonly app: HonoApp;
   /** The port the server listens on. */
   readonly port: number;
   /** Resolves when the worker ended and the server and store are closed. */
@@ -183,6 +187,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     drainDeadlineMs: deadlineMs,
     onDrain: (d) => void shutdown("POST /drain", d ?? deadlineMs),
     idling: () => idling,
+    routes: options.routes,
   });
   let server: { port: number; close(): Promise<void> };
   try {

@@ -8,10 +8,11 @@ import type { JoinOptions } from "../coordinator/join_options.ts";
 import type { CoordinatorTunables } from "../coordinator/config.ts";
 import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
+import type { HonoApp } from "../http/app.ts";
 import { checkDrainOptions } from "../http/drain_auth.ts";
 import type { Store } from "../store/store.ts";
 import type { SplitSource } from "./source.ts";
-import type * as z from "zod";
+import * as z from "zod";
 import { choiceOption, durationOption, type Equal, givenOption, parseOptions } from "../util/option_schema.ts";
 import { HOST_TUNABLES, LANE_OPTIONS } from "./worker_options.ts";
 
@@ -60,6 +61,13 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
   drainOpen?: boolean;
   /** Metric name prefix (default `etl_coordination_`). */
   metricsPrefix?: string;
+  /**
+   * Adds your routes and middleware to the served Hono app, before the
+   * built-in ones (`/healthz`, `/metrics`, …): `routes: (app) =>
+   * app.get("/hello", (c) => c.text("hi"))`. Middleware (`app.use`) also
+   * runs for the built-in routes; a route on a built-in path replaces it.
+   */
+  routes?: (app: HonoApp) => unknown;
   /** Stalled job is fatal (exit 3, default) or drains with a warning (exit 0). */
   stalledIsFatal?: boolean;
   /**
@@ -121,6 +129,9 @@ export const SERVE_SCHEMA = HOST_TUNABLES.extend({
   drainToken: givenOption<string>().optional(),
   drainOpen: givenOption<boolean>().optional(),
   metricsPrefix: givenOption<string>().optional(),
+  routes: z.custom<(app: HonoApp) => unknown>((v) => typeof v === "function", {
+    error: (iss) => `{key} must be a function that adds routes to the app, got ${typeof iss.input}`,
+  }).optional(),
   shutdownMarginMs: durationOption().optional(),
   abortGraceMs: LANE_OPTIONS.abortGraceMs.optional(),
   commitIntervalMs: LANE_OPTIONS.commitIntervalMs.optional(),
