@@ -251,3 +251,35 @@ Deno.test("fleet http: GET / serves the page with a strict CSP and no token; GET
   assert.equal((await bare.request("/fleet")).status, 404);
   assert.equal((await bare.request("/")).status, 404);
 });
+
+Deno.test("fleet http: one split in detail, ?match= search, the favicon and the stylesheet (issue 24 item 1)", async () => {
+  const { app, get, store } = await setup();
+  const one = await get("/fleet/splits/s010");
+  assert.equal(one.status, 200);
+  assert.equal(one.body.split.id, "s010");
+  assert.equal(one.body.split.status, "quarantined");
+  assert.ok(Array.isArray(one.body.split.tenancies) && Array.isArray(one.body.split.failures));
+  assert.equal(typeof one.body.at, "number");
+  assert.equal((await get("/fleet/splits/nope")).status, 404);
+  assert.equal((await get("/fleet/splits/a.b")).status, 400);
+  await store.create("split.bad", "{not json");
+  assert.equal((await get("/fleet/splits/bad")).status, 409);
+  const found = await get("/fleet?match=%22N%22%3A2");
+  assert.equal(found.status, 200);
+  assert.deepEqual(found.body.splits.map((s: { id: string }) => s.id), ["s002", "s020", "s021", "s022", "s023", "s024", "s025", "s026", "s027", "s028", "s029"]);
+  assert.equal(found.body.page.match, '"n":2');
+  assert.equal((await get(`/fleet?match=${"x".repeat(201)}`)).status, 400);
+  assert.equal(typeof found.body.rate.eta.state, "string");
+  assert.ok(Array.isArray(found.body.recent));
+  for (const path of ["/favicon.ico", "/favicon.svg"]) {
+    const res = await app.request(path);
+    assert.equal(res.status, 200, path);
+    assert.equal(res.headers.get("content-type"), "image/svg+xml");
+    assert.match(await res.text(), /^<svg /);
+  }
+  const css = await app.request("/fleet.css");
+  assert.match(css.headers.get("content-type")!, /^text\/css/);
+  assert.match(await css.text(), /@media \(max-width: 700px\)/);
+  const csp = (await app.request("/")).headers.get("content-security-policy")!;
+  assert.match(csp, /style-src 'self'/, "no inline styles");
+});
