@@ -112,7 +112,7 @@ export class ClaimRecovery {
       ? { ...claimed, owner: null, status: "quarantined", lastFailure: problem!.slice(12) }
       : problem
       ? handBackRecord(claimed, `${problem.replace(/^missing: s/, "S")} (handed back, no attempt charged)`, me.instance, clock.wallNow())
-      : releaseRecord(claimed, null);
+      : releaseRecord(claimed, null, clock.wallNow());
     if (problem) log("error", poison ? "Unreadable spec: quarantining the split" : "Spec missing: handing the split back", { split: id, error: problem });
     try {
       const r = await store.update(keys.split(id), encodeRecord(next), revision);

@@ -75,7 +75,8 @@ export class DormantTenancies {
       try {
         for (let i = 0; i < 4; i++) {
           const keep = this.#mayClaim();
-          const next = keep ? openRecord(record, me, false, config.maxAttempts) : releaseRecord(record, null);
+          const at = this.#core.clock.wallNow();
+          const next = keep ? openRecord(record, me, false, config.maxAttempts, at) : releaseRecord(record, null, at);
           if (keep) stats.claimAttempts++;
           const r = await store.update(keys.split(id), encodeRecord(next), revision);
           if (r.ok) {

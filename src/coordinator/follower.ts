@@ -370,7 +370,7 @@ export class Follower {
         rev = e.revision;
       }
       if (rec.status !== "runnable" || rec.owner !== null) return; // stale offer
-      const next = openRecord(rec, me, false, config.maxAttempts);
+      const next = openRecord(rec, me, false, config.maxAttempts, this.#core.clock.wallNow());
       stats.claimAttempts++;
       const value = encodeRecord(next);
       const [specRead, claimed] = await Promise.allSettled([

@@ -188,7 +188,7 @@ export class Planning {
       // grant): one write less than seeding it free and having it claimed.
       const heir = this.#role.reserveIdle(n, planned.length);
       const free = seedRecord(weight, inline ? descriptor : undefined);
-      const rec = heir ? openRecord(free, heir.owner, false, Infinity) : free; // epoch 1, its first tenancy
+      const rec = heir ? openRecord(free, heir.owner, false, Infinity, this.#core.clock.wallNow()) : free; // epoch 1, its first tenancy
       try {
         const r = await store.create(keys.split(id), encodeRecord(rec));
         if (r.ok) {

@@ -236,7 +236,7 @@ export class Tenancies {
 
   /** Fenced progress commit; `final` completes the split and ends the tenancy. */
   async commit(id: string, epoch: number, progress: SplitProgress, final: boolean): Promise<void> {
-    const { tenancy: t } = await this.#cas(id, epoch, final, (r) => commitRecord(id, r, progress, final));
+    const { tenancy: t } = await this.#cas(id, epoch, final, (r) => commitRecord(id, r, progress, final, this.#core.clock.wallNow()));
     if (final) this.#core.log("debug", "Completed split", { split: id, epoch });
     else if (this.held.get(id) === t && t.draining && t.cancelled) {
       this.#armNoProgress(id, t); // progress during a withdrawn drain keeps it alive
@@ -255,7 +255,7 @@ export class Tenancies {
       const t = this.held.get(id);
       if (!t) return;
       try {
-        await this.#cas(id, t.epoch, true, (r) => releaseRecord(r, t.to));
+        await this.#cas(id, t.epoch, true, (r) => releaseRecord(r, t.to, this.#core.clock.wallNow()));
         this.#core.stats.releases++;
         if (t.draining && !t.cancelled && t.to) bump(this.#core.stats.revocations, "drained");
         this.#core.log("debug", "Released split", { split: id, epoch: t.epoch, to: t.to?.instance ?? null });
@@ -308,7 +308,7 @@ export class Tenancies {
     try {
       // A write of ours may still be in flight (a commit racing the release): go again at its revision.
       for (let i = 0; i < 8; i++) {
-        const r = await store.update(keys.split(id), encodeRecord(releaseRecord(record, t.to)), revision);
+        const r = await store.update(keys.split(id), encodeRecord(releaseRecord(record, t.to, this.#core.clock.wallNow())), revision);
         if (r.ok) return;
         const cur = await store.get(keys.split(id));
         const rec = cur ? decodeRecord(cur.key, cur.value, SplitRecordSchema) : undefined;

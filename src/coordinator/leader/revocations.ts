@@ -239,7 +239,7 @@ export class Revocations {
     if (this.#fencing.has(id)) return;
     const cur = view.splits.get(id);
     if (!cur || cur.record.epoch !== r.epoch) return;
-    const next = openRecord(cur.record, thief.owner, false, core.config.maxAttempts);
+    const next = openRecord(cur.record, thief.owner, false, core.config.maxAttempts, core.clock.wallNow());
     this.#fencing.add(id);
     core.store.update(keys.split(id), encodeRecord(next), cur.revision).then(async (w) => {
       if (!w.ok) {

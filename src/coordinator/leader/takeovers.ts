@@ -109,7 +109,7 @@ export class Takeovers {
     const old = cur.record.owner;
     // The successor may have gone meanwhile.
     const heir = to && this.#ctx.states.get(to.instance) === to && !to.draining ? to : undefined;
-    const next = openRecord(cur.record, heir?.owner ?? null, charge, core.config.maxAttempts);
+    const next = openRecord(cur.record, heir?.owner ?? null, charge, core.config.maxAttempts, core.clock.wallNow());
     try {
       core.stats.claimAttempts++;
       const r = await core.store.update(keys.split(id), encodeRecord(next), cur.revision);
