@@ -91,6 +91,71 @@ Deno.test("package: package.json, deno.json (JSR), package-lock.json and VERSION
   assert.equal(lock.packages[""].version, VERSION, "package-lock.json's root package version");
 });
 
+/** Where the README's links into the repository point (package.json's repository, on its main branch). */
+const BLOB = "https://github.com/splitlease/splitlease/blob/main/";
+
+/** The targets of the Markdown links and images of `text` (inline `[text](target)` form). */
+function readmeLinks(text: string): string[] {
+  const outside = text.replace(/```[\s\S]*?```/g, "").replace(/`[^`\n]*`/g, "");
+  return [...outside.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1]);
+}
+
+Deno.test("package: a registry page has what it needs (repository, homepage, bugs, changelog, absolute README links, caret ranges pinned by the lock)", async () => {
+  const read = async (f: string) => JSON.parse(await Deno.readTextFile(`${root}${f}`));
+  const [pkg, lock] = await Promise.all([read("package.json"), read("package-lock.json")]);
+  assert.deepEqual(pkg.repository, { type: "git", url: "git+https://github.com/splitlease/splitlease.git" });
+  assert.equal(pkg.homepage, "https://github.com/splitlease/splitlease#readme");
+  assert.deepEqual(pkg.bugs, { url: "https://github.com/splitlease/splitlease/issues" });
+  for (const f of ["CHANGELOG.md", "docs/*.md"]) assert.ok(pkg.files.includes(f), `package.json files lists ${f}`);
+
+  // Runtime dependencies are caret ranges; the lock pins each to the exact version the range starts at.
+  for (const [dep, range] of Object.entries(pkg.dependencies as Record<string, string>)) {
+    const m = /^\^(\d+\.\d+\.\d+)$/.exec(range);
+    assert.ok(m, `${dep}: a caret range, got ${range}`);
+    assert.equal(lock.packages[""].dependencies[dep], range, `package-lock.json's root lists ${dep} as package.json does (run npm install)`);
+    assert.equal(lock.packages[`node_modules/${dep}`].version, m[1], `package-lock.json pins ${dep} to ${m[1]}`);
+  }
+
+  // The changelog has a section for this version (or an Unreleased one above it).
+  const changelog = await Deno.readTextFile(`${root}CHANGELOG.md`);
+  assert.match(changelog, new RegExp(`^## ${VERSION.replaceAll(".", "\\.")}$`, "m"), `CHANGELOG.md has a section for ${VERSION}`);
+
+  // Every README link works off the repository: absolute (https) or an anchor in the page; those into the repository name a file that exists.
+  const links = readmeLinks(await Deno.readTextFile(`${root}README.md`));
+  assert.ok(links.length >= 4, "the README links its docs");
+  for (const link of links) {
+    assert.match(link, /^(https:\/\/|#)/, `README link ${link} is absolute (a relative one breaks on a registry page)`);
+    if (link.startsWith(BLOB)) {
+      const path = link.slice(BLOB.length).replace(/#.*$/, "");
+      assert.ok((await Deno.stat(`${root}${path}`)).isFile, `README links to ${path}, which exists`);
+    }
+  }
+  for (const doc of ["docs/OPERATIONS.md", "docs/DESIGN.md", "docs/SCALE.md", "CHANGELOG.md"]) {
+    assert.ok(links.includes(BLOB + doc), `the README links ${doc}`);
+  }
+});
+
+Deno.test({
+  name: "package: npm run docs writes the API reference as HTML into docs/api/, which git ignores",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await runCmd("npm", ["run", "--silent", "docs"], { cwd: root, env: npmEnv(), timeoutMs: 120_000, what: "npm run docs" });
+    const index = await Deno.readTextFile(`${root}docs/api/index.html`);
+    assert.match(index, /@splitlease\/splitlease/);
+    // Every entry point has its page, named as deno.json's exports name it (`.` is the index itself).
+    const deno = JSON.parse(await Deno.readTextFile(`${root}deno.json`));
+    for (const sub of Object.keys(deno.exports)) {
+      if (sub === ".") continue;
+      const page = await Deno.readTextFile(`${root}docs/api/${sub.slice(2)}/index.html`);
+      assert.match(page, /<html/i, `the reference has a page for ${sub}`);
+    }
+    assert.match(await Deno.readTextFile(`${root}docs/api/host/~/createApp.html`), /routes/, "symbols have their pages");
+    const ignored = await runCmd("git", ["check-ignore", "-q", "docs/api/index.html"], { cwd: root, check: false });
+    assert.equal(ignored.code, 0, "docs/api/ is git-ignored");
+  },
+});
+
 Deno.test({
   name: "package: npm pack installs into a fresh project, type-checks with tsc --strict, runs on Node 24 and Bun",
   sanitizeResources: false,
@@ -107,6 +172,15 @@ Deno.test({
       assert.ok(sub in deno.exports, `${sub} is a deno.json export too`);
       assert.ok(files.includes(target.default.slice(2)), `tarball has ${target.default} (${sub})`);
       assert.ok(files.includes(target.types.slice(2)), `tarball has ${target.types} (${sub})`);
+    }
+    // What a registry page links to: the docs and the changelog (not the generated API reference).
+    for (const f of ["CHANGELOG.md", "docs/OPERATIONS.md", "docs/DESIGN.md", "docs/SCALE.md"]) {
+      assert.ok(files.includes(f), `tarball has ${f}`);
+    }
+    assert.deepEqual(files.filter((f) => f.startsWith("docs/api/")), [], "no generated API reference in the package");
+    for (const link of readmeLinks(await Deno.readTextFile(`${root}README.md`))) {
+      const inRepo = link.startsWith(BLOB) ? link.slice(BLOB.length).replace(/#.*$/, "") : undefined;
+      if (inRepo && /^(docs\/[^/]+\.md|CHANGELOG\.md)$/.test(inRepo)) assert.ok(files.includes(inRepo), `README links to ${inRepo}: in the package`);
     }
     const stray = files.filter((f) =>
       /^(src|tests|examples|scripts|bench|adapters)\//.test(f) || f.includes("fixtures") || f.includes("bundle")
