@@ -234,8 +234,8 @@ export const mutants = [
     breaks: "claiming an offered free split consumes an attempt",
     edits: [{
       file: C + "follower.ts",
-      search: "const next = openRecord(rec, me, false, config.maxAttempts);",
-      replace: "const next = openRecord(rec, me, true, config.maxAttempts);",
+      search: "const next = openRecord(rec, me, false, config.maxAttempts, this.#core.clock.wallNow());",
+      replace: "const next = openRecord(rec, me, true, config.maxAttempts, this.#core.clock.wallNow());",
     }],
     suites: COORD,
   },
@@ -313,8 +313,8 @@ export const mutants = [
     breaks: "a takeover from a dead owner consumes no attempt (a split that kills its workers is never quarantined)",
     edits: [{
       file: C + "leader/takeovers.ts",
-      search: "openRecord(cur.record, heir?.owner ?? null, charge, core.config.maxAttempts)",
-      replace: "openRecord(cur.record, heir?.owner ?? null, false, core.config.maxAttempts)",
+      search: "openRecord(cur.record, heir?.owner ?? null, charge, core.config.maxAttempts, core.clock.wallNow())",
+      replace: "openRecord(cur.record, heir?.owner ?? null, false, core.config.maxAttempts, core.clock.wallNow())",
     }],
     suites: COORD,
   },
