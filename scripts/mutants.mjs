@@ -1285,4 +1285,23 @@ export const mutants = [
     edits: [{ file: "src/nats/nats_store.ts", search: "    if (this.#conn.connected) return;\n    if (!(await this.#conn.waitConnected(deadline - this.#reserve))) {", replace: "    return;\n    if (!(await this.#conn.waitConnected(deadline - this.#reserve))) {" }],
     suites: ["outage"],
   },
+  // --- what the fleet view reads from a split record (issue 24 item 1) -----------------
+  {
+    name: "fast-check-estimate",
+    breaks: "the fast check of a split record accepts a malformed progress estimate (more left than the total) that the schema refuses",
+    edits: [{ file: "src/records/fast_checks.ts", search: "    if (p.estimate !== undefined && estimateProblem(p.estimate) !== null) return false;\n", replace: "" }],
+    suites: ["unit"],
+  },
+  {
+    name: "fast-check-tenancy-end",
+    breaks: "the fast check of a split record accepts a tenancy ended in a way the protocol has not",
+    edits: [{ file: "src/records/fast_checks.ts", search: "(t.end === undefined || ENDS.has(t.end))", replace: "true" }],
+    suites: ["unit"],
+  },
+  {
+    name: "commit-final-keeps-tenancy-open",
+    breaks: "a completion leaves its tenancy open: the record holds no completion time, so the rate and ETA never count it",
+    edits: [{ file: "src/coordinator/transitions.ts", search: "owner: null }, at, \"completed\")", replace: "owner: null }, at, null)" }],
+    suites: ["unit"],
+  },
 ];
