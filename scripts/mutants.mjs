@@ -1304,4 +1304,10 @@ export const mutants = [
     edits: [{ file: "src/coordinator/transitions.ts", search: "owner: null }, at, \"completed\")", replace: "owner: null }, at, null)" }],
     suites: ["unit"],
   },
+  {
+    name: "lane-accepts-bad-estimate",
+    breaks: "a lane passes a malformed estimate on instead of refusing it at the call (the source learns it only from the store write)",
+    edits: [{ file: "src/runtime/lane.ts", search: "const bad = progress.estimate === undefined ? null : estimateProblem(progress.estimate);", replace: "const bad = null;" }],
+    suites: ["unit"],
+  },
 ];

@@ -146,3 +146,40 @@ Deno.test("fleet view: rate and ETA from the records' completion times, fraction
   assert.equal(buildFleetView({ ...snap, splits: [entry("split.q", q), entry("split.d", splits[0][1])] }).rate.eta.state, "stalled");
   assert.equal(buildFleetView({ ...snap, splits: [entry("split.d", splits[0][1])] }).rate.eta.state, "done");
 });
+
+Deno.test("lane: a commit with a malformed estimate is refused before it is written; a valid one lands in the record", async () => {
+  const { MemoryStore } = await import("../../src/store/memory_store.ts");
+  const { SplitCoordinator } = await import("../../src/coordinator/coordinator.ts");
+  const { startWorker } = await import("../../src/runtime/worker.ts");
+  const store = new MemoryStore();
+  const seen: string[] = [];
+  const planner = () => Promise.resolve({ finality: "final" as const, splits: [{ id: "one", descriptor: { n: 1 } }] });
+  const c = await SplitCoordinator.join({
+    store, job: "j", instance: "a", fingerprint: "fp", planner, maxInFlight: 1, leaseMs: 1500, opTimeoutMs: 500, drainDeadlineMs: 1000,
+  });
+  const w = startWorker({
+    coordinator: c,
+    logger: () => {},
+    maxInFlight: 1,
+    source: {
+      fingerprint: () => "fp",
+      plan: planner,
+      async run(lane) {
+        await lane.commit({ watermark: 1, estimate: { left: 3, total: 4, unit: "ids" } });
+        try {
+          await lane.commit({ watermark: 2, estimate: { left: 5, total: 4, unit: "ids" } });
+        } catch (e) {
+          seen.push(`${(e as SplitleaseError).code}: ${(e as Error).message}`);
+        }
+        const rec = JSON.parse((await store.get("split.one"))!.value);
+        seen.push(JSON.stringify(rec.progress));
+        await lane.complete();
+      },
+    },
+  });
+  const out = await w.done;
+  await store.close();
+  assert.equal((out as { reason?: string }).reason, "complete", JSON.stringify(out));
+  assert.match(seen[0], /^INVALID_ARGUMENT: progress\.estimate of split one: left must be a number from 0 to total/);
+  assert.equal(seen[1], '{"watermark":1,"estimate":{"left":3,"total":4,"unit":"ids"}}', "the refused commit wrote nothing");
+});
