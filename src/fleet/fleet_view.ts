@@ -1,8 +1,10 @@
 /**
  * The fleet view, pure part: turns a snapshot of a job's records (members,
  * plan, leader, split records) into what an operator reads — members with
- * their load, job-wide counts, and one page of splits filtered by state and
- * owner — without touching the store. Splits are folded in one pass, keeping
+ * their load, job-wide counts, the rate and ETA from the completion times
+ * the records hold (`fleet_rate.ts`), the recent completions, and one page
+ * of splits filtered by state, owner and search text — without touching the
+ * store. Splits are folded in one pass, keeping
  * only the page, so 100k split records cost O(S) time and O(page) memory
  * beyond the listing itself. {@linkcode readFleet} (`read_fleet.ts`) reads
  * the snapshot.
