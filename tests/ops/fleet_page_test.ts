@@ -7,8 +7,11 @@
 // — running, stalled, done — plus the requeue confirmation and a
 // phone-width window; each screenshot is taken right after the assertions
 // about what it shows. The browser runs in Europe/Berlin so dates show a
-// zone that is not UTC. Skipped, saying so, only when Chromium is not
-// installed (scripts/test.mjs installs it with apt-get when it can).
+// zone that is not UTC. The screenshots go to a fresh temp dir printed in
+// the log (or to $FLEET_PAGE_SCREENSHOTS): 1-running, 1b-search,
+// 1c-phone, 1d-phone-splits, 2-stalled, 3-confirm-requeue, 4-done. Skipped,
+// saying so, only when Chromium is not installed (scripts/test.mjs installs
+// it with apt-get when it can).
 import assert from "node:assert/strict";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { serve } from "../../adapters/deno.ts";
