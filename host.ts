@@ -35,5 +35,12 @@ export { type ServeOptions } from "./src/runtime/serve_options.ts";
 // own endpoint or push), timingSafeEqual and the text-format helpers (the
 // registry applies them).
 export { type AppOptions, createApp, type HonoApp, type HttpApp } from "./src/http/app.ts";
+export {
+  type MemoryUsage,
+  type ProcessMetrics,
+  type ProcessMetricsOptions,
+  type ProcessSample,
+  startProcessMetrics,
+} from "./src/http/process_metrics.ts";
 export { type Labels, type MetricType, MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./src/http/metrics.ts";
 export { formatLogLine, jsonLogger, type JsonLoggerOptions, type LogLevel, silentLogger } from "./src/runtime/logger.ts";

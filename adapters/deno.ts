@@ -47,6 +47,7 @@ export function serve<D>(options: ServeOptions<D>): Promise<Service> {
       });
       return () => subs.forEach((u) => u());
     },
+    memoryUsage: () => Deno.memoryUsage(),
     exit: (code) => Deno.exit(code),
   });
 }

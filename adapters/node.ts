@@ -59,6 +59,7 @@ export function serve<D>(options: ServeOptions<D>): Promise<Service> {
       });
       return () => subs.forEach((u) => u());
     },
+    memoryUsage: () => process.memoryUsage(),
     exit: (code) => process.exit(code),
   });
 }

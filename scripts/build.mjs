@@ -102,6 +102,7 @@ writeFileSync(
   function addSignalListener(signal: Signal, handler: () => void): void;
   function removeSignalListener(signal: Signal, handler: () => void): void;
   function exit(code?: number): never;
+  function memoryUsage(): { rss: number; heapTotal: number; heapUsed: number; external: number };
   interface Conn {
     read(p: Uint8Array): Promise<number | null>;
     write(p: Uint8Array): Promise<number>;

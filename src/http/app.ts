@@ -15,6 +15,7 @@ import { durationIssue, MAX_TIMER_MS } from "../util/timers.ts";
 import { drainGuardOf } from "./drain_auth.ts";
 import { mountFleetRoutes } from "./fleet_routes.ts";
 import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
+import type { ProcessSample } from "./process_metrics.ts";
 import { renderMetrics } from "./render_metrics.ts";
 
 
@@ -108,6 +109,11 @@ export interface AppOptions {
    * although the worker finished, so a Deployment's pods stay ready.
    */
   idling?: () => boolean;
+  /**
+   * Reads the process metrics `/metrics` adds (heap, resident memory,
+   * event-loop lag; see `startProcessMetrics`). `serve` passes one.
+   */
+  processMetrics?: () => ProcessSample;
   /**
    * Adds the user's routes and middleware to the app, before the built-in
    * routes: a route here answers on its path, and middleware (`app.use`)
@@ -210,7 +216,7 @@ export function createApp(options: AppOptions): HonoApp {
   route("/readyz", "GET");
 
   app.get("/metrics", () => {
-    const body = renderMetrics(coordinator.status(), coordinator.stats(), worker, prefix);
+    const body = renderMetrics(coordinator.status(), coordinator.stats(), worker, prefix, options.processMetrics?.());
     return new Response(body, { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } });
   });
   route("/metrics", "GET");

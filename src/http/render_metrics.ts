@@ -8,6 +8,7 @@ import type { CoordinatorStats, CoordinatorStatus } from "../coordinator/types.t
 import type { Worker } from "../runtime/worker_types.ts";
 import { newHistogram } from "../coordinator/stats.ts";
 import { MetricsRegistry } from "./metrics.ts";
+import type { ProcessSample } from "./process_metrics.ts";
 
 /**
  * Label values every labelled counter renders from the first scrape on (at
@@ -38,6 +39,8 @@ const KNOWN_LABEL_VALUES = {
  * `splits_quarantined`, `splits_cancelled`, `live_workers`, `job_stalled`) are exported by
  * the leader only (the replica whose `leader` gauge is 1), so any
  * aggregation over replicas counts them once; elsewhere they have no sample.
+ * With a `host` sample (the process's reading) it adds the process metrics (heap, resident
+ * memory, event-loop lag).
  *
  * @example
  * ```ts
@@ -51,6 +54,7 @@ export function renderMetrics(
   stats: CoordinatorStats,
   worker?: Worker,
   prefix = "etl_coordination_",
+  host?: ProcessSample,
 ): string {
   const r = new MetricsRegistry(prefix, { splitlease_job: status.job });
   const draining = status.held.filter((h) => h.draining).length;
@@ -116,6 +120,22 @@ export function renderMetrics(
     r.counter("lane_commits_total", "Progress writes that landed.").set(w.commits);
     r.counter("records_committed_total", "Records covered by commits that landed.").set(w.recordsCommitted);
     r.counter("splits_completed_here_total", "Splits completed by this worker.").set(w.completed);
+  }
+  if (host) {
+    // Rendered when the host measures them (serve does); a value not known yet has no sample.
+    const gauge = (name: string, help: string, value: number | undefined) => {
+      const g = r.gauge(name, help);
+      if (value !== undefined && Number.isFinite(value)) g.set(value);
+    };
+    gauge("heap_used_bytes", "JavaScript heap in use (bytes), as the runtime reports it.", host.heapUsedBytes);
+    gauge("heap_total_bytes", "JavaScript heap reserved (bytes), as the runtime reports it.", host.heapTotalBytes);
+    gauge("resident_memory_bytes", "Resident set size of the process (bytes).", host.residentBytes);
+    gauge("event_loop_lag_seconds", "How late the last event-loop probe timer fired (seconds).", host.eventLoopLagSeconds);
+    gauge(
+      "event_loop_lag_max_seconds",
+      "The largest event-loop lag measured in the last 10 seconds (seconds).",
+      host.eventLoopLagMaxSeconds,
+    );
   }
   return r.render();
 }

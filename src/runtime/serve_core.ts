@@ -12,6 +12,7 @@ import { SplitCoordinator } from "../coordinator/coordinator.ts";
 import type { Coordinator } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { createApp, type HonoApp } from "../http/app.ts";
+import { type MemoryUsage, startProcessMetrics } from "../http/process_metrics.ts";
 import type { Store } from "../store/store.ts";
 import { jsonLogger } from "./logger.ts";
 import { startWorker } from "./worker.ts";
@@ -46,6 +47,12 @@ export interface ServeHost {
   onSignal(signals: readonly string[], handler: (signal: string) => void): () => void;
   /** Exits with `code` (ends the running program). */
   exit(code: number): void;
+  /**
+   * The runtime's memory reading for the process metrics on `/metrics`
+   * (the runtime's `memoryUsage()`); without it `/metrics`
+   * has the event-loop lag but no heap.
+   */
+  memoryUsage?: () => MemoryUsage;
 }
 
 /**
@@ -178,9 +185,11 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     endIdle?.();
     return worker.shutdown({ reason, deadlineMs: deadline });
   };
+  const processMetrics = startProcessMetrics({ memoryUsage: host.memoryUsage });
   const app = createApp({
     worker,
     store,
+    processMetrics: () => processMetrics.sample(),
     drainToken: options.drainToken,
     drainOpen: options.drainOpen,
     metricsPrefix: options.metricsPrefix,
@@ -194,6 +203,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     server = await host.listen(app.fetch, options.port ?? 8080, options.hostname ?? "0.0.0.0");
   } catch (e) {
     log("error", "HTTP server failed to start", { event: "startupFailed", error: e });
+    processMetrics.stop();
     await worker.shutdown({ reason: "listen failed", deadlineMs }).catch(() => {});
     if (ownsStore) await store.close().catch(() => {});
     if (exit) host.exit(EXIT_ERROR);
@@ -237,6 +247,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
       await server.close().catch((e) => log("warn", "HTTP server close failed", { error: e }));
       if (ownsStore) await store.close().catch((e) => log("warn", "store close failed", { error: e }));
     }
+    processMetrics.stop();
     log(exitCode === 0 ? "info" : "error", "exiting", { event: "exit", exitCode, outcome: outcome.kind });
     if (exit) host.exit(exitCode);
     return { outcome, exitCode };

@@ -48,6 +48,10 @@ async function sigtermMidJob(rt: Runtime, env: Record<string, string>): Promise<
     const text = await metrics.text();
     assert.match(text, /^etl_coordination_splits_owned\{splitlease_job="[^"]+"\} [1-9]\d*$/m);
     assert.match(text, /^# TYPE etl_coordination_store_op_duration_seconds histogram$/m);
+    // Process metrics: the heap from the adapter's reading (Deno.memoryUsage, process.memoryUsage), the lag from a timer.
+    assert.match(text, /^etl_coordination_heap_used_bytes\{splitlease_job="[^"]+"\} [1-9]\d*$/m, `${p.rt} heap`);
+    assert.match(text, /^etl_coordination_resident_memory_bytes\{splitlease_job="[^"]+"\} [1-9]\d*$/m, `${p.rt} rss`);
+    assert.match(text, /^# TYPE etl_coordination_event_loop_lag_max_seconds gauge$/m);
     assert.equal(await get(p, "/nope").then((r) => (r.body?.cancel(), r.status)), 404);
     const unauth = await get(p, "/drain", { method: "POST" });
     await unauth.body?.cancel();

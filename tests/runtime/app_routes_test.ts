@@ -130,6 +130,10 @@ Deno.test({
       const health = await fetch(`http://127.0.0.1:${service.port}/healthz`);
       assert.equal(health.status, 200);
       await health.body?.cancel();
+      // The adapter supplies the heap reading of the process metrics (issue 24, item 3).
+      const metrics = await (await fetch(`http://127.0.0.1:${service.port}/metrics`)).text();
+      assert.match(metrics, /^etl_coordination_heap_used_bytes\{splitlease_job="routes"\} [1-9]\d*$/m);
+      assert.match(metrics, /^etl_coordination_resident_memory_bytes\{splitlease_job="routes"\} [1-9]\d*$/m);
       // The app handed back is the one served.
       assert.equal(await (await service.app.request("/hello")).text(), "hello from my route");
     } finally {
