@@ -21,7 +21,7 @@ import { NATS_SERVER } from "../helpers/nats_server.ts";
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import { ManualClock } from "../../src/coordinator/clock.ts";
-import { parseCoordinatorConfig } from "../../src/coordinator/config.ts";
+import { parseCoordinatorConfig, TUNABLE_DEFAULTS } from "../../src/coordinator/config.ts";
 import { createApp } from "../../src/http/app.ts";
 import { DEFAULT_SHUTDOWN_MARGIN_MS } from "../../src/runtime/serve_options.ts";
 import { EXIT_PLAN_FAILED, EXIT_STALLED } from "../../src/runtime/exit_codes.ts";
@@ -186,8 +186,11 @@ Deno.test("deploy: every YAML file parses as Kubernetes and Prometheus read it (
 Deno.test("deploy: the Deployment and the Job agree with the code: grace period, probes, port, instance ids, exit codes, env", async () => {
   const reads = namesTheWorkerReads();
   // serve's shutdown deadline is drainDeadlineMs + shutdownMarginMs with the coordinator's drain default.
-  const literal = String(defaults.drainDeadlineMs).replace(/\B(?=(\d{3})+(?!\d))/g, "_");
-  assert.ok(read("src/runtime/serve_core.ts").includes(`drainDeadlineMs ?? ${literal})`), "serve's drain default is the coordinator's");
+  assert.ok(
+    read("src/runtime/serve_core.ts").includes("options.drainDeadlineMs ?? TUNABLE_DEFAULTS.drainDeadlineMs"),
+    "serve's drain default is the coordinator's",
+  );
+  assert.equal(TUNABLE_DEFAULTS.drainDeadlineMs, defaults.drainDeadlineMs);
   const app = createApp({ coordinator: new ScriptedCoordinator() });
   for (const [path, kind] of [["deploy/k8s/deployment.yaml", "Deployment"], ["deploy/k8s/job.yaml", "Job"]] as const) {
     const m = manifest(path, kind);
@@ -426,8 +429,9 @@ Deno.test("deploy: each Dockerfile pins package.json's runtime, runs the object-
     const installed = new Set([...Object.keys(pkg.dependencies), "aws4fetch"]);
     for (const f of tsFiles(copied)) {
       const code = read(f).replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
-      for (const m of code.matchAll(/(?:from|import\()\s*"([^".][^"]*)"/g)) {
-        const spec = m[1];
+      // Import and export statements (not a "from" inside a string), and dynamic imports.
+      for (const m of code.matchAll(/^(?:import\s|export\s+(?:type\s+)?[{*])[^;()]*?[\s}*]from\s*"([^".][^"]*)"|\bimport\(\s*"([^".][^"]*)"/gm)) {
+        const spec = m[1] ?? m[2];
         if (spec.startsWith("node:")) continue;
         const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0];
         assert.ok(installed.has(name), `${f} imports ${spec}, which the deps stage does not install`);
