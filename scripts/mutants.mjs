@@ -540,6 +540,16 @@ export const mutants = [
     suites: ["coordinator"],
   },
   {
+    name: "offers-listed-as-dealt",
+    breaks: "an assignment record lists offers in the order they were dealt, not in dealing order: a member without a leader runs its spares latest first",
+    edits: [{
+      file: C + "leader/member_state.ts",
+      search: "for (const [id, rev] of dealing) {",
+      replace: "for (const [id, rev] of this.offers) {",
+    }],
+    suites: ["coordinator"],
+  },
+  {
     name: "spares-claimed-at-once",
     breaks: "a member claims its spare offers as soon as a lane frees instead of waiting for the leader's next split in order: the prefetch reorders the plan",
     edits: [{

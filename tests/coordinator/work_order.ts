@@ -4,7 +4,9 @@
 // once, run on every backend.
 import assert from "node:assert/strict";
 import type { PlannedSplit, Planner } from "../../src/coordinator/types.ts";
-import { type Backend, finalPlanner, type Fleet, type Member, splits } from "./fleet.ts";
+import { AssignRecordSchema, decodeRecord } from "../../src/records.ts";
+import { keys } from "../../src/store/keys.ts";
+import { type Backend, finalPlanner, type Fleet, type Member, rawStore, splits } from "./fleet.ts";
 
 /** Pairs started out of plan order (`order`: split ids in the order they started). */
 export function inversions(order: string[], rank: (id: string) => number): number {
@@ -96,6 +98,9 @@ export function workOrderScenarios(b: Backend): void {
     open();
     assert.ok(await f.until(() => a.held.length === 1, 3000));
     await f.advance(50); // its spares are written
+    const assigned = (await rawStore(f).get(keys.assign("a")))!;
+    const spares = decodeRecord(assigned.key, assigned.value, AssignRecordSchema).offers.filter((o) => o.spare).map((o) => o.id);
+    assert.ok(spares.length > 0, "a holds spares");
     await lead.c.abandon(); // no leader to deal a's next free lane
     const t0 = f.now();
     await a.completeAll();
@@ -103,6 +108,7 @@ export function workOrderScenarios(b: Backend): void {
     assert.ok(await f.until(() => a.gained().length === 2, spare + 500, 1), "a claims a spare");
     const took = f.now() - t0;
     assert.ok(took >= spare - 1 && took < f.timings.leaseMs / 2, `claimed after ${took} ms`);
+    assert.equal(a.gained()[1].split.id, [...spares].sort()[0], `the first of its spares in plan order (${spares})`);
   });
 
   t("W5. seeding for idle lanes deals a plan in runs of consecutive splits and never past a member's lanes", async () => {

@@ -284,7 +284,11 @@ export class MemberState {
       }
     }
     const offers: AssignEntry[] = [];
-    for (const [id, rev] of this.offers) {
+    // In dealing order (heaviest first, then rank): a member claims them in the order listed.
+    const dealing = [...this.offers].sort(([x], [y]) =>
+      (view.splits.get(y)?.record.weight ?? 0) - (view.splits.get(x)?.record.weight ?? 0) || view.rank(x) - view.rank(y)
+    );
+    for (const [id, rev] of dealing) {
       const cur = view.splits.get(id);
       if (!cur || cur.revision !== rev) continue; // moved on: the next refill replaces it
       const e = entry(id, rev, cur.record.epoch, view.orphaned.has(id) ? "takeover" : undefined, this.spares.has(id));
