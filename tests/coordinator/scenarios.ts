@@ -197,7 +197,8 @@ export function coordinatorScenarios(b: Backend): void {
         }
       }
       return ws.every((w) => w.has("stalled"));
-    }, 5000);
+      // Two retry backoffs (1 s and 2 s, +25% jitter at most) come first: leave room on a loaded machine.
+    }, 10_000);
     assert.ok(worked);
     assert.equal(fails, 3);
     const q = ws.flatMap((w) => w.events.filter((e) => e.type === "quarantined"));
