@@ -13,6 +13,7 @@ import type { Coordinator } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { createApp, type HonoApp } from "../http/app.ts";
 import { type MemoryUsage, startProcessMetrics } from "../http/process_metrics.ts";
+import { Tracing } from "../tracing/tracing.ts";
 import type { Store } from "../store/store.ts";
 import { jsonLogger } from "./logger.ts";
 import { startWorker } from "./worker.ts";
@@ -131,19 +132,21 @@ function afterStallOf(options: ServeOptions<unknown>): "exit" | "wait" {
  * ```
  */
 export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): Promise<Service> {
-  const log = options.logger ?? jsonLogger({ base: options.instance ? { instance: options.instance } : {} });
+  // Spans of the tenancies, store operations and leader decisions (no-ops without an OpenTelemetry SDK).
+  const tracing = new Tracing(options.job);
+  const log = tracing.logger(options.logger ?? jsonLogger({ base: options.instance ? { instance: options.instance } : {} }));
   const exit = options.exit ?? true;
   let store: Store | undefined;
   const ownsStore = !options.store;
   let coordinator: Coordinator | undefined;
   try {
     checkServeOptions(options as ServeOptions<unknown>);
-    if (options.store) store = options.store;
-    else if (options.storeFactory) store = await options.storeFactory();
+    if (options.store) store = tracing.store(options.store);
+    else if (options.storeFactory) store = tracing.store(await options.storeFactory());
     else throw new SplitleaseError("INVALID_CONFIG", "serve needs a store or a storeFactory");
     const tunables = pickTunables(options);
     const join = options.join ?? ((o: JoinOptions) => SplitCoordinator.join(o));
-    coordinator = await join({
+    coordinator = tracing.coordinator(await join({
       ...tunables,
       store,
       job: options.job,
@@ -155,7 +158,8 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
       runtime: host.runtime,
       // A process that stays in a stalled job leads it once the leader left.
       ...(afterStallOf(options as ServeOptions<unknown>) === "wait" ? { leadWhileStalled: true } : {}),
-    });
+    }));
+    tracing.owner = coordinator.status().instance;
   } catch (e) {
     log("error", "startup failed", { event: "startupFailed", error: e });
     if (ownsStore) await store?.close().catch(() => {});
@@ -248,6 +252,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
       if (ownsStore) await store.close().catch((e) => log("warn", "store close failed", { error: e }));
     }
     processMetrics.stop();
+    tracing.end();
     log(exitCode === 0 ? "info" : "error", "exiting", { event: "exit", exitCode, outcome: outcome.kind });
     if (exit) host.exit(exitCode);
     return { outcome, exitCode };
