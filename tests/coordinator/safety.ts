@@ -232,6 +232,32 @@ export function safetyScenarios(b: Backend): void {
     assert.equal(rec.attempts, 1, "one takeover, one attempt");
   });
 
+  // Kills fence-lost-cas-spins: the fence of a deaf owner, losing its CAS to a view that lags, must read the record, not retry at once for ever.
+  t("S5b. a deaf owner's fence that loses its CAS against a lagging view reads the record and retries once, not in a loop", async () => {
+    await using f = await b.fleet();
+    const lStore = new LostWrites(await b.extraStore(f));
+    const lead = await standbyLeader(f, lStore, 3);
+    const aStore = new FaultyStore(await b.extraStore(f));
+    const a = new Member(await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: f.clock, ...f.timings }));
+    f.members.push(a);
+    assert.ok(await f.until(() => a.held.length === 3, 3000), "a holds the three splits (of its eight lanes)");
+    // A stays alive but hears nothing (no revocation reaches it); the leader's split watch lags.
+    aStore.pause();
+    const withheld = lStore.withhold((key) => key.startsWith(keys.splitPrefix));
+    const c = await f.join({ instance: "c", maxInFlight: 2 });
+    // Meanwhile a commits every split it holds: each record moves on past the leader's view.
+    for (const h of a.c.status().held) await a.c.commit(h.id, h.epoch, { watermark: 7 });
+    const { drainDeadlineMs, leaseMs } = f.timings;
+    assert.ok(await f.until(() => lStore.lost > 0, drainDeadlineMs + 2 * leaseMs), "the leader's fence loses its CAS on its stale view");
+    await f.advance(200);
+    assert.ok(lStore.lost <= 2, `the leader retried a losing fence ${lStore.lost} times on a view it did not update`);
+    withheld.release();
+    assert.ok(await f.until(() => c.held.length === 1, 3000), "the fence lands once the view caught up: c gets the split");
+    assert.deepEqual(c.gained()[0].progress, { watermark: 7 });
+    aStore.resume();
+    void lead;
+  });
+
   // Kills forced-release-after-move: a forced release that loses its CAS must not retry over another owner's record.
   t("S6. a forced release that loses its CAS to a newer owner writes nothing over it", async () => {
     await using f = await b.fleet();
