@@ -3,7 +3,7 @@
  * 5), statically: every workload runs without a service account token, on
  * a read-only root filesystem with its writable paths on volumes, non-root,
  * with a grace period that has headroom; a PodDisruptionBudget takes the
- * Deployment's workers one at a time; a PodMonitor scrapes every splitlease
+ * Deployment's workers one at a time; workers spread over nodes; a PodMonitor scrapes every splitlease
  * pod; the kustomize base lists the manifests and each overlay sets the
  * image, the job's name and the number of workers in one place, its
  * replacements naming fields the manifests have. Where kubectl is
@@ -69,6 +69,13 @@ Deno.test("kit: every workload runs without a service account token, on a read-o
     assert.ok(paths.includes("/tmp"), `${path}: /tmp is a writable volume`);
     const output = (worker.env as Yaml[]).find((e) => e.name === "OUTPUT")?.value as string | undefined;
     if (output) assert.ok(paths.some((p) => output.startsWith(p + "/")), `${path}: OUTPUT ${output} is on a writable volume`);
+    // The workers spread over nodes, by a selector of their own pods.
+    if (!path.endsWith("observer.yaml")) {
+      const spread = pod.topologySpreadConstraints?.find((t: Yaml) => t.topologyKey === "kubernetes.io/hostname");
+      assert.ok(spread, `${path}: workers spread over nodes`);
+      assert.equal(spread.whenUnsatisfiable, "ScheduleAnyway", `${path}: spreading never blocks scheduling`);
+      assert.ok(selects(spread.labelSelector.matchLabels, one(path, kind).spec.template.metadata.labels), `${path}: the spread selects its pods`);
+    }
     // Drain, serve's margin, the leave write, and headroom.
     const drain = Number((worker.env as Yaml[]).find((e) => e.name === "DRAIN_DEADLINE_MS")?.value ?? c.drainDeadlineMs);
     assert.ok(
