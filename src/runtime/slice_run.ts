@@ -9,6 +9,7 @@ import { SplitCoordinator } from "../coordinator/coordinator.ts";
 import type { Clock, Coordinator } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { systemClock } from "../coordinator/clock.ts";
+import { Tracing } from "../tracing/tracing.ts";
 import { jsonLogger } from "./logger.ts";
 import { startWorker } from "./worker.ts";
 import type { WorkerOutcome } from "./worker_types.ts";
@@ -115,17 +116,21 @@ export async function runSlice<D>(
   const clock = options.clock ?? systemClock;
   const started = clock.now();
   const instance = `${options.instancePrefix ?? "fn"}-${nonce()}`;
-  const log = options.logger ?? jsonLogger({ base: { instance } });
+  // Spans of the tenancies, store operations and leader decisions (no-ops without an OpenTelemetry SDK).
+  const tracing = new Tracing(options.job);
+  tracing.owner = instance;
+  const log = tracing.logger(options.logger ?? jsonLogger({ base: { instance } }));
   const ownsStore = !options.store;
-  const store = options.store ?? (options.storeFactory ? await options.storeFactory() : undefined);
-  if (!store) throw new SplitleaseError("INVALID_CONFIG", "a slice needs a store or a storeFactory");
+  const given = options.store ?? (options.storeFactory ? await options.storeFactory() : undefined);
+  if (!given) throw new SplitleaseError("INVALID_CONFIG", "a slice needs a store or a storeFactory");
+  const store = tracing.store(given);
   let timer: unknown = null;
   try {
     const tunables = pickTunables(options);
     const join = options.join ?? ((o: JoinOptions) => SplitCoordinator.join(o));
     let coordinator: Coordinator;
     try {
-      coordinator = await join({
+      coordinator = tracing.coordinator(await join({
         ...tunables,
         opTimeoutMs,
         leaseMs,
@@ -138,7 +143,7 @@ export async function runSlice<D>(
         clock,
         logger: log,
         runtime: options.runtime ?? "serverless",
-      });
+      }));
     } catch (e) {
       log("error", "join failed", { event: "startupFailed", error: e });
       return {
@@ -181,6 +186,7 @@ export async function runSlice<D>(
     return result;
   } finally {
     if (timer !== null) clock.clearTimeout(timer);
+    tracing.end();
     if (ownsStore) await store.close().catch(() => {});
   }
 }

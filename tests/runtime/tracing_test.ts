@@ -13,6 +13,7 @@ import { StoreUnavailableError } from "../../src/errors.ts";
 import { serveWith, type ServeHost, type Service } from "../../src/runtime/serve_core.ts";
 import type { ServeOptions } from "../../src/runtime/serve_options.ts";
 import type { SplitSource } from "../../src/runtime/source.ts";
+import { runSlice } from "../../src/runtime/slice_run.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
 import type { Store } from "../../src/store/store.ts";
 import { Tracing } from "../../src/tracing/tracing.ts";
@@ -162,6 +163,36 @@ Deno.test({
     for (const op of ["create", "update", "get", "list"]) assert.ok(ops.some((s) => s.name === `splitlease.store.${op}`), op);
     for (const s of ops) assert.ok(["landed", "conflict", "maybe-landed", "error", "found", "absent", "ok", "unavailable"].includes(String(attr(s, "outcome"))));
     assert.ok(ops.some((s) => attr(s, "outcome") === "landed" && String(attr(s, "store.key")).startsWith("split.")));
+  },
+});
+
+Deno.test({
+  name: "tracing: a serverless slice traces its tenancies, its leadership and its store operations too",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    exporter.reset();
+    const store = new MemoryStore();
+    const source: SplitSource<{ n: number }> = {
+      fingerprint: () => "slice-v1",
+      plan: () => Promise.resolve({ finality: "final", splits: [0, 1].map((n) => ({ id: `t${n}`, descriptor: { n } })) }),
+      async run(lane) {
+        await lane.commit({ watermark: 1 }, { records: 1 });
+        await lane.complete({ watermark: 1 });
+      },
+    };
+    const r = await runSlice({ store, source, job: "sliced", budgetMs: 9000, leaseMs: 3000, opTimeoutMs: 1000, drainDeadlineMs: 2000, logger: () => {} });
+    await store.close();
+    assert.equal(r.outcome, "complete");
+    const spans = exporter.getFinishedSpans();
+    const tenancies = spans.filter((s) => s.name === "splitlease.tenancy");
+    assert.deepEqual(tenancies.map((s) => [attr(s, "split.id"), attr(s, "owner"), attr(s, "outcome")]).sort(), [
+      ["t0", r.instance, "completed"],
+      ["t1", r.instance, "completed"],
+    ]);
+    for (const s of tenancies) assert.deepEqual(s.events.map((e) => [e.name, e.attributes?.["splitlease.final"]]), [["commit", false], ["commit", true]]);
+    assert.ok(spans.some((s) => s.name === "splitlease.leadership" && events(s).includes("plan.published")));
+    assert.ok(spans.some((s) => s.name === "splitlease.store.update" && attr(s, "outcome") === "landed"));
   },
 });
 
