@@ -61,7 +61,9 @@ export const mutants = [
       search: "if (this.#running && !this.#starved && clock.now() >= this.#lastOk + timings.selfFenceAfterMs) this.#fence();",
       replace: "",
     }],
-    suites: ["sim", "coordinator", "regressions", "nats"],
+    // Since elections and leader passes need a heartbeat younger than the twin
+    // wait, only a holder's write shows the rule; self_fence_test checks it directly.
+    suites: ["coordinator", "sim", "regressions", "nats"],
   },
   {
     name: "self-fence-keeps-lanes",

@@ -127,3 +127,34 @@ for (const mode of ["failing", "slow", "maybeLanded"] as const) {
     assert.equal(rec.attempts, 1);
   });
 }
+
+// A process paused past its self-fence point wakes with its fence timer
+// overdue but not yet run. Whatever it does first (here: a commit of the
+// split it held) must find it fenced: the check at every holder's write,
+// not the timer alone (DESIGN "Liveness": the fence is a timer, and also a
+// check of the clock at every decision and before every write of a holder).
+// Kills the mutant fence-only-by-timer.
+Deno.test("self-fence: a process woken past its fence point is fenced before its first write, not when its overdue timer runs", async () => {
+  const shared = new MemoryStore({ yieldToTimers: false });
+  const driver = new ManualDriver();
+  await using f = new Fleet(shared, driver);
+  const { leaseMs } = FAST;
+  // A clock the "pause" jumps forward without running any timer.
+  let paused = 0;
+  const clock = {
+    now: () => driver.clock.now() + paused,
+    wallNow: () => driver.clock.wallNow() + paused,
+    setTimeout: (fn: () => void, ms: number) => driver.clock.setTimeout(fn, ms),
+    clearTimeout: (h: unknown) => driver.clock.clearTimeout(h),
+  };
+  const lead = await f.join({ instance: "lead", planner: finalPlanner(splits(1)), maxInFlight: 0 });
+  assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
+  const w = new Member(await SplitCoordinator.join({ store: shared, job: f.job, instance: "w", clock, ...FAST }));
+  f.members.push(w);
+  assert.ok(await f.until(() => w.held.length === 1, 3000), "w holds the split");
+  const { id, epoch } = w.c.status().held[0];
+  paused = leaseMs; // frozen for a lease: past the self-fence point, no timer has run yet
+  await assert.rejects(w.c.commit(id, epoch, { watermark: 1 }), "the woken process writes nothing before it has fenced itself");
+  assert.deepEqual(w.lost().map((l) => l.reason), ["starved"], "fenced at its first act");
+  assert.equal((await splitRecord(shared, id)).progress?.watermark, undefined, "no progress was written");
+});
