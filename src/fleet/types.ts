@@ -165,6 +165,12 @@ export interface FleetSplit {
  * shorter), the ETA of the runnable work left at that rate (by weight, each
  * running split counted by the fraction its source estimates done) and a
  * sparkline of completions over the last ten minutes.
+ *
+ * @example
+ * ```ts
+ * import type { FleetRate } from "@splitlease/splitlease/admin";
+ * const finishesAt = (r: FleetRate) => r.eta.state === "estimated" ? new Date(r.eta.at!).toISOString() : r.eta.state;
+ * ```
  */
 export interface FleetRate {
   /** The window measured (ms): five minutes, or since the job began if shorter; 0 before any tenancy. */

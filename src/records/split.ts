@@ -124,6 +124,12 @@ export const ProgressSchema: z.ZodType<SplitProgress> = z.object({
  * leader gave it to another owner without a release), `lost` (taken over
  * from a dead owner, an attempt charged), `cancelled` or `requeued` (by an
  * operator).
+ *
+ * @example
+ * ```ts
+ * import type { TenancyEnd } from "@splitlease/splitlease/admin";
+ * const charged = (end: TenancyEnd) => end === "failed" || end === "lost";
+ * ```
  */
 export type TenancyEnd = "completed" | "released" | "failed" | "handedBack" | "moved" | "lost" | "cancelled" | "requeued";
 
