@@ -107,6 +107,7 @@ export class Tenancies {
     if (!t) return undefined;
     this.#end(id, t);
     bump(this.#core.stats.losses, reason);
+    // Logged once, by whoever consumes the event (the worker's `Lost split` line, event `lost`).
     this.#core.events.push({ type: "lost", splitId: id, reason });
     return t;
   }
@@ -115,7 +116,6 @@ export class Tenancies {
     if (t.drainTimer !== undefined) this.#core.clock.clearTimeout(t.drainTimer);
     this.held.delete(id);
     this.#weight -= t.record.weight;
-    // Logged once, by whoever consumes the event (the worker's `Lost split` line, event `lost`).
     if (t.to) this.#named--;
     if ((this.ended.get(id) ?? -1) < t.epoch) this.ended.set(id, t.epoch);
     if (this.held.size === 0) {
