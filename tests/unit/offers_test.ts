@@ -35,7 +35,7 @@ function book(free: number) {
     b.offeredTo.delete(id);
     put(id, { epoch: 1, owner: m.owner });
   };
-  return { view, b, put, join, claim };
+  return { view, b, states, put, join, claim };
 }
 
 Deno.test("offers: free lanes plus a prefetch of twice maxInFlight, at most 256", () => {
@@ -112,10 +112,10 @@ Deno.test("offers: a free split is offered to one member at a time, even when it
 });
 
 Deno.test("offers: a draining member and a standby are offered nothing", () => {
-  const { b, join, view } = book(10);
+  const { b, states, join, view } = book(10);
   const standby = join("standby", 0);
   const draining = new MemberState("draining", "d-session", 8, true, false);
-  b.states.set("draining", draining);
+  states.set("draining", draining);
   assert.equal(refillOffers(b), false);
   assert.deepEqual([standby.offers.size, draining.offers.size, b.offeredTo.size], [0, 0, 0]);
   const a = join("a", 8);
