@@ -35,12 +35,12 @@ export const FLEET_PAGE_HTML: string = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>splitlease fleet</title>
-<link rel="icon" href="/favicon.svg" type="image/svg+xml">
-<link rel="stylesheet" href="/fleet.css">
-<script src="/fleet.js" defer></script>
+<link rel="icon" href="{{base}}/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="{{base}}/fleet.css">
+<script src="{{base}}/fleet.js" data-base="{{base}}" defer></script>
 </head>
 <body>
-<h1><img src="/favicon.svg" alt=""> splitlease fleet <span id="job" class="mono"></span></h1>
+<h1><img src="{{base}}/favicon.svg" alt=""> splitlease fleet <span id="job" class="mono"></span></h1>
 <div id="meta" class="muted">loading…</div>
 <div id="banner" role="alert"></div>
 <section class="job" aria-label="job progress">
@@ -98,3 +98,19 @@ export const FLEET_PAGE_HTML: string = `<!doctype html>
 </body>
 </html>
 `;
+
+/**
+ * The page for a request at `path`: its links and the script's requests go
+ * to the routes beside it, so the page works where the app is mounted
+ * (`/`, or a prefix such as `/ops` in the user's own Hono app).
+ *
+ * @example
+ * ```ts
+ * import { renderFleetPage } from "./fleet_page.ts";
+ * renderFleetPage("/ops").includes('src="/ops/fleet.js"'); // true
+ * ```
+ */
+export function renderFleetPage(path: string): string {
+  const base = path.replace(/\/+$/, "").replace(/[&"<>']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+  return FLEET_PAGE_HTML.replaceAll("{{base}}", base);
+}

@@ -12,6 +12,8 @@ import { FLEET_PAGE_SPLITS } from "./fleet_page_splits.ts";
 
 const HELPERS = `
   const POLL_MS = 2000;
+  // Where the app is mounted ("" at the root, "/ops" under a prefix): every request goes beside the page.
+  const BASE = (document.currentScript && document.currentScript.dataset.base) || "";
   let token = ""; // typed by the operator; kept here only
   const $ = (id) => document.getElementById(id);
   const el = (tag, text, cls) => {
@@ -75,7 +77,7 @@ const HELPERS = `
   const pill = (text, cls) => el("span", text, "pill " + (cls || text));
 
   async function getJson(url) {
-    const res = await fetch(url, { cache: "no-store" });
+    const res = await fetch(BASE + url, { cache: "no-store" });
     const body = await res.json().catch(() => ({}));
     if (!res.ok) throw new Error(body.error || res.status + " " + res.statusText);
     return body;
@@ -102,7 +104,7 @@ const HELPERS = `
 
   async function act(path, what) {
     try {
-      const res = await fetch(path, { method: "POST", headers: { authorization: "Bearer " + token } });
+      const res = await fetch(BASE + path, { method: "POST", headers: { authorization: "Bearer " + token } });
       const body = await res.json().catch(() => ({}));
       if (res.ok) notice(body.message || (what + ": " + (body.requeued ?? 0) + " of " + (body.found ?? 0) + " requeued"), "ok");
       else notice(what + " refused (" + res.status + "): " + (body.message || body.error || res.statusText), "bad");

@@ -26,7 +26,7 @@ import { assertValidId, keys } from "../store/keys.ts";
 import type { FleetQuery, FleetSnapshot, FleetState } from "../fleet/types.ts";
 import { readFleetSnapshot } from "../fleet/read_fleet.ts";
 import type { Store } from "../store/store.ts";
-import { FLEET_FAVICON_SVG, FLEET_PAGE_HTML, FLEET_PAGE_STYLE } from "./fleet_page.ts";
+import { FLEET_FAVICON_SVG, FLEET_PAGE_STYLE, renderFleetPage } from "./fleet_page.ts";
 import { FLEET_PAGE_SCRIPT } from "./fleet_page_script.ts";
 
 /** What the fleet routes need from the app. */
@@ -164,7 +164,7 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
     );
     return c.body(body);
   };
-  app.get("/", page(FLEET_PAGE_HTML, "text/html; charset=utf-8"));
+  app.get("/", (c) => page(renderFleetPage(c.req.path), "text/html; charset=utf-8")(c));
   o.allow("/", "GET");
   app.get("/fleet.js", page(FLEET_PAGE_SCRIPT, "text/javascript; charset=utf-8"));
   o.allow("/fleet.js", "GET");

@@ -86,6 +86,25 @@ Deno.test("app routes: the built-in routes mounted under a prefix of the user's 
   await w.done;
 });
 
+Deno.test("app routes: the fleet page under a prefix links to, and fetches from, the routes beside it", async () => {
+  const w = worker();
+  const store = new MemoryStore();
+  const mine = new Hono();
+  mine.route("/ops", createApp({ worker: w, store }));
+  const html = await (await mine.request("/ops")).text();
+  assert.match(html, /<script src="\/ops\/fleet\.js" data-base="\/ops" defer><\/script>/);
+  assert.match(html, /<link rel="stylesheet" href="\/ops\/fleet\.css">/);
+  assert.match(html, /<link rel="icon" href="\/ops\/favicon\.svg"/);
+  assert.ok(!/(?:src|href)="\/(?:fleet|favicon)/.test(html), "nothing links to the root paths, which are the user's");
+  const js = await (await mine.request("/ops/fleet.js")).text();
+  assert.ok(js.includes("fetch(BASE + url") && js.includes("fetch(BASE + path"), "every request of the script goes beside the page");
+  for (const path of ["/ops/fleet.css", "/ops/favicon.svg", "/ops/fleet?limit=1"]) assert.equal((await mine.request(path)).status, 200, path);
+  // At the root, as before: the base is empty.
+  const root = createApp({ worker: w, store });
+  assert.match(await (await root.request("/")).text(), /<script src="\/fleet\.js" data-base="" defer>/);
+  await w.shutdown({ deadlineMs: 0 });
+});
+
 Deno.test("app routes: routes that is not a function is refused by createApp and serve", async () => {
   const w = worker();
   assert.throws(

@@ -239,7 +239,7 @@ Deno.test("fleet http: GET / serves the page with a strict CSP and no token; GET
   assert.match(csp, /script-src 'self'/);
   assert.match(csp, /frame-ancestors 'none'/);
   const html = await res.text();
-  assert.ok(html.includes('<script src="/fleet.js" defer></script>'));
+  assert.ok(html.includes('<script src="/fleet.js" data-base="" defer></script>'));
   assert.ok(!html.includes(TOKEN), "the token is never in the page");
   const js = await app.request("/fleet.js");
   assert.match(js.headers.get("content-type")!, /^text\/javascript/);
