@@ -241,6 +241,11 @@ export class Follower {
       revoked.add(r.id);
       this.#tenancies.requestRevoke(r.id, r.to ?? null, true);
     }
+    // A forced release still being written goes to whom this record names (nobody, if it lists no revoke).
+    for (const [id, t] of this.#tenancies.releasing) {
+      const r = a.revokes.find((x) => x.id === id && x.epoch === t.epoch);
+      this.#tenancies.renameReleasing(id, t.epoch, r?.to ?? null);
+    }
     for (const [id, t] of held) {
       // A revoke missing while our release is in flight was answered by it, not withdrawn.
       if (!t.draining || t.cancelled || revoked.has(id) || (t.ending ?? 0) > 0) continue;

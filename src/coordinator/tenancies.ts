@@ -296,6 +296,24 @@ export class Tenancies {
     return record;
   }
 
+  /**
+   * Forced releases still being written, by split: their tenancy has ended,
+   * so an assignment record applied meanwhile reaches their successor here
+   * (see {@linkcode Tenancies.renameReleasing}).
+   */
+  readonly releasing: Map<string, Tenancy> = new Map();
+
+  /**
+   * An assignment record applied while the forced release of `id` is being
+   * written (retried after a conflict, slow): its next attempt goes to the
+   * successor this record names for it, or to nobody when it no longer
+   * lists the revoke (the successor left, the leader withdrew it).
+   */
+  renameReleasing(id: string, epoch: number, to: Owner | null): void {
+    const t = this.releasing.get(id);
+    if (t && t.epoch === epoch) t.to = to;
+  }
+
   /** Releases a split forcibly: `lost` (revoked), the uncommitted tail replays elsewhere. */
   async forceRelease(id: string): Promise<void> {
     const t = this.held.get(id);
@@ -305,6 +323,7 @@ export class Tenancies {
     const { store, me } = this.#core;
     let record = t.record;
     let revision = t.revision;
+    this.releasing.set(id, t);
     try {
       // A write of ours may still be in flight (a commit racing the release): go again at its revision.
       for (let i = 0; i < 8; i++) {
@@ -319,6 +338,8 @@ export class Tenancies {
     } catch (e) {
       this.#core.log("warn", "Forced release failed; retried once the store answers", { split: id, error: String(e) });
       this.onOrphan(id, { epoch: t.epoch, revision, record, spec: t.spec });
+    } finally {
+      if (this.releasing.get(id) === t) this.releasing.delete(id);
     }
   }
 
