@@ -247,8 +247,14 @@ export class Follower {
       this.#tenancies.renameReleasing(id, t.epoch, r?.to ?? null);
     }
     for (const [id, t] of held) {
-      // A revoke missing while our release is in flight was answered by it, not withdrawn.
-      if (!t.draining || t.cancelled || revoked.has(id) || (t.ending ?? 0) > 0) continue;
+      if (!t.draining || t.cancelled || revoked.has(id)) continue;
+      // A revoke missing while a terminal write of ours is in flight may have
+      // been answered by it (not withdrawn): keep the revocation, but no later
+      // write (a retry, the forced release at the deadline) goes to that successor.
+      if ((t.ending ?? 0) > 0) {
+        this.#tenancies.unnameSuccessor(id);
+        continue;
+      }
       if (t.byLeader) this.#tenancies.cancelRevoke(id); // withdrawn
       else this.#tenancies.unnameSuccessor(id); // our own drain goes on; the leader no longer names a successor
     }

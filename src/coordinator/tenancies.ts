@@ -255,10 +255,12 @@ export class Tenancies {
       const t = this.held.get(id);
       if (!t) return;
       try {
-        await this.#cas(id, t.epoch, true, (r) => releaseRecord(r, t.to, this.#core.clock.wallNow()));
+        // Each attempt goes to the successor named then; the one that landed is what was drained to.
+        let sent = t.to;
+        await this.#cas(id, t.epoch, true, (r) => releaseRecord(r, (sent = t.to), this.#core.clock.wallNow()));
         this.#core.stats.releases++;
-        if (t.draining && !t.cancelled && t.to) bump(this.#core.stats.revocations, "drained");
-        this.#core.log("debug", "Released split", { split: id, epoch: t.epoch, to: t.to?.instance ?? null });
+        if (t.draining && !t.cancelled && sent) bump(this.#core.stats.revocations, "drained");
+        this.#core.log("debug", "Released split", { split: id, epoch: t.epoch, to: sent?.instance ?? null });
       } catch (e) {
         if (!(e instanceof FencedError)) {
           if (this.held.get(id) === t) this.onOrphan(id, { epoch: t.epoch, revision: t.revision, record: t.record, spec: t.spec });
