@@ -7,54 +7,11 @@
  * event-loop lag measured with a timer).
  */
 import assert from "node:assert/strict";
-import { ManualClock } from "../../src/coordinator/clock.ts";
-import { createApp } from "../../src/http/app.ts";
 import { startProcessMetrics } from "../../src/http/process_metrics.ts";
-import { startWorker } from "../../src/runtime/worker.ts";
-import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
-import { settle } from "../helpers/settle.ts";
+import { leaderMetrics } from "./leader_metrics.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const read = (path: string) => Deno.readTextFileSync(`${root}${path}`);
-
-/** Sample names (histograms as _bucket, _sum, _count) and HELP texts of what /metrics renders on a leader running a worker, with process metrics. */
-async function rendered(): Promise<{ samples: Set<string>; help: Map<string, string>; text: string }> {
-  const coordinator = new ScriptedCoordinator();
-  coordinator.isLeader = true;
-  const worker = startWorker({
-    coordinator,
-    clock: new ManualClock(),
-    logger: () => {},
-    source: {
-      fingerprint: () => "f",
-      plan: () => Promise.resolve({ finality: "final", splits: [] }),
-      run: (lane) =>
-        new Promise<void>((resolve) => {
-          lane.signal.addEventListener("abort", () => resolve());
-          lane.revokeSignal.addEventListener("abort", () => resolve());
-        }),
-    },
-  });
-  coordinator.gain("a", 1);
-  await settle();
-  const monitor = startProcessMetrics({ memoryUsage: () => Deno.memoryUsage(), intervalMs: 5 });
-  try {
-    await new Promise((r) => setTimeout(r, 40)); // a few lag probes
-    const text = await (await createApp({ worker, processMetrics: () => monitor.sample() }).request("/metrics")).text();
-    const samples = new Set<string>();
-    const help = new Map<string, string>();
-    for (const line of text.split("\n")) {
-      const h = /^# HELP (\S+) (.*)$/.exec(line);
-      if (h) help.set(h[1], h[2]);
-      const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? /.exec(line);
-      if (m) samples.add(m[1]);
-    }
-    return { samples, help, text };
-  } finally {
-    monitor.stop();
-    await worker.shutdown({ deadlineMs: 0 });
-  }
-}
 
 /** The queries of OPERATIONS' "PromQL for dashboards" block, continuation lines joined, comments dropped. */
 function documentedQueries(): string[] {
@@ -113,7 +70,7 @@ Deno.test("dashboard: its queries are OPERATIONS' PromQL for dashboards, and eac
   const documented = documentedQueries();
   const onDashboard = exprs.map((e) => unfiltered(e.expr));
   assert.deepEqual([...new Set(onDashboard)].sort(), [...new Set(documented)].sort(), "the dashboard's queries (without the job filter) are the documented ones");
-  const { samples, help } = await rendered();
+  const { samples, help } = await leaderMetrics({ processMetrics: true });
   for (const { panel, expr } of exprs) {
     const names = [...new Set(expr.match(/\betl_coordination_[a-z_]+/g) ?? [])];
     assert.ok(names.length > 0, `${panel}: names a metric`);
@@ -126,7 +83,7 @@ Deno.test("dashboard: its queries are OPERATIONS' PromQL for dashboards, and eac
 });
 
 Deno.test("dashboard: /metrics renders heap, resident memory and event-loop lag from a process-metrics reading", async () => {
-  const { text } = await rendered();
+  const { text } = await leaderMetrics({ processMetrics: true });
   const value = (name: string) => {
     const m = new RegExp(`^etl_coordination_${name}\\{splitlease_job="[^"]+"\\} (\\S+)$`, "m").exec(text);
     assert.ok(m, `${name} has a sample`);

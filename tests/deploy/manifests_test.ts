@@ -20,17 +20,15 @@
 import { NATS_SERVER } from "../helpers/nats_server.ts";
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
-import { ManualClock } from "../../src/coordinator/clock.ts";
 import { parseCoordinatorConfig, TUNABLE_DEFAULTS } from "../../src/coordinator/config.ts";
 import { createApp } from "../../src/http/app.ts";
 import { DEFAULT_SHUTDOWN_MARGIN_MS } from "../../src/runtime/serve_options.ts";
 import { EXIT_PLAN_FAILED, EXIT_STALLED } from "../../src/runtime/exit_codes.ts";
-import { startWorker } from "../../src/runtime/worker.ts";
 import { runCmd } from "../helpers/cmd.ts";
 import { eachLine, parseLogLine } from "../helpers/lines.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
-import { settle } from "../helpers/settle.ts";
 import { waitFor, withTimeout } from "../helpers/worker_procs.ts";
+import { leaderMetrics } from "./leader_metrics.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const bin = (n: string) => `${root}node_modules/.bin/${n}`;
@@ -59,54 +57,6 @@ const defaults = (() => {
   const c = parseCoordinatorConfig({ job: "j", instance: "i", fingerprint: "f" });
   return { drainDeadlineMs: c.drainDeadlineMs, opTimeoutMs: c.opTimeoutMs, maxInFlight: c.maxInFlight };
 })();
-
-interface Rendered {
-  /** Family name → type. */
-  types: Map<string, string>;
-  /** Family name → HELP text. */
-  help: Map<string, string>;
-  /** Every sample name (histograms as _bucket, _sum, _count). */
-  samples: Set<string>;
-  /** Label names seen on samples. */
-  labels: Set<string>;
-}
-
-/** What /metrics renders on a leader running a worker (the most any replica renders). */
-async function renderedMetrics(): Promise<Rendered> {
-  const coordinator = new ScriptedCoordinator();
-  coordinator.isLeader = true;
-  const worker = startWorker({
-    coordinator,
-    clock: new ManualClock(),
-    logger: () => {},
-    source: {
-      fingerprint: () => "f",
-      plan: () => Promise.resolve({ finality: "final", splits: [] }),
-      run: (lane) =>
-        new Promise<void>((resolve) => {
-          lane.signal.addEventListener("abort", () => resolve());
-          lane.revokeSignal.addEventListener("abort", () => resolve());
-        }),
-    },
-  });
-  coordinator.gain("a", 1);
-  await settle();
-  const text = await (await createApp({ worker }).request("/metrics")).text();
-  await withTimeout(worker.shutdown(), 20_000, "the worker rendering /metrics to shut down");
-  const r: Rendered = { types: new Map(), help: new Map(), samples: new Set(), labels: new Set() };
-  for (const line of text.split("\n")) {
-    let m = /^# TYPE (\S+) (\S+)$/.exec(line);
-    if (m) r.types.set(m[1], m[2]);
-    m = /^# HELP (\S+) (.*)$/.exec(line);
-    if (m) r.help.set(m[1], m[2]);
-    m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? /.exec(line);
-    if (m) {
-      r.samples.add(m[1]);
-      for (const l of (m[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="/g)) r.labels.add(l[1]);
-    }
-  }
-  return r;
-}
 
 /** Metric names of ours (`etl_coordination_*`) in a PromQL expression. */
 function metricNames(expr: string): string[] {
@@ -307,7 +257,7 @@ Deno.test("deploy: the observer holds no work, outlives a stall and idles after 
 });
 
 Deno.test("deploy: KEDA scales the Deployment on a job-wide metric /metrics renders, counted once, one replica per MAX_IN_FLIGHT splits", async () => {
-  const metrics = await renderedMetrics();
+  const metrics = await leaderMetrics();
   const so = manifest("deploy/k8s/keda-scaledobject.yaml", "ScaledObject");
   const deployment = manifest("deploy/k8s/deployment.yaml", "Deployment");
   assert.equal(so.apiVersion, "keda.sh/v1alpha1");
@@ -331,7 +281,7 @@ Deno.test("deploy: KEDA scales the Deployment on a job-wide metric /metrics rend
 });
 
 Deno.test("deploy: alert rules use only metrics /metrics renders and cover quarantine, stalls, self-fence, no leader, backlog and the planner", async () => {
-  const metrics = await renderedMetrics();
+  const metrics = await leaderMetrics();
   const [file] = yamlDocs("deploy/prometheus/alerts.yaml");
   const rules = file.groups.flatMap((g: Yaml) => g.rules) as Yaml[];
   const byName = new Map(rules.map((r) => [r.alert, r]));

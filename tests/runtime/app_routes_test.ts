@@ -13,20 +13,11 @@ import { startWorker } from "../../src/runtime/worker.ts";
 import type { SplitSource } from "../../src/runtime/source.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
 import { SplitleaseError } from "../../src/errors.ts";
+import { idleSource } from "../helpers/idle_source.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
-const idle: SplitSource<unknown> = {
-  fingerprint: () => "f",
-  plan: () => Promise.resolve({ finality: "final", splits: [] }),
-  run: (lane) =>
-    new Promise<void>((resolve) => {
-      lane.revokeSignal.addEventListener("abort", () => resolve());
-      lane.signal.addEventListener("abort", () => resolve());
-    }),
-};
-
 function worker() {
-  return startWorker({ coordinator: new ScriptedCoordinator(), clock: new ManualClock(), logger: () => {}, source: idle });
+  return startWorker({ coordinator: new ScriptedCoordinator(), clock: new ManualClock(), logger: () => {}, source: idleSource });
 }
 
 Deno.test("app routes: a route and a middleware added with routes answer beside the built-in routes", async () => {
@@ -113,7 +104,7 @@ Deno.test("app routes: routes that is not a function is refused by createApp and
   );
   await w.shutdown({ deadlineMs: 0 });
   await assert.rejects(
-    serve({ store: new MemoryStore(), source: idle, job: "j", port: 0, exit: false, logger: () => {}, routes: 42 as never }),
+    serve({ store: new MemoryStore(), source: idleSource, job: "j", port: 0, exit: false, logger: () => {}, routes: 42 as never }),
     (e) =>
       e instanceof SplitleaseError && e.code === "INVALID_CONFIG" &&
       e.message === "serve: routes must be a function that adds routes to the app, got number",
@@ -122,7 +113,7 @@ Deno.test("app routes: routes that is not a function is refused by createApp and
 
 /** One split that runs until it is revoked or aborted: the job stays open while the test probes. */
 const oneLongSplit: SplitSource<unknown> = {
-  ...idle,
+  ...idleSource,
   plan: () => Promise.resolve({ finality: "final", splits: [{ id: "only", descriptor: {} }] }),
 };
 

@@ -4,25 +4,13 @@ import { escapeLabelValue, MetricsRegistry } from "../../src/http/metrics.ts";
 import { startWorker } from "../../src/runtime/worker.ts";
 import { ManualClock } from "../../src/coordinator/clock.ts";
 import { withTimeout } from "../helpers/deadline.ts";
+import { idleSource } from "../helpers/idle_source.ts";
 import { settle } from "../helpers/settle.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
 function setup(opts: { drainToken?: string; drainOpen?: boolean; metricsPrefix?: string } = {}) {
   const coordinator = new ScriptedCoordinator();
-  const worker = startWorker({
-    coordinator,
-    clock: new ManualClock(),
-    logger: () => {},
-    source: {
-      fingerprint: () => "f",
-      plan: () => Promise.resolve({ finality: "final", splits: [] }),
-      run: (lane) =>
-        new Promise<void>((resolve) => {
-          lane.revokeSignal.addEventListener("abort", () => resolve());
-          lane.signal.addEventListener("abort", () => resolve());
-        }),
-    },
-  });
+  const worker = startWorker({ coordinator, clock: new ManualClock(), logger: () => {}, source: idleSource });
   const app = createApp({ worker, ...opts });
   return { coordinator, worker, app };
 }
