@@ -8,9 +8,9 @@
  */
 import assert from "node:assert/strict";
 import { runCmd } from "../helpers/cmd.ts";
-import { withTimeout } from "../helpers/deadline.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
-import { bin, packOnce, root, tempDir } from "./pack.ts";
+import { checkByUrl, DistServer, programDir } from "./by_url.ts";
+import { bin } from "./pack.ts";
 
 const PROGRAM = (base: string, natsUrl: string) => `
 import { denoWebSocket, MemoryStore, NatsStore, serve, type Service, type SplitSource } from "${base}/splitlease.bundle.deno.js";
@@ -43,39 +43,14 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    await packOnce(); // builds dist/
-    const head = (await Deno.readTextFile(`${root}dist/splitlease.bundle.deno.js`)).split("\n", 1)[0];
-    assert.equal(head, '// @ts-self-types="./splitlease.bundle.deno.d.ts"');
+    await using dist = await DistServer.start("splitlease.bundle.deno.js");
     await using nats = await NatsServer.start();
-    const served: string[] = [];
-    const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
-      const path = new URL(req.url).pathname;
-      served.push(path);
-      if (!/^\/[\w.-]+$/.test(path)) return new Response("not found", { status: 404 });
-      try {
-        const body = await Deno.readFile(`${root}dist${path}`);
-        const type = path.endsWith(".d.ts") ? "application/typescript; charset=utf-8" : "text/javascript; charset=utf-8";
-        return new Response(body, { headers: { "content-type": type } });
-      } catch {
-        return new Response("not found", { status: 404 });
-      }
+    const opts = await programDir("splitlease-url-deno-", PROGRAM(`http://${dist.host}`, nats.wsUrl));
+    await checkByUrl(dist, "splitlease.bundle.deno.js", opts);
+    const run = await runCmd(bin("deno"), ["run", "--no-check", `--allow-import=${dist.host}`, "--allow-net", "--allow-env", "main.ts"], {
+      ...opts,
+      what: "deno run by URL",
     });
-    try {
-      const host = `127.0.0.1:${server.addr.port}`;
-      const dir = tempDir("splitlease-url-deno-");
-      await Deno.writeTextFile(`${dir}/main.ts`, PROGRAM(`http://${host}`, nats.wsUrl));
-      const env = { ...Deno.env.toObject(), DENO_DIR: `${dir}/.deno`, NO_COLOR: "1" };
-      const opts = { cwd: dir, env, timeoutMs: 60_000 };
-      // The @ts-expect-error lines fail the check if the types are missing (any).
-      await runCmd(bin("deno"), ["check", `--allow-import=${host}`, "main.ts"], { ...opts, what: "deno check by URL" });
-      assert.ok(served.includes("/splitlease.bundle.deno.d.ts"), "deno fetched the declarations named by @ts-self-types");
-      const run = await runCmd(bin("deno"), ["run", "--no-check", `--allow-import=${host}`, "--allow-net", "--allow-env", "main.ts"], {
-        ...opts,
-        what: "deno run by URL",
-      });
-      assert.deepEqual(JSON.parse(run.stdout.trim().split("\n").pop()!), { exitCode: 0, ws: "function" });
-    } finally {
-      await withTimeout(server.shutdown(), 15_000, "the loopback server of dist/ to shut down");
-    }
+    assert.deepEqual(JSON.parse(run.stdout.trim().split("\n").pop()!), { exitCode: 0, ws: "function" });
   },
 });
