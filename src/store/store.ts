@@ -80,6 +80,10 @@ export type DeleteResult = { ok: true } | { ok: false; conflict: true };
 /**
  * One event of a watch, in this order: the snapshot (`put` for every live
  * key), then `ready`, then live `put` and `delete` events in revision order.
+ * A change superseded before the watch delivered it may be left out (a
+ * NATS bucket keeps one value per key, and a consumer that is behind skips
+ * what is gone): the last change of every key is always delivered, so
+ * consumers act on the latest state of a key, never on a count of events.
  *
  * A `reset` means the watch was re-established (reconnect, server restart,
  * failover): a fresh snapshot follows, then `ready` again. Consumers must
@@ -188,7 +192,8 @@ export interface Store extends AsyncDisposable {
   get(key: string): Promise<StoreEntry | undefined>;
   /**
    * Watches the keys selected by `filter`: the current values, then
-   * `ready`, then live changes in revision order (see {@linkcode WatchEvent}).
+   * `ready`, then live changes in revision order (see {@linkcode WatchEvent};
+   * a superseded change may be left out, the last one of a key never).
    */
   watch(filter: KeyFilter): Watch;
   /**
