@@ -643,8 +643,14 @@ export const mutants = [
   {
     name: "outcome-never-withdrawn",
     breaks: "a member announces an outcome once and never withdraws it: cleared after a repair, the job's real outcome never reaches it",
-    edits: [{ file: C + "follower.ts", search: 'if (plan && (was === "allComplete" || was === "stalled") && o?.kind !== was) {', replace: "if (false) {" }],
+    edits: [{ file: C + "follower.ts", search: 'if (plan && (was === "allComplete" || was === "stalled") && !sameOutcome(o, this.#announced)) {', replace: "if (false) {" }],
     suites: ["coordinator", "nats"],
+  },
+  {
+    name: "outcome-withdrawn-only-by-kind",
+    breaks: "an announced outcome is withdrawn only when the plan's outcome changes kind: a plan watch that lagged past the record clearing it delivers a new stalled outcome with other counts, and the member keeps announcing the old one",
+    edits: [{ file: C + "follower.ts", search: "&& !sameOutcome(o, this.#announced)) {", replace: "&& o?.kind !== was) {" }],
+    suites: ["sim"],
   },
   {
     name: "stall-acted-on-at-once",

@@ -13,6 +13,7 @@ import {
   type AssignEntry,
   type AssignRecord,
   AssignRecordSchema,
+  type JobOutcome,
   decodeRecord,
   encodeRecord,
   type LeaderRecord,
@@ -55,6 +56,8 @@ export class Follower {
   maxTerm = 0;
   /** Outcome announced (once). */
   outcome: "allComplete" | "stalled" | "planFailed" | null = null;
+  /** The plan's outcome record behind an announced `allComplete` or `stalled`. */
+  #announced: JobOutcome | undefined;
   /** Revisions of control records (`leader`, `plan`, our `member.`/`assign.`) that are unreadable: they are replaced by CAS. */
   readonly unreadable: Map<string, number> = new Map();
   /** Unreadable records replaced by this member, most recent last (bounded). */
@@ -193,20 +196,23 @@ export class Follower {
    * while we watch, in the term that decided it: a member that joins a
    * failed job waits for the next leader, which plans again (a restart
    * retries). An announced `allComplete` or `stalled` that the plan record
-   * no longer carries (cleared after a requeue or cancel, or replaced) is
-   * withdrawn with `reopened`, and the next outcome is announced again.
+   * no longer carries (cleared after a requeue or cancel, or replaced by
+   * another outcome, counts included) is withdrawn with `reopened`, and the
+   * next outcome is announced again: a plan watch that lagged may deliver
+   * only the new outcome, never the record that cleared the old one.
    */
   #checkOutcome(live: boolean): void {
     const plan = this.plan?.record;
     const o = plan?.outcome;
     const was = this.outcome;
-    if (plan && (was === "allComplete" || was === "stalled") && o?.kind !== was) {
+    if (plan && (was === "allComplete" || was === "stalled") && !sameOutcome(o, this.#announced)) {
       this.outcome = null;
       this.#core.events.push({ type: "reopened", was });
       this.#core.log("warn", "Job outcome withdrawn: the job runs again", { event: "reopened", was });
     }
     if (!o || this.outcome) return;
     const { events, log } = this.#core;
+    if (o.kind !== "planFailed") this.#announced = o;
     if (o.kind === "allComplete") {
       this.outcome = "allComplete";
       events.push({ type: "allComplete" });
@@ -432,4 +438,11 @@ export class Follower {
   resume(): Promise<void> {
     return this.#dormant.resume();
   }
+}
+/** Whether two job outcomes are the same decision (kind and counts). */
+function sameOutcome(a: JobOutcome | undefined, b: JobOutcome | undefined): boolean {
+  if (!a || !b || a.kind !== b.kind) return false;
+  if (a.kind === "planFailed" || b.kind === "planFailed") return a.kind === b.kind;
+  return a.completed === b.completed && (a.cancelled ?? 0) === (b.cancelled ?? 0) &&
+    (a.kind === "stalled" ? a.quarantined : 0) === (b.kind === "stalled" ? b.quarantined : 0);
 }

@@ -645,7 +645,7 @@ class ProcStore implements Store {
   /** Delivers watch events withheld while paused, partitioned or lagging. */
   flushWatches(): void {
     if (this.proc.paused || this.proc.partitioned || this.proc.lagging || this.proc.dead) return;
-    for (const w of this.#watches) for (const ev of w.buffer.splice(0)) w.ch.push(ev);
+    for (const w of this.#watches) for (const ev of coalesce(w.buffer.splice(0))) w.ch.push(ev);
   }
   /** The process died: its watches deliver nothing more. */
   kill(): void {
@@ -661,6 +661,25 @@ class ProcStore implements Store {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/**
+ * What a NATS watch delivers after lagging: a bucket keeps one value per key
+ * (history 1), so a change superseded before the consumer reached it is gone
+ * from the stream and skipped. Later changes of a key drop its earlier ones,
+ * never across a `ready` or `reset`.
+ */
+function coalesce(events: WatchEvent[]): WatchEvent[] {
+  const out: WatchEvent[] = [];
+  let latest = new Map<string, number>();
+  for (let i = events.length - 1; i >= 0; i--) {
+    const ev = events[i];
+    if (ev.type === "ready" || ev.type === "reset") latest = new Map();
+    else if (latest.has(ev.key)) continue;
+    else latest.set(ev.key, i);
+    out.push(ev);
+  }
+  return out.reverse();
 }
 
 // --- processes and their source -----------------------------------------------------------
