@@ -188,14 +188,35 @@ export const mutants = [
     suites: COORD,
   },
 
+  // --- the gateway for split records (split_records.ts) -------------------------------------
+  {
+    name: "split-cas-writes-over-moved",
+    breaks: "the CAS-and-reread loop of split records writes again over a record that moved to another owner or epoch",
+    edits: [{
+      file: C + "split_records.ts",
+      search: "if (!cur || !opts.keep(cur.record)) return { ok: false, current: cur };",
+      replace: "if (!cur) return { ok: false, current: cur };",
+    }],
+    suites: ["unit", ...COORD],
+  },
+  {
+    name: "split-landed-before-writer",
+    breaks: "a landed split write reaches the leader's view before its writer's bookkeeping (a release seen while its tenancy still counts as held)",
+    edits: [{
+      file: C + "split_records.ts",
+      search: "opts.onLanded?.(next, r.revision);\n        this.#landed({ id, record: next, revision: r.revision, kind: opts.kind });",
+      replace: "this.#landed({ id, record: next, revision: r.revision, kind: opts.kind });\n        opts.onLanded?.(next, r.revision);",
+    }],
+    suites: ["unit", ...COORD],
+  },
   // --- the holder's writes (tenancies.ts) ------------------------------------------------
   {
     name: "commit-retry-after-move",
     breaks: "a commit whose CAS conflicts is retried without checking that the record still carries our epoch, owner and session",
     edits: [{
       file: C + "tenancies.ts",
-      search: "if (!cur || !rec || !heldBy(rec, me, epoch)) {",
-      replace: "if (!cur || !rec) {",
+      search: "keep: (rec) => heldBy(rec, me, epoch),",
+      replace: "keep: () => true,",
     }],
     suites: COORD,
   },
@@ -204,8 +225,8 @@ export const mutants = [
     breaks: "a forced release whose CAS conflicts is retried over a record that moved to another owner",
     edits: [{
       file: C + "tenancies.ts",
-      search: "if (!cur || !rec || !heldBy(rec, me, t.epoch)) return;",
-      replace: "if (!cur || !rec) return;",
+      search: "{ kind: \"release\", keep: (r) => heldBy(r, this.#core.me, t.epoch) }",
+      replace: "{ kind: \"release\", keep: () => true }",
     }],
     suites: COORD,
   },
@@ -236,7 +257,7 @@ export const mutants = [
     name: "claim-charges",
     breaks: "claiming an offered free split consumes an attempt",
     edits: [{
-      file: C + "follower.ts",
+      file: C + "claims.ts",
       search: "const next = openRecord(rec, me, false, config.maxAttempts, this.#core.clock.wallNow());",
       replace: "const next = openRecord(rec, me, true, config.maxAttempts, this.#core.clock.wallNow());",
     }],
@@ -246,9 +267,9 @@ export const mutants = [
     name: "claim-fresh-revision",
     breaks: "an offer is claimed by CAS at a freshly read revision instead of the offered one (a stale offer overwrites a peer's claim)",
     edits: [{
-      file: C + "follower.ts",
-      search: "store.update(keys.split(o.id), value, rev),",
-      replace: "store.get(keys.split(o.id)).then((e) => store.update(keys.split(o.id), value, e.revision)),",
+      file: C + "claims.ts",
+      search: "splits.write(o.id, next, rev, \"claim\"),",
+      replace: "splits.read(o.id).then((e) => splits.write(o.id, next, e!.revision, \"claim\")),",
     }],
     suites: ["sim", "coordinator", "regressions", "nats"],
   },
@@ -257,12 +278,12 @@ export const mutants = [
     breaks: "a grant is started for a tenancy of ours that already ended (a stale assignment record restarts a finished split)",
     edits: [
       {
-        file: C + "follower.ts",
+        file: C + "claims.ts",
         search: "if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch || this.#claiming.has(g.id)) return;",
         replace: "if (this.#claiming.has(g.id)) return;",
       },
       {
-        file: C + "follower.ts",
+        file: C + "claims.ts",
         search: "if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch) return;\n      if (!this.#mayClaim()) {",
         replace: "if (!this.#mayClaim()) {",
       },
@@ -273,7 +294,7 @@ export const mutants = [
     name: "grant-while-not-taking-work",
     breaks: "a member that takes no work (leaving, draining, fenced) starts a grant instead of keeping it dormant: a closing member abandons it to a charged takeover",
     edits: [{
-      file: C + "follower.ts",
+      file: C + "claims.ts",
       search: "if (!this.#mayClaim()) {\n        // Fenced, draining",
       replace: "if (false) {\n        // Fenced, draining",
     }],
@@ -283,7 +304,7 @@ export const mutants = [
     name: "grant-without-heldby",
     breaks: "a grant is started without checking that the split record names this session at that epoch",
     edits: [{
-      file: C + "follower.ts",
+      file: C + "claims.ts",
       search: "if (!heldBy(rec, me, g.epoch)) return;",
       replace: "",
     }],
@@ -294,8 +315,8 @@ export const mutants = [
     breaks: "after a self-fence a worker resumes a split that moved on meanwhile (opens an epoch over another owner)",
     edits: [{
       file: C + "dormant.ts",
-      search: "if (!heldBy(rec, me, d.epoch)) return; // moved on meanwhile",
-      replace: "",
+      search: "keep: (rec) => heldBy(rec, me, d.epoch) }); // moved on meanwhile",
+      replace: "keep: () => true });",
     }],
     suites: ["sim", "coordinator", "regressions", "nats"],
   },
@@ -326,8 +347,8 @@ export const mutants = [
     breaks: "a takeover CASes at a freshly read revision instead of the one its decision was made on (it overwrites a split completed meanwhile)",
     edits: [{
       file: C + "leader/takeovers.ts",
-      search: "await core.store.update(keys.split(id), encodeRecord(next), cur.revision);",
-      replace: "await core.store.update(keys.split(id), encodeRecord(next), (await core.store.get(keys.split(id))).revision);",
+      search: "await core.splits.write(id, next, cur.revision, \"takeover\");",
+      replace: "await core.splits.write(id, next, (await core.splits.read(id))!.revision, \"takeover\");",
     }],
     suites: ["regressions", "coordinator", "sim", "nats"],
   },
@@ -556,7 +577,7 @@ export const mutants = [
     name: "spares-claimed-at-once",
     breaks: "a member claims its spare offers as soon as a lane frees instead of waiting for the leader's next split in order: the prefetch reorders the plan",
     edits: [{
-      file: C + "follower.ts",
+      file: C + "claims.ts",
       search: "if (now - this.#laneIdleSince < this.#core.timings.spareClaimAfterMs) break;",
       replace: "",
     }],
@@ -592,16 +613,16 @@ export const mutants = [
   {
     name: "grant-after-fence-started",
     breaks: "a grant made before our last self-fence is started without a write once the fence ends, while the leader may be taking it over",
-    edits: [{ file: C + "follower.ts", search: "if (rev < this.restoredAt) {", replace: "if (false) {" }],
-    suites: ["sim"],
+    edits: [{ file: C + "claims.ts", search: "if (rev < this.restoredAt) {", replace: "if (false) {" }],
+    suites: ["coordinator", "sim"],
   },
   {
     name: "resume-while-leaving-kept",
     breaks: "a resume whose CAS lands while the member is leaving (or fenced) keeps the tenancy running instead of handing it back",
     edits: [{
       file: C + "dormant.ts",
-      search: "if (!this.#mayClaim()) {\n              // Fenced or leaving while the CAS",
-      replace: "if (false) {\n              // Fenced or leaving while the CAS",
+      search: "if (!this.#mayClaim()) {\n          // Fenced or leaving while the CAS",
+      replace: "if (false) {\n          // Fenced or leaving while the CAS",
     }],
     suites: ["sim"],
   },
@@ -668,7 +689,7 @@ export const mutants = [
   {
     name: "regrant-ignores-stuck",
     breaks: "a member re-granted a split it holds but nothing runs ignores the grant (it has the tenancy): the anti-entropy cannot move it",
-    edits: [{ file: C + "follower.ts", search: "if (cur?.stuck && this.#tenancies.unstick(g.id, g.epoch)) return void this.resume();", replace: "" }],
+    edits: [{ file: C + "claims.ts", search: "if (cur?.stuck && this.#tenancies.unstick(g.id, g.epoch)) return void this.#dormant.resume();", replace: "" }],
     suites: ["coordinator", "nats"],
   },
   {

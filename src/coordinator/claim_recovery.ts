@@ -7,8 +7,7 @@
  *
  * @module
  */
-import { decodeRecord, encodeRecord, type SplitRecord, SplitRecordSchema } from "../records.ts";
-import { keys } from "../store/keys.ts";
+import type { SplitRecord } from "../records.ts";
 import type { Core } from "./core.ts";
 import type { SpecReader } from "./spec_reader.ts";
 import type { Tenancies } from "./tenancies.ts";
@@ -63,7 +62,7 @@ export class ClaimRecovery {
    * ourselves again; moved on → nothing to do.
    */
   recover(id: string, epoch: number, cause: unknown, attempt = 0): void {
-    const { clock, log, store, me } = this.#core;
+    const { clock, log, splits, me } = this.#core;
     if (attempt === 0) log("warn", "Claim interrupted by an outage; checking the split record", { split: id, error: String(cause) });
     const delay = Math.min(this.#core.timings.claimRecheckMaxMs, 50 * 2 ** Math.min(attempt, 8));
     this.#pending.add(id);
@@ -74,8 +73,8 @@ export class ClaimRecovery {
         return;
       }
       try {
-        const e = await store.get(keys.split(id));
-        const rec = e ? decodeRecord(e.key, e.value, SplitRecordSchema) : undefined;
+        const e = await splits.read(id);
+        const rec = e?.record;
         this.#pending.delete(id);
         if (!e || !rec || this.#tenancies.held.has(id)) return;
         if (heldBy(rec, me, epoch) && (this.#tenancies.ended.get(id) ?? -1) < epoch) {
@@ -106,7 +105,7 @@ export class ClaimRecovery {
    * (deterministic poison).
    */
   async handBack(id: string, claimed: SplitRecord, revision: number, problem?: string): Promise<void> {
-    const { store, log, events, me, clock } = this.#core;
+    const { splits, log, events, me, clock } = this.#core;
     const poison = problem?.startsWith("unreadable: ");
     const next: SplitRecord = poison
       ? { ...claimed, owner: null, status: "quarantined", lastFailure: problem!.slice(12) }
@@ -115,7 +114,7 @@ export class ClaimRecovery {
       : releaseRecord(claimed, null, clock.wallNow());
     if (problem) log("error", poison ? "Unreadable spec: quarantining the split" : "Spec missing: handing the split back", { split: id, error: problem });
     try {
-      const r = await store.update(keys.split(id), encodeRecord(next), revision);
+      const r = await splits.write(id, next, revision, "handBack");
       // Logged once, by the event's consumer (the worker's `Split quarantined` line).
       if (r.ok && poison) events.push({ type: "quarantined", splitId: id, attempts: next.attempts });
     } catch (err) {

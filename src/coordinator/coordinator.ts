@@ -20,6 +20,7 @@ import { Leadership } from "./leadership.ts";
 import { Membership } from "./membership.ts";
 import { ReconcileLoop } from "./reconcile_loop.ts";
 import { buildStatus } from "./status.ts";
+import { SplitRecords } from "./split_records.ts";
 import { checkJobRecord, VERSION } from "./job_check.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
 import { Tenancies } from "./tenancies.ts";
@@ -76,6 +77,7 @@ export class SplitCoordinator implements Coordinator {
     this.#store = new InstrumentedStore(options.store, stats, clock);
     const core: Core = (this.#core = {
       store: this.#store,
+      splits: new SplitRecords(this.#store),
       clock,
       random,
       config,
@@ -86,11 +88,6 @@ export class SplitCoordinator implements Coordinator {
       events: new Channel<CoordinationEvent>(),
       schedule: () => this.#loop.schedule(),
       noteReplaced: (key, message) => this.#follower.noteReplaced(key, message),
-      // In the writer's continuation, after its bookkeeping: a release's
-      // tenancy ends in the tick it lands, and the view must have it by then
-      // (the leader holds a successor's grants while we still hold splits
-      // owed to it: a queued apply let a pass see neither).
-      landed: (key, value, revision) => this.#leadership.role?.applyOwn(key, value, revision),
       owedTo: () => this.#tenancies.owedTo(),
       releasedAt: () => this.#tenancies.releasedAt,
     });
@@ -109,7 +106,7 @@ export class SplitCoordinator implements Coordinator {
       extraBeat: () => this.#leadership.beat(),
       onStarved: () => this.#onStarved(),
       onRestored: (revision) => {
-        this.#follower.restoredAt = revision;
+        this.#follower.restored(revision);
         void this.#follower.resume();
       },
       onBeat: () => {

@@ -8,6 +8,7 @@ import type { Owner } from "../records.ts";
 import type { Store } from "../store/store.ts";
 import type { Channel } from "../util/channel.ts";
 import type { CoordinatorConfig } from "./config.ts";
+import type { SplitRecords } from "./split_records.ts";
 import type { Timings } from "./timings.ts";
 import type { Clock, CoordinationEvent, CoordinatorStats, Logger } from "./types.ts";
 
@@ -23,6 +24,8 @@ export interface Versioned<T> {
 export interface Core {
   /** The instrumented store. */
   store: Store;
+  /** The gateway for split records (every split write goes through it). */
+  splits: SplitRecords;
   /** Time source. */
   clock: Clock;
   /** Randomness in [0, 1). */
@@ -43,12 +46,6 @@ export interface Core {
   schedule(): void;
   /** Counts and reports an unreadable control record that a CAS of ours replaced (`/status.invalidRecords`, `replaced: true`). */
   noteReplaced(key: string, message: string): void;
-  /**
-   * A split write of ours landed at `revision`: while this coordinator
-   * leads, its role applies it now rather than when its split watch
-   * delivers it (the same record, later; the view keeps the newer one).
-   */
-  landed?(key: string, value: string, revision: number): void;
   /** Held splits being revoked to each named successor, if any (see `Tenancies.owedTo`). */
   owedTo?(): Map<string, number> | undefined;
   /** When a release of ours last started (see `Tenancies.releasedAt`). */

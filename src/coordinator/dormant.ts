@@ -8,8 +8,6 @@
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
-import { decodeRecord, encodeRecord, SplitRecordSchema } from "../records.ts";
-import { keys } from "../store/keys.ts";
 import type { Core } from "./core.ts";
 import type { Dormant, Tenancies } from "./tenancies.ts";
 import { heldBy, openRecord, releaseRecord } from "./transitions.ts";
@@ -65,38 +63,33 @@ export class DormantTenancies {
   }
 
   async #resumeAll(): Promise<void> {
-    const { store, me, config, stats, log } = this.#core;
+    const { splits, me, config, stats, log } = this.#core;
     const all = [...this.#entries];
     this.#entries.clear();
     await Promise.all(all.map(async ([id, d]) => {
       if (this.#tenancies.held.has(id)) return;
-      let record = d.record;
-      let revision = d.revision;
+      let { record, revision } = d;
       try {
-        for (let i = 0; i < 4; i++) {
-          const keep = this.#mayClaim();
+        let keep = false;
+        const r = await splits.cas(id, d, (rec, rev) => {
+          // Our own late write landed: go again at its revision.
+          record = rec;
+          revision = rev;
+          keep = this.#mayClaim();
           const at = this.#core.clock.wallNow();
-          const next = keep ? openRecord(record, me, false, config.maxAttempts, at) : releaseRecord(record, null, at);
           if (keep) stats.claimAttempts++;
-          const r = await store.update(keys.split(id), encodeRecord(next), revision);
-          if (r.ok) {
-            if (!keep || next.status !== "runnable") return;
-            if (this.#tenancies.held.has(id)) return;
-            if (!this.#mayClaim()) {
-              // Fenced or leaving while the CAS was out: the next pass resumes or releases it.
-              this.#entries.set(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec });
-              return;
-            }
-            this.#tenancies.add(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec, draining: false, to: null }, "resume");
-            return;
-          }
-          const cur = await store.get(keys.split(id));
-          if (!cur) return;
-          const rec = decodeRecord(cur.key, cur.value, SplitRecordSchema);
-          if (!heldBy(rec, me, d.epoch)) return; // moved on meanwhile
-          record = rec; // our own late write landed: go again at its revision
-          revision = cur.revision;
+          return keep ? openRecord(rec, me, false, config.maxAttempts, at) : releaseRecord(rec, null, at);
+        }, { kind: "resume", attempts: 4, keep: (rec) => heldBy(rec, me, d.epoch) }); // moved on meanwhile: nothing to do
+        if (!r.ok) return;
+        const next = r.record;
+        if (!keep || next.status !== "runnable") return;
+        if (this.#tenancies.held.has(id)) return;
+        if (!this.#mayClaim()) {
+          // Fenced or leaving while the CAS was out: the next pass resumes or releases it.
+          this.#entries.set(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec });
+          return;
         }
+        this.#tenancies.add(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec, draining: false, to: null }, "resume");
       } catch (e) {
         if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
           this.#entries.set(id, { ...d, record, revision });

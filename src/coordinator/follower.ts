@@ -8,20 +8,15 @@
  *
  * @module
  */
-import { SplitleaseError } from "../errors.ts";
 import {
-  type AssignEntry,
   type AssignRecord,
   AssignRecordSchema,
   type JobOutcome,
-  decodeRecord,
-  encodeRecord,
   type LeaderRecord,
   LeaderRecordSchema,
   type PlanRecord,
   PlanRecordSchema,
   safeDecodeRecord,
-  SplitRecordSchema,
 } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { StoreEntry, WatchEvent } from "../store/store.ts";
@@ -30,12 +25,9 @@ import { DormantTenancies } from "./dormant.ts";
 import { LivenessTracker } from "./liveness.ts";
 import { SpecReader } from "./spec_reader.ts";
 import { ClaimRecovery } from "./claim_recovery.ts";
+import { Claims } from "./claims.ts";
 import type { Dormant, Tenancies } from "./tenancies.ts";
-import { heldBy, openRecord } from "./transitions.ts";
 import { WatchSet } from "./watch_set.ts";
-
-/** Most claims one worker has in flight at once (a heartbeat must not queue behind a thousand writes). */
-const CLAIM_WAVE = 32;
 
 /** The member side of a coordinator. */
 export class Follower {
@@ -62,21 +54,9 @@ export class Follower {
   readonly unreadable: Map<string, number> = new Map();
   /** Unreadable records replaced by this member, most recent last (bounded). */
   readonly replaced: { key: string; message: string }[] = [];
-  #offers: AssignEntry[] = [];
-  /** Offers claimed or tried, by id → revision (an offer is tried once per revision). */
-  #tried = new Map<string, number>();
-  #claiming = new Map<string, number>();
-  /** Since when a free lane has had no offer but spares (see {@linkcode Follower.pump}). */
-  #laneIdleSince: number | undefined;
   readonly #dormant: DormantTenancies;
-  readonly #specs: SpecReader;
   readonly #recovery: ClaimRecovery;
-
-  /**
-   * Revision of the member-record write that ended our last self-fence (0
-   * if none): grants at older split revisions are resumed by CAS.
-   */
-  restoredAt = 0;
+  readonly #claims: Claims;
 
   /** `mayClaim` says whether new work may be taken (running, not draining, not fenced). */
   constructor(core: Core, tenancies: Tenancies, mayClaim: () => boolean) {
@@ -84,13 +64,12 @@ export class Follower {
     this.#tenancies = tenancies;
     this.#mayClaim = mayClaim;
     this.#dormant = new DormantTenancies(core, tenancies, mayClaim);
-    this.#specs = new SpecReader(core);
-    this.#recovery = new ClaimRecovery(core, tenancies, this.#specs, mayClaim, (id) => {
-      this.#tried.delete(id);
-      const o = this.assign?.record.offers.find((x) => x.id === id);
-      if (o && !this.#offers.some((x) => x.id === id)) this.#offers.push(o);
+    const specs = new SpecReader(core);
+    this.#recovery = new ClaimRecovery(core, tenancies, specs, mayClaim, (id) => {
+      this.#claims.retry(this.assign?.record.offers.find((x) => x.id === id), id);
       this.#core.schedule();
     });
+    this.#claims = new Claims(core, tenancies, mayClaim, this.#dormant, specs, this.#recovery);
     this.#watches = new WatchSet(core, (f, ev, live) => this.#apply(f, ev, live));
   }
 
@@ -107,12 +86,25 @@ export class Follower {
 
   /** Splits being claimed now (count and weight). */
   get claiming(): ReadonlyMap<string, number> {
-    return this.#claiming;
+    return this.#claims.claiming;
   }
 
   /** Offers not yet claimed. */
   get offered(): number {
-    return this.#offers.length;
+    return this.#claims.offered;
+  }
+
+  /**
+   * Notes the revision of the member-record write that ended our last
+   * self-fence: grants at older split revisions are resumed by CAS.
+   */
+  restored(revision: number): void {
+    this.#claims.restoredAt = revision;
+  }
+
+  /** Claims offers into free lanes; returns when to look again (see {@linkcode Claims.pump}). */
+  pump(): number {
+    return this.#claims.pump();
   }
 
   // --- watch events -------------------------------------------------------------
@@ -264,162 +256,8 @@ export class Follower {
       if (t.byLeader) this.#tenancies.cancelRevoke(id); // withdrawn
       else this.#tenancies.unnameSuccessor(id); // our own drain goes on; the leader no longer names a successor
     }
-    for (const g of a.grants) void this.#grant(g);
-    // Offers of a split we still hold (its terminal write not yet returned) are kept for later.
-    this.#offers = a.offers.filter((o) => this.#tried.get(o.id) !== o.rev);
-    // Forget tries of splits no longer offered (a new offer of them comes at a new revision).
-    if (this.#tried.size > 4 * (a.offers.length + 64)) {
-      const live = new Set(a.offers.map((o) => o.id));
-      for (const id of this.#tried.keys()) if (!live.has(id)) this.#tried.delete(id);
-    }
-  }
-
-  /** A split opened for us: start it without a write. */
-  async #grant(g: AssignEntry): Promise<void> {
-    const { me, store } = this.#core;
-    const cur = this.#tenancies.held.get(g.id);
-    // Re-granted (anti-entropy) while we hold it but nothing runs it: resume it at a new epoch.
-    if (cur?.stuck && this.#tenancies.unstick(g.id, g.epoch)) return void this.resume();
-    if (cur && cur.epoch >= g.epoch) return;
-    if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch || this.#claiming.has(g.id)) return;
-    this.#claiming.set(g.id, g.rec?.weight ?? 1);
-    try {
-      let rec = g.rec;
-      let rev = g.rev;
-      if (!rec) {
-        const e = await store.get(keys.split(g.id));
-        if (!e) return;
-        rec = decodeRecord(e.key, e.value, SplitRecordSchema);
-        rev = e.revision;
-      }
-      if (!heldBy(rec, me, g.epoch)) return;
-      const spec = await this.#specs.read(g.id, rec);
-      if (typeof spec === "string") {
-        // Missing: handed back, no attempt; unreadable: poison, quarantined.
-        await this.#recovery.handBack(g.id, rec, rev, spec);
-        return;
-      }
-      const now = this.#tenancies.held.get(g.id);
-      if (now && now.epoch >= g.epoch) return;
-      if (now) this.#tenancies.lose(g.id, "fenced"); // a newer epoch of ours means the old tenancy is over
-      if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch) return;
-      if (!this.#mayClaim()) {
-        // Fenced, draining or not yet proven live: resumed (or released) once a heartbeat lands, never started now.
-        this.remember(g.id, { epoch: g.epoch, revision: rev, record: rec, spec });
-        return;
-      }
-      if (rev < this.restoredAt) {
-        // Granted before the heartbeat that ended our last self-fence: the
-        // leader may have judged us dead since and be taking it over now.
-        // Resume it by CAS (epoch + 1, no attempt) rather than start it
-        // without a write: the CAS settles which of us holds it.
-        this.remember(g.id, { epoch: g.epoch, revision: rev, record: rec, spec });
-        void this.resume();
-        return;
-      }
-      this.#tenancies.add(g.id, { epoch: g.epoch, revision: rev, record: rec, spec, draining: false, to: null }, g.why ?? "grant");
-    } catch (e) {
-      this.#recovery.recover(g.id, g.epoch, e);
-    } finally {
-      this.#claiming.delete(g.id);
-      this.#core.schedule();
-    }
-  }
-
-  /**
-   * Claims offers into free lanes, in waves of at most {@linkcode CLAIM_WAVE}:
-   * offers for lanes at once, spares only once a lane has had nothing else
-   * for `spareClaimAfterMs` (the leader deals each free lane the next split
-   * in order, perhaps another member's spare: claiming our own at once would
-   * start a later split while an earlier one waits). Returns when to look
-   * again (`Infinity`: on the next event).
-   */
-  pump(): number {
-    if (!this.#mayClaim()) return Infinity;
-    const max = this.#core.config.maxInFlight;
-    const held = this.#tenancies.held;
-    if (this.#offers.length === 0 || held.size + this.#claiming.size >= max) {
-      this.#laneIdleSince = undefined;
-      return Infinity;
-    }
-    const now = this.#core.clock.now();
-    const keep: AssignEntry[] = [];
-    let spares = 0;
-    for (const spare of [false, true]) {
-      if (spare) {
-        if (spares === 0 || held.size + this.#claiming.size >= max) break;
-        this.#laneIdleSince ??= now;
-        if (now - this.#laneIdleSince < this.#core.timings.spareClaimAfterMs) break;
-      }
-      for (const o of spare ? keep.splice(0) : this.#offers) {
-        if (this.#tried.get(o.id) === o.rev) continue;
-        if (
-          (o.spare === true) !== spare ||
-          held.has(o.id) || this.#claiming.has(o.id) || this.#recovery.has(o.id) ||
-          held.size + this.#claiming.size >= max || this.#claiming.size >= CLAIM_WAVE
-        ) {
-          if (o.spare === true && !spare) spares++;
-          keep.push(o);
-          continue;
-        }
-        void this.#claim(o);
-      }
-    }
-    this.#offers = keep;
-    if (held.size + this.#claiming.size >= max || spares === 0) {
-      this.#laneIdleSince = undefined;
-      return Infinity;
-    }
-    return this.#laneIdleSince === undefined ? Infinity : this.#laneIdleSince + this.#core.timings.spareClaimAfterMs;
-  }
-
-  async #claim(o: AssignEntry): Promise<void> {
-    const { store, me, config, stats, log } = this.#core;
-    this.#claiming.set(o.id, o.rec?.weight ?? 1);
-    this.#tried.set(o.id, o.rev);
-    try {
-      let rec = o.rec;
-      let rev = o.rev;
-      if (!rec) {
-        const e = await store.get(keys.split(o.id));
-        if (!e) return;
-        rec = decodeRecord(e.key, e.value, SplitRecordSchema);
-        rev = e.revision;
-      }
-      if (rec.status !== "runnable" || rec.owner !== null) return; // stale offer
-      const next = openRecord(rec, me, false, config.maxAttempts, this.#core.clock.wallNow());
-      stats.claimAttempts++;
-      const value = encodeRecord(next);
-      const [specRead, claimed] = await Promise.allSettled([
-        this.#specs.read(o.id, rec),
-        store.update(keys.split(o.id), value, rev),
-      ]);
-      if (claimed.status === "rejected") {
-        // Landed or not, we cannot tell: find out from the record itself.
-        this.#recovery.recover(o.id, next.epoch, claimed.reason);
-        return;
-      }
-      if (!claimed.value.ok) return; // moved since the offer: the leader will tell us
-      const revision = claimed.value.revision;
-      this.#core.landed?.(keys.split(o.id), value, revision);
-      const spec = specRead.status === "fulfilled" ? specRead.value : undefined;
-      if (typeof spec !== "object" || !this.#mayClaim()) {
-        if (specRead.status === "rejected") return this.#recovery.recover(o.id, next.epoch, specRead.reason);
-        await this.#recovery.handBack(o.id, next, revision, typeof spec === "string" ? spec : undefined);
-        return;
-      }
-      this.#tenancies.add(o.id, { epoch: next.epoch, revision, record: next, spec, draining: false, to: null }, o.why ?? "claim");
-    } catch (e) {
-      if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
-        // The record read before the claim failed (nothing was written): retry
-        // the offer with backoff rather than never (the leader re-offers only
-        // at a new revision).
-        this.#recovery.recover(o.id, Number.MAX_SAFE_INTEGER, e);
-      } else log("warn", "Claim failed", { split: o.id, error: String(e) });
-    } finally {
-      this.#claiming.delete(o.id);
-      this.#core.schedule();
-    }
+    for (const g of a.grants) void this.#claims.grant(g);
+    this.#claims.setOffers(a.offers);
   }
 
   // --- tenancies that ended without a write of ours (dormant.ts) ----------------------
@@ -439,6 +277,7 @@ export class Follower {
     return this.#dormant.resume();
   }
 }
+
 /** Whether two job outcomes are the same decision (kind and counts). */
 function sameOutcome(a: JobOutcome | undefined, b: JobOutcome | undefined): boolean {
   if (!a || !b || a.kind !== b.kind) return false;

@@ -170,7 +170,7 @@ export class Planning {
     term: number,
     signal: AbortSignal,
   ): Promise<{ created: number; ids: Set<string> }> {
-    const { store, config } = this.#core;
+    const { store, splits: records, config } = this.#core;
     const view = this.#role.view;
     const ids = new Set<string>();
     const duplicates: string[] = [];
@@ -190,11 +190,8 @@ export class Planning {
       const free = seedRecord(weight, inline ? descriptor : undefined);
       const rec = heir ? openRecord(free, heir.owner, false, Infinity, this.#core.clock.wallNow()) : free; // epoch 1, its first tenancy
       try {
-        const r = await store.create(keys.split(id), encodeRecord(rec));
-        if (r.ok) {
-          created++;
-          view.applyOwn(id, rec, r.revision);
-        }
+        // Landed, the role's view has it at once (the role hears every landed split write).
+        if ((await records.create(id, rec, "seed")).ok) created++;
       } finally {
         if (heir) this.#role.unreserve(heir);
       }

@@ -7,8 +7,7 @@
  * @module
  */
 import { FencedError, StoreUnavailableError } from "../errors.ts";
-import { decodeRecord, encodeRecord, type Owner, type SplitProgress, type SplitRecord, SplitRecordSchema } from "../records.ts";
-import { keys } from "../store/keys.ts";
+import type { Owner, SplitProgress, SplitRecord } from "../records.ts";
 import type { Core } from "./core.ts";
 import { bump } from "./stats.ts";
 import { commitRecord, failRecord, heldBy, releaseRecord } from "./transitions.ts";
@@ -202,36 +201,27 @@ export class Tenancies {
     terminal: boolean,
     make: (r: SplitRecord) => SplitRecord,
   ): Promise<{ record: SplitRecord; tenancy: Tenancy }> {
-    const { store, me } = this.#core;
-    let record = t.record;
-    let revision = t.revision;
-    for (let attempt = 0; attempt < 8; attempt++) {
-      if (this.held.get(id) !== t) {
-        throw new FencedError(id, epoch, -1, `the tenancy at epoch ${epoch} ended while writing`);
-      }
-      const next = make(record);
-      const value = encodeRecord(next);
-      const r = await store.update(keys.split(id), value, revision);
-      if (r.ok) {
-        if (this.held.get(id) === t) {
-          t.record = next;
-          t.revision = r.revision;
-          t.wrote = true;
-          if (terminal) this.#end(id, t);
-        }
-        this.#core.landed?.(keys.split(id), value, r.revision);
-        return { record: next, tenancy: t };
-      }
-      const cur = await store.get(keys.split(id));
-      const rec = cur ? decodeRecord(cur.key, cur.value, SplitRecordSchema) : undefined;
-      if (!cur || !rec || !heldBy(rec, me, epoch)) {
-        if (this.held.get(id) === t) this.lose(id, "fenced");
-        throw new FencedError(id, epoch, rec?.epoch ?? -1);
-      }
-      record = rec;
-      revision = cur.revision;
+    const { splits, me } = this.#core;
+    const r = await splits.cas(id, t, make, {
+      kind: "tenancy",
+      keep: (rec) => heldBy(rec, me, epoch),
+      check: () => {
+        if (this.held.get(id) !== t) throw new FencedError(id, epoch, -1, `the tenancy at epoch ${epoch} ended while writing`);
+      },
+      onLanded: (record, revision) => {
+        if (this.held.get(id) !== t) return;
+        t.record = record;
+        t.revision = revision;
+        t.wrote = true;
+        if (terminal) this.#end(id, t);
+      },
+    });
+    if (r.ok) return { record: r.record, tenancy: t };
+    if ("exhausted" in r) {
+      throw new StoreUnavailableError("update", this.#core.config.opTimeoutMs, { detail: `write to split "${id}" kept conflicting; giving up` });
     }
-    throw new StoreUnavailableError("update", this.#core.config.opTimeoutMs, { detail: `write to split "${id}" kept conflicting; giving up` });
+    if (this.held.get(id) === t) this.lose(id, "fenced");
+    throw new FencedError(id, epoch, r.current?.record.epoch ?? -1);
   }
 
   /** Fenced progress commit; `final` completes the split and ends the tenancy. */
@@ -322,21 +312,15 @@ export class Tenancies {
     if (!t) return;
     this.lose(id, "revoked");
     bump(this.#core.stats.revocations, "forced");
-    const { store, me } = this.#core;
-    let record = t.record;
-    let revision = t.revision;
+    let { record, revision } = t;
     this.releasing.set(id, t);
     try {
       // A write of ours may still be in flight (a commit racing the release): go again at its revision.
-      for (let i = 0; i < 8; i++) {
-        const r = await store.update(keys.split(id), encodeRecord(releaseRecord(record, t.to, this.#core.clock.wallNow())), revision);
-        if (r.ok) return;
-        const cur = await store.get(keys.split(id));
-        const rec = cur ? decodeRecord(cur.key, cur.value, SplitRecordSchema) : undefined;
-        if (!cur || !rec || !heldBy(rec, me, t.epoch)) return;
-        record = rec;
-        revision = cur.revision;
-      }
+      await this.#core.splits.cas(id, t, (r, rev) => {
+        record = r;
+        revision = rev;
+        return releaseRecord(r, t.to, this.#core.clock.wallNow());
+      }, { kind: "release", keep: (r) => heldBy(r, this.#core.me, t.epoch) });
     } catch (e) {
       this.#core.log("warn", "Forced release failed; retried once the store answers", { split: id, error: String(e) });
       this.onOrphan(id, { epoch: t.epoch, revision, record, spec: t.spec });

@@ -188,6 +188,7 @@ export class LeaderView {
   applyOwn(id: string, record: SplitRecord, revision: number): void {
     const cur = this.splits.get(id);
     if (cur && cur.revision >= revision) return;
+    this.invalid.delete(keys.split(id));
     this.setSplit(id, { record, revision });
   }
 

@@ -11,8 +11,7 @@
  */
 import type { BalanceSplit } from "../../balance/types.ts";
 import { planMoves } from "../../balance/plan_moves.ts";
-import { encodeRecord, type Owner, type SplitRecord } from "../../records.ts";
-import { keys } from "../../store/keys.ts";
+import type { Owner, SplitRecord } from "../../records.ts";
 import type { Core } from "../core.ts";
 import { bump, observe } from "../stats.ts";
 import { openRecord } from "../transitions.ts";
@@ -25,7 +24,6 @@ export interface RevocationCtx {
   core: Core;
   view: LeaderView;
   states: ReadonlyMap<string, MemberState>;
-  applied(id: string, rec: SplitRecord, revision: number): void;
   leading(): boolean;
 }
 
@@ -241,15 +239,15 @@ export class Revocations {
     if (!cur || cur.record.epoch !== r.epoch) return;
     const next = openRecord(cur.record, thief.owner, false, core.config.maxAttempts, core.clock.wallNow());
     this.#fencing.add(id);
-    core.store.update(keys.split(id), encodeRecord(next), cur.revision).then(async (w) => {
+    // Landed, it reaches the view ahead of the echo (the role hears every landed split write).
+    core.splits.write(id, next, cur.revision, "fence").then(async (w) => {
       if (!w.ok) {
         // Our view is behind (a lagging watch): catch up from the record, or the next pass retries this losing write at once.
-        const e = await core.store.get(keys.split(id));
+        const e = await core.splits.entry(id);
         if (e) view.put(e.key, e.value, e.revision);
         return;
       }
       if (!this.#ctx.leading()) return;
-      this.#ctx.applied(id, next, w.revision);
       bump(core.stats.revocations, "fenced");
       core.log("warn", "Fenced an owner that did not answer a revocation", { split: id, owner: m.instance });
       m.drops.set(id, { epoch: r.epoch, reason: "fenced" });

@@ -20,6 +20,7 @@ import {
 } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { Core, Versioned } from "../core.ts";
+import type { LandedSplit } from "../split_records.ts";
 import { LivenessTracker } from "../liveness.ts";
 import { WatchSet } from "../watch_set.ts";
 import { CompletionJudge } from "./completion.ts";
@@ -66,6 +67,7 @@ export class LeaderRole {
   readonly retry: RetryBackoff;
   #ready = false;
   #stopped = false;
+  readonly #unlanded: () => void;
   #onDeposed: () => void;
 
   constructor(core: Core, term: number, onDeposed: () => void) {
@@ -81,12 +83,12 @@ export class LeaderRole {
       core,
       view: this.view,
       states: this.states,
-      applied: (id: string, rec: SplitRecord, revision: number) => this.view.applyOwn(id, rec, revision),
       leading: () => !this.#stopped,
     };
     this.#takeovers = new Takeovers(ctx);
     this.#revocations = new Revocations(ctx);
     this.#completion = new CompletionJudge(core, this.view, () => this.#watches.caughtUp(keys.splitPrefix));
+    this.#unlanded = core.splits.onLanded((w) => this.#onLanded(w));
     this.#judge = new DeathJudge({
       core,
       view: this.view,
@@ -153,6 +155,7 @@ export class LeaderRole {
   /** Stops watching and drops the view. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#unlanded();
     await this.#watches.stop();
   }
 
@@ -345,17 +348,29 @@ export class LeaderRole {
   }
 
   /**
-   * A split write of this coordinator's own member landed: applied to the
-   * view now rather than when the split watch delivers it (the same
-   * record; the view keeps the newer revision). A draining leader's
-   * releases reach their successors' grants without waiting for its own
-   * watch, which on a busy process delivered a burst of 50 over 20 ms.
+   * A split write of this coordinator landed (see `SplitRecords`): applied
+   * to the view now rather than when the split watch echoes it (the same
+   * record; the view keeps the newer revision).
+   * - The leader's own writes (seeds, takeovers, fences): its next pass
+   *   decides on them.
+   * - Its own member's commits, releases and claims, once the view is
+   *   ready: in the writer's tick, after its bookkeeping. A release's
+   *   tenancy ends in the tick it lands, and a pass must see the release
+   *   where it no longer sees the tenancy (a queued apply let a pass see
+   *   neither, and the release hold then held a successor's grants for
+   *   nothing). A draining leader's releases also reach their successors'
+   *   grants without waiting for its own watch, which on a busy process
+   *   delivered a burst of 50 over 20 ms.
+   * - Resumes, forced releases and hand-backs come with the echo.
    */
-  applyOwn(key: string, value: string, revision: number): void {
-    if (!this.#ready || this.#stopped) return;
-    this.#hold.landed(this.#core.clock.now());
-    this.view.put(key, value, revision);
-    this.#core.schedule();
+  #onLanded(w: LandedSplit): void {
+    if (w.kind === "seed" || w.kind === "takeover" || w.kind === "fence") {
+      this.view.applyOwn(w.id, w.record, w.revision);
+    } else if ((w.kind === "tenancy" || w.kind === "claim") && this.#ready && !this.#stopped) {
+      this.#hold.landed(this.#core.clock.now());
+      this.view.applyOwn(w.id, w.record, w.revision);
+      this.#core.schedule();
+    }
   }
 
   #flush(st: MemberState): Promise<void> {

@@ -8,8 +8,7 @@
  *
  * @module
  */
-import { encodeRecord, type Owner, type SplitRecord } from "../../records.ts";
-import { keys } from "../../store/keys.ts";
+import type { Owner } from "../../records.ts";
 import type { Core } from "../core.ts";
 import { openRecord } from "../transitions.ts";
 import type { LeaderView } from "./leader_view.ts";
@@ -24,8 +23,6 @@ export interface TakeoverCtx {
   core: Core;
   view: LeaderView;
   states: ReadonlyMap<string, MemberState>;
-  /** The leader's own write of a split landed (apply it ahead of the echo). */
-  applied(id: string, rec: SplitRecord, revision: number): void;
   /** Whether this instance still leads. */
   leading(): boolean;
 }
@@ -98,7 +95,7 @@ export class Takeovers {
    * the same losing write at once, in a hot loop.
    */
   async #catchUp(id: string): Promise<void> {
-    const e = await this.#ctx.core.store.get(keys.split(id));
+    const e = await this.#ctx.core.splits.entry(id);
     if (e) this.#ctx.view.put(e.key, e.value, e.revision);
   }
 
@@ -112,9 +109,9 @@ export class Takeovers {
     const next = openRecord(cur.record, heir?.owner ?? null, charge, core.config.maxAttempts, core.clock.wallNow());
     try {
       core.stats.claimAttempts++;
-      const r = await core.store.update(keys.split(id), encodeRecord(next), cur.revision);
+      // Landed, it reaches the view ahead of the echo (the role hears every landed split write).
+      const r = await core.splits.write(id, next, cur.revision, "takeover");
       if (!r.ok) return await this.#catchUp(id); // moved: the next pass decides again, on the record as it is now
-      this.#ctx.applied(id, next, r.revision);
       const former = this.#ctx.states.get(old.instance);
       if (former && former.session === old.session) {
         former.drops.set(id, { epoch: cur.record.epoch, reason: "expired" });

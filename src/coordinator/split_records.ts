@@ -1,0 +1,146 @@
+/**
+ * The one gateway for `split.<id>` records (the part KCL's lease refresher
+ * plays): their key and encoding, the compare-and-swap loop that re-reads
+ * after a conflict and goes again only while the record is still ours, and
+ * one `landed` signal for every write of ours that landed. The leader's
+ * view subscribes to it rather than waiting for its split watch to echo
+ * the write.
+ *
+ * @module
+ */
+import { decodeRecord, encodeRecord, type SplitRecord, SplitRecordSchema } from "../records.ts";
+import { keys } from "../store/keys.ts";
+import type { Store, StoreEntry, WriteResult } from "../store/store.ts";
+import type { Versioned } from "./core.ts";
+
+/**
+ * Which write landed: a member's own (`tenancy`: a holder's commit,
+ * release or poison report; `claim`; `resume` after a self-fence; a forced
+ * `release`; `handBack` of a claim it cannot keep) or a leader's (`seed`,
+ * `takeover`, `fence` of an owner that did not answer a revocation).
+ */
+export type SplitWriteKind = "tenancy" | "claim" | "resume" | "release" | "handBack" | "seed" | "takeover" | "fence";
+
+/** A split write of ours that landed. */
+export interface LandedSplit {
+  /** The split id. */
+  id: string;
+  /** The record written. */
+  record: SplitRecord;
+  /** The revision it landed at. */
+  revision: number;
+  /** Which write it was. */
+  kind: SplitWriteKind;
+}
+
+/** Outcome of {@linkcode SplitRecords.cas}. */
+export type CasOutcome =
+  | { ok: true; record: SplitRecord; revision: number }
+  /** The record is no longer ours (`keep` refused it) or is gone (`current` undefined). */
+  | { ok: false; current: Versioned<SplitRecord> | undefined }
+  /** Every attempt conflicted with a record that was still ours. */
+  | { ok: false; exhausted: true; current: Versioned<SplitRecord> };
+
+/** How {@linkcode SplitRecords.cas} goes about one write. */
+export interface CasOptions {
+  /** Which write this is (carried by the `landed` signal). */
+  kind: SplitWriteKind;
+  /** Whether a re-read record may still be written over (it is still ours). */
+  keep(record: SplitRecord): boolean;
+  /** Attempts before giving up (default 8). */
+  attempts?: number;
+  /** Called before each attempt; throws to stop (the write is no longer wanted). */
+  check?(): void;
+  /**
+   * Called in the tick the write lands, before the `landed` signal and
+   * before the caller resumes: state that must change with the write (a
+   * tenancy ended by its terminal write) changes here, so nothing of ours
+   * can slip in between.
+   */
+  onLanded?(record: SplitRecord, revision: number): void;
+}
+
+/**
+ * Reads and writes split records.
+ *
+ * @example
+ * ```ts ignore
+ * const splits = new SplitRecords(store);
+ * const stop = splits.onLanded((w) => view.applyOwn(w.id, w.record, w.revision));
+ * const r = await splits.cas("s1", held, (rec) => ({ ...rec, progress }), { kind: "tenancy", keep: (rec) => heldBy(rec, me, epoch) });
+ * stop();
+ * ```
+ */
+export class SplitRecords {
+  readonly #store: Store;
+  readonly #listeners = new Set<(w: LandedSplit) => void>();
+
+  constructor(store: Store) {
+    this.#store = store;
+  }
+
+  /** Subscribes to every split write of ours that lands; returns the unsubscribe. */
+  onLanded(listener: (w: LandedSplit) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** The raw entry of a split (for views that keep unreadable records visible). */
+  entry(id: string): Promise<StoreEntry | undefined> {
+    return this.#store.get(keys.split(id));
+  }
+
+  /** The split's record and revision; throws `InvalidRecordError` when unreadable. */
+  async read(id: string): Promise<Versioned<SplitRecord> | undefined> {
+    const e = await this.#store.get(keys.split(id));
+    return e ? { record: decodeRecord(e.key, e.value, SplitRecordSchema), revision: e.revision } : undefined;
+  }
+
+  /** Creates a split record if absent (a seed). */
+  async create(id: string, record: SplitRecord, kind: SplitWriteKind): Promise<WriteResult> {
+    const r = await this.#store.create(keys.split(id), encodeRecord(record));
+    if (r.ok) this.#landed({ id, record, revision: r.revision, kind });
+    return r;
+  }
+
+  /** One compare-and-swap of a split record at `revision`. */
+  async write(id: string, record: SplitRecord, revision: number, kind: SplitWriteKind): Promise<WriteResult> {
+    const r = await this.#store.update(keys.split(id), encodeRecord(record), revision);
+    if (r.ok) this.#landed({ id, record, revision: r.revision, kind });
+    return r;
+  }
+
+  /**
+   * The CAS-and-reread loop: writes `make(record, revision)` over `from`; after a
+   * conflict re-reads the record and goes again while `keep` accepts it
+   * (our own late write landed, or a change that leaves it ours). Store
+   * outages and unreadable records throw.
+   */
+  async cas(
+    id: string,
+    from: Versioned<SplitRecord>,
+    make: (record: SplitRecord, revision: number) => SplitRecord,
+    opts: CasOptions,
+  ): Promise<CasOutcome> {
+    let { record, revision } = from;
+    const attempts = opts.attempts ?? 8;
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      opts.check?.();
+      const next = make(record, revision);
+      const r = await this.#store.update(keys.split(id), encodeRecord(next), revision);
+      if (r.ok) {
+        opts.onLanded?.(next, r.revision);
+        this.#landed({ id, record: next, revision: r.revision, kind: opts.kind });
+        return { ok: true, record: next, revision: r.revision };
+      }
+      const cur = await this.read(id);
+      if (!cur || !opts.keep(cur.record)) return { ok: false, current: cur };
+      ({ record, revision } = cur);
+    }
+    return { ok: false, exhausted: true, current: { record, revision } };
+  }
+
+  #landed(w: LandedSplit): void {
+    for (const l of this.#listeners) l(w);
+  }
+}
