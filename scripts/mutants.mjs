@@ -188,6 +188,19 @@ export const mutants = [
     suites: COORD,
   },
 
+  // --- the leader's revocations: lanes kept free for successors --------------------------------
+  {
+    name: "incoming-kept-after-settle",
+    breaks: "a settled or withdrawn revocation still counts against its successor's free lanes (it is offered less and less)",
+    edits: [{ file: C + "leader/revocations.ts", search: "    this.#from.delete(id);\n    this.#stateOf(r.to)?.unexpect(id);", replace: "    this.#from.delete(id);" }],
+    suites: ["unit", ...COORD],
+  },
+  {
+    name: "successor-named-without-lane",
+    breaks: "a drain's successor named later by the balancing pass does not keep a lane free for it (it is offered other work meanwhile)",
+    edits: [{ file: C + "leader/revocations.ts", search: "r.to = to.owner;\n              to.expect(id);", replace: "r.to = to.owner;" }],
+    suites: ["unit", ...COORD],
+  },
   // --- the gateway for split records (split_records.ts) -------------------------------------
   {
     name: "split-cas-writes-over-moved",
@@ -1255,7 +1268,7 @@ export const mutants = [
   {
     name: "assign-ack-before-seen",
     breaks: "a grant is dropped from the record once written, before the member's heartbeat says it applied it: a missed version orphans it",
-    edits: [{ file: "src/coordinator/leader/member_state.ts", search: "if (g.at !== undefined && g.at <= seen) this.grants.delete(id);", replace: "if (g.at !== undefined) this.grants.delete(id);" }],
+    edits: [{ file: "src/coordinator/leader/member_state.ts", search: "if (g.at !== undefined && g.at <= seen) this.#grants.delete(id);", replace: "if (g.at !== undefined) this.#grants.delete(id);" }],
     suites: ["unit"],
   },
   {

@@ -36,7 +36,7 @@ Deno.test("assignment record: thousands of grants with large progress go out in 
       progress: { watermark: "w", state },
     };
     view.put(`split.${id}`, encodeRecord(rec), i + 1);
-    m.grants.set(id, { epoch: 1 });
+    m.grant(id, { epoch: 1 });
   }
   m.touch();
   const listed = new Set<string>();
@@ -81,7 +81,7 @@ function harness() {
 Deno.test("assignment record: a grant stays listed until the member's heartbeat says it applied a version that listed it", async () => {
   const { m, split, write } = harness();
   split("g", 2, 5, { owner: { instance: "m", session: "sess" } });
-  m.grants.set("g", { epoch: 2 });
+  m.grant("g", { epoch: 2 });
   const first = await write();
   assert.deepEqual(first.record.grants.map((g) => g.id), ["g"]);
   // The member's heartbeat says it applied an older version (seen < the record that listed the grant): still owed.
@@ -97,7 +97,7 @@ Deno.test("assignment record: a grant stays listed until the member's heartbeat 
 Deno.test("assignment record: a grant the split's epoch has moved past and an offer at an older revision are not sent", async () => {
   const { m, split, write } = harness();
   split("moved", 3, 10, { owner: { instance: "other", session: "o" } });
-  m.grants.set("moved", { epoch: 2 }); // opened for m at epoch 2; the record is at epoch 3 now
+  m.grant("moved", { epoch: 2 }); // opened for m at epoch 2; the record is at epoch 3 now
   split("stale", 1, 12);
   m.offer("stale", 11, 1); // reserved at revision 11; the split moved to 12 since
   split("fresh", 1, 13);
@@ -139,7 +139,7 @@ Deno.test("assignment record: a leader finding a record of a newer term stands d
 Deno.test("assignment record: revokes count against the size bound like everything else (thousands to long-named successors)", async () => {
   const { m, write, logs } = harness();
   const to = { instance: "i".repeat(128), session: "s".repeat(64) };
-  for (let i = 0; i < 2000; i++) m.revokes.set(`split-${String(i).padStart(58, "0")}`, { epoch: 1, to, since: 0, steal: false });
+  for (let i = 0; i < 2000; i++) m.revoke(`split-${String(i).padStart(58, "0")}`, { epoch: 1, to, since: 0, steal: false });
   const { record, bytes } = await write();
   assert.ok(bytes <= MAX_VALUE_BYTES, `the record is ${bytes} bytes`);
   assert.ok(record.revokes.length > 0 && record.revokes.length < 2000, `${record.revokes.length} revokes listed`);

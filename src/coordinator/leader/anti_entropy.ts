@@ -35,11 +35,10 @@ export function auditHeld(core: Core, view: LeaderView, st: MemberState, r: Memb
   let added = 0;
   for (const id of owned) {
     if (st.grants.has(id)) continue;
-    st.grants.set(id, { epoch: view.splits.get(id)!.record.epoch });
+    st.grant(id, { epoch: view.splits.get(id)!.record.epoch });
     added++;
   }
   if (added > 0) {
-    st.touch();
     core.log("debug", "Re-sent grants to a member that may not know all its splits", { member: st.instance, owned: owned.size, held: r.held });
   }
 }

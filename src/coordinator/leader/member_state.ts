@@ -33,6 +33,14 @@ export interface Revoke {
   steal: boolean;
 }
 
+/** A tenancy the member must stop, listed once in its assignment record. */
+export interface Drop {
+  /** Epoch of the tenancy. */
+  epoch: number;
+  /** Why: its record was fenced or expired (taken over), or the split was cancelled. */
+  reason: "fenced" | "expired" | "cancelled";
+}
+
 /** A split opened for a member, listed in its assignment record. */
 export interface Grant {
   /** Epoch opened for the member. */
@@ -65,18 +73,13 @@ export class MemberState {
    */
   readonly spares: Set<string> = new Set();
   offeredWeight = 0;
-  /**
-   * Grants: split id → epoch opened for the member (and why), until the
-   * member wrote to the split at that epoch or acknowledged a record that
-   * listed it (`at`: the revision of the first write that carried it).
-   */
-  readonly grants: Map<string, Grant> = new Map();
-  /** Revokes by split id. */
-  readonly revokes: Map<string, Revoke> = new Map();
-  /** Drops to write once. */
-  readonly drops: Map<string, { epoch: number; reason: "fenced" | "expired" | "cancelled" }> = new Map();
-  /** Revokes naming this member as successor (lanes it must keep free). */
-  incoming = 0;
+  readonly #grants = new Map<string, Grant>();
+  readonly #revokes = new Map<string, Revoke>();
+  readonly #drops = new Map<string, Drop>();
+  /** Splits whose revocation names this member as successor. */
+  readonly #expected = new Set<string>();
+  /** Lanes reserved for seeds being written for it. */
+  #reserved = 0;
   /** Revision of its assignment record, when known. */
   rev: number | undefined;
   #seq = 0;
@@ -113,6 +116,87 @@ export class MemberState {
   /** Marks the record as changed. */
   touch(): void {
     this.#dirty = true;
+  }
+
+  /**
+   * Grants: split id → epoch opened for the member (and why), until the
+   * member wrote to the split at that epoch or acknowledged a record that
+   * listed it (`at`: the revision of the first write that carried it).
+   */
+  get grants(): ReadonlyMap<string, Grant> {
+    return this.#grants;
+  }
+
+  /** Lists a split opened for the member in its next record. */
+  grant(id: string, g: Grant): void {
+    this.#grants.set(id, g);
+    this.#dirty = true;
+  }
+
+  /** Stops listing a grant (acknowledged, or the split moved on): nothing to write for it. */
+  forgetGrant(id: string): void {
+    this.#grants.delete(id);
+  }
+
+  /** Revokes by split id. */
+  get revokes(): ReadonlyMap<string, Revoke> {
+    return this.#revokes;
+  }
+
+  /** Asks the member to release `id` (listed in its next record). */
+  revoke(id: string, r: Revoke): void {
+    this.#revokes.set(id, r);
+    this.#dirty = true;
+  }
+
+  /** Withdraws or settles the revocation of `id`; returns it, if there was one. */
+  unrevoke(id: string): Revoke | undefined {
+    const r = this.#revokes.get(id);
+    if (!r) return undefined;
+    this.#revokes.delete(id);
+    this.#dirty = true;
+    return r;
+  }
+
+  /** Drops to write once. */
+  get drops(): ReadonlyMap<string, Drop> {
+    return this.#drops;
+  }
+
+  /** Tells the member to stop a tenancy it may still run (listed once). */
+  drop(id: string, d: Drop): void {
+    this.#drops.set(id, d);
+    this.#dirty = true;
+  }
+
+  /**
+   * Lanes it must keep free: revocations naming it as successor, and seeds
+   * being written for it. Derived from what is pending, so a settle or
+   * withdrawal counted twice cannot make it drift.
+   */
+  get incoming(): number {
+    return this.#expected.size + this.#reserved;
+  }
+
+  /** A revocation of `id` names this member as successor. */
+  expect(id: string): void {
+    this.#expected.add(id);
+  }
+
+  /** The revocation of `id` naming it settled or changed successor. */
+  unexpect(id: string): void {
+    this.#expected.delete(id);
+  }
+
+  /** A seed is being written for it (see `SeedRuns.reserve`). */
+  reserveLane(): void {
+    this.#reserved++;
+  }
+
+  /** That seed was written (or failed). */
+  unreserveLane(): void {
+    if (this.#reserved === 0) throw new Error(`No lane of member "${this.instance}" is reserved`);
+    this.#reserved--;
   }
 
   /** Offers for its free lanes (the offers that are not spares). */
@@ -184,7 +268,7 @@ export class MemberState {
         if (replacing !== undefined) core.noteReplaced(key, replacing);
         for (const g of listed) g.at ??= r.revision;
         this.offersAtWrite = this.offers.size;
-        for (const [id, d] of drops) if (this.drops.get(id) === d) this.drops.delete(id);
+        for (const [id, d] of drops) if (this.#drops.get(id) === d) this.#drops.delete(id);
         if (unlisted) this.#dirty = true; // what did not fit goes out in the next write
         return true;
       }
@@ -213,7 +297,7 @@ export class MemberState {
    * No write is needed for this alone: the next change carries the shorter list.
    */
   acknowledge(seen: number): void {
-    for (const [id, g] of this.grants) if (g.at !== undefined && g.at <= seen) this.grants.delete(id);
+    for (const [id, g] of this.#grants) if (g.at !== undefined && g.at <= seen) this.#grants.delete(id);
   }
 
   #build(

@@ -82,15 +82,16 @@ export class Revocations {
   }
 
   #delete(m: MemberState, id: string): void {
-    const r = m.revokes.get(id);
+    const r = m.unrevoke(id);
     if (!r) return;
-    m.revokes.delete(id);
-    m.touch();
     this.#from.delete(id);
-    if (r.to) {
-      const t = this.#ctx.states.get(r.to.instance);
-      if (t && t.session === r.to.session) t.incoming = Math.max(0, t.incoming - 1);
-    }
+    this.#stateOf(r.to)?.unexpect(id);
+  }
+
+  /** The live state of `owner` (this session, not a restarted one), if any. */
+  #stateOf(owner: Owner | undefined): MemberState | undefined {
+    const t = owner && this.#ctx.states.get(owner.instance);
+    return t && t.session === owner!.session ? t : undefined;
   }
 
   #withdraw(m: MemberState, id: string): void {
@@ -101,21 +102,16 @@ export class Revocations {
       bump(this.#ctx.core.stats.revocations, "withdrawn");
     } else if (r.to) {
       // A drain goes on; only its successor is gone.
-      const t = this.#ctx.states.get(r.to.instance);
-      if (t && t.session === r.to.session) t.incoming = Math.max(0, t.incoming - 1);
+      this.#stateOf(r.to)?.unexpect(id);
       delete r.to;
       m.touch();
     }
   }
 
   #add(m: MemberState, id: string, r: Revoke): void {
-    m.revokes.set(id, r);
-    m.touch();
+    m.revoke(id, r);
     this.#from.set(id, m.instance);
-    if (r.to) {
-      const t = this.#ctx.states.get(r.to.instance);
-      if (t) t.incoming++;
-    }
+    this.#stateOf(r.to)?.expect(id);
   }
 
   /**
@@ -169,7 +165,7 @@ export class Revocations {
             const to = this.#successor(m);
             if (to) {
               r.to = to.owner;
-              to.incoming++;
+              to.expect(id);
               m.touch();
             }
           }
@@ -250,8 +246,7 @@ export class Revocations {
       if (!this.#ctx.leading()) return;
       bump(core.stats.revocations, "fenced");
       core.log("warn", "Fenced an owner that did not answer a revocation", { split: id, owner: m.instance });
-      m.drops.set(id, { epoch: r.epoch, reason: "fenced" });
-      m.touch(); // the thief's grant follows from the view (this write, applied above)
+      m.drop(id, { epoch: r.epoch, reason: "fenced" }); // the thief's grant follows from the view (this write, applied above)
     }).catch((e) => core.log("warn", "Fence write failed; retrying", { split: id, error: String(e) }))
       .finally(() => {
         this.#fencing.delete(id);

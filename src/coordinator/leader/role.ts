@@ -144,7 +144,7 @@ export class LeaderRole {
     // member ignores grants of tenancies it has or had, so listing them all is safe.
     for (const st of this.states.values()) {
       for (const id of this.view.byOwner.get(st.key) ?? []) {
-        st.grants.set(id, { epoch: this.view.splits.get(id)!.record.epoch });
+        st.grant(id, { epoch: this.view.splits.get(id)!.record.epoch });
       }
       st.touch();
     }
@@ -181,7 +181,7 @@ export class LeaderRole {
         const same = rec?.status === "runnable" && rec.owner?.instance === st.instance &&
           rec.owner.session === st.session && rec.epoch === g;
         // Obsolete (moved on), or acknowledged: the owner itself wrote at that epoch.
-        if (!same || prev.epoch === g) st.grants.delete(id);
+        if (!same || prev.epoch === g) st.forgetGrant(id);
       }
     }
     this.retry.onSplit(id, prev, rec);
@@ -194,23 +194,20 @@ export class LeaderRole {
       // Seeded for `o` (a split created already owned): tell it.
       const st = this.states.get(o.instance);
       if (st && st.session === o.session) {
-        st.grants.set(id, { epoch: rec.epoch });
-        st.touch();
+        st.grant(id, { epoch: rec.epoch });
       }
     } else if (rec && o && rec.status === "runnable" && prev?.owner && rec.epoch > prev.epoch) {
       // Opened for `o` by someone else (a release to a successor, a fence, a takeover): tell it.
       const st = this.states.get(o.instance);
       if (st && st.session === o.session && !(prev.owner.instance === o.instance && prev.owner.session === o.session)) {
         const why = rec.attempts > prev.attempts ? (prev.owner.instance === o.instance ? "reclaim" : "takeover") : "handoff";
-        st.grants.set(id, { epoch: rec.epoch, why });
-        st.touch();
+        st.grant(id, { epoch: rec.epoch, why });
       }
     }
     if (rec?.status === "cancelled" && prev?.owner) {
       const st = this.states.get(prev.owner.instance);
       if (st && st.session === prev.owner.session) {
-        st.drops.set(id, { epoch: prev.epoch, reason: "cancelled" });
-        st.touch();
+        st.drop(id, { epoch: prev.epoch, reason: "cancelled" });
       }
     }
     this.#revocations.onSplit(id, rec, this.#core.clock.now());

@@ -65,13 +65,13 @@ export class SeedRuns {
       run.n++;
       best = run.m;
     } else this.#run = best && { m: best, n: 1 };
-    if (best) best.incoming++;
+    best?.reserveLane();
     return best;
   }
 
   /** Ends a reservation made by {@linkcode SeedRuns.reserve}. */
   unreserve(m: MemberState): void {
-    m.incoming = Math.max(0, m.incoming - 1);
+    m.unreserveLane();
   }
 
   /** A member session is gone: its run ends. */

@@ -114,8 +114,7 @@ export class Takeovers {
       if (!r.ok) return await this.#catchUp(id); // moved: the next pass decides again, on the record as it is now
       const former = this.#ctx.states.get(old.instance);
       if (former && former.session === old.session) {
-        former.drops.set(id, { epoch: cur.record.epoch, reason: "expired" });
-        former.touch();
+        former.drop(id, { epoch: cur.record.epoch, reason: "expired" });
       }
       // A grant to the heir follows from the view (this write, applied above).
       if (next.status === "quarantined") {

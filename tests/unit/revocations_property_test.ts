@@ -1,0 +1,136 @@
+// The leader's revocations keep every member's `incoming` (lanes it must
+// keep free for releases naming it as successor) equal to what the pending
+// revocations imply, whatever order drains, settles, restarts and departures
+// come in (src/coordinator/leader/revocations.ts, member_state.ts). Before
+// it was derived, it was raised and lowered by hand with clamps at zero.
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import type { Core } from "../../src/coordinator/core.ts";
+import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
+import { MemberState } from "../../src/coordinator/leader/member_state.ts";
+import { Revocations } from "../../src/coordinator/leader/revocations.ts";
+import { newStats } from "../../src/coordinator/stats.ts";
+import { encodeRecord, type Owner, type SplitRecord } from "../../src/records.ts";
+
+const FC_SEED = Number(Deno.env.get("FC_SEED") ?? Date.now() % 2 ** 31);
+const INSTANCES = ["a", "b", "c", "d"];
+const SPLITS = 12;
+
+type Op =
+  | { kind: "drain"; m: number }
+  | { kind: "cycle" }
+  | { kind: "settle"; split: number; to: "successor" | "other" | "nobody" }
+  | { kind: "leave"; m: number }
+  | { kind: "restart"; m: number }
+  | { kind: "reserve"; m: number }
+  | { kind: "unreserve"; m: number };
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ kind: fc.constant("drain" as const), m: fc.nat(3) }),
+  fc.record({ kind: fc.constant("cycle" as const) }),
+  fc.record({ kind: fc.constant("settle" as const), split: fc.nat(SPLITS - 1), to: fc.constantFrom("successor" as const, "other" as const, "nobody" as const) }),
+  fc.record({ kind: fc.constant("leave" as const), m: fc.nat(3) }),
+  fc.record({ kind: fc.constant("restart" as const), m: fc.nat(3) }),
+  fc.record({ kind: fc.constant("reserve" as const), m: fc.nat(3) }),
+  fc.record({ kind: fc.constant("unreserve" as const), m: fc.nat(3) }),
+);
+
+function harness() {
+  const core = {
+    stats: newStats(),
+    log: () => {},
+    schedule: () => {},
+    clock: { now: () => 0, wallNow: () => 0 },
+    config: { job: "job", maxAttempts: 3 },
+    timings: { balanceIntervalMs: 1000, balanceMinIntervalMs: 100, deafOwnerFenceMs: 1e9 },
+  } as unknown as Core;
+  const states = new Map<string, MemberState>();
+  let sessions = 0;
+  const join = (instance: string) => states.set(instance, new MemberState(instance, `s${++sessions}`, 4, false, false));
+  for (const i of INSTANCES) join(i);
+  const view = new LeaderView(() => {}, () => {});
+  const revocations = new Revocations({ core, view, states, leading: () => true });
+  let rev = 0;
+  const put = (id: string, owner: Owner | null, epoch: number) => {
+    const rec: SplitRecord = { v: 2, epoch, status: "runnable", owner, attempts: 0, weight: 1, progress: null };
+    view.put(`split.${id}`, encodeRecord(rec), ++rev);
+  };
+  return { states, view, revocations, join, put };
+}
+
+Deno.test("revocations: every member's incoming equals the pending revocations naming it, plus its reserved lanes", () => {
+  fc.assert(
+    fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+      const { states, view, revocations, join, put } = harness();
+      // Each split owned by one of the members, round robin.
+      const ids = Array.from({ length: SPLITS }, (_, i) => `s${i}`);
+      ids.forEach((id, i) => put(id, states.get(INSTANCES[i % INSTANCES.length])!.owner, 1));
+      const reserved = new Map<MemberState, number>();
+      for (const o of ops) {
+        const m = states.get(INSTANCES[("m" in o ? o.m : 0)]);
+        switch (o.kind) {
+          case "drain":
+            if (m) {
+              m.draining = true;
+              revocations.drainRevokes(m, 0);
+            }
+            break;
+          case "cycle":
+            revocations.cycle(0, 1, "sig", false);
+            break;
+          case "settle": {
+            const id = ids[o.split];
+            const cur = view.splits.get(id);
+            if (!cur) break;
+            let to: Owner | null = null;
+            if (o.to !== "nobody") {
+              const from = [...states.values()].find((s) => s.revokes.has(id));
+              const named = from?.revokes.get(id)?.to;
+              to = o.to === "successor" && named ? named : [...states.values()][o.split % states.size]?.owner ?? null;
+            }
+            put(id, to, cur.record.epoch + 1);
+            revocations.onSplit(id, view.splits.get(id)?.record, 0);
+            break;
+          }
+          case "leave":
+          case "restart":
+            if (m) {
+              revocations.forget(m);
+              states.delete(m.instance);
+              reserved.delete(m);
+              if (o.kind === "restart") join(m.instance);
+            }
+            break;
+          case "reserve":
+            if (m) {
+              m.reserveLane();
+              reserved.set(m, (reserved.get(m) ?? 0) + 1);
+            }
+            break;
+          case "unreserve":
+            if (m && (reserved.get(m) ?? 0) > 0) {
+              m.unreserveLane();
+              reserved.set(m, reserved.get(m)! - 1);
+            }
+            break;
+        }
+        for (const t of states.values()) {
+          let naming = 0;
+          for (const s of states.values()) {
+            for (const r of s.revokes.values()) if (r.to?.instance === t.instance && r.to.session === t.session) naming++;
+          }
+          assert.equal(t.incoming, naming + (reserved.get(t) ?? 0), `member ${t.instance} after ${JSON.stringify(o)}`);
+        }
+      }
+    }),
+    { seed: FC_SEED, numRuns: 300 },
+  );
+});
+
+Deno.test("member state: releasing a lane never reserved is refused, not clamped", () => {
+  const m = new MemberState("a", "s1", 4, false, false);
+  m.reserveLane();
+  m.unreserveLane();
+  assert.throws(() => m.unreserveLane(), /No lane of member "a" is reserved/);
+  assert.equal(m.incoming, 0);
+});
