@@ -25,7 +25,7 @@
  */
 
 // A source: what to do, split by split.
-export type { DescriptorSchema, FencingToken, Lane, LaneCommitOptions, SplitSource } from "./src/runtime/source.ts";
+export type { DescriptorSchema, FencingToken, Lane, LaneCommitOptions, SplitAnswer, SplitRequest, SplitSource } from "./src/runtime/source.ts";
 export type { PlanContext, PlannedSplit, Planner, PlanResult, SplitSpec } from "./src/coordinator/types.ts";
 export type { Json, SplitEstimate, SplitProgress } from "./src/records.ts";
 export { splitIdFrom } from "./src/store/keys.ts";

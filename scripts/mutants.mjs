@@ -238,8 +238,8 @@ export const mutants = [
     breaks: "a forced release whose CAS conflicts is retried over a record that moved to another owner",
     edits: [{
       file: C + "tenancies.ts",
-      search: "{ kind: \"release\", keep: (r) => heldBy(r, this.#core.me, t.epoch) }",
-      replace: "{ kind: \"release\", keep: () => true }",
+      search: "keep: (r) => heldBy(r, this.#core.me, t.epoch),",
+      replace: "keep: () => true,",
     }],
     suites: COORD,
   },

@@ -23,6 +23,19 @@ const source: SplitSource<Range> = {
     }
     if (i >= lane.descriptor.to) await lane.complete();
   },
+  // Optional: lets idle workers take part of a running range (no straggler).
+  // `run` reads lane.descriptor.to on every batch, so it stops where the cut
+  // says; the cut starts at or after what it has committed.
+  split(lane, { parts }) {
+    const at = Number(lane.progress?.watermark ?? lane.descriptor.from);
+    const step = Math.floor((lane.descriptor.to - at) / parts);
+    if (step < 200) return undefined; // too little left to be worth a cut
+    const ends = Array.from({ length: parts }, (_, k) => (k === parts - 1 ? lane.descriptor.to : at + step * (k + 1)));
+    return {
+      keep: { from: lane.descriptor.from, to: ends[0] },
+      residuals: ends.slice(1).map((to, k) => ({ descriptor: { from: ends[k], to } })),
+    };
+  },
 };
 
 await serve({ store: new MemoryStore(), source, job: "numbers", port: 0 });

@@ -52,6 +52,10 @@ export interface CoordinatorTunables {
   retryBackoffMs?: number;
   /** Longest wait before a failed split is offered again (default 60000). */
   retryBackoffMaxMs?: number;
+  /** This member's source cuts a running split's remaining work when asked (default false; the worker sets it when the source has a `split` hook). */
+  splittable?: boolean;
+  /** Least estimated work left (in weight units) for the leader to ask a running split to be cut (default 0: the source decides). */
+  cutMinWork?: number;
 }
 
 /**
@@ -151,6 +155,16 @@ const OPTIONS = {
     "Wait before a split that failed (fail() or a throwing run) is offered again; doubled per attempt, ±25% jitter.",
   ),
   retryBackoffMaxMs: option(duration(0).default(60000), ">= retryBackoffMs, <= 2^31 − 1", "Longest retry wait."),
+  splittable: option(
+    z.boolean().default(false),
+    "boolean",
+    "This member's source cuts a running split's remaining work when the leader asks (idle lanes, nothing left to start); advertised on its member record. The worker runtime sets it when the source has a `split` hook.",
+  ),
+  cutMinWork: option(
+    z.number().min(0).finite().default(0),
+    ">= 0",
+    "Least estimated work left (the split's weight × the fraction its last estimate says is left) for the leader to ask for a cut; the source may still decline.",
+  ),
 };
 type Options = typeof OPTIONS;
 const shape = Object.fromEntries(Object.entries(OPTIONS).map(([k, o]) => [k, o.schema])) as { [K in keyof Options]: Options[K]["schema"] };
@@ -259,7 +273,7 @@ const _tunablesAreTheSchema: Equal<
  */
 export function pickTunables(options: CoordinatorTunables): CoordinatorTunables {
   const out: CoordinatorTunables = {};
-  for (const k of TUNABLE_KEYS) if (options[k] !== undefined) out[k] = options[k];
+  for (const k of TUNABLE_KEYS) if (options[k] !== undefined) (out as Record<string, unknown>)[k] = options[k];
   return out;
 }
 

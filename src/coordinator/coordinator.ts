@@ -25,6 +25,7 @@ import { checkJobRecord, VERSION } from "./job_check.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
 import { Tenancies } from "./tenancies.ts";
 import { timings } from "./timings.ts";
+import type { CutAnswer } from "./cuts.ts";
 import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStats, CoordinatorStatus, Logger } from "./types.ts";
 
 
@@ -246,6 +247,15 @@ export class SplitCoordinator implements Coordinator {
     const next = await this.#tenancies.fail(splitId, epoch, reason);
     // Not logged here: the caller logs its report (the worker's `Split failed` line), the event's consumer the quarantine.
     if (next.status === "quarantined") this.#core.events.push({ type: "quarantined", splitId, attempts: next.attempts });
+  }
+
+  /**
+   * Cuts a held split's remaining work (see `Coordinator.split`): the
+   * residuals' ids once the cut landed.
+   */
+  split(splitId: string, epoch: number, answer: CutAnswer): Promise<string[]> {
+    this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
+    return this.#tenancies.cut(splitId, epoch, answer);
   }
 
   /** Forcibly releases a split whose source cannot stop intake (`lost`, reason `revoked`). */

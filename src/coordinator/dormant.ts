@@ -9,7 +9,8 @@
  */
 import { SplitleaseError } from "../errors.ts";
 import type { Core } from "./core.ts";
-import type { Dormant, Tenancies } from "./tenancies.ts";
+import type { Tenancies } from "./tenancies.ts";
+import type { Dormant } from "./tenancy.ts";
 import { heldBy, openRecord, releaseRecord } from "./transitions.ts";
 
 /** The dormant tenancies of one worker. */

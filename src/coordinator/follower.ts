@@ -26,7 +26,8 @@ import { LivenessTracker } from "./liveness.ts";
 import { SpecReader } from "./spec_reader.ts";
 import { ClaimRecovery } from "./claim_recovery.ts";
 import { Claims } from "./claims.ts";
-import type { Dormant, Tenancies } from "./tenancies.ts";
+import type { Tenancies } from "./tenancies.ts";
+import type { Dormant } from "./tenancy.ts";
 import { WatchSet } from "./watch_set.ts";
 
 /** The member side of a coordinator. */
@@ -57,6 +58,8 @@ export class Follower {
   readonly #dormant: DormantTenancies;
   readonly #recovery: ClaimRecovery;
   readonly #claims: Claims;
+  /** The last ask to cut each split told to our lanes. */
+  readonly #asked = new Map<string, number>();
 
   /** `mayClaim` says whether new work may be taken (running, not draining, not fenced). */
   constructor(core: Core, tenancies: Tenancies, mayClaim: () => boolean) {
@@ -258,6 +261,28 @@ export class Follower {
     }
     for (const g of a.grants) void this.#claims.grant(g);
     this.#claims.setOffers(a.offers);
+    this.#onCuts(a.cuts ?? [], a.term);
+  }
+
+  /**
+   * Asks to cut a held split's remaining work: told to the lane's owner
+   * once per ask (`splitRequested`), never for a split being revoked or
+   * with a cut of ours still being written. Not answering declines.
+   */
+  #onCuts(cuts: NonNullable<AssignRecord["cuts"]>, term: number): void {
+    const held = this.#tenancies.held;
+    for (const c of cuts) {
+      const t = held.get(c.id);
+      if (!t || t.epoch !== c.epoch || t.draining || (t.cut && !t.cut.landed)) continue;
+      const n = term * 2 ** 20 + c.ask; // a new leader numbers its asks afresh
+      if ((this.#asked.get(c.id) ?? -1) >= n) continue;
+      this.#asked.set(c.id, n);
+      this.#core.events.push({ type: "splitRequested", splitId: c.id, epoch: c.epoch, parts: c.parts });
+    }
+    if (this.#asked.size > 2 * (cuts.length + 64)) {
+      const live = new Set(cuts.map((c) => c.id));
+      for (const id of this.#asked.keys()) if (!live.has(id)) this.#asked.delete(id);
+    }
   }
 
   // --- tenancies that ended without a write of ours (dormant.ts) ----------------------

@@ -59,6 +59,7 @@ export class Membership {
       beat: 0,
     };
     if (planner) this.#record.planner = true;
+    if (core.config.splittable) this.#record.splittable = true;
   }
 
   /** Whether heartbeats are currently failing past the self-fence point. */

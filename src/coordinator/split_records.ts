@@ -19,7 +19,7 @@ import type { Versioned } from "./core.ts";
  * `release`; `handBack` of a claim it cannot keep) or a leader's (`seed`,
  * `takeover`, `fence` of an owner that did not answer a revocation).
  */
-export type SplitWriteKind = "tenancy" | "claim" | "resume" | "release" | "handBack" | "seed" | "takeover" | "fence";
+export type SplitWriteKind = "tenancy" | "claim" | "resume" | "release" | "handBack" | "seed" | "residual" | "takeover" | "fence";
 
 /** A split write of ours that landed. */
 export interface LandedSplit {

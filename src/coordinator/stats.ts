@@ -71,6 +71,7 @@ export function newStats(): CoordinatorStats {
     selfFences: 0,
     storeOpSeconds: {},
     handoverSeconds: newHistogram(),
+    cuts: { asked: 0, performed: 0 },
   };
 }
 

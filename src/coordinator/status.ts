@@ -8,7 +8,7 @@ import type { Owner } from "../records.ts";
 import type { Follower } from "./follower.ts";
 import type { LeaderRole } from "./leader/role.ts";
 import type { Planning } from "./planning.ts";
-import type { Tenancy } from "./tenancies.ts";
+import type { Tenancy } from "./tenancy.ts";
 import type { CoordinatorStatus } from "./types.ts";
 
 /** Inputs of {@linkcode buildStatus}. */

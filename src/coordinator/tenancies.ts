@@ -6,55 +6,14 @@
  *
  * @module
  */
-import { FencedError, StoreUnavailableError } from "../errors.ts";
+import { FencedError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import type { Owner, SplitProgress, SplitRecord } from "../records.ts";
+import { carryCut, createResiduals, type CutAnswer, makeCut } from "./cuts.ts";
 import type { Core } from "./core.ts";
 import { bump } from "./stats.ts";
 import { commitRecord, failRecord, heldBy, releaseRecord } from "./transitions.ts";
-import type { LostReason, SplitSpec } from "./types.ts";
-
-/** One tenancy of a held split. */
-export interface Tenancy {
-  /** Epoch of this tenancy (the fencing token). */
-  epoch: number;
-  /** Revision of the last record we wrote or saw. */
-  revision: number;
-  /** That record. */
-  record: SplitRecord;
-  /** The split's spec. */
-  spec: SplitSpec;
-  /** Whether a revocation was requested. */
-  draining: boolean;
-  /** Successor to release to (a steal or a drain with a named successor), or `null`. */
-  to: Owner | null;
-  /** The revocation started from the leader (a revoke directive), not from our own drain: the leader may withdraw it. */
-  byLeader?: boolean;
-  /** Drain deadline or no-progress timer. */
-  drainTimer?: unknown;
-  /** The revocation was withdrawn: only the no-progress rule applies. */
-  cancelled?: boolean;
-  /** Whether we wrote to the split at this epoch (a grant is then acknowledged). */
-  wrote?: boolean;
-  /** Terminal writes of ours in flight (a release): the leader may answer one before its reply reaches us. */
-  ending?: number;
-  /**
-   * A terminal write (final commit, fail) failed other than by a fence and
-   * none was made since: its holder gave the split up and nothing runs it.
-   * Not counted as held in heartbeats, so the leader's anti-entropy re-grants
-   * it, and a re-grant at this epoch resumes it.
-   */
-  stuck?: boolean;
-}
-
-/** What a tenancy left behind when it ended without a write of ours (self-fence). */
-export interface Dormant {
-  epoch: number;
-  revision: number;
-  record: SplitRecord;
-  spec: SplitSpec;
-  /** Its record was unreadable at the last try (logged once). */
-  unreadable?: boolean;
-}
+import type { Dormant, Tenancy } from "./tenancy.ts";
+import type { LostReason } from "./types.ts";
 
 /** Held splits of one worker. */
 export class Tenancies {
@@ -202,14 +161,16 @@ export class Tenancies {
     make: (r: SplitRecord) => SplitRecord,
   ): Promise<{ record: SplitRecord; tenancy: Tenancy }> {
     const { splits, me } = this.#core;
-    const r = await splits.cas(id, t, make, {
+    const r = await splits.cas(id, t, carryCut(t, make), {
       kind: "tenancy",
       keep: (rec) => heldBy(rec, me, epoch),
       check: () => {
         if (this.held.get(id) !== t) throw new FencedError(id, epoch, -1, `the tenancy at epoch ${epoch} ended while writing`);
       },
       onLanded: (record, revision) => {
+        this.#cutLanded(id, t, record);
         if (this.held.get(id) !== t) return;
+        this.#weight += record.weight - t.record.weight; // a cut changes it
         t.record = record;
         t.revision = revision;
         t.wrote = true;
@@ -222,6 +183,37 @@ export class Tenancies {
     }
     if (this.held.get(id) === t) this.lose(id, "fenced");
     throw new FencedError(id, epoch, r.current?.record.epoch ?? -1);
+  }
+
+  #cutLanded(id: string, t: Tenancy, record: SplitRecord): void {
+    const c = t.cut;
+    if (!c || c.landed) return;
+    const listed = new Set((record.residuals ?? []).map((x) => x.id));
+    if (!c.cut.residuals.every((x) => listed.has(x.id) || t.created?.has(x.id))) return;
+    c.landed = true;
+    this.#core.stats.cuts.performed++;
+    this.#core.log("info", "Cut a split's remaining work", { split: id, epoch: t.epoch, residuals: c.cut.residuals.map((x) => x.id) });
+    void createResiduals(this.#core, id, t, c.cut.residuals);
+  }
+
+  /**
+   * Cuts a held split's remaining work as its source decided: one CAS at
+   * our epoch that shrinks its descriptor and lists the residuals, then
+   * their records. A cut lost to an outage rides on the tenancy's next
+   * write (a commit, the completion, a release); a fenced one is lost with
+   * the tenancy (its next owner runs the whole remaining range).
+   */
+  async cut(id: string, epoch: number, answer: CutAnswer): Promise<string[]> {
+    const t = this.held.get(id);
+    if (!t || t.epoch !== epoch) {
+      throw new FencedError(id, epoch, t?.epoch ?? -1, `split is not held by this instance at epoch ${epoch}`);
+    }
+    if (t.draining) throw new SplitleaseError("INVALID_ARGUMENT", `Split "${id}" is being revoked; its work is not cut`);
+    if (t.cut && !t.cut.landed) throw new SplitleaseError("INVALID_ARGUMENT", `A cut of split "${id}" is still being written`);
+    const cut = makeCut(id, t.record.weight, answer);
+    t.cut = { cut, landed: false };
+    await this.#cas(id, epoch, false, (r) => r);
+    return cut.residuals.map((r) => r.id);
   }
 
   /** Fenced progress commit; `final` completes the split and ends the tenancy. */
@@ -316,11 +308,16 @@ export class Tenancies {
     this.releasing.set(id, t);
     try {
       // A write of ours may still be in flight (a commit racing the release): go again at its revision.
+      const release = carryCut(t, (r) => releaseRecord(r, t.to, this.#core.clock.wallNow()));
       await this.#core.splits.cas(id, t, (r, rev) => {
         record = r;
         revision = rev;
-        return releaseRecord(r, t.to, this.#core.clock.wallNow());
-      }, { kind: "release", keep: (r) => heldBy(r, this.#core.me, t.epoch) });
+        return release(r);
+      }, {
+        kind: "release",
+        keep: (r) => heldBy(r, this.#core.me, t.epoch),
+        onLanded: (landed) => this.#cutLanded(id, t, landed),
+      });
     } catch (e) {
       this.#core.log("warn", "Forced release failed; retried once the store answers", { split: id, error: String(e) });
       this.onOrphan(id, { epoch: t.epoch, revision, record, spec: t.spec });

@@ -4,6 +4,7 @@
  * @module
  */
 import type { Json, SplitProgress } from "../records.ts";
+import type { CutAnswer } from "./cuts.ts";
 
 /**
  * A split as a worker receives it: id, descriptor and weight.
@@ -56,6 +57,12 @@ export type CoordinationEvent =
   | { type: "gained"; split: SplitSpec; epoch: number; progress?: SplitProgress; kind?: string; attempts?: number }
   | { type: "lost"; splitId: string; reason: LostReason }
   | { type: "revokeRequested"; splitId: string }
+  /**
+   * The leader asks for the remaining work of a held split to be cut into
+   * `parts` pieces (lanes are idle and nothing else is left to start):
+   * answer with {@linkcode Coordinator.split}, or ignore it to decline.
+   */
+  | { type: "splitRequested"; splitId: string; epoch: number; parts: number }
   | { type: "quarantined"; splitId: string; attempts: number }
   | { type: "allComplete" }
   | { type: "stalled"; completed: number; quarantined: number }
@@ -269,6 +276,8 @@ export interface CoordinatorStats {
   storeOpSeconds: Record<string, Histogram>;
   /** Steal requested → thief gained, seconds. */
   handoverSeconds: Histogram;
+  /** Cuts of running splits' remaining work: `asked` by this instance while it led, `performed` (a cut of ours landed). */
+  cuts: { asked: number; performed: number };
 }
 
 /**
@@ -357,6 +366,18 @@ export interface Coordinator extends AsyncDisposable, AsyncIterable<Coordination
   release(splitIds: readonly string[]): Promise<void>;
   /** Reports a poison split: consumes an attempt; quarantines at the cap. */
   fail(splitId: string, epoch: number, reason: string): Promise<void>;
+  /**
+   * Cuts a held split's remaining work (an answer to `splitRequested`):
+   * one CAS at `epoch` shrinks its descriptor to `cut.keep` and records the
+   * residuals, which become new splits (charged nothing, their parent
+   * named). Resolves with the residuals' ids once the cut landed; the lane
+   * must process nothing outside `keep` from the call on. A cut lost to an
+   * outage is carried by the tenancy's next write.
+   *
+   * @throws {FencedError} when the split moved on (nothing written).
+   * @throws {SplitleaseError} (`INVALID_ARGUMENT`) for a malformed cut, a split being revoked, or a cut still in flight.
+   */
+  split?(splitId: string, epoch: number, cut: CutAnswer): Promise<string[]>;
   /**
    * The source cannot stop intake for a requested revocation: release it
    * forcibly now (`lost` with reason `revoked`).

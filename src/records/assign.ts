@@ -5,7 +5,7 @@
  */
 import * as z from "zod";
 import { count, id, v2 } from "./layout.ts";
-import { type Owner, OwnerSchema, type SplitRecord, SplitRecordSchema } from "./split.ts";
+import { MAX_RESIDUALS, type Owner, OwnerSchema, type SplitRecord, SplitRecordSchema } from "./split.ts";
 
 /**
  * One split in an assignment record: its id, the epoch and revision of the
@@ -59,6 +59,12 @@ export interface AssignRecord {
   revokes: { id: string; epoch: number; to?: Owner }[];
   /** Held splits whose record moved away from the member: stop them now. */
   drops: { id: string; epoch: number; reason: "fenced" | "expired" | "cancelled" }[];
+  /**
+   * Held splits whose remaining work the leader asks the member to cut
+   * into `parts` pieces for idle lanes (absent: none). `ask` numbers the
+   * leader's asks of a split, so a repeated ask is told apart.
+   */
+  cuts?: { id: string; epoch: number; parts: number; ask: number }[];
 }
 
 const EntrySchema: z.ZodType<AssignEntry> = z.object({
@@ -80,4 +86,5 @@ export const AssignRecordSchema: z.ZodType<AssignRecord> = z.object({
   grants: z.array(EntrySchema),
   revokes: z.array(z.object({ id, epoch: count, to: OwnerSchema.optional() })),
   drops: z.array(z.object({ id, epoch: count, reason: z.enum(["fenced", "expired", "cancelled"]) })),
+  cuts: z.array(z.object({ id, epoch: count, parts: z.number().int().min(2).max(MAX_RESIDUALS + 1), ask: count })).optional(),
 });

@@ -10,7 +10,7 @@ import type { z } from "zod";
 import { ID_RE } from "./layout.ts";
 import { type AssignRecord, AssignRecordSchema } from "./assign.ts";
 import { type MemberRecord, MemberRecordSchema } from "./member.ts";
-import { estimateProblem, type SplitRecord, SplitRecordSchema, TENANCY_ENDS } from "./split.ts";
+import { estimateProblem, MAX_RESIDUALS, type SplitRecord, SplitRecordSchema, TENANCY_ENDS } from "./split.ts";
 
 type Obj = Record<string, unknown>;
 /** Whether `x` is a plain object (not null, not an array). */
@@ -39,8 +39,21 @@ export function isSplitRecord(x: unknown): x is SplitRecord {
   if (x.lastFailure !== undefined && typeof x.lastFailure !== "string") return false;
   if (x.failures !== undefined && !(Array.isArray(x.failures) && x.failures.every(isFailure))) return false;
   if (x.tenancies !== undefined && !(Array.isArray(x.tenancies) && x.tenancies.every(isTenancy))) return false;
+  if (x.parent !== undefined && !(typeof x.parent === "string" && ID_RE.test(x.parent))) return false;
+  if (x.cuts !== undefined && !isCount(x.cuts)) return false;
+  if (x.residuals !== undefined) {
+    if (!Array.isArray(x.residuals) || x.residuals.length > 4 * MAX_RESIDUALS || !x.residuals.every(isResidual)) return false;
+  }
   return true;
 }
+
+/** A residual's descriptor is any JSON: the slow path (zod) checks it. */
+const isResidual = (r: unknown): boolean =>
+  isObj(r) && typeof r.id === "string" && ID_RE.test(r.id) && r.descriptor !== undefined && typeof r.weight === "number" &&
+  r.weight > 0 && Number.isFinite(r.weight) && isJsonish(r.descriptor);
+const isJsonish = (d: unknown): boolean =>
+  d === null || typeof d === "string" || typeof d === "boolean" || (typeof d === "number" && Number.isFinite(d)) ||
+  (Array.isArray(d) ? d.every(isJsonish) : isObj(d) && Object.values(d).every(isJsonish));
 
 const ENDS = new Set<unknown>(TENANCY_ENDS);
 const isTime = (t: unknown): boolean => typeof t === "number" && Number.isFinite(t);
@@ -58,7 +71,7 @@ function isMemberRecord(x: unknown): x is MemberRecord {
     (x.draining === undefined || typeof x.draining === "boolean") &&
     (x.planner === undefined || typeof x.planner === "boolean") && (x.held === undefined || isCount(x.held)) &&
     (x.seen === undefined || isCount(x.seen)) && (x.took === undefined || (typeof x.took === "string" && x.took.length > 0)) &&
-    (x.at === undefined || isTime(x.at));
+    (x.at === undefined || isTime(x.at)) && (x.splittable === undefined || x.splittable === true);
 }
 
 const WHY = new Set(["takeover", "reclaim", "handoff"]);
@@ -67,11 +80,16 @@ const isEntry = (x: unknown): boolean =>
   (x.rec === undefined || isSplitRecord(x.rec)) && (x.why === undefined || WHY.has(x.why as string)) &&
   (x.spare === undefined || x.spare === true);
 
+const isCut = (c: unknown): boolean =>
+  isObj(c) && typeof c.id === "string" && ID_RE.test(c.id) && isCount(c.epoch) && isCount(c.ask) &&
+  Number.isInteger(c.parts) && (c.parts as number) >= 2 && (c.parts as number) <= MAX_RESIDUALS + 1;
+
 function isAssignRecord(x: unknown): x is AssignRecord {
   if (!isObj(x) || x.v !== 2 || !isCount(x.term) || !isCount(x.seq)) return false;
   if (typeof x.session !== "string" || x.session.length === 0) return false;
-  const { offers, grants, revokes, drops } = x;
+  const { offers, grants, revokes, drops, cuts } = x;
   if (!Array.isArray(offers) || !Array.isArray(grants) || !Array.isArray(revokes) || !Array.isArray(drops)) return false;
+  if (cuts !== undefined && !(Array.isArray(cuts) && cuts.every(isCut))) return false;
   return offers.every(isEntry) && grants.every(isEntry) &&
     revokes.every((r) => isObj(r) && typeof r.id === "string" && ID_RE.test(r.id) && isCount(r.epoch) && (r.to === undefined || isOwner(r.to))) &&
     drops.every((d) =>

@@ -48,6 +48,8 @@ export interface MemberRecord {
   took?: string;
   /** Wall clock of the member when it wrote this beat (ms since the epoch; informational: "last seen"). Absent in older records. */
   at?: number;
+  /** Its source can cut a running split's remaining work (the leader may ask it to). */
+  splittable?: true;
 }
 
 /** Schema of a `member.<instance>` record. */
@@ -64,4 +66,5 @@ export const MemberRecordSchema: z.ZodType<MemberRecord> = z.object({
   seen: count.optional(),
   took: z.string().min(1).optional(),
   at: z.number().finite().optional(),
+  splittable: z.literal(true).optional(),
 });

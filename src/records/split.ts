@@ -255,7 +255,54 @@ export interface SplitRecord {
    * its completion time.
    */
   tenancies?: SplitTenancy[];
+  /** The split this one was cut from (dynamic work rebalancing), if any. */
+  parent?: string;
+  /** How many times this split's remaining work was cut (its owner's answers to the leader's asks). */
+  cuts?: number;
+  /**
+   * Splits cut from this one whose records may not exist yet: written with
+   * the cut, in one CAS at the owner's epoch, and created (if absent) by
+   * whoever sees them first, the owner or the leader. Dropped from the
+   * record once its owner has seen them exist.
+   */
+  residuals?: Residual[];
 }
+
+/**
+ * A split cut from a running split's remaining work, as recorded in the
+ * record of the split it was cut from until its own record exists.
+ *
+ * @example
+ * ```ts
+ * import type { Residual } from "@splitlease/splitlease/admin";
+ * const r: Residual = { id: "range-0007-5f3a9c01d2e4b6a8", descriptor: { from: 5000, to: 8000 }, weight: 3000 };
+ * ```
+ */
+export interface Residual {
+  /** Its split id (derived from the parent's id and its descriptor). */
+  id: string;
+  /** Its descriptor (inline: at most {@linkcode INLINE_DESCRIPTOR_BYTES}). */
+  descriptor: Json;
+  /** Its weight. */
+  weight: number;
+}
+
+/**
+ * Most residuals one cut may make.
+ *
+ * @example
+ * ```ts
+ * import { MAX_RESIDUALS } from "../records.ts";
+ * console.log(MAX_RESIDUALS); // 16
+ * ```
+ */
+export const MAX_RESIDUALS = 16;
+
+const ResidualSchema: z.ZodType<Residual> = z.object({
+  id,
+  descriptor: json,
+  weight: z.number().positive().finite(),
+});
 
 /**
  * One reported failure of a split (a `fail()`, a throwing `run`, a bad
@@ -314,4 +361,7 @@ export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
   lastFailure: z.string().optional(),
   failures: z.array(FailureSchema).optional(),
   tenancies: z.array(TenancySchema).optional(),
+  parent: id.optional(),
+  cuts: count.optional(),
+  residuals: z.array(ResidualSchema).max(4 * MAX_RESIDUALS).optional(),
 });

@@ -24,6 +24,8 @@ export interface LaneState<D> {
   lost: boolean;
   terminal: "completed" | "failed" | null;
   declined: boolean;
+  /** A cut of its remaining work is being answered (one at a time). */
+  cutting?: boolean;
   abort: AbortController;
   revoke: AbortController;
   durable: SplitProgress | undefined;
@@ -129,7 +131,9 @@ export class LaneOps<D> {
       id: lane.id,
       splitId: lane.splitId,
       spec: lane.spec,
-      descriptor: lane.descriptor,
+      get descriptor() {
+        return lane.descriptor; // what it keeps once its remaining work was cut
+      },
       epoch: lane.epoch,
       fencingToken: Object.freeze({ splitId: lane.splitId, epoch: lane.epoch }),
       get progress() {

@@ -148,6 +148,8 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     const join = options.join ?? ((o: JoinOptions) => SplitCoordinator.join(o));
     coordinator = tracing.coordinator(await join({
       ...tunables,
+      // A source that can cut a running split's remaining work says so on its member record.
+      ...(typeof options.source.split === "function" && tunables.splittable === undefined ? { splittable: true } : {}),
       store,
       job: options.job,
       instance: options.instance,

@@ -132,6 +132,8 @@ export async function runSlice<D>(
     try {
       coordinator = tracing.coordinator(await join({
         ...tunables,
+        // A source that can cut a running split's remaining work says so on its member record.
+        ...(typeof options.source.split === "function" && tunables.splittable === undefined ? { splittable: true } : {}),
         opTimeoutMs,
         leaseMs,
         drainDeadlineMs,

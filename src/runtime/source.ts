@@ -61,11 +61,85 @@ export interface SplitSource<D = Json> {
    */
   descriptorSchema?: DescriptorSchema<D>;
   /**
+   * Optional: cuts a running lane's remaining work so idle lanes can take
+   * part of it (dynamic work rebalancing: the leader asks when lanes are
+   * idle and no other split is left to start; docs/DESIGN.md,
+   * "Stragglers"). Called between two of `run`'s awaits while it runs.
+   * Return `undefined` to decline. Otherwise return the descriptor the
+   * lane keeps and the residual work as new splits: from the call on, `run`
+   * must process nothing outside `keep`, and `keep` must cover everything
+   * up to the lane's last committed or accepted progress and whatever
+   * `run` has started (cut at or after the position it has reached, never
+   * before). `lane.descriptor` reads `keep` once it is accepted.
+   * Descriptors must each fit in 2048 bytes of JSON (and pass
+   * `descriptorSchema`); an answer that does not is not written, and the
+   * split is handed back with its committed progress, so its next tenancy
+   * runs all its remaining work. Residuals are charged nothing, name their
+   * parent and may be cut again.
+   *
+   * @example
+   * ```ts
+   * import type { SplitSource } from "@splitlease/splitlease";
+   * type Range = { from: number; to: number };
+   * const split: SplitSource<Range>["split"] = (lane, { parts }) => {
+   *   const at = Number(lane.progress?.watermark ?? lane.descriptor.from); // processed up to here
+   *   const step = Math.floor((lane.descriptor.to - at) / parts);
+   *   if (step < 100) return undefined; // too little left to be worth it
+   *   const cuts = Array.from({ length: parts - 1 }, (_, i) => at + step * (i + 1));
+   *   return {
+   *     keep: { from: lane.descriptor.from, to: cuts[0] },
+   *     residuals: cuts.map((from, i) => ({ descriptor: { from, to: cuts[i + 1] ?? lane.descriptor.to } })),
+   *   };
+   * };
+   * ```
+   */
+  split?(lane: Lane<D>, request: SplitRequest): SplitAnswer<D> | undefined;
+  /**
    * Whether `run` stops intake when `revokeSignal` fires (default `true`).
    * `false`: revocations are declined and the split is released forcibly
    * (its uncommitted tail replays under the new owner).
    */
   stopsIntakeOnRevoke?: boolean;
+}
+
+/**
+ * What the leader asks of {@linkcode SplitSource.split}: cut the remaining
+ * work into `parts` pieces (the kept one included), each about `fraction`
+ * of it. A hint: the source may cut fewer (at least one residual).
+ *
+ * @example
+ * ```ts
+ * import type { SplitRequest } from "@splitlease/splitlease";
+ * const r: SplitRequest = { parts: 4, fraction: 0.25 };
+ * ```
+ */
+export interface SplitRequest {
+  /** Pieces wanted, the kept one included (2 to 17). */
+  readonly parts: number;
+  /** The share of the remaining work each piece would ideally get (`1 / parts`). */
+  readonly fraction: number;
+}
+
+/**
+ * A source's answer to {@linkcode SplitSource.split}: the descriptor the
+ * lane keeps and the residual work (1 to 16 new splits).
+ *
+ * @example
+ * ```ts
+ * import type { SplitAnswer } from "@splitlease/splitlease";
+ * const a: SplitAnswer<{ from: number; to: number }> = {
+ *   keep: { from: 0, to: 500 },
+ *   residuals: [{ descriptor: { from: 500, to: 1000 }, weight: 500 }],
+ * };
+ * ```
+ */
+export interface SplitAnswer<D = Json> {
+  /** What the lane keeps. */
+  keep: D;
+  /** The kept split's weight (default: the split's weight shared evenly with the residuals). */
+  weight?: number;
+  /** The residual work, each a new split. */
+  residuals: { descriptor: D; weight?: number }[];
 }
 
 /**
@@ -150,7 +224,11 @@ export interface Lane<D = Json> {
   readonly splitId: string;
   /** The split as planned (id, raw descriptor, weight). */
   readonly spec: SplitSpec;
-  /** The descriptor, validated by `descriptorSchema` when there is one. */
+  /**
+   * The descriptor, validated by `descriptorSchema` when there is one; once
+   * the lane's remaining work was cut ({@linkcode SplitSource.split}), what
+   * it keeps.
+   */
   readonly descriptor: D;
   /** The fencing epoch of this tenancy (also in {@linkcode Lane.fencingToken}). */
   readonly epoch: number;

@@ -70,6 +70,7 @@ class WorkerImpl<D> implements Worker {
     commits: 0,
     recordsCommitted: 0,
     revocations: {},
+    cuts: { performed: 0, declined: 0 },
     running: 0,
     queued: 0,
   };

@@ -83,6 +83,8 @@ export class WorkerEvents<D> {
       }
       case "revokeRequested":
         return this.#pool.revoke(ev.splitId);
+      case "splitRequested":
+        return this.#pool.cut(ev.splitId, ev.epoch, ev.parts);
       case "quarantined": {
         this.#log("warn", "Split quarantined", { event: "quarantined", splitId: ev.splitId, attempts: ev.attempts });
         const lane = this.#pool.lanes.get(ev.splitId);

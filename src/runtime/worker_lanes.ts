@@ -8,6 +8,7 @@
 import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason } from "../coordinator/types.ts";
 import { FencedError, StoreUnavailableError } from "../errors.ts";
 import { errorMessage, isAbortError, LaneOps, type LaneState } from "./lane.ts";
+import { cutLane } from "./lane_cut.ts";
 import type { SplitSource } from "./source.ts";
 import type { WorkerSettings } from "./worker_options.ts";
 import type { WorkerStats } from "./worker_types.ts";
@@ -135,6 +136,25 @@ export class LanePool<D> {
     }
     lane.state = "revoking";
     lane.revoke.abort(new DOMException("revocation requested", "AbortError"));
+  }
+
+  /** The leader asks to cut the remaining work of the lane of `splitId` at `epoch` into `parts` pieces (see lane_cut.ts). */
+  cut(splitId: string, epoch: number, parts: number): void {
+    const lane = this.lanes.get(splitId);
+    if (!lane || lane.epoch !== epoch) return;
+    cutLane(lane, parts, {
+      coordinator: this.#coordinator,
+      source: this.#source,
+      log: this.#log,
+      stats: this.#stats,
+      background: this.#background,
+      handBack: (l) => {
+        if (l.closed || l.state !== "running") return;
+        // Stops intake like a revocation: the lane commits what it did and releases the split to nobody.
+        l.state = "revoking";
+        l.revoke.abort(new DOMException("cut refused: handing the split back", "AbortError"));
+      },
+    });
   }
 
   #pump(): void {

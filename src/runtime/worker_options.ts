@@ -30,11 +30,12 @@ export const LANE_OPTIONS = z.strictObject({
  * The coordinator tunables as a host takes them: passed on to the join,
  * which checks them (docs/OPERATIONS.md, "Coordinator configuration").
  */
-export const HOST_TUNABLES: z.ZodObject<{ [K in keyof CoordinatorTunables]-?: z.ZodOptional<z.ZodType<number>> }> = z.strictObject(
-  Object.fromEntries(TUNABLE_KEYS.map((k) => [k, givenOption<number>().optional()])) as {
-    [K in keyof CoordinatorTunables]-?: z.ZodOptional<z.ZodType<number>>;
-  },
-);
+export const HOST_TUNABLES: z.ZodObject<{ [K in keyof CoordinatorTunables]-?: z.ZodOptional<z.ZodType<CoordinatorTunables[K]>> }> = z
+  .strictObject(
+    Object.fromEntries(TUNABLE_KEYS.map((k) => [k, givenOption<unknown>().optional()])) as {
+      [K in keyof CoordinatorTunables]-?: z.ZodOptional<z.ZodType<CoordinatorTunables[K]>>;
+    },
+  );
 
 /** Every option `startWorker` takes, its check and its default: anything else is a typo. */
 export const WORKER_SCHEMA = z.strictObject({

@@ -95,6 +95,8 @@ export interface WorkerStats {
   recordsCommitted: number;
   /** Revocations by outcome: `drained` (cooperative), `declined`, `forced`. */
   revocations: Record<string, number>;
+  /** The leader's asks to cut a lane's remaining work: `performed` (written), `declined` (by the source, or not writable). */
+  cuts: { performed: number; declined: number };
   /** Lanes running now. */
   running: number;
   /** Gained splits waiting for a free lane. */

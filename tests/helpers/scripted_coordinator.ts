@@ -255,6 +255,7 @@ export class ScriptedCoordinator implements Coordinator {
       storeOpSeconds: { update: histogram([0.005, 0.01, 0.1], [0.001, 0.007, 0.2]) },
       handoverSeconds: histogram([0.1, 1], [0.05]),
       ...this.statsOverride,
+      cuts: { asked: 0, performed: 0 },
     };
   }
 }

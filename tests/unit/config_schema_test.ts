@@ -8,9 +8,11 @@ import { coordinatorConfigDocs, TUNABLE_DEFAULTS, TUNABLE_KEYS } from "../../src
 Deno.test("config: the interface's documented defaults are the schema's", async () => {
   const text = await Deno.readTextFile(new URL("../../src/coordinator/config.ts", import.meta.url));
   const body = text.slice(text.indexOf("export interface CoordinatorTunables"), text.indexOf("export interface CoordinatorConfig"));
-  const documented: Record<string, number> = {};
-  for (const m of body.matchAll(/\/\*\*([^*]|\*(?!\/))*?\(default (\d+)[^*]*\*\/\s*\n\s*(\w+)\?:/g)) documented[m[3]] = Number(m[2]);
-  const defaults: Record<string, number> = { ...TUNABLE_DEFAULTS };
+  const documented: Record<string, number | boolean> = {};
+  for (const m of body.matchAll(/\/\*\*([^*]|\*(?!\/))*?\(default (\d+|true|false)[^*]*\*\/\s*\n\s*(\w+)\?:/g)) {
+    documented[m[3]] = m[2] === "true" ? true : m[2] === "false" ? false : Number(m[2]);
+  }
+  const defaults: Record<string, number | boolean> = { ...TUNABLE_DEFAULTS };
   assert.deepEqual(documented, defaults);
 });
 

@@ -55,7 +55,7 @@ export class CompletionJudge {
       }
       return;
     }
-    if (v.counts.runnable > 0 || v.splits.size < plan.planned) return;
+    if (v.counts.runnable > 0 || v.splits.size < plan.planned || v.pendingResiduals.size > 0) return;
     for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return; // unreadable: not provably complete
     this.#busy = true;
     try {
@@ -74,7 +74,7 @@ export class CompletionJudge {
   #disagrees(o: JobOutcome, planned: number): boolean {
     const v = this.#view;
     const c = v.counts;
-    if (c.runnable > 0) return true;
+    if (c.runnable > 0 || v.pendingResiduals.size > 0) return true;
     if (o.kind === "planFailed" || v.splits.size < planned) return false;
     for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return false;
     const now = outcomeOf(c.completed, c.quarantined, c.cancelled);
@@ -130,19 +130,23 @@ export class CompletionJudge {
       // The view has every change made before the check: it decides.
       const v = this.#view;
       const c = v.counts;
-      if (c.runnable > 0 || v.splits.size < planned) return undefined;
+      if (c.runnable > 0 || v.splits.size < planned || v.pendingResiduals.size > 0) return undefined;
       for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return undefined;
       return outcomeOf(c.completed, c.quarantined, c.cancelled);
     }
     let completed = 0, quarantined = 0, cancelled = 0;
+    // A residual listed by a cut whose record does not exist yet is work left.
+    const seen = new Set<string>(), listed: string[] = [];
     for (const e of await this.#core.store.list(keys.splitPrefix)) {
       const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
       if (!r.ok || r.value.status === "runnable") return undefined;
+      seen.add(e.key.slice(keys.splitPrefix.length));
+      for (const x of r.value.residuals ?? []) listed.push(x.id);
       if (r.value.status === "completed") completed++;
       else if (r.value.status === "quarantined") quarantined++;
       else cancelled++;
     }
-    if (completed + quarantined + cancelled < planned) return undefined;
+    if (completed + quarantined + cancelled < planned || listed.some((id) => !seen.has(id))) return undefined;
     return outcomeOf(completed, quarantined, cancelled);
   }
 

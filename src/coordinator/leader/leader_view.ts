@@ -10,6 +10,7 @@ import {
   decodeRecord,
   type MemberRecord,
   MemberRecordSchema,
+  type Residual,
   type SplitRecord,
   SplitRecordSchema,
 } from "../../records.ts";
@@ -73,6 +74,12 @@ export class LeaderView {
   /** Split id → its place in the dealing order among equal weights (the planner's order, else first sighting). */
   readonly #rank = new Map<string, number>();
   #nextRank = 0;
+  /**
+   * Residuals a split record lists whose own record is not in the view yet
+   * (cut from a running split; see cuts.ts): the leader creates them, and
+   * no outcome is decided while any is missing.
+   */
+  readonly pendingResiduals: Map<string, { parent: string; residual: Residual }> = new Map();
   /** Free splits whose last owner died (their next claim is a takeover, for the claimer's log). */
   readonly orphaned: Set<string> = new Set();
   #resync = new Map<string, Set<string>>();
@@ -202,11 +209,17 @@ export class LeaderView {
     } else {
       this.splits.delete(id);
       this.#rank.delete(id);
+      // A residual whose record is gone again (an operator's delete) is pending again.
+      for (const [pid, p] of this.splits) {
+        if (p.record.residuals?.some((x) => x.id === id)) this.pendingResiduals.set(id, { parent: pid, residual: p.record.residuals.find((x) => x.id === id)! });
+      }
     }
     this.#onSplit(id, prev?.record, next);
   }
 
   #index(id: string, r: SplitRecord): void {
+    this.pendingResiduals.delete(id);
+    if (r.residuals) for (const x of r.residuals) if (!this.splits.has(x.id)) this.pendingResiduals.set(x.id, { parent: id, residual: x });
     this.counts[r.status]++;
     if (r.status === "quarantined") this.quarantined.add(id);
     if (r.status !== "runnable") return;
@@ -224,6 +237,7 @@ export class LeaderView {
   }
 
   #unindex(id: string, r: SplitRecord): void {
+    if (r.residuals) for (const x of r.residuals) if (this.pendingResiduals.get(x.id)?.parent === id) this.pendingResiduals.delete(x.id);
     this.counts[r.status]--;
     if (r.status === "quarantined") this.quarantined.delete(id);
     if (r.status !== "runnable") return;

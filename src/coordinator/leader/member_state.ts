@@ -12,44 +12,14 @@ import { keys } from "../../store/keys.ts";
 import { MAX_VALUE_BYTES } from "../../store/store.ts";
 import type { Core } from "../core.ts";
 import { hashStrings } from "../../balance/hash.ts";
+import type { CutAsk, Drop, Grant, Revoke } from "./directives.ts";
 import { type LeaderView, ownerKey } from "./leader_view.ts";
+
 
 /** Bytes of split records written inline in one assignment record; entries past it carry ids only. */
 const INLINE_BUDGET = 48 * 1024;
 /** Largest assignment record written (the store's value limit, less room for the envelope). */
 const RECORD_LIMIT = MAX_VALUE_BYTES - 4096;
-
-/** A revocation the leader asked for. */
-export interface Revoke {
-  /** Epoch of the owner's tenancy. */
-  epoch: number;
-  /** Successor to release to. */
-  to?: Owner;
-  /** Leader time it was asked. */
-  since: number;
-  /** Membership signature when it was asked (a balancing move is withdrawn when it changes). */
-  sig?: string;
-  /** Whether it is a balancing steal (fenced if never answered) rather than a drain. */
-  steal: boolean;
-}
-
-/** A tenancy the member must stop, listed once in its assignment record. */
-export interface Drop {
-  /** Epoch of the tenancy. */
-  epoch: number;
-  /** Why: its record was fenced or expired (taken over), or the split was cancelled. */
-  reason: "fenced" | "expired" | "cancelled";
-}
-
-/** A split opened for a member, listed in its assignment record. */
-export interface Grant {
-  /** Epoch opened for the member. */
-  epoch: number;
-  /** Why it was opened, when not a plain grant. */
-  why?: AssignEntry["why"];
-  /** Revision of the first assignment record that listed it. */
-  at?: number;
-}
 
 /** The leader's state for one live member session. */
 export class MemberState {
@@ -76,6 +46,7 @@ export class MemberState {
   readonly #grants = new Map<string, Grant>();
   readonly #revokes = new Map<string, Revoke>();
   readonly #drops = new Map<string, Drop>();
+  readonly #asks = new Map<string, CutAsk>();
   /** Splits whose revocation names this member as successor. */
   readonly #expected = new Set<string>();
   /** Lanes reserved for seeds being written for it. */
@@ -156,6 +127,26 @@ export class MemberState {
     this.#revokes.delete(id);
     this.#dirty = true;
     return r;
+  }
+
+  /** Asks to cut a held split's remaining work, by split id. */
+  get asks(): ReadonlyMap<string, CutAsk> {
+    return this.#asks;
+  }
+
+  /** Asks the member to cut the remaining work of `id` (listed in its next record). */
+  ask(id: string, a: CutAsk): void {
+    this.#asks.set(id, a);
+    this.#dirty = true;
+  }
+
+  /** The ask of `id` was answered, declined or overtaken; returns it, if there was one. */
+  unask(id: string): CutAsk | undefined {
+    const a = this.#asks.get(id);
+    if (!a) return undefined;
+    this.#asks.delete(id);
+    this.#dirty = true;
+    return a;
   }
 
   /** Drops to write once. */
@@ -388,6 +379,12 @@ export class MemberState {
       revokes,
       drops: dropped,
     };
+    const cuts: NonNullable<AssignRecord["cuts"]> = [];
+    for (const [id, a] of this.#asks) {
+      const v = { id, epoch: a.epoch, parts: a.parts, ask: a.ask };
+      if (fits(JSON.stringify(v).length)) cuts.push(v);
+    }
+    if (cuts.length > 0) record.cuts = cuts;
     return { record, unlisted };
   }
 }

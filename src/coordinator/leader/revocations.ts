@@ -16,7 +16,8 @@ import type { Core } from "../core.ts";
 import { bump, observe } from "../stats.ts";
 import { openRecord } from "../transitions.ts";
 import type { LeaderView } from "./leader_view.ts";
-import type { MemberState, Revoke } from "./member_state.ts";
+import type { Revoke } from "./directives.ts";
+import type { MemberState } from "./member_state.ts";
 import { claimers, freeLanes } from "./offers.ts";
 
 /** What revocations read and write. */

@@ -24,6 +24,7 @@ import type { LandedSplit } from "../split_records.ts";
 import { LivenessTracker } from "../liveness.ts";
 import { WatchSet } from "../watch_set.ts";
 import { CompletionJudge } from "./completion.ts";
+import { CutAsks } from "./cut_asks.ts";
 import { MembershipSignature } from "./signature.ts";
 import { DeathJudge } from "./judge.ts";
 import { LeaderView } from "./leader_view.ts";
@@ -62,6 +63,7 @@ export class LeaderRole {
   readonly #takeovers: Takeovers;
   readonly #revocations: Revocations;
   readonly #completion: CompletionJudge;
+  readonly #cuts: CutAsks;
   readonly #judge: DeathJudge;
   /** Failed splits waiting out their retry backoff. */
   readonly retry: RetryBackoff;
@@ -87,6 +89,7 @@ export class LeaderRole {
     };
     this.#takeovers = new Takeovers(ctx);
     this.#revocations = new Revocations(ctx);
+    this.#cuts = new CutAsks(core, this.view, this.states);
     this.#completion = new CompletionJudge(core, this.view, () => this.#watches.caughtUp(keys.splitPrefix));
     this.#unlanded = core.splits.onLanded((w) => this.#onLanded(w));
     this.#judge = new DeathJudge({
@@ -185,6 +188,7 @@ export class LeaderRole {
       }
     }
     this.retry.onSplit(id, prev, rec);
+    this.#cuts.onSplit(id, rec);
     const o = rec?.owner;
     // Freed by a takeover (an attempt charged, nobody named): its claim is a takeover.
     if (rec && !o && rec.status === "runnable" && prev?.owner && rec.attempts > prev.attempts && rec.epoch > prev.epoch) {
@@ -305,6 +309,9 @@ export class LeaderRole {
     });
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#revocations.cycle(now, this.term, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree));
+    // Every free split dealt (or waiting out a backoff) and lanes still idle: cut running ones.
+    const dealt = this.view.free.size <= this.offeredTo.size + this.retry.waiting.size && this.#takeovers.inflight.size === 0;
+    next = Math.min(next, this.#cuts.cycle(now, dealt));
     const owed = this.#core.owedTo?.();
     const activeAt = owed ? this.#hold.activeAt(this.#core.releasedAt?.() ?? -Infinity) : -Infinity;
     for (const st of this.states.values()) {
@@ -345,23 +352,15 @@ export class LeaderRole {
   }
 
   /**
-   * A split write of this coordinator landed (see `SplitRecords`): applied
-   * to the view now rather than when the split watch echoes it (the same
-   * record; the view keeps the newer revision).
-   * - The leader's own writes (seeds, takeovers, fences): its next pass
-   *   decides on them.
-   * - Its own member's commits, releases and claims, once the view is
-   *   ready: in the writer's tick, after its bookkeeping. A release's
-   *   tenancy ends in the tick it lands, and a pass must see the release
-   *   where it no longer sees the tenancy (a queued apply let a pass see
-   *   neither, and the release hold then held a successor's grants for
-   *   nothing). A draining leader's releases also reach their successors'
-   *   grants without waiting for its own watch, which on a busy process
-   *   delivered a burst of 50 over 20 ms.
-   * - Resumes, forced releases and hand-backs come with the echo.
+   * A split write of this coordinator landed (`SplitRecords`): applied now,
+   * ahead of its echo. The leader's own writes at once; its own member's
+   * commits, releases and claims once the view is ready, in the writer's
+   * tick after its bookkeeping (a pass must see a release where it no
+   * longer sees the tenancy, or the release hold waits for nothing).
+   * Resumes, forced releases and hand-backs come with the echo.
    */
   #onLanded(w: LandedSplit): void {
-    if (w.kind === "seed" || w.kind === "takeover" || w.kind === "fence") {
+    if (w.kind === "seed" || w.kind === "residual" || w.kind === "takeover" || w.kind === "fence") {
       this.view.applyOwn(w.id, w.record, w.revision);
     } else if ((w.kind === "tenancy" || w.kind === "claim") && this.#ready && !this.#stopped) {
       this.#hold.landed(this.#core.clock.now());

@@ -1,0 +1,195 @@
+/**
+ * No straggler (docs/DESIGN.md, "Stragglers"): when lanes are idle and no
+ * free split is left to deal them, the leader asks the owners of the
+ * running splits with the most work left to cut it (`planCuts` decides,
+ * pure), and creates the residuals a landed cut lists whose records do not
+ * exist yet (the owner creates them too; whoever is first wins the
+ * create-if-absent).
+ *
+ * @module
+ */
+import { MAX_RESIDUALS, type SplitRecord } from "../../records.ts";
+import type { Core } from "../core.ts";
+import { residualRecord } from "../cuts.ts";
+import type { LeaderView } from "./leader_view.ts";
+import type { MemberState } from "./member_state.ts";
+import { claimers, freeLanes } from "./offers.ts";
+
+/** A running split the leader may ask to be cut. */
+export interface CutCandidate {
+  /** Split id. */
+  id: string;
+  /** Instance of its owner. */
+  owner: string;
+  /** Estimated work left, in weight units. */
+  work: number;
+}
+
+/** One ask the leader decided: cut `id` (owned by `owner`) into `parts` pieces. */
+export interface CutPlan {
+  /** Split id. */
+  id: string;
+  /** Instance of its owner. */
+  owner: string;
+  /** Pieces wanted, the kept one included (2 to 17). */
+  parts: number;
+}
+
+/**
+ * Which running splits to ask to be cut, and into how many pieces, for
+ * `idle` lanes: each idle lane goes to the candidate whose pieces would be
+ * largest (estimated work left / pieces), so the largest remaining piece
+ * shrinks first. A piece is never planned below `minWork` (nor a candidate
+ * with less work left), nor more than {@linkcode MAX_RESIDUALS} residuals
+ * per cut. Pure.
+ *
+ * @example
+ * ```ts
+ * import { planCuts } from "./cut_asks.ts";
+ * planCuts(3, [{ id: "big", owner: "a", work: 900 }, { id: "small", owner: "b", work: 100 }], 0);
+ * // [{ id: "big", owner: "a", parts: 4 }]
+ * ```
+ */
+export function planCuts(idle: number, candidates: readonly CutCandidate[], minWork: number): CutPlan[] {
+  if (idle <= 0) return [];
+  const pieces = candidates
+    .filter((c) => c.work > 0 && Number.isFinite(c.work) && c.work >= minWork)
+    .map((c) => ({ c, parts: 1 }));
+  for (let lane = 0; lane < idle; lane++) {
+    let best: (typeof pieces)[number] | undefined;
+    for (const p of pieces) {
+      if (p.parts > MAX_RESIDUALS) continue;
+      const piece = p.c.work / (p.parts + 1);
+      if (minWork > 0 && piece < minWork) continue;
+      if (!best || p.c.work / p.parts > best.c.work / best.parts || (p.c.work / p.parts === best.c.work / best.parts && p.c.id < best.c.id)) {
+        best = p;
+      }
+    }
+    if (!best) break;
+    best.parts++;
+  }
+  return pieces.filter((p) => p.parts >= 2).map((p) => ({ id: p.c.id, owner: p.c.owner, parts: p.parts }));
+}
+
+/** Estimated work left of a split: its weight × the fraction its last estimate says is left (all of it without one). */
+export function workLeft(r: SplitRecord): number {
+  const e = r.progress?.estimate;
+  return e && e.total > 0 ? r.weight * Math.min(1, Math.max(0, e.left / e.total)) : r.weight;
+}
+
+/** Most residual creations the leader has in flight. */
+const CREATE_WAVE = 64;
+
+/** The leader's asks to cut running splits, and its creation of the residuals. */
+export class CutAsks {
+  readonly #core: Core;
+  readonly #view: LeaderView;
+  readonly #states: ReadonlyMap<string, MemberState>;
+  /** Split id → leader time before which it is not asked again. */
+  readonly #cooldown = new Map<string, number>();
+  /** Split id → the number of the last ask of it. */
+  readonly #asked = new Map<string, number>();
+  readonly #creating = new Set<string>();
+  /** Split id → the member asked to cut it. */
+  readonly #askedBy = new Map<string, MemberState>();
+
+  constructor(core: Core, view: LeaderView, states: ReadonlyMap<string, MemberState>) {
+    this.#core = core;
+    this.#view = view;
+    this.#states = states;
+  }
+
+  /** A split record changed: an ask of it is settled once it was cut, moved or ended. */
+  onSplit(id: string, next: SplitRecord | undefined): void {
+    const m = this.#askedBy.get(id);
+    const a = m?.asks.get(id);
+    if (!m || !a) return void this.#askedBy.delete(id);
+    const o = next?.owner;
+    const same = next?.status === "runnable" && next.epoch === a.epoch && o?.instance === m.instance && o.session === m.session;
+    if (!same || (next!.cuts ?? 0) > a.cuts) {
+      m.unask(id);
+      this.#askedBy.delete(id);
+    }
+  }
+
+  /**
+   * One pass: gives up asks not answered in time (cooling their split
+   * down), then, while no free split is left and lanes are idle, asks for
+   * cuts. `nothingFree`: every free split is offered or waiting out a
+   * backoff. Returns when the next ask times out.
+   */
+  cycle(now: number, nothingFree: boolean): number {
+    const { timings, stats, config } = this.#core;
+    let next = Infinity;
+    let expected = 0;
+    for (const [id, m] of this.#askedBy) {
+      const a = m.asks.get(id);
+      if (!a || this.#states.get(m.instance) !== m) {
+        this.#askedBy.delete(id); // answered, or its member is gone
+        continue;
+      }
+      const due = a.since + timings.cutAskTimeoutMs;
+      if (now >= due) {
+        m.unask(id);
+        this.#askedBy.delete(id);
+        this.#cooldown.set(id, now + timings.cutCooldownMs);
+      } else {
+        next = Math.min(next, due);
+        expected += a.parts - 1;
+      }
+    }
+    this.#createPending();
+    const view = this.#view;
+    if (!nothingFree || view.pendingResiduals.size > 0) return next;
+    let idle = 0;
+    for (const m of claimers(this.#states)) idle += Math.max(0, freeLanes(view, m) - m.plain);
+    idle -= expected;
+    if (idle <= 0) return next;
+    const candidates: CutCandidate[] = [];
+    for (const m of this.#states.values()) {
+      if (m.draining || view.members.get(m.instance)?.record.splittable !== true) continue;
+      for (const id of view.byOwner.get(m.key) ?? []) {
+        if (m.revokes.has(id) || m.asks.has(id) || (this.#cooldown.get(id) ?? 0) > now) continue;
+        const r = view.splits.get(id)!.record;
+        if (r.residuals?.length) continue;
+        candidates.push({ id, owner: m.instance, work: workLeft(r) });
+      }
+    }
+    for (const c of planCuts(idle, candidates, config.cutMinWork)) {
+      const m = this.#states.get(c.owner)!;
+      const r = view.splits.get(c.id)!.record;
+      const ask = (this.#asked.get(c.id) ?? 0) + 1;
+      this.#asked.set(c.id, ask);
+      m.ask(c.id, { epoch: r.epoch, parts: c.parts, ask, since: now, cuts: r.cuts ?? 0 });
+      this.#askedBy.set(c.id, m);
+      stats.cuts.asked++;
+      this.#core.log("debug", "Asked for a cut", { split: c.id, owner: c.owner, parts: c.parts });
+      next = Math.min(next, now + timings.cutAskTimeoutMs);
+    }
+    if (this.#cooldown.size > 4 * view.byOwner.size + 256) {
+      for (const [id, until] of this.#cooldown) if (until <= now) this.#cooldown.delete(id);
+    }
+    return next;
+  }
+
+  /** Creates the residuals landed cuts list whose records are not in the view (if absent: the owner may be first). */
+  #createPending(): void {
+    const { splits, log } = this.#core;
+    for (const [id, p] of this.#view.pendingResiduals) {
+      if (this.#creating.size >= CREATE_WAVE) return;
+      if (this.#creating.has(id)) continue;
+      this.#creating.add(id);
+      splits.create(id, residualRecord(p.parent, p.residual), "residual")
+        .then(async (w) => {
+          if (w.ok) return;
+          const e = await splits.entry(id); // the owner was first: apply it now rather than at its echo
+          if (e) this.#view.put(e.key, e.value, e.revision);
+        })
+        .catch((e) => log("warn", "Creating a residual failed; retrying on the next pass", { split: p.parent, residual: id, error: String(e) }))
+        .finally(() => {
+          this.#creating.delete(id);
+          this.#core.schedule();
+        });
+    }
+  }
+}

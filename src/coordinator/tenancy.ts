@@ -1,0 +1,74 @@
+/**
+ * One tenancy of a held split, and what is left of one that ended while
+ * the store may still name this worker.
+ *
+ * @module
+ */
+import type { Owner, SplitRecord } from "../records.ts";
+import type { Cut } from "./cuts.ts";
+import type { SplitSpec } from "./types.ts";
+
+/**
+ * One tenancy of a held split.
+ *
+ * @example
+ * ```ts ignore
+ * const t: Tenancy = { epoch: 3, revision: 41, record, spec, draining: false, to: null };
+ * ```
+ */
+export interface Tenancy {
+  /** Epoch of this tenancy (the fencing token). */
+  epoch: number;
+  /** Revision of the last record we wrote or saw. */
+  revision: number;
+  /** That record. */
+  record: SplitRecord;
+  /** The split's spec. */
+  spec: SplitSpec;
+  /** Whether a revocation was requested. */
+  draining: boolean;
+  /** Successor to release to (a steal or a drain with a named successor), or `null`. */
+  to: Owner | null;
+  /** The revocation started from the leader (a revoke directive), not from our own drain: the leader may withdraw it. */
+  byLeader?: boolean;
+  /** Drain deadline or no-progress timer. */
+  drainTimer?: unknown;
+  /** The revocation was withdrawn: only the no-progress rule applies. */
+  cancelled?: boolean;
+  /** Whether we wrote to the split at this epoch (a grant is then acknowledged). */
+  wrote?: boolean;
+  /** Terminal writes of ours in flight (a release): the leader may answer one before its reply reaches us. */
+  ending?: number;
+  /**
+   * A terminal write (final commit, fail) failed other than by a fence and
+   * none was made since: its holder gave the split up and nothing runs it.
+   * Not counted as held in heartbeats, so the leader's anti-entropy re-grants
+   * it, and a re-grant at this epoch resumes it.
+   */
+  stuck?: boolean;
+  /**
+   * The cut of its remaining work its source decided, carried by every
+   * write of the tenancy until one lands (see cuts.ts), and the residuals
+   * seen to exist since (dropped from the record by the next write).
+   */
+  cut?: { cut: Cut; landed: boolean };
+  /** Residuals of its cuts whose records exist. */
+  created?: Set<string>;
+}
+
+/**
+ * What a tenancy left behind when it ended without a write of ours (self-fence).
+ *
+ * @example
+ * ```ts ignore
+ * const d: Dormant = { epoch: 3, revision: 41, record, spec };
+ * ```
+ */
+export interface Dormant {
+  epoch: number;
+  revision: number;
+  record: SplitRecord;
+  spec: SplitSpec;
+  /** Its record was unreadable at the last try (logged once). */
+  unreadable?: boolean;
+}
