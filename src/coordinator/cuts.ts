@@ -20,6 +20,7 @@ import {
 } from "../records.ts";
 import type { Core } from "./core.ts";
 import type { Tenancy } from "./tenancy.ts";
+import type { SplitSpec } from "./types.ts";
 import { seedRecord } from "./transitions.ts";
 
 /**
@@ -193,4 +194,14 @@ export async function createResiduals(core: Core, parent: string, t: Tenancy, re
       log("warn", "Creating a residual failed; the leader creates it", { split: parent, residual: r.id, error: String(e) });
     }
   }));
+}
+
+/**
+ * The spec a tenancy runs from `record`: a cut record carries the kept
+ * descriptor inline, which replaces the planned one (a tenancy resumed
+ * after its own cut landed runs only what the cut kept).
+ */
+export function specOf(spec: SplitSpec, record: SplitRecord): SplitSpec {
+  if (record.cuts === undefined || record.descriptor === undefined) return spec;
+  return { ...spec, descriptor: record.descriptor, weight: record.weight };
 }

@@ -9,6 +9,7 @@
  */
 import { SplitleaseError } from "../errors.ts";
 import type { Core } from "./core.ts";
+import { specOf } from "./cuts.ts";
 import type { Tenancies } from "./tenancies.ts";
 import type { Dormant } from "./tenancy.ts";
 import { heldBy, openRecord, releaseRecord } from "./transitions.ts";
@@ -87,10 +88,10 @@ export class DormantTenancies {
         if (this.#tenancies.held.has(id)) return;
         if (!this.#mayClaim()) {
           // Fenced or leaving while the CAS was out: the next pass resumes or releases it.
-          this.#entries.set(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec });
+          this.#entries.set(id, { epoch: next.epoch, revision: r.revision, record: next, spec: specOf(d.spec, next) });
           return;
         }
-        this.#tenancies.add(id, { epoch: next.epoch, revision: r.revision, record: next, spec: d.spec, draining: false, to: null }, "resume");
+        this.#tenancies.add(id, { epoch: next.epoch, revision: r.revision, record: next, spec: specOf(d.spec, next), draining: false, to: null }, "resume");
       } catch (e) {
         if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
           this.#entries.set(id, { ...d, record, revision });

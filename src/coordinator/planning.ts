@@ -85,7 +85,8 @@ export class Planning {
       if (signal.aborted || !this.#leading()) return;
       const { created, ids } = await this.#seed(result.splits, term, signal);
       if (signal.aborted || !this.#leading()) return;
-      for (const id of this.#role.view.splits.keys()) ids.add(id);
+      // Splits of earlier runs count; residuals cut from running splits do not (they are no plan's).
+      for (const [id, e] of this.#role.view.splits) if (e.record.parent === undefined) ids.add(id);
       const next: PlanRecord = {
         ...plan,
         finality: result.finality,

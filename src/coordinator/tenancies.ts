@@ -8,7 +8,7 @@
  */
 import { FencedError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import type { Owner, SplitProgress, SplitRecord } from "../records.ts";
-import { carryCut, createResiduals, type CutAnswer, makeCut } from "./cuts.ts";
+import { carryCut, createResiduals, type CutAnswer, makeCut, specOf } from "./cuts.ts";
 import type { Core } from "./core.ts";
 import { bump } from "./stats.ts";
 import { commitRecord, failRecord, heldBy, releaseRecord } from "./transitions.ts";
@@ -172,6 +172,7 @@ export class Tenancies {
         if (this.held.get(id) !== t) return;
         this.#weight += record.weight - t.record.weight; // a cut changes it
         t.record = record;
+        t.spec = specOf(t.spec, record);
         t.revision = revision;
         t.wrote = true;
         if (terminal) this.#end(id, t);

@@ -20,6 +20,7 @@ import {
   MemberRecordSchema,
   type PlanRecord,
   PlanRecordSchema,
+  type Json,
   type SplitProgress,
   type SplitRecord,
   SplitRecordSchema,
@@ -343,6 +344,15 @@ export class Referee {
       const seedOk = op === "create" && rec.progress === null && rec.attempts === 0 &&
         ((rec.epoch === 0 && rec.owner === null) || (rec.epoch === 1 && rec.owner !== null));
       if (!seedOk) this.violation(`${where}: first write is not a seed (op ${op}, epoch ${rec.epoch})`);
+      if (rec.parent !== undefined) {
+        // A residual: created only once the cut listing it landed on its parent, with the listed descriptor.
+        const listed = this.splits.get(rec.parent)?.record.residuals?.find((x) => x.id === id);
+        if (!listed) this.violation(`${where}: residual of ${rec.parent} created before its cut landed`);
+        else if (JSON.stringify(listed.descriptor) !== JSON.stringify(rec.descriptor)) {
+          this.violation(`${where}: residual created with ${JSON.stringify(rec.descriptor)}, its cut listed ${JSON.stringify(listed.descriptor)}`);
+        }
+        if (rec.epoch !== 0 || rec.owner !== null) this.violation(`${where}: a residual is created free at epoch 0`);
+      }
       this.splits.set(id, {
         record: rec,
         revision: rev,
@@ -394,10 +404,42 @@ export class Referee {
       this.violation(`${where}: durable watermark regressed ${pw} -> ${wm ?? "none"}`);
     }
     if (rec.attempts < p.attempts) this.violation(`${where}: attempts went down ${p.attempts} -> ${rec.attempts}`);
+    if (JSON.stringify(rec.descriptor) !== JSON.stringify(p.descriptor)) this.#cut(where, w, p, rec);
     this.#accounting(id, where, w, p, rec, prev);
     prev.record = rec;
     prev.revision = rev;
     if (this.plan?.outcome) this.#checkOutcome(where);
+  }
+
+  /**
+   * A cut (the descriptor changed): only by the owner of the record it
+   * replaces, in the same write as the residuals it lists; the kept range starts where it
+   * did, ends at or after the durable watermark, and with the residuals
+   * tiles the range it replaced.
+   */
+  #cut(where: string, w: Writer, p: SplitRecord, rec: SplitRecord): void {
+    // By the owner, at its epoch: in a write of its own, or carried by its release to a successor (epoch + 1).
+    const owner = p.owner && holderKey(p.owner.instance, p.owner.session);
+    if ((rec.epoch !== p.epoch && rec.epoch !== p.epoch + 1) || owner !== holderKey(w.instance, w.session)) {
+      this.violation(`${where}: descriptor changed by ${w.label} at epoch ${rec.epoch}, not by the owner at its epoch ${p.epoch}`);
+    }
+    if ((rec.cuts ?? 0) !== (p.cuts ?? 0) + 1) this.violation(`${where}: descriptor changed without counting a cut`);
+    const was = p.descriptor as unknown as SimRange, kept = rec.descriptor as unknown as SimRange;
+    const listed = new Set((p.residuals ?? []).map((x) => x.id));
+    const added = (rec.residuals ?? []).filter((x) => !listed.has(x.id)).map((x) => x.descriptor as unknown as SimRange);
+    if (added.length === 0) this.violation(`${where}: a cut lists no new residual`);
+    const wm = rec.progress?.watermark ?? p.progress?.watermark;
+    if (typeof wm === "number" && kept.to < wm) this.violation(`${where}: cut at ${kept.to}, below the durable watermark ${wm}`);
+    const pieces = [kept, ...added].sort((a, b) => a.from - b.from);
+    let at = was.from;
+    for (const r of pieces) {
+      if (r.root !== was.root || r.from !== at || r.to <= r.from) {
+        this.violation(`${where}: cut pieces ${JSON.stringify(pieces)} do not tile ${JSON.stringify(was)}`);
+        return;
+      }
+      at = r.to;
+    }
+    if (at !== was.to) this.violation(`${where}: cut pieces ${JSON.stringify(pieces)} do not tile ${JSON.stringify(was)}`);
   }
 
   /**
@@ -483,18 +525,24 @@ export class Referee {
   /** Whether the job is complete in the store right now (final plan, every split completed). */
   allCompleted(): boolean {
     const c = this.counts();
-    return this.#final() && c.runnable === 0 && c.quarantined === 0 && c.completed + c.cancelled === this.plan!.planned;
+    return this.#final() && c.runnable === 0 && c.quarantined === 0 && c.completed + c.cancelled === this.splits.size;
   }
 
   /** Whether `stalled` may be announced right now: nothing runnable, some quarantined. */
   stalledNow(): boolean {
     const c = this.counts();
-    return this.#final() && c.runnable === 0 && c.quarantined > 0 && c.completed + c.quarantined + c.cancelled === this.plan!.planned;
+    return this.#final() && c.runnable === 0 && c.quarantined > 0 && c.completed + c.quarantined + c.cancelled === this.splits.size;
   }
 
   #final(): boolean {
-    return this.plan !== undefined && this.plan.finality === "final" && this.plan.generation > 0 &&
-      this.splits.size === this.plan.planned;
+    if (this.plan === undefined || this.plan.finality !== "final" || this.plan.generation === 0) return false;
+    // Every planned split seeded, and every residual a cut listed created (cut from a running split).
+    let planned = 0;
+    for (const t of this.splits.values()) {
+      if (t.record.parent === undefined) planned++;
+      for (const x of t.record.residuals ?? []) if (!this.splits.has(x.id)) return false;
+    }
+    return planned === this.plan.planned;
   }
 }
 
@@ -689,6 +737,10 @@ type ProcState = "joining" | "running" | "leaving" | "left" | "crashed" | "joinF
 interface Lane {
   split: string;
   epoch: number;
+  /** The range it runs (its kept range once cut). */
+  desc: SimRange;
+  /** The next record it processes. */
+  at: number;
   active: boolean;
   revoke: boolean;
   /** A revoked lane releases from then on (a source slow to commit its tail). */
@@ -776,6 +828,13 @@ class Proc implements Writer {
   }
 }
 
+/** A split's descriptor: records [from, to) of the planned split `root`. */
+export interface SimRange {
+  root: string;
+  from: number;
+  to: number;
+}
+
 /** A planned split of a run. */
 export interface SimSplit {
   id: string;
@@ -803,6 +862,8 @@ export interface SimConfig {
   decline: number;
   /** Probability a revoked lane takes a while (50-250 ms) before it releases. */
   slowDrain: number;
+  /** Probability a member cuts a lane's remaining work when the leader asks (0: members are not splittable). */
+  cuts?: number;
   /**
    * Probability that an operator repairs a stall as it happens: when a
    * landed split write leaves the store stalled, an operator requeues or
@@ -879,6 +940,8 @@ export function configFor(seed: number): SimConfig {
   cfg.slowDrain = r.pick([0, 0.3, 0.7]);
   // From a stream of its own, so a seed's configuration is what it was before operators were simulated.
   cfg.operator = new Rng(subSeed(seed, 3)).pick([0, 0, 0.5]);
+  // Its own stream too: cutting running splits came after operators.
+  cfg.cuts = new Rng(subSeed(seed, 4)).pick([0, 0, 0.7, 1]);
   return cfg;
 }
 
@@ -947,7 +1010,12 @@ export class Sim {
     this.cfg = cfg;
     this.rng = new Rng(subSeed(cfg.seed, 2));
     this.referee = new Referee(this.mem, (m) => this.violation(m), (l) => this.note(l), {
-      mayFail: (id) => this.splitById.get(id)?.poisonAt !== undefined,
+      mayFail: (id) => {
+        // The split's range holds its planned split's poison record (a residual may).
+        const d = this.referee.splits.get(id)?.record.descriptor as unknown as SimRange | undefined;
+        const poison = this.splitById.get(d?.root ?? id)?.poisonAt;
+        return poison !== undefined && (!d || (poison >= d.from && poison < d.to));
+      },
       liveHolder: (owner, id, epoch) => {
         // A process whose self-fence is due fences itself before it acts or writes (it was paused, or has
         // not run since): it can no longer write at that epoch, like a paused one.
@@ -973,7 +1041,7 @@ export class Sim {
       this.splitById.set(s.id, s);
       this.sink.set(s.id, new Array(s.records).fill(0));
     }
-    const planned: PlannedSplit[] = cfg.splits.map((s) => ({ id: s.id, descriptor: { records: s.records }, weight: s.weight }));
+    const planned: PlannedSplit[] = cfg.splits.map((s) => ({ id: s.id, descriptor: { root: s.id, from: 0, to: s.records }, weight: s.weight }));
     this.#planner = () => Promise.resolve({ splits: planned, finality: "final" });
   }
 
@@ -1083,6 +1151,7 @@ export class Sim {
       ...FAST,
       maxInFlight: this.cfg.maxInFlight,
       maxAttempts: this.cfg.maxAttempts,
+      ...((this.cfg.cuts ?? 0) > 0 ? { splittable: true } : {}),
     };
     // SIM_LOG=1 puts the coordinators' own warnings and errors into the trace.
     if (this.fullTrace && Deno.env.get("SIM_LOG")) {
@@ -1156,10 +1225,11 @@ export class Sim {
           this.violation(`${p.label} gained ${id}@${ev.epoch} while its tenancy @${old.epoch} never ended`);
           old.active = false;
         }
-        const lane: Lane = { split: id, epoch: ev.epoch, active: true, revoke: false };
-        p.lanes.set(id, lane);
+        const desc = ev.split.descriptor as unknown as SimRange;
         const start = ev.progress?.watermark;
-        void this.#runLane(p, c, lane, typeof start === "number" ? start : 0);
+        const lane: Lane = { split: id, epoch: ev.epoch, desc, at: typeof start === "number" ? start : desc.from, active: true, revoke: false };
+        p.lanes.set(id, lane);
+        void this.#runLane(p, c, lane, lane.at);
         return;
       }
       case "lost": {
@@ -1182,6 +1252,14 @@ export class Sim {
           lane.revoke = true;
           if (p.rng.chance(this.cfg.slowDrain)) lane.revokeAt = this.clock.now() + p.rng.int(50, 250);
         }
+        return;
+      }
+      case "splitRequested": {
+        this.note(`event ${p.label} splitRequested ${ev.splitId}@${ev.epoch} parts=${ev.parts}`);
+        this.count("cutAsks");
+        const lane = p.lanes.get(ev.splitId);
+        if (!lane?.active || lane.revoke || lane.epoch !== ev.epoch || !p.rng.chance(this.cfg.cuts ?? 0)) return;
+        this.#cutLane(p, c, lane, ev.parts);
         return;
       }
       case "quarantined":
@@ -1222,9 +1300,41 @@ export class Sim {
     }
   }
 
+  /**
+   * The source's cut: the lane's remaining records [at, to) in `parts`
+   * ranges, the first kept (the lane stops at its end from now on), the
+   * rest residuals. A cut the coordinator refuses (a revoke got there
+   * first) hands the split back: released, its record still whole.
+   */
+  #cutLane(p: Proc, c: SplitCoordinator, lane: Lane, parts: number): void {
+    const { root, from, to } = lane.desc;
+    const n = Math.min(parts, to - lane.at);
+    if (n < 2) return void this.count("cutDeclined");
+    const step = Math.floor((to - lane.at) / n);
+    const ends = Array.from({ length: n }, (_, k) => (k === n - 1 ? to : lane.at + step * (k + 1)));
+    const keep: SimRange = { root, from, to: ends[0] };
+    const residuals = ends.slice(1).map((end, k) => ({ descriptor: { root, from: ends[k], to: end } }));
+    lane.desc = keep;
+    this.note(`${p.label} cut ${lane.split}@${lane.epoch} at ${lane.at}: keep ${from}-${keep.to}, ${residuals.length} residuals`);
+    this.count("cuts");
+    c.split(lane.split, lane.epoch, { keep: keep as unknown as Json, residuals: residuals as unknown as { descriptor: Json }[] }).then(
+      () => this.note(`${p.label} cut ${lane.split}@${lane.epoch} landed`),
+      (e) => {
+        if (e instanceof FencedError) return void (lane.active = false);
+        if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") return void this.note(`${p.label} cut ${lane.split} rides on the next write: ${e.message}`);
+        if (e instanceof SplitleaseError && e.code === "INVALID_ARGUMENT") {
+          this.note(`${p.label} cut ${lane.split} refused (${e.message}): handing it back`);
+          lane.revoke = true;
+          return;
+        }
+        this.violation(`${p.label} split ${lane.split}@${lane.epoch} threw ${String(e)}`);
+      },
+    );
+  }
+
   /** The source: processes records from the resume point, commits every few, completes or fails. */
   async #runLane(p: Proc, c: SplitCoordinator, lane: Lane, start: number): Promise<void> {
-    const s = this.splitById.get(lane.split)!;
+    const s = this.splitById.get(lane.desc.root)!;
     const { split, epoch } = lane;
     let i = start;
     let committed = start;
@@ -1274,14 +1384,16 @@ export class Sim {
         lane.active = false;
         return;
       }
-      if (s.poisonAt !== undefined && i >= s.poisonAt) {
+      lane.at = i;
+      if (s.poisonAt !== undefined && s.poisonAt >= lane.desc.from && s.poisonAt < lane.desc.to && i >= s.poisonAt) {
         if (await call("fail", () => c.fail(split, epoch, "poison"))) this.note(`${p.label} failed ${split}@${epoch}`);
         lane.active = false;
         return;
       }
-      this.#process(p, split, i);
+      this.#process(p, lane.desc.root, i);
       i++;
-      if (i >= s.records) {
+      lane.at = i;
+      if (i >= lane.desc.to) {
         if (await call("complete", () => c.commit(split, epoch, { watermark: i }, { final: true }))) {
           this.note(`${p.label} completed ${split}@${epoch}`);
         }
@@ -1638,9 +1750,8 @@ export class Sim {
       const t = ref.splits.get(e.key.slice("split.".length));
       if (!t || t.revision !== e.revision) this.violation(`referee missed a write to ${e.key}`);
     }
-    if (ref.splits.size !== this.cfg.splits.length) {
-      this.violation(`store holds ${ref.splits.size} splits, planned ${this.cfg.splits.length}`);
-    }
+    const planned = [...ref.splits.values()].filter((t) => t.record.parent === undefined).length;
+    if (planned !== this.cfg.splits.length) this.violation(`store holds ${planned} planned splits, planned ${this.cfg.splits.length}`);
     const c = ref.counts();
     if (ref.staleOutcome) this.violation(`an outcome stands against the split records: ${ref.staleOutcome}`);
     for (const p of this.procs) if (p.state === "running" && p.wrongOutcome) this.violation(`never withdrawn: ${p.wrongOutcome}`);
@@ -1649,16 +1760,33 @@ export class Sim {
     for (const p of this.procs) {
       if (p.state === "running" && p.outcome !== want) this.violation(`${p.label} ended ${p.outcome}, expected ${want}`);
     }
+    // Each planned split's records are tiled exactly by the ranges of the splits cut from it (no gap, no overlap).
+    const ranges = new Map<string, SimRange[]>();
+    for (const [id, t] of ref.splits) {
+      const d = t.record.descriptor as unknown as SimRange;
+      ranges.set(d.root, [...(ranges.get(d.root) ?? []), d]);
+      if (t.record.residuals?.some((x) => !ref.splits.has(x.id))) this.violation(`split ${id} lists a residual that was never created`);
+    }
     for (const s of this.cfg.splits) {
-      const t = ref.splits.get(s.id)!;
-      if (s.poisonAt !== undefined && t.record.status === "completed") this.violation(`poison split ${s.id} completed`);
-      if (t.record.status !== "completed") continue;
-      if (t.record.progress?.watermark !== s.records) {
-        this.violation(`split ${s.id} completed at watermark ${t.record.progress?.watermark}, has ${s.records} records`);
+      let at = 0;
+      for (const d of (ranges.get(s.id) ?? []).sort((a, b) => a.from - b.from)) {
+        if (d.from !== at) this.violation(`planned split ${s.id}: records ${Math.min(at, d.from)}-${Math.max(at, d.from)} ${d.from > at ? "in no split" : "in two splits"}`);
+        at = Math.max(at, d.to);
       }
-      const row = this.sink.get(s.id)!;
-      const missing = row.flatMap((n, i) => (n === 0 ? [i] : []));
-      if (missing.length) this.violation(`split ${s.id} completed but records ${missing.join(",")} were never processed`);
+      if (at !== s.records) this.violation(`planned split ${s.id}: its splits end at ${at}, it has ${s.records} records`);
+    }
+    for (const [id, t] of ref.splits) {
+      const d = t.record.descriptor as unknown as SimRange;
+      const poison = this.splitById.get(d.root)?.poisonAt;
+      if (poison !== undefined && poison >= d.from && poison < d.to && t.record.status === "completed") this.violation(`poison split ${id} completed`);
+      if (t.record.status !== "completed") continue;
+      if (t.record.progress?.watermark !== d.to) {
+        this.violation(`split ${id} completed at watermark ${t.record.progress?.watermark}, its range ends at ${d.to}`);
+      }
+      const row = this.sink.get(d.root)!;
+      const missing: number[] = [];
+      for (let i = d.from; i < d.to; i++) if (row[i] === 0) missing.push(i);
+      if (missing.length) this.violation(`split ${id} completed but records ${missing.join(",")} of ${d.root} were never processed`);
     }
     this.note(`final ${want} ${JSON.stringify(c)}`);
   }
