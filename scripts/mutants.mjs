@@ -201,6 +201,49 @@ export const mutants = [
     edits: [{ file: C + "leader/revocations.ts", search: "r.to = to.owner;\n              to.expect(id);", replace: "r.to = to.owner;" }],
     suites: ["unit", ...COORD],
   },
+  // --- cutting a running split's remaining work (cuts.ts, tenancies.ts, leader/cut_asks.ts) ----
+  {
+    name: "cut-residuals-before-shrink",
+    breaks: "the residuals of a cut are created before the cut lands on the parent (a crash in between leaves a range in two splits)",
+    edits: [{
+      file: C + "tenancies.ts",
+      search: "t.cut = { cut, landed: false };\n    await this.#cas(id, epoch, false, (r) => r);",
+      replace: "t.cut = { cut, landed: false };\n    await createResiduals(this.#core, id, t, cut.residuals);\n    await this.#cas(id, epoch, false, (r) => r);",
+    }],
+    suites: ["sim"],
+  },
+  {
+    name: "cut-not-carried",
+    breaks: "a tenancy's writes do not carry its cut: the lane stops at the kept range while the record keeps the whole range, and completes it",
+    edits: [{ file: C + "cuts.ts", search: "if (t.cut && !t.cut.landed) x = cutRecord(x, t.cut.cut);", replace: "" }],
+    suites: ["sim"],
+  },
+  {
+    name: "cut-spec-stale",
+    breaks: "a tenancy resumed after its own cut landed runs the planned descriptor, past the kept range",
+    edits: [{ file: C + "cuts.ts", search: "if (record.cuts === undefined || record.descriptor === undefined) return spec;", replace: "return spec;" }],
+    suites: ["sim"],
+  },
+  {
+    name: "outcome-ignores-pending-residuals",
+    breaks: "the job outcome is decided while a cut lists a residual whose record does not exist yet",
+    edits: [{
+      file: C + "leader/completion.ts",
+      search: "if (v.counts.runnable > 0 || v.splits.size < plan.planned || v.pendingResiduals.size > 0) return;",
+      replace: "if (v.counts.runnable > 0 || v.splits.size < plan.planned) return;",
+    }, {
+      file: C + "leader/completion.ts",
+      search: "if (c.runnable > 0 || v.splits.size < planned || v.pendingResiduals.size > 0) return undefined;",
+      replace: "if (c.runnable > 0 || v.splits.size < planned) return undefined;",
+    }],
+    suites: ["unit", "sim"],
+  },
+  {
+    name: "planned-counts-residuals",
+    breaks: "a leader that plans again after a cut counts the residuals as planned: no outcome ever matches the store",
+    edits: [{ file: C + "planning.ts", search: "if (e.record.parent === undefined) ids.add(id);", replace: "ids.add(id);" }],
+    suites: ["sim"],
+  },
   // --- the gateway for split records (split_records.ts) -------------------------------------
   {
     name: "split-cas-writes-over-moved",
