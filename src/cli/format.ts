@@ -67,11 +67,11 @@ export function formatSplits(v: FleetView): string {
   const rows: string[][] = [];
   const failures = new Map<number, string[]>();
   for (const s of v.splits) {
-    rows.push([s.id, s.status, s.owner ?? "-", String(s.epoch), String(s.attempts), progress(s), s.descriptor ?? "(spec record)"]);
+    rows.push([s.id, s.status, s.owner ?? "-", String(s.epoch), String(s.attempts), progress(s), s.descriptor ?? "(spec record)", s.parent ?? "-"]);
     if (s.failures.length) failures.set(rows.length - 1, s.failures.map((f) => `    ${iso(f.at)} ${f.worker}: ${f.message}`));
     else if (s.lastFailure) failures.set(rows.length - 1, [`    last failure: ${s.lastFailure}`]);
   }
-  const lines = table(["SPLIT", "STATE", "OWNER", "EPOCH", "ATTEMPTS", "PROGRESS", "DESCRIPTOR"], rows).split("\n");
+  const lines = table(["SPLIT", "STATE", "OWNER", "EPOCH", "ATTEMPTS", "PROGRESS", "DESCRIPTOR", "CUT FROM"], rows).split("\n");
   out.push(lines[0]);
   lines.slice(1).forEach((l, i) => out.push(l, ...(failures.get(i) ?? [])));
   out.push("");

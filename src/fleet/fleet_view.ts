@@ -134,6 +134,8 @@ export function splitView(id: string, r: SplitRecord): FleetSplit {
     since: r.status === "runnable" && r.owner && open && open.to === undefined && open.owner === r.owner.instance ? open.from : null,
     completedAt: completedAt(r),
     tenancies,
+    parent: r.parent ?? null,
+    cuts: r.cuts ?? 0,
   };
 }
 

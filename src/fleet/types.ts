@@ -156,6 +156,10 @@ export interface FleetSplit {
   completedAt: number | null;
   /** The last few tenancies, oldest first (owner, epoch, from, to, how each ended). */
   tenancies: SplitTenancy[];
+  /** The split it was cut from (README, "Stragglers"), or `null` when planned. */
+  parent: string | null;
+  /** How often its remaining work was cut. */
+  cuts: number;
 }
 
 /**

@@ -121,6 +121,8 @@ export const FLEET_PAGE_SPLITS: string = `
     const item = (k, v) => dl.append(el("dt", k), v instanceof Node ? wrapDd(v) : el("dd", v));
     item("state", stateOf(s) + (s.owner ? " on " + s.owner : ""));
     item("epoch · attempts · weight", s.epoch + " · " + s.attempts + " · " + s.weight);
+    if (s.parent) item("cut from", link(s.parent));
+    if (s.cuts) item("cut", s.cuts + " time(s): residual work went to new splits");
     if (s.since !== null) item("current tenancy", "since " + when(s.since) + " (" + dur(at - s.since) + ")");
     if (s.completedAt !== null) item("completed", when(s.completedAt));
     const e = s.estimate;

@@ -111,6 +111,10 @@ export function renderMetrics(
     if (!(KNOWN_LABEL_VALUES.storeOps as readonly string[]).includes(op)) ops.set(h, { op });
   }
   r.histogram("handover_seconds", "Steal requested to thief gained.").set(stats.handoverSeconds);
+  const cuts = r.counter("cuts_total", "Cuts of running splits' remaining work, by outcome: asked (while leading), performed, declined.");
+  cuts.set(stats.cuts?.asked ?? 0, { outcome: "asked" });
+  cuts.set(stats.cuts?.performed ?? 0, { outcome: "performed" });
+  cuts.set(worker?.stats().cuts?.declined ?? 0, { outcome: "declined" });
   if (worker) {
     const w = worker.stats();
     r.gauge("lanes_running", "Lanes running now.").set(w.running);
