@@ -26,6 +26,7 @@ import { InstrumentedStore, newStats } from "./stats.ts";
 import { Tenancies } from "./tenancies.ts";
 import { timings } from "./timings.ts";
 import type { CutAnswer } from "./cuts.ts";
+import type { OwnReleases } from "./leader/release_hold.ts";
 import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStats, CoordinatorStatus, Logger } from "./types.ts";
 
 
@@ -89,8 +90,6 @@ export class SplitCoordinator implements Coordinator {
       events: new Channel<CoordinationEvent>(),
       schedule: () => this.#loop.schedule(),
       noteReplaced: (key, message) => this.#follower.noteReplaced(key, message),
-      owedTo: () => this.#tenancies.owedTo(),
-      releasedAt: () => this.#tenancies.releasedAt,
     });
     this.#tenancies = new Tenancies(core);
     this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());
@@ -212,13 +211,18 @@ export class SplitCoordinator implements Coordinator {
   // --- reconcile -------------------------------------------------------------
 
   /** One pass (see {@linkcode ReconcileLoop}); returns when the next is due. */
+  /** What our own member side tells the leader's pass (we may lead while we hold splits). */
+  #own(): OwnReleases {
+    return { owed: this.#tenancies.owedTo(), releasedAt: this.#tenancies.releasedAt };
+  }
+
   #reconcile(): number {
     if (this.#state !== "running" && this.#state !== "draining") return Infinity;
     if (!this.#active()) return Infinity;
     const now = this.#core.clock.now();
     let next = Infinity;
     if (!this.#draining) next = Math.min(next, this.#leadership.maybeElect(now));
-    next = Math.min(next, this.#leadership.reconcile());
+    next = Math.min(next, this.#leadership.reconcile(this.#own()));
     return Math.min(next, this.#follower.pump());
   }
 
@@ -249,10 +253,7 @@ export class SplitCoordinator implements Coordinator {
     if (next.status === "quarantined") this.#core.events.push({ type: "quarantined", splitId, attempts: next.attempts });
   }
 
-  /**
-   * Cuts a held split's remaining work (see `Coordinator.split`): the
-   * residuals' ids once the cut landed.
-   */
+  /** Cuts a held split's remaining work (see `Coordinator.split`): the residuals' ids once the cut landed. */
   split(splitId: string, epoch: number, answer: CutAnswer): Promise<string[]> {
     this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
     return this.#tenancies.cut(splitId, epoch, answer);
@@ -299,7 +300,7 @@ export class SplitCoordinator implements Coordinator {
       await announced;
       await this.#tenancies.release([...this.#tenancies.held.keys()]);
       await this.#follower.resume(); // grants that arrived while leaving: released, not abandoned
-      await this.#leadership.resign(true); // our releases reach their successors from us, not the next leader
+      await this.#leadership.resign(() => this.#own()); // our releases reach their successors from us, not the next leader
       await this.#membership.leave();
       this.#core.log("info", "Left", { instance: this.#core.me.instance });
     } catch (e) {

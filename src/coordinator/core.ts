@@ -46,8 +46,4 @@ export interface Core {
   schedule(): void;
   /** Counts and reports an unreadable control record that a CAS of ours replaced (`/status.invalidRecords`, `replaced: true`). */
   noteReplaced(key: string, message: string): void;
-  /** Held splits being revoked to each named successor, if any (see `Tenancies.owedTo`). */
-  owedTo?(): Map<string, number> | undefined;
-  /** When a release of ours last started (see `Tenancies.releasedAt`). */
-  releasedAt?(): number;
 }

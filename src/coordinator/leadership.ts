@@ -17,6 +17,7 @@ import {
 import { keys } from "../store/keys.ts";
 import type { Core } from "./core.ts";
 import type { Follower } from "./follower.ts";
+import type { OwnReleases } from "./leader/release_hold.ts";
 import { LeaderRole, type Predecessor } from "./leader/role.ts";
 import { Planning } from "./planning.ts";
 import type { Planner } from "./types.ts";
@@ -262,7 +263,7 @@ export class Leadership {
   }
 
   /** The leader's pass (assignment); returns when the next one is due. */
-  reconcile(): number {
+  reconcile(own: OwnReleases): number {
     const role = this.role;
     if (!role) return Infinity;
     // Like an election, leading needs a proven membership: a leader woken
@@ -283,7 +284,7 @@ export class Leadership {
       this.#deposed(`the plan record carries term ${plan.term}`);
       return Infinity;
     }
-    return role.reconcile(plan, this.#follower.plan?.revision);
+    return role.reconcile(plan, this.#follower.plan?.revision, own);
   }
 
   /** Leader heartbeat: one CAS on `leader`, carrying the job counts. A conflict means we were deposed. */
@@ -341,10 +342,10 @@ export class Leadership {
    * With `handOver` (a member leaving, not a deposed leader) it first writes
    * what its own releases changed (see `LeaderRole.settle`).
    */
-  async resign(handOver = false): Promise<void> {
+  async resign(handOver?: () => OwnReleases): Promise<void> {
     const role = this.role;
     if (handOver && this.#leading && role) {
-      await role.settle(this.#follower.plan?.record, this.#core.config.opTimeoutMs);
+      await role.settle(this.#follower.plan?.record, this.#core.config.opTimeoutMs, handOver);
     }
     const was = this.#leading;
     this.stop();

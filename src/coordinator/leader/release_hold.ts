@@ -53,3 +53,21 @@ export class ReleaseHold {
     return Math.min(st.holdSince + opTimeoutMs, Math.max(st.holdSince, activeAt) + RELEASE_HOLD_MS);
   }
 }
+
+/**
+ * What the leader's own member side tells each pass: how many of its held
+ * splits are being revoked to each named successor (`Tenancies.owedTo`;
+ * `undefined` when none is) and when a release of its last started.
+ *
+ * @example
+ * ```ts
+ * import type { OwnReleases } from "./release_hold.ts";
+ * const none: OwnReleases = { owed: undefined, releasedAt: -Infinity };
+ * ```
+ */
+export interface OwnReleases {
+  /** Held splits being revoked to each named successor, by instance. */
+  owed: Map<string, number> | undefined;
+  /** When a release of ours last started. */
+  releasedAt: number;
+}

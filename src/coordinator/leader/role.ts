@@ -29,7 +29,7 @@ import { MembershipSignature } from "./signature.ts";
 import { DeathJudge } from "./judge.ts";
 import { LeaderView } from "./leader_view.ts";
 import { MemberState } from "./member_state.ts";
-import { ReleaseHold } from "./release_hold.ts";
+import { type OwnReleases, ReleaseHold } from "./release_hold.ts";
 import { SeedRuns } from "./seed_runs.ts";
 import { refillOffers } from "./offers.ts";
 import { auditHeld } from "./anti_entropy.ts";
@@ -294,7 +294,7 @@ export class LeaderRole {
   // --- the leader's pass ---------------------------------------------------------------
 
   /** One pass; returns when the next one is due (`Infinity`: on the next event). `planRevision`: the revision `plan` was read at. */
-  reconcile(plan: PlanRecord | undefined, planRevision?: number): number {
+  reconcile(plan: PlanRecord | undefined, planRevision: number | undefined, own: OwnReleases): number {
     if (!this.#ready || this.#stopped) return Infinity;
     const { clock } = this.#core;
     const now = clock.now();
@@ -312,8 +312,8 @@ export class LeaderRole {
     // Every free split dealt (or waiting out a backoff) and lanes still idle: cut running ones.
     const dealt = this.view.free.size <= this.offeredTo.size + this.retry.waiting.size && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#cuts.cycle(now, dealt));
-    const owed = this.#core.owedTo?.();
-    const activeAt = owed ? this.#hold.activeAt(this.#core.releasedAt?.() ?? -Infinity) : -Infinity;
+    const owed = own.owed;
+    const activeAt = owed ? this.#hold.activeAt(own.releasedAt) : -Infinity;
     for (const st of this.states.values()) {
       if (!st.dirty) continue;
       const holdUntil = this.#hold.until(st, now, owed?.get(st.instance) ?? 0, activeAt, this.#core.config.opTimeoutMs);
@@ -333,7 +333,7 @@ export class LeaderRole {
    * anything left). Waits on store round trips, not timers, so it also
    * ends on a manual clock.
    */
-  async settle(plan: PlanRecord | undefined, limitMs: number): Promise<void> {
+  async settle(plan: PlanRecord | undefined, limitMs: number, own: () => OwnReleases): Promise<void> {
     if (!this.#ready || this.#stopped) return;
     const { clock } = this.#core;
     const end = clock.now() + limitMs;
@@ -341,7 +341,7 @@ export class LeaderRole {
       if ((await this.#watches.caughtUp(keys.splitPrefix).catch(() => undefined)) !== false) break;
     }
     if (this.#stopped) return;
-    this.reconcile(plan);
+    this.reconcile(plan, undefined, own());
     const writes = [...this.states.values()].map((st) => st.settle(this.#core, this.view, this.term, () => this.#onDeposed()));
     let timer: unknown;
     await Promise.race([
