@@ -15,6 +15,46 @@ import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 import { claimers, freeLanes } from "./offers.ts";
 
+/**
+ * Who gets each split of a gone owner: the heir (the same instance,
+ * restarted) while it has free lanes, else the least-loaded claimer with a
+ * lane free beyond its offers (never the gone session), else nobody (the
+ * split is freed and offered). Successors are picked once per split, the
+ * load of those already picked counted. Pure.
+ *
+ * @example
+ * ```ts ignore
+ * const moves = planTakeover(["s1", "s2"], gone, undefined, claimers(states), (m) => freeLanes(view, m), (m) => view.loadOfKey(m.key));
+ * ```
+ */
+export function planTakeover(
+  ids: readonly string[],
+  owner: Owner,
+  heir: MemberState | undefined,
+  members: readonly MemberState[],
+  free: (m: MemberState) => number,
+  load: (m: MemberState) => number,
+): { id: string; to: MemberState | undefined }[] {
+  const planned = new Map<MemberState, number>();
+  const pick = (): MemberState | undefined => {
+    if (heir && free(heir) - (planned.get(heir) ?? 0) > 0) return heir;
+    let best: MemberState | undefined;
+    let bestLoad = Infinity;
+    for (const m of members) {
+      if (m.instance === owner.instance && m.session === owner.session) continue;
+      if (free(m) - (planned.get(m) ?? 0) - m.plain <= 0) continue;
+      const l = load(m) + (planned.get(m) ?? 0);
+      if (l < bestLoad) (best = m), (bestLoad = l);
+    }
+    return best;
+  };
+  return ids.map((id) => {
+    const to = pick();
+    if (to) planned.set(to, (planned.get(to) ?? 0) + 1);
+    return { id, to };
+  });
+}
+
 /** Most takeover writes in flight at once. */
 const TAKEOVER_WAVE = 64;
 
@@ -54,26 +94,7 @@ export class Takeovers {
       reason,
       to: heir?.instance,
     });
-    // Successors are picked once per split, least loaded first, within free lanes.
-    const planned = new Map<MemberState, number>();
-    const pick = (): MemberState | undefined => {
-      if (heir && freeLanes(view, heir) - (planned.get(heir) ?? 0) > 0) return heir;
-      let best: MemberState | undefined;
-      let bestLoad = Infinity;
-      for (const m of claimers(this.#ctx.states)) {
-        if (m.instance === owner.instance && m.session === owner.session) continue;
-        if (freeLanes(view, m) - (planned.get(m) ?? 0) - m.plain <= 0) continue;
-        const load = view.loadOfKey(m.key) + (planned.get(m) ?? 0);
-        if (load < bestLoad) (best = m), (bestLoad = load);
-      }
-      return best;
-    };
-    const moves: { id: string; to: MemberState | undefined }[] = [];
-    for (const id of todo) {
-      const to = pick();
-      if (to) planned.set(to, (planned.get(to) ?? 0) + 1);
-      moves.push({ id, to });
-    }
+    const moves = planTakeover(todo, owner, heir, claimers(this.#ctx.states), (m) => freeLanes(view, m), (m) => view.loadOfKey(m.key));
     void this.#run(moves, charge);
   }
 
