@@ -12,10 +12,12 @@
  * NATS_USER and NATS_PASS when the server wants a login) or STORE=memory (a
  * single worker). Also JOB, INSTANCE (the pod name), PORT (HTTP, default
  * 8080), BIND (default 0.0.0.0), MAX_IN_FLIGHT, SPLIT_BYTES, COMMIT_RECORDS,
- * COMMIT_MS, LEASE_MS, DRAIN_DEADLINE_MS, AFTER_COMPLETION (`exit`, the
- * default, or `idle`: stay up and ready after the job completed, for a
- * Kubernetes Deployment), AFTER_STALL (`exit`, the default: exit 3 when only
- * quarantined splits are left; or `wait`: stay in the job, page and metrics
+ * COMMIT_MS, MIN_CUT_BYTES (least bytes of a piece when idle workers cut a
+ * running split's remaining bytes; default 1 MiB), LEASE_MS,
+ * DRAIN_DEADLINE_MS, AFTER_COMPLETION (`exit`, the default, or `idle`: stay
+ * up and ready after the job completed, for a Kubernetes Deployment),
+ * AFTER_STALL (`exit`, the default: exit 3 when only quarantined splits are
+ * left; or `wait`: stay in the job, page and metrics
  * up, and take work again once an operator requeues; with MAX_IN_FLIGHT=0
  * the process is an observer, deploy/k8s/observer.yaml), and DELAY_MS (sleep per DELAY_EVERY records, to
  * slow a demo). For wss:// with a private CA, give the runtime the CA bundle:
@@ -85,6 +87,7 @@ async function main(env: Env): Promise<void> {
     n = {
       port: intFromEnv(env, "PORT", 8080, 0),
       split: intFromEnv(env, "SPLIT_BYTES", 8 * 1024 * 1024),
+      minCut: intFromEnv(env, "MIN_CUT_BYTES", 1024 * 1024),
       commitRecords: intFromEnv(env, "COMMIT_RECORDS", 500),
       commitMs: intFromEnv(env, "COMMIT_MS", 1000),
       leaseMs: intFromEnv(env, "LEASE_MS", 15_000),
@@ -103,6 +106,7 @@ async function main(env: Env): Promise<void> {
     targetSplitBytes: n.split,
     commitEveryRecords: n.commitRecords,
     commitEveryMs: n.commitMs,
+    minCutBytes: n.minCut,
     sink: {
       async write(r) {
         await sink.write(r);

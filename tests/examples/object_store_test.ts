@@ -9,6 +9,7 @@ import { withTimeout } from "../helpers/deadline.ts";
 import { MemoryStore, runWorker, SplitCoordinator, splitIdFrom } from "../../mod.ts";
 import type { Lane, SplitProgress } from "../../mod.ts";
 import {
+  cutRemaining,
   descriptorSchema,
   directoryBackend,
   fileEtag,
@@ -184,10 +185,10 @@ Deno.test("object store: a lane streams every record, commits every N records wi
     "b.ndjson@3:b2",
   ]);
   assert.deepEqual(lane.commits, [
-    { progress: { watermark: 6, state: { object: 0, offset: 6 } }, records: 2 },
-    { progress: { watermark: 12, state: { object: 1, offset: 3 } }, records: 2 },
+    { progress: { watermark: 6, state: { object: 0, offset: 6 }, estimate: { left: 9, total: 15, unit: "bytes" } }, records: 2 },
+    { progress: { watermark: 12, state: { object: 1, offset: 3 }, estimate: { left: 3, total: 15, unit: "bytes" } }, records: 2 },
   ]);
-  assert.deepEqual(lane.completed, { watermark: 15, state: { object: 2, offset: 0 } });
+  assert.deepEqual(lane.completed, { watermark: 15, state: { object: 2, offset: 0 }, estimate: { left: 0, total: 15, unit: "bytes" } });
   assert.equal(flushes, 3, "the sink is flushed before every commit and the completion");
 });
 
@@ -199,7 +200,8 @@ Deno.test("object store: a lane resumes mid-object from the committed byte offse
   await source.run(lane);
   assert.deepEqual(got, ["a3", "b1", "b2"]);
   assert.deepEqual(backend.reads, [["a.ndjson", 6], ["b.ndjson", 0]]);
-  assert.deepEqual(lane.completed, { watermark: 15, state: { object: 2, offset: 0 } });
+  assert.deepEqual(lane.completed?.watermark, 15);
+  assert.deepEqual(lane.completed?.state, { object: 2, offset: 0 });
   await assert.rejects(
     source.run(scriptedLane(objs, { watermark: 0, state: { object: 5, offset: 0 } })),
     /outside the split/,
@@ -219,7 +221,9 @@ Deno.test("object store: revokeSignal stops intake at a record boundary and comm
   });
   await source.run(lane);
   assert.equal(n, 2);
-  assert.deepEqual(lane.commits, [{ progress: { watermark: 6, state: { object: 0, offset: 6 } }, records: 2 }]);
+  assert.deepEqual(lane.commits, [
+    { progress: { watermark: 6, state: { object: 0, offset: 6 }, estimate: { left: 9, total: 15, unit: "bytes" } }, records: 2 },
+  ]);
   assert.equal(lane.completed, undefined);
   // Loss after the second record: return at once, nothing committed.
   lane = scriptedLane(objs);
@@ -243,6 +247,173 @@ Deno.test("object store: an object changed since planning fails the split (poiso
   await source.run(lane);
   assert.match(lane.failed ?? "", /changed since it was planned/);
   assert.throws(() => objectStoreSource({ backend: memBackend(files), sink: () => {}, commitEveryRecords: 0 }), /commitEveryRecords/);
+});
+
+// --- cuts (the split hook) -----------------------------------------------------
+
+/** Runs one lane of `d` to its end with the scripted lane; returns `key@offset:line` of every record. */
+async function runPiece(files: Record<string, string>, d: ObjectSplit, progress?: SplitProgress): Promise<string[]> {
+  const got: string[] = [];
+  const source = objectStoreSource({ backend: memBackend(files), sink: (r) => void got.push(`${r.key}@${r.offset}:${r.line}`) });
+  const lane = scriptedLane(d.objects, progress);
+  await source.run(lane);
+  assert.ok(lane.completed, `a piece completes: ${JSON.stringify(d)}`);
+  return got;
+}
+
+/** `key@offset:line` of every record of `files`, in key order. */
+async function allRecords(files: Record<string, string>): Promise<string[]> {
+  const out: string[] = [];
+  for (const key of Object.keys(files).sort()) {
+    for await (const r of ndjsonRecords(chunksOf(files[key]), 0)) out.push(`${key}@${r.offset}:${r.line}`);
+  }
+  return out;
+}
+
+const tricky: Record<string, string> = {
+  // CRLF, blank lines, a long line, a multi-byte character, no final newline.
+  "a.ndjson": "a1\r\n\n\na2-long-line-xxxxxxxxxxxxxxxxxxx\na3\r\n\r\na4-€\na5",
+  "b.ndjson": "\n\nb1\nb2\n",
+  "c.ndjson": "c1\n",
+};
+const entriesOf = (files: Record<string, string>): ObjectEntry[] =>
+  Object.keys(files).sort().map((k) => o(k, enc.encode(files[k]).length, "v1"));
+
+Deno.test("object store cuts: two byte ranges cut at any byte of an object share no line and miss none", async () => {
+  const files = { "a.ndjson": tricky["a.ndjson"] };
+  const [a] = entriesOf(files);
+  const expected = await allRecords(files);
+  for (let c = 1; c < a.size; c++) {
+    const got = [
+      ...await runPiece(files, { objects: [{ ...a, to: c }] }),
+      ...await runPiece(files, { objects: [{ ...a, from: c }] }),
+    ];
+    assert.deepEqual(got, expected, `cut at byte ${c}`);
+  }
+  // Three ranges, every pair of cuts.
+  for (let c1 = 1; c1 < a.size; c1++) {
+    for (let c2 = c1 + 1; c2 < a.size; c2++) {
+      const got = [
+        ...await runPiece(files, { objects: [{ ...a, to: c1 }] }),
+        ...await runPiece(files, { objects: [{ ...a, from: c1, to: c2 }] }),
+        ...await runPiece(files, { objects: [{ ...a, from: c2 }] }),
+      ];
+      assert.deepEqual(got, expected, `cuts at bytes ${c1} and ${c2}`);
+    }
+  }
+  // Ranges pass the schema; bad ones do not.
+  assert.ok(descriptorSchema.safeParse({ objects: [{ ...a, from: 3, to: 9 }] }).success);
+  for (const bad of [{ from: 9, to: 9 }, { from: 9, to: 3 }, { to: a.size + 1 }, { from: a.size }, { from: -1 }]) {
+    assert.equal(descriptorSchema.safeParse({ objects: [{ ...a, ...bad }] }).success, false, JSON.stringify(bad));
+  }
+});
+
+Deno.test("object store cuts: cutRemaining pieces (multi-object, from any position, cut again) cover the rest exactly once", async () => {
+  const objects = entriesOf(tricky);
+  const expected = await allRecords(tricky);
+  const total = objects.reduce((n, x) => n + x.size, 0);
+  // Every line start of the split as the position reached, every number of parts.
+  const starts: { object: number; offset: number }[] = [{ object: 0, offset: 0 }];
+  objects.forEach((x, i) => {
+    const t = tricky[x.key];
+    for (let b = 0; b < t.length; b++) if (t[b] === "\n") starts.push({ object: i, offset: enc.encode(t.slice(0, b + 1)).length });
+  });
+  let checked = 0;
+  for (const at of starts) {
+    const done = await runPiece(tricky, { objects }, undefined).then((all) => all.filter((r) => {
+      const [key, off] = [r.slice(0, r.indexOf("@")), Number(r.slice(r.indexOf("@") + 1, r.indexOf(":")))];
+      const i = objects.findIndex((x) => x.key === key);
+      return i < at.object || (i === at.object && off < at.offset);
+    }));
+    for (let parts = 2; parts <= 6; parts++) {
+      const cut = cutRemaining(objects, at, parts, 1);
+      const before = objects.slice(at.object).reduce((n, x) => n + x.size, 0) - at.offset;
+      if (before < parts) continue;
+      assert.ok(cut, `a cut at ${JSON.stringify(at)} into ${parts}`);
+      assert.equal(cut.residuals.length, parts - 1);
+      for (const d of [cut.keep, ...cut.residuals.map((r) => r.descriptor)]) assert.ok(descriptorSchema.safeParse(d).success, JSON.stringify(d));
+      // The kept piece resumes from the position reached; nothing before it is redone.
+      const progress = { watermark: 0, state: at };
+      const kept = (await runPiece(tricky, cut.keep, progress));
+      const rest = [];
+      for (const r of cut.residuals) {
+        // A residual cut again: its first half then its second.
+        const again = cutRemaining(r.descriptor.objects, { object: 0, offset: r.descriptor.objects[0].from ?? 0 }, 2, 1);
+        if (again) {
+          rest.push(...await runPiece(tricky, again.keep), ...await runPiece(tricky, again.residuals[0].descriptor));
+        } else rest.push(...await runPiece(tricky, r.descriptor));
+      }
+      assert.deepEqual([...done, ...kept, ...rest], expected, `position ${JSON.stringify(at)}, ${parts} parts`);
+      // Weights are the pieces' bytes: together the bytes left (plus the kept bytes before the position).
+      const sum = cut.weight + cut.residuals.reduce((n, r) => n + r.weight, 0);
+      assert.ok(sum <= total + parts, `weights ${sum} of ${total} bytes`);
+      checked++;
+    }
+  }
+  assert.ok(checked > 40, `${checked} cuts checked`);
+  // Too little left: fewer pieces, then none.
+  const big = [o("big", 1000, "v1")];
+  assert.equal(cutRemaining(big, { object: 0, offset: 0 }, 4, 300)?.residuals.length, 2, "1000 bytes make 3 pieces of >= 300");
+  assert.equal(cutRemaining(big, { object: 0, offset: 500 }, 4, 300), undefined, "500 bytes left: no two pieces of 300");
+  assert.deepEqual(cutRemaining(big, { object: 0, offset: 100 }, 3, 200), {
+    keep: { objects: [{ ...big[0], to: 400 }] },
+    weight: 400,
+    residuals: [
+      { descriptor: { objects: [{ ...big[0], from: 400, to: 700 }] }, weight: 300 },
+      { descriptor: { objects: [{ ...big[0], from: 700 }] }, weight: 300 },
+    ],
+  });
+});
+
+Deno.test("object store cuts: split() mid-run cuts after the record being written; run stops at the kept end; residuals do the rest once", async () => {
+  // 300 blank lines before r5: while r5 is written, the position after the
+  // last record written (r4) is 300 bytes before it, more than a piece.
+  const text = Array.from({ length: 40 }, (_, i) => (i === 5 ? "\n".repeat(300) : "") + `r${i}-${"x".repeat(i % 7)}`).join("\n") + "\n";
+  const files = { "big.ndjson": text };
+  const objects = entriesOf(files);
+  const expected = await allRecords(files);
+  const warnings: string[] = [];
+  for (const cutAt of [1, 5, 6, 20, 38]) {
+    const got: string[] = [];
+    const lane = scriptedLane(objects);
+    let cut: ReturnType<NonNullable<ReturnType<typeof objectStoreSource>["split"]>>;
+    const source = objectStoreSource({
+      backend: memBackend(files),
+      commitEveryRecords: 3,
+      minCutBytes: 10,
+      onWarning: (m) => void warnings.push(m),
+      sink: (r) => {
+        got.push(`${r.key}@${r.offset}:${r.line}`);
+        if (got.length === cutAt) {
+          // The leader's ask arrives while this record is being written.
+          cut = source.split!(lane, { parts: 3, fraction: 1 / 3 });
+          if (cut) (lane as { descriptor: ObjectSplit }).descriptor = cut.keep;
+        }
+      },
+    });
+    await source.run(lane);
+    assert.ok(cut, `cut after ${cutAt} records`);
+    const end = cut.keep.objects[0].to!;
+    const writtenAt = Number(got[cutAt - 1].split("@")[1].split(":")[0]);
+    assert.ok(end > writtenAt, `the record being written (at ${writtenAt}) stays with the lane (kept to ${end})`);
+    assert.ok(got.every((r) => Number(r.split("@")[1].split(":")[0]) < end), "run wrote nothing past the kept range");
+    assert.ok(lane.completed, "the lane completes its kept range");
+    assert.deepEqual(lane.completed.estimate, { left: 0, total: end, unit: "bytes" }, "the estimate follows the kept range");
+    const after = lane.commits.filter((c) => (c.progress.watermark as number) > writtenAt).map((c) => c.progress.estimate?.total);
+    assert.ok(after.every((t) => t === end), `commits after the cut estimate the kept range: ${after}`);
+    const rest: string[] = [];
+    for (const r of cut.residuals) rest.push(...await runPiece(files, r.descriptor));
+    assert.deepEqual([...got, ...rest], expected, `every record once (cut after ${cutAt} records)`);
+  }
+  // Too little left: declined.
+  const source = objectStoreSource({ backend: memBackend(files), sink: () => {}, minCutBytes: 1024 });
+  assert.equal(source.split!(scriptedLane(objects), { parts: 2, fraction: 0.5 }), undefined);
+  // Pieces whose descriptors would not fit 2048 bytes of JSON (many objects): declined, with a warning.
+  const many: Record<string, string> = {};
+  for (let i = 0; i < 60; i++) many[`some/rather/long/prefix/of/keys/part-${String(i).padStart(4, "0")}.ndjson`] = "x\n".repeat(50);
+  const wide = objectStoreSource({ backend: memBackend(many), sink: () => {}, minCutBytes: 1, onWarning: (m) => void warnings.push(m) });
+  assert.equal(wide.split!(scriptedLane(entriesOf(many)), { parts: 2, fraction: 0.5 }), undefined);
+  assert.ok(warnings.some((m) => /over 2048 bytes/.test(m)), warnings.join("; "));
 });
 
 // --- S3 (s3rver) -------------------------------------------------------------
@@ -343,8 +514,17 @@ Deno.test({
       const seen = await runJob(backend, 600);
       const expected = Object.entries(texts).flatMap(([k, t]) => t.trimEnd().split("\n").map((l) => `${k}|${l}`));
       assert.deepEqual(seen.map((r) => `${r.key}|${r.line}`).sort(), expected.sort());
-      // Ranged GET from a record boundary.
+      // A cut object over S3: two byte ranges split mid-line (ranged GETs from the byte before the range) share no line and miss none.
       const first = listing[0];
+      const mid = Math.floor(first.size / 2) + 3;
+      const pieces: string[] = [];
+      for (const objects of [[{ ...first, to: mid }], [{ ...first, from: mid }]]) {
+        const lane = scriptedLane(objects);
+        await objectStoreSource({ backend, sink: (r) => void pieces.push(r.line) }).run(lane);
+        assert.ok(lane.completed);
+      }
+      assert.deepEqual(pieces, texts[first.key].trimEnd().split("\n"));
+      // Ranged GET from a record boundary.
       const cut = texts[first.key].indexOf("\n") + 1;
       const tail = new TextDecoder().decode(
         (await collect(backend.read(first, cut, new AbortController().signal))).reduce((a, b) => {
@@ -433,6 +613,87 @@ Deno.test("object store (directory): recursive listing with prefix, size+mtime E
     assert.throws(() => directoryBackend({ dir: "" }), /`dir` is required/);
     await assert.rejects(directoryBackend({ dir: `${dir}/missing` }).probe(), /cannot read directory .*missing/);
     await assert.rejects(directoryBackend({ dir: `${dir}/${victim.key}` }).probe(), /is not a directory/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("object store (directory) cuts: one big object among small ones, 3 workers: idle lanes cut its bytes left; every line exactly once", async () => {
+  const started = Date.now();
+  const dir = await Deno.makeTempDir({ prefix: "splitlease-objcut-" });
+  await using store = new MemoryStore();
+  try {
+    // One object of 24 000 lines (~1.2 MB) and ten of 600 lines: the big one is its own split.
+    const expected = new Map<string, string>(); // key@offset -> line
+    const write = async (key: string, lines: number) => {
+      const parts: string[] = [];
+      let bytes = 0;
+      for (let i = 0; i < lines; i++) {
+        // ASCII lines, some CRLF, some followed by a blank line.
+        const line = JSON.stringify({ key, i, pad: "p".repeat((i * 13) % 40) }) + (i % 5 === 0 ? "\r\n" : "\n") + (i % 7 === 0 ? "\n" : "");
+        expected.set(`${key}@${bytes}`, line.trim());
+        parts.push(line);
+        bytes += line.length;
+      }
+      await Deno.writeTextFile(`${dir}/${key}`, parts.join(""));
+    };
+    await write("big.ndjson", 24_000);
+    for (let f = 0; f < 10; f++) await write(`small-${f}.ndjson`, 600);
+    const backend = directoryBackend({ dir, chunkBytes: 4096 });
+    const seen = new Map<string, number>();
+    const lines = new Map<string, string>();
+    let written = 0;
+    const COMMIT = 100;
+    const timings = { leaseMs: 2000, opTimeoutMs: 400, drainDeadlineMs: 1000 };
+    const workers = await Promise.all(["a", "b", "c"].map(async (instance) => {
+      const source = objectStoreSource({
+        backend,
+        targetSplitBytes: 64 * 1024,
+        commitEveryRecords: COMMIT,
+        commitEveryMs: 200,
+        minCutBytes: 32 * 1024,
+        sink: async (r) => {
+          const k = `${r.key}@${r.offset}`;
+          seen.set(k, (seen.get(k) ?? 0) + 1);
+          lines.set(k, r.line);
+          // ~1 ms per 25 records: the big object alone takes ~1 s.
+          if (++written % 25 === 0) await new Promise((res) => setTimeout(res, 1));
+        },
+      });
+      const coordinator = await SplitCoordinator.join({
+        store,
+        job: "objstore-cuts",
+        instance,
+        fingerprint: source.fingerprint(),
+        planner: (ctx) => source.plan(ctx),
+        splittable: true,
+        maxInFlight: 2, // the lanes the leader counts: as many as the worker runs
+        ...timings,
+      });
+      return runWorker({ coordinator, source, logger: () => {}, maxInFlight: 2 });
+    }));
+    const outcomes = await withTimeout(Promise.all(workers), 20_000, "3 workers to finish the skewed object store job");
+    for (const out of outcomes) assert.equal(out.kind, "drained", JSON.stringify(out));
+    const ms = Date.now() - started;
+    // Every line exactly where it is in its object; none the input does not have.
+    const missing = [...expected.keys()].filter((k) => !seen.has(k));
+    assert.deepEqual(missing, [], "no line lost");
+    assert.equal(seen.size, expected.size, "no record that is not a line of the input");
+    for (const [k, line] of expected) assert.equal(lines.get(k), line, k);
+    const duplicates = [...seen.values()].reduce((n, c) => n + c - 1, 0);
+    // Cuts: residual splits naming their parent, and the workers' counts.
+    const records = (await store.list("split.")).map((e) => JSON.parse(e.value) as { parent?: string; status: string; descriptor?: ObjectSplit });
+    const residuals = records.filter((r) => r.parent !== undefined);
+    const cuts = outcomes.reduce((n, out) => n + out.stats.cuts.performed, 0);
+    assert.ok(cuts >= 1 && residuals.length >= 1, `at least one cut (cuts ${cuts}, residual splits ${residuals.length})`);
+    assert.ok(records.every((r) => r.status === "completed"), "every split completed");
+    assert.ok(residuals.every((r) => r.descriptor?.objects.every((x) => x.key === "big.ndjson")), "only the big object was cut");
+    // At-least-once: a record is redone only within one commit batch per cut.
+    assert.ok(duplicates <= COMMIT * cuts, `duplicates ${duplicates} within one commit batch per cut (${cuts} cuts)`);
+    console.log(
+      `  object store cuts: ${expected.size} lines, ${cuts} cuts, ${residuals.length} residual splits, ` +
+        `${duplicates} duplicates, ${ms} ms`,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
