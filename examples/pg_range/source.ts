@@ -3,6 +3,9 @@
  * of a table from its id distribution; workers copy their range to a sink
  * table in keyset-paginated batches with an idempotent upsert, committing the
  * last id copied as the watermark (a takeover resumes right after it).
+ * A running range can be cut for idle workers (`split`): the ids left after
+ * the last one copied (or being copied) are cut into ranges of at least
+ * `minCutIds`; commits carry an estimate of the ids left.
  * With `splitColumn` and `epochColumn` the sink is fenced: every row carries
  * the lane's fencing token, and the upsert refuses to overwrite a row that a
  * newer tenancy of the same split wrote, so a paused process that resumes
@@ -74,6 +77,12 @@ export const PgRangeConfigSchema = z.object({
   planning: z.enum(["auto", "exact", "histogram"]).default("auto"),
   /** Row estimate below which `auto` plans exactly with one ntile() pass. */
   exactMaxRows: z.number().int().min(0).default(1_000_000),
+  /**
+   * Least ids of a piece when a running range is cut for idle workers
+   * (default 10 × `batchSize`): a cut makes fewer pieces than asked rather
+   * than smaller ones, and none when less than twice this is left.
+   */
+  minCutIds: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   /** Pause between batches (rate limit), ms. */
   batchPauseMs: z.number().int().min(0).max(60_000).default(0),
   /** Retries of a batch on transient database errors before the split is failed. */
@@ -400,11 +409,55 @@ export interface PgRangeSource {
 }
 
 /**
+ * Cuts the ids of `d` left after `at` (ids in `(at, d.hi]`) into at most
+ * `parts` ranges of at least `minIds` ids each (fewer when too little is
+ * left, `undefined` when not even two): the range the lane keeps, `(d.lo,
+ * first cut]`, and the residual ranges after it. Every cut lies above `at`.
+ * Weights are the ids of each range × `rowsPerId`. Pure.
+ *
+ * @example
+ * ```ts
+ * import { cutRange } from "./source.ts";
+ * const d = { v: 1 as const, table: "t", idColumn: "id", lo: 0, hi: 1000 };
+ * const cut = cutRange(d, 100, 3, 200, 1);
+ * // keep (0, 400]; residuals (400, 700], (700, 1000]
+ * console.log(cut?.keep.hi, cut?.residuals.map((r) => [r.descriptor.lo, r.descriptor.hi]));
+ * ```
+ */
+export function cutRange(
+  d: RangeDescriptor,
+  at: number,
+  parts: number,
+  minIds: number,
+  rowsPerId: number,
+): { keep: RangeDescriptor; weight: number; residuals: { descriptor: RangeDescriptor; weight: number }[] } | undefined {
+  const from = Math.max(d.lo, Math.min(at, d.hi));
+  const left = d.hi - from;
+  const n = Math.min(Math.floor(parts), Math.floor(left / Math.max(1, minIds)));
+  if (!(n >= 2)) return undefined;
+  const step = Math.floor(left / n);
+  const ends = Array.from({ length: n }, (_, k) => (k === n - 1 ? d.hi : from + step * (k + 1)));
+  const weight = (lo: number, hi: number) => Math.max(1, Math.round((hi - lo) * rowsPerId));
+  return {
+    keep: { ...d, hi: ends[0] },
+    weight: weight(d.lo, ends[0]),
+    residuals: ends.slice(1).map((hi, k) => ({ descriptor: { ...d, lo: ends[k], hi }, weight: weight(ends[k], hi) })),
+  };
+}
+
+/**
  * Builds the range-scan source. The plan is final: the job completes once
  * every range is copied. Each batch is one keyset read
  * (`where id > $last and id <= $hi order by id limit n`), one upsert into the
- * sink and one fenced commit of the last id; a takeover resumes after the
- * last committed id and may replay one batch, which the upsert absorbs.
+ * sink and one fenced commit of the last id (with the ids left as an
+ * estimate); a takeover resumes after the last committed id and may replay
+ * one batch, which the upsert absorbs.
+ *
+ * `split` cuts a running range's ids left ({@linkcode cutRange}) above the
+ * last id the lane copied or is writing, so the batch in flight stays with
+ * it; `run` reads `lane.descriptor.hi` again for every batch and drops rows
+ * of a batch read across a cut, so it copies nothing outside the range it
+ * keeps.
  */
 export function pgRangeSource(input: PgRangeConfigInput, deps: PgRangeDeps = {}): PgRangeSource {
   const config = parsePgRangeConfig(input);
@@ -446,6 +499,10 @@ export function pgRangeSource(input: PgRangeConfigInput, deps: PgRangeDeps = {})
      select ${writtenList}${config.copiesColumn ? ", 1" : ""} from jsonb_populate_recordset(null::${sinkTable}, $1::jsonb)
      on conflict (${id}) do update set ${updates.join(", ")}${fence}`;
 
+  const minCutIds = config.minCutIds ?? 10 * config.batchSize;
+  /** Running lanes (by lane id): the highest id each has copied or is writing. */
+  const reached = new Map<string, () => number>();
+
   async function withRetry<T>(lane: Lane<RangeDescriptor>, fn: () => Promise<T>): Promise<T> {
     for (let attempt = 0;; attempt++) {
       try {
@@ -474,57 +531,83 @@ export function pgRangeSource(input: PgRangeConfigInput, deps: PgRangeDeps = {})
       }
       return { finality: "final", splits };
     },
+    split(lane, { parts }) {
+      const d = lane.descriptor;
+      if (d.table !== config.table || d.idColumn !== config.idColumn) return undefined;
+      const wm = lane.progress?.watermark;
+      const at = Math.max(reached.get(lane.id)?.() ?? d.lo, typeof wm === "number" ? wm : d.lo);
+      // Rows per id from the split as the lane got it (planned rows over its ids).
+      const spec = RangeDescriptorSchema.safeParse(lane.spec.descriptor);
+      const rowsPerId = spec.success ? lane.spec.weight / (spec.data.hi - spec.data.lo) : 1;
+      return cutRange(d, at, parts, minCutIds, rowsPerId);
+    },
     async run(lane) {
       const d = lane.descriptor;
       if (d.table !== config.table || d.idColumn !== config.idColumn) {
         await lane.fail(`descriptor is for ${d.table}.${d.idColumn}, this worker scans ${config.table}.${config.idColumn}`);
         return;
       }
+      // lane.descriptor.hi is read again for every batch: a cut lowers it.
+      const hi = () => lane.descriptor.hi;
       const wm = lane.progress?.watermark;
-      let last = typeof wm === "number" ? Math.max(d.lo, Math.min(wm, d.hi)) : d.lo;
-      while (last < d.hi) {
-        // Stop at a batch boundary: everything read so far is written and committed.
-        if (lane.signal.aborted || lane.revokeSignal.aborted) return;
-        const rows = await withRetry(lane, () => sql.unsafe(readText, [last, d.hi, config.batchSize]));
-        if (rows.length === 0) break;
-        if (lane.signal.aborted) return; // lost while reading: the new owner copies it
-        const batch = fenced
-          ? rows.map((r) => ({ ...r, [config.splitColumn!]: lane.fencingToken.splitId, [config.epochColumn!]: lane.fencingToken.epoch }))
-          : [...rows];
-        const result = await withRetry(lane, () => sink.unsafe(writeText, [batch as never]));
-        const lastId = toId(rows[rows.length - 1][config.idColumn], "id");
-        // Rows skipped by the fence are not counted as inserted or updated.
-        if (fenced && result.count < rows.length) {
-          deps.onRefused?.({
-            splitId: lane.splitId,
-            epoch: lane.fencingToken.epoch,
-            rows: rows.length,
-            refused: rows.length - result.count,
-            firstId: toId(rows[0][config.idColumn], "id"),
-            lastId,
-          });
-          return; // a newer tenancy owns the split: stop; the commit would be fenced as well
+      let last = typeof wm === "number" ? Math.max(d.lo, Math.min(wm, hi())) : d.lo;
+      /** Last id of the batch being written, if one is: it stays with the lane whatever is cut. */
+      let writing: number | undefined;
+      reached.set(lane.id, () => writing ?? last);
+      try {
+        while (last < hi()) {
+          // Stop at a batch boundary: everything read so far is written and committed.
+          if (lane.signal.aborted || lane.revokeSignal.aborted) return;
+          const read = await withRetry(lane, () => sql.unsafe(readText, [last, hi(), config.batchSize]));
+          if (lane.signal.aborted) return; // lost while reading: the new owner copies it
+          // A cut while reading: rows above the kept range are its residuals' (never written here).
+          const top = hi();
+          const rows = read.filter((r) => toId(r[config.idColumn], "id") <= top);
+          if (rows.length === 0) break;
+          const batch = fenced
+            ? rows.map((r) => ({ ...r, [config.splitColumn!]: lane.fencingToken.splitId, [config.epochColumn!]: lane.fencingToken.epoch }))
+            : [...rows];
+          const lastId = toId(rows[rows.length - 1][config.idColumn], "id");
+          writing = lastId;
+          const result = await withRetry(lane, () => sink.unsafe(writeText, [batch as never])).finally(() => (writing = undefined));
+          // Rows skipped by the fence are not counted as inserted or updated.
+          if (fenced && result.count < rows.length) {
+            deps.onRefused?.({
+              splitId: lane.splitId,
+              epoch: lane.fencingToken.epoch,
+              rows: rows.length,
+              refused: rows.length - result.count,
+              firstId: toId(rows[0][config.idColumn], "id"),
+              lastId,
+            });
+            return; // a newer tenancy owns the split: stop; the commit would be fenced as well
+          }
+          if (lastId <= last || lastId > top) {
+            throw new Error(`keyset scan of ${lane.splitId} went from ${last} to ${lastId}`);
+          }
+          last = lastId;
+          try {
+            const now = lane.descriptor;
+            const estimate = { left: Math.max(0, now.hi - last), total: now.hi - now.lo, unit: "ids" as const };
+            await lane.commit({ watermark: last, estimate }, { records: rows.length });
+          } catch (e) {
+            if (e instanceof FencedError) return; // lost: the new owner resumes from its epoch
+            throw e;
+          }
+          deps.onBatch?.({ splitId: lane.splitId, rows: rows.length, lastId: last });
+          if (rows.length < config.batchSize) break; // the (kept) range is exhausted
+          if (config.batchPauseMs > 0) await sleep(config.batchPauseMs, [lane.signal, lane.revokeSignal]);
         }
-        if (lastId <= last || lastId > d.hi) {
-          throw new Error(`keyset scan of ${lane.splitId} went from ${last} to ${lastId}`);
-        }
-        last = lastId;
+        if (lane.signal.aborted) return;
         try {
-          await lane.commit({ watermark: last }, { records: rows.length });
+          const now = lane.descriptor;
+          await lane.complete({ watermark: now.hi, estimate: { left: 0, total: now.hi - now.lo, unit: "ids" } });
         } catch (e) {
-          if (e instanceof FencedError) return; // lost: the new owner resumes from its epoch
+          if (e instanceof FencedError) return;
           throw e;
         }
-        deps.onBatch?.({ splitId: lane.splitId, rows: rows.length, lastId: last });
-        if (rows.length < config.batchSize) break; // the range is exhausted
-        if (config.batchPauseMs > 0) await sleep(config.batchPauseMs, [lane.signal, lane.revokeSignal]);
-      }
-      if (lane.signal.aborted) return;
-      try {
-        await lane.complete({ watermark: d.hi });
-      } catch (e) {
-        if (e instanceof FencedError) return;
-        throw e;
+      } finally {
+        reached.delete(lane.id);
       }
     },
   };

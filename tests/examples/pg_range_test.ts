@@ -14,10 +14,14 @@ import assert from "node:assert/strict";
 import postgres from "postgres";
 import { NatsStore } from "../../src/nats/nats_store.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
+import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
+import { runWorker } from "../../src/runtime/worker.ts";
+import { denoWebSocket } from "../../adapters/deno.ts";
 import type { SplitProgress } from "../../src/records.ts";
-import type { Lane } from "../../src/runtime/source.ts";
+import type { Lane, SplitAnswer } from "../../src/runtime/source.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 import {
+  cutRange,
   type IdRange,
   parsePgRangeConfig,
   planRanges,
@@ -25,6 +29,7 @@ import {
   pgRangeSource,
   type RangeDescriptor,
   rangesFromTiles,
+  RangeDescriptorSchema,
   rangeSplitId,
   type RefusedWrite,
   type Sql,
@@ -281,10 +286,13 @@ Deno.test({
       assert.equal(dst.sum, src.sum, "checksums agree");
       // Every split completed in the store.
       const store = await NatsStore.connect({ servers: server.wsUrl, job });
+      let residualSplits = 0;
       try {
-        const splits = await store.list("split.");
-        assert.equal(splits.length, 12);
-        for (const e of splits) assert.equal(SplitRecordSchema.parse(JSON.parse(e.value)).status, "completed");
+        const splits = (await store.list("split.")).map((e) => SplitRecordSchema.parse(JSON.parse(e.value)));
+        // The 12 planned, and the residuals of any cut idle lanes asked for (the workers have the split hook).
+        assert.equal(splits.filter((r) => r.parent === undefined).length, 12);
+        for (const r of splits) assert.equal(r.status, "completed");
+        residualSplits = splits.length - 12;
       } finally {
         await store.close();
       }
@@ -296,13 +304,122 @@ Deno.test({
       const copied = survivors.map((p) => `${p.name}=${(finished(p)?.stats as { recordsCommitted: number }).recordsCommitted}`);
       console.log(
         `pg_range fleet: ${src.n} rows, ${dst.dups} duplicate upserts, killed at ${atKill} rows, ` +
-          `${takeovers.length} takeovers, committed ${copied.join(" ")}, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+          `${takeovers.length} takeovers, ${residualSplits} residual splits, committed ${copied.join(" ")}, ` +
+          `${((Date.now() - started) / 1000).toFixed(1)} s`,
       );
     } catch (e) {
       for (const p of procs) console.error(tail(p, 25));
       throw e;
     } finally {
       await reap(procs);
+    }
+  },
+});
+
+Deno.test("pg_range cutRange: the ids left above the position, in pieces of at least minCutIds; none when too few", () => {
+  const d: RangeDescriptor = { v: 1, table: "t", idColumn: "id", lo: 0, hi: 1000 };
+  assert.deepEqual(cutRange(d, 100, 3, 200, 2), {
+    keep: { ...d, hi: 400 },
+    weight: 800,
+    residuals: [{ descriptor: { ...d, lo: 400, hi: 700 }, weight: 600 }, { descriptor: { ...d, lo: 700, hi: 1000 }, weight: 600 }],
+  });
+  // Fewer pieces than asked rather than pieces below the minimum; none below two.
+  assert.equal(cutRange(d, 100, 8, 300, 1)?.residuals.length, 2);
+  assert.equal(cutRange(d, 500, 4, 300, 1), undefined);
+  assert.equal(cutRange(d, 1000, 4, 1, 1), undefined);
+  // The position is clamped into the range; every cut lies above it; the pieces tile (at, hi].
+  for (const [at, parts] of [[-5, 17], [0, 2], [999 - 2, 2], [123, 5]] as const) {
+    const cut = cutRange(d, at, parts, 1, 1)!;
+    const ranges = [cut.keep, ...cut.residuals.map((r) => r.descriptor)];
+    assert.equal(ranges[0].lo, 0);
+    assert.ok(ranges[0].hi > Math.max(0, at), `cut above the position ${at}`);
+    ranges.slice(1).forEach((r, i) => assert.equal(r.lo, ranges[i].hi));
+    assert.equal(ranges[ranges.length - 1].hi, 1000);
+    for (const r of ranges) assert.ok(RangeDescriptorSchema.safeParse(r).success);
+  }
+});
+
+Deno.test({
+  ignore: noPg,
+  name: "pg_range cuts over nats-server: one big range among small ones, 3 workers: idle lanes cut its ids left; every row copied, duplicates bounded",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const started = Date.now();
+    await using db = await scratch();
+    await using server = await NatsServer.start();
+    const { sql, schema } = db;
+    const BIG = 24_000, SMALL = 600, BATCH = 200;
+    const rows = BIG + 10 * SMALL;
+    await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
+    await sql.unsafe(`create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1)`);
+    await sql.unsafe(`insert into ${schema}.src select g, md5(g::text) from generate_series(1, ${rows}) g`);
+    // The plan: ids (0, 24000] as one range, then ten ranges of 600.
+    const ranges: IdRange[] = [{ lo: 0, hi: BIG, rows: BIG }];
+    for (let k = 0; k < 10; k++) ranges.push({ lo: BIG + k * SMALL, hi: BIG + (k + 1) * SMALL, rows: SMALL });
+    const job = `cuts-${schema}`;
+    const stores: NatsStore[] = [];
+    const pools: (() => Promise<void>)[] = [];
+    try {
+      const workers = await Promise.all(["a", "b", "c"].map(async (instance) => {
+        const { source, close } = pgRangeSource(cfg(schema, { batchSize: BATCH, batchPauseMs: 5, minCutIds: 5 * BATCH, poolSize: 2 }));
+        pools.push(close);
+        const skewed = {
+          ...source,
+          plan: async () => ({
+            finality: "final" as const,
+            splits: await Promise.all(ranges.map(async (r) => ({
+              id: await rangeSplitId(`${schema}.src`, "id", r.lo, r.hi),
+              descriptor: { v: 1, table: `${schema}.src`, idColumn: "id", lo: r.lo, hi: r.hi },
+              weight: r.rows,
+            }))),
+          }),
+        };
+        const store = await NatsStore.connect({ servers: [server.wsUrl], job, opTimeoutMs: 400, wsFactory: denoWebSocket });
+        stores.push(store);
+        const coordinator = await SplitCoordinator.join({
+          store,
+          job,
+          instance,
+          fingerprint: source.fingerprint(),
+          planner: () => skewed.plan(),
+          splittable: true,
+          maxInFlight: 2,
+          leaseMs: 2000,
+          opTimeoutMs: 400,
+          drainDeadlineMs: 1000,
+        });
+        return runWorker({ coordinator, source: skewed, logger: () => {}, maxInFlight: 2 });
+      }));
+      const outcomes = await withTimeout(Promise.all(workers), 20_000, "3 workers to copy the skewed table");
+      for (const o of outcomes) assert.equal(o.kind, "drained", JSON.stringify(o));
+      const ms = Date.now() - started;
+      const [src] = await sql.unsafe(
+        `select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum from ${schema}.src`,
+      );
+      const [dst] = await sql.unsafe(
+        `select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum,
+                (sum(copies) - count(*))::int as dups from ${schema}.sink`,
+      );
+      assert.equal(dst.n, src.n, "every source row is in the sink");
+      assert.equal(dst.sum, src.sum, "checksums agree");
+      const records = (await stores[0].list("split.")).map((e) => SplitRecordSchema.parse(JSON.parse(e.value)));
+      const residuals = records.filter((r) => r.parent !== undefined);
+      const cuts = outcomes.reduce((n, o) => n + o.stats.cuts.performed, 0);
+      assert.ok(cuts >= 1 && residuals.length >= 1, `at least one cut (cuts ${cuts}, residual splits ${residuals.length})`);
+      assert.ok(records.every((r) => r.status === "completed"), "every split completed");
+      for (const r of residuals) {
+        const d = RangeDescriptorSchema.parse(r.descriptor);
+        assert.ok(d.lo >= 0 && d.hi <= BIG, `only the big range was cut: (${d.lo}, ${d.hi}]`);
+      }
+      // At-least-once: a row is written again only within one batch per cut.
+      assert.ok(dst.dups <= BATCH * cuts, `duplicate upserts ${dst.dups} within one batch per cut (${cuts} cuts)`);
+      console.log(
+        `pg_range cuts: ${src.n} rows, ${cuts} cuts, ${residuals.length} residual splits, ${dst.dups} duplicate upserts, ${ms} ms`,
+      );
+    } finally {
+      await Promise.all(pools.map((close) => close()));
+      await Promise.all(stores.map((s) => s.close()));
     }
   },
 });
@@ -389,6 +506,57 @@ Deno.test({
       assert.equal(refused.length, 2, "only the zombies were refused");
     } finally {
       await close();
+    }
+  },
+});
+
+Deno.test({
+  ignore: noPg,
+  name: "pg_range split mid-run: a cut while a batch is written keeps it; a cut while reading drops rows read past it; residuals copy the rest once",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await using db = await scratch();
+    const { sql, schema } = db;
+    await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
+    await sql.unsafe(`insert into ${schema}.src select g, 'p' || g from generate_series(1, 100) g`);
+    await sql.unsafe(`create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1)`);
+    const d: RangeDescriptor = { v: 1, table: `${schema}.src`, idColumn: "id", lo: 0, hi: 100 };
+    for (const when of ["write", "read"] as const) {
+      await sql.unsafe(`truncate ${schema}.sink`);
+      const hand = handLane("s1", 1, d);
+      let calls = 0;
+      let cut: SplitAnswer<RangeDescriptor> | undefined;
+      // The leader's ask lands while the third batch is being read or written.
+      const asking = (real: Sql, on: "read" | "write") =>
+        ({
+          unsafe: async (q: string, params: unknown[]) => {
+            if (on === when && ++calls === 3) {
+              // 17 pieces of the 70-80 ids left: narrower than a batch.
+              cut = source.split!(hand.lane, { parts: 17, fraction: 1 / 17 });
+              if (cut) (hand.lane as { descriptor: RangeDescriptor }).descriptor = cut.keep;
+            }
+            return await real.unsafe(q, params as never);
+          },
+        }) as unknown as Sql;
+      const { source } = pgRangeSource(cfg(schema, { batchSize: 10, minCutIds: 1 }), { sql: asking(sql, "read"), sinkSql: asking(sql, "write") });
+      await source.run(hand.lane);
+      assert.ok(cut, `cut while ${when === "write" ? "writing" : "reading"}`);
+      assert.ok(hand.completed(), "the lane completes what it keeps");
+      // Writing batch 3 (ids 21-30): kept whole, cut above 30. Reading batch 3: cut above 20 and below 30, the rows read past it dropped.
+      const kept = cut.keep.hi;
+      assert.ok(when === "write" ? kept > 30 : kept > 20 && kept < 30, `kept (0, ${kept}]`);
+      assert.equal(cut.residuals.length, 16);
+      const [mine] = await sql.unsafe(`select count(*)::int as n, max(id)::int as top from ${schema}.sink`);
+      assert.deepEqual([mine.n, mine.top], [kept, kept], "the lane copied exactly its kept range");
+      assert.deepEqual(hand.commits.at(-1)?.estimate, { left: 0, total: kept, unit: "ids" }, "its last commit estimates the kept range");
+      for (const r of cut.residuals) {
+        const other = handLane(`s1-${r.descriptor.lo}`, 1, r.descriptor);
+        await source.run(other.lane);
+        assert.ok(other.completed());
+      }
+      const [all] = await sql.unsafe(`select count(*)::int as n, max(copies)::int as most from ${schema}.sink`);
+      assert.deepEqual([all.n, all.most], [100, 1], `every row copied exactly once (cut while ${when === "write" ? "writing" : "reading"})`);
     }
   },
 });
@@ -506,6 +674,7 @@ Deno.test({
         batchSize: BATCH,
         batchPauseMs: 40,
         targetSplits: 1,
+        minCutIds: ROWS, // one split, never cut: the peer gets it by takeover only
         poolSize: 1,
       });
     const env = {
