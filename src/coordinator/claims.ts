@@ -95,7 +95,7 @@ export class Claims {
 
   /** A split opened for us: start it without a write. */
   async grant(g: AssignEntry): Promise<void> {
-    const { me, splits } = this.#core;
+    const { me } = this.#core;
     const cur = this.#tenancies.held.get(g.id);
     // Re-granted (anti-entropy) while we hold it but nothing runs it: resume it at a new epoch.
     if (cur?.stuck && this.#tenancies.unstick(g.id, g.epoch)) return void this.#dormant.resume();
@@ -103,13 +103,9 @@ export class Claims {
     if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch || this.#claiming.has(g.id)) return;
     this.#claiming.set(g.id, g.rec?.weight ?? 1);
     try {
-      let rec = g.rec;
-      let rev = g.rev;
-      if (!rec) {
-        const e = await splits.read(g.id);
-        if (!e) return;
-        ({ record: rec, revision: rev } = e);
-      }
+      const got = g.rec ? { record: g.rec, revision: g.rev } : await this.#core.splits.read(g.id);
+      if (!got) return;
+      const { record: rec, revision: rev } = got;
       if (!heldBy(rec, me, g.epoch)) return;
       const spec = await this.#specs.read(g.id, rec);
       if (typeof spec === "string") {
@@ -196,13 +192,9 @@ export class Claims {
     this.#claiming.set(o.id, o.rec?.weight ?? 1);
     this.#tried.set(o.id, o.rev);
     try {
-      let rec = o.rec;
-      let rev = o.rev;
-      if (!rec) {
-        const e = await splits.read(o.id);
-        if (!e) return;
-        ({ record: rec, revision: rev } = e);
-      }
+      const got = o.rec ? { record: o.rec, revision: o.rev } : await splits.read(o.id);
+      if (!got) return;
+      const { record: rec, revision: rev } = got;
       if (rec.status !== "runnable" || rec.owner !== null) return; // stale offer
       const next = openRecord(rec, me, false, config.maxAttempts, this.#core.clock.wallNow());
       stats.claimAttempts++;

@@ -133,12 +133,14 @@ export function makeCut(
 export function cutRecord(r: SplitRecord, cut: Cut): SplitRecord {
   const listed = new Set((r.residuals ?? []).map((x) => x.id));
   if (cut.residuals.every((x) => listed.has(x.id))) return r;
+  // Each residual starts past the epoch the cut is written at (see `Residual.epoch`).
+  const added = cut.residuals.filter((x) => !listed.has(x.id)).map((x) => ({ ...x, epoch: r.epoch + 1 }));
   const next: SplitRecord = {
     ...r,
     descriptor: cut.keep,
     weight: cut.weight,
     cuts: (r.cuts ?? 0) + 1,
-    residuals: [...(r.residuals ?? []), ...cut.residuals.filter((x) => !listed.has(x.id))],
+    residuals: [...(r.residuals ?? []), ...added],
   };
   delete next.spec;
   if (r.progress?.estimate) {
@@ -157,9 +159,13 @@ export function pruneResiduals(r: SplitRecord, existing: ReadonlySet<string>): S
   return next;
 }
 
-/** The record a residual starts with: free, inline, its parent named. */
-export function residualRecord(parent: string, r: Residual): SplitRecord {
-  return { ...seedRecord(r.weight, r.descriptor), parent };
+/**
+ * The record a residual starts with: free, inline, its parent and its
+ * lineage's root named, at the epoch its listing gives (past the parent's
+ * epoch at the cut).
+ */
+export function residualRecord(parentId: string, parent: SplitRecord | undefined, r: Residual): SplitRecord {
+  return { ...seedRecord(r.weight, r.descriptor), epoch: r.epoch ?? 0, parent: parentId, root: parent?.root ?? parentId };
 }
 
 /**
@@ -182,7 +188,7 @@ export async function createResiduals(core: Core, parent: string, t: Tenancy, re
   const { splits, log } = core;
   await Promise.all(residuals.map(async (r) => {
     try {
-      const w = await splits.create(r.id, residualRecord(parent, r), "residual");
+      const w = await splits.create(r.id, residualRecord(parent, t.record, r), "residual");
       const there = w.ok ? undefined : await splits.read(r.id);
       if (!w.ok && there?.record.parent !== parent) {
         log("error", "A residual's id is taken by another split; the leader retries it", { split: parent, residual: r.id });

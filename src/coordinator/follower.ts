@@ -107,6 +107,9 @@ export class Follower {
 
   /** Claims offers into free lanes; returns when to look again (see {@linkcode Claims.pump}). */
   pump(): number {
+    // An ask that came before its tenancy (a claim whose reply is still on its way) is told once it starts.
+    const a = this.assign?.record;
+    if (a?.cuts?.length) this.#onCuts(a.cuts, a.term);
     return this.#claims.pump();
   }
 

@@ -32,7 +32,7 @@ export class SpecReader {
    * back as a message. Outages throw.
    */
   async read(id: string, rec: SplitRecord): Promise<SplitSpec | string> {
-    if (!rec.spec) return { id, descriptor: rec.descriptor ?? null, weight: rec.weight };
+    if (!rec.spec) return rec.root ? { id, descriptor: rec.descriptor ?? null, weight: rec.weight, root: rec.root } : { id, descriptor: rec.descriptor ?? null, weight: rec.weight };
     const cached = this.#cache.get(id);
     if (cached) return cached;
     const key = keys.spec(id);

@@ -194,7 +194,8 @@ export class Tenancies {
     c.landed = true;
     this.#core.stats.cuts.performed++;
     this.#core.log("info", "Cut a split's remaining work", { split: id, epoch: t.epoch, residuals: c.cut.residuals.map((x) => x.id) });
-    void createResiduals(this.#core, id, t, c.cut.residuals);
+    const mine = new Set(c.cut.residuals.map((x) => x.id));
+    void createResiduals(this.#core, id, t, (record.residuals ?? []).filter((x) => mine.has(x.id)));
   }
 
   /**

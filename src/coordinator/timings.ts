@@ -62,7 +62,7 @@ export interface Timings {
    * this long (the leader, which deals free lanes, is slow or gone): `max(20, leaseMs / 100)`.
    */
   spareClaimAfterMs: number;
-  /** An ask to cut a running split not answered by a cut this long is given up (declined, or lost): `leaseMs / 2`. */
+  /** An ask to cut a running split not answered by a cut this long is given up (declined, or lost): `leaseMs / 5`. */
   cutAskTimeoutMs: number;
   /** A split whose ask was given up is not asked again for this long: `leaseMs`. */
   cutCooldownMs: number;
@@ -99,7 +99,7 @@ export function timings(config: CoordinatorConfig): Timings {
     planBackoffMaxMs: leaseMs,
     planFailRetryMs: leaseMs / 3,
     spareClaimAfterMs: Math.max(20, leaseMs / 100),
-    cutAskTimeoutMs: leaseMs / 2,
+    cutAskTimeoutMs: leaseMs / 5,
     cutCooldownMs: leaseMs,
   };
 }

@@ -22,6 +22,11 @@ export interface SplitSpec {
   descriptor: Json;
   /** Relative cost (bytes, rows); default 1. */
   weight: number;
+  /**
+   * For a split cut from a running one (README, "Stragglers"): the planned
+   * split its lineage comes from, whose id its fencing token names.
+   */
+  root?: string;
 }
 
 /**

@@ -40,6 +40,7 @@ export function isSplitRecord(x: unknown): x is SplitRecord {
   if (x.failures !== undefined && !(Array.isArray(x.failures) && x.failures.every(isFailure))) return false;
   if (x.tenancies !== undefined && !(Array.isArray(x.tenancies) && x.tenancies.every(isTenancy))) return false;
   if (x.parent !== undefined && !(typeof x.parent === "string" && ID_RE.test(x.parent))) return false;
+  if (x.root !== undefined && !(typeof x.root === "string" && ID_RE.test(x.root))) return false;
   if (x.cuts !== undefined && !isCount(x.cuts)) return false;
   if (x.residuals !== undefined) {
     if (!Array.isArray(x.residuals) || x.residuals.length > 4 * MAX_RESIDUALS || !x.residuals.every(isResidual)) return false;
@@ -50,7 +51,7 @@ export function isSplitRecord(x: unknown): x is SplitRecord {
 /** A residual's descriptor is any JSON: the slow path (zod) checks it. */
 const isResidual = (r: unknown): boolean =>
   isObj(r) && typeof r.id === "string" && ID_RE.test(r.id) && r.descriptor !== undefined && typeof r.weight === "number" &&
-  r.weight > 0 && Number.isFinite(r.weight) && isJsonish(r.descriptor);
+  r.weight > 0 && Number.isFinite(r.weight) && isJsonish(r.descriptor) && (r.epoch === undefined || isCount(r.epoch));
 const isJsonish = (d: unknown): boolean =>
   d === null || typeof d === "string" || typeof d === "boolean" || (typeof d === "number" && Number.isFinite(d)) ||
   (Array.isArray(d) ? d.every(isJsonish) : isObj(d) && Object.values(d).every(isJsonish));

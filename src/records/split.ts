@@ -257,6 +257,13 @@ export interface SplitRecord {
   tenancies?: SplitTenancy[];
   /** The split this one was cut from (dynamic work rebalancing), if any. */
   parent?: string;
+  /**
+   * The planned split its lineage was cut from (set on residuals): the
+   * fencing token's split id, so a sink fences every split cut from one
+   * planned split by one epoch sequence (a residual starts past the epoch
+   * its parent was cut at).
+   */
+  root?: string;
   /** How many times this split's remaining work was cut (its owner's answers to the leader's asks). */
   cuts?: number;
   /**
@@ -285,6 +292,12 @@ export interface Residual {
   descriptor: Json;
   /** Its weight. */
   weight: number;
+  /**
+   * The epoch its record starts at: past the parent's epoch at the cut, so
+   * its tenancies fence (by the lineage's root id) every tenancy of the
+   * parent from before the cut. Absent in a cut not listed yet.
+   */
+  epoch?: number;
 }
 
 /**
@@ -302,6 +315,7 @@ const ResidualSchema: z.ZodType<Residual> = z.object({
   id,
   descriptor: json,
   weight: z.number().positive().finite(),
+  epoch: count.optional(),
 });
 
 /**
@@ -362,6 +376,7 @@ export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
   failures: z.array(FailureSchema).optional(),
   tenancies: z.array(TenancySchema).optional(),
   parent: id.optional(),
+  root: id.optional(),
   cuts: count.optional(),
   residuals: z.array(ResidualSchema).max(4 * MAX_RESIDUALS).optional(),
 });

@@ -135,7 +135,8 @@ export class LaneOps<D> {
         return lane.descriptor; // what it keeps once its remaining work was cut
       },
       epoch: lane.epoch,
-      fencingToken: Object.freeze({ splitId: lane.splitId, epoch: lane.epoch }),
+      // A split cut from a running one is fenced by its lineage's root (see SplitSpec.root).
+      fencingToken: Object.freeze({ splitId: lane.spec.root ?? lane.splitId, epoch: lane.epoch }),
       get progress() {
         return lane.accepted;
       },

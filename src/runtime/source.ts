@@ -183,7 +183,11 @@ export interface LaneCommitOptions {
 /**
  * The fencing token of one tenancy: the split id and its epoch. Every
  * ownership change of a split moves its epoch up, so for one split a later
- * tenancy always carries a higher epoch. A sink that stores the token with
+ * tenancy always carries a higher epoch. A split cut from a running one
+ * (README, "Stragglers") names its planned ancestor's id, and its epochs
+ * start past the epoch its parent was cut at: every tenancy of the parent
+ * from before the cut (the only ones that may have run its range) carries
+ * a lower epoch under the same id. A sink that stores the token with
  * what it writes, and refuses a write whose epoch is below the stored one for
  * the same split, can never be overwritten by a paused process that resumes
  * after its split moved on (a "fenced sink"; see `examples/pg_range`).

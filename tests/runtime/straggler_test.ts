@@ -15,11 +15,13 @@ import { MemoryStore } from "../../src/store/memory_store.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 
 type Range = { from: number; to: number };
+/** A processed batch and the fencing token of the tenancy that wrote it. */
+type Done = Range & { token?: { splitId: string; epoch: number } };
 const BATCH = 50;
 const MS_PER_BATCH = 5;
 
 /** A range source whose every processed batch is logged, with a split hook (or without). */
-function rangeSource(plan: Range[], done: Range[], splittable: boolean): SplitSource<Range> {
+function rangeSource(plan: Range[], done: Done[], splittable: boolean): SplitSource<Range> {
   const source: SplitSource<Range> = {
     fingerprint: () => "straggler",
     plan: () => Promise.resolve({ finality: "final", splits: plan.map((r) => ({ id: `r${r.from}`, descriptor: r, weight: r.to - r.from })) }),
@@ -30,7 +32,7 @@ function rangeSource(plan: Range[], done: Range[], splittable: boolean): SplitSo
         const end = Math.min(at + BATCH, lane.descriptor.to);
         await new Promise((r) => setTimeout(r, MS_PER_BATCH));
         if (lane.signal.aborted) return;
-        done.push({ from: at, to: end });
+        done.push({ from: at, to: end, token: lane.fencingToken });
         const left = lane.descriptor.to - end;
         await lane.commit({ watermark: end, estimate: { left, total: lane.descriptor.to - lane.descriptor.from, unit: "ids" } });
         at = end;
@@ -65,13 +67,32 @@ function coverage(done: Range[], total: number): number {
   return twice;
 }
 
+/**
+ * A fenced sink keyed by the token's split id refuses an older epoch: every
+ * row written twice was written again under the same id (a residual names
+ * its planned ancestor) at an epoch at least as high.
+ */
+function fencedInOrder(done: Done[], total: number): void {
+  const last: ({ splitId: string; epoch: number } | undefined)[] = new Array(total);
+  for (const d of done) {
+    for (let i = d.from; i < d.to; i++) {
+      const prev = last[i];
+      if (prev) {
+        assert.equal(d.token!.splitId, prev.splitId, `row ${i} written under two fencing ids`);
+        assert.ok(d.token!.epoch >= prev.epoch, `row ${i} rewritten at epoch ${d.token!.epoch} after ${prev.epoch}`);
+      }
+      last[i] = d.token;
+    }
+  }
+}
+
 async function backfill(splittable: boolean) {
   // One range 20 × the others: alone on its lane it takes 2000 / 50 × 5 ms = 200 batches... of 5 ms.
   const plan: Range[] = [{ from: 0, to: 10_000 }];
   for (let k = 0; k < 10; k++) plan.push({ from: 10_000 + k * 500, to: 10_500 + k * 500 });
   const total = 15_000;
   await using store = new MemoryStore();
-  const done: Range[] = [];
+  const done: Done[] = [];
   const source = rangeSource(plan, done, splittable);
   const timings = { leaseMs: 2000, opTimeoutMs: 400, drainDeadlineMs: 1000 };
   const started = Date.now();
@@ -83,6 +104,7 @@ async function backfill(splittable: boolean) {
       fingerprint: "straggler",
       ...(i === 0 ? { planner: (c) => source.plan(c) } : {}),
       splittable,
+      maxInFlight: 2, // the leader counts lanes from the member record: the worker's own
       ...timings,
     })
   ));
@@ -93,6 +115,7 @@ async function backfill(splittable: boolean) {
     const ms = Date.now() - started;
     const records = (await store.list("split.")).map((e) => [e.key.slice(6), JSON.parse(e.value) as SplitRecord] as const);
     const twice = coverage(done, total);
+    fencedInOrder(done, total);
     return { ms, records, twice, cuts: outcomes.reduce((n, o) => n + o.stats.cuts.performed, 0) };
   } finally {
     await Promise.all(workers.map((w) => w.shutdown({ deadlineMs: 0 }).catch(() => {})));

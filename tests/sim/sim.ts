@@ -341,8 +341,10 @@ export class Referee {
     const prev = this.splits.get(id);
     if (!prev) {
       // A seed: free at epoch 0, or seeded for a member at epoch 1 (a grant in the create).
+      // A residual starts free past the epoch its parent was cut at.
+      const listedEpoch = rec.parent === undefined ? undefined : this.splits.get(rec.parent)?.record.residuals?.find((x) => x.id === id)?.epoch;
       const seedOk = op === "create" && rec.progress === null && rec.attempts === 0 &&
-        ((rec.epoch === 0 && rec.owner === null) || (rec.epoch === 1 && rec.owner !== null));
+        ((rec.epoch === (listedEpoch ?? 0) && rec.owner === null) || (rec.parent === undefined && rec.epoch === 1 && rec.owner !== null));
       if (!seedOk) this.violation(`${where}: first write is not a seed (op ${op}, epoch ${rec.epoch})`);
       if (rec.parent !== undefined) {
         // A residual: created only once the cut listing it landed on its parent, with the listed descriptor.
@@ -351,7 +353,8 @@ export class Referee {
         else if (JSON.stringify(listed.descriptor) !== JSON.stringify(rec.descriptor)) {
           this.violation(`${where}: residual created with ${JSON.stringify(rec.descriptor)}, its cut listed ${JSON.stringify(listed.descriptor)}`);
         }
-        if (rec.epoch !== 0 || rec.owner !== null) this.violation(`${where}: a residual is created free at epoch 0`);
+        if (listed && (listed.epoch === undefined || listed.epoch < 1)) this.violation(`${where}: its cut listed no start epoch`);
+        if (rec.root !== (this.splits.get(rec.parent)?.record.root ?? rec.parent)) this.violation(`${where}: root ${rec.root}, not its parent's lineage`);
       }
       this.splits.set(id, {
         record: rec,

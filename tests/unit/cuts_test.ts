@@ -41,8 +41,9 @@ Deno.test("cuts: a cut keeps its descriptor inline, counts itself, lists the res
   const pruned = pruneResiduals(after, new Set([cut.residuals[0].id]));
   assert.deepEqual(pruned.residuals?.map((r) => r.id), [cut.residuals[1].id]);
   assert.equal(pruneResiduals(pruned, new Set([cut.residuals[1].id])).residuals, undefined);
-  const child = residualRecord("r0", cut.residuals[0]);
-  assert.deepEqual([child.parent, child.epoch, child.owner, child.attempts, child.progress], ["r0", 0, null, 0, null]);
+  const child = residualRecord("r0", undefined, { ...cut.residuals[0], epoch: 4 });
+  assert.deepEqual([child.parent, child.root, child.epoch, child.owner, child.attempts, child.progress], ["r0", "r0", 4, null, 0, null]);
+  assert.deepEqual(after.residuals?.map((r) => r.epoch), [before.epoch + 1, before.epoch + 1], "residuals start past the epoch the cut was written at");
 });
 
 Deno.test("cuts: residual ids are derived from the parent and the descriptor, stay valid ids however deep, and differ per range", () => {
@@ -127,7 +128,7 @@ Deno.test("completion: no outcome while a cut lists a residual whose record does
   await judge.check(plan, 1, w.revision);
   const read = async () => decodeRecord("plan", (await store.get("plan"))!.value, PlanRecordSchema);
   assert.equal((await read()).outcome, undefined, "the residual has no record yet: the job is not complete");
-  view.put(`split.${cut.residuals[0].id}`, encodeRecord({ ...residualRecord("r0", cut.residuals[0]), status: "completed" }), 11);
+  view.put(`split.${cut.residuals[0].id}`, encodeRecord({ ...residualRecord("r0", done, done.residuals![0]), status: "completed" }), 11);
   assert.equal(view.pendingResiduals.size, 0);
   await judge.check(plan, 1, w.revision);
   assert.deepEqual((await read()).outcome, { kind: "allComplete", completed: 2 });

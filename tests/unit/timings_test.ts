@@ -24,7 +24,7 @@ Deno.test("timings: every derived interval at the defaults and at a short lease"
     planBackoffMaxMs: 15000,
     planFailRetryMs: 5000,
     spareClaimAfterMs: 150,
-    cutAskTimeoutMs: 7500,
+    cutAskTimeoutMs: 3000,
     cutCooldownMs: 15000,
   });
   const s = timings(parseCoordinatorConfig({ job: "j", instance: "i", fingerprint: "f", leaseMs: 500, opTimeoutMs: 100, drainDeadlineMs: 100 }));

@@ -179,7 +179,7 @@ export class CutAsks {
       if (this.#creating.size >= CREATE_WAVE) return;
       if (this.#creating.has(id)) continue;
       this.#creating.add(id);
-      splits.create(id, residualRecord(p.parent, p.residual), "residual")
+      splits.create(id, residualRecord(p.parent, this.#view.splits.get(p.parent)?.record, p.residual), "residual")
         .then(async (w) => {
           if (w.ok) return;
           const e = await splits.entry(id); // the owner was first: apply it now rather than at its echo
