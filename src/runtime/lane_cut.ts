@@ -10,9 +10,12 @@
  */
 import type { Coordinator, Logger } from "../coordinator/types.ts";
 import { FencedError, SplitleaseError } from "../errors.ts";
+import { INLINE_DESCRIPTOR_BYTES, MAX_RESIDUALS } from "../records.ts";
 import type { LaneState } from "./lane.ts";
 import type { SplitSource } from "./source.ts";
 import type { WorkerStats } from "./worker_types.ts";
+
+const encoder = new TextEncoder();
 
 /** What a cut needs from its worker. */
 export interface CutDeps<D> {
@@ -88,6 +91,11 @@ export function cutLane<D>(lane: LaneState<D>, parts: number, deps: CutDeps<D>):
 function invalid<D>(source: SplitSource<D>, answer: { keep: D; residuals: { descriptor: D }[] }): string | undefined {
   if (!answer || typeof answer !== "object" || !Array.isArray(answer.residuals) || answer.residuals.length === 0) {
     return `split must return { keep, residuals: [...] } with at least one residual, got ${JSON.stringify(answer)}`;
+  }
+  if (answer.residuals.length > MAX_RESIDUALS) return `split returned ${answer.residuals.length} residuals; at most ${MAX_RESIDUALS} are allowed`;
+  for (const [what, d] of [["keep", answer.keep] as const, ...answer.residuals.map((r, i) => [`residual ${i}`, r.descriptor] as const)]) {
+    const size = d === undefined ? 0 : encoder.encode(JSON.stringify(d)).byteLength;
+    if (d === undefined || size > INLINE_DESCRIPTOR_BYTES) return `${what} is ${d === undefined ? "missing" : `${size} bytes of JSON; at most ${INLINE_DESCRIPTOR_BYTES} are allowed`}`;
   }
   const schema = source.descriptorSchema;
   if (!schema) return undefined;

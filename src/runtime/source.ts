@@ -70,11 +70,16 @@ export interface SplitSource<D = Json> {
    * must process nothing outside `keep`, and `keep` must cover everything
    * up to the lane's last committed or accepted progress and whatever
    * `run` has started (cut at or after the position it has reached, never
-   * before). `lane.descriptor` reads `keep` once it is accepted.
+   * before; `lane.progress` is only what was committed or accepted, so a
+   * source that runs ahead of its commits tracks its own position).
+   * `lane.descriptor` reads `keep` from the moment `split` returns it.
    * Descriptors must each fit in 2048 bytes of JSON (and pass
-   * `descriptorSchema`); an answer that does not is not written, and the
-   * split is handed back with its committed progress, so its next tenancy
-   * runs all its remaining work. Residuals are charged nothing, name their
+   * `descriptorSchema`), 1 to 16 residuals; an answer that does not is not
+   * written, and the split is handed back with its committed progress, so
+   * its next tenancy runs all its remaining work. Weights: the leader ranks
+   * running splits by weight × the fraction left by their last committed
+   * `estimate`, so give the kept split the weight of its whole kept range
+   * (what it has done included) and keep committing estimates. Residuals are charged nothing, name their
    * parent and may be cut again.
    *
    * @example
