@@ -1,41 +1,127 @@
-// Backfill work-order benchmark (issue 25): a skewed backfill run by
-// splitlease with and without weights and by a JetStream work queue, on the
-// same seeded input, one nats-server over WebSocket, 4 worker processes
-// (bench/backfill_worker.ts, Deno) of 2 lanes each.
+// Backfill benchmark (issues 25 and 23): a skewed backfill run by splitlease
+// with and without weights, by splitlease cutting running splits for idle
+// lanes (a `split` hook), by a JetStream work queue and by BullMQ, on the
+// same seeded input, one nats-server over WebSocket (and a Redis for
+// BullMQ), 4 worker processes of 2 lanes each (bench/backfill_worker.ts,
+// Deno; bench/backfill_bullmq_worker.ts, Node). It asks: does cutting
+// running splits beat static splitlease and the queues a user would pick,
+// on a skewed backfill, with a crash?
 //
 //   npm run bench -- backfill
+//   BENCH_BACKFILL_KILL=1 npm run bench -- backfill      (the crash only)
+//   deno run -A bench/backfill_bench.ts --kill            (same, run directly)
 //
-// The input: SPLITS splits of lognormal size (median MEDIAN records, σ 1.5,
-// seeded) plus one of 20 × the median placed late in the plan (at 5/8 of
-// it), each record costing MS_PER_RECORD ms of sleep. Reported per run:
-//  - makespan / ideal: from the first start to the last completion, against
-//    total work / lanes; and against the largest-first floor (list
-//    scheduling heaviest first on the same lanes, computed here);
-//  - the heaviest split's start, after the first start;
-//  - start-order inversions: pairs of splits started in the opposite order
-//    to the plan (the dealing order: plan order without weights, heaviest
-//    first with them), in all and after the first start of every lane (the
-//    first grants, or a queue's first pulls, race each other);
-//  - moves of running splits: starts of a split beyond its first.
-// The work queue publishes the splits in plan order (it has no weights).
+// The input: every split is a range of record ids, processed in batches of
+// BATCH records, each record costing MS_PER_RECORD ms of sleep (no CPU).
+//  - skewed: SPLITS splits of lognormal size (median MEDIAN records, σ 1.5,
+//    seeded) plus one of HEAVY × the median placed late in the plan (at 5/8
+//    of it);
+//  - uniform: SPLITS splits of equal size, the same total: the cost of
+//    cutting when nothing is skewed.
+// Configurations (BENCH_BACKFILL_CONFIGS): skewed, uniform, kill (skewed,
+// and at 50 % of the ideal time after the first start one worker process is
+// SIGKILLed: the one whose running splits have the most records left, the
+// worst single crash for each system; with weights it was the splitlease
+// leader in every run so far, holding the two heaviest splits),
+// kill-follower (the same, the splitlease leader spared: a crash without an
+// election; splitlease only), and the same on uniform input (uniform+kill,
+// uniform+kill-follower).
+//
+// Systems (BENCH_BACKFILL_SYSTEMS):
+//  - cuts: splitlease, weights = sizes, and a source whose `split` hook
+//    cuts the remaining ids [pos, to) of a running split into `parts` ranges
+//    (pos: the end of the batch in flight, at or after the committed
+//    watermark; declined below 2 batches a piece); commits carry
+//    estimate { left, total, unit: "ids" };
+//  - cuts-plain: the same without weights (what a user who cannot size
+//    the splits gets);
+//  - weights / plain: splitlease with / without weights, no hook;
+//  - jetstream: a work-queue stream, one message per split in plan order, a
+//    shared durable pull consumer, one next() per free lane, ack_wait LEASE
+//    with working() every third of it;
+//  - bullmq: one job per split in plan order, concurrency 2 per process,
+//    lockDuration LEASE (renewed every half), stalledInterval LEASE.
+// splitlease commits after every batch and resumes from its watermark; a
+// queue redelivers a whole job / message (from its first record) once its
+// ack wait / lock expired. splitlease's leaseMs is LEASE too. BullMQ's
+// Redis: the one `npm run bench` started (REDIS_PORT), else one started
+// here (scripts/services.mjs startRedis: Debian's redis-server, installed
+// with apt-get as root when missing).
+//
+// Reported per configuration and system (one table at the end):
+//  - makespan / ideal: from the first start to the last completion (a
+//    splitlease complete(), a queue's confirmed ack / completed job),
+//    against total work / lanes; and against the largest-first floor (list
+//    scheduling heaviest first on the same lanes);
+//  - records replayed (processed more than once) and lost (never
+//    processed): every batch a worker finished is reported; lost must be 0
+//    (the bench fails otherwise);
+//  - cuts: the leader's asks, cuts written, cuts declined;
+//  - CPU per planned split: CPU time (user + system, /proc/<pid>/stat) of
+//    the worker processes and the server (nats-server; Redis for BullMQ,
+//    from INFO) from the go to the end, over the planned splits. The
+//    records' waits are sleeps and cost none; what remains is coordination
+//    plus the bench's own per-batch reporting (one JSON line per batch, the
+//    same in every system); Deno workers for splitlease and JetStream, Node
+//    for BullMQ;
+//  - skewed: the heaviest split's start, start-order inversions (pairs of
+//    planned splits started in the opposite order to the dealing order),
+//    moves of running splits (starts of a split beyond its first).
 //
 // Env knobs: BENCH_BACKFILL_SEED [25], BENCH_BACKFILL_SPLITS [64],
-// BENCH_BACKFILL_MEDIAN [400], BENCH_BACKFILL_MS_PER_RECORD [2],
-// BENCH_BACKFILL_SYSTEMS [weights,plain,jetstream].
+// BENCH_BACKFILL_MEDIAN [400], BENCH_BACKFILL_HEAVY [20],
+// BENCH_BACKFILL_MS_PER_RECORD [2], BENCH_BACKFILL_BATCH [100],
+// BENCH_BACKFILL_LEASE_MS [5000],
+// BENCH_BACKFILL_CONFIGS [skewed,uniform,kill,kill-follower],
+// BENCH_BACKFILL_KILL [0] (1: the kill configurations only),
+// BENCH_BACKFILL_SYSTEMS [cuts,cuts-plain,weights,plain,jetstream,bullmq],
+// BENCH_BACKFILL_VERBOSE (per run: the start order, every cut answer and
+// ask, warnings, leadership changes).
 import { wsconnect } from "@nats-io/nats-core";
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy } from "@nats-io/jetstream";
 import { setupKinds, startNats } from "./_servers.ts";
 import { result } from "./_common.ts";
-import { bin, Child, fileStamp, sleep } from "./_procs.ts";
+import { bin, Child, cpuSeconds, fileStamp, nodeBundle, onInterrupt, redisDeleteKeys, sleep, wallNow } from "./_procs.ts";
+import { startRedis } from "../scripts/services.mjs";
 
-type Run = "weights" | "plain" | "jetstream";
+type System = "cuts" | "cuts-plain" | "weights" | "plain" | "jetstream" | "bullmq";
+type Input = "skewed" | "uniform";
+interface Config {
+  name: string;
+  input: Input;
+  /** Whether a worker process is killed: any (the busiest), or the busiest splitlease follower. */
+  kill: false | "any" | "follower";
+}
 const num = (k: string, d: number) => Number(Deno.env.get(k) ?? d);
 const SEED = num("BENCH_BACKFILL_SEED", 25);
 const N = num("BENCH_BACKFILL_SPLITS", 64);
 const MEDIAN = num("BENCH_BACKFILL_MEDIAN", 400);
+const HEAVY = num("BENCH_BACKFILL_HEAVY", 20);
 const MS = num("BENCH_BACKFILL_MS_PER_RECORD", 2);
-const RUNS = (Deno.env.get("BENCH_BACKFILL_SYSTEMS") ?? "weights,plain,jetstream").split(",") as Run[];
+const BATCH = num("BENCH_BACKFILL_BATCH", 100);
+const LEASE = num("BENCH_BACKFILL_LEASE_MS", 5000);
+const SYSTEMS = (Deno.env.get("BENCH_BACKFILL_SYSTEMS") ?? "cuts,cuts-plain,weights,plain,jetstream,bullmq").split(",").filter(Boolean) as System[];
+const killOnly = Deno.env.get("BENCH_BACKFILL_KILL") === "1" || Deno.args.includes("--kill");
+const CONFIGS: Config[] = (killOnly ? "kill,kill-follower" : Deno.env.get("BENCH_BACKFILL_CONFIGS") ?? "skewed,uniform,kill,kill-follower").split(",").filter(Boolean)
+  .map((c) => {
+    const m = /^(skewed|uniform)?\+?(kill(-follower)?)?$/.exec(c.trim());
+    if (!m || (!m[1] && !m[2])) {
+      throw new Error(`BENCH_BACKFILL_CONFIGS: unknown configuration ${JSON.stringify(c)} (skewed, uniform, kill, kill-follower, uniform+kill, …)`);
+    }
+    return { name: c.trim(), input: (m[1] ?? "skewed") as Input, kill: m[2] ? (m[3] ? "follower" : "any") : false } as Config;
+  });
+const VERBOSE = !!Deno.env.get("BENCH_BACKFILL_VERBOSE");
 const PROCS = 4, LANES = 2;
+const lanes = PROCS * LANES;
+const LABEL: Record<System, string> = {
+  cuts: "splitlease, cuts",
+  "cuts-plain": "splitlease, cuts, no weights",
+  weights: "splitlease, weights",
+  plain: "splitlease, no weights",
+  jetstream: "JetStream work queue",
+  bullmq: "BullMQ",
+};
+const isSplitlease = (s: System) => s !== "jetstream" && s !== "bullmq";
 
 /** mulberry32: a seeded uniform in [0, 1). */
 function rng(seed: number): () => number {
@@ -49,15 +135,15 @@ function rng(seed: number): () => number {
   };
 }
 
-/** The input: records per split, in plan order. */
-export function skewedSizes(seed: number, n: number, median: number): number[] {
+/** The skewed input: records per split, in plan order. */
+export function skewedSizes(seed: number, n: number, median: number, heavy = 20): number[] {
   const r = rng(seed);
   const sizes: number[] = [];
   for (let i = 0; i < n; i++) {
     const z = Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
     sizes.push(Math.max(1, Math.round(median * Math.exp(1.5 * z))));
   }
-  sizes.splice(Math.floor((n * 5) / 8), 0, 20 * median);
+  sizes.splice(Math.floor((n * 5) / 8), 0, heavy * median);
   return sizes;
 }
 
@@ -79,20 +165,64 @@ export function inversions(order: string[], rank: (id: string) => number): numbe
   return n;
 }
 
-const sizes = skewedSizes(SEED, N, MEDIAN);
-const durations = sizes.map((s) => s * MS);
-const total = durations.reduce((a, b) => a + b, 0);
-const lanes = PROCS * LANES;
-const ideal = total / lanes;
-const lptFloor = listSchedule([...durations].sort((a, b) => b - a), lanes);
-const planFloor = listSchedule(durations, lanes);
-const heaviest = sizes.indexOf(Math.max(...sizes));
+/** Records processed more than once and never processed, from the batches reported. */
+export function coverage(batches: { from: number; to: number }[], total: number): { replayed: number; lost: number; firstLost: number } {
+  const hits = new Uint16Array(total);
+  for (const b of batches) for (let i = b.from; i < b.to; i++) hits[i]++;
+  let replayed = 0, lost = 0, firstLost = -1;
+  for (let i = 0; i < total; i++) {
+    if (hits[i] === 0) {
+      lost++;
+      if (firstLost < 0) firstLost = i;
+    } else replayed += hits[i] - 1;
+  }
+  return { replayed, lost, firstLost };
+}
+
+interface Workload {
+  input: Input;
+  sizes: number[];
+  /** Split i is ids [splits[i].from, splits[i].to). */
+  splits: { from: number; to: number }[];
+  total: number;
+  ideal: number;
+  lptFloor: number;
+  planFloor: number;
+  heaviest: number;
+}
+function workload(input: Input): Workload {
+  const skewed = skewedSizes(SEED, N, MEDIAN, HEAVY);
+  const sizes = input === "skewed" ? skewed : Array.from({ length: N }, () => Math.round(skewed.reduce((a, b) => a + b, 0) / N));
+  let at = 0;
+  const splits = sizes.map((s) => ({ from: at, to: (at += s) }));
+  const durations = sizes.map((s) => s * MS);
+  const ideal = durations.reduce((a, b) => a + b, 0) / lanes;
+  return {
+    input,
+    sizes,
+    splits,
+    total: at,
+    ideal,
+    lptFloor: listSchedule([...durations].sort((a, b) => b - a), lanes),
+    planFloor: listSchedule(durations, lanes),
+    heaviest: sizes.indexOf(Math.max(...sizes)),
+  };
+}
+const workloads = new Map<Input, Workload>(["skewed", "uniform"].map((i) => [i as Input, workload(i as Input)]));
+for (const w of workloads.values()) {
+  if (!CONFIGS.some((c) => c.input === w.input)) continue;
+  console.log(
+    `backfill bench, ${w.input} input: ${w.sizes.length} splits, ${w.total} records (${
+      w.input === "skewed" ? `seed ${SEED}, median ${MEDIAN} records, σ 1.5, one of ${HEAVY * MEDIAN} at #${w.heaviest}` : `${w.sizes[0]} records each`
+    }), ${MS} ms per record in batches of ${BATCH}, ${PROCS} processes × ${LANES} lanes; ideal ${(w.ideal / 1000).toFixed(2)} s, ` +
+      `largest-first floor ${(w.lptFloor / 1000).toFixed(2)} s (${(w.lptFloor / w.ideal).toFixed(3)}×), plan-order list schedule ${(w.planFloor / 1000).toFixed(2)} s (${
+        (w.planFloor / w.ideal).toFixed(3)
+      }×)`,
+  );
+}
 console.log(
-  `backfill bench: ${sizes.length} splits (seed ${SEED}, median ${MEDIAN} records, σ 1.5, one of ${20 * MEDIAN} at #${heaviest}), ` +
-    `${MS} ms per record, ${PROCS} processes × ${LANES} lanes; ideal ${(ideal / 1000).toFixed(2)} s, ` +
-    `largest-first floor ${(lptFloor / 1000).toFixed(2)} s (${(lptFloor / ideal).toFixed(2)}×), plan-order list schedule ${(planFloor / 1000).toFixed(2)} s (${
-      (planFloor / ideal).toFixed(2)
-    }×)`,
+  `configurations ${CONFIGS.map((c) => c.name).join(", ")}; systems ${SYSTEMS.join(", ")}; failure detection: splitlease leaseMs ${LEASE}, ` +
+    `JetStream ack_wait ${LEASE} ms (working() every ${(LEASE / 3).toFixed(0)} ms), BullMQ lockDuration ${LEASE} ms (renewed every ${LEASE / 2} ms), stalledInterval ${LEASE} ms, maxStalledCount 1`,
 );
 
 const kind = setupKinds()[0];
@@ -102,35 +232,152 @@ const nc = await wsconnect({ servers: server.url });
 const jsm = await jetstreamManager(nc);
 let runNo = 0;
 
-async function runOnce(run: Run): Promise<void> {
+// Redis for BullMQ: the one `npm run bench` started (REDIS_PORT), or one of our own (scripts/services.mjs).
+let redisPort = Number(Deno.env.get("REDIS_PORT") ?? 0);
+let stopRedis: (() => Promise<void>) | undefined;
+if (SYSTEMS.includes("bullmq") && !redisPort) {
+  const r = await startRedis({ log: console.log });
+  if (r.error || !r.stop || !r.killSync) throw new Error(`Redis: ${r.error}`);
+  const { stop, killSync } = r;
+  redisPort = r.port;
+  stopRedis = stop;
+  Deno.env.set("REDIS_PORT", String(redisPort));
+  onInterrupt(stop);
+  globalThis.addEventListener("unload", () => killSync());
+  console.log(`Redis started for BullMQ at ${r.url}`);
+}
+const bullEntry = SYSTEMS.includes("bullmq") ? await nodeBundle("bench/backfill_bullmq_worker.ts") : "";
+
+/** CPU ms Redis used so far (INFO cpu), over RESP on a connection of its own. */
+async function redisCpuMs(): Promise<number> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: redisPort });
+  try {
+    await conn.write(new TextEncoder().encode("*2\r\n$4\r\nINFO\r\n$3\r\ncpu\r\n"));
+    let text = "";
+    const buf = new Uint8Array(4096);
+    while (!/used_cpu_user:[\d.]+\r\n/.test(text) || !/used_cpu_sys:[\d.]+\r\n/.test(text)) {
+      const n = await conn.read(buf);
+      if (n === null) break;
+      text += new TextDecoder().decode(buf.subarray(0, n));
+    }
+    const f = (k: string) => Number(new RegExp(`${k}:([\\d.]+)`).exec(text)?.[1] ?? NaN);
+    return (f("used_cpu_user") + f("used_cpu_sys")) * 1000;
+  } finally {
+    conn.close();
+  }
+}
+
+interface Row {
+  config: string;
+  system: System;
+  makespan: number;
+  ideal: number;
+  lpt: number;
+  replayed: number;
+  lost: number;
+  asked: number;
+  cuts: number;
+  declined: number;
+  moves: number;
+  cpuPerSplit: number;
+  victim?: string;
+  error?: string;
+}
+
+async function runOnce(config: Config, system: System): Promise<Row> {
+  const w = workloads.get(config.input)!;
+  const { sizes, splits } = w;
   const name = `backfill${stamp}r${++runNo}`;
-  const system = run === "jetstream" ? "jetstream" : "splitlease";
+  const label = LABEL[system];
+  const tag = config.name === "skewed" ? "" : `${config.name}: `;
   if (system === "jetstream") {
     await jsm.streams.add({ name, subjects: [`backfill.${name}.task`], retention: RetentionPolicy.Workqueue });
-    await jsm.consumers.add(name, { durable_name: "workers", ack_policy: AckPolicy.Explicit, ack_wait: 300e9, max_ack_pending: 1000 });
-    const js = jetstream(nc);
-    for (let i = 0; i < sizes.length; i++) await js.publish(`backfill.${name}.task`, String(i));
+    await jsm.consumers.add(name, { durable_name: "workers", ack_policy: AckPolicy.Explicit, ack_wait: LEASE * 1e6, max_ack_pending: 1000 });
   }
+  const base = { natsUrl: server.url, name, lanes: LANES, msPerRecord: MS, batch: BATCH, splits };
   const ws = Array.from({ length: PROCS }, (_, k) =>
-    new Child(`${run}-${k}`, bin("deno"), ["run", "-A", "bench/backfill_worker.ts"], {
-      BACKFILL: JSON.stringify({ system, id: `w${k}`, natsUrl: server.url, name, lanes: LANES, msPerRecord: MS, sizes, weights: run === "weights" }),
-    })
+    system === "bullmq"
+      ? new Child(`${system}-${k}`, bin("node"), [bullEntry], {
+        REDIS_PORT: String(redisPort),
+        BACKFILL: JSON.stringify({ ...base, id: `w${k}`, lockMs: LEASE, stalledMs: LEASE }),
+      })
+      : new Child(`${system}-${k}`, bin("deno"), ["run", "-A", "bench/backfill_worker.ts"], {
+        BACKFILL: JSON.stringify({
+          ...base,
+          system: system === "jetstream" ? "jetstream" : "splitlease",
+          id: `w${k}`,
+          weights: system === "weights" || system === "cuts",
+          cuts: system === "cuts" || system === "cuts-plain",
+          leaseMs: LEASE,
+          ackWaitMs: LEASE,
+        }),
+      })
   );
+  // What each process is running now (lane → records left), to pick the crash's victim.
+  const running = ws.map(() => new Map<string, { id: string; pos: number; to: number }>());
+  let firstAt = Infinity;
+  ws.forEach((c, k) => {
+    c.onMsg = (m) => {
+      const r = running[k];
+      if (m.ev === "started") {
+        r.set(m.lane, { id: m.id, pos: m.from, to: m.to });
+        firstAt = Math.min(firstAt, m.at);
+      }
+      else if (m.ev === "processed" && r.has(m.lane)) r.get(m.lane)!.pos = m.to;
+      else if (m.ev === "cut" && !m.declined && r.has(m.lane)) r.get(m.lane)!.to = m.keep.to;
+      else if (m.ev === "ended") r.delete(m.lane);
+    };
+  });
+  let killed = -1, killedAt = 0, killedCpu = 0, victimNote = "";
+  const held: string[] = [];
   try {
-    await Promise.all(ws.map((w) => w.next((m) => m.ev === "ready" || m.ev === "error", 60_000, "ready")));
-    const err = ws.flatMap((w) => w.msgs).find((m) => m.ev === "error");
+    await Promise.all(ws.map((c) => c.next((m) => m.ev === "ready" || m.ev === "error", 60_000, "ready")));
+    const err = ws.flatMap((c) => c.msgs).find((m) => m.ev === "error");
     if (err) throw new Error(err.error);
     await sleep(200); // every member seen by the leader before the plan is written
-    await Promise.all(ws.map((w) => w.send({ cmd: "go" })));
-    const deadline = performance.now() + 20 * planFloor + 60_000;
-    const done = () => new Set(ws.flatMap((w) => w.msgs).filter((m) => m.ev === "done").map((m) => m.id)).size;
-    while (done() < sizes.length) {
-      if (performance.now() > deadline) throw new Error(`${run}: ${done()}/${sizes.length} done in time`);
-      const e = ws.flatMap((w) => w.msgs).find((m) => m.ev === "error");
-      if (e) throw new Error(`${run}: ${e.error}`);
+    const pids = ws.map((c) => c.msgs.find((m) => m.ev === "ready")!.pid as number);
+    const cpu0 = pids.map(cpuSeconds);
+    const server0 = system === "bullmq" ? await redisCpuMs() : server.cpuSeconds() * 1000;
+    if (system === "jetstream") {
+      const js = jetstream(nc);
+      for (let i = 0; i < sizes.length; i++) await js.publish(`backfill.${name}.task`, String(i));
+    } else if (system === "bullmq") {
+      await ws[0].send({ cmd: "publish" });
+      await ws[0].next((m) => m.ev === "published" || m.ev === "error", 30_000, "published");
+    }
+    await Promise.all(ws.map((c) => c.send({ cmd: "go" })));
+    const deadline = performance.now() + 20 * w.planFloor + 60_000 + (config.kill ? 6 * LEASE : 0);
+    const all = () => ws.flatMap((c) => c.msgs);
+    const doneIds = () => new Set(all().filter((m) => m.ev === "done").map((m) => m.id));
+    const finished = () => ws.every((c, k) => k === killed || c.msgs.some((m) => m.ev === "finished"));
+    for (;;) {
+      if (isSplitlease(system) ? finished() : doneIds().size >= sizes.length) break;
+      if (performance.now() > deadline) throw new Error(`${doneIds().size}/${sizes.length} planned splits done in time`);
+      const e = all().find((m) => m.ev === "error");
+      if (e) throw new Error(e.error);
+      if (config.kill && killed < 0 && wallNow() >= firstAt + w.ideal / 2) {
+        const left = running.map((r) => [...r.values()].reduce((n, l) => n + l.to - l.pos, 0));
+        const leads = ws.map((c) => c.msgs.findLast((m) => m.ev === "leader")?.leader === true);
+        const eligible = left.map((n, k) => (config.kill === "follower" && leads[k] ? -1 : n));
+        killed = eligible.indexOf(Math.max(...eligible));
+        if (leads[killed]) held.push("(the leader)");
+        for (const l of running[killed].values()) held.unshift(`${l.id} (${l.to - l.pos} left)`);
+        killedCpu = cpuSeconds(pids[killed]);
+        killedAt = wallNow();
+        ws[killed].kill();
+        victimNote = `killed w${killed} at +${(killedAt - firstAt).toFixed(0)} ms, running ${held.join(", ") || "nothing"}`;
+      }
       await sleep(50);
     }
-    const msgs = ws.flatMap((w) => w.msgs);
+    const fin = all().filter((m) => m.ev === "finished");
+    const bad = fin.find((m) => m.outcome !== "drained");
+    if (bad) throw new Error(`a worker ended ${bad.outcome}`);
+    const cpu1 = pids.map((p, k) => (k === killed ? killedCpu : cpuSeconds(p)));
+    const server1 = system === "bullmq" ? await redisCpuMs() : server.cpuSeconds() * 1000;
+    const workerCpuMs = cpu1.reduce((n, c, k) => n + (c - cpu0[k]) * 1000, 0);
+    const serverCpuMs = server1 - server0;
+
+    const msgs = all();
     const starts = msgs.filter((m) => m.ev === "started").sort((a, b) => a.at - b.at);
     const first = new Map<string, number>();
     for (const s of starts) if (!first.has(s.id)) first.set(s.id, s.at);
@@ -138,44 +385,160 @@ async function runOnce(run: Run): Promise<void> {
     const t0 = starts[0].at;
     const end = Math.max(...msgs.filter((m) => m.ev === "done").map((m) => m.at));
     const makespan = end - t0;
-    const order = [...first.keys()];
+    const cov = coverage(msgs.filter((m) => m.ev === "processed") as unknown as { from: number; to: number }[], w.total);
+    const logs = msgs.filter((m) => m.ev === "log");
+    const asks = logs.filter((m) => m.msg === "Asked for a cut");
+    const performed = logs.filter((m) => m.msg === "Cut a split's remaining work" && m.fields?.event === "cut").length;
+    const declined = logs.filter((m) => m.msg === "Cut declined").length;
+    const answers = msgs.filter((m) => m.ev === "cut");
+    const planned = [...first.keys()].filter((id) => /^b\d+$/.test(id));
+    const residualStarts = first.size - planned.length;
     const index = (id: string) => Number(id.slice(1));
     // The dealing order: heaviest first with weights (equal weights in plan order), plan order otherwise.
-    const rank = run === "weights" ? (id: string) => -sizes[index(id)] + index(id) / (sizes.length + 1) : index;
-    const inv = inversions(order, rank);
+    const weighted = system === "weights" || system === "cuts";
+    const rank = weighted ? (id: string) => -sizes[index(id)] + index(id) / (sizes.length + 1) : index;
+    const inv = inversions(planned, rank);
     // Past the first start of every lane: what the dealing does, not how the first grants race each other.
-    const later = inversions(order.slice(lanes), rank);
-    const heavyAt = first.get(`b${heaviest}`)! - t0;
-    if (Deno.env.get("BENCH_BACKFILL_VERBOSE")) {
-      console.log(starts.map((s) => `${s.id}@${(s.at - t0).toFixed(0)}`).join(" "));
+    const later = inversions(planned.slice(lanes), rank);
+    const heavyAt = first.get(`b${w.heaviest}`)! - t0;
+    const cpuPerSplit = (workerCpuMs + serverCpuMs) / sizes.length;
+    let recovery = "";
+    if (killed >= 0) {
+      const ids = held.filter((h) => !h.startsWith("(")).map((h) => h.split(" ")[0]);
+      const restarts = ids.map((id) => starts.find((s) => s.id === id && s.at > killedAt)?.at);
+      const worst = Math.max(...restarts.map((a) => (a === undefined ? NaN : a - killedAt)));
+      recovery = `; its splits restarted elsewhere after ${Number.isNaN(worst) ? "?" : `${worst.toFixed(0)} ms`} (worst)`;
     }
-    const label = run === "weights" ? "splitlease, weights" : run === "plain" ? "splitlease, no weights" : "JetStream work queue";
+    if (VERBOSE) {
+      console.log(starts.map((s) => `${s.id}@${(s.at - t0).toFixed(0)}`).join(" "));
+      for (const a of answers) {
+        console.log(
+          `  cut ${a.id} @+${(a.at - t0).toFixed(0)} parts ${a.parts}, ${a.left} left: ${a.declined ? "declined" : `keep ${JSON.stringify(a.keep)} + ${JSON.stringify(a.residuals)}`}`,
+        );
+      }
+      for (const a of asks) console.log(`  asked ${JSON.stringify(a.fields)} @+${(a.at - t0).toFixed(0)}`);
+      ws.forEach((c, k) => {
+        for (const l of c.msgs.filter((m) => m.ev === "log" && (m.level === "warn" || m.level === "error"))) {
+          console.log(`  w${k} ${l.level} @+${(l.at - t0).toFixed(0)}: ${l.msg} ${JSON.stringify(l.fields)}`);
+        }
+        for (const l of c.msgs.filter((m) => m.ev === "leader")) console.log(`  w${k} ${l.leader ? "leads" : "stopped leading"} @+${(l.at - t0).toFixed(0)}`);
+      });
+    }
     console.log(
-      `${label}: makespan ${(makespan / 1000).toFixed(2)} s = ${(makespan / ideal).toFixed(2)}× ideal, ${(makespan / lptFloor).toFixed(3)}× largest-first floor; ` +
-        `heaviest started at +${heavyAt.toFixed(0)} ms; ${inv} start-order inversions (${later} after the first ${lanes} starts); ${moves} moves of running splits`,
+      `${tag}${label}: makespan ${(makespan / 1000).toFixed(2)} s = ${(makespan / w.ideal).toFixed(3)}× ideal, ${(makespan / w.lptFloor).toFixed(3)}× largest-first floor; ` +
+        `${cov.replayed} records replayed, ${cov.lost} lost; ` +
+        (isSplitlease(system) ? `${asks.length} cut asks, ${performed} cuts, ${declined} declined (first ask +${asks.length ? (asks[0].at - t0).toFixed(0) : "-"} ms), ${residualStarts} residual splits run; ` : "") +
+        `heaviest started at +${heavyAt.toFixed(0)} ms; ${inv} start-order inversions (${later} after the first ${lanes} starts); ${moves} moves of running splits; ` +
+        `CPU ${workerCpuMs.toFixed(0)} ms workers + ${serverCpuMs.toFixed(0)} ms ${system === "bullmq" ? "Redis" : "nats-server"} = ${cpuPerSplit.toFixed(1)} ms per split` +
+        (victimNote ? `; ${victimNote}${recovery}` : ""),
     );
-    result({ bench: "backfill", metric: `${label}: makespan / ideal`, value: `${(makespan / 1000).toFixed(2)} s`, ratio: makespan / ideal });
+    if (cov.lost) console.log(`  LOST: ${cov.lost} records never processed (first: id ${cov.firstLost})`);
+    result({ bench: "backfill", metric: `${tag}${label}: makespan / ideal`, value: `${(makespan / 1000).toFixed(2)} s`, ratio: makespan / w.ideal });
     result({
       bench: "backfill",
-      metric: `${label}: makespan / largest-first floor`,
+      metric: `${tag}${label}: makespan / largest-first floor`,
       value: `${(makespan / 1000).toFixed(2)} s`,
-      ratio: makespan / lptFloor,
-      ...(run === "weights" ? { target: "≤ 1.05" } : {}),
+      ratio: makespan / w.lptFloor,
+      ...(system === "weights" && config.name === "skewed" ? { target: "≤ 1.05" } : {}),
     });
-    result({
-      bench: "backfill",
-      metric: `${label}: heaviest split started after the first`,
-      value: `${heavyAt.toFixed(0)} ms`,
-      ...(run === "weights" ? { target: "≤ 100 ms" } : {}),
-    });
-    result({ bench: "backfill", metric: `${label}: start-order inversions`, value: String(inv), ...(run === "plain" ? { target: "≤ 2 × the work queue's" } : {}) });
-    result({ bench: "backfill", metric: `${label}: inversions after the first ${lanes} starts`, value: String(later) });
-    if (system === "splitlease") result({ bench: "backfill", metric: `${label}: moves of running splits`, value: String(moves), target: "0" });
+    result({ bench: "backfill", metric: `${tag}${label}: records replayed`, value: String(cov.replayed) });
+    result({ bench: "backfill", metric: `${tag}${label}: records lost`, value: String(cov.lost), target: "0" });
+    result({ bench: "backfill", metric: `${tag}${label}: CPU per planned split (workers + server)`, value: `${cpuPerSplit.toFixed(1)} ms` });
+    if (config.name === "skewed") {
+      result({
+        bench: "backfill",
+        metric: `${label}: heaviest split started after the first`,
+        value: `${heavyAt.toFixed(0)} ms`,
+        ...(system === "weights" ? { target: "≤ 100 ms" } : {}),
+      });
+      result({ bench: "backfill", metric: `${label}: start-order inversions`, value: String(inv), ...(system === "plain" ? { target: "≤ 2 × the work queue's" } : {}) });
+      result({ bench: "backfill", metric: `${label}: inversions after the first ${lanes} starts`, value: String(later) });
+      if (isSplitlease(system)) result({ bench: "backfill", metric: `${label}: moves of running splits`, value: String(moves), target: "0" });
+    }
+    return {
+      config: config.name,
+      system,
+      makespan,
+      ideal: w.ideal,
+      lpt: w.lptFloor,
+      replayed: cov.replayed,
+      lost: cov.lost,
+      asked: asks.length,
+      cuts: performed,
+      declined,
+      moves,
+      cpuPerSplit,
+      ...(victimNote ? { victim: `w${killed}: ${held.join(", ")}${recovery.replace(/^; its splits/, ";")}` } : {}),
+    };
+  } catch (e) {
+    console.log(`${tag}${label}: FAILED: ${e instanceof Error ? e.message : e}`);
+    for (const c of ws) if (c.stderr.length) console.log(`  ${c.name} stderr: ${c.stderr.slice(-5).join(" | ")}`);
+    return {
+      config: config.name,
+      system,
+      makespan: NaN,
+      ideal: w.ideal,
+      lpt: w.lptFloor,
+      replayed: NaN,
+      lost: NaN,
+      asked: 0,
+      cuts: 0,
+      declined: 0,
+      moves: 0,
+      cpuPerSplit: NaN,
+      error: String(e instanceof Error ? e.message : e),
+    };
   } finally {
-    await Promise.all(ws.map((w) => w.stop(5000)));
+    await Promise.all(ws.map((c) => c.stop(5000)));
     if (system === "jetstream") await jsm.streams.delete(name).catch(() => {});
+    if (system === "bullmq") await redisDeleteKeys(`bull:${name}*`).catch(() => 0);
   }
 }
 
-for (const run of RUNS) await runOnce(run);
-await nc.close();
+const rows: Row[] = [];
+try {
+  for (const config of CONFIGS) {
+    for (const system of SYSTEMS) if (config.kill !== "follower" || isSplitlease(system)) rows.push(await runOnce(config, system));
+  }
+} finally {
+  await nc.close();
+  await stopRedis?.();
+}
+
+// Cutting against each other system, per configuration: makespan ratios measured in this run.
+for (const config of CONFIGS) {
+  const tag = config.name === "skewed" ? "" : `${config.name}: `;
+  for (const c of ["cuts", "cuts-plain"] as const) {
+    const cut = rows.find((r) => r.config === config.name && r.system === c);
+    if (!cut || !(cut.makespan > 0)) continue;
+    for (const r of rows.filter((r) => r.config === config.name && r.system !== c && r.makespan > 0)) {
+      result({ bench: "backfill", metric: `${tag}makespan ${LABEL[c]} / ${LABEL[r.system]}`, value: `${(cut.makespan / 1000).toFixed(2)} s / ${(r.makespan / 1000).toFixed(2)} s`, ratio: cut.makespan / r.makespan });
+    }
+  }
+}
+
+const cols: [string, (r: Row) => string][] = [
+  ["config", (r) => r.config],
+  ["system", (r) => LABEL[r.system]],
+  ["makespan", (r) => (r.error ? "FAILED" : `${(r.makespan / 1000).toFixed(2)} s`)],
+  ["/ ideal", (r) => (r.error ? "" : (r.makespan / r.ideal).toFixed(3))],
+  ["/ LPT floor", (r) => (r.error ? "" : (r.makespan / r.lpt).toFixed(3))],
+  ["replayed", (r) => (r.error ? "" : String(r.replayed))],
+  ["lost", (r) => (r.error ? "" : String(r.lost))],
+  ["asks/cuts/declined", (r) => (isSplitlease(r.system) && !r.error ? `${r.asked}/${r.cuts}/${r.declined}` : "")],
+  ["moves", (r) => (r.error ? "" : String(r.moves))],
+  ["CPU ms/split", (r) => (r.error ? "" : r.cpuPerSplit.toFixed(1))],
+  ["crash", (r) => r.error ?? r.victim ?? ""],
+];
+const width = cols.map(([h, f]) => Math.max(h.length, ...rows.map((r) => f(r).length)));
+const line = (cells: string[]) => cells.map((c, i) => c.padEnd(width[i])).join("  ").trimEnd();
+console.log(`\nbackfill: ${MS} ms per record, batches of ${BATCH}, lease / ack wait / lock ${LEASE} ms, ${PROCS} processes × ${LANES} lanes`);
+console.log(line(cols.map(([h]) => h)));
+console.log(line(width.map((n) => "-".repeat(n))));
+for (const r of rows) console.log(line(cols.map(([, f]) => f(r))));
+
+const failed = rows.filter((r) => r.error || r.lost > 0);
+if (failed.length) {
+  console.log(`\nfailed (an error, or records never processed): ${failed.map((r) => `${r.config}/${r.system}`).join(", ")}`);
+  Deno.exitCode = 1;
+}

@@ -1,21 +1,38 @@
 // Worker process of bench/backfill_bench.ts (Deno): one splitlease worker
 // (NatsStore over WebSocket + startWorker, every worker carrying the
 // planner) or one consumer of a JetStream work queue (a shared durable pull
-// consumer, one `next()` per free lane, explicit ack).
+// consumer, one `next()` per free lane, explicit ack). The BullMQ peer is
+// bench/backfill_bullmq_worker.ts (Node).
+//
+// Every split is a range [from, to) of record ids; a record costs
+// msPerRecord ms of sleep and records are processed in batches of `batch`.
+// splitlease commits after every batch (watermark = the next id, estimate
+// { left, total, unit: "ids" }) and resumes from its committed watermark;
+// a queue's message restarts its range from the start when redelivered.
+// With `cuts`, the source has a `split` hook: it cuts the remaining ids
+// [pos, to) into `parts` ranges, pos being the end of the batch in flight
+// (at or after the committed watermark), and declines below 2 batches a
+// piece.
 //
 // Config: env BACKFILL (JSON, see Cfg). Protocol: JSON lines.
-//   stdout: ready, started {id, at}, done {id, at}, error
+//   stdout: ready {pid}, started {id, lane, from, to, at}, processed {id, lane,
+//           from, to, at} (a batch done), cut {id, lane, keep, residuals, at}
+//           (the hook's answer), ended {lane} (a tenancy / message ended), done
+//           {id, at} (completed / acked), finished {outcome, stats} (splitlease:
+//           the worker ended), leader {leader} (splitlease: leadership
+//           changed), log {level, msg, fields, at}, error
 //   stdin:  go (the planner may plan / consuming starts), exit
 import { wsconnect } from "@nats-io/nats-core";
 import { jetstream } from "@nats-io/jetstream";
 import { SplitCoordinator } from "../src/coordinator/coordinator.ts";
-import { silentLogger } from "../src/runtime/logger.ts";
+import type { Logger } from "../src/coordinator/types.ts";
 import type { SplitSource } from "../src/runtime/source.ts";
 import { startWorker } from "../src/runtime/worker.ts";
 import { NatsStore } from "../nats.ts";
 import { natsTransport } from "./_transport.ts";
 import { eachLine } from "../tests/helpers/lines.ts";
 
+type Range = { from: number; to: number };
 interface Cfg {
   system: "splitlease" | "jetstream";
   id: string;
@@ -24,10 +41,18 @@ interface Cfg {
   name: string;
   lanes: number;
   msPerRecord: number;
-  /** Records per split, in plan order (split `b<i>` has sizes[i]). */
-  sizes: number[];
+  /** Records per batch (one commit per batch with splitlease). */
+  batch: number;
+  /** The planned splits, in plan order (split `b<i>` is splits[i]). */
+  splits: Range[];
   /** splitlease: whether each split's weight is its size. */
   weights: boolean;
+  /** splitlease: whether the source has a `split` hook. */
+  cuts: boolean;
+  /** splitlease: leaseMs. */
+  leaseMs: number;
+  /** JetStream: the consumer's ack wait (the worker sends `working()` every third of it). */
+  ackWaitMs: number;
 }
 const cfg: Cfg = JSON.parse(Deno.env.get("BACKFILL") ?? "{}");
 /** Comparable across the processes of one machine (see bench/_procs.ts wallNow). */
@@ -35,6 +60,7 @@ const now = () => performance.timeOrigin + performance.now();
 const emit = (o: Record<string, unknown>): void => console.log(JSON.stringify(o));
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((r) => {
+    if (signal?.aborted) return r();
     const t = setTimeout(r, ms);
     signal?.addEventListener("abort", () => (clearTimeout(t), r()), { once: true });
   });
@@ -42,7 +68,7 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 let go!: () => void;
 const started = new Promise<void>((r) => (go = r));
 const exit = async () => {
-  await cleanup().catch(() => {});
+  await Promise.race([cleanup().catch(() => {}), sleep(3000)]);
   Deno.exit(0);
 };
 let cleanup = async (): Promise<void> => {};
@@ -52,28 +78,70 @@ void eachLine(Deno.stdin.readable, (line) => {
   if (cmd === "exit") void exit();
 }).then(() => exit());
 
+/** Forwards warnings, errors and every line about cuts (the leader's asks, the worker's answers) to the bench. */
+const logger: Logger = (level, msg, fields) => {
+  if (level === "warn" || level === "error" || /\bcut/i.test(msg)) emit({ ev: "log", level, msg, fields, at: now() });
+};
+
 try {
   if (cfg.system === "splitlease") {
     const store = await NatsStore.connect({ servers: cfg.natsUrl, job: cfg.name, opTimeoutMs: 2000, ...(await natsTransport()) });
-    const source: SplitSource<{ records: number }> = {
+    /** Lane id → the end of the batch it has started (the position it has reached). */
+    const reached = new Map<string, number>();
+    const source: SplitSource<Range> = {
       fingerprint: () => cfg.name,
       plan: async () => {
         await started; // plans for the whole fleet, once every process joined
         return {
           finality: "final" as const,
-          splits: cfg.sizes.map((records, i) => ({ id: `b${i}`, descriptor: { records }, ...(cfg.weights ? { weight: records } : {}) })),
+          splits: cfg.splits.map((r, i) => ({ id: `b${i}`, descriptor: r, ...(cfg.weights ? { weight: r.to - r.from } : {}) })),
         };
       },
       async run(lane) {
-        emit({ ev: "started", id: lane.splitId, at: now() });
-        const ms = lane.descriptor.records * cfg.msPerRecord;
-        const t0 = now();
-        await sleep(ms, AbortSignal.any([lane.signal, lane.revokeSignal]));
-        if (now() - t0 < ms - 1) return; // revoked or lost: released to its next owner
-        await lane.complete({ watermark: lane.descriptor.records });
-        emit({ ev: "done", id: lane.splitId, at: now() });
+        let at = Number(lane.progress?.watermark ?? lane.descriptor.from);
+        emit({ ev: "started", id: lane.splitId, lane: lane.id, from: at, to: lane.descriptor.to, at: now() });
+        try {
+          while (at < lane.descriptor.to) {
+            if (lane.signal.aborted || lane.revokeSignal.aborted) return; // lost or revoked: released to its next owner
+            const end = Math.min(at + cfg.batch, lane.descriptor.to);
+            reached.set(lane.id, end);
+            const t0 = now();
+            await sleep((end - at) * cfg.msPerRecord, AbortSignal.any([lane.signal, lane.revokeSignal]));
+            if (now() - t0 < (end - at) * cfg.msPerRecord - 1) return; // stopped mid-batch: the batch is not processed
+            emit({ ev: "processed", id: lane.splitId, lane: lane.id, from: at, to: end, at: now() });
+            const d = lane.descriptor; // the kept range once cut
+            await lane.commit({ watermark: end, estimate: { left: d.to - end, total: d.to - d.from, unit: "ids" } }, { records: end - at });
+            at = end;
+          }
+          await lane.complete();
+          emit({ ev: "done", id: lane.splitId, at: now() });
+        } catch (e) {
+          if (lane.signal.aborted) return; // lost: its commits are fenced
+          throw e;
+        } finally {
+          reached.delete(lane.id);
+          emit({ ev: "ended", lane: lane.id });
+        }
       },
     };
+    if (cfg.cuts) {
+      source.split = (lane, { parts }) => {
+        const d = lane.descriptor;
+        // At or after the committed watermark and the batch in flight: nothing `run` started is given away.
+        const pos = Math.max(reached.get(lane.id) ?? d.from, Number(lane.progress?.watermark ?? d.from));
+        const step = Math.floor((d.to - pos) / parts);
+        if (step < 2 * cfg.batch) {
+          emit({ ev: "cut", id: lane.splitId, lane: lane.id, declined: true, left: d.to - pos, parts, at: now() });
+          return undefined;
+        }
+        const ends = Array.from({ length: parts }, (_, k) => (k === parts - 1 ? d.to : pos + step * (k + 1)));
+        const keep = { from: d.from, to: ends[0] };
+        const residuals = ends.slice(1).map((to, k) => ({ descriptor: { from: ends[k], to }, ...(cfg.weights ? { weight: to - ends[k] } : {}) }));
+        emit({ ev: "cut", id: lane.splitId, lane: lane.id, keep, residuals: residuals.map((r) => r.descriptor), left: d.to - pos, parts, at: now() });
+        // Weights in ids, like the plan's: the leader's estimate of work left is weight × left / total.
+        return { keep, ...(cfg.weights ? { weight: keep.to - keep.from } : {}), residuals };
+      };
+    }
     const coord = await SplitCoordinator.join({
       store,
       job: cfg.name,
@@ -82,30 +150,60 @@ try {
       planner: (ctx) => source.plan(ctx),
       maxInFlight: cfg.lanes,
       runtime: "deno",
-      logger: silentLogger,
+      leaseMs: cfg.leaseMs,
+      opTimeoutMs: Math.min(2000, cfg.leaseMs / 2),
+      // startWorker does not set it from the hook (serve does): a coordinator joined by hand says so itself.
+      ...(cfg.cuts ? { splittable: true } : {}),
+      logger,
     });
-    const worker = startWorker({ coordinator: coord, source, maxInFlight: cfg.lanes, logger: silentLogger });
+    const worker = startWorker({ coordinator: coord, source, maxInFlight: cfg.lanes, logger });
     cleanup = async () => {
       await worker.shutdown().catch(() => {});
       await store.close().catch(() => {});
     };
-    emit({ ev: "ready" });
+    // Who leads (the bench spares the leader when it picks the process to kill, unless told otherwise).
+    let leads = false;
+    const leadership = setInterval(() => {
+      const l = coord.status().isLeader;
+      if (l !== leads) emit({ ev: "leader", leader: (leads = l), at: now() });
+    }, 100);
+    void worker.done.then((o) => {
+      clearInterval(leadership);
+      emit({ ev: "finished", outcome: o.kind, stats: worker.stats(), coord: coord.stats().cuts, at: now() });
+    });
+    emit({ ev: "ready", pid: Deno.pid });
   } else {
     const nc = await wsconnect({ servers: cfg.natsUrl });
     const c = await jetstream(nc).consumers.get(cfg.name, "workers");
     cleanup = () => nc.close();
-    emit({ ev: "ready" });
+    emit({ ev: "ready", pid: Deno.pid });
     await started;
+    let lanes = 0;
     // One pull per free lane (no prefetch): the queue hands out messages in stream order.
     await Promise.all(Array.from({ length: cfg.lanes }, async () => {
       for (;;) {
         const m = await c.next({ expires: 5000 });
         if (!m) continue;
         const i = Number(new TextDecoder().decode(m.data));
-        emit({ ev: "started", id: `b${i}`, at: now() });
-        await sleep(cfg.sizes[i] * cfg.msPerRecord);
-        m.ack();
-        emit({ ev: "done", id: `b${i}`, at: now() });
+        const { from, to } = cfg.splits[i];
+        const lane = `${cfg.id}.${++lanes}`;
+        emit({ ev: "started", id: `b${i}`, lane, from, to, at: now() });
+        // In-progress acks keep a long range from being redelivered while it runs.
+        const beat = setInterval(() => m.working(), cfg.ackWaitMs / 3);
+        try {
+          for (let at = from; at < to;) {
+            const end = Math.min(at + cfg.batch, to);
+            await sleep((end - at) * cfg.msPerRecord);
+            emit({ ev: "processed", id: `b${i}`, lane, from: at, to: end, at: now() });
+            at = end;
+          }
+        } finally {
+          clearInterval(beat);
+        }
+        const acked = await m.ackAck().catch(() => false);
+        emit({ ev: "ended", lane });
+        if (acked) emit({ ev: "done", id: `b${i}`, at: now() });
+        else emit({ ev: "log", level: "warn", msg: "ack not confirmed", fields: { id: `b${i}` }, at: now() });
       }
     }));
   }
