@@ -57,7 +57,8 @@ export function buildStatus(s: StatusInput): CoordinatorStatus {
       draining: t.draining,
     })).sort((a, b) => (a.id < b.id ? -1 : 1)),
     counts: {
-      planned: plan?.planned ?? 0,
+      // Residuals cut from running splits are planned work too.
+      planned: (plan?.planned ?? 0) + (c?.cut ?? 0),
       runnable: c?.runnable ?? 0,
       unclaimed: c?.unowned ?? 0,
       owned: c ? c.runnable - c.unowned : 0,

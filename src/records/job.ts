@@ -116,6 +116,8 @@ export interface JobCounts {
   quarantined: number;
   /** Cancelled splits. */
   cancelled: number;
+  /** Splits cut from running ones (residuals; README, "Stragglers"), absent when none. */
+  cut?: number;
 }
 
 /**
@@ -150,6 +152,7 @@ const CountsSchema: z.ZodType<JobCounts> = z.object({
   completed: count,
   quarantined: count,
   cancelled: count,
+  cut: count.optional(),
 });
 
 /** Schema of the `leader` record. */

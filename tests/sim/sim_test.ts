@@ -81,7 +81,7 @@ Deno.test(`simulation: ${seeds.length} seeded schedules keep every invariant`, a
  *   after it and stood (issue 21, item 2; they fail with the code before
  *   its fix; each part of it alone is killed by scenarios H12–H12c).
  */
-const FOUND = [16739, 3167, 16729, 13330, 16748, 33612, 20665, 18824, 60047, 65622, 73924, 7802, 76743, 2512, 17840, 35753, 44929, 9, 50, 59, 63, 4700, 9322, 15687, 704, 1425, 26, 270, 647, 918];
+const FOUND = [16739, 3167, 16729, 13330, 16748, 33612, 20665, 18824, 60047, 65622, 73924, 7802, 76743, 2512, 17840, 35753, 44929, 9, 50, 59, 63, 4700, 9322, 15687, 704, 1425, 26, 270, 647, 918, 6575];
 
 Deno.test(`simulation: the seeds that found bugs (${FOUND.join(", ")}) keep every invariant`, async () => {
   const failed: string[] = [];

@@ -80,6 +80,8 @@ export class LeaderView {
    * no outcome is decided while any is missing.
    */
   readonly pendingResiduals: Map<string, { parent: string; residual: Residual }> = new Map();
+  /** Split records cut from running ones (residuals). */
+  cut = 0;
   /** Free splits whose last owner died (their next claim is a takeover, for the claimer's log). */
   readonly orphaned: Set<string> = new Set();
   #resync = new Map<string, Set<string>>();
@@ -218,6 +220,7 @@ export class LeaderView {
   }
 
   #index(id: string, r: SplitRecord): void {
+    if (r.parent !== undefined) this.cut++;
     this.pendingResiduals.delete(id);
     if (r.residuals) for (const x of r.residuals) if (!this.splits.has(x.id)) this.pendingResiduals.set(x.id, { parent: id, residual: x });
     this.counts[r.status]++;
@@ -237,6 +240,7 @@ export class LeaderView {
   }
 
   #unindex(id: string, r: SplitRecord): void {
+    if (r.parent !== undefined) this.cut--;
     if (r.residuals) for (const x of r.residuals) if (this.pendingResiduals.get(x.id)?.parent === id) this.pendingResiduals.delete(x.id);
     this.counts[r.status]--;
     if (r.status === "quarantined") this.quarantined.delete(id);

@@ -388,13 +388,8 @@ export class LeaderRole {
   /** Job counts for the leader's beat. */
   counts(): JobCounts {
     const c = this.view.counts;
-    return {
-      members: this.states.size,
-      runnable: c.runnable,
-      unowned: this.view.free.size,
-      completed: c.completed,
-      quarantined: c.quarantined,
-      cancelled: c.cancelled,
-    };
+    const counts: JobCounts = { members: this.states.size, unowned: this.view.free.size, ...c };
+    if (this.view.cut > 0) counts.cut = this.view.cut;
+    return counts;
   }
 }
