@@ -680,7 +680,7 @@ export const mutants = [
       search: "if (!this.#mayClaim()) {\n          // Fenced or leaving while the CAS",
       replace: "if (false) {\n          // Fenced or leaving while the CAS",
     }],
-    suites: ["sim"],
+    suites: ["coordinator", "sim"],
   },
   {
     name: "election-lost-create-spins",
