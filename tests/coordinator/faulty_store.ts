@@ -2,6 +2,8 @@
 import { StoreUnavailableError } from "../../src/errors.ts";
 import type { DeleteResult, Store, StoreEntry, Watch, WatchEvent, WriteResult } from "../../src/store/store.ts";
 import { Channel } from "../../src/util/channel.ts";
+import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
+import { FAST, type Fleet, type ManualDriver, Member } from "./fleet.ts";
 
 /**
  * Wraps a store: `down` makes every op throw StoreUnavailableError; `paused`
@@ -118,4 +120,33 @@ export class FaultyStore implements Store {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/**
+ * Joins a worker `instance` whose store is a fault layer over `shared`,
+ * and records when its heartbeat was restored after a self-fence (leader
+ * time), for tests that fence a worker and let it come back.
+ */
+export async function joinBehindFaults(
+  f: Fleet,
+  driver: ManualDriver,
+  shared: Store,
+  instance: string,
+): Promise<{ member: Member; store: FaultyStore; restored: number[] }> {
+  const store = new FaultyStore(shared);
+  const restored: number[] = [];
+  const member = new Member(
+    await SplitCoordinator.join({
+      store,
+      job: f.job,
+      instance,
+      clock: driver.clock,
+      ...FAST,
+      logger: (_level, msg) => {
+        if (msg.startsWith("Heartbeat restored")) restored.push(driver.now());
+      },
+    }),
+  );
+  f.members.push(member);
+  return { member, store, restored };
 }

@@ -5,12 +5,11 @@
 // Deterministic, on the manual clock. Kills the mutant
 // grant-after-fence-started of scripts/mutants.mjs.
 import assert from "node:assert/strict";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
 import { keys } from "../../src/store/keys.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
 import type { Planner } from "../../src/coordinator/types.ts";
-import { FaultyStore } from "./faulty_store.ts";
-import { FAST, Fleet, ManualDriver, Member, splits } from "./fleet.ts";
+import { joinBehindFaults } from "./faulty_store.ts";
+import { FAST, Fleet, ManualDriver, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";
 
 Deno.test("fence grant: a grant from before the self-fence, delivered after it ended, is not started while another member runs the split", async () => {
@@ -29,22 +28,8 @@ Deno.test("fence grant: a grant from before the self-fence, delivered after it e
 
   // w reaches the store through a fault layer: its assignment watch lags (the
   // grant is not delivered yet), and its heartbeats can be made to fail.
-  const wStore = new FaultyStore(shared);
+  const { member: w, store: wStore, restored } = await joinBehindFaults(f, driver, shared, "w");
   const lag = wStore.withhold((key) => key === keys.assign("w"));
-  const restored: number[] = [];
-  const w = new Member(
-    await SplitCoordinator.join({
-      store: wStore,
-      job: f.job,
-      instance: "w",
-      clock: driver.clock,
-      ...FAST,
-      logger: (_level, msg) => {
-        if (msg.startsWith("Heartbeat restored")) restored.push(driver.now());
-      },
-    }),
-  );
-  f.members.push(w);
   assert.ok(await f.until(() => lead.c.status().liveMembers.length === 2, 3000), "the leader sees w");
 
   // The plan seeds the split straight to w (epoch 1, owner w) and grants it in assign.w; w's watch holds that back.

@@ -5,11 +5,10 @@
 // in a fault layer in front of the worker until the leave has begun. Kills
 // the mutant resume-while-leaving-kept of scripts/mutants.mjs.
 import assert from "node:assert/strict";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
 import { keys } from "../../src/store/keys.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
-import { FaultyStore } from "./faulty_store.ts";
-import { FAST, finalPlanner, Fleet, ManualDriver, Member, splits } from "./fleet.ts";
+import { joinBehindFaults } from "./faulty_store.ts";
+import { FAST, finalPlanner, Fleet, ManualDriver, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";
 
 /**
@@ -23,21 +22,7 @@ async function fencedWithResumeParked(f: Fleet, driver: ManualDriver, shared: Me
   const lead = await f.join({ instance: "lead", planner: finalPlanner(splits(1)), maxInFlight: 0 });
   assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
 
-  const wStore = new FaultyStore(shared);
-  const restored: number[] = [];
-  const w = new Member(
-    await SplitCoordinator.join({
-      store: wStore,
-      job: f.job,
-      instance: "w",
-      clock: driver.clock,
-      ...FAST,
-      logger: (_level, msg) => {
-        if (msg.startsWith("Heartbeat restored")) restored.push(driver.now());
-      },
-    }),
-  );
-  f.members.push(w);
+  const { member: w, store: wStore, restored } = await joinBehindFaults(f, driver, shared, "w");
   assert.ok(await f.until(() => w.held.includes(id), 3000), "w holds the split");
   await f.advance(leaseMs / 2); // a few ordinary heartbeats
   const before = await splitRecord(shared, id);
