@@ -133,3 +133,19 @@ Deno.test("completion: no outcome while a cut lists a residual whose record does
   await judge.check(plan, 1, w.revision);
   assert.deepEqual((await read()).outcome, { kind: "allComplete", completed: 2 });
 });
+
+Deno.test("leader view: a residual whose record vanishes is pending again, looked up among the splits that list residuals", () => {
+  const view = new LeaderView(() => {}, () => {});
+  for (let i = 0; i < 50; i++) view.put(`split.p${i}`, encodeRecord(owned()), i + 1); // splits that list nothing
+  const cut = makeCut("r0", 100, { keep: { from: 0, to: 50 }, residuals: [{ descriptor: { from: 50, to: 100 } }] });
+  const parent = cutRecord(owned(), cut);
+  view.put("split.r0", encodeRecord(parent), 100);
+  const rid = cut.residuals[0].id;
+  assert.deepEqual([...view.pendingResiduals.keys()], [rid]);
+  view.put(`split.${rid}`, encodeRecord(residualRecord("r0", parent, parent.residuals![0])), 101);
+  assert.equal(view.pendingResiduals.size, 0);
+  assert.equal(view.cut, 1);
+  view.setSplit(rid, undefined);
+  assert.deepEqual(view.pendingResiduals.get(rid)?.parent, "r0", "gone again: pending again");
+  assert.equal(view.cut, 0);
+});

@@ -82,6 +82,8 @@ export class LeaderView {
   readonly pendingResiduals: Map<string, { parent: string; residual: Residual }> = new Map();
   /** Split records cut from running ones (residuals). */
   cut = 0;
+  /** Splits whose record lists residuals (a removed split is looked up only among them). */
+  readonly #listing = new Set<string>();
   /** Free splits whose last owner died (their next claim is a takeover, for the claimer's log). */
   readonly orphaned: Set<string> = new Set();
   #resync = new Map<string, Set<string>>();
@@ -212,8 +214,9 @@ export class LeaderView {
       this.splits.delete(id);
       this.#rank.delete(id);
       // A residual whose record is gone again (an operator's delete) is pending again.
-      for (const [pid, p] of this.splits) {
-        if (p.record.residuals?.some((x) => x.id === id)) this.pendingResiduals.set(id, { parent: pid, residual: p.record.residuals.find((x) => x.id === id)! });
+      for (const pid of this.#listing) {
+        const x = this.splits.get(pid)?.record.residuals?.find((r) => r.id === id);
+        if (x) this.pendingResiduals.set(id, { parent: pid, residual: x });
       }
     }
     this.#onSplit(id, prev?.record, next);
@@ -221,6 +224,7 @@ export class LeaderView {
 
   #index(id: string, r: SplitRecord): void {
     if (r.parent !== undefined) this.cut++;
+    if (r.residuals?.length) this.#listing.add(id);
     this.pendingResiduals.delete(id);
     if (r.residuals) for (const x of r.residuals) if (!this.splits.has(x.id)) this.pendingResiduals.set(x.id, { parent: id, residual: x });
     this.counts[r.status]++;
@@ -241,6 +245,7 @@ export class LeaderView {
 
   #unindex(id: string, r: SplitRecord): void {
     if (r.parent !== undefined) this.cut--;
+    this.#listing.delete(id);
     if (r.residuals) for (const x of r.residuals) if (this.pendingResiduals.get(x.id)?.parent === id) this.pendingResiduals.delete(x.id);
     this.counts[r.status]--;
     if (r.status === "quarantined") this.quarantined.delete(id);
