@@ -27,7 +27,8 @@ import { Tenancies } from "./tenancies.ts";
 import { timings } from "./timings.ts";
 import type { CutAnswer } from "./cuts.ts";
 import type { OwnReleases } from "./leader/release_hold.ts";
-import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStats, CoordinatorStatus, Logger } from "./types.ts";
+import type { CoordinatorStats } from "./coordinator_stats.ts";
+import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStatus, Logger } from "./types.ts";
 
 
 const silent: Logger = () => {};

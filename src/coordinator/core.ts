@@ -10,7 +10,8 @@ import type { Channel } from "../util/channel.ts";
 import type { CoordinatorConfig } from "./config.ts";
 import type { SplitRecords } from "./split_records.ts";
 import type { Timings } from "./timings.ts";
-import type { Clock, CoordinationEvent, CoordinatorStats, Logger } from "./types.ts";
+import type { CoordinatorStats } from "./coordinator_stats.ts";
+import type { Clock, CoordinationEvent, Logger } from "./types.ts";
 
 /** A decoded record with the revision that wrote it. */
 export interface Versioned<T> {

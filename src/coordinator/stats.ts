@@ -6,7 +6,8 @@
  */
 import { StoreUnavailableError } from "../errors.ts";
 import type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WriteResult } from "../store/store.ts";
-import type { Clock, CoordinatorStats, Histogram } from "./types.ts";
+import type { CoordinatorStats, Histogram } from "./coordinator_stats.ts";
+import type { Clock } from "./types.ts";
 
 /**
  * Default latency buckets in seconds (0.5 ms … 10 s).

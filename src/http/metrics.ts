@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Histogram } from "../coordinator/types.ts";
+import type { Histogram } from "../coordinator/coordinator_stats.ts";
 
 /**
  * Content type of the Prometheus text exposition format 0.0.4.

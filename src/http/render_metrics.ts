@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { CoordinatorStats, CoordinatorStatus } from "../coordinator/types.ts";
+import type { CoordinatorStats } from "../coordinator/coordinator_stats.ts";
+import type { CoordinatorStatus } from "../coordinator/types.ts";
 import type { Worker } from "../runtime/worker_types.ts";
 import { newHistogram } from "../coordinator/stats.ts";
 import { MetricsRegistry } from "./metrics.ts";

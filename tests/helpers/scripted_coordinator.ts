@@ -8,11 +8,10 @@ import type {
   CommitOptions,
   CoordinationEvent,
   Coordinator,
-  CoordinatorStats,
   CoordinatorStatus,
-  Histogram,
   SplitSpec,
 } from "../../src/coordinator/types.ts";
+import type { CoordinatorStats, Histogram } from "../../src/coordinator/coordinator_stats.ts";
 import { FencedError, StoreUnavailableError } from "../../src/errors.ts";
 import type { SplitProgress } from "../../src/records.ts";
 import { Channel } from "../../src/util/channel.ts";
