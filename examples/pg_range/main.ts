@@ -8,7 +8,7 @@
  * Coordination settings come from the environment (see `../serve.ts`:
  * JOB, NATS_URL, INSTANCE, PORT, LEASE_MS, ...). The scan is configured by
  * PG_RANGE_CONFIG, a JSON object validated by `PgRangeConfigSchema`, e.g.
- * `{"url":"postgres://postgres@127.0.0.1:5432/test","table":"public.src",
+ * `{"url":"postgres://postgres@db.internal/test","table":"public.src",
  * "columns":["payload"],"sinkTable":"public.sink","copiesColumn":"copies"}`.
  * With `"splitColumn"` and `"epochColumn"` the sink is fenced; a write the
  * fence refuses is logged as `{"event":"sinkRefused",...}`.

@@ -10,12 +10,10 @@
  */
 import type { Coordinator, Logger } from "../coordinator/types.ts";
 import { FencedError, SplitleaseError } from "../errors.ts";
-import { INLINE_DESCRIPTOR_BYTES, MAX_RESIDUALS } from "../records.ts";
+import { type CutAnswer, makeCut } from "../coordinator/cuts.ts";
 import type { LaneState } from "./lane.ts";
-import type { SplitSource } from "./source.ts";
+import type { SplitAnswer, SplitSource } from "./source.ts";
 import type { WorkerStats } from "./worker_types.ts";
-
-const encoder = new TextEncoder();
 
 /** What a cut needs from its worker. */
 export interface CutDeps<D> {
@@ -55,7 +53,7 @@ export function cutLane<D>(lane: LaneState<D>, parts: number, deps: CutDeps<D>):
     return declined("split threw", "warn", e);
   }
   if (answer === undefined) return declined("the source declined");
-  const bad = invalid(source, answer);
+  const bad = invalid(source, lane, answer);
   if (bad) {
     log("error", "The source's cut cannot be written; handing the split back with its committed progress", {
       event: "cut",
@@ -68,8 +66,7 @@ export function cutLane<D>(lane: LaneState<D>, parts: number, deps: CutDeps<D>):
   }
   lane.descriptor = answer.keep;
   lane.cutting = true;
-  const json = answer as unknown as Parameters<NonNullable<Coordinator["split"]>>[2];
-  deps.background(split(lane.splitId, lane.epoch, json).then(
+  deps.background(split(lane.splitId, lane.epoch, answer as unknown as CutAnswer).then(
     (ids) => {
       stats.cuts.performed++;
       log("info", "Cut a split's remaining work", { event: "cut", outcome: "performed", splitId: lane.splitId, epoch: lane.epoch, residuals: ids });
@@ -87,15 +84,12 @@ export function cutLane<D>(lane: LaneState<D>, parts: number, deps: CutDeps<D>):
   ).finally(() => (lane.cutting = false)));
 }
 
-/** What is wrong with an answer (its descriptors against `descriptorSchema`), or `undefined`. */
-function invalid<D>(source: SplitSource<D>, answer: { keep: D; residuals: { descriptor: D }[] }): string | undefined {
-  if (!answer || typeof answer !== "object" || !Array.isArray(answer.residuals) || answer.residuals.length === 0) {
-    return `split must return { keep, residuals: [...] } with at least one residual, got ${JSON.stringify(answer)}`;
-  }
-  if (answer.residuals.length > MAX_RESIDUALS) return `split returned ${answer.residuals.length} residuals; at most ${MAX_RESIDUALS} are allowed`;
-  for (const [what, d] of [["keep", answer.keep] as const, ...answer.residuals.map((r, i) => [`residual ${i}`, r.descriptor] as const)]) {
-    const size = d === undefined ? 0 : encoder.encode(JSON.stringify(d)).byteLength;
-    if (d === undefined || size > INLINE_DESCRIPTOR_BYTES) return `${what} is ${d === undefined ? "missing" : `${size} bytes of JSON; at most ${INLINE_DESCRIPTOR_BYTES} are allowed`}`;
+/** What is wrong with an answer (the coordinator's limits of a cut, then `descriptorSchema`), or `undefined`. */
+function invalid<D>(source: SplitSource<D>, lane: LaneState<D>, answer: SplitAnswer<D>): string | undefined {
+  try {
+    makeCut(lane.splitId, lane.spec.weight, answer as unknown as CutAnswer);
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
   }
   const schema = source.descriptorSchema;
   if (!schema) return undefined;

@@ -21,7 +21,7 @@ const BATCH = 50;
 const MS_PER_BATCH = 5;
 
 /** A range source whose every processed batch is logged, with a split hook (or without). */
-function rangeSource(plan: Range[], done: Done[], splittable: boolean): SplitSource<Range> {
+function rangeSource(plan: Range[], done: Done[], splittable: boolean | "oversized"): SplitSource<Range> {
   const source: SplitSource<Range> = {
     fingerprint: () => "straggler",
     plan: () => Promise.resolve({ finality: "final", splits: plan.map((r) => ({ id: `r${r.from}`, descriptor: r, weight: r.to - r.from })) }),
@@ -46,6 +46,7 @@ function rangeSource(plan: Range[], done: Done[], splittable: boolean): SplitSou
       const step = Math.floor((lane.descriptor.to - at) / parts);
       if (step < 2 * BATCH) return undefined;
       const ends = Array.from({ length: parts }, (_, k) => (k === parts - 1 ? lane.descriptor.to : at + step * (k + 1)));
+      if (splittable === "oversized") return { keep: { ...lane.descriptor, pad: "x".repeat(3000) } as Range, residuals: [{ descriptor: { from: ends[0], to: lane.descriptor.to } }] };
       return {
         keep: { from: lane.descriptor.from, to: ends[0] },
         weight: ends[0] - at,
@@ -86,7 +87,7 @@ function fencedInOrder(done: Done[], total: number): void {
   }
 }
 
-async function backfill(splittable: boolean) {
+async function backfill(splittable: boolean | "oversized") {
   // One range 20 × the others: alone on its lane it takes 2000 / 50 × 5 ms = 200 batches... of 5 ms.
   const plan: Range[] = [{ from: 0, to: 10_000 }];
   for (let k = 0; k < 10; k++) plan.push({ from: 10_000 + k * 500, to: 10_500 + k * 500 });
@@ -103,7 +104,7 @@ async function backfill(splittable: boolean) {
       instance,
       fingerprint: "straggler",
       ...(i === 0 ? { planner: (c) => source.plan(c) } : {}),
-      splittable,
+      splittable: splittable !== false,
       maxInFlight: 2, // the leader counts lanes from the member record: the worker's own
       ...timings,
     })
@@ -116,7 +117,8 @@ async function backfill(splittable: boolean) {
     const records = (await store.list("split.")).map((e) => [e.key.slice(6), JSON.parse(e.value) as SplitRecord] as const);
     const twice = coverage(done, total);
     fencedInOrder(done, total);
-    return { ms, records, twice, cuts: outcomes.reduce((n, o) => n + o.stats.cuts.performed, 0) };
+    const declined = outcomes.reduce((n, o) => n + o.stats.cuts.declined, 0);
+    return { ms, records, twice, cuts: outcomes.reduce((n, o) => n + o.stats.cuts.performed, 0), declined };
   } finally {
     await Promise.all(workers.map((w) => w.shutdown({ deadlineMs: 0 }).catch(() => {})));
   }
@@ -141,4 +143,11 @@ Deno.test("straggler: a source without the hook is never asked; the same backfil
   console.log(`  without cuts: ${r.ms} ms, ${r.records.length} splits`);
   assert.equal(r.cuts, 0);
   assert.ok(r.records.every(([, rec]) => rec.parent === undefined && rec.cuts === undefined));
+});
+
+Deno.test("straggler: an answer that cannot be written (a kept descriptor over 2048 bytes) is not written; the split is handed back with its progress and every record is still processed", async () => {
+  const r = await backfill("oversized");
+  assert.equal(r.cuts, 0);
+  assert.ok(r.declined >= 1, `declined ${r.declined}`);
+  assert.ok(r.records.every(([, rec]) => rec.parent === undefined && rec.cuts === undefined), "no record was cut");
 });
