@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import { type SplitRecord } from "../../src/records.ts";
+import type { SplitRecord } from "../../src/records.ts";
 import type { SplitSource } from "../../src/runtime/source.ts";
 import { startWorker } from "../../src/runtime/worker.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
