@@ -64,7 +64,11 @@ export async function openBucket(js: JetStreamClient, opts: ResolvedOptions): Pr
         await sleep(50);
         continue;
       }
-      if (opts.replicas > 1 && e instanceof TimeoutError && Date.now() < deadline) {
+      // A peer not placeable yet (a node restarting, or one a new cluster has not
+      // counted as current) is as passing as a timeout: seen while a fleet and
+      // its cluster started together ("no suitable peers for placement").
+      const unplaced = e instanceof JetStreamApiError && /no suitable peers|peer offline|insufficient resources/i.test(e.message);
+      if (opts.replicas > 1 && (e instanceof TimeoutError || unplaced) && Date.now() < deadline) {
         await sleep(Math.min(1000, 100 * 2 ** Math.min(attempt, 4)));
         continue;
       }
