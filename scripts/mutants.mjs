@@ -763,7 +763,7 @@ export const mutants = [
   {
     name: "r3-create-timeout-fatal",
     breaks: "a replicated bucket's create that times out while the rest of the fleet creates it too fails the connect: a fleet starting at once loses workers",
-    edits: [{ file: "src/nats/bucket.ts", search: "if (opts.replicas > 1 && e instanceof TimeoutError && Date.now() < deadline) {", replace: "if (opts.replicas > 1 && e instanceof TimeoutError && Date.now() < deadline && false) {" }],
+    edits: [{ file: "src/nats/bucket.ts", search: "if (opts.replicas > 1 && (e instanceof TimeoutError || unplaced) && Date.now() < deadline) {", replace: "if (opts.replicas > 1 && (e instanceof TimeoutError || unplaced) && Date.now() < deadline && false) {" }],
     suites: ["cluster"],
   },
   {
