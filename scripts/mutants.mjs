@@ -162,8 +162,8 @@ export const mutants = [
       "successor after the successor left): a graceful drain charges an attempt, and rolling restarts quarantine healthy splits",
     edits: [{
       file: C + "leader/judge.ts",
-      search: "clean ? \"left\" : heir ? \"restarted\" : \"gone\", !clean);",
-      replace: "clean ? \"left\" : heir ? \"restarted\" : \"gone\", true);",
+      search: "why: clean ? \"left\" : heir ? \"restarted\" : \"gone\", charge: !clean });",
+      replace: "why: clean ? \"left\" : heir ? \"restarted\" : \"gone\", charge: true });",
     }],
     suites: COORD,
   },
@@ -192,13 +192,13 @@ export const mutants = [
   {
     name: "incoming-kept-after-settle",
     breaks: "a settled or withdrawn revocation still counts against its successor's free lanes (it is offered less and less)",
-    edits: [{ file: C + "leader/revocations.ts", search: "    this.#from.delete(id);\n    this.#stateOf(r.to)?.unexpect(id);", replace: "    this.#from.delete(id);" }],
+    edits: [{ file: C + "leader/revocations.ts", search: "    this.#from.delete(id);\n    stateOf(this.#ctx.states, r.to)?.unexpect(id);", replace: "    this.#from.delete(id);" }],
     suites: ["unit", ...COORD],
   },
   {
     name: "successor-named-without-lane",
     breaks: "a drain's successor named later by the balancing pass does not keep a lane free for it (it is offered other work meanwhile)",
-    edits: [{ file: C + "leader/revocations.ts", search: "r.to = to.owner;\n              to.expect(id);", replace: "r.to = to.owner;" }],
+    edits: [{ file: C + "leader/revocations.ts", search: "i.member.nameSuccessor(i.id, i.to.owner);\n    i.to.expect(i.id);", replace: "i.member.nameSuccessor(i.id, i.to.owner);" }],
     suites: ["unit", ...COORD],
   },
   // --- cutting a running split's remaining work (cuts.ts, tenancies.ts, leader/cut_asks.ts) ----
@@ -229,12 +229,8 @@ export const mutants = [
     breaks: "the job outcome is decided while a cut lists a residual whose record does not exist yet",
     edits: [{
       file: C + "leader/completion.ts",
-      search: "if (v.counts.runnable > 0 || v.splits.size < plan.planned || v.pendingResiduals.size > 0) return;",
-      replace: "if (v.counts.runnable > 0 || v.splits.size < plan.planned) return;",
-    }, {
-      file: C + "leader/completion.ts",
-      search: "if (c.runnable > 0 || v.splits.size < planned || v.pendingResiduals.size > 0) return undefined;",
-      replace: "if (c.runnable > 0 || v.splits.size < planned) return undefined;",
+      search: "if (v.counts.runnable > 0 || v.splits.size < planned || v.pendingResiduals.size > 0) return false;",
+      replace: "if (v.counts.runnable > 0 || v.splits.size < planned) return false;",
     }],
     suites: ["unit", "sim"],
   },
@@ -455,13 +451,8 @@ export const mutants = [
     edits: [
       {
         file: C + "leader/completion.ts",
-        search: "for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return;",
-        replace: "",
-      },
-      {
-        file: C + "leader/completion.ts",
-        search: "for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return undefined;",
-        replace: "",
+        search: "v.pendingResiduals.size > 0) return false;\n  for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return false;",
+        replace: "v.pendingResiduals.size > 0) return false;",
       },
       {
         file: C + "leader/completion.ts",
@@ -661,7 +652,7 @@ export const mutants = [
     breaks: "a split claimed by a member judged dead is taken over at once, without re-reading the member record (it may have woken while the leader's member watch lags)",
     edits: [{
       file: C + "leader/judge.ts",
-      search: "if (!heir && gone?.checked !== undefined && this.#newestSplitOf(k) > gone.checked) {",
+      search: "if (!heir && gone?.checked !== undefined && newestSplitOf(view, k) > gone.checked) {",
       replace: "if (false) {",
     }],
     suites: ["sim"],
@@ -704,7 +695,7 @@ export const mutants = [
   {
     name: "outcome-kept-against-store",
     breaks: "a standing outcome is revisited only when a split is runnable again: stalled {quarantined: 1} stays for good after its last quarantined split was cancelled",
-    edits: [{ file: C + "leader/completion.ts", search: "if (!this.#disagrees(plan.outcome, plan.planned)) return;", replace: "if (v.counts.runnable === 0) return;" }],
+    edits: [{ file: C + "leader/completion.ts", search: "if (plan.outcome) return outcomeDisagrees(v, plan.outcome, plan.planned) ?", replace: "if (plan.outcome) return v.counts.runnable > 0 ?" }],
     suites: ["coordinator", "nats"],
   },
   {

@@ -9,6 +9,7 @@ import type { Core } from "../../src/coordinator/core.ts";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import { MemberState } from "../../src/coordinator/leader/member_state.ts";
 import { Revocations } from "../../src/coordinator/leader/revocations.ts";
+import type { LeaderIntent } from "../../src/coordinator/leader/intents.ts";
 import { newStats } from "../../src/coordinator/stats.ts";
 import { encodeRecord, type Owner, type SplitRecord } from "../../src/records.ts";
 
@@ -34,6 +35,16 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant("reserve" as const), m: fc.nat(3) }),
   fc.record({ kind: fc.constant("unreserve" as const), m: fc.nat(3) }),
 );
+
+/** Applies revocation intents as the leader's role does (fences are never due here). */
+function applyAll(r: Revocations, intents: readonly LeaderIntent[]): void {
+  for (const i of intents) {
+    if (i.kind === "revoke") r.revoke(i);
+    else if (i.kind === "name") r.name(i);
+    else if (i.kind === "withdraw") r.withdraw(i);
+    else throw new Error(`Unexpected intent ${i.kind}`);
+  }
+}
 
 function harness() {
   const core = {
@@ -76,7 +87,7 @@ Deno.test("revocations: every member's incoming equals the pending revocations n
             }
             break;
           case "cycle":
-            revocations.cycle(0, 1, "sig", false);
+            revocations.cycle(0, "sig", false, (intents) => applyAll(revocations, intents));
             break;
           case "settle": {
             const id = ids[o.split];

@@ -34,52 +34,30 @@ export class CompletionJudge {
     this.#caughtUp = caughtUp;
   }
 
-  /** Checks the view; confirms by listing and publishes (or clears) the outcome. Never throws. */
-  async check(plan: PlanRecord | undefined, term: number, planRevision?: number): Promise<void> {
-    if (this.#busy || !plan || plan.finality !== "final" || plan.generation === 0 || plan.term !== term) return;
-    const v = this.#view;
-    const known = planRevision === undefined ? undefined : { plan, revision: planRevision };
-    if (plan.outcome) {
-      // An outcome the split records no longer support (an operator requeued
-      // or cancelled a split, possibly while the outcome was on its way) is
-      // cleared, then decided again: it never stands against the store.
-      if (!this.#disagrees(plan.outcome, plan.planned)) return;
-      this.#busy = true; // one clear in flight, not one per pass
-      try {
-        await this.#write(term, undefined, known);
-      } catch (e) {
-        this.#core.log("warn", "Clearing the job outcome failed; retrying", { error: String(e) });
-        this.#core.clock.setTimeout(() => this.#core.schedule(), Math.min(250, this.#core.config.opTimeoutMs));
-      } finally {
-        this.#busy = false;
-      }
-      return;
-    }
-    if (v.counts.runnable > 0 || v.splits.size < plan.planned || v.pendingResiduals.size > 0) return;
-    for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return; // unreadable: not provably complete
-    this.#busy = true;
+  /** Checks the view (see {@linkcode decideCompletion}) and applies what it decides. Never throws. */
+  check(plan: PlanRecord | undefined, term: number, planRevision?: number): Promise<void> {
+    if (this.#busy) return Promise.resolve();
+    const i = decideCompletion(this.#view, plan, term, planRevision);
+    return i ? this.apply(i) : Promise.resolve();
+  }
+
+  /** Applies an outcome intent: confirms by listing and publishes the outcome, or clears it. Never throws. */
+  async apply(i: OutcomeIntent): Promise<void> {
+    if (this.#busy) return;
+    const known = i.revision === undefined ? undefined : { plan: i.plan, revision: i.revision };
+    this.#busy = true; // one clear or decision in flight, not one per pass
     try {
-      await this.#decide(term, plan.planned, known);
+      if (i.action === "clear") await this.#write(i.term, undefined, known);
+      else await this.#decide(i.term, i.plan.planned, known);
     } catch (e) {
       // Look again soon: after the last completion no event may come for a
       // lease/3 (the next beat), and the outcome would wait for it.
-      this.#core.log("warn", "Completion check failed; retrying", { error: String(e) });
+      const what = i.action === "clear" ? "Clearing the job outcome failed; retrying" : "Completion check failed; retrying";
+      this.#core.log("warn", what, { error: String(e) });
       this.#core.clock.setTimeout(() => this.#core.schedule(), Math.min(250, this.#core.config.opTimeoutMs));
     } finally {
       this.#busy = false;
     }
-  }
-
-  /** Whether a standing outcome disagrees with the view (a runnable split, or other counts once every split is seen). */
-  #disagrees(o: JobOutcome, planned: number): boolean {
-    const v = this.#view;
-    const c = v.counts;
-    if (c.runnable > 0 || v.pendingResiduals.size > 0) return true;
-    if (o.kind === "planFailed" || v.splits.size < planned) return false;
-    for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return false;
-    const now = outcomeOf(c.completed, c.quarantined, c.cancelled);
-    return now.kind !== o.kind || now.completed !== o.completed || (now.cancelled ?? 0) !== (o.cancelled ?? 0) ||
-      (now.kind === "stalled" && o.kind === "stalled" && now.quarantined !== o.quarantined);
   }
 
   /**
@@ -129,10 +107,7 @@ export class CompletionJudge {
     if (caught === true) {
       // The view has every change made before the check: it decides.
       const v = this.#view;
-      const c = v.counts;
-      if (c.runnable > 0 || v.splits.size < planned || v.pendingResiduals.size > 0) return undefined;
-      for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return undefined;
-      return outcomeOf(c.completed, c.quarantined, c.cancelled);
+      return viewShowsDone(v, planned) ? outcomeOf(v.counts.completed, v.counts.quarantined, v.counts.cancelled) : undefined;
     }
     let completed = 0, quarantined = 0, cancelled = 0;
     // A residual listed by a cut whose record does not exist yet is work left.
@@ -181,6 +156,53 @@ export class CompletionJudge {
     }
     return false;
   }
+}
+
+/** Publish or clear the job outcome (see {@linkcode decideCompletion}). */
+export interface OutcomeIntent {
+  /** `confirm`: confirm every split finished against the store and publish the outcome; `clear`: remove a standing one. */
+  action: "confirm" | "clear";
+  plan: PlanRecord;
+  term: number;
+  /** Revision `plan` was read at, if known. */
+  revision: number | undefined;
+}
+
+/** Whether the view shows every planned split finished: nothing runnable, every planned split and listed residual seen, none unreadable. */
+export function viewShowsDone(v: LeaderView, planned: number): boolean {
+  if (v.counts.runnable > 0 || v.splits.size < planned || v.pendingResiduals.size > 0) return false;
+  for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return false;
+  return true;
+}
+
+/** Whether a standing outcome disagrees with the view (a runnable split, or other counts once every split is seen). */
+export function outcomeDisagrees(v: LeaderView, o: JobOutcome, planned: number): boolean {
+  const c = v.counts;
+  if (c.runnable > 0 || v.pendingResiduals.size > 0) return true;
+  if (o.kind === "planFailed" || v.splits.size < planned) return false;
+  for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return false;
+  const now = outcomeOf(c.completed, c.quarantined, c.cancelled);
+  return now.kind !== o.kind || now.completed !== o.completed || (now.cancelled ?? 0) !== (o.cancelled ?? 0) ||
+    (now.kind === "stalled" && o.kind === "stalled" && now.quarantined !== o.quarantined);
+}
+
+/**
+ * What completion asks of the leader of `term` now: for a final plan of
+ * its term, `confirm` when the view shows every split finished and no
+ * outcome stands, `clear` when a standing outcome is one the split records
+ * no longer support (an operator requeued or cancelled a split, possibly
+ * while the outcome was on its way: it never stands against the store),
+ * else nothing. Pure.
+ *
+ * @example
+ * ```ts ignore
+ * const intent = decideCompletion(view, plan, term, planRevision);
+ * ```
+ */
+export function decideCompletion(v: LeaderView, plan: PlanRecord | undefined, term: number, revision?: number): OutcomeIntent | undefined {
+  if (!plan || plan.finality !== "final" || plan.generation === 0 || plan.term !== term) return undefined;
+  if (plan.outcome) return outcomeDisagrees(v, plan.outcome, plan.planned) ? { action: "clear", plan, term, revision } : undefined;
+  return viewShowsDone(v, plan.planned) ? { action: "confirm", plan, term, revision } : undefined;
 }
 
 function outcomeOf(completed: number, quarantined: number, cancelled: number): JobOutcome {

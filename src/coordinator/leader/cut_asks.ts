@@ -11,6 +11,7 @@
 import { MAX_RESIDUALS, type SplitRecord } from "../../records.ts";
 import type { Core } from "../core.ts";
 import { residualRecord } from "../cuts.ts";
+import type { AskIntent, Decision, GiveUpIntent, LeaderIntent } from "./intents.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 import { claimers, freeLanes } from "./offers.ts";
@@ -77,6 +78,82 @@ export function workLeft(r: SplitRecord): number {
   return e && e.total > 0 ? r.weight * Math.min(1, Math.max(0, e.left / e.total)) : r.weight;
 }
 
+/** What {@linkcode decideCutAsks} reads. */
+export interface CutAskInput {
+  view: LeaderView;
+  states: ReadonlyMap<string, MemberState>;
+  now: number;
+  /** Every free split is offered or waiting out a backoff. */
+  nothingFree: boolean;
+  /** Split id → the member asked to cut it (asks still listed). */
+  asked: ReadonlyMap<string, MemberState>;
+  /** Split id → leader time before which it is not asked again. */
+  cooldown: ReadonlyMap<string, number>;
+  /** Split id → the number of the last ask of it. */
+  asks: ReadonlyMap<string, number>;
+  askTimeoutMs: number;
+  cooldownMs: number;
+  minWork: number;
+}
+
+/**
+ * The cut asks of one pass: an ask unanswered for `askTimeoutMs` is given
+ * up (its split cooling down for `cooldownMs`); then, when nothing is free
+ * and no residual waits to be created, the idle lanes not already covered
+ * by pending asks go to `planCuts` over the running splits of splittable
+ * members (none under revocation, asked, cooling down, or with residuals
+ * to create). `between` runs after the give-ups are decided (the caller
+ * creates pending residuals there). Pure but for `between`.
+ *
+ * @example
+ * ```ts ignore
+ * const { intents, next } = decideCutAsks(input, () => {});
+ * ```
+ */
+export function decideCutAsks(input: CutAskInput, between: () => void): Decision {
+  const { view, states, now } = input;
+  const intents: LeaderIntent[] = [];
+  const givenUp = new Map<string, number>();
+  let next = Infinity;
+  let expected = 0;
+  for (const [id, m] of input.asked) {
+    const a = m.asks.get(id)!;
+    const due = a.since + input.askTimeoutMs;
+    if (now >= due) {
+      givenUp.set(id, now + input.cooldownMs);
+      intents.push({ kind: "giveUp", member: m, id, until: now + input.cooldownMs });
+    } else {
+      next = Math.min(next, due);
+      expected += a.parts - 1;
+    }
+  }
+  between();
+  if (!input.nothingFree || view.pendingResiduals.size > 0) return { intents, next };
+  let idle = 0;
+  for (const m of claimers(states)) idle += Math.max(0, freeLanes(view, m) - m.plain);
+  idle -= expected;
+  if (idle <= 0) return { intents, next };
+  const candidates: CutCandidate[] = [];
+  for (const m of states.values()) {
+    if (m.draining || view.members.get(m.instance)?.record.splittable !== true) continue;
+    for (const id of view.byOwner.get(m.key) ?? []) {
+      if (m.revokes.has(id) || (m.asks.has(id) && !givenUp.has(id))) continue;
+      if ((givenUp.get(id) ?? input.cooldown.get(id) ?? 0) > now) continue;
+      const r = view.splits.get(id)!.record;
+      if (r.residuals?.length) continue;
+      candidates.push({ id, owner: m.instance, work: workLeft(r) });
+    }
+  }
+  for (const c of planCuts(idle, candidates, input.minWork)) {
+    const member = states.get(c.owner)!;
+    const r = view.splits.get(c.id)!.record;
+    const ask = { epoch: r.epoch, parts: c.parts, ask: (input.asks.get(c.id) ?? 0) + 1, since: now, cuts: r.cuts ?? 0 };
+    intents.push({ kind: "ask", member, id: c.id, ask });
+    next = Math.min(next, now + input.askTimeoutMs);
+  }
+  return { intents, next };
+}
+
 /** Most residual creations the leader has in flight. */
 const CREATE_WAVE = 64;
 
@@ -113,63 +190,49 @@ export class CutAsks {
   }
 
   /**
-   * One pass: gives up asks not answered in time (cooling their split
-   * down), then, while no free split is left and lanes are idle, asks for
-   * cuts. `nothingFree`: every free split is offered or waiting out a
-   * backoff. Returns when the next ask times out.
+   * One pass: forgets asks answered or of members gone, creates pending
+   * residuals, then applies the asks decided (see {@linkcode decideCutAsks}).
+   * `nothingFree`: every free split is offered or waiting out a backoff.
+   * Returns when the next ask times out.
    */
-  cycle(now: number, nothingFree: boolean): number {
-    const { timings, stats, config } = this.#core;
-    let next = Infinity;
-    let expected = 0;
+  cycle(now: number, nothingFree: boolean, apply: (intents: LeaderIntent[]) => void): number {
     for (const [id, m] of this.#askedBy) {
-      const a = m.asks.get(id);
-      if (!a || this.#states.get(m.instance) !== m) {
-        this.#askedBy.delete(id); // answered, or its member is gone
-        continue;
-      }
-      const due = a.since + timings.cutAskTimeoutMs;
-      if (now >= due) {
-        m.unask(id);
-        this.#askedBy.delete(id);
-        this.#cooldown.set(id, now + timings.cutCooldownMs);
-      } else {
-        next = Math.min(next, due);
-        expected += a.parts - 1;
-      }
+      if (!m.asks.has(id) || this.#states.get(m.instance) !== m) this.#askedBy.delete(id); // answered, or its member is gone
     }
-    this.#createPending();
-    const view = this.#view;
-    if (!nothingFree || view.pendingResiduals.size > 0) return next;
-    let idle = 0;
-    for (const m of claimers(this.#states)) idle += Math.max(0, freeLanes(view, m) - m.plain);
-    idle -= expected;
-    if (idle <= 0) return next;
-    const candidates: CutCandidate[] = [];
-    for (const m of this.#states.values()) {
-      if (m.draining || view.members.get(m.instance)?.record.splittable !== true) continue;
-      for (const id of view.byOwner.get(m.key) ?? []) {
-        if (m.revokes.has(id) || m.asks.has(id) || (this.#cooldown.get(id) ?? 0) > now) continue;
-        const r = view.splits.get(id)!.record;
-        if (r.residuals?.length) continue;
-        candidates.push({ id, owner: m.instance, work: workLeft(r) });
-      }
-    }
-    for (const c of planCuts(idle, candidates, config.cutMinWork)) {
-      const m = this.#states.get(c.owner)!;
-      const r = view.splits.get(c.id)!.record;
-      const ask = (this.#asked.get(c.id) ?? 0) + 1;
-      this.#asked.set(c.id, ask);
-      m.ask(c.id, { epoch: r.epoch, parts: c.parts, ask, since: now, cuts: r.cuts ?? 0 });
-      this.#askedBy.set(c.id, m);
-      stats.cuts.asked++;
-      this.#core.log("debug", "Asked for a cut", { split: c.id, owner: c.owner, parts: c.parts });
-      next = Math.min(next, now + timings.cutAskTimeoutMs);
-    }
-    if (this.#cooldown.size > 4 * view.byOwner.size + 256) {
+    const { timings, config } = this.#core;
+    const d = decideCutAsks({
+      view: this.#view,
+      states: this.#states,
+      now,
+      nothingFree,
+      asked: this.#askedBy,
+      cooldown: this.#cooldown,
+      asks: this.#asked,
+      askTimeoutMs: timings.cutAskTimeoutMs,
+      cooldownMs: timings.cutCooldownMs,
+      minWork: config.cutMinWork,
+    }, () => this.#createPending());
+    apply(d.intents);
+    if (this.#cooldown.size > 4 * this.#view.byOwner.size + 256) {
       for (const [id, until] of this.#cooldown) if (until <= now) this.#cooldown.delete(id);
     }
-    return next;
+    return d.next;
+  }
+
+  /** Applies an ask: listed for the owner, counted, timed. */
+  ask({ member: m, id, ask }: AskIntent): void {
+    this.#asked.set(id, ask.ask);
+    m.ask(id, ask);
+    this.#askedBy.set(id, m);
+    this.#core.stats.cuts.asked++;
+    this.#core.log("debug", "Asked for a cut", { split: id, owner: m.instance, parts: ask.parts });
+  }
+
+  /** Applies giving up an unanswered ask: withdrawn, and its split cools down. */
+  giveUp({ member: m, id, until }: GiveUpIntent): void {
+    m.unask(id);
+    this.#askedBy.delete(id);
+    this.#cooldown.set(id, until);
   }
 
   /** Creates the residuals landed cuts list whose records are not in the view (if absent: the owner may be first). */

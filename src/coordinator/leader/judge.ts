@@ -9,10 +9,11 @@
  *
  * @module
  */
-import { type MemberRecord, MemberRecordSchema, type Owner, safeDecodeRecord } from "../../records.ts";
+import { type MemberRecord, MemberRecordSchema, safeDecodeRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { Core, Versioned } from "../core.ts";
 import type { LivenessTracker } from "../liveness.ts";
+import type { Decision, GoneIntent, LeaderIntent, RecheckIntent, RereadIntent } from "./intents.ts";
 import { type LeaderView, ownerKey, parseOwnerKey } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 
@@ -26,23 +27,130 @@ export interface JudgeHost {
   stopped(): boolean;
   /** Forgets a member judged dead (its offers go back to the pool). */
   drop(st: MemberState): void;
-  /**
-   * Takes `ids` over from `owner`: granted to `heir` (a restarted instance)
-   * or freed; `charge` says whether it costs an attempt (not when `owner`
-   * left cleanly).
-   */
-  take(owner: Owner, ids: string[], heir: MemberState | undefined, why: "restarted" | "gone" | "left", charge: boolean): void;
   /** Brings a member judged dead back from its record (the view already holds it). */
   revive(instance: string, record: Versioned<MemberRecord>): void;
 }
 
-interface Gone {
+/** A member judged dead or gone, as the judge remembers it. */
+export interface Gone {
   /** Leader time it was judged dead or left (for `rebalanceDelayMs`). */
   since: number;
   /** For one judged dead by silence: the member revision confirmed dead. */
   revision?: number;
   /** ... and the newest split revision of its splits when that was last confirmed. */
   checked?: number;
+}
+
+/**
+ * Members whose record stopped moving for `deadAfterMs` (by the leader's
+ * own clock): each is re-read before it is judged dead. Pure.
+ *
+ * @example
+ * ```ts ignore
+ * const { intents, next } = decideDeaths(states, liveness, timings.deadAfterMs, clock.now());
+ * ```
+ */
+export function decideDeaths(
+  states: ReadonlyMap<string, MemberState>,
+  liveness: LivenessTracker,
+  deadAfterMs: number,
+  now: number,
+): Decision {
+  const intents: LeaderIntent[] = [];
+  let next = Infinity;
+  for (const st of states.values()) {
+    const exp = liveness.expiresAt(st.memberKey, deadAfterMs);
+    if (exp === undefined) continue;
+    if (exp > now) next = Math.min(next, exp);
+    else intents.push({ kind: "reread", member: st, expiredAt: exp });
+  }
+  return { intents, next };
+}
+
+/** What {@linkcode decideOrphans} reads. */
+export interface OrphanInput {
+  view: LeaderView;
+  states: ReadonlyMap<string, MemberState>;
+  now: number;
+  /** `rebalanceDelayMs`: how long the splits of a member that is gone wait for it. */
+  delayMs: number;
+  /** Members judged dead or gone, by instance. */
+  gone: ReadonlyMap<string, Gone>;
+  /** Instance → the session of it that left cleanly last. */
+  leftClean: ReadonlyMap<string, string>;
+  /** Member keys whose record is being re-read. */
+  rereading: ReadonlySet<string>;
+  /** The owner an owner key names. */
+  owner(key: string): { instance: string; session: string };
+}
+
+/** The newest revision of the splits the view names `owner` ("instance|session") for, 0 if none. */
+export function newestSplitOf(view: LeaderView, owner: string): number {
+  let newest = 0;
+  for (const id of view.byOwner.get(owner) ?? []) newest = Math.max(newest, view.splits.get(id)?.revision ?? 0);
+  return newest;
+}
+
+/**
+ * Splits whose owner session is not a live member: taken over after
+ * `rebalanceDelayMs` (dated by a `gone` intent when first seen), at once by
+ * a restarted instance (the heir); charged an attempt unless the owner left
+ * cleanly; re-checked first when a split of a member judged dead moved
+ * since its judgment. Pure.
+ *
+ * @example
+ * ```ts ignore
+ * const { intents, next } = decideOrphans({ view, states, now, delayMs, gone, leftClean, rereading, owner: parseOwnerKey });
+ * ```
+ */
+export function decideOrphans(input: OrphanInput): Decision {
+  const { view, states, now, delayMs } = input;
+  const dated = new Map<string, Gone>();
+  const goneOf = (instance: string) => input.gone.get(instance) ?? dated.get(instance);
+  const intents: LeaderIntent[] = [];
+  let next = Infinity;
+  for (const [k, ids] of view.byOwner) {
+    const owner = input.owner(k);
+    const st = states.get(owner.instance);
+    if (st && st.session === owner.session) continue; // alive (draining ones too)
+    if (input.rereading.has(keys.member(owner.instance))) continue;
+    // A restarted instance reclaims its predecessor's splits at once.
+    const heir = st && !st.draining && st.maxInFlight > 0 ? st : undefined;
+    const gone = goneOf(owner.instance);
+    if (!heir && !gone && view.members.get(owner.instance)?.record.session === owner.session) continue; // not judged yet
+    if (!heir && gone?.checked !== undefined && newestSplitOf(view, k) > gone.checked) {
+      // A split of a member judged dead moved since it was judged: it may
+      // have woken (a claim from its offers after a pause) while our
+      // member watch lags behind our split watch. Re-read its record first.
+      intents.push({ kind: "recheck", instance: owner.instance, session: owner.session, ownerKey: k });
+      continue;
+    }
+    if (!heir && delayMs > 0) {
+      const since = gone?.since ?? now;
+      if (!gone) {
+        dated.set(owner.instance, { since });
+        intents.push({ kind: "gone", instance: owner.instance, since });
+      }
+      if (now < since + delayMs) {
+        next = Math.min(next, since + delayMs);
+        continue;
+      }
+    }
+    // A split still naming a session that left cleanly (a release of its
+    // that failed, or a release to it as successor that landed after it
+    // left) did not end by a crash: it moves with no attempt charged. We
+    // saw that session delete its own member record; or its instance has
+    // no record at all (a crashed member's record stays: only a leave
+    // deletes one); or a later session created a fresh one (no `took`: it
+    // took no record over, so the last one was deleted by a leave). A
+    // leader elected after the successor left (a rolling restart takes
+    // the leader too) sees only the record as it is now.
+    const cur = view.members.get(owner.instance)?.record;
+    const clean = input.leftClean.get(owner.instance) === owner.session ||
+      (cur === undefined ? gone?.revision === undefined : cur.session !== owner.session && cur.took === undefined);
+    intents.push({ kind: "take", owner: { instance: owner.instance, session: owner.session }, ids: [...ids], heir, why: clean ? "left" : heir ? "restarted" : "gone", charge: !clean });
+  }
+  return { intents, next };
 }
 
 /** The leader's judgement of members' deaths. */
@@ -80,42 +188,37 @@ export class DeathJudge {
     return true;
   }
 
-  /** Members whose record stopped moving: re-read, then treat as gone. Returns the next expiry. */
-  judge(now: number): number {
+  /** The deaths to judge now (see {@linkcode decideDeaths}). */
+  deaths(now: number): Decision {
+    return decideDeaths(this.#h.states, this.#h.liveness, this.#h.core.timings.deadAfterMs, now);
+  }
+
+  /** Applies a re-read: a member whose record did not move since is judged dead and dropped. */
+  reread({ member: st, expiredAt: exp }: RereadIntent): void {
     const { store, clock } = this.#h.core;
-    let next = Infinity;
-    for (const [instance, st] of [...this.#h.states]) {
-      const key = st.memberKey;
-      const exp = this.#h.liveness.expiresAt(key, this.#h.core.timings.deadAfterMs);
-      if (exp === undefined) continue;
-      if (exp > now) {
-        next = Math.min(next, exp);
-        continue;
+    const { instance, memberKey: key } = st;
+    if (this.#rereading.has(key)) return;
+    this.#rereading.add(key);
+    const seen = this.#h.liveness.get(key)?.revision;
+    const checked = newestSplitOf(this.#h.view, ownerKey(instance, st.session));
+    store.get(key).then((cur) => {
+      if (this.#h.stopped() || this.#h.states.get(instance) !== st) return;
+      // The watch moved it while the read was out (a beat can be delivered
+      // before the read answers): alive, and already dated by the watch.
+      if (this.#h.liveness.get(key)?.revision !== seen) return;
+      if (cur && cur.revision !== seen) {
+        this.#h.view.put(cur.key, cur.value, cur.revision); // we were behind: it is alive
+        this.#h.liveness.observe(key, cur.revision, clock.now());
+        return;
       }
-      if (this.#rereading.has(key)) continue;
-      this.#rereading.add(key);
-      const seen = this.#h.liveness.get(key)?.revision;
-      const checked = this.#newestSplitOf(ownerKey(instance, st.session));
-      store.get(key).then((cur) => {
-        if (this.#h.stopped() || this.#h.states.get(instance) !== st) return;
-        // The watch moved it while the read was out (a beat can be delivered
-        // before the read answers): alive, and already dated by the watch.
-        if (this.#h.liveness.get(key)?.revision !== seen) return;
-        if (cur && cur.revision !== seen) {
-          this.#h.view.put(cur.key, cur.value, cur.revision); // we were behind: it is alive
-          this.#h.liveness.observe(key, cur.revision, clock.now());
-          return;
-        }
-        this.#h.core.log("warn", "Member judged dead: its record did not move for a lease", { member: instance });
-        this.#gone.set(instance, { since: exp, revision: seen, checked });
-        this.#h.drop(st);
-      }).catch((e) => this.#h.core.log("warn", "Re-read before a takeover failed", { member: instance, error: String(e) }))
-        .finally(() => {
-          this.#rereading.delete(key);
-          this.#h.core.schedule();
-        });
-    }
-    return next;
+      this.#h.core.log("warn", "Member judged dead: its record did not move for a lease", { member: instance });
+      this.#gone.set(instance, { since: exp, revision: seen, checked });
+      this.#h.drop(st);
+    }).catch((e) => this.#h.core.log("warn", "Re-read before a takeover failed", { member: instance, error: String(e) }))
+      .finally(() => {
+        this.#rereading.delete(key);
+        this.#h.core.schedule();
+      });
   }
 
   #owners = new Map<string, { instance: string; session: string }>();
@@ -130,57 +233,23 @@ export class DeathJudge {
     return o;
   }
 
-  /** Splits whose owner session is not a live member: take them over (after `rebalanceDelayMs`). */
-  orphans(now: number): number {
-    const delay = this.#h.core.config.rebalanceDelayMs;
-    let next = Infinity;
-    for (const [k, ids] of this.#h.view.byOwner) {
-      const owner = this.#owner(k);
-      const st = this.#h.states.get(owner.instance);
-      if (st && st.session === owner.session) continue; // alive (draining ones too)
-      if (this.#rereading.has(keys.member(owner.instance))) continue;
-      // A restarted instance reclaims its predecessor's splits at once.
-      const heir = st && !st.draining && st.maxInFlight > 0 ? st : undefined;
-      if (!heir && this.#h.view.members.has(owner.instance) && this.#h.view.members.get(owner.instance)!.record.session === owner.session &&
-        !this.#gone.has(owner.instance)) continue; // not judged yet
-      const gone = this.#gone.get(owner.instance);
-      if (!heir && gone?.checked !== undefined && this.#newestSplitOf(k) > gone.checked) {
-        // A split of a member judged dead moved since it was judged: it may
-        // have woken (a claim from its offers after a pause) while our
-        // member watch lags behind our split watch. Re-read its record first.
-        this.#recheck(owner.instance, owner.session, k, gone);
-        continue;
-      }
-      if (!heir && delay > 0) {
-        const since = this.#gone.get(owner.instance)?.since ?? now;
-        if (!this.#gone.has(owner.instance)) this.#gone.set(owner.instance, { since });
-        if (now < since + delay) {
-          next = Math.min(next, since + delay);
-          continue;
-        }
-      }
-      // A split still naming a session that left cleanly (a release of its
-      // that failed, or a release to it as successor that landed after it
-      // left) did not end by a crash: it moves with no attempt charged. We
-      // saw that session delete its own member record; or its instance has
-      // no record at all (a crashed member's record stays: only a leave
-      // deletes one); or a later session created a fresh one (no `took`: it
-      // took no record over, so the last one was deleted by a leave). A
-      // leader elected after the successor left (a rolling restart takes
-      // the leader too) sees only the record as it is now.
-      const cur = this.#h.view.members.get(owner.instance)?.record;
-      const clean = this.#leftClean.get(owner.instance) === owner.session ||
-        (cur === undefined ? gone?.revision === undefined : cur.session !== owner.session && cur.took === undefined);
-      this.#h.take(owner, [...ids], heir, clean ? "left" : heir ? "restarted" : "gone", !clean);
-    }
-    return next;
+  /** The splits to take over now (see {@linkcode decideOrphans}). */
+  orphans(now: number): Decision {
+    return decideOrphans({
+      view: this.#h.view,
+      states: this.#h.states,
+      now,
+      delayMs: this.#h.core.config.rebalanceDelayMs,
+      gone: this.#gone,
+      leftClean: this.#leftClean,
+      rereading: this.#rereading,
+      owner: (k) => this.#owner(k),
+    });
   }
 
-  /** The newest revision of the splits the view names `owner` ("instance|session") for, 0 if none. */
-  #newestSplitOf(owner: string): number {
-    let newest = 0;
-    for (const id of this.#h.view.byOwner.get(owner) ?? []) newest = Math.max(newest, this.#h.view.splits.get(id)?.revision ?? 0);
-    return newest;
+  /** Applies the dating of a departure (kept if one is dated already). */
+  date(i: GoneIntent): void {
+    if (!this.#gone.has(i.instance)) this.#gone.set(i.instance, { since: i.since });
   }
 
   /**
@@ -188,11 +257,12 @@ export class DeathJudge {
    * back (the view applies it and the member is live again); an unmoved one
    * confirms the judgment up to the split revisions seen now.
    */
-  #recheck(instance: string, session: string, owner: string, gone: { revision?: number; checked?: number }): void {
+  recheck({ instance, session, ownerKey: owner }: RecheckIntent): void {
     const key = keys.member(instance);
-    if (this.#rereading.has(key)) return;
+    const gone = this.#gone.get(instance);
+    if (!gone || this.#rereading.has(key)) return;
     this.#rereading.add(key);
-    const newest = this.#newestSplitOf(owner);
+    const newest = newestSplitOf(this.#h.view, owner);
     this.#h.core.store.get(key).then((cur) => {
       if (this.#h.stopped() || this.#gone.get(instance) !== gone) return;
       const rec = cur ? safeDecodeRecord(key, cur.value, MemberRecordSchema) : undefined;

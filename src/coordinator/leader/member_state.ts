@@ -120,6 +120,23 @@ export class MemberState {
     this.#dirty = true;
   }
 
+  /** Names `to` as successor of the revocation of `id` (listed in its next record). */
+  nameSuccessor(id: string, to: Owner): void {
+    const r = this.#revokes.get(id);
+    if (!r) throw new Error(`Member "${this.instance}" has no revocation of split "${id}" to name a successor for`);
+    this.#revokes.set(id, { ...r, to });
+    this.#dirty = true;
+  }
+
+  /** The successor of the revocation of `id` is gone: it goes on with none. */
+  unnameSuccessor(id: string): void {
+    const r = this.#revokes.get(id);
+    if (!r?.to) return;
+    const { to: _gone, ...rest } = r;
+    this.#revokes.set(id, rest);
+    this.#dirty = true;
+  }
+
   /** Withdraws or settles the revocation of `id`; returns it, if there was one. */
   unrevoke(id: string): Revoke | undefined {
     const r = this.#revokes.get(id);
@@ -172,6 +189,11 @@ export class MemberState {
   /** A revocation of `id` names this member as successor. */
   expect(id: string): void {
     this.#expected.add(id);
+  }
+
+  /** Whether a revocation of `id` names this member as successor. */
+  expects(id: string): boolean {
+    return this.#expected.has(id);
   }
 
   /** The revocation of `id` naming it settled or changed successor. */

@@ -29,9 +29,13 @@ export interface OfferBook {
   withheld(id: string): boolean;
 }
 
-/** Lanes a member has for new work: maxInFlight minus what it holds and what is on its way to it. */
-export function freeLanes(view: LeaderView, m: MemberState): number {
-  return Math.max(0, m.maxInFlight - view.heldByKey(m.key) - m.incoming);
+/**
+ * Lanes a member has for new work: maxInFlight minus what it holds and what
+ * is on its way to it (`taken`: releases a decision in progress has named
+ * it for, not applied yet).
+ */
+export function freeLanes(view: LeaderView, m: MemberState, taken = 0): number {
+  return Math.max(0, m.maxInFlight - view.heldByKey(m.key) - m.incoming - taken);
 }
 
 /** Members that take new work: live, not draining, with lanes. */

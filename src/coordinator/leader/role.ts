@@ -27,6 +27,7 @@ import { CompletionJudge } from "./completion.ts";
 import { CutAsks } from "./cut_asks.ts";
 import { MembershipSignature } from "./signature.ts";
 import { DeathJudge } from "./judge.ts";
+import type { Decision, LeaderIntent } from "./intents.ts";
 import { LeaderView } from "./leader_view.ts";
 import { MemberState } from "./member_state.ts";
 import { type OwnReleases, ReleaseHold } from "./release_hold.ts";
@@ -99,7 +100,6 @@ export class LeaderRole {
       liveness: this.liveness,
       stopped: () => this.#stopped,
       drop: (st) => this.#drop(st),
-      take: (owner, ids, heir, why, charge) => this.#takeovers.take(owner, ids, heir, why, charge),
       revive: (instance, record) => this.#onMember(instance, undefined, record),
     });
   }
@@ -298,8 +298,9 @@ export class LeaderRole {
     if (!this.#ready || this.#stopped) return Infinity;
     const { clock } = this.#core;
     const now = clock.now();
-    let next = this.#judge.judge(now);
-    next = Math.min(next, this.#judge.orphans(now));
+    // Each rule decides on the state the previous one's intents left.
+    let next = this.#apply(this.#judge.deaths(now));
+    next = Math.min(next, this.#apply(this.#judge.orphans(now)));
     next = Math.min(next, this.retry.expire(now, (id) => this.view.requeue(id))); // offerable again
     refillOffers({
       view: this.view,
@@ -308,10 +309,10 @@ export class LeaderRole {
       withheld: (id) => this.retry.has(id),
     });
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
-    next = Math.min(next, this.#revocations.cycle(now, this.term, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree));
+    next = Math.min(next, this.#revocations.cycle(now, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree, this.#applyAll));
     // Every free split dealt (or waiting out a backoff) and lanes still idle: cut running ones.
     const dealt = this.view.free.size <= this.offeredTo.size + this.retry.waiting.size && this.#takeovers.inflight.size === 0;
-    next = Math.min(next, this.#cuts.cycle(now, dealt));
+    next = Math.min(next, this.#cuts.cycle(now, dealt, this.#applyAll));
     const owed = own.owed;
     const activeAt = owed ? this.#hold.activeAt(own.releasedAt) : -Infinity;
     for (const st of this.states.values()) {
@@ -368,6 +369,50 @@ export class LeaderRole {
       this.#core.schedule();
     }
   }
+
+  /** Applies a decision's intents, in order; returns when it wants the next pass. */
+  #apply(d: Decision): number {
+    this.#applyAll(d.intents);
+    return d.next;
+  }
+
+  /** The one place the leader's decisions take effect. */
+  readonly #applyAll = (intents: readonly LeaderIntent[]): void => {
+    for (const i of intents) {
+      switch (i.kind) {
+        case "reread":
+          this.#judge.reread(i);
+          break;
+        case "recheck":
+          this.#judge.recheck(i);
+          break;
+        case "gone":
+          this.#judge.date(i);
+          break;
+        case "take":
+          this.#takeovers.take(i.owner, i.ids, i.heir, i.why, i.charge);
+          break;
+        case "revoke":
+          this.#revocations.revoke(i);
+          break;
+        case "name":
+          this.#revocations.name(i);
+          break;
+        case "withdraw":
+          this.#revocations.withdraw(i);
+          break;
+        case "fence":
+          this.#revocations.fence(i);
+          break;
+        case "ask":
+          this.#cuts.ask(i);
+          break;
+        case "giveUp":
+          this.#cuts.giveUp(i);
+          break;
+      }
+    }
+  };
 
   #flush(st: MemberState): Promise<void> {
     return st.flush(this.#core, this.view, this.term, () => this.#onDeposed()).then((wrote) => {

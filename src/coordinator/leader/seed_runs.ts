@@ -11,8 +11,65 @@ import type { MemberState } from "./member_state.ts";
 /** Consecutive seeds that go to one member with idle lanes (see {@linkcode SeedRuns.reserve}). */
 export const SEED_RUN = 8;
 
+/** The member the last seeds went to, and how many in a row. */
+export interface SeedRun {
+  m: MemberState;
+  n: number;
+}
+
 /**
- * Picks members for seeds and remembers the current run.
+ * A member to seed a split for: live, taking work, with a lane that
+ * nothing (held, offered or on its way) fills — least loaded first; and the
+ * run it continues or starts. Pure.
+ *
+ * Each grant reaches its member through a rewrite of its assignment
+ * record, and only grants that arrive together share a rewrite: dealing
+ * seeds one per member in turn cost about one rewrite per split (0.8 per
+ * split at 100 members). So once a plan has seeded 16 splits per member,
+ * consecutive seeds stay with one member in runs that grow to
+ * {@linkcode SEED_RUN}, while its load stays within the run length of the
+ * least loaded. A plan is dealt in runs of up to its even share per
+ * member from the start (a member starts the grants of one write
+ * together, so consecutive splits keep the plan's order across members),
+ * so small plans are still dealt evenly; a large one ends at most a
+ * run apart, which balancing evens out with a few moves.
+ *
+ * @example
+ * ```ts ignore
+ * const { member, run } = pickSeedMember(states, view, seeded, planned, lastRun);
+ * ```
+ */
+export function pickSeedMember(
+  states: ReadonlyMap<string, MemberState>,
+  view: LeaderView,
+  seeded: number,
+  planned: number,
+  run: SeedRun | undefined,
+): { member: MemberState | undefined; run: SeedRun | undefined } {
+  let best: MemberState | undefined;
+  let bestLoad = Infinity;
+  let members = 0;
+  let runLoad = Infinity;
+  for (const m of states.values()) {
+    if (m.draining || m.maxInFlight === 0) continue;
+    members++;
+    if (m.maxInFlight - view.heldByKey(m.key) - m.incoming - m.plain <= 0) continue;
+    const load = view.loadOfKey(m.key) + m.incoming;
+    if (m === run?.m) runLoad = load;
+    if (load < bestLoad) (best = m), (bestLoad = load);
+  }
+  // Consecutive splits to one member, up to its even share of the plan:
+  // a member starts the grants of one assignment write together, so
+  // dealing 0, 4 to one member and 1, 5 to the next started 4 before 1.
+  const even = Math.ceil(planned / Math.max(1, members));
+  const length = Math.max(1, Math.min(SEED_RUN, Math.max(even, Math.floor(seeded / (16 * Math.max(1, members))))));
+  if (run && run.n < length && runLoad < Infinity && runLoad <= bestLoad + length) return { member: run.m, run: { m: run.m, n: run.n + 1 } };
+  return { member: best, run: best && { m: best, n: 1 } };
+}
+
+/**
+ * Picks members for seeds ({@linkcode pickSeedMember}), remembers the
+ * current run and reserves the lane picked.
  *
  * @example
  * ```ts
@@ -22,51 +79,14 @@ export const SEED_RUN = 8;
  * ```
  */
 export class SeedRuns {
-  /** The member the last seeds went to, and how many in a row. */
-  #run: { m: MemberState; n: number } | undefined;
+  #run: SeedRun | undefined;
 
-  /**
-   * A member to seed a split for: live, taking work, with a lane that
-   * nothing (held, offered or on its way) fills — least loaded first.
-   *
-   * Each grant reaches its member through a rewrite of its assignment
-   * record, and only grants that arrive together share a rewrite: dealing
-   * seeds one per member in turn cost about one rewrite per split (0.8 per
-   * split at 100 members). So once a plan has seeded 16 splits per member,
-   * consecutive seeds stay with one member in runs that grow to
-   * {@linkcode SEED_RUN}, while its load stays within the run length of the
-   * least loaded. A plan is dealt in runs of up to its even share per
-   * member from the start (a member starts the grants of one write
-   * together, so consecutive splits keep the plan's order across members),
-   * so small plans are still dealt evenly; a large one ends at most a
-   * run apart, which balancing evens out with a few moves.
-   * Its lane stays reserved until {@linkcode SeedRuns.unreserve}.
-   */
+  /** A member to seed a split for (see {@linkcode pickSeedMember}); its lane stays reserved until {@linkcode SeedRuns.unreserve}. */
   reserve(states: ReadonlyMap<string, MemberState>, view: LeaderView, seeded: number, planned = 0): MemberState | undefined {
-    let best: MemberState | undefined;
-    let bestLoad = Infinity;
-    let members = 0;
-    const run = this.#run;
-    let runLoad = Infinity;
-    for (const m of states.values()) {
-      if (m.draining || m.maxInFlight === 0) continue;
-      members++;
-      if (m.maxInFlight - view.heldByKey(m.key) - m.incoming - m.plain <= 0) continue;
-      const load = view.loadOfKey(m.key) + m.incoming;
-      if (m === run?.m) runLoad = load;
-      if (load < bestLoad) (best = m), (bestLoad = load);
-    }
-    // Consecutive splits to one member, up to its even share of the plan:
-    // a member starts the grants of one assignment write together, so
-    // dealing 0, 4 to one member and 1, 5 to the next started 4 before 1.
-    const even = Math.ceil(planned / Math.max(1, members));
-    const length = Math.max(1, Math.min(SEED_RUN, Math.max(even, Math.floor(seeded / (16 * Math.max(1, members))))));
-    if (run && run.n < length && runLoad < Infinity && runLoad <= bestLoad + length) {
-      run.n++;
-      best = run.m;
-    } else this.#run = best && { m: best, n: 1 };
-    best?.reserveLane();
-    return best;
+    const { member, run } = pickSeedMember(states, view, seeded, planned, this.#run);
+    this.#run = run;
+    member?.reserveLane();
+    return member;
   }
 
   /** Ends a reservation made by {@linkcode SeedRuns.reserve}. */

@@ -1,0 +1,144 @@
+/**
+ * What the leader's decisions return (docs/DESIGN.md, "Code map"): each rule
+ * — deaths, takeovers, revocations, cut asks, completion — is a function of
+ * the view, the member states and `now` that returns intents, and
+ * `LeaderRole` applies them in one place, in the order they were decided.
+ * A decision that makes several choices in one pass (successors for a
+ * drain, heirs of a dead member) counts the lanes its earlier choices
+ * take, so applying its intents in order gives what deciding them one at
+ * a time would.
+ *
+ * @module
+ */
+import type { Owner } from "../../records.ts";
+import type { CutAsk, Revoke } from "./directives.ts";
+import type { MemberState } from "./member_state.ts";
+
+/** Re-read the record of a member whose record stopped moving; judged dead if unmoved. */
+export interface RereadIntent {
+  kind: "reread";
+  member: MemberState;
+  /** Leader time its lease ran out (the judgment dates the death from it). */
+  expiredAt: number;
+}
+
+/** A gone member's record may have moved (a split of its moved since its judgment): re-read it. */
+export interface RecheckIntent {
+  kind: "recheck";
+  instance: string;
+  session: string;
+  /** Its owner key ("instance|session"). */
+  ownerKey: string;
+}
+
+/** Date the departure of a member whose splits wait out `rebalanceDelayMs`. */
+export interface GoneIntent {
+  kind: "gone";
+  instance: string;
+  /** Leader time it is gone from. */
+  since: number;
+}
+
+/** Take the splits `ids` of a gone owner over: to `heir` (the same instance, restarted) or to whoever `planTakeover` picks. */
+export interface TakeIntent {
+  kind: "take";
+  owner: Owner;
+  ids: string[];
+  heir: MemberState | undefined;
+  why: "restarted" | "gone" | "left";
+  /** Whether the move costs an attempt (not when the owner left cleanly). */
+  charge: boolean;
+}
+
+/** Ask `member` to release `id` (a drain, or a balancing steal). */
+export interface RevokeIntent {
+  kind: "revoke";
+  member: MemberState;
+  id: string;
+  revoke: Revoke;
+}
+
+/** Name `to` as the successor of a drain revocation that has none. */
+export interface NameIntent {
+  kind: "name";
+  member: MemberState;
+  id: string;
+  to: MemberState;
+}
+
+/** Withdraw a steal that is no longer wanted (its thief left or drains, or membership changed). */
+export interface WithdrawIntent {
+  kind: "withdraw";
+  member: MemberState;
+  id: string;
+}
+
+/** The owner never answered a steal: open the next epoch for the thief by CAS. */
+export interface FenceIntent {
+  kind: "fence";
+  member: MemberState;
+  id: string;
+  revoke: Revoke;
+  thief: MemberState;
+}
+
+/** Ask `member` to cut the remaining work of `id`. */
+export interface AskIntent {
+  kind: "ask";
+  member: MemberState;
+  id: string;
+  ask: CutAsk;
+}
+
+/** An ask of `id` went unanswered: withdraw it and do not ask again before `until`. */
+export interface GiveUpIntent {
+  kind: "giveUp";
+  member: MemberState;
+  id: string;
+  until: number;
+}
+
+/** One decision of the leader's pass, applied by `LeaderRole`. */
+export type LeaderIntent =
+  | RereadIntent
+  | RecheckIntent
+  | GoneIntent
+  | TakeIntent
+  | RevokeIntent
+  | NameIntent
+  | WithdrawIntent
+  | FenceIntent
+  | AskIntent
+  | GiveUpIntent;
+
+/** What a decision returns: its intents, and when it wants the next pass (`Infinity`: on the next event). */
+export interface Decision {
+  intents: LeaderIntent[];
+  next: number;
+}
+
+/**
+ * Lanes a pass's earlier choices took: successors named and steals
+ * withdrawn change a member's `incoming` only when applied, so a decision
+ * naming several successors counts its own choices here.
+ *
+ * @example
+ * ```ts ignore
+ * const lanes = new LaneLedger();
+ * lanes.take(successor); // it is named for one more split
+ * lanes.of(successor); // 1
+ * ```
+ */
+export class LaneLedger {
+  readonly #taken = new Map<MemberState, number>();
+
+  /** `m` expects `n` more releases (negative: fewer). */
+  take(m: MemberState, n = 1): void {
+    this.#taken.set(m, (this.#taken.get(m) ?? 0) + n);
+  }
+
+  /** Lanes this pass took from `m` so far. */
+  of(m: MemberState): number {
+    return this.#taken.get(m) ?? 0;
+  }
+}
