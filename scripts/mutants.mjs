@@ -614,9 +614,9 @@ export const mutants = [
     name: "offers-listed-as-dealt",
     breaks: "an assignment record lists offers in the order they were dealt, not in dealing order: a member without a leader runs its spares latest first",
     edits: [{
-      file: C + "leader/member_state.ts",
+      file: C + "leader/assign_build.ts",
       search: "for (const [id, rev] of dealing) {",
-      replace: "for (const [id, rev] of this.offers) {",
+      replace: "for (const [id, rev] of m.offers) {",
     }],
     suites: ["coordinator"],
   },
@@ -772,7 +772,7 @@ export const mutants = [
   {
     name: "assign-record-unbounded",
     breaks: "the assignment record is built without a size bound: a member owed thousands of grants gets a write the store refuses",
-    edits: [{ file: C + "leader/member_state.ts", search: "if (size + n + 1 > RECORD_LIMIT) return false;", replace: "" }],
+    edits: [{ file: C + "leader/assign_build.ts", search: "if (size + n + 1 > RECORD_LIMIT) return false;", replace: "" }],
     suites: ["unit"],
   },
   {
@@ -1308,25 +1308,25 @@ export const mutants = [
   {
     name: "assign-no-inline-budget",
     breaks: "split records go inline past the 48 KiB budget",
-    edits: [{ file: "src/coordinator/leader/member_state.ts", search: "if (n <= inline && fits(bare + n)) {", replace: "if (fits(bare + n)) {" }],
+    edits: [{ file: "src/coordinator/leader/assign_build.ts", search: "if (n <= inline && fits(bare + n)) {", replace: "if (fits(bare + n)) {" }],
     suites: ["unit"],
   },
   {
     name: "assign-listed-grants-first",
     breaks: "grants listed before go into the record ahead of new ones: a member owed many grants never gets the new ones",
-    edits: [{ file: "src/coordinator/leader/member_state.ts", search: "for (const first of [true, false]) {", replace: "for (const first of [false, true]) {" }],
+    edits: [{ file: "src/coordinator/leader/assign_build.ts", search: "for (const first of [true, false]) {", replace: "for (const first of [false, true]) {" }],
     suites: ["unit"],
   },
   {
     name: "assign-stale-grant-listed",
     breaks: "a grant is listed after the split's epoch moved past it",
-    edits: [{ file: "src/coordinator/leader/member_state.ts", search: "if (!cur || cur.record.epoch !== g.epoch) continue;", replace: "if (!cur) continue;" }],
+    edits: [{ file: "src/coordinator/leader/assign_build.ts", search: "if (!cur || cur.record.epoch !== g.epoch) continue;", replace: "if (!cur) continue;" }],
     suites: ["unit"],
   },
   {
     name: "assign-stale-offer-listed",
     breaks: "an offer is listed at a revision the split has moved past",
-    edits: [{ file: "src/coordinator/leader/member_state.ts", search: "if (!cur || cur.revision !== rev) continue; // moved on", replace: "if (!cur) continue; // moved on" }],
+    edits: [{ file: "src/coordinator/leader/assign_build.ts", search: "if (!cur || cur.revision !== rev) continue; // moved on", replace: "if (!cur) continue; // moved on" }],
     suites: ["unit"],
   },
   {
@@ -1338,7 +1338,7 @@ export const mutants = [
   {
     name: "assign-revokes-unbounded",
     breaks: "revokes are not counted against the record's size bound: thousands of them make a write the store refuses",
-    edits: [{ file: "src/coordinator/leader/member_state.ts", search: "      if (fits(JSON.stringify(v).length)) revokes.push(v);", replace: "      revokes.push(v);" }],
+    edits: [{ file: "src/coordinator/leader/assign_build.ts", search: "    if (fits(JSON.stringify(v).length)) revokes.push(v);", replace: "    revokes.push(v);" }],
     suites: ["unit"],
   },
   {

@@ -142,3 +142,19 @@ export class LaneLedger {
     return this.#taken.get(m) ?? 0;
   }
 }
+
+/** How each kind of intent is applied: one function per kind. */
+export type IntentAppliers = { [K in LeaderIntent["kind"]]: (i: Extract<LeaderIntent, { kind: K }>) => void };
+
+/**
+ * Applies intents in the order they were decided, each by its kind's
+ * applier. The compiler refuses appliers missing a kind.
+ *
+ * @example
+ * ```ts ignore
+ * applyIntents(decideRevocations(input, sig, fenceAfterMs).intents, appliers);
+ * ```
+ */
+export function applyIntents(intents: readonly LeaderIntent[], appliers: IntentAppliers): void {
+  for (const i of intents) (appliers[i.kind] as (i: LeaderIntent) => void)(i);
+}

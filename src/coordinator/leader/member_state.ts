@@ -6,20 +6,14 @@
  *
  * @module
  */
-import { type AssignEntry, type AssignRecord, AssignRecordSchema, encodeRecord, type Owner, safeDecodeRecord } from "../../records.ts";
+import { AssignRecordSchema, encodeRecord, type Owner, safeDecodeRecord } from "../../records.ts";
 import { SplitleaseError } from "../../errors.ts";
 import { keys } from "../../store/keys.ts";
-import { MAX_VALUE_BYTES } from "../../store/store.ts";
 import type { Core } from "../core.ts";
 import { hashStrings } from "../../balance/hash.ts";
 import type { CutAsk, Drop, Grant, Revoke } from "./directives.ts";
 import { type LeaderView, ownerKey } from "./leader_view.ts";
-
-
-/** Bytes of split records written inline in one assignment record; entries past it carry ids only. */
-const INLINE_BUDGET = 48 * 1024;
-/** Largest assignment record written (the store's value limit, less room for the envelope). */
-const RECORD_LIMIT = MAX_VALUE_BYTES - 4096;
+import { type AssignListing, buildAssignRecord } from "./assign_build.ts";
 
 /** The leader's state for one live member session. */
 export class MemberState {
@@ -273,7 +267,7 @@ export class MemberState {
         this.rev = cur?.revision ?? 0;
       }
       const listed: Grant[] = [];
-      const { record: rec, unlisted } = this.#build(view, term, drops, listed);
+      const { record: rec, unlisted } = buildAssignRecord({ ...this.#listing(), seq: ++this.#seq }, view, term, drops, listed);
       const value = encodeRecord(rec);
       const r = this.rev === 0 ? await store.create(key, value) : await store.update(key, value, this.rev);
       if (r.ok) {
@@ -302,6 +296,10 @@ export class MemberState {
     return true;
   }
 
+  #listing(): Omit<AssignListing, "seq"> {
+    return { session: this.session, revokes: this.#revokes, grants: this.#grants, offers: this.offers, spares: this.spares, asks: this.#asks };
+  }
+
   /**
    * The member applied its assignment record at revision `seen`: every grant
    * that record listed is known to it (started, dormant or being recovered),
@@ -311,102 +309,5 @@ export class MemberState {
    */
   acknowledge(seen: number): void {
     for (const [id, g] of this.#grants) if (g.at !== undefined && g.at <= seen) this.#grants.delete(id);
-  }
-
-  #build(
-    view: LeaderView,
-    term: number,
-    drops: [string, { epoch: number; reason: "fenced" | "expired" | "cancelled" }][],
-    listed: Grant[],
-  ): { record: AssignRecord; unlisted: boolean } {
-    // Sized as it is built, so the record always fits the store's value
-    // limit: revokes and drops first (a member must see them), then grants
-    // not listed before, grants listed before, and offers. Split records go
-    // inline while the inline budget lasts. Entries past the limit are left
-    // for a later write (`unlisted`: one is due at once); `drops` keeps only
-    // the drops written.
-    let size = 256 + this.session.length;
-    let inline = INLINE_BUDGET;
-    const fits = (n: number): boolean => {
-      if (size + n + 1 > RECORD_LIMIT) return false;
-      size += n + 1;
-      return true;
-    };
-    const entry = (id: string, rev: number, epoch: number, why?: AssignEntry["why"], spare = false): AssignEntry | undefined => {
-      const e: AssignEntry = { id, epoch, rev };
-      if (why) e.why = why;
-      if (spare) e.spare = true;
-      const bare = JSON.stringify(e).length;
-      const cur = view.splits.get(id);
-      if (cur && cur.revision === rev && inline > 0) {
-        const n = JSON.stringify(cur.record).length + 7;
-        if (n <= inline && fits(bare + n)) {
-          inline -= n;
-          e.rec = cur.record;
-          return e;
-        }
-      }
-      return fits(bare) ? e : undefined;
-    };
-    let unlisted = false;
-    const revokes: AssignRecord["revokes"] = [];
-    for (const [id, r] of this.revokes) {
-      const v = r.to ? { id, epoch: r.epoch, to: r.to } : { id, epoch: r.epoch };
-      // One that does not fit is listed once earlier ones are answered (in
-      // order, so a revoke once listed stays listed: a missing one means withdrawn).
-      if (fits(JSON.stringify(v).length)) revokes.push(v);
-    }
-    const dropped: AssignRecord["drops"] = [];
-    for (const [id, d] of [...drops]) {
-      const v = { id, epoch: d.epoch, reason: d.reason };
-      if (fits(JSON.stringify(v).length)) dropped.push(v);
-      else {
-        unlisted = true;
-        drops.splice(drops.findIndex(([x]) => x === id), 1); // kept for the next write
-      }
-    }
-    const grants: AssignEntry[] = [];
-    for (const first of [true, false]) {
-      for (const [id, g] of this.grants) {
-        if ((g.at === undefined) !== first) continue;
-        const cur = view.splits.get(id);
-        if (!cur || cur.record.epoch !== g.epoch) continue;
-        const e = entry(id, cur.revision, g.epoch, g.why);
-        if (!e) {
-          unlisted ||= first;
-          continue;
-        }
-        grants.push(e);
-        listed.push(g);
-      }
-    }
-    const offers: AssignEntry[] = [];
-    // In dealing order (heaviest first, then rank): a member claims them in the order listed.
-    const dealing = [...this.offers].sort(([x], [y]) =>
-      (view.splits.get(y)?.record.weight ?? 0) - (view.splits.get(x)?.record.weight ?? 0) || view.rank(x) - view.rank(y)
-    );
-    for (const [id, rev] of dealing) {
-      const cur = view.splits.get(id);
-      if (!cur || cur.revision !== rev) continue; // moved on: the next refill replaces it
-      const e = entry(id, rev, cur.record.epoch, view.orphaned.has(id) ? "takeover" : undefined, this.spares.has(id));
-      if (e) offers.push(e); // one that does not fit waits, reserved, for a later write
-    }
-    const record: AssignRecord = {
-      v: 2,
-      term,
-      session: this.session,
-      seq: ++this.#seq,
-      offers,
-      grants,
-      revokes,
-      drops: dropped,
-    };
-    const cuts: NonNullable<AssignRecord["cuts"]> = [];
-    for (const [id, a] of this.#asks) {
-      const v = { id, epoch: a.epoch, parts: a.parts, ask: a.ask };
-      if (fits(JSON.stringify(v).length)) cuts.push(v);
-    }
-    if (cuts.length > 0) record.cuts = cuts;
-    return { record, unlisted };
   }
 }

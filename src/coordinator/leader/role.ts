@@ -9,25 +9,18 @@
  *
  * @module
  */
-import {
-  AssignRecordSchema,
-  type JobCounts,
-  type MemberRecord,
-  type Owner,
-  type PlanRecord,
-  safeDecodeRecord,
-  type SplitRecord,
-} from "../../records.ts";
+import type { JobCounts, MemberRecord, Owner, PlanRecord, SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { Core, Versioned } from "../core.ts";
 import type { LandedSplit } from "../split_records.ts";
 import { LivenessTracker } from "../liveness.ts";
 import { WatchSet } from "../watch_set.ts";
-import { CompletionJudge } from "./completion.ts";
+import { CompletionJudge, decideCompletion } from "./completion.ts";
 import { CutAsks } from "./cut_asks.ts";
 import { MembershipSignature } from "./signature.ts";
 import { DeathJudge } from "./judge.ts";
-import type { Decision, LeaderIntent } from "./intents.ts";
+import { adoptDirectives } from "./adopt.ts";
+import { applyIntents, type Decision, type IntentAppliers, type LeaderIntent } from "./intents.ts";
 import { LeaderView } from "./leader_view.ts";
 import { MemberState } from "./member_state.ts";
 import { type OwnReleases, ReleaseHold } from "./release_hold.ts";
@@ -66,6 +59,7 @@ export class LeaderRole {
   readonly #completion: CompletionJudge;
   readonly #cuts: CutAsks;
   readonly #judge: DeathJudge;
+  readonly #appliers: IntentAppliers;
   /** Failed splits waiting out their retry backoff. */
   readonly retry: RetryBackoff;
   #ready = false;
@@ -102,6 +96,19 @@ export class LeaderRole {
       drop: (st) => this.#drop(st),
       revive: (instance, record) => this.#onMember(instance, undefined, record),
     });
+    const judge = this.#judge, revocations = this.#revocations, cuts = this.#cuts;
+    this.#appliers = {
+      reread: (i) => judge.reread(i),
+      recheck: (i) => judge.recheck(i),
+      gone: (i) => judge.date(i),
+      take: (i) => this.#takeovers.take(i.owner, i.ids, i.heir, i.why, i.charge),
+      revoke: (i) => revocations.revoke(i),
+      name: (i) => revocations.name(i),
+      withdraw: (i) => revocations.withdraw(i),
+      fence: (i) => revocations.fence(i),
+      ask: (i) => cuts.ask(i),
+      giveUp: (i) => cuts.giveUp(i),
+    };
   }
 
   /** Whether the initial snapshots are in. */
@@ -127,30 +134,7 @@ export class LeaderRole {
     if (p && p.record.session === prev!.session && p.revision < prev!.revision) {
       this.liveness.set(keys.member(prev!.instance), p.revision, Math.min(prev!.since, clock.now()));
     }
-    for (const e of await store.list(keys.assignPrefix)) {
-      const r = safeDecodeRecord(e.key, e.value, AssignRecordSchema);
-      const st = this.states.get(e.key.slice(keys.assignPrefix.length));
-      if (!st) continue;
-      st.rev = e.revision;
-      if (!r.ok || r.value.session !== st.session) continue;
-      for (const o of r.value.offers) {
-        const cur = this.view.splits.get(o.id);
-        if (cur && cur.revision === o.rev && this.view.free.has(o.id) && !this.offeredTo.has(o.id)) {
-          st.offer(o.id, o.rev, cur.record.weight, o.spare === true);
-          if (o.spare) this.view.spareHeap.push(o.id, cur.record.weight, this.view.rank(o.id));
-          this.offeredTo.set(o.id, st.instance);
-        }
-      }
-    }
-    // Grants: every split a live member owns may be one it never heard of
-    // (our predecessor died between opening it and telling the owner). A
-    // member ignores grants of tenancies it has or had, so listing them all is safe.
-    for (const st of this.states.values()) {
-      for (const id of this.view.byOwner.get(st.key) ?? []) {
-        st.grant(id, { epoch: this.view.splits.get(id)!.record.epoch });
-      }
-      st.touch();
-    }
+    await adoptDirectives(store, this.view, this.states, this.offeredTo);
     this.#ready = true;
     this.#core.schedule();
   }
@@ -321,7 +305,8 @@ export class LeaderRole {
       if (holdUntil > now) next = Math.min(next, holdUntil);
       else void this.#flush(st);
     }
-    void this.#completion.check(plan, this.term, planRevision);
+    const outcome = decideCompletion(this.view, plan, this.term, planRevision);
+    if (outcome) void this.#completion.apply(outcome);
     return next;
   }
 
@@ -376,43 +361,8 @@ export class LeaderRole {
     return d.next;
   }
 
-  /** The one place the leader's decisions take effect. */
-  readonly #applyAll = (intents: readonly LeaderIntent[]): void => {
-    for (const i of intents) {
-      switch (i.kind) {
-        case "reread":
-          this.#judge.reread(i);
-          break;
-        case "recheck":
-          this.#judge.recheck(i);
-          break;
-        case "gone":
-          this.#judge.date(i);
-          break;
-        case "take":
-          this.#takeovers.take(i.owner, i.ids, i.heir, i.why, i.charge);
-          break;
-        case "revoke":
-          this.#revocations.revoke(i);
-          break;
-        case "name":
-          this.#revocations.name(i);
-          break;
-        case "withdraw":
-          this.#revocations.withdraw(i);
-          break;
-        case "fence":
-          this.#revocations.fence(i);
-          break;
-        case "ask":
-          this.#cuts.ask(i);
-          break;
-        case "giveUp":
-          this.#cuts.giveUp(i);
-          break;
-      }
-    }
-  };
+  /** The one place the leader's decisions take effect (see {@linkcode applyIntents}). */
+  readonly #applyAll = (intents: readonly LeaderIntent[]): void => applyIntents(intents, this.#appliers);
 
   #flush(st: MemberState): Promise<void> {
     return st.flush(this.#core, this.view, this.term, () => this.#onDeposed()).then((wrote) => {

@@ -1,0 +1,60 @@
+/**
+ * What a new leader takes over from the one before (docs/DESIGN.md,
+ * "Leader loss"): the offers its predecessor's assignment records still
+ * list for splits that are free and unchanged, and a grant of every split
+ * a live member owns.
+ *
+ * @module
+ */
+import { AssignRecordSchema, safeDecodeRecord } from "../../records.ts";
+import { keys } from "../../store/keys.ts";
+import type { Store } from "../../store/store.ts";
+import type { LeaderView } from "./leader_view.ts";
+import type { MemberState } from "./member_state.ts";
+
+/**
+ * Reads every assignment record: keeps its revision for the next write,
+ * and adopts its offers of splits still free at the offered revision (not
+ * offered to anyone else). Then grants every live member the splits it
+ * owns: one may be a split it never heard of (the predecessor died between
+ * opening it and telling the owner); a member ignores grants of tenancies
+ * it has or had, so listing them all is safe.
+ *
+ * @example
+ * ```ts ignore
+ * await adoptDirectives(core.store, view, states, offeredTo);
+ * ```
+ */
+export async function adoptDirectives(
+  store: Store,
+  view: LeaderView,
+  states: ReadonlyMap<string, MemberState>,
+  offeredTo: Map<string, string>,
+): Promise<void> {
+  for (const e of await store.list(keys.assignPrefix)) {
+    const r = safeDecodeRecord(e.key, e.value, AssignRecordSchema);
+    const st = states.get(e.key.slice(keys.assignPrefix.length));
+    if (!st) continue;
+    st.rev = e.revision;
+    if (!r.ok || r.value.session !== st.session) continue;
+    for (const o of r.value.offers) {
+      const cur = view.splits.get(o.id);
+      if (
+        cur && cur.revision === o.rev && view.free.has(o.id) &&
+        !offeredTo.has(o.id)
+      ) {
+        st.offer(o.id, o.rev, cur.record.weight, o.spare === true);
+        if (o.spare) {
+          view.spareHeap.push(o.id, cur.record.weight, view.rank(o.id));
+        }
+        offeredTo.set(o.id, st.instance);
+      }
+    }
+  }
+  for (const st of states.values()) {
+    for (const id of view.byOwner.get(st.key) ?? []) {
+      st.grant(id, { epoch: view.splits.get(id)!.record.epoch });
+    }
+    st.touch();
+  }
+}
