@@ -19,6 +19,7 @@ import { Follower } from "./follower.ts";
 import { Leadership } from "./leadership.ts";
 import { Membership } from "./membership.ts";
 import { ReconcileLoop } from "./reconcile_loop.ts";
+import { ReplacedRecords } from "./replaced_records.ts";
 import { buildStatus } from "./status.ts";
 import { SplitRecords } from "./split_records.ts";
 import { checkJobRecord, VERSION } from "./job_check.ts";
@@ -90,7 +91,7 @@ export class SplitCoordinator implements Coordinator {
       stats,
       events: new Channel<CoordinationEvent>(),
       schedule: () => this.#loop.schedule(),
-      noteReplaced: (key, message) => this.#follower.noteReplaced(key, message),
+      replaced: new ReplacedRecords(stats, options.logger ?? silent),
     });
     this.#tenancies = new Tenancies(core);
     this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());
@@ -382,6 +383,7 @@ export class SplitCoordinator implements Coordinator {
       role: this.#leadership.role,
       planning: this.#leadership.planning,
       held: this.#tenancies.held,
+      replaced: this.#core.replaced.recent,
       now,
     });
   }

@@ -8,6 +8,7 @@ import type { Owner } from "../records.ts";
 import type { Store } from "../store/store.ts";
 import type { Channel } from "../util/channel.ts";
 import type { CoordinatorConfig } from "./config.ts";
+import type { ReplacedRecords } from "./replaced_records.ts";
 import type { SplitRecords } from "./split_records.ts";
 import type { Timings } from "./timings.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
@@ -45,6 +46,6 @@ export interface Core {
   events: Channel<CoordinationEvent>;
   /** Asks for a reconcile soon. */
   schedule(): void;
-  /** Counts and reports an unreadable control record that a CAS of ours replaced (`/status.invalidRecords`, `replaced: true`). */
-  noteReplaced(key: string, message: string): void;
+  /** Unreadable control records a CAS of ours replaced (`/status.invalidRecords`, `replaced: true`). */
+  replaced: ReplacedRecords;
 }

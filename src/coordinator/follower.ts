@@ -53,8 +53,6 @@ export class Follower {
   #announced: JobOutcome | undefined;
   /** Revisions of control records (`leader`, `plan`, our `member.`/`assign.`) that are unreadable: they are replaced by CAS. */
   readonly unreadable: Map<string, number> = new Map();
-  /** Unreadable records replaced by this member, most recent last (bounded). */
-  readonly replaced: { key: string; message: string }[] = [];
   readonly #dormant: DormantTenancies;
   readonly #recovery: ClaimRecovery;
   readonly #claims: Claims;
@@ -175,14 +173,6 @@ export class Follower {
     this.#core.log("error", "Unreadable record: it is replaced by the next write of its writer", { key, error: r.error.message });
     this.#core.schedule();
     return undefined;
-  }
-
-  /** Notes that an unreadable record was replaced (for status and metrics). */
-  noteReplaced(key: string, message: string): void {
-    this.#core.stats.recordsReplaced++;
-    this.#core.log("warn", "Unreadable record replaced", { key, error: message });
-    this.replaced.push({ key, message });
-    if (this.replaced.length > 20) this.replaced.shift();
   }
 
   #seeTerm(term: number): void {

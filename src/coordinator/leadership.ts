@@ -178,7 +178,7 @@ export class Leadership {
       return;
     }
     if (!this.#active()) return;
-    if (replaced) f.noteReplaced(keys.leader, replaced);
+    if (replaced) this.#core.replaced.note(keys.leader, replaced);
     this.#leaderRev = won.revision;
     this.#record = record;
     this.#leading = true;
@@ -242,7 +242,7 @@ export class Leadership {
         ? await store.update(keys.plan, encodeRecord(next), cur.revision)
         : await store.create(keys.plan, encodeRecord(next));
       if (r.ok) {
-        if (prev && !prev.ok) this.#follower.noteReplaced(keys.plan, prev.error.message);
+        if (prev && !prev.ok) this.#core.replaced.note(keys.plan, prev.error.message);
         return next.term;
       }
     }
@@ -257,7 +257,7 @@ export class Leadership {
     const message = f.invalid.get(keys.plan) ?? "unreadable";
     const r = await this.#core.store.update(keys.plan, encodeRecord(next), revision);
     if (r.ok) {
-      f.noteReplaced(keys.plan, message);
+      this.#core.replaced.note(keys.plan, message);
       this.planning?.schedule(0); // plan again: the published state may be lost
     }
   }

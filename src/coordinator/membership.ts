@@ -268,7 +268,7 @@ export class Membership {
       const r = await store.update(this.#key, encodeRecord(this.#record), cur.revision);
       if (r.ok) {
         this.#revision = r.revision;
-        this.#core.noteReplaced(this.#key, read.error.message);
+        this.#core.replaced.note(this.#key, read.error.message);
       }
       return r.ok ? "landed" : "failed";
     }

@@ -8,6 +8,7 @@ import type { Owner } from "../records.ts";
 import type { Follower } from "./follower.ts";
 import type { LeaderRole } from "./leader/role.ts";
 import type { Planning } from "./planning.ts";
+import type { ReplacedRecord } from "./replaced_records.ts";
 import type { Tenancy } from "./tenancy.ts";
 import type { CoordinatorStatus } from "./types.ts";
 
@@ -22,6 +23,8 @@ export interface StatusInput {
   role: LeaderRole | undefined;
   planning: Planning | undefined;
   held: ReadonlyMap<string, Tenancy>;
+  /** Unreadable records a CAS of ours replaced, oldest first. */
+  replaced: readonly ReplacedRecord[];
   now: number;
 }
 
@@ -69,7 +72,7 @@ export function buildStatus(s: StatusInput): CoordinatorStatus {
     quarantined,
     outcome: f.outcome,
     invalidRecords: [
-      ...f.replaced.map((r) => ({ key: r.key, message: r.message, replaced: true })),
+      ...s.replaced.map((r) => ({ key: r.key, message: r.message, replaced: true })),
       ...[...invalid].map(([key, message]) => ({ key, message })),
     ],
   };

@@ -18,7 +18,7 @@ Deno.test("assignment record: thousands of grants with large progress go out in 
     store,
     stats: newStats(),
     log: (level: string, msg: string) => logs.push(`${level} ${msg}`),
-    noteReplaced: () => {},
+    replaced: { note: () => {} },
   } as unknown as Core;
   const view = new LeaderView(() => {}, () => {});
   const m = new MemberState("m", "sess", 4096, false, false);
@@ -62,7 +62,7 @@ function harness() {
     store,
     stats: newStats(),
     log: (level: string, msg: string) => logs.push(`${level} ${msg}`),
-    noteReplaced: () => {},
+    replaced: { note: () => {} },
   } as unknown as Core;
   const view = new LeaderView(() => {}, () => {});
   const m = new MemberState("m", "sess", 64, false, false);

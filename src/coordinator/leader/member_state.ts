@@ -272,7 +272,7 @@ export class MemberState {
       const r = this.rev === 0 ? await store.create(key, value) : await store.update(key, value, this.rev);
       if (r.ok) {
         this.rev = r.revision;
-        if (replacing !== undefined) core.noteReplaced(key, replacing);
+        if (replacing !== undefined) core.replaced.note(key, replacing);
         for (const g of listed) g.at ??= r.revision;
         this.offersAtWrite = this.offers.size;
         for (const [id, d] of drops) if (this.#drops.get(id) === d) this.#drops.delete(id);
