@@ -28,8 +28,8 @@ export {
   type ServeResult,
   type Service,
   serveWith,
-} from "./src/runtime/serve_core.ts";
-export { type ServeOptions } from "./src/runtime/serve_options.ts";
+} from "./src/serve/serve_core.ts";
+export { type ServeOptions } from "./src/serve/serve_options.ts";
 // Not exported: renderMetrics (createApp and serveWith serve /metrics, and
 // `await app.request("/metrics")` gives the same text to merge into a host's
 // own endpoint or push), timingSafeEqual and the text-format helpers (the

@@ -13,11 +13,11 @@
  * @module
  */
 import process from "node:process";
-import type { ServeOptions } from "../src/runtime/serve_options.ts";
-import { serveWith, type Service } from "../src/runtime/serve_core.ts";
+import type { ServeOptions } from "../src/serve/serve_options.ts";
+import { serveWith, type Service } from "../src/serve/serve_core.ts";
 
-export type { ServeOptions } from "../src/runtime/serve_options.ts";
-export type { ServeResult, Service } from "../src/runtime/serve_core.ts";
+export type { ServeOptions } from "../src/serve/serve_options.ts";
+export type { ServeResult, Service } from "../src/serve/serve_core.ts";
 
 /** The part of Bun's API this adapter uses (Bun's types are not a dependency). */
 interface BunServer {

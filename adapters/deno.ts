@@ -12,11 +12,11 @@
  *
  * @module
  */
-import type { ServeOptions } from "../src/runtime/serve_options.ts";
-import { serveWith, type Service } from "../src/runtime/serve_core.ts";
+import type { ServeOptions } from "../src/serve/serve_options.ts";
+import { serveWith, type Service } from "../src/serve/serve_core.ts";
 
-export type { ServeOptions } from "../src/runtime/serve_options.ts";
-export type { ServeResult, Service } from "../src/runtime/serve_core.ts";
+export type { ServeOptions } from "../src/serve/serve_options.ts";
+export type { ServeResult, Service } from "../src/serve/serve_core.ts";
 export { denoWebSocket } from "./deno_websocket.ts";
 
 /**

@@ -30,7 +30,7 @@
  * @module
  */
 import { SplitleaseError } from "../src/errors.ts";
-import { timingSafeEqual } from "../src/http/drain_auth.ts";
+import { timingSafeEqual } from "../src/util/timing_safe_equal.ts";
 import { checkSliceOptions, type SliceOptions } from "../src/runtime/slice_options.ts";
 import { runSlice, type SliceResult } from "../src/runtime/slice_run.ts";
 

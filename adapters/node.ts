@@ -15,11 +15,11 @@
 import { serve as nodeServe } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
 import process from "node:process";
-import type { ServeOptions } from "../src/runtime/serve_options.ts";
-import { serveWith, type Service } from "../src/runtime/serve_core.ts";
+import type { ServeOptions } from "../src/serve/serve_options.ts";
+import { serveWith, type Service } from "../src/serve/serve_core.ts";
 
-export type { ServeOptions } from "../src/runtime/serve_options.ts";
-export type { ServeResult, Service } from "../src/runtime/serve_core.ts";
+export type { ServeOptions } from "../src/serve/serve_options.ts";
+export type { ServeResult, Service } from "../src/serve/serve_core.ts";
 
 /**
  * Joins the job, runs the worker and serves the app on Node's HTTP server

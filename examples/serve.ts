@@ -6,8 +6,8 @@
  * @module
  */
 import process from "node:process";
-import type { ServeOptions } from "../src/runtime/serve_options.ts";
-import type { Service } from "../src/runtime/serve_core.ts";
+import type { ServeOptions } from "../src/serve/serve_options.ts";
+import type { Service } from "../src/serve/serve_core.ts";
 import { NatsStore } from "../src/nats/nats_store.ts";
 import type { NatsStoreOptions } from "../src/nats/options.ts";
 import { MemoryStore } from "../src/store/memory_store.ts";

@@ -26,10 +26,9 @@ import { checkJobRecord, VERSION } from "./job_check.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
 import { Tenancies } from "./tenancies.ts";
 import { timings } from "./timings.ts";
-import type { CutAnswer } from "./cuts.ts";
 import type { OwnReleases } from "./leader/release_hold.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
-import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStatus, Logger } from "./types.ts";
+import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStatus, CutAnswer, Logger } from "./types.ts";
 
 
 const silent: Logger = () => {};

@@ -14,14 +14,6 @@ import type { Timings } from "./timings.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
 import type { Clock, CoordinationEvent, Logger } from "./types.ts";
 
-/** A decoded record with the revision that wrote it. */
-export interface Versioned<T> {
-  /** The record. */
-  record: T;
-  /** Its revision. */
-  revision: number;
-}
-
 /** Shared state of one coordinator's parts. */
 export interface Core {
   /** The instrumented store. */

@@ -18,29 +18,8 @@ import {
   type SplitProgress,
   type SplitRecord,
 } from "../records.ts";
-import type { Core } from "./core.ts";
-import type { Tenancy } from "./tenancy.ts";
 import type { SplitSpec } from "./types.ts";
 import { seedRecord } from "./transitions.ts";
-
-/**
- * A source's cut of a running split's remaining work: the descriptor the
- * lane keeps and the residual work, as new splits.
- *
- * @example
- * ```ts
- * import type { CutAnswer } from "@splitlease/splitlease/admin";
- * const cut: CutAnswer = { keep: { from: 0, to: 5000 }, residuals: [{ descriptor: { from: 5000, to: 10000 } }] };
- * ```
- */
-export interface CutAnswer {
-  /** The descriptor the lane keeps (at most 2048 bytes of JSON). */
-  keep: Json;
-  /** The kept split's weight (default: the split's weight shared evenly with the residuals). */
-  weight?: number;
-  /** The residual work: 1 to 16 new splits (each descriptor at most 2048 bytes of JSON). */
-  residuals: { descriptor: Json; weight?: number }[];
-}
 
 /** What the owner's source decided: the descriptor it keeps and the residuals. */
 export interface Cut {
@@ -166,40 +145,6 @@ export function pruneResiduals(r: SplitRecord, existing: ReadonlySet<string>): S
  */
 export function residualRecord(parentId: string, parent: SplitRecord | undefined, r: Residual): SplitRecord {
   return { ...seedRecord(r.weight, r.descriptor), epoch: r.epoch ?? 0, parent: parentId, root: parent?.root ?? parentId };
-}
-
-/**
- * Every write of a tenancy carries its cut until one lands (so a final
- * commit after a cut lost to an outage still records the residuals its
- * lane stopped short of), and drops the residuals seen to exist.
- */
-export function carryCut(t: Tenancy, make: (r: SplitRecord) => SplitRecord): (r: SplitRecord) => SplitRecord {
-  if (!t.cut && !t.created?.size) return make;
-  return (r) => {
-    let x = r;
-    if (t.cut && !t.cut.landed) x = cutRecord(x, t.cut.cut);
-    if (t.created?.size) x = pruneResiduals(x, t.created);
-    return make(x);
-  };
-}
-
-/** Creates the residuals' records (if absent: the leader may have been first); those that exist go into `t.created`. */
-export async function createResiduals(core: Core, parent: string, t: Tenancy, residuals: readonly Residual[]): Promise<void> {
-  const { splits, log } = core;
-  await Promise.all(residuals.map(async (r) => {
-    try {
-      const w = await splits.create(r.id, residualRecord(parent, t.record, r), "residual");
-      const there = w.ok ? undefined : await splits.read(r.id);
-      if (!w.ok && there?.record.parent !== parent) {
-        log("error", "A residual's id is taken by another split; the leader retries it", { split: parent, residual: r.id });
-        return;
-      }
-      (t.created ??= new Set()).add(r.id);
-    } catch (e) {
-      // The record still lists it: the leader creates it.
-      log("warn", "Creating a residual failed; the leader creates it", { split: parent, residual: r.id, error: String(e) });
-    }
-  }));
 }
 
 /**

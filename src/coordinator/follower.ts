@@ -20,7 +20,8 @@ import {
 } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { StoreEntry, WatchEvent } from "../store/store.ts";
-import type { Core, Versioned } from "./core.ts";
+import type { Core } from "./core.ts";
+import type { Versioned } from "./versioned.ts";
 import { DormantTenancies } from "./dormant.ts";
 import { LivenessTracker } from "./liveness.ts";
 import { SpecReader } from "./spec_reader.ts";

@@ -11,7 +11,7 @@
 import { decodeRecord, encodeRecord, type SplitRecord, SplitRecordSchema } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { Store, StoreEntry, WriteResult } from "../store/store.ts";
-import type { Versioned } from "./core.ts";
+import type { Versioned } from "./versioned.ts";
 
 /**
  * Which write landed: a member's own (`tenancy`: a holder's commit,

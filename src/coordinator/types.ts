@@ -5,7 +5,6 @@
  */
 import type { Json, SplitProgress } from "../records.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
-import type { CutAnswer } from "./cuts.ts";
 
 /**
  * A split as a worker receives it: id, descriptor and weight.
@@ -339,4 +338,23 @@ export interface Coordinator extends AsyncDisposable, AsyncIterable<Coordination
   status(): CoordinatorStatus;
   /** Counters for metrics. */
   stats(): CoordinatorStats;
+}
+
+/**
+ * A source's cut of a running split's remaining work: the descriptor the
+ * lane keeps and the residual work, as new splits.
+ *
+ * @example
+ * ```ts
+ * import type { CutAnswer } from "@splitlease/splitlease/admin";
+ * const cut: CutAnswer = { keep: { from: 0, to: 5000 }, residuals: [{ descriptor: { from: 5000, to: 10000 } }] };
+ * ```
+ */
+export interface CutAnswer {
+  /** The descriptor the lane keeps (at most 2048 bytes of JSON). */
+  keep: Json;
+  /** The kept split's weight (default: the split's weight shared evenly with the residuals). */
+  weight?: number;
+  /** The residual work: 1 to 16 new splits (each descriptor at most 2048 bytes of JSON). */
+  residuals: { descriptor: Json; weight?: number }[];
 }

@@ -12,7 +12,7 @@ import { SplitleaseError } from "../errors.ts";
 import type { Worker } from "../runtime/worker_types.ts";
 import type { Store } from "../store/store.ts";
 import { durationIssue, MAX_TIMER_MS } from "../util/timers.ts";
-import { drainGuardOf } from "./drain_auth.ts";
+import { type DrainAuthOptions, drainGuardOf } from "./drain_auth.ts";
 import { mountFleetRoutes } from "./fleet_routes.ts";
 import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
 import type { ProcessSample } from "./process_metrics.ts";
@@ -69,7 +69,7 @@ export type HonoApp = InstanceType<(typeof import("hono"))["Hono"]>;
  * const app = createApp(options);
  * ```
  */
-export interface AppOptions {
+export interface AppOptions extends DrainAuthOptions {
   /** The worker to report on and shut down (its coordinator is used). */
   worker?: Worker;
   /** A coordinator without a worker (drain calls `coordinator.drain()`). */
@@ -82,18 +82,6 @@ export interface AppOptions {
    * `POST /drain` token. `serve` passes it.
    */
   store?: Store;
-  /**
-   * Bearer token required by `POST /drain` (RFC 6750 characters:
-   * `[A-Za-z0-9._~+/-]`, optionally ending in `=`). Without one the route
-   * answers 403 unless `drainOpen` is set.
-   */
-  drainToken?: string;
-  /**
-   * Accept `POST /drain` without a token (default `false`: without a
-   * `drainToken` the route is refused with 403). Only for an app bound to a
-   * private address; it cannot be combined with `drainToken`.
-   */
-  drainOpen?: boolean;
   /** Metric name prefix (default `etl_coordination_`). */
   metricsPrefix?: string;
   /** Deadline handed to `worker.shutdown` by `POST /drain` (ms), unless the body gives one. */

@@ -7,36 +7,33 @@
 import type { MiddlewareHandler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
 import { SplitleaseError } from "../errors.ts";
-import type { AppOptions } from "./app.ts";
+import { timingSafeEqual } from "../util/timing_safe_equal.ts";
 
-const encoder = new TextEncoder();
+/** Who may call the routes that stop work (`POST /drain` and the operator actions). */
+export interface DrainAuthOptions {
+  /**
+   * Bearer token required by `POST /drain` (RFC 6750 characters:
+   * `[A-Za-z0-9._~+/-]`, optionally ending in `=`). Without one the route
+   * answers 403 unless `drainOpen` is set.
+   */
+  drainToken?: string;
+  /**
+   * Accept `POST /drain` without a token (default `false`: without a
+   * `drainToken` the route is refused with 403). Only for an app bound to a
+   * private address; it cannot be combined with `drainToken`.
+   */
+  drainOpen?: boolean;
+}
 
 /** RFC 6750 token68: the only tokens a Bearer header can carry. */
 const BEARER_TOKEN = /^[A-Za-z0-9._~+/-]+=*$/;
-
-/**
- * Compares two strings in time that depends only on the expected value's
- * length, not on where they differ.
- *
- * @example
- * ```ts
- * timingSafeEqual("s3cret", "s3cret"); // true
- * ```
- */
-export function timingSafeEqual(given: string, expected: string): boolean {
-  const a = encoder.encode(given);
-  const b = encoder.encode(expected);
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < b.length; i++) diff |= (i < a.length ? a[i] : 0) ^ b[i];
-  return diff === 0;
-}
 
 /**
  * Throws `INVALID_CONFIG` unless the drain options are usable: a token of
  * RFC 6750 characters (a Bearer header cannot carry others), and not both a
  * token and `drainOpen`. `serve` calls it before joining.
  */
-export function checkDrainOptions(options: Pick<AppOptions, "drainToken" | "drainOpen">): void {
+export function checkDrainOptions(options: DrainAuthOptions): void {
   const token = options.drainToken;
   if (token !== undefined && options.drainOpen) {
     throw new SplitleaseError("INVALID_CONFIG", "drainOpen and drainToken exclude each other; give one");
@@ -55,7 +52,7 @@ export function checkDrainOptions(options: Pick<AppOptions, "drainToken" | "drai
  * in constant time), everybody with `drainOpen`, nobody otherwise. A drain
  * stops the worker, so an unconfigured route is closed rather than open.
  */
-export function drainGuardOf(options: AppOptions): MiddlewareHandler {
+export function drainGuardOf(options: DrainAuthOptions): MiddlewareHandler {
   checkDrainOptions(options);
   const token = options.drainToken;
   if (token !== undefined) {

@@ -12,7 +12,7 @@ import { type KV, Kvm } from "@nats-io/kv";
 import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { MAX_VALUE_BYTES } from "../store/store.ts";
 import { redactUrl, type ResolvedOptions } from "./options.ts";
-import { sleep } from "./connection.ts";
+import { sleep } from "../util/timers.ts";
 
 const STREAM_NAME_IN_USE = 10058;
 /** A stream with the bucket's subjects exists already: another process created the bucket at the same moment. */

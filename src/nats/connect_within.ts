@@ -17,7 +17,8 @@ import { StoreUnavailableError } from "../errors.ts";
 import { redactUrl, type ResolvedOptions } from "./options.ts";
 import { clampTimerMs } from "../util/timers.ts";
 import type { Logger } from "../coordinator/types.ts";
-import { describe, sleep } from "./connection.ts";
+import { describe } from "./describe.ts";
+import { sleep } from "../util/timers.ts";
 
 /** First and longest pause between two connection attempts of `connectWithin`. */
 const CONNECT_BACKOFF_MS = 250;

@@ -26,6 +26,7 @@ import {
   type ResolvedOptions,
 } from "./options.ts";
 import { clampTimerMs } from "../util/timers.ts";
+import { describe } from "./describe.ts";
 import { promptCloseFactory } from "./socket.ts";
 import { connectWithin } from "./connect_within.ts";
 import { awaitStreamLeader, openBucket, requireBucket } from "./bucket.ts";
@@ -48,10 +49,6 @@ export function isConflict(e: unknown): boolean {
   return code === WRONG_LAST_SEQUENCE || code === WRONG_LAST_SEQUENCE_UNKNOWN;
 }
 
-/** Resolves after `ms` milliseconds. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, clampTimerMs(ms)));
-}
 
 const encoder = new TextEncoder();
 
@@ -281,11 +278,3 @@ function permissionViolation(e: unknown): string | undefined {
   return undefined;
 }
 
-/** A short description of a client error for error messages. */
-export function describe(e: unknown): string {
-  if (e instanceof Error) {
-    const cause = e.cause instanceof Error ? `: ${e.cause.message}` : "";
-    return `${e.name}: ${e.message}${cause}`;
-  }
-  return String(e);
-}

@@ -17,7 +17,8 @@ import {
   type Watch,
   type WriteResult,
 } from "../store/store.ts";
-import { Connection, describe, isConflict } from "./connection.ts";
+import { Connection, isConflict } from "./connection.ts";
+import { describe } from "./describe.ts";
 import type { NatsStoreOptions } from "./options.ts";
 import { lastRevisionUnder, type Scan, startScan } from "./scan.ts";
 import { NatsWatch } from "./watch.ts";

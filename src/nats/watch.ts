@@ -8,7 +8,9 @@
 import { JetStreamApiError } from "@nats-io/jetstream";
 import type { Watch, WatchEvent } from "../store/store.ts";
 import { Channel } from "../util/channel.ts";
-import { type Connection, describe, sleep } from "./connection.ts";
+import type { Connection } from "./connection.ts";
+import { describe } from "./describe.ts";
+import { sleep } from "../util/timers.ts";
 import { type BucketMessage, lastRevisionUnder, type Scan, startScan } from "./scan.ts";
 
 /**

@@ -10,7 +10,8 @@
  */
 import type { Coordinator, Logger } from "../coordinator/types.ts";
 import { FencedError, SplitleaseError } from "../errors.ts";
-import { type CutAnswer, makeCut } from "../coordinator/cuts.ts";
+import { makeCut } from "../coordinator/cuts.ts";
+import type { CutAnswer } from "../coordinator/types.ts";
 import type { LaneState } from "./lane.ts";
 import type { SplitAnswer, SplitSource } from "./source.ts";
 import type { WorkerStats } from "./worker_types.ts";

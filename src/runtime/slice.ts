@@ -7,7 +7,7 @@
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
-import { timingSafeEqual } from "../http/drain_auth.ts";
+import { timingSafeEqual } from "../util/timing_safe_equal.ts";
 import { checkSliceOptions, type SliceOptions } from "./slice_options.ts";
 import { runSlice } from "./slice_run.ts";
 

@@ -53,3 +53,16 @@ export function durationIssue(key: string, value: unknown, min = 0): string | un
   const shown = typeof value === "string" ? JSON.stringify(value) : String(value);
   return `${key} must be a number of milliseconds from ${min} to ${MAX_TIMER_MS}, got ${shown}`;
 }
+
+/**
+ * Resolves after `ms` milliseconds (clamped like every timer delay).
+ *
+ * @example
+ * ```ts
+ * import { sleep } from "./timers.ts";
+ * await sleep(1);
+ * ```
+ */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, clampTimerMs(ms)));
+}

@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import { parseCoordinatorConfig } from "../../src/coordinator/config.ts";
 import { createApp } from "../../src/http/app.ts";
-import { DEFAULT_SHUTDOWN_MARGIN_MS } from "../../src/runtime/serve_options.ts";
+import { DEFAULT_SHUTDOWN_MARGIN_MS } from "../../src/serve/serve_options.ts";
 import { runCmd } from "../helpers/cmd.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 

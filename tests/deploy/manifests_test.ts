@@ -22,7 +22,7 @@ import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import { parseCoordinatorConfig, TUNABLE_DEFAULTS } from "../../src/coordinator/config.ts";
 import { createApp } from "../../src/http/app.ts";
-import { DEFAULT_SHUTDOWN_MARGIN_MS } from "../../src/runtime/serve_options.ts";
+import { DEFAULT_SHUTDOWN_MARGIN_MS } from "../../src/serve/serve_options.ts";
 import { EXIT_PLAN_FAILED, EXIT_STALLED } from "../../src/runtime/exit_codes.ts";
 import { runCmd } from "../helpers/cmd.ts";
 import { eachLine, parseLogLine } from "../helpers/lines.ts";
@@ -137,7 +137,7 @@ Deno.test("deploy: the Deployment and the Job agree with the code: grace period,
   const reads = namesTheWorkerReads();
   // serve's shutdown deadline is drainDeadlineMs + shutdownMarginMs with the coordinator's drain default.
   assert.ok(
-    read("src/runtime/serve_core.ts").includes("options.drainDeadlineMs ?? TUNABLE_DEFAULTS.drainDeadlineMs"),
+    read("src/serve/serve_core.ts").includes("options.drainDeadlineMs ?? TUNABLE_DEFAULTS.drainDeadlineMs"),
     "serve's drain default is the coordinator's",
   );
   assert.equal(TUNABLE_DEFAULTS.drainDeadlineMs, defaults.drainDeadlineMs);

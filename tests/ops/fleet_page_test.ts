@@ -18,7 +18,7 @@ import { serve } from "../../adapters/deno.ts";
 import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
 import type { Coordinator } from "../../src/coordinator/types.ts";
 import { NatsStore } from "../../src/nats/nats_store.ts";
-import type { Service } from "../../src/runtime/serve_core.ts";
+import type { Service } from "../../src/serve/serve_core.ts";
 import type { SplitSource } from "../../src/runtime/source.ts";
 import { startWorker } from "../../src/runtime/worker.ts";
 import type { Worker } from "../../src/runtime/worker_types.ts";

@@ -7,8 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { SplitleaseError } from "../../src/errors.ts";
-import { type ServeHost, type Service, serveWith } from "../../src/runtime/serve_core.ts";
-import { type ServeOptions } from "../../src/runtime/serve_options.ts";
+import { type ServeHost, type Service, serveWith } from "../../src/serve/serve_core.ts";
+import { type ServeOptions } from "../../src/serve/serve_options.ts";
 import { MemoryStore } from "../../src/store/memory_store.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { rangeSource } from "./fixtures/app.ts";

@@ -2,7 +2,7 @@
 // check those options (issue 22, item 3): every option the table names is one
 // serve takes, and a default the table gives is the one the schema fills in.
 import assert from "node:assert/strict";
-import { DEFAULT_SHUTDOWN_MARGIN_MS, SERVE_SCHEMA } from "../../src/runtime/serve_options.ts";
+import { DEFAULT_SHUTDOWN_MARGIN_MS, SERVE_SCHEMA } from "../../src/serve/serve_options.ts";
 import { WORKER_SCHEMA } from "../../src/runtime/worker_options.ts";
 
 Deno.test("docs: the worker and serving options table names serve's options, with the schemas' defaults", async () => {

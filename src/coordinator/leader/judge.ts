@@ -11,7 +11,8 @@
  */
 import { type MemberRecord, MemberRecordSchema, safeDecodeRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
-import type { Core, Versioned } from "../core.ts";
+import type { Core } from "../core.ts";
+import type { Versioned } from "../versioned.ts";
 import type { LivenessTracker } from "../liveness.ts";
 import type { Decision, GoneIntent, LeaderIntent, RecheckIntent, RereadIntent } from "./intents.ts";
 import { type LeaderView, ownerKey, parseOwnerKey } from "./leader_view.ts";

@@ -18,7 +18,7 @@ import { InvalidRecordError } from "../../errors.ts";
 import { keys } from "../../store/keys.ts";
 import type { WatchEvent } from "../../store/store.ts";
 import { MaxHeap } from "../../util/heap.ts";
-import type { Versioned } from "../core.ts";
+import type { Versioned } from "../versioned.ts";
 
 /** Index key of an owner: instance and session. */
 export function ownerKey(instance: string, session: string): string {

@@ -15,12 +15,12 @@ import { createApp, type HonoApp } from "../http/app.ts";
 import { type MemoryUsage, startProcessMetrics } from "../http/process_metrics.ts";
 import { Tracing } from "../tracing/tracing.ts";
 import type { Store } from "../store/store.ts";
-import { jsonLogger } from "./logger.ts";
-import { startWorker } from "./worker.ts";
-import type { Worker, WorkerOutcome } from "./worker_types.ts";
+import { jsonLogger } from "../runtime/logger.ts";
+import { startWorker } from "../runtime/worker.ts";
+import type { Worker, WorkerOutcome } from "../runtime/worker_types.ts";
 import { pickTunables, TUNABLE_DEFAULTS } from "../coordinator/config.ts";
 import { MAX_TIMER_MS } from "../util/timers.ts";
-import { EXIT_DRAINED, EXIT_ERROR, exitCodeFor } from "./exit_codes.ts";
+import { EXIT_DRAINED, EXIT_ERROR, exitCodeFor } from "../runtime/exit_codes.ts";
 import { checkServeOptions, DEFAULT_SHUTDOWN_MARGIN_MS, type ServeOptions } from "./serve_options.ts";
 
 

@@ -11,10 +11,10 @@ import { SplitleaseError } from "../errors.ts";
 import type { HonoApp } from "../http/app.ts";
 import { checkDrainOptions } from "../http/drain_auth.ts";
 import type { Store } from "../store/store.ts";
-import type { SplitSource } from "./source.ts";
+import type { SplitSource } from "../runtime/source.ts";
 import * as z from "zod";
 import { choiceOption, durationOption, type Equal, givenOption, parseOptions } from "../util/option_schema.ts";
-import { HOST_TUNABLES, LANE_OPTIONS } from "./worker_options.ts";
+import { HOST_TUNABLES, LANE_OPTIONS } from "../runtime/worker_options.ts";
 
 /**
  * Default `shutdownMarginMs`: time on top of `drainDeadlineMs` for a SIGTERM
