@@ -5,18 +5,19 @@
  * @module
  */
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { Coordinator } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import type { Worker } from "../runtime/worker_types.ts";
 import type { Store } from "../store/store.ts";
-import { durationIssue, MAX_TIMER_MS } from "../util/timers.ts";
+import { durationIssue } from "../util/timers.ts";
+import { allowOnly } from "./allow_only.ts";
 import { type DrainAuthOptions, drainGuardOf } from "./drain_auth.ts";
+import { drainBodyLimit, mountDrainRoute } from "./drain_route.ts";
 import { mountFleetRoutes } from "./fleet_routes.ts";
-import { MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./metrics.ts";
+import { MetricsRegistry } from "./metrics.ts";
+import { mountProbeRoutes } from "./probe_routes.ts";
 import type { ProcessSample } from "./process_metrics.ts";
-import { renderMetrics } from "./render_metrics.ts";
 
 
 /**
@@ -120,16 +121,6 @@ export interface AppOptions extends DrainAuthOptions {
   routes?: (app: HonoApp) => unknown;
 }
 
-/** Largest `POST /drain` body read (bytes); a larger one is refused with 413 before it is read whole. */
-const DRAIN_BODY_LIMIT = 4096;
-
-function problem(status: number, error: string, extra: Record<string, unknown> = {}): Response {
-  return new Response(JSON.stringify({ error, ...extra }), {
-    status,
-    headers: { "content-type": "application/json; charset=utf-8" },
-  });
-}
-
 /**
  * Creates the HTTP app: `GET /healthz`, `GET /readyz`, `GET /metrics`,
  * `GET /status`, `POST /drain`, and with a `store` the fleet routes (see
@@ -156,7 +147,7 @@ export function createApp(options: AppOptions): HonoApp {
   const worker = options.worker;
   const prefix = options.metricsPrefix ?? "etl_coordination_";
   new MetricsRegistry(prefix); // validates the prefix now, not at the first scrape
-  const drainGuard = drainGuardOf(options);
+  const guard = drainGuardOf(options);
   if (options.drainDeadlineMs !== undefined) {
     const issue = durationIssue("drainDeadlineMs", options.drainDeadlineMs);
     if (issue) throw new SplitleaseError("INVALID_CONFIG", `createApp: ${issue}`);
@@ -168,109 +159,11 @@ export function createApp(options: AppOptions): HonoApp {
     }
     options.routes(app);
   }
-
-  const route = (path: string, method: "GET" | "POST") => {
-    app.all(path, (c) => {
-      // Reached only when the method did not match (handlers are registered first).
-      const m = c.req.method;
-      return new Response(JSON.stringify({ error: `method ${m} not allowed on ${path}`, allow: [method] }), {
-        status: 405,
-        headers: {
-          "content-type": "application/json; charset=utf-8",
-          allow: method === "GET" ? "GET, HEAD" : method,
-        },
-      });
-    });
-  };
-
-  app.get("/healthz", (c) => {
-    const st = coordinator.status();
-    const failed = st.state === "failed" || (worker?.finished === true && st.state !== "stopped");
-    return c.json({ ok: !failed, state: st.state }, failed ? 503 : 200);
-  });
-  route("/healthz", "GET");
-
-  app.get("/readyz", (c) => {
-    if (options.idling?.()) return c.json({ ready: true, reasons: [], idle: true }, 200);
-    const st = coordinator.status();
-    const reasons: string[] = [];
-    if (st.state !== "running") reasons.push(`coordinator is ${st.state}`);
-    if (!st.connected) reasons.push("store not connected");
-    if (worker?.draining || st.state === "draining") reasons.push("draining");
-    if (worker?.finished) reasons.push("worker finished");
-    const ready = reasons.length === 0;
-    return c.json({ ready, reasons }, ready ? 200 : 503);
-  });
-  route("/readyz", "GET");
-
-  app.get("/metrics", () => {
-    const body = renderMetrics(coordinator.status(), coordinator.stats(), worker, prefix, options.processMetrics?.());
-    return new Response(body, { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } });
-  });
-  route("/metrics", "GET");
-
-  app.get("/status", (c) => {
-    const st = coordinator.status();
-    return c.json({
-      ...st,
-      worker: worker
-        ? {
-          ready: worker.ready,
-          draining: worker.draining,
-          finished: worker.finished,
-          stats: worker.stats(),
-          lanes: worker.lanes(),
-        }
-        : null,
-    });
-  });
-  route("/status", "GET");
-
-  const tooLarge = bodyLimit({
-    maxSize: DRAIN_BODY_LIMIT,
-    onError: (c) => c.json({ error: `body is larger than ${DRAIN_BODY_LIMIT} bytes` }, 413),
-  });
-  app.post("/drain", drainGuard, tooLarge, async (c) => {
-    let deadlineMs = options.drainDeadlineMs;
-    const text = await c.req.text();
-    if (text.trim() !== "") {
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        return problem(400, "body must be JSON (or empty)");
-      }
-      if (!body || typeof body !== "object" || Array.isArray(body)) {
-        return problem(400, "body must be a JSON object");
-      }
-      const extra = Object.keys(body).filter((k) => k !== "deadlineMs");
-      if (extra.length) return problem(400, `unknown field(s): ${extra.join(", ")}`);
-      const d = (body as { deadlineMs?: unknown }).deadlineMs;
-      if (d !== undefined) {
-        if (typeof d !== "number" || !Number.isInteger(d) || d < 0 || d > MAX_TIMER_MS) {
-          // Above 2^31 - 1 ms a timer overflows and fires at once: refuse, never clamp silently.
-          return problem(
-            400,
-            `deadlineMs must be an integer from 0 to ${MAX_TIMER_MS} (ms), got ${JSON.stringify(d) ?? String(d)}`,
-          );
-        }
-        deadlineMs = d;
-      }
-    }
-    const already = worker ? worker.draining || worker.finished : coordinator.status().state !== "running";
-    if (!already) {
-      if (options.onDrain) options.onDrain(deadlineMs);
-      else if (worker) void worker.shutdown({ deadlineMs, reason: "POST /drain" });
-      else void coordinator.drain().catch(() => {});
-    }
-    return c.json({ draining: true, alreadyDraining: already, deadlineMs: deadlineMs ?? null }, 202);
-  });
-  route("/drain", "POST");
-
-  if (options.store) {
-    mountFleetRoutes(app, { store: options.store, coordinator, guard: drainGuard, bodyLimit: tooLarge, allow: route });
-  }
-
+  const allow = (path: string, method: "GET" | "POST") => allowOnly(app, path, method);
+  mountProbeRoutes(app, { coordinator, worker, prefix, idling: options.idling, processMetrics: options.processMetrics, allow });
+  const bodyLimit = drainBodyLimit();
+  mountDrainRoute(app, { coordinator, worker, guard, bodyLimit, deadlineMs: options.drainDeadlineMs, onDrain: options.onDrain, allow });
+  if (options.store) mountFleetRoutes(app, { store: options.store, coordinator, guard, bodyLimit, allow });
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }, 404));
   app.onError((err, c) => {
     if (err instanceof HTTPException) return err.getResponse();

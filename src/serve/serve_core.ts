@@ -7,21 +7,19 @@
  *
  * @module
  */
-import type { JoinOptions } from "../coordinator/join_options.ts";
-import { SplitCoordinator } from "../coordinator/coordinator.ts";
 import type { Coordinator } from "../coordinator/types.ts";
-import { SplitleaseError } from "../errors.ts";
 import { createApp, type HonoApp } from "../http/app.ts";
 import { type MemoryUsage, startProcessMetrics } from "../http/process_metrics.ts";
 import { Tracing } from "../tracing/tracing.ts";
-import type { Store } from "../store/store.ts";
 import { jsonLogger } from "../runtime/logger.ts";
 import { startWorker } from "../runtime/worker.ts";
 import type { Worker, WorkerOutcome } from "../runtime/worker_types.ts";
-import { pickTunables, TUNABLE_DEFAULTS } from "../coordinator/config.ts";
+import { TUNABLE_DEFAULTS } from "../coordinator/config.ts";
 import { MAX_TIMER_MS } from "../util/timers.ts";
-import { EXIT_DRAINED, EXIT_ERROR, exitCodeFor } from "../runtime/exit_codes.ts";
-import { checkServeOptions, DEFAULT_SHUTDOWN_MARGIN_MS, type ServeOptions } from "./serve_options.ts";
+import { EXIT_ERROR, exitCodeFor } from "../runtime/exit_codes.ts";
+import { DEFAULT_SHUTDOWN_MARGIN_MS, type ServeOptions } from "./serve_options.ts";
+import { afterStallOf, joinServed } from "./serve_join.ts";
+import { ServeLifecycle } from "./serve_lifecycle.ts";
 
 
 /**
@@ -105,17 +103,6 @@ export interface Service {
 }
 
 /**
- * What a stall does to a served worker: `afterStall` when given; else
- * `"wait"` for a process that idles after completion and survives stalls
- * (`afterCompletion: "idle"`, `stalledIsFatal: false`): idling on a stall
- * would leave the job, and a split requeued later would wait for ever.
- */
-function afterStallOf(options: ServeOptions<unknown>): "exit" | "wait" {
-  if (options.afterStall !== undefined) return options.afterStall;
-  return options.afterCompletion === "idle" && options.stalledIsFatal === false ? "wait" : "exit";
-}
-
-/**
  * Serves a source on a host: joins, starts the worker and the app, drains on
  * SIGTERM/SIGINT (a second signal aborts lanes at once), and exits with
  * {@linkcode exitCodeFor} when `exit` is not `false`. Adapters call it with
@@ -136,38 +123,8 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
   const tracing = new Tracing(options.job);
   const log = tracing.logger(options.logger ?? jsonLogger({ base: options.instance ? { instance: options.instance } : {} }));
   const exit = options.exit ?? true;
-  let store: Store | undefined;
-  const ownsStore = !options.store;
-  let coordinator: Coordinator | undefined;
-  try {
-    checkServeOptions(options as ServeOptions<unknown>);
-    if (options.store) store = tracing.store(options.store);
-    else if (options.storeFactory) store = tracing.store(await options.storeFactory());
-    else throw new SplitleaseError("INVALID_CONFIG", "serve needs a store or a storeFactory");
-    const tunables = pickTunables(options);
-    const join = options.join ?? ((o: JoinOptions) => SplitCoordinator.join(o));
-    coordinator = tracing.coordinator(await join({
-      ...tunables,
-      // A source that can cut a running split's remaining work says so on its member record.
-      ...(typeof options.source.split === "function" && tunables.splittable === undefined ? { splittable: true } : {}),
-      store,
-      job: options.job,
-      instance: options.instance,
-      fingerprint: options.source.fingerprint(),
-      planner: (ctx) => options.source.plan(ctx),
-      clock: options.clock,
-      logger: log,
-      runtime: host.runtime,
-      // A process that stays in a stalled job leads it once the leader left.
-      ...(afterStallOf(options as ServeOptions<unknown>) === "wait" ? { leadWhileStalled: true } : {}),
-    }));
-    tracing.owner = coordinator.status().instance;
-  } catch (e) {
-    log("error", "startup failed", { event: "startupFailed", error: e });
-    if (ownsStore) await store?.close().catch(() => {});
-    if (exit) host.exit(EXIT_ERROR);
-    throw e;
-  }
+  const { store, ownsStore, coordinator } = await joinServed(options, host, tracing, log);
+  const closeStore = () => ownsStore ? store.close().catch((e) => log("warn", "store close failed", { error: e })) : undefined;
   const worker = startWorker({
     coordinator,
     source: options.source,
@@ -181,16 +138,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
   });
   // Each part is at most MAX_TIMER_MS; their sum may not be (a longer timer fires at once).
   const deadlineMs = Math.min(MAX_TIMER_MS, (options.drainDeadlineMs ?? TUNABLE_DEFAULTS.drainDeadlineMs) + (options.shutdownMarginMs ?? DEFAULT_SHUTDOWN_MARGIN_MS));
-  let signals = 0;
-  // afterCompletion "idle": set once the job completed and the process stays up; ended by a signal or shutdown().
-  let idling = false;
-  let stopRequested = false;
-  let endIdle: (() => void) | undefined;
-  const shutdown = (reason: string, deadline = deadlineMs) => {
-    stopRequested = true;
-    endIdle?.();
-    return worker.shutdown({ reason, deadlineMs: deadline });
-  };
+  const life = new ServeLifecycle((o) => worker.shutdown(o), deadlineMs, log);
   const processMetrics = startProcessMetrics({ memoryUsage: host.memoryUsage });
   const app = createApp({
     worker,
@@ -200,8 +148,8 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     drainOpen: options.drainOpen,
     metricsPrefix: options.metricsPrefix,
     drainDeadlineMs: deadlineMs,
-    onDrain: (d) => void shutdown("POST /drain", d ?? deadlineMs),
-    idling: () => idling,
+    onDrain: (d) => void life.shutdown("POST /drain", d ?? deadlineMs),
+    idling: () => life.idling,
     routes: options.routes,
   });
   let server: { port: number; close(): Promise<void> };
@@ -216,42 +164,20 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     throw e;
   }
   log("info", "serving", { event: "serving", port: server.port, runtime: host.runtime, job: options.job });
-  const unsubscribe = host.onSignal(["SIGTERM", "SIGINT"], (signal) => {
-    signals++;
-    if (idling) {
-      log("info", `${signal}: leaving the idle state`, { event: "signal", signal });
-      void shutdown(signal);
-    } else if (signals === 1) {
-      log("info", `${signal}: draining`, { event: "signal", signal, deadlineMs });
-      void shutdown(signal);
-    } else {
-      log("warn", `${signal} again: aborting lanes now`, { event: "signal", signal });
-      void shutdown(signal, 0);
-    }
-  });
+  const unsubscribe = host.onSignal(["SIGTERM", "SIGINT"], (signal) => life.signal(signal));
+  const closeServer = () => server.close().catch((e) => log("warn", "HTTP server close failed", { error: e }));
   const done = worker.done.then(async (outcome): Promise<ServeResult> => {
     const exitCode = exitCodeFor(outcome);
-    if (
-      options.afterCompletion === "idle" && exitCode === EXIT_DRAINED && outcome.kind === "drained" &&
-      outcome.reason !== "shutdown" && !stopRequested
-    ) {
-      // The job is done: a restart would find it done and exit at once, which
-      // a Deployment restarts in a loop. Stay up, idle, until told to stop.
-      if (ownsStore) await store.close().catch((e) => log("warn", "store close failed", { error: e }));
-      const stopped = new Promise<void>((resolve) => (endIdle = resolve));
-      idling = true;
-      log("info", "idling until SIGTERM (afterCompletion: idle)", {
-        event: "idle",
-        reason: outcome.reason,
-      });
-      if (!stopRequested) await stopped;
-      idling = false;
+    if (life.idlesAfter(outcome, exitCode, options.afterCompletion)) {
+      // The job is done: the store is no longer needed, the HTTP app is (probes, /status).
+      await closeStore();
+      await life.idle(outcome.kind === "drained" ? outcome.reason : outcome.kind);
       unsubscribe();
-      await server.close().catch((e) => log("warn", "HTTP server close failed", { error: e }));
+      await closeServer();
     } else {
       unsubscribe();
-      await server.close().catch((e) => log("warn", "HTTP server close failed", { error: e }));
-      if (ownsStore) await store.close().catch((e) => log("warn", "store close failed", { error: e }));
+      await closeServer();
+      await closeStore();
     }
     processMetrics.stop();
     tracing.end();
@@ -265,6 +191,6 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     app,
     port: server.port,
     done,
-    shutdown: (reason = "shutdown") => shutdown(reason).then(() => done),
+    shutdown: (reason = "shutdown") => life.shutdown(reason).then(() => done),
   };
 }
