@@ -6,9 +6,8 @@
  * @module
  */
 import { natsTransport } from "./_transport.ts";
-import { SplitCoordinator } from "../src/coordinator/coordinator.ts";
-import type { CoordinatorTunables } from "../src/coordinator/config.ts";
-import type { CoordinationEvent, Planner } from "../src/coordinator/types.ts";
+import { SplitCoordinator } from "../mod.ts";
+import type { CoordinatorTunables, CoordinationEvent, Planner } from "../mod.ts";
 import { NatsStore } from "../nats.ts";
 
 /** The `p`-th percentile (0..100) of `xs` (nearest rank). */

@@ -1,7 +1,7 @@
 // The WebSocket transport the benches use: on Deno the adapter's Nagle-free
 // client (adapters/deno_websocket.ts), as a Deno deployment should; with
 // BENCH_DENO_WS=builtin, Deno's own WebSocket (its bursts stall ~40 ms).
-import type { WebSocketFactory } from "../src/nats/options.ts";
+import type { WebSocketFactory } from "../nats.ts";
 
 type G = { Deno?: { env: { get(k: string): string | undefined } } };
 

@@ -24,10 +24,8 @@
 //   stdin:  go (the planner may plan / consuming starts), exit
 import { wsconnect } from "@nats-io/nats-core";
 import { jetstream } from "@nats-io/jetstream";
-import { SplitCoordinator } from "../src/coordinator/coordinator.ts";
-import type { Logger } from "../src/coordinator/types.ts";
-import type { SplitSource } from "../src/runtime/source.ts";
-import { startWorker } from "../src/runtime/worker.ts";
+import { SplitCoordinator, startWorker } from "../mod.ts";
+import type { Logger, SplitSource } from "../mod.ts";
 import { NatsStore } from "../nats.ts";
 import { natsTransport } from "./_transport.ts";
 import { eachLine } from "../tests/helpers/lines.ts";

@@ -4,9 +4,8 @@
 // intervals (leaseMs / 3), and the steals it took.
 //
 //   node_modules/.bin/deno run -A bench/balance_bench.ts
-import { startWorker } from "../src/runtime/worker.ts";
-import { type Worker } from "../src/runtime/worker_types.ts";
-import type { SplitSource } from "../src/runtime/source.ts";
+import { startWorker, type Worker } from "../mod.ts";
+import type { SplitSource } from "../mod.ts";
 import { NatsServer } from "../tests/helpers/nats_server.ts";
 import { closeWorker, natsWorker, type NatsWorker, result, sleep, unitPlan } from "./_common.ts";
 

@@ -8,7 +8,8 @@
  *
  * @module
  */
-import type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WatchEvent, WriteResult } from "../src/store/store.ts";
+import type { DeleteResult, KeyFilter, StoreEntry, Watch, WatchEvent, WriteResult } from "../store.ts";
+import type { Store } from "../mod.ts";
 
 /** Counters of one wrapper (plain numbers, JSON-ready). */
 export interface StoreCounts {

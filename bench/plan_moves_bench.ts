@@ -6,8 +6,7 @@
 //
 // Not a timed test: it reports numbers measured in one run; it fails only if
 // a shape does not produce the moves it is meant to exercise.
-import { type BalanceSplit, type BalanceView } from "../src/balance/types.ts";
-import { planMoves } from "../src/balance/plan_moves.ts";
+import { type BalanceSplit, type BalanceView, planMoves } from "../testing.ts";
 
 const MEMBERS = 100;
 const LANES = 5000; // enough lanes everywhere: balancing, not lanes, is measured

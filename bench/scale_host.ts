@@ -9,10 +9,8 @@
 import { natsTransport } from "./_transport.ts";
 import process from "node:process";
 import { createInterface } from "node:readline";
-import { SplitCoordinator } from "../src/coordinator/coordinator.ts";
-import type { Planner } from "../src/coordinator/types.ts";
-import { MemoryStore } from "../src/store/memory_store.ts";
-import type { Store } from "../src/store/store.ts";
+import { SplitCoordinator, MemoryStore } from "../mod.ts";
+import type { Planner, Store } from "../mod.ts";
 import { NatsStore } from "../nats.ts";
 import { claimAttempts, CountingStore, sumCounts } from "./counting_store.ts";
 

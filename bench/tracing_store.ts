@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WriteResult } from "../src/store/store.ts";
+import type { DeleteResult, KeyFilter, StoreEntry, Watch, WriteResult } from "../store.ts";
+import type { Store } from "../mod.ts";
 import { tapWatch } from "./counting_store.ts";
 
 /** Wraps `inner`; `line` receives each trace line. */

@@ -6,12 +6,10 @@
  * @module
  */
 import process from "node:process";
-import type { ServeOptions } from "../src/serve/serve_options.ts";
-import type { Service } from "../src/serve/serve_core.ts";
-import { NatsStore } from "../src/nats/nats_store.ts";
-import type { NatsStoreOptions } from "../src/nats/options.ts";
-import { MemoryStore } from "../src/store/memory_store.ts";
-import { SplitleaseError } from "../src/errors.ts";
+import type { ServeOptions, Service } from "../host.ts";
+import { NatsStore } from "../nats.ts";
+import type { NatsStoreOptions } from "../nats.ts";
+import { MemoryStore, SplitleaseError } from "../mod.ts";
 
 /** Which runtime this is. */
 export function runtimeName(): "deno" | "bun" | "node" {

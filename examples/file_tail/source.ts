@@ -14,11 +14,8 @@
 import { open, readdir, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { FencedError, SplitleaseError } from "../../src/errors.ts";
-import type { Json } from "../../src/records.ts";
-import type { PlanContext, PlannedSplit, PlanResult } from "../../src/coordinator/types.ts";
-import type { Lane, SplitSource } from "../../src/runtime/source.ts";
-import { splitIdFrom } from "../../src/store/keys.ts";
+import { FencedError, SplitleaseError, splitIdFrom } from "../../mod.ts";
+import type { Json, PlanContext, PlannedSplit, PlanResult, Lane, SplitSource } from "../../mod.ts";
 
 /** Configuration of {@linkcode fileTailSource}. */
 export const FileTailConfigSchema = z.object({

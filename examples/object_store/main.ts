@@ -35,8 +35,7 @@
 import process from "node:process";
 import { MemoryStore, type Store } from "../../mod.ts";
 import { NatsStore } from "../../nats.ts";
-import type { ServeOptions } from "../../src/serve/serve_options.ts";
-import type { Service } from "../../src/serve/serve_core.ts";
+import type { ServeOptions, Service } from "../../host.ts";
 import { backendFromEnv, type Env, intFromEnv } from "./config.ts";
 import { fileSink } from "./file_sink.ts";
 import { type ObjectSplit, objectStoreSource } from "./source.ts";

@@ -17,7 +17,7 @@
  * @module
  */
 import process from "node:process";
-import { jsonLogger } from "../../src/runtime/logger.ts";
+import { jsonLogger } from "../../host.ts";
 import { coordinationFromEnv, runToExit, serveHere } from "../serve.ts";
 import { pgRangeSource } from "./source.ts";
 

@@ -22,10 +22,8 @@
  */
 import postgres from "postgres";
 import { z } from "zod";
-import { FencedError, SplitleaseError } from "../../src/errors.ts";
-import type { PlanContext, PlannedSplit, PlanResult } from "../../src/coordinator/types.ts";
-import type { Lane, SplitSource } from "../../src/runtime/source.ts";
-import { splitIdFrom } from "../../src/store/keys.ts";
+import { FencedError, SplitleaseError, splitIdFrom } from "../../mod.ts";
+import type { PlanContext, PlannedSplit, PlanResult, Lane, SplitSource } from "../../mod.ts";
 
 /** A postgres.js client (any options). */
 // deno-lint-ignore no-explicit-any

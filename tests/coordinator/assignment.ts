@@ -1,9 +1,9 @@
 // Leader assignment (record layout 2) under join, leave, death and leader
 // loss, defined once and run on every backend.
 import assert from "node:assert/strict";
-import { SplitleaseError } from "../../src/errors.ts";
-import type { AssignRecord } from "../../src/records.ts";
-import { keys } from "../../src/store/keys.ts";
+import { SplitleaseError } from "../../mod.ts";
+import type { AssignRecord } from "../../admin.ts";
+import { keys } from "../../admin.ts";
 import { type Backend, finalPlanner, type Fleet, type Member, rawStore, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";
 

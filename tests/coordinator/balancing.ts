@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { decodeRecord, SplitRecordSchema } from "../../src/records.ts";
-import { keys } from "../../src/store/keys.ts";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import { FencedError } from "../../src/errors.ts";
+import { keys } from "../../admin.ts";
+import { SplitCoordinator, FencedError } from "../../mod.ts";
 import { FaultyStore } from "./faulty_store.ts";
 import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";

@@ -1,8 +1,8 @@
 // Store wrappers for fault injection in coordinator tests.
-import { StoreUnavailableError } from "../../src/errors.ts";
-import type { DeleteResult, Store, StoreEntry, Watch, WatchEvent, WriteResult } from "../../src/store/store.ts";
+import { StoreUnavailableError, SplitCoordinator } from "../../mod.ts";
+import type { DeleteResult, StoreEntry, Watch, WatchEvent, WriteResult } from "../../store.ts";
+import type { Store } from "../../mod.ts";
 import { Channel } from "../../src/util/channel.ts";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
 import { FAST, type Fleet, type ManualDriver, Member } from "./fleet.ts";
 
 /**

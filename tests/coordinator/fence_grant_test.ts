@@ -5,9 +5,9 @@
 // Deterministic, on the manual clock. Kills the mutant
 // grant-after-fence-started of scripts/mutants.mjs.
 import assert from "node:assert/strict";
-import { keys } from "../../src/store/keys.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import type { Planner } from "../../src/coordinator/types.ts";
+import { keys } from "../../admin.ts";
+import { MemoryStore } from "../../mod.ts";
+import type { Planner } from "../../mod.ts";
 import { joinBehindFaults } from "./faulty_store.ts";
 import { FAST, Fleet, ManualDriver, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";

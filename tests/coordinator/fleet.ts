@@ -1,11 +1,8 @@
 // Test harness: many coordinators over one store, each with its events
 // collected, driven by a manual clock (MemoryStore) or by real time (NATS).
-import { ManualClock, systemClock } from "../../src/coordinator/clock.ts";
-import { type JoinOptions } from "../../src/coordinator/join_options.ts";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import type { Clock, CoordinationEvent, PlannedSplit, Planner } from "../../src/coordinator/types.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import type { Store } from "../../src/store/store.ts";
+import { ManualClock, systemClock } from "../../testing.ts";
+import { type JoinOptions, SplitCoordinator, MemoryStore } from "../../mod.ts";
+import type { Clock, CoordinationEvent, PlannedSplit, Planner, Store } from "../../mod.ts";
 
 /** Timings for tests on the manual clock. */
 export const FAST = {

@@ -2,12 +2,11 @@
 // hardening issue), defined once and run on every backend. Each scenario
 // fails without the fix it is named after.
 import assert from "node:assert/strict";
-import { ManualClock } from "../../src/coordinator/clock.ts";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import type { Clock, Planner } from "../../src/coordinator/types.ts";
-import { FencedError, SplitleaseError } from "../../src/errors.ts";
-import { keys } from "../../src/store/keys.ts";
-import type { DeleteResult, Store, StoreEntry, Watch, WriteResult } from "../../src/store/store.ts";
+import { ManualClock } from "../../testing.ts";
+import { SplitCoordinator, FencedError, SplitleaseError } from "../../mod.ts";
+import type { Clock, Planner, Store } from "../../mod.ts";
+import { keys } from "../../admin.ts";
+import type { DeleteResult, StoreEntry, Watch, WriteResult } from "../../store.ts";
 import { FaultyStore } from "./faulty_store.ts";
 import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";

@@ -2,11 +2,9 @@
 // member's own records, defined once and run on every backend. Each
 // scenario fails without the fix it is named after.
 import assert from "node:assert/strict";
-import type { CoordinationEvent } from "../../src/coordinator/types.ts";
-import { cancelSplit, requeueSplit } from "../../src/fleet/actions.ts";
+import type { CoordinationEvent, Store } from "../../mod.ts";
+import { cancelSplit, requeueSplit, keys } from "../../admin.ts";
 import { PlanRecordSchema, safeDecodeRecord } from "../../src/records.ts";
-import { keys } from "../../src/store/keys.ts";
-import type { Store } from "../../src/store/store.ts";
 import { FaultyStore } from "./faulty_store.ts";
 import { type Backend, finalPlanner, type Fleet, type Member, rawStore, splits } from "./fleet.ts";
 

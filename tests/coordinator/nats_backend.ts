@@ -1,7 +1,7 @@
 // The NATS backend for the shared coordinator scenarios: one nats-server per
 // test file, a fresh bucket (job) per fleet, real time.
 import { NatsStore } from "../../nats.ts";
-import type { Store } from "../../src/store/store.ts";
+import type { Store } from "../../mod.ts";
 import type { NatsServer } from "../helpers/nats_server.ts";
 import { type Backend, Fleet, RealDriver, type Timings } from "./fleet.ts";
 

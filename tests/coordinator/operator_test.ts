@@ -2,13 +2,10 @@
 // member through its member record, cancelling a held split, requeueing a
 // quarantined split after the job stalled.
 import assert from "node:assert/strict";
-import { cancelSplit, drainMember, requeueSplit } from "../../src/fleet/actions.ts";
-import { readFleet } from "../../src/fleet/read_fleet.ts";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import { startWorker } from "../../src/runtime/worker.ts";
+import { cancelSplit, drainMember, requeueSplit, readFleet } from "../../admin.ts";
+import { SplitCoordinator, MemoryStore, startWorker } from "../../mod.ts";
 import { withTimeout } from "../helpers/deadline.ts";
-import type { SplitSource } from "../../src/runtime/source.ts";
+import type { SplitSource } from "../../mod.ts";
 import { finalPlanner, Fleet, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";
 

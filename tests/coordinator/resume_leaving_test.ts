@@ -5,8 +5,8 @@
 // in a fault layer in front of the worker until the leave has begun. Kills
 // the mutant resume-while-leaving-kept of scripts/mutants.mjs.
 import assert from "node:assert/strict";
-import { keys } from "../../src/store/keys.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
+import { keys } from "../../admin.ts";
+import { MemoryStore } from "../../mod.ts";
 import { joinBehindFaults } from "./faulty_store.ts";
 import { FAST, finalPlanner, Fleet, ManualDriver, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";

@@ -2,12 +2,10 @@
 // reaches (issue 14), defined once and run on every backend. Each scenario
 // names the mutant of scripts/mutants.mjs it kills (`npm run mutate`).
 import assert from "node:assert/strict";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import type { Planner } from "../../src/coordinator/types.ts";
-import { FencedError, SplitleaseError } from "../../src/errors.ts";
-import { decodeRecord, LeaderRecordSchema, type PlanRecord, PlanRecordSchema, SplitRecordSchema } from "../../src/records.ts";
-import { keys } from "../../src/store/keys.ts";
-import type { Store } from "../../src/store/store.ts";
+import { SplitCoordinator, FencedError, SplitleaseError } from "../../mod.ts";
+import type { Planner, Store } from "../../mod.ts";
+import { type PlanRecord, keys } from "../../admin.ts";
+import { decodeRecord, LeaderRecordSchema, PlanRecordSchema, SplitRecordSchema } from "../../src/records.ts";
 import { FaultyStore } from "./faulty_store.ts";
 import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";

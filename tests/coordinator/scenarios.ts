@@ -1,13 +1,11 @@
 // Coordinator scenarios (issue: coordinator core), defined once and run on
 // every backend: MemoryStore on a manual clock, and real NATS in real time.
 import assert from "node:assert/strict";
-import { ManualClock } from "../../src/coordinator/clock.ts";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import type { Planner } from "../../src/coordinator/types.ts";
-import { FencedError, SplitleaseError } from "../../src/errors.ts";
-import { decodeRecord, type SplitRecord, SplitRecordSchema } from "../../src/records.ts";
-import { keys } from "../../src/store/keys.ts";
-import type { Store } from "../../src/store/store.ts";
+import { ManualClock } from "../../testing.ts";
+import { SplitCoordinator, FencedError, SplitleaseError } from "../../mod.ts";
+import type { Planner, Store } from "../../mod.ts";
+import { type SplitRecord, keys } from "../../admin.ts";
+import { decodeRecord, SplitRecordSchema } from "../../src/records.ts";
 import { FaultyStore } from "./faulty_store.ts";
 import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
 

@@ -3,11 +3,9 @@
 // the times are exact. Kills the mutants self-fence-margin-dropped and
 // self-fence-from-write-end of scripts/mutants.mjs.
 import assert from "node:assert/strict";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import { StoreUnavailableError } from "../../src/errors.ts";
-import { keys } from "../../src/store/keys.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import type { WriteResult } from "../../src/store/store.ts";
+import { SplitCoordinator, StoreUnavailableError, MemoryStore } from "../../mod.ts";
+import { keys } from "../../admin.ts";
+import type { WriteResult } from "../../store.ts";
 import { FAST, finalPlanner, Fleet, ManualDriver, Member, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";
 

@@ -3,9 +3,9 @@
 // takes a running split from a member whose every lane is busy. Defined
 // once, run on every backend.
 import assert from "node:assert/strict";
-import type { PlannedSplit, Planner } from "../../src/coordinator/types.ts";
+import type { PlannedSplit, Planner } from "../../mod.ts";
 import { AssignRecordSchema, decodeRecord } from "../../src/records.ts";
-import { keys } from "../../src/store/keys.ts";
+import { keys } from "../../admin.ts";
 import { type Backend, finalPlanner, type Fleet, type Member, rawStore, splits } from "./fleet.ts";
 
 /** Pairs started out of plan order (`order`: split ids in the order they started). */

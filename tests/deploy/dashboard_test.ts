@@ -7,7 +7,7 @@
  * event-loop lag measured with a timer).
  */
 import assert from "node:assert/strict";
-import { startProcessMetrics } from "../../src/http/process_metrics.ts";
+import { startProcessMetrics } from "../../host.ts";
 import { leaderMetrics } from "./leader_metrics.ts";
 
 const root = new URL("../../", import.meta.url).pathname;

@@ -12,8 +12,8 @@
  */
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
-import { parseCoordinatorConfig } from "../../src/coordinator/config.ts";
-import { createApp } from "../../src/http/app.ts";
+import { parseCoordinatorConfig } from "../../admin.ts";
+import { createApp } from "../../host.ts";
 import { DEFAULT_SHUTDOWN_MARGIN_MS } from "../../src/serve/serve_options.ts";
 import { runCmd } from "../helpers/cmd.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";

@@ -4,10 +4,9 @@
  * trigger and the Grafana dashboard may name only metrics it renders.
  * @module
  */
-import { ManualClock } from "../../src/coordinator/clock.ts";
-import { createApp } from "../../src/http/app.ts";
-import { startProcessMetrics } from "../../src/http/process_metrics.ts";
-import { startWorker } from "../../src/runtime/worker.ts";
+import { ManualClock } from "../../testing.ts";
+import { createApp, startProcessMetrics } from "../../host.ts";
+import { startWorker } from "../../mod.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { idleSource } from "../helpers/idle_source.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";

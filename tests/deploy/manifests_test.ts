@@ -20,10 +20,10 @@
 import { NATS_SERVER } from "../helpers/nats_server.ts";
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
-import { parseCoordinatorConfig, TUNABLE_DEFAULTS } from "../../src/coordinator/config.ts";
-import { createApp } from "../../src/http/app.ts";
+import { parseCoordinatorConfig } from "../../admin.ts";
+import { TUNABLE_DEFAULTS } from "../../src/coordinator/config.ts";
+import { createApp, EXIT_PLAN_FAILED, EXIT_STALLED } from "../../host.ts";
 import { DEFAULT_SHUTDOWN_MARGIN_MS } from "../../src/serve/serve_options.ts";
-import { EXIT_PLAN_FAILED, EXIT_STALLED } from "../../src/runtime/exit_codes.ts";
 import { runCmd } from "../helpers/cmd.ts";
 import { eachLine, parseLogLine } from "../helpers/lines.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";

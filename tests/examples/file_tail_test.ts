@@ -5,7 +5,7 @@
  * worker SIGKILLed mid-run and the rest stopped by SIGTERM at the end.
  */
 import assert from "node:assert/strict";
-import { NatsStore } from "../../src/nats/nats_store.ts";
+import { NatsStore } from "../../nats.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 import {

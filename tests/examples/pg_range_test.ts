@@ -12,13 +12,11 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { NatsStore } from "../../src/nats/nats_store.ts";
+import { NatsStore } from "../../nats.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import { runWorker } from "../../src/runtime/worker.ts";
+import { SplitCoordinator, runWorker } from "../../mod.ts";
 import { denoWebSocket } from "../../adapters/deno.ts";
-import type { SplitProgress } from "../../src/records.ts";
-import type { Lane, SplitAnswer } from "../../src/runtime/source.ts";
+import type { SplitProgress, Lane, SplitAnswer } from "../../mod.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 import {
   cutRange,

@@ -3,7 +3,7 @@
  * (HTTP routes, /metrics) rather than what it processes.
  * @module
  */
-import type { SplitSource } from "../../src/runtime/source.ts";
+import type { SplitSource } from "../../mod.ts";
 
 /** Plans no splits; a lane a test hands the worker (e.g. through a scripted coordinator) runs until revoked or aborted. */
 export const idleSource: SplitSource<unknown> = {

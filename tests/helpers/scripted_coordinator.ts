@@ -4,16 +4,9 @@
  * what is held (commit fencing by epoch, release, fail, drain, close).
  * @module
  */
-import type {
-  CommitOptions,
-  CoordinationEvent,
-  Coordinator,
-  CoordinatorStatus,
-  SplitSpec,
-} from "../../src/coordinator/types.ts";
-import type { CoordinatorStats, Histogram } from "../../src/coordinator/coordinator_stats.ts";
-import { FencedError, StoreUnavailableError } from "../../src/errors.ts";
-import type { SplitProgress } from "../../src/records.ts";
+import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStatus, SplitSpec, SplitProgress } from "../../mod.ts";
+import type { CoordinatorStats, Histogram } from "../../admin.ts";
+import { FencedError, StoreUnavailableError } from "../../mod.ts";
 import { Channel } from "../../src/util/channel.ts";
 
 export type Call =

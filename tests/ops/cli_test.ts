@@ -4,13 +4,10 @@
 // split with its failures, requeue, drain of a named member, cancel of a
 // held split — ending in a completed job.
 import assert from "node:assert/strict";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import { createApp } from "../../src/http/app.ts";
-import { NatsStore } from "../../src/nats/nats_store.ts";
-import { startWorker } from "../../src/runtime/worker.ts";
-import { type Worker } from "../../src/runtime/worker_types.ts";
-import type { SplitSource } from "../../src/runtime/source.ts";
-import type { Store } from "../../src/store/store.ts";
+import { SplitCoordinator, startWorker, type Worker } from "../../mod.ts";
+import { createApp } from "../../host.ts";
+import { NatsStore } from "../../nats.ts";
+import type { SplitSource, Store } from "../../mod.ts";
 import { runCmd } from "../helpers/cmd.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { NatsServer } from "../helpers/nats_server.ts";

@@ -15,13 +15,10 @@
 import assert from "node:assert/strict";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { serve } from "../../adapters/deno.ts";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import type { Coordinator } from "../../src/coordinator/types.ts";
-import { NatsStore } from "../../src/nats/nats_store.ts";
-import type { Service } from "../../src/serve/serve_core.ts";
-import type { SplitSource } from "../../src/runtime/source.ts";
-import { startWorker } from "../../src/runtime/worker.ts";
-import type { Worker } from "../../src/runtime/worker_types.ts";
+import { SplitCoordinator, startWorker } from "../../mod.ts";
+import type { Coordinator, SplitSource, Worker } from "../../mod.ts";
+import { NatsStore } from "../../nats.ts";
+import type { Service } from "../../host.ts";
 import { Chromium, findChromium } from "../helpers/chromium.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { NatsServer } from "../helpers/nats_server.ts";

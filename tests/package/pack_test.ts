@@ -4,15 +4,14 @@
  * with only Node's), and run it on Node 24 and Bun.
  */
 import assert from "node:assert/strict";
-import { VERSION } from "../../src/coordinator/job_check.ts";
+import { VERSION } from "../../admin.ts";
 import { runCmd } from "../helpers/cmd.ts";
 import { bin, npmEnv, packOnce, root, tempDir } from "./pack.ts";
 
 const CONSUMER = `
 import { MemoryStore, splitIdFrom, type SplitSource } from "@splitlease/splitlease";
-import { runSlice, type SliceResult } from "@splitlease/splitlease/serverless";
+import { runSlice, type SliceResult, createSliceHandler } from "@splitlease/splitlease/serverless";
 import { NatsStore, type NatsStoreOptions } from "@splitlease/splitlease/nats";
-import { createSliceHandler } from "@splitlease/splitlease/serverless";
 import type { serve as denoServe } from "@splitlease/splitlease/deno";
 
 const source: SplitSource<{ from: number; to: number }> = {

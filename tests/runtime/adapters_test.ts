@@ -5,7 +5,7 @@
  * and exit 0; on NATS a second worker then finishes the job with no replay.
  */
 import assert from "node:assert/strict";
-import { NatsStore } from "../../src/nats/nats_store.ts";
+import { NatsStore } from "../../nats.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 import {

@@ -6,10 +6,8 @@
  * MemoryStore.
  */
 import assert from "node:assert/strict";
-import { SplitleaseError } from "../../src/errors.ts";
-import { type ServeHost, type Service, serveWith } from "../../src/serve/serve_core.ts";
-import { type ServeOptions } from "../../src/serve/serve_options.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
+import { SplitleaseError, MemoryStore } from "../../mod.ts";
+import { type ServeHost, type Service, serveWith, type ServeOptions } from "../../host.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { rangeSource } from "./fixtures/app.ts";
 

@@ -7,12 +7,10 @@
 import assert from "node:assert/strict";
 import { Hono } from "hono";
 import { serve } from "../../adapters/deno.ts";
-import { createApp } from "../../src/http/app.ts";
-import { ManualClock } from "../../src/coordinator/clock.ts";
-import { startWorker } from "../../src/runtime/worker.ts";
-import type { SplitSource } from "../../src/runtime/source.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import { SplitleaseError } from "../../src/errors.ts";
+import { createApp } from "../../host.ts";
+import { ManualClock } from "../../testing.ts";
+import { startWorker, MemoryStore, SplitleaseError } from "../../mod.ts";
+import type { SplitSource } from "../../mod.ts";
 import { idleSource } from "../helpers/idle_source.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 

@@ -3,12 +3,11 @@
 // leader, the operator actions behind the drain token with an answer for
 // every state, cross-site refusal, and the page's headers.
 import assert from "node:assert/strict";
-import { createApp } from "../../src/http/app.ts";
+import { createApp } from "../../host.ts";
 import { failRecord, seedRecord } from "../../src/coordinator/transitions.ts";
-import type { SplitRecord } from "../../src/records.ts";
-import { StoreUnavailableError } from "../../src/errors.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import type { Store } from "../../src/store/store.ts";
+import type { SplitRecord } from "../../admin.ts";
+import { StoreUnavailableError, MemoryStore } from "../../mod.ts";
+import type { Store } from "../../mod.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
 const TOKEN = "op-s3cret";

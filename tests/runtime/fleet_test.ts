@@ -5,7 +5,7 @@
  * outcomes rather than crashes.
  */
 import assert from "node:assert/strict";
-import { NatsStore } from "../../src/nats/nats_store.ts";
+import { NatsStore } from "../../nats.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
 import { freePort, NatsServer } from "../helpers/nats_server.ts";
 import { buildOnce, kill, type Proc, type Runtime, RUNTIMES, spawn, withTimeout } from "../helpers/worker_procs.ts";

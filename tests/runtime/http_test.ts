@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { createApp } from "../../src/http/app.ts";
-import { escapeLabelValue, MetricsRegistry } from "../../src/http/metrics.ts";
-import { startWorker } from "../../src/runtime/worker.ts";
-import { ManualClock } from "../../src/coordinator/clock.ts";
+import { createApp, MetricsRegistry } from "../../host.ts";
+import { escapeLabelValue } from "../../src/http/metrics.ts";
+import { startWorker } from "../../mod.ts";
+import { ManualClock } from "../../testing.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { idleSource } from "../helpers/idle_source.ts";
 import { settle } from "../helpers/settle.ts";

@@ -7,8 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { serve } from "../../adapters/deno.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import type { SplitSource } from "../../src/runtime/source.ts";
+import { MemoryStore } from "../../mod.ts";
+import type { SplitSource } from "../../mod.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 
 interface Line {

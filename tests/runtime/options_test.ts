@@ -1,15 +1,11 @@
 // Every runtime entry point refuses a typo with the nearest valid name and a
 // duration a timer cannot hold, before anything joins or listens.
 import assert from "node:assert/strict";
-import { SplitleaseError } from "../../src/errors.ts";
-import type { JoinOptions } from "../../src/coordinator/join_options.ts";
-import type { Coordinator } from "../../src/coordinator/types.ts";
-import { type ServeHost, serveWith } from "../../src/serve/serve_core.ts";
-import { type ServeOptions } from "../../src/serve/serve_options.ts";
+import { SplitleaseError, startWorker, MemoryStore } from "../../mod.ts";
+import type { JoinOptions, Coordinator } from "../../mod.ts";
+import { type ServeHost, serveWith, type ServeOptions } from "../../host.ts";
 import { createSliceHandler } from "../../src/runtime/slice.ts";
 import { runSlice } from "../../src/runtime/slice_run.ts";
-import { startWorker } from "../../src/runtime/worker.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 import { rangeSource } from "./fixtures/app.ts";
 

@@ -1,15 +1,13 @@
 import assert from "node:assert/strict";
-import type { Clock } from "../../src/coordinator/types.ts";
-import { systemClock } from "../../src/coordinator/clock.ts";
+import type { Clock } from "../../mod.ts";
+import { systemClock } from "../../testing.ts";
 import { checkSliceOptions } from "../../src/runtime/slice_options.ts";
 import { createSliceHandler } from "../../src/runtime/slice.ts";
 import { runSlice, type SliceResult } from "../../src/runtime/slice_run.ts";
-import { type JoinOptions } from "../../src/coordinator/join_options.ts";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import { NatsStore } from "../../src/nats/nats_store.ts";
+import { type JoinOptions, SplitCoordinator, MemoryStore } from "../../mod.ts";
+import { NatsStore } from "../../nats.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
 import { rangeSource } from "./fixtures/app.ts";
 
 /** Delegates to the system clock and counts timers still pending. */

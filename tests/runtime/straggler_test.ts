@@ -7,11 +7,9 @@
  * well before the big range alone would take.
  */
 import assert from "node:assert/strict";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import type { SplitRecord } from "../../src/records.ts";
-import type { SplitSource } from "../../src/runtime/source.ts";
-import { startWorker } from "../../src/runtime/worker.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
+import { SplitCoordinator, startWorker, MemoryStore } from "../../mod.ts";
+import type { SplitRecord } from "../../admin.ts";
+import type { SplitSource } from "../../mod.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 
 type Range = { from: number; to: number };

@@ -9,13 +9,11 @@
 import assert from "node:assert/strict";
 import { trace } from "@opentelemetry/api";
 import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { StoreUnavailableError } from "../../src/errors.ts";
-import { serveWith, type ServeHost, type Service } from "../../src/serve/serve_core.ts";
-import type { ServeOptions } from "../../src/serve/serve_options.ts";
-import type { SplitSource } from "../../src/runtime/source.ts";
+import { StoreUnavailableError, MemoryStore } from "../../mod.ts";
+import { serveWith, type ServeHost, type Service } from "../../host.ts";
+import type { ServeOptions } from "../../host.ts";
+import type { SplitSource, Store } from "../../mod.ts";
 import { runSlice } from "../../src/runtime/slice_run.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import type { Store } from "../../src/store/store.ts";
 import { Tracing } from "../../src/tracing/tracing.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 

@@ -1,11 +1,9 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { FencedError, InvalidRecordError, StoreUnavailableError } from "../../src/errors.ts";
-import type { Logger } from "../../src/coordinator/types.ts";
-import type { Lane, SplitSource } from "../../src/runtime/source.ts";
-import { startWorker } from "../../src/runtime/worker.ts";
-import { type WorkerOptions } from "../../src/runtime/worker_types.ts";
-import { ManualClock } from "../../src/coordinator/clock.ts";
+import { FencedError, StoreUnavailableError, startWorker, type WorkerOptions } from "../../mod.ts";
+import { InvalidRecordError } from "../../admin.ts";
+import type { Logger, Lane, SplitSource } from "../../mod.ts";
+import { ManualClock } from "../../testing.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { settle } from "../helpers/settle.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";

@@ -1,11 +1,10 @@
 // Minimal reproductions of coordinator bugs the simulation found (each names
 // the seed that found it; replay with SIM_SEED=<seed>).
 import assert from "node:assert/strict";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import { StoreUnavailableError } from "../../src/errors.ts";
+import { SplitCoordinator, StoreUnavailableError, MemoryStore } from "../../mod.ts";
 import { decodeRecord, SplitRecordSchema } from "../../src/records.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import type { Store, WriteResult } from "../../src/store/store.ts";
+import type { Store } from "../../mod.ts";
+import type { WriteResult } from "../../store.ts";
 import { FaultyStore } from "../coordinator/faulty_store.ts";
 import { FAST, Fleet, finalPlanner, Member, splits } from "../coordinator/fleet.ts";
 

@@ -8,26 +8,12 @@
 // lands goes through one referee that checks the safety invariants at the
 // moment it lands; the engine checks the rest after every step and at the
 // end. Everything is driven by one seed: the same seed gives the same trace.
-import { ManualClock } from "../../src/coordinator/clock.ts";
-import { type JoinOptions } from "../../src/coordinator/join_options.ts";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import type { Clock, CoordinationEvent, PlannedSplit, Planner } from "../../src/coordinator/types.ts";
-import { FencedError, SplitleaseError, StoreUnavailableError } from "../../src/errors.ts";
-import {
-  AssignRecordSchema,
-  decodeRecord,
-  LeaderRecordSchema,
-  MemberRecordSchema,
-  type PlanRecord,
-  PlanRecordSchema,
-  type Json,
-  type SplitProgress,
-  type SplitRecord,
-  SplitRecordSchema,
-} from "../../src/records.ts";
-import { cancelSplit, requeueSplit } from "../../src/fleet/actions.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import type { DeleteResult, Store, StoreEntry, Watch, WatchEvent, WriteResult } from "../../src/store/store.ts";
+import { ManualClock } from "../../testing.ts";
+import { type JoinOptions, SplitCoordinator, FencedError, SplitleaseError, StoreUnavailableError, type Json, type SplitProgress, MemoryStore } from "../../mod.ts";
+import type { Clock, CoordinationEvent, PlannedSplit, Planner, Store } from "../../mod.ts";
+import { type PlanRecord, type SplitRecord, cancelSplit, requeueSplit } from "../../admin.ts";
+import { AssignRecordSchema, decodeRecord, LeaderRecordSchema, MemberRecordSchema, PlanRecordSchema, SplitRecordSchema } from "../../src/records.ts";
+import type { DeleteResult, StoreEntry, Watch, WatchEvent, WriteResult } from "../../store.ts";
 import { Channel } from "../../src/util/channel.ts";
 import { FAST, mulberry } from "../coordinator/fleet.ts";
 

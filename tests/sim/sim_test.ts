@@ -7,8 +7,9 @@
 //   SIM_SEED_BASE=b   first seed (default 1)
 //   SIM_SEED=s        replay one seed, printing its trace tail
 import assert from "node:assert/strict";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import { encodeRecord, type SplitRecord } from "../../src/records.ts";
+import { MemoryStore } from "../../mod.ts";
+import type { SplitRecord } from "../../admin.ts";
+import { encodeRecord } from "../../src/records.ts";
 import { Referee, report, runSeed, type SimResult, type Writer } from "./sim.ts";
 
 const one = Deno.env.get("SIM_SEED");

@@ -5,8 +5,8 @@
  * password ever appears in an error message.
  */
 import assert from "node:assert/strict";
-import { SplitleaseError } from "../../src/errors.ts";
-import { NatsStore } from "../../src/nats/nats_store.ts";
+import { SplitleaseError } from "../../mod.ts";
+import { NatsStore } from "../../nats.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

@@ -7,9 +7,10 @@ import type { Core } from "../../src/coordinator/core.ts";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import { MemberState } from "../../src/coordinator/leader/member_state.ts";
 import { newStats } from "../../src/coordinator/stats.ts";
-import { decodeRecord, encodeRecord, AssignRecordSchema, type SplitRecord } from "../../src/records.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import { MAX_VALUE_BYTES } from "../../src/store/store.ts";
+import type { SplitRecord } from "../../admin.ts";
+import { decodeRecord, encodeRecord, AssignRecordSchema } from "../../src/records.ts";
+import { MemoryStore } from "../../mod.ts";
+import { MAX_VALUE_BYTES } from "../../store.ts";
 
 Deno.test("assignment record: thousands of grants with large progress go out in records that fit, every grant listed", async () => {
   const store = new MemoryStore({ yieldToTimers: false });

@@ -3,7 +3,8 @@
 // tunable names and the defaults are read from it, and the defaults the
 // CoordinatorTunables interface names in its comments must be the schema's.
 import assert from "node:assert/strict";
-import { coordinatorConfigDocs, TUNABLE_DEFAULTS, TUNABLE_KEYS } from "../../src/coordinator/config.ts";
+import { coordinatorConfigDocs } from "../../admin.ts";
+import { TUNABLE_DEFAULTS, TUNABLE_KEYS } from "../../src/coordinator/config.ts";
 
 Deno.test("config: the interface's documented defaults are the schema's", async () => {
   const text = await Deno.readTextFile(new URL("../../src/coordinator/config.ts", import.meta.url));

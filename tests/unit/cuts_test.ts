@@ -9,9 +9,10 @@ import { cutRecord, makeCut, pruneResiduals, residualId, residualRecord } from "
 import { CompletionJudge } from "../../src/coordinator/leader/completion.ts";
 import { type CutCandidate, planCuts, workLeft } from "../../src/coordinator/leader/cut_asks.ts";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
-import { ManualClock } from "../../src/coordinator/clock.ts";
-import { decodeRecord, encodeRecord, MAX_RESIDUALS, type PlanRecord, PlanRecordSchema, type SplitRecord } from "../../src/records.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
+import { ManualClock } from "../../testing.ts";
+import { MAX_RESIDUALS, type PlanRecord, type SplitRecord } from "../../admin.ts";
+import { decodeRecord, encodeRecord, PlanRecordSchema } from "../../src/records.ts";
+import { MemoryStore } from "../../mod.ts";
 
 const FC_SEED = Number(Deno.env.get("FC_SEED") ?? Date.now() % 2 ** 31);
 const owned = (over: Partial<SplitRecord> = {}): SplitRecord => ({

@@ -1,13 +1,13 @@
 // Operator actions on MemoryStore: each a fenced CAS with an answer for
 // every state and race, never a throw.
 import assert from "node:assert/strict";
-import { cancelSplit, drainMember, requeueQuarantined, requeueSplit } from "../../src/fleet/actions.ts";
-import { readFleet } from "../../src/fleet/read_fleet.ts";
+import { cancelSplit, drainMember, requeueQuarantined, requeueSplit, readFleet, type SplitRecord } from "../../admin.ts";
 import { failRecord, seedRecord } from "../../src/coordinator/transitions.ts";
-import { decodeRecord, MemberRecordSchema, type SplitRecord, SplitRecordSchema } from "../../src/records.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import type { Store, StoreEntry, WriteResult } from "../../src/store/store.ts";
-import { InvalidKeyError } from "../../src/errors.ts";
+import { decodeRecord, MemberRecordSchema, SplitRecordSchema } from "../../src/records.ts";
+import { MemoryStore } from "../../mod.ts";
+import type { Store } from "../../mod.ts";
+import type { StoreEntry, WriteResult } from "../../store.ts";
+import { InvalidKeyError } from "../../store.ts";
 
 const owner = { instance: "w1", session: "s1" };
 

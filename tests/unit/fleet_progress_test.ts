@@ -11,16 +11,9 @@ import { buildFleetView } from "../../src/fleet/fleet_view.ts";
 import { RATE_WINDOW_MS } from "../../src/fleet/fleet_rate.ts";
 import type { FleetSnapshot } from "../../src/fleet/types.ts";
 import { commitRecord, failRecord, openRecord, releaseRecord, seedRecord, withTenancy } from "../../src/coordinator/transitions.ts";
-import {
-  estimateProblem,
-  isSplitRecord,
-  MemberRecordSchema,
-  type SplitRecord,
-  SplitRecordSchema,
-  safeDecodeRecord,
-  TENANCY_HISTORY,
-} from "../../src/records.ts";
-import { SplitleaseError } from "../../src/errors.ts";
+import type { SplitRecord } from "../../admin.ts";
+import { estimateProblem, isSplitRecord, MemberRecordSchema, SplitRecordSchema, safeDecodeRecord, TENANCY_HISTORY } from "../../src/records.ts";
+import { SplitleaseError } from "../../mod.ts";
 
 const a = { instance: "a", session: "sa" };
 const b = { instance: "b", session: "sb" };

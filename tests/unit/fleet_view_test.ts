@@ -4,9 +4,9 @@ import assert from "node:assert/strict";
 import { buildFleetView, jsonPreview, normalizeFleetQuery } from "../../src/fleet/fleet_view.ts";
 import type { FleetSnapshot } from "../../src/fleet/types.ts";
 import { failRecord, seedRecord } from "../../src/coordinator/transitions.ts";
-import type { MemberRecord, SplitRecord } from "../../src/records.ts";
+import type { MemberRecord, SplitRecord } from "../../admin.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
-import { SplitleaseError } from "../../src/errors.ts";
+import { SplitleaseError } from "../../mod.ts";
 
 const a = { instance: "a", session: "sa" };
 const b = { instance: "b", session: "sb" };

@@ -1,11 +1,9 @@
 // A store whose watch never finishes its snapshot fails the join with a
 // clear error instead of hanging it.
 import assert from "node:assert/strict";
-import { ManualClock } from "../../src/coordinator/clock.ts";
-import { SplitCoordinator } from "../../src/coordinator/coordinator.ts";
-import { StoreUnavailableError } from "../../src/errors.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import type { Watch, WatchEvent } from "../../src/store/store.ts";
+import { ManualClock } from "../../testing.ts";
+import { SplitCoordinator, StoreUnavailableError, MemoryStore } from "../../mod.ts";
+import type { Watch, WatchEvent } from "../../store.ts";
 
 class SilentWatchStore extends MemoryStore {
   constructor() {

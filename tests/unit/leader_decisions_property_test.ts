@@ -9,7 +9,8 @@ import { LeaderView, parseOwnerKey } from "../../src/coordinator/leader/leader_v
 import { MemberState } from "../../src/coordinator/leader/member_state.ts";
 import { freeLanes } from "../../src/coordinator/leader/offers.ts";
 import { decideDrain, decideRevocations } from "../../src/coordinator/leader/revocation_rules.ts";
-import { encodeRecord, type MemberRecord, type Owner, type PlanRecord, type SplitRecord } from "../../src/records.ts";
+import type { MemberRecord, Owner, PlanRecord, SplitRecord } from "../../admin.ts";
+import { encodeRecord } from "../../src/records.ts";
 import { decideCompletion } from "../../src/coordinator/leader/completion.ts";
 
 const FC_SEED = Number(Deno.env.get("FC_SEED") ?? Date.now() % 2 ** 31);

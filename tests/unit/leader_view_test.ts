@@ -3,7 +3,8 @@
 // newer read brought in.
 import assert from "node:assert/strict";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
-import { encodeRecord, type MemberRecord } from "../../src/records.ts";
+import type { MemberRecord } from "../../admin.ts";
+import { encodeRecord } from "../../src/records.ts";
 
 const member = (session: string, beat: number): string =>
   encodeRecord({ v: 2, session, maxInFlight: 4, runtime: "deno", version: "test", beat } satisfies MemberRecord);

@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import { MemberState } from "../../src/coordinator/leader/member_state.ts";
 import { MAX_OFFERS, type OfferBook, refillOffers } from "../../src/coordinator/leader/offers.ts";
-import { encodeRecord, type SplitRecord } from "../../src/records.ts";
+import type { SplitRecord } from "../../admin.ts";
+import { encodeRecord } from "../../src/records.ts";
 
 function book(free: number) {
   const view = new LeaderView(() => {}, () => {});

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { coordinatorConfigDocs, parseCoordinatorConfig } from "../../admin.ts";
 import { MemoryStore, SplitCoordinator, SplitleaseError } from "../../mod.ts";
-import { systemClock } from "../../src/coordinator/clock.ts";
+import { systemClock } from "../../testing.ts";
 import { resolveOptions } from "../../src/nats/options.ts";
 import { editDistance, nearestName, rejectUnknownKeys } from "../../src/util/options.ts";
 import { clampTimerMs, MAX_TIMER_MS } from "../../src/util/timers.ts";

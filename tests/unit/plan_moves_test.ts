@@ -2,14 +2,7 @@
 // Replay a failing property run with FC_SEED=<seed printed in the failure>.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { type BalanceSplit, type BalanceView, type Move } from "../../src/balance/types.ts";
-import {
-  fairShare,
-  hasClaimable,
-  memberLoads,
-  planMoves,
-} from "../../src/balance/plan_moves.ts";
-import { hashStrings, rendezvousRank } from "../../src/balance/hash.ts";
+import { type BalanceSplit, type BalanceView, type Move, fairShare, hasClaimable, memberLoads, planMoves, hashStrings, rendezvousRank } from "../../testing.ts";
 
 const FC_SEED = Deno.env.get("FC_SEED") !== undefined
   ? Number(Deno.env.get("FC_SEED"))

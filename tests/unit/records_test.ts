@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { AssignRecordSchema, decodeRecord, MemberRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../../src/records.ts";
-import { InvalidRecordError } from "../../src/errors.ts";
+import { InvalidRecordError } from "../../admin.ts";
 
 const id = fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/);
 const nearly = <T>(good: fc.Arbitrary<T>) =>

@@ -11,7 +11,8 @@ import { MemberState } from "../../src/coordinator/leader/member_state.ts";
 import { Revocations } from "../../src/coordinator/leader/revocations.ts";
 import type { LeaderIntent } from "../../src/coordinator/leader/intents.ts";
 import { newStats } from "../../src/coordinator/stats.ts";
-import { encodeRecord, type Owner, type SplitRecord } from "../../src/records.ts";
+import type { Owner, SplitRecord } from "../../admin.ts";
+import { encodeRecord } from "../../src/records.ts";
 
 const FC_SEED = Number(Deno.env.get("FC_SEED") ?? Date.now() % 2 ** 31);
 const INSTANCES = ["a", "b", "c", "d"];

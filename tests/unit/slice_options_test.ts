@@ -2,13 +2,11 @@
 // that cannot work fails at once, naming the rule, instead of answering an
 // error on every request.
 import assert from "node:assert/strict";
-import { SplitleaseError } from "../../src/errors.ts";
+import { SplitleaseError, MemoryStore } from "../../mod.ts";
 import { checkSliceOptions, type SliceOptions } from "../../src/runtime/slice_options.ts";
 import { createSliceHandler } from "../../src/runtime/slice.ts";
 import { runSlice } from "../../src/runtime/slice_run.ts";
-import type { SplitSource } from "../../src/runtime/source.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
-import type { Clock } from "../../src/coordinator/types.ts";
+import type { SplitSource, Clock } from "../../mod.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
 const source: SplitSource<null> = {

@@ -4,8 +4,9 @@
 // subscribers after the writer's own same-tick bookkeeping.
 import assert from "node:assert/strict";
 import { type LandedSplit, SplitRecords } from "../../src/coordinator/split_records.ts";
-import { encodeRecord, type SplitRecord } from "../../src/records.ts";
-import { MemoryStore } from "../../src/store/memory_store.ts";
+import type { SplitRecord } from "../../admin.ts";
+import { encodeRecord } from "../../src/records.ts";
+import { MemoryStore } from "../../mod.ts";
 
 const me = { instance: "a", session: "s1" };
 const rec = (epoch: number, owner: typeof me | null, progress: number | null = null): SplitRecord => ({

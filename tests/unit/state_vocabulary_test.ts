@@ -9,11 +9,11 @@ import assert from "node:assert/strict";
 import { parseArgs } from "../../src/cli/args.ts";
 import { formatStatus } from "../../src/cli/format.ts";
 import { buildFleetView, FLEET_STATES } from "../../src/fleet/fleet_view.ts";
-import type { FleetSnapshot, FleetState } from "../../src/fleet/types.ts";
+import type { FleetState, SplitRecord } from "../../admin.ts";
+import type { FleetSnapshot } from "../../src/fleet/types.ts";
 import { seedRecord } from "../../src/coordinator/transitions.ts";
-import type { SplitRecord } from "../../src/records.ts";
 import { FLEET_PAGE_HTML } from "../../src/http/fleet_page.ts";
-import { createApp } from "../../src/http/app.ts";
+import { createApp } from "../../host.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
 const entry = (key: string, value: unknown) => ({ key, value: JSON.stringify(value), revision: 1 });

@@ -1,7 +1,7 @@
 // Every interval the coordinator derives from its config is made in one place
 // (src/coordinator/timings.ts); these are the numbers docs/DESIGN.md names.
 import assert from "node:assert/strict";
-import { parseCoordinatorConfig } from "../../src/coordinator/config.ts";
+import { parseCoordinatorConfig } from "../../admin.ts";
 import { timings } from "../../src/coordinator/timings.ts";
 
 Deno.test("timings: every derived interval at the defaults and at a short lease", () => {
