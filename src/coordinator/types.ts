@@ -182,7 +182,7 @@ export interface HeldSplitStatus {
   id: string;
   /** Current epoch (fencing token). */
   epoch: number;
-  /** Weight. */
+  /** Relative cost as planned (lowered by a cut); the balancer evens weight, not counts. */
   weight: number;
   /** Last committed progress. */
   progress: SplitProgress | null;

@@ -15,8 +15,8 @@
  * ```
  */
 export interface Versioned<T> {
-  /** The record. */
+  /** The decoded value. */
   record: T;
-  /** Its revision. */
+  /** The store revision that wrote it: a CAS over it names this. */
   revision: number;
 }

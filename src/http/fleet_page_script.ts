@@ -253,7 +253,7 @@ const MAIN = `
   });
 `;
 
-/** The page's script. */
+/** The fleet page's browser script: polls `/fleet`, renders the tables, posts operator actions with the token. */
 export const FLEET_PAGE_SCRIPT: string = `"use strict";
 (() => {${HELPERS}${JOB}${FLEET_PAGE_SPLITS}${MAIN}})();
 `;

@@ -35,7 +35,7 @@ export interface FleetRouteOptions {
   coordinator: Coordinator;
   /** The bearer-token guard of `POST /drain`. */
   guard: MiddlewareHandler;
-  /** Its body limit. */
+  /** Refuses an action body past 4 KiB with 413 before it is read whole. */
   bodyLimit: MiddlewareHandler;
   /** Registers the 405 answer of a path (after its handlers). */
   allow: (path: string, method: "GET" | "POST") => void;

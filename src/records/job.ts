@@ -26,7 +26,7 @@ export interface JobRecord {
   createdAt: number;
 }
 
-/** Schema of the `job` record. */
+/** Checks a decoded `job` record: its version, the planner's fingerprint it was created with, and when. */
 export const JobRecordSchema: z.ZodType<JobRecord> = z.object({
   v: v2,
   fingerprint: z.string().min(1),
@@ -82,7 +82,7 @@ const OutcomeSchema: z.ZodType<JobOutcome> = z.union([
   z.object({ kind: z.literal("planFailed"), error: z.string(), attempts: count, term: count }),
 ]);
 
-/** Schema of the `plan` record. */
+/** Checks a decoded `plan` record: the term that wrote it, its finality and generation, the planned count, the planner's cursor and the outcome. */
 export const PlanRecordSchema: z.ZodType<PlanRecord> = z.object({
   v: v2,
   term: count,
@@ -155,7 +155,7 @@ const CountsSchema: z.ZodType<JobCounts> = z.object({
   cut: count.optional(),
 });
 
-/** Schema of the `leader` record. */
+/** Checks a decoded `leader` record: who leads, in which session and term, its beat and the job counts it publishes. */
 export const LeaderRecordSchema: z.ZodType<LeaderRecord> = z.object({
   v: v2,
   instance: id,

@@ -290,7 +290,7 @@ export interface Residual {
   id: string;
   /** Its descriptor (inline: at most {@linkcode INLINE_DESCRIPTOR_BYTES}). */
   descriptor: Json;
-  /** Its weight. */
+  /** Its share of the parent's weight, counted by balancing from its creation. */
   weight: number;
   /**
    * The epoch its record starts at: past the parent's epoch at the cut, so
@@ -361,7 +361,7 @@ export const FAILURE_MESSAGE_CHARS = 300;
 
 const FailureSchema: z.ZodType<SplitFailure> = z.object({ at: z.number(), worker: z.string(), message: z.string() });
 
-/** Schema of a `split.<split>` record. */
+/** Checks a decoded `split.<id>` record: status, owner, epoch, attempts, progress and lineage, with their ranges. */
 export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
   v: v2,
   epoch: count,

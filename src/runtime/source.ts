@@ -229,7 +229,7 @@ export interface FencingToken {
 export interface Lane<D = Json> {
   /** Unique id of this tenancy (fresh for every `gained`). */
   readonly id: string;
-  /** The split id. */
+  /** The split this lane runs (the same across the split's tenancies, unlike `id`). */
   readonly splitId: string;
   /** The split as planned (id, raw descriptor, weight). */
   readonly spec: SplitSpec;

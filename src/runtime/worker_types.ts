@@ -118,7 +118,7 @@ export interface WorkerStats {
 export interface LaneInfo {
   /** Lane id. */
   id: string;
-  /** Split id. */
+  /** The split the lane runs. */
   splitId: string;
   /** Epoch of the tenancy. */
   epoch: number;

@@ -84,9 +84,9 @@ export interface ServeResult {
  * ```
  */
 export interface Service {
-  /** The worker. */
+  /** The worker running the source's lanes (its `done` is what `done` waits for). */
   readonly worker: Worker;
-  /** The coordinator. */
+  /** The worker's coordinator (for `status()`, `stats()`, operator actions). */
   readonly coordinator: Coordinator;
   /**
    * The HTTP app being served (a Hono app: `service.app.request("/status")`
