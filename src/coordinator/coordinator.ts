@@ -92,9 +92,9 @@ export class SplitCoordinator implements Coordinator {
       schedule: () => this.#loop.schedule(),
       replaced: new ReplacedRecords(stats, options.logger ?? silent),
     });
-    this.#tenancies = new Tenancies(core);
+    // The follower keeps the tenancies that ended while the store may still name us (it resumes or releases them).
+    this.#tenancies = new Tenancies(core, (id, d) => this.#follower.remember(id, d));
     this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());
-    this.#tenancies.onOrphan = (id, d) => this.#follower.remember(id, d);
     this.#leadership = new Leadership(
       core,
       this.#follower,

@@ -31,11 +31,12 @@ export class Tenancies {
   #named = 0;
 
   /** Told about a tenancy that ended while the store may still name us (a release lost to an outage). */
-  onOrphan: (id: string, d: Dormant) => void = () => {};
+  readonly onOrphan: (id: string, d: Dormant) => void;
 
-  /** Creates the set for a coordinator. */
-  constructor(core: Core) {
+  /** Creates the set for a coordinator; `onOrphan` keeps what ended while the store may still name us (the follower's dormant set). */
+  constructor(core: Core, onOrphan: (id: string, d: Dormant) => void) {
     this.#core = core;
+    this.onOrphan = onOrphan;
   }
 
   /** Total weight held. */
