@@ -1,6 +1,10 @@
 /**
- * The state a coordinator's parts share: the store, clock, config, identity,
- * stats and event channel. One instance per coordinator.
+ * The environment a coordinator's parts share, fixed at construction: the
+ * store and its split-record gateway, clock, randomness, config and the
+ * timings derived from it, logger, identity, stats, replaced records, event
+ * channel, and a way to ask for a pass. No part reaches another through it;
+ * what passes between the member and leader sides passes as arguments of
+ * the reconcile pass. One instance per coordinator.
  *
  * @module
  */
@@ -17,27 +21,27 @@ import type { Clock, CoordinationEvent, Logger } from "./types.ts";
 /** Shared state of one coordinator's parts. */
 export interface Core {
   /** The instrumented store. */
-  store: Store;
+  readonly store: Store;
   /** The gateway for split records (every split write goes through it). */
-  splits: SplitRecords;
+  readonly splits: SplitRecords;
   /** Time source. */
-  clock: Clock;
+  readonly clock: Clock;
   /** Randomness in [0, 1). */
-  random: () => number;
+  readonly random: () => number;
   /** Validated configuration. */
-  config: CoordinatorConfig;
+  readonly config: CoordinatorConfig;
   /** Every interval derived from the config, by name (`timings(config)`). */
-  timings: Timings;
+  readonly timings: Timings;
   /** Structured logger. */
-  log: Logger;
+  readonly log: Logger;
   /** This instance and session. */
-  me: Owner;
+  readonly me: Owner;
   /** Counters and histograms. */
-  stats: CoordinatorStats;
+  readonly stats: CoordinatorStats;
   /** Outgoing events. */
-  events: Channel<CoordinationEvent>;
+  readonly events: Channel<CoordinationEvent>;
   /** Asks for a reconcile soon. */
   schedule(): void;
   /** Unreadable control records a CAS of ours replaced (`/status.invalidRecords`, `replaced: true`). */
-  replaced: ReplacedRecords;
+  readonly replaced: ReplacedRecords;
 }
