@@ -35,6 +35,7 @@ export { type ServeOptions } from "./src/serve/serve_options.ts";
 // own endpoint or push), timingSafeEqual and the text-format helpers (the
 // registry applies them).
 export { type AppOptions, createApp, type HonoApp, type HttpApp } from "./src/http/app.ts";
+export type { DrainAuthOptions } from "./src/http/drain_auth.ts";
 export {
   type MemoryUsage,
   type ProcessMetrics,

@@ -9,7 +9,16 @@ import { bearerAuth } from "hono/bearer-auth";
 import { SplitleaseError } from "../errors.ts";
 import { timingSafeEqual } from "../util/timing_safe_equal.ts";
 
-/** Who may call the routes that stop work (`POST /drain` and the operator actions). */
+/**
+ * Who may call the routes that stop work (`POST /drain` and the operator
+ * actions): a bearer token, or nobody's permission on a private address.
+ *
+ * @example
+ * ```ts
+ * import type { DrainAuthOptions } from "@splitlease/splitlease/host";
+ * const auth: DrainAuthOptions = { drainToken: "s3cret" };
+ * ```
+ */
 export interface DrainAuthOptions {
   /**
    * Bearer token required by `POST /drain` (RFC 6750 characters:

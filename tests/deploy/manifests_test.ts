@@ -167,7 +167,7 @@ Deno.test("deploy: the Deployment and the Job agree with the code: grace period,
       assert.equal(c[probe].httpGet.path, route, `${where}: ${probe} on ${route}`);
       assert.equal(c[probe].httpGet.port, "http");
       assert.notEqual((await app.request(c[probe].httpGet.path)).status, 404, `${where}: the app serves ${route}`);
-      assert.ok(read("src/http/app.ts").includes(`app.get("${route}"`), `src/http/app.ts routes ${route}`);
+      assert.ok(read("src/http/probe_routes.ts").includes(`app.get("${route}"`), `src/http/probe_routes.ts routes ${route}`);
     }
     // Non-root, and no env the worker does not read (a typo would be silently ignored),
     // optional ones included (unset here: resolveEnv drops an optional secret it was not given).
