@@ -215,7 +215,7 @@ export const mutants = [
   {
     name: "cut-not-carried",
     breaks: "a tenancy's writes do not carry its cut: the lane stops at the kept range while the record keeps the whole range, and completes it",
-    edits: [{ file: C + "cuts.ts", search: "if (t.cut && !t.cut.landed) x = cutRecord(x, t.cut.cut);", replace: "" }],
+    edits: [{ file: C + "cut_writes.ts", search: "if (t.cut && !t.cut.landed) x = cutRecord(x, t.cut.cut);", replace: "" }],
     suites: ["sim"],
   },
   {
@@ -1026,7 +1026,7 @@ export const mutants = [
   {
     name: "http-token-prefix-accepted",
     breaks: "the bearer token is compared over its own length only: a token with extra characters after it is accepted",
-    edits: [{ file: "src/http/drain_auth.ts", search: "let diff = a.length ^ b.length;", replace: "let diff = 0;" }],
+    edits: [{ file: "src/util/timing_safe_equal.ts", search: "let diff = a.length ^ b.length;", replace: "let diff = 0;" }],
     suites: ["http"],
   },
   // --- config bounds (OPERATIONS "Coordinator configuration") --------------------------------------
