@@ -190,6 +190,12 @@ export const mutants = [
 
   // --- the leader's revocations: lanes kept free for successors --------------------------------
   {
+    name: "takeover-lane-not-held",
+    breaks: "a takeover's successor is dealt offers for the lane its takeover is on its way to: a restarted member claims free splits, then starts its reclaims, past maxInFlight",
+    edits: [{ file: C + "leader/takeovers.ts", search: "if (m.to) (m.to.reserveLane(), reserved.add(m));", replace: "" }],
+    suites: ["coordinator"],
+  },
+  {
     name: "incoming-kept-after-settle",
     breaks: "a settled or withdrawn revocation still counts against its successor's free lanes (it is offered less and less)",
     edits: [{ file: C + "leader/revocations.ts", search: "    this.#from.delete(id);\n    stateOf(this.#ctx.states, r.to)?.unexpect(id);", replace: "    this.#from.delete(id);" }],

@@ -1218,6 +1218,10 @@ export class Sim {
         const start = ev.progress?.watermark;
         const lane: Lane = { split: id, epoch: ev.epoch, desc, at: typeof start === "number" ? start : desc.from, active: true, revoke: false };
         p.lanes.set(id, lane);
+        // maxInFlight bounds what a member runs at once: the leader keeps a
+        // lane free for every split on its way to a member (a successor's
+        // release, a seed, a takeover) before it deals offers.
+        if (c.status().held.length > this.cfg.maxInFlight) this.count("heldPastMaxInFlight");
         void this.#runLane(p, c, lane, lane.at);
         return;
       }

@@ -99,13 +99,23 @@ export class Takeovers {
   }
 
   async #run(moves: { id: string; to: MemberState | undefined }[], charge: boolean): Promise<void> {
-    for (const m of moves) this.inflight.add(m.id);
+    // A successor's lane stays reserved until its write lands (the view then
+    // counts the split as held) or fails: the pass that decided the move
+    // also deals offers, and would deal the same lane again.
+    const reserved = new Set<{ id: string; to: MemberState | undefined }>();
+    for (const m of moves) {
+      this.inflight.add(m.id);
+      if (m.to) (m.to.reserveLane(), reserved.add(m));
+    }
+    const done = (m: { id: string; to: MemberState | undefined }) => {
+      if (reserved.delete(m)) m.to!.unreserveLane();
+    };
     try {
       for (let i = 0; i < moves.length && this.#ctx.leading(); i += TAKEOVER_WAVE) {
-        await Promise.all(moves.slice(i, i + TAKEOVER_WAVE).map((m) => this.#one(m.id, m.to, charge)));
+        await Promise.all(moves.slice(i, i + TAKEOVER_WAVE).map((m) => this.#one(m.id, m.to, charge).finally(() => done(m))));
       }
     } finally {
-      for (const m of moves) this.inflight.delete(m.id);
+      for (const m of moves) (this.inflight.delete(m.id), done(m));
       this.#ctx.core.schedule();
     }
   }
