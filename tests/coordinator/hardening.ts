@@ -161,7 +161,8 @@ export function hardeningScenarios(b: Backend): void {
     // A freezes for less than a lease but longer than a joiner's twin wait: its clock stops, it sees nothing.
     faulty.pause();
     const a2 = await f.join({ instance: "a", maxInFlight: 2 });
-    assert.ok(await f.until(() => a2.held.length === 2, 3 * f.timings.leaseMs), "the restarted process gets its predecessor's splits");
+    // Its predecessor's splits, whatever else it claims meanwhile (a spare, when a reclaim takes longer than spareClaimAfterMs).
+    assert.ok(await f.until(() => held.every((h) => a2.held.includes(h.id)), 3 * f.timings.leaseMs), "the restarted process gets its predecessor's splits");
     for (const h of held) assert.equal((await splitRecord(rawStore(f), h.id)).attempts, 1, "a restart reclaim costs one attempt");
     // A wakes up: its clock jumps by the time it was stopped. Before its
     // overdue heartbeat finds another session, a lane of it tries to commit
