@@ -45,7 +45,7 @@ export async function adoptDirectives(
       ) {
         st.offer(o.id, o.rev, cur.record.weight, o.spare === true);
         if (o.spare) {
-          view.spareHeap.push(o.id, cur.record.weight, view.rank(o.id));
+          view.addSpare(o.id, cur.record.weight);
         }
         offeredTo.set(o.id, st.instance);
       }

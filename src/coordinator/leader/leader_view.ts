@@ -116,6 +116,11 @@ export class LeaderView {
     this.tail.push(id, -e.record.weight, -r);
   }
 
+  /** A spare offer of `id` was dealt: it joins the spares' dealing order. */
+  addSpare(id: string, weight: number): void {
+    this.spareHeap.push(id, weight, this.rank(id));
+  }
+
   /** Applies one event of the watch over `filter` (`split.` or `member.`). */
   apply(filter: string, ev: WatchEvent): void {
     switch (ev.type) {
@@ -210,6 +215,9 @@ export class LeaderView {
     if (next) {
       this.splits.set(id, next);
       this.#index(id, next.record);
+      const r = next.record, p = prev?.record;
+      // Freed by a takeover (an attempt charged, nobody named): its claim is a takeover.
+      if (!r.owner && r.status === "runnable" && p?.owner && r.attempts > p.attempts && r.epoch > p.epoch) this.orphaned.add(id);
     } else {
       this.splits.delete(id);
       this.#rank.delete(id);

@@ -97,7 +97,7 @@ function distribute(b: OfferBook, ms: MemberState[]): boolean {
       if (id === undefined) break;
       const rec = view.splits.get(id)!;
       m.offer(id, rec.revision, rec.record.weight, true);
-      view.spareHeap.push(id, rec.record.weight, view.rank(id));
+      view.addSpare(id, rec.record.weight);
       b.offeredTo.set(id, m.instance);
       l += rec.record.weight;
       changed = true;

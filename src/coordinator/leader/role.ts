@@ -175,10 +175,6 @@ export class LeaderRole {
     this.retry.onSplit(id, prev, rec);
     this.#cuts.onSplit(id, rec);
     const o = rec?.owner;
-    // Freed by a takeover (an attempt charged, nobody named): its claim is a takeover.
-    if (rec && !o && rec.status === "runnable" && prev?.owner && rec.attempts > prev.attempts && rec.epoch > prev.epoch) {
-      this.view.orphaned.add(id);
-    }
     if (rec && o && rec.status === "runnable" && !prev && this.#ready) {
       // Seeded for `o` (a split created already owned): tell it.
       const st = this.states.get(o.instance);
