@@ -102,15 +102,14 @@ export interface CutAskInput {
  * and no residual waits to be created, the idle lanes not already covered
  * by pending asks go to `planCuts` over the running splits of splittable
  * members (none under revocation, asked, cooling down, or with residuals
- * to create). `between` runs after the give-ups are decided (the caller
- * creates pending residuals there). Pure but for `between`.
+ * to create). Pure.
  *
  * @example
  * ```ts ignore
- * const { intents, next } = decideCutAsks(input, () => {});
+ * const { intents, next } = decideCutAsks(input);
  * ```
  */
-export function decideCutAsks(input: CutAskInput, between: () => void): Decision {
+export function decideCutAsks(input: CutAskInput): Decision {
   const { view, states, now } = input;
   const intents: LeaderIntent[] = [];
   const givenUp = new Map<string, number>();
@@ -127,7 +126,6 @@ export function decideCutAsks(input: CutAskInput, between: () => void): Decision
       expected += a.parts - 1;
     }
   }
-  between();
   if (!input.nothingFree || view.pendingResiduals.size > 0) return { intents, next };
   let idle = 0;
   for (const m of claimers(states)) idle += Math.max(0, freeLanes(view, m) - m.plain);
@@ -199,6 +197,8 @@ export class CutAsks {
     for (const [id, m] of this.#askedBy) {
       if (!m.asks.has(id) || this.#states.get(m.instance) !== m) this.#askedBy.delete(id); // answered, or its member is gone
     }
+    // Creating a pending residual changes nothing a decision reads until it lands.
+    this.#createPending();
     const { timings, config } = this.#core;
     const d = decideCutAsks({
       view: this.#view,
@@ -211,7 +211,7 @@ export class CutAsks {
       askTimeoutMs: timings.cutAskTimeoutMs,
       cooldownMs: timings.cutCooldownMs,
       minWork: config.cutMinWork,
-    }, () => this.#createPending());
+    });
     apply(d.intents);
     if (this.#cooldown.size > 4 * this.#view.byOwner.size + 256) {
       for (const [id, until] of this.#cooldown) if (until <= now) this.#cooldown.delete(id);
