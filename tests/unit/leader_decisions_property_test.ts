@@ -12,12 +12,16 @@ import { decideDrain, decideRevocations } from "../../src/coordinator/leader/rev
 import type { MemberRecord, Owner, PlanRecord, SplitRecord } from "../../admin.ts";
 import { encodeRecord } from "../../src/records.ts";
 import { decideCompletion } from "../../src/coordinator/leader/completion.ts";
+import { decideCutAsks } from "../../src/coordinator/leader/cut_asks.ts";
 
 const FC_SEED = Number(Deno.env.get("FC_SEED") ?? Date.now() % 2 ** 31);
 
 /** A random fleet: members (some draining), splits owned by them, by older sessions or by nobody. */
 const fleetSpec = fc.record({
-  members: fc.array(fc.record({ lanes: fc.nat(4), draining: fc.boolean(), restarted: fc.boolean() }), { minLength: 1, maxLength: 5 }),
+  members: fc.array(fc.record({ lanes: fc.nat(4), draining: fc.boolean(), restarted: fc.boolean(), splittable: fc.boolean() }), {
+    minLength: 1,
+    maxLength: 5,
+  }),
   splits: fc.array(fc.record({ owner: fc.nat(7), old: fc.boolean() }), { maxLength: 20 }),
   gone: fc.array(fc.nat(6), { maxLength: 3 }),
   delayMs: fc.constantFrom(0, 100),
@@ -34,7 +38,7 @@ function build(spec: FleetSpec) {
     const session = m.restarted ? `new${i}` : `s${i}`;
     const st = new MemberState(`m${i}`, session, m.lanes, m.draining, false);
     states.set(st.instance, st);
-    const rec: MemberRecord = { v: 2, session, maxInFlight: m.lanes, runtime: "test", version: "0", beat: 0 };
+    const rec: MemberRecord = { v: 2, session, maxInFlight: m.lanes, runtime: "test", version: "0", beat: 0, ...(m.splittable ? { splittable: true as const } : {}) };
     view.put(`member.${st.instance}`, encodeRecord(rec), ++rev);
   });
   spec.splits.forEach((s, i) => {
@@ -169,4 +173,53 @@ Deno.test("decideCompletion: confirm once the view shows every planned split fin
   assert.equal(decideCompletion(view, decided, 3, 8), undefined, "the outcome stands");
   view.put("split.b", encodeRecord(split("cancelled")), 4);
   assert.equal(decideCompletion(view, decided, 3, 8)?.action, "clear", "the quarantined split was cancelled since");
+});
+
+Deno.test("decideCutAsks: asks only splittable owners that take work, for splits they hold, none revoked or cooling down; gives up asks past their time", () => {
+  fc.assert(
+    fc.property(fleetSpec, fc.array(fc.nat(19), { maxLength: 6 }), fc.array(fc.nat(19), { maxLength: 6 }), (spec, revoked, cooling) => {
+      const { view, states } = build(spec);
+      const owned = (id: string) => [...states.values()].find((m) => view.byOwner.get(m.key)?.has(id));
+      for (const n of revoked) {
+        const id = `s${n}`, m = owned(id);
+        if (m) m.revoke(id, { epoch: 1, since: 0, steal: true });
+      }
+      // One standing ask, half past its time, to see it given up.
+      const asked = new Map<string, MemberState>();
+      const first = [...states.values()].find((m) => (view.byOwner.get(m.key)?.size ?? 0) > 0);
+      if (first) {
+        const id = [...view.byOwner.get(first.key)!][0];
+        first.ask(id, { epoch: 1, parts: 2, ask: 1, since: spec.now >= 100 ? 0 : spec.now, cuts: 0 });
+        asked.set(id, first);
+      }
+      const cooldown = new Map(cooling.map((n) => [`s${n}`, 1e9]));
+      const { intents } = decideCutAsks({
+        view,
+        states,
+        now: spec.now,
+        nothingFree: true,
+        asked,
+        cooldown,
+        asks: new Map(),
+        askTimeoutMs: 100,
+        cooldownMs: 1000,
+        minWork: 0,
+      });
+      for (const i of intents) {
+        if (i.kind === "giveUp") {
+          assert.ok(asked.get(i.id) === i.member && spec.now >= i.member.asks.get(i.id)!.since + 100, `gave up ${i.id} before its time`);
+          continue;
+        }
+        assert.equal(i.kind, "ask");
+        if (i.kind !== "ask") continue;
+        const m = i.member;
+        assert.ok(view.byOwner.get(m.key)?.has(i.id), `asked ${m.instance} to cut ${i.id}, which it does not hold`);
+        assert.ok(view.members.get(m.instance)?.record.splittable === true && !m.draining, `asked ${m.instance}, not splittable or draining`);
+        assert.ok(!m.revokes.has(i.id) && !cooldown.has(i.id), `asked to cut ${i.id}, revoked or cooling down`);
+        assert.ok(!asked.has(i.id) || intents.some((g) => g.kind === "giveUp" && g.id === i.id), `asked twice for ${i.id}`);
+        assert.ok(i.ask.parts >= 2 && i.ask.epoch === view.splits.get(i.id)!.record.epoch);
+      }
+    }),
+    { seed: FC_SEED, numRuns: 400 },
+  );
 });
