@@ -165,7 +165,7 @@ export class ValueTooLargeError extends SplitleaseError {
   readonly key: string;
   /** The encoded value size in bytes. */
   readonly size: number;
-  /** The limit in bytes. */
+  /** The store's largest value in bytes, which `size` exceeds. */
   readonly limit: number;
   /** Creates the error for `key` with the size and limit. */
   constructor(key: string, size: number, limit: number) {
@@ -190,7 +190,7 @@ export class ValueTooLargeError extends SplitleaseError {
  * ```
  */
 export class InvalidKeyError extends SplitleaseError {
-  /** The offending key. */
+  /** The key the store refused (as given). */
   readonly key: string;
   /** Creates the error naming the key and why it is invalid. */
   constructor(key: string, reason: string) {

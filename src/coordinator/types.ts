@@ -126,7 +126,7 @@ export interface PlanResult {
 export interface PlanContext {
   /** Cursor returned by the previous published run, if any. */
   cursor?: Json;
-  /** The leader's term. */
+  /** The term of the leader that runs this planner (a plan it publishes carries it; a newer leader's plan replaces it). */
   term: number;
   /** Aborted when this instance stops leading. */
   signal: AbortSignal;
@@ -178,7 +178,7 @@ export interface Clock {
  * ```
  */
 export interface HeldSplitStatus {
-  /** Split id. */
+  /** The split this member holds. */
   id: string;
   /** Current epoch (fencing token). */
   epoch: number;
@@ -202,11 +202,11 @@ export interface HeldSplitStatus {
  * ```
  */
 export interface CoordinatorStatus {
-  /** This instance id. */
+  /** This process's stable name in the fleet (a restart under the same name reclaims its splits at once). */
   instance: string;
   /** This process's session nonce. */
   session: string;
-  /** Job name. */
+  /** The job this member works on (its bucket is `splitlease_<job>`). */
   job: string;
   /** `starting`, `running`, `draining`, `stopped` or `failed`. */
   state: "starting" | "running" | "draining" | "stopped" | "failed";
@@ -291,7 +291,7 @@ export interface CommitOptions {
   * ```
  */
 export interface Coordinator extends AsyncDisposable, AsyncIterable<CoordinationEvent> {
-  /** This instance id. */
+  /** This process's stable name in the fleet (the `instance` it joined with, or the one generated). */
   readonly instance: string;
   /** Waits for the next event; `undefined` once the coordinator stopped. */
   poll(): Promise<CoordinationEvent | undefined>;
@@ -334,7 +334,7 @@ export interface Coordinator extends AsyncDisposable, AsyncIterable<Coordination
   drain(): Promise<void>;
   /** Releases everything still held, leaves (deletes the member record), stops. */
   close(): Promise<void>;
-  /** `/status` snapshot. */
+  /** What `/status` shows: state, leader, plan, job counts, held splits, unreadable records. */
   status(): CoordinatorStatus;
   /** Counters for metrics. */
   stats(): CoordinatorStats;

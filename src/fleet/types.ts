@@ -79,13 +79,13 @@ export interface FleetLiveness {
  * ```
  */
 export interface FleetMember {
-  /** Instance id. */
+  /** The member's stable name (its `member.<instance>` record). */
   instance: string;
   /** Process session nonce. */
   session: string;
   /** Runtime and version, e.g. `deno 2.9.6`. */
   runtime: string;
-  /** splitlease version. */
+  /** The splitlease version it runs (a mixed fleet shows during a rollout). */
   version: string;
   /** Lanes it runs at most (0: standby). */
   maxInFlight: number;
@@ -183,7 +183,7 @@ export interface FleetRate {
   startedAt: number | null;
   /** Splits completed within the window. */
   completedInWindow: number;
-  /** Their weight. */
+  /** The weight of the splits completed within the window (what the rate in weight is computed from). */
   weightInWindow: number;
   /** Splits per minute over the window, or `null` when there is no window yet. */
   perMinute: number | null;

@@ -53,7 +53,7 @@ export interface NatsStoreOptions {
   servers: string | string[];
   /** Job name: 1-128 characters of `[A-Za-z0-9_-]` (as everywhere); the bucket is `splitlease_<job>`. */
   job: string;
-  /** Token authentication. */
+  /** A token the server's `authorization { token }` accepts (or put it in the URL: `ws://token@host`). */
   token?: string;
   /** User name (with `pass`). */
   user?: string;

@@ -115,7 +115,7 @@ export interface SliceTiming {
   budgetMs: number;
   /** The end of the budget kept for the drain, release and leave. */
   marginMs: number;
-  /** Deadline of the cooperative drain. */
+  /** How long lanes may take to stop on their own once the slice drains, before they are aborted. */
   drainDeadlineMs: number;
   /** Timeout of one store operation. */
   opTimeoutMs: number;

@@ -36,13 +36,13 @@ export interface SliceResult {
   instance: string;
   /** Wall time of the slice in ms. */
   durationMs: number;
-  /** Splits gained. */
+  /** Splits this slice started (claims, grants, resumes). */
   gained: number;
-  /** Splits completed. */
+  /** Splits this slice finished (their final commit landed). */
   completed: number;
   /** Splits released (handed back for the next invocation). */
   released: number;
-  /** Failed tenancies. */
+  /** Tenancies that failed: `run` threw, it called `fail`, or its descriptor was refused. */
   failed: number;
   /** Lost splits, by reason. */
   lost: Record<string, number>;

@@ -23,7 +23,7 @@ import type { SplitSource } from "./source.ts";
 export interface WorkerOptions<D> {
   /** The coordinator (already joined). The worker drives and closes it. */
   coordinator: Coordinator;
-  /** The user's source. */
+  /** What to do: the planner and the processing of one split. */
   source: SplitSource<D>;
   /** Lanes running at once (default 8); gained splits beyond it wait. */
   maxInFlight?: number;
@@ -188,7 +188,7 @@ export interface ShutdownOptions {
  * ```
  */
 export interface Worker {
-  /** The coordinator it drives. */
+  /** The coordinator it drives (for `status()`, `stats()`, operator actions); the worker closes it. */
   readonly coordinator: Coordinator;
   /** Resolves with the outcome once the worker stopped (never rejects). */
   readonly done: Promise<WorkerOutcome>;
@@ -196,11 +196,11 @@ export interface Worker {
   readonly ready: boolean;
   /** Whether a drain (shutdown, completion, stall) is under way. */
   readonly draining: boolean;
-  /** Whether it finished. */
+  /** Whether it stopped for good (`done` has resolved or is about to). */
   readonly finished: boolean;
   /** Graceful shutdown: drain, stop lanes cooperatively, release, close. */
   shutdown(options?: ShutdownOptions): Promise<WorkerOutcome>;
-  /** Counters. */
+  /** Its counters: splits gained, completed, released and failed, lanes lost, commits, revocations, cuts (`/metrics` renders them). */
   stats(): WorkerStats;
   /** Lanes open now. */
   lanes(): LaneInfo[];
