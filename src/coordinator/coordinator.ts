@@ -92,8 +92,7 @@ export class SplitCoordinator implements Coordinator {
       schedule: () => this.#loop.schedule(),
       replaced: new ReplacedRecords(stats, options.logger ?? silent),
     });
-    // The follower keeps the tenancies that ended while the store may still name us (it resumes or releases them).
-    this.#tenancies = new Tenancies(core, (id, d) => this.#follower.remember(id, d));
+    this.#tenancies = new Tenancies(core, (id, d) => this.#follower.remember(id, d)); // orphans: the follower resumes or releases them
     this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());
     this.#leadership = new Leadership(
       core,
