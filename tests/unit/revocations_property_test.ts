@@ -9,7 +9,8 @@ import type { Core } from "../../src/coordinator/core.ts";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import { MemberState } from "../../src/coordinator/leader/member_state.ts";
 import { Revocations } from "../../src/coordinator/leader/revocations.ts";
-import type { LeaderIntent } from "../../src/coordinator/leader/intents.ts";
+import { LaneLedger, type LeaderIntent } from "../../src/coordinator/leader/intents.ts";
+import { decideDrain } from "../../src/coordinator/leader/revocation_rules.ts";
 import { newStats } from "../../src/coordinator/stats.ts";
 import type { Owner, SplitRecord } from "../../admin.ts";
 import { encodeRecord } from "../../src/records.ts";
@@ -84,7 +85,7 @@ Deno.test("revocations: every member's incoming equals the pending revocations n
           case "drain":
             if (m) {
               m.draining = true;
-              revocations.drainRevokes(m, 0);
+              applyAll(revocations, decideDrain({ view, states, now: 0 }, m, new LaneLedger()));
             }
             break;
           case "cycle":

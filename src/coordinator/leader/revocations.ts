@@ -8,14 +8,14 @@
  *
  * @module
  */
-import type { Owner, SplitRecord } from "../../records.ts";
+import type { SplitRecord } from "../../records.ts";
 import type { Core } from "../core.ts";
 import { bump, observe } from "../stats.ts";
 import { openRecord } from "../transitions.ts";
 import type { LeaderView } from "./leader_view.ts";
-import { type FenceIntent, LaneLedger, type LeaderIntent, type NameIntent, type RevokeIntent, type WithdrawIntent } from "./intents.ts";
+import type { FenceIntent, LeaderIntent, NameIntent, RevokeIntent, WithdrawIntent } from "./intents.ts";
 import type { MemberState } from "./member_state.ts";
-import { decideDrain, decideRevocations, decideSteals, stateOf } from "./revocation_rules.ts";
+import { decideRevocations, decideSteals, stateOf } from "./revocation_rules.ts";
 
 /** What revocations read and write. */
 export interface RevocationCtx {
@@ -112,23 +112,6 @@ export class Revocations {
   name(i: NameIntent): void {
     i.member.nameSuccessor(i.id, i.to.owner);
     i.to.expect(i.id);
-  }
-
-  /**
-   * Revokes every split the draining member `m` holds that has none yet
-   * (see {@linkcode decideDrain}); returns the successors named, by split
-   * id. A draining leader calls it for itself before its lanes stop, so its
-   * releases go straight to their successors (grants, no claim) instead of
-   * to nobody.
-   */
-  drainRevokes(m: MemberState, now: number): Map<string, Owner> {
-    const named = new Map<string, Owner>();
-    for (const i of decideDrain({ view: this.#ctx.view, states: this.#ctx.states, now }, m, new LaneLedger())) {
-      if (i.kind !== "revoke") continue;
-      this.revoke(i);
-      if (i.revoke.to) named.set(i.id, i.revoke.to);
-    }
-    return named;
   }
 
   /**

@@ -21,7 +21,7 @@ import { CutAsks } from "./cut_asks.ts";
 import { MembershipSignature } from "./signature.ts";
 import { DeathJudge } from "./judge.ts";
 import { adoptDirectives } from "./adopt.ts";
-import { applyIntents, type Decision, type IntentAppliers, type LeaderIntent } from "./intents.ts";
+import { applyIntents, type Decision, type IntentAppliers, LaneLedger, type LeaderIntent } from "./intents.ts";
 import { LeaderView } from "./leader_view.ts";
 import { MemberState } from "./member_state.ts";
 import { type OwnReleases, ReleaseHold } from "./release_hold.ts";
@@ -30,6 +30,7 @@ import { refillOffers } from "./offers.ts";
 import { auditHeld } from "./anti_entropy.ts";
 import { RetryBackoff } from "./retry_backoff.ts";
 import { Revocations } from "./revocations.ts";
+import { decideDrain } from "./revocation_rules.ts";
 import { Takeovers } from "./takeovers.ts";
 
 /** The member that led before us, as its last leader beat showed it. */
@@ -248,7 +249,10 @@ export class LeaderRole {
     // Successors for our own splits now, before our lanes stop: each
     // release then opens the split for its successor (a grant it starts
     // without a write) instead of freeing it to be offered and claimed.
-    const named = this.#revocations.drainRevokes(st, this.#core.clock.now());
+    const intents = decideDrain({ view: this.view, states: this.states, now: this.#core.clock.now() }, st, new LaneLedger());
+    this.#applyAll(intents);
+    const named = new Map<string, Owner>();
+    for (const i of intents) if (i.kind === "revoke" && i.revoke.to) named.set(i.id, i.revoke.to);
     for (const [id, r] of st.revokes) if (r.to && !named.has(id)) named.set(id, r.to);
     return named;
   }
