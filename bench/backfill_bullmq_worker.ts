@@ -12,8 +12,8 @@
 //   stdout: ready {pid}, published, started, processed, ended, done, log, error
 //   stdin:  publish, go, exit (stdin EOF exits too)
 import process from "node:process";
-import { createInterface } from "node:readline";
 import { Queue, Worker } from "bullmq";
+import { runRange, serveCommands } from "./_worker_io.ts";
 
 type Range = { from: number; to: number };
 interface Cfg {
@@ -45,12 +45,7 @@ const worker = new Worker(
     const lane = `${cfg.id}.${++lanes}`;
     emit({ ev: "started", id: `b${i}`, lane, from, to, at: now() });
     try {
-      for (let at = from; at < to;) {
-        const end = Math.min(at + cfg.batch, to);
-        await sleep((end - at) * cfg.msPerRecord);
-        emit({ ev: "processed", id: `b${i}`, lane, from: at, to: end, at: now() });
-        at = end;
-      }
+      await runRange(from, to, cfg.batch, cfg.msPerRecord, sleep, (a, b) => emit({ ev: "processed", id: `b${i}`, lane, from: a, to: b, at: now() }));
     } finally {
       emit({ ev: "ended", lane });
     }
@@ -77,15 +72,7 @@ const handlers: Record<string, () => Promise<void> | void> = {
   go: () => void worker.run().catch((e) => emit({ ev: "error", cmd: "go", error: String(e?.stack ?? e) })),
   exit,
 };
-createInterface({ input: process.stdin })
-  .on("line", (line) => {
-    let cmd = "";
-    try {
-      cmd = JSON.parse(line).cmd;
-    } catch { /* not a command */ }
-    Promise.resolve(handlers[cmd]?.()).catch((e) => emit({ ev: "error", cmd, error: String(e?.stack ?? e) }));
-  })
-  .on("close", () => void exit());
+serveCommands(handlers, emit, () => void exit());
 
 try {
   await Promise.all([queue.waitUntilReady(), worker.waitUntilReady()]);

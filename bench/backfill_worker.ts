@@ -28,6 +28,7 @@ import { SplitCoordinator, startWorker } from "../mod.ts";
 import type { Logger, SplitSource } from "../mod.ts";
 import { NatsStore } from "../nats.ts";
 import { natsTransport } from "./_transport.ts";
+import { runRange } from "./_worker_io.ts";
 import { eachLine } from "../tests/helpers/lines.ts";
 
 type Range = { from: number; to: number };
@@ -189,12 +190,7 @@ try {
         // In-progress acks keep a long range from being redelivered while it runs.
         const beat = setInterval(() => m.working(), cfg.ackWaitMs / 3);
         try {
-          for (let at = from; at < to;) {
-            const end = Math.min(at + cfg.batch, to);
-            await sleep((end - at) * cfg.msPerRecord);
-            emit({ ev: "processed", id: `b${i}`, lane, from: at, to: end, at: now() });
-            at = end;
-          }
+          await runRange(from, to, cfg.batch, cfg.msPerRecord, sleep, (a, b) => emit({ ev: "processed", id: `b${i}`, lane, from: a, to: b, at: now() }));
         } finally {
           clearInterval(beat);
         }

@@ -12,7 +12,6 @@
 // holds them until `handback`), receiver (a consumer that reports when it
 // starts each task).
 import process from "node:process";
-import { createInterface } from "node:readline";
 import { wsconnect } from "@nats-io/nats-core";
 import { type Consumer, jetstream, type JsMsg } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
@@ -23,6 +22,7 @@ import { silentLogger } from "../host.ts";
 import { NatsStore } from "../nats.ts";
 import { CountingStore } from "./counting_store.ts";
 import { TracingStore } from "./tracing_store.ts";
+import { serveCommands } from "./_worker_io.ts";
 import { appendFileSync } from "node:fs";
 
 interface Cfg {
@@ -355,15 +355,7 @@ const handlers: Record<string, () => Promise<void> | void> = {
   },
   exit,
 };
-createInterface({ input: process.stdin })
-  .on("line", (line) => {
-    let cmd = "";
-    try {
-      cmd = JSON.parse(line).cmd;
-    } catch { /* not a command */ }
-    Promise.resolve(handlers[cmd]?.()).catch((e) => emit({ ev: "error", cmd, error: String(e?.stack ?? e) }));
-  })
-  .on("close", () => process.exit(0));
+serveCommands(handlers, emit, () => process.exit(0));
 
 try {
   if (cfg.system === "splitlease") {
