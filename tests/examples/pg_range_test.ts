@@ -67,6 +67,30 @@ async function scratch(): Promise<{ sql: Sql; schema: string } & AsyncDisposable
   };
 }
 
+/**
+ * Creates `src` (id, payload) and `sink` (the same, with a count of copies
+ * written; with `fenced`, the split and epoch columns a fenced sink checks).
+ */
+async function createTables(sql: Sql, schema: string, fenced = false): Promise<void> {
+  await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
+  await sql.unsafe(
+    `create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1` +
+      (fenced ? `, split_id text not null, epoch bigint not null)` : `)`),
+  );
+}
+
+/** The row count and checksum of `src` and of `sink`, and the sink's rows written more than once. */
+async function sinkAgainstSource(sql: Sql, schema: string): Promise<{ src: { n: number; sum: string }; dst: { n: number; sum: string; dups: number } }> {
+  const [src] = await sql.unsafe<{ n: number; sum: string }[]>(
+    `select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum from ${schema}.src`,
+  );
+  const [dst] = await sql.unsafe<{ n: number; sum: string; dups: number }[]>(
+    `select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum,
+            (sum(copies) - count(*))::int as dups from ${schema}.sink`,
+  );
+  return { src, dst };
+}
+
 function cfg(schema: string, extra: Record<string, unknown> = {}) {
   return parsePgRangeConfig({
     url: PG_URL,
@@ -209,10 +233,7 @@ Deno.test({
     await using server = await NatsServer.start();
     const { sql, schema } = db;
     const ROWS = 30_000;
-    await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
-    await sql.unsafe(
-      `create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1)`,
-    );
+    await createTables(sql, schema);
     // Skewed ids: a dense block and a sparse tail.
     await sql.unsafe(
       `insert into ${schema}.src select g, md5(g::text) from generate_series(1, ${ROWS / 2}) g
@@ -273,13 +294,7 @@ Deno.test({
         assert.equal(f?.outcome, "drained", tail(p));
         assert.equal(f?.reason, "complete", tail(p));
       }
-      const [src] = await sql.unsafe(
-        `select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum from ${schema}.src`,
-      );
-      const [dst] = await sql.unsafe(
-        `select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum,
-                (sum(copies) - count(*))::int as dups from ${schema}.sink`,
-      );
+      const { src, dst } = await sinkAgainstSource(sql, schema);
       assert.equal(dst.n, src.n, "every source row is in the sink");
       assert.equal(dst.sum, src.sum, "checksums agree");
       // Every split completed in the store.
@@ -349,8 +364,7 @@ Deno.test({
     const { sql, schema } = db;
     const BIG = 24_000, SMALL = 600, BATCH = 200;
     const rows = BIG + 10 * SMALL;
-    await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
-    await sql.unsafe(`create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1)`);
+    await createTables(sql, schema);
     await sql.unsafe(`insert into ${schema}.src select g, md5(g::text) from generate_series(1, ${rows}) g`);
     // The plan: ids (0, 24000] as one range, then ten ranges of 600.
     const ranges: IdRange[] = [{ lo: 0, hi: BIG, rows: BIG }];
@@ -392,13 +406,7 @@ Deno.test({
       const outcomes = await withTimeout(Promise.all(workers), 20_000, "3 workers to copy the skewed table");
       for (const o of outcomes) assert.equal(o.kind, "drained", JSON.stringify(o));
       const ms = Date.now() - started;
-      const [src] = await sql.unsafe(
-        `select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum from ${schema}.src`,
-      );
-      const [dst] = await sql.unsafe(
-        `select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum,
-                (sum(copies) - count(*))::int as dups from ${schema}.sink`,
-      );
+      const { src, dst } = await sinkAgainstSource(sql, schema);
       assert.equal(dst.n, src.n, "every source row is in the sink");
       assert.equal(dst.sum, src.sum, "checksums agree");
       const records = (await stores[0].list("split.")).map((e) => SplitRecordSchema.parse(JSON.parse(e.value)));
@@ -458,12 +466,8 @@ Deno.test({
   fn: async () => {
     await using db = await scratch();
     const { sql, schema } = db;
-    await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
+    await createTables(sql, schema, true);
     await sql.unsafe(`insert into ${schema}.src select g, 'p' || g from generate_series(1, 10) g`);
-    await sql.unsafe(
-      `create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1,
-        split_id text not null, epoch bigint not null)`,
-    );
     assert.throws(() => cfg(schema, { splitColumn: "split_id" }), /splitColumn and epochColumn go together/);
     assert.throws(() => cfg(schema, { splitColumn: "payload", epochColumn: "epoch" }), /splitColumn: must not be a copied/);
     const refused: RefusedWrite[] = [];
@@ -516,9 +520,8 @@ Deno.test({
   fn: async () => {
     await using db = await scratch();
     const { sql, schema } = db;
-    await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
+    await createTables(sql, schema);
     await sql.unsafe(`insert into ${schema}.src select g, 'p' || g from generate_series(1, 100) g`);
-    await sql.unsafe(`create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1)`);
     const d: RangeDescriptor = { v: 1, table: `${schema}.src`, idColumn: "id", lo: 0, hi: 100 };
     for (const when of ["write", "read"] as const) {
       await sql.unsafe(`truncate ${schema}.sink`);
@@ -648,12 +651,8 @@ Deno.test({
     await using server = await NatsServer.start();
     const { sql, schema } = db;
     const ROWS = 4000, BATCH = 200;
-    await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
+    await createTables(sql, schema, true);
     await sql.unsafe(`insert into ${schema}.src select g, md5(g::text) from generate_series(1, ${ROWS}) g`);
-    await sql.unsafe(
-      `create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1,
-        split_id text not null, epoch bigint not null)`,
-    );
     // The zombie reaches its sink through a proxy that can hold a write on the wire.
     const pg = new URL(PG_URL);
     await using proxy = new HoldingProxy(Number(pg.port || 5432));
