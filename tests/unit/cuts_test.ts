@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Core } from "../../src/coordinator/core.ts";
 import { cutRecord, makeCut, pruneResiduals, residualId, residualRecord } from "../../src/coordinator/cuts.ts";
-import { CompletionJudge } from "../../src/coordinator/leader/completion.ts";
+import { CompletionJudge, decideCompletion } from "../../src/coordinator/leader/completion.ts";
 import { type CutCandidate, planCuts, workLeft } from "../../src/coordinator/leader/cut_asks.ts";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import { ManualClock } from "../../testing.ts";
@@ -126,12 +126,17 @@ Deno.test("completion: no outcome while a cut lists a residual whose record does
   const plan: PlanRecord = { v: 2, term: 1, finality: "final", generation: 1, planned: 1 };
   const w = await store.create("plan", encodeRecord(plan));
   assert.ok(w.ok);
-  await judge.check(plan, 1, w.revision);
+  // What the leader's pass does: decide, then apply.
+  const check = async () => {
+    const i = decideCompletion(view, plan, 1, w.revision);
+    if (i) await judge.apply(i);
+  };
+  await check();
   const read = async () => decodeRecord("plan", (await store.get("plan"))!.value, PlanRecordSchema);
   assert.equal((await read()).outcome, undefined, "the residual has no record yet: the job is not complete");
   view.put(`split.${cut.residuals[0].id}`, encodeRecord({ ...residualRecord("r0", done, done.residuals![0]), status: "completed" }), 11);
   assert.equal(view.pendingResiduals.size, 0);
-  await judge.check(plan, 1, w.revision);
+  await check();
   assert.deepEqual((await read()).outcome, { kind: "allComplete", completed: 2 });
 });
 

@@ -18,7 +18,7 @@ import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
 import type { LeaderView } from "./leader_view.ts";
 
-/** Decides and publishes the job outcome. */
+/** Applies what {@linkcode decideCompletion} decides: confirms and publishes the job outcome, or clears it. */
 export class CompletionJudge {
   readonly #core: Core;
   readonly #view: LeaderView;
@@ -32,13 +32,6 @@ export class CompletionJudge {
     this.#core = core;
     this.#view = view;
     this.#caughtUp = caughtUp;
-  }
-
-  /** Checks the view (see {@linkcode decideCompletion}) and applies what it decides. Never throws. */
-  check(plan: PlanRecord | undefined, term: number, planRevision?: number): Promise<void> {
-    if (this.#busy) return Promise.resolve();
-    const i = decideCompletion(this.#view, plan, term, planRevision);
-    return i ? this.apply(i) : Promise.resolve();
   }
 
   /** Applies an outcome intent: confirms by listing and publishes the outcome, or clears it. Never throws. */
