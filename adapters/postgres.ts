@@ -1,0 +1,344 @@
+/**
+ * The PostgreSQL backend of splitlease: coordinate through the database you
+ * already run. {@linkcode PostgresStore} implements the store on tables of
+ * one schema (created on first use, or by an operator from
+ * {@linkcode postgresSchemaSql}) through postgres.js, and commits a split's
+ * progress together with a source's own rows in one transaction
+ * ({@linkcode PgStore.updateInTransaction}; a lane's
+ * `commit(progress, { transaction })`).
+ *
+ * The driver is postgres.js: no dependencies of its own, the same code on
+ * Node, Bun and Deno (`LISTEN` included), and statements pipelined on a
+ * connection, which the store's compare-and-swap rate depends on.
+ *
+ * @example
+ * ```ts
+ * import { PostgresStore } from "@splitlease/splitlease/postgres";
+ * await using store = await PostgresStore.connect({ url: "postgres://app@127.0.0.1:5432/app", job: "backfill" });
+ * console.log(await store.list("split."));
+ * ```
+ *
+ * @module
+ */
+import postgres from "postgres";
+import { SplitleaseError } from "../src/errors.ts";
+import { jsonLogger } from "../src/runtime/logger.ts";
+import { decodeRecord, type JobOutcome, PlanRecordSchema } from "../src/records.ts";
+import { invalidPg, type PgStoreOptions, resolvePgOptions } from "../src/postgres/options.ts";
+import { PgStore } from "../src/postgres/pg_store.ts";
+import { Queries } from "../src/postgres/queries.ts";
+import { openJob } from "../src/postgres/setup.ts";
+import type { SqlClient, SqlListener, SqlListenerEvents, SqlParam, SqlRow, SqlSession } from "../src/postgres/sql_client.ts";
+import { durationIssue } from "../src/util/timers.ts";
+
+export { PgStore, type PgStoreInit } from "../src/postgres/pg_store.ts";
+export type { PgStoreOptions, ResolvedPgOptions } from "../src/postgres/options.ts";
+export type { Logger } from "../src/coordinator/types.ts";
+export type { JobOutcome } from "../src/records.ts";
+export { PG_SCHEMA_VERSION, postgresGrantsSql, postgresSchemaSql } from "../src/postgres/schema.ts";
+export type { SqlClient, SqlListener, SqlListenerEvents, SqlParam, SqlRow, SqlSession } from "../src/postgres/sql_client.ts";
+export type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WatchEvent, WriteResult } from "../src/store/store.ts";
+
+/**
+ * The transaction handle `updateInTransaction` (and a lane's transactional
+ * commit) gives its callback: postgres.js's `sql` tag bound to the
+ * transaction's connection.
+ *
+ * @example
+ * ```ts
+ * import type { PgTransaction } from "@splitlease/splitlease/postgres";
+ * async function write(sql: PgTransaction): Promise<void> {
+ *   await sql`insert into sink (id) values (${1})`;
+ * }
+ * ```
+ */
+// Named through the module's type, not a type import: `deno doc --lint` counts an imported
+// type of the driver as a private type of this package.
+export type PgTransaction = import("postgres").TransactionSql<Record<string, never>>;
+
+/**
+ * Options of {@linkcode PostgresStore.connect}: where the database is, and
+ * the driver-independent {@linkcode PgStoreOptions}.
+ *
+ * @example
+ * ```ts
+ * import type { PostgresStoreOptions } from "@splitlease/splitlease/postgres";
+ * const options: PostgresStoreOptions = {
+ *   url: "postgres://splitlease_worker:secret@db.internal:5432/app",
+ *   job: "backfill-2024",
+ *   createSchema: false,
+ * };
+ * ```
+ */
+export interface PostgresStoreOptions extends PgStoreOptions {
+  /**
+   * `postgres://` or `postgresql://` URL (`?sslmode=require` and the other
+   * libpq parameters postgres.js reads are honoured). Behind PgBouncer in
+   * transaction mode, give `listenUrl` too.
+   */
+  url: string;
+  /**
+   * URL of the connection that `LISTEN`s (default `url`). It must be a
+   * session of its own: a direct connection, or a pooler in session mode.
+   * PgBouncer in transaction mode does not keep `LISTEN` (watches would
+   * fall back to polling every `pollIntervalMs`).
+   */
+  listenUrl?: string;
+  /** Connections for the store's statements (default 4; statements are pipelined on each). */
+  poolSize?: number;
+  /** Connections for `updateInTransaction`, opened on first use (default 4): one per transaction in flight. */
+  transactionPoolSize?: number;
+  /**
+   * Named prepared statements (default `true`). Pass `false` behind a
+   * transaction-mode pooler that cannot keep them (PgBouncer before 1.21,
+   * or with `max_prepared_statements = 0`).
+   */
+  prepare?: boolean;
+}
+
+/**
+ * One job of a database (see {@linkcode PostgresStore.listJobs}).
+ *
+ * @example
+ * ```ts
+ * import type { PgJobInfo } from "@splitlease/splitlease/postgres";
+ * const info: PgJobInfo = { job: "backfill", createdAt: Date.now(), revision: 12 };
+ * ```
+ */
+export interface PgJobInfo {
+  /** The job name. */
+  job: string;
+  /** When the job's row was created (ms since the epoch, the server's clock). */
+  createdAt: number;
+  /** The job's last revision (its number of writes). */
+  revision: number;
+  /** The outcome its leader decided, when it did (and the plan record reads). */
+  outcome?: JobOutcome;
+}
+
+const DRIVER_KEYS = ["url", "listenUrl", "poolSize", "transactionPoolSize", "prepare"];
+const PG_URL = /^postgres(ql)?:\/\/\S+$/;
+
+/** `url` without its credentials, for messages. */
+function serverOf(url: string): string {
+  const rest = url.replace(/^[a-z]+:\/\//i, "");
+  const at = rest.lastIndexOf("@", rest.indexOf("/") < 0 ? rest.length : rest.indexOf("/"));
+  const hostPart = at >= 0 ? rest.slice(at + 1) : rest;
+  return hostPart.replace(/\?.*$/, "");
+}
+
+function checkUrl(key: string, url: unknown): string {
+  if (typeof url !== "string" || !PG_URL.test(url)) {
+    const shown = typeof url === "string" ? JSON.stringify(url.replace(/\/\/[^@/]*@/, "//***@")) : String(url);
+    throw invalidPg(`${key} ${shown} is not a postgres:// or postgresql:// URL`);
+  }
+  return url;
+}
+
+function checkCount(key: string, v: unknown, fallback: number): number {
+  const n = v ?? fallback;
+  if (!Number.isInteger(n) || (n as number) < 1 || (n as number) > 1000) throw invalidPg(`${key} must be an integer from 1 to 1000, got ${JSON.stringify(v)}`);
+  return n as number;
+}
+
+type Pg = postgres.Sql<Record<string, never>>;
+
+function openPool(url: string, max: number, prepare: boolean, connectMs: number): Pg {
+  return postgres(url, {
+    max,
+    prepare,
+    onnotice: () => {},
+    fetch_types: false,
+    connect_timeout: Math.max(1, Math.ceil(connectMs / 1000)),
+    // Detects a dead peer in a minute instead of the system's two hours.
+    keep_alive: 30,
+  }) as unknown as Pg;
+}
+
+/** Rows of a statement, or of each statement of a script. */
+function statements(result: unknown): SqlRow[][] {
+  const r = result as SqlRow[] | SqlRow[][];
+  return r.length > 0 && Array.isArray(r[0]) ? (r as SqlRow[][]) : [r as SqlRow[]];
+}
+
+/** A pending postgres.js query as a promise, cancelled when `signal` aborts. */
+function run(q: postgres.PendingQuery<postgres.Row[]>, signal?: AbortSignal): Promise<SqlRow[]> {
+  const cancel = () => q.cancel();
+  signal?.addEventListener("abort", cancel, { once: true });
+  return Promise.resolve(q).finally(() => signal?.removeEventListener("abort", cancel)) as Promise<SqlRow[]>;
+}
+
+/**
+ * The {@linkcode SqlClient} of postgres.js: a pool for statements, a pool
+ * opened on first use for transactions, and one connection per listener.
+ *
+ * @example
+ * ```ts
+ * import { postgresJsClient } from "@splitlease/splitlease/postgres";
+ * const client = postgresJsClient({ url: "postgres://app@127.0.0.1:5432/app" });
+ * console.log(await client.query("select 1 as one", []));
+ * await client.close();
+ * ```
+ */
+export function postgresJsClient(
+  options: Pick<PostgresStoreOptions, "url" | "listenUrl" | "poolSize" | "transactionPoolSize" | "prepare" | "opTimeoutMs">,
+): SqlClient {
+  const url = checkUrl("url", options.url);
+  const listenUrl = options.listenUrl === undefined ? url : checkUrl("listenUrl", options.listenUrl);
+  const prepare = options.prepare ?? true;
+  if (typeof prepare !== "boolean") throw invalidPg(`prepare must be true or false, got ${JSON.stringify(options.prepare)}`);
+  const poolSize = checkCount("poolSize", options.poolSize, 4);
+  const txSize = checkCount("transactionPoolSize", options.transactionPoolSize, 4);
+  const connectMs = Math.max(2000, options.opTimeoutMs ?? 5000);
+  const issue = options.opTimeoutMs === undefined ? undefined : durationIssue("opTimeoutMs", options.opTimeoutMs, 50);
+  if (issue) throw invalidPg(issue);
+  const pool = openPool(url, poolSize, prepare, connectMs);
+  let txPool: Pg | undefined;
+  const listeners = new Set<Pg>();
+  return {
+    query: (text: string, params: readonly SqlParam[], signal?: AbortSignal) =>
+      run(pool.unsafe(text, params as SqlParam[] as never[]), signal),
+    transaction<T>(fn: (session: SqlSession) => Promise<T>): Promise<T> {
+      txPool ??= openPool(url, txSize, prepare, connectMs);
+      return txPool.begin((tx) =>
+        fn({
+          native: tx,
+          query: (text, params, s) => run(tx.unsafe(text, params as SqlParam[] as never[]), s),
+          simple: async (text, s) => statements(await run(tx.unsafe(text), s)),
+        })
+      ) as Promise<T>;
+    },
+    async listener(events: SqlListenerEvents): Promise<SqlListener> {
+      let open = false;
+      let closing = false;
+      let reported = false;
+      // `onnotify` is the hook postgres.js's own `listen` uses (not in its types): one connection,
+      // every channel, and `onclose` tells us when it is gone (postgres.js would reconnect
+      // silently, without the LISTENs).
+      const sql = postgres(listenUrl, {
+        max: 1,
+        idle_timeout: null,
+        max_lifetime: null,
+        fetch_types: false,
+        onnotice: () => {},
+        connect_timeout: Math.max(1, Math.ceil(connectMs / 1000)),
+        keep_alive: 30,
+        onnotify: (channel: string) => events.notify(channel),
+        onclose: () => {
+          if (!open || closing || reported) return;
+          reported = true;
+          events.closed(new Error("the listener's connection closed"));
+        },
+      } as unknown as postgres.Options<Record<string, never>>) as unknown as Pg;
+      listeners.add(sql);
+      const close = async () => {
+        closing = true;
+        listeners.delete(sql);
+        await sql.end({ timeout: 1 }).catch(() => {});
+      };
+      try {
+        await sql`select 1`;
+      } catch (e) {
+        await close();
+        throw e;
+      }
+      open = true;
+      const quote = (channel: string) => '"' + channel.replaceAll('"', '""') + '"';
+      return {
+        listen: async (channel) => void await sql.unsafe(`listen ${quote(channel)}`),
+        unlisten: async (channel) => void await sql.unsafe(`unlisten ${quote(channel)}`),
+        close,
+      };
+    },
+    async close(): Promise<void> {
+      await Promise.all([pool, ...(txPool ? [txPool] : []), ...listeners].map((s) => s.end({ timeout: 2 }).catch(() => {})));
+    },
+  };
+}
+
+/**
+ * {@linkcode PgStore} through postgres.js: the store of a job on a
+ * PostgreSQL database. See docs/OPERATIONS.md, "PostgreSQL as the store",
+ * for the schema, the grants, poolers and the replication settings fencing
+ * needs (a store must never lose an acknowledged write).
+ *
+ * @example
+ * ```ts
+ * import { PostgresStore } from "@splitlease/splitlease/postgres";
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * const url = Deno.env.get("PG_URL");
+ * const store = url ? await PostgresStore.connect({ url, job: "backfill" }) : new MemoryStore();
+ * await store.close();
+ * ```
+ */
+export class PostgresStore extends PgStore<PgTransaction> {
+  /**
+   * Connects, checks (or creates) the schema and opens (or creates) the
+   * job. Throws `INVALID_CONFIG` for bad options (an unknown key included),
+   * a schema of another version or a missing job with `createJob: false`;
+   * `STORE_AUTH_FAILED` at once when the server refuses the login or a
+   * privilege; `StoreUnavailableError` when the server cannot be reached
+   * within `connectWaitMs`.
+   *
+   * @example
+   * ```ts
+   * import { PostgresStore } from "@splitlease/splitlease/postgres";
+   * const store = await PostgresStore.connect({ url: "postgres://app@127.0.0.1:5432/app", job: "j1", opTimeoutMs: 2000 });
+   * await store.close();
+   * ```
+   */
+  static async connect(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const opts = resolvePgOptions(options, DRIVER_KEYS);
+    const client = postgresJsClient(options);
+    const server = serverOf(options.url);
+    const logger = options.logger ?? jsonLogger();
+    try {
+      const jobId = await openJob(client, opts, server, logger);
+      return new PostgresStore({ client, options: opts, jobId, server, logger });
+    } catch (e) {
+      await client.close();
+      throw e;
+    }
+  }
+
+  /**
+   * The jobs a database holds (in `schema`, default `splitlease`), by
+   * name: when each was created, its last revision and, once decided, its
+   * outcome. An empty list when the schema has no splitlease tables.
+   *
+   * @example
+   * ```ts
+   * import { PostgresStore } from "@splitlease/splitlease/postgres";
+   * for (const j of await PostgresStore.listJobs({ url: "postgres://app@127.0.0.1:5432/app" })) {
+   *   console.log(j.job, new Date(j.createdAt).toISOString(), j.outcome?.kind ?? "running");
+   * }
+   * ```
+   */
+  static async listJobs(options: Pick<PostgresStoreOptions, "url" | "schema" | "opTimeoutMs">): Promise<PgJobInfo[]> {
+    const opts = resolvePgOptions({ job: "list", ...options, connectWaitMs: options.opTimeoutMs ?? 5000 }, DRIVER_KEYS);
+    const client = postgresJsClient({ url: options.url, poolSize: 1, opTimeoutMs: opts.opTimeoutMs });
+    try {
+      const q = new Queries(opts.schema);
+      let rows: SqlRow[];
+      try {
+        rows = await client.query(q.jobs, []);
+      } catch (e) {
+        const state = (e as { code?: unknown }).code;
+        if (state === "42P01" || state === "3F000") return [];
+        throw new SplitleaseError("STORE_UNAVAILABLE", `PostgresStore.listJobs: ${e instanceof Error ? e.message : String(e)} (PostgreSQL at ${serverOf(options.url)})`, { cause: e });
+      }
+      return rows.map((r) => {
+        const info: PgJobInfo = { job: String(r.name), createdAt: Math.round(Number(r.created)), revision: Number(r.revision) };
+        if (typeof r.plan === "string") {
+          try {
+            const outcome = decodeRecord("plan", r.plan, PlanRecordSchema).outcome;
+            if (outcome) info.outcome = outcome;
+          } catch { /* an unreadable plan record: no outcome to show */ }
+        }
+        return info;
+      });
+    } finally {
+      await client.close();
+    }
+  }
+}

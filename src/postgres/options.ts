@@ -1,0 +1,186 @@
+/**
+ * Options of the PostgreSQL store that do not depend on the driver, and
+ * their validation.
+ *
+ * @module
+ */
+import { SplitleaseError } from "../errors.ts";
+import { isValidId } from "../store/keys.ts";
+import { keysOf, rejectUnknownKeys } from "../util/options.ts";
+import { durationIssue } from "../util/timers.ts";
+import type { Logger } from "../coordinator/types.ts";
+
+/**
+ * How the PostgreSQL store behaves, whatever the driver. Every duration is in
+ * milliseconds.
+ *
+ * @example
+ * ```ts
+ * import type { PgStoreOptions } from "@splitlease/splitlease/postgres";
+ * const options: PgStoreOptions = { job: "backfill-2024", opTimeoutMs: 3000, schema: "splitlease" };
+ * ```
+ */
+export interface PgStoreOptions {
+  /** Job name: 1-128 characters of `[A-Za-z0-9_-]`; every job has its own revisions and keys. */
+  job: string;
+  /**
+   * The schema holding the store's tables (default `splitlease`): a plain
+   * lower-case identifier. Every job of a database shares its tables, keyed
+   * by job.
+   */
+  schema?: string;
+  /** Bound on every operation (default 5000). */
+  opTimeoutMs?: number;
+  /**
+   * Create the schema when it is missing (default `true`). With `false` the
+   * store uses tables an operator created from the documented DDL
+   * (`postgresSchemaSql`) and needs only the grants listed there.
+   */
+  createSchema?: boolean;
+  /**
+   * Create the job when it is missing (default `true`). Tools that only read
+   * or repair a job (the CLI) pass `false`: a mistyped job name then fails
+   * with `INVALID_CONFIG` instead of creating an empty job.
+   */
+  createJob?: boolean;
+  /**
+   * How often a watch reads the store when no notification woke it
+   * (default 1000). Watches wake on `LISTEN`/`NOTIFY`; this poll is the
+   * fallback that bounds the delay of a notification that was missed.
+   */
+  pollIntervalMs?: number;
+  /**
+   * Changes kept in the change log for watches beyond the live values
+   * (default 10000): a change is pruned once it is both this many revisions
+   * old and older than `changeLogMinAgeMs`. A watch that falls behind the
+   * log catches up from the live values (skipping superseded changes, as
+   * the watch contract allows), never from a gap.
+   */
+  changeLogSize?: number;
+  /** The youngest change the log may prune (default 60000). */
+  changeLogMinAgeMs?: number;
+  /**
+   * A transaction of `updateInTransaction` left idle by its client (a
+   * frozen process) this long is ended by the server (default 10000):
+   * its rows roll back and the locks it held (sink rows, a split record)
+   * are freed for the split's next owner.
+   */
+  transactionIdleTimeoutMs?: number;
+  /**
+   * How long `connect` keeps trying to reach the server (default
+   * `opTimeoutMs`; `Infinity` waits for ever, logging every attempt).
+   */
+  connectWaitMs?: number;
+  /** Where connection retries and listener losses are logged (default: JSON lines). */
+  logger?: Logger;
+}
+
+/**
+ * {@linkcode PgStoreOptions} after defaults and validation (what a
+ * `PgStore` is built with).
+ *
+ * @example
+ * ```ts
+ * import type { ResolvedPgOptions } from "@splitlease/splitlease/postgres";
+ * function describe(o: ResolvedPgOptions): string {
+ *   return `${o.schema}/${o.job}, timeout ${o.opTimeoutMs} ms`;
+ * }
+ * ```
+ */
+export interface ResolvedPgOptions {
+  /** The job name. */
+  job: string;
+  /** The schema of the tables. */
+  schema: string;
+  /** Bound on every operation. */
+  opTimeoutMs: number;
+  /** Create the schema when missing. */
+  createSchema: boolean;
+  /** Create the job when missing. */
+  createJob: boolean;
+  /** Watch poll fallback. */
+  pollIntervalMs: number;
+  /** Changes the log keeps at least. */
+  changeLogSize: number;
+  /** Youngest change the log may prune. */
+  changeLogMinAgeMs: number;
+  /** Idle transactions ended after this. */
+  transactionIdleTimeoutMs: number;
+  /** How long connecting may take. */
+  connectWaitMs: number;
+}
+
+/** Every key of {@linkcode PgStoreOptions}. */
+export const PG_STORE_KEYS: readonly string[] = keysOf<PgStoreOptions>({
+  job: true,
+  schema: true,
+  opTimeoutMs: true,
+  createSchema: true,
+  createJob: true,
+  pollIntervalMs: true,
+  changeLogSize: true,
+  changeLogMinAgeMs: true,
+  transactionIdleTimeoutMs: true,
+  connectWaitMs: true,
+  logger: true,
+});
+
+const SCHEMA = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** `INVALID_CONFIG` with the store's name in front. */
+export function invalidPg(message: string): SplitleaseError {
+  return new SplitleaseError("INVALID_CONFIG", `PostgresStore: ${message}`);
+}
+
+/**
+ * Validates the driver-independent options and applies defaults; `extra`
+ * names the driver's own keys (accepted here, checked by the driver).
+ */
+export function resolvePgOptions(options: PgStoreOptions, extra: readonly string[] = []): ResolvedPgOptions {
+  if (!options || typeof options !== "object") throw invalidPg("options are required");
+  rejectUnknownKeys(options, [...PG_STORE_KEYS, ...extra], "PostgresStore");
+  if (typeof options.job !== "string" || !isValidId(options.job)) {
+    throw invalidPg(`job ${JSON.stringify(options.job)} must be 1-128 characters of [A-Za-z0-9_-]`);
+  }
+  const schema = options.schema ?? "splitlease";
+  if (typeof schema !== "string" || !SCHEMA.test(schema)) {
+    throw invalidPg(`schema ${JSON.stringify(schema)} must be a plain lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 characters)`);
+  }
+  const opTimeoutMs = options.opTimeoutMs ?? 5000;
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  const changeLogMinAgeMs = options.changeLogMinAgeMs ?? 60_000;
+  const transactionIdleTimeoutMs = options.transactionIdleTimeoutMs ?? 10_000;
+  const issue = durationIssue("opTimeoutMs", opTimeoutMs, 50) ??
+    durationIssue("pollIntervalMs", pollIntervalMs, 10) ??
+    durationIssue("changeLogMinAgeMs", changeLogMinAgeMs) ??
+    durationIssue("transactionIdleTimeoutMs", transactionIdleTimeoutMs, 100);
+  if (issue) throw invalidPg(issue);
+  const changeLogSize = options.changeLogSize ?? 10_000;
+  if (!Number.isInteger(changeLogSize) || changeLogSize < 1 || changeLogSize > 100_000_000) {
+    throw invalidPg(`changeLogSize must be an integer from 1 to 100000000, got ${changeLogSize}`);
+  }
+  const connectWaitMs = options.connectWaitMs ?? opTimeoutMs;
+  if (connectWaitMs !== Infinity) {
+    const waitIssue = durationIssue("connectWaitMs", connectWaitMs);
+    if (waitIssue) throw invalidPg(`${waitIssue} (or Infinity to wait for ever)`);
+  }
+  for (const key of ["createSchema", "createJob"] as const) {
+    const v = options[key];
+    if (v !== undefined && typeof v !== "boolean") throw invalidPg(`${key} must be true or false, got ${JSON.stringify(v)}`);
+  }
+  if (options.logger !== undefined && typeof options.logger !== "function") {
+    throw invalidPg("logger must be a function (level, message, fields)");
+  }
+  return {
+    job: options.job,
+    schema,
+    opTimeoutMs,
+    createSchema: options.createSchema ?? true,
+    createJob: options.createJob ?? true,
+    pollIntervalMs,
+    changeLogSize,
+    changeLogMinAgeMs,
+    transactionIdleTimeoutMs,
+    connectWaitMs,
+  };
+}

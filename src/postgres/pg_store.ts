@@ -1,0 +1,470 @@
+/**
+ * The PostgreSQL store: {@linkcode Store} over any driver that implements
+ * {@linkcode SqlClient} (the package's `postgres` entry wires postgres.js).
+ *
+ * @module
+ */
+import { SplitleaseError, StoreUnavailableError, ValueTooLargeError } from "../errors.ts";
+import type { Logger } from "../coordinator/types.ts";
+import { assertValidFilter, assertValidKey } from "../store/keys.ts";
+import {
+  type DeleteResult,
+  type KeyFilter,
+  MAX_VALUE_BYTES,
+  type Store,
+  type StoreEntry,
+  type Watch,
+  type WriteResult,
+} from "../store/store.ts";
+import { clampTimerMs } from "../util/timers.ts";
+import { channelOf, channelsOfKey } from "./channels.ts";
+import { Notifications } from "./notifications.ts";
+import type { ResolvedPgOptions } from "./options.ts";
+import { PAGE_ROWS, PgWatch, type WatchHost } from "./pg_watch.ts";
+import { filterSql, literal, pageRows, Queries, rev } from "./queries.ts";
+import { authError, describePgError } from "./setup.ts";
+import { isAuthFailure, isTransient, type SqlClient, type SqlParam, type SqlRow, sqlState } from "./sql_client.ts";
+
+const encoder = new TextEncoder();
+const CONFLICT: WriteResult = Object.freeze({ ok: false, conflict: true }) as WriteResult;
+const DELETE_CONFLICT: DeleteResult = Object.freeze({ ok: false, conflict: true }) as DeleteResult;
+const DELETED: DeleteResult = Object.freeze({ ok: true }) as DeleteResult;
+/** SQLSTATE the write functions raise for a lost compare-and-swap inside a transaction. */
+const CAS_LOST = "SL409";
+
+/**
+ * What a {@linkcode PgStore} is built from: a driver's client on a database
+ * whose schema and job were opened (see the `postgres` entry's
+ * `PostgresStore.connect`).
+ *
+ * @example
+ * ```ts ignore
+ * const init: PgStoreInit = { client, options, jobId: 1, server: "127.0.0.1:5432/app", logger: console.log };
+ * ```
+ */
+export interface PgStoreInit {
+  /** The driver. */
+  client: SqlClient;
+  /** Options after validation. */
+  options: ResolvedPgOptions;
+  /** The job's id in the schema's `jobs` table. */
+  jobId: number;
+  /** The server, for messages (no credentials). */
+  server: string;
+  /** Where listener losses are logged. */
+  logger: Logger;
+}
+
+/**
+ * {@linkcode Store} on PostgreSQL tables (see `postgresSchemaSql`): one live
+ * row per key, a counter row per job whose lock orders the job's writes so
+ * that revisions are in commit order, and a bounded change log for watches.
+ * Lost races are result values; every operation is bounded by
+ * `opTimeoutMs` and fails with `StoreUnavailableError` past it. A write
+ * whose answer is lost is resolved by reading the key again, never by
+ * writing again: it landed only if the key holds exactly its value at a
+ * revision above any this store saw before it.
+ *
+ * `Tx` is the driver's transaction handle given to
+ * {@linkcode PgStore.updateInTransaction}.
+ *
+ * @example
+ * ```ts
+ * import { PostgresStore } from "@splitlease/splitlease/postgres";
+ * await using store = await PostgresStore.connect({ url: "postgres://app@127.0.0.1:5432/app", job: "backfill" });
+ * const r = await store.create("plan", "{}");
+ * if (r.ok) await store.update("plan", '{"v":1}', r.revision);
+ * ```
+ */
+export class PgStore<Tx = unknown> implements Store {
+  /** The job this store is bound to. */
+  readonly job: string;
+  readonly #client: SqlClient;
+  readonly #opts: ResolvedPgOptions;
+  readonly #jobId: number;
+  readonly #q: Queries;
+  readonly #server: string;
+  readonly #timeout: number;
+  /** Share of the op budget kept for re-reading a write whose answer was lost. */
+  readonly #reserve: number;
+  readonly #watches = new Map<string, Set<PgWatch>>();
+  readonly #notifications: Notifications;
+  readonly #host: WatchHost;
+  readonly #pruneEvery: number;
+  #closed = false;
+  /** Highest revision this store has seen (a lower bound for our next write's). */
+  #seen = 0;
+
+  /** Builds the store on an opened job (drivers' `connect` functions call this). */
+  constructor(init: PgStoreInit) {
+    this.#client = init.client;
+    this.#opts = init.options;
+    this.job = init.options.job;
+    this.#jobId = init.jobId;
+    this.#q = new Queries(init.options.schema);
+    this.#server = init.server;
+    this.#timeout = init.options.opTimeoutMs;
+    this.#reserve = Math.min(1000, Math.floor(this.#timeout / 4));
+    this.#pruneEvery = Math.max(1, Math.min(1000, Math.floor(init.options.changeLogSize / 2)));
+    this.#notifications = new Notifications(
+      init.client,
+      init.logger,
+      (channel) => {
+        for (const w of this.#watches.get(channel) ?? []) w.wake();
+      },
+      () => {
+        for (const set of this.#watches.values()) for (const w of set) w.wake();
+      },
+    );
+    this.#host = {
+      q: this.#q,
+      jobId: this.#jobId,
+      opts: this.#opts,
+      read: (op, text, params) => this.#read(op, text, params),
+      listen: (channel, w) => {
+        let set = this.#watches.get(channel);
+        if (!set) this.#watches.set(channel, (set = new Set()));
+        set.add(w);
+        return this.#notifications.add(channel);
+      },
+      stopped: (channel, w) => {
+        const set = this.#watches.get(channel);
+        if (!set?.delete(w)) return;
+        if (set.size === 0) this.#watches.delete(channel);
+        this.#notifications.remove(channel);
+      },
+      saw: (revision) => {
+        if (revision > this.#seen) this.#seen = revision;
+      },
+    };
+  }
+
+  /** The schema holding the store's tables. */
+  get schema(): string {
+    return this.#opts.schema;
+  }
+
+  async create(key: string, value: string): Promise<WriteResult> {
+    this.#checkWrite("create", key, value);
+    return await this.#put("create", key, value, null);
+  }
+
+  async update(key: string, value: string, revision: number): Promise<WriteResult> {
+    this.#checkWrite("update", key, value);
+    this.#checkRevision("Update", key, revision);
+    return await this.#put("update", key, value, revision);
+  }
+
+  async delete(key: string, revision?: number): Promise<DeleteResult> {
+    this.#checkOpen("delete");
+    assertValidKey(key);
+    if (revision !== undefined) this.#checkRevision("Delete", key, revision);
+    const deadline = Date.now() + this.#timeout;
+    let r: number;
+    try {
+      const rows = await this.#query(this.#q.del, [this.#jobId, key, revision ?? null, channelsOfKey(this.#jobId, key)], deadline - this.#reserve);
+      r = Number(rows[0]?.r);
+      if (!Number.isSafeInteger(r)) throw new Error(`the delete function answered ${String(rows[0]?.r)}`);
+    } catch (e) {
+      if (isAuthFailure(e)) throw authError(e, "delete");
+      // Maybe landed: gone now means done; still there means unknown.
+      const entry = await this.#entry("delete", key, deadline, e).catch(() => undefined);
+      if (entry !== undefined && (entry === null || entry.value === null)) return DELETED;
+      throw this.#unavailable("delete", e);
+    }
+    if (r < 0) return DELETE_CONFLICT;
+    this.#saw(r);
+    return DELETED;
+  }
+
+  async get(key: string): Promise<StoreEntry | undefined> {
+    this.#checkOpen("get");
+    assertValidKey(key);
+    const e = await this.#entry("get", key, Date.now() + this.#timeout);
+    if (!e || e.value === null) return undefined;
+    return { key, value: e.value, revision: e.revision };
+  }
+
+  /**
+   * See `Store.list`. Read in pages in revision order (each bounded by the
+   * operation timeout, not the whole listing); a key changed while paging
+   * reappears in a later page, so the result is the state at the last
+   * page's revision.
+   */
+  async list(filter: KeyFilter): Promise<StoreEntry[]> {
+    this.#checkOpen("list");
+    assertValidFilter(filter);
+    const f = filterSql(filter);
+    if (f.kind === "exact") {
+      const e = await this.get(filter);
+      return e ? [e] : [];
+    }
+    const latest = new Map<string, StoreEntry>();
+    let after = 0;
+    while (true) {
+      const rows = pageRows(await this.#read("list", this.#q.page("kv", f), [this.#jobId, after, PAGE_ROWS, ...f.params]));
+      let n = 0;
+      for (const r of rows) {
+        this.#saw(r.head);
+        const c = r.change;
+        if (!c) continue;
+        n++;
+        after = c.revision;
+        if (c.value === null) latest.delete(c.key);
+        else latest.set(c.key, { key: c.key, value: c.value, revision: c.revision });
+      }
+      if (n < PAGE_ROWS) break;
+    }
+    const out = [...latest.values()];
+    out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return out;
+  }
+
+  watch(filter: KeyFilter): Watch {
+    this.#checkOpen("watch");
+    assertValidFilter(filter);
+    return new PgWatch(this.#host, filter, channelOf(this.#jobId, filter));
+  }
+
+  /**
+   * Compare-and-swap of `key` at `revision` committed in ONE transaction
+   * with `work`'s own statements on the store's database: `work` runs first
+   * on a connection of its own inside `begin`, then the write and `commit`
+   * go to the server in one round trip. If the compare-and-swap is lost,
+   * everything `work` wrote rolls back and the result is a conflict; if
+   * `work` throws, everything rolls back and its error is rethrown (a lost
+   * connection as `StoreUnavailableError`). A commit whose answer is lost
+   * is resolved by re-reading the key, like every write: `ok` then means
+   * `work`'s rows are committed too, an outage means neither or both.
+   *
+   * `work` may run more than once when a caller retries after a conflict:
+   * each run is its own transaction, and only the one whose write landed
+   * is kept. A transaction left idle by a frozen client is ended by the
+   * server after `transactionIdleTimeoutMs` (its locks freed, its rows
+   * rolled back).
+   *
+   * @example
+   * ```ts
+   * import { PostgresStore } from "@splitlease/splitlease/postgres";
+   * await using store = await PostgresStore.connect({ url: "postgres://app@127.0.0.1:5432/app", job: "copy" });
+   * const at = await store.get("progress");
+   * if (at) {
+   *   const r = await store.updateInTransaction("progress", '{"last":200}', at.revision, async (sql) => {
+   *     await sql`insert into sink select * from source where id > 100 and id <= 200`;
+   *   });
+   *   console.log(r.ok ? "rows and progress committed" : "lost the race: nothing written");
+   * }
+   * ```
+   */
+  async updateInTransaction(key: string, value: string, revision: number, work: (tx: Tx) => Promise<void>): Promise<WriteResult> {
+    this.#checkWrite("update", key, value);
+    this.#checkRevision("Update", key, revision);
+    if (typeof work !== "function") throw new SplitleaseError("INVALID_ARGUMENT", `updateInTransaction of key "${key}" needs a function`);
+    const script = `select ${this.#q.schema}.put(${this.#jobId}, ${literal(key)}, ${literal(value)}, ${revision}, ` +
+      `${literal(channelsOfKey(this.#jobId, key))}, true)::text as r; commit`;
+    /** The write's revision once its script answered: committed, whatever happens to the connection next. */
+    let landed: number | undefined;
+    /** The commit was sent and not answered: it may have landed. */
+    let unknown: { before: number; deadline: number; cause: unknown } | undefined;
+    let started = false;
+    let abandoned = false;
+    const ran = this.#client.transaction(async (session) => {
+      started = true;
+      if (abandoned) throw new Error("the transaction started after its caller gave up");
+      await this.#bounded(
+        "begin",
+        (signal) => session.simple(`set local idle_in_transaction_session_timeout = ${this.#opts.transactionIdleTimeoutMs}`, signal),
+        Date.now() + this.#timeout,
+      );
+      try {
+        await work(session.native as Tx);
+      } catch (e) {
+        // A lost connection or a server that ended the transaction is an outage; anything else is the caller's.
+        throw isTransient(e) ? new WorkFailed(e) : e;
+      }
+      // The write and `commit` in one message: the job's counter row is locked from the write to
+      // the commit on the server alone, never across a round trip to this (maybe frozen) client.
+      const deadline = Date.now() + this.#timeout;
+      const before = Math.max(this.#seen, revision);
+      try {
+        const rows = await this.#bounded("update", (signal) => session.simple(script, signal), deadline - this.#reserve);
+        landed = rev(rows[0]?.[0]?.r);
+      } catch (e) {
+        if (sqlState(e) !== CAS_LOST && !isAuthFailure(e)) unknown = { before, deadline, cause: e };
+        throw e;
+      }
+    });
+    ran.catch(() => {});
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const notStarted = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => started || reject(new Timeout(`no connection for the transaction within ${this.#timeout} ms`)), this.#timeout);
+    });
+    try {
+      await Promise.race([ran, notStarted]);
+    } catch (e) {
+      abandoned = true;
+      if (landed !== undefined) return this.#landed(landed); // committed; only the driver's closing `commit` failed
+      if (sqlState(e) === CAS_LOST) return CONFLICT;
+      if (isAuthFailure(e)) throw authError(e, "update");
+      if (unknown) return await this.#maybeLanded("update", key, value, unknown.before, unknown.deadline, unknown.cause);
+      if (e instanceof WorkFailed) throw this.#unavailable("update", e.cause, "the transaction failed");
+      if (!started || isTransient(e) || e instanceof Timeout) throw this.#unavailable("update", e, started ? "the transaction failed" : undefined);
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+    return this.#landed(landed!);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const set of [...this.#watches.values()]) for (const w of [...set]) await w.stop();
+    await this.#notifications.close();
+    await this.#client.close();
+  }
+
+  /** Closes the store (for `await using`). */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  async #put(op: string, key: string, value: string, expected: number | null): Promise<WriteResult> {
+    const deadline = Date.now() + this.#timeout;
+    const before = Math.max(this.#seen, expected ?? 0);
+    let r: unknown;
+    try {
+      const rows = await this.#query(this.#q.put, [this.#jobId, key, value, expected, channelsOfKey(this.#jobId, key)], deadline - this.#reserve);
+      r = rows[0]?.r;
+    } catch (e) {
+      if (isAuthFailure(e)) throw authError(e, op);
+      return await this.#maybeLanded(op, key, value, before, deadline, e);
+    }
+    if (r === null || r === undefined) return CONFLICT;
+    return this.#landed(rev(r));
+  }
+
+  #landed(revision: number): WriteResult {
+    this.#saw(revision);
+    // One writer sees each revision: the one that lands a multiple of the prune step prunes.
+    if (revision % this.#pruneEvery === 0 && revision > this.#opts.changeLogSize) this.#prune(revision - this.#opts.changeLogSize);
+    return { ok: true, revision };
+  }
+
+  #prune(upTo: number): void {
+    this.#query(this.#q.prune, [this.#jobId, upTo, this.#opts.changeLogMinAgeMs], Date.now() + this.#timeout).catch(() => {});
+  }
+
+  /**
+   * A write failed without a verdict (timeout, lost connection): it may
+   * have landed. Re-read: our exact value at a revision above anything seen
+   * before the write means it did; otherwise report the outage. Never retry.
+   */
+  async #maybeLanded(op: string, key: string, value: string, before: number, deadline: number, cause: unknown): Promise<WriteResult> {
+    this.#checkOpen(op);
+    let entry: { value: string | null; revision: number } | null;
+    try {
+      entry = await this.#entry(op, key, deadline, cause);
+    } catch {
+      throw this.#unavailable(op, cause);
+    }
+    if (entry && entry.value === value && entry.revision > before) return { ok: true, revision: entry.revision };
+    throw this.#unavailable(op, cause);
+  }
+
+  /** The key's row (a delete marker has a null value), or null when it has none; bounded by `deadline`. */
+  async #entry(op: string, key: string, deadline: number, cause?: unknown): Promise<{ value: string | null; revision: number } | null> {
+    let rows: SqlRow[];
+    try {
+      rows = await this.#query(this.#q.get, [this.#jobId, key], deadline);
+    } catch (e) {
+      if (isAuthFailure(e)) throw authError(e, op);
+      throw this.#unavailable(op, cause ?? e);
+    }
+    if (rows.length === 0) return null;
+    const revision = rev(rows[0].revision);
+    this.#saw(revision);
+    return { value: rows[0].value === null ? null : String(rows[0].value), revision };
+  }
+
+  /** A read for watches and listings: one operation timeout, outages as `StoreUnavailableError`. */
+  async #read(op: string, text: string, params: SqlParam[]): Promise<SqlRow[]> {
+    this.#checkOpen(op);
+    try {
+      return await this.#query(text, params, Date.now() + this.#timeout);
+    } catch (e) {
+      if (isAuthFailure(e)) throw authError(e, op);
+      throw this.#unavailable(op, e);
+    }
+  }
+
+  /** One pooled statement, cancelled and rejected at `deadline`. */
+  #query(text: string, params: readonly SqlParam[], deadline: number): Promise<SqlRow[]> {
+    return this.#bounded("query", (signal) => this.#client.query(text, params, signal), deadline);
+  }
+
+  /** Runs `f`, aborting its signal and rejecting at `deadline` (a driver that never settles cannot hold us). */
+  #bounded<T>(what: string, f: (signal: AbortSignal) => Promise<T>, deadline: number): Promise<T> {
+    const ms = deadline - Date.now();
+    if (this.#closed) return Promise.reject(this.#unavailable(what));
+    if (ms <= 0) return Promise.reject(new Timeout(`no time left for ${what}`));
+    const ac = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const run = f(ac.signal);
+    run.catch(() => {});
+    return Promise.race([
+      run,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          ac.abort();
+          reject(new Timeout(`no answer within ${Math.round(ms)} ms`));
+        }, clampTimerMs(ms));
+      }),
+    ]).finally(() => clearTimeout(timer));
+  }
+
+  #saw(revision: number): void {
+    if (revision > this.#seen) this.#seen = revision;
+  }
+
+  #unavailable(op: string, cause?: unknown, detail?: string): StoreUnavailableError {
+    if (this.#closed) return new StoreUnavailableError(op, this.#timeout, { cause, detail: "the store is closed" });
+    return new StoreUnavailableError(op, this.#timeout, {
+      cause,
+      detail: `${detail ?? (cause === undefined ? "timed out" : describePgError(cause))}; PostgreSQL at ${this.#server}`,
+    });
+  }
+
+  #checkOpen(op: string): void {
+    if (this.#closed) throw new SplitleaseError("CLOSED", `Store operation "${op}" failed: the store is closed`);
+  }
+
+  #checkRevision(what: string, key: string, revision: number): void {
+    if (!Number.isInteger(revision) || revision <= 0) {
+      throw new SplitleaseError("INVALID_ARGUMENT", `${what} of key "${key}" needs a positive integer revision, got ${revision}`);
+    }
+  }
+
+  #checkWrite(op: string, key: string, value: string): void {
+    this.#checkOpen(op);
+    assertValidKey(key);
+    if (typeof value !== "string") throw new SplitleaseError("INVALID_ARGUMENT", `Value for key "${key}" must be a string`);
+    if (value.length * 3 > MAX_VALUE_BYTES) {
+      const size = encoder.encode(value).byteLength;
+      if (size > MAX_VALUE_BYTES) throw new ValueTooLargeError(key, size, MAX_VALUE_BYTES);
+    }
+    if (value.includes("\u0000")) {
+      throw new SplitleaseError("INVALID_ARGUMENT", `Value for key "${key}" contains a NUL character, which PostgreSQL text cannot hold`);
+    }
+  }
+}
+
+/** The transaction's work failed for an outage (kept apart from the caller's own errors). */
+class WorkFailed extends Error {
+  constructor(cause: unknown) {
+    super("the transaction's work failed for an outage", { cause });
+  }
+}
+
+/** An operation got no answer in time (it may still run on the server). */
+class Timeout extends Error {}
