@@ -94,6 +94,12 @@ export interface PostgresStoreOptions extends PgStoreOptions {
    * or with `max_prepared_statements = 0`).
    */
   prepare?: boolean;
+  /**
+   * `application_name` of the store's connections (default
+   * `splitlease:<job>`; the listener's ends in `:listen`, the
+   * transactions' in `:tx`), as `pg_stat_activity` shows them.
+   */
+  applicationName?: string;
 }
 
 /**
@@ -116,7 +122,7 @@ export interface PgJobInfo {
   outcome?: JobOutcome;
 }
 
-const DRIVER_KEYS = ["url", "listenUrl", "poolSize", "transactionPoolSize", "prepare"];
+const DRIVER_KEYS = ["url", "listenUrl", "poolSize", "transactionPoolSize", "prepare", "applicationName"];
 const PG_URL = /^postgres(ql)?:\/\/\S+$/;
 
 /** `url` without its credentials, for messages. */
@@ -143,11 +149,12 @@ function checkCount(key: string, v: unknown, fallback: number): number {
 
 type Pg = postgres.Sql<Record<string, never>>;
 
-function openPool(url: string, max: number, prepare: boolean, connectMs: number): Pg {
+function openPool(url: string, max: number, prepare: boolean, connectMs: number, name: string): Pg {
   return postgres(url, {
     max,
     prepare,
-    onnotice: () => {},
+    connection: { application_name: name },
+    onnotice: false,
     fetch_types: false,
     connect_timeout: Math.max(1, Math.ceil(connectMs / 1000)),
     // Detects a dead peer in a minute instead of the system's two hours.
@@ -163,9 +170,7 @@ function statements(result: unknown): SqlRow[][] {
 
 /** A pending postgres.js query as a promise, cancelled when `signal` aborts. */
 function run(q: postgres.PendingQuery<postgres.Row[]>, signal?: AbortSignal): Promise<SqlRow[]> {
-  const cancel = () => q.cancel();
-  signal?.addEventListener("abort", cancel, { once: true });
-  return Promise.resolve(q).finally(() => signal?.removeEventListener("abort", cancel)) as Promise<SqlRow[]>;
+  return Promise.resolve(signal ? q.signal(signal) : q) as Promise<SqlRow[]>;
 }
 
 /**
@@ -181,8 +186,12 @@ function run(q: postgres.PendingQuery<postgres.Row[]>, signal?: AbortSignal): Pr
  * ```
  */
 export function postgresJsClient(
-  options: Pick<PostgresStoreOptions, "url" | "listenUrl" | "poolSize" | "transactionPoolSize" | "prepare" | "opTimeoutMs">,
+  options: Pick<PostgresStoreOptions, "url" | "listenUrl" | "poolSize" | "transactionPoolSize" | "prepare" | "opTimeoutMs" | "applicationName">,
 ): SqlClient {
+  const name = options.applicationName ?? "splitlease";
+  if (typeof name !== "string" || name.length === 0 || name.length > 63) {
+    throw invalidPg(`applicationName must be 1-63 characters, got ${JSON.stringify(options.applicationName)}`);
+  }
   const url = checkUrl("url", options.url);
   const listenUrl = options.listenUrl === undefined ? url : checkUrl("listenUrl", options.listenUrl);
   const prepare = options.prepare ?? true;
@@ -192,18 +201,23 @@ export function postgresJsClient(
   const connectMs = Math.max(2000, options.opTimeoutMs ?? 5000);
   const issue = options.opTimeoutMs === undefined ? undefined : durationIssue("opTimeoutMs", options.opTimeoutMs, 50);
   if (issue) throw invalidPg(issue);
-  const pool = openPool(url, poolSize, prepare, connectMs);
+  const pool = openPool(url, poolSize, prepare, connectMs, name);
   let txPool: Pg | undefined;
   const listeners = new Set<Pg>();
   return {
+    // Named prepared statements (postgres.js leaves them off for `unsafe`): parsed once per
+    // connection, and only a prepared statement is pipelined (an unprepared one with parameters
+    // waits for its own Describe round trip first).
     query: (text: string, params: readonly SqlParam[], signal?: AbortSignal) =>
-      run(pool.unsafe(text, params as SqlParam[] as never[]), signal),
+      run(pool.unsafe(text, params as SqlParam[] as never[], { prepare }), signal),
     transaction<T>(fn: (session: SqlSession) => Promise<T>): Promise<T> {
-      txPool ??= openPool(url, txSize, prepare, connectMs);
+      txPool ??= openPool(url, txSize, prepare, connectMs, `${name}:tx`);
+      // postgres.js rejects a statement made on a transaction after it ended (its connection
+      // closed by the server included), so a frozen client that wakes cannot write outside it.
       return txPool.begin((tx) =>
         fn({
           native: tx,
-          query: (text, params, s) => run(tx.unsafe(text, params as SqlParam[] as never[]), s),
+          query: (text, params, s) => run(tx.unsafe(text, params as SqlParam[] as never[], { prepare }), s),
           simple: async (text, s) => statements(await run(tx.unsafe(text), s)),
         })
       ) as Promise<T>;
@@ -212,15 +226,15 @@ export function postgresJsClient(
       let open = false;
       let closing = false;
       let reported = false;
-      // `onnotify` is the hook postgres.js's own `listen` uses (not in its types): one connection,
-      // every channel, and `onclose` tells us when it is gone (postgres.js would reconnect
-      // silently, without the LISTENs).
+      // One connection for every channel (postgres.js's own `listen` reconnects by itself, and a
+      // LISTEN that fails while the server is away is not retried); `onclose` tells us it is gone.
       const sql = postgres(listenUrl, {
         max: 1,
+        connection: { application_name: `${name}:listen` },
         idle_timeout: null,
         max_lifetime: null,
         fetch_types: false,
-        onnotice: () => {},
+        onnotice: false,
         connect_timeout: Math.max(1, Math.ceil(connectMs / 1000)),
         keep_alive: 30,
         onnotify: (channel: string) => events.notify(channel),
@@ -229,7 +243,7 @@ export function postgresJsClient(
           reported = true;
           events.closed(new Error("the listener's connection closed"));
         },
-      } as unknown as postgres.Options<Record<string, never>>) as unknown as Pg;
+      }) as unknown as Pg;
       listeners.add(sql);
       const close = async () => {
         closing = true;
@@ -289,7 +303,7 @@ export class PostgresStore extends PgStore<PgTransaction> {
    */
   static async connect(options: PostgresStoreOptions): Promise<PostgresStore> {
     const opts = resolvePgOptions(options, DRIVER_KEYS);
-    const client = postgresJsClient(options);
+    const client = postgresJsClient({ ...options, applicationName: options.applicationName ?? `splitlease:${opts.job}`.slice(0, 63) });
     const server = serverOf(options.url);
     const logger = options.logger ?? jsonLogger();
     try {

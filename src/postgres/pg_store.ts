@@ -376,7 +376,7 @@ export class PgStore<Tx = unknown> implements Store {
   async #entry(op: string, key: string, deadline: number, cause?: unknown): Promise<{ value: string | null; revision: number } | null> {
     let rows: SqlRow[];
     try {
-      rows = await this.#query(this.#q.get, [this.#jobId, key], deadline);
+      rows = await this.#retried(this.#q.get, [this.#jobId, key], deadline);
     } catch (e) {
       if (isAuthFailure(e)) throw authError(e, op);
       throw this.#unavailable(op, cause ?? e);
@@ -391,10 +391,26 @@ export class PgStore<Tx = unknown> implements Store {
   async #read(op: string, text: string, params: SqlParam[]): Promise<SqlRow[]> {
     this.#checkOpen(op);
     try {
-      return await this.#query(text, params, Date.now() + this.#timeout);
+      return await this.#retried(text, params, Date.now() + this.#timeout);
     } catch (e) {
       if (isAuthFailure(e)) throw authError(e, op);
       throw this.#unavailable(op, e);
+    }
+  }
+
+  /**
+   * A read, tried again within `deadline` when its connection failed (a
+   * connection ended by the server fails the statement sent on it; the
+   * next goes on a new one). Reads only: a write is never sent twice.
+   */
+  async #retried(text: string, params: readonly SqlParam[], deadline: number): Promise<SqlRow[]> {
+    for (let pause = 10;; pause = Math.min(pause * 2, 200)) {
+      try {
+        return await this.#query(text, params, deadline);
+      } catch (e) {
+        if (this.#closed || !isTransient(e) || Date.now() + pause >= deadline) throw e;
+        await new Promise((r) => setTimeout(r, pause));
+      }
     }
   }
 
