@@ -9,7 +9,7 @@ import process from "node:process";
 import type { ServeOptions, Service } from "../host.ts";
 import { NatsStore } from "../nats.ts";
 import type { NatsStoreOptions } from "../nats.ts";
-import { MemoryStore, SplitleaseError } from "../mod.ts";
+import { MemoryStore, SplitleaseError, type Store } from "../mod.ts";
 
 /** Which runtime this is. */
 export function runtimeName(): "deno" | "bun" | "node" {
@@ -54,10 +54,13 @@ function num(env: Record<string, string | undefined>, name: string): number | un
  * `PORT` (default 8080), `BIND` (the address to listen on, default 0.0.0.0,
  * as in `examples/object_store`; `HOSTNAME_BIND` is read as an old alias,
  * never `HOSTNAME`, which shells and Kubernetes set to the host or pod name),
- * `NATS_URL` (comma-separated `ws://`
- * URLs; without it the embedded MemoryStore serves a single process),
+ * `STORE_URL` (the coordination store: a `postgres://` or
+ * `postgresql://` URL for PostgreSQL, or comma-separated `ws://` URLs for
+ * NATS), `NATS_URL` (the same NATS URLs, the older name; without either the
+ * embedded MemoryStore serves a single process),
  * `NATS_REPLICAS` (the job bucket's replicas when this worker creates it: 3
- * on a production cluster),
+ * on a production cluster), `PG_SCHEMA` (the PostgreSQL store's schema,
+ * default `splitlease`),
  * `LEASE_MS`, `OP_TIMEOUT_MS`, `MAX_IN_FLIGHT`, `DRAIN_DEADLINE_MS`,
  * `REPLAN_INTERVAL_MS`, `SHUTDOWN_MARGIN_MS`, `DRAIN_TOKEN`, `DRAIN_OPEN=1`
  * (accept `POST /drain` without a token; without either it answers 403).
@@ -67,7 +70,6 @@ export function coordinationFromEnv(
 ): Omit<ServeOptions<never>, "source"> {
   const job = env.JOB;
   if (!job) throw new SplitleaseError("INVALID_CONFIG", "JOB (the job name) must be set");
-  const servers = env.NATS_URL?.split(",").map((s) => s.trim()).filter(Boolean);
   const opts: Omit<ServeOptions<never>, "source"> = {
     job,
     instance: env.INSTANCE || undefined,
@@ -81,14 +83,49 @@ export function coordinationFromEnv(
     drainDeadlineMs: num(env, "DRAIN_DEADLINE_MS"),
     replanIntervalMs: num(env, "REPLAN_INTERVAL_MS"),
     shutdownMarginMs: num(env, "SHUTDOWN_MARGIN_MS"),
-    ...(servers && servers.length > 0
-      ? {
-        storeFactory: async () =>
-          NatsStore.connect({ servers, job, replicas: num(env, "NATS_REPLICAS"), ...(await natsTransportHere()) }),
-      }
-      : { store: new MemoryStore() }),
+    ...storeFromEnv(job, env),
   };
   return opts;
+}
+
+/**
+ * The store of `STORE_URL` / `NATS_URL`: a PostgresStore for a
+ * `postgres://` URL, a NatsStore for `ws://` URLs, the embedded MemoryStore
+ * without either.
+ */
+function storeFromEnv(
+  job: string,
+  env: Record<string, string | undefined>,
+): { storeFactory: () => Promise<Store> } | { store: Store } {
+  if (env.STORE_URL && env.NATS_URL) {
+    throw new SplitleaseError("INVALID_CONFIG", "STORE_URL and NATS_URL are both set: give the store once (STORE_URL)");
+  }
+  const url = (env.STORE_URL ?? env.NATS_URL ?? "").trim();
+  if (url === "") return { store: new MemoryStore() };
+  if (/^postgres(ql)?:\/\//i.test(url)) {
+    return {
+      storeFactory: async () => {
+        const { PostgresStore } = await import("../adapters/postgres.ts");
+        return await PostgresStore.connect({
+          url,
+          job,
+          opTimeoutMs: num(env, "OP_TIMEOUT_MS"),
+          ...(env.PG_SCHEMA ? { schema: env.PG_SCHEMA } : {}),
+        });
+      },
+    };
+  }
+  const servers = url.split(",").map((s) => s.trim()).filter(Boolean);
+  if (!servers.every((s) => /^wss?:\/\//i.test(s))) {
+    throw new SplitleaseError(
+      "INVALID_CONFIG",
+      `STORE_URL must be a postgres:// URL or comma-separated ws:// or wss:// URLs, got ${JSON.stringify(url.replace(/\/\/[^@/]*@/g, "//***@"))}`,
+    );
+  }
+  return {
+    storeFactory: async () =>
+      NatsStore.connect({ servers, job, replicas: num(env, "NATS_REPLICAS"), ...(await natsTransportHere()) }),
+  };
 }
 
 /**

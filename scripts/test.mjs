@@ -196,7 +196,7 @@ for (const sig of ["SIGINT", "SIGTERM"]) {
     process.exit(130);
   });
 }
-const needsPg = !only.length || only.some((o) => /example|pg_range|cluster/.test(o));
+const needsPg = !only.length || only.some((o) => /example|pg_range|cluster|postgres|PostgreSQL|ops|operator/.test(o));
 if (process.env.PG_URL) services.PG_URL = process.env.PG_URL;
 else if (needsPg) {
   const pg = await startPostgres({ log });
@@ -264,6 +264,19 @@ await denoSuite("unit tests", ["tests/unit"]);
 await denoSuite("store tests (MemoryStore and nats-server)", ["tests/store"]);
 await denoSuite(`cluster tests (3-node nats-server ${servers.current.version}, R3 buckets, kills, freezes, partitions)`, ["tests/cluster"]);
 await denoSuite("coordinator tests", ["tests/coordinator"]);
+await denoSuite("PostgreSQL store tests (conformance, differential, commit order, resume, least privilege)", [
+  "tests/postgres/conformance_test.ts",
+  "tests/postgres/differential_test.ts",
+  "tests/postgres/store_test.ts",
+]);
+await denoSuite(
+  "coordinator scenarios on PostgreSQL (safety, scenarios, hardening, hardening II, balancing, assignment)",
+  ["safety", "scenarios", "hardening", "hardening_ii", "balancing", "assignment"].map((n) => `tests/postgres/${n}_test.ts`),
+);
+await denoSuite("PostgreSQL fleets and faults (Deno + Bun + Node; SIGKILL, SIGSTOP, terminated connections, statement timeouts)", [
+  "tests/postgres/fleet_test.ts",
+  "tests/postgres/faults_test.ts",
+]);
 if (!quick) await denoSuite("simulation", ["tests/sim"]);
 await denoSuite("runtime tests", ["tests/runtime"]);
 await denoSuite("example tests", ["tests/examples"]);

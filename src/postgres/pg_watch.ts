@@ -16,7 +16,7 @@
  */
 import type { Watch, WatchEvent } from "../store/store.ts";
 import { Channel } from "../util/channel.ts";
-import { sleep } from "../util/timers.ts";
+import { SplitleaseError } from "../errors.ts";
 import type { ResolvedPgOptions } from "./options.ts";
 import { type FilterSql, filterSql, pageRows, type PageRow, type Queries, rev } from "./queries.ts";
 import type { SqlParam, SqlRow } from "./sql_client.ts";
@@ -31,7 +31,7 @@ export interface WatchHost {
   readonly opts: ResolvedPgOptions;
   /** A read bounded by the operation timeout (throws `StoreUnavailableError`). */
   read(op: string, text: string, params: SqlParam[]): Promise<SqlRow[]>;
-  /** Listens on `channel` for this watch (resolves when it took effect, or could not). */
+  /** Registers the watch and listens on `channel` for it (resolves when the `LISTEN` took effect, or could not). */
   listen(channel: string, w: PgWatch): Promise<void>;
   /** The watch stopped. */
   stopped(channel: string, w: PgWatch): void;
@@ -68,7 +68,8 @@ export class PgWatch implements Watch {
     this.#host = host;
     this.#filter = filterSql(filter);
     this.#channelName = channel;
-    void this.#run();
+    // Registered at once, so a store closed right after `watch()` stops it.
+    void this.#run(host.listen(channel, this));
   }
 
   [Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
@@ -118,11 +119,13 @@ export class PgWatch implements Watch {
     this.#events.push(e);
   }
 
-  async #run(): Promise<void> {
+  async #run(listening: Promise<void>): Promise<void> {
     const h = this.#host;
     // Listen before the snapshot, so no write after it goes unnoticed (bounded: a listener that
     // cannot connect leaves the watch to its poll).
-    await Promise.race([h.listen(this.#channelName, this), sleep(h.opts.opTimeoutMs)]);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([listening, new Promise<void>((r) => (timer = setTimeout(r, h.opts.opTimeoutMs)))]);
+    clearTimeout(timer);
     let backoff = 100;
     while (!this.#stopped) {
       this.#woken = false;
@@ -132,6 +135,7 @@ export class PgWatch implements Watch {
         backoff = 100;
       } catch (e) {
         if (this.#stopped) return;
+        if (e instanceof SplitleaseError && e.code === "CLOSED") return void this.stop();
         if (e instanceof Discontinuity) {
           this.#restart(e.message);
           continue;

@@ -20,6 +20,7 @@ export class FaultyStore implements Store {
   #holds: { pred: (op: string, key: string, value?: string) => boolean; parked: (() => void)[] }[] = [];
   #fails: ((op: string, key: string) => boolean)[] = [];
   #withheld: { pred: (key: string) => boolean; events: { ch: Channel<WatchEvent>; ev: WatchEvent }[] }[] = [];
+  #observers: { pred: (ev: WatchEvent) => boolean; seen: boolean }[] = [];
 
   constructor(readonly inner: Store) {}
 
@@ -66,6 +67,21 @@ export class FaultyStore implements Store {
     };
   }
 
+  /**
+   * Whether a watch of this store has handed its consumer an event matching
+   * `pred` since this call (the member behind it has it, not only the store).
+   */
+  delivered(pred: (ev: WatchEvent) => boolean): () => boolean {
+    const o = { pred, seen: false };
+    this.#observers.push(o);
+    return () => o.seen;
+  }
+
+  #deliver(ch: Channel<WatchEvent>, ev: WatchEvent): void {
+    for (const o of this.#observers) if (!o.seen && o.pred(ev)) o.seen = true;
+    ch.push(ev);
+  }
+
   async #gate(op: string, key: string, value?: string): Promise<void> {
     for (const h of this.#holds) {
       if (h.pred(op, key, value)) await new Promise<void>((r) => h.parked.push(r));
@@ -103,7 +119,7 @@ export class FaultyStore implements Store {
         const held = "key" in ev ? this.#withheld.find((x) => x.pred(ev.key)) : undefined;
         if (held) held.events.push({ ch: w.ch, ev });
         else if (this.#paused) w.buffer.push(ev);
-        else w.ch.push(ev);
+        else this.#deliver(w.ch, ev);
       }
       w.ch.close();
     })();

@@ -318,15 +318,18 @@ export function hardeningScenarios(b: Backend): void {
     assert.ok(await f.until(() => bm.held.length === 2, 3000), "b holds both splits");
     const c = await f.join({ instance: "c", maxInFlight: 2 });
     const held = bm.c.status().held;
-    const named = async () => {
-      const e = await raw.get(keys.assign("b"));
-      const rs = e ? (JSON.parse(e.value).revokes as { to?: { instance: string } }[]) : [];
+    const namesC = (value: string) => {
+      const rs = JSON.parse(value).revokes as { to?: { instance: string } }[];
       return rs.length === 2 && rs.every((r) => r.to?.instance === "c");
     };
+    // b itself must have it (its watch delivered it), not only the store: a release made
+    // before b applied it goes to nobody, which is H13.
+    const bHasIt = bStore.delivered((ev) => ev.type === "put" && ev.key === keys.assign("b") && namesC(ev.value));
     const drained = bm.c.drain();
     let ok = false;
-    for (let i = 0; i < 100 && !(ok = await named()); i++) await f.advance(2);
-    assert.ok(ok, "the leader names c as successor");
+    for (let i = 0; i < 100 && !(ok = bHasIt()); i++) await f.advance(2);
+    assert.ok(ok, "the leader names c as successor, and b has it");
+    await f.advance(2); // b applies the record it was handed
     // b's releases to c go out but are slow to land; c leaves meanwhile.
     const slow = bStore.hold((op, key) => op === "update" && key.startsWith(keys.splitPrefix));
     const releasing = bm.c.release(held.map((h) => h.id));

@@ -50,6 +50,11 @@ export function assertPlansMonotonic(seen: { term: number; generation: number; r
   }
 }
 
+/** Whether a split record's JSON names `instance` as its owner. */
+function ownedBy(value: string, instance: string): boolean {
+  return (JSON.parse(value) as { owner?: { instance?: string } | null }).owner?.instance === instance;
+}
+
 /**
  * Counts the split writes that lose their CAS through it; past `limit` it
  * stops answering them (a hot loop of losing writes would otherwise never
@@ -212,8 +217,11 @@ export function safetyScenarios(b: Backend): void {
     await using f = await b.fleet();
     const lStore = new LostWrites(await b.extraStore(f));
     const lead = await standbyLeader(f, lStore, 1);
+    const claimSeen = lStore.delivered((ev) => ev.type === "put" && ev.key === keys.split("s000") && ownedBy(ev.value, "a"));
     const a = await f.join({ instance: "a" });
     assert.ok(await f.until(() => a.held.length === 1, 3000), "a holds the split");
+    // The leader's view must have the claim before its watch stops: else a is no owner in it.
+    assert.ok(await f.until(claimSeen, 3000), "the leader's watch delivered a's claim");
     // The leader's split watch stops delivering; a commits (the record moves) and crashes.
     const withheld = lStore.withhold((key) => key === keys.split("s000"));
     const h = a.c.status().held[0];
@@ -236,9 +244,13 @@ export function safetyScenarios(b: Backend): void {
     const lStore = new LostWrites(await b.extraStore(f));
     const lead = await standbyLeader(f, lStore, 3);
     const aStore = new FaultyStore(await b.extraStore(f));
+    const claims = ["s000", "s001", "s002"].map((id) =>
+      lStore.delivered((ev) => ev.type === "put" && ev.key === keys.split(id) && ownedBy(ev.value, "a"))
+    );
     const a = new Member(await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: f.clock, ...f.timings }));
     f.members.push(a);
     assert.ok(await f.until(() => a.held.length === 3, 3000), "a holds the three splits (of its eight lanes)");
+    assert.ok(await f.until(() => claims.every((seen) => seen()), 3000), "the leader's watch delivered a's claims");
     // A stays alive but hears nothing (no revocation reaches it); the leader's split watch lags.
     aStore.pause();
     const withheld = lStore.withhold((key) => key.startsWith(keys.splitPrefix));

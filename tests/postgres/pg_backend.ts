@@ -2,8 +2,8 @@
 // test command started (PG_URL), a fresh job per fleet, real time.
 import type { Store } from "../../mod.ts";
 import { pgStore } from "../helpers/pg.ts";
-import { type Backend, Fleet, RealDriver } from "./fleet.ts";
-import { NATS_TIMINGS } from "./nats_backend.ts";
+import { type Backend, Fleet, RealDriver } from "../coordinator/fleet.ts";
+import { NATS_TIMINGS } from "../coordinator/nats_backend.ts";
 
 /** The timings of the NATS runs: the same scenarios, the same real-time budget. */
 export const PG_TIMINGS = NATS_TIMINGS;

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { SplitleaseError, StoreUnavailableError, type WatchEvent } from "../../store.ts";
 import { PostgresStore, type SqlClient, type SqlParam } from "../../adapters/postgres.ts";
 import { freshJob, noPg, PG_URL, pgStore, pgStoreWith, sqlOnce, terminateConnections } from "../helpers/pg.ts";
-import { take } from "./conformance.ts";
+import { take } from "../store/conformance.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false, ignore: noPg };
 
