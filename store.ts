@@ -21,6 +21,7 @@ export {
   MAX_VALUE_BYTES,
   type Store,
   type StoreEntry,
+  type TransactionWork,
   type Watch,
   type WatchEvent,
   type WriteResult,

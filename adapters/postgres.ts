@@ -21,13 +21,13 @@
  * @module
  */
 import postgres from "postgres";
-import { SplitleaseError } from "../src/errors.ts";
+import { StoreUnavailableError } from "../src/errors.ts";
 import { jsonLogger } from "../src/runtime/logger.ts";
 import { decodeRecord, type JobOutcome, PlanRecordSchema } from "../src/records.ts";
 import { invalidPg, type PgStoreOptions, resolvePgOptions } from "../src/postgres/options.ts";
 import { PgStore } from "../src/postgres/pg_store.ts";
 import { Queries } from "../src/postgres/queries.ts";
-import { openJob } from "../src/postgres/setup.ts";
+import { describePgError, openJob } from "../src/postgres/setup.ts";
 import type { SqlClient, SqlListener, SqlListenerEvents, SqlParam, SqlRow, SqlSession } from "../src/postgres/sql_client.ts";
 import { durationIssue } from "../src/util/timers.ts";
 
@@ -149,11 +149,11 @@ function checkCount(key: string, v: unknown, fallback: number): number {
 
 type Pg = postgres.Sql<Record<string, never>>;
 
-function openPool(url: string, max: number, prepare: boolean, connectMs: number, name: string): Pg {
+function openPool(url: string, max: number, prepare: boolean, connectMs: number, name: string, settings: Record<string, string> = {}): Pg {
   return postgres(url, {
     max,
     prepare,
-    connection: { application_name: name },
+    connection: { application_name: name, ...settings },
     onnotice: false,
     fetch_types: false,
     connect_timeout: Math.max(1, Math.ceil(connectMs / 1000)),
@@ -186,7 +186,10 @@ function run(q: postgres.PendingQuery<postgres.Row[]>, signal?: AbortSignal): Pr
  * ```
  */
 export function postgresJsClient(
-  options: Pick<PostgresStoreOptions, "url" | "listenUrl" | "poolSize" | "transactionPoolSize" | "prepare" | "opTimeoutMs" | "applicationName">,
+  options: Pick<
+    PostgresStoreOptions,
+    "url" | "listenUrl" | "poolSize" | "transactionPoolSize" | "prepare" | "opTimeoutMs" | "applicationName" | "transactionIdleTimeoutMs"
+  >,
 ): SqlClient {
   const name = options.applicationName ?? "splitlease";
   if (typeof name !== "string" || name.length === 0 || name.length > 63) {
@@ -211,7 +214,16 @@ export function postgresJsClient(
     query: (text: string, params: readonly SqlParam[], signal?: AbortSignal) =>
       run(pool.unsafe(text, params as SqlParam[] as never[], { prepare }), signal),
     transaction<T>(fn: (session: SqlSession) => Promise<T>): Promise<T> {
-      txPool ??= openPool(url, txSize, prepare, connectMs, `${name}:tx`);
+      // A client frozen inside a transaction holds its row locks until the server ends it:
+      // idle between two statements (right after `begin` included, hence a session setting, not
+      // `set local`) by idle_in_transaction_session_timeout, and in the middle of one statement's
+      // messages (a Describe answered, its Bind never sent: the session stays "active") only by
+      // statement_timeout (PostgreSQL before 17 has no transaction_timeout).
+      const bound = String(options.transactionIdleTimeoutMs ?? 10_000);
+      txPool ??= openPool(url, txSize, prepare, connectMs, `${name}:tx`, {
+        idle_in_transaction_session_timeout: bound,
+        statement_timeout: bound,
+      });
       // postgres.js rejects a statement made on a transaction after it ended (its connection
       // closed by the server included), so a frozen client that wakes cannot write outside it.
       return txPool.begin((tx) =>
@@ -335,11 +347,11 @@ export class PostgresStore extends PgStore<PgTransaction> {
       const q = new Queries(opts.schema);
       let rows: SqlRow[];
       try {
-        rows = await client.query(q.jobs, []);
+        rows = await client.query(q.jobs, [], AbortSignal.timeout(opts.opTimeoutMs));
       } catch (e) {
         const state = (e as { code?: unknown }).code;
         if (state === "42P01" || state === "3F000") return [];
-        throw new SplitleaseError("STORE_UNAVAILABLE", `PostgresStore.listJobs: ${e instanceof Error ? e.message : String(e)} (PostgreSQL at ${serverOf(options.url)})`, { cause: e });
+        throw new StoreUnavailableError("listJobs", opts.opTimeoutMs, { cause: e, detail: `PostgreSQL at ${serverOf(options.url)}: ${describePgError(e)}` });
       }
       return rows.map((r) => {
         const info: PgJobInfo = { job: String(r.name), createdAt: Math.round(Number(r.created)), revision: Number(r.revision) };

@@ -60,7 +60,8 @@ function num(env: Record<string, string | undefined>, name: string): number | un
  * embedded MemoryStore serves a single process),
  * `NATS_REPLICAS` (the job bucket's replicas when this worker creates it: 3
  * on a production cluster), `PG_SCHEMA` (the PostgreSQL store's schema,
- * default `splitlease`),
+ * default `splitlease`), `PG_TX_IDLE_TIMEOUT_MS` (its
+ * `transactionIdleTimeoutMs`),
  * `LEASE_MS`, `OP_TIMEOUT_MS`, `MAX_IN_FLIGHT`, `DRAIN_DEADLINE_MS`,
  * `REPLAN_INTERVAL_MS`, `SHUTDOWN_MARGIN_MS`, `DRAIN_TOKEN`, `DRAIN_OPEN=1`
  * (accept `POST /drain` without a token; without either it answers 403).
@@ -110,6 +111,9 @@ function storeFromEnv(
           url,
           job,
           opTimeoutMs: num(env, "OP_TIMEOUT_MS"),
+          // Each worker's connections named in pg_stat_activity.
+          applicationName: `splitlease:${job}${env.INSTANCE ? `:${env.INSTANCE}` : ""}`.slice(0, 63),
+          transactionIdleTimeoutMs: num(env, "PG_TX_IDLE_TIMEOUT_MS"),
           ...(env.PG_SCHEMA ? { schema: env.PG_SCHEMA } : {}),
         });
       },

@@ -11,7 +11,9 @@
  * `{"url":"postgres://postgres@db.internal/test","table":"public.src",
  * "columns":["payload"],"sinkTable":"public.sink","copiesColumn":"copies"}`.
  * With `"splitColumn"` and `"epochColumn"` the sink is fenced; a write the
- * fence refuses is logged as `{"event":"sinkRefused",...}`.
+ * fence refuses is logged as `{"event":"sinkRefused",...}`. With
+ * `"transaction": true` each batch and its progress commit in one
+ * transaction of the store (STORE_URL must be the sink's PostgreSQL).
  * Exits 0 once the table is copied (or after a SIGTERM drain), 1 on error.
  *
  * @module
@@ -32,7 +34,11 @@ function configFromEnv(): unknown {
 }
 
 const log = jsonLogger({ base: process.env.INSTANCE ? { instance: process.env.INSTANCE } : {} });
-const { source, close } = pgRangeSource(configFromEnv() as never, {
+const config = configFromEnv() as { transaction?: unknown };
+if (config.transaction === true && !/^postgres(ql)?:\/\//i.test(process.env.STORE_URL ?? "")) {
+  throw new Error("PG_RANGE_CONFIG.transaction needs the store on the sink's PostgreSQL: set STORE_URL to its postgres:// URL");
+}
+const { source, close } = pgRangeSource(config as never, {
   onRefused: (w) => log("warn", "sink write refused by the fence: a newer tenancy owns the split", { event: "sinkRefused", ...w }),
 });
 const service = await serveHere({ ...coordinationFromEnv(), source, exit: false }).catch(async (e) => {

@@ -67,6 +67,15 @@ export const PgRangeConfigSchema = z.object({
    * when its write is refused (give `splitColumn` with it).
    */
   epochColumn: identifier.optional(),
+  /**
+   * Same-transaction sink: each batch's upsert and its progress commit in
+   * ONE transaction on the coordination store's database (the worker must
+   * run on a PostgresStore, and `sinkTable` must be in the store's
+   * database). A lane that lost its split has its rows rolled back with its
+   * refused commit, so every row is written exactly once, without a fenced
+   * sink; `sinkUrl` does not apply.
+   */
+  transaction: z.boolean().default(false),
   /** Rows per batch (one read, one upsert, one commit). */
   batchSize: z.number().int().min(1).max(100_000).default(1000),
   /** Number of ranges to plan (fewer when the table has fewer distinct ids). */
@@ -108,6 +117,9 @@ export const PgRangeConfigSchema = z.object({
   }
   if (c.splitColumn && c.splitColumn === c.epochColumn) {
     ctx.addIssue({ code: "custom", path: ["epochColumn"], message: "must differ from splitColumn" });
+  }
+  if (c.transaction && c.sinkUrl !== undefined) {
+    ctx.addIssue({ code: "custom", path: ["sinkUrl"], message: "does not apply with transaction: the sink is the store's database" });
   }
 });
 
@@ -348,6 +360,9 @@ const TRANSIENT = new Set([
   "40P01", // deadlock_detected
 ]);
 
+/** A batch the fence refused inside a transaction: rolls the transaction back, then the lane stops. */
+class RefusedBatch extends Error {}
+
 /** Whether a database error is worth retrying (connection loss, shutdown, serialization). */
 export function isTransient(e: unknown): boolean {
   const code = (e as { code?: unknown })?.code;
@@ -515,7 +530,7 @@ export function pgRangeSource(input: PgRangeConfigInput, deps: PgRangeDeps = {})
   const source: SplitSource<RangeDescriptor> = {
     fingerprint: () =>
       `pg_range:v1:${config.table}:${config.idColumn}:${cols.join(",")}:${config.sinkTable}:${config.targetSplits}` +
-      (fenced ? `:fenced(${config.splitColumn},${config.epochColumn})` : ""),
+      (fenced ? `:fenced(${config.splitColumn},${config.epochColumn})` : "") + (config.transaction ? ":transaction" : ""),
     descriptorSchema: RangeDescriptorSchema,
     async plan(_ctx: PlanContext): Promise<PlanResult> {
       const info = await planTable(sql, config);
@@ -566,32 +581,54 @@ export function pgRangeSource(input: PgRangeConfigInput, deps: PgRangeDeps = {})
             ? rows.map((r) => ({ ...r, [config.splitColumn!]: lane.fencingToken.splitId, [config.epochColumn!]: lane.fencingToken.epoch }))
             : [...rows];
           const lastId = toId(rows[rows.length - 1][config.idColumn], "id");
-          writing = lastId;
-          const result = await withRetry(lane, () => sink.unsafe(writeText, [batch as never])).finally(() => (writing = undefined));
-          // Rows skipped by the fence are not counted as inserted or updated.
-          if (fenced && result.count < rows.length) {
+          if (lastId <= last || lastId > top) {
+            throw new Error(`keyset scan of ${lane.splitId} went from ${last} to ${lastId}`);
+          }
+          /** The rows the fence refused (a newer tenancy wrote them), reported and the lane stopped. */
+          const refusedBy = (count: number): boolean => {
+            if (!fenced || count >= rows.length) return false;
             deps.onRefused?.({
               splitId: lane.splitId,
               epoch: lane.fencingToken.epoch,
               rows: rows.length,
-              refused: rows.length - result.count,
+              refused: rows.length - count,
               firstId: toId(rows[0][config.idColumn], "id"),
               lastId,
             });
-            return; // a newer tenancy owns the split: stop; the commit would be fenced as well
-          }
-          if (lastId <= last || lastId > top) {
-            throw new Error(`keyset scan of ${lane.splitId} went from ${last} to ${lastId}`);
+            return true;
+          };
+          const now = lane.descriptor;
+          const estimate = { left: Math.max(0, now.hi - lastId), total: now.hi - now.lo, unit: "ids" as const };
+          writing = lastId;
+          try {
+            if (config.transaction) {
+              // The rows and the progress in one transaction of the store: a lost split rolls both back.
+              let refused = false;
+              await lane.commit({ watermark: lastId, estimate }, {
+                records: rows.length,
+                transaction: async (tx: Sql) => {
+                  // Prepared: a statement with parameters is otherwise described first, a round trip more.
+                  refused = refusedBy((await tx.unsafe(writeText, [batch as never], { prepare: true })).count);
+                  if (refused) throw new RefusedBatch();
+                },
+              }).catch((e) => {
+                if (!(e instanceof RefusedBatch)) throw e;
+              });
+              if (refused) return; // a newer tenancy owns the split (nothing of this batch was kept)
+            } else {
+              const result = await withRetry(lane, () => sink.unsafe(writeText, [batch as never]));
+              // Rows skipped by the fence are not counted as inserted or updated.
+              if (refusedBy(result.count)) return; // a newer tenancy owns the split: stop; the commit would be fenced as well
+              writing = undefined;
+              await lane.commit({ watermark: lastId, estimate }, { records: rows.length });
+            }
+          } catch (e) {
+            if (e instanceof FencedError) return; // lost: the new owner resumes from its epoch (and this batch's rows rolled back with a transaction)
+            throw e;
+          } finally {
+            writing = undefined;
           }
           last = lastId;
-          try {
-            const now = lane.descriptor;
-            const estimate = { left: Math.max(0, now.hi - last), total: now.hi - now.lo, unit: "ids" as const };
-            await lane.commit({ watermark: last, estimate }, { records: rows.length });
-          } catch (e) {
-            if (e instanceof FencedError) return; // lost: the new owner resumes from its epoch
-            throw e;
-          }
           deps.onBatch?.({ splitId: lane.splitId, rows: rows.length, lastId: last });
           if (rows.length < config.batchSize) break; // the (kept) range is exhausted
           if (config.batchPauseMs > 0) await sleep(config.batchPauseMs, [lane.signal, lane.revokeSignal]);

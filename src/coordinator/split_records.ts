@@ -8,9 +8,10 @@
  *
  * @module
  */
+import { SplitleaseError } from "../errors.ts";
 import { decodeRecord, encodeRecord, type SplitRecord, SplitRecordSchema } from "../records.ts";
 import { keys } from "../store/keys.ts";
-import type { Store, StoreEntry, WriteResult } from "../store/store.ts";
+import type { Store, StoreEntry, TransactionWork, WriteResult } from "../store/store.ts";
 import type { Versioned } from "./versioned.ts";
 
 /**
@@ -58,6 +59,15 @@ export interface CasOptions {
    * can slip in between.
    */
   onLanded?(record: SplitRecord, revision: number): void;
+  /**
+   * Statements to commit in the same transaction as the write (see
+   * `Store.updateInTransaction`): each attempt runs them anew in a
+   * transaction of its own, and only the attempt whose write lands keeps
+   * them. A re-read after a conflict that finds the progress being written
+   * already there is our own earlier attempt that landed (its answer lost):
+   * it counts as landed, and the statements do not run again.
+   */
+  transaction?: TransactionWork;
 }
 
 /**
@@ -124,10 +134,11 @@ export class SplitRecords {
   ): Promise<CasOutcome> {
     let { record, revision } = from;
     const attempts = opts.attempts ?? 8;
+    const write = this.#writer(id, opts.transaction);
     for (let attempt = 0; attempt < attempts; attempt++) {
       opts.check?.();
       const next = make(record, revision);
-      const r = await this.#store.update(keys.split(id), encodeRecord(next), revision);
+      const r = await write(next, revision);
       if (r.ok) {
         opts.onLanded?.(next, r.revision);
         this.#landed({ id, record: next, revision: r.revision, kind: opts.kind });
@@ -135,9 +146,29 @@ export class SplitRecords {
       }
       const cur = await this.read(id);
       if (!cur || !opts.keep(cur.record)) return { ok: false, current: cur };
+      if (opts.transaction && JSON.stringify(cur.record.progress) === JSON.stringify(next.progress)) {
+        // Ours, landed by an attempt whose answer was lost: running the statements again would write twice.
+        opts.onLanded?.(cur.record, cur.revision);
+        this.#landed({ id, record: cur.record, revision: cur.revision, kind: opts.kind });
+        return { ok: true, record: cur.record, revision: cur.revision };
+      }
       ({ record, revision } = cur);
     }
     return { ok: false, exhausted: true, current: { record, revision } };
+  }
+
+  /** How one attempt writes: a compare-and-swap, in the caller's transaction when it gave one. */
+  #writer(id: string, transaction: TransactionWork | undefined): (next: SplitRecord, revision: number) => Promise<WriteResult> {
+    const store = this.#store;
+    if (!transaction) return (next, revision) => store.update(keys.split(id), encodeRecord(next), revision);
+    if (typeof store.updateInTransaction !== "function") {
+      throw new SplitleaseError(
+        "INVALID_CONFIG",
+        `Split "${id}": a commit with a transaction needs a store that commits in a database transaction ` +
+          "(PostgresStore); this store cannot (commit the progress without `transaction`, and fence the sink instead)",
+      );
+    }
+    return (next, revision) => store.updateInTransaction!(keys.split(id), encodeRecord(next), revision, transaction);
   }
 
   #landed(w: LandedSplit): void {

@@ -5,7 +5,7 @@
  * @module
  */
 import { StoreUnavailableError } from "../errors.ts";
-import type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WriteResult } from "../store/store.ts";
+import type { DeleteResult, KeyFilter, Store, StoreEntry, TransactionWork, Watch, WriteResult } from "../store/store.ts";
 import type { CoordinatorStats, Histogram } from "./coordinator_stats.ts";
 import type { Clock } from "./types.ts";
 
@@ -92,11 +92,20 @@ export class InstrumentedStore implements Store {
   #clock: Clock;
   #refused: Error | undefined;
 
+  /** Present when the wrapped store has it (see `Store.updateInTransaction`). */
+  readonly updateInTransaction?: (key: string, value: string, revision: number, work: TransactionWork) => Promise<WriteResult>;
+
   /** Wraps `inner`. */
   constructor(inner: Store, stats: CoordinatorStats, clock: Clock) {
     this.#inner = inner;
     this.#stats = stats;
     this.#clock = clock;
+    if (typeof inner.updateInTransaction === "function") {
+      this.updateInTransaction = (key, value, revision, work) => {
+        if (this.#refused) return Promise.reject(this.#refused);
+        return this.#timed("updateInTransaction", true, () => inner.updateInTransaction!(key, value, revision, work));
+      };
+    }
   }
 
   async #timed<T>(op: string, write: boolean, f: () => Promise<T>): Promise<T> {

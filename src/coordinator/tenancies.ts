@@ -8,6 +8,7 @@
  */
 import { FencedError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import type { Owner, SplitProgress, SplitRecord } from "../records.ts";
+import type { TransactionWork } from "../store/store.ts";
 import { makeCut, specOf } from "./cuts.ts";
 import { carryCut, createResiduals } from "./cut_writes.ts";
 import type { Core } from "./core.ts";
@@ -137,6 +138,7 @@ export class Tenancies {
     epoch: number,
     terminal: boolean,
     make: (r: SplitRecord) => SplitRecord,
+    transaction?: TransactionWork,
   ): Promise<{ record: SplitRecord; tenancy: Tenancy }> {
     const t = this.held.get(id);
     if (!t || t.epoch !== epoch) {
@@ -145,7 +147,7 @@ export class Tenancies {
     if (terminal) t.ending = (t.ending ?? 0) + 1;
     t.stuck = false;
     try {
-      return await this.#casLoop(id, epoch, t, terminal, make);
+      return await this.#casLoop(id, epoch, t, terminal, make, transaction);
     } catch (e) {
       // Given up by its holder, unless it tries again (an outage is retried by callers).
       if (terminal && !(e instanceof FencedError) && this.held.get(id) === t) t.stuck = true;
@@ -161,10 +163,12 @@ export class Tenancies {
     t: Tenancy,
     terminal: boolean,
     make: (r: SplitRecord) => SplitRecord,
+    transaction: TransactionWork | undefined,
   ): Promise<{ record: SplitRecord; tenancy: Tenancy }> {
     const { splits, me } = this.#core;
     const r = await splits.cas(id, t, carryCut(t, make), {
       kind: "tenancy",
+      transaction,
       keep: (rec) => heldBy(rec, me, epoch),
       check: () => {
         if (this.held.get(id) !== t) throw new FencedError(id, epoch, -1, `the tenancy at epoch ${epoch} ended while writing`);
@@ -220,9 +224,13 @@ export class Tenancies {
     return cut.residuals.map((r) => r.id);
   }
 
-  /** Fenced progress commit; `final` completes the split and ends the tenancy. */
-  async commit(id: string, epoch: number, progress: SplitProgress, final: boolean): Promise<void> {
-    const { tenancy: t } = await this.#cas(id, epoch, final, (r) => commitRecord(id, r, progress, final, this.#core.clock.wallNow()));
+  /**
+   * Fenced progress commit; `final` completes the split and ends the
+   * tenancy. With `transaction`, the write commits in one transaction with
+   * its statements (a fenced write rolls them back).
+   */
+  async commit(id: string, epoch: number, progress: SplitProgress, final: boolean, transaction?: TransactionWork): Promise<void> {
+    const { tenancy: t } = await this.#cas(id, epoch, final, (r) => commitRecord(id, r, progress, final, this.#core.clock.wallNow()), transaction);
     if (final) this.#core.log("debug", "Completed split", { split: id, epoch });
     else if (this.held.get(id) === t && t.draining && t.cancelled) {
       this.#armNoProgress(id, t); // progress during a withdrawn drain keeps it alive

@@ -5,6 +5,7 @@
  */
 import type { Json, SplitProgress } from "../records.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
+import type { TransactionWork } from "../store/store.ts";
 
 /**
  * A split as a worker receives it: id, descriptor and weight.
@@ -275,6 +276,13 @@ export type Logger = (
 export interface CommitOptions {
   /** Terminal commit: the split is marked `completed` and leaves this worker. */
   final?: boolean;
+  /**
+   * Statements committed in ONE transaction with the progress write, on the
+   * store's own database (`Store.updateInTransaction`: PostgresStore): a
+   * fenced commit rolls them back, so a tenancy that lost its split writes
+   * nothing. `INVALID_CONFIG` on a store that cannot.
+   */
+  transaction?: TransactionWork;
 }
 
 /**

@@ -60,10 +60,15 @@ export interface PgStoreOptions {
   /** The youngest change the log may prune (default 60000). */
   changeLogMinAgeMs?: number;
   /**
-   * A transaction of `updateInTransaction` left idle by its client (a
-   * frozen process) this long is ended by the server (default 10000):
-   * its rows roll back and the locks it held (sink rows, a split record)
-   * are freed for the split's next owner.
+   * A transaction of `updateInTransaction` whose client stops answering (a
+   * frozen process) is ended by the server after this long (default 10000):
+   * its rows roll back and the locks it held (sink rows) are freed for the
+   * split's next owner. It bounds both the time between two statements of a
+   * transaction (`idle_in_transaction_session_timeout`) and each statement
+   * (`statement_timeout`: a client frozen between the messages of one
+   * statement leaves its session "active", and PostgreSQL before 17 has no
+   * `transaction_timeout`), so every statement of the work must finish
+   * within it too.
    */
   transactionIdleTimeoutMs?: number;
   /**

@@ -8,6 +8,7 @@
 import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason, SplitSpec } from "../coordinator/types.ts";
 import { FencedError, SplitleaseError } from "../errors.ts";
 import { estimateProblem, type SplitProgress } from "../records.ts";
+import type { TransactionWork } from "../store/store.ts";
 import type { Lane, LaneCommitOptions } from "./source.ts";
 import type { WorkerStats } from "./worker_types.ts";
 
@@ -186,6 +187,7 @@ export class LaneOps<D> {
     } catch (e) {
       return Promise.reject(e);
     }
+    if (opts?.transaction) return this.#commitWithin(lane, progress, opts.records ?? 0, opts.transaction);
     lane.accepted = progress;
     lane.pending = progress;
     lane.pendingRecords += opts?.records ?? 0;
@@ -235,6 +237,42 @@ export class LaneOps<D> {
     return run;
   }
 
+  /**
+   * A commit whose progress lands in one transaction with the source's
+   * statements: written now (no cadence), after the lane's earlier writes.
+   * It supersedes accepted progress not yet written, which is kept for the
+   * next write if this one does not land (the source's statements then
+   * did not either, or the split's record says they did).
+   */
+  #commitWithin(lane: LaneState<D>, progress: SplitProgress, records: number, work: TransactionWork): Promise<void> {
+    if (lane.flushTimer !== null) this.#d.clock.clearTimeout(lane.flushTimer);
+    lane.flushTimer = null;
+    const run = lane.writeChain.catch(() => {}).then(async () => {
+      if (lane.lost) throw new FencedError(lane.splitId, lane.epoch, -1, `lane ${lane.id} was lost; nothing was written`);
+      const earlier = lane.pending;
+      const earlierRecords = lane.pendingRecords;
+      lane.pending = undefined;
+      lane.pendingRecords = 0;
+      lane.lastWriteAt = this.#d.clock.now();
+      try {
+        await this.#d.coordinator.commit(lane.splitId, lane.epoch, progress, { transaction: work });
+      } catch (e) {
+        if (!(e instanceof FencedError) && earlier !== undefined && lane.pending === undefined) {
+          lane.pending = earlier;
+          lane.pendingRecords += earlierRecords;
+        }
+        this.onWriteError(lane, e, "commit");
+        throw e;
+      }
+      if (!regresses(progress, lane.accepted ?? progress)) lane.accepted = progress;
+      lane.durable = progress;
+      this.#d.stats.commits++;
+      this.#d.stats.recordsCommitted += records + earlierRecords;
+    });
+    lane.writeChain = run;
+    return run;
+  }
+
   /** Flushes, reporting (not throwing) a failure. */
   async flushQuietly(lane: LaneState<D>): Promise<void> {
     if (lane.flushTimer !== null) this.#d.clock.clearTimeout(lane.flushTimer);
@@ -274,7 +312,7 @@ export class LaneOps<D> {
     lane.pendingRecords = 0;
     const run = lane.writeChain.catch(() => {}).then(async () => {
       try {
-        await this.#d.coordinator.commit(lane.splitId, lane.epoch, final, { final: true });
+        await this.#d.coordinator.commit(lane.splitId, lane.epoch, final, { final: true, transaction: opts?.transaction });
       } catch (e) {
         lane.terminal = null;
         if (!(e instanceof FencedError)) lane.closed = false; // outage: the source may retry

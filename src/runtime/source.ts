@@ -7,6 +7,7 @@
  */
 import type { Json, SplitProgress } from "../records.ts";
 import type { PlanContext, PlanResult, SplitSpec } from "../coordinator/types.ts";
+import type { TransactionWork } from "../store/store.ts";
 
 /**
  * A source of work: plans splits (on the leader only) and processes one split
@@ -178,11 +179,34 @@ export interface DescriptorSchema<D> {
  * declare const lane: Lane;
  * const options: LaneCommitOptions = { records: 500 };
  * await lane.commit({ watermark: 500 }, options);
+ * // The sink in the store's database: the rows and the progress in one transaction.
+ * await lane.commit({ watermark: 1000 }, {
+ *   records: 500,
+ *   transaction: async (sql) => {
+ *     await sql`insert into sink select * from source where id > 500 and id <= 1000`;
+ *   },
+ * });
  * ```
  */
 export interface LaneCommitOptions {
   /** Records covered by this commit (summed into `recordsCommitted`). */
   records?: number;
+  /**
+   * The source's own writes for this progress, committed in ONE transaction
+   * with it on the store's database (PostgresStore, when the sink is the
+   * same database): the commit is written at once (no commit interval),
+   * `transaction` runs inside it with the store's transaction handle
+   * (`PgTransaction`), and the promise resolves once both committed. A lane
+   * that lost its split gets `FencedError` and its writes roll back with the
+   * refused commit: exactly once, without a fenced sink. An outage
+   * (`StoreUnavailableError`) means both landed or neither; the split's
+   * next tenancy resumes from whichever is durable. `transaction` may run
+   * more than once (each run its own transaction); give each transactional
+   * commit a progress of its own (a new watermark), by which a commit whose
+   * answer was lost is recognised as landed. `INVALID_CONFIG` on a store
+   * without transactions (NatsStore, MemoryStore).
+   */
+  transaction?: TransactionWork;
 }
 
 /**
@@ -267,7 +291,8 @@ export interface Lane<D = Json> {
   flush(): Promise<void>;
   /**
    * Terminal commit: marks the split completed (with `progress`, or the last
-   * accepted progress).
+   * accepted progress); with `options.transaction`, in one transaction with
+   * the source's last writes.
    */
   complete(progress?: SplitProgress, options?: LaneCommitOptions): Promise<void>;
   /** Reports the split as poison for this attempt (quarantined at the cap). */

@@ -153,6 +153,24 @@ export interface Watch extends AsyncIterable<WatchEvent>, AsyncDisposable {
 export type KeyFilter = string;
 
 /**
+ * Statements a caller runs inside the store's own database transaction (see
+ * {@linkcode Store.updateInTransaction}). `tx` is the store's transaction
+ * handle: for `PostgresStore`, postgres.js's `sql` tag bound to the
+ * transaction (`PgTransaction`). It may run more than once (each run in a
+ * transaction of its own; only the one whose write landed is kept).
+ *
+ * @example
+ * ```ts
+ * import type { TransactionWork } from "@splitlease/splitlease/store";
+ * const work: TransactionWork = async (sql) => {
+ *   await sql`insert into sink (id, payload) values (${1}, ${"a"})`;
+ * };
+ * ```
+ */
+// deno-lint-ignore no-explicit-any -- the handle's type is the backend's (a driver's transaction)
+export type TransactionWork = (tx: any) => Promise<void>;
+
+/**
  * The six primitives of the coordination store. Every method is required and
  * has the semantics written here, on every backend.
  *
@@ -204,4 +222,15 @@ export interface Store extends AsyncDisposable {
   list(filter: KeyFilter): Promise<StoreEntry[]>;
   /** Closes the store: ends every watch and releases connections. */
   close(): Promise<void>;
+  /**
+   * Optional, for stores on a database that can also hold a worker's
+   * output: a compare-and-swap (as {@linkcode Store.update}) committed in
+   * ONE transaction with `work`'s own statements, so that they land
+   * together or not at all. A lost race rolls `work`'s writes back and
+   * returns a conflict; `work`'s own error rolls everything back and is
+   * rethrown; an outage is `StoreUnavailableError` (both landed or
+   * neither; the key's revision tells which). Backends that cannot leave
+   * it out: a lane's transactional commit then fails with `INVALID_CONFIG`.
+   */
+  updateInTransaction?(key: string, value: string, revision: number, work: TransactionWork): Promise<WriteResult>;
 }

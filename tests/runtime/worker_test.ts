@@ -605,3 +605,42 @@ Deno.test("worker: logs leader election and plan publication as JSON-ready lines
   await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
   assert.equal(clock.pending, 0, "no timers left after the worker finished");
 });
+
+Deno.test("worker: a commit with a transaction is written at once with its statements; a failed one keeps the earlier accepted progress for the next write", async () => {
+  const ran: string[] = [];
+  const gate = deferred();
+  const { coordinator, worker } = setup(async (lane) => {
+    await lane.commit({ watermark: 1 }, { records: 1 }); // the first is written at once
+    await lane.flush();
+    await lane.commit({ watermark: 2 }, { records: 1 }); // accepted, not written yet (commit interval)
+    await assert.rejects(
+      lane.commit({ watermark: 3 }, { records: 1, transaction: (tx) => Promise.resolve(void ran.push(`first ${tx}`)) }),
+      StoreUnavailableError,
+    );
+    await lane.commit({ watermark: 4 }, { records: 1, transaction: (tx) => Promise.resolve(void ran.push(`second ${tx}`)) });
+    await gate.promise;
+    await lane.complete();
+  }, { commitIntervalMs: 60_000 });
+  const commit = coordinator.commit.bind(coordinator);
+  let outage = 1;
+  const sent: unknown[] = [];
+  coordinator.commit = async (id, epoch, progress, opts) => {
+    sent.push(progress.watermark);
+    if (opts?.transaction) {
+      await opts.transaction("tx");
+      if (outage-- > 0) throw new StoreUnavailableError("update", 1000, { detail: "answer lost" });
+    }
+    return await commit(id, epoch, progress, opts);
+  };
+  coordinator.gain("s", 1);
+  await until(() => ran.length === 2, "both transactional commits");
+  assert.deepEqual(ran, ["first tx", "second tx"]);
+  // Written at once, in order; watermark 2 (accepted before) was kept after the failed 3 and
+  // superseded by 4 (never written on its own).
+  assert.deepEqual(sent, [1, 3, 4]);
+  assert.equal(coordinator.durable.get("s")!.progress?.watermark, 4);
+  gate.resolve();
+  await until(() => worker.stats().completed === 1, "completion");
+  assert.equal(worker.stats().recordsCommitted, 3, "the records of 1, 2 and 4 (3 did not land)");
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
+});

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { type LandedSplit, SplitRecords } from "../../src/coordinator/split_records.ts";
 import type { SplitRecord } from "../../admin.ts";
 import { encodeRecord } from "../../src/records.ts";
-import { MemoryStore } from "../../mod.ts";
+import { MemoryStore, SplitleaseError, StoreUnavailableError } from "../../mod.ts";
 
 const me = { instance: "a", session: "s1" };
 const rec = (epoch: number, owner: typeof me | null, progress: number | null = null): SplitRecord => ({
@@ -107,4 +107,63 @@ Deno.test("split records: every attempt conflicting gives up after `attempts`, a
     }),
     /no longer wanted/,
   );
+});
+
+/** A MemoryStore with `updateInTransaction`: `work` runs, then the CAS; `lose` drops the answer of the next landed write. */
+class TxMemory extends MemoryStore {
+  runs = 0;
+  lose = false;
+  async updateInTransaction(key: string, value: string, revision: number, work: (tx: unknown) => Promise<void>) {
+    this.runs++;
+    await work("tx-handle");
+    const r = await this.update(key, value, revision);
+    if (r.ok && this.lose) {
+      this.lose = false;
+      throw new StoreUnavailableError("update", 100, { detail: "answer lost" });
+    }
+    return r;
+  }
+}
+
+Deno.test("split records: a write with a transaction goes through updateInTransaction, and a store without one refuses it by name", async () => {
+  const { splits, revision } = await seeded(rec(3, me));
+  await assert.rejects(
+    splits.cas("x", { record: rec(3, me), revision }, (cur) => ({ ...cur, progress: { watermark: "1" } }), {
+      kind: "tenancy",
+      keep: ours,
+      transaction: () => Promise.resolve(),
+    }),
+    (e) => e instanceof SplitleaseError && e.code === "INVALID_CONFIG" && /PostgresStore/.test(e.message),
+  );
+  const store = new TxMemory({ yieldToTimers: false });
+  const c = await store.create("split.x", encodeRecord(rec(3, me)));
+  assert.ok(c.ok);
+  const handles: unknown[] = [];
+  const r = await new SplitRecords(store).cas("x", { record: rec(3, me), revision: c.revision }, (cur) => ({ ...cur, progress: { watermark: "1" } }), {
+    kind: "tenancy",
+    keep: ours,
+    transaction: (tx) => Promise.resolve(void handles.push(tx)),
+  });
+  assert.ok(r.ok);
+  assert.deepEqual(handles, ["tx-handle"]);
+});
+
+Deno.test("split records: a transactional write retried after its answer was lost finds its progress landed and does not run the work again", async () => {
+  const store = new TxMemory({ yieldToTimers: false });
+  const c = await store.create("split.x", encodeRecord(rec(3, me)));
+  assert.ok(c.ok);
+  const splits = new SplitRecords(store);
+  const make = (cur: SplitRecord) => ({ ...cur, progress: { watermark: "8" } });
+  const opts = { kind: "tenancy" as const, keep: ours, transaction: () => Promise.resolve() };
+  store.lose = true;
+  await assert.rejects(splits.cas("x", { record: rec(3, me), revision: c.revision }, make, opts), StoreUnavailableError);
+  // The caller retries at the revision it knew: a conflict, and the re-read holds our progress.
+  const r = await splits.cas("x", { record: rec(3, me), revision: c.revision }, make, opts);
+  assert.ok(r.ok);
+  assert.equal(store.runs, 2, "the retry's conflicting attempt ran, and nothing after it");
+  assert.deepEqual((await splits.read("x"))?.record.progress, { watermark: "8" });
+  // A different progress after the conflict is written (in a new transaction).
+  const next = await splits.cas("x", { record: rec(3, me), revision: c.revision }, (cur) => ({ ...cur, progress: { watermark: "9" } }), opts);
+  assert.ok(next.ok);
+  assert.equal(store.runs, 4);
 });

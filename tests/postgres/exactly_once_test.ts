@@ -1,0 +1,202 @@
+/**
+ * Exactly once when the sink is the store's database: `examples/pg_range`
+ * with `transaction: true` (each batch's upsert and its progress commit in
+ * one transaction of the PostgresStore) on a Deno, a Bun and a Node worker.
+ * One worker is frozen with SIGSTOP in the middle of a transaction (its
+ * connection idle in transaction, holding the batch's rows) for longer than
+ * a lease and the store's transaction idle timeout, then resumed; another
+ * is killed with SIGKILL in the middle of one. Their splits are taken over
+ * and copied again. Every source row must end up in the sink exactly once:
+ * the sink counts every write of a row (`copies`), and a row written twice
+ * (a replayed batch, a zombie's late write) has 2. A fenced sink without the
+ * transaction only promises "no older epoch"; here nothing is replayed.
+ */
+import assert from "node:assert/strict";
+import postgres from "postgres";
+import { PostgresStore } from "../../adapters/postgres.ts";
+import { SplitRecordSchema } from "../../src/records.ts";
+import { eachLine, parseLogLine } from "../helpers/lines.ts";
+import { withTimeout } from "../helpers/deadline.ts";
+import { noPg, PG_URL, sqlOnce } from "../helpers/pg.ts";
+
+const root = new URL("../../", import.meta.url).pathname;
+const bin = (n: string) => `${root}node_modules/.bin/${n}`;
+const LEASE_MS = 3000;
+const TX_IDLE_MS = 1000;
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+type Runtime = "deno" | "bun" | "node";
+
+interface Worker {
+  name: string;
+  rt: Runtime;
+  raw: string[];
+  lines: Record<string, unknown>[];
+  child: Deno.ChildProcess;
+  status: Promise<Deno.CommandStatus>;
+}
+
+function spawnWorker(name: string, rt: Runtime, env: Record<string, string>): Worker {
+  const script = "examples/pg_range/main.ts";
+  const [cmd, args] = rt === "deno"
+    ? [bin("deno"), ["run", "-A", script]]
+    : rt === "bun"
+    ? [bin("bun"), ["run", script]]
+    : [bin("node"), ["--no-warnings", script]];
+  const child = new Deno.Command(cmd, {
+    args,
+    cwd: root,
+    env: { ...env, INSTANCE: name, PORT: "0", BIND: "127.0.0.1", NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const w: Worker = { name, rt, raw: [], lines: [], child, status: undefined as never };
+  const pump = (s: ReadableStream<Uint8Array>) =>
+    eachLine(s, (line) => {
+      w.raw.push(line);
+      const p = parseLogLine(line);
+      if (p) w.lines.push(p);
+    });
+  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  w.status = child.status.then(async (s) => {
+    await pumps.catch(() => {});
+    return s;
+  });
+  return w;
+}
+
+/** The state of a worker's transaction connection (`splitlease:<job>:<instance>:tx`), when it is in a transaction. */
+async function txState(job: string, w: Worker): Promise<string | undefined> {
+  const rows = await sqlOnce<{ state: string }>(
+    `select state from pg_stat_activity where application_name = $1 and xact_start is not null`,
+    [`splitlease:${job}:${w.name}:tx`.slice(0, 63)],
+  );
+  return rows[0]?.state;
+}
+
+/**
+ * Stops `w` with `signal` at a moment its transaction is open (it may take a
+ * few tries: a worker is also reading its source between transactions).
+ * SIGSTOP leaves it stopped; returns the state its transaction was seen in.
+ */
+async function stopMidTransaction(job: string, w: Worker, signal: "SIGSTOP" | "SIGKILL"): Promise<string> {
+  for (let i = 0; i < 400; i++) {
+    if (w.lines.some((l) => l.event === "exit")) throw new Error(`${w.name} finished before it could be stopped`);
+    w.child.kill("SIGSTOP");
+    const state = await txState(job, w);
+    if (state === "idle in transaction" || state === "active") {
+      if (signal === "SIGKILL") w.child.kill("SIGKILL");
+      return state;
+    }
+    w.child.kill("SIGCONT");
+    await delay(5 + (i % 7) * 4);
+  }
+  throw new Error(`${w.name} was never caught inside a transaction`);
+}
+
+Deno.test({
+  name: "exactly once: workers SIGSTOPped and SIGKILLed mid-transaction; every row written exactly once (rows and progress in one transaction)",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  ignore: noPg,
+  fn: async () => {
+    const sql = postgres(PG_URL, { max: 2, onnotice: false });
+    const schema = `sl_eo_${crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`;
+    const job = `eo-${schema}`;
+    const workers: Worker[] = [];
+    let store: PostgresStore | undefined;
+    try {
+      const rows = 30_000;
+      await sql.unsafe(`create schema ${schema}`);
+      await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
+      await sql.unsafe(`create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1)`);
+      await sql.unsafe(`insert into ${schema}.src select g, md5(g::text) from generate_series(1, ${rows}) g`);
+      const env = {
+        JOB: job,
+        STORE_URL: PG_URL,
+        LEASE_MS: String(LEASE_MS),
+        OP_TIMEOUT_MS: "1000",
+        DRAIN_DEADLINE_MS: "2000",
+        SHUTDOWN_MARGIN_MS: "2000",
+        MAX_IN_FLIGHT: "2",
+        PG_TX_IDLE_TIMEOUT_MS: String(TX_IDLE_MS),
+        PG_RANGE_CONFIG: JSON.stringify({
+          url: PG_URL,
+          table: `${schema}.src`,
+          columns: ["payload"],
+          sinkTable: `${schema}.sink`,
+          copiesColumn: "copies",
+          transaction: true,
+          batchSize: 100,
+          batchPauseMs: 40,
+          targetSplits: 60,
+          planning: "exact",
+          poolSize: 2,
+        }),
+      };
+      (["deno", "bun", "node"] as const).forEach((rt, i) => workers.push(spawnWorker(`w${i + 1}`, rt, env)));
+      const [frozen, killed] = [workers[0], workers[1]];
+      const count = async () => Number((await sql.unsafe(`select count(*)::int as n from ${schema}.sink`))[0].n);
+      const reach = (share: number) =>
+        withTimeout((async () => {
+          while ((await count()) < rows * share) await delay(50);
+        })(), 60_000, `${share * 100}% of the rows copied`);
+
+      // Frozen with its transaction open (the batch's rows written, uncommitted and locked), past a
+      // lease (its splits are taken over) and past the transaction bound (the server ends its
+      // transaction, which frees the rows for the new owner and rolls them back).
+      await reach(0.1);
+      const frozenIn = await stopMidTransaction(job, frozen, "SIGSTOP");
+      const frozenAt = Date.now();
+      // Meanwhile another is killed with its transaction open: the server rolls it back when the
+      // connection drops.
+      await reach(0.2);
+      const killedIn = await stopMidTransaction(job, killed, "SIGKILL");
+      await delay(LEASE_MS + TX_IDLE_MS + 1500 - (Date.now() - frozenAt));
+      assert.equal(await txState(job, frozen), undefined, "the server ended the frozen worker's transaction");
+      frozen.child.kill("SIGCONT");
+
+      const statuses = await withTimeout(Promise.all(workers.map((w) => w.status)), 90_000, "every worker to finish");
+      assert.equal(statuses[1].signal, "SIGKILL");
+      for (const i of [0, 2]) {
+        assert.equal(statuses[i].code, 0, `${workers[i].name} exits 0\n${workers[i].raw.slice(-15).join("\n")}`);
+        const fin = workers[i].lines.find((l) => l.event === "finished") as { reason?: string } | undefined;
+        assert.equal(fin?.reason, "complete", `${workers[i].name} finished on completion\n${workers[i].raw.slice(-15).join("\n")}`);
+      }
+
+      const [src] = await sql.unsafe(`select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum from ${schema}.src`);
+      const [dst] = await sql.unsafe(
+        `select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum,
+                count(*) filter (where copies > 1)::int as twice, coalesce(max(copies), 0)::int as most from ${schema}.sink`,
+      );
+      assert.equal(dst.n, src.n, "every source row is in the sink");
+      assert.equal(dst.sum, src.sum, "checksums agree");
+      assert.equal(dst.twice, 0, `every row written exactly once (${dst.twice} rows written more than once, up to ${dst.most} times)`);
+
+      store = await PostgresStore.connect({ url: PG_URL, job, createJob: false });
+      const splits = await store.list("split.");
+      const records = splits.map((e) => SplitRecordSchema.parse(JSON.parse(e.value)));
+      records.forEach((r, i) => assert.equal(r.status, "completed", splits[i].key));
+      const takenOver = records.filter((r) => r.attempts > 0).length;
+      assert.ok(takenOver >= 2, `the frozen and the killed worker's splits were taken over (${takenOver})`);
+      console.log(
+        `  frozen in "${frozenIn}", killed in "${killedIn}"; ${dst.n} rows, ${records.length} splits, ` +
+          `${takenOver} taken over, 0 rows written twice`,
+      );
+    } catch (e) {
+      for (const w of workers) console.error(`--- ${w.name} (${w.rt}) ---\n${w.raw.slice(-25).join("\n")}`);
+      throw e;
+    } finally {
+      for (const w of workers) {
+        try {
+          w.child.kill("SIGCONT");
+          w.child.kill("SIGKILL");
+        } catch { /* gone */ }
+      }
+      await Promise.all(workers.map((w) => w.status.catch(() => {})));
+      await store?.close().catch(() => {});
+      await sql.unsafe(`drop schema if exists ${schema} cascade`).catch(() => {});
+      await sql.end({ timeout: 5 });
+    }
+  },
+});
