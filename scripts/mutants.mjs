@@ -417,7 +417,7 @@ export const mutants = [
     breaks: "a takeover that loses its CAS leaves the leader's (lagging) view as it was: the next pass retries the same losing write at once, forever",
     edits: [{
       file: C + "leader/takeovers.ts",
-      search: "if (!r.ok) return await this.#catchUp(id);",
+      search: "if (!r.ok) return view.learn(await core.splits.entry(id));",
       replace: "if (!r.ok) return;",
     }],
     suites: ["sim", "coordinator", "regressions", "nats"],
@@ -427,7 +427,7 @@ export const mutants = [
     breaks: "a fence of a deaf owner that loses its CAS leaves the leader's (lagging) view as it was: the next pass retries it at once, forever",
     edits: [{
       file: C + "leader/revocations.ts",
-      search: "if (e) view.put(e.key, e.value, e.revision);\n        return;",
+      search: "view.learn(await core.splits.entry(id));\n        return;",
       replace: "return;",
     }],
     suites: ["sim", "coordinator", "regressions", "nats"],
