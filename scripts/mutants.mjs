@@ -194,19 +194,19 @@ export const mutants = [
   {
     name: "takeover-lane-not-held",
     breaks: "a takeover's successor is dealt offers for the lane its takeover is on its way to: a restarted member claims free splits, then starts its reclaims, past maxInFlight",
-    edits: [{ file: C + "leader/takeovers.ts", search: "if (m.to) (m.to.reserveLane(), reserved.add(m));", replace: "" }],
+    edits: [{ file: C + "leader/takeovers.ts", search: 'if (m.to) reserved.set(m, tracker.reserve(m.to, "takeover"));', replace: "" }],
     suites: ["coordinator"],
   },
   {
     name: "incoming-kept-after-settle",
     breaks: "a settled or withdrawn revocation still counts against its successor's free lanes (it is offered less and less)",
-    edits: [{ file: C + "leader/revocations.ts", search: "    this.#from.delete(id);\n    stateOf(this.#ctx.states, r.to)?.unexpect(id);", replace: "    this.#from.delete(id);" }],
+    edits: [{ file: C + "leader/assignment_tracker.ts", search: "    this.#revokedFrom.delete(id);\n    this.#successor(r.to)?.expected.delete(id);", replace: "    this.#revokedFrom.delete(id);" }],
     suites: ["unit", ...COORD],
   },
   {
     name: "successor-named-without-lane",
     breaks: "a drain's successor named later by the balancing pass does not keep a lane free for it (it is offered other work meanwhile)",
-    edits: [{ file: C + "leader/revocations.ts", search: "i.member.nameSuccessor(i.id, i.to.owner);\n    i.to.expect(i.id);", replace: "i.member.nameSuccessor(i.id, i.to.owner);" }],
+    edits: [{ file: C + "leader/assignment_tracker.ts", search: "    m.touch();\n    this.#book(to).expected.add(id);", replace: "    m.touch();" }],
     suites: ["unit", ...COORD],
   },
   // --- cutting a running split's remaining work (cuts.ts, tenancies.ts, leader/cut_asks.ts) ----

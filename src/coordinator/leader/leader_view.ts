@@ -70,8 +70,6 @@ export class LeaderView {
   readonly heap: MaxHeap<string> = new MaxHeap();
   /** Free splits in the opposite order (lightest, latest first): spares are dealt from this end. Lazy like `heap`. */
   readonly tail: MaxHeap<string> = new MaxHeap();
-  /** Offers that are spares, in dealing order (lazy: the offer book checks an entry when it looks at it). */
-  readonly spareHeap: MaxHeap<string> = new MaxHeap();
   /** Split id → its place in the dealing order among equal weights (the planner's order, else first sighting). */
   readonly #rank = new Map<string, number>();
   #nextRank = 0;
@@ -117,10 +115,6 @@ export class LeaderView {
     this.tail.push(id, -e.record.weight, -r);
   }
 
-  /** A spare offer of `id` was dealt: it joins the spares' dealing order. */
-  addSpare(id: string, weight: number): void {
-    this.spareHeap.push(id, weight, this.rank(id));
-  }
 
   /** Applies one event of the watch over `filter` (`split.` or `member.`). */
   apply(filter: string, ev: WatchEvent): void {

@@ -12,6 +12,7 @@
  *
  * @module
  */
+import type { AssignmentTracker } from "./assignment_tracker.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 
@@ -23,8 +24,8 @@ export interface OfferBook {
   view: LeaderView;
   /** Live member sessions by instance. */
   states: ReadonlyMap<string, MemberState>;
-  /** Split id → instance it is offered to. */
-  offeredTo: Map<string, string>;
+  /** Who is promised what (offers included). */
+  tracker: AssignmentTracker;
   /** Whether a free split must not be offered now (retry backoff, a takeover in flight). */
   withheld(id: string): boolean;
 }
@@ -56,7 +57,7 @@ function distribute(b: OfferBook, ms: MemberState[]): boolean {
   const { view } = b;
   // Most passes (one per watch event) find every member's offers topped up:
   // decide that in one cheap scan before weighing shares and sorting.
-  const pool = view.free.size > b.offeredTo.size;
+  const pool = view.free.size > b.tracker.offered;
   const anySpare = pool || ms.some((m) => m.spares.size > 0);
   if (!ms.some((m) => needsRefill(view, m, pool, anySpare))) return false;
   const share = view.runnableWeight / ms.length;
@@ -78,8 +79,7 @@ function distribute(b: OfferBook, ms: MemberState[]): boolean {
       const id = nextForLane(b);
       if (id === undefined) break;
       const rec = view.splits.get(id)!;
-      m.offer(id, rec.revision, rec.record.weight);
-      b.offeredTo.set(id, m.instance);
+      b.tracker.offer(m, id, rec.revision, rec.record.weight);
       l += rec.record.weight;
       changed = true;
     }
@@ -96,9 +96,7 @@ function distribute(b: OfferBook, ms: MemberState[]): boolean {
       const id = nextSpare(b);
       if (id === undefined) break;
       const rec = view.splits.get(id)!;
-      m.offer(id, rec.revision, rec.record.weight, true);
-      view.addSpare(id, rec.record.weight);
-      b.offeredTo.set(id, m.instance);
+      b.tracker.offer(m, id, rec.revision, rec.record.weight, true);
       l += rec.record.weight;
       changed = true;
     }
@@ -119,9 +117,7 @@ function trimLaneOffers(b: OfferBook, m: MemberState, lanes: number): boolean {
   const plain = [...m.offers.keys()].filter((id) => !m.spares.has(id));
   for (let i = plain.length - 1; i >= 0 && m.plain > lanes; i--) {
     const id = plain[i];
-    m.unoffer(id, view.splits.get(id)?.record.weight ?? 1);
-    b.offeredTo.delete(id);
-    view.requeue(id);
+    b.tracker.unoffer(id, view.splits.get(id)?.record.weight ?? 1, true);
   }
   m.touch();
   return true;
@@ -140,20 +136,18 @@ function before(x: { key: number; tie: number }, y: { key: number; tie: number }
 function nextForLane(b: OfferBook): string | undefined {
   const { view } = b;
   const free = peekFree(b, view.heap);
-  let spare = view.spareHeap.peek();
+  const spares = b.tracker.spareOrder;
+  let spare = spares.peek();
   while (spare !== undefined) {
-    const st = b.states.get(b.offeredTo.get(spare.item) ?? "");
+    const st = b.states.get(b.tracker.offeredTo(spare.item)?.instance ?? "");
     if (st?.spares.has(spare.item)) break;
-    view.spareHeap.pop(); // stale: claimed, moved, or no longer a spare
-    spare = view.spareHeap.peek();
+    spares.pop(); // stale: claimed, moved, or no longer a spare
+    spare = spares.peek();
   }
   if (spare !== undefined && (free === undefined || before(spare, free))) {
-    view.spareHeap.pop();
+    spares.pop();
     const id = spare.item;
-    const st = b.states.get(b.offeredTo.get(id)!)!;
-    st.unoffer(id, view.splits.get(id)?.record.weight ?? 1);
-    st.touch();
-    b.offeredTo.delete(id);
+    b.tracker.unoffer(id, view.splits.get(id)?.record.weight ?? 1)!.touch();
     return id;
   }
   if (free === undefined) return undefined;
@@ -178,7 +172,7 @@ function peekFree(b: OfferBook, heap: LeaderView["heap"]): { item: string; key: 
   const { view } = b;
   for (let top = heap.peek(); top !== undefined; top = heap.peek()) {
     const id = top.item;
-    if (view.free.has(id) && !b.offeredTo.has(id) && !b.withheld(id)) return top;
+    if (view.free.has(id) && b.tracker.offeredTo(id) === undefined && !b.withheld(id)) return top;
     heap.pop(); // stale entry, or withheld
   }
   return undefined;
