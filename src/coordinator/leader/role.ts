@@ -29,7 +29,7 @@ import { AssignmentTracker } from "./assignment_tracker.ts";
 import type { LaneReservation } from "./promises.ts";
 import { type OwnReleases, ReleaseHold } from "./release_hold.ts";
 import { SeedRuns } from "./seed_runs.ts";
-import { refillOffers } from "./offers.ts";
+import { applyOffer, decideOffers, pruneDealing } from "./offers.ts";
 import { auditHeld } from "./anti_entropy.ts";
 import { RetryBackoff } from "./retry_backoff.ts";
 import { Revocations } from "./revocations.ts";
@@ -116,6 +116,8 @@ export class LeaderRole {
       fence: (i) => revocations.fence(i),
       ask: (i) => cuts.ask(i),
       giveUp: (i) => cuts.giveUp(i),
+      offer: (i) => applyOffer(this.tracker, i),
+      unoffer: (i) => applyOffer(this.tracker, i),
     };
   }
 
@@ -295,12 +297,9 @@ export class LeaderRole {
     let next = this.#apply(this.#judge.deaths(now));
     next = Math.min(next, this.#apply(this.#judge.orphans(now)));
     next = Math.min(next, this.retry.expire(now, (id) => this.view.requeue(id))); // offerable again
-    refillOffers({
-      view: this.view,
-      states: this.states,
-      tracker: this.tracker,
-      withheld: (id) => this.retry.has(id),
-    });
+    const offers = { view: this.view, states: this.states, tracker: this.tracker, withheld: (id: string) => this.retry.has(id) };
+    this.#applyAll(decideOffers(offers));
+    pruneDealing(offers);
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#revocations.cycle(now, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree, this.#applyAll));
     // Every free split dealt (or waiting out a backoff) and lanes still idle: cut running ones.
