@@ -108,6 +108,11 @@ export class InstrumentedStore implements Store {
     }
   }
 
+  /** The job the wrapped store is bound to, if any. */
+  get job(): string | undefined {
+    return this.#inner.job;
+  }
+
   async #timed<T>(op: string, write: boolean, f: () => Promise<T>): Promise<T> {
     const t0 = this.#clock.now();
     try {

@@ -408,3 +408,20 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "postgres: a store bound to one job is refused at join for another, naming both",
+  ...opts,
+  fn: async () => {
+    const { SplitCoordinator } = await import("../../mod.ts");
+    const s = await pgStore();
+    try {
+      await assert.rejects(
+        SplitCoordinator.join({ store: s, job: "another", instance: "a" }),
+        (e) => e instanceof SplitleaseError && e.code === "INVALID_CONFIG" && e.message.includes(s.job) && e.message.includes("another"),
+      );
+    } finally {
+      await s.close();
+    }
+  },
+});

@@ -11,6 +11,7 @@
  */
 import type { JobCounts, MemberRecord, Owner, PlanRecord, SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
+import type { StoreEntry } from "../../store/store.ts";
 import type { Core } from "../core.ts";
 import type { Versioned } from "../versioned.ts";
 import type { LandedSplit } from "../split_records.ts";
@@ -23,11 +24,13 @@ import { DeathJudge } from "./judge.ts";
 import { adoptDirectives } from "./adopt.ts";
 import { applyIntents, type Decision, type IntentAppliers, LaneLedger, type LeaderIntent } from "./intents.ts";
 import { LeaderView } from "./leader_view.ts";
-import { MemberState } from "./member_state.ts";
+import type { MemberState } from "./member_state.ts";
+import { AssignmentTracker } from "./assignment_tracker.ts";
+import type { LaneReservation } from "./promises.ts";
 import { type OwnReleases, ReleaseHold } from "./release_hold.ts";
 import { SeedRuns } from "./seed_runs.ts";
-import { refillOffers } from "./offers.ts";
-import { auditHeld } from "./anti_entropy.ts";
+import { applyOffer, decideOffers, pruneDealing } from "./offers.ts";
+import { decideMemberChange, decideSplitChange } from "./view_changes.ts";
 import { RetryBackoff } from "./retry_backoff.ts";
 import { Revocations } from "./revocations.ts";
 import { decideDrain } from "./revocation_rules.ts";
@@ -53,8 +56,8 @@ export class LeaderRole {
   readonly liveness: LivenessTracker = new LivenessTracker();
   /** Live member sessions by instance. */
   readonly states: Map<string, MemberState> = new Map();
-  /** Split id → instance it is offered to. */
-  readonly offeredTo: Map<string, string> = new Map();
+  /** What is promised to whom: offers, spares, lanes on their way, revocations. */
+  readonly tracker: AssignmentTracker;
   readonly #watches: WatchSet;
   readonly #takeovers: Takeovers;
   readonly #revocations: Revocations;
@@ -69,12 +72,14 @@ export class LeaderRole {
   readonly #unlanded: () => void;
   #onDeposed: () => void;
 
-  constructor(core: Core, term: number, onDeposed: () => void) {
+  /** `learnPlan` hands the member's view of `plan` a record this role read or wrote (see {@linkcode CompletionJudge}). */
+  constructor(core: Core, term: number, onDeposed: () => void, learnPlan: (entry: StoreEntry) => void) {
     this.#core = core;
     this.term = term;
     this.#onDeposed = onDeposed;
     this.retry = new RetryBackoff(core);
     this.view = new LeaderView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n));
+    this.tracker = new AssignmentTracker(this.view, this.states);
     this.#watches = new WatchSet(core, (f, ev) => {
       if (!this.#stopped) this.view.apply(f, ev);
     });
@@ -82,12 +87,13 @@ export class LeaderRole {
       core,
       view: this.view,
       states: this.states,
+      tracker: this.tracker,
       leading: () => !this.#stopped,
     };
     this.#takeovers = new Takeovers(ctx);
     this.#revocations = new Revocations(ctx);
     this.#cuts = new CutAsks(core, this.view, this.states);
-    this.#completion = new CompletionJudge(core, this.view, () => this.#watches.caughtUp(keys.splitPrefix));
+    this.#completion = new CompletionJudge(core, this.view, () => this.#watches.caughtUp(keys.splitPrefix), learnPlan);
     this.#unlanded = core.splits.onLanded((w) => this.#onLanded(w));
     this.#judge = new DeathJudge({
       core,
@@ -110,6 +116,21 @@ export class LeaderRole {
       fence: (i) => revocations.fence(i),
       ask: (i) => cuts.ask(i),
       giveUp: (i) => cuts.giveUp(i),
+      offer: (i) => applyOffer(this.tracker, i),
+      unoffer: (i) => applyOffer(this.tracker, i),
+      unofferAll: (i) => {
+        i.member.draining = true;
+        this.tracker.unofferAll(i.member);
+      },
+      grant: (i) => i.member.grant(i.id, i.grant),
+      forgetGrant: (i) => i.member.forgetGrant(i.id),
+      drop: (i) => i.member.drop(i.id, i.drop),
+      acknowledge: (i) => i.member.acknowledge(i.seen),
+      suspect: (i) => void (i.member.suspect = i.beats),
+      resend: (i) => {
+        for (const g of i.grants) i.member.grant(g.id, { epoch: g.epoch });
+        core.log("debug", "Re-sent grants to a member that may not know all its splits", { member: i.member.instance, owned: i.owned, held: i.held });
+      },
     };
   }
 
@@ -120,25 +141,42 @@ export class LeaderRole {
 
   /**
    * Opens the watches (streamed snapshots), adopts the directives of the
-   * assignment records it finds, and dates every member from now — except
-   * the member that led before, which is dead since its last beat unless
-   * its member record moved after it.
+   * assignment records it finds, and dates every member by when its record
+   * had certainly landed (see {@linkcode dateMembers}).
    */
   async start(prev: Predecessor | undefined): Promise<void> {
-    const { store, clock } = this.#core;
+    const { store } = this.#core;
     // No deadline for the whole snapshot (1M split records stream for longer
     // than any fixed bound); one that stops making progress is started over.
     await this.#watches.open([keys.memberPrefix, keys.splitPrefix], Infinity);
     if (this.#stopped) return;
-    // Every member was dated from its first sighting (now); the predecessor,
-    // if its member record is older than its last leader beat, from that beat.
-    const p = prev && this.view.members.get(prev.instance);
-    if (p && p.record.session === prev!.session && p.revision < prev!.revision) {
-      this.liveness.set(keys.member(prev!.instance), p.revision, Math.min(prev!.since, clock.now()));
-    }
-    await adoptDirectives(store, this.view, this.states, this.offeredTo);
+    this.#dateMembers(prev);
+    await adoptDirectives(store, this.view, this.states, this.tracker);
     this.#ready = true;
     this.#core.schedule();
+  }
+
+  /**
+   * Every member was dated from its first sighting (now); each record is
+   * dated earlier when we know it landed earlier: before the reply of our
+   * first heartbeat above its revision (revisions are bucket-wide, in
+   * landing order), and the predecessor's, if older than its last leader
+   * beat, from when we first saw that beat. A dead leader's last member
+   * beat may postdate its last leader beat (it died between the two):
+   * dated from its first sighting, its splits waited an extra lease.
+   */
+  #dateMembers(prev: Predecessor | undefined): void {
+    const { clock, landed } = this.#core;
+    for (const [instance, m] of this.view.members) {
+      const key = keys.member(instance);
+      const seen = this.liveness.get(key);
+      if (!seen || seen.revision !== m.revision) continue; // moved since the snapshot: dated by the watch
+      let since = Math.min(seen.since, landed.before(m.revision) ?? Infinity);
+      if (prev && instance === prev.instance && m.record.session === prev.session && m.revision < prev.revision) {
+        since = Math.min(since, prev.since);
+      }
+      if (since < seen.since) this.liveness.set(key, m.revision, Math.min(since, clock.now()));
+    }
   }
 
   /** Stops watching and drops the view. */
@@ -154,48 +192,9 @@ export class LeaderRole {
 
   #onSplit(id: string, prev: SplitRecord | undefined, next: Versioned<SplitRecord> | undefined): void {
     const rec = next?.record;
-    const offered = this.offeredTo.get(id);
-    if (offered !== undefined) {
-      const st = this.states.get(offered);
-      const rev = st?.offers.get(id);
-      if (!next || rev !== next.revision) {
-        this.offeredTo.delete(id);
-        st?.unoffer(id, prev?.weight ?? rec?.weight ?? 1);
-      }
-    }
-    if (prev?.owner) {
-      const st = this.states.get(prev.owner.instance);
-      const g = st?.grants.get(id)?.epoch;
-      if (st && g !== undefined && st.session === prev.owner.session) {
-        const same = rec?.status === "runnable" && rec.owner?.instance === st.instance &&
-          rec.owner.session === st.session && rec.epoch === g;
-        // Obsolete (moved on), or acknowledged: the owner itself wrote at that epoch.
-        if (!same || prev.epoch === g) st.forgetGrant(id);
-      }
-    }
+    this.#applyAll(decideSplitChange({ view: this.view, states: this.states, tracker: this.tracker, ready: this.#ready }, id, prev, next));
     this.retry.onSplit(id, prev, rec);
     this.#cuts.onSplit(id, rec);
-    const o = rec?.owner;
-    if (rec && o && rec.status === "runnable" && !prev && this.#ready) {
-      // Seeded for `o` (a split created already owned): tell it.
-      const st = this.states.get(o.instance);
-      if (st && st.session === o.session) {
-        st.grant(id, { epoch: rec.epoch });
-      }
-    } else if (rec && o && rec.status === "runnable" && prev?.owner && rec.epoch > prev.epoch) {
-      // Opened for `o` by someone else (a release to a successor, a fence, a takeover): tell it.
-      const st = this.states.get(o.instance);
-      if (st && st.session === o.session && !(prev.owner.instance === o.instance && prev.owner.session === o.session)) {
-        const why = rec.attempts > prev.attempts ? (prev.owner.instance === o.instance ? "reclaim" : "takeover") : "handoff";
-        st.grant(id, { epoch: rec.epoch, why });
-      }
-    }
-    if (rec?.status === "cancelled" && prev?.owner) {
-      const st = this.states.get(prev.owner.instance);
-      if (st && st.session === prev.owner.session) {
-        st.drop(id, { epoch: prev.epoch, reason: "cancelled" });
-      }
-    }
     this.#revocations.onSplit(id, rec, this.#core.clock.now());
     this.#core.schedule();
   }
@@ -208,8 +207,11 @@ export class LeaderRole {
       this.liveness.forget(key);
       if (st) this.#drop(st);
       this.#judge.left(instance, clock.now(), prev?.session);
-      // A member that left cleanly: its directives go with it.
-      void this.#core.store.delete(keys.assign(instance)).catch(() => {});
+      // A member that left cleanly: its directives go with it (a failed delete is
+      // left behind for good: the next session of the instance overwrites it).
+      void this.#core.store.delete(keys.assign(instance)).catch((e) =>
+        this.#core.log("warn", "Could not delete the assignment record of a member that left", { member: instance, error: String(e) })
+      );
       this.#core.schedule();
       return;
     }
@@ -219,21 +221,17 @@ export class LeaderRole {
     let cur = this.states.get(instance);
     if (!cur) {
       if (!this.#judge.returning(instance, next.revision)) return; // still the record we judged dead
-      cur = new MemberState(instance, r.session, r.maxInFlight, r.draining === true, r.planner === true);
+      cur = this.tracker.member(instance, r.session, r.maxInFlight, r.draining === true, r.planner === true);
       cur.touch();
       this.states.set(instance, cur);
     } else {
+      // The state mirrors the record it was told of.
       if (cur.maxInFlight !== r.maxInFlight || cur.draining !== (r.draining === true)) cur.touch();
       cur.maxInFlight = r.maxInFlight;
       cur.planner = r.planner === true;
-      if (r.draining && !cur.draining) {
-        cur.draining = true;
-        this.#unofferAll(cur);
-      }
     }
     if (prev && prev.session !== r.session) this.#judge.replaced(instance, clock.now());
-    if (r.seen !== undefined && cur.session === r.session) cur.acknowledge(r.seen);
-    auditHeld(this.#core, this.view, cur, r);
+    this.#applyAll(decideMemberChange(this.view, cur, r));
     this.#core.schedule();
   }
 
@@ -242,8 +240,7 @@ export class LeaderRole {
     const st = this.states.get(instance);
     if (!st) return new Map();
     if (!st.draining) {
-      st.draining = true;
-      this.#unofferAll(st);
+      this.#applyAll([{ kind: "unofferAll", member: st }]);
       this.#core.schedule();
     }
     // Successors for our own splits now, before our lanes stop: each
@@ -257,23 +254,12 @@ export class LeaderRole {
     return named;
   }
 
-  /** A member session is gone: its offers return to the pool, its revocations end. */
+  /** A member session is gone: its offers return to the pool, its lanes on their way and its revocations end. */
   #drop(st: MemberState): void {
     this.#seedRuns.forget(st);
-    this.#unofferAll(st);
+    this.tracker.forget(st);
     this.#revocations.forget(st);
     this.states.delete(st.instance);
-  }
-
-  #unofferAll(st: MemberState): void {
-    for (const id of st.offers.keys()) {
-      this.offeredTo.delete(id);
-      this.view.requeue(id);
-    }
-    st.offers.clear();
-    st.spares.clear();
-    st.offeredWeight = 0;
-    st.touch();
   }
 
   // --- the leader's pass ---------------------------------------------------------------
@@ -287,16 +273,13 @@ export class LeaderRole {
     let next = this.#apply(this.#judge.deaths(now));
     next = Math.min(next, this.#apply(this.#judge.orphans(now)));
     next = Math.min(next, this.retry.expire(now, (id) => this.view.requeue(id))); // offerable again
-    refillOffers({
-      view: this.view,
-      states: this.states,
-      offeredTo: this.offeredTo,
-      withheld: (id) => this.retry.has(id),
-    });
+    const offers = { view: this.view, states: this.states, tracker: this.tracker, withheld: (id: string) => this.retry.has(id) };
+    this.#applyAll(decideOffers(offers));
+    pruneDealing(offers);
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#revocations.cycle(now, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree, this.#applyAll));
     // Every free split dealt (or waiting out a backoff) and lanes still idle: cut running ones.
-    const dealt = this.view.free.size <= this.offeredTo.size + this.retry.waiting.size && this.#takeovers.inflight.size === 0;
+    const dealt = this.view.free.size <= this.tracker.offered + this.retry.waiting.size && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#cuts.cycle(now, dealt, this.#applyAll));
     const owed = own.owed;
     const activeAt = owed ? this.#hold.activeAt(own.releasedAt) : -Infinity;
@@ -371,14 +354,14 @@ export class LeaderRole {
     });
   }
 
-  /** A member to seed a split for, its lane reserved (see {@linkcode SeedRuns.reserve}). */
-  reserveIdle(seeded: number, planned = 0): MemberState | undefined {
-    return this.#seedRuns.reserve(this.states, this.view, seeded, planned);
+  /** A member to seed a split for, its lane reserved until the reservation is released (see {@linkcode SeedRuns.reserve}). */
+  reserveIdle(seeded: number, planned = 0): { member: MemberState; lane: LaneReservation } | undefined {
+    return this.#seedRuns.reserve(this.states, this.view, this.tracker, seeded, planned);
   }
 
   /** Ends a reservation made by {@linkcode LeaderRole.reserveIdle}. */
-  unreserve(m: MemberState): void {
-    this.#seedRuns.unreserve(m);
+  unreserve(lane: LaneReservation): void {
+    this.tracker.release(lane);
   }
 
   /** Job counts for the leader's beat. */
