@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `splitlease` command line: watch and repair a job from outside the
- * fleet, over the same NATS connection settings as the workers.
+ * fleet, over the same store connection settings as the workers (NATS
+ * `ws://` URLs, or a PostgreSQL `postgres://` URL).
  *
  * ```sh
  * deno run -A cli.ts status --servers ws://nats:8080 --job backfill     # this repository
@@ -10,7 +11,8 @@
  * ```
  *
  * Commands, options and exit codes: `splitlease --help` (src/cli/args.ts).
- * It never creates a bucket: a mistyped job name exits 1 naming it.
+ * It never creates a bucket (or a PostgreSQL job or schema): a mistyped job
+ * name exits 1 naming it.
  *
  * @module
  */
@@ -50,7 +52,29 @@ function exitOf(outcome: string): number {
   return outcome === "conflict" ? CLI_EXIT.conflict : CLI_EXIT.notApplied;
 }
 
+/**
+ * The store of `--servers` / STORE_URL / NATS_URL: a PostgresStore for a
+ * `postgres://` URL, a NatsStore for `ws://` URLs. Never creates anything:
+ * a mistyped job (or a database without the store's tables) exits 1 naming it.
+ */
 async function connect(o: CliOptions): Promise<Store> {
+  if (o.servers.some((s) => /^postgres(ql)?:\/\//i.test(s))) {
+    if (o.servers.length !== 1) throw new SplitleaseError("INVALID_CONFIG", "give one postgres:// URL (a PostgreSQL store is one database)");
+    if (o.user !== undefined || o.pass !== undefined || o.token !== undefined || o.creds !== undefined) {
+      throw new SplitleaseError("INVALID_CONFIG", "--user, --pass, --token and --creds are NATS options: put PostgreSQL's user and password in the URL");
+    }
+    const { PostgresStore } = await import("./adapters/postgres.ts");
+    return await PostgresStore.connect({
+      url: o.servers[0],
+      job: o.job,
+      opTimeoutMs: o.opTimeoutMs,
+      createSchema: false,
+      createJob: false,
+      applicationName: "splitlease-cli",
+      poolSize: 2,
+      logger: (_level, message, f) => err(`splitlease: ${message}: ${f?.server ?? ""}, attempt ${f?.attempt} (${f?.error})`),
+    });
+  }
   let creds: string | undefined;
   if (o.creds) {
     try {

@@ -273,10 +273,11 @@ await denoSuite(
   "coordinator scenarios on PostgreSQL (safety, scenarios, hardening, hardening II, balancing, assignment)",
   ["safety", "scenarios", "hardening", "hardening_ii", "balancing", "assignment"].map((n) => `tests/postgres/${n}_test.ts`),
 );
-await denoSuite("PostgreSQL fleets, faults and exactly-once (Deno + Bun + Node; SIGKILL, SIGSTOP, terminated connections, statement timeouts)", [
+await denoSuite("PostgreSQL fleets, faults, exactly-once and the CLI (Deno + Bun + Node; SIGKILL, SIGSTOP, terminated connections, statement timeouts)", [
   "tests/postgres/fleet_test.ts",
   "tests/postgres/faults_test.ts",
   "tests/postgres/exactly_once_test.ts",
+  "tests/postgres/cli_test.ts",
 ]);
 if (!quick) await denoSuite("simulation", ["tests/sim"]);
 await denoSuite("runtime tests", ["tests/runtime"]);

@@ -68,8 +68,9 @@ commands:
                                   --lease-ms or LEASE_MS: the fleet's leaseMs, default 15000)
 
 connection (flags, or the environment):
-  --servers, -s URLS   NATS_URL       comma-separated ws:// or wss:// URLs
-  --job, -j NAME       JOB            the job name (bucket splitlease_<job>)
+  --servers, -s URLS   NATS_URL       comma-separated ws:// or wss:// URLs (NATS), or one
+                       STORE_URL      postgres:// URL (PostgreSQL store; user and password in the URL)
+  --job, -j NAME       JOB            the job name (bucket splitlease_<job>, or the job's rows)
   --user USER          NATS_USER      with --pass / NATS_PASS (prefer the environment for secrets)
   --token TOKEN        NATS_TOKEN
   --creds FILE         NATS_CREDS     a .creds file
@@ -194,8 +195,12 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
     if (flags.has(f) && command.name !== "ui") throw new UsageError(`${f} goes with ui only`);
   }
 
-  const servers = (flag("--servers", "-s") ?? env.NATS_URL ?? "").split(",").map((s) => s.trim()).filter(Boolean);
-  if (servers.length === 0) throw new UsageError("no NATS server: give --servers or set NATS_URL (ws:// or wss:// URLs)");
+  const given = flag("--servers", "-s") ?? env.STORE_URL ?? env.NATS_URL ?? "";
+  // A postgres:// URL is one server (its own commas belong to it: a multi-host URL).
+  const servers = /^\s*postgres(ql)?:\/\//i.test(given) ? [given.trim()] : given.split(",").map((s) => s.trim()).filter(Boolean);
+  if (servers.length === 0) {
+    throw new UsageError("no store: give --servers or set STORE_URL or NATS_URL (ws:// or wss:// URLs for NATS, a postgres:// URL for PostgreSQL)");
+  }
   const job = flag("--job", "-j") ?? env.JOB;
   if (!job) throw new UsageError("no job: give --job or set JOB");
   const timeoutText = flag("--op-timeout-ms") ?? env.OP_TIMEOUT_MS ?? "5000";

@@ -4,37 +4,11 @@
 // split with its failures, requeue, drain of a named member, cancel of a
 // held split — ending in a completed job.
 import assert from "node:assert/strict";
-import { SplitCoordinator, startWorker, type Worker } from "../../mod.ts";
-import { createApp } from "../../host.ts";
 import { NatsStore } from "../../nats.ts";
-import type { SplitSource, Store } from "../../mod.ts";
-import { runCmd } from "../helpers/cmd.ts";
-import { withTimeout } from "../helpers/deadline.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
-import { bin, buildOnce, root } from "../helpers/worker_procs.ts";
+import { cli, operatorSession } from "./operator_session.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
-
-/** Runs the CLI on `rt`; returns its exit code, stdout and everything it printed. */
-async function cli(rt: "deno" | "node", args: string[], env: Record<string, string> = {}) {
-  const [cmd, pre] = rt === "deno" ? [bin("deno"), ["run", "-A", "cli.ts"]] : [bin("node"), ["dist/cli.js"]];
-  const r = await runCmd(cmd, [...pre, ...args], {
-    cwd: root,
-    env: { PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "/tmp", NO_COLOR: "1", ...env },
-    check: false,
-    timeoutMs: 30_000,
-    what: `splitlease ${args.join(" ")} on ${rt}`,
-  });
-  return { code: r.code, stdout: r.stdout, out: r.out };
-}
-
-async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 Deno.test({
   name: "cli: usage errors exit 2, an unreachable server or an unknown job exit 1 naming it, and no bucket is created",
@@ -77,135 +51,7 @@ Deno.test({
   name: "cli: an operator session on a live fleet over nats-server (deno cli.ts and node dist/cli.js)",
   ...opts,
   fn: async () => {
-    const built = buildOnce();
     await using server = await NatsServer.start();
-    const job = "ops-cli";
-    const env = { NATS_URL: server.wsUrl, JOB: job };
-    let poisoned = true;
-    const aborted = new Set<string>();
-    const ids = ["p0", "p1", "p2", "p3", "p4", "p5"];
-    const source: SplitSource<{ n: number }> = {
-      fingerprint: () => "ops-cli-v1",
-      plan: () => Promise.resolve({ finality: "final", splits: ids.map((id, n) => ({ id, descriptor: { n } })) }),
-      async run(lane) {
-        if (lane.splitId === "p5" && poisoned) throw new Error("poison p5: unexpected token at line 7");
-        if (lane.splitId === "p4") {
-          // Runs until it is cancelled (lost) or handed over (revoked).
-          await new Promise<void>((r) => {
-            lane.signal.addEventListener("abort", () => r());
-            lane.revokeSignal.addEventListener("abort", () => r());
-          });
-          if (lane.signal.aborted) aborted.add(`${lane.splitId}@${lane.epoch}`);
-          return;
-        }
-        await lane.commit({ watermark: 1 });
-        await lane.complete({ watermark: 2 });
-      },
-    };
-    const stores: Store[] = [];
-    const workers: Worker[] = [];
-    const tunables = { leaseMs: 1000, opTimeoutMs: 400, drainDeadlineMs: 1000, maxAttempts: 2, retryBackoffMs: 50, maxInFlight: 3 };
-    try {
-      for (const instance of ["w1", "w2"]) {
-        const store = await NatsStore.connect({ servers: server.wsUrl, job, opTimeoutMs: 400 });
-        stores.push(store);
-        const coordinator = await SplitCoordinator.join({
-          store, job, instance, fingerprint: source.fingerprint(), planner: instance === "w1" ? (c) => source.plan(c) : undefined,
-          ...tunables,
-        });
-        workers.push(startWorker({ coordinator, source, logger: () => {}, abortGraceMs: 500 }));
-      }
-      const [w1, w2] = workers;
-      const splitOf = async (id: string) => JSON.parse((await stores[0].get(`split.${id}`))?.value ?? "null");
-      await until("p5 quarantined", async () => (await splitOf("p5"))?.status === "quarantined");
-      await until("p0-p3 completed", async () => {
-        for (const id of ["p0", "p1", "p2", "p3"]) if ((await splitOf(id))?.status !== "completed") return false;
-        return true;
-      });
-      await built;
-
-      // status, the same on Deno and on Node.
-      const [sd, sn] = await Promise.all([cli("deno", ["status", "--json"], env), cli("node", ["status", "--json"], env)]);
-      assert.equal(sd.code, 0, sd.out);
-      assert.equal(sn.code, 0, sn.out);
-      const status = JSON.parse(sd.stdout);
-      // The same view on both runtimes, aside from what moves between the two
-      // runs: heartbeats and read times, and the rates measured up to each read.
-      const stable = (
-        v: { at?: number; rate?: unknown; leader: { beat?: number }; members: { beat?: number; lastBeatAt?: unknown; perMinute?: number }[] },
-      ) => {
-        delete v.at;
-        delete v.rate;
-        delete v.leader.beat;
-        for (const m of v.members) delete m.beat, delete m.lastBeatAt, delete m.perMinute;
-        return v;
-      };
-      assert.deepEqual(stable(JSON.parse(sn.stdout)), stable(JSON.parse(sd.stdout)));
-      assert.deepEqual([status.counts.total, status.counts.completed, status.counts.quarantined, status.counts.owned], [6, 4, 1, 1]);
-      assert.deepEqual(status.members.map((m: { instance: string }) => m.instance), ["w1", "w2"]);
-      const text = await cli("node", ["status"], env);
-      assert.match(text.stdout, /splits 6: 4 completed, 1 runnable \(1 owned, 0 unclaimed\), 1 quarantined, 0 cancelled/);
-      assert.match(text.stdout, /w1 \(leader\)/);
-
-      // The quarantined split, with its failures.
-      const q = await cli("deno", ["splits", "--state", "quarantined"], env);
-      assert.equal(q.code, 0, q.out);
-      assert.match(q.stdout, /^SPLIT +STATE +OWNER/);
-      assert.match(q.stdout, /p5 +quarantined +- +\d+ +2 /);
-      assert.equal(q.stdout.match(/w[12]: run threw: Error: poison p5: unexpected token at line 7/g)?.length, 2, q.stdout);
-      assert.match(q.stdout, /1 of 1 \(quarantined\)/);
-      const page = JSON.parse((await cli("node", ["splits", "--limit", "2", "--json"], env)).stdout);
-      assert.deepEqual([page.splits.map((s: { id: string }) => s.id), page.page.next], [["p0", "p1"], "p1"]);
-
-      // The HTTP view of the leader (no sockets) judges liveness; the other member's does not.
-      const leaderApp = createApp({ worker: w1.coordinator.status().isLeader ? w1 : w2, store: stores[0] });
-      const fleet = await (await leaderApp.request("/fleet")).json();
-      assert.equal(fleet.liveness.judgedBy, "here");
-      assert.ok(fleet.members.every((m: { alive: boolean }) => m.alive === true));
-
-      // Requeue: fixed input, the split runs again and completes.
-      poisoned = false;
-      const rq = await cli("deno", ["requeue", "p5"], env);
-      assert.equal(rq.code, 0, rq.out);
-      assert.match(rq.stdout, /Split "p5" requeued at epoch \d+/);
-      await until("p5 completed after the requeue", async () => (await splitOf("p5"))?.status === "completed");
-      const rq2 = await cli("node", ["requeue", "p5", "--json"], env);
-      assert.equal(rq2.code, 3, "not quarantined any more: not applied");
-      assert.equal(JSON.parse(rq2.stdout).status, "completed");
-      assert.equal((await cli("deno", ["requeue", "--all"], env)).stdout.trim(), "0 of 0 quarantined split(s) requeued");
-
-      // Drain w2: it hands over what it holds and its worker ends `drained`, as after SIGTERM.
-      const dr = await cli("node", ["drain", "w2"], env);
-      assert.equal(dr.code, 0, dr.out);
-      const outcome = await Promise.race([
-        w2.done,
-        new Promise<never>((_, rej) => setTimeout(() => rej(new Error("w2 did not finish within 10 s of the drain")), 10_000)),
-      ]);
-      assert.equal(outcome.kind, "drained");
-      assert.equal((await cli("deno", ["drain", "w2"], env)).code, 3, "w2 left: no such member");
-
-      // Cancel the split that never ends: its owner stops it at once; the job completes without it.
-      await until("w1 holds p4 (handed over by w2 if it had it)", async () => (await splitOf("p4"))?.owner?.instance === "w1");
-      const cn = await cli("deno", ["cancel", "p4", "--json"], env);
-      assert.equal(cn.code, 0, cn.out);
-      assert.deepEqual([JSON.parse(cn.stdout).outcome, JSON.parse(cn.stdout).previousOwner], ["cancelled", "w1"]);
-      const done = await Promise.race([
-        w1.done,
-        new Promise<never>((_, rej) => setTimeout(() => rej(new Error("w1 did not finish the job within 10 s")), 10_000)),
-      ]);
-      assert.equal(done.kind, "drained");
-      assert.ok([...aborted].some((a) => a.startsWith("p4@")), "the cancelled lane was aborted");
-      const end = JSON.parse((await cli("node", ["status", "--json"], env)).stdout);
-      assert.deepEqual([end.counts.completed, end.counts.cancelled, end.plan.outcome], [5, 1, "allComplete"]);
-      assert.equal((await cli("deno", ["cancel", "p0"], env)).code, 3, "a completed split is not cancelled");
-      assert.equal((await cli("deno", ["cancel", "nope"], env)).code, 3);
-    } finally {
-      await withTimeout(
-        Promise.all(workers.map((w) => w.shutdown({ deadlineMs: 0 }).catch(() => {}))),
-        20_000,
-        "the workers to shut down",
-      );
-      for (const s of stores) await s.close().catch(() => {});
-    }
+    await operatorSession("ops-cli", { NATS_URL: server.wsUrl }, (job) => NatsStore.connect({ servers: server.wsUrl, job, opTimeoutMs: 400 }));
   },
 });
