@@ -8,7 +8,9 @@
  *
  * - default: three workers in this process on the embedded MemoryStore;
  * - `--nats`: a nats-server started here and three worker processes (Deno,
- *   Bun, Node 24); one is SIGKILLed halfway to show the takeover.
+ *   Bun, Node 24); one is SIGKILLed halfway to show the takeover;
+ * - `--pg`: the same fleet coordinating through a PostgreSQL started here
+ *   (Debian's `postgresql`, installed when missing and run as root).
  *
  * The progress line shows completed/total splits from a worker's
  * `status().counts` (a member copies them from the leader's heartbeat).
@@ -40,6 +42,7 @@ import { type ObjectRecord, objectStoreSource } from "../object_store/source.ts"
 
 interface Options {
   nats: boolean;
+  pg: boolean;
   records: number;
   files: number;
   splitBytes: number;
@@ -51,12 +54,13 @@ interface Options {
   keep: boolean;
 }
 
-const USAGE = "usage: npm run demo -- [--nats] [--records N] [--files N] [--split-bytes N] [--delay-ms N] " +
+const USAGE = "usage: npm run demo -- [--nats | --pg] [--records N] [--files N] [--split-bytes N] [--delay-ms N] " +
   "[--batch N] [--port N] [--linger-ms N] [--summary-json PATH] [--keep]";
 
 function parseArgs(args: string[]): Options {
   const o: Options = {
     nats: false,
+    pg: false,
     records: 4000,
     files: 24,
     splitBytes: 24_000,
@@ -78,6 +82,7 @@ function parseArgs(args: string[]): Options {
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a === "--nats") o.nats = true;
+    else if (a === "--pg") o.pg = true;
     else if (a === "--keep") o.keep = true;
     else if (a === "--help" || a === "-h") {
       console.log(USAGE);
@@ -91,6 +96,7 @@ function parseArgs(args: string[]): Options {
     } else die(`unknown argument ${a}\n${USAGE}`);
   }
   if (o.files > o.records) die("--files must not exceed --records");
+  if (o.nats && o.pg) die("--nats and --pg: pick one store");
   return o;
 }
 
@@ -545,7 +551,15 @@ interface Child {
   held: number;
 }
 
-async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Promise<Summary> {
+/** The store of a fleet of processes: the workers' environment for it, and how to stop it. */
+interface FleetStore {
+  name: string;
+  env: Record<string, string>;
+  kill(): void;
+  stop(): Promise<void>;
+}
+
+async function natsStore(tmp: string): Promise<FleetStore> {
   const natsBin = findNatsServer();
   if (!natsBin) {
     die(
@@ -553,24 +567,57 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
         "Install it (Debian/Ubuntu: apt-get install nats-server) or run the demo without --nats.",
     );
   }
-  const root = new URL("../../", import.meta.url).pathname;
-  const bin = (n: string) => `${root}node_modules/.bin/${n}`;
   const nats = await startNats(natsBin, tmp);
   note(`nats-server: ${natsBin} (websocket ${nats.wsUrl})`);
+  const kill = () => {
+    try {
+      nats.proc.kill("SIGKILL");
+    } catch { /* exited */ }
+  };
+  return {
+    name: "nats-server",
+    env: { STORE: "nats", NATS_URL: nats.wsUrl },
+    kill,
+    async stop() {
+      try {
+        nats.proc.kill("SIGTERM");
+      } catch { /* exited */ }
+      await nats.proc.status;
+    },
+  };
+}
+
+/** A throwaway PostgreSQL (scripts/services.mjs: the one the test command starts, on a free port). */
+async function pgStore(): Promise<FleetStore> {
+  const { startPostgres } = await import("../../scripts/services.mjs");
+  const pg = await startPostgres({ log: note }) as
+    | { url: string; killSync(): void; stop(): Promise<void>; error?: undefined }
+    | { error: string };
+  if (pg.error !== undefined) die(`--pg needs PostgreSQL: ${pg.error}`);
+  const { url, killSync, stop } = pg as { url: string; killSync(): void; stop(): Promise<void> };
+  note(`PostgreSQL: ${url}`);
+  return { name: "PostgreSQL", env: { STORE: "postgres", STORE_URL: url }, kill: killSync, stop };
+}
+
+async function runProcesses(o: Options, dir: string, tally: Tally, tmp: string): Promise<Summary> {
+  const root = new URL("../../", import.meta.url).pathname;
+  const bin = (n: string) => `${root}node_modules/.bin/${n}`;
+  const store = o.pg ? await pgStore() : await natsStore(tmp);
   const children: Child[] = [];
   const started = Date.now();
   const leaseMs = 2000;
-  const http = serveDemo(o.port, tally, started, "nats", () =>
+  const http = serveDemo(o.port, tally, started, o.pg ? "postgres" : "nats", () =>
     children.map((c) => ({ name: c.name, fetch: (p: string) => fetch(`http://127.0.0.1:${c.port}${p}`) })));
   note(`status:  ${http.url}/status\nmetrics: ${http.url}/metrics`);
   let killed: Child | undefined;
   const gains = new Gains();
   const killAll = () => {
-    for (const p of [...children.map((c) => c.proc), nats.proc]) {
+    for (const p of children.map((c) => c.proc)) {
       try {
         p.kill("SIGKILL");
       } catch { /* exited */ }
     }
+    store.kill();
   };
   exitHooks.add(killAll);
   try {
@@ -590,8 +637,7 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
         env: {
           OBJSTORE_DIR: dir,
           OUTPUT: output,
-          STORE: "nats",
-          NATS_URL: nats.wsUrl,
+          ...store.env,
           JOB: "demo",
           INSTANCE: name,
           PORT: String(port),
@@ -739,7 +785,7 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
     const elapsedMs = Date.now() - started;
     const statuses = await Promise.all(children.map((c) => c.status));
     const summary: Summary = {
-      mode: "3 worker processes (deno, bun, node) on nats-server",
+      mode: `3 worker processes (deno, bun, node) on ${store.name}`,
       splits: { planned, completed },
       recordsIn: tally.total,
       recordsOut: tally.out,
@@ -768,10 +814,7 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
       } catch { /* exited */ }
       await c.status.catch(() => {});
     }
-    try {
-      nats.proc.kill("SIGTERM");
-    } catch { /* exited */ }
-    await nats.proc.status;
+    await store.stop();
     exitHooks.delete(killAll);
     await http.close();
   }
@@ -808,7 +851,7 @@ async function main(): Promise<number> {
       `target split ${o.splitBytes} bytes; processing slowed by ${o.delayMs} ms per ${o.batch} records`,
     );
     const tally = new Tally(ids.length);
-    const summary = o.nats ? await runNats(o, dir, tally, tmp) : await runInProcess(o, dir, tally);
+    const summary = o.nats || o.pg ? await runProcesses(o, dir, tally, tmp) : await runInProcess(o, dir, tally);
     printSummary(summary);
     if (o.summaryJson) await Deno.writeTextFile(o.summaryJson, JSON.stringify(summary, null, 2) + "\n");
     return summary.missing === 0 ? 0 : 1;

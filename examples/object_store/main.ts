@@ -9,8 +9,8 @@
  * Input: see `config.ts` (OBJSTORE_DIR, or OBJSTORE_BUCKET + AWS_* + S3_ENDPOINT).
  * Output: every record's line appended to OUTPUT (at-least-once).
  * Coordination: STORE=nats (NATS_URL: ws:// or wss:// URLs, comma-separated;
- * NATS_USER and NATS_PASS when the server wants a login) or STORE=memory (a
- * single worker). Also JOB, INSTANCE (the pod name), PORT (HTTP, default
+ * NATS_USER and NATS_PASS when the server wants a login), STORE=postgres
+ * (STORE_URL: a postgres:// URL) or STORE=memory (a single worker). Also JOB, INSTANCE (the pod name), PORT (HTTP, default
  * 8080), BIND (default 0.0.0.0), MAX_IN_FLIGHT, SPLIT_BYTES, COMMIT_RECORDS,
  * COMMIT_MS, MIN_CUT_BYTES (least bytes of a piece when idle workers cut a
  * running split's remaining bytes; default 1 MiB), LEASE_MS,
@@ -70,8 +70,13 @@ async function main(env: Env): Promise<void> {
   if (!output) fail("OUTPUT is required: a file path where records are appended");
   const job = env.JOB || "objstore";
   const storeKind = env.STORE || "memory";
-  if (storeKind !== "memory" && storeKind !== "nats") fail(`STORE must be "memory" or "nats" (got ${storeKind})`);
+  if (storeKind !== "memory" && storeKind !== "nats" && storeKind !== "postgres") {
+    fail(`STORE must be "memory", "nats" or "postgres" (got ${storeKind})`);
+  }
   if (storeKind === "nats" && !env.NATS_URL) fail("STORE=nats needs NATS_URL (a ws:// URL of nats-server's websocket listener)");
+  if (storeKind === "postgres" && !/^postgres(ql)?:\/\//i.test(env.STORE_URL ?? "")) {
+    fail("STORE=postgres needs STORE_URL (a postgres:// URL of the database the workers coordinate through)");
+  }
   const afterCompletion = env.AFTER_COMPLETION || "exit";
   if (afterCompletion !== "exit" && afterCompletion !== "idle") fail(`AFTER_COMPLETION must be "exit" or "idle" (got ${afterCompletion})`);
   const afterStall = env.AFTER_STALL || "exit";
@@ -126,6 +131,11 @@ async function main(env: Env): Promise<void> {
           ...((globalThis as { Deno?: unknown }).Deno ? { wsFactory: (await import("../../adapters/deno.ts")).denoWebSocket } : {}),
           ...(env.NATS_USER !== undefined ? { user: env.NATS_USER, pass: env.NATS_PASS } : {}),
         }),
+    }
+    : storeKind === "postgres"
+    ? {
+      storeFactory: async () =>
+        (await import("../../adapters/postgres.ts")).PostgresStore.connect({ url: env.STORE_URL!, job, opTimeoutMs }),
     }
     : { store: new MemoryStore() };
   const serve = await adapterServe();

@@ -1,9 +1,10 @@
 /**
  * Smoke tests of `npm run demo` on tiny datasets. In-process: the summary
  * shows no loss (records out >= records in, every record seen) and the
- * demo's /status and /metrics answered while it ran. `--nats`: three worker
- * processes over a nats-server, one killed halfway; the progress shows
- * completed/total splits and the output tells takeovers from handoffs.
+ * demo's /status and /metrics answered while it ran. `--nats` and `--pg`:
+ * three worker processes over a nats-server or a PostgreSQL, one killed
+ * halfway; the progress shows completed/total splits and the output tells
+ * takeovers from handoffs.
  */
 import assert from "node:assert/strict";
 import { Deadline, withTimeout } from "../helpers/deadline.ts";
@@ -126,16 +127,17 @@ async function runDemo(args: string[], limitMs: number): Promise<{ code: number;
   }
 }
 
-Deno.test({
-  name: "demo --nats: completed/total splits in the progress, a killed worker's splits reported as takeovers, handoffs apart",
-  sanitizeResources: false,
-  sanitizeOps: false,
-  fn: async () => {
-    const tmp = await Deno.makeTempDir({ prefix: "splitlease-demo-nats-test-" });
+/**
+ * `demo --nats` / `--pg`: three worker processes over a store the demo starts,
+ * one killed halfway; the progress shows completed/total splits and the
+ * output tells takeovers from handoffs.
+ */
+async function demoFleet(flag: "--nats" | "--pg"): Promise<void> {
+    const tmp = await Deno.makeTempDir({ prefix: `splitlease-demo${flag.slice(1)}-test-` });
     try {
       const summaryPath = `${tmp}/summary.json`;
       const { code, out } = await runDemo(
-        ["--nats", "--records", "1200", "--files", "10", "--split-bytes", "5000", "--delay-ms", "20", "--batch", "5", "--summary-json", summaryPath],
+        [flag, "--records", "1200", "--files", "10", "--split-bytes", "5000", "--delay-ms", "20", "--batch", "5", "--summary-json", summaryPath],
         90_000,
       );
       assert.equal(code, 0, out);
@@ -159,8 +161,22 @@ Deno.test({
       assert.equal(handoffs.length, s.gains.handoff, "one line per handoff");
       assert.match(out, new RegExp(`splits moved\\s+${s.gains.takeover} takeovers, ${s.gains.reclaim} reclaims .* ${s.gains.handoff} handoffs`));
       assert.match(out, /no record lost/);
+      assert.match(out, new RegExp(`3 worker processes \\(deno, bun, node\\) on ${flag === "--pg" ? "PostgreSQL" : "nats-server"}`));
     } finally {
       await Deno.remove(tmp, { recursive: true });
     }
-  },
+}
+
+Deno.test({
+  name: "demo --nats: completed/total splits in the progress, a killed worker's splits reported as takeovers, handoffs apart",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: () => demoFleet("--nats"),
+});
+
+Deno.test({
+  name: "demo --pg: the same fleet on a PostgreSQL the demo starts: no record lost, takeovers reported",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: () => demoFleet("--pg"),
 });
