@@ -8,8 +8,10 @@ import { bin, Child, type Msg, nodeBundle, root, rssBytes, sleep } from "./_proc
 
 /** Config of one host process (read by bench/scale_host.ts from env SCALE_HOST). */
 export interface HostOpts {
-  mode: "nats" | "memory";
+  mode: "nats" | "memory" | "pg";
   url?: string;
+  /** mode "pg": the schema of the cell's tables. */
+  schema?: string;
   job: string;
   instances: string[];
   splits: number;
@@ -48,6 +50,8 @@ export async function fleet(
     role: "tiny" | "hold";
     tunables: Record<string, number>;
     replicas?: number;
+    /** Coordinate through PostgreSQL (`url` is its postgres:// URL) in `schema`. */
+    pg?: { schema: string };
   },
 ) {
   const procs = Math.min(o.w, o.procs);
@@ -55,7 +59,8 @@ export async function fleet(
   for (let i = 0; i < o.w; i++) groups[i % procs].push(`w${i}`);
   const hosts = await Promise.all(groups.map((instances, p) =>
     spawnHost(o.runtime, `host${p}`, {
-      mode: "nats",
+      mode: o.pg ? "pg" : "nats",
+      ...(o.pg ? { schema: o.pg.schema } : {}),
       url: o.url,
       job: o.job,
       instances,

@@ -296,3 +296,30 @@ export async function writeResults(name: string, data: unknown): Promise<string>
   await Deno.writeTextFile(path, JSON.stringify(data, null, 2) + "\n");
   return path;
 }
+
+/** CAS updates/s through PostgresStore with `keys` keys in flight for `ms` (200 B values), on a job of its own. */
+export async function rawPgCasRate(url: string, ms = 2000, keys = 100, schema?: string): Promise<number> {
+  const { PostgresStore } = await import("../adapters/postgres.ts");
+  const s = await PostgresStore.connect({ url, job: `benchraw${Math.floor(Math.random() * 1e9)}`, ...(schema ? { schema } : {}) });
+  try {
+    const revs = await Promise.all(Array.from({ length: keys }, async (_, i) => {
+      const r = await s.create(`k.${i}`, "x".repeat(200));
+      if (!r.ok) throw new Error("raw CAS: a fresh key exists");
+      return r.revision;
+    }));
+    let n = 0;
+    const t0 = performance.now();
+    const end = t0 + ms;
+    await Promise.all(revs.map(async (rev, i) => {
+      while (performance.now() < end) {
+        const r = await s.update(`k.${i}`, "x".repeat(200), rev);
+        if (!r.ok) throw new Error("raw CAS: lost a race nobody ran");
+        rev = r.revision;
+        n++;
+      }
+    }));
+    return n / ((performance.now() - t0) / 1000);
+  } finally {
+    await s.close();
+  }
+}

@@ -86,3 +86,47 @@ export async function startNats(kind: string): Promise<NatsSetup> {
   }
   throw new Error(`BENCH_NATS: unknown setup ${JSON.stringify(kind)} (current, 2.9 or current-r3)`);
 }
+
+/** The PostgreSQL `npm run bench` started (PG_URL, PG_PID), to run the PostgreSQL store next to NATS. */
+export interface PgSetup {
+  kind: "pg";
+  /** e.g. "PostgreSQL 15". */
+  label: string;
+  url: string;
+  /** CPU seconds of the server so far: the postmaster and every backend. */
+  cpuSeconds(): number;
+  /** A schema of its own for one cell (every cell starts on empty tables). */
+  schema(): string;
+}
+
+let schemas = 0;
+/** The PostgreSQL setup, or `undefined` when the bench runs without one (BENCH_PG=0). */
+export function pgSetup(): PgSetup | undefined {
+  const url = Deno.env.get("PG_URL");
+  if (!url) return undefined;
+  const pid = Number(Deno.env.get("PG_PID") ?? -1);
+  return {
+    kind: "pg",
+    label: "PostgreSQL",
+    url,
+    cpuSeconds: () => pgCpuSeconds(pid),
+    schema: () => `bench_${Date.now().toString(36)}_${++schemas}`,
+  };
+}
+
+/** CPU seconds of a PostgreSQL server: its postmaster and every process it started (backends, walwriter, ...), live or exited. */
+export function pgCpuSeconds(postmaster: number): number {
+  let total = 0;
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const ppid = Number(f[1]);
+      const pid = Number(e.name);
+      if (pid === postmaster) total += (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100; // its own, and its exited children's
+      else if (ppid === postmaster) total += (Number(f[11]) + Number(f[12])) / 100;
+    } catch { /* gone */ }
+  }
+  return total;
+}

@@ -33,6 +33,8 @@
 //    (pos: the end of the batch in flight, at or after the committed
 //    watermark; declined below 2 batches a piece); commits carry
 //    estimate { left, total, unit: "ids" };
+//  - cuts-pg: the same on PostgreSQL (a PostgresStore per worker, on the
+//    PostgreSQL `npm run bench` started: PG_URL), next to the NATS runs;
 //  - cuts-plain: the same without weights (what a user who cannot size
 //    the splits gets);
 //  - weights / plain: splitlease with / without weights, no hook;
@@ -79,12 +81,12 @@
 // ask, warnings, leadership changes).
 import { wsconnect } from "@nats-io/nats-core";
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy } from "@nats-io/jetstream";
-import { setupKinds, startNats } from "./_servers.ts";
+import { pgCpuSeconds, setupKinds, startNats } from "./_servers.ts";
 import { result } from "./_common.ts";
 import { bin, Child, cpuSeconds, fileStamp, nodeBundle, onInterrupt, redisDeleteKeys, sleep, wallNow } from "./_procs.ts";
 import { startRedis } from "../scripts/services.mjs";
 
-type System = "cuts" | "cuts-plain" | "weights" | "plain" | "jetstream" | "bullmq";
+type System = "cuts" | "cuts-pg" | "cuts-plain" | "weights" | "plain" | "jetstream" | "bullmq";
 type Input = "skewed" | "uniform";
 interface Config {
   name: string;
@@ -100,7 +102,10 @@ const HEAVY = num("BENCH_BACKFILL_HEAVY", 20);
 const MS = num("BENCH_BACKFILL_MS_PER_RECORD", 2);
 const BATCH = num("BENCH_BACKFILL_BATCH", 100);
 const LEASE = num("BENCH_BACKFILL_LEASE_MS", 5000);
-const SYSTEMS = (Deno.env.get("BENCH_BACKFILL_SYSTEMS") ?? "cuts,cuts-plain,weights,plain,jetstream,bullmq").split(",").filter(Boolean) as System[];
+const PG_URL = Deno.env.get("PG_URL");
+const PG_PID = Number(Deno.env.get("PG_PID") ?? -1);
+const SYSTEMS = (Deno.env.get("BENCH_BACKFILL_SYSTEMS") ?? `cuts,${PG_URL ? "cuts-pg," : ""}cuts-plain,weights,plain,jetstream,bullmq`).split(",")
+  .filter(Boolean) as System[];
 const killOnly = Deno.env.get("BENCH_BACKFILL_KILL") === "1" || Deno.args.includes("--kill");
 const CONFIGS: Config[] = (killOnly ? "kill,kill-follower" : Deno.env.get("BENCH_BACKFILL_CONFIGS") ?? "skewed,uniform,kill,kill-follower").split(",").filter(Boolean)
   .map((c) => {
@@ -115,6 +120,7 @@ const PROCS = 4, LANES = 2;
 const lanes = PROCS * LANES;
 const LABEL: Record<System, string> = {
   cuts: "splitlease, cuts",
+  "cuts-pg": "splitlease on PostgreSQL, cuts",
   "cuts-plain": "splitlease, cuts, no weights",
   weights: "splitlease, weights",
   plain: "splitlease, no weights",
@@ -306,8 +312,9 @@ async function runOnce(config: Config, system: System): Promise<Row> {
           ...base,
           system: system === "jetstream" ? "jetstream" : "splitlease",
           id: `w${k}`,
-          weights: system === "weights" || system === "cuts",
-          cuts: system === "cuts" || system === "cuts-plain",
+          weights: system === "weights" || system === "cuts" || system === "cuts-pg",
+          cuts: system === "cuts" || system === "cuts-plain" || system === "cuts-pg",
+          ...(system === "cuts-pg" ? { pgUrl: PG_URL } : {}),
           leaseMs: LEASE,
           ackWaitMs: LEASE,
         }),
@@ -337,7 +344,8 @@ async function runOnce(config: Config, system: System): Promise<Row> {
     await sleep(200); // every member seen by the leader before the plan is written
     const pids = ws.map((c) => c.msgs.find((m) => m.ev === "ready")!.pid as number);
     const cpu0 = pids.map(cpuSeconds);
-    const server0 = system === "bullmq" ? await redisCpuMs() : server.cpuSeconds() * 1000;
+    const serverCpu = () => system === "bullmq" ? redisCpuMs() : Promise.resolve((system === "cuts-pg" ? pgCpuSeconds(PG_PID) : server.cpuSeconds()) * 1000);
+    const server0 = await serverCpu();
     if (system === "jetstream") {
       const js = jetstream(nc);
       for (let i = 0; i < sizes.length; i++) await js.publish(`backfill.${name}.task`, String(i));
@@ -373,7 +381,7 @@ async function runOnce(config: Config, system: System): Promise<Row> {
     const bad = fin.find((m) => m.outcome !== "drained");
     if (bad) throw new Error(`a worker ended ${bad.outcome}`);
     const cpu1 = pids.map((p, k) => (k === killed ? killedCpu : cpuSeconds(p)));
-    const server1 = system === "bullmq" ? await redisCpuMs() : server.cpuSeconds() * 1000;
+    const server1 = await serverCpu();
     const workerCpuMs = cpu1.reduce((n, c, k) => n + (c - cpu0[k]) * 1000, 0);
     const serverCpuMs = server1 - server0;
 
@@ -395,7 +403,7 @@ async function runOnce(config: Config, system: System): Promise<Row> {
     const residualStarts = first.size - planned.length;
     const index = (id: string) => Number(id.slice(1));
     // The dealing order: heaviest first with weights (equal weights in plan order), plan order otherwise.
-    const weighted = system === "weights" || system === "cuts";
+    const weighted = system === "weights" || system === "cuts" || system === "cuts-pg";
     const rank = weighted ? (id: string) => -sizes[index(id)] + index(id) / (sizes.length + 1) : index;
     const inv = inversions(planned, rank);
     // Past the first start of every lane: what the dealing does, not how the first grants race each other.
@@ -429,11 +437,17 @@ async function runOnce(config: Config, system: System): Promise<Row> {
         `${cov.replayed} records replayed, ${cov.lost} lost; ` +
         (isSplitlease(system) ? `${asks.length} cut asks, ${performed} cuts, ${declined} declined (first ask +${asks.length ? (asks[0].at - t0).toFixed(0) : "-"} ms), ${residualStarts} residual splits run; ` : "") +
         `heaviest started at +${heavyAt.toFixed(0)} ms; ${inv} start-order inversions (${later} after the first ${lanes} starts); ${moves} moves of running splits; ` +
-        `CPU ${workerCpuMs.toFixed(0)} ms workers + ${serverCpuMs.toFixed(0)} ms ${system === "bullmq" ? "Redis" : "nats-server"} = ${cpuPerSplit.toFixed(1)} ms per split` +
+        `CPU ${workerCpuMs.toFixed(0)} ms workers + ${serverCpuMs.toFixed(0)} ms ${system === "bullmq" ? "Redis" : system === "cuts-pg" ? "PostgreSQL" : "nats-server"} = ${cpuPerSplit.toFixed(1)} ms per split` +
         (victimNote ? `; ${victimNote}${recovery}` : ""),
     );
     if (cov.lost) console.log(`  LOST: ${cov.lost} records never processed (first: id ${cov.firstLost})`);
-    result({ bench: "backfill", metric: `${tag}${label}: makespan / ideal`, value: `${(makespan / 1000).toFixed(2)} s`, ratio: makespan / w.ideal });
+    result({
+      bench: "backfill",
+      metric: `${tag}${label}: makespan / ideal`,
+      value: `${(makespan / 1000).toFixed(2)} s`,
+      ratio: makespan / w.ideal,
+      ...((system === "cuts" || system === "cuts-pg") && config.name === "skewed" ? { target: "≤ 1.15" } : {}),
+    });
     result({
       bench: "backfill",
       metric: `${tag}${label}: makespan / largest-first floor`,
@@ -508,7 +522,7 @@ try {
 // Cutting against each other system, per configuration: makespan ratios measured in this run.
 for (const config of CONFIGS) {
   const tag = config.name === "skewed" ? "" : `${config.name}: `;
-  for (const c of ["cuts", "cuts-plain"] as const) {
+  for (const c of ["cuts", "cuts-pg", "cuts-plain"] as const) {
     const cut = rows.find((r) => r.config === config.name && r.system === c);
     if (!cut || !(cut.makespan > 0)) continue;
     for (const r of rows.filter((r) => r.config === config.name && r.system !== c && r.makespan > 0)) {

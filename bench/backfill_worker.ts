@@ -36,6 +36,8 @@ interface Cfg {
   system: "splitlease" | "jetstream";
   id: string;
   natsUrl: string;
+  /** splitlease on PostgreSQL: the store's postgres:// URL (else NATS). */
+  pgUrl?: string;
   /** Job / stream name of this run. */
   name: string;
   lanes: number;
@@ -84,7 +86,9 @@ const logger: Logger = (level, msg, fields) => {
 
 try {
   if (cfg.system === "splitlease") {
-    const store = await NatsStore.connect({ servers: cfg.natsUrl, job: cfg.name, opTimeoutMs: 2000, ...(await natsTransport()) });
+    const store = cfg.pgUrl
+      ? await (await import("../adapters/postgres.ts")).PostgresStore.connect({ url: cfg.pgUrl, job: cfg.name, opTimeoutMs: 2000 })
+      : await NatsStore.connect({ servers: cfg.natsUrl, job: cfg.name, opTimeoutMs: 2000, ...(await natsTransport()) });
     /** Lane id → the end of the batch it has started (the position it has reached). */
     const reached = new Map<string, number>();
     const source: SplitSource<Range> = {

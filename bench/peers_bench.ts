@@ -36,7 +36,7 @@
 // BENCH_PEERS_SCENARIOS [throughput,handback,completion] (4 comes from throughput).
 import { wsconnect } from "@nats-io/nats-core";
 import { AckPolicy, jetstreamManager, RetentionPolicy } from "@nats-io/jetstream";
-import { setupKinds, startNats } from "./_servers.ts";
+import { pgCpuSeconds, setupKinds, startNats } from "./_servers.ts";
 import { type StoreCounts, sumCounts } from "./counting_store.ts";
 import { median, percentile, result } from "./_common.ts";
 import {
@@ -52,11 +52,15 @@ import {
   writeResults,
 } from "./_procs.ts";
 
-type System = "splitlease" | "jetstream" | "bullmq";
+type System = "splitlease" | "splitlease-pg" | "jetstream" | "bullmq";
+/** splitlease on NATS, or on the PostgreSQL `npm run bench` started (PG_URL). */
+const isSplitlease = (s: System) => s === "splitlease" || s === "splitlease-pg";
+const PG_URL = Deno.env.get("PG_URL");
+const PG_PID = Number(Deno.env.get("PG_PID") ?? -1);
 const num = (k: string, d: number) => Number(Deno.env.get(k) ?? d);
 const TASKS = num("BENCH_PEERS_TASKS", 10_000);
 const MIFS = Deno.env.get("BENCH_PEERS_MIF")?.split(",").map(Number) ?? [8, 32];
-const SYSTEMS = (Deno.env.get("BENCH_PEERS_SYSTEMS") ?? "splitlease,jetstream,bullmq").split(",") as System[];
+const SYSTEMS = (Deno.env.get("BENCH_PEERS_SYSTEMS") ?? `splitlease,${PG_URL ? "splitlease-pg," : ""}jetstream,bullmq`).split(",") as System[];
 const HANDBACK = num("BENCH_PEERS_HANDBACK", 50), HB_ROUNDS = num("BENCH_PEERS_HANDBACK_ROUNDS", 3);
 const C_TASKS = num("BENCH_PEERS_COMPLETION_TASKS", 1000), C_RUNS = num("BENCH_PEERS_COMPLETION_RUNS", 3);
 const LIMIT = num("BENCH_PEERS_LIMIT_S", 180) * 1000;
@@ -99,7 +103,17 @@ const NODE_ARGS = (Deno.env.get("BENCH_PEERS_NODE_ARGS") ?? "").split(" ").filte
 async function spawn(system: System, name: string, specs: { role: string; tasks: number; mif: number; plans?: boolean }[]) {
   const ws = specs.map((s, i) =>
     new Child(`${system}-${s.role}-${i}`, bin("node"), [...NODE_ARGS, entry], {
-      PEERS: JSON.stringify({ system, role: s.role, id: `${s.role}${i}`, natsUrl: url, name, tasks: s.tasks, maxInFlight: s.mif, plans: s.plans }),
+      PEERS: JSON.stringify({
+        system: isSplitlease(system) ? "splitlease" : system,
+        ...(system === "splitlease-pg" ? { pgUrl: PG_URL } : {}),
+        role: s.role,
+        id: `${s.role}${i}`,
+        natsUrl: url,
+        name,
+        tasks: s.tasks,
+        maxInFlight: s.mif,
+        plans: s.plans,
+      }),
     })
   );
   await Promise.all(ws.map((w) => w.next((m) => m.ev === "ready" || m.ev === "error", 60_000, "ready").then((m) => {
@@ -155,7 +169,7 @@ async function throughput(system: System, mif: number, included: boolean): Promi
     const v0 = await server.varz();
     const r0 = system === "bullmq" ? await ask(ws[0], "redis", "redis") : undefined;
     let prepMs = 0;
-    if (!included && system === "splitlease") {
+    if (!included && isSplitlease(system)) {
       extra.push(...await spawn(system, name, [{ role: "planner", tasks: TASKS, mif }]));
       await extra[0].send({ cmd: "go" });
       prepMs = (await extra[0].next((m) => m.ev === "planned", LIMIT, "planned")).ms;
@@ -163,18 +177,19 @@ async function throughput(system: System, mif: number, included: boolean): Promi
       prepMs = (await ask(ws[0], "publish", "published", LIMIT)).ms;
     }
     const cpu0 = cpuSum(await reports(ws));
-    const server0 = system === "bullmq" ? (await ask(ws[0], "redis", "redis")).cpuMs : natsCpuMs();
+    const serverMs = () => (system === "splitlease-pg" ? pgCpuSeconds(PG_PID) * 1000 : natsCpuMs());
+    const server0 = system === "bullmq" ? (await ask(ws[0], "redis", "redis")).cpuMs : serverMs();
     await Promise.all(ws.map((w) => w.send({ cmd: "go" })));
-    if (included && system !== "splitlease") await ws[0].send({ cmd: "publish" });
+    if (included && !isSplitlease(system)) await ws[0].send({ cmd: "publish" });
     await waitAll(ws, TASKS, `${system} throughput`);
-    const server1 = system === "bullmq" ? undefined : natsCpuMs();
+    const server1 = system === "bullmq" ? undefined : serverMs();
     // The workers' clock (CLOCK_MONOTONIC): the first "going" starts the run.
     const t0 = Math.min(...await Promise.all(ws.map(async (w) => (await w.next((m) => m.ev === "going", 5000, "going")).at)));
     const rs = await reports(ws);
     const end = Math.max(...rs.map((r) => r.lastCompletionAt));
     const v1 = await server.varz();
     const r1 = system === "bullmq" ? await ask(ws[0], "redis", "redis") : undefined;
-    const counts = system === "splitlease"
+    const counts = isSplitlease(system)
       ? sumCounts([...rs, ...(extra.length ? await reports(extra) : [])].map((r) => r.counts as StoreCounts))
       : undefined;
     return {
@@ -202,7 +217,7 @@ async function handback(system: System): Promise<number[]> {
     { role: "receiver", tasks: HANDBACK, mif: HANDBACK, plans: true },
   ]);
   try {
-    if (system !== "splitlease") await ask(a, "publish", "published", LIMIT);
+    if (!isSplitlease(system)) await ask(a, "publish", "published", LIMIT);
     await a.send({ cmd: "go" });
     const end = performance.now() + 60_000;
     while (a.msgs.filter((m) => m.ev === "started").length < HANDBACK) {
@@ -210,7 +225,7 @@ async function handback(system: System): Promise<number[]> {
       await sleep(10);
     }
     await b.send({ cmd: "go" });
-    if (system === "splitlease") await b.next((m) => m.ev === "joined", 30_000, "receiver joined");
+    if (isSplitlease(system)) await b.next((m) => m.ev === "joined", 30_000, "receiver joined");
     await sleep(200); // the receiver's pull / fetch loop is waiting at the server
     const from = b.msgs.length;
     const hb = await ask(a, "handback", "handback");
@@ -236,7 +251,7 @@ async function completion(system: System): Promise<number[]> {
   ]);
   const extra: Child[] = [];
   try {
-    if (system === "splitlease") {
+    if (isSplitlease(system)) {
       await ws[3].send({ cmd: "go" }); // the standby joins first and drains: it never claims
       await ws[3].next((m) => m.ev === "joined", 30_000, "standby joined");
       extra.push(...await spawn(system, name, [{ role: "planner", tasks: C_TASKS, mif: 1 }]));
@@ -248,7 +263,7 @@ async function completion(system: System): Promise<number[]> {
     await sleep(1500); // BullMQ workers re-emit `drained` only after drainDelay (5 s)
     const rs = await reports(ws);
     const last = Math.max(...rs.slice(0, 3).map((r) => r.lastCompletionAt));
-    if (system === "splitlease" && rs.some((r) => !r.completeSeenAt)) {
+    if (isSplitlease(system) && rs.some((r) => !r.completeSeenAt)) {
       // Outside the window (counted as not seen): wait up to 20 s more so the
       // log says when it did arrive, or that it never did.
       const late = await lateCompletion(ws);
@@ -305,7 +320,7 @@ for (const mif of SCEN.includes("throughput") ? MIFS : []) {
     rows(`${TASKS} tiny tasks, 4 workers, maxInFlight ${mif}, planning ${included ? "included" : "excluded"}, tasks/s`, by, "/s", "≥ 1 vs bullmq");
     const cpu = (f: (t: Throughput) => number) => Object.fromEntries(SYSTEMS.map((s) => [s, tp[key][s] ? f(tp[key][s]!) : NaN]));
     rows(`  CPU ms per task, worker processes (maxInFlight ${mif}, planning ${included ? "included" : "excluded"})`, cpu((t) => t.workerCpuMsPerTask), " ms", undefined, 3);
-    rows(`  CPU ms per task, nats-server or Redis (maxInFlight ${mif}, planning ${included ? "included" : "excluded"})`, cpu((t) => t.serverCpuMsPerTask), " ms", undefined, 3);
+    rows(`  CPU ms per task, nats-server, PostgreSQL or Redis (maxInFlight ${mif}, planning ${included ? "included" : "excluded"})`, cpu((t) => t.serverCpuMsPerTask), " ms", undefined, 3);
     if (!included) {
       const prep = Object.fromEntries(SYSTEMS.map((s) => [s, TASKS / ((tp[key][s]?.prepMs ?? NaN) / 1000)]));
       rows(`planning / publishing ${TASKS} tasks (maxInFlight ${mif}), tasks/s`, prep, "/s");
@@ -361,7 +376,17 @@ if (full) {
   const writesValue = `splitlease ${fmt(w, 2)} landed writes, jetstream 1 publish, bullmq ${fmt(full.bullmq?.redisCmdsPerTask, 1)} Redis commands`;
   console.log(`store writes per completed task: ${writesValue}`);
   result({ bench: "peers", metric: "store writes per completed split (planning included) ÷ 3 (target)", value: writesValue, ratio: (w ?? NaN) / 3, target: "≤ 1" });
-  const nats = SYSTEMS.filter((s) => s !== "bullmq");
+  const wpg = full["splitlease-pg"]?.writesPerTask;
+  if (wpg !== undefined) {
+    result({
+      bench: "peers",
+      metric: "store writes per completed split (planning included), PostgreSQL ÷ NATS",
+      value: `${fmt(wpg, 2)} vs ${fmt(w, 2)} landed writes`,
+      ratio: wpg / (w ?? NaN),
+      target: "≈ 1 (the same protocol)",
+    });
+  }
+  const nats = SYSTEMS.filter((s) => s !== "bullmq" && s !== "splitlease-pg");
   rows("server messages out per completed task (nats /varz)", Object.fromEntries(nats.map((s) => [s, full[s]?.outMsgsPerTask])), "", undefined, 2);
   rows("server messages in per completed task (nats /varz)", Object.fromEntries(nats.map((s) => [s, full[s]?.inMsgsPerTask])), "", undefined, 2);
 }

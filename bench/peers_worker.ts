@@ -30,6 +30,8 @@ interface Cfg {
   role: "consumer" | "standby" | "planner" | "holder" | "receiver";
   id: string;
   natsUrl: string;
+  /** splitlease on PostgreSQL: the store's postgres:// URL (else NATS). */
+  pgUrl?: string;
   /** Job / stream / queue name of this run. */
   name: string;
   tasks: number;
@@ -63,7 +65,7 @@ function progress(): void {
 const progressTimer = setInterval(() => completed !== lastProgress && progress(), 100);
 
 // --- splitlease ----------------------------------------------------------------
-let store: CountingStore | undefined, raw: NatsStore | undefined, worker: Worker | undefined, coord: SplitCoordinator | undefined;
+let store: CountingStore | undefined, raw: Store | undefined, worker: Worker | undefined, coord: SplitCoordinator | undefined;
 const source: SplitSource<number> = {
   fingerprint: () => cfg.name,
   plan: () =>
@@ -359,7 +361,9 @@ serveCommands(handlers, emit, () => process.exit(0));
 
 try {
   if (cfg.system === "splitlease") {
-    raw = await NatsStore.connect({ servers: cfg.natsUrl, job: cfg.name, opTimeoutMs: 5000 });
+    raw = cfg.pgUrl
+      ? await (await import("../adapters/postgres.ts")).PostgresStore.connect({ url: cfg.pgUrl, job: cfg.name, opTimeoutMs: 5000 })
+      : await NatsStore.connect({ servers: cfg.natsUrl, job: cfg.name, opTimeoutMs: 5000 });
     // BENCH_PEERS_TRACE=dir: every store operation and watch delivery, one line each, in dir/<id>.trace.
     const traceDir = process.env.BENCH_PEERS_TRACE;
     const traced: Store = traceDir

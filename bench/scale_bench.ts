@@ -1,7 +1,9 @@
 // Scale benchmark (issue 9, "How it is measured"): coordinators spread over
 // several OS processes (bench/scale_host.ts), each with its own NatsStore
 // connection behind a counting Store wrapper, against a fresh nats-server
-// (WebSocket) per cell. Prints one ::result row per cell and writes every
+// (WebSocket) per cell; each grid cell again on PostgreSQL (a PostgresStore
+// per coordinator, a schema of its own per cell) when `npm run bench`
+// started one (PG_URL; BENCH_PG=0 leaves it out). Prints one ::result row per cell and writes every
 // cell's figures to bench/results/scale-<timestamp>.json.
 //
 //   npm run bench -- scale                   (the full grid: takes an hour or more)
@@ -29,7 +31,7 @@
 // new epoch with an owner); each row says which ("claims via stats|wrapper").
 import { wsTransport } from "./_transport.ts";
 import { NatsServer } from "../tests/helpers/nats_server.ts";
-import { type NatsSetup, setupKinds, startNats } from "./_servers.ts";
+import { type NatsSetup, pgSetup, setupKinds, startNats } from "./_servers.ts";
 import { NatsStore } from "../nats.ts";
 import { diffCounts, type StoreCounts, sumCounts } from "./counting_store.ts";
 import { result } from "./_common.ts";
@@ -40,6 +42,7 @@ import {
   fileStamp,
   type Msg,
   rawCasRate,
+  rawPgCasRate,
   rssBytes,
   sampleServer,
   serverPid,
@@ -74,20 +77,62 @@ async function record(row: Record<string, unknown>): Promise<void> {
 const coords = (reports: Msg[]) => reports.flatMap((r) => r.coordinators as Record<string, any>[]);
 const total = (reports: Msg[]): StoreCounts => sumCounts(reports.map((r) => r.total as StoreCounts));
 
-async function gridCell(w: number, s: number, kind: string): Promise<void> {
-  await using server: NatsSetup = await startNats(kind);
-  const load0 = loadavg();
-  const raw = await rawCasRate(server.urls, 2000, 100, server.replicas);
-  if (server.replicas > 1) {
-    // A replicated bucket is made once, before the fleet: many connections creating it at once can time out.
-    await (await NatsStore.connect({ servers: server.urls, job: `grid-${w}-${s}`, replicas: server.replicas })).close();
+/** Where a grid cell's fleet coordinates: a NATS setup, or the PostgreSQL of the run (its own schema per cell). */
+interface CellServer extends AsyncDisposable {
+  label: string;
+  /** Raw CAS updates/s of this store, measured before the fleet. */
+  raw(): Promise<number>;
+  /** Server messages so far (NATS only). */
+  varz(): Promise<{ out_msgs: number } | undefined>;
+  cpuSeconds(): number;
+  sample(): { stop(): Promise<{ cpuMax: number; rssMax: number }> };
+  fleet(job: string, w: number, s: number): ReturnType<typeof startFleet>;
+}
+
+async function cellServer(kind: string): Promise<CellServer> {
+  const tunables = { leaseMs: LEASE, maxInFlight: MIF, opTimeoutMs: OPT };
+  if (kind === "pg") {
+    const pg = pgSetup();
+    if (!pg) throw new Error("the pg setup needs PG_URL (npm run bench starts PostgreSQL)");
+    const schema = pg.schema();
+    return {
+      label: pg.label,
+      raw: () => rawPgCasRate(pg.url, 2000, 100, schema),
+      varz: () => Promise.resolve(undefined),
+      cpuSeconds: () => pg.cpuSeconds(),
+      sample: () => ({ stop: () => Promise.resolve({ cpuMax: NaN, rssMax: NaN }) }),
+      fleet: (job, w, s) => startFleet({ runtime: RUNTIME, procs: PROCS, url: pg.url, job, w, s, role: "tiny", tunables, pg: { schema } }),
+      [Symbol.asyncDispose]: () => Promise.resolve(),
+    };
   }
+  const server: NatsSetup = await startNats(kind);
+  return {
+    label: server.label,
+    raw: () => rawCasRate(server.urls, 2000, 100, server.replicas),
+    varz: () => server.varz(),
+    cpuSeconds: () => server.cpuSeconds(),
+    sample: () => sampleServer(server.monitorUrl),
+    async fleet(job, w, s) {
+      if (server.replicas > 1) {
+        // A replicated bucket is made once, before the fleet: many connections creating it at once can time out.
+        await (await NatsStore.connect({ servers: server.urls, job, replicas: server.replicas })).close();
+      }
+      return await fleet(server.url, job, w, s, "tiny", tunables, server.replicas);
+    },
+    [Symbol.asyncDispose]: () => server[Symbol.asyncDispose](),
+  };
+}
+
+async function gridCell(w: number, s: number, kind: string): Promise<void> {
+  await using server = await cellServer(kind);
+  const load0 = loadavg();
+  const raw = await server.raw();
   const idealMs = (NEEDED * s) / raw * 1000;
   const limitMs = num("BENCH_CELL_LIMIT_S", 0) * 1000 || Math.max(120_000, 20 * idealMs);
-  const f = await fleet(server.url, `grid-${w}-${s}`, w, s, "tiny", { leaseMs: LEASE, maxInFlight: MIF, opTimeoutMs: OPT }, server.replicas);
+  const f = await server.fleet(`grid-${w}-${s}`, w, s);
   try {
     const v0 = await server.varz(), cpu0 = server.cpuSeconds();
-    const sampler = sampleServer(server.monitorUrl);
+    const sampler = server.sample();
     const t0 = await f.go();
     const why = await until(() => f.count("done") + f.count("failed") >= w, limitMs, f.rss);
     const elapsed = Date.now() - t0;
@@ -121,7 +166,7 @@ async function gridCell(w: number, s: number, kind: string): Promise<void> {
     const perCoordMiB = reports.length
       ? +(reports.reduce((n, r) => n + (r.rss - r.baseRss) / r.coordinators.length, 0) / reports.length / 2 ** 20).toFixed(2)
       : NaN;
-    const outPerWrite = (v1.out_msgs - v0.out_msgs) / t.writesLanded;
+    const outPerWrite = v0 && v1 ? (v1.out_msgs - v0.out_msgs) / t.writesLanded : NaN;
     const row = {
       scenario: "grid",
       server: server.label,
@@ -150,8 +195,8 @@ async function gridCell(w: number, s: number, kind: string): Promise<void> {
       claimAttempts: attempts,
       claimSource,
       attemptsPerCompleted: +(attempts / Math.max(1, completed)).toFixed(3),
-      serverOutMsgs: v1.out_msgs - v0.out_msgs,
-      outMsgsPerWrite: +outPerWrite.toFixed(2),
+      serverOutMsgs: v0 && v1 ? v1.out_msgs - v0.out_msgs : null,
+      outMsgsPerWrite: Number.isNaN(outPerWrite) ? null : +outPerWrite.toFixed(2),
       serverCpuPctAvg: +((cpu1 - cpu0) / (elapsed / 1000) * 100).toFixed(1),
       serverVarzCpuMax: srv.cpuMax,
       serverRssMaxMiB: MiB(srv.rssMax),
@@ -170,7 +215,9 @@ async function gridCell(w: number, s: number, kind: string): Promise<void> {
       metric: `W=${w} S=${s} on ${server.label}: time ÷ (${NEEDED} writes/split at raw CAS rate)`,
       value: finished
         ? `${(timeMs / 1000).toFixed(1)} s, ${row.splitsPerSec}/s, ${row.writesPerSplit} writes/split, ` +
-          `${row.attemptsPerCompleted} claims/split (${claimSource}), ${row.outMsgsPerWrite} msgs out/write, lost ${row.lost}` +
+          `${row.attemptsPerCompleted} claims/split (${claimSource}), ` +
+          (row.outMsgsPerWrite === null ? "" : `${row.outMsgsPerWrite} msgs out/write, `) +
+          `raw CAS ${row.rawCasPerSec}/s, server CPU ${row.serverCpuPctAvg} %, lost ${row.lost}` +
           (failed.length ? `, ${failed.length} failed` : "")
         : `did not finish (${why}) in ${(elapsed / 1000).toFixed(0)} s: ${completed}/${s} completed`,
       ratio: finished ? row.timeOverIdeal : undefined,
@@ -382,7 +429,8 @@ console.log(`scale bench: runtime ${RUNTIME} (WebSocket: ${RUNTIME === "deno" ? 
 if (SCENARIOS.includes("grid")) {
   for (const s of list("BENCH_S", [1000, 10_000, 100_000])) {
     for (const w of list("BENCH_W", [4, 16, 50, 100])) {
-      for (const kind of setupKinds()) await cell(`grid W=${w} S=${s} on ${kind}`, () => gridCell(w, s, kind));
+      // PostgreSQL next to NATS in the same run (when `npm run bench` started it).
+      for (const kind of [...setupKinds(), ...(pgSetup() ? ["pg"] : [])]) await cell(`grid W=${w} S=${s} on ${kind}`, () => gridCell(w, s, kind));
     }
   }
 }

@@ -1,6 +1,6 @@
 // Child process of bench/scale_bench.ts: hosts several coordinators, each on
-// its own NatsStore connection (mode "nats") or all on one MemoryStore (mode
-// "memory"), every one behind a CountingStore. Runtime-neutral: runs on Deno
+// its own NatsStore connection (mode "nats") or PostgresStore (mode "pg"), or
+// all on one MemoryStore (mode "memory"), every one behind a CountingStore. Runtime-neutral: runs on Deno
 // as is, on Node 24 from an esbuild bundle.
 //
 // Config: env SCALE_HOST (JSON, see HostConfig). Protocol: JSON lines.
@@ -15,8 +15,10 @@ import { NatsStore } from "../nats.ts";
 import { claimAttempts, CountingStore, sumCounts } from "./counting_store.ts";
 
 interface HostConfig {
-  mode: "nats" | "memory";
+  mode: "nats" | "memory" | "pg";
   url?: string;
+  /** mode "pg": the schema of the cell's tables. */
+  schema?: string;
   job: string;
   instances: string[];
   splits: number;
@@ -132,6 +134,14 @@ async function join(s: Slot): Promise<void> {
   try {
     s.raw = cfg.mode === "memory"
       ? memory!
+      : cfg.mode === "pg"
+      ? await (await import("../adapters/postgres.ts")).PostgresStore.connect({
+        url: cfg.url!,
+        job: cfg.job,
+        opTimeoutMs: cfg.tunables.opTimeoutMs,
+        ...(cfg.schema ? { schema: cfg.schema } : {}),
+        poolSize: 2,
+      })
       : await NatsStore.connect({
         servers: cfg.url!.split(","),
         job: cfg.job,

@@ -1,5 +1,7 @@
 /**
- * CAS updates/s through NatsStore vs raw @nats-io/kv, same server, same run.
+ * CAS updates/s through NatsStore vs raw @nats-io/kv, same server, same run;
+ * and through PostgresStore on the PostgreSQL `npm run bench` started
+ * (PG_URL), next to them (its ratio is to NatsStore's rate).
  * Run: node_modules/.bin/deno run -A bench/store_bench.ts
  * (starts its own nats-server with the test launcher).
  */
@@ -108,3 +110,35 @@ for (const [name, { raw, store }] of Object.entries(results)) {
 }
 await store.close();
 await nc.close();
+
+// PostgresStore next to NatsStore: the same CAS loops, the same run.
+const pgUrl = Deno.env.get("PG_URL");
+if (pgUrl) {
+  const { PostgresStore } = await import("../adapters/postgres.ts");
+  const pg = await PostgresStore.connect({ url: pgUrl, job: `bench${Date.now()}`, schema: `bench_store_${Date.now().toString(36)}` });
+  const pgCas: Cas = {
+    async create(k, v) {
+      const r = await pg.create(k, v);
+      if (!r.ok) throw new Error("conflict");
+      return r.revision;
+    },
+    async update(k, v, rev) {
+      const r = await pg.update(k, v, rev);
+      if (!r.ok) throw new Error("conflict");
+      return r.revision;
+    },
+  };
+  await serial(pgCas, "warm.pg");
+  const pgResults: Record<string, number[]> = { "serial CAS, one key": [], "100 keys, 100 in flight": [] };
+  for (let r = 0; r < ROUNDS; r++) {
+    pgResults["serial CAS, one key"].push(await serial(pgCas, `s${r}.pg`));
+    pgResults["100 keys, 100 in flight"].push(await parallel(pgCas, `p${r}.pg`));
+  }
+  for (const [name, rates] of Object.entries(pgResults)) {
+    const p = median(rates);
+    const n = median(results[name].store);
+    console.log(`${name.padEnd(26)} PostgresStore ${p.toFixed(0).padStart(6)}/s   NatsStore ${n.toFixed(0).padStart(6)}/s`);
+    console.log(`::result ${JSON.stringify({ metric: `PostgresStore ÷ NatsStore, ${name}`, value: `${p.toFixed(0)} vs ${n.toFixed(0)}/s`, ratio: p / n })}`);
+  }
+  await pg.close();
+}

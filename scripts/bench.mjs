@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { compatServer, resolveNatsServer } from "./nats_server_bin.mjs";
-import { startRedis } from "./services.mjs";
+import { startPostgres, startRedis } from "./services.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const deno = join(root, "node_modules", ".bin", "deno");
@@ -92,13 +92,29 @@ if (benches.some((f) => f.startsWith("peers"))) {
   }
   console.log(`Redis started for the peers bench at ${redis.url}`);
 }
+// PostgreSQL for the benches that measure the PostgreSQL store next to NATS
+// (BENCH_PG=0 leaves it out): room for fleets of 100 stores, and the same
+// settings as the test command's (fsync and synchronous_commit off: like a
+// single nats-server node, which does not flush each write either).
+let pg;
+const stopPg = () => pg?.killSync?.();
+process.on("exit", stopPg);
+if (process.env.BENCH_PG !== "0" && benches.some((f) => /^(scale|peers|backfill|store)_/.test(f))) {
+  pg = await startPostgres({ maxConnections: 600 });
+  if (pg.error) {
+    console.log(`PostgreSQL: ${pg.error} (BENCH_PG=0 runs the benches without it)`);
+    process.exit(1);
+  }
+  console.log(`PostgreSQL started for the benches at ${pg.url}`);
+}
+const pgEnv = pg?.url ? { PG_URL: pg.url, PG_PID: String(pg.pid) } : {};
 for (const file of benches) {
   // The peers bench runs on one server: once per single-node setup asked for.
   const runs = file.startsWith("peers") ? setups.filter((k) => !k.endsWith("r3")).map((k) => ({ BENCH_NATS: k })) : [{}];
   for (const extra of runs) {
     console.log(`\n=== ${file}${extra.BENCH_NATS ? ` on ${extra.BENCH_NATS}` : ""} ===`);
     const t0 = Date.now();
-    const { code, rows } = await run(file, { ...extra, ...(redis?.port ? { REDIS_PORT: String(redis.port) } : {}) });
+    const { code, rows } = await run(file, { ...extra, ...pgEnv, ...(redis?.port ? { REDIS_PORT: String(redis.port) } : {}) });
     console.log(`(${((Date.now() - t0) / 1000).toFixed(1)} s${code ? `, exit ${code}` : ""})`);
     if (code) failed.push(file);
     const tag = extra.BENCH_NATS ? ` [${extra.BENCH_NATS}]` : "";
@@ -107,6 +123,8 @@ for (const file of benches) {
 }
 if (redis?.stop) await redis.stop();
 redis = undefined;
+if (pg?.stop) await pg.stop();
+pg = undefined;
 
 const cols = [
   ["bench", (r) => r.bench],

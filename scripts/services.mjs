@@ -54,10 +54,13 @@ function pgBinDir() {
 }
 
 /**
- * Starts a throwaway PostgreSQL (trust auth, fsync off) with a database `test`.
- * Resolves `{ url, stop }`, or `{ error }` saying what is missing.
+ * Starts a throwaway PostgreSQL (trust auth, fsync off, asynchronous commits
+ * unless `synchronousCommit` says otherwise) with a database `test`.
+ * Resolves `{ url, port, pid, stop, killSync }`, or `{ error }` saying what
+ * is missing. `maxConnections` defaults to 200 (the benches' fleets of 100
+ * stores need more).
  */
-export async function startPostgres({ log = console.log } = {}) {
+export async function startPostgres({ log = console.log, maxConnections = 200, synchronousCommit = "off" } = {}) {
   let bin = pgBinDir();
   if (!bin && aptInstall("postgresql", log)) bin = pgBinDir();
   if (!bin) return { error: "PostgreSQL is missing (apt-get install -y postgresql)" };
@@ -74,7 +77,7 @@ export async function startPostgres({ log = console.log } = {}) {
   const port = await freePort();
   const [cmd, args] = asUser(user, join(bin, "postgres"), [
     "-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
-    "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200",
+    "-c", "fsync=off", "-c", `synchronous_commit=${synchronousCommit}`, "-c", "full_page_writes=off", "-c", `max_connections=${maxConnections}`,
   ]);
   const proc = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"], detached: false });
   let logTail = "";
@@ -92,7 +95,7 @@ export async function startPostgres({ log = console.log } = {}) {
   const psql = join(bin, "psql");
   for (let i = 0; i < 200; i++) {
     const r = spawnSync(psql, ["-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-d", "postgres", "-tAc", "create database test"], { encoding: "utf8" });
-    if (r.status === 0) return { url: `postgres://postgres@127.0.0.1:${port}/test`, port, stop, killSync: () => killSync(proc, dir) };
+    if (r.status === 0) return { url: `postgres://postgres@127.0.0.1:${port}/test`, port, pid: proc.pid, stop, killSync: () => killSync(proc, dir) };
     if (exited) break;
     await sleep(100);
   }
