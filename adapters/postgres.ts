@@ -54,7 +54,9 @@ export type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WatchEvent, Wri
  */
 // Named through the module's type, not a type import: `deno doc --lint` counts an imported
 // type of the driver as a private type of this package.
-export type PgTransaction = import("postgres").TransactionSql<Record<string, never>>;
+export type PgTransaction = Parameters<
+  Parameters<ReturnType<(typeof import("postgres"))["default"]>["begin"]>[1]
+>[0];
 
 /**
  * Options of {@linkcode PostgresStore.connect}: where the database is, and

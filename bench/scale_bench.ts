@@ -38,14 +38,12 @@ import { result } from "./_common.ts";
 import { fleet as startFleet, spawnHost as spawnOn, until as waitUntil } from "./_fleet.ts";
 import {
   type Child,
-  cpuSeconds,
   fileStamp,
   type Msg,
   rawCasRate,
   rawPgCasRate,
   rssBytes,
   sampleServer,
-  serverPid,
   sleep,
   varz,
   writeResults,

@@ -10,6 +10,7 @@ import { wsconnect } from "@nats-io/nats-core";
 import { jetstream } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import { NatsStore } from "../nats.ts";
+import type { Store } from "../store.ts";
 import { NatsServer } from "../tests/helpers/nats_server.ts";
 
 const VALUE = "x".repeat(100);
@@ -28,7 +29,7 @@ function rawCas(kv: KV): Cas {
   };
 }
 
-function storeCas(s: NatsStore): Cas {
+function storeCas(s: Store): Cas {
   return {
     async create(k, v) {
       const r = await s.create(k, v);
@@ -116,18 +117,7 @@ const pgUrl = Deno.env.get("PG_URL");
 if (pgUrl) {
   const { PostgresStore } = await import("../adapters/postgres.ts");
   const pg = await PostgresStore.connect({ url: pgUrl, job: `bench${Date.now()}`, schema: `bench_store_${Date.now().toString(36)}` });
-  const pgCas: Cas = {
-    async create(k, v) {
-      const r = await pg.create(k, v);
-      if (!r.ok) throw new Error("conflict");
-      return r.revision;
-    },
-    async update(k, v, rev) {
-      const r = await pg.update(k, v, rev);
-      if (!r.ok) throw new Error("conflict");
-      return r.revision;
-    },
-  };
+  const pgCas = storeCas(pg);
   await serial(pgCas, "warm.pg");
   const pgResults: Record<string, number[]> = { "serial CAS, one key": [], "100 keys, 100 in flight": [] };
   for (let r = 0; r < ROUNDS; r++) {

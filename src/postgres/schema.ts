@@ -71,6 +71,22 @@ create table if not exists ${s}.log (
   at timestamptz not null default now(),
   primary key (job, revision)
 );
+-- Lands a write whose key row the caller has locked: takes the job's next
+-- revision (locking its counter row until the commit: revisions in commit
+-- order), writes the live row (a null value: a delete marker) and the
+-- change, and wakes the watches of the given channels.
+create or replace function ${s}.land(p_job integer, p_key text, p_value text, p_channels text)
+returns bigint language plpgsql as $fn$
+declare
+  n bigint;
+begin
+  update ${s}.jobs set rev = rev + 1 where id = p_job returning rev into n;
+  if n is null then raise exception 'splitlease: job % does not exist', p_job using errcode = 'SL404'; end if;
+  update ${s}.kv set value = p_value, revision = n where job = p_job and key = p_key;
+  insert into ${s}.log (job, revision, key, value) values (p_job, n, p_key, p_value);
+  perform pg_notify(c, '') from unnest(string_to_array(p_channels, ',')) c;
+  return n;
+end $fn$;
 -- Writes p_value at p_key: with p_expected null only if the key is absent
 -- or deleted (create), else only if its revision is p_expected (a
 -- compare-and-swap; a delete marker's revision counts). Returns the new
@@ -80,7 +96,6 @@ returns bigint language plpgsql as $fn$
 declare
   cur bigint;
   dead boolean;
-  n bigint;
 begin
   if p_expected is null then
     insert into ${s}.kv (job, key, value, revision) values (p_job, p_key, p_value, 0) on conflict do nothing;
@@ -98,12 +113,7 @@ begin
       return null;
     end if;
   end if;
-  update ${s}.jobs set rev = rev + 1 where id = p_job returning rev into n;
-  if n is null then raise exception 'splitlease: job % does not exist', p_job using errcode = 'SL404'; end if;
-  update ${s}.kv set value = p_value, revision = n where job = p_job and key = p_key;
-  insert into ${s}.log (job, revision, key, value) values (p_job, n, p_key, p_value);
-  perform pg_notify(c, '') from unnest(string_to_array(p_channels, ',')) c;
-  return n;
+  return ${s}.land(p_job, p_key, p_value, p_channels);
 end $fn$;
 -- Deletes p_key (only at revision p_expected when given): returns the
 -- revision of the delete marker, 0 when the key was absent already, -1 on
@@ -113,17 +123,11 @@ returns bigint language plpgsql as $fn$
 declare
   cur bigint;
   dead boolean;
-  n bigint;
 begin
   select k.revision, k.value is null into cur, dead from ${s}.kv k where k.job = p_job and k.key = p_key for update;
   if not found or dead then return 0; end if;
   if p_expected is not null and cur <> p_expected then return -1; end if;
-  update ${s}.jobs set rev = rev + 1 where id = p_job returning rev into n;
-  if n is null then raise exception 'splitlease: job % does not exist', p_job using errcode = 'SL404'; end if;
-  update ${s}.kv set value = null, revision = n where job = p_job and key = p_key;
-  insert into ${s}.log (job, revision, key, value) values (p_job, n, p_key, null);
-  perform pg_notify(c, '') from unnest(string_to_array(p_channels, ',')) c;
-  return n;
+  return ${s}.land(p_job, p_key, null, p_channels);
 end $fn$;
 insert into ${s}.meta (version) values (${PG_SCHEMA_VERSION}) on conflict (id) do nothing;
 `;
@@ -151,5 +155,6 @@ grant select, insert, update on ${s}.kv to ${role};
 grant select, insert, delete on ${s}.log to ${role};
 grant execute on function ${s}.put(integer, text, text, bigint, text, boolean) to ${role};
 grant execute on function ${s}.del(integer, text, bigint, text) to ${role};
+grant execute on function ${s}.land(integer, text, text, text) to ${role};
 `;
 }

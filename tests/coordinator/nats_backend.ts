@@ -17,17 +17,17 @@ export const NATS_TIMINGS: Timings = {
 
 let seq = 0;
 
-export function natsBackend(server: NatsServer): Backend {
-  const connect = (job: string) => NatsStore.connect({ servers: [server.wsUrl], job, opTimeoutMs: NATS_TIMINGS.opTimeoutMs });
+/** A real-time backend: a fresh job per fleet, on stores `connect(job)` opens (another process's connection each). */
+export function realBackend(name: string, connect: (job: string) => Promise<Store>, timings: Timings = NATS_TIMINGS): Backend {
   return {
-    name: "nats",
+    name,
     realtime: true,
     async fleet(wrap?: (s: Store) => Store) {
       const job = `t${Date.now().toString(36)}${seq++}`;
       const store = await connect(job);
       const f = new Fleet(wrap ? wrap(store) : store, new RealDriver());
       f.job = job;
-      f.timings = NATS_TIMINGS;
+      f.timings = timings;
       (f as Fleet & { raw: Store }).raw = store;
       if (wrap) f.onDispose.push(() => store.close());
       return f;
@@ -38,4 +38,8 @@ export function natsBackend(server: NatsServer): Backend {
       return s;
     },
   };
+}
+
+export function natsBackend(server: NatsServer): Backend {
+  return realBackend("nats", (job) => NatsStore.connect({ servers: [server.wsUrl], job, opTimeoutMs: NATS_TIMINGS.opTimeoutMs }));
 }

@@ -11,7 +11,6 @@
  * Every test creates its own schema and drops it, even on failure.
  */
 import assert from "node:assert/strict";
-import postgres from "postgres";
 import { NatsStore } from "../../nats.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
 import { SplitCoordinator, runWorker } from "../../mod.ts";
@@ -33,6 +32,7 @@ import {
   type Sql,
 } from "../../examples/pg_range/source.ts";
 import { finished, type Proc, reap, spawnWorker, tail, waitFor, withTimeout } from "./fleet.ts";
+import { createTables, scratch, sinkAgainstSource, rangeWorkerEnv } from "../helpers/pg_sink.ts";
 
 const PG_URL: string = Deno.env.get("PG_URL") ?? "";
 /** Tests that talk to PostgreSQL are skipped without one. */
@@ -47,48 +47,6 @@ function contiguous(ranges: IdRange[], min: number, max: number): void {
     assert.ok(ranges[i].lo < ranges[i].hi, `range ${i} is not empty`);
     if (i > 0) assert.equal(ranges[i].lo, ranges[i - 1].hi, `range ${i} starts where ${i - 1} ended`);
   }
-}
-
-/** A scratch schema, dropped on dispose. */
-async function scratch(): Promise<{ sql: Sql; schema: string } & AsyncDisposable> {
-  const sql = postgres(PG_URL, { max: 4, onnotice: () => {} });
-  const schema = `sl_pg_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
-  await sql.unsafe(`create schema ${schema}`);
-  return {
-    sql,
-    schema,
-    async [Symbol.asyncDispose]() {
-      try {
-        await sql.unsafe(`drop schema if exists ${schema} cascade`);
-      } finally {
-        await sql.end({ timeout: 5 });
-      }
-    },
-  };
-}
-
-/**
- * Creates `src` (id, payload) and `sink` (the same, with a count of copies
- * written; with `fenced`, the split and epoch columns a fenced sink checks).
- */
-async function createTables(sql: Sql, schema: string, fenced = false): Promise<void> {
-  await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
-  await sql.unsafe(
-    `create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1` +
-      (fenced ? `, split_id text not null, epoch bigint not null)` : `)`),
-  );
-}
-
-/** The row count and checksum of `src` and of `sink`, and the sink's rows written more than once. */
-async function sinkAgainstSource(sql: Sql, schema: string): Promise<{ src: { n: number; sum: string }; dst: { n: number; sum: string; dups: number } }> {
-  const [src] = await sql.unsafe<{ n: number; sum: string }[]>(
-    `select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum from ${schema}.src`,
-  );
-  const [dst] = await sql.unsafe<{ n: number; sum: string; dups: number }[]>(
-    `select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum,
-            (sum(copies) - count(*))::int as dups from ${schema}.sink`,
-  );
-  return { src, dst };
 }
 
 function cfg(schema: string, extra: Record<string, unknown> = {}) {
@@ -240,26 +198,12 @@ Deno.test({
        union all select 10000000 + g * 997, md5(g::text) from generate_series(1, ${ROWS / 2}) g`,
     );
     const job = `pg-${schema}`;
-    const env = {
-      JOB: job,
-      NATS_URL: server.wsUrl,
-      LEASE_MS: "1200",
-      OP_TIMEOUT_MS: "500",
-      DRAIN_DEADLINE_MS: "2000",
-      SHUTDOWN_MARGIN_MS: "2000",
-      MAX_IN_FLIGHT: "3",
-      PG_RANGE_CONFIG: JSON.stringify({
-        url: PG_URL,
-        table: `${schema}.src`,
-        columns: ["payload"],
-        sinkTable: `${schema}.sink`,
-        copiesColumn: "copies",
-        batchSize: 250,
-        batchPauseMs: 60,
-        targetSplits: 12,
-        poolSize: 3,
-      }),
-    };
+    const env = rangeWorkerEnv(schema, job, { NATS_URL: server.wsUrl }, { leaseMs: 1200, opTimeoutMs: 500, maxInFlight: 3 }, {
+      batchSize: 250,
+      batchPauseMs: 60,
+      targetSplits: 12,
+      poolSize: 3,
+    });
     const script = "examples/pg_range/main.ts";
     const procs: Proc[] = [
       spawnWorker("deno", "w-deno", script, env),
@@ -466,7 +410,7 @@ Deno.test({
   fn: async () => {
     await using db = await scratch();
     const { sql, schema } = db;
-    await createTables(sql, schema, true);
+    await createTables(sql, schema, { fenced: true });
     await sql.unsafe(`insert into ${schema}.src select g, 'p' || g from generate_series(1, 10) g`);
     assert.throws(() => cfg(schema, { splitColumn: "split_id" }), /splitColumn and epochColumn go together/);
     assert.throws(() => cfg(schema, { splitColumn: "payload", epochColumn: "epoch" }), /splitColumn: must not be a copied/);
@@ -651,7 +595,7 @@ Deno.test({
     await using server = await NatsServer.start();
     const { sql, schema } = db;
     const ROWS = 4000, BATCH = 200;
-    await createTables(sql, schema, true);
+    await createTables(sql, schema, { fenced: true });
     await sql.unsafe(`insert into ${schema}.src select g, md5(g::text) from generate_series(1, ${ROWS}) g`);
     // The zombie reaches its sink through a proxy that can hold a write on the wire.
     const pg = new URL(PG_URL);

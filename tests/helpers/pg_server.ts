@@ -73,7 +73,7 @@ export class PgServer implements AsyncDisposable {
           ...settings,
         }).map(([k, v]) => `${k} = ${v}`).join("\n") + "\n",
       );
-      await s.#spawn();
+      s.#spawn();
       await s.#ready();
       await s.psql("postgres", "create database test");
       return s;
@@ -89,7 +89,7 @@ export class PgServer implements AsyncDisposable {
     return this.#proc.pid;
   }
 
-  async #spawn(): Promise<void> {
+  #spawn(): void {
     const [cmd, args] = asUser(`${this.#bin}/postgres`, ["-D", `${this.#dir}/data`]);
     const proc = new Deno.Command(cmd, { args, stdout: "null", stderr: "piped" }).spawn();
     this.#proc = proc;
@@ -141,7 +141,7 @@ export class PgServer implements AsyncDisposable {
     try {
       await Deno.remove(`${this.#dir}/data/postmaster.pid`);
     } catch { /* gone */ }
-    await this.#spawn();
+    this.#spawn();
     await this.#ready();
   }
 

@@ -12,61 +12,19 @@
  * transaction only promises "no older epoch"; here nothing is replayed.
  */
 import assert from "node:assert/strict";
-import postgres from "postgres";
 import { PostgresStore } from "../../adapters/postgres.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
-import { eachLine, parseLogLine } from "../helpers/lines.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { noPg, PG_URL, sqlOnce } from "../helpers/pg.ts";
+import { createTables, scratch, sinkAgainstSource, rangeWorkerEnv } from "../helpers/pg_sink.ts";
+import { type Proc, reap, spawnWorker } from "../examples/fleet.ts";
 
-const root = new URL("../../", import.meta.url).pathname;
-const bin = (n: string) => `${root}node_modules/.bin/${n}`;
 const LEASE_MS = 3000;
 const TX_IDLE_MS = 1000;
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
-type Runtime = "deno" | "bun" | "node";
-
-interface Worker {
-  name: string;
-  rt: Runtime;
-  raw: string[];
-  lines: Record<string, unknown>[];
-  child: Deno.ChildProcess;
-  status: Promise<Deno.CommandStatus>;
-}
-
-function spawnWorker(name: string, rt: Runtime, env: Record<string, string>): Worker {
-  const script = "examples/pg_range/main.ts";
-  const [cmd, args] = rt === "deno"
-    ? [bin("deno"), ["run", "-A", script]]
-    : rt === "bun"
-    ? [bin("bun"), ["run", script]]
-    : [bin("node"), ["--no-warnings", script]];
-  const child = new Deno.Command(cmd, {
-    args,
-    cwd: root,
-    env: { ...env, INSTANCE: name, PORT: "0", BIND: "127.0.0.1", NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const w: Worker = { name, rt, raw: [], lines: [], child, status: undefined as never };
-  const pump = (s: ReadableStream<Uint8Array>) =>
-    eachLine(s, (line) => {
-      w.raw.push(line);
-      const p = parseLogLine(line);
-      if (p) w.lines.push(p);
-    });
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
-  w.status = child.status.then(async (s) => {
-    await pumps.catch(() => {});
-    return s;
-  });
-  return w;
-}
 
 /** The state of a worker's transaction connection (`splitlease:<job>:<instance>:tx`), when it is in a transaction. */
-async function txState(job: string, w: Worker): Promise<string | undefined> {
+async function txState(job: string, w: Proc): Promise<string | undefined> {
   const rows = await sqlOnce<{ state: string }>(
     `select state from pg_stat_activity where application_name = $1 and xact_start is not null`,
     [`splitlease:${job}:${w.name}:tx`.slice(0, 63)],
@@ -79,7 +37,7 @@ async function txState(job: string, w: Worker): Promise<string | undefined> {
  * few tries: a worker is also reading its source between transactions).
  * SIGSTOP leaves it stopped; returns the state its transaction was seen in.
  */
-async function stopMidTransaction(job: string, w: Worker, signal: "SIGSTOP" | "SIGKILL"): Promise<string> {
+async function stopMidTransaction(job: string, w: Proc, signal: "SIGSTOP" | "SIGKILL"): Promise<string> {
   for (let i = 0; i < 400; i++) {
     if (w.lines.some((l) => l.event === "exit")) throw new Error(`${w.name} finished before it could be stopped`);
     w.child.kill("SIGSTOP");
@@ -100,41 +58,23 @@ Deno.test({
   sanitizeResources: false,
   ignore: noPg,
   fn: async () => {
-    const sql = postgres(PG_URL, { max: 2, onnotice: false });
-    const schema = `sl_eo_${crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`;
+    await using db = await scratch();
+    const { sql, schema } = db;
     const job = `eo-${schema}`;
-    const workers: Worker[] = [];
+    const workers: Proc[] = [];
     let store: PostgresStore | undefined;
     try {
       const rows = 30_000;
-      await sql.unsafe(`create schema ${schema}`);
-      await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
-      await sql.unsafe(`create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1)`);
-      await sql.unsafe(`insert into ${schema}.src select g, md5(g::text) from generate_series(1, ${rows}) g`);
-      const env = {
-        JOB: job,
-        STORE_URL: PG_URL,
-        LEASE_MS: String(LEASE_MS),
-        OP_TIMEOUT_MS: "1000",
-        DRAIN_DEADLINE_MS: "2000",
-        SHUTDOWN_MARGIN_MS: "2000",
-        MAX_IN_FLIGHT: "2",
-        PG_TX_IDLE_TIMEOUT_MS: String(TX_IDLE_MS),
-        PG_RANGE_CONFIG: JSON.stringify({
-          url: PG_URL,
-          table: `${schema}.src`,
-          columns: ["payload"],
-          sinkTable: `${schema}.sink`,
-          copiesColumn: "copies",
-          transaction: true,
-          batchSize: 100,
-          batchPauseMs: 40,
-          targetSplits: 60,
-          planning: "exact",
-          poolSize: 2,
-        }),
-      };
-      (["deno", "bun", "node"] as const).forEach((rt, i) => workers.push(spawnWorker(`w${i + 1}`, rt, env)));
+      await createTables(sql, schema, { rows });
+      const env = rangeWorkerEnv(schema, job, { STORE_URL: PG_URL }, { leaseMs: LEASE_MS, opTimeoutMs: 1000, maxInFlight: 2 }, {
+        transaction: true,
+        batchSize: 100,
+        batchPauseMs: 40,
+        targetSplits: 60,
+        planning: "exact",
+        poolSize: 2,
+      }, { PG_TX_IDLE_TIMEOUT_MS: String(TX_IDLE_MS) });
+      (["deno", "bun", "node"] as const).forEach((rt, i) => workers.push(spawnWorker(rt, `w${i + 1}`, "examples/pg_range/main.ts", env)));
       const [frozen, killed] = [workers[0], workers[1]];
       const count = async () => Number((await sql.unsafe(`select count(*)::int as n from ${schema}.sink`))[0].n);
       const reach = (share: number) =>
@@ -164,14 +104,10 @@ Deno.test({
         assert.equal(fin?.reason, "complete", `${workers[i].name} finished on completion\n${workers[i].raw.slice(-15).join("\n")}`);
       }
 
-      const [src] = await sql.unsafe(`select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum from ${schema}.src`);
-      const [dst] = await sql.unsafe(
-        `select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum,
-                count(*) filter (where copies > 1)::int as twice, coalesce(max(copies), 0)::int as most from ${schema}.sink`,
-      );
+      const { src, dst } = await sinkAgainstSource(sql, schema);
       assert.equal(dst.n, src.n, "every source row is in the sink");
       assert.equal(dst.sum, src.sum, "checksums agree");
-      assert.equal(dst.twice, 0, `every row written exactly once (${dst.twice} rows written more than once, up to ${dst.most} times)`);
+      assert.equal(dst.dups, 0, `every row written exactly once (${dst.dups} copies beyond the first)`);
 
       store = await PostgresStore.connect({ url: PG_URL, job, createJob: false });
       const splits = await store.list("split.");
@@ -190,13 +126,10 @@ Deno.test({
       for (const w of workers) {
         try {
           w.child.kill("SIGCONT");
-          w.child.kill("SIGKILL");
         } catch { /* gone */ }
       }
-      await Promise.all(workers.map((w) => w.status.catch(() => {})));
+      await reap(workers);
       await store?.close().catch(() => {});
-      await sql.unsafe(`drop schema if exists ${schema} cascade`).catch(() => {});
-      await sql.end({ timeout: 5 });
     }
   },
 });

@@ -17,59 +17,17 @@
  * store is under fault.
  */
 import assert from "node:assert/strict";
-import postgres from "postgres";
 import { PostgresStore } from "../../adapters/postgres.ts";
 import { StoreUnavailableError } from "../../store.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
-import { eachLine, parseLogLine } from "../helpers/lines.ts";
 import { withTimeout } from "../helpers/deadline.ts";
-import { noPg, PG_URL } from "../helpers/pg.ts";
+import { noPg } from "../helpers/pg.ts";
 import { PgServer } from "../helpers/pg_server.ts";
+import { createTables, scratch, sinkAgainstSource, staleEpochWrites, rangeWorkerEnv } from "../helpers/pg_sink.ts";
+import { type Proc, reap, spawnWorker } from "../examples/fleet.ts";
 
-const root = new URL("../../", import.meta.url).pathname;
-const bin = (n: string) => `${root}node_modules/.bin/${n}`;
 const LEASE_MS = 4000;
-type Runtime = "deno" | "bun" | "node";
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-interface Worker {
-  name: string;
-  rt: Runtime;
-  lines: (Record<string, unknown> & { at: number })[];
-  raw: string[];
-  child: Deno.ChildProcess;
-  status: Promise<Deno.CommandStatus>;
-}
-
-function spawnWorker(name: string, rt: Runtime, env: Record<string, string>): Worker {
-  const script = "examples/pg_range/main.ts";
-  const [cmd, args] = rt === "deno"
-    ? [bin("deno"), ["run", "-A", script]]
-    : rt === "bun"
-    ? [bin("bun"), ["run", script]]
-    : [bin("node"), ["--no-warnings", script]];
-  const child = new Deno.Command(cmd, {
-    args,
-    cwd: root,
-    env: { ...env, INSTANCE: name, PORT: "0", BIND: "127.0.0.1", NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const w: Worker = { name, rt, lines: [], raw: [], child, status: undefined as never };
-  const pump = (s: ReadableStream<Uint8Array>) =>
-    eachLine(s, (line) => {
-      w.raw.push(line);
-      const p = parseLogLine(line);
-      if (p) w.lines.push({ ...p, at: Date.now() });
-    });
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
-  w.status = child.status.then(async (s) => {
-    await pumps.catch(() => {});
-    return s;
-  });
-  return w;
-}
 
 /** Writes one key of the job every 50 ms: when could a client write, and how many answers were lost? */
 class Probe {
@@ -110,54 +68,28 @@ Deno.test({
     // Every session of the store's database times a statement out after 500 ms (the fault
     // below holds the job's counter row longer than that).
     await server.psql("postgres", "alter database test set statement_timeout = '500ms'");
-    const sql = postgres(PG_URL, { max: 4, onnotice: false });
-    const schema = `sl_pgf_${crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`;
-    const workers: Worker[] = [];
+    await using db = await scratch();
+    const { sql, schema } = db;
+    const workers: Proc[] = [];
     let probe: Probe | undefined;
     let store: PostgresStore | undefined;
     const faults: string[] = [];
     try {
       const rows = 36_000;
-      await sql.unsafe(`create schema ${schema}`);
-      await sql.unsafe(`create table ${schema}.src (id bigint primary key, payload text not null)`);
-      await sql.unsafe(
-        `create table ${schema}.sink (id bigint primary key, payload text not null, copies int not null default 1,
-          split text not null, epoch bigint not null)`,
-      );
-      await sql.unsafe(`create table ${schema}.hist (seq bigserial primary key, id bigint, split text, epoch bigint)`);
-      await sql.unsafe(
-        `create function ${schema}.rec() returns trigger language plpgsql as $$ begin
-           insert into ${schema}.hist (id, split, epoch) values (new.id, new.split, new.epoch); return new; end $$`,
-      );
-      await sql.unsafe(`create trigger rec after insert or update on ${schema}.sink for each row execute function ${schema}.rec()`);
-      await sql.unsafe(`insert into ${schema}.src select g, md5(g::text) from generate_series(1, ${rows}) g`);
+      await createTables(sql, schema, { fenced: true, history: true, rows });
 
       const job = `pgf-${schema}`;
       store = await PostgresStore.connect({ url: server.url, job, opTimeoutMs: 1000 });
-      const env = {
-        JOB: job,
-        STORE_URL: server.url,
-        LEASE_MS: String(LEASE_MS),
-        OP_TIMEOUT_MS: "1000",
-        DRAIN_DEADLINE_MS: "2000",
-        SHUTDOWN_MARGIN_MS: "2000",
-        MAX_IN_FLIGHT: "3",
-        PG_RANGE_CONFIG: JSON.stringify({
-          url: PG_URL,
-          table: `${schema}.src`,
-          columns: ["payload"],
-          sinkTable: `${schema}.sink`,
-          copiesColumn: "copies",
-          splitColumn: "split",
-          epochColumn: "epoch",
-          batchSize: 100,
-          batchPauseMs: 250,
-          targetSplits: 72,
-          planning: "exact",
-          poolSize: 2,
-        }),
-      };
-      (["deno", "bun", "node"] as const).forEach((rt, i) => workers.push(spawnWorker(`w${i + 1}`, rt, env)));
+      const env = rangeWorkerEnv(schema, job, { STORE_URL: server.url }, { leaseMs: LEASE_MS, opTimeoutMs: 1000, maxInFlight: 3 }, {
+        splitColumn: "split_id",
+        epochColumn: "epoch",
+        batchSize: 100,
+        batchPauseMs: 250,
+        targetSplits: 72,
+        planning: "exact",
+        poolSize: 2,
+      });
+      (["deno", "bun", "node"] as const).forEach((rt, i) => workers.push(spawnWorker(rt, `w${i + 1}`, "examples/pg_range/main.ts", env)));
       const count = async () => Number((await sql.unsafe(`select count(*)::int as n from ${schema}.sink`))[0].n);
       const reach = (share: number) =>
         withTimeout(
@@ -171,7 +103,9 @@ Deno.test({
           `${share * 100}% of the rows copied`,
         );
       const linesAt = () => workers.reduce((n, w) => n + w.lines.length, 0);
-      const since = (t: number) => workers.flatMap((w) => w.lines.filter((l) => l.at >= t));
+      /** The workers' log lines from a mark (`mark()`) on. */
+      const mark = () => workers.map((w) => w.lines.length);
+      const since = (from: number[]) => workers.flatMap((w, i) => w.lines.slice(from[i]));
 
       await reach(0.1);
       probe = new Probe(store);
@@ -179,12 +113,13 @@ Deno.test({
       // 1. The server is killed mid-job (every connection reset, writes in flight unanswered) and
       // restarted 1.5 s later (crash recovery): watches cannot prove continuity and start over.
       let t = Date.now();
+      let from = mark();
       await server.kill();
       await delay(1500);
       await server.restart();
       faults.push(`killed with SIGKILL and restarted after ${Date.now() - t} ms`);
       await withTimeout((async () => {
-        while (!since(t).some((l) => l.msg === "Watch re-established")) await delay(50);
+        while (!since(from).some((l) => l.msg === "Watch re-established")) await delay(50);
       })(), 20_000, "a worker's watch re-established after the restart");
 
       // 2. Every worker connection ended by the server: statements in flight fail, the rest reconnect.
@@ -208,11 +143,12 @@ Deno.test({
       // 4. The server frozen for longer than a lease: every worker fences itself, then resumes.
       await reach(0.6);
       t = Date.now();
+      from = mark();
       await server.pause();
       await delay(LEASE_MS + 1500);
       await server.resume();
       faults.push(`frozen with SIGSTOP for ${Date.now() - t} ms`);
-      const fenced = since(t).filter((l) => /^Self-fenced/.test(String(l.msg))).length;
+      const fenced = since(from).filter((l) => /^Self-fenced/.test(String(l.msg))).length;
 
       const statuses = await withTimeout(Promise.all(workers.map((w) => w.status)), 120_000, "every worker to finish");
       statuses.forEach((st, i) => assert.equal(st.code, 0, `${workers[i].name} exits 0\n${workers[i].raw.slice(-15).join("\n")}`));
@@ -222,17 +158,10 @@ Deno.test({
       }
       await probe.stop();
 
-      const [src] = await sql.unsafe(`select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum from ${schema}.src`);
-      const [dst] = await sql.unsafe(
-        `select count(*)::int as n, md5(string_agg(id::text || ':' || payload, ',' order by id)) as sum,
-                (sum(copies) - count(*))::int as replayed from ${schema}.sink`,
-      );
+      const { src, dst } = await sinkAgainstSource(sql, schema);
       assert.equal(dst.n, src.n, "every source row is in the sink");
       assert.equal(dst.sum, src.sum, "checksums agree");
-      const [stale] = await sql.unsafe(
-        `select count(*)::int as n from (select epoch, lag(epoch) over (partition by id order by seq) as prev from ${schema}.hist) t where prev > epoch`,
-      );
-      assert.equal(stale.n, 0, "no sink row overwritten by an older epoch of its split");
+      assert.equal(await staleEpochWrites(sql, schema), 0, "no sink row overwritten by an older epoch of its split");
 
       const splits = await store.list("split.");
       const records = splits.map((e) => SplitRecordSchema.parse(JSON.parse(e.value)));
@@ -261,7 +190,7 @@ Deno.test({
       const refused = workers.flatMap((w) => w.lines.filter((l) => l.event === "sinkRefused")).length;
       console.log(
         `  ${faults.join("; ")}; ${dst.n} rows, ${records.length} splits, 0 lost, 0 stale-epoch rows, 0 zombie commits ` +
-          `(${writes} split writes checked), ${dst.replayed} rows replayed, ${refused} sink writes refused, ` +
+          `(${writes} split writes checked), ${dst.dups} rows replayed, ${refused} sink writes refused, ` +
           `${fenced} self-fences during the freeze, ${records.filter((r) => r.attempts > 0).length} splits taken over, ` +
           `${probe.failed} probe writes failed, ${linesAt()} worker log lines`,
       );
@@ -270,15 +199,8 @@ Deno.test({
       throw e;
     } finally {
       await probe?.stop().catch(() => {});
-      for (const w of workers) {
-        try {
-          w.child.kill("SIGKILL");
-        } catch { /* gone */ }
-      }
-      await Promise.all(workers.map((w) => w.status.catch(() => {})));
+      await reap(workers);
       await store?.close().catch(() => {});
-      await sql.unsafe(`drop schema if exists ${schema} cascade`).catch(() => {});
-      await sql.end({ timeout: 5 });
     }
   },
 });

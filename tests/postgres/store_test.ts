@@ -99,12 +99,13 @@ Deno.test({
   },
 });
 
-/** A client whose reads can be held (to let a watcher fall behind). */
-function holdable(c: SqlClient): SqlClient & { hold: boolean } {
+/** A client whose reads can be held (to let a watcher fall behind); `busy` counts reads under way. */
+function holdable(c: SqlClient): SqlClient & { hold: boolean; busy: number } {
   let release: (() => void) | undefined;
   let gate: Promise<void> | undefined;
   const out = {
     ...c,
+    busy: 0,
     get hold() {
       return gate !== undefined;
     },
@@ -117,7 +118,12 @@ function holdable(c: SqlClient): SqlClient & { hold: boolean } {
     },
     async query(text: string, params: readonly SqlParam[], signal?: AbortSignal) {
       if (gate) await gate;
-      return await c.query(text, params, signal);
+      out.busy++;
+      try {
+        return await c.query(text, params, signal);
+      } finally {
+        out.busy--;
+      }
     },
   };
   return out;
@@ -127,7 +133,7 @@ Deno.test({
   name: "postgres: a watch behind a pruned change log catches up from the live values, without a reset",
   ...opts,
   fn: async () => {
-    let client!: SqlClient & { hold: boolean };
+    let client!: SqlClient & { hold: boolean; busy: number };
     const watcher = await pgStoreWith((c) => (client = holdable(c)), { opTimeoutMs: 60_000 });
     const writer = await PostgresStore.connect({ url: PG_URL, job: watcher.job, changeLogSize: 4, changeLogMinAgeMs: 0 });
     try {
@@ -136,6 +142,7 @@ Deno.test({
       const events = collect(w);
       await until(() => events.some((e) => e.type === "ready"), 5000, "ready");
       client.hold = true;
+      await until(() => client.busy === 0, 5000, "the watcher's reads under way to finish");
       let a = (await writer.create("k.a", "a0") as { revision: number }).revision;
       let b = (await writer.create("k.b", "b0") as { revision: number }).revision;
       for (let i = 1; i <= 30; i++) {

@@ -8,18 +8,7 @@
 import assert from "node:assert/strict";
 import { MemoryStore, type Store, type WatchEvent } from "../../store.ts";
 import { take } from "./conformance.ts";
-
-/** mulberry32: a small seeded PRNG. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry } from "../coordinator/fleet.ts";
 
 const KEYS = ["plan", "leader", "split.a", "split.b", "split.c", "member.x", "member.y"];
 const FILTERS = ["", "split.", "member.", "plan", "nothing."];
@@ -32,7 +21,7 @@ type Op =
   | { op: "list"; filter: string };
 
 function genOps(seed: number, n: number): Op[] {
-  const r = rng(seed);
+  const r = mulberry(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
   const ops: Op[] = [];
   let maxRev = 0;
