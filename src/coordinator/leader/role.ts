@@ -277,7 +277,14 @@ export class LeaderRole {
     let next = this.#apply(this.#judge.deaths(now));
     next = Math.min(next, this.#apply(this.#judge.orphans(now)));
     next = Math.min(next, this.retry.expire(now, (id) => this.view.requeue(id))); // offerable again
-    const offers = { view: this.view, states: this.states, tracker: this.tracker, withheld: (id: string) => this.retry.has(id) };
+    const offers = {
+      view: this.view,
+      states: this.states,
+      tracker: this.tracker,
+      withheld: (id: string) => this.retry.has(id),
+      own: this.#core.me.instance,
+      coverMs: 1.5 * this.#core.config.leaseMs,
+    };
     this.#applyAll(decideOffers(offers));
     pruneDealing(offers);
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
