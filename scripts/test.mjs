@@ -262,6 +262,10 @@ if (!only.length) {
 
 await denoSuite("unit tests", ["tests/unit"]);
 await denoSuite("store tests (MemoryStore and nats-server)", ["tests/store"]);
+await denoSuite(
+  "TCP transport (nats://): store conformance, outages, wrong listeners, a Deno + Bun + Node fleet through a server crash",
+  ["tests/tcp"],
+);
 await denoSuite(`cluster tests (3-node nats-server ${servers.current.version}, R3 buckets, kills, freezes, partitions)`, ["tests/cluster"]);
 await denoSuite("coordinator tests", ["tests/coordinator"]);
 if (!quick) await denoSuite("simulation", ["tests/sim"]);
@@ -275,7 +279,12 @@ await denoSuite(OPS_SUITE, ["tests/ops"]);
 await denoSuite("serverless platform tests (workerd, Lambda, Deno Deploy)", ["tests/serverless"]);
 if (servers.compat) {
   const v = servers.compat.version;
-  await denoSuite(`compatibility on nats-server ${v}: store conformance and outages`, ["tests/store/conformance_test.ts", "tests/store/outage_test.ts"], [], servers.compat);
+  await denoSuite(
+    `compatibility on nats-server ${v}: store conformance and outages over WebSocket and TCP`,
+    ["tests/store/conformance_test.ts", "tests/store/outage_test.ts", "tests/tcp/conformance_tcp_test.ts", "tests/tcp/outage_tcp_test.ts"],
+    [],
+    servers.compat,
+  );
   await denoSuite(`compatibility on nats-server ${v}: a Deno + Bun + Node fleet`, ["tests/runtime/fleet_test.ts"], ["--filter", "fleet: one Deno"], servers.compat);
 }
 
