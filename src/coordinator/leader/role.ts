@@ -11,6 +11,7 @@
  */
 import type { JobCounts, MemberRecord, Owner, PlanRecord, SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
+import type { StoreEntry } from "../../store/store.ts";
 import type { Core } from "../core.ts";
 import type { Versioned } from "../versioned.ts";
 import type { LandedSplit } from "../split_records.ts";
@@ -69,7 +70,8 @@ export class LeaderRole {
   readonly #unlanded: () => void;
   #onDeposed: () => void;
 
-  constructor(core: Core, term: number, onDeposed: () => void) {
+  /** `learnPlan` hands the member's view of `plan` a record this role read or wrote (see {@linkcode CompletionJudge}). */
+  constructor(core: Core, term: number, onDeposed: () => void, learnPlan: (entry: StoreEntry) => void) {
     this.#core = core;
     this.term = term;
     this.#onDeposed = onDeposed;
@@ -87,7 +89,7 @@ export class LeaderRole {
     this.#takeovers = new Takeovers(ctx);
     this.#revocations = new Revocations(ctx);
     this.#cuts = new CutAsks(core, this.view, this.states);
-    this.#completion = new CompletionJudge(core, this.view, () => this.#watches.caughtUp(keys.splitPrefix));
+    this.#completion = new CompletionJudge(core, this.view, () => this.#watches.caughtUp(keys.splitPrefix), learnPlan);
     this.#unlanded = core.splits.onLanded((w) => this.#onLanded(w));
     this.#judge = new DeathJudge({
       core,
