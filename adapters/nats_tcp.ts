@@ -140,6 +140,26 @@ function connectNode(co: ConnectionOptions): Promise<NatsConnection> {
   return NatsConnectionImpl.connect(co);
 }
 
+/**
+ * The transport for a list of server URLs, for programs configured by URL
+ * (`NATS_URL`): the TCP transport for `nats://` and `tls://` URLs,
+ * `undefined` (WebSocket, the default) for anything else, which
+ * `NatsStore.connect` then checks.
+ *
+ * @example
+ * ```ts
+ * import { NatsStore } from "@splitlease/splitlease/nats";
+ * import { transportFor } from "@splitlease/splitlease/nats/tcp";
+ * const servers = (Deno.env.get("NATS_URL") ?? "nats://127.0.0.1:4222").split(",");
+ * const store = await NatsStore.connect({ servers, job: "backfill", transport: transportFor(servers) });
+ * await store.close();
+ * ```
+ */
+export function transportFor(servers: string | readonly string[]): NatsTransport | undefined {
+  const list = typeof servers === "string" ? [servers] : servers;
+  return list.some((s) => /^\s*(nats|tls):\/\//i.test(s)) ? tcpTransport() : undefined;
+}
+
 async function connectTcp(co: ConnectionOptions, options: TcpTransportOptions): Promise<NatsConnection> {
   const servers = (Array.isArray(co.servers) ? co.servers : [co.servers ?? ""]).map(String);
   const requireTls = options.tls !== undefined || servers.some((s) => /^tls:/i.test(s));

@@ -211,7 +211,7 @@ else if (needsPg) {
 
 if (!only.length) {
   log("=== type check ===");
-  const all = [...rootEntries(), "cli.ts", ...srcFiles("adapters"), ...srcFiles("tests"), ...srcFiles("examples"), ...srcFiles("scripts")]
+  const all = [...rootEntries(), "cli.ts", ...srcFiles("cli"), ...srcFiles("adapters"), ...srcFiles("tests"), ...srcFiles("examples"), ...srcFiles("scripts")]
     .filter((f) => existsSync(join(root, f)));
   const tc = await run(bin("deno"), ["check", ...all]);
   record("type check", tc.code === 0);
@@ -239,7 +239,7 @@ if (!only.length) {
   record("no setup or teardown counted as a test", teardown.length === 0);
 
   log("\n=== lint ===");
-  const lint = await run(bin("deno"), ["lint", ...rootEntries(), "cli.ts", "src", "adapters"]);
+  const lint = await run(bin("deno"), ["lint", ...rootEntries(), "cli.ts", "cli", "src", "adapters"]);
   record("deno lint of the package", lint.code === 0);
 
   log("\n=== publish dry run ===");

@@ -13,6 +13,7 @@ import { tcpTransport } from "../../adapters/nats_tcp.ts";
 import { SplitleaseError } from "../../mod.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 import { runCmd } from "../helpers/cmd.ts";
+import { makeCertificates } from "../helpers/certs.ts";
 import { bin, bundleForNode, root, type Runtime, RUNTIMES } from "../helpers/worker_procs.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
@@ -38,24 +39,37 @@ async function runFixture(rt: Runtime, env: Record<string, string>): Promise<Rec
 }
 
 Deno.test({
-  name: "tcp transport: Deno, Bun and Node 24 connect with nats://, refuse a second transport, and name a wrong listener fast",
+  name: "tcp transport: Deno, Bun and Node 24 connect with nats:// and tls://, refuse a second transport, and name a wrong listener fast",
   ...opts,
   fn: async () => {
     await bundleForNode("tests/tcp/fixtures/connect.ts", NODE_BUNDLE);
     await using server = await NatsServer.start();
+    const certs = await Deno.makeTempDir({ prefix: "splitlease-tls-" });
+    await makeCertificates(certs);
+    await using secure = await NatsServer.start({
+      extra: `tls { cert_file: "${certs}/tls/tls.crt", key_file: "${certs}/tls/tls.key" }`,
+    });
     const wrong = [
       `ws://127.0.0.1:${server.clientPort}`,
       `ws://127.0.0.1:${server.monitorPort}`,
       `nats://127.0.0.1:${server.wsPort}`,
       `nats://127.0.0.1:${server.monitorPort}`,
     ];
-    const env = { NATS_URL: server.clientUrl, WS_URL: server.wsUrl, WRONG_URLS: wrong.join(",") };
-    const results = await Promise.all(RUNTIMES.map((rt) => runFixture(rt, { ...env, JOB: `process-${rt}` })));
+    const env = {
+      NATS_URL: server.clientUrl,
+      WS_URL: server.wsUrl,
+      WRONG_URLS: wrong.join(","),
+      TLS_URL: `tls://localhost:${secure.clientPort}`,
+      CA_FILE: `${certs}/tls/ca.crt`,
+    };
+    const results = await Promise.all(RUNTIMES.map((rt) => runFixture(rt, { ...env, JOB: `process-${rt}` })))
+      .finally(() => Deno.remove(certs, { recursive: true }));
     const messages: Record<string, string[]> = {};
     for (const [i, rt] of RUNTIMES.entries()) {
       const lines = results[i];
       const tcp = lines.find((l) => l.step === "tcp");
       assert.deepEqual(tcp, { step: "tcp", server: `127.0.0.1:${server.clientPort}`, updated: true, value: "v2" }, rt);
+      assert.deepEqual(lines.find((l) => l.step === "tls"), { step: "tls", created: true, value: "yes" }, `${rt} over tls://`);
       const mix = lines.filter((l) => l.step === "mix");
       assert.equal(mix[0]?.whileOpen?.code, "INVALID_CONFIG", `${rt}: ${JSON.stringify(mix)}`);
       assert.match(mix[0].whileOpen.message, /already has a NATS connection over TCP .* cannot open one over WebSocket/);
@@ -68,6 +82,7 @@ Deno.test({
         assert.ok(l.ms < 2500, `${rt} ${l.url} took ${l.ms} ms`);
       }
       messages[rt] = w.map((l) => l.message);
+      console.log(`  ${rt}: wrong listener named in ${w.map((l) => `${l.url.split(":")[0]}->${l.ms} ms`).join(", ")}`);
     }
     // One message per case, whatever the runtime.
     assert.deepEqual(messages.bun, messages.deno);
