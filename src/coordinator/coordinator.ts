@@ -19,6 +19,7 @@ import { Follower } from "./follower.ts";
 import { Leadership } from "./leadership.ts";
 import { Membership } from "./membership.ts";
 import { ReconcileLoop } from "./reconcile_loop.ts";
+import { LandedBy } from "./landed_by.ts";
 import { ReplacedRecords } from "./replaced_records.ts";
 import { buildStatus } from "./status.ts";
 import { SplitRecords } from "./split_records.ts";
@@ -92,6 +93,7 @@ export class SplitCoordinator implements Coordinator {
       events: new Channel<CoordinationEvent>(),
       schedule: () => this.#loop.schedule(),
       replaced: new ReplacedRecords(stats, options.logger ?? silent),
+      landed: new LandedBy(),
     });
     this.#tenancies = new Tenancies(core, (id, d) => this.#follower.remember(id, d)); // orphans: the follower resumes or releases them
     this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());

@@ -79,11 +79,12 @@ export class CompletionJudge {
         at = cur;
         planned = cur.plan.planned;
       }
-      const outcome = await this.#confirm(planned);
-      if (!outcome) {
+      const found = await this.#confirm(planned);
+      if (found.state !== "done") {
         this.#core.clock.setTimeout(() => this.#core.schedule(), 20); // not yet: look again soon
         return;
       }
+      const outcome = found.outcome;
       const r = await this.#cas(at, { ...at.plan, outcome });
       if (r.ok) return void this.#core.log("info", "Job outcome decided", { ...outcome });
       at = undefined; // the plan moved since the confirmation began: confirm again
@@ -92,15 +93,23 @@ export class CompletionJudge {
   }
 
   /**
-   * Clears `judged`, the outcome the leader's view holds and found wrong, by
-   * CAS at the view's revision. A lost CAS means `plan` moved since: the
-   * fresh record goes to the view and is cleared only if it still carries
-   * that very outcome. Another outcome (one decided since, possibly right)
-   * or none is left as it is: the next pass decides on the fresh record.
-   * Never rewrites `plan` unchanged (with a watch that lags, each such
-   * rewrite superseded the key again and kept the view stale for good).
+   * Clears `judged`, the outcome the leader's view holds and found wrong,
+   * once the store confirms it wrong (a view whose split watch lags can
+   * show a runnable split the store has finished: the outcome it would
+   * clear is right), by CAS at the view's revision. A lost CAS means `plan`
+   * moved since: the fresh record goes to the view and is cleared only if
+   * it still carries that very outcome. Another outcome (one decided since,
+   * possibly right) or none is left as it is: the next pass decides on the
+   * fresh record. Never rewrites `plan` unchanged (with a watch that lags,
+   * each such rewrite superseded the key again and kept the view stale for
+   * good).
    */
   async #clear(term: number, judged: JobOutcome | undefined, known?: { plan: PlanRecord; revision: number }): Promise<void> {
+    const found = await this.#confirm(known?.plan.planned ?? 0);
+    if (found.state === "behind" || (found.state === "done" && sameOutcome(found.outcome, judged))) {
+      this.#core.clock.setTimeout(() => this.#core.schedule(), 20); // the view is behind the store: look again
+      return;
+    }
     let at = known;
     for (let i = 0; i < 4; i++) {
       at ??= await this.#read();
@@ -134,8 +143,13 @@ export class CompletionJudge {
     return r;
   }
 
-  /** The outcome if every split is finished, confirmed against the store, else `undefined`. */
-  async #confirm(planned: number): Promise<JobOutcome | undefined> {
+  /**
+   * What the store says of the job now: `done` with the outcome when every
+   * planned split is finished, `open` when one is not, `behind` when the
+   * view has not caught up with the store yet (for at most an op timeout:
+   * then a listing decides).
+   */
+  async #confirm(planned: number): Promise<Confirmed> {
     const { clock, config } = this.#core;
     // A position the store could not give (an outage, a user without the
     // permission to read it) is "cannot tell": the listing decides.
@@ -144,30 +158,36 @@ export class CompletionJudge {
       this.#behindSince ??= clock.now();
       // Still behind after an op timeout (a watch that lags, or one that
       // never delivers what the position names): a listing decides.
-      if (clock.now() - this.#behindSince < config.opTimeoutMs) return undefined;
+      if (clock.now() - this.#behindSince < config.opTimeoutMs) return BEHIND;
       caught = undefined;
     } else this.#behindSince = undefined;
     if (caught === true) {
       // The view has every change made before the check: it decides.
       const v = this.#view;
-      return viewShowsDone(v, planned) ? outcomeOf(v.counts.completed, v.counts.quarantined, v.counts.cancelled) : undefined;
+      return viewShowsDone(v, planned) ? done(outcomeOf(v.counts.completed, v.counts.quarantined, v.counts.cancelled)) : OPEN;
     }
     let completed = 0, quarantined = 0, cancelled = 0;
     // A residual listed by a cut whose record does not exist yet is work left.
     const seen = new Set<string>(), listed: string[] = [];
     for (const e of await this.#core.store.list(keys.splitPrefix)) {
       const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
-      if (!r.ok || r.value.status === "runnable") return undefined;
+      if (!r.ok || r.value.status === "runnable") return OPEN;
       seen.add(e.key.slice(keys.splitPrefix.length));
       for (const x of r.value.residuals ?? []) listed.push(x.id);
       if (r.value.status === "completed") completed++;
       else if (r.value.status === "quarantined") quarantined++;
       else cancelled++;
     }
-    if (completed + quarantined + cancelled < planned || listed.some((id) => !seen.has(id))) return undefined;
-    return outcomeOf(completed, quarantined, cancelled);
+    if (completed + quarantined + cancelled < planned || listed.some((id) => !seen.has(id))) return OPEN;
+    return done(outcomeOf(completed, quarantined, cancelled));
   }
 }
+
+/** What the store says of the job (see `CompletionJudge.#confirm`). */
+type Confirmed = { state: "done"; outcome: JobOutcome } | { state: "open" } | { state: "behind" };
+const OPEN: Confirmed = { state: "open" };
+const BEHIND: Confirmed = { state: "behind" };
+const done = (outcome: JobOutcome): Confirmed => ({ state: "done", outcome });
 
 /** Whether two outcomes are the same decision (kind and counts). */
 function sameOutcome(a: JobOutcome | undefined, b: JobOutcome | undefined): boolean {
