@@ -24,7 +24,11 @@ The binary: NATS_SERVER_BIN (or NATS_SERVER), else the cached build of the pinne
 (~/.cache/splitlease/nats-server/), else nats-server on PATH, else Debian's /usr/sbin/nats-server.`;
 
 /** The ports `splitlease dev` listens on by default: nats-server's own defaults, and 8080 for WebSocket as in its docs. */
-export const DEV_PORTS = { port: 4222, wsPort: 8080, httpPort: 8222 } as const;
+export const DEV_PORTS: { readonly port: number; readonly wsPort: number; readonly httpPort: number } = {
+  port: 4222,
+  wsPort: 8080,
+  httpPort: 8222,
+};
 
 /** The parsed flags of `splitlease dev`, or the usage error. */
 export function parseDevArgs(argv: readonly string[]):

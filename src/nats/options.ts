@@ -90,7 +90,7 @@ export interface NatsStoreOptions {
   /**
    * How to reach the servers (default: WebSocket). `tcpTransport()` from
    * `@splitlease/splitlease/nats/tcp` dials `nats://` and `tls://` URLs on
-   * Node, Bun and Deno. One process uses one transport at a time: nats-core
+   * Node, Bun and Deno; one process uses one transport at a time: nats-core
    * keeps one for the whole process (connecting over the other while a
    * store is open throws `INVALID_CONFIG`).
    */

@@ -2,7 +2,7 @@
  * How a store reaches NATS: the WebSocket transport (the default, Web APIs
  * only, on every platform) or one injected by an entry outside `src/` (the
  * TCP transport of `@splitlease/splitlease/nats/tcp`), and the one rule that
- * holds them apart in a process.
+ * holds them apart within one process: one kind at a time.
  *
  * nats-core keeps ONE transport factory for the whole process
  * (`setTransportFactory`, set by every `wsconnect` and every TCP `connect`),

@@ -48,7 +48,7 @@ function alive(pid: number): boolean {
 }
 
 Deno.test({
-  name: "splitlease dev: Deno, Bun and Node 24 start a local JetStream server, print nats:// and ws:// URLs, stop cleanly on Ctrl-C",
+  name: "splitlease dev: Deno, Bun and Node 24 run a local JetStream nats-server, print nats:// and ws:// URLs, stop cleanly on Ctrl-C",
   ...opts,
   fn: async () => {
     await bundleForNode("cli.ts", NODE_CLI);
