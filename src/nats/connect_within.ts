@@ -57,10 +57,13 @@ export async function connectWithin(co: ConnectionOptions, opts: ResolvedOptions
     const tried = boundedConnect(opts.transport, { ...co, timeout }, timeout + ATTEMPT_GRACE_MS, servers);
     let identified = false;
     try {
-      // Identify the listeners once, when the attempt fails or stalls.
+      // Identify the listeners once, when the attempt fails or stalls; a
+      // connection that arrives meanwhile ends the identification.
       if (!(await settlesWithin(tried.connection, IDENTIFY_AFTER_MS))) {
         identified = true;
-        await refuseWrongListeners(opts, tried.abandon);
+        const settled = new AbortController();
+        tried.connection.then(() => settled.abort(), () => {});
+        await refuseWrongListeners(opts, tried.abandon, identifyBudget(deadline), settled.signal);
       }
       return await tried.connection;
     } catch (e) {
@@ -68,7 +71,7 @@ export async function connectWithin(co: ConnectionOptions, opts: ResolvedOptions
       if (e instanceof SplitleaseError && e.code === "INVALID_CONFIG") throw e;
       error = e;
     }
-    if (!identified) await refuseWrongListeners(opts, tried.abandon);
+    if (!identified) await refuseWrongListeners(opts, tried.abandon, identifyBudget(deadline));
     const waited = Date.now() - started;
     const remaining = deadline - Date.now();
     const pause = Math.min(CONNECT_BACKOFF_MS * 2 ** Math.min(attempt - 1, 10), CONNECT_BACKOFF_MAX_MS, remaining);
@@ -92,6 +95,11 @@ export async function connectWithin(co: ConnectionOptions, opts: ResolvedOptions
   }
 }
 
+/** How long identifying the listeners may take: at most its budget, and not much past the connect deadline. */
+function identifyBudget(deadline: number): number {
+  return Math.min(IDENTIFY_BUDGET_MS, Math.max(250, deadline - Date.now()));
+}
+
 /** Whether `p` settles (either way) within `ms`. */
 function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -109,11 +117,17 @@ function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
  * transport's kind (the NATS client port behind a ws:// URL, a WebSocket or
  * monitoring port behind a nats:// URL), after `abandon`ing the attempt.
  */
-async function refuseWrongListeners(opts: ResolvedOptions, abandon: () => void): Promise<void> {
-  const signal = AbortSignal.timeout(IDENTIFY_BUDGET_MS);
+async function refuseWrongListeners(
+  opts: ResolvedOptions,
+  abandon: () => void,
+  budgetMs: number,
+  stop?: AbortSignal,
+): Promise<void> {
+  const limit = AbortSignal.timeout(budgetMs);
+  const signal = stop ? AbortSignal.any([limit, stop]) : limit;
   const found = await Promise.all(opts.servers.map((url) => opts.transport.identify(url, signal).catch(() => undefined)));
   const wrong = opts.servers.flatMap((url, i) => (found[i] ? [wrongListenerMessage(url, found[i]!)] : []));
-  if (wrong.length === 0) return;
+  if (wrong.length === 0 || stop?.aborted) return;
   abandon();
   throw new SplitleaseError("INVALID_CONFIG", `NatsStore: ${wrong.join("; ")}`);
 }
