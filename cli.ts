@@ -4,7 +4,8 @@
  * fleet, over the same NATS connection settings as the workers.
  *
  * ```sh
- * deno run -A cli.ts status --servers ws://nats:8080 --job backfill     # this repository
+ * deno run -A cli.ts status --servers nats://nats:4222 --job backfill   # this repository
+ * npx splitlease dev                                                    # a local nats-server
  * npx splitlease splits --state quarantined                            # the npm package (NATS_URL, JOB set)
  * node dist/cli.js requeue --all --json
  * ```
@@ -39,6 +40,7 @@ const { SplitleaseError } = await import("./src/errors.ts");
 const { cancelSplit, drainMember, requeueQuarantined, requeueSplit } = await import("./src/fleet/actions.ts");
 const { readFleet } = await import("./src/fleet/read_fleet.ts");
 const { NatsStore } = await import("./src/nats/nats_store.ts");
+const { transportFor } = await import("./adapters/nats_tcp.ts");
 const { SplitCoordinator } = await import("./src/coordinator/coordinator.ts");
 
 const out = (text: string) => process.stdout.write(text + "\n");
@@ -61,6 +63,8 @@ async function connect(o: CliOptions): Promise<Store> {
   }
   return await NatsStore.connect({
     servers: o.servers,
+    // nats:// and tls:// go through the TCP transport; ws:// and wss:// through WebSocket.
+    transport: transportFor(o.servers),
     job: o.job,
     opTimeoutMs: o.opTimeoutMs,
     name: "splitlease-cli",
@@ -168,6 +172,8 @@ async function ui(store: Store, command: Extract<Command, { name: "ui" }>, o: Cl
 }
 
 async function main(): Promise<number> {
+  // `dev` runs a local server: no store, no job (cli/dev.ts).
+  if (process.argv[2] === "dev") return await (await import("./cli/dev.ts")).dev(process.argv.slice(3), process.env);
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs(process.argv.slice(2), process.env);

@@ -53,6 +53,8 @@ export interface CliOptions {
 export const USAGE = `usage: splitlease <command> [options]
 
 commands:
+  dev [--port N] [--ws-port N]    run a local nats-server (JetStream, nats:// and ws:// on 127.0.0.1)
+                                  until Ctrl-C; takes no connection options (splitlease dev --help)
   status                          job, leader, plan, split counts and members
   splits [--state S[,S]] [--owner INSTANCE] [--limit N] [--after ID]
                                   splits by id (states: runnable, owned, unclaimed, completed, quarantined,
@@ -68,7 +70,7 @@ commands:
                                   --lease-ms or LEASE_MS: the fleet's leaseMs, default 15000)
 
 connection (flags, or the environment):
-  --servers, -s URLS   NATS_URL       comma-separated ws:// or wss:// URLs
+  --servers, -s URLS   NATS_URL       comma-separated nats://, tls://, ws:// or wss:// URLs
   --job, -j NAME       JOB            the job name (bucket splitlease_<job>)
   --user USER          NATS_USER      with --pass / NATS_PASS (prefer the environment for secrets)
   --token TOKEN        NATS_TOKEN
@@ -195,7 +197,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
   }
 
   const servers = (flag("--servers", "-s") ?? env.NATS_URL ?? "").split(",").map((s) => s.trim()).filter(Boolean);
-  if (servers.length === 0) throw new UsageError("no NATS server: give --servers or set NATS_URL (ws:// or wss:// URLs)");
+  if (servers.length === 0) throw new UsageError("no NATS server: give --servers or set NATS_URL (nats://, tls://, ws:// or wss:// URLs; `splitlease dev` runs a local one)");
   const job = flag("--job", "-j") ?? env.JOB;
   if (!job) throw new UsageError("no job: give --job or set JOB");
   const timeoutText = flag("--op-timeout-ms") ?? env.OP_TIMEOUT_MS ?? "5000";
