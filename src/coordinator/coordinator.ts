@@ -236,7 +236,7 @@ export class SplitCoordinator implements Coordinator {
    */
   commit(splitId: string, epoch: number, progress: SplitProgress, options: CommitOptions = {}): Promise<void> {
     this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
-    return this.#tenancies.commit(splitId, epoch, progress, options.final ?? false);
+    return this.#tenancies.commit(splitId, epoch, progress, options.final ?? false, options.records ?? 0);
   }
 
   /** Graceful release: no attempt consumed (to the successor of a revocation, if one was named). */

@@ -275,6 +275,8 @@ export type Logger = (
 export interface CommitOptions {
   /** Terminal commit: the split is marked `completed` and leaves this worker. */
   final?: boolean;
+  /** Records this commit covers (an integer >= 0), summed into the split record's `records`. */
+  records?: number;
 }
 
 /**
