@@ -166,7 +166,8 @@ export class SplitCoordinator implements Coordinator {
     await this.#follower.open();
     await this.#membership.register();
     this.#state = "running";
-    log("info", "Joined", { instance: me.instance, session: me.session, job: config.job, timings });
+    log("info", "Joined", { instance: me.instance, session: me.session, job: config.job, maxInFlight: config.maxInFlight, leaseMs: config.leaseMs });
+    log("debug", "Timings derived from the configuration", { timings }); // about 20 intervals: not on the first info line
     this.#membership.start();
     this.#loop.schedule();
   }
