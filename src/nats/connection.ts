@@ -85,6 +85,43 @@ export class Connection {
 
   /** Connects, checks the server version and opens or creates the bucket. */
   static async open(options: NatsStoreOptions): Promise<Connection> {
+    const { nc, opts, user } = await Connection.client(options);
+    try {
+      checkServerVersion(nc.info?.version, opts.replicas);
+      const js = jetstream(nc, { timeout: opts.opTimeoutMs });
+      const jsm = await js.jetstreamManager();
+      if (!opts.createBucket) await requireBucket(jsm, opts);
+      const kv = await openBucket(js, opts);
+      if (opts.replicas > 1) await awaitStreamLeader(jsm, opts);
+      return new Connection(nc, js, jsm, kv, opts);
+    } catch (e) {
+      await nc.close().catch(() => {});
+      if (e instanceof SplitleaseError) throw e;
+      // Logged in but not allowed this job's subjects: no retry fixes that either.
+      const denied = permissionViolation(e);
+      if (denied) {
+        throw new SplitleaseError(
+          "STORE_AUTH_FAILED",
+          `NatsStore: the NATS server at ${opts.servers.map(redactUrl).join(", ")} refused ` +
+            `${user !== undefined ? `user ${JSON.stringify(user)}` : "this connection"} the subjects of job ${opts.job} ` +
+            `(bucket ${opts.bucket}, inbox ${opts.inboxPrefix}): ${denied}; grant the user its job's permissions`,
+          { cause: e },
+        );
+      }
+      throw new StoreUnavailableError("connect", opts.opTimeoutMs, {
+        cause: e,
+        detail: `opening bucket ${opts.bucket}: ${describe(e)}`,
+      });
+    }
+  }
+
+  /**
+   * Connects to a server with the store's options and no bucket: the first
+   * half of {@linkcode Connection.open}, and all a job catalog needs.
+   * `STORE_AUTH_FAILED` for refused credentials, `StoreUnavailableError`
+   * when no server answers.
+   */
+  static async client(options: NatsStoreOptions): Promise<{ nc: NatsConnection; opts: ResolvedOptions; user: string | undefined }> {
     const opts = resolveOptions(options);
     // Without one the NATS client waits on a socket that never opens: say so at once.
     if (!options.wsFactory && typeof WebSocket !== "function") {
@@ -145,33 +182,7 @@ export class Connection {
       if (e instanceof StoreUnavailableError) throw e;
       throw new StoreUnavailableError("connect", co.timeout!, { cause: e, detail: describe(e) });
     }
-    try {
-      checkServerVersion(nc.info?.version, opts.replicas);
-      const js = jetstream(nc, { timeout: opts.opTimeoutMs });
-      const jsm = await js.jetstreamManager();
-      if (!opts.createBucket) await requireBucket(jsm, opts);
-      const kv = await openBucket(js, opts);
-      if (opts.replicas > 1) await awaitStreamLeader(jsm, opts);
-      return new Connection(nc, js, jsm, kv, opts);
-    } catch (e) {
-      await nc.close().catch(() => {});
-      if (e instanceof SplitleaseError) throw e;
-      // Logged in but not allowed this job's subjects: no retry fixes that either.
-      const denied = permissionViolation(e);
-      if (denied) {
-        throw new SplitleaseError(
-          "STORE_AUTH_FAILED",
-          `NatsStore: the NATS server at ${opts.servers.map(redactUrl).join(", ")} refused ` +
-            `${user !== undefined ? `user ${JSON.stringify(user)}` : "this connection"} the subjects of job ${opts.job} ` +
-            `(bucket ${opts.bucket}, inbox ${opts.inboxPrefix}): ${denied}; grant the user its job's permissions`,
-          { cause: e },
-        );
-      }
-      throw new StoreUnavailableError("connect", opts.opTimeoutMs, {
-        cause: e,
-        detail: `opening bucket ${opts.bucket}: ${describe(e)}`,
-      });
-    }
+    return { nc, opts, user };
   }
 
   /** Whether the client currently holds a server connection. */
