@@ -26,10 +26,10 @@ export const FLEET_PAGE_RESULT: string = `
       ["failures", s.failures ? count(s.failures, "failed run", "failed runs") : "none"],
       ["lost owners", s.lost ? count(s.lost, "run", "runs") + " taken over from a gone owner" : "none"],
       ["cuts", s.cuts ? count(s.cuts, "cut", "cuts") + " of a running split's remaining work" : "none"],
-      ["took", s.tookMs === null ? "–" : dur(s.tookMs) + " (" + when(s.startedAt) + " to " + when(s.lastCompletedAt) + ")"],
+      ["took", s.tookMs === null ? "–" : took(s.tookMs) + " (" + when(s.startedAt) + " to " + when(s.lastCompletedAt) + ")"],
       ["rate", s.tookMs ? [s.perMinute !== null ? s.perMinute.toFixed(1) + " splits/min" : "",
         s.recordsPerSecond !== null ? Math.round(s.recordsPerSecond).toLocaleString("en-US") + " records/s" : ""].filter(Boolean).join(" · ") +
-        " over the " + dur(s.tookMs) + " it took" : "–"],
+        " over the " + took(s.tookMs) + " it took" : "–"],
     ];
     list.replaceChildren(...items.flatMap(([k, text]) => [el("dt", k), el("dd", text)]));
     for (const dd of list.querySelectorAll("dd")) dd.dataset.k = dd.previousSibling.textContent;

@@ -66,6 +66,8 @@ const HELPERS = `
     const h = Math.floor(m / 60);
     return h < 48 ? h + " h " + pad(m % 60) + " min" : Math.floor(h / 24) + " d " + (h % 24) + " h";
   };
+  // How long a whole job took: tenths of a second below 10 s (a short job is not "0 s").
+  const took = (ms) => ms !== null && ms !== undefined && ms < 10000 ? (Math.max(0, ms) / 1000).toFixed(1) + " s" : dur(ms);
   const pct = (f) => (f >= 0.995 && f < 1 ? "99" : f > 0 && f < 0.01 ? "<1" : String(Math.round(100 * f))) + "%";
   const amount = (n, unit) => {
     if (unit === "bytes") {
@@ -150,7 +152,7 @@ const JOB = `
       eta.textContent = (e.thenStalled ? "Runnable work done " : "ETA ") + when(e.at) + " · in " + dur(e.inMs) + stall;
       eta.className = e.thenStalled ? "big warn" : "big";
     } else if (e.state === "done") {
-      eta.textContent = "Finished" + (s.lastCompletedAt !== null ? " " + when(s.lastCompletedAt) : "") + (s.tookMs !== null ? " · took " + dur(s.tookMs) : "");
+      eta.textContent = "Finished" + (s.lastCompletedAt !== null ? " " + when(s.lastCompletedAt) : "") + (s.tookMs !== null ? " · took " + took(s.tookMs) : "");
       eta.className = "big ok";
     } else if (e.state === "stalled") {
       eta.textContent = "Stalled: only " + c.quarantined + " quarantined split" + (c.quarantined === 1 ? " is" : "s are") +
@@ -165,7 +167,7 @@ const JOB = `
       // The same window as "took": the whole run, first start to last completion.
       $("rate").textContent = (s.perMinute === null ? "no rate" : s.perMinute.toFixed(1) + " splits/min" +
         (s.recordsPerSecond !== null ? " · " + Math.round(s.recordsPerSecond).toLocaleString("en-US") + " records/s" : "") +
-        " over the " + dur(s.tookMs) + " it took") + " · from the completion times in the split records" + untimed;
+        " over the " + took(s.tookMs) + " it took") + " · from the completion times in the split records" + untimed;
     } else {
       const win = r.windowMs >= 5 * 60000 ? "the last 5 min" : "the " + dur(r.windowMs) + " since the job began";
       $("rate").textContent = (r.perMinute === null ? "no rate yet" : r.perMinute.toFixed(1) + " splits/min over " + win +
@@ -238,7 +240,7 @@ const MAIN = `
     $("requeue-all").hidden = access !== "token" && access !== "open";
   }
 
-  let seq = 0;
+  let seq = 0, filterChosen = false;
   async function poll() {
     const mine = ++seq;
     const filter = $("filter").value, match = $("search").value.trim();
@@ -249,6 +251,12 @@ const MAIN = `
       const [quarantined, ...views] = await Promise.all([getJson(url("quarantined", 100, false)), ...lists.map(getJson)]);
       if (mine !== seq) return; // a newer poll (a filter typed meanwhile) renders
       const v = views[0];
+      if (!filterChosen && filter === "runnable" && v.rate.eta.state === "done") {
+        // Nothing runnable is left: a finished job lists all its splits unless the operator picked a filter.
+        filterChosen = true;
+        $("filter").value = "all";
+        return poll();
+      }
       access = v.operator ? v.operator.access : "closed";
       renderOperator(v);
       renderJob(v);
@@ -276,7 +284,7 @@ const MAIN = `
     $("filters").addEventListener("submit", (ev) => { ev.preventDefault(); poll(); });
     let typing;
     $("search").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(poll, 250); });
-    $("filter").addEventListener("change", poll);
+    $("filter").addEventListener("change", () => { filterChosen = true; poll(); });
     $("requeue-all").addEventListener("click", async () => {
       if (access === "token" && !token) { notice("Type the operator token first (the drainToken of the workers).", "bad"); return; }
       const n = $("count-quarantined").textContent;
