@@ -15,6 +15,7 @@ import { NatsStore } from "../../nats.ts";
 import { startRedis } from "../../scripts/services.mjs";
 import { NatsServer } from "../helpers/nats_server.ts";
 import { withTimeout } from "../helpers/deadline.ts";
+import { waitFor } from "../helpers/worker_procs.ts";
 import * as bull from "../../examples/migrating/bullmq.ts";
 import * as queue from "../../examples/migrating/jetstream.ts";
 import { backfillSource } from "../../examples/migrating/splitlease.ts";
@@ -28,13 +29,8 @@ async function expected(): Promise<Map<number, number>> {
   return new Map((await readRows(0, TOTAL)).map((r) => [r.id, r.value]));
 }
 
-async function until(what: string, cond: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** Polls `cond` until it holds, for at most a minute. */
+const until = (what: string, cond: () => Promise<boolean>) => waitFor(what, async () => (await cond()) || undefined, 60_000);
 
 Deno.test({
   name: "migrating: the BullMQ version copies every row (2 workers × concurrency 2, Redis)",

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import puppeteer, { type Page } from "puppeteer-core";
 import { MemoryStore, SplitCoordinator, type SplitSource, startWorker, type Worker } from "../../mod.ts";
 import { createApp } from "../../host.ts";
-import { Chromium, findChromium } from "../helpers/chromium.ts";
+import { Chromium, findChromium, screenshotDir } from "../helpers/chromium.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 
 const chromium = findChromium();
@@ -26,8 +26,7 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    const out = Deno.env.get("FLEET_PAGE_SCREENSHOTS") ?? await Deno.makeTempDir({ prefix: "splitlease-fleet-faults-" });
-    await Deno.mkdir(out, { recursive: true });
+    const out = await screenshotDir("splitlease-fleet-faults-");
     const store = new MemoryStore();
     const release = Promise.withResolvers<void>();
     let poisoned = true;

@@ -19,7 +19,7 @@ import { SplitCoordinator, startWorker } from "../../mod.ts";
 import type { Coordinator, SplitSource, Worker } from "../../mod.ts";
 import { NatsStore } from "../../nats.ts";
 import type { Service } from "../../host.ts";
-import { Chromium, findChromium } from "../helpers/chromium.ts";
+import { Chromium, findChromium, screenshotDir } from "../helpers/chromium.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 
@@ -89,8 +89,7 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    const out = Deno.env.get("FLEET_PAGE_SCREENSHOTS") ?? await Deno.makeTempDir({ prefix: "splitlease-fleet-page-" });
-    await Deno.mkdir(out, { recursive: true });
+    const out = await screenshotDir("splitlease-fleet-page-");
     console.log(`screenshots: ${out}`);
     const state = { poisoned: true };
     await using nats = await NatsServer.start();

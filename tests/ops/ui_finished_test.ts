@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import puppeteer, { type Page } from "puppeteer-core";
 import { SplitCoordinator, startWorker, type SplitSource } from "../../mod.ts";
 import { NatsStore } from "../../nats.ts";
-import { Chromium, findChromium } from "../helpers/chromium.ts";
+import { Chromium, findChromium, screenshotDir } from "../helpers/chromium.ts";
 import { runCmd } from "../helpers/cmd.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { eachLine } from "../helpers/lines.ts";
@@ -64,8 +64,7 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    const out = Deno.env.get("FLEET_PAGE_SCREENSHOTS") ?? await Deno.makeTempDir({ prefix: "splitlease-ui-finished-" });
-    await Deno.mkdir(out, { recursive: true });
+    const out = await screenshotDir("splitlease-ui-finished-");
     await using server = await NatsServer.start();
     const env = { NATS_URL: server.wsUrl, JOB };
     // The job runs to completion before the ui starts.
