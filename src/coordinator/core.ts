@@ -12,6 +12,7 @@ import type { Owner } from "../records.ts";
 import type { Store } from "../store/store.ts";
 import type { Channel } from "../util/channel.ts";
 import type { CoordinatorConfig } from "./config.ts";
+import type { LandedBy } from "./landed_by.ts";
 import type { ReplacedRecords } from "./replaced_records.ts";
 import type { SplitRecords } from "./split_records.ts";
 import type { Timings } from "./timings.ts";
@@ -44,4 +45,6 @@ export interface Core {
   schedule(): void;
   /** Unreadable control records a CAS of ours replaced (`/status.invalidRecords`, `replaced: true`). */
   readonly replaced: ReplacedRecords;
+  /** Our landed heartbeats by revision: when a revision had certainly landed, on our clock. */
+  readonly landed: LandedBy;
 }

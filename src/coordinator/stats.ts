@@ -99,6 +99,11 @@ export class InstrumentedStore implements Store {
     this.#clock = clock;
   }
 
+  /** The job the wrapped store is bound to, if any. */
+  get job(): string | undefined {
+    return this.#inner.job;
+  }
+
   async #timed<T>(op: string, write: boolean, f: () => Promise<T>): Promise<T> {
     const t0 = this.#clock.now();
     try {

@@ -85,6 +85,11 @@ export class NatsStore implements Store {
     return new NatsStore(await Connection.open(options));
   }
 
+  /** The job this store is bound to (its bucket is `splitlease_<job>`): a coordinator joining another job through it is refused. */
+  get job(): string {
+    return this.#conn.opts.job;
+  }
+
   /** The bucket name (`splitlease_<job>`). */
   get bucket(): string {
     return this.#conn.opts.bucket;
