@@ -220,6 +220,10 @@ Deno.test({
       assert.ok([...aborted].some((a) => a.startsWith("p4@")), "the cancelled lane was aborted");
       const end = JSON.parse((await cli("node", ["status", "--json"], env)).stdout);
       assert.deepEqual([end.counts.completed, end.counts.cancelled, end.plan.outcome], [5, 1, "allComplete"]);
+      // A finished job's status leads with its result: p5 failed twice and ran again after each.
+      assert.deepEqual([end.summary.failures, end.summary.retries], [2, 2]);
+      const endText = (await cli("deno", ["status"], env)).stdout;
+      assert.match(endText, /^result: 5 split\(s\) completed · no records reported · 2 retries · 2 failure\(s\) · 0 cut\(s\) · took /m, endText);
       assert.equal((await cli("deno", ["cancel", "p0"], env)).code, 3, "a completed split is not cancelled");
       assert.equal((await cli("deno", ["cancel", "nope"], env)).code, 3);
     } finally {
