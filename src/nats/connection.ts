@@ -83,38 +83,6 @@ export class Connection {
     this.#monitor();
   }
 
-  /** Connects, checks the server version and opens or creates the bucket. */
-  static async open(options: NatsStoreOptions): Promise<Connection> {
-    const { nc, opts, user } = await Connection.client(options);
-    try {
-      checkServerVersion(nc.info?.version, opts.replicas);
-      const js = jetstream(nc, { timeout: opts.opTimeoutMs });
-      const jsm = await js.jetstreamManager();
-      if (!opts.createBucket) await requireBucket(jsm, opts);
-      const kv = await openBucket(js, opts);
-      if (opts.replicas > 1) await awaitStreamLeader(jsm, opts);
-      return new Connection(nc, js, jsm, kv, opts);
-    } catch (e) {
-      await nc.close().catch(() => {});
-      if (e instanceof SplitleaseError) throw e;
-      // Logged in but not allowed this job's subjects: no retry fixes that either.
-      const denied = permissionViolation(e);
-      if (denied) {
-        throw new SplitleaseError(
-          "STORE_AUTH_FAILED",
-          `NatsStore: the NATS server at ${opts.servers.map(redactUrl).join(", ")} refused ` +
-            `${user !== undefined ? `user ${JSON.stringify(user)}` : "this connection"} the subjects of job ${opts.job} ` +
-            `(bucket ${opts.bucket}, inbox ${opts.inboxPrefix}): ${denied}; grant the user its job's permissions`,
-          { cause: e },
-        );
-      }
-      throw new StoreUnavailableError("connect", opts.opTimeoutMs, {
-        cause: e,
-        detail: `opening bucket ${opts.bucket}: ${describe(e)}`,
-      });
-    }
-  }
-
   /**
    * Connects to a server with the store's options and no bucket: the first
    * half of {@linkcode Connection.open}, and all a job catalog needs.
@@ -183,6 +151,38 @@ export class Connection {
       throw new StoreUnavailableError("connect", co.timeout!, { cause: e, detail: describe(e) });
     }
     return { nc, opts, user };
+  }
+
+  /** Connects, checks the server version and opens or creates the bucket. */
+  static async open(options: NatsStoreOptions): Promise<Connection> {
+    const { nc, opts, user } = await Connection.client(options);
+    try {
+      checkServerVersion(nc.info?.version, opts.replicas);
+      const js = jetstream(nc, { timeout: opts.opTimeoutMs });
+      const jsm = await js.jetstreamManager();
+      if (!opts.createBucket) await requireBucket(jsm, opts);
+      const kv = await openBucket(js, opts);
+      if (opts.replicas > 1) await awaitStreamLeader(jsm, opts);
+      return new Connection(nc, js, jsm, kv, opts);
+    } catch (e) {
+      await nc.close().catch(() => {});
+      if (e instanceof SplitleaseError) throw e;
+      // Logged in but not allowed this job's subjects: no retry fixes that either.
+      const denied = permissionViolation(e);
+      if (denied) {
+        throw new SplitleaseError(
+          "STORE_AUTH_FAILED",
+          `NatsStore: the NATS server at ${opts.servers.map(redactUrl).join(", ")} refused ` +
+            `${user !== undefined ? `user ${JSON.stringify(user)}` : "this connection"} the subjects of job ${opts.job} ` +
+            `(bucket ${opts.bucket}, inbox ${opts.inboxPrefix}): ${denied}; grant the user its job's permissions`,
+          { cause: e },
+        );
+      }
+      throw new StoreUnavailableError("connect", opts.opTimeoutMs, {
+        cause: e,
+        detail: `opening bucket ${opts.bucket}: ${describe(e)}`,
+      });
+    }
   }
 
   /** Whether the client currently holds a server connection. */
