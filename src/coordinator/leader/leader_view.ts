@@ -16,6 +16,7 @@ import {
 } from "../../records.ts";
 import { InvalidRecordError } from "../../errors.ts";
 import { keys } from "../../store/keys.ts";
+import type { StoreEntry } from "../../store/store.ts";
 import type { WatchEvent } from "../../store/store.ts";
 import { MaxHeap } from "../../util/heap.ts";
 import type { Versioned } from "../versioned.ts";
@@ -146,6 +147,18 @@ export class LeaderView {
   }
 
   /** Applies an entry (from a watch or a read); an older revision than the one held is ignored. */
+  /**
+   * Catches the view up with a record read straight from the store — after
+   * a lost compare-and-swap, or before a judgment that must not rest on a
+   * lagging watch — applied as the watch would apply it (a newer revision
+   * only; `undefined`, nothing read, changes nothing). Without it the next
+   * pass decides on the same stale view and retries the same losing write
+   * at once. Every such re-read of the leader goes through here.
+   */
+  learn(e: StoreEntry | undefined): void {
+    if (e) this.put(e.key, e.value, e.revision);
+  }
+
   put(key: string, value: string, revision: number): void {
     if (key.startsWith(keys.splitPrefix)) {
       const id = key.slice(keys.splitPrefix.length);

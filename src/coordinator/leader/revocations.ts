@@ -151,8 +151,7 @@ export class Revocations {
     core.splits.write(id, next, cur.revision, "fence").then(async (w) => {
       if (!w.ok) {
         // Our view is behind (a lagging watch): catch up from the record, or the next pass retries this losing write at once.
-        const e = await core.splits.entry(id);
-        if (e) view.put(e.key, e.value, e.revision);
+        view.learn(await core.splits.entry(id));
         return;
       }
       if (!this.#ctx.leading()) return;

@@ -120,16 +120,6 @@ export class Takeovers {
     }
   }
 
-  /**
-   * A lost CAS: our view is behind (its watch may lag for a while), so read
-   * the record and apply it; deciding again on the stale view would retry
-   * the same losing write at once, in a hot loop.
-   */
-  async #catchUp(id: string): Promise<void> {
-    const e = await this.#ctx.core.splits.entry(id);
-    if (e) this.#ctx.view.put(e.key, e.value, e.revision);
-  }
-
   async #one(id: string, to: MemberState | undefined, charge: boolean): Promise<void> {
     const { view, core } = this.#ctx;
     const cur = view.splits.get(id);
@@ -142,7 +132,7 @@ export class Takeovers {
       core.stats.claimAttempts++;
       // Landed, it reaches the view ahead of the echo (the role hears every landed split write).
       const r = await core.splits.write(id, next, cur.revision, "takeover");
-      if (!r.ok) return await this.#catchUp(id); // moved: the next pass decides again, on the record as it is now
+      if (!r.ok) return view.learn(await core.splits.entry(id)); // moved: the next pass decides again, on the record as it is now
       const former = this.#ctx.states.get(old.instance);
       if (former && former.session === old.session) {
         former.drop(id, { epoch: cur.record.epoch, reason: "expired" });
