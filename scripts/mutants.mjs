@@ -194,19 +194,19 @@ export const mutants = [
   {
     name: "takeover-lane-not-held",
     breaks: "a takeover's successor is dealt offers for the lane its takeover is on its way to: a restarted member claims free splits, then starts its reclaims, past maxInFlight",
-    edits: [{ file: C + "leader/takeovers.ts", search: "if (m.to) (m.to.reserveLane(), reserved.add(m));", replace: "" }],
+    edits: [{ file: C + "leader/takeovers.ts", search: 'if (m.to) reserved.set(m, tracker.reserve(m.to, "takeover"));', replace: "" }],
     suites: ["coordinator"],
   },
   {
     name: "incoming-kept-after-settle",
     breaks: "a settled or withdrawn revocation still counts against its successor's free lanes (it is offered less and less)",
-    edits: [{ file: C + "leader/revocations.ts", search: "    this.#from.delete(id);\n    stateOf(this.#ctx.states, r.to)?.unexpect(id);", replace: "    this.#from.delete(id);" }],
+    edits: [{ file: C + "leader/assignment_tracker.ts", search: "    this.#revokedFrom.delete(id);\n    this.#successor(r.to)?.expected.delete(id);", replace: "    this.#revokedFrom.delete(id);" }],
     suites: ["unit", ...COORD],
   },
   {
     name: "successor-named-without-lane",
     breaks: "a drain's successor named later by the balancing pass does not keep a lane free for it (it is offered other work meanwhile)",
-    edits: [{ file: C + "leader/revocations.ts", search: "i.member.nameSuccessor(i.id, i.to.owner);\n    i.to.expect(i.id);", replace: "i.member.nameSuccessor(i.id, i.to.owner);" }],
+    edits: [{ file: C + "leader/assignment_tracker.ts", search: "    m.touch();\n    this.#book(to).expected.add(id);", replace: "    m.touch();" }],
     suites: ["unit", ...COORD],
   },
   // --- cutting a running split's remaining work (cuts.ts, tenancies.ts, leader/cut_asks.ts) ----
@@ -1416,6 +1416,38 @@ export const mutants = [
     suites: ["unit"],
   },
 
+  // --- what is promised to whom (issue 29: the assignment tracker and the view-change decisions) ---
+  {
+    name: "opened-split-not-granted",
+    breaks: "a split opened for a member by someone else (a release to a successor, a fence, a takeover) is not granted to it: it never starts it",
+    edits: [{ file: C + "leader/view_changes.ts", search: "if (st && !(prev.owner.instance === o.instance && prev.owner.session === o.session)) {", replace: "if (false) {" }],
+    suites: ["coordinator", "sim"],
+  },
+  {
+    name: "cancelled-split-not-dropped",
+    breaks: "a member whose split an operator cancelled is not told to stop: it runs on until its next commit is fenced",
+    edits: [{ file: C + "leader/view_changes.ts", search: 'if (st) out.push({ kind: "drop", member: st, id, drop: { epoch: prev.epoch, reason: "cancelled" } });', replace: "" }],
+    suites: ["coordinator", "nats"],
+  },
+  {
+    name: "anti-entropy-never-resends",
+    breaks: "a member the view names for more splits than it reports holding is never sent them again: a split whose holder gave it up waits for ever",
+    edits: [{ file: C + "leader/view_changes.ts", search: 'if (grants.length > 0) out.push({ kind: "resend", member: m, grants, owned: owned.size, held: r.held });', replace: "" }],
+    suites: ["coordinator", "sim"],
+  },
+  {
+    name: "lane-offers-not-trimmed",
+    breaks: "lane offers are not taken back when a grant or a handoff fills the lane: a member is offered more splits for lanes than it has",
+    edits: [{ file: C + "leader/offers.ts", search: "if (o.plain(m) > lanes) o.trim(m, lanes);", replace: "" }],
+    suites: ["unit", "coordinator", "sim"],
+  },
+  // --- the cost per split (issue 32) ------------------------------------------------------
+  {
+    name: "commit-wakes-leader-pass",
+    breaks: "every progress commit wakes the leader's full pass (with its per-member parts), as before issue 32",
+    edits: [{ file: C + "leader/role.ts", search: "if (prev && rec && progressOnly(prev, rec)) return;", replace: "" }],
+    suites: ["coordinator"],
+  },
   // --- hardening III (issue 33) --------------------------------------------------------
   {
     name: "completion-lost-cas-not-learned",

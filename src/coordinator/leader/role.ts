@@ -23,12 +23,14 @@ import { MembershipSignature } from "./signature.ts";
 import { DeathJudge } from "./judge.ts";
 import { adoptDirectives } from "./adopt.ts";
 import { applyIntents, type Decision, type IntentAppliers, LaneLedger, type LeaderIntent } from "./intents.ts";
-import { LeaderView } from "./leader_view.ts";
-import { MemberState } from "./member_state.ts";
+import { LeaderView, progressOnly } from "./leader_view.ts";
+import type { MemberState } from "./member_state.ts";
+import { AssignmentTracker } from "./assignment_tracker.ts";
+import type { LaneReservation } from "./promises.ts";
 import { type OwnReleases, ReleaseHold } from "./release_hold.ts";
 import { SeedRuns } from "./seed_runs.ts";
-import { refillOffers } from "./offers.ts";
-import { auditHeld } from "./anti_entropy.ts";
+import { applyOffer, decideOffers, pruneDealing } from "./offers.ts";
+import { decideMemberChange, decideSplitChange } from "./view_changes.ts";
 import { RetryBackoff } from "./retry_backoff.ts";
 import { Revocations } from "./revocations.ts";
 import { decideDrain } from "./revocation_rules.ts";
@@ -54,8 +56,8 @@ export class LeaderRole {
   readonly liveness: LivenessTracker = new LivenessTracker();
   /** Live member sessions by instance. */
   readonly states: Map<string, MemberState> = new Map();
-  /** Split id → instance it is offered to. */
-  readonly offeredTo: Map<string, string> = new Map();
+  /** What is promised to whom: offers, spares, lanes on their way, revocations. */
+  readonly tracker: AssignmentTracker;
   readonly #watches: WatchSet;
   readonly #takeovers: Takeovers;
   readonly #revocations: Revocations;
@@ -77,6 +79,7 @@ export class LeaderRole {
     this.#onDeposed = onDeposed;
     this.retry = new RetryBackoff(core);
     this.view = new LeaderView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n));
+    this.tracker = new AssignmentTracker(this.view, this.states);
     this.#watches = new WatchSet(core, (f, ev) => {
       if (!this.#stopped) this.view.apply(f, ev);
     });
@@ -84,6 +87,7 @@ export class LeaderRole {
       core,
       view: this.view,
       states: this.states,
+      tracker: this.tracker,
       leading: () => !this.#stopped,
     };
     this.#takeovers = new Takeovers(ctx);
@@ -112,6 +116,21 @@ export class LeaderRole {
       fence: (i) => revocations.fence(i),
       ask: (i) => cuts.ask(i),
       giveUp: (i) => cuts.giveUp(i),
+      offer: (i) => applyOffer(this.tracker, i),
+      unoffer: (i) => applyOffer(this.tracker, i),
+      unofferAll: (i) => {
+        i.member.draining = true;
+        this.tracker.unofferAll(i.member);
+      },
+      grant: (i) => i.member.grant(i.id, i.grant),
+      forgetGrant: (i) => i.member.forgetGrant(i.id),
+      drop: (i) => i.member.drop(i.id, i.drop),
+      acknowledge: (i) => i.member.acknowledge(i.seen),
+      suspect: (i) => void (i.member.suspect = i.beats),
+      resend: (i) => {
+        for (const g of i.grants) i.member.grant(g.id, { epoch: g.epoch });
+        core.log("debug", "Re-sent grants to a member that may not know all its splits", { member: i.member.instance, owned: i.owned, held: i.held });
+      },
     };
   }
 
@@ -132,7 +151,7 @@ export class LeaderRole {
     await this.#watches.open([keys.memberPrefix, keys.splitPrefix], Infinity);
     if (this.#stopped) return;
     this.#dateMembers(prev);
-    await adoptDirectives(store, this.view, this.states, this.offeredTo);
+    await adoptDirectives(store, this.view, this.states, this.tracker);
     this.#ready = true;
     this.#core.schedule();
   }
@@ -173,48 +192,12 @@ export class LeaderRole {
 
   #onSplit(id: string, prev: SplitRecord | undefined, next: Versioned<SplitRecord> | undefined): void {
     const rec = next?.record;
-    const offered = this.offeredTo.get(id);
-    if (offered !== undefined) {
-      const st = this.states.get(offered);
-      const rev = st?.offers.get(id);
-      if (!next || rev !== next.revision) {
-        this.offeredTo.delete(id);
-        st?.unoffer(id, prev?.weight ?? rec?.weight ?? 1);
-      }
-    }
-    if (prev?.owner) {
-      const st = this.states.get(prev.owner.instance);
-      const g = st?.grants.get(id)?.epoch;
-      if (st && g !== undefined && st.session === prev.owner.session) {
-        const same = rec?.status === "runnable" && rec.owner?.instance === st.instance &&
-          rec.owner.session === st.session && rec.epoch === g;
-        // Obsolete (moved on), or acknowledged: the owner itself wrote at that epoch.
-        if (!same || prev.epoch === g) st.forgetGrant(id);
-      }
-    }
+    this.#applyAll(decideSplitChange({ view: this.view, states: this.states, tracker: this.tracker, ready: this.#ready }, id, prev, next));
+    // A commit (progress only) acknowledges a grant at most: nothing else to
+    // settle, and no pass (the cut ranking reads the new estimate when it runs).
+    if (prev && rec && progressOnly(prev, rec)) return;
     this.retry.onSplit(id, prev, rec);
     this.#cuts.onSplit(id, rec);
-    const o = rec?.owner;
-    if (rec && o && rec.status === "runnable" && !prev && this.#ready) {
-      // Seeded for `o` (a split created already owned): tell it.
-      const st = this.states.get(o.instance);
-      if (st && st.session === o.session) {
-        st.grant(id, { epoch: rec.epoch });
-      }
-    } else if (rec && o && rec.status === "runnable" && prev?.owner && rec.epoch > prev.epoch) {
-      // Opened for `o` by someone else (a release to a successor, a fence, a takeover): tell it.
-      const st = this.states.get(o.instance);
-      if (st && st.session === o.session && !(prev.owner.instance === o.instance && prev.owner.session === o.session)) {
-        const why = rec.attempts > prev.attempts ? (prev.owner.instance === o.instance ? "reclaim" : "takeover") : "handoff";
-        st.grant(id, { epoch: rec.epoch, why });
-      }
-    }
-    if (rec?.status === "cancelled" && prev?.owner) {
-      const st = this.states.get(prev.owner.instance);
-      if (st && st.session === prev.owner.session) {
-        st.drop(id, { epoch: prev.epoch, reason: "cancelled" });
-      }
-    }
     this.#revocations.onSplit(id, rec, this.#core.clock.now());
     this.#core.schedule();
   }
@@ -227,8 +210,11 @@ export class LeaderRole {
       this.liveness.forget(key);
       if (st) this.#drop(st);
       this.#judge.left(instance, clock.now(), prev?.session);
-      // A member that left cleanly: its directives go with it.
-      void this.#core.store.delete(keys.assign(instance)).catch(() => {});
+      // A member that left cleanly: its directives go with it (a failed delete is
+      // left behind for good: the next session of the instance overwrites it).
+      void this.#core.store.delete(keys.assign(instance)).catch((e) =>
+        this.#core.log("warn", "Could not delete the assignment record of a member that left", { member: instance, error: String(e) })
+      );
       this.#core.schedule();
       return;
     }
@@ -238,21 +224,17 @@ export class LeaderRole {
     let cur = this.states.get(instance);
     if (!cur) {
       if (!this.#judge.returning(instance, next.revision)) return; // still the record we judged dead
-      cur = new MemberState(instance, r.session, r.maxInFlight, r.draining === true, r.planner === true);
+      cur = this.tracker.member(instance, r.session, r.maxInFlight, r.draining === true, r.planner === true);
       cur.touch();
       this.states.set(instance, cur);
     } else {
+      // The state mirrors the record it was told of.
       if (cur.maxInFlight !== r.maxInFlight || cur.draining !== (r.draining === true)) cur.touch();
       cur.maxInFlight = r.maxInFlight;
       cur.planner = r.planner === true;
-      if (r.draining && !cur.draining) {
-        cur.draining = true;
-        this.#unofferAll(cur);
-      }
     }
     if (prev && prev.session !== r.session) this.#judge.replaced(instance, clock.now());
-    if (r.seen !== undefined && cur.session === r.session) cur.acknowledge(r.seen);
-    auditHeld(this.#core, this.view, cur, r);
+    this.#applyAll(decideMemberChange(this.view, cur, r));
     this.#core.schedule();
   }
 
@@ -261,8 +243,7 @@ export class LeaderRole {
     const st = this.states.get(instance);
     if (!st) return new Map();
     if (!st.draining) {
-      st.draining = true;
-      this.#unofferAll(st);
+      this.#applyAll([{ kind: "unofferAll", member: st }]);
       this.#core.schedule();
     }
     // Successors for our own splits now, before our lanes stop: each
@@ -276,23 +257,12 @@ export class LeaderRole {
     return named;
   }
 
-  /** A member session is gone: its offers return to the pool, its revocations end. */
+  /** A member session is gone: its offers return to the pool, its lanes on their way and its revocations end. */
   #drop(st: MemberState): void {
     this.#seedRuns.forget(st);
-    this.#unofferAll(st);
+    this.tracker.forget(st);
     this.#revocations.forget(st);
     this.states.delete(st.instance);
-  }
-
-  #unofferAll(st: MemberState): void {
-    for (const id of st.offers.keys()) {
-      this.offeredTo.delete(id);
-      this.view.requeue(id);
-    }
-    st.offers.clear();
-    st.spares.clear();
-    st.offeredWeight = 0;
-    st.touch();
   }
 
   // --- the leader's pass ---------------------------------------------------------------
@@ -302,20 +272,18 @@ export class LeaderRole {
     if (!this.#ready || this.#stopped) return Infinity;
     const { clock } = this.#core;
     const now = clock.now();
+    this.#core.stats.leaderPasses++;
     // Each rule decides on the state the previous one's intents left.
     let next = this.#apply(this.#judge.deaths(now));
     next = Math.min(next, this.#apply(this.#judge.orphans(now)));
     next = Math.min(next, this.retry.expire(now, (id) => this.view.requeue(id))); // offerable again
-    refillOffers({
-      view: this.view,
-      states: this.states,
-      offeredTo: this.offeredTo,
-      withheld: (id) => this.retry.has(id),
-    });
+    const offers = { view: this.view, states: this.states, tracker: this.tracker, withheld: (id: string) => this.retry.has(id) };
+    this.#applyAll(decideOffers(offers));
+    pruneDealing(offers);
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#revocations.cycle(now, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree, this.#applyAll));
     // Every free split dealt (or waiting out a backoff) and lanes still idle: cut running ones.
-    const dealt = this.view.free.size <= this.offeredTo.size + this.retry.waiting.size && this.#takeovers.inflight.size === 0;
+    const dealt = this.view.free.size <= this.tracker.offered + this.retry.waiting.size && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#cuts.cycle(now, dealt, this.#applyAll));
     const owed = own.owed;
     const activeAt = owed ? this.#hold.activeAt(own.releasedAt) : -Infinity;
@@ -369,9 +337,10 @@ export class LeaderRole {
     if (w.kind === "seed" || w.kind === "residual" || w.kind === "takeover" || w.kind === "fence") {
       this.view.applyOwn(w.id, w.record, w.revision);
     } else if ((w.kind === "tenancy" || w.kind === "claim") && this.#ready && !this.#stopped) {
+      const before = this.view.splits.get(w.id);
       this.#hold.landed(this.#core.clock.now());
       this.view.applyOwn(w.id, w.record, w.revision);
-      this.#core.schedule();
+      if (!(before && before.revision < w.revision && progressOnly(before.record, w.record))) this.#core.schedule();
     }
   }
 
@@ -390,14 +359,14 @@ export class LeaderRole {
     });
   }
 
-  /** A member to seed a split for, its lane reserved (see {@linkcode SeedRuns.reserve}). */
-  reserveIdle(seeded: number, planned = 0): MemberState | undefined {
-    return this.#seedRuns.reserve(this.states, this.view, seeded, planned);
+  /** A member to seed a split for, its lane reserved until the reservation is released (see {@linkcode SeedRuns.reserve}). */
+  reserveIdle(seeded: number, planned = 0): { member: MemberState; lane: LaneReservation } | undefined {
+    return this.#seedRuns.reserve(this.states, this.view, this.tracker, seeded, planned);
   }
 
   /** Ends a reservation made by {@linkcode LeaderRole.reserveIdle}. */
-  unreserve(m: MemberState): void {
-    this.#seedRuns.unreserve(m);
+  unreserve(lane: LaneReservation): void {
+    this.tracker.release(lane);
   }
 
   /** Job counts for the leader's beat. */

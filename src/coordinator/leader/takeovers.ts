@@ -11,8 +11,10 @@
 import type { Owner } from "../../records.ts";
 import type { Core } from "../core.ts";
 import { openRecord } from "../transitions.ts";
+import type { AssignmentTracker } from "./assignment_tracker.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
+import type { LaneReservation } from "./promises.ts";
 import { claimers, freeLanes } from "./offers.ts";
 
 /**
@@ -63,6 +65,8 @@ export interface TakeoverCtx {
   core: Core;
   view: LeaderView;
   states: ReadonlyMap<string, MemberState>;
+  /** Holds each successor's lane while its takeover is written. */
+  tracker: AssignmentTracker;
   /** Whether this instance still leads. */
   leading(): boolean;
 }
@@ -102,13 +106,15 @@ export class Takeovers {
     // A successor's lane stays reserved until its write lands (the view then
     // counts the split as held) or fails: the pass that decided the move
     // also deals offers, and would deal the same lane again.
-    const reserved = new Set<{ id: string; to: MemberState | undefined }>();
+    const { tracker } = this.#ctx;
+    const reserved = new Map<{ id: string; to: MemberState | undefined }, LaneReservation>();
     for (const m of moves) {
       this.inflight.add(m.id);
-      if (m.to) (m.to.reserveLane(), reserved.add(m));
+      if (m.to) reserved.set(m, tracker.reserve(m.to, "takeover"));
     }
     const done = (m: { id: string; to: MemberState | undefined }) => {
-      if (reserved.delete(m)) m.to!.unreserveLane();
+      const r = reserved.get(m);
+      if (r) (reserved.delete(m), tracker.release(r));
     };
     try {
       for (let i = 0; i < moves.length && this.#ctx.leading(); i += TAKEOVER_WAVE) {
