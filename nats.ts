@@ -22,6 +22,7 @@
  * @module
  */
 export { NatsStore } from "./src/nats/nats_store.ts";
+export { NatsJobCatalog, type NatsJobCatalogOptions } from "./src/nats/nats_jobs.ts";
 export type { NatsStoreOptions, WebSocketFactory } from "./src/nats/options.ts";
 export type { NatsTransport } from "./src/nats/transport.ts";
 export type { Logger } from "./src/coordinator/types.ts";

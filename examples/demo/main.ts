@@ -652,7 +652,7 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
       await pollCounts();
       if (!planned) {
         for (const c of children) {
-          const ev = c.events.find((e) => e.event === "planPublished");
+          const ev = c.events.find((e) => e.msg === "Plan published");
           if (ev) planned = Number(ev.planned);
         }
       }
@@ -675,7 +675,7 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
     await pollOutputs();
     if (!planned) {
       for (const c of children) {
-        const ev = c.events.find((e) => e.event === "planPublished");
+        const ev = c.events.find((e) => e.msg === "Plan published");
         if (ev) planned = Number(ev.planned);
       }
     }

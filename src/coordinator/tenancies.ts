@@ -221,8 +221,8 @@ export class Tenancies {
   }
 
   /** Fenced progress commit; `final` completes the split and ends the tenancy. */
-  async commit(id: string, epoch: number, progress: SplitProgress, final: boolean): Promise<void> {
-    const { tenancy: t } = await this.#cas(id, epoch, final, (r) => commitRecord(id, r, progress, final, this.#core.clock.wallNow()));
+  async commit(id: string, epoch: number, progress: SplitProgress, final: boolean, records = 0): Promise<void> {
+    const { tenancy: t } = await this.#cas(id, epoch, final, (r) => commitRecord(id, r, progress, final, this.#core.clock.wallNow(), records));
     if (final) this.#core.log("debug", "Completed split", { split: id, epoch });
     else if (this.held.get(id) === t && t.draining && t.cancelled) {
       this.#armNoProgress(id, t); // progress during a withdrawn drain keeps it alive

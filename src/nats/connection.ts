@@ -95,8 +95,15 @@ export class Connection {
     this.#monitor();
   }
 
-  /** Connects, checks the server version and opens or creates the bucket. */
-  static async open(options: NatsStoreOptions): Promise<Connection> {
+  /**
+   * Connects to a server with the store's options and no bucket: the first
+   * half of {@linkcode Connection.open}, and all a job catalog needs.
+   * `STORE_AUTH_FAILED` for refused credentials, `StoreUnavailableError`
+   * when no server answers.
+   */
+  static async client(
+    options: NatsStoreOptions,
+  ): Promise<{ nc: NatsConnection; opts: ResolvedOptions; user: string | undefined; release: () => void }> {
     const opts = resolveOptions(options);
     const ws = opts.transport === webSocketTransport;
     // Without one the NATS client waits on a socket that never opens: say so at once.
@@ -161,6 +168,12 @@ export class Connection {
       if (e instanceof SplitleaseError) throw e;
       throw new StoreUnavailableError("connect", co.timeout!, { cause: e, detail: describe(e) });
     }
+    return { nc, opts, user, release };
+  }
+
+  /** Connects, checks the server version and opens or creates the bucket. */
+  static async open(options: NatsStoreOptions): Promise<Connection> {
+    const { nc, opts, user, release } = await Connection.client(options);
     try {
       checkServerVersion(nc.info?.version, opts.replicas);
       const js = jetstream(nc, { timeout: opts.opTimeoutMs });

@@ -787,6 +787,10 @@ Deno.test({
       assert.equal(ready.status, 200);
       assert.equal(ready.body.idle, true);
       assert.equal((await get(d, deploymentPod.livenessProbe.httpGet.path)).status, 200);
+      // The finished job stays visible on the idle pod: /fleet reads its records (the store stays open), read-only.
+      const fleet = await get(d, "/fleet");
+      assert.equal(fleet.status, 200, JSON.stringify(fleet.body));
+      assert.deepEqual([fleet.body.plan.outcome, fleet.body.operator.access, fleet.body.members.length], ["allComplete", "none", 0]);
       // DRAIN_TOKEN reached serve: the operator routes ask for the token (401) instead of being closed (403).
       for (const auth of [undefined, "Bearer wrong-token"]) {
         const r = await post(d, "/drain", auth);

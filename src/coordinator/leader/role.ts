@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { JobCounts, MemberRecord, Owner, PlanRecord, SplitRecord } from "../../records.ts";
+import { type JobCounts, type MemberRecord, type Owner, type PlanRecord, QUARANTINED_IDS_PUBLISHED, type SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { StoreEntry } from "../../store/store.ts";
 import type { Core } from "../core.ts";
@@ -381,6 +381,7 @@ export class LeaderRole {
     const c = this.view.counts;
     const counts: JobCounts = { members: this.states.size, unowned: this.view.free.size, ...c };
     if (this.view.cut > 0) counts.cut = this.view.cut;
+    if (this.view.quarantined.size > 0) counts.quarantinedIds = [...this.view.quarantined].sort().slice(0, QUARANTINED_IDS_PUBLISHED);
     return counts;
   }
 }
