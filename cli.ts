@@ -2,23 +2,29 @@
 /**
  * The `splitlease` command line: watch and repair a job from outside the
  * fleet, over the same store connection settings as the workers (NATS
- * `ws://` URLs, or a PostgreSQL `postgres://` URL).
+ * URLs, or a PostgreSQL `postgres://` URL).
  *
  * ```sh
- * deno run -A cli.ts status --servers ws://nats:8080 --job backfill     # this repository
- * npx splitlease splits --state quarantined                            # the npm package (NATS_URL, JOB set)
+ * deno run -A cli.ts status --servers nats://nats:4222 --job backfill   # this repository
+ * npx splitlease dev                                                    # a local nats-server
+ * npx splitlease splits --state quarantined                            # in a project that installed the package
+ * npx @splitlease/splitlease jobs                                      # anywhere else (NATS_URL set)
  * node dist/cli.js requeue --all --json
  * ```
  *
  * Commands, options and exit codes: `splitlease --help` (src/cli/args.ts).
  * It never creates a bucket (or a PostgreSQL job or schema): a mistyped job
- * name exits 1 naming it.
+ * name exits 1 naming it. Outside a project that depends on the package,
+ * name the package itself (`npx @splitlease/splitlease …`): a bare
+ * `npx splitlease` asks the npm registry for an unscoped package of that
+ * name, which is not this one.
  *
  * @module
  */
 import process from "node:process";
 import type { CliOptions, Command } from "./src/cli/args.ts";
 import type { SplitleaseError as SplitleaseErrorType } from "./src/errors.ts";
+import type { JobCatalog } from "./src/store/job_catalog.ts";
 import type { Store } from "./src/store/store.ts";
 
 /** Node.js 22 is the first with a global WebSocket, which the NATS client needs (package.json `engines`). */
@@ -36,12 +42,18 @@ if (!("Deno" in globalThis) && !("Bun" in globalThis) && Number(process.versions
 
 const { readFileSync } = await import("node:fs");
 const { CLI_EXIT, parseArgs, USAGE, UsageError } = await import("./src/cli/args.ts");
-const { formatSplits, formatStatus } = await import("./src/cli/format.ts");
+const { formatJobs, formatSplits, formatStatus } = await import("./src/cli/format.ts");
 const { SplitleaseError } = await import("./src/errors.ts");
 const { cancelSplit, drainMember, requeueQuarantined, requeueSplit } = await import("./src/fleet/actions.ts");
 const { readFleet } = await import("./src/fleet/read_fleet.ts");
+const { UI_INSTANCE_PREFIX } = await import("./src/fleet/fleet_view.ts");
+const { deleteRefusal, listJobs, summarizeJob } = await import("./src/fleet/job_summary.ts");
+const { VERSION } = await import("./src/coordinator/job_check.ts");
 const { NatsStore } = await import("./src/nats/nats_store.ts");
+const { transportFor } = await import("./adapters/nats_tcp.ts");
+const { NatsJobCatalog } = await import("./src/nats/nats_jobs.ts");
 const { SplitCoordinator } = await import("./src/coordinator/coordinator.ts");
+const { jsonLogger } = await import("./src/runtime/logger.ts");
 
 const out = (text: string) => process.stdout.write(text + "\n");
 const err = (text: string) => process.stderr.write(text + "\n");
@@ -52,29 +64,8 @@ function exitOf(outcome: string): number {
   return outcome === "conflict" ? CLI_EXIT.conflict : CLI_EXIT.notApplied;
 }
 
-/**
- * The store of `--servers` / STORE_URL / NATS_URL: a PostgresStore for a
- * `postgres://` URL, a NatsStore for `ws://` URLs. Never creates anything:
- * a mistyped job (or a database without the store's tables) exits 1 naming it.
- */
-async function connect(o: CliOptions): Promise<Store> {
-  if (o.servers.some((s) => /^postgres(ql)?:\/\//i.test(s))) {
-    if (o.servers.length !== 1) throw new SplitleaseError("INVALID_CONFIG", "give one postgres:// URL (a PostgreSQL store is one database)");
-    if (o.user !== undefined || o.pass !== undefined || o.token !== undefined || o.creds !== undefined) {
-      throw new SplitleaseError("INVALID_CONFIG", "--user, --pass, --token and --creds are NATS options: put PostgreSQL's user and password in the URL");
-    }
-    const { PostgresStore } = await import("./adapters/postgres.ts");
-    return await PostgresStore.connect({
-      url: o.servers[0],
-      job: o.job,
-      opTimeoutMs: o.opTimeoutMs,
-      createSchema: false,
-      createJob: false,
-      applicationName: "splitlease-cli",
-      poolSize: 2,
-      logger: (_level, message, f) => err(`splitlease: ${message}: ${f?.server ?? ""}, attempt ${f?.attempt} (${f?.error})`),
-    });
-  }
+/** The connection options of the store and the job catalog, from the command line. */
+function connection(o: CliOptions) {
   let creds: string | undefined;
   if (o.creds) {
     try {
@@ -83,22 +74,94 @@ async function connect(o: CliOptions): Promise<Store> {
       throw new SplitleaseError("INVALID_CONFIG", `cannot read the creds file ${o.creds}: ${(e as Error).message}`);
     }
   }
-  return await NatsStore.connect({
+  return {
     servers: o.servers,
-    job: o.job,
+    // nats:// and tls:// go through the TCP transport; ws:// and wss:// through WebSocket.
+    transport: transportFor(o.servers),
     opTimeoutMs: o.opTimeoutMs,
     name: "splitlease-cli",
-    createBucket: false,
     // One plain line per failed attempt while connect waits for a server.
-    logger: (_level, message, f) => err(`splitlease: ${message}: ${f?.servers}, attempt ${f?.attempt} (${f?.error})`),
+    logger: (_level: string, message: string, f?: Record<string, unknown>) =>
+      err(`splitlease: ${message}: ${f?.servers}, attempt ${f?.attempt} (${f?.error})`),
     ...(o.user !== undefined ? { user: o.user } : {}),
     ...(o.pass !== undefined ? { pass: o.pass } : {}),
     ...(o.token !== undefined ? { token: o.token } : {}),
     ...(creds !== undefined ? { creds } : {}),
+  };
+}
+
+/**
+ * The `postgres://` URL of `--servers` / STORE_URL, or `undefined` for NATS
+ * URLs (the NATS credential flags are refused with it: PostgreSQL's user
+ * and password go in the URL).
+ */
+function postgresUrl(o: CliOptions): string | undefined {
+  if (!o.servers.some((s) => /^postgres(ql)?:\/\//i.test(s))) return undefined;
+  if (o.servers.length !== 1) throw new SplitleaseError("INVALID_CONFIG", "give one postgres:// URL (a PostgreSQL store is one database)");
+  if (o.user !== undefined || o.pass !== undefined || o.token !== undefined || o.creds !== undefined) {
+    throw new SplitleaseError("INVALID_CONFIG", "--user, --pass, --token and --creds are NATS options: put PostgreSQL's user and password in the URL");
+  }
+  return o.servers[0];
+}
+
+/**
+ * The store of the job: a PostgresStore for a `postgres://` URL, else a
+ * NatsStore. Never creates anything: a mistyped job (or a database without
+ * the store's tables) exits 1 naming it.
+ */
+async function connect(o: CliOptions): Promise<Store> {
+  const url = postgresUrl(o);
+  if (url === undefined) return await NatsStore.connect({ ...connection(o), job: o.job, createBucket: false });
+  const { PostgresStore } = await import("./adapters/postgres.ts");
+  return await PostgresStore.connect({
+    url,
+    job: o.job,
+    opTimeoutMs: o.opTimeoutMs,
+    createSchema: false,
+    createJob: false,
+    applicationName: "splitlease-cli",
+    poolSize: 2,
+    logger: (_level, message, f) => err(`splitlease: ${message}: ${f?.server ?? ""}, attempt ${f?.attempt} (${f?.error})`),
   });
 }
 
-async function run(store: Store, command: Exclude<Command, { name: "help" }>, o: CliOptions): Promise<number> {
+/** The job catalog of the server: the PostgreSQL database of a `postgres://` URL, else the NATS server. */
+async function catalogOf(o: CliOptions): Promise<JobCatalog> {
+  const url = postgresUrl(o);
+  if (url === undefined) return await NatsJobCatalog.connect(connection(o));
+  const { PostgresJobCatalog } = await import("./adapters/postgres.ts");
+  return await PostgresJobCatalog.connect({ url, opTimeoutMs: o.opTimeoutMs, applicationName: "splitlease-cli" });
+}
+
+/** `splitlease jobs` and `splitlease delete`: the server's jobs, not one job's store. */
+async function catalogCommand(command: Extract<Command, { name: "jobs" | "delete" }>, o: CliOptions): Promise<number> {
+  await using catalog = await catalogOf(o);
+  const where = postgresUrl(o) === undefined ? `bucket splitlease_${o.job}` : "rows in PostgreSQL";
+  if (command.name === "jobs") {
+    const jobs = await listJobs(catalog, o.job || undefined);
+    const none = jobs.length === 0 && postgresUrl(o) !== undefined ? "no jobs (no job rows in this database's splitlease schema)" : undefined;
+    out(o.json ? JSON.stringify({ jobs }, null, 2) : none ?? formatJobs(jobs));
+    return CLI_EXIT.ok;
+  }
+  const [listing] = await catalog.list(o.job);
+  if (!listing) {
+    const message = `job "${o.job}" has no ${where}: nothing to delete`;
+    out(o.json ? JSON.stringify({ outcome: "notFound", message }) : message);
+    return CLI_EXIT.notApplied;
+  }
+  const summary = summarizeJob(listing, Date.now());
+  const refusal = deleteRefusal(summary, command.force);
+  if (refusal) {
+    out(o.json ? JSON.stringify({ outcome: "refused", message: refusal, job: summary }) : `not deleted: ${refusal}`);
+    return CLI_EXIT.notApplied;
+  }
+  await catalog.remove(o.job);
+  const message = `deleted job "${o.job}" (${summary.state}; ${where})`;
+  out(o.json ? JSON.stringify({ outcome: "deleted", message, job: summary }) : message);
+  return CLI_EXIT.ok;
+}
+
+async function run(store: Store, command: Exclude<Command, { name: "help" | "version" | "jobs" | "delete" }>, o: CliOptions): Promise<number> {
   const show = (value: unknown, text: string) => out(o.json ? JSON.stringify(value, null, 2) : text);
   switch (command.name) {
     case "status": {
@@ -154,8 +217,10 @@ async function adapterServe(): Promise<typeof import("./adapters/node.ts").serve
  * without a planner: it leads only a published plan, so it never plans) and
  * serves the worker's HTTP app — the fleet page, /fleet, the operator routes,
  * /metrics (the job-wide gauges while it leads), /status — through stalls
- * (afterStall "wait") until SIGINT/SIGTERM (exit 0) or the job completes
- * (exit 0).
+ * (afterStall "wait") and past the job's completion (afterCompletion
+ * "idle": the page then shows the finished job read-only, from its records)
+ * until SIGINT/SIGTERM (exit 0). A job that is complete already is joined
+ * and left at once, as a restarted worker does, and served the same way.
  */
 async function ui(store: Store, command: Extract<Command, { name: "ui" }>, o: CliOptions): Promise<number> {
   const view = await readFleet(store, { limit: 1 });
@@ -165,10 +230,11 @@ async function ui(store: Store, command: Extract<Command, { name: "ui" }>, o: Cl
   const loopback = /^(127\.|::1$|localhost$|\[::1\]$)/.test(command.bind);
   const serve = await adapterServe();
   const refuse = () => Promise.reject(new Error("splitlease ui runs no split"));
+  const finished = view.plan?.outcome === "allComplete";
   const service = await serve({
     store,
     job: o.job,
-    instance: `splitlease-ui-${crypto.randomUUID().slice(0, 8)}`,
+    instance: `${UI_INSTANCE_PREFIX}${crypto.randomUUID().slice(0, 8)}`,
     source: { fingerprint: () => fingerprint, plan: refuse, run: refuse },
     // No planner: it may lead a published plan (and export the job-wide gauges), never plan one.
     join: (j) => SplitCoordinator.join({ ...j, planner: undefined }),
@@ -176,22 +242,31 @@ async function ui(store: Store, command: Extract<Command, { name: "ui" }>, o: Cl
     opTimeoutMs: Math.min(o.opTimeoutMs, Math.floor(command.leaseMs / 2)),
     maxInFlight: 0,
     afterStall: "wait",
-    afterCompletion: "exit",
+    afterCompletion: "idle",
     port: command.port,
     hostname: command.bind,
+    // The terminal is the operator's: warnings and errors only (the fleet's own lines are the workers' to write).
+    logger: jsonLogger({ level: "warn" }),
     ...(drainToken ? { drainToken } : loopback ? { drainOpen: true } : {}),
     exit: false,
   });
   err(
     `splitlease ui: job ${o.job} at http://${command.bind.includes(":") ? `[${command.bind}]` : command.bind}:${service.port}/ ` +
-      `(operator routes ${drainToken ? "take DRAIN_TOKEN" : loopback ? "open: loopback" : "closed: set DRAIN_TOKEN"}; Ctrl-C to stop)`,
+      (finished
+        ? "(the job is complete: read-only; Ctrl-C to stop)"
+        : `(operator routes ${drainToken ? "take DRAIN_TOKEN" : loopback ? "open: loopback" : "closed: set DRAIN_TOKEN"}; Ctrl-C to stop)`),
   );
-  const { exitCode, outcome } = await service.done;
-  if (outcome.kind === "drained" && outcome.reason === "complete") err(`splitlease ui: job ${o.job} is complete`);
-  return exitCode;
+  void service.worker.done.then((outcome) => {
+    if (outcome.kind === "drained" && outcome.reason === "complete" && !finished) {
+      err(`splitlease ui: job ${o.job} is complete; its page stays up read-only until Ctrl-C`);
+    }
+  });
+  return (await service.done).exitCode;
 }
 
 async function main(): Promise<number> {
+  // `dev` runs a local server: no store, no job (cli/dev.ts).
+  if (process.argv[2] === "dev") return await (await import("./cli/dev.ts")).dev(process.argv.slice(3), process.env);
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs(process.argv.slice(2), process.env);
@@ -205,8 +280,13 @@ async function main(): Promise<number> {
     out(USAGE);
     return CLI_EXIT.ok;
   }
+  if (command.name === "version") {
+    out(`splitlease ${VERSION}`);
+    return CLI_EXIT.ok;
+  }
   let store: Store | undefined;
   try {
+    if (command.name === "jobs" || command.name === "delete") return await catalogCommand(command, options);
     store = await connect(options);
     return await run(store, command, options);
   } catch (e) {

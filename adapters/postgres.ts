@@ -23,18 +23,26 @@
 import postgres from "postgres";
 import { StoreUnavailableError } from "../src/errors.ts";
 import { jsonLogger } from "../src/runtime/logger.ts";
-import { decodeRecord, type JobOutcome, PlanRecordSchema } from "../src/records.ts";
 import { invalidPg, type PgStoreOptions, resolvePgOptions } from "../src/postgres/options.ts";
 import { PgStore } from "../src/postgres/pg_store.ts";
-import { Queries } from "../src/postgres/queries.ts";
-import { describePgError, openJob } from "../src/postgres/setup.ts";
-import type { SqlClient, SqlListener, SqlListenerEvents, SqlParam, SqlRow, SqlSession } from "../src/postgres/sql_client.ts";
+import { authError, describePgError, openJob } from "../src/postgres/setup.ts";
+import { PgJobCatalog } from "../src/postgres/pg_catalog.ts";
+import {
+  isAuthFailure,
+  type SqlClient,
+  type SqlListener,
+  type SqlListenerEvents,
+  type SqlParam,
+  type SqlRow,
+  type SqlSession,
+} from "../src/postgres/sql_client.ts";
 import { durationIssue } from "../src/util/timers.ts";
 
 export { PgStore, type PgStoreInit } from "../src/postgres/pg_store.ts";
+export { PgJobCatalog, type PgJobCatalogInit } from "../src/postgres/pg_catalog.ts";
+export type { CatalogEntry, JobCatalog, JobListing } from "../src/store/job_catalog.ts";
 export type { PgStoreOptions, ResolvedPgOptions } from "../src/postgres/options.ts";
 export type { Logger } from "../src/coordinator/types.ts";
-export type { JobOutcome } from "../src/records.ts";
 export { PG_SCHEMA_VERSION, postgresGrantsSql, postgresSchemaSql } from "../src/postgres/schema.ts";
 export type { SqlClient, SqlListener, SqlListenerEvents, SqlParam, SqlRow, SqlSession } from "../src/postgres/sql_client.ts";
 export type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WatchEvent, WriteResult } from "../src/store/store.ts";
@@ -102,26 +110,6 @@ export interface PostgresStoreOptions extends PgStoreOptions {
    * transactions' in `:tx`), as `pg_stat_activity` shows them.
    */
   applicationName?: string;
-}
-
-/**
- * One job of a database (see {@linkcode PostgresStore.listJobs}).
- *
- * @example
- * ```ts
- * import type { PgJobInfo } from "@splitlease/splitlease/postgres";
- * const info: PgJobInfo = { job: "backfill", createdAt: Date.now(), revision: 12 };
- * ```
- */
-export interface PgJobInfo {
-  /** The job name. */
-  job: string;
-  /** When the job's row was created (ms since the epoch, the server's clock). */
-  createdAt: number;
-  /** The job's last revision (its number of writes). */
-  revision: number;
-  /** The outcome its leader decided, when it did (and the plan record reads). */
-  outcome?: JobOutcome;
 }
 
 const DRIVER_KEYS = ["url", "listenUrl", "poolSize", "transactionPoolSize", "prepare", "applicationName"];
@@ -328,45 +316,74 @@ export class PostgresStore extends PgStore<PgTransaction> {
       throw e;
     }
   }
+}
 
+/**
+ * Options of {@linkcode PostgresJobCatalog.connect}: the database and
+ * schema of the store's tables.
+ *
+ * @example
+ * ```ts
+ * import type { PostgresJobCatalogOptions } from "@splitlease/splitlease/postgres";
+ * const options: PostgresJobCatalogOptions = { url: "postgres://ops@db.internal:5432/app", opTimeoutMs: 3000 };
+ * ```
+ */
+export interface PostgresJobCatalogOptions {
+  /** `postgres://` or `postgresql://` URL. */
+  url: string;
+  /** The schema of the store's tables (default `splitlease`). */
+  schema?: string;
+  /** Bound of each statement, and of reaching the server (default 5000). */
+  opTimeoutMs?: number;
+  /** `application_name` of the catalog's connection (default `splitlease:catalog`). */
+  applicationName?: string;
+}
+
+/**
+ * The jobs of a PostgreSQL database (`JobCatalog`, as `splitlease jobs`
+ * and `splitlease delete` use it): each job's `job`, `plan`, `leader` and
+ * member records with the time the server wrote each, and the removal of a
+ * job's rows in one transaction. Removing needs `delete` on the schema's
+ * `jobs`, `kv` and `log` tables (the schema's owner has it; the workers'
+ * least-privilege role does not).
+ *
+ * @example
+ * ```ts
+ * import { PostgresJobCatalog } from "@splitlease/splitlease/postgres";
+ * import { listJobs } from "@splitlease/splitlease/admin";
+ * await using catalog = await PostgresJobCatalog.connect({ url: "postgres://ops@127.0.0.1:5432/app" });
+ * for (const j of await listJobs(catalog)) console.log(j.job, j.state, j.createdAt);
+ * ```
+ */
+export class PostgresJobCatalog extends PgJobCatalog {
   /**
-   * The jobs a database holds (in `schema`, default `splitlease`), by
-   * name: when each was created, its last revision and, once decided, its
-   * outcome. An empty list when the schema has no splitlease tables.
+   * Opens a connection and checks that the server answers within
+   * `opTimeoutMs`: `STORE_AUTH_FAILED` when it refuses the login,
+   * `StoreUnavailableError` when it cannot be reached, `INVALID_CONFIG` for
+   * bad options.
    *
    * @example
    * ```ts
-   * import { PostgresStore } from "@splitlease/splitlease/postgres";
-   * for (const j of await PostgresStore.listJobs({ url: "postgres://app@127.0.0.1:5432/app" })) {
-   *   console.log(j.job, new Date(j.createdAt).toISOString(), j.outcome?.kind ?? "running");
-   * }
+   * import { PostgresJobCatalog } from "@splitlease/splitlease/postgres";
+   * const catalog = await PostgresJobCatalog.connect({ url: "postgres://ops@127.0.0.1:5432/app", schema: "splitlease" });
+   * console.log((await catalog.list()).map((j) => j.job));
+   * await catalog.close();
    * ```
    */
-  static async listJobs(options: Pick<PostgresStoreOptions, "url" | "schema" | "opTimeoutMs">): Promise<PgJobInfo[]> {
-    const opts = resolvePgOptions({ job: "list", ...options, connectWaitMs: options.opTimeoutMs ?? 5000 }, DRIVER_KEYS);
-    const client = postgresJsClient({ url: options.url, poolSize: 1, opTimeoutMs: opts.opTimeoutMs });
+  static async connect(options: PostgresJobCatalogOptions): Promise<PostgresJobCatalog> {
+    const { url, schema, opTimeoutMs, applicationName, ...rest } = options;
+    const unknown = Object.keys(rest);
+    if (unknown.length > 0) throw invalidPg(`unknown option ${unknown.join(", ")} of PostgresJobCatalog.connect`);
+    const opts = resolvePgOptions({ job: "catalog", ...(schema === undefined ? {} : { schema }), ...(opTimeoutMs === undefined ? {} : { opTimeoutMs }) }, []);
+    const client = postgresJsClient({ url, poolSize: 1, opTimeoutMs: opts.opTimeoutMs, applicationName: applicationName ?? "splitlease:catalog" });
+    const server = serverOf(url);
     try {
-      const q = new Queries(opts.schema);
-      let rows: SqlRow[];
-      try {
-        rows = await client.query(q.jobs, [], AbortSignal.timeout(opts.opTimeoutMs));
-      } catch (e) {
-        const state = (e as { code?: unknown }).code;
-        if (state === "42P01" || state === "3F000") return [];
-        throw new StoreUnavailableError("listJobs", opts.opTimeoutMs, { cause: e, detail: `PostgreSQL at ${serverOf(options.url)}: ${describePgError(e)}` });
-      }
-      return rows.map((r) => {
-        const info: PgJobInfo = { job: String(r.name), createdAt: Math.round(Number(r.created)), revision: Number(r.revision) };
-        if (typeof r.plan === "string") {
-          try {
-            const outcome = decodeRecord("plan", r.plan, PlanRecordSchema).outcome;
-            if (outcome) info.outcome = outcome;
-          } catch { /* an unreadable plan record: no outcome to show */ }
-        }
-        return info;
-      });
-    } finally {
+      await client.query("select 1", [], AbortSignal.timeout(opts.opTimeoutMs));
+    } catch (e) {
       await client.close();
+      if (isAuthFailure(e)) throw authError(e, `the job catalog's login at ${server}`);
+      throw new StoreUnavailableError("connect", opts.opTimeoutMs, { cause: e, detail: `PostgreSQL at ${server}: ${describePgError(e)}` });
     }
+    return new PostgresJobCatalog({ client, schema: opts.schema, opTimeoutMs: opts.opTimeoutMs, server });
   }
 }

@@ -8,6 +8,7 @@
 import process from "node:process";
 import type { ServeOptions, Service } from "../host.ts";
 import { NatsStore } from "../nats.ts";
+import { transportFor } from "../adapters/nats_tcp.ts";
 import type { NatsStoreOptions } from "../nats.ts";
 import { MemoryStore, SplitleaseError, type Store } from "../mod.ts";
 
@@ -20,11 +21,16 @@ export function runtimeName(): "deno" | "bun" | "node" {
 }
 
 /**
- * The WebSocket client for NATS on this runtime: on Deno the adapter's
- * `denoWebSocket` (Deno's own client stalls bursts of writes ~40 ms: Nagle's
- * algorithm), elsewhere the runtime's `WebSocket`.
+ * How this runtime reaches the NATS `servers`: `nats://` and `tls://` URLs
+ * through the TCP transport; WebSocket URLs on Deno with the adapter's
+ * `denoWebSocket` (Deno's own client stalls bursts of writes ~40 ms:
+ * Nagle's algorithm), elsewhere with the runtime's `WebSocket`.
  */
-export async function natsTransportHere(): Promise<Pick<NatsStoreOptions, "wsFactory">> {
+export async function natsTransportHere(
+  servers: readonly string[] = [],
+): Promise<Pick<NatsStoreOptions, "wsFactory" | "transport">> {
+  const transport = transportFor(servers);
+  if (transport) return { transport };
   if (runtimeName() !== "deno") return {};
   return { wsFactory: (await import("../adapters/deno.ts")).denoWebSocket };
 }
@@ -55,8 +61,9 @@ function num(env: Record<string, string | undefined>, name: string): number | un
  * as in `examples/object_store`; `HOSTNAME_BIND` is read as an old alias,
  * never `HOSTNAME`, which shells and Kubernetes set to the host or pod name),
  * `STORE_URL` (the coordination store: a `postgres://` or
- * `postgresql://` URL for PostgreSQL, or comma-separated `ws://` URLs for
- * NATS), `NATS_URL` (the same NATS URLs, the older name; without either the
+ * `postgresql://` URL for PostgreSQL, or comma-separated NATS URLs:
+ * `nats://`/`tls://` through the TCP transport, or `ws://`/`wss://`),
+ * `NATS_URL` (the same NATS URLs, the older name; without either the
  * embedded MemoryStore serves a single process),
  * `NATS_REPLICAS` (the job bucket's replicas when this worker creates it: 3
  * on a production cluster), `PG_SCHEMA` (the PostgreSQL store's schema,
@@ -120,15 +127,18 @@ function storeFromEnv(
     };
   }
   const servers = url.split(",").map((s) => s.trim()).filter(Boolean);
-  if (!servers.every((s) => /^wss?:\/\//i.test(s))) {
+  // NATS_URL as before (any URL nats.js takes); STORE_URL names its kind by its scheme.
+  if (env.STORE_URL && !servers.every((s) => /^(wss?|nats|tls):\/\//i.test(s))) {
     throw new SplitleaseError(
       "INVALID_CONFIG",
-      `STORE_URL must be a postgres:// URL or comma-separated ws:// or wss:// URLs, got ${JSON.stringify(url.replace(/\/\/[^@/]*@/g, "//***@"))}`,
+      `STORE_URL must be a postgres:// URL or comma-separated nats://, tls://, ws:// or wss:// URLs, got ${
+        JSON.stringify(url.replace(/\/\/[^@/]*@/g, "//***@"))
+      }`,
     );
   }
   return {
     storeFactory: async () =>
-      NatsStore.connect({ servers, job, replicas: num(env, "NATS_REPLICAS"), ...(await natsTransportHere()) }),
+      NatsStore.connect({ servers, job, replicas: num(env, "NATS_REPLICAS"), ...(await natsTransportHere(servers)) }),
   };
 }
 

@@ -1441,6 +1441,13 @@ export const mutants = [
     edits: [{ file: C + "leader/offers.ts", search: "if (o.plain(m) > lanes) o.trim(m, lanes);", replace: "" }],
     suites: ["unit", "coordinator", "sim"],
   },
+  // --- the cost per split (issue 32) ------------------------------------------------------
+  {
+    name: "commit-wakes-leader-pass",
+    breaks: "every progress commit wakes the leader's full pass (with its per-member parts), as before issue 32",
+    edits: [{ file: C + "leader/role.ts", search: "if (prev && rec && progressOnly(prev, rec)) return;", replace: "" }],
+    suites: ["coordinator"],
+  },
   // --- hardening III (issue 33) --------------------------------------------------------
   {
     name: "completion-lost-cas-not-learned",

@@ -8,7 +8,10 @@
  *
  * - default: three workers in this process on the embedded MemoryStore;
  * - `--nats`: a nats-server started here and three worker processes (Deno,
- *   Bun, Node 24); one is SIGKILLed halfway to show the takeover;
+ *   Bun, Node 24); one is SIGKILLed halfway to show the takeover. The
+ *   server is found as `npm test` and `splitlease dev` find it:
+ *   `NATS_SERVER_BIN` (`NATS_SERVER` is an older alias), the cached build
+ *   of the pinned release, `PATH`, then Debian's package;
  * - `--pg`: the same fleet coordinating through a PostgreSQL started here
  *   (Debian's `postgresql`, installed when missing and run as root).
  *
@@ -37,6 +40,7 @@ import {
 import { createApp, type HttpApp, MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "../../host.ts";
 import { directoryBackend } from "../object_store/dir.ts";
 import { type ObjectRecord, objectStoreSource } from "../object_store/source.ts";
+import { findNatsServer, startNatsServer, thisMachine } from "../../cli/nats_server.ts";
 
 // --- options -----------------------------------------------------------------
 
@@ -486,55 +490,11 @@ async function linger(o: Options, url: string): Promise<void> {
 
 // --- NATS fleet of processes -------------------------------------------------------
 
-function findNatsServer(): string | undefined {
-  const env = Deno.env.get("NATS_SERVER");
-  const candidates = [env, "/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"];
-  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) if (dir) candidates.push(`${dir}/nats-server`);
-  for (const c of candidates) {
-    if (!c) continue;
-    try {
-      if (Deno.statSync(c).isFile) return c;
-    } catch { /* not there */ }
-  }
-  return undefined;
-}
-
 function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;
   l.close();
   return port;
-}
-
-async function startNats(bin: string, dir: string): Promise<{ wsUrl: string; proc: Deno.ChildProcess }> {
-  const [client, http, ws] = [freePort(), freePort(), freePort()];
-  const conf = `${dir}/nats.conf`;
-  await Deno.writeTextFile(
-    conf,
-    [
-      `listen: "127.0.0.1:${client}"`,
-      `http: "127.0.0.1:${http}"`,
-      `jetstream { store_dir: "${dir}/js" }`,
-      `websocket { listen: "127.0.0.1:${ws}", no_tls: true }`,
-    ].join("\n") + "\n",
-  );
-  const proc = new Deno.Command(bin, { args: ["-c", conf], stdin: "null", stdout: "null", stderr: "null" }).spawn();
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${http}/healthz?js-enabled-only=true`);
-      await r.body?.cancel();
-      if (r.ok) break;
-    } catch { /* starting */ }
-    if (Date.now() > deadline) {
-      try {
-        proc.kill("SIGKILL");
-      } catch { /* gone */ }
-      throw new Error(`nats-server (${bin}) did not become healthy within 15 s`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { wsUrl: `ws://127.0.0.1:${ws}`, proc };
 }
 
 interface Child {
@@ -560,31 +520,13 @@ interface FleetStore {
 }
 
 async function natsStore(tmp: string): Promise<FleetStore> {
-  const natsBin = findNatsServer();
-  if (!natsBin) {
-    die(
-      "--nats needs nats-server, which was not found (looked at $NATS_SERVER, /usr/sbin, /usr/bin, /usr/local/bin and $PATH).\n" +
-        "Install it (Debian/Ubuntu: apt-get install nats-server) or run the demo without --nats.",
-    );
-  }
-  const nats = await startNats(natsBin, tmp);
-  note(`nats-server: ${natsBin} (websocket ${nats.wsUrl})`);
-  const kill = () => {
-    try {
-      nats.proc.kill("SIGKILL");
-    } catch { /* exited */ }
-  };
-  return {
-    name: "nats-server",
-    env: { STORE: "nats", NATS_URL: nats.wsUrl },
-    kill,
-    async stop() {
-      try {
-        nats.proc.kill("SIGTERM");
-      } catch { /* exited */ }
-      await nats.proc.status;
-    },
-  };
+  // Found as `npm test` and `splitlease dev` find it: NATS_SERVER_BIN (NATS_SERVER, its
+  // older alias), the cached pinned release, PATH, then Debian's package.
+  const found = findNatsServer(thisMachine(Deno.env.toObject()));
+  if ("error" in found) die(`--nats needs nats-server: ${found.error}\nor run the demo without --nats.`);
+  const nats = await startNatsServer({ bin: found.path, port: 0, wsPort: 0, httpPort: 0, storeDir: `${tmp}/jetstream` });
+  note(`nats-server ${found.version}: ${found.path} (${found.why}; websocket ${nats.wsUrl})`);
+  return { name: "nats-server", env: { STORE: "nats", NATS_URL: nats.wsUrl }, kill: () => nats.killSync(), stop: async () => void await nats.stop() };
 }
 
 /** A throwaway PostgreSQL (scripts/services.mjs: the one the test command starts, on a free port). */
@@ -612,9 +554,9 @@ async function runProcesses(o: Options, dir: string, tally: Tally, tmp: string):
   let killed: Child | undefined;
   const gains = new Gains();
   const killAll = () => {
-    for (const p of children.map((c) => c.proc)) {
+    for (const c of children) {
       try {
-        p.kill("SIGKILL");
+        c.proc.kill("SIGKILL");
       } catch { /* exited */ }
     }
     store.kill();
@@ -740,7 +682,7 @@ async function runProcesses(o: Options, dir: string, tally: Tally, tmp: string):
       await pollCounts();
       if (!planned) {
         for (const c of children) {
-          const ev = c.events.find((e) => e.event === "planPublished");
+          const ev = c.events.find((e) => e.msg === "Plan published");
           if (ev) planned = Number(ev.planned);
         }
       }
@@ -763,7 +705,7 @@ async function runProcesses(o: Options, dir: string, tally: Tally, tmp: string):
     await pollOutputs();
     if (!planned) {
       for (const c of children) {
-        const ev = c.events.find((e) => e.event === "planPublished");
+        const ev = c.events.find((e) => e.msg === "Plan published");
         if (ev) planned = Number(ev.planned);
       }
     }

@@ -8,9 +8,10 @@
  *
  * Input: see `config.ts` (OBJSTORE_DIR, or OBJSTORE_BUCKET + AWS_* + S3_ENDPOINT).
  * Output: every record's line appended to OUTPUT (at-least-once).
- * Coordination: STORE=nats (NATS_URL: ws:// or wss:// URLs, comma-separated;
+ * Coordination: STORE=nats (NATS_URL: nats://, tls://, ws:// or wss:// URLs, comma-separated;
  * NATS_USER and NATS_PASS when the server wants a login), STORE=postgres
- * (STORE_URL: a postgres:// URL) or STORE=memory (a single worker). Also JOB, INSTANCE (the pod name), PORT (HTTP, default
+ * (STORE_URL: a postgres:// URL) or STORE=memory (a single worker). Also
+ * JOB, INSTANCE (the pod name), PORT (HTTP, default
  * 8080), BIND (default 0.0.0.0), MAX_IN_FLIGHT, SPLIT_BYTES, COMMIT_RECORDS,
  * COMMIT_MS, MIN_CUT_BYTES (least bytes of a piece when idle workers cut a
  * running split's remaining bytes; default 1 MiB), LEASE_MS,
@@ -35,6 +36,7 @@
 import process from "node:process";
 import { MemoryStore, type Store } from "../../mod.ts";
 import { NatsStore } from "../../nats.ts";
+import { transportFor } from "../../adapters/nats_tcp.ts";
 import type { ServeOptions, Service } from "../../host.ts";
 import { backendFromEnv, type Env, intFromEnv } from "./config.ts";
 import { fileSink } from "./file_sink.ts";
@@ -73,7 +75,9 @@ async function main(env: Env): Promise<void> {
   if (storeKind !== "memory" && storeKind !== "nats" && storeKind !== "postgres") {
     fail(`STORE must be "memory", "nats" or "postgres" (got ${storeKind})`);
   }
-  if (storeKind === "nats" && !env.NATS_URL) fail("STORE=nats needs NATS_URL (a ws:// URL of nats-server's websocket listener)");
+  if (storeKind === "nats" && !env.NATS_URL) {
+    fail("STORE=nats needs NATS_URL (nats:// or tls:// URLs of nats-server's client port, or ws:// / wss:// of its websocket listener)");
+  }
   if (storeKind === "postgres" && !/^postgres(ql)?:\/\//i.test(env.STORE_URL ?? "")) {
     fail("STORE=postgres needs STORE_URL (a postgres:// URL of the database the workers coordinate through)");
   }
@@ -122,15 +126,21 @@ async function main(env: Env): Promise<void> {
   const opTimeoutMs = Math.min(5000, Math.floor(n.leaseMs / 2));
   const store: { store?: Store; storeFactory?: () => Promise<Store> } = storeKind === "nats"
     ? {
-      storeFactory: async () =>
-        NatsStore.connect({
-          servers: env.NATS_URL!.split(",").map((u) => u.trim()).filter(Boolean),
+      storeFactory: async () => {
+        const servers = env.NATS_URL!.split(",").map((u) => u.trim()).filter(Boolean);
+        // nats:// and tls://: the TCP transport. ws:// on Deno: the adapter's WebSocket
+        // client (Deno's own stalls bursts ~40 ms, Nagle's algorithm).
+        const tcp = transportFor(servers);
+        const deno = !tcp && (globalThis as { Deno?: unknown }).Deno !== undefined;
+        return await NatsStore.connect({
+          servers,
           job,
           opTimeoutMs,
-          // Deno: the adapter's WebSocket client (Deno's own stalls bursts ~40 ms, Nagle's algorithm).
-          ...((globalThis as { Deno?: unknown }).Deno ? { wsFactory: (await import("../../adapters/deno.ts")).denoWebSocket } : {}),
+          ...(tcp ? { transport: tcp } : {}),
+          ...(deno ? { wsFactory: (await import("../../adapters/deno.ts")).denoWebSocket } : {}),
           ...(env.NATS_USER !== undefined ? { user: env.NATS_USER, pass: env.NATS_PASS } : {}),
-        }),
+        });
+      },
     }
     : storeKind === "postgres"
     ? {

@@ -229,8 +229,14 @@ export class Tenancies {
    * tenancy. With `transaction`, the write commits in one transaction with
    * its statements (a fenced write rolls them back).
    */
-  async commit(id: string, epoch: number, progress: SplitProgress, final: boolean, transaction?: TransactionWork): Promise<void> {
-    const { tenancy: t } = await this.#cas(id, epoch, final, (r) => commitRecord(id, r, progress, final, this.#core.clock.wallNow()), transaction);
+  async commit(id: string, epoch: number, progress: SplitProgress, final: boolean, records = 0, transaction?: TransactionWork): Promise<void> {
+    const { tenancy: t } = await this.#cas(
+      id,
+      epoch,
+      final,
+      (r) => commitRecord(id, r, progress, final, this.#core.clock.wallNow(), records),
+      transaction,
+    );
     if (final) this.#core.log("debug", "Completed split", { split: id, epoch });
     else if (this.held.get(id) === t && t.draining && t.cancelled) {
       this.#armNoProgress(id, t); // progress during a withdrawn drain keeps it alive

@@ -43,7 +43,6 @@ export class Queries {
   readonly job: string;
   readonly findJob: string;
   readonly version: string;
-  readonly jobs: string;
 
   constructor(schema: string) {
     const s = schema;
@@ -56,8 +55,6 @@ export class Queries {
       select id from created union all select id from ${s}.jobs where name = $1 limit 1`;
     this.findJob = `select id from ${s}.jobs where name = $1`;
     this.version = `select version from ${s}.meta`;
-    this.jobs = `select j.name, extract(epoch from j.created) * 1000 as created, j.rev::text as revision, k.value as plan
-      from ${s}.jobs j left join ${s}.kv k on k.job = j.id and k.key = 'plan' order by j.name`;
   }
 
   /**

@@ -27,7 +27,8 @@ export const PG_SCHEMA_VERSION = 1;
 /**
  * The DDL of the store in `schema` (default `splitlease`): tables `meta`
  * (the schema version), `jobs` (one row per job with its revision counter),
- * `kv` (one live value per key; a null value is a delete marker) and `log`
+ * `kv` (one live value per key with its write time; a null value is a
+ * delete marker) and `log`
  * (recent changes, for watches), and the functions `put` and `del` through
  * which every write goes. Idempotent; run it as the owner of the schema.
  *
@@ -60,6 +61,7 @@ create table if not exists ${s}.kv (
   key text collate "C" not null,
   value text,
   revision bigint not null,
+  at timestamptz not null default now(),
   primary key (job, key)
 );
 create index if not exists kv_revision on ${s}.kv (job, revision);
@@ -82,7 +84,7 @@ declare
 begin
   update ${s}.jobs set rev = rev + 1 where id = p_job returning rev into n;
   if n is null then raise exception 'splitlease: job % does not exist', p_job using errcode = 'SL404'; end if;
-  update ${s}.kv set value = p_value, revision = n where job = p_job and key = p_key;
+  update ${s}.kv set value = p_value, revision = n, at = now() where job = p_job and key = p_key;
   insert into ${s}.log (job, revision, key, value) values (p_job, n, p_key, p_value);
   perform pg_notify(c, '') from unnest(string_to_array(p_channels, ',')) c;
   return n;

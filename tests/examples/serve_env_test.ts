@@ -6,6 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { coordinationFromEnv } from "../../examples/serve.ts";
+import { NatsStore } from "../../nats.ts";
+import { tcpTransport } from "../../adapters/nats_tcp.ts";
+import { NatsServer } from "../helpers/nats_server.ts";
 
 Deno.test("examples: the launcher listens on BIND (HOSTNAME_BIND as an alias), never on HOSTNAME", async () => {
   const host = (env: Record<string, string>) => coordinationFromEnv({ JOB: "j", ...env }).hostname;
@@ -22,15 +25,36 @@ Deno.test("examples: the launcher listens on BIND (HOSTNAME_BIND as an alias), n
   assert.doesNotMatch(launcher, /\(default 8080\), `HOSTNAME`/, "HOSTNAME is not offered as the bind variable");
 });
 
-Deno.test("examples: the launcher's store comes from STORE_URL (postgres:// or ws://) or NATS_URL, and a bad one is named", async () => {
+Deno.test("examples: the launcher's store comes from STORE_URL (postgres:// or NATS URLs) or NATS_URL, and a bad one is named", async () => {
   const of = (env: Record<string, string>) => coordinationFromEnv({ JOB: "j", ...env });
   assert.ok("store" in of({}), "no URL: the embedded MemoryStore");
   assert.equal(typeof (of({ STORE_URL: "postgres://app@db:5432/app" }) as { storeFactory?: unknown }).storeFactory, "function");
   assert.equal(typeof (of({ STORE_URL: "ws://nats:8080,ws://nats2:8080" }) as { storeFactory?: unknown }).storeFactory, "function");
+  assert.equal(typeof (of({ STORE_URL: "nats://nats:4222" }) as { storeFactory?: unknown }).storeFactory, "function");
   assert.equal(typeof (of({ NATS_URL: "ws://nats:8080" }) as { storeFactory?: unknown }).storeFactory, "function");
   assert.throws(() => of({ STORE_URL: "postgres://a@b/c", NATS_URL: "ws://n:1" }), /STORE_URL and NATS_URL are both set/);
   assert.throws(() => of({ STORE_URL: "mysql://u:secret@db/app" }), (e: Error) => /STORE_URL must be a postgres:\/\/ URL/.test(e.message) && !e.message.includes("secret"));
   // Connecting names the URL's server, never its password.
   const factory = (of({ STORE_URL: "postgres://u:secret@127.0.0.1:1/app", OP_TIMEOUT_MS: "200" }) as { storeFactory: () => Promise<unknown> }).storeFactory;
   await assert.rejects(factory(), (e: Error) => /127\.0\.0\.1:1\/app/.test(e.message) && !e.message.includes("secret"));
+});
+
+Deno.test({
+  name: "examples: the launcher's NATS_URL takes nats:// (the TCP transport) as well as ws://",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await using server = await NatsServer.start();
+    const opts = coordinationFromEnv({ JOB: "env-tcp", NATS_URL: server.clientUrl });
+    assert.ok(opts.storeFactory, "a NATS store, not the embedded one");
+    const store = await opts.storeFactory();
+    try {
+      assert.ok((await store.create("k", "over tcp")).ok);
+    } finally {
+      await store.close();
+    }
+    // Read back over the client port's protocol only: the listener it reached is the client port.
+    await using check = await NatsStore.connect({ servers: server.clientUrl, job: "env-tcp", transport: tcpTransport() });
+    assert.equal((await check.get("k"))?.value, "over tcp");
+  },
 });

@@ -19,8 +19,17 @@ Deno.test({
     const help = await cli("deno", ["--help"]);
     assert.equal(help.code, 0);
     assert.match(help.stdout, /^usage: splitlease <command>/);
+    const { VERSION } = await import("../../admin.ts");
+    for (const args of [["--version"], ["-V"]]) {
+      const v = await cli("deno", args);
+      assert.deepEqual([v.code, v.stdout], [0, `splitlease ${VERSION}\n`], args.join(" "));
+    }
     for (const [args, message] of [
       [["frobnicate", "-j", "x"], /unknown command "frobnicate"/],
+      [["stauts", "-j", "x"], /unknown command "stauts"; did you mean status\?/],
+      [["splits", "--sate", "owned", "-j", "x"], /unknown option --sate; did you mean --state\?/],
+      [["status", "--jbo", "x"], /unknown option --jbo; did you mean --job\?/],
+      [["delete", "-j", "x"], /add --yes to confirm/],
       [["splits", "--state", "done", "-j", "x"], /unknown state "done"/],
       [["splits", "--limit", "0", "-j", "x"], /--limit must be an integer from 1 to 1000/],
       [["requeue", "-j", "x"], /requeue needs a split id \(or --all\)/],

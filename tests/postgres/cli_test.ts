@@ -1,7 +1,8 @@
 // The splitlease CLI with a postgres:// store URL: connection errors named
 // (nothing created), the operator session of tests/ops (status, splits,
-// requeue, drain, cancel on Deno and Node), and `ui` serving the fleet page,
-// /fleet and /metrics as a member of a running job.
+// requeue, drain, cancel on Deno and Node), `ui` serving the fleet page,
+// /fleet and /metrics of a running job and then of the finished one, and
+// `jobs` / `delete` on the database's jobs.
 import assert from "node:assert/strict";
 import { SplitCoordinator, type SplitSource, startWorker, type Worker } from "../../mod.ts";
 import { PostgresStore } from "../../adapters/postgres.ts";
@@ -44,7 +45,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "cli on PostgreSQL: ui serves the fleet page, /fleet and /metrics as a member of a running job",
+  name: "cli on PostgreSQL: ui serves the fleet page, /fleet and /metrics of a running job and the finished job until SIGINT; jobs lists it, delete removes it",
   ...opts,
   fn: async () => {
     const job = freshJob("ui");
@@ -76,8 +77,10 @@ Deno.test({
         stderr: "piped",
       }).spawn();
       let base = "";
+      const lines: string[] = [];
       void eachLine(ui.stdout, () => {});
       void eachLine(ui.stderr, (line) => {
+        lines.push(line);
         const m = /at (http:\/\/[^ ]+\/) /.exec(line);
         if (m) base = m[1];
       });
@@ -90,8 +93,26 @@ Deno.test({
       const metrics = await (await fetch(`${base}metrics`)).text();
       assert.match(metrics, /^etl_coordination_store_op_duration_seconds_count/m);
       release();
-      const status = await ui.status;
-      assert.equal(status.code, 0, "ui exits 0 once the job completes");
+      // The finished job stays on its page, read-only, until Ctrl-C.
+      await until("ui to say the job is complete", () => lines.some((l) => l.includes("is complete; its page stays up read-only")), 20_000);
+      await until("the page to show the finished job", async () => {
+        const done = await (await fetch(`${base}fleet`)).json() as { counts: { completed: number }; plan: { outcome: string | null } };
+        return done.counts.completed === 3 && done.plan.outcome === "allComplete";
+      });
+      ui.kill("SIGINT");
+      assert.equal((await ui.status).code, 0, "ui exits 0 on SIGINT");
+      await worker.done;
+      // The database's jobs: this one, complete, no member live; delete removes its rows.
+      const env = { STORE_URL: PG_URL, JOB: job };
+      const jobs = await cli("node", ["jobs", "--json", "--job", job], { STORE_URL: PG_URL });
+      assert.equal(jobs.code, 0, jobs.out);
+      const listed = JSON.parse(jobs.stdout).jobs;
+      assert.deepEqual(listed.map((j: { job: string; state: string; liveMembers: string[] }) => [j.job, j.state, j.liveMembers]), [[job, "complete", []]]);
+      assert.ok(listed[0].finishedAt >= listed[0].createdAt, JSON.stringify(listed[0]));
+      const del = await cli("deno", ["delete", "--yes"], env);
+      assert.equal(del.code, 0, del.out);
+      assert.equal(del.stdout.trim(), `deleted job "${job}" (complete; rows in PostgreSQL)`);
+      assert.equal((await cli("deno", ["jobs", "--job", job], { STORE_URL: PG_URL })).stdout.trim(), "no jobs (no job rows in this database's splitlease schema)");
     } finally {
       release();
       try {

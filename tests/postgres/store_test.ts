@@ -5,7 +5,8 @@
 // whose answer is lost resolved by re-reading, and the transactional update.
 import assert from "node:assert/strict";
 import { SplitleaseError, StoreUnavailableError, type WatchEvent } from "../../store.ts";
-import { PostgresStore, type SqlClient, type SqlParam } from "../../adapters/postgres.ts";
+import { PostgresJobCatalog, PostgresStore, type SqlClient, type SqlParam } from "../../adapters/postgres.ts";
+import { listJobs } from "../../admin.ts";
 import { freshJob, noPg, PG_URL, pgStore, pgStoreWith, sqlOnce, terminateConnections } from "../helpers/pg.ts";
 import { take } from "../store/conformance.ts";
 
@@ -394,20 +395,43 @@ Deno.test({
 });
 
 Deno.test({
-  name: "postgres: listJobs names every job of a schema with its revision and decided outcome",
+  name: "postgres: the job catalog lists each job's job, plan, leader and member records with write times, and removes a job's rows",
   ...opts,
   fn: async () => {
     const schema = `lj_${freshJob("").toLowerCase()}`;
     const a = await pgStore({ schema, job: "alpha" });
     const b = await pgStore({ schema, job: "beta" });
     try {
+      const before = Date.now();
       await a.create("plan", JSON.stringify({ v: 2, term: 1, finality: "final", generation: 1, planned: 1, outcome: { kind: "allComplete", completed: 1 } }));
-      await b.create("x", "1");
-      await b.create("plan", "not json");
-      const jobs = await PostgresStore.listJobs({ url: PG_URL, schema });
-      assert.deepEqual(jobs.map((j) => [j.job, j.revision, j.outcome?.kind]), [["alpha", 1, "allComplete"], ["beta", 2, undefined]]);
-      assert.ok(jobs.every((j) => Math.abs(j.createdAt - Date.now()) < 60_000));
-      assert.deepEqual(await PostgresStore.listJobs({ url: PG_URL, schema: "no_such_schema" }), []);
+      await a.create("split.s1", "{}");
+      await b.create("job", "{}");
+      await b.create("member.w1", "{}");
+      await b.create("member.w2", "{}");
+      await b.delete("member.w2");
+      await using catalog = await PostgresJobCatalog.connect({ url: PG_URL, schema, opTimeoutMs: 2000 });
+      const jobs = await catalog.list();
+      assert.deepEqual(
+        jobs.map((j) => [j.job, j.record?.key, j.plan?.revision, j.leader, j.members.map((m) => m.key), j.bytes]),
+        [["alpha", undefined, 1, undefined, [], null], ["beta", "job", undefined, undefined, ["member.w1"], null]],
+        "the split is not read, the deleted member is not listed",
+      );
+      const written = jobs[0].plan!.writtenAt!;
+      assert.ok(written >= before - 5_000 && written <= Date.now() + 5_000, `written at ${written}`);
+      const [summary] = await listJobs(catalog, "alpha");
+      assert.deepEqual([summary.job, summary.state, summary.finishedAt], ["alpha", "complete", written]);
+      assert.deepEqual(await catalog.list("gamma"), []);
+      assert.equal(await catalog.remove("alpha"), true);
+      assert.equal(await catalog.remove("alpha"), false);
+      assert.deepEqual((await catalog.list()).map((j) => j.job), ["beta"]);
+      assert.deepEqual(await sqlOnce(`select count(*)::int as n from ${schema}.kv k where not exists (select 1 from ${schema}.jobs j where j.id = k.job)`), [{ n: 0 }]);
+      await using none = await PostgresJobCatalog.connect({ url: PG_URL, schema: "no_such_schema" });
+      assert.deepEqual(await none.list(), []);
+      assert.equal(await none.remove("alpha"), false);
+      await assert.rejects(
+        PostgresJobCatalog.connect({ url: "postgres://postgres@127.0.0.1:1/test", opTimeoutMs: 300 }),
+        (e) => e instanceof StoreUnavailableError,
+      );
     } finally {
       await a.close();
       await b.close();

@@ -81,6 +81,12 @@ export class LeaderView {
   readonly pendingResiduals: Map<string, { parent: string; residual: Residual }> = new Map();
   /** Split records cut from running ones (residuals). */
   cut = 0;
+  /**
+   * How long a split's last tenancy ran before it completed, on average over
+   * the recent completions (an exponential average; `undefined` before the
+   * first): how much work a lane gets through while no leader deals.
+   */
+  splitMs: number | undefined;
   /** Splits whose record lists residuals (a removed split is looked up only among them). */
   readonly #listing = new Set<string>();
   /** Free splits whose last owner died (their next claim is a takeover, for the claimer's log). */
@@ -218,6 +224,12 @@ export class LeaderView {
   /** Sets (or removes) a split record and updates every index. */
   setSplit(id: string, next: Versioned<SplitRecord> | undefined): void {
     const prev = this.splits.get(id);
+    if (prev && next && progressOnly(prev.record, next.record)) {
+      // A commit: no index moves (most split writes are these).
+      this.splits.set(id, next);
+      this.#onSplit(id, prev.record, next);
+      return;
+    }
     if (prev) this.#unindex(id, prev.record);
     if (next) {
       this.splits.set(id, next);
@@ -244,6 +256,7 @@ export class LeaderView {
     if (r.residuals) for (const x of r.residuals) if (!this.splits.has(x.id)) this.pendingResiduals.set(x.id, { parent: id, residual: x });
     this.counts[r.status]++;
     if (r.status === "quarantined") this.quarantined.add(id);
+    if (r.status === "completed") this.#timeCompletion(r);
     if (r.status !== "runnable") return;
     this.runnableWeight += r.weight;
     if (!r.owner) {
@@ -256,6 +269,14 @@ export class LeaderView {
     if (!set) this.byOwner.set(k, (set = new Set()));
     set.add(id);
     this.loadBy.set(k, (this.loadBy.get(k) ?? 0) + r.weight);
+  }
+
+  /** Folds a completed split's last tenancy into {@linkcode LeaderView.splitMs}. */
+  #timeCompletion(r: SplitRecord): void {
+    const t = r.tenancies?.at(-1);
+    if (t?.to === undefined || t.end !== "completed" || !(t.to >= t.from)) return;
+    const ms = t.to - t.from;
+    this.splitMs = this.splitMs === undefined ? ms : 0.9 * this.splitMs + 0.1 * ms;
   }
 
   #unindex(id: string, r: SplitRecord): void {
@@ -301,4 +322,23 @@ export class LeaderView {
   loadOfKey(key: string): number {
     return this.loadBy.get(key) ?? 0;
   }
+}
+
+/**
+ * Whether `next` differs from `prev` only by its progress (a commit of the
+ * same tenancy: same epoch, status, owner, attempts, weight and cuts): no
+ * index of the view moves and no decision of the leader changes, so the
+ * leader takes it without a pass (issue 32: every commit cost the leader a
+ * full pass, with per-member parts).
+ *
+ * @example
+ * ```ts ignore
+ * if (progressOnly(prev, next)) view.splits.set(id, { record: next, revision });
+ * ```
+ */
+export function progressOnly(prev: SplitRecord, next: SplitRecord): boolean {
+  return prev.epoch === next.epoch && prev.status === next.status && prev.attempts === next.attempts &&
+    prev.weight === next.weight && (prev.cuts ?? 0) === (next.cuts ?? 0) &&
+    (prev.residuals?.length ?? 0) === (next.residuals?.length ?? 0) && prev.parent === next.parent &&
+    prev.owner?.instance === next.owner?.instance && prev.owner?.session === next.owner?.session;
 }
