@@ -123,7 +123,8 @@ export function coordinatorScenarios(b: Backend): void {
     await using f = await b.fleet();
     const plan = finalPlanner(splits(8));
     const [a, w] = await f.joinAll([{ instance: "a", planner: plan }, { instance: "b", planner: plan }]);
-    assert.ok(await f.until(() => a.held.length === 4 && w.held.length === 4, 2000));
+    // The first deal may give one member more (spares), balanced by handovers: a wait, not a bound.
+    assert.ok(await f.until(() => a.held.length === 4 && w.held.length === 4, 5000));
     const mine = [...a.held].sort();
     await commitAll(a, 7);
     await a.c.abandon();
@@ -308,10 +309,13 @@ export function coordinatorScenarios(b: Backend): void {
     await commitAll(a, 3);
     await commitAll(w, 3);
     const before = a.c.status().held.concat(w.c.status().held);
+    // Splits handed over while the first deal was balanced were lost too (revoked): only the outage's count here.
+    const lostBefore = [a.lost().length, w.lost().length];
+    const gainedBefore = [a.gained().length, w.gained().length];
     faulty.down = true;
     assert.ok(await f.until(() => a.held.length === 0 && w.held.length === 0, leaseMs));
-    for (const m of [a, w]) {
-      assert.deepEqual(m.lost().map((l) => l.reason), ["starved", "starved"]);
+    for (const [i, m] of [a, w].entries()) {
+      assert.deepEqual(m.lost().slice(lostBefore[i]).map((l) => l.reason), ["starved", "starved"]);
       assert.equal(m.c.stats().selfFences, 1);
     }
     await assert.rejects(() => a.c.commit(before[0].id, before[0].epoch, { watermark: 4 }), FencedError);
@@ -319,7 +323,7 @@ export function coordinatorScenarios(b: Backend): void {
     await f.advance(3 * leaseMs);
     faulty.down = false;
     assert.ok(await f.until(() => a.held.length + w.held.length === 4, 3000));
-    for (const m of [a, w]) for (const g of m.gained().slice(2)) assert.deepEqual(g.progress, { watermark: 3 });
+    for (const [i, m] of [a, w].entries()) for (const g of m.gained().slice(gainedBefore[i])) assert.deepEqual(g.progress, { watermark: 3 });
     assert.ok(await completeUntil(f, [a, w], () => a.has("allComplete") && w.has("allComplete")));
   });
 
