@@ -21,6 +21,8 @@
 //   http         tests/runtime/fleet_http_test.ts, tests/runtime/http_test.ts (the HTTP app in process)
 //   outage       tests/store/outage_test.ts (a nats-server paused, stopped, restarted)
 //   pg           the fenced-sink tests of tests/examples/pg_range_test.ts on a PostgreSQL the gate starts
+//   pgstore      tests/postgres/store_test.ts and conformance_test.ts (PostgresStore) on a PostgreSQL the gate starts
+//   pgonce       tests/postgres/exactly_once_test.ts (rows and progress in one transaction, workers frozen and killed)
 //   onesource    tests/runtime/one_source_test.ts (maxInFlight and the job name from one place, real processes)
 
 const C = "src/coordinator/";
@@ -1230,6 +1232,19 @@ export const mutants = [
     edits: [{ file: "src/records/fast_checks.ts", search: "isObj(f) && typeof f.at === \"number\" && Number.isFinite(f.at) &&", replace: "isObj(f) &&" }],
     suites: ["unit"],
   },
+  // --- PostgresStore: a write whose answer is lost, the transactional commit ------------------------
+  {
+    name: "pg-maybe-landed-same-bytes",
+    breaks: "a write whose answer was lost counts as landed when the key holds the same bytes at the revision it expected: one that never reached the server is reported written",
+    edits: [{ file: "src/postgres/pg_store.ts", search: "entry.value === value && entry.revision > before", replace: "entry.value === value && entry.revision >= before" }],
+    suites: ["pgstore"],
+  },
+  {
+    name: "pg-tx-lost-cas-commits-rows",
+    breaks: "a transactional commit whose compare-and-swap lost commits the source's rows anyway: a zombie's rows land",
+    edits: [{ file: "src/postgres/pg_store.ts", search: "`${literal(channelsOfKey(this.#jobId, key))}, true)::text as r; commit`", replace: "`${literal(channelsOfKey(this.#jobId, key))}, false)::text as r; commit`" }],
+    suites: ["pgstore", "pgonce"],
+  },
   // --- the fenced sink of examples/pg_range (OPERATIONS failure modes) -----------------------------
   {
     name: "pg-fence-refuses-own-retry",
@@ -1258,13 +1273,17 @@ export const mutants = [
   {
     name: "pg-fence-refusal-ignored",
     breaks: "a lane whose batch the fence refused goes on reading, writing and committing",
-    edits: [{ file: "examples/pg_range/source.ts", search: "          return; // a newer tenancy owns the split", replace: "          // a newer tenancy owns the split" }],
+    edits: [{
+      file: "examples/pg_range/source.ts",
+      search: "if (refusedBy(result.count)) return; // a newer tenancy owns the split: stop",
+      replace: "refusedBy(result.count); // a newer tenancy owns the split: stop",
+    }],
     suites: ["pg"],
   },
   {
     name: "pg-fence-partial-refusal-ignored",
     breaks: "a batch refused only in part is taken as written: the zombie lane goes on",
-    edits: [{ file: "examples/pg_range/source.ts", search: "if (fenced && result.count < rows.length) {", replace: "if (fenced && result.count === 0) {" }],
+    edits: [{ file: "examples/pg_range/source.ts", search: "if (!fenced || count >= rows.length) return false;", replace: "if (!fenced || count > 0) return false;" }],
     suites: ["pg"],
   },
   {

@@ -79,6 +79,10 @@ const SUITES = {
   onesource: { files: () => ["tests/runtime/one_source_test.ts"], timeoutS: 180 },
   // examples/pg_range's fenced sink on a PostgreSQL the gate starts (scripts/services.mjs).
   pg: { files: () => ["tests/examples/pg_range_test.ts"], filter: "/^pg_range (fenced sink: a write|config)/", postgres: true, timeoutS: 120 },
+  // PostgresStore (tests/postgres) on a PostgreSQL the gate starts: the store's own tests, and the
+  // exactly-once fleet (rows and progress in one transaction, workers SIGSTOPped and SIGKILLed).
+  pgstore: { files: () => ["tests/postgres/store_test.ts", "tests/postgres/conformance_test.ts"], postgres: true, timeoutS: 180 },
+  pgonce: { files: () => ["tests/postgres/exactly_once_test.ts"], postgres: true, timeoutS: 180 },
 };
 
 function testFiles(dir, sub) {
