@@ -217,7 +217,8 @@ async function gridCell(w: number, s: number, kind: string): Promise<void> {
           (row.outMsgsPerWrite === null ? "" : `${row.outMsgsPerWrite} msgs out/write, `) +
           `raw CAS ${row.rawCasPerSec}/s, server CPU ${row.serverCpuPctAvg} %, lost ${row.lost}` +
           (failed.length ? `, ${failed.length} failed` : "")
-        : `did not finish (${why}) in ${(elapsed / 1000).toFixed(0)} s: ${completed}/${s} completed`,
+        : `did not finish (${why}) in ${(elapsed / 1000).toFixed(0)} s: ${completed}/${s} completed` +
+          (failed.length ? `, ${failed.length} coordinator(s) failed (first: ${failed[0]})` : ""),
       ratio: finished ? row.timeOverIdeal : undefined,
       target: "<= 2",
     });

@@ -141,6 +141,10 @@ async function join(s: Slot): Promise<void> {
         opTimeoutMs: cfg.tunables.opTimeoutMs,
         ...(cfg.schema ? { schema: cfg.schema } : {}),
         poolSize: 2,
+        // BENCH_PG_LISTEN_KEYS=1: members' exact-key watches LISTEN instead of polling (listenExactKeys).
+        ...(process.env.BENCH_PG_LISTEN_KEYS === "1" ? { listenExactKeys: true } : {}),
+        // BENCH_PG_KEY_POLL_MS=n: a fixed period for the polled exact-key watches (keyPollMs).
+        ...(process.env.BENCH_PG_KEY_POLL_MS ? { keyPollMs: Number(process.env.BENCH_PG_KEY_POLL_MS) } : {}),
       })
       : await NatsStore.connect({
         servers: cfg.url!.split(","),

@@ -50,6 +50,27 @@ export interface PgStoreOptions {
    */
   pollIntervalMs?: number;
   /**
+   * Whether the watches of one exact key (a member's own assignment, the
+   * plan, the leader record) `LISTEN` (`true`) or poll, all of a store's in
+   * one statement every `keyPollMs` (`false`). By default they listen while
+   * the job has at most 16 members and poll once it has more than 24 (the
+   * `member.` records, counted every 5 s). PostgreSQL signals every
+   * listening connection of a database at every commit that notifies,
+   * whatever the channel, so each listening worker adds a wake-up of a
+   * server process to every write of the fleet: 100 listening workers cut
+   * the write rate about tenfold (docs/OPERATIONS.md, "Sizing"). Prefix
+   * watches (the leader's view of splits and members, observers) always
+   * listen.
+   */
+  listenExactKeys?: boolean;
+  /**
+   * How often exact-key watches that poll read their keys, so the delay
+   * within which a grant or a revocation reaches its member. By default it
+   * follows the fleet's size: a millisecond per member, from 10 to 100 (about
+   * 1000 of these reads per second for a fleet of 100).
+   */
+  keyPollMs?: number;
+  /**
    * Changes kept in the change log for watches beyond the live values
    * (default 10000): a change is pruned once it is both this many revisions
    * old and older than `changeLogMinAgeMs`. A watch that falls behind the
@@ -105,6 +126,10 @@ export interface ResolvedPgOptions {
   createJob: boolean;
   /** Watch poll fallback. */
   pollIntervalMs: number;
+  /** Whether exact-key watches listen (`undefined`: by the fleet's size). */
+  listenExactKeys: boolean | undefined;
+  /** Poll period of exact-key watches that do not listen (`undefined`: follows the fleet's size). */
+  keyPollMs: number | undefined;
   /** Changes the log keeps at least. */
   changeLogSize: number;
   /** Youngest change the log may prune. */
@@ -123,6 +148,8 @@ export const PG_STORE_KEYS: readonly string[] = keysOf<PgStoreOptions>({
   createSchema: true,
   createJob: true,
   pollIntervalMs: true,
+  listenExactKeys: true,
+  keyPollMs: true,
   changeLogSize: true,
   changeLogMinAgeMs: true,
   transactionIdleTimeoutMs: true,
@@ -153,10 +180,12 @@ export function resolvePgOptions(options: PgStoreOptions, extra: readonly string
   }
   const opTimeoutMs = options.opTimeoutMs ?? 5000;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  const keyPollMs = options.keyPollMs;
   const changeLogMinAgeMs = options.changeLogMinAgeMs ?? 60_000;
   const transactionIdleTimeoutMs = options.transactionIdleTimeoutMs ?? 10_000;
   const issue = durationIssue("opTimeoutMs", opTimeoutMs, 50) ??
     durationIssue("pollIntervalMs", pollIntervalMs, 10) ??
+    (keyPollMs === undefined ? undefined : durationIssue("keyPollMs", keyPollMs, 5)) ??
     durationIssue("changeLogMinAgeMs", changeLogMinAgeMs) ??
     durationIssue("transactionIdleTimeoutMs", transactionIdleTimeoutMs, 100);
   if (issue) throw invalidPg(issue);
@@ -169,7 +198,7 @@ export function resolvePgOptions(options: PgStoreOptions, extra: readonly string
     const waitIssue = durationIssue("connectWaitMs", connectWaitMs);
     if (waitIssue) throw invalidPg(`${waitIssue} (or Infinity to wait for ever)`);
   }
-  for (const key of ["createSchema", "createJob"] as const) {
+  for (const key of ["createSchema", "createJob", "listenExactKeys"] as const) {
     const v = options[key];
     if (v !== undefined && typeof v !== "boolean") throw invalidPg(`${key} must be true or false, got ${JSON.stringify(v)}`);
   }
@@ -183,6 +212,8 @@ export function resolvePgOptions(options: PgStoreOptions, extra: readonly string
     createSchema: options.createSchema ?? true,
     createJob: options.createJob ?? true,
     pollIntervalMs,
+    listenExactKeys: options.listenExactKeys,
+    keyPollMs,
     changeLogSize,
     changeLogMinAgeMs,
     transactionIdleTimeoutMs,

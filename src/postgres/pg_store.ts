@@ -18,6 +18,7 @@ import {
 } from "../store/store.ts";
 import { clampTimerMs } from "../util/timers.ts";
 import { channelOf, channelsOfKey } from "./channels.ts";
+import { KeyWatches } from "./key_watches.ts";
 import { Notifications } from "./notifications.ts";
 import type { ResolvedPgOptions } from "./options.ts";
 import { PAGE_ROWS, PgWatch, type WatchHost } from "./pg_watch.ts";
@@ -88,6 +89,8 @@ export class PgStore<Tx = unknown> implements Store {
   /** Share of the op budget kept for re-reading a write whose answer was lost. */
   readonly #reserve: number;
   readonly #watches = new Map<string, Set<PgWatch>>();
+  /** The watches of exact keys: listening, or polled together. */
+  readonly #keyWatches: KeyWatches;
   readonly #notifications: Notifications;
   readonly #host: WatchHost;
   readonly #pruneEvery: number;
@@ -116,22 +119,24 @@ export class PgStore<Tx = unknown> implements Store {
         for (const set of this.#watches.values()) for (const w of set) w.wake();
       },
     );
+    this.#keyWatches = new KeyWatches({ client: init.client, q: this.#q, jobId: this.#jobId, opts: this.#opts, notifications: this.#notifications });
     this.#host = {
       q: this.#q,
       jobId: this.#jobId,
       opts: this.#opts,
       read: (op, text, params) => this.#read(op, text, params),
-      listen: (channel, w) => {
+      listen: (channel, w, filter) => {
         let set = this.#watches.get(channel);
         if (!set) this.#watches.set(channel, (set = new Set()));
         set.add(w);
-        return this.#notifications.add(channel);
+        return filterSql(filter).kind === "exact" ? this.#keyWatches.add(w, filter, channel) : this.#notifications.add(channel);
       },
       stopped: (channel, w) => {
         const set = this.#watches.get(channel);
         if (!set?.delete(w)) return;
         if (set.size === 0) this.#watches.delete(channel);
-        this.#notifications.remove(channel);
+        if (filterSql(w.filter).kind === "exact") this.#keyWatches.remove(w);
+        else this.#notifications.remove(channel);
       },
       saw: (revision) => {
         if (revision > this.#seen) this.#seen = revision;
@@ -319,9 +324,11 @@ export class PgStore<Tx = unknown> implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    const polling = this.#keyWatches.close();
     for (const set of [...this.#watches.values()]) for (const w of [...set]) await w.stop();
     await this.#notifications.close();
     await this.#client.close();
+    await polling; // its statement in flight, if any, failed with the client
   }
 
   /** Closes the store (for `await using`). */

@@ -4,7 +4,8 @@
  * (every change, in revision order) or, once the log no longer reaches back
  * that far, from the live values (the last change of each key, in revision
  * order: superseded ones are skipped, as the watch contract allows). Woken
- * by `NOTIFY`, and by a poll in case a notification was missed.
+ * by `NOTIFY` (or, for an exact key, by its store's key poll), and by a
+ * poll in case a notification was missed.
  *
  * A reconnect resumes from the last revision read: revisions are in commit
  * order, so "after revision r" misses nothing. Only a server that restarted
@@ -31,8 +32,11 @@ export interface WatchHost {
   readonly opts: ResolvedPgOptions;
   /** A read bounded by the operation timeout (throws `StoreUnavailableError`). */
   read(op: string, text: string, params: SqlParam[]): Promise<SqlRow[]>;
-  /** Registers the watch and listens on `channel` for it (resolves when the `LISTEN` took effect, or could not). */
-  listen(channel: string, w: PgWatch): Promise<void>;
+  /**
+   * Registers the watch, and listens on `channel` for it or polls its key
+   * (resolves when the `LISTEN` took effect, or could not).
+   */
+  listen(channel: string, w: PgWatch, filter: string): Promise<void>;
   /** The watch stopped. */
   stopped(channel: string, w: PgWatch): void;
   /** A revision seen (a lower bound for the next write's). */
@@ -45,6 +49,8 @@ class Discontinuity extends Error {}
 /** A watch of one filter (see the `Watch` contract in store.ts). */
 export class PgWatch implements Watch {
   readonly #host: WatchHost;
+  /** The key filter watched. */
+  readonly filter: string;
   readonly #filter: FilterSql;
   readonly #channelName: string;
   readonly #events = new Channel<WatchEvent>();
@@ -66,10 +72,16 @@ export class PgWatch implements Watch {
 
   constructor(host: WatchHost, filter: string, channel: string) {
     this.#host = host;
+    this.filter = filter;
     this.#filter = filterSql(filter);
     this.#channelName = channel;
     // Registered at once, so a store closed right after `watch()` stops it.
-    void this.#run(host.listen(channel, this));
+    void this.#run(host.listen(channel, this, filter));
+  }
+
+  /** The revision this watch has read changes up to (an exact key's: its last change read). */
+  get readUpTo(): number {
+    return this.#cursor;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<WatchEvent> {

@@ -43,6 +43,10 @@ export class Queries {
   readonly job: string;
   readonly findJob: string;
   readonly version: string;
+  /** The revisions of the keys of a JSON array (`$2`): the key poll of exact-key watches. */
+  readonly keys: string;
+  /** How many live keys start with a prefix (`$2` <= key < `$3`): the job's members, for the key poll's period. */
+  readonly countPrefix: string;
 
   constructor(schema: string) {
     const s = schema;
@@ -55,6 +59,9 @@ export class Queries {
       select id from created union all select id from ${s}.jobs where name = $1 limit 1`;
     this.findJob = `select id from ${s}.jobs where name = $1`;
     this.version = `select version from ${s}.meta`;
+    this.keys = `select key, revision::text as revision from ${s}.kv
+      where job = $1 and key in (select jsonb_array_elements_text($2::text::jsonb))`;
+    this.countPrefix = `select count(*)::int as n from ${s}.kv where job = $1 and key >= $2 and key < $3 and value is not null`;
   }
 
   /**

@@ -395,6 +395,46 @@ Deno.test({
 });
 
 Deno.test({
+  name: "postgres: exact-key watches listen on a small job and poll on a large one, switching without missing a change",
+  ...opts,
+  fn: async () => {
+    // pollIntervalMs of a minute: only LISTEN or the key poll can deliver within the test's waits.
+    const a = await pgStore({ pollIntervalMs: 60_000 });
+    const b = await pgStore({ job: a.job });
+    const w = a.watch("assign.x");
+    const it = w[Symbol.asyncIterator]();
+    try {
+      assert.deepEqual((await take(it, 1, 3000)).map((e) => e.type), ["ready"]);
+      const started = Date.now();
+      const r1 = await b.create("assign.x", "1");
+      assert.ok(r1.ok);
+      assert.deepEqual(await take(it, 1, 1000), [{ type: "put", key: "assign.x", value: "1", revision: r1.revision }]);
+      // 30 members: past 24, the next count (within 5 s) switches the watch to the key poll.
+      for (let i = 0; i < 30; i++) assert.ok((await b.create(`member.m${i}`, "{}")).ok);
+      let last = r1.revision;
+      for (let round = 0; Date.now() - started < 7_000; round++) {
+        const r = await b.update("assign.x", String(round + 2), last);
+        assert.ok(r.ok);
+        last = r.revision;
+        const [e] = await take(it, 1, 1000);
+        assert.deepEqual(e, { type: "put", key: "assign.x", value: String(round + 2), revision: r.revision }, `round ${round}`);
+        await new Promise((res) => setTimeout(res, 200));
+      }
+      // And back: a small job again listens; a delete is told too.
+      for (let i = 0; i < 30; i++) assert.ok((await b.delete(`member.m${i}`)).ok);
+      await new Promise((res) => setTimeout(res, 5_500));
+      const d = await b.delete("assign.x", last);
+      assert.ok(d.ok);
+      assert.deepEqual((await take(it, 1, 1000)).map((e) => e.type), ["delete"]);
+    } finally {
+      await w.stop();
+      await a.close();
+      await b.close();
+    }
+  },
+});
+
+Deno.test({
   name: "postgres: the job catalog lists each job's job, plan, leader and member records with write times, and removes a job's rows",
   ...opts,
   fn: async () => {
