@@ -28,7 +28,7 @@ import { Tenancies } from "./tenancies.ts";
 import { timings } from "./timings.ts";
 import type { OwnReleases } from "./leader/release_hold.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
-import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStatus, CutAnswer, Logger } from "./types.ts";
+import type { CommitOptions, CoordinationEvent, FailOptions, Coordinator, CoordinatorStatus, CutAnswer, Logger } from "./types.ts";
 
 
 const silent: Logger = () => {};
@@ -246,9 +246,9 @@ export class SplitCoordinator implements Coordinator {
   }
 
   /** Poison report: attempts + 1, owner none; quarantined at `maxAttempts`. */
-  async fail(splitId: string, epoch: number, reason: string): Promise<void> {
+  async fail(splitId: string, epoch: number, reason: string, options: FailOptions = {}): Promise<void> {
     this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
-    const next = await this.#tenancies.fail(splitId, epoch, reason);
+    const next = await this.#tenancies.fail(splitId, epoch, reason, options.stack);
     // Not logged here: the caller logs its report (the worker's `Split failed` line), the event's consumer the quarantine.
     if (next.status === "quarantined") this.#core.events.push({ type: "quarantined", splitId, attempts: next.attempts });
   }

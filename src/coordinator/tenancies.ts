@@ -277,10 +277,10 @@ export class Tenancies {
     return owed;
   }
 
-  /** Poison report: attempts + 1; returns the written record. */
-  async fail(id: string, epoch: number, reason: string): Promise<SplitRecord> {
+  /** Poison report (with the error's stack, when there is one): attempts + 1; returns the written record. */
+  async fail(id: string, epoch: number, reason: string, stack?: string): Promise<SplitRecord> {
     const { config, me, clock } = this.#core;
-    const { record } = await this.#cas(id, epoch, true, (r) => failRecord(r, reason, config.maxAttempts, me.instance, clock.wallNow()));
+    const { record } = await this.#cas(id, epoch, true, (r) => failRecord(r, reason, config.maxAttempts, me.instance, clock.wallNow(), stack));
     return record;
   }
 

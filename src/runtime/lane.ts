@@ -10,6 +10,7 @@ import { FencedError, SplitleaseError } from "../errors.ts";
 import { estimateProblem, type SplitProgress } from "../records.ts";
 import type { Lane, LaneCommitOptions } from "./source.ts";
 import type { WorkerStats } from "./worker_types.ts";
+import { stackOf } from "../util/stack.ts";
 
 /** Internal state of one lane. */
 export interface LaneState<D> {
@@ -297,8 +298,10 @@ export class LaneOps<D> {
     await run;
   }
 
-  async #fail(lane: LaneState<D>, reason: string): Promise<void> {
+  async #fail(lane: LaneState<D>, failure: string | Error): Promise<void> {
     this.#checkActive(lane);
+    const reason = typeof failure === "string" ? failure : errorMessage(failure);
+    const stack = stackOf(failure);
     await this.flushQuietly(lane);
     this.#checkActive(lane);
     lane.closed = true;
@@ -309,9 +312,10 @@ export class LaneOps<D> {
       splitId: lane.splitId,
       epoch: lane.epoch,
       reason,
+      ...(typeof failure === "string" ? {} : { error: failure }),
     });
     try {
-      await this.#d.coordinator.fail(lane.splitId, lane.epoch, reason);
+      await this.#d.coordinator.fail(lane.splitId, lane.epoch, reason, stack === undefined ? undefined : { stack });
     } catch (e) {
       this.onWriteError(lane, e, "fail");
       if (!(e instanceof FencedError)) this.#d.orphan(lane.splitId);

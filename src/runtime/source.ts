@@ -270,6 +270,10 @@ export interface Lane<D = Json> {
    * accepted progress).
    */
   complete(progress?: SplitProgress, options?: LaneCommitOptions): Promise<void>;
-  /** Reports the split as poison for this attempt (quarantined at the cap). */
-  fail(reason: string): Promise<void>;
+  /**
+   * Reports the split as poison for this attempt (quarantined at the cap).
+   * Given an error, its `Name: message` is the reason and the first frames
+   * of its stack join the split's failure history.
+   */
+  fail(reason: string | Error): Promise<void>;
 }

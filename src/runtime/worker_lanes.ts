@@ -10,6 +10,7 @@ import { FencedError, StoreUnavailableError } from "../errors.ts";
 import { errorMessage, isAbortError, LaneOps, type LaneState } from "./lane.ts";
 import { cutLane } from "./lane_cut.ts";
 import type { SplitSource } from "./source.ts";
+import { stackOf } from "../util/stack.ts";
 import type { WorkerSettings } from "./worker_options.ts";
 import type { WorkerStats } from "./worker_types.ts";
 
@@ -251,7 +252,8 @@ export class LanePool<D> {
       lane.closed = true;
       lane.terminal = "failed";
       try {
-        await this.#coordinator.fail(lane.splitId, lane.epoch, `run threw: ${errorMessage(error)}`);
+        const stack = stackOf(error);
+        await this.#coordinator.fail(lane.splitId, lane.epoch, `run threw: ${errorMessage(error)}`, stack === undefined ? undefined : { stack });
       } catch (e) {
         this.#ops.onWriteError(lane, e, "fail");
         if (!(e instanceof FencedError)) this.#orphan(lane.splitId);
