@@ -24,6 +24,8 @@ import { buildStatus } from "./status.ts";
 import { SplitRecords } from "./split_records.ts";
 import { checkJobRecord, VERSION } from "./job_check.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
+import { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
+import { randomId } from "../util/random_id.ts";
 import { Tenancies } from "./tenancies.ts";
 import { timings } from "./timings.ts";
 import type { OwnReleases } from "./leader/release_hold.ts";
@@ -67,7 +69,7 @@ export class SplitCoordinator implements Coordinator {
     const { store: _s, planner: _p, clock: _c, random: _r, logger: _l, runtime: _rt, leadWhileStalled: _ls, ...rest } = options;
     const config = parseCoordinatorConfig({
       ...rest,
-      instance: options.instance ?? "w-" + nonce(random, 10),
+      instance: options.instance ?? "w-" + randomId(random, 10),
       fingerprint: options.fingerprint ?? options.job,
     });
     const clock = options.clock ?? systemClock;
@@ -77,7 +79,10 @@ export class SplitCoordinator implements Coordinator {
       this.#core.log("warn", "Reconcile failed; retrying", { error: String(e) });
       return t.reconcileRetryMs;
     }, () => this.#state !== "stopped" && this.#state !== "failed");
-    this.#store = new InstrumentedStore(options.store, stats, clock);
+    const me = { instance: config.instance, session: randomId(random, 16) };
+    // Spans of the membership, the leadership, the tenancies and their store operations (no-ops without an OpenTelemetry SDK).
+    const trace = new CoordinatorTrace(this, config.job, me, options.runtime ?? "web", clock);
+    this.#store = new InstrumentedStore(options.store, stats, clock, trace);
     const core: Core = (this.#core = {
       store: this.#store,
       splits: new SplitRecords(this.#store),
@@ -86,11 +91,12 @@ export class SplitCoordinator implements Coordinator {
       config,
       timings: t,
       log: options.logger ?? silent,
-      me: { instance: config.instance, session: nonce(random, 16) },
+      me,
       stats,
       events: new Channel<CoordinationEvent>(),
       schedule: () => this.#loop.schedule(),
       replaced: new ReplacedRecords(stats, options.logger ?? silent),
+      trace,
     });
     this.#tenancies = new Tenancies(core, (id, d) => this.#follower.remember(id, d)); // orphans: the follower resumes or releases them
     this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());
@@ -134,7 +140,7 @@ export class SplitCoordinator implements Coordinator {
     try {
       await c.#start();
     } catch (e) {
-      await c.#teardown();
+      await c.#teardown(e);
       throw e;
     }
     return c;
@@ -335,12 +341,13 @@ export class SplitCoordinator implements Coordinator {
     this.#loop.stop();
   }
 
-  async #teardown(): Promise<void> {
+  async #teardown(error?: unknown): Promise<void> {
     if (this.#state !== "failed") this.#state = "stopped";
     this.#stopAll();
     this.#tenancies.clear();
     await this.#follower.stop();
     this.#core.events.close();
+    this.#core.trace.close(error === undefined ? this.#state : "join failed", error);
   }
 
   /** Closes (for `await using`). */
@@ -390,11 +397,4 @@ export class SplitCoordinator implements Coordinator {
   stats(): CoordinatorStats {
     return this.#core.stats;
   }
-}
-
-function nonce(random: () => number, n: number): string {
-  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
-  let s = "";
-  for (let i = 0; i < n; i++) s += alphabet[Math.floor(random() * alphabet.length)];
-  return s;
 }

@@ -7,7 +7,7 @@
  * @module
  */
 import type { MemberRecord } from "../../records.ts";
-import type { Core } from "../core.ts";
+import { type Core, decided } from "../core.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 
@@ -39,6 +39,6 @@ export function auditHeld(core: Core, view: LeaderView, st: MemberState, r: Memb
     added++;
   }
   if (added > 0) {
-    core.log("debug", "Re-sent grants to a member that may not know all its splits", { member: st.instance, owned: owned.size, held: r.held });
+    decided(core, "debug", "Re-sent grants to a member that may not know all its splits", "grants.resent", { member: st.instance, owned: owned.size, held: r.held });
   }
 }

@@ -15,7 +15,7 @@
  */
 import { decodeRecord, encodeRecord, type JobOutcome, type PlanRecord, PlanRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
-import type { Core } from "../core.ts";
+import { type Core, decided } from "../core.ts";
 import type { LeaderView } from "./leader_view.ts";
 
 /** Applies what {@linkcode decideCompletion} decides: confirms and publishes the job outcome, or clears it. */
@@ -126,7 +126,7 @@ export class CompletionJudge {
    * confirmation). Whether it was written.
    */
   async #write(term: number, outcome: JobOutcome | undefined, known?: { plan: PlanRecord; revision: number }, once = false): Promise<boolean> {
-    const { store, log } = this.#core;
+    const { store } = this.#core;
     for (let i = 0; i < (once ? 1 : 4); i++) {
       let plan: PlanRecord, revision: number;
       if (i === 0 && known) ({ plan, revision } = known);
@@ -142,8 +142,8 @@ export class CompletionJudge {
       else delete next.outcome;
       const r = await store.update(keys.plan, encodeRecord(next), revision);
       if (r.ok) {
-        if (outcome) log("info", "Job outcome decided", { ...outcome });
-        else log("info", "Job outcome cleared: the split records no longer support it", { was: plan.outcome?.kind });
+        if (outcome) decided(this.#core, "info", "Job outcome decided", "outcome.decided", { ...outcome });
+        else decided(this.#core, "info", "Job outcome cleared: the split records no longer support it", "outcome.cleared", { was: plan.outcome?.kind });
         return true;
       }
     }
