@@ -435,9 +435,9 @@ export const mutants = [
     breaks: "the leader announces the outcome from its view alone, without the confirming listing of split.",
     edits: [{
       file: C + "leader/completion.ts",
-      search: "const outcome = await this.#confirm(planned);",
+      search: "const found = await this.#confirm(planned);",
       replace:
-        'const c = this.#view.counts, outcome = c.quarantined === 0 ? { kind: "allComplete", completed: c.completed } : { kind: "stalled", completed: c.completed, quarantined: c.quarantined };',
+        'const c = this.#view.counts, found = { state: "done", outcome: c.quarantined === 0 ? { kind: "allComplete", completed: c.completed } : { kind: "stalled", completed: c.completed, quarantined: c.quarantined } };',
     }],
     suites: COORD,
   },
@@ -462,8 +462,8 @@ export const mutants = [
       },
       {
         file: C + "leader/completion.ts",
-        search: 'if (!r.ok || r.value.status === "runnable") return undefined;',
-        replace: 'if (!r.ok) continue;\n      if (r.value.status === "runnable") return undefined;',
+        search: 'if (!r.ok || r.value.status === "runnable") return OPEN;',
+        replace: 'if (!r.ok) continue;\n      if (r.value.status === "runnable") return OPEN;',
       },
     ],
     suites: COORD,
@@ -695,7 +695,11 @@ export const mutants = [
   {
     name: "outcome-written-blindly",
     breaks: "an outcome whose CAS lost is written again at a fresh read of plan without confirming the splits again: a decision taken before an operator's requeue or cancel lands after it",
-    edits: [{ file: C + "leader/completion.ts", search: "if (await this.#write(term, outcome, at, true)) return;", replace: "if (await this.#write(term, outcome, at)) return;" }],
+    edits: [{
+      file: C + "leader/completion.ts",
+      search: "at = undefined; // the plan moved since the confirmation began: confirm again",
+      replace: "const cur = await this.#read();\n      if (cur && !cur.plan.outcome && (await this.#cas(cur, { ...cur.plan, outcome })).ok) return;\n      at = undefined;",
+    }],
     suites: ["coordinator", "nats"],
   },
   {

@@ -28,23 +28,41 @@ export class ClaimRecovery {
   readonly #specs: SpecReader;
   readonly #mayClaim: () => boolean;
   readonly #retryOffer: (id: string) => void;
+  readonly #lanesFull: (id: string) => boolean;
   /** Splits being re-read. */
   readonly #pending = new Set<string>();
   readonly #timers = new Set<unknown>();
   #stopped = false;
 
-  /** `retryOffer(id)`: a claim that did not land may be tried again from the member's offers. */
-  constructor(core: Core, tenancies: Tenancies, specs: SpecReader, mayClaim: () => boolean, retryOffer: (id: string) => void) {
+  /**
+   * `retryOffer(id)`: a claim that did not land may be tried again from the
+   * member's offers; `lanesFull(id)`: whether every lane is taken by other
+   * splits (one found ours then is handed back, never run past `maxInFlight`).
+   */
+  constructor(
+    core: Core,
+    tenancies: Tenancies,
+    specs: SpecReader,
+    mayClaim: () => boolean,
+    retryOffer: (id: string) => void,
+    lanesFull: (id: string) => boolean,
+  ) {
     this.#core = core;
     this.#tenancies = tenancies;
     this.#specs = specs;
     this.#mayClaim = mayClaim;
     this.#retryOffer = retryOffer;
+    this.#lanesFull = lanesFull;
   }
 
   /** Whether `id` is being re-read (not to be claimed meanwhile). */
   has(id: string): boolean {
     return this.#pending.has(id);
+  }
+
+  /** Splits being re-read: each may be ours, so each takes a lane meanwhile. */
+  get pending(): number {
+    return this.#pending.size;
   }
 
   /** Stops re-reading. */
@@ -83,7 +101,7 @@ export class ClaimRecovery {
             await this.handBack(id, rec, e.revision, spec);
             return;
           }
-          if (this.#tenancies.held.has(id) || !this.#mayClaim()) {
+          if (this.#tenancies.held.has(id) || !this.#mayClaim() || this.#lanesFull(id)) {
             if (!this.#tenancies.held.has(id)) await this.handBack(id, rec, e.revision);
             return;
           }

@@ -122,6 +122,15 @@ export class Claims {
         this.#dormant.remember(g.id, { epoch: g.epoch, revision: rev, record: rec, spec });
         return;
       }
+      if (this.busyLanes(g.id) >= this.#core.config.maxInFlight) {
+        // Every lane is taken: spares claimed while the leader that opened
+        // this split was slow or died before telling us (its reservation of
+        // our lane went with it). The split goes back to be dealt to a free
+        // lane (no attempt) rather than wait here past maxInFlight.
+        this.#core.log("info", "Grant beyond the free lanes handed back", { split: g.id, maxInFlight: this.#core.config.maxInFlight });
+        await this.#recovery.handBack(g.id, rec, rev);
+        return;
+      }
       if (rev < this.restoredAt) {
         // Granted before the heartbeat that ended our last self-fence: the
         // leader may have judged us dead since and be taking it over now.
@@ -141,6 +150,19 @@ export class Claims {
   }
 
   /**
+   * Lanes taken, by splits other than `id` when given: held (running or
+   * not), being claimed or started, waiting to be resumed after a
+   * self-fence, or claimed in a write whose reply was lost (it may be ours:
+   * the record is being read again). Every way a split reaches a lane
+   * checks it, so a member never holds more than `maxInFlight`.
+   */
+  busyLanes(id?: string): number {
+    const n = this.#tenancies.held.size + this.#claiming.size + this.#dormant.size + this.#recovery.pending;
+    if (id === undefined) return n;
+    return n - [this.#tenancies.held.has(id), this.#claiming.has(id), this.#dormant.has(id), this.#recovery.has(id)].filter(Boolean).length;
+  }
+
+  /**
    * Claims offers into free lanes, in waves of at most {@linkcode CLAIM_WAVE}:
    * offers for lanes at once, spares only once a lane has had nothing else
    * for `spareClaimAfterMs` (the leader deals each free lane the next split
@@ -152,7 +174,7 @@ export class Claims {
     if (!this.#mayClaim()) return Infinity;
     const max = this.#core.config.maxInFlight;
     const held = this.#tenancies.held;
-    if (this.#offers.length === 0 || held.size + this.#claiming.size >= max) {
+    if (this.#offers.length === 0 || this.busyLanes() >= max) {
       this.#laneIdleSince = undefined;
       return Infinity;
     }
@@ -161,7 +183,7 @@ export class Claims {
     let spares = 0;
     for (const spare of [false, true]) {
       if (spare) {
-        if (spares === 0 || held.size + this.#claiming.size >= max) break;
+        if (spares === 0 || this.busyLanes() >= max) break;
         this.#laneIdleSince ??= now;
         if (now - this.#laneIdleSince < this.#core.timings.spareClaimAfterMs) break;
       }
@@ -170,7 +192,7 @@ export class Claims {
         if (
           (o.spare === true) !== spare ||
           held.has(o.id) || this.#claiming.has(o.id) || this.#recovery.has(o.id) ||
-          held.size + this.#claiming.size >= max || this.#claiming.size >= CLAIM_WAVE
+          this.busyLanes() >= max || this.#claiming.size >= CLAIM_WAVE
         ) {
           if (o.spare === true && !spare) spares++;
           keep.push(o);
@@ -180,7 +202,7 @@ export class Claims {
       }
     }
     this.#offers = keep;
-    if (held.size + this.#claiming.size >= max || spares === 0) {
+    if (this.busyLanes() >= max || spares === 0) {
       this.#laneIdleSince = undefined;
       return Infinity;
     }

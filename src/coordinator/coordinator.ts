@@ -19,10 +19,11 @@ import { Follower } from "./follower.ts";
 import { Leadership } from "./leadership.ts";
 import { Membership } from "./membership.ts";
 import { ReconcileLoop } from "./reconcile_loop.ts";
+import { LandedBy } from "./landed_by.ts";
 import { ReplacedRecords } from "./replaced_records.ts";
 import { buildStatus } from "./status.ts";
 import { SplitRecords } from "./split_records.ts";
-import { checkJobRecord, VERSION } from "./job_check.ts";
+import { checkJobRecord, checkStoreJob, VERSION } from "./job_check.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
 import { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
 import { randomId } from "../util/random_id.ts";
@@ -72,6 +73,7 @@ export class SplitCoordinator implements Coordinator {
       instance: options.instance ?? "w-" + randomId(random, 10),
       fingerprint: options.fingerprint ?? options.job,
     });
+    checkStoreJob(options.store, config.job);
     const clock = options.clock ?? systemClock;
     const t = timings(config);
     const stats = newStats();
@@ -96,6 +98,7 @@ export class SplitCoordinator implements Coordinator {
       events: new Channel<CoordinationEvent>(),
       schedule: () => this.#loop.schedule(),
       replaced: new ReplacedRecords(stats, options.logger ?? silent),
+      landed: new LandedBy(),
       trace,
     });
     this.#tenancies = new Tenancies(core, (id, d) => this.#follower.remember(id, d)); // orphans: the follower resumes or releases them
@@ -154,6 +157,11 @@ export class SplitCoordinator implements Coordinator {
   /** This instance id. */
   get instance(): string {
     return this.#core.me.instance;
+  }
+
+  /** The splits this member holds at most (its `maxInFlight`, announced on its member record). */
+  get maxInFlight(): number {
+    return this.#core.config.maxInFlight;
   }
 
   /** This process's session nonce. */

@@ -14,6 +14,7 @@ import { type Cause, type CausedStore, causedStore } from "../tracing/cause.ts";
 import type { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
 import type { Channel } from "../util/channel.ts";
 import type { CoordinatorConfig } from "./config.ts";
+import type { LandedBy } from "./landed_by.ts";
 import type { ReplacedRecords } from "./replaced_records.ts";
 import type { SplitRecords } from "./split_records.ts";
 import type { Timings } from "./timings.ts";
@@ -46,6 +47,8 @@ export interface Core {
   schedule(): void;
   /** Unreadable control records a CAS of ours replaced (`/status.invalidRecords`, `replaced: true`). */
   readonly replaced: ReplacedRecords;
+  /** Our landed heartbeats by revision: when a revision had certainly landed, on our clock. */
+  readonly landed: LandedBy;
   /** Tracing (docs/OPERATIONS.md, "Tracing"): hooks that return at once when it is off. */
   readonly trace: CoordinatorTrace;
 }

@@ -20,6 +20,8 @@ export class DormantTenancies {
   readonly #tenancies: Tenancies;
   readonly #mayClaim: () => boolean;
   #entries = new Map<string, Dormant>();
+  /** Entries whose resume (or release) write is out: they still take a lane until it returns. */
+  readonly #resuming = new Set<string>();
   #pass: Promise<void> | undefined;
 
   /** `mayClaim` says whether new work may be taken (running, not draining, not fenced). */
@@ -39,9 +41,14 @@ export class DormantTenancies {
     this.#entries.set(id, d);
   }
 
-  /** How many tenancies wait to be resumed or released. */
+  /** How many tenancies wait to be resumed or released, or are being resumed now. */
   get size(): number {
-    return this.#entries.size;
+    return this.#entries.size + this.#resuming.size;
+  }
+
+  /** Whether `id` waits to be resumed, or is being resumed now. */
+  has(id: string): boolean {
+    return this.#entries.has(id) || this.#resuming.has(id);
   }
 
   /** Forgets `id` (the leader dropped it). */
@@ -71,6 +78,7 @@ export class DormantTenancies {
     await Promise.all(all.map(async ([id, d]) => {
       if (this.#tenancies.held.has(id)) return;
       let { record, revision } = d;
+      this.#resuming.add(id);
       try {
         let keep = false;
         const r = await splits.cas(id, d, (rec, rev) => {
@@ -102,6 +110,8 @@ export class DormantTenancies {
           if (!d.unreadable) log("warn", "Split record unreadable; the split is resumed once it is repaired", { split: id, error: String(e) });
           this.#entries.set(id, { ...d, record, revision, unreadable: true });
         } else log("warn", "Could not resume a split; the leader reassigns it", { split: id, error: String(e) });
+      } finally {
+        this.#resuming.delete(id);
       }
     }));
   }

@@ -70,7 +70,7 @@ export class Follower {
     this.#recovery = new ClaimRecovery(core, tenancies, specs, mayClaim, (id) => {
       this.#claims.retry(this.assign?.record.offers.find((x) => x.id === id), id);
       this.#core.schedule();
-    });
+    }, (id) => this.#claims.busyLanes(id) >= core.config.maxInFlight);
     this.#claims = new Claims(core, tenancies, mayClaim, this.#dormant, specs, this.#recovery);
     this.#watches = new WatchSet(core, (f, ev, live) => this.#apply(f, ev, live));
   }

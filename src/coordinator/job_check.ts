@@ -8,6 +8,7 @@
 import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { encodeRecord, JobRecordSchema, RECORD_LAYOUT, safeDecodeRecord } from "../records.ts";
 import { keys } from "../store/keys.ts";
+import type { Store } from "../store/store.ts";
 import type { Core } from "./core.ts";
 
 /**
@@ -59,4 +60,25 @@ export async function checkJobRecord(core: Core): Promise<void> {
       }, this worker has ${JSON.stringify(config.fingerprint)}`,
     );
   }
+}
+
+/**
+ * Refuses a store bound to another job than the one the coordinator was
+ * given (`INVALID_CONFIG` naming both): data in one job's bucket while logs,
+ * metrics and the CLI speak of another is a mistake nothing else reports.
+ * A store that binds no job (`MemoryStore`) passes.
+ *
+ * @example
+ * ```ts ignore
+ * checkStoreJob(store, "backfill"); // throws when store.job is "other"
+ * ```
+ */
+export function checkStoreJob(store: Store, job: string): void {
+  const bound = store.job;
+  if (bound === undefined || bound === job) return;
+  throw new SplitleaseError(
+    "INVALID_CONFIG",
+    `The store is bound to job ${JSON.stringify(bound)} but was given job ${JSON.stringify(job)}: ` +
+      "name the job once (connect the store with the job you join, or join the store's job)",
+  );
 }

@@ -215,7 +215,12 @@ export class Leadership {
     const term = this.#term;
     log("info", "Leader elected", { instance: me.instance, term });
     const core = this.#leaderCore;
-    const role = (this.#role = new LeaderRole(core, term, () => this.#deposed("a newer term wrote an assignment record")));
+    const role = (this.#role = new LeaderRole(
+      core,
+      term,
+      () => this.#deposed("a newer term wrote an assignment record"),
+      (entry) => this.#follower.applyRead(keys.plan, entry),
+    ));
     this.#planning = this.#planner ? new Planning(core, this.#planner, role, () => this.#stillLeading(role)) : undefined;
     try {
       log("debug", "Leader role starting", { term });

@@ -223,6 +223,7 @@ export class Membership {
         if (r.ok) {
           this.#record = next;
           this.#revision = r.revision;
+          this.#core.landed.note(r.revision, clock.now());
           ok = true;
         } else {
           const c = await this.#onConflict();

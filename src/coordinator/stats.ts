@@ -105,6 +105,11 @@ export class InstrumentedStore implements CausedStore {
     this.#trace = trace;
   }
 
+  /** The job the wrapped store is bound to, if any. */
+  get job(): string | undefined {
+    return this.#inner.job;
+  }
+
   async #timed<T>(op: StoreOp, write: boolean, key: string, cause: Cause | undefined, f: () => Promise<T>): Promise<T> {
     const t0 = this.#clock.now();
     const traced = this.#trace?.enabled ? (cause ?? this.#trace.membership).op(op, key) : undefined;

@@ -314,6 +314,12 @@ export interface FailOptions {
 export interface Coordinator extends AsyncDisposable, AsyncIterable<CoordinationEvent> {
   /** This process's stable name in the fleet (the `instance` it joined with, or the one generated). */
   readonly instance: string;
+  /**
+   * The splits this member holds at most, as its member record announces
+   * them to the leader (a worker runs that many lanes). Optional for
+   * coordinators that do not say; `SplitCoordinator` always does.
+   */
+  readonly maxInFlight?: number;
   /** Waits for the next event; `undefined` once the coordinator stopped. */
   poll(): Promise<CoordinationEvent | undefined>;
   /** The next queued event without waiting, or `undefined`. */

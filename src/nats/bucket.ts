@@ -35,8 +35,23 @@ export async function requireBucket(jsm: JetStreamManager, opts: ResolvedOptions
   }
 }
 
-export async function openBucket(js: JetStreamClient, opts: ResolvedOptions): Promise<KV> {
-  const kvm = new Kvm(js);
+/** Creates (or opens) a bucket: `Kvm.create`, a seam for tests of the retry rules below. */
+export type CreateBucket = (name: string, config: Record<string, unknown>) => Promise<KV>;
+
+/**
+ * Opens the job's bucket, creating it when absent (see the retry rules
+ * below). `create` defaults to the client's `Kvm.create`.
+ *
+ * @example
+ * ```ts ignore
+ * const kv = await openBucket(js, opts);
+ * ```
+ */
+export async function openBucket(
+  js: JetStreamClient,
+  opts: ResolvedOptions,
+  create: CreateBucket = (name, config) => new Kvm(js).create(name, config),
+): Promise<KV> {
   const config = {
     history: 1,
     replicas: opts.replicas,
@@ -54,7 +69,7 @@ export async function openBucket(js: JetStreamClient, opts: ResolvedOptions): Pr
   const deadline = Date.now() + Math.max(10_000, 5 * opts.opTimeoutMs);
   for (let attempt = 0;; attempt++) {
     try {
-      return await kvm.create(opts.bucket, config);
+      return await create(opts.bucket, config);
     } catch (e) {
       // Another process created it between our info and add (the server
       // answers "name in use" or, when the two adds cross, "subjects

@@ -21,6 +21,7 @@ import { Connection, isConflict } from "./connection.ts";
 import { describe } from "./describe.ts";
 import type { NatsStoreOptions } from "./options.ts";
 import { lastRevisionUnder, type Scan, startScan } from "./scan.ts";
+import { isNoResponders, untilReceived } from "./unsent.ts";
 import { NatsWatch } from "./watch.ts";
 import { clampTimerMs } from "../util/timers.ts";
 
@@ -85,6 +86,11 @@ export class NatsStore implements Store {
     return new NatsStore(await Connection.open(options));
   }
 
+  /** The job this store is bound to (its bucket is `splitlease_<job>`): a coordinator joining another job through it is refused. */
+  get job(): string {
+    return this.#conn.opts.job;
+  }
+
   /** The bucket name (`splitlease_<job>`). */
   get bucket(): string {
     return this.#conn.opts.bucket;
@@ -101,7 +107,7 @@ export class NatsStore implements Store {
     const before = this.#seen;
     if (!this.#conn.connected) await this.#ready("create", deadline);
     try {
-      return this.#landed(await this.#conn.kv.put(key, value, { previousSeq: 0, timeout: this.#writeBudget(deadline) }));
+      return this.#landed(await this.#sent(deadline, () => this.#conn.kv.put(key, value, { previousSeq: 0, timeout: this.#writeBudget(deadline) })));
     } catch (e) {
       if (!isConflict(e)) return this.#maybeLanded("create", key, value, before, deadline, e);
     }
@@ -111,7 +117,7 @@ export class NatsStore implements Store {
     const expected = entry.revision;
     try {
       return this.#landed(
-        await this.#conn.kv.put(key, value, { previousSeq: expected, timeout: this.#writeBudget(deadline) }),
+        await this.#sent(deadline, () => this.#conn.kv.put(key, value, { previousSeq: expected, timeout: this.#writeBudget(deadline) })),
       );
     } catch (e) {
       if (isConflict(e)) return CONFLICT;
@@ -131,7 +137,7 @@ export class NatsStore implements Store {
     const before = this.#seen;
     if (!this.#conn.connected) await this.#ready("update", deadline);
     try {
-      const rev = await this.#conn.kv.put(key, value, { previousSeq: revision, timeout: this.#writeBudget(deadline) });
+      const rev = await this.#sent(deadline, () => this.#conn.kv.put(key, value, { previousSeq: revision, timeout: this.#writeBudget(deadline) }));
       if (rev > this.#seen) this.#seen = rev;
       return { ok: true, revision: rev };
     } catch (e) {
@@ -167,10 +173,12 @@ export class NatsStore implements Store {
         const h = headers();
         h.set("KV-Operation", "DEL");
         h.set("Nats-Expected-Last-Subject-Sequence", String(guard));
-        const ack = await this.#conn.js.publish(this.#conn.prefix + key, Empty, {
-          headers: h,
-          timeout: this.#writeBudget(deadline),
-        });
+        const ack = await this.#sent(deadline, () =>
+          this.#conn.js.publish(this.#conn.prefix + key, Empty, {
+            headers: h,
+            timeout: this.#writeBudget(deadline),
+          })
+        );
         if (ack.seq > this.#seen) this.#seen = ack.seq;
         return DELETED;
       } catch (e) {
@@ -288,6 +296,11 @@ export class NatsStore implements Store {
     return { ok: true, revision };
   }
 
+  /** Sends a write, again while nothing received it (see {@linkcode untilReceived}), keeping the re-read reserve. */
+  #sent<T>(deadline: number, write: () => Promise<T>): Promise<T> {
+    return untilReceived(deadline - this.#reserve, write);
+  }
+
   /** Time left for a write, keeping a reserve to re-read it if it times out. */
   #writeBudget(deadline: number): number {
     return Math.max(1, deadline - Date.now() - this.#reserve);
@@ -310,7 +323,7 @@ export class NatsStore implements Store {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(this.#unavailable(op, cause)), clampTimerMs(ms));
     });
-    const read = this.#conn.kv.get(key);
+    const read = untilReceived(deadline, () => this.#conn.kv.get(key));
     read.catch(() => {});
     try {
       const e = await Promise.race([read, timeout]);
@@ -338,6 +351,8 @@ export class NatsStore implements Store {
     cause: unknown,
   ): Promise<WriteResult> {
     this.#checkOpen(op);
+    // Nobody received it (still, at the deadline): it did not land.
+    if (isNoResponders(cause)) throw this.#unavailable(op, cause, "no stream answered (its leader is being elected?)");
     let entry: KvEntry | null;
     try {
       entry = await this.#read(op, key, deadline, cause);

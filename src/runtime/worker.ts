@@ -28,7 +28,7 @@ import type { LaneInfo, ShutdownOptions, Worker, WorkerOptions, WorkerOutcome, W
  * import { startWorker, type Coordinator, type SplitSource } from "@splitlease/splitlease";
  * declare const coordinator: Coordinator;
  * declare const source: SplitSource;
- * const worker = startWorker({ coordinator, source, maxInFlight: 4 });
+ * const worker = startWorker({ coordinator, source }); // as many lanes as the coordinator joined with
  * // later, on SIGTERM:
  * const outcome = await worker.shutdown({ deadlineMs: 10_000 });
  * console.log(outcome.kind);

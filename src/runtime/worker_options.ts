@@ -8,6 +8,7 @@ import * as z from "zod";
 import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
 import { systemClock } from "../coordinator/clock.ts";
 import { type CoordinatorTunables, TUNABLE_DEFAULTS, TUNABLE_KEYS } from "../coordinator/config.ts";
+import { SplitleaseError } from "../errors.ts";
 import { jsonLogger } from "./logger.ts";
 import { choiceOption, durationOption, type Equal, givenOption, parseOptions } from "../util/option_schema.ts";
 import type { SplitSource } from "./source.ts";
@@ -44,7 +45,7 @@ export const WORKER_SCHEMA = z.strictObject({
   afterStall: LANE_OPTIONS.afterStall.default("exit"),
   maxInFlight: z.custom<number>((v) => Number.isInteger(v) && (v as number) >= 0, {
     error: (iss) => `maxInFlight must be an integer >= 0 (got ${String(iss.input)}); 0 makes a standby`,
-  }).default(TUNABLE_DEFAULTS.maxInFlight),
+  }).optional(),
   stalledIsFatal: LANE_OPTIONS.stalledIsFatal.default(true),
   abortGraceMs: LANE_OPTIONS.abortGraceMs.default(5000),
   commitIntervalMs: LANE_OPTIONS.commitIntervalMs.default(0),
@@ -87,11 +88,29 @@ export function workerSettings<D>(options: WorkerOptions<D>): WorkerSettings {
   return {
     log: o.logger ?? jsonLogger(),
     clock: o.clock ?? systemClock,
-    maxInFlight: o.maxInFlight,
+    maxInFlight: lanesOf(o.maxInFlight, o.coordinator.maxInFlight),
     stalledIsFatal: o.stalledIsFatal,
     afterStall: o.afterStall,
     abortGraceMs: o.abortGraceMs,
     commitIntervalMs: o.commitIntervalMs,
     statusIntervalMs: o.statusIntervalMs,
   };
+}
+
+/**
+ * The worker's lanes: the coordinator's `maxInFlight` (what its member
+ * record announces and the leader deals to), or the worker's own when the
+ * coordinator does not say. Both given and different is a configuration
+ * error: 8 lanes running while the leader deals 16 splits leaves 8 of them
+ * waiting behind busy lanes, silently.
+ */
+function lanesOf(given: number | undefined, announced: number | undefined): number {
+  if (given !== undefined && announced !== undefined && given !== announced) {
+    throw new SplitleaseError(
+      "INVALID_CONFIG",
+      `startWorker: maxInFlight ${given} differs from the coordinator's maxInFlight ${announced} ` +
+        "(the lanes it joined with, which the leader deals to): give it once, to the join",
+    );
+  }
+  return given ?? announced ?? TUNABLE_DEFAULTS.maxInFlight;
 }

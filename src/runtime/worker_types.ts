@@ -25,7 +25,11 @@ export interface WorkerOptions<D> {
   coordinator: Coordinator;
   /** What to do: the planner and the processing of one split. */
   source: SplitSource<D>;
-  /** Lanes running at once (default 8); gained splits beyond it wait. */
+  /**
+   * Lanes running at once; gained splits beyond it wait. Default: the
+   * coordinator's `maxInFlight` (the one it joined with), else 8. A value
+   * that differs from the coordinator's is refused (`INVALID_CONFIG`).
+   */
   maxInFlight?: number;
   /** Structured logger (default: {@linkcode jsonLogger}). */
   logger?: Logger;

@@ -171,6 +171,14 @@ export type KeyFilter = string;
  */
 export interface Store extends AsyncDisposable {
   /**
+   * The job this store is bound to, when the backend binds one (a NATS
+   * store opens the bucket `splitlease_<job>`). A coordinator refuses to
+   * join another job through it (`INVALID_CONFIG` naming both), so data,
+   * logs, metrics and the CLI always speak of the same job. Stores shared
+   * by several jobs (`MemoryStore`) leave it out.
+   */
+  readonly job?: string;
+  /**
    * Writes `value` only if `key` is absent (never written, or its last
    * operation was a delete). Returns the new revision, or a conflict when the
    * key holds a value.

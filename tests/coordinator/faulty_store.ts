@@ -11,7 +11,9 @@ import { FAST, type Fleet, type ManualDriver, Member } from "./fleet.ts";
  * `hold(pred)` parks matching ops until released; `fail(pred)` makes matching
  * ops throw StoreUnavailableError (without applying) until stopped;
  * `withhold(pred)` withholds the watch events of matching keys (a watch that
- * has not delivered them yet) until released.
+ * has not delivered them yet) until released; `dieAfter(pred)` lets the next
+ * matching op complete and then nothing more (the process died right after
+ * it: later ops never answer, watches deliver nothing).
  */
 export class FaultyStore implements Store {
   down = false;
@@ -66,7 +68,28 @@ export class FaultyStore implements Store {
     };
   }
 
+  #dead = false;
+  #dying: ((op: string, key: string) => boolean) | undefined;
+
+  /** The next op matching `pred` completes; after it the process is dead to the store. */
+  dieAfter(pred: (op: string, key: string) => boolean): { dead: () => boolean } {
+    this.#dying = pred;
+    return { dead: () => this.#dead };
+  }
+
+  /** Runs one op through the gate; the op the process dies after marks it dead once it answered. */
+  async #op<T>(op: string, key: string, run: () => Promise<T>, value?: string): Promise<T> {
+    await this.#gate(op, key, value);
+    const r = await run();
+    if (this.#dying?.(op, key)) {
+      this.#dying = undefined;
+      this.#dead = true;
+    }
+    return r;
+  }
+
   async #gate(op: string, key: string, value?: string): Promise<void> {
+    if (this.#dead) await new Promise<never>(() => {});
     for (const h of this.#holds) {
       if (h.pred(op, key, value)) await new Promise<void>((r) => h.parked.push(r));
     }
@@ -74,25 +97,20 @@ export class FaultyStore implements Store {
     if (this.#fails.some((f) => f(op, key))) throw new StoreUnavailableError(op, 200, { detail: "injected failure" });
   }
 
-  async create(key: string, value: string): Promise<WriteResult> {
-    await this.#gate("create", key, value);
-    return this.inner.create(key, value);
+  create(key: string, value: string): Promise<WriteResult> {
+    return this.#op("create", key, () => this.inner.create(key, value), value);
   }
-  async update(key: string, value: string, revision: number): Promise<WriteResult> {
-    await this.#gate("update", key, value);
-    return this.inner.update(key, value, revision);
+  update(key: string, value: string, revision: number): Promise<WriteResult> {
+    return this.#op("update", key, () => this.inner.update(key, value, revision), value);
   }
-  async delete(key: string, revision?: number): Promise<DeleteResult> {
-    await this.#gate("delete", key);
-    return this.inner.delete(key, revision);
+  delete(key: string, revision?: number): Promise<DeleteResult> {
+    return this.#op("delete", key, () => this.inner.delete(key, revision));
   }
-  async get(key: string): Promise<StoreEntry | undefined> {
-    await this.#gate("get", key);
-    return this.inner.get(key);
+  get(key: string): Promise<StoreEntry | undefined> {
+    return this.#op("get", key, () => this.inner.get(key));
   }
-  async list(filter: string): Promise<StoreEntry[]> {
-    await this.#gate("list", filter);
-    return this.inner.list(filter);
+  list(filter: string): Promise<StoreEntry[]> {
+    return this.#op("list", filter, () => this.inner.list(filter));
   }
   watch(filter: string): Watch {
     const inner = this.inner.watch(filter);
@@ -100,6 +118,7 @@ export class FaultyStore implements Store {
     this.#watchers.push(w);
     (async () => {
       for await (const ev of inner) {
+        if (this.#dead) continue;
         const held = "key" in ev ? this.#withheld.find((x) => x.pred(ev.key)) : undefined;
         if (held) held.events.push({ ch: w.ch, ev });
         else if (this.#paused) w.buffer.push(ev);

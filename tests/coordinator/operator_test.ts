@@ -94,11 +94,11 @@ t("a worker whose member is drained finishes as after SIGTERM (drained), its lan
       if (!lane.revokeSignal.aborted) await lane.complete();
     },
   };
-  const timings = { leaseMs: 1000, opTimeoutMs: 200, drainDeadlineMs: 500 };
+  const timings = { leaseMs: 1000, opTimeoutMs: 200, drainDeadlineMs: 500, maxInFlight: 2 };
   const ca = await SplitCoordinator.join({ store, job: "ops", instance: "a", planner: (c) => source.plan(c), ...timings });
   const cb = await SplitCoordinator.join({ store, job: "ops", instance: "b", ...timings });
-  const wa = startWorker({ coordinator: ca, source, logger: () => {}, maxInFlight: 2 });
-  const wb = startWorker({ coordinator: cb, source, logger: () => {}, maxInFlight: 2 });
+  const wa = startWorker({ coordinator: ca, source, logger: () => {} });
+  const wb = startWorker({ coordinator: cb, source, logger: () => {} });
   try {
     const until = async (what: string, cond: () => boolean, ms = 5000) => {
       const end = Date.now() + ms;

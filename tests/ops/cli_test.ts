@@ -104,7 +104,7 @@ Deno.test({
     };
     const stores: Store[] = [];
     const workers: Worker[] = [];
-    const tunables = { leaseMs: 1000, opTimeoutMs: 400, drainDeadlineMs: 1000, maxAttempts: 2, retryBackoffMs: 50 };
+    const tunables = { leaseMs: 1000, opTimeoutMs: 400, drainDeadlineMs: 1000, maxAttempts: 2, retryBackoffMs: 50, maxInFlight: 3 };
     try {
       for (const instance of ["w1", "w2"]) {
         const store = await NatsStore.connect({ servers: server.wsUrl, job, opTimeoutMs: 400 });
@@ -113,7 +113,7 @@ Deno.test({
           store, job, instance, fingerprint: source.fingerprint(), planner: instance === "w1" ? (c) => source.plan(c) : undefined,
           ...tunables,
         });
-        workers.push(startWorker({ coordinator, source, logger: () => {}, maxInFlight: 3, abortGraceMs: 500 }));
+        workers.push(startWorker({ coordinator, source, logger: () => {}, abortGraceMs: 500 }));
       }
       const [w1, w2] = workers;
       const splitOf = async (id: string) => JSON.parse((await stores[0].get(`split.${id}`))?.value ?? "null");

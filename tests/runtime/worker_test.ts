@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { FencedError, StoreUnavailableError, startWorker, type WorkerOptions } from "../../mod.ts";
+import { FencedError, SplitleaseError, StoreUnavailableError, startWorker, type WorkerOptions } from "../../mod.ts";
 import { InvalidRecordError } from "../../admin.ts";
 import type { Logger, Lane, SplitSource } from "../../mod.ts";
 import { ManualClock } from "../../testing.ts";
@@ -604,4 +604,35 @@ Deno.test("worker: logs leader election and plan publication as JSON-ready lines
   for (const l of lines) JSON.stringify(l.fields);
   await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
   assert.equal(clock.pending, 0, "no timers left after the worker finished");
+});
+
+Deno.test("worker: a cut the coordinator refuses hands the split back, never runs on with the shortened range (records past the cut would go to nobody)", async () => {
+  const gate = deferred();
+  let ranTo = -1;
+  const { coordinator, worker } = setup<{ from: number; to: number }>(async (lane) => {
+    for (let at = lane.descriptor.from; at < lane.descriptor.to; at++) {
+      if (lane.signal.aborted || lane.revokeSignal.aborted) return;
+      if (at === 2) await gate.promise; // the ask comes here
+      ranTo = at;
+      await lane.commit({ watermark: at + 1 });
+    }
+    await lane.complete({ watermark: lane.descriptor.to });
+  }, {
+    extra: {
+      // Keeps [from, 5) and gives away [5, to): a cut the coordinator refuses (a revocation got there first).
+      split: (lane) => ({ keep: { from: lane.descriptor.from, to: 5 }, residuals: [{ descriptor: { from: 5, to: lane.descriptor.to } }] }),
+    },
+  });
+  Object.assign(coordinator, {
+    split: () => Promise.reject(new SplitleaseError("INVALID_ARGUMENT", "Split \"s\" is being revoked: it cannot be cut")),
+  });
+  coordinator.gain("s", 1, { from: 0, to: 10 });
+  await until(() => ranTo === 1, "the lane to run");
+  coordinator.emit({ type: "splitRequested", splitId: "s", epoch: 1, parts: 2 });
+  await settle(5);
+  gate.resolve();
+  await until(() => coordinator.calls.some((c) => c.op === "release" && c.splitIds.includes("s")), "the split to be handed back");
+  assert.ok(!coordinator.calls.some((c) => c.op === "commit" && c.final), "the shortened range was never completed");
+  assert.ok(ranTo < 9, `the lane stopped (ran to ${ranTo})`);
+  await worker.shutdown({ deadlineMs: 1000 });
 });

@@ -241,7 +241,7 @@ export class Referee {
     const p = fn();
     if (this.mem.revision !== before) {
       this.#landed(w, op, key, value, this.mem.revision);
-      this.onLanded?.(key);
+      this.onLanded?.(key, w);
     }
     return p;
   }
@@ -275,6 +275,18 @@ export class Referee {
             `${w.label} wrote plan r${rev} at term ${next.term} generation ${next.generation}, back from term ${p.term} generation ${p.generation}`,
           );
         }
+        // A leader never rewrites plan unchanged (only an operator's repair
+        // does, on purpose): under a watch that coalesces, each such rewrite
+        // supersedes the key again and can keep the writer's view stale for ever.
+        if (w.label !== OPERATOR && value === this.#planValue) this.violation(`${w.label} rewrote plan unchanged at r${rev}`);
+        this.#planValue = value;
+        // An outcome is cleared only by a clearer that found it wrong: one
+        // that agreed with the split records all along was judged by nobody.
+        const was = p?.outcome, now = next.outcome;
+        if (was && !now && w.label !== OPERATOR && !this.#outcomeEverWrong) {
+          this.violation(`${w.label} cleared the outcome ${JSON.stringify(was)} at r${rev}, which agreed with the split records all along`);
+        }
+        if (JSON.stringify(was) !== JSON.stringify(now)) this.#outcomeEverWrong = false;
         this.plan = next;
         this.#checkOutcome(`${w.label} wrote plan r${rev}`);
       } else if (key === "leader" && value !== undefined) {
@@ -438,8 +450,12 @@ export class Referee {
    * plan write replaces it; one still standing at the end is a violation.
    */
   staleOutcome: string | undefined;
+  /** The plan record's last value (a leader's unchanged rewrite is a violation). */
+  #planValue: string | undefined;
+  /** Whether the standing outcome disagreed with the split records at any moment since it was written. */
+  #outcomeEverWrong = false;
   /** Told of every landed write, after the books are updated. */
-  onLanded?: (key: string) => void;
+  onLanded?: (key: string, writer: Writer) => void;
 
   #checkOutcome(where: string): void {
     const o = this.plan?.outcome;
@@ -448,6 +464,7 @@ export class Referee {
       (c.runnable === 0 && c.completed === o.completed && c.cancelled === (o.cancelled ?? 0) &&
         c.quarantined === (o.kind === "stalled" ? o.quarantined : 0));
     this.staleOutcome = agrees ? undefined : `${where}: outcome ${JSON.stringify(o)} while the store holds ${JSON.stringify(c)}`;
+    if (!agrees) this.#outcomeEverWrong = true;
   }
 
   /** Attempt accounting and the hand-over rules of one landed write (see the class doc). */
@@ -662,12 +679,48 @@ class ProcStore implements Store {
     const inner = this.sim.mem.watch(filter);
     const w = { ch: new Channel<WatchEvent>(), buffer: [] as WatchEvent[], inner };
     this.#watches.push(w);
+    // In order, like a real watch: while withheld events wait for flushWatches, later ones queue behind them.
+    const hand = (ev: WatchEvent) => {
+      if (this.proc.paused || this.proc.partitioned || this.proc.lagging || w.buffer.length > 0) w.buffer.push(ev);
+      else w.ch.push(ev);
+    };
+    // A slow consumer: events due `slowMs` after they happened, in order; a superseded one is skipped.
+    const delayed: { ev: WatchEvent; at: number; due: number; skippable: number }[] = [];
+    let armed = false;
+    const deliver = () => {
+      armed = false;
+      const now = this.sim.clock.now();
+      while (delayed.length > 0 && delayed[0].due <= now) {
+        const { ev, at, skippable } = delayed.shift()!;
+        if (this.proc.dead) return;
+        if (supersededIn(ev, delayed, at + skippable)) {
+          this.sim.count("slowWatchSkipped");
+          continue;
+        }
+        hand(ev);
+      }
+      if (delayed.length > 0 && !armed) {
+        armed = true;
+        this.sim.clock.setTimeout(deliver, delayed[0].due - now);
+      }
+    };
     (async () => {
       for await (const ev of inner) {
         if (this.proc.dead) break;
-        // In order, like a real watch: while withheld events wait for flushWatches, later ones queue behind them.
-        if (this.proc.paused || this.proc.partitioned || this.proc.lagging || w.buffer.length > 0) w.buffer.push(ev);
-        else w.ch.push(ev);
+        const slow = this.proc.slowWatch(filter);
+        if (slow || delayed.length > 0) {
+          const now = this.sim.clock.now();
+          delayed.push({
+            ev,
+            at: now,
+            due: Math.max(now + (slow ? this.proc.slowMs : 0), delayed.at(-1)?.due ?? 0),
+            skippable: slow ? this.proc.slowMs - this.proc.slowBufferedMs : 0,
+          });
+          if (!armed) {
+            armed = true;
+            this.sim.clock.setTimeout(deliver, delayed[0].due - now);
+          }
+        } else hand(ev);
       }
       w.ch.close();
     })();
@@ -698,6 +751,19 @@ class ProcStore implements Store {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/**
+ * Whether a later change of `ev`'s key came before `until` (while the
+ * server could still skip `ev`), before any `ready` or `reset`.
+ */
+function supersededIn(ev: WatchEvent, later: readonly { ev: WatchEvent; at: number }[], until: number): boolean {
+  if (ev.type !== "put" && ev.type !== "delete") return false;
+  for (const { ev: e, at } of later) {
+    if (e.type === "ready" || e.type === "reset" || at > until) return false;
+    if (e.key === ev.key) return true;
+  }
+  return false;
 }
 
 /**
@@ -748,6 +814,22 @@ class Proc implements Writer {
   partitionUntil = 0;
   /** Until then its watches deliver nothing (a slow consumer), while its reads and writes work. */
   lagUntil = 0;
+  /**
+   * Until then each watch event reaches it `slowMs` after it happened (a
+   * consumer that stays behind), and one superseded by a later change of
+   * its key meanwhile is never delivered (a NATS bucket keeps one value per
+   * key): a key written again and again within `slowMs` is never seen.
+   */
+  slowUntil = 0;
+  slowMs = 0;
+  /**
+   * How much of `slowMs` an event spends already sent to the client (in its
+   * socket and buffers), past the point where the server could skip it:
+   * only a change that comes within `slowMs - slowBufferedMs` supersedes it.
+   */
+  slowBufferedMs = 0;
+  /** The watch filters that are slow (each watch is a consumer of its own: one can lag while another keeps up); `undefined`: all. */
+  slowFilters: ReadonlySet<string> | undefined;
   dead = false;
   /** Start of the last member-record write that landed and was answered (what the coordinator dates its self-fence from). */
   lastBeat = 0;
@@ -775,6 +857,15 @@ class Proc implements Writer {
 
   get lagging(): boolean {
     return this.lagUntil > this.sim.clock.now();
+  }
+
+  get slow(): boolean {
+    return this.slowUntil > this.sim.clock.now();
+  }
+
+  /** Whether the watch over `filter` is a slow consumer now. */
+  slowWatch(filter: string): boolean {
+    return this.slow && (this.slowFilters === undefined || this.slowFilters.has(filter));
   }
 
   get partitioned(): boolean {
@@ -854,6 +945,18 @@ export interface SimConfig {
   /** Probability a member cuts a lane's remaining work when the leader asks (0: members are not splittable). */
   cuts?: number;
   /**
+   * Per step, the probability that a live process (the leader half the
+   * time) becomes a slow consumer for 0.5–3 s: each watch event reaches it
+   * 100–400 ms late, and superseded ones never (see `Proc.slowUntil`).
+   */
+  slowWatch?: number;
+  /**
+   * Probability that a leader's write (a split, assignment or plan record)
+   * is the last thing it does: the process dies 0–3 ms after it lands,
+   * between two writes of one decision (at most 3 times a run).
+   */
+  killAfterWrite?: number;
+  /**
    * Probability that an operator repairs a stall as it happens: when a
    * landed split write leaves the store stalled, an operator requeues or
    * cancels a quarantined split 0–20 ms later (at most 3 times a run),
@@ -931,6 +1034,10 @@ export function configFor(seed: number): SimConfig {
   cfg.operator = new Rng(subSeed(seed, 3)).pick([0, 0, 0.5]);
   // Its own stream too: cutting running splits came after operators.
   cfg.cuts = new Rng(subSeed(seed, 4)).pick([0, 0, 0.7, 1]);
+  // And a stream for the adversary of issue 33: slow consumers, leaders killed mid-decision.
+  const adv = new Rng(subSeed(seed, 5));
+  cfg.slowWatch = adv.pick([0, 0, 0.02, 0.05]);
+  cfg.killAfterWrite = adv.pick([0, 0, 0.01, 0.04]);
   return cfg;
 }
 
@@ -1025,7 +1132,10 @@ export class Sim {
         return p !== undefined && this.referee.leftClean.has(owner) && (p.gainedEpoch.get(id) ?? -1) < epoch;
       },
     });
-    this.referee.onLanded = (key) => this.#onLanded(key);
+    this.referee.onLanded = (key, w) => {
+      this.#onLanded(key);
+      this.#killAfter(key, w);
+    };
     for (const s of cfg.splits) {
       this.splitById.set(s.id, s);
       this.sink.set(s.id, new Array(s.records).fill(0));
@@ -1221,7 +1331,11 @@ export class Sim {
         // maxInFlight bounds what a member runs at once: the leader keeps a
         // lane free for every split on its way to a member (a successor's
         // release, a seed, a takeover) before it deals offers.
-        if (c.status().held.length > this.cfg.maxInFlight) this.count("heldPastMaxInFlight");
+        const held = c.status().held;
+        if (held.length > this.cfg.maxInFlight) {
+          this.count("heldPastMaxInFlight");
+          this.violation(`${p.label} holds ${held.length} splits, past maxInFlight ${this.cfg.maxInFlight}: ${held.map((h) => `${h.id}@${h.epoch}`).join(", ")} (gained ${id}@${ev.epoch})`);
+        }
         void this.#runLane(p, c, lane, lane.at);
         return;
       }
@@ -1429,10 +1543,34 @@ export class Sim {
     const cancel = r.chance(0.5);
     this.#operated++;
     this.#operating++;
-    this.clock.setTimeout(() => void this.#operate(id, cancel), r.int(0, 20));
+    // The leader's plan watch may lag from before its own stalled decision, or only from the repair on.
+    const adv = (this.#advRng ??= new Rng(subSeed(this.seed, 6)));
+    const early = adv.chance(0.5);
+    if (early) this.#slowLeaderPlan();
+    this.clock.setTimeout(() => void this.#operate(id, cancel, !early), r.int(0, 20));
   }
 
-  async #operate(id: string, cancel: boolean): Promise<void> {
+  /**
+   * Maybe makes the leader's plan watch a slow consumer around an
+   * operator's repair (issue 33, items 1 and 2): from the repair on, its
+   * view keeps the stall it repaired while its split watch shows the
+   * repair; from before its stalled decision, its own stalled record can
+   * reach it after the repair and after a newer outcome of its own.
+   */
+  #slowLeaderPlan(): void {
+    const adv = (this.#advRng ??= new Rng(subSeed(this.seed, 6)));
+    const leader = this.#live().find((p) => p.c?.isLeader);
+    if (!leader || leader.slow || !adv.chance(Math.min(1, 10 * (this.cfg.slowWatch ?? 0)))) return;
+    leader.slowMs = adv.int(100, 400);
+    leader.slowBufferedMs = adv.int(0, leader.slowMs);
+    leader.slowUntil = this.clock.now() + adv.int(1000, 4000);
+    leader.slowFilters = new Set(["plan"]);
+    this.note(`slow consumer ${leader.label} (the leader's plan watch, during a repair) for ${leader.slowUntil - this.clock.now()} ms, ${leader.slowMs} ms behind`);
+    this.count("slowDuringRepair");
+  }
+
+  async #operate(id: string, cancel: boolean, slowLeader = false): Promise<void> {
+    if (slowLeader) this.#slowLeaderPlan();
     const store = new OperatorStore(this);
     try {
       const r = cancel ? await cancelSplit(store, id) : await requeueSplit(store, id);
@@ -1488,6 +1626,7 @@ export class Sim {
     for (const p of this.procs) if (p.paused && p.resumeAt <= now) await this.#resume(p);
     for (const p of this.procs) if (!p.dead && p.partitionUntil && p.partitionUntil <= now) this.#heal(p);
     for (const p of this.procs) if (!p.dead && p.lagUntil && p.lagUntil <= now) this.#catchUp(p);
+    this.#slowDown(now);
     const live = this.#live();
     const x = r.next();
     let acc = a.join;
@@ -1606,6 +1745,40 @@ export class Sim {
     }
   }
 
+  /** The adversary's own stream: its choices never shift the engine's. */
+  #advRng: Rng | undefined;
+  #killed = 0;
+
+  /** Maybe makes a live process (the leader half the time) a slow consumer (see `SimConfig.slowWatch`). */
+  #slowDown(now: number): void {
+    const r = (this.#advRng ??= new Rng(subSeed(this.seed, 6)));
+    if (!r.chance(this.cfg.slowWatch ?? 0)) return;
+    const cand = this.#live().filter((p) => !p.slow);
+    if (cand.length === 0) return;
+    const p = cand.find((q) => q.c?.isLeader && r.chance(0.5)) ?? r.pick(cand);
+    p.slowMs = r.int(100, 400);
+    p.slowBufferedMs = r.int(0, p.slowMs);
+    p.slowUntil = now + r.int(500, 3000);
+    p.slowFilters = r.chance(0.5) ? undefined : new Set([r.pick(["plan", "leader", "member.", "split.", `assign.${p.instance}`])]);
+    this.note(`slow consumer ${p.label} for ${p.slowUntil - now} ms, ${p.slowMs} ms behind`);
+    this.count("slowWatches");
+  }
+
+  /** Maybe kills a leader right after one of its writes lands (see `SimConfig.killAfterWrite`). */
+  #killAfter(key: string, w: Writer): void {
+    if (!(w instanceof Proc) || !this.faultsOn || this.#killed >= 3 || w.dead || !w.c?.isLeader) return;
+    if (!key.startsWith("split.") && !key.startsWith("assign.") && key !== "plan") return;
+    const r = (this.#advRng ??= new Rng(subSeed(this.seed, 6)));
+    if (!r.chance(this.cfg.killAfterWrite ?? 0)) return;
+    this.#killed++;
+    const ms = r.int(0, 3);
+    this.note(`${w.label} dies ${ms} ms after its write of ${key} landed`);
+    this.count("killedAfterWrite");
+    this.clock.setTimeout(() => {
+      if (!w.dead && (w.state === "running" || w.state === "leaving")) this.#crash(w);
+    }, ms);
+  }
+
   async #resume(p: Proc): Promise<void> {
     this.note(`resume ${p.label}`);
     await p.resume();
@@ -1649,7 +1822,10 @@ export class Sim {
       if (p.state === "joining" || p.state === "leaving") return false;
       if (p.state === "running") {
         live++;
-        if (!p.outcome) return false;
+        // An outcome an operator's repair made untrue (as it landed, or since)
+        // is withdrawn once the member's plan watch delivers the repair.
+        if (!p.outcome || p.wrongOutcome) return false;
+        if (p.outcome === "allComplete" ? !this.referee.allCompleted() : !this.referee.stalledNow()) return false;
       }
     }
     return live > 0;
@@ -1674,6 +1850,7 @@ export class Sim {
         if (p.paused) await this.#resume(p);
         if (p.partitionUntil) this.#heal(p);
         if (p.lagUntil) this.#catchUp(p);
+        p.slowUntil = 0;
       }
       const healedAt = this.clock.now();
       for (;;) {
@@ -1785,9 +1962,15 @@ export class Sim {
   }
 }
 
-/** Runs one seed. */
-export async function runSeed(seed: number, opts: { fullTrace?: boolean } = {}): Promise<SimResult> {
-  const sim = new Sim(configFor(seed));
+/**
+ * Runs one seed. `adversary: false` runs it without the adversary of issue
+ * 33 (slow consumers, leaders killed mid-decision), as seeds found before it
+ * ran, so they still reach the code they found bugs in.
+ */
+export async function runSeed(seed: number, opts: { fullTrace?: boolean; adversary?: boolean } = {}): Promise<SimResult> {
+  const cfg = configFor(seed);
+  if (opts.adversary === false) cfg.slowWatch = cfg.killAfterWrite = 0;
+  const sim = new Sim(cfg);
   if (opts.fullTrace) sim.fullTrace = [];
   const r = await sim.run();
   if (sim.fullTrace) r.tail = sim.fullTrace;

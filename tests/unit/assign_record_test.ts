@@ -83,6 +83,9 @@ Deno.test("assignment record: a grant stays listed until the member's heartbeat 
   const { m, split, write } = harness();
   split("g", 2, 5, { owner: { instance: "m", session: "sess" } });
   m.grant("g", { epoch: 2 });
+  // A heartbeat that reports any version at all, before a record listing the grant was written: still owed.
+  m.acknowledge(1_000_000);
+  assert.ok(m.grants.has("g"), "a grant no record has listed yet was dropped by a member's seen");
   const first = await write();
   assert.deepEqual(first.record.grants.map((g) => g.id), ["g"]);
   // The member's heartbeat says it applied an older version (seen < the record that listed the grant): still owed.

@@ -119,7 +119,7 @@ Deno.test("completion: no outcome while a cut lists a residual whose record does
     schedule: () => {},
   } as unknown as Core;
   const view = new LeaderView(() => {}, () => {});
-  const judge = new CompletionJudge(core, view, () => Promise.resolve(true));
+  const judge = new CompletionJudge(core, view, () => Promise.resolve(true), () => {});
   const cut = makeCut("r0", 100, { keep: { from: 0, to: 50 }, residuals: [{ descriptor: { from: 50, to: 100 } }] });
   const done = { ...cutRecord(owned(), cut), status: "completed" as const, owner: null };
   view.put("split.r0", encodeRecord(done), 10);

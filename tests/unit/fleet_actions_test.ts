@@ -200,3 +200,34 @@ Deno.test("requeue all reopens a stalled job once it requeued a split, and leave
   const { outcome: _, ...rest } = stalled;
   assert.deepEqual(await plan(), rest, "only the outcome is gone");
 });
+
+Deno.test("operator actions write at the revision they decided on: a completion that lands after the decision is never overwritten by it", async () => {
+  await using inner = new MemoryStore();
+  await put(inner, "split.x", { ...seedRecord(1, null), owner, epoch: 3 });
+  // The owner completes the split as soon as anyone reads it a second time.
+  let reads = 0, completed = false;
+  const store = new Proxy(inner, {
+    get(t, p) {
+      if (p === "get") {
+        return async (key: string) => {
+          if (key === "split.x" && ++reads === 2) {
+            const cur = (await t.get(key))!;
+            const rec = decodeRecord(key, cur.value, SplitRecordSchema);
+            completed = (await t.update(key, JSON.stringify({ ...rec, status: "completed", owner: null }), cur.revision)).ok;
+          }
+          return t.get(key);
+        };
+      }
+      const v = Reflect.get(t, p);
+      return typeof v === "function" ? v.bind(t) : v;
+    },
+  });
+  const r = await cancelSplit(store, "x");
+  const after = await split(inner, "x");
+  if (completed) {
+    assert.equal(after.status, "completed", "a cancel decided on the running split was written over its completion");
+    assert.equal(r.outcome, "alreadyCompleted");
+  } else {
+    assert.equal(r.outcome, "cancelled");
+  }
+});

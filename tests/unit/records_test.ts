@@ -105,6 +105,8 @@ Deno.test("records: the fast checks refuse each near miss their schema refuses (
     ["an offer at revision 0", AssignRecordSchema, { ...assign, offers: [{ ...entry, rev: 0 }] }],
     ["a grant at revision 0", AssignRecordSchema, { ...assign, grants: [{ ...entry, rev: 0 }] }],
     ["a grant for a reason the protocol has not", AssignRecordSchema, { ...assign, grants: [{ ...entry, why: "steal" }] }],
+    ["an offer whose inline split record is no split record", AssignRecordSchema, { ...assign, offers: [{ ...entry, rec: { ...split, epoch: -1 } }] }],
+    ["a grant whose inline split record is no split record", AssignRecordSchema, { ...assign, grants: [{ ...entry, rec: { ...split, status: "done" } }] }],
     ["a revoke naming a successor with no session", AssignRecordSchema, { ...assign, revokes: [{ id: "a", epoch: 1, to: { instance: "w2" } }] }],
     ["a drop for a reason the protocol has not", AssignRecordSchema, { ...assign, drops: [{ id: "a", epoch: 1, reason: "bored" }] }],
   ];

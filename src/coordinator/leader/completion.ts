@@ -15,6 +15,7 @@
  */
 import { decodeRecord, encodeRecord, type JobOutcome, type PlanRecord, PlanRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
+import type { StoreEntry, WriteResult } from "../../store/store.ts";
 import { type Core, decided } from "../core.ts";
 import type { LeaderView } from "./leader_view.ts";
 
@@ -23,15 +24,22 @@ export class CompletionJudge {
   readonly #core: Core;
   readonly #view: LeaderView;
   readonly #caughtUp: () => Promise<boolean | undefined>;
+  readonly #learn: (entry: StoreEntry) => void;
   #busy = false;
   /** When the view first looked complete without the watch being caught up (a stuck pending count falls back to a listing). */
   #behindSince: number | undefined;
 
-  /** `caughtUp` says whether the view has applied every split change made before the call (`undefined`: cannot tell). */
-  constructor(core: Core, view: LeaderView, caughtUp: () => Promise<boolean | undefined>) {
+  /**
+   * `caughtUp` says whether the view has applied every split change made
+   * before the call (`undefined`: cannot tell); `learn` hands the leader's
+   * view of `plan` a record read or written here (its watch may lag: a pass
+   * that decided on the lagging view would make the same losing write again).
+   */
+  constructor(core: Core, view: LeaderView, caughtUp: () => Promise<boolean | undefined>, learn: (entry: StoreEntry) => void) {
     this.#core = core;
     this.#view = view;
     this.#caughtUp = caughtUp;
+    this.#learn = learn;
   }
 
   /** Applies an outcome intent: confirms by listing and publishes the outcome, or clears it. Never throws. */
@@ -40,7 +48,7 @@ export class CompletionJudge {
     const known = i.revision === undefined ? undefined : { plan: i.plan, revision: i.revision };
     this.#busy = true; // one clear or decision in flight, not one per pass
     try {
-      if (i.action === "clear") await this.#write(i.term, undefined, known);
+      if (i.action === "clear") await this.#clear(i.term, i.plan.outcome, known);
       else await this.#decide(i.term, i.plan.planned, known);
     } catch (e) {
       // Look again soon: after the last completion no event may come for a
@@ -62,30 +70,86 @@ export class CompletionJudge {
    * read instead of written blindly.
    */
   async #decide(term: number, planned: number, known?: { plan: PlanRecord; revision: number }): Promise<void> {
-    const { store } = this.#core;
     let at = known;
     for (let i = 0; i < 4; i++) {
       if (!at) {
-        const cur = await store.get(keys.plan);
+        const cur = await this.#read();
         if (!cur) return;
-        const plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
-        if (plan.term !== term || plan.outcome || plan.finality !== "final") return; // deposed, or decided
-        at = { plan, revision: cur.revision };
-        planned = plan.planned;
+        if (cur.plan.term !== term || cur.plan.outcome || cur.plan.finality !== "final") return; // deposed, or decided
+        at = cur;
+        planned = cur.plan.planned;
       }
-      const outcome = await this.#confirm(planned);
-      if (!outcome) {
+      const found = await this.#confirm(planned);
+      if (found.state !== "done") {
         this.#core.clock.setTimeout(() => this.#core.schedule(), 20); // not yet: look again soon
         return;
       }
-      if (await this.#write(term, outcome, at, true)) return;
+      const outcome = found.outcome;
+      const r = await this.#cas(at, { ...at.plan, outcome });
+      if (r.ok) return decided(this.#core, "info", "Job outcome decided", "outcome.decided", { ...outcome });
       at = undefined; // the plan moved since the confirmation began: confirm again
     }
     this.#core.clock.setTimeout(() => this.#core.schedule(), 20);
   }
 
-  /** The outcome if every split is finished, confirmed against the store, else `undefined`. */
-  async #confirm(planned: number): Promise<JobOutcome | undefined> {
+  /**
+   * Clears `judged`, the outcome the leader's view holds and found wrong,
+   * once the store confirms it wrong (a view whose split watch lags can
+   * show a runnable split the store has finished: the outcome it would
+   * clear is right), by CAS at the view's revision. A lost CAS means `plan`
+   * moved since: the fresh record goes to the view and is cleared only if
+   * it still carries that very outcome. Another outcome (one decided since,
+   * possibly right) or none is left as it is: the next pass decides on the
+   * fresh record. Never rewrites `plan` unchanged (with a watch that lags,
+   * each such rewrite superseded the key again and kept the view stale for
+   * good).
+   */
+  async #clear(term: number, judged: JobOutcome | undefined, known?: { plan: PlanRecord; revision: number }): Promise<void> {
+    const found = await this.#confirm(known?.plan.planned ?? 0);
+    if (found.state === "behind" || (found.state === "done" && sameOutcome(found.outcome, judged))) {
+      this.#core.clock.setTimeout(() => this.#core.schedule(), 20); // the view is behind the store: look again
+      return;
+    }
+    let at = known;
+    for (let i = 0; i < 4; i++) {
+      at ??= await this.#read();
+      if (!at || at.plan.term !== term || !sameOutcome(at.plan.outcome, judged)) return this.#core.schedule();
+      const next: PlanRecord = { ...at.plan };
+      delete next.outcome;
+      const r = await this.#cas(at, next);
+      if (r.ok) {
+        decided(this.#core, "info", "Job outcome cleared: the split records no longer support it", "outcome.cleared", { was: judged?.kind });
+        return;
+      }
+      at = undefined;
+    }
+    this.#core.schedule();
+  }
+
+  /** `plan` as the store holds it now, handed to the leader's view too. */
+  async #read(): Promise<{ plan: PlanRecord; revision: number } | undefined> {
+    const cur = await this.#core.store.get(keys.plan);
+    if (!cur) return undefined;
+    const plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
+    this.#learn(cur);
+    return { plan, revision: cur.revision };
+  }
+
+  /** One CAS of `plan`; a landed write reaches the leader's view at once, ahead of its watch. */
+  async #cas(at: { revision: number }, next: PlanRecord): Promise<WriteResult> {
+    const value = encodeRecord(next);
+    const r = await this.#core.store.update(keys.plan, value, at.revision);
+    if (r.ok) this.#learn({ key: keys.plan, value, revision: r.revision });
+    return r;
+  }
+
+  /**
+   * What the store says of the job now: `done` with the outcome when every
+   * planned split is finished, `open` when one is not, `behind` when the
+   * view has not caught up with the store yet (for at most an op timeout:
+   * then a listing decides).
+   */
+  async #confirm(planned: number): Promise<Confirmed> {
     const { clock, config } = this.#core;
     // A position the store could not give (an outage, a user without the
     // permission to read it) is "cannot tell": the listing decides.
@@ -94,61 +158,44 @@ export class CompletionJudge {
       this.#behindSince ??= clock.now();
       // Still behind after an op timeout (a watch that lags, or one that
       // never delivers what the position names): a listing decides.
-      if (clock.now() - this.#behindSince < config.opTimeoutMs) return undefined;
+      if (clock.now() - this.#behindSince < config.opTimeoutMs) return BEHIND;
       caught = undefined;
     } else this.#behindSince = undefined;
     if (caught === true) {
       // The view has every change made before the check: it decides.
       const v = this.#view;
-      return viewShowsDone(v, planned) ? outcomeOf(v.counts.completed, v.counts.quarantined, v.counts.cancelled) : undefined;
+      return viewShowsDone(v, planned) ? done(outcomeOf(v.counts.completed, v.counts.quarantined, v.counts.cancelled)) : OPEN;
     }
     let completed = 0, quarantined = 0, cancelled = 0;
     // A residual listed by a cut whose record does not exist yet is work left.
     const seen = new Set<string>(), listed: string[] = [];
     for (const e of await this.#core.store.list(keys.splitPrefix)) {
       const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
-      if (!r.ok || r.value.status === "runnable") return undefined;
+      if (!r.ok || r.value.status === "runnable") return OPEN;
       seen.add(e.key.slice(keys.splitPrefix.length));
       for (const x of r.value.residuals ?? []) listed.push(x.id);
       if (r.value.status === "completed") completed++;
       else if (r.value.status === "quarantined") quarantined++;
       else cancelled++;
     }
-    if (completed + quarantined + cancelled < planned || listed.some((id) => !seen.has(id))) return undefined;
-    return outcomeOf(completed, quarantined, cancelled);
+    if (completed + quarantined + cancelled < planned || listed.some((id) => !seen.has(id))) return OPEN;
+    return done(outcomeOf(completed, quarantined, cancelled));
   }
+}
 
-  /**
-   * Writes (or clears) the outcome by CAS at the leader's term: first at the
-   * revision the leader's plan watch holds (`known`: one round trip fewer on
-   * the way to every member), then, after a conflict, at a fresh read —
-   * except with `once` (an outcome: its revision must predate the
-   * confirmation). Whether it was written.
-   */
-  async #write(term: number, outcome: JobOutcome | undefined, known?: { plan: PlanRecord; revision: number }, once = false): Promise<boolean> {
-    const { store } = this.#core;
-    for (let i = 0; i < (once ? 1 : 4); i++) {
-      let plan: PlanRecord, revision: number;
-      if (i === 0 && known) ({ plan, revision } = known);
-      else {
-        const cur = await store.get(keys.plan);
-        if (!cur) return false;
-        plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
-        revision = cur.revision;
-      }
-      if (plan.term !== term) return false; // deposed
-      const next: PlanRecord = { ...plan };
-      if (outcome) next.outcome = outcome;
-      else delete next.outcome;
-      const r = await store.update(keys.plan, encodeRecord(next), revision);
-      if (r.ok) {
-        if (outcome) decided(this.#core, "info", "Job outcome decided", "outcome.decided", { ...outcome });
-        else decided(this.#core, "info", "Job outcome cleared: the split records no longer support it", "outcome.cleared", { was: plan.outcome?.kind });
-        return true;
-      }
-    }
-    return false;
-  }
+/** What the store says of the job (see `CompletionJudge.#confirm`). */
+type Confirmed = { state: "done"; outcome: JobOutcome } | { state: "open" } | { state: "behind" };
+const OPEN: Confirmed = { state: "open" };
+const BEHIND: Confirmed = { state: "behind" };
+const done = (outcome: JobOutcome): Confirmed => ({ state: "done", outcome });
+
+/** Whether two outcomes are the same decision (kind and counts). */
+function sameOutcome(a: JobOutcome | undefined, b: JobOutcome | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  const fields = (o: JobOutcome) =>
+    o.kind === "planFailed" ? [o.kind, o.error, o.attempts, o.term] : [o.kind, o.completed, o.kind === "stalled" ? o.quarantined : 0, o.cancelled ?? 0];
+  const x = fields(a), y = fields(b);
+  return x.every((v, i) => v === y[i]);
 }
 
 /** Publish or clear the job outcome (see {@linkcode decideCompletion}). */

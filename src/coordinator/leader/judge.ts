@@ -119,6 +119,13 @@ export function decideOrphans(input: OrphanInput): Decision {
     const heir = st && !st.draining && st.maxInFlight > 0 ? st : undefined;
     const gone = goneOf(owner.instance);
     if (!heir && !gone && view.members.get(owner.instance)?.record.session === owner.session) continue; // not judged yet
+    if (!heir && !gone && !view.members.has(owner.instance)) {
+      // No record of its instance in our view: it may exist all the same —
+      // a member that joined between our member and split snapshots, or a
+      // member watch that lags the split watch. Read it before judging.
+      intents.push({ kind: "recheck", instance: owner.instance, session: owner.session, ownerKey: k });
+      continue;
+    }
     if (!heir && gone?.checked !== undefined && newestSplitOf(view, k) > gone.checked) {
       // A split of a member judged dead moved since it was judged: it may
       // have woken (a claim from its offers after a pause) while our
@@ -254,20 +261,27 @@ export class DeathJudge {
   }
 
   /**
-   * Re-reads the record of a member judged dead: a moved record brings it
-   * back (the view applies it and the member is live again); an unmoved one
-   * confirms the judgment up to the split revisions seen now.
+   * Re-reads the record of a member judged dead, or of an owner our view
+   * holds no record of: a record of that session (moved, for one judged
+   * dead) brings it back (the view applies it and the member is live
+   * again); otherwise the judgment stands, or is made, up to the split
+   * revisions seen now.
    */
   recheck({ instance, session, ownerKey: owner }: RecheckIntent): void {
     const key = keys.member(instance);
     const gone = this.#gone.get(instance);
-    if (!gone || this.#rereading.has(key)) return;
+    if (this.#rereading.has(key)) return;
     this.#rereading.add(key);
     const newest = newestSplitOf(this.#h.view, owner);
     this.#h.core.store.get(key).then((cur) => {
       if (this.#h.stopped() || this.#gone.get(instance) !== gone) return;
       const rec = cur ? safeDecodeRecord(key, cur.value, MemberRecordSchema) : undefined;
-      if (cur && rec?.ok && rec.value.session === session && cur.revision !== gone.revision) {
+      if (!gone && (!cur || !rec?.ok)) {
+        // Absent from the store too (it left cleanly, or never was), or unreadable: gone, from now.
+        this.#gone.set(instance, { since: this.#h.core.clock.now(), checked: newest });
+        return;
+      }
+      if (cur && rec?.ok && rec.value.session === session && cur.revision !== gone?.revision) {
         // The same session wrote its record again: alive after all.
         this.#gone.delete(instance);
         const held = this.#h.view.members.get(instance);
@@ -277,7 +291,8 @@ export class DeathJudge {
         return;
       }
       // Unmoved, gone or another session's: the judgment stands for what we saw.
-      gone.checked = Math.max(gone.checked ?? 0, newest);
+      if (gone) gone.checked = Math.max(gone.checked ?? 0, newest);
+      else if (cur) this.#h.view.put(cur.key, cur.value, cur.revision); // another session's: the view decides with it
     }).catch((e) => this.#h.core.log("warn", "Re-read before a takeover failed", { member: instance, error: String(e) }))
       .finally(() => {
         this.#rereading.delete(key);

@@ -11,6 +11,7 @@
  */
 import type { JobCounts, MemberRecord, Owner, PlanRecord, SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
+import type { StoreEntry } from "../../store/store.ts";
 import type { Core } from "../core.ts";
 import type { Versioned } from "../versioned.ts";
 import type { LandedSplit } from "../split_records.ts";
@@ -69,7 +70,8 @@ export class LeaderRole {
   readonly #unlanded: () => void;
   #onDeposed: () => void;
 
-  constructor(core: Core, term: number, onDeposed: () => void) {
+  /** `learnPlan` hands the member's view of `plan` a record this role read or wrote (see {@linkcode CompletionJudge}). */
+  constructor(core: Core, term: number, onDeposed: () => void, learnPlan: (entry: StoreEntry) => void) {
     this.#core = core;
     this.term = term;
     this.#onDeposed = onDeposed;
@@ -87,7 +89,7 @@ export class LeaderRole {
     this.#takeovers = new Takeovers(ctx);
     this.#revocations = new Revocations(ctx);
     this.#cuts = new CutAsks(core, this.view, this.states);
-    this.#completion = new CompletionJudge(core, this.view, () => this.#watches.caughtUp(keys.splitPrefix));
+    this.#completion = new CompletionJudge(core, this.view, () => this.#watches.caughtUp(keys.splitPrefix), learnPlan);
     this.#unlanded = core.splits.onLanded((w) => this.#onLanded(w));
     this.#judge = new DeathJudge({
       core,
@@ -120,25 +122,42 @@ export class LeaderRole {
 
   /**
    * Opens the watches (streamed snapshots), adopts the directives of the
-   * assignment records it finds, and dates every member from now — except
-   * the member that led before, which is dead since its last beat unless
-   * its member record moved after it.
+   * assignment records it finds, and dates every member by when its record
+   * had certainly landed (see {@linkcode dateMembers}).
    */
   async start(prev: Predecessor | undefined): Promise<void> {
-    const { store, clock } = this.#core;
+    const { store } = this.#core;
     // No deadline for the whole snapshot (1M split records stream for longer
     // than any fixed bound); one that stops making progress is started over.
     await this.#watches.open([keys.memberPrefix, keys.splitPrefix], Infinity);
     if (this.#stopped) return;
-    // Every member was dated from its first sighting (now); the predecessor,
-    // if its member record is older than its last leader beat, from that beat.
-    const p = prev && this.view.members.get(prev.instance);
-    if (p && p.record.session === prev!.session && p.revision < prev!.revision) {
-      this.liveness.set(keys.member(prev!.instance), p.revision, Math.min(prev!.since, clock.now()));
-    }
+    this.#dateMembers(prev);
     await adoptDirectives(store, this.view, this.states, this.offeredTo);
     this.#ready = true;
     this.#core.schedule();
+  }
+
+  /**
+   * Every member was dated from its first sighting (now); each record is
+   * dated earlier when we know it landed earlier: before the reply of our
+   * first heartbeat above its revision (revisions are bucket-wide, in
+   * landing order), and the predecessor's, if older than its last leader
+   * beat, from when we first saw that beat. A dead leader's last member
+   * beat may postdate its last leader beat (it died between the two):
+   * dated from its first sighting, its splits waited an extra lease.
+   */
+  #dateMembers(prev: Predecessor | undefined): void {
+    const { clock, landed } = this.#core;
+    for (const [instance, m] of this.view.members) {
+      const key = keys.member(instance);
+      const seen = this.liveness.get(key);
+      if (!seen || seen.revision !== m.revision) continue; // moved since the snapshot: dated by the watch
+      let since = Math.min(seen.since, landed.before(m.revision) ?? Infinity);
+      if (prev && instance === prev.instance && m.record.session === prev.session && m.revision < prev.revision) {
+        since = Math.min(since, prev.since);
+      }
+      if (since < seen.since) this.liveness.set(key, m.revision, Math.min(since, clock.now()));
+    }
   }
 
   /** Stops watching and drops the view. */
