@@ -10,7 +10,8 @@
 // `suites` lists the suites that should kill the mutant, in the order they
 // run (scripts/mutate.mjs stops at the first one that fails):
 //   unit         tests/unit
-//   store        tests/store/conformance_test.ts (MemoryStore and NatsStore), tests/store/listing_test.ts
+//   store        tests/store/conformance_test.ts (MemoryStore and NatsStore), listing_test.ts, watch_replay_test.ts,
+//                maybe_landed_test.ts, unsent_test.ts
 //   store29      the same store suite on Debian's nats-server 2.9.10 (its hazards do not show on 2.15)
 //   coordinator  tests/coordinator/*_test.ts on MemoryStore (manual clock)
 //   regressions  tests/sim/regressions_test.ts
@@ -20,6 +21,7 @@
 //   http         tests/runtime/fleet_http_test.ts, tests/runtime/http_test.ts (the HTTP app in process)
 //   outage       tests/store/outage_test.ts (a nats-server paused, stopped, restarted)
 //   pg           the fenced-sink tests of tests/examples/pg_range_test.ts on a PostgreSQL the gate starts
+//   onesource    tests/runtime/one_source_test.ts (maxInFlight and the job name from one place, real processes)
 
 const C = "src/coordinator/";
 const COORD = ["coordinator", "regressions", "sim", "nats"];
@@ -192,19 +194,19 @@ export const mutants = [
   {
     name: "takeover-lane-not-held",
     breaks: "a takeover's successor is dealt offers for the lane its takeover is on its way to: a restarted member claims free splits, then starts its reclaims, past maxInFlight",
-    edits: [{ file: C + "leader/takeovers.ts", search: "if (m.to) (m.to.reserveLane(), reserved.add(m));", replace: "" }],
+    edits: [{ file: C + "leader/takeovers.ts", search: 'if (m.to) reserved.set(m, tracker.reserve(m.to, "takeover"));', replace: "" }],
     suites: ["coordinator"],
   },
   {
     name: "incoming-kept-after-settle",
     breaks: "a settled or withdrawn revocation still counts against its successor's free lanes (it is offered less and less)",
-    edits: [{ file: C + "leader/revocations.ts", search: "    this.#from.delete(id);\n    stateOf(this.#ctx.states, r.to)?.unexpect(id);", replace: "    this.#from.delete(id);" }],
+    edits: [{ file: C + "leader/assignment_tracker.ts", search: "    this.#revokedFrom.delete(id);\n    this.#successor(r.to)?.expected.delete(id);", replace: "    this.#revokedFrom.delete(id);" }],
     suites: ["unit", ...COORD],
   },
   {
     name: "successor-named-without-lane",
     breaks: "a drain's successor named later by the balancing pass does not keep a lane free for it (it is offered other work meanwhile)",
-    edits: [{ file: C + "leader/revocations.ts", search: "i.member.nameSuccessor(i.id, i.to.owner);\n    i.to.expect(i.id);", replace: "i.member.nameSuccessor(i.id, i.to.owner);" }],
+    edits: [{ file: C + "leader/assignment_tracker.ts", search: "    m.touch();\n    this.#book(to).expected.add(id);", replace: "    m.touch();" }],
     suites: ["unit", ...COORD],
   },
   // --- cutting a running split's remaining work (cuts.ts, tenancies.ts, leader/cut_asks.ts) ----
@@ -415,7 +417,7 @@ export const mutants = [
     breaks: "a takeover that loses its CAS leaves the leader's (lagging) view as it was: the next pass retries the same losing write at once, forever",
     edits: [{
       file: C + "leader/takeovers.ts",
-      search: "if (!r.ok) return await this.#catchUp(id);",
+      search: "if (!r.ok) return view.learn(await core.splits.entry(id));",
       replace: "if (!r.ok) return;",
     }],
     suites: ["sim", "coordinator", "regressions", "nats"],
@@ -425,7 +427,7 @@ export const mutants = [
     breaks: "a fence of a deaf owner that loses its CAS leaves the leader's (lagging) view as it was: the next pass retries it at once, forever",
     edits: [{
       file: C + "leader/revocations.ts",
-      search: "if (e) view.put(e.key, e.value, e.revision);\n        return;",
+      search: "view.learn(await core.splits.entry(id));\n        return;",
       replace: "return;",
     }],
     suites: ["sim", "coordinator", "regressions", "nats"],
@@ -765,7 +767,7 @@ export const mutants = [
     name: "r3-create-timeout-fatal",
     breaks: "a replicated bucket's create that times out while the rest of the fleet creates it too fails the connect: a fleet starting at once loses workers",
     edits: [{ file: "src/nats/bucket.ts", search: "if (opts.replicas > 1 && (e instanceof TimeoutError || unplaced) && Date.now() < deadline) {", replace: "if (opts.replicas > 1 && (e instanceof TimeoutError || unplaced) && Date.now() < deadline && false) {" }],
-    suites: ["cluster"],
+    suites: ["unit", "cluster"],
   },
   {
     name: "forced-release-keeps-withdrawn-successor",
@@ -1412,5 +1414,127 @@ export const mutants = [
     breaks: "a lane passes a malformed estimate on instead of refusing it at the call (the source learns it only from the store write)",
     edits: [{ file: "src/runtime/lane.ts", search: "const bad = progress.estimate === undefined ? null : estimateProblem(progress.estimate);", replace: "const bad = null;" }],
     suites: ["unit"],
+  },
+
+  // --- hardening III (issue 33) --------------------------------------------------------
+  {
+    name: "completion-lost-cas-not-learned",
+    breaks: "a completion write that loses its CAS re-reads plan but leaves the leader's view of it stale: with a plan watch that never delivers, it decides on the stale record for ever and no outcome is written",
+    edits: [{ file: C + "leader/completion.ts", search: "this.#learn(cur);\n    return { plan, revision: cur.revision };", replace: "return { plan, revision: cur.revision };" }],
+    suites: ["coordinator", "nats"],
+  },
+  {
+    name: "completion-clears-unjudged-outcome",
+    breaks: "a clear that lost its CAS clears whatever outcome the fresh read holds (one it never judged: a fresh, correct allComplete), and rewrites plan unchanged when it holds none",
+    edits: [{
+      file: C + "leader/completion.ts",
+      search: "if (!at || at.plan.term !== term || !sameOutcome(at.plan.outcome, judged)) return this.#core.schedule();",
+      replace: "if (!at || at.plan.term !== term) return this.#core.schedule();",
+    }],
+    suites: ["unit", "sim"],
+  },
+  {
+    name: "completion-clears-unconfirmed",
+    breaks: "a clear is decided on the view alone: a view whose split watch lags clears a right outcome",
+    edits: [{
+      file: C + "leader/completion.ts",
+      search: 'if (found.state === "behind" || (found.state === "done" && sameOutcome(found.outcome, judged))) {',
+      replace: "if (false) {",
+    }],
+    suites: ["unit", "sim"],
+  },
+  {
+    name: "grant-past-free-lanes",
+    breaks: "a grant that finds every lane taken is started anyway: a member whose leader died before telling it of a split opened for it runs past maxInFlight once the next leader grants it",
+    edits: [{ file: C + "claims.ts", search: "if (this.busyLanes(g.id) >= this.#core.config.maxInFlight) {", replace: "if (false) {" }],
+    suites: ["coordinator", "sim", "nats"],
+  },
+  {
+    name: "recovered-claim-past-lanes",
+    breaks: "a claim whose reply was lost holds no lane while it is read again, and starts when found ours even though its lane was claimed meanwhile: past maxInFlight",
+    edits: [
+      { file: C + "claim_recovery.ts", search: "!this.#mayClaim() || this.#lanesFull(id)) {", replace: "!this.#mayClaim()) {" },
+      { file: C + "claims.ts", search: "this.#dormant.size + this.#recovery.pending;", replace: "this.#dormant.size;" },
+    ],
+    suites: ["sim"],
+  },
+  {
+    name: "resume-frees-lane-early",
+    breaks: "a split being resumed after a self-fence does not take a lane while its CAS is out: the lane is claimed meanwhile, and the resume puts the member past maxInFlight",
+    edits: [{ file: C + "dormant.ts", search: "return this.#entries.size + this.#resuming.size;", replace: "return this.#entries.size;" }],
+    suites: ["sim"],
+  },
+  {
+    name: "new-leader-dates-from-sighting",
+    breaks: "a new leader dates every member record from its first sighting: a leader that died between its member beat and its leader beat has its splits wait an extra lease",
+    edits: [{ file: C + "leader/role.ts", search: "let since = Math.min(seen.since, landed.before(m.revision) ?? Infinity);", replace: "let since = seen.since;" }],
+    suites: ["coordinator", "nats"],
+  },
+  {
+    name: "unknown-owner-not-reread",
+    breaks: "splits of an owner the leader's view holds no member record of are taken over at once as a clean leave: a member that joined between the new leader's two snapshots loses its split",
+    edits: [{ file: C + "leader/judge.ts", search: "if (!heir && !gone && !view.members.has(owner.instance)) {", replace: "if (false) {" }],
+    suites: ["coordinator", "nats"],
+  },
+  {
+    name: "worker-lanes-own-default",
+    breaks: "a worker composed by hand runs its own default of 8 lanes whatever maxInFlight its coordinator joined with",
+    edits: [{ file: "src/runtime/worker_options.ts", search: "return given ?? announced ?? TUNABLE_DEFAULTS.maxInFlight;", replace: "return given ?? TUNABLE_DEFAULTS.maxInFlight;" }],
+    suites: ["onesource"],
+  },
+  {
+    name: "worker-lanes-mismatch-accepted",
+    breaks: "a worker given another maxInFlight than its coordinator's runs silently with two sources of one number",
+    edits: [{ file: "src/runtime/worker_options.ts", search: "if (given !== undefined && announced !== undefined && given !== announced) {", replace: "if (false) {" }],
+    suites: ["onesource"],
+  },
+  {
+    name: "store-job-mismatch-accepted",
+    breaks: "a store bound to one job joins another: data in one bucket, logs, metrics and the CLI about another",
+    edits: [{ file: C + "job_check.ts", search: "if (bound === undefined || bound === job) return;", replace: "return;" }],
+    suites: ["onesource"],
+  },
+  // --- rules found unguarded by a review (issue 33 item 8) ------------------------------
+  {
+    name: "grant-acknowledged-before-listed",
+    breaks: "a grant no assignment record has listed yet is cleared by any `seen` of the member: it never hears of the split",
+    edits: [{ file: C + "leader/member_state.ts", search: "if (g.at !== undefined && g.at <= seen)", replace: "if (g.at === undefined || g.at <= seen)" }],
+    suites: ["unit"],
+  },
+  {
+    name: "operator-cas-at-reread",
+    breaks: "an operator action writes at a revision read after its decision, not the one it decided on: a completion that landed in between is overwritten by a cancel",
+    edits: [{ file: "src/fleet/actions.ts", search: "const r = await store.update(key, step.write, cur!.revision);", replace: "const r = await store.update(key, step.write, (await store.get(key))!.revision);" }],
+    suites: ["unit"],
+  },
+  {
+    name: "refused-cut-keeps-running",
+    breaks: "a cut the coordinator refuses leaves the lane running its shortened range: the records past the cut are left to nobody",
+    edits: [{ file: "src/runtime/lane_cut.ts", search: "        deps.handBack(lane);\n        return;", replace: "        return;" }],
+    suites: ["runtime"],
+  },
+  {
+    name: "assign-entry-rec-unchecked",
+    breaks: "the fast check of an assignment record accepts an offer or grant whose inline split record is no split record",
+    edits: [{ file: "src/records/fast_checks.ts", search: "(x.rec === undefined || isSplitRecord(x.rec))", replace: "(x.rec === undefined || isObj(x.rec))" }],
+    suites: ["unit"],
+  },
+  {
+    name: "maybe-landed-at-old-revision",
+    breaks: "a write whose reply is lost counts as landed when the key holds its bytes at the revision seen before it: an update that never reached the server is reported ok at the old revision",
+    edits: [{ file: "src/nats/nats_store.ts", search: "entry.revision > before && entry.string() === value", replace: "entry.revision >= before && entry.string() === value" }],
+    suites: ["store"],
+  },
+  {
+    name: "replicated-create-unplaced-not-retried",
+    breaks: "a replicated bucket's create answered 'no suitable peers for placement' (a peer a new cluster has not counted yet) fails the connect instead of being tried again",
+    edits: [{ file: "src/nats/bucket.ts", search: "const unplaced = e instanceof JetStreamApiError && /no suitable peers|peer offline|insufficient resources/i.test(e.message);", replace: "const unplaced = false;" }],
+    suites: ["unit"],
+  },
+  {
+    name: "unsent-write-not-retried",
+    breaks: "a write answered 'no responders' (nobody received it: a replicated bucket electing its leader) fails at once as an outage instead of being sent again within the op timeout",
+    edits: [{ file: "src/nats/unsent.ts", search: "if (!isNoResponders(e) || Date.now() + pause >= deadline) throw e;", replace: "throw e;" }],
+    suites: ["store"],
   },
 ];

@@ -42,7 +42,16 @@ const log = (s) => process.stdout.write(s + "\n");
 /** The suites a mutant may name; file lists are resolved in the scratch copy. */
 const SUITES = {
   unit: { files: (dir) => testFiles(dir, "tests/unit"), timeoutS: 180 },
-  store: { files: () => ["tests/store/conformance_test.ts", "tests/store/listing_test.ts", "tests/store/watch_replay_test.ts"], timeoutS: 240 },
+  store: {
+    files: () => [
+      "tests/store/conformance_test.ts",
+      "tests/store/listing_test.ts",
+      "tests/store/watch_replay_test.ts",
+      "tests/store/maybe_landed_test.ts",
+      "tests/store/unsent_test.ts",
+    ],
+    timeoutS: 240,
+  },
   coordinator: {
     files: (dir) => testFiles(dir, "tests/coordinator").filter((f) => !f.split("/").pop().startsWith("nats_")),
     timeoutS: 300,
@@ -66,6 +75,8 @@ const SUITES = {
   },
   // Replicated buckets on a 3-node cluster of the current release (no network namespaces needed).
   cluster: { files: () => ["tests/cluster/r3_store_test.ts"], filter: "/^R3: /", timeoutS: 240 },
+  // maxInFlight and the job name from one place: hand-composed workers and serve, as real processes.
+  onesource: { files: () => ["tests/runtime/one_source_test.ts"], timeoutS: 180 },
   // examples/pg_range's fenced sink on a PostgreSQL the gate starts (scripts/services.mjs).
   pg: { files: () => ["tests/examples/pg_range_test.ts"], filter: "/^pg_range (fenced sink: a write|config)/", postgres: true, timeoutS: 120 },
 };

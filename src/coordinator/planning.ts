@@ -211,12 +211,12 @@ export class Planning {
       // grant): one write less than seeding it free and having it claimed.
       const heir = this.#role.reserveIdle(n, planned.length);
       const free = seedRecord(weight, inline ? descriptor : undefined);
-      const rec = heir ? openRecord(free, heir.owner, false, Infinity, this.#core.clock.wallNow()) : free; // epoch 1, its first tenancy
+      const rec = heir ? openRecord(free, heir.member.owner, false, Infinity, this.#core.clock.wallNow()) : free; // epoch 1, its first tenancy
       try {
         // Landed, the role's view has it at once (the role hears every landed split write).
         if ((await records.create(id, rec, "seed")).ok) created++;
       } finally {
-        if (heir) this.#role.unreserve(heir);
+        if (heir) this.#role.unreserve(heir.lane);
       }
     };
     // The whole result first: a plan is dealt heaviest first from its first

@@ -58,6 +58,22 @@ export class MaxHeap<T> {
     return top;
   }
 
+  /**
+   * The entries in order, top first, without removing any: the first `k`
+   * cost O(k log k) (a second heap over the positions, as for a k-way
+   * merge). The heap must not change while the entries are read.
+   */
+  *ordered(): Generator<{ item: T; key: number; tie: number }> {
+    const a = this.#items;
+    if (a.length === 0) return;
+    const frontier = new MaxHeap<number>();
+    frontier.push(0, a[0].key, a[0].seq);
+    for (let i = frontier.pop(); i !== undefined; i = frontier.pop()) {
+      yield { item: a[i].item, key: a[i].key, tie: a[i].seq };
+      for (const c of [2 * i + 1, 2 * i + 2]) if (c < a.length) frontier.push(c, a[c].key, a[c].seq);
+    }
+  }
+
   /** Drops every entry. */
   clear(): void {
     this.#items = [];

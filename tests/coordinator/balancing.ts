@@ -223,7 +223,10 @@ export function balancingScenarios(be: Backend): void {
         pumps.delete(name);
         await m.c.close();
       }
-      await f.until(() => (tick(), false), 3000, 20);
+      for (const end = f.now() + 3000; f.now() < end;) {
+        tick();
+        await f.advance(20);
+      }
     }
     for (const m of f.members) for (const g of m.gained()) gains.set(g.split.id, (gains.get(g.split.id) ?? 0) + 1);
     const maxMoves = Math.max(...gains.values());

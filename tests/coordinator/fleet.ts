@@ -50,9 +50,16 @@ export class ManualDriver implements TimeDriver {
   }
 }
 
+/**
+ * Real time. `slack` is the tolerance of timing assertions; `until` waits
+ * up to `maxMs` plus `waitSlack` (at least `slack`): its bounds catch a
+ * hang, and a loaded machine (CI on two busy cores) runs every timer late,
+ * while a condition that holds returns at once, so the extra wait costs a
+ * passing test nothing.
+ */
 export class RealDriver implements TimeDriver {
   clock: Clock = systemClock;
-  constructor(public slack = 400) {}
+  constructor(public slack = 400, public waitSlack = 2000) {}
   now(): number {
     return this.clock.now();
   }
@@ -60,7 +67,7 @@ export class RealDriver implements TimeDriver {
     return new Promise((r) => setTimeout(r, ms));
   }
   async until(cond: () => boolean, maxMs: number, step = 10): Promise<boolean> {
-    const end = this.now() + maxMs + this.slack;
+    const end = this.now() + maxMs + Math.max(this.slack, this.waitSlack);
     while (!cond()) {
       if (this.now() >= end) return false;
       await this.advance(Math.max(step, 5));

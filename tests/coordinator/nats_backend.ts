@@ -25,7 +25,7 @@ export function natsBackend(server: NatsServer): Backend {
     async fleet(wrap?: (s: Store) => Store) {
       const job = `t${Date.now().toString(36)}${seq++}`;
       const store = await connect(job);
-      const f = new Fleet(wrap ? wrap(store) : store, new RealDriver(400));
+      const f = new Fleet(wrap ? wrap(store) : store, new RealDriver());
       f.job = job;
       f.timings = NATS_TIMINGS;
       (f as Fleet & { raw: Store }).raw = store;

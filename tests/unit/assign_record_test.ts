@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import type { Core } from "../../src/coordinator/core.ts";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
-import { MemberState } from "../../src/coordinator/leader/member_state.ts";
+import { AssignmentTracker } from "../../src/coordinator/leader/assignment_tracker.ts";
 import { newStats } from "../../src/coordinator/stats.ts";
 import type { SplitRecord } from "../../admin.ts";
 import { decodeRecord, encodeRecord, AssignRecordSchema } from "../../src/records.ts";
@@ -22,7 +22,8 @@ Deno.test("assignment record: thousands of grants with large progress go out in 
     replaced: { note: () => {} },
   } as unknown as Core;
   const view = new LeaderView(() => {}, () => {});
-  const m = new MemberState("m", "sess", 4096, false, false);
+  const tracker = new AssignmentTracker(view, new Map());
+  const m = tracker.member("m", "sess", 4096, false, false);
   const N = 4000;
   const state = "p".repeat(2000); // a large progress state per split
   for (let i = 0; i < N; i++) {
@@ -66,7 +67,8 @@ function harness() {
     replaced: { note: () => {} },
   } as unknown as Core;
   const view = new LeaderView(() => {}, () => {});
-  const m = new MemberState("m", "sess", 64, false, false);
+  const tracker = new AssignmentTracker(view, new Map());
+  const m = tracker.member("m", "sess", 64, false, false);
   const split = (id: string, epoch: number, revision: number, extra: Partial<SplitRecord> = {}) =>
     view.put(`split.${id}`, encodeRecord({ v: 2, epoch, status: "runnable", owner: null, attempts: 0, weight: 1, progress: null, ...extra }), revision);
   /** Writes the record now (as the leader's loop does after a change); answers what it wrote. */
@@ -76,7 +78,7 @@ function harness() {
     const e = (await store.get("assign.m"))!;
     return { revision: e.revision, record: decodeRecord(e.key, e.value, AssignRecordSchema), bytes: e.value.length };
   };
-  return { store, core, view, m, split, write, logs };
+  return { store, core, view, m, tracker, split, write, logs };
 }
 
 Deno.test("assignment record: a grant stays listed until the member's heartbeat says it applied a version that listed it", async () => {
@@ -99,25 +101,25 @@ Deno.test("assignment record: a grant stays listed until the member's heartbeat 
 });
 
 Deno.test("assignment record: a grant the split's epoch has moved past and an offer at an older revision are not sent", async () => {
-  const { m, split, write } = harness();
+  const { m, tracker, split, write } = harness();
   split("moved", 3, 10, { owner: { instance: "other", session: "o" } });
   m.grant("moved", { epoch: 2 }); // opened for m at epoch 2; the record is at epoch 3 now
   split("stale", 1, 12);
-  m.offer("stale", 11, 1); // reserved at revision 11; the split moved to 12 since
+  tracker.offer(m, "stale", 11, 1); // reserved at revision 11; the split moved to 12 since
   split("fresh", 1, 13);
-  m.offer("fresh", 13, 1);
+  tracker.offer(m, "fresh", 13, 1);
   const { record } = await write();
   assert.deepEqual(record.grants, [], "a grant of an epoch the split no longer has");
   assert.deepEqual(record.offers.map((o) => [o.id, o.rev]), [["fresh", 13]], "only the offer at the split's revision");
 });
 
 Deno.test("assignment record: split records go inline only while the 48 KiB budget lasts", async () => {
-  const { m, split, write } = harness();
+  const { m, tracker, split, write } = harness();
   const state = "p".repeat(20_000); // three records are over the budget, two are not
   for (let i = 0; i < 10; i++) {
     const id = `s${String(i).padStart(3, "0")}`;
     split(id, 1, i + 1, { progress: { watermark: i, state } });
-    m.offer(id, i + 1, 1);
+    tracker.offer(m, id, i + 1, 1);
   }
   const { record } = await write();
   assert.equal(record.offers.length, 10, "every offer listed");
@@ -141,9 +143,9 @@ Deno.test("assignment record: a leader finding a record of a newer term stands d
 });
 
 Deno.test("assignment record: revokes count against the size bound like everything else (thousands to long-named successors)", async () => {
-  const { m, write, logs } = harness();
+  const { m, tracker, write, logs } = harness();
   const to = { instance: "i".repeat(128), session: "s".repeat(64) };
-  for (let i = 0; i < 2000; i++) m.revoke(`split-${String(i).padStart(58, "0")}`, { epoch: 1, to, since: 0, steal: false });
+  for (let i = 0; i < 2000; i++) tracker.revoke(m, `split-${String(i).padStart(58, "0")}`, { epoch: 1, to, since: 0, steal: false });
   const { record, bytes } = await write();
   assert.ok(bytes <= MAX_VALUE_BYTES, `the record is ${bytes} bytes`);
   assert.ok(record.revokes.length > 0 && record.revokes.length < 2000, `${record.revokes.length} revokes listed`);

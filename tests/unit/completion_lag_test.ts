@@ -97,3 +97,24 @@ Deno.test("completion: an outcome the judge did judge wrong is cleared after a l
   await s.judge.apply(decideCompletion(s.view, stalled, 1, first.revision)!);
   assert.equal((await s.plan()).plan.outcome, undefined, "cleared at the fresh revision");
 });
+
+Deno.test("completion: a view whose split watch lags never clears a right outcome: the clear is confirmed against the store first", async () => {
+  const store = new MemoryStore({ yieldToTimers: false });
+  const core = { store, clock: new ManualClock(), config: { opTimeoutMs: 1000 }, log: () => {}, schedule: () => {} } as unknown as Core;
+  const view = new LeaderView(() => {}, () => {});
+  // The store: both splits completed. The view: one still runnable (its watch lags).
+  await store.create("split.a", encodeRecord(done()));
+  await store.create("split.b", encodeRecord(done()));
+  view.put("split.a", encodeRecord(done()), 1);
+  view.put("split.b", encodeRecord({ ...done(), status: "runnable", owner: { instance: "w", session: "s" } }), 2);
+  // The view cannot say whether it is behind: a listing decides.
+  const judge = new CompletionJudge(core, view, () => Promise.resolve(undefined), () => {});
+  const right = { ...base, outcome: { kind: "allComplete" as const, completed: 2 } };
+  const w = await store.create("plan", encodeRecord(right));
+  assert.ok(w.ok);
+  const intent = decideCompletion(view, right, 1, w.revision);
+  assert.equal(intent?.action, "clear", "the lagging view disagrees with the outcome");
+  await judge.apply(intent!);
+  const now = decodeRecord("plan", (await store.get("plan"))!.value, PlanRecordSchema);
+  assert.deepEqual(now.outcome, right.outcome, "the store says the outcome is right: it stands");
+});

@@ -6,7 +6,8 @@ import fc from "fast-check";
 import { decideOrphans, type Gone } from "../../src/coordinator/leader/judge.ts";
 import { LaneLedger, type LeaderIntent } from "../../src/coordinator/leader/intents.ts";
 import { LeaderView, parseOwnerKey } from "../../src/coordinator/leader/leader_view.ts";
-import { MemberState } from "../../src/coordinator/leader/member_state.ts";
+import type { MemberState } from "../../src/coordinator/leader/member_state.ts";
+import { AssignmentTracker } from "../../src/coordinator/leader/assignment_tracker.ts";
 import { freeLanes } from "../../src/coordinator/leader/offers.ts";
 import { decideDrain, decideRevocations } from "../../src/coordinator/leader/revocation_rules.ts";
 import type { MemberRecord, Owner, PlanRecord, SplitRecord } from "../../admin.ts";
@@ -33,10 +34,11 @@ type FleetSpec = typeof fleetSpec extends fc.Arbitrary<infer T> ? T : never;
 function build(spec: FleetSpec) {
   const view = new LeaderView(() => {}, () => {});
   const states = new Map<string, MemberState>();
+  const tracker = new AssignmentTracker(view, states);
   let rev = 0;
   spec.members.forEach((m, i) => {
     const session = m.restarted ? `new${i}` : `s${i}`;
-    const st = new MemberState(`m${i}`, session, m.lanes, m.draining, false);
+    const st = tracker.member(`m${i}`, session, m.lanes, m.draining, false);
     states.set(st.instance, st);
     const rec: MemberRecord = { v: 2, session, maxInFlight: m.lanes, runtime: "test", version: "0", beat: 0, ...(m.splittable ? { splittable: true as const } : {}) };
     view.put(`member.${st.instance}`, encodeRecord(rec), ++rev);
@@ -51,7 +53,7 @@ function build(spec: FleetSpec) {
     view.put(`split.s${i}`, encodeRecord(rec), ++rev);
   });
   const gone = new Map<string, Gone>(spec.gone.map((g) => [g < spec.members.length ? `m${g}` : "ghost", { since: 0 }]));
-  return { view, states, gone };
+  return { view, states, tracker, gone };
 }
 
 const live = (states: ReadonlyMap<string, MemberState>, o: Owner) => states.get(o.instance)?.session === o.session;
@@ -134,7 +136,7 @@ Deno.test("decideRevocations: every split a draining member holds is revoked onc
 Deno.test("decideDrain then applying: each successor's incoming rises by exactly the revocations naming it", () => {
   fc.assert(
     fc.property(fleetSpec, (spec) => {
-      const { view, states } = build(spec);
+      const { view, states, tracker } = build(spec);
       const incoming = new Map([...states.values()].map((m) => [m, m.incoming]));
       const intents: LeaderIntent[] = [];
       const lanes = new LaneLedger();
@@ -142,12 +144,9 @@ Deno.test("decideDrain then applying: each successor's incoming rises by exactly
       const naming = new Map<MemberState, number>();
       for (const i of intents) {
         if (i.kind !== "revoke") continue;
-        i.member.revoke(i.id, i.revoke);
+        tracker.revoke(i.member, i.id, i.revoke); // the successor it names expects the split
         const to = i.revoke.to && states.get(i.revoke.to.instance);
-        if (to) {
-          to.expect(i.id);
-          naming.set(to, (naming.get(to) ?? 0) + 1);
-        }
+        if (to) naming.set(to, (naming.get(to) ?? 0) + 1);
       }
       for (const m of states.values()) {
         assert.equal(m.incoming, incoming.get(m)! + (naming.get(m) ?? 0));
@@ -178,11 +177,11 @@ Deno.test("decideCompletion: confirm once the view shows every planned split fin
 Deno.test("decideCutAsks: asks only splittable owners that take work, for splits they hold, none revoked or cooling down; gives up asks past their time", () => {
   fc.assert(
     fc.property(fleetSpec, fc.array(fc.nat(19), { maxLength: 6 }), fc.array(fc.nat(19), { maxLength: 6 }), (spec, revoked, cooling) => {
-      const { view, states } = build(spec);
+      const { view, states, tracker } = build(spec);
       const owned = (id: string) => [...states.values()].find((m) => view.byOwner.get(m.key)?.has(id));
       for (const n of revoked) {
         const id = `s${n}`, m = owned(id);
-        if (m) m.revoke(id, { epoch: 1, since: 0, steal: true });
+        if (m) tracker.revoke(m, id, { epoch: 1, since: 0, steal: true });
       }
       // One standing ask, half past its time, to see it given up.
       const asked = new Map<string, MemberState>();

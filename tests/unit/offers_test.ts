@@ -7,7 +7,8 @@
 // runnable weight.
 import assert from "node:assert/strict";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
-import { MemberState } from "../../src/coordinator/leader/member_state.ts";
+import type { MemberState } from "../../src/coordinator/leader/member_state.ts";
+import { AssignmentTracker } from "../../src/coordinator/leader/assignment_tracker.ts";
 import { MAX_OFFERS, type OfferBook, refillOffers } from "../../src/coordinator/leader/offers.ts";
 import type { SplitRecord } from "../../admin.ts";
 import { encodeRecord } from "../../src/records.ts";
@@ -24,19 +25,19 @@ function book(free: number) {
   };
   for (let i = 0; i < free; i++) put(`s${String(i).padStart(4, "0")}`);
   const states = new Map<string, MemberState>();
-  const b: OfferBook = { view, states, offeredTo: new Map(), withheld: () => false };
+  const tracker = new AssignmentTracker(view, states);
+  const b: OfferBook = { view, states, tracker, withheld: () => false };
   const join = (instance: string, maxInFlight: number) => {
-    const m = new MemberState(instance, `${instance}-session`, maxInFlight, false, false);
+    const m = tracker.member(instance, `${instance}-session`, maxInFlight, false, false);
     states.set(instance, m);
     return m;
   };
   /** `m` claims its offer `id` (the split is then owned by it, epoch 1). */
   const claim = (m: MemberState, id: string) => {
-    assert.ok(m.unoffer(id, 1));
-    b.offeredTo.delete(id);
+    assert.equal(tracker.unoffer(id, 1), m);
     put(id, { epoch: 1, owner: m.owner });
   };
-  return { view, b, states, put, join, claim };
+  return { view, b, tracker, states, put, join, claim };
 }
 
 Deno.test("offers: free lanes plus a prefetch of twice maxInFlight, at most 256", () => {
@@ -69,8 +70,7 @@ Deno.test("offers: each free lane is dealt at once; spares are refilled once hal
   // Spares used elsewhere: 5 of 8 left is more than half, 4 is half: refilled to 8.
   const drop = (n: number) => {
     for (const id of [...m.spares].slice(0, n)) {
-      m.unoffer(id, 1); // moved on (another member claimed it from an older record)
-      b.offeredTo.delete(id);
+      b.tracker.unoffer(id, 1); // moved on (another member claimed it from an older record)
     }
   };
   drop(3);
@@ -94,7 +94,7 @@ Deno.test("offers: a free lane gets the first split in dealing order, even anoth
   assert.equal(refillOffers(b), true);
   assert.deepEqual(lane(a), ["s0002"], "c's earliest spare, not a's own");
   assert.deepEqual([...c.spares], ["s0003"]);
-  assert.equal(b.offeredTo.get("s0002"), "a");
+  assert.equal(b.tracker.offeredTo("s0002"), a);
 });
 
 Deno.test("offers: a free split is offered to one member at a time, even when its record changes while offered", () => {
@@ -115,10 +115,10 @@ Deno.test("offers: a free split is offered to one member at a time, even when it
 Deno.test("offers: a draining member and a standby are offered nothing", () => {
   const { b, states, join, view } = book(10);
   const standby = join("standby", 0);
-  const draining = new MemberState("draining", "d-session", 8, true, false);
+  const draining = b.tracker.member("draining", "d-session", 8, true, false);
   states.set("draining", draining);
   assert.equal(refillOffers(b), false);
-  assert.deepEqual([standby.offers.size, draining.offers.size, b.offeredTo.size], [0, 0, 0]);
+  assert.deepEqual([standby.offers.size, draining.offers.size, b.tracker.offered], [0, 0, 0]);
   const a = join("a", 8);
   refillOffers(b);
   assert.equal(a.offers.size, view.free.size, "the one member taking work is offered every free split");

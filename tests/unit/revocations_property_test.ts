@@ -7,7 +7,9 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Core } from "../../src/coordinator/core.ts";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
-import { MemberState } from "../../src/coordinator/leader/member_state.ts";
+import type { MemberState } from "../../src/coordinator/leader/member_state.ts";
+import { AssignmentTracker } from "../../src/coordinator/leader/assignment_tracker.ts";
+import type { LaneReservation } from "../../src/coordinator/leader/promises.ts";
 import { Revocations } from "../../src/coordinator/leader/revocations.ts";
 import { LaneLedger, type LeaderIntent } from "../../src/coordinator/leader/intents.ts";
 import { decideDrain } from "../../src/coordinator/leader/revocation_rules.ts";
@@ -58,27 +60,28 @@ function harness() {
     timings: { balanceIntervalMs: 1000, balanceMinIntervalMs: 100, deafOwnerFenceMs: 1e9 },
   } as unknown as Core;
   const states = new Map<string, MemberState>();
-  let sessions = 0;
-  const join = (instance: string) => states.set(instance, new MemberState(instance, `s${++sessions}`, 4, false, false));
-  for (const i of INSTANCES) join(i);
   const view = new LeaderView(() => {}, () => {});
-  const revocations = new Revocations({ core, view, states, leading: () => true });
+  const tracker = new AssignmentTracker(view, states);
+  let sessions = 0;
+  const join = (instance: string) => states.set(instance, tracker.member(instance, `s${++sessions}`, 4, false, false));
+  for (const i of INSTANCES) join(i);
+  const revocations = new Revocations({ core, view, states, tracker, leading: () => true });
   let rev = 0;
   const put = (id: string, owner: Owner | null, epoch: number) => {
     const rec: SplitRecord = { v: 2, epoch, status: "runnable", owner, attempts: 0, weight: 1, progress: null };
     view.put(`split.${id}`, encodeRecord(rec), ++rev);
   };
-  return { states, view, revocations, join, put };
+  return { states, view, tracker, revocations, join, put };
 }
 
 Deno.test("revocations: every member's incoming equals the pending revocations naming it, plus its reserved lanes", () => {
   fc.assert(
     fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
-      const { states, view, revocations, join, put } = harness();
+      const { states, view, tracker, revocations, join, put } = harness();
       // Each split owned by one of the members, round robin.
       const ids = Array.from({ length: SPLITS }, (_, i) => `s${i}`);
       ids.forEach((id, i) => put(id, states.get(INSTANCES[i % INSTANCES.length])!.owner, 1));
-      const reserved = new Map<MemberState, number>();
+      const reserved = new Map<MemberState, LaneReservation[]>();
       for (const o of ops) {
         const m = states.get(INSTANCES[("m" in o ? o.m : 0)]);
         switch (o.kind) {
@@ -108,22 +111,23 @@ Deno.test("revocations: every member's incoming equals the pending revocations n
           case "leave":
           case "restart":
             if (m) {
+              // As the role drops a member: its promises end, then its revocations.
+              tracker.forget(m);
               revocations.forget(m);
               states.delete(m.instance);
+              for (const r of reserved.get(m) ?? []) assert.equal(tracker.release(r), false, "ended with its member");
               reserved.delete(m);
               if (o.kind === "restart") join(m.instance);
             }
             break;
           case "reserve":
-            if (m) {
-              m.reserveLane();
-              reserved.set(m, (reserved.get(m) ?? 0) + 1);
-            }
+            if (m) reserved.set(m, [...(reserved.get(m) ?? []), tracker.reserve(m, "takeover")]);
             break;
           case "unreserve":
-            if (m && (reserved.get(m) ?? 0) > 0) {
-              m.unreserveLane();
-              reserved.set(m, reserved.get(m)! - 1);
+            if (m && (reserved.get(m)?.length ?? 0) > 0) {
+              const r = reserved.get(m)!.pop()!;
+              assert.equal(tracker.release(r), true, "a held reservation is released");
+              assert.equal(tracker.release(r), false, "once");
             }
             break;
         }
@@ -132,7 +136,7 @@ Deno.test("revocations: every member's incoming equals the pending revocations n
           for (const s of states.values()) {
             for (const r of s.revokes.values()) if (r.to?.instance === t.instance && r.to.session === t.session) naming++;
           }
-          assert.equal(t.incoming, naming + (reserved.get(t) ?? 0), `member ${t.instance} after ${JSON.stringify(o)}`);
+          assert.equal(t.incoming, naming + (reserved.get(t)?.length ?? 0), `member ${t.instance} after ${JSON.stringify(o)}`);
         }
       }
     }),
@@ -140,10 +144,17 @@ Deno.test("revocations: every member's incoming equals the pending revocations n
   );
 });
 
-Deno.test("member state: releasing a lane never reserved is refused, not clamped", () => {
-  const m = new MemberState("a", "s1", 4, false, false);
-  m.reserveLane();
-  m.unreserveLane();
-  assert.throws(() => m.unreserveLane(), /No lane of member "a" is reserved/);
+Deno.test("assignment tracker: a lane reservation is released once; a second release changes nothing, and never takes another's", () => {
+  const tracker = new AssignmentTracker(new LeaderView(() => {}, () => {}), new Map());
+  const m = tracker.member("a", "s1", 4, false, false);
+  const first = tracker.reserve(m, "seed");
+  const second = tracker.reserve(m, "takeover");
+  assert.equal(m.incoming, 2);
+  assert.equal(tracker.release(first), true);
+  assert.equal(tracker.release(first), false, "released already");
+  assert.equal(m.incoming, 1, "the other reservation still holds its lane");
+  tracker.forget(m);
+  assert.equal(tracker.release(second), false, "ended with its member");
   assert.equal(m.incoming, 0);
+  assert.equal(tracker.reservations, 0);
 });

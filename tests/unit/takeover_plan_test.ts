@@ -2,7 +2,9 @@
 // planTakeover): pure, so its rules are checked over random fleets.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { MemberState } from "../../src/coordinator/leader/member_state.ts";
+import type { MemberState } from "../../src/coordinator/leader/member_state.ts";
+import { AssignmentTracker } from "../../src/coordinator/leader/assignment_tracker.ts";
+import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import { planTakeover } from "../../src/coordinator/leader/takeovers.ts";
 
 const FC_SEED = Number(Deno.env.get("FC_SEED") ?? Date.now() % 2 ** 31);
@@ -12,13 +14,14 @@ const fleet = fc.array(fc.record({ free: fc.nat(4), load: fc.nat(20), plain: fc.
 Deno.test("planTakeover: the heir first while it has lanes, then the least loaded with a lane beyond its offers, never the gone session, never past free lanes", () => {
   fc.assert(
     fc.property(fleet, fc.nat(12), fc.boolean(), fc.boolean(), (spec, n, withHeir, goneIsMember) => {
+      const tracker = new AssignmentTracker(new LeaderView(() => {}, () => {}), new Map());
       const members = spec.map((s, i) => {
-        const m = new MemberState(`m${i}`, `s${i}`, 8, false, false);
-        for (let k = 0; k < s.plain; k++) m.offer(`o${i}-${k}`, 1, 1);
+        const m = tracker.member(`m${i}`, `s${i}`, 8, false, false);
+        for (let k = 0; k < s.plain; k++) tracker.offer(m, `o${i}-${k}`, 1, 1);
         return { m, ...s };
       });
       const gone = goneIsMember ? members[0].m.owner : { instance: "gone", session: "old" };
-      const heir = withHeir ? new MemberState("gone", "new", 8, false, false) : undefined;
+      const heir = withHeir ? tracker.member("gone", "new", 8, false, false) : undefined;
       const heirFree = 2;
       const free = (m: MemberState) => m === heir ? heirFree : members.find((x) => x.m === m)!.free;
       const load = (m: MemberState) => m === heir ? 0 : members.find((x) => x.m === m)!.load;

@@ -9,6 +9,7 @@
 import { AssignRecordSchema, safeDecodeRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { Store } from "../../store/store.ts";
+import type { AssignmentTracker } from "./assignment_tracker.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 
@@ -22,14 +23,14 @@ import type { MemberState } from "./member_state.ts";
  *
  * @example
  * ```ts ignore
- * await adoptDirectives(core.store, view, states, offeredTo);
+ * await adoptDirectives(core.store, view, states, tracker);
  * ```
  */
 export async function adoptDirectives(
   store: Store,
   view: LeaderView,
   states: ReadonlyMap<string, MemberState>,
-  offeredTo: Map<string, string>,
+  tracker: AssignmentTracker,
 ): Promise<void> {
   for (const e of await store.list(keys.assignPrefix)) {
     const r = safeDecodeRecord(e.key, e.value, AssignRecordSchema);
@@ -39,15 +40,8 @@ export async function adoptDirectives(
     if (!r.ok || r.value.session !== st.session) continue;
     for (const o of r.value.offers) {
       const cur = view.splits.get(o.id);
-      if (
-        cur && cur.revision === o.rev && view.free.has(o.id) &&
-        !offeredTo.has(o.id)
-      ) {
-        st.offer(o.id, o.rev, cur.record.weight, o.spare === true);
-        if (o.spare) {
-          view.addSpare(o.id, cur.record.weight);
-        }
-        offeredTo.set(o.id, st.instance);
+      if (cur && cur.revision === o.rev && view.free.has(o.id) && tracker.offeredTo(o.id) === undefined) {
+        tracker.offer(st, o.id, o.rev, cur.record.weight, o.spare === true);
       }
     }
   }

@@ -245,8 +245,7 @@ export class CutAsks {
       splits.create(id, residualRecord(p.parent, this.#view.splits.get(p.parent)?.record, p.residual), "residual")
         .then(async (w) => {
           if (w.ok) return;
-          const e = await splits.entry(id); // the owner was first: apply it now rather than at its echo
-          if (e) this.#view.put(e.key, e.value, e.revision);
+          this.#view.learn(await splits.entry(id)); // the owner was first: apply it now rather than at its echo
         })
         .catch((e) => log("warn", "Creating a residual failed; retrying on the next pass", { split: p.parent, residual: id, error: String(e) }))
         .finally(() => {

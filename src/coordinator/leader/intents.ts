@@ -98,6 +98,25 @@ export interface GiveUpIntent {
   until: number;
 }
 
+/** Offer `id` (at revision `rev`) to `member`: for a free lane, or as a spare. */
+export interface OfferIntent {
+  kind: "offer";
+  member: MemberState;
+  id: string;
+  rev: number;
+  weight: number;
+  spare: boolean;
+}
+
+/** Take back `member`'s offer of `id` (trimmed to its free lanes, or a spare dealt to another's lane); `requeue`: back to the dealing order. */
+export interface UnofferIntent {
+  kind: "unoffer";
+  member: MemberState;
+  id: string;
+  weight: number;
+  requeue: boolean;
+}
+
 /** One decision of the leader's pass, applied by `LeaderRole`. */
 export type LeaderIntent =
   | RereadIntent
@@ -109,7 +128,9 @@ export type LeaderIntent =
   | WithdrawIntent
   | FenceIntent
   | AskIntent
-  | GiveUpIntent;
+  | GiveUpIntent
+  | OfferIntent
+  | UnofferIntent;
 
 /** What a decision returns: its intents, and when it wants the next pass (`Infinity`: on the next event). */
 export interface Decision {

@@ -215,7 +215,7 @@ export class DeathJudge {
       // before the read answers): alive, and already dated by the watch.
       if (this.#h.liveness.get(key)?.revision !== seen) return;
       if (cur && cur.revision !== seen) {
-        this.#h.view.put(cur.key, cur.value, cur.revision); // we were behind: it is alive
+        this.#h.view.learn(cur); // we were behind: it is alive
         this.#h.liveness.observe(key, cur.revision, clock.now());
         return;
       }
@@ -286,13 +286,13 @@ export class DeathJudge {
         this.#gone.delete(instance);
         const held = this.#h.view.members.get(instance);
         if (held && held.revision >= cur.revision) this.#h.revive(instance, held);
-        else this.#h.view.put(cur.key, cur.value, cur.revision);
+        else this.#h.view.learn(cur);
         this.#h.liveness.observe(key, cur.revision, this.#h.core.clock.now());
         return;
       }
       // Unmoved, gone or another session's: the judgment stands for what we saw.
       if (gone) gone.checked = Math.max(gone.checked ?? 0, newest);
-      else if (cur) this.#h.view.put(cur.key, cur.value, cur.revision); // another session's: the view decides with it
+      else if (cur) this.#h.view.learn(cur); // another session's: the view decides with it
     }).catch((e) => this.#h.core.log("warn", "Re-read before a takeover failed", { member: instance, error: String(e) }))
       .finally(() => {
         this.#rereading.delete(key);

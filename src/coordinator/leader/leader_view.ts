@@ -16,6 +16,7 @@ import {
 } from "../../records.ts";
 import { InvalidRecordError } from "../../errors.ts";
 import { keys } from "../../store/keys.ts";
+import type { StoreEntry } from "../../store/store.ts";
 import type { WatchEvent } from "../../store/store.ts";
 import { MaxHeap } from "../../util/heap.ts";
 import type { Versioned } from "../versioned.ts";
@@ -69,8 +70,6 @@ export class LeaderView {
   readonly heap: MaxHeap<string> = new MaxHeap();
   /** Free splits in the opposite order (lightest, latest first): spares are dealt from this end. Lazy like `heap`. */
   readonly tail: MaxHeap<string> = new MaxHeap();
-  /** Offers that are spares, in dealing order (lazy: the offer book checks an entry when it looks at it). */
-  readonly spareHeap: MaxHeap<string> = new MaxHeap();
   /** Split id → its place in the dealing order among equal weights (the planner's order, else first sighting). */
   readonly #rank = new Map<string, number>();
   #nextRank = 0;
@@ -116,10 +115,6 @@ export class LeaderView {
     this.tail.push(id, -e.record.weight, -r);
   }
 
-  /** A spare offer of `id` was dealt: it joins the spares' dealing order. */
-  addSpare(id: string, weight: number): void {
-    this.spareHeap.push(id, weight, this.rank(id));
-  }
 
   /** Applies one event of the watch over `filter` (`split.` or `member.`). */
   apply(filter: string, ev: WatchEvent): void {
@@ -146,6 +141,18 @@ export class LeaderView {
   }
 
   /** Applies an entry (from a watch or a read); an older revision than the one held is ignored. */
+  /**
+   * Catches the view up with a record read straight from the store — after
+   * a lost compare-and-swap, or before a judgment that must not rest on a
+   * lagging watch — applied as the watch would apply it (a newer revision
+   * only; `undefined`, nothing read, changes nothing). Without it the next
+   * pass decides on the same stale view and retries the same losing write
+   * at once. Every such re-read of the leader goes through here.
+   */
+  learn(e: StoreEntry | undefined): void {
+    if (e) this.put(e.key, e.value, e.revision);
+  }
+
   put(key: string, value: string, revision: number): void {
     if (key.startsWith(keys.splitPrefix)) {
       const id = key.slice(keys.splitPrefix.length);

@@ -14,6 +14,7 @@ import { hashStrings } from "../../balance/hash.ts";
 import type { CutAsk, Drop, Grant, Revoke } from "./directives.ts";
 import { type LeaderView, ownerKey } from "./leader_view.ts";
 import { type AssignListing, buildAssignRecord } from "./assign_build.ts";
+import type { MemberPromises } from "./promises.ts";
 
 /** The leader's state for one live member session. */
 export class MemberState {
@@ -28,23 +29,15 @@ export class MemberState {
   maxInFlight: number;
   draining: boolean;
   planner: boolean;
-  /** Offers: split id → revision offered. */
-  readonly offers: Map<string, number> = new Map();
   /**
-   * The offers that are spares (beyond its free lanes): listed with
-   * `spare: true`, claimed only when the leader has not answered a free
-   * lane for `spareClaimAfterMs` (docs/DESIGN.md, "How a split reaches a worker").
+   * What it is promised — offers, spares, revocations, lanes on their way —
+   * read-only: the {@linkcode AssignmentTracker} that created this state
+   * is its one owner.
    */
-  readonly spares: Set<string> = new Set();
-  offeredWeight = 0;
+  readonly promised: MemberPromises;
   readonly #grants = new Map<string, Grant>();
-  readonly #revokes = new Map<string, Revoke>();
   readonly #drops = new Map<string, Drop>();
   readonly #asks = new Map<string, CutAsk>();
-  /** Splits whose revocation names this member as successor. */
-  readonly #expected = new Set<string>();
-  /** Lanes reserved for seeds being written for it. */
-  #reserved = 0;
   /** Revision of its assignment record, when known. */
   rev: number | undefined;
   #seq = 0;
@@ -57,7 +50,9 @@ export class MemberState {
   /** Since when its next write waits for this leader's own releases to it (see `ReleaseHold` in release_hold.ts). */
   holdSince: number | undefined;
 
-  constructor(instance: string, session: string, maxInFlight: number, draining: boolean, planner: boolean) {
+  /** Built by {@linkcode AssignmentTracker.member}, which keeps `promised`. */
+  constructor(instance: string, session: string, maxInFlight: number, draining: boolean, planner: boolean, promised: MemberPromises) {
+    this.promised = promised;
     this.instance = instance;
     this.session = session;
     this.key = ownerKey(instance, session);
@@ -103,41 +98,46 @@ export class MemberState {
     this.#grants.delete(id);
   }
 
+  /** Offers: split id → revision offered (see {@linkcode MemberPromises.offers}). */
+  get offers(): ReadonlyMap<string, number> {
+    return this.promised.offers;
+  }
+
+  /**
+   * The offers that are spares (beyond its free lanes): listed with
+   * `spare: true`, claimed only when the leader has not answered a free
+   * lane for `spareClaimAfterMs` (docs/DESIGN.md, "How a split reaches a worker").
+   */
+  get spares(): ReadonlySet<string> {
+    return this.promised.spares;
+  }
+
+  /** Total weight of its offers. */
+  get offeredWeight(): number {
+    return this.promised.offeredWeight;
+  }
+
+  /** Offers for its free lanes (the offers that are not spares). */
+  get plain(): number {
+    return this.promised.plain;
+  }
+
   /** Revokes by split id. */
   get revokes(): ReadonlyMap<string, Revoke> {
-    return this.#revokes;
+    return this.promised.revokes;
   }
 
-  /** Asks the member to release `id` (listed in its next record). */
-  revoke(id: string, r: Revoke): void {
-    this.#revokes.set(id, r);
-    this.#dirty = true;
+  /**
+   * Lanes it must keep free: revocations naming it as successor, and seeds
+   * and takeovers being written for it.
+   */
+  get incoming(): number {
+    return this.promised.incoming;
   }
 
-  /** Names `to` as successor of the revocation of `id` (listed in its next record). */
-  nameSuccessor(id: string, to: Owner): void {
-    const r = this.#revokes.get(id);
-    if (!r) throw new Error(`Member "${this.instance}" has no revocation of split "${id}" to name a successor for`);
-    this.#revokes.set(id, { ...r, to });
-    this.#dirty = true;
-  }
-
-  /** The successor of the revocation of `id` is gone: it goes on with none. */
-  unnameSuccessor(id: string): void {
-    const r = this.#revokes.get(id);
-    if (!r?.to) return;
-    const { to: _gone, ...rest } = r;
-    this.#revokes.set(id, rest);
-    this.#dirty = true;
-  }
-
-  /** Withdraws or settles the revocation of `id`; returns it, if there was one. */
-  unrevoke(id: string): Revoke | undefined {
-    const r = this.#revokes.get(id);
-    if (!r) return undefined;
-    this.#revokes.delete(id);
-    this.#dirty = true;
-    return r;
+  /** Whether a revocation of `id` names this member as successor. */
+  expects(id: string): boolean {
+    return this.promised.expects(id);
   }
 
   /** Asks to cut a held split's remaining work, by split id. */
@@ -169,64 +169,6 @@ export class MemberState {
   drop(id: string, d: Drop): void {
     this.#drops.set(id, d);
     this.#dirty = true;
-  }
-
-  /**
-   * Lanes it must keep free: revocations naming it as successor, and seeds
-   * being written for it. Derived from what is pending, so a settle or
-   * withdrawal counted twice cannot make it drift.
-   */
-  get incoming(): number {
-    return this.#expected.size + this.#reserved;
-  }
-
-  /** A revocation of `id` names this member as successor. */
-  expect(id: string): void {
-    this.#expected.add(id);
-  }
-
-  /** Whether a revocation of `id` names this member as successor. */
-  expects(id: string): boolean {
-    return this.#expected.has(id);
-  }
-
-  /** The revocation of `id` naming it settled or changed successor. */
-  unexpect(id: string): void {
-    this.#expected.delete(id);
-  }
-
-  /** A seed is being written for it (see `SeedRuns.reserve`). */
-  reserveLane(): void {
-    this.#reserved++;
-  }
-
-  /** That seed was written (or failed). */
-  unreserveLane(): void {
-    if (this.#reserved === 0) throw new Error(`No lane of member "${this.instance}" is reserved`);
-    this.#reserved--;
-  }
-
-  /** Offers for its free lanes (the offers that are not spares). */
-  get plain(): number {
-    return this.offers.size - this.spares.size;
-  }
-
-  /** Adds an offer (a spare, or one for a free lane). */
-  offer(id: string, rev: number, weight: number, spare = false): void {
-    this.offers.set(id, rev);
-    if (spare) this.spares.add(id);
-    else this.spares.delete(id);
-    this.offeredWeight += weight;
-    this.#dirty = true;
-  }
-
-  /** Forgets an offer (claimed, moved, or gone); returns whether it was there. */
-  unoffer(id: string, weight: number): boolean {
-    this.spares.delete(id);
-    if (!this.offers.delete(id)) return false;
-    this.offeredWeight = Math.max(0, this.offeredWeight - weight);
-    if (this.offers.size === 0) this.offeredWeight = 0;
-    return true;
   }
 
   /**
@@ -297,7 +239,8 @@ export class MemberState {
   }
 
   #listing(): Omit<AssignListing, "seq"> {
-    return { session: this.session, revokes: this.#revokes, grants: this.#grants, offers: this.offers, spares: this.spares, asks: this.#asks };
+    const p = this.promised;
+    return { session: this.session, revokes: p.revokes, grants: this.#grants, offers: p.offers, spares: p.spares, asks: this.#asks };
   }
 
   /**

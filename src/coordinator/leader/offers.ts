@@ -10,21 +10,29 @@
  * member below its share has a free lane. Each free split is offered to one
  * member at a time.
  *
+ * {@linkcode decideOffers} decides, purely: it reads the dealing order
+ * without consuming it and returns offer intents; the role applies them
+ * through the tracker, then {@linkcode pruneDealing} drops the entries the
+ * decision passed over for good.
+ *
  * @module
  */
+import { MaxHeap } from "../../util/heap.ts";
+import type { AssignmentTracker } from "./assignment_tracker.ts";
+import type { OfferIntent, UnofferIntent } from "./intents.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 
 /** Most offers one member holds (bounds the assignment record). */
 export const MAX_OFFERS = 256;
 
-/** Everything the offer decision reads and writes. */
+/** What the offer decision reads. */
 export interface OfferBook {
   view: LeaderView;
   /** Live member sessions by instance. */
   states: ReadonlyMap<string, MemberState>;
-  /** Split id → instance it is offered to. */
-  offeredTo: Map<string, string>;
+  /** Who is promised what (offers included); only read by the decision. */
+  tracker: AssignmentTracker;
   /** Whether a free split must not be offered now (retry backoff, a takeover in flight). */
   withheld(id: string): boolean;
 }
@@ -45,65 +53,123 @@ export function claimers(states: ReadonlyMap<string, MemberState>): MemberState[
   return out;
 }
 
-/** Tops up every member's offers from the free splits; returns whether any offer changed. */
+/**
+ * Tops up every member's offers from the free splits, applied at once (the
+ * decision, its application through the tracker and the pruning of the
+ * dealing order); returns whether any offer changed.
+ *
+ * @example
+ * ```ts ignore
+ * refillOffers({ view, states, tracker, withheld: (id) => retry.has(id) });
+ * ```
+ */
 export function refillOffers(b: OfferBook): boolean {
-  const ms = claimers(b.states);
-  if (ms.length === 0) return false;
-  return distribute(b, ms);
+  const intents = decideOffers(b);
+  for (const i of intents) applyOffer(b.tracker, i);
+  pruneDealing(b);
+  return intents.length > 0;
 }
 
-function distribute(b: OfferBook, ms: MemberState[]): boolean {
+/**
+ * Applies one offer intent through the tracker: an offer, or an offer
+ * taken back (to the dealing order when `requeue`), its member told.
+ *
+ * @example
+ * ```ts ignore
+ * for (const i of decideOffers(book)) applyOffer(tracker, i);
+ * ```
+ */
+export function applyOffer(tracker: AssignmentTracker, i: OfferIntent | UnofferIntent): void {
+  if (i.kind === "offer") tracker.offer(i.member, i.id, i.rev, i.weight, i.spare);
+  else {
+    tracker.unoffer(i.id, i.weight, i.requeue);
+    i.member.touch();
+  }
+}
+
+/**
+ * What every member's offers need now, as intents in the order they
+ * apply: lane offers trimmed to free lanes, each free lane offered the
+ * first split in dealing order (a spare taken from its member when it comes
+ * first), then spares refilled from the other end. Pure: the dealing order
+ * is read, not consumed; what this decision deals or takes back is kept in
+ * an overlay so that it decides exactly as dealing one offer at a time did.
+ *
+ * @example
+ * ```ts ignore
+ * const intents = decideOffers({ view, states, tracker, withheld });
+ * ```
+ */
+export function decideOffers(b: OfferBook): (OfferIntent | UnofferIntent)[] {
+  const ms = claimers(b.states);
+  if (ms.length === 0) return [];
   const { view } = b;
   // Most passes (one per watch event) find every member's offers topped up:
   // decide that in one cheap scan before weighing shares and sorting.
-  const pool = view.free.size > b.offeredTo.size;
+  const pool = view.free.size > b.tracker.offered;
   const anySpare = pool || ms.some((m) => m.spares.size > 0);
-  if (!ms.some((m) => needsRefill(view, m, pool, anySpare))) return false;
+  if (!ms.some((m) => needsRefill(view, m, pool, anySpare))) return [];
+  const o = new Overlay(b);
   const share = view.runnableWeight / ms.length;
-  const load = (m: MemberState) => view.loadOfKey(m.key) + m.offeredWeight;
+  const load = (m: MemberState) => view.loadOfKey(m.key) + o.weight(m);
   // Would another member below its share take a free split? If none can, the share no longer caps.
   const belowWithLanes = ms.filter((m) => load(m) < share && freeLanes(view, m) > m.plain).length;
   ms.sort((x, y) => load(x) / Math.max(1, x.maxInFlight) - load(y) / Math.max(1, y.maxInFlight));
-  let changed = false;
   // Free lanes first, every member's: each gets the first split in dealing
   // order, whoever holds it as a spare, so lanes start splits in that order
   // whichever member frees one first.
   for (const m of ms) {
     const lanes = Math.min(MAX_OFFERS, freeLanes(view, m));
-    if (m.plain > lanes) changed = trimLaneOffers(b, m, lanes) || changed;
-    const capped = belowWithLanes > (load(m) < share && lanes > m.plain ? 1 : 0);
+    if (o.plain(m) > lanes) o.trim(m, lanes);
+    const capped = belowWithLanes > (load(m) < share && lanes > o.plain(m) ? 1 : 0);
     let l = load(m);
-    while (m.plain < lanes) {
+    while (o.plain(m) < lanes) {
       if (capped && l >= share) break;
-      const id = nextForLane(b);
+      const id = o.nextForLane();
       if (id === undefined) break;
       const rec = view.splits.get(id)!;
-      m.offer(id, rec.revision, rec.record.weight);
-      b.offeredTo.set(id, m.instance);
+      o.offer(m, id, rec.revision, rec.record.weight, false);
       l += rec.record.weight;
-      changed = true;
     }
   }
   // Spares, from the other end of the order: what a member runs if the
   // leader is slow or gone, and the last splits a lane would get anyway.
   for (const m of ms) {
-    const target = Math.min(MAX_OFFERS - m.plain, 2 * m.maxInFlight);
-    if (m.spares.size > target / 2) continue;
-    const capped = belowWithLanes > (load(m) < share && freeLanes(view, m) > m.plain ? 1 : 0);
+    const target = Math.min(MAX_OFFERS - o.plain(m), 2 * m.maxInFlight);
+    if (o.spares(m) > target / 2) continue;
+    const capped = belowWithLanes > (load(m) < share && freeLanes(view, m) > o.plain(m) ? 1 : 0);
     let l = load(m);
-    while (m.spares.size < target) {
+    while (o.spares(m) < target) {
       if (capped && l >= share) break;
-      const id = nextSpare(b);
+      const id = o.nextSpare();
       if (id === undefined) break;
       const rec = view.splits.get(id)!;
-      m.offer(id, rec.revision, rec.record.weight, true);
-      view.addSpare(id, rec.record.weight);
-      b.offeredTo.set(id, m.instance);
+      o.offer(m, id, rec.revision, rec.record.weight, true);
       l += rec.record.weight;
-      changed = true;
     }
   }
-  return changed;
+  return o.intents;
+}
+
+/**
+ * Drops from the tops of the dealing heaps the entries no deal can take
+ * (dealt, claimed, gone, or withheld: whoever withholds a split puts it
+ * back when it may be offered), so the next decision does not read them
+ * again. What it leaves is what dealing one offer at a time left on top.
+ *
+ * @example
+ * ```ts ignore
+ * pruneDealing({ view, states, tracker, withheld });
+ * ```
+ */
+export function pruneDealing(b: OfferBook): void {
+  const { view, tracker } = b;
+  const dealable = (id: string) => view.free.has(id) && tracker.offeredTo(id) === undefined && !b.withheld(id);
+  for (const heap of [view.heap, view.tail]) {
+    for (let top = heap.peek(); top !== undefined && !dealable(top.item); top = heap.peek()) heap.pop();
+  }
+  const spares = tracker.spareOrder;
+  for (let top = spares.peek(); top !== undefined && !tracker.offeredTo(top.item)?.spares.has(top.item); top = spares.peek()) spares.pop();
 }
 
 /** A lane without an offer, an offer without a lane, or spares to refill (half used). */
@@ -113,73 +179,178 @@ function needsRefill(view: LeaderView, m: MemberState, pool: boolean, anySpare: 
   return pool && m.spares.size <= Math.min(MAX_OFFERS - m.plain, 2 * m.maxInFlight) / 2;
 }
 
-/** More offers for lanes than free lanes (a grant or a handoff filled one): the last ones go back to the pool. */
-function trimLaneOffers(b: OfferBook, m: MemberState, lanes: number): boolean {
-  const { view } = b;
-  const plain = [...m.offers.keys()].filter((id) => !m.spares.has(id));
-  for (let i = plain.length - 1; i >= 0 && m.plain > lanes; i--) {
-    const id = plain[i];
-    m.unoffer(id, view.splits.get(id)?.record.weight ?? 1);
-    b.offeredTo.delete(id);
-    view.requeue(id);
-  }
-  m.touch();
-  return true;
-}
+type Entry = { item: string; key: number; tie: number };
 
 /** Whether heap entry `x` comes before `y` in dealing order. */
-function before(x: { key: number; tie: number }, y: { key: number; tie: number }): boolean {
+function before(x: Entry, y: Entry): boolean {
   return x.key > y.key || (x.key === y.key && x.tie < y.tie);
 }
 
-/**
- * The split a free lane gets: the first in dealing order among the free
- * splits nobody is offered and every member's spares (a spare taken from a
- * member leaves its offers), or `undefined`.
- */
-function nextForLane(b: OfferBook): string | undefined {
-  const { view } = b;
-  const free = peekFree(b, view.heap);
-  let spare = view.spareHeap.peek();
-  while (spare !== undefined) {
-    const st = b.states.get(b.offeredTo.get(spare.item) ?? "");
-    if (st?.spares.has(spare.item)) break;
-    view.spareHeap.pop(); // stale: claimed, moved, or no longer a spare
-    spare = view.spareHeap.peek();
+/** Reads a heap's entries in order, one at a time, without consuming it: `peek` the current one, `skip` past it. */
+class Cursor {
+  readonly #it: Iterator<Entry>;
+  #cur: Entry | undefined;
+  #done = false;
+
+  constructor(heap: MaxHeap<string>) {
+    this.#it = heap.ordered();
   }
-  if (spare !== undefined && (free === undefined || before(spare, free))) {
-    view.spareHeap.pop();
-    const id = spare.item;
-    const st = b.states.get(b.offeredTo.get(id)!)!;
-    st.unoffer(id, view.splits.get(id)?.record.weight ?? 1);
-    st.touch();
-    b.offeredTo.delete(id);
-    return id;
+
+  peek(): Entry | undefined {
+    if (this.#cur === undefined && !this.#done) {
+      const r = this.#it.next();
+      if (r.done) this.#done = true;
+      else this.#cur = r.value;
+    }
+    return this.#cur;
   }
-  if (free === undefined) return undefined;
-  view.heap.pop();
-  return free.item;
+
+  skip(): void {
+    this.peek();
+    this.#cur = undefined;
+  }
 }
 
-/** The last free split in dealing order nobody is offered, or `undefined`. */
-function nextSpare(b: OfferBook): string | undefined {
-  const top = peekFree(b, b.view.tail);
-  if (top !== undefined) b.view.tail.pop();
-  return top?.item;
+/** One member's offers as the decision has changed them so far. */
+interface Counts {
+  offers: number;
+  spares: Set<string>;
+  weight: number;
 }
 
 /**
- * The top of a dealing heap that is free, not offered and not withheld,
- * left on the heap. A withheld split leaves the heap; whoever withholds it
- * pushes it back when it may be offered (a retry backoff that ran out), so
- * a pass never scans the withheld ones again.
+ * The decision's view of the promises: the tracker's as they are, plus what
+ * this decision dealt or took back, and the dealing order as dealing one at
+ * a time would have left it (entries passed over skipped, splits taken back
+ * merged in).
  */
-function peekFree(b: OfferBook, heap: LeaderView["heap"]): { item: string; key: number; tie: number } | undefined {
-  const { view } = b;
-  for (let top = heap.peek(); top !== undefined; top = heap.peek()) {
-    const id = top.item;
-    if (view.free.has(id) && !b.offeredTo.has(id) && !b.withheld(id)) return top;
-    heap.pop(); // stale entry, or withheld
+class Overlay {
+  readonly intents: (OfferIntent | UnofferIntent)[] = [];
+  readonly #b: OfferBook;
+  readonly #counts = new Map<MemberState, Counts>();
+  /** Split id → member, for what this decision offered (`null`: it took the offer back). */
+  readonly #offeredTo = new Map<string, MemberState | null>();
+  readonly #front: Cursor;
+  readonly #tail: Cursor;
+  readonly #spares: Cursor;
+  /** Splits this decision took back to the pool, in both dealing orders. */
+  readonly #backFront = new MaxHeap<string>();
+  readonly #backTail = new MaxHeap<string>();
+
+  constructor(b: OfferBook) {
+    this.#b = b;
+    this.#front = new Cursor(b.view.heap);
+    this.#tail = new Cursor(b.view.tail);
+    this.#spares = new Cursor(b.tracker.spareOrder);
   }
-  return undefined;
+
+  #of(m: MemberState): Counts {
+    let c = this.#counts.get(m);
+    if (!c) this.#counts.set(m, (c = { offers: m.offers.size, spares: new Set(m.spares), weight: m.offeredWeight }));
+    return c;
+  }
+
+  plain(m: MemberState): number {
+    const c = this.#of(m);
+    return c.offers - c.spares.size;
+  }
+
+  spares(m: MemberState): number {
+    return this.#of(m).spares.size;
+  }
+
+  weight(m: MemberState): number {
+    return this.#counts.get(m)?.weight ?? m.offeredWeight;
+  }
+
+  offeredTo(id: string): MemberState | undefined {
+    const o = this.#offeredTo.get(id);
+    return o === null ? undefined : o ?? this.#b.tracker.offeredTo(id);
+  }
+
+  offer(m: MemberState, id: string, rev: number, weight: number, spare: boolean): void {
+    const c = this.#of(m);
+    c.offers++;
+    if (spare) c.spares.add(id);
+    c.weight += weight;
+    this.#offeredTo.set(id, m);
+    this.intents.push({ kind: "offer", member: m, id, rev, weight, spare });
+  }
+
+  #unoffer(m: MemberState, id: string, weight: number, requeue: boolean): void {
+    const c = this.#of(m);
+    c.spares.delete(id);
+    c.offers--;
+    c.weight = c.offers === 0 ? 0 : Math.max(0, c.weight - weight);
+    this.#offeredTo.set(id, null);
+    this.intents.push({ kind: "unoffer", member: m, id, weight, requeue });
+  }
+
+  /** More offers for lanes than free lanes (a grant or a handoff filled one): the last ones go back to the pool. */
+  trim(m: MemberState, lanes: number): void {
+    const { view } = this.#b;
+    const c = this.#of(m);
+    // Its lane offers as dealing one at a time left them: not taken back, not spares.
+    const plain = [...m.offers.keys()].filter((id) => this.offeredTo(id) === m && !c.spares.has(id));
+    for (let i = plain.length - 1; i >= 0 && this.plain(m) > lanes; i--) {
+      const id = plain[i];
+      this.#unoffer(m, id, view.splits.get(id)?.record.weight ?? 1, true);
+      if (view.free.has(id) && view.splits.has(id)) {
+        const w = view.splits.get(id)!.record.weight, r = view.rank(id);
+        this.#backFront.push(id, w, r);
+        this.#backTail.push(id, -w, -r);
+      }
+    }
+  }
+
+  #dealable(id: string): boolean {
+    return this.#b.view.free.has(id) && this.offeredTo(id) === undefined && !this.#b.withheld(id);
+  }
+
+  /** The first dealable entry of a dealing order merged with the splits taken back (peeked, not taken). */
+  #first(cursor: Cursor, back: MaxHeap<string>): { e: Entry; from: Cursor | MaxHeap<string> } | undefined {
+    let c = cursor.peek();
+    while (c !== undefined && !this.#dealable(c.item)) (cursor.skip(), (c = cursor.peek()));
+    let r = back.peek();
+    while (r !== undefined && !this.#dealable(r.item)) (back.pop(), (r = back.peek()));
+    if (c === undefined) return r && { e: r, from: back };
+    if (r !== undefined && before(r, c)) return { e: r, from: back };
+    return { e: c, from: cursor };
+  }
+
+  /**
+   * The split a free lane gets: the first in dealing order among the free
+   * splits nobody is offered and every member's spares (a spare taken from
+   * its member leaves its offers), or `undefined`.
+   */
+  nextForLane(): string | undefined {
+    const free = this.#first(this.#front, this.#backFront);
+    let spare = this.#spares.peek();
+    while (spare !== undefined) {
+      const st = this.#b.states.get(this.offeredTo(spare.item)?.instance ?? "");
+      if (st && this.#of(st).spares.has(spare.item)) break;
+      this.#spares.skip(); // stale: claimed, moved, or no longer a spare
+      spare = this.#spares.peek();
+    }
+    if (spare !== undefined && (free === undefined || before(spare, free.e))) {
+      this.#spares.skip();
+      const id = spare.item;
+      const st = this.#b.states.get(this.offeredTo(id)!.instance)!;
+      this.#unoffer(st, id, this.#b.view.splits.get(id)?.record.weight ?? 1, false);
+      return id;
+    }
+    if (free === undefined) return undefined;
+    if (free.from instanceof Cursor) free.from.skip();
+    else free.from.pop();
+    return free.e.item;
+  }
+
+  /** The last free split in dealing order nobody is offered, or `undefined`. */
+  nextSpare(): string | undefined {
+    const top = this.#first(this.#tail, this.#backTail);
+    if (top === undefined) return undefined;
+    if (top.from instanceof Cursor) top.from.skip();
+    else top.from.pop();
+    return top.e.item;
+  }
 }

@@ -15,21 +15,22 @@ import { openRecord } from "../transitions.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { FenceIntent, LeaderIntent, NameIntent, RevokeIntent, WithdrawIntent } from "./intents.ts";
 import type { MemberState } from "./member_state.ts";
-import { decideRevocations, decideSteals, stateOf } from "./revocation_rules.ts";
+import { decideRevocations, decideSteals } from "./revocation_rules.ts";
+import type { AssignmentTracker } from "./assignment_tracker.ts";
 
 /** What revocations read and write. */
 export interface RevocationCtx {
   core: Core;
   view: LeaderView;
   states: ReadonlyMap<string, MemberState>;
+  /** Keeps every revocation (owner, successor expecting it). */
+  tracker: AssignmentTracker;
   leading(): boolean;
 }
 
 /** The leader's revocations. */
 export class Revocations {
   readonly #ctx: RevocationCtx;
-  /** Split id → instance asked to give it up. */
-  readonly #from = new Map<string, string>();
   #lastRun = -Infinity;
   #lastSig = "";
   #urgent = true;
@@ -51,14 +52,9 @@ export class Revocations {
 
   /** A split record changed: a revocation of it is settled unless its owner still holds it at that epoch. */
   onSplit(id: string, next: SplitRecord | undefined, now: number): void {
-    const inst = this.#from.get(id);
-    if (inst === undefined) return;
-    const m = this.#ctx.states.get(inst);
-    const r = m?.revokes.get(id);
-    if (!m || !r) {
-      this.#from.delete(id);
-      return;
-    }
+    const pending = this.#ctx.tracker.revocationOf(id);
+    if (!pending) return;
+    const { member: m, revoke: r } = pending;
     const o = next?.owner;
     if (next && next.status === "runnable" && next.epoch === r.epoch && o?.instance === m.instance && o.session === m.session) {
       return;
@@ -72,25 +68,20 @@ export class Revocations {
 
   /** Forgets the revocations of a member that is gone (and those naming it). */
   forget(m: MemberState): void {
-    for (const id of [...m.revokes.keys()]) this.#delete(m, id);
+    const { tracker } = this.#ctx;
+    for (const id of [...m.revokes.keys()]) tracker.unrevoke(m, id);
     for (const o of this.#ctx.states.values()) {
       for (const [id, r] of o.revokes) {
         if (r.to?.instance !== m.instance || r.to.session !== m.session) continue;
         if (r.steal) this.withdraw({ kind: "withdraw", member: o, id });
-        else {
-          m.unexpect(id);
-          o.unnameSuccessor(id); // a drain goes on; only its successor is gone
-        }
+        else tracker.unnameSuccessor(o, id); // a drain goes on; only its successor is gone
       }
     }
     this.#urgent = true;
   }
 
   #delete(m: MemberState, id: string): void {
-    const r = m.unrevoke(id);
-    if (!r) return;
-    this.#from.delete(id);
-    stateOf(this.#ctx.states, r.to)?.unexpect(id);
+    this.#ctx.tracker.unrevoke(m, id);
   }
 
   /** Applies a withdrawal of a steal. */
@@ -102,16 +93,13 @@ export class Revocations {
 
   /** Applies a revocation: listed for its owner, expected by its successor. */
   revoke(i: RevokeIntent): void {
-    i.member.revoke(i.id, i.revoke);
-    this.#from.set(i.id, i.member.instance);
-    stateOf(this.#ctx.states, i.revoke.to)?.expect(i.id);
+    this.#ctx.tracker.revoke(i.member, i.id, i.revoke);
     if (i.revoke.steal) decided(this.#ctx.core, "debug", "Steal requested", "revocation.requested", { split: i.id, from: i.member.instance, to: i.revoke.to?.instance });
   }
 
   /** Applies a successor named for a drain revocation. */
   name(i: NameIntent): void {
-    i.member.nameSuccessor(i.id, i.to.owner);
-    i.to.expect(i.id);
+    this.#ctx.tracker.nameSuccessor(i.member, i.id, i.to);
   }
 
   /**
@@ -132,10 +120,7 @@ export class Revocations {
     this.#lastRun = now;
     this.#lastSig = sig;
     this.#urgent = false;
-    apply(decideSteals({ view, states, now }, sig, core.config.job, (id) => {
-      const from = this.#from.get(id);
-      return from ? states.get(from)?.revokes.get(id) : undefined;
-    }));
+    apply(decideSteals({ view, states, now }, sig, core.config.job, (id) => this.#ctx.tracker.revocationOf(id)?.revoke));
     return Math.min(next, now + this.intervalMs);
   }
 
@@ -151,8 +136,7 @@ export class Revocations {
     core.splits.write(id, next, cur.revision, "fence").then(async (w) => {
       if (!w.ok) {
         // Our view is behind (a lagging watch): catch up from the record, or the next pass retries this losing write at once.
-        const e = await core.splits.entry(id);
-        if (e) view.put(e.key, e.value, e.revision);
+        view.learn(await core.splits.entry(id));
         return;
       }
       if (!this.#ctx.leading()) return;

@@ -24,10 +24,12 @@ import { DeathJudge } from "./judge.ts";
 import { adoptDirectives } from "./adopt.ts";
 import { applyIntents, type Decision, type IntentAppliers, LaneLedger, type LeaderIntent } from "./intents.ts";
 import { LeaderView } from "./leader_view.ts";
-import { MemberState } from "./member_state.ts";
+import type { MemberState } from "./member_state.ts";
+import { AssignmentTracker } from "./assignment_tracker.ts";
+import type { LaneReservation } from "./promises.ts";
 import { type OwnReleases, ReleaseHold } from "./release_hold.ts";
 import { SeedRuns } from "./seed_runs.ts";
-import { refillOffers } from "./offers.ts";
+import { applyOffer, decideOffers, pruneDealing } from "./offers.ts";
 import { auditHeld } from "./anti_entropy.ts";
 import { RetryBackoff } from "./retry_backoff.ts";
 import { Revocations } from "./revocations.ts";
@@ -54,8 +56,8 @@ export class LeaderRole {
   readonly liveness: LivenessTracker = new LivenessTracker();
   /** Live member sessions by instance. */
   readonly states: Map<string, MemberState> = new Map();
-  /** Split id → instance it is offered to. */
-  readonly offeredTo: Map<string, string> = new Map();
+  /** What is promised to whom: offers, spares, lanes on their way, revocations. */
+  readonly tracker: AssignmentTracker;
   readonly #watches: WatchSet;
   readonly #takeovers: Takeovers;
   readonly #revocations: Revocations;
@@ -77,6 +79,7 @@ export class LeaderRole {
     this.#onDeposed = onDeposed;
     this.retry = new RetryBackoff(core);
     this.view = new LeaderView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n));
+    this.tracker = new AssignmentTracker(this.view, this.states);
     this.#watches = new WatchSet(core, (f, ev) => {
       if (!this.#stopped) this.view.apply(f, ev);
     });
@@ -84,6 +87,7 @@ export class LeaderRole {
       core,
       view: this.view,
       states: this.states,
+      tracker: this.tracker,
       leading: () => !this.#stopped,
     };
     this.#takeovers = new Takeovers(ctx);
@@ -112,6 +116,8 @@ export class LeaderRole {
       fence: (i) => revocations.fence(i),
       ask: (i) => cuts.ask(i),
       giveUp: (i) => cuts.giveUp(i),
+      offer: (i) => applyOffer(this.tracker, i),
+      unoffer: (i) => applyOffer(this.tracker, i),
     };
   }
 
@@ -132,7 +138,7 @@ export class LeaderRole {
     await this.#watches.open([keys.memberPrefix, keys.splitPrefix], Infinity);
     if (this.#stopped) return;
     this.#dateMembers(prev);
-    await adoptDirectives(store, this.view, this.states, this.offeredTo);
+    await adoptDirectives(store, this.view, this.states, this.tracker);
     this.#ready = true;
     this.#core.schedule();
   }
@@ -173,14 +179,10 @@ export class LeaderRole {
 
   #onSplit(id: string, prev: SplitRecord | undefined, next: Versioned<SplitRecord> | undefined): void {
     const rec = next?.record;
-    const offered = this.offeredTo.get(id);
+    const offered = this.tracker.offeredTo(id);
     if (offered !== undefined) {
-      const st = this.states.get(offered);
-      const rev = st?.offers.get(id);
-      if (!next || rev !== next.revision) {
-        this.offeredTo.delete(id);
-        st?.unoffer(id, prev?.weight ?? rec?.weight ?? 1);
-      }
+      const rev = this.states.get(offered.instance)?.offers.get(id);
+      if (!next || rev !== next.revision) this.tracker.unoffer(id, prev?.weight ?? rec?.weight ?? 1);
     }
     if (prev?.owner) {
       const st = this.states.get(prev.owner.instance);
@@ -238,7 +240,7 @@ export class LeaderRole {
     let cur = this.states.get(instance);
     if (!cur) {
       if (!this.#judge.returning(instance, next.revision)) return; // still the record we judged dead
-      cur = new MemberState(instance, r.session, r.maxInFlight, r.draining === true, r.planner === true);
+      cur = this.tracker.member(instance, r.session, r.maxInFlight, r.draining === true, r.planner === true);
       cur.touch();
       this.states.set(instance, cur);
     } else {
@@ -247,7 +249,7 @@ export class LeaderRole {
       cur.planner = r.planner === true;
       if (r.draining && !cur.draining) {
         cur.draining = true;
-        this.#unofferAll(cur);
+        this.tracker.unofferAll(cur);
       }
     }
     if (prev && prev.session !== r.session) this.#judge.replaced(instance, clock.now());
@@ -262,7 +264,7 @@ export class LeaderRole {
     if (!st) return new Map();
     if (!st.draining) {
       st.draining = true;
-      this.#unofferAll(st);
+      this.tracker.unofferAll(st);
       this.#core.schedule();
     }
     // Successors for our own splits now, before our lanes stop: each
@@ -276,23 +278,12 @@ export class LeaderRole {
     return named;
   }
 
-  /** A member session is gone: its offers return to the pool, its revocations end. */
+  /** A member session is gone: its offers return to the pool, its lanes on their way and its revocations end. */
   #drop(st: MemberState): void {
     this.#seedRuns.forget(st);
-    this.#unofferAll(st);
+    this.tracker.forget(st);
     this.#revocations.forget(st);
     this.states.delete(st.instance);
-  }
-
-  #unofferAll(st: MemberState): void {
-    for (const id of st.offers.keys()) {
-      this.offeredTo.delete(id);
-      this.view.requeue(id);
-    }
-    st.offers.clear();
-    st.spares.clear();
-    st.offeredWeight = 0;
-    st.touch();
   }
 
   // --- the leader's pass ---------------------------------------------------------------
@@ -306,16 +297,13 @@ export class LeaderRole {
     let next = this.#apply(this.#judge.deaths(now));
     next = Math.min(next, this.#apply(this.#judge.orphans(now)));
     next = Math.min(next, this.retry.expire(now, (id) => this.view.requeue(id))); // offerable again
-    refillOffers({
-      view: this.view,
-      states: this.states,
-      offeredTo: this.offeredTo,
-      withheld: (id) => this.retry.has(id),
-    });
+    const offers = { view: this.view, states: this.states, tracker: this.tracker, withheld: (id: string) => this.retry.has(id) };
+    this.#applyAll(decideOffers(offers));
+    pruneDealing(offers);
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#revocations.cycle(now, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree, this.#applyAll));
     // Every free split dealt (or waiting out a backoff) and lanes still idle: cut running ones.
-    const dealt = this.view.free.size <= this.offeredTo.size + this.retry.waiting.size && this.#takeovers.inflight.size === 0;
+    const dealt = this.view.free.size <= this.tracker.offered + this.retry.waiting.size && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#cuts.cycle(now, dealt, this.#applyAll));
     const owed = own.owed;
     const activeAt = owed ? this.#hold.activeAt(own.releasedAt) : -Infinity;
@@ -390,14 +378,14 @@ export class LeaderRole {
     });
   }
 
-  /** A member to seed a split for, its lane reserved (see {@linkcode SeedRuns.reserve}). */
-  reserveIdle(seeded: number, planned = 0): MemberState | undefined {
-    return this.#seedRuns.reserve(this.states, this.view, seeded, planned);
+  /** A member to seed a split for, its lane reserved until the reservation is released (see {@linkcode SeedRuns.reserve}). */
+  reserveIdle(seeded: number, planned = 0): { member: MemberState; lane: LaneReservation } | undefined {
+    return this.#seedRuns.reserve(this.states, this.view, this.tracker, seeded, planned);
   }
 
   /** Ends a reservation made by {@linkcode LeaderRole.reserveIdle}. */
-  unreserve(m: MemberState): void {
-    this.#seedRuns.unreserve(m);
+  unreserve(lane: LaneReservation): void {
+    this.tracker.release(lane);
   }
 
   /** Job counts for the leader's beat. */

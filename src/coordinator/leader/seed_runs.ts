@@ -6,7 +6,9 @@
  * @module
  */
 import type { LeaderView } from "./leader_view.ts";
+import type { AssignmentTracker } from "./assignment_tracker.ts";
 import type { MemberState } from "./member_state.ts";
+import type { LaneReservation } from "./promises.ts";
 
 /** Consecutive seeds that go to one member with idle lanes (see {@linkcode SeedRuns.reserve}). */
 export const SEED_RUN = 8;
@@ -81,17 +83,17 @@ export function pickSeedMember(
 export class SeedRuns {
   #run: SeedRun | undefined;
 
-  /** A member to seed a split for (see {@linkcode pickSeedMember}); its lane stays reserved until {@linkcode SeedRuns.unreserve}. */
-  reserve(states: ReadonlyMap<string, MemberState>, view: LeaderView, seeded: number, planned = 0): MemberState | undefined {
+  /** A member to seed a split for (see {@linkcode pickSeedMember}), its lane reserved in `tracker` until the reservation is released. */
+  reserve(
+    states: ReadonlyMap<string, MemberState>,
+    view: LeaderView,
+    tracker: AssignmentTracker,
+    seeded: number,
+    planned = 0,
+  ): { member: MemberState; lane: LaneReservation } | undefined {
     const { member, run } = pickSeedMember(states, view, seeded, planned, this.#run);
     this.#run = run;
-    member?.reserveLane();
-    return member;
-  }
-
-  /** Ends a reservation made by {@linkcode SeedRuns.reserve}. */
-  unreserve(m: MemberState): void {
-    m.unreserveLane();
+    return member && { member, lane: tracker.reserve(member, "seed") };
   }
 
   /** A member session is gone: its run ends. */

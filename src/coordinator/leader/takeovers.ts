@@ -11,8 +11,10 @@
 import type { Owner } from "../../records.ts";
 import { type Core, decided } from "../core.ts";
 import { openRecord } from "../transitions.ts";
+import type { AssignmentTracker } from "./assignment_tracker.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
+import type { LaneReservation } from "./promises.ts";
 import { claimers, freeLanes } from "./offers.ts";
 
 /**
@@ -63,6 +65,8 @@ export interface TakeoverCtx {
   core: Core;
   view: LeaderView;
   states: ReadonlyMap<string, MemberState>;
+  /** Holds each successor's lane while its takeover is written. */
+  tracker: AssignmentTracker;
   /** Whether this instance still leads. */
   leading(): boolean;
 }
@@ -102,13 +106,15 @@ export class Takeovers {
     // A successor's lane stays reserved until its write lands (the view then
     // counts the split as held) or fails: the pass that decided the move
     // also deals offers, and would deal the same lane again.
-    const reserved = new Set<{ id: string; to: MemberState | undefined }>();
+    const { tracker } = this.#ctx;
+    const reserved = new Map<{ id: string; to: MemberState | undefined }, LaneReservation>();
     for (const m of moves) {
       this.inflight.add(m.id);
-      if (m.to) (m.to.reserveLane(), reserved.add(m));
+      if (m.to) reserved.set(m, tracker.reserve(m.to, "takeover"));
     }
     const done = (m: { id: string; to: MemberState | undefined }) => {
-      if (reserved.delete(m)) m.to!.unreserveLane();
+      const r = reserved.get(m);
+      if (r) (reserved.delete(m), tracker.release(r));
     };
     try {
       for (let i = 0; i < moves.length && this.#ctx.leading(); i += TAKEOVER_WAVE) {
@@ -118,16 +124,6 @@ export class Takeovers {
       for (const m of moves) (this.inflight.delete(m.id), done(m));
       this.#ctx.core.schedule();
     }
-  }
-
-  /**
-   * A lost CAS: our view is behind (its watch may lag for a while), so read
-   * the record and apply it; deciding again on the stale view would retry
-   * the same losing write at once, in a hot loop.
-   */
-  async #catchUp(id: string): Promise<void> {
-    const e = await this.#ctx.core.splits.entry(id);
-    if (e) this.#ctx.view.put(e.key, e.value, e.revision);
   }
 
   async #one(id: string, to: MemberState | undefined, charge: boolean): Promise<void> {
@@ -142,7 +138,7 @@ export class Takeovers {
       core.stats.claimAttempts++;
       // Landed, it reaches the view ahead of the echo (the role hears every landed split write).
       const r = await core.splits.write(id, next, cur.revision, "takeover");
-      if (!r.ok) return await this.#catchUp(id); // moved: the next pass decides again, on the record as it is now
+      if (!r.ok) return view.learn(await core.splits.entry(id)); // moved: the next pass decides again, on the record as it is now
       const former = this.#ctx.states.get(old.instance);
       if (former && former.session === old.session) {
         former.drop(id, { epoch: cur.record.epoch, reason: "expired" });
