@@ -1420,6 +1420,38 @@ export const mutants = [
     suites: ["unit"],
   },
 
+  // --- what is promised to whom (issue 29: the assignment tracker and the view-change decisions) ---
+  {
+    name: "opened-split-not-granted",
+    breaks: "a split opened for a member by someone else (a release to a successor, a fence, a takeover) is not granted to it: it never starts it",
+    edits: [{ file: C + "leader/view_changes.ts", search: "if (st && !(prev.owner.instance === o.instance && prev.owner.session === o.session)) {", replace: "if (false) {" }],
+    suites: ["coordinator", "sim"],
+  },
+  {
+    name: "cancelled-split-not-dropped",
+    breaks: "a member whose split an operator cancelled is not told to stop: it runs on until its next commit is fenced",
+    edits: [{ file: C + "leader/view_changes.ts", search: 'if (st) out.push({ kind: "drop", member: st, id, drop: { epoch: prev.epoch, reason: "cancelled" } });', replace: "" }],
+    suites: ["coordinator", "nats"],
+  },
+  {
+    name: "anti-entropy-never-resends",
+    breaks: "a member the view names for more splits than it reports holding is never sent them again: a split whose holder gave it up waits for ever",
+    edits: [{ file: C + "leader/view_changes.ts", search: 'if (grants.length > 0) out.push({ kind: "resend", member: m, grants, owned: owned.size, held: r.held });', replace: "" }],
+    suites: ["coordinator", "sim"],
+  },
+  {
+    name: "lane-offers-not-trimmed",
+    breaks: "lane offers are not taken back when a grant or a handoff fills the lane: a member is offered more splits for lanes than it has",
+    edits: [{ file: C + "leader/offers.ts", search: "if (o.plain(m) > lanes) o.trim(m, lanes);", replace: "" }],
+    suites: ["unit", "coordinator", "sim"],
+  },
+  // --- the cost per split (issue 32) ------------------------------------------------------
+  {
+    name: "commit-wakes-leader-pass",
+    breaks: "every progress commit wakes the leader's full pass (with its per-member parts), as before issue 32",
+    edits: [{ file: C + "leader/role.ts", search: "if (prev && rec && progressOnly(prev, rec)) return;", replace: "" }],
+    suites: ["coordinator"],
+  },
   // --- hardening III (issue 33) --------------------------------------------------------
   {
     name: "completion-lost-cas-not-learned",

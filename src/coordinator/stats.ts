@@ -75,6 +75,7 @@ export function newStats(): CoordinatorStats {
     storeOpSeconds: {},
     handoverSeconds: newHistogram(),
     cuts: { asked: 0, performed: 0 },
+    leaderPasses: 0,
   };
 }
 

@@ -11,7 +11,7 @@
  * @module
  */
 import type { Owner } from "../../records.ts";
-import type { CutAsk, Revoke } from "./directives.ts";
+import type { CutAsk, Drop, Grant, Revoke } from "./directives.ts";
 import type { MemberState } from "./member_state.ts";
 
 /** Re-read the record of a member whose record stopped moving; judged dead if unmoved. */
@@ -108,13 +108,70 @@ export interface OfferIntent {
   spare: boolean;
 }
 
-/** Take back `member`'s offer of `id` (trimmed to its free lanes, or a spare dealt to another's lane); `requeue`: back to the dealing order. */
+/**
+ * Take back `member`'s offer of `id` (trimmed to its free lanes, a spare
+ * dealt to another's lane, or a split that moved on); `requeue`: back to
+ * the dealing order; `tell`: its record changes (its next write says so).
+ */
 export interface UnofferIntent {
   kind: "unoffer";
   member: MemberState;
   id: string;
   weight: number;
   requeue: boolean;
+  tell: boolean;
+}
+
+/** Take back every offer of a member that starts draining. */
+export interface UnofferAllIntent {
+  kind: "unofferAll";
+  member: MemberState;
+}
+
+/** List a split opened for `member` (at `grant.epoch`) in its next record. */
+export interface GrantIntent {
+  kind: "grant";
+  member: MemberState;
+  id: string;
+  grant: Grant;
+}
+
+/** Stop listing a grant: acknowledged, or the split moved on. */
+export interface ForgetGrantIntent {
+  kind: "forgetGrant";
+  member: MemberState;
+  id: string;
+}
+
+/** Tell `member` to stop a tenancy it may still run (its split was cancelled). */
+export interface DropIntent {
+  kind: "drop";
+  member: MemberState;
+  id: string;
+  drop: Drop;
+}
+
+/** `member` applied its assignment record at revision `seen`: the grants it listed are known to it. */
+export interface AcknowledgeIntent {
+  kind: "acknowledge";
+  member: MemberState;
+  seen: number;
+}
+
+/** Consecutive beats on which `member` reported holding fewer splits than the view names it for. */
+export interface SuspectIntent {
+  kind: "suspect";
+  member: MemberState;
+  beats: number;
+}
+
+/** Grant `member` again the splits it owns but may not know of (anti-entropy: `owned` in the view, `held` by its beat). */
+export interface ResendIntent {
+  kind: "resend";
+  member: MemberState;
+  grants: { id: string; epoch: number }[];
+  owned: number;
+  held: number;
 }
 
 /** One decision of the leader's pass, applied by `LeaderRole`. */
@@ -130,7 +187,14 @@ export type LeaderIntent =
   | AskIntent
   | GiveUpIntent
   | OfferIntent
-  | UnofferIntent;
+  | UnofferIntent
+  | UnofferAllIntent
+  | GrantIntent
+  | ForgetGrantIntent
+  | DropIntent
+  | AcknowledgeIntent
+  | SuspectIntent
+  | ResendIntent;
 
 /** What a decision returns: its intents, and when it wants the next pass (`Infinity`: on the next event). */
 export interface Decision {

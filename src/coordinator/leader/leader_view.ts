@@ -218,6 +218,12 @@ export class LeaderView {
   /** Sets (or removes) a split record and updates every index. */
   setSplit(id: string, next: Versioned<SplitRecord> | undefined): void {
     const prev = this.splits.get(id);
+    if (prev && next && progressOnly(prev.record, next.record)) {
+      // A commit: no index moves (most split writes are these).
+      this.splits.set(id, next);
+      this.#onSplit(id, prev.record, next);
+      return;
+    }
     if (prev) this.#unindex(id, prev.record);
     if (next) {
       this.splits.set(id, next);
@@ -301,4 +307,23 @@ export class LeaderView {
   loadOfKey(key: string): number {
     return this.loadBy.get(key) ?? 0;
   }
+}
+
+/**
+ * Whether `next` differs from `prev` only by its progress (a commit of the
+ * same tenancy: same epoch, status, owner, attempts, weight and cuts): no
+ * index of the view moves and no decision of the leader changes, so the
+ * leader takes it without a pass (issue 32: every commit cost the leader a
+ * full pass, with per-member parts).
+ *
+ * @example
+ * ```ts ignore
+ * if (progressOnly(prev, next)) view.splits.set(id, { record: next, revision });
+ * ```
+ */
+export function progressOnly(prev: SplitRecord, next: SplitRecord): boolean {
+  return prev.epoch === next.epoch && prev.status === next.status && prev.attempts === next.attempts &&
+    prev.weight === next.weight && (prev.cuts ?? 0) === (next.cuts ?? 0) &&
+    (prev.residuals?.length ?? 0) === (next.residuals?.length ?? 0) && prev.parent === next.parent &&
+    prev.owner?.instance === next.owner?.instance && prev.owner?.session === next.owner?.session;
 }

@@ -83,7 +83,7 @@ export function applyOffer(tracker: AssignmentTracker, i: OfferIntent | UnofferI
   if (i.kind === "offer") tracker.offer(i.member, i.id, i.rev, i.weight, i.spare);
   else {
     tracker.unoffer(i.id, i.weight, i.requeue);
-    i.member.touch();
+    if (i.tell) i.member.touch();
   }
 }
 
@@ -283,7 +283,7 @@ class Overlay {
     c.offers--;
     c.weight = c.offers === 0 ? 0 : Math.max(0, c.weight - weight);
     this.#offeredTo.set(id, null);
-    this.intents.push({ kind: "unoffer", member: m, id, weight, requeue });
+    this.intents.push({ kind: "unoffer", member: m, id, weight, requeue, tell: true });
   }
 
   /** More offers for lanes than free lanes (a grant or a handoff filled one): the last ones go back to the pool. */

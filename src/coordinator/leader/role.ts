@@ -12,7 +12,7 @@
 import type { JobCounts, MemberRecord, Owner, PlanRecord, SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { StoreEntry } from "../../store/store.ts";
-import type { Core } from "../core.ts";
+import { type Core, decided } from "../core.ts";
 import type { Versioned } from "../versioned.ts";
 import type { LandedSplit } from "../split_records.ts";
 import { LivenessTracker } from "../liveness.ts";
@@ -23,14 +23,14 @@ import { MembershipSignature } from "./signature.ts";
 import { DeathJudge } from "./judge.ts";
 import { adoptDirectives } from "./adopt.ts";
 import { applyIntents, type Decision, type IntentAppliers, LaneLedger, type LeaderIntent } from "./intents.ts";
-import { LeaderView } from "./leader_view.ts";
+import { LeaderView, progressOnly } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 import { AssignmentTracker } from "./assignment_tracker.ts";
 import type { LaneReservation } from "./promises.ts";
 import { type OwnReleases, ReleaseHold } from "./release_hold.ts";
 import { SeedRuns } from "./seed_runs.ts";
 import { applyOffer, decideOffers, pruneDealing } from "./offers.ts";
-import { auditHeld } from "./anti_entropy.ts";
+import { decideMemberChange, decideSplitChange } from "./view_changes.ts";
 import { RetryBackoff } from "./retry_backoff.ts";
 import { Revocations } from "./revocations.ts";
 import { decideDrain } from "./revocation_rules.ts";
@@ -118,6 +118,19 @@ export class LeaderRole {
       giveUp: (i) => cuts.giveUp(i),
       offer: (i) => applyOffer(this.tracker, i),
       unoffer: (i) => applyOffer(this.tracker, i),
+      unofferAll: (i) => {
+        i.member.draining = true;
+        this.tracker.unofferAll(i.member);
+      },
+      grant: (i) => i.member.grant(i.id, i.grant),
+      forgetGrant: (i) => i.member.forgetGrant(i.id),
+      drop: (i) => i.member.drop(i.id, i.drop),
+      acknowledge: (i) => i.member.acknowledge(i.seen),
+      suspect: (i) => void (i.member.suspect = i.beats),
+      resend: (i) => {
+        for (const g of i.grants) i.member.grant(g.id, { epoch: g.epoch });
+        decided(core, "debug", "Re-sent grants to a member that may not know all its splits", "grants.resent", { member: i.member.instance, owned: i.owned, held: i.held });
+      },
     };
   }
 
@@ -179,44 +192,12 @@ export class LeaderRole {
 
   #onSplit(id: string, prev: SplitRecord | undefined, next: Versioned<SplitRecord> | undefined): void {
     const rec = next?.record;
-    const offered = this.tracker.offeredTo(id);
-    if (offered !== undefined) {
-      const rev = this.states.get(offered.instance)?.offers.get(id);
-      if (!next || rev !== next.revision) this.tracker.unoffer(id, prev?.weight ?? rec?.weight ?? 1);
-    }
-    if (prev?.owner) {
-      const st = this.states.get(prev.owner.instance);
-      const g = st?.grants.get(id)?.epoch;
-      if (st && g !== undefined && st.session === prev.owner.session) {
-        const same = rec?.status === "runnable" && rec.owner?.instance === st.instance &&
-          rec.owner.session === st.session && rec.epoch === g;
-        // Obsolete (moved on), or acknowledged: the owner itself wrote at that epoch.
-        if (!same || prev.epoch === g) st.forgetGrant(id);
-      }
-    }
+    this.#applyAll(decideSplitChange({ view: this.view, states: this.states, tracker: this.tracker, ready: this.#ready }, id, prev, next));
+    // A commit (progress only) acknowledges a grant at most: nothing else to
+    // settle, and no pass (the cut ranking reads the new estimate when it runs).
+    if (prev && rec && progressOnly(prev, rec)) return;
     this.retry.onSplit(id, prev, rec);
     this.#cuts.onSplit(id, rec);
-    const o = rec?.owner;
-    if (rec && o && rec.status === "runnable" && !prev && this.#ready) {
-      // Seeded for `o` (a split created already owned): tell it.
-      const st = this.states.get(o.instance);
-      if (st && st.session === o.session) {
-        st.grant(id, { epoch: rec.epoch });
-      }
-    } else if (rec && o && rec.status === "runnable" && prev?.owner && rec.epoch > prev.epoch) {
-      // Opened for `o` by someone else (a release to a successor, a fence, a takeover): tell it.
-      const st = this.states.get(o.instance);
-      if (st && st.session === o.session && !(prev.owner.instance === o.instance && prev.owner.session === o.session)) {
-        const why = rec.attempts > prev.attempts ? (prev.owner.instance === o.instance ? "reclaim" : "takeover") : "handoff";
-        st.grant(id, { epoch: rec.epoch, why });
-      }
-    }
-    if (rec?.status === "cancelled" && prev?.owner) {
-      const st = this.states.get(prev.owner.instance);
-      if (st && st.session === prev.owner.session) {
-        st.drop(id, { epoch: prev.epoch, reason: "cancelled" });
-      }
-    }
     this.#revocations.onSplit(id, rec, this.#core.clock.now());
     this.#core.schedule();
   }
@@ -229,8 +210,11 @@ export class LeaderRole {
       this.liveness.forget(key);
       if (st) this.#drop(st);
       this.#judge.left(instance, clock.now(), prev?.session);
-      // A member that left cleanly: its directives go with it.
-      void this.#core.store.delete(keys.assign(instance)).catch(() => {});
+      // A member that left cleanly: its directives go with it (a failed delete is
+      // left behind for good: the next session of the instance overwrites it).
+      void this.#core.store.delete(keys.assign(instance)).catch((e) =>
+        this.#core.log("warn", "Could not delete the assignment record of a member that left", { member: instance, error: String(e) })
+      );
       this.#core.schedule();
       return;
     }
@@ -244,17 +228,13 @@ export class LeaderRole {
       cur.touch();
       this.states.set(instance, cur);
     } else {
+      // The state mirrors the record it was told of.
       if (cur.maxInFlight !== r.maxInFlight || cur.draining !== (r.draining === true)) cur.touch();
       cur.maxInFlight = r.maxInFlight;
       cur.planner = r.planner === true;
-      if (r.draining && !cur.draining) {
-        cur.draining = true;
-        this.tracker.unofferAll(cur);
-      }
     }
     if (prev && prev.session !== r.session) this.#judge.replaced(instance, clock.now());
-    if (r.seen !== undefined && cur.session === r.session) cur.acknowledge(r.seen);
-    auditHeld(this.#core, this.view, cur, r);
+    this.#applyAll(decideMemberChange(this.view, cur, r));
     this.#core.schedule();
   }
 
@@ -263,8 +243,7 @@ export class LeaderRole {
     const st = this.states.get(instance);
     if (!st) return new Map();
     if (!st.draining) {
-      st.draining = true;
-      this.tracker.unofferAll(st);
+      this.#applyAll([{ kind: "unofferAll", member: st }]);
       this.#core.schedule();
     }
     // Successors for our own splits now, before our lanes stop: each
@@ -293,6 +272,7 @@ export class LeaderRole {
     if (!this.#ready || this.#stopped) return Infinity;
     const { clock } = this.#core;
     const now = clock.now();
+    this.#core.stats.leaderPasses++;
     // Each rule decides on the state the previous one's intents left.
     let next = this.#apply(this.#judge.deaths(now));
     next = Math.min(next, this.#apply(this.#judge.orphans(now)));
@@ -357,9 +337,10 @@ export class LeaderRole {
     if (w.kind === "seed" || w.kind === "residual" || w.kind === "takeover" || w.kind === "fence") {
       this.view.applyOwn(w.id, w.record, w.revision);
     } else if ((w.kind === "tenancy" || w.kind === "claim") && this.#ready && !this.#stopped) {
+      const before = this.view.splits.get(w.id);
       this.#hold.landed(this.#core.clock.now());
       this.view.applyOwn(w.id, w.record, w.revision);
-      this.#core.schedule();
+      if (!(before && before.revision < w.revision && progressOnly(before.record, w.record))) this.#core.schedule();
     }
   }
 
