@@ -17,7 +17,19 @@
  * @module
  */
 export { readFleet, type ReadFleetOptions } from "./src/fleet/read_fleet.ts";
-export type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetRate, FleetSplit, FleetState, FleetView } from "./src/fleet/types.ts";
+export type {
+  FleetCounts,
+  FleetLiveness,
+  FleetMember,
+  FleetQuery,
+  FleetRate,
+  FleetSplit,
+  FleetState,
+  FleetSummary,
+  FleetView,
+} from "./src/fleet/types.ts";
+// The jobs of a server (`splitlease jobs`, `splitlease delete`) over any backend's JobCatalog.
+export { deleteRefusal, type JobState, type JobSummary, listJobs, LIVE_WITHIN_MS, summarizeJob } from "./src/fleet/job_summary.ts";
 export {
   cancelSplit,
   type CancelResult,

@@ -184,11 +184,11 @@ export class ValueTooLargeError extends SplitleaseError {
   readonly size: number;
   /** The store's largest value in bytes, which `size` exceeds. */
   readonly limit: number;
-  /** Creates the error for `key` with the size and limit. */
-  constructor(key: string, size: number, limit: number) {
+  /** Creates the error for `key` with the size and limit (and a message that says more, if given). */
+  constructor(key: string, size: number, limit: number, message?: string) {
     super(
       "VALUE_TOO_LARGE",
-      `Value for key "${key}" is too large: ${size} bytes exceeds the limit of ${limit} bytes`,
+      message ?? `Value for key "${key}" is too large: ${size} bytes exceeds the limit of ${limit} bytes`,
     );
     this.key = key;
     this.size = size;

@@ -18,6 +18,7 @@ export {
   LeaderRecordSchema,
   type PlanRecord,
   PlanRecordSchema,
+  QUARANTINED_IDS_PUBLISHED,
 } from "./records/job.ts";
 export { type MemberRecord, MemberRecordSchema } from "./records/member.ts";
 export {

@@ -180,7 +180,8 @@ export class SplitCoordinator implements Coordinator {
     await this.#follower.open();
     await this.#membership.register();
     this.#state = "running";
-    log("info", "Joined", { instance: me.instance, session: me.session, job: config.job, timings });
+    log("info", "Joined", { instance: me.instance, session: me.session, job: config.job, maxInFlight: config.maxInFlight, leaseMs: config.leaseMs });
+    log("debug", "Timings derived from the configuration", { timings }); // about 20 intervals: not on the first info line
     this.#membership.start();
     this.#loop.schedule();
   }
@@ -250,7 +251,7 @@ export class SplitCoordinator implements Coordinator {
    */
   commit(splitId: string, epoch: number, progress: SplitProgress, options: CommitOptions = {}): Promise<void> {
     this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
-    return this.#tenancies.commit(splitId, epoch, progress, options.final ?? false);
+    return this.#tenancies.commit(splitId, epoch, progress, options.final ?? false, options.records ?? 0);
   }
 
   /** Graceful release: no attempt consumed (to the successor of a revocation, if one was named). */

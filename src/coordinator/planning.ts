@@ -237,7 +237,7 @@ export class Planning {
       }
       const descriptor = s.descriptor === undefined ? null : s.descriptor;
       const size = encoder.encode(JSON.stringify(descriptor)).byteLength;
-      if (size > MAX_VALUE_BYTES - 1024) throw new ValueTooLargeError(keys.spec(s.id), size, MAX_VALUE_BYTES - 1024);
+      if (size > MAX_VALUE_BYTES - 1024) throw descriptorTooLarge(s.id, size, MAX_VALUE_BYTES - 1024);
       if (duplicates.length === 0) planned.push({ id: s.id, weight, descriptor });
     }
     if (duplicates.length > 0) {
@@ -263,4 +263,20 @@ export class Planning {
     if (failure) throw failure;
     return { created, ids };
   }
+}
+
+/**
+ * A planned descriptor too large for the store, named by its split with
+ * what to do: a descriptor says where the work is, not the work itself.
+ */
+function descriptorTooLarge(id: string, size: number, limit: number): ValueTooLargeError {
+  const kib = (n: number) => `${(n / 1024).toFixed(n < 10 * 1024 ? 1 : 0)} KiB`;
+  return new ValueTooLargeError(
+    keys.spec(id),
+    size,
+    limit,
+    `The descriptor of split "${id}" is ${kib(size)} of JSON (${size} bytes); a descriptor may be at most ${kib(limit)}. ` +
+      "Keep the data out of the plan: store it elsewhere (an object store, a table, a file) and put a reference in the " +
+      "descriptor (its object key, URL or row range), which the split's run() reads",
+  );
 }

@@ -216,8 +216,9 @@ export class Tenancies {
   }
 
   /** Fenced progress commit; `final` completes the split and ends the tenancy. */
-  async commit(id: string, epoch: number, progress: SplitProgress, final: boolean): Promise<void> {
-    const { tenancy: t } = await this.#cas(id, epoch, final, (r) => commitRecord(id, r, progress, final, this.#core.clock.wallNow()), final ? "complete" : "commit");
+  async commit(id: string, epoch: number, progress: SplitProgress, final: boolean, records = 0): Promise<void> {
+    const make = (r: SplitRecord) => commitRecord(id, r, progress, final, this.#core.clock.wallNow(), records);
+    const { tenancy: t } = await this.#cas(id, epoch, final, make, final ? "complete" : "commit");
     if (final) this.#core.log("debug", "Completed split", { split: id, epoch });
     else if (this.held.get(id) === t && t.draining && t.cancelled) {
       this.#armNoProgress(id, t); // progress during a withdrawn drain keeps it alive

@@ -94,6 +94,7 @@ export function commitRecord(
   progress: SplitProgress,
   final: boolean,
   at: number = Date.now(),
+  records = 0,
 ): SplitRecord {
   const prev = r.progress?.watermark;
   if (prev !== undefined && progress.watermark !== undefined && compareWatermarks(prev, progress.watermark) > 0) {
@@ -115,7 +116,13 @@ export function commitRecord(
   if (state !== undefined) merged.state = state;
   const estimate = progress.estimate ?? r.progress?.estimate;
   if (estimate !== undefined) merged.estimate = final ? { ...estimate, left: 0 } : estimate;
-  return final ? withTenancy({ ...r, progress: merged, status: "completed", owner: null }, at, "completed") : { ...r, progress: merged };
+  if (!(Number.isInteger(records) && records >= 0)) {
+    throw new SplitleaseError("INVALID_ARGUMENT", `Records of a commit of split "${splitId}" must be an integer >= 0, got ${records}`);
+  }
+  const counted = records > 0 ? { records: (r.records ?? 0) + records } : {};
+  return final
+    ? withTenancy({ ...r, ...counted, progress: merged, status: "completed", owner: null }, at, "completed")
+    : { ...r, ...counted, progress: merged };
 }
 
 /**

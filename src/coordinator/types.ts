@@ -234,7 +234,11 @@ export interface CoordinatorStatus {
     quarantined: number;
     cancelled: number;
   };
-  /** Ids of quarantined splits (known on the leader; empty elsewhere). */
+  /**
+   * Ids of quarantined splits, by id: every one on the leader; elsewhere
+   * the first 20 its last beat published (`counts.quarantined` counts
+   * them all; `/fleet?state=quarantined` lists them all).
+   */
   quarantined: string[];
   /** Job outcome once known. */
   outcome: "allComplete" | "stalled" | "planFailed" | null;
@@ -275,6 +279,8 @@ export type Logger = (
 export interface CommitOptions {
   /** Terminal commit: the split is marked `completed` and leaves this worker. */
   final?: boolean;
+  /** Records this commit covers (an integer >= 0), summed into the split record's `records`. */
+  records?: number;
 }
 
 /**

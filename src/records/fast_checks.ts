@@ -42,6 +42,7 @@ export function isSplitRecord(x: unknown): x is SplitRecord {
   if (x.parent !== undefined && !(typeof x.parent === "string" && ID_RE.test(x.parent))) return false;
   if (x.root !== undefined && !(typeof x.root === "string" && ID_RE.test(x.root))) return false;
   if (x.cuts !== undefined && !isCount(x.cuts)) return false;
+  if (x.records !== undefined && !isCount(x.records)) return false;
   if (x.residuals !== undefined) {
     if (!Array.isArray(x.residuals) || x.residuals.length > 4 * MAX_RESIDUALS || !x.residuals.every(isResidual)) return false;
   }

@@ -267,6 +267,13 @@ export interface SplitRecord {
   /** How many times this split's remaining work was cut (its owner's answers to the leader's asks). */
   cuts?: number;
   /**
+   * Records its owners reported with the commits that landed (`lane.commit(…,
+   * { records })`), summed: the records behind its durable progress, since
+   * a takeover replays only what was not committed. Absent until a commit
+   * reports some.
+   */
+  records?: number;
+  /**
    * Splits cut from this one whose records may not exist yet: written with
    * the cut, in one CAS at the owner's epoch, and created (if absent) by
    * whoever sees them first, the owner or the leader. Dropped from the
@@ -414,5 +421,6 @@ export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
   parent: id.optional(),
   root: id.optional(),
   cuts: count.optional(),
+  records: count.optional(),
   residuals: z.array(ResidualSchema).max(4 * MAX_RESIDUALS).optional(),
 });

@@ -199,6 +199,7 @@ export class LaneOps<D> {
     try {
       this.#checkActive(lane);
       this.#checkProgress(lane, progress);
+      checkRecords(lane.splitId, opts);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -233,7 +234,7 @@ export class LaneOps<D> {
       lane.pendingRecords = 0;
       lane.lastWriteAt = this.#d.clock.now();
       try {
-        await this.#d.coordinator.commit(lane.splitId, lane.epoch, progress);
+        await this.#d.coordinator.commit(lane.splitId, lane.epoch, progress, records > 0 ? { records } : undefined);
       } catch (e) {
         if (!(e instanceof FencedError) && lane.pending === undefined) {
           // Keep it for the next write (outage): progress may replay, never regress.
@@ -281,6 +282,7 @@ export class LaneOps<D> {
     this.#checkActive(lane);
     const final = progress ?? lane.accepted ?? {};
     if (progress) this.#checkProgress(lane, progress);
+    checkRecords(lane.splitId, opts);
     if (lane.flushTimer !== null) this.#d.clock.clearTimeout(lane.flushTimer);
     lane.flushTimer = null;
     lane.closed = true;
@@ -290,7 +292,7 @@ export class LaneOps<D> {
     lane.pendingRecords = 0;
     const run = lane.writeChain.catch(() => {}).then(async () => {
       try {
-        await this.#d.coordinator.commit(lane.splitId, lane.epoch, final, { final: true });
+        await this.#d.coordinator.commit(lane.splitId, lane.epoch, final, { final: true, ...(records > 0 ? { records } : {}) });
       } catch (e) {
         lane.terminal = null;
         if (!(e instanceof FencedError)) lane.closed = false; // outage: the source may retry
@@ -337,5 +339,13 @@ export class LaneOps<D> {
       if (!(e instanceof FencedError)) this.#d.orphan(lane.splitId);
       throw e;
     }
+  }
+}
+
+/** Refuses a records count that is not an integer >= 0 (it is summed into the split record). */
+function checkRecords(splitId: string, opts: LaneCommitOptions | undefined): void {
+  const n = opts?.records;
+  if (n !== undefined && !(Number.isInteger(n) && n >= 0)) {
+    throw new SplitleaseError("INVALID_ARGUMENT", `records of a commit of split ${splitId} must be an integer >= 0, got ${JSON.stringify(n)}`);
   }
 }

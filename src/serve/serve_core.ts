@@ -167,11 +167,12 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
   const done = worker.done.then(async (outcome): Promise<ServeResult> => {
     const exitCode = exitCodeFor(outcome);
     if (life.idlesAfter(outcome, exitCode, options.afterCompletion)) {
-      // The job is done: the store is no longer needed, the HTTP app is (probes, /status).
-      await closeStore();
+      // The job is done; the HTTP app stays (probes, /status) and so does the
+      // store: the fleet page and /fleet show the finished job from its records.
       await life.idle(outcome.kind === "drained" ? outcome.reason : outcome.kind);
       unsubscribe();
       await closeServer();
+      await closeStore();
     } else {
       unsubscribe();
       await closeServer();

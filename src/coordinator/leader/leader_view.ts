@@ -81,6 +81,12 @@ export class LeaderView {
   readonly pendingResiduals: Map<string, { parent: string; residual: Residual }> = new Map();
   /** Split records cut from running ones (residuals). */
   cut = 0;
+  /**
+   * How long a split's last tenancy ran before it completed, on average over
+   * the recent completions (an exponential average; `undefined` before the
+   * first): how much work a lane gets through while no leader deals.
+   */
+  splitMs: number | undefined;
   /** Splits whose record lists residuals (a removed split is looked up only among them). */
   readonly #listing = new Set<string>();
   /** Free splits whose last owner died (their next claim is a takeover, for the claimer's log). */
@@ -250,6 +256,7 @@ export class LeaderView {
     if (r.residuals) for (const x of r.residuals) if (!this.splits.has(x.id)) this.pendingResiduals.set(x.id, { parent: id, residual: x });
     this.counts[r.status]++;
     if (r.status === "quarantined") this.quarantined.add(id);
+    if (r.status === "completed") this.#timeCompletion(r);
     if (r.status !== "runnable") return;
     this.runnableWeight += r.weight;
     if (!r.owner) {
@@ -262,6 +269,14 @@ export class LeaderView {
     if (!set) this.byOwner.set(k, (set = new Set()));
     set.add(id);
     this.loadBy.set(k, (this.loadBy.get(k) ?? 0) + r.weight);
+  }
+
+  /** Folds a completed split's last tenancy into {@linkcode LeaderView.splitMs}. */
+  #timeCompletion(r: SplitRecord): void {
+    const t = r.tenancies?.at(-1);
+    if (t?.to === undefined || t.end !== "completed" || !(t.to >= t.from)) return;
+    const ms = t.to - t.from;
+    this.splitMs = this.splitMs === undefined ? ms : 0.9 * this.splitMs + 0.1 * ms;
   }
 
   #unindex(id: string, r: SplitRecord): void {

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { JobCounts, MemberRecord, Owner, PlanRecord, SplitRecord } from "../../records.ts";
+import { type JobCounts, type MemberRecord, type Owner, type PlanRecord, QUARANTINED_IDS_PUBLISHED, type SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { StoreEntry } from "../../store/store.ts";
 import { type Core, decided } from "../core.ts";
@@ -277,7 +277,14 @@ export class LeaderRole {
     let next = this.#apply(this.#judge.deaths(now));
     next = Math.min(next, this.#apply(this.#judge.orphans(now)));
     next = Math.min(next, this.retry.expire(now, (id) => this.view.requeue(id))); // offerable again
-    const offers = { view: this.view, states: this.states, tracker: this.tracker, withheld: (id: string) => this.retry.has(id) };
+    const offers = {
+      view: this.view,
+      states: this.states,
+      tracker: this.tracker,
+      withheld: (id: string) => this.retry.has(id),
+      own: this.#core.me.instance,
+      coverMs: 1.5 * this.#core.config.leaseMs,
+    };
     this.#applyAll(decideOffers(offers));
     pruneDealing(offers);
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
@@ -374,6 +381,7 @@ export class LeaderRole {
     const c = this.view.counts;
     const counts: JobCounts = { members: this.states.size, unowned: this.view.free.size, ...c };
     if (this.view.cut > 0) counts.cut = this.view.cut;
+    if (this.view.quarantined.size > 0) counts.quarantinedIds = [...this.view.quarantined].sort().slice(0, QUARANTINED_IDS_PUBLISHED);
     return counts;
   }
 }
