@@ -78,7 +78,7 @@ export class LeaderRole {
     this.term = term;
     this.#onDeposed = onDeposed;
     this.retry = new RetryBackoff(core);
-    this.view = new LeaderView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n));
+    this.view = new LeaderView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n), () => core.clock.now());
     this.tracker = new AssignmentTracker(this.view, this.states);
     this.#watches = new WatchSet(core, (f, ev) => {
       if (!this.#stopped) this.view.apply(f, ev);
