@@ -60,7 +60,7 @@ export type {
 // Where the records above live in the bucket (`keys.member(id)` holds a MemberRecord).
 export { type KeyLayout, keys } from "./src/store/keys.ts";
 export type { CoordinatorStats, Histogram } from "./src/coordinator/coordinator_stats.ts";
-export type { CutAnswer } from "./src/coordinator/types.ts";
+export type { CutAnswer, FailOptions } from "./src/coordinator/types.ts";
 export type { LaneInfo, WorkerStats } from "./src/runtime/worker_types.ts";
 export { InvalidRecordError, type RecordIssue } from "./src/errors.ts";
 export {

@@ -215,8 +215,12 @@ export const mutants = [
     breaks: "the residuals of a cut are created before the cut lands on the parent (a crash in between leaves a range in two splits)",
     edits: [{
       file: C + "tenancies.ts",
-      search: "t.cut = { cut, landed: false };\n    await this.#cas(id, epoch, false, (r) => r);",
-      replace: "t.cut = { cut, landed: false };\n    await createResiduals(this.#core, id, t, cut.residuals);\n    await this.#cas(id, epoch, false, (r) => r);",
+      search: 'import { carryCut, cutLanded } from "./cut_writes.ts";',
+      replace: 'import { carryCut, createResiduals, cutLanded } from "./cut_writes.ts";',
+    }, {
+      file: C + "tenancies.ts",
+      search: 't.cut = { cut, landed: false };\n    await this.#cas(id, epoch, false, (r) => r, "cut");',
+      replace: 't.cut = { cut, landed: false };\n    await createResiduals(this.#core, id, t, cut.residuals);\n    await this.#cas(id, epoch, false, (r) => r, "cut");',
     }],
     suites: ["sim"],
   },

@@ -100,6 +100,15 @@ function progress(s: FleetSplit): string {
   return s.progress.watermark === null ? "(state)" : String(s.progress.watermark);
 }
 
+/** A failure under its split: when, who, what, and the stack's first frame (the rest is in `--json`). */
+function failureLines(f: FleetSplit["failures"][number]): string[] {
+  const line = `    ${iso(f.at)} ${f.worker}: ${f.message}`;
+  const first = f.stack?.split("\n", 1)[0];
+  if (!first) return [line];
+  const more = f.stack!.includes("\n") ? " (full stack: --json)" : "";
+  return [line, `      ${first}${more}`];
+}
+
 /**
  * A split's state as `splits` prints it, in the words of the query: a
  * runnable split is `runnable` when the query asked for `runnable`, else
@@ -118,7 +127,7 @@ export function formatSplits(v: FleetView): string {
   const failures = new Map<number, string[]>();
   for (const s of v.splits) {
     rows.push([s.id, stateWord(s, v.page.state), s.owner ?? "-", String(s.epoch), String(s.attempts), progress(s), s.descriptor ?? "(spec record)", s.parent ?? "-"]);
-    if (s.failures.length) failures.set(rows.length - 1, s.failures.map((f) => `    ${iso(f.at)} ${f.worker}: ${f.message}`));
+    if (s.failures.length) failures.set(rows.length - 1, s.failures.flatMap(failureLines));
     else if (s.lastFailure) failures.set(rows.length - 1, [`    last failure: ${s.lastFailure}`]);
   }
   const lines = table(["SPLIT", "STATE", "OWNER", "EPOCH", "ATTEMPTS", "PROGRESS", "DESCRIPTOR", "CUT FROM"], rows).split("\n");

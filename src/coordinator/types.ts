@@ -284,6 +284,27 @@ export interface CommitOptions {
 }
 
 /**
+ * Options of {@linkcode Coordinator.fail}.
+ *
+ * @example
+ * ```ts
+ * import type { Coordinator } from "@splitlease/splitlease";
+ * import type { FailOptions } from "@splitlease/splitlease/admin";
+ * declare const c: Coordinator;
+ * const error = new Error("ECONNRESET");
+ * const options: FailOptions = { stack: error.stack };
+ * await c.fail("split-1", 3, `run threw: ${error.message}`, options);
+ * ```
+ */
+export interface FailOptions {
+  /**
+   * The failing error's stack: its first frames join the split's failure
+   * history (bounded; shown by the fleet page and `splitlease splits`).
+   */
+  stack?: string;
+}
+
+/**
  * What a worker runtime needs from a coordinator. `SplitCoordinator`
  * implements it; tests may script their own.
   *
@@ -319,8 +340,8 @@ export interface Coordinator extends AsyncDisposable, AsyncIterable<Coordination
    * released to its thief. Splits no longer held are ignored.
    */
   release(splitIds: readonly string[]): Promise<void>;
-  /** Reports a poison split: consumes an attempt; quarantines at the cap. */
-  fail(splitId: string, epoch: number, reason: string): Promise<void>;
+  /** Reports a poison split: consumes an attempt; quarantines at the cap (with the error's stack in `options`, kept in its failure history). */
+  fail(splitId: string, epoch: number, reason: string, options?: FailOptions): Promise<void>;
   /**
    * Cuts a held split's remaining work (an answer to `splitRequested`):
    * one CAS at `epoch` shrinks its descriptor to `cut.keep` and records the

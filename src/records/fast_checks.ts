@@ -65,7 +65,7 @@ const isTenancy = (t: unknown): boolean =>
 
 const isFailure = (f: unknown): boolean =>
   isObj(f) && typeof f.at === "number" && Number.isFinite(f.at) && typeof f.worker === "string" &&
-  typeof f.message === "string";
+  typeof f.message === "string" && (f.stack === undefined || typeof f.stack === "string");
 
 function isMemberRecord(x: unknown): x is MemberRecord {
   return isObj(x) && x.v === 2 && typeof x.session === "string" && x.session.length > 0 && isCount(x.maxInFlight) &&

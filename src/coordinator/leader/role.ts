@@ -12,7 +12,7 @@
 import { type JobCounts, type MemberRecord, type Owner, type PlanRecord, QUARANTINED_IDS_PUBLISHED, type SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { StoreEntry } from "../../store/store.ts";
-import type { Core } from "../core.ts";
+import { type Core, decided } from "../core.ts";
 import type { Versioned } from "../versioned.ts";
 import type { LandedSplit } from "../split_records.ts";
 import { LivenessTracker } from "../liveness.ts";
@@ -129,7 +129,7 @@ export class LeaderRole {
       suspect: (i) => void (i.member.suspect = i.beats),
       resend: (i) => {
         for (const g of i.grants) i.member.grant(g.id, { epoch: g.epoch });
-        core.log("debug", "Re-sent grants to a member that may not know all its splits", { member: i.member.instance, owned: i.owned, held: i.held });
+        decided(core, "debug", "Re-sent grants to a member that may not know all its splits", "grants.resent", { member: i.member.instance, owned: i.owned, held: i.held });
       },
     };
   }
