@@ -826,6 +826,12 @@ export const mutants = [
     suites: ["store29", "store"],
   },
   {
+    name: "operator-drain-unnoticed",
+    breaks: "a worker never reads that an operator drained its member: its coordinator hands the splits back, and the worker runs on idle instead of finishing",
+    edits: [{ file: "src/runtime/worker_status.ts", search: "if (state === \"draining\" && !this.#d.draining()", replace: "if (state === \"stopped\" && !this.#d.draining()" }],
+    suites: ["runtime"],
+  },
+  {
     name: "lane-accepts-regression",
     breaks: "a lane accepts a watermark below the one it accepted before",
     edits: [{
