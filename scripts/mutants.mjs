@@ -836,6 +836,12 @@ export const mutants = [
     suites: ["tracing"],
   },
   {
+    name: "drain-release-unanswered",
+    breaks: "a draining follower releases a split its source stopped at once without waiting for the leader's answer: it goes to nobody, and the member it is dealt to claims it with a write of its own instead of starting it on a grant",
+    edits: [{ file: "src/coordinator/tenancies.ts", search: "    if (!answered && !to) t.unanswered = () => {};\n", replace: "" }],
+    suites: ["coordinator"],
+  },
+  {
     name: "operator-drain-unnoticed",
     breaks: "a worker never reads that an operator drained its member: its coordinator hands the splits back, and the worker runs on idle instead of finishing",
     edits: [{ file: "src/runtime/worker_status.ts", search: "if (state === \"draining\" && !this.#d.draining()", replace: "if (state === \"stopped\" && !this.#d.draining()" }],

@@ -301,7 +301,7 @@ export class SplitCoordinator implements Coordinator {
     const announced = this.#membership.announceDraining();
     // As the leader we name our splits' successors ourselves, at once.
     const successors = this.#leadership.role?.draining(this.#core.me.instance);
-    for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, successors?.get(id) ?? null, false);
+    for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, successors?.get(id) ?? null, false, successors !== undefined);
     await announced;
     await this.#tenancies.whenEmpty();
   }
