@@ -226,13 +226,10 @@ export function assignmentScenarios(b: Backend): void {
     assert.ok(await f.until(() => bee.held.length === 12, f.timings.leaseMs / 2), `b holds ${bee.held.length} of 12`);
     const kinds = bee.gained().map((g) => String(g.kind));
     const handed = kinds.filter((k) => k === "handoff").length;
-    // On nats-server the leader's answer can take longer than the wait
-    // (spareClaimAfterMs, 20 ms at this lease): Deno's WebSocket client
-    // leaves Nagle's algorithm on, so a write that follows an unanswered one
-    // (the client's flow-control replies) waits 40 ms for the server's
-    // delayed ACK. There the releases may go to nobody, as before the wait.
+    // On a real server a loaded machine may keep the leader's answer past
+    // the wait (spareClaimAfterMs, 20 ms at this lease): most still go by name.
     if (b.name === "memory") assert.deepEqual(kinds, Array(12).fill("handoff"), kinds.join());
-    else assert.equal(handed + kinds.filter((k) => k === "claim").length, 12, kinds.join());
+    else assert.ok(handed >= 6, `started on the leader's grant (handoff), not claimed: ${kinds.join()}`);
     for (const id of splits(12).map((s) => s.id)) assert.equal((await splitRecord(rawStore(f), id)).attempts, 0, `${id}: no attempt charged`);
   });
 
