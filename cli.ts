@@ -50,7 +50,7 @@ const { NatsStore } = await import("./src/nats/nats_store.ts");
 const { transportFor } = await import("./adapters/nats_tcp.ts");
 const { NatsJobCatalog } = await import("./src/nats/nats_jobs.ts");
 const { SplitCoordinator } = await import("./src/coordinator/coordinator.ts");
-const { jsonLogger } = await import("./src/runtime/logger.ts");
+const { jsonLogger } = await import("./src/util/logger.ts");
 
 const out = (text: string) => process.stdout.write(text + "\n");
 const err = (text: string) => process.stderr.write(text + "\n");

@@ -128,7 +128,7 @@ export const mutants = [
     name: "open-no-epoch-bump",
     breaks: "a claim, grant or takeover keeps the epoch: two owners share one fencing token",
     edits: [{
-      file: C + "transitions.ts",
+      file: "src/records/transitions.ts",
       search: "const next: SplitRecord = { ...r, epoch: r.epoch + 1, owner: to ?",
       replace: "const next: SplitRecord = { ...r, epoch: r.epoch, owner: to ?",
     }],
@@ -138,7 +138,7 @@ export const mutants = [
     name: "handoff-no-epoch-bump",
     breaks: "a release to a named successor keeps the epoch: the successor writes at the releaser's fencing token",
     edits: [{
-      file: C + "transitions.ts",
+      file: "src/records/transitions.ts",
       search: "const next: SplitRecord = { ...r, epoch: r.epoch + 1, owner: { instance: to.instance",
       replace: "const next: SplitRecord = { ...r, owner: { instance: to.instance",
     }],
@@ -173,7 +173,7 @@ export const mutants = [
     name: "commit-lower-watermark",
     breaks: "commitRecord accepts a watermark below the committed one (durable progress regresses)",
     edits: [{
-      file: C + "transitions.ts",
+      file: "src/records/transitions.ts",
       search: "compareWatermarks(prev, progress.watermark) > 0",
       replace: "compareWatermarks(prev, progress.watermark) > 0 && false",
     }],
@@ -183,7 +183,7 @@ export const mutants = [
     name: "release-charges",
     breaks: "a graceful release to nobody consumes an attempt",
     edits: [{
-      file: C + "transitions.ts",
+      file: "src/records/transitions.ts",
       search: "if (!to) return withTenancy({ ...r, owner: null }, at, end);",
       replace: "if (!to) return withTenancy({ ...r, owner: null, attempts: r.attempts + 1 }, at, end);",
     }],
@@ -309,7 +309,7 @@ export const mutants = [
     name: "heldby-ignores-status",
     breaks: "a record counts as held by us whatever its status: a conflicting write of ours is retried over a split that completed or was quarantined",
     edits: [{
-      file: C + "transitions.ts",
+      file: "src/records/transitions.ts",
       search: 'return r.status === "runnable" && r.epoch === epoch',
       replace: "return r.epoch === epoch",
     }],
@@ -1425,7 +1425,7 @@ export const mutants = [
   {
     name: "commit-final-keeps-tenancy-open",
     breaks: "a completion leaves its tenancy open: the record holds no completion time, so the rate and ETA never count it",
-    edits: [{ file: "src/coordinator/transitions.ts", search: "owner: null }, at, \"completed\")", replace: "owner: null }, at, null)" }],
+    edits: [{ file: "src/records/transitions.ts", search: "owner: null }, at, \"completed\")", replace: "owner: null }, at, null)" }],
     suites: ["unit"],
   },
   {

@@ -12,7 +12,7 @@ import type { ClaimRecovery } from "./claim_recovery.ts";
 import type { DormantTenancies } from "./dormant.ts";
 import type { SpecReader } from "./spec_reader.ts";
 import type { Tenancies } from "./tenancies.ts";
-import { heldBy, openRecord } from "./transitions.ts";
+import { heldBy, openRecord } from "../records/transitions.ts";
 
 /** Most claims one worker has in flight at once (a heartbeat must not queue behind a thousand writes). */
 const CLAIM_WAVE = 32;

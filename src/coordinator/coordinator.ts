@@ -31,7 +31,8 @@ import { Tenancies } from "./tenancies.ts";
 import { timings } from "./timings.ts";
 import type { OwnReleases } from "./leader/release_hold.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
-import type { CommitOptions, CoordinationEvent, FailOptions, Coordinator, CoordinatorStatus, CutAnswer, Logger } from "./types.ts";
+import type { CommitOptions, CoordinationEvent, FailOptions, Coordinator, CoordinatorStatus, CutAnswer } from "./types.ts";
+import type { Logger } from "../util/logger.ts";
 
 
 const silent: Logger = () => {};

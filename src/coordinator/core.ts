@@ -19,7 +19,8 @@ import type { ReplacedRecords } from "./replaced_records.ts";
 import type { SplitRecords } from "./split_records.ts";
 import type { Timings } from "./timings.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
-import type { Clock, CoordinationEvent, Logger } from "./types.ts";
+import type { Clock, CoordinationEvent } from "./types.ts";
+import type { Logger } from "../util/logger.ts";
 
 /** Shared state of one coordinator's parts. */
 export interface Core {

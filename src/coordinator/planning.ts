@@ -24,7 +24,7 @@ import { causedBy, type Core } from "./core.ts";
 import type { Span } from "@opentelemetry/api";
 import { failSpan, within } from "../tracing/spans.ts";
 import type { LeaderRole } from "./leader/role.ts";
-import { openRecord, seedRecord } from "./transitions.ts";
+import { openRecord, seedRecord } from "../records/transitions.ts";
 import type { PlannedSplit, Planner } from "./types.ts";
 
 const encoder = new TextEncoder();

@@ -12,7 +12,7 @@ import { makeCut, specOf } from "./cuts.ts";
 import { carryCut, cutLanded } from "./cut_writes.ts";
 import type { Core } from "./core.ts";
 import { bump } from "./stats.ts";
-import { commitRecord, failRecord, heldBy, releaseRecord } from "./transitions.ts";
+import { commitRecord, failRecord, heldBy, releaseRecord } from "../records/transitions.ts";
 import type { Dormant, Tenancy } from "./tenancy.ts";
 import type { CutAnswer, LostReason } from "./types.ts";
 
