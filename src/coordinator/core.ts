@@ -3,9 +3,10 @@
  * store and its split-record gateway, clock, randomness, config and the
  * timings derived from it, logger, identity, stats, replaced records, event
  * channel, and a way to ask for a pass. No part reaches another through it;
- * what passes between the member and leader sides passes as arguments of
- * the reconcile pass. One instance per coordinator (and one per leader term
- * and planner run, tracing their store operations: {@linkcode causedBy}).
+ * what passes between the member wing (`member/`) and the leader wing
+ * (`leader/`) passes as arguments of the reconcile pass. One instance per
+ * coordinator (and one per leader term and planner run, tracing their
+ * store operations: {@linkcode causedBy}).
  *
  * @module
  */
