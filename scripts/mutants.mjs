@@ -1513,7 +1513,7 @@ export const mutants = [
     name: "resume-frees-lane-early",
     breaks: "a split being resumed after a self-fence does not take a lane while its CAS is out: the lane is claimed meanwhile, and the resume puts the member past maxInFlight",
     edits: [{ file: C + "member/dormant.ts", search: "return this.#entries.size + this.#resuming.size;", replace: "return this.#entries.size;" }],
-    suites: ["sim"],
+    suites: ["coordinator", "sim"],
   },
   {
     name: "new-leader-dates-from-sighting",
