@@ -7,7 +7,8 @@
  */
 import type { JoinOptions } from "../coordinator/join_options.ts";
 import type { CoordinatorTunables } from "../coordinator/config.ts";
-import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import type { Clock, Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { SplitleaseError } from "../errors.ts";
 import type { Store } from "../store/store.ts";
 import type { SplitSource } from "./source.ts";

@@ -9,7 +9,7 @@ import { SplitCoordinator } from "../coordinator/coordinator.ts";
 import type { Clock, Coordinator } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { systemClock } from "../coordinator/clock.ts";
-import { jsonLogger } from "./logger.ts";
+import { jsonLogger } from "../util/logger.ts";
 import { startWorker } from "./worker.ts";
 import type { WorkerOutcome } from "./worker_types.ts";
 import { pickTunables } from "../coordinator/config.ts";

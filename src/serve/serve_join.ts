@@ -8,7 +8,8 @@
 import type { JoinOptions } from "../coordinator/join_options.ts";
 import { SplitCoordinator } from "../coordinator/coordinator.ts";
 import { pickTunables } from "../coordinator/config.ts";
-import type { Coordinator, Logger } from "../coordinator/types.ts";
+import type { Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { SplitleaseError } from "../errors.ts";
 import { EXIT_ERROR } from "../runtime/exit_codes.ts";
 import type { Store } from "../store/store.ts";

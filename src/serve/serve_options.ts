@@ -6,7 +6,8 @@
  */
 import type { JoinOptions } from "../coordinator/join_options.ts";
 import type { CoordinatorTunables } from "../coordinator/config.ts";
-import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import type { Clock, Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { SplitleaseError } from "../errors.ts";
 import type { HonoApp } from "../http/app.ts";
 import { checkDrainOptions } from "../http/drain_auth.ts";

@@ -4,10 +4,10 @@
  *
  * @module
  */
-import type { Owner, SplitRecord } from "../records.ts";
-import type { Cut } from "./cuts.ts";
-import type { TenancyTrace } from "../tracing/tenancy_trace.ts";
-import type { SplitSpec } from "./types.ts";
+import type { Owner, SplitRecord } from "../../records.ts";
+import type { Cut } from "../cuts.ts";
+import type { TenancyTrace } from "../../tracing/tenancy_trace.ts";
+import type { SplitSpec } from "../types.ts";
 
 /**
  * One tenancy of a held split.

@@ -6,15 +6,15 @@
  *
  * @module
  */
-import { FencedError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
-import type { Owner, SplitProgress, SplitRecord } from "../records.ts";
-import { makeCut, specOf } from "./cuts.ts";
+import { FencedError, SplitleaseError, StoreUnavailableError } from "../../errors.ts";
+import type { Owner, SplitProgress, SplitRecord } from "../../records.ts";
+import { makeCut, specOf } from "../cuts.ts";
 import { carryCut, cutLanded } from "./cut_writes.ts";
-import type { Core } from "./core.ts";
-import { bump } from "./stats.ts";
-import { commitRecord, failRecord, heldBy, releaseRecord } from "./transitions.ts";
+import type { Core } from "../core.ts";
+import { bump } from "../stats.ts";
+import { commitRecord, failRecord, heldBy, releaseRecord } from "../../records/transitions.ts";
 import type { Dormant, Tenancy } from "./tenancy.ts";
-import type { CutAnswer, LostReason } from "./types.ts";
+import type { CutAnswer, LostReason } from "../types.ts";
 
 /** Held splits of one worker. */
 export class Tenancies {
