@@ -838,7 +838,7 @@ export const mutants = [
   {
     name: "drain-release-unanswered",
     breaks: "a draining follower releases a split its source stopped at once without waiting for the leader's answer: it goes to nobody, and the member it is dealt to claims it with a write of its own instead of starting it on a grant",
-    edits: [{ file: "src/coordinator/tenancies.ts", search: "    if (!answered && !to) t.unanswered = () => {};\n", replace: "" }],
+    edits: [{ file: "src/coordinator/member/tenancies.ts", search: "    if (!answered && !to) t.unanswered = () => {};\n", replace: "" }],
     suites: ["coordinator"],
   },
   {
