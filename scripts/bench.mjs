@@ -3,7 +3,8 @@
 // Bun or Node spawn them from node_modules/.bin themselves), prints each
 // bench's output, then a summary table of the `::result {...}` rows the
 // benches print (each with the ratio measured in that run).
-// `npm run bench -- coordinator` runs only the benches whose name matches.
+// `npm run bench -- coordinator` runs only the benches whose name matches
+// (`-` and `_` alike: `leader-load` runs bench/leader_load_bench.ts).
 // `--nats=current,2.9,current-r3` picks the NATS setups of the benches that
 // take one (scale's grid cells, peers: once per setup); default `current`.
 // The servers are found as `npm test` finds them (scripts/nats_server_bin.mjs),
@@ -39,7 +40,7 @@ const natsEnv = {
 
 const benches = readdirSync(join(root, "bench"))
   .filter((f) => f.endsWith("_bench.ts"))
-  .filter((f) => !only.length || only.some((o) => f.includes(o)))
+  .filter((f) => !only.length || only.some((o) => f.replace(/_/g, "-").includes(o.replace(/_/g, "-"))))
   .sort();
 
 function run(file, extraEnv = {}) {
