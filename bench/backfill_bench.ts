@@ -81,10 +81,11 @@ import { wsconnect } from "@nats-io/nats-core";
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy } from "@nats-io/jetstream";
 import { setupKinds, startNats } from "./_servers.ts";
 import { result } from "./_common.ts";
-import { bin, Child, cpuSeconds, fileStamp, nodeBundle, onInterrupt, redisDeleteKeys, sleep, wallNow } from "./_procs.ts";
+import { bin, Child, cpuSeconds, fileStamp, nodeBundle, onInterrupt, redisDeleteKeys, sleep, wallNow, writeResults } from "./_procs.ts";
+import { crashFloor, cutAsks, type Ev, idleLaneTime, largestBurst } from "./backfill_timeline.ts";
 import { startRedis } from "../scripts/services.mjs";
 
-type System = "cuts" | "cuts-plain" | "weights" | "plain" | "jetstream" | "bullmq";
+type System = "cuts" | "cuts-plain" | "weights" | "plain" | "jetstream" | "bullmq" | "none";
 type Input = "skewed" | "uniform";
 interface Config {
   name: string;
@@ -100,7 +101,9 @@ const HEAVY = num("BENCH_BACKFILL_HEAVY", 20);
 const MS = num("BENCH_BACKFILL_MS_PER_RECORD", 2);
 const BATCH = num("BENCH_BACKFILL_BATCH", 100);
 const LEASE = num("BENCH_BACKFILL_LEASE_MS", 5000);
-const SYSTEMS = (Deno.env.get("BENCH_BACKFILL_SYSTEMS") ?? "cuts,cuts-plain,weights,plain,jetstream,bullmq").split(",").filter(Boolean) as System[];
+const SYSTEMS = (Deno.env.get("BENCH_BACKFILL_SYSTEMS") ?? "cuts,cuts-plain,weights,plain,jetstream,bullmq,none").split(",").filter(Boolean) as System[];
+/** Extra Deno flags for the Deno workers (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"). */
+const DENO_FLAGS = (Deno.env.get("BENCH_BACKFILL_DENO_FLAGS") ?? "").split(" ").filter(Boolean);
 const killOnly = Deno.env.get("BENCH_BACKFILL_KILL") === "1" || Deno.args.includes("--kill");
 const CONFIGS: Config[] = (killOnly ? "kill,kill-follower" : Deno.env.get("BENCH_BACKFILL_CONFIGS") ?? "skewed,uniform,kill,kill-follower").split(",").filter(Boolean)
   .map((c) => {
@@ -120,8 +123,9 @@ const LABEL: Record<System, string> = {
   plain: "splitlease, no weights",
   jetstream: "JetStream work queue",
   bullmq: "BullMQ",
+  none: "no coordination",
 };
-const isSplitlease = (s: System) => s !== "jetstream" && s !== "bullmq";
+const isSplitlease = (s: System) => s !== "jetstream" && s !== "bullmq" && s !== "none";
 
 /** mulberry32: a seeded uniform in [0, 1). */
 function rng(seed: number): () => number {
@@ -280,6 +284,22 @@ interface Row {
   declined: number;
   moves: number;
   cpuPerSplit: number;
+  /** CPU ms of the worker processes and of the server (nats-server or Redis), go to end. */
+  workerCpuMs?: number;
+  serverCpuMs?: number;
+  /** The crash floor (ms; see backfill_timeline.ts crashFloor), with a kill. */
+  floor?: number;
+  /** Lane-ms idle while runnable splits existed: all (the killed splits runnable from the kill), unstarted (not). */
+  idleAll?: number;
+  idleUnstarted?: number;
+  /** With a kill: ms from it to the first start by a survivor; the largest burst of starts (within 10 ms) after it. */
+  survivorStartMs?: number;
+  burst?: number;
+  burstAtMs?: number;
+  /** The first cut ask (ms after the first start), the parts of each ask, asks for splits at their end. */
+  firstAskMs?: number;
+  parts?: number[];
+  asksAtEnd?: number;
   victim?: string;
   error?: string;
 }
@@ -301,10 +321,10 @@ async function runOnce(config: Config, system: System): Promise<Row> {
         REDIS_PORT: String(redisPort),
         BACKFILL: JSON.stringify({ ...base, id: `w${k}`, lockMs: LEASE, stalledMs: LEASE }),
       })
-      : new Child(`${system}-${k}`, bin("deno"), ["run", "-A", "bench/backfill_worker.ts"], {
+      : new Child(`${system}-${k}`, bin("deno"), ["run", "-A", ...DENO_FLAGS, "bench/backfill_worker.ts"], {
         BACKFILL: JSON.stringify({
           ...base,
-          system: system === "jetstream" ? "jetstream" : "splitlease",
+          system: system === "jetstream" || system === "none" ? system : "splitlease",
           id: `w${k}`,
           weights: system === "weights" || system === "cuts",
           cuts: system === "cuts" || system === "cuts-plain",
@@ -346,6 +366,22 @@ async function runOnce(config: Config, system: System): Promise<Row> {
       await ws[0].next((m) => m.ev === "published" || m.ev === "error", 30_000, "published");
     }
     await Promise.all(ws.map((c) => c.send({ cmd: "go" })));
+    if (system === "none") {
+      // The bench deals the splits in plan order, one per free lane: no store, no queue, nothing to coordinate.
+      const queue = sizes.map((_, i) => i);
+      const deal = (k: number) => {
+        const i = queue.shift();
+        if (i !== undefined) void ws[k].send({ cmd: "run", i });
+      };
+      ws.forEach((c, k) => {
+        const track = c.onMsg;
+        c.onMsg = (m) => {
+          track?.(m);
+          if (m.ev === "done") deal(k);
+        };
+      });
+      for (let l = 0; l < LANES; l++) ws.forEach((_, k) => deal(k));
+    }
     const deadline = performance.now() + 20 * w.planFloor + 60_000 + (config.kill ? 6 * LEASE : 0);
     const all = () => ws.flatMap((c) => c.msgs);
     const doneIds = () => new Set(all().filter((m) => m.ev === "done").map((m) => m.id));
@@ -402,6 +438,15 @@ async function runOnce(config: Config, system: System): Promise<Row> {
     const later = inversions(planned.slice(lanes), rank);
     const heavyAt = first.get(`b${w.heaviest}`)! - t0;
     const cpuPerSplit = (workerCpuMs + serverCpuMs) / sizes.length;
+    const evs = ws.flatMap((c, k) => c.msgs.map((m) => ({ ...m, at: m.at ?? m.arrivedAt, proc: k }))) as unknown as Ev[];
+    const idle = idleLaneTime({ evs, procs: PROCS, lanesPerProc: LANES, t0, end, killed, killedAt });
+    const floor = killed >= 0
+      ? crashFloor({ total: w.total, msPerRecord: MS, lanes, lostLanes: LANES, t0, killedAt, processed: evs.filter((e) => e.ev === "processed") as never })
+      : undefined;
+    const afterKill = killed >= 0 ? evs.filter((e) => e.ev === "started" && e.proc !== killed && e.at > killedAt).map((e) => e.at) : [];
+    const survivorStartMs = killed >= 0 ? Math.min(...afterKill) - killedAt : undefined;
+    const burst = killed >= 0 ? largestBurst(afterKill, killedAt) : undefined;
+    const ca = cutAsks(evs, BATCH);
     let recovery = "";
     if (killed >= 0) {
       const ids = held.filter((h) => !h.startsWith("(")).map((h) => h.split(" ")[0]);
@@ -433,7 +478,21 @@ async function runOnce(config: Config, system: System): Promise<Row> {
         (victimNote ? `; ${victimNote}${recovery}` : ""),
     );
     if (cov.lost) console.log(`  LOST: ${cov.lost} records never processed (first: id ${cov.firstLost})`);
-    result({ bench: "backfill", metric: `${tag}${label}: makespan / ideal`, value: `${(makespan / 1000).toFixed(2)} s`, ratio: makespan / w.ideal });
+    console.log(
+      `  idle lane-s while runnable splits existed ${(idle.all / 1000).toFixed(2)} (${(idle.unstarted / 1000).toFixed(2)} not counting the killed process's splits)` +
+        (floor !== undefined
+          ? `; crash floor ${(floor / 1000).toFixed(2)} s (makespan ${(makespan / floor).toFixed(3)}× it, floor ${(floor / w.ideal).toFixed(3)}× ideal); ` +
+            `kill → first start by a survivor ${survivorStartMs!.toFixed(0)} ms; largest burst of starts after the kill ${burst!.n} within 10 ms at +${(burst!.at - killedAt).toFixed(0)} ms`
+          : "") +
+        (ca.times.length ? `; first cut ask +${(ca.times[0] - t0).toFixed(0)} ms, parts per ask ${ca.parts.join(",")}, ${ca.atEnd} asks for splits at their end` : ""),
+    );
+    result({
+      bench: "backfill",
+      metric: `${tag}${label}: makespan / ideal`,
+      value: `${(makespan / 1000).toFixed(2)} s`,
+      ratio: makespan / w.ideal,
+      ...(system === "cuts" && !config.kill ? { target: "≤ 1.05" } : {}),
+    });
     result({
       bench: "backfill",
       metric: `${tag}${label}: makespan / largest-first floor`,
@@ -444,6 +503,32 @@ async function runOnce(config: Config, system: System): Promise<Row> {
     result({ bench: "backfill", metric: `${tag}${label}: records replayed`, value: String(cov.replayed) });
     result({ bench: "backfill", metric: `${tag}${label}: records lost`, value: String(cov.lost), target: "0" });
     result({ bench: "backfill", metric: `${tag}${label}: CPU per planned split (workers + server)`, value: `${cpuPerSplit.toFixed(1)} ms` });
+    result({
+      bench: "backfill",
+      metric: `${tag}${label}: idle lane-s while runnable splits existed`,
+      value: `${(idle.all / 1000).toFixed(2)} (${(idle.unstarted / 1000).toFixed(2)} without the killed splits)`,
+    });
+    if (floor !== undefined) {
+      result({
+        bench: "backfill",
+        metric: `${tag}${label}: makespan / crash floor`,
+        value: `${(makespan / 1000).toFixed(2)} s vs ${(floor / 1000).toFixed(2)} s (${(floor / w.ideal).toFixed(3)}× ideal)`,
+        ratio: makespan / floor,
+        ...(system === "cuts" && config.kill === "any" ? { target: "≤ 1.05" } : {}),
+      });
+      result({
+        bench: "backfill",
+        metric: `${tag}${label}: kill → first start by a survivor; largest burst of starts after it`,
+        value: `${survivorStartMs!.toFixed(0)} ms; ${burst!.n} within 10 ms at +${(burst!.at - killedAt).toFixed(0)} ms`,
+      });
+    }
+    if (ca.times.length) {
+      result({
+        bench: "backfill",
+        metric: `${tag}${label}: first cut ask; parts per ask; asks for splits at their end`,
+        value: `+${(ca.times[0] - t0).toFixed(0)} ms of ${makespan.toFixed(0)}; ${ca.parts.join(",")}; ${ca.atEnd} of ${ca.times.length}`,
+      });
+    }
     if (config.name === "skewed") {
       result({
         bench: "backfill",
@@ -468,6 +553,17 @@ async function runOnce(config: Config, system: System): Promise<Row> {
       declined,
       moves,
       cpuPerSplit,
+      workerCpuMs,
+      serverCpuMs,
+      floor,
+      idleAll: idle.all,
+      idleUnstarted: idle.unstarted,
+      survivorStartMs,
+      burst: burst?.n,
+      burstAtMs: burst ? burst.at - killedAt : undefined,
+      firstAskMs: ca.times.length ? ca.times[0] - t0 : undefined,
+      parts: ca.parts,
+      asksAtEnd: ca.atEnd,
       ...(victimNote ? { victim: `w${killed}: ${held.join(", ")}${recovery.replace(/^; its splits/, ";")}` } : {}),
     };
   } catch (e) {
@@ -498,7 +594,11 @@ async function runOnce(config: Config, system: System): Promise<Row> {
 const rows: Row[] = [];
 try {
   for (const config of CONFIGS) {
-    for (const system of SYSTEMS) if (config.kill !== "follower" || isSplitlease(system)) rows.push(await runOnce(config, system));
+    for (const system of SYSTEMS) {
+      // No coordination cannot survive a crash; the follower kill spares a splitlease leader only.
+      if (system === "none" && config.kill) continue;
+      if (config.kill !== "follower" || isSplitlease(system)) rows.push(await runOnce(config, system));
+    }
   }
 } finally {
   await nc.close();
@@ -512,10 +612,37 @@ for (const config of CONFIGS) {
     const cut = rows.find((r) => r.config === config.name && r.system === c);
     if (!cut || !(cut.makespan > 0)) continue;
     for (const r of rows.filter((r) => r.config === config.name && r.system !== c && r.makespan > 0)) {
-      result({ bench: "backfill", metric: `${tag}makespan ${LABEL[c]} / ${LABEL[r.system]}`, value: `${(cut.makespan / 1000).toFixed(2)} s / ${(r.makespan / 1000).toFixed(2)} s`, ratio: cut.makespan / r.makespan });
+      // Uniform input: cutting must cost nothing against the same splitlease without a hook.
+      const noCuts = config.input === "uniform" && !config.kill && r.system === (c === "cuts" ? "weights" : "plain");
+      result({
+        bench: "backfill",
+        metric: `${tag}makespan ${LABEL[c]} / ${LABEL[r.system]}`,
+        value: `${(cut.makespan / 1000).toFixed(2)} s / ${(r.makespan / 1000).toFixed(2)} s`,
+        ratio: cut.makespan / r.makespan,
+        ...(noCuts ? { target: "≤ 1" } : {}),
+      });
     }
   }
 }
+
+// Coordination CPU per planned split: each system's CPU (workers + server) less the
+// same input run with no coordination at all, against the work queue's; same run.
+for (const config of CONFIGS) {
+  const tag = config.name === "skewed" ? "" : `${config.name}: `;
+  const base = rows.find((r) => r.system === "none" && r.config === config.input && r.cpuPerSplit > 0)?.cpuPerSplit;
+  const queue = rows.find((r) => r.config === config.name && r.system === "jetstream" && r.cpuPerSplit > 0)?.cpuPerSplit;
+  if (base === undefined || queue === undefined) continue;
+  for (const r of rows.filter((r) => r.config === config.name && isSplitlease(r.system) && r.cpuPerSplit > 0)) {
+    result({
+      bench: "backfill",
+      metric: `${tag}coordination CPU per split (workers + server − no coordination), ${LABEL[r.system]} ÷ JetStream work queue`,
+      value: `${(r.cpuPerSplit - base).toFixed(1)} vs ${(queue - base).toFixed(1)} ms (no coordination ${base.toFixed(1)} ms)`,
+      ratio: (r.cpuPerSplit - base) / (queue - base),
+      ...(!config.kill ? { target: "≤ 2" } : {}),
+    });
+  }
+}
+console.log(`results: ${await writeResults(`backfill-${stamp}`, { started: stamp, seed: SEED, msPerRecord: MS, batch: BATCH, lease: LEASE, procs: PROCS, lanes: LANES, rows })}`);
 
 const cols: [string, (r: Row) => string][] = [
   ["config", (r) => r.config],
@@ -528,6 +655,10 @@ const cols: [string, (r: Row) => string][] = [
   ["asks/cuts/declined", (r) => (isSplitlease(r.system) && !r.error ? `${r.asked}/${r.cuts}/${r.declined}` : "")],
   ["moves", (r) => (r.error ? "" : String(r.moves))],
   ["CPU ms/split", (r) => (r.error ? "" : r.cpuPerSplit.toFixed(1))],
+  ["/ floor", (r) => (r.floor && !r.error ? (r.makespan / r.floor).toFixed(3) : "")],
+  ["idle lane-s", (r) => (r.error || r.idleAll === undefined ? "" : `${(r.idleAll / 1000).toFixed(1)}/${(r.idleUnstarted! / 1000).toFixed(1)}`)],
+  ["kill→start, burst", (r) => (r.survivorStartMs !== undefined ? `${r.survivorStartMs.toFixed(0)} ms, ${r.burst}` : "")],
+  ["1st ask, parts, at end", (r) => (r.firstAskMs !== undefined ? `${(r.firstAskMs / 1000).toFixed(1)} s, ${r.parts!.join("")}, ${r.asksAtEnd}` : "")],
   ["crash", (r) => r.error ?? r.victim ?? ""],
 ];
 const width = cols.map(([h, f]) => Math.max(h.length, ...rows.map((r) => f(r).length)));
