@@ -287,6 +287,8 @@ interface Row {
   /** CPU ms of the worker processes and of the server (nats-server or Redis), go to end. */
   workerCpuMs?: number;
   serverCpuMs?: number;
+  /** nats-server's messages in and out per planned split (NATS systems). */
+  msgsPerSplit?: { in: number; out: number };
   /** The crash floor (ms; see backfill_timeline.ts crashFloor), with a kill. */
   floor?: number;
   /** Lane-ms idle while runnable splits existed: all (the killed splits runnable from the kill), unstarted (not). */
@@ -358,6 +360,7 @@ async function runOnce(config: Config, system: System): Promise<Row> {
     const pids = ws.map((c) => c.msgs.find((m) => m.ev === "ready")!.pid as number);
     const cpu0 = pids.map(cpuSeconds);
     const server0 = system === "bullmq" ? await redisCpuMs() : server.cpuSeconds() * 1000;
+    const varz0 = await server.varz();
     if (system === "jetstream") {
       const js = jetstream(nc);
       for (let i = 0; i < sizes.length; i++) await js.publish(`backfill.${name}.task`, String(i));
@@ -410,6 +413,9 @@ async function runOnce(config: Config, system: System): Promise<Row> {
     if (bad) throw new Error(`a worker ended ${bad.outcome}`);
     const cpu1 = pids.map((p, k) => (k === killed ? killedCpu : cpuSeconds(p)));
     const server1 = system === "bullmq" ? await redisCpuMs() : server.cpuSeconds() * 1000;
+    const varz1 = await server.varz();
+    // nats-server's messages in and out per planned split (the bench's own connection is idle meanwhile).
+    const msgsPerSplit = { in: (varz1.in_msgs - varz0.in_msgs) / sizes.length, out: (varz1.out_msgs - varz0.out_msgs) / sizes.length };
     const workerCpuMs = cpu1.reduce((n, c, k) => n + (c - cpu0[k]) * 1000, 0);
     const serverCpuMs = server1 - server0;
 
@@ -475,6 +481,7 @@ async function runOnce(config: Config, system: System): Promise<Row> {
         (isSplitlease(system) ? `${asks.length} cut asks, ${performed} cuts, ${declined} declined (first ask +${asks.length ? (asks[0].at - t0).toFixed(0) : "-"} ms), ${residualStarts} residual splits run; ` : "") +
         `heaviest started at +${heavyAt.toFixed(0)} ms; ${inv} start-order inversions (${later} after the first ${lanes} starts); ${moves} moves of running splits; ` +
         `CPU ${workerCpuMs.toFixed(0)} ms workers + ${serverCpuMs.toFixed(0)} ms ${system === "bullmq" ? "Redis" : "nats-server"} = ${cpuPerSplit.toFixed(1)} ms per split` +
+        (system !== "bullmq" ? `; nats-server messages per split ${msgsPerSplit.in.toFixed(1)} in, ${msgsPerSplit.out.toFixed(1)} out` : "") +
         (victimNote ? `; ${victimNote}${recovery}` : ""),
     );
     if (cov.lost) console.log(`  LOST: ${cov.lost} records never processed (first: id ${cov.firstLost})`);
@@ -555,6 +562,7 @@ async function runOnce(config: Config, system: System): Promise<Row> {
       cpuPerSplit,
       workerCpuMs,
       serverCpuMs,
+      ...(system !== "bullmq" ? { msgsPerSplit } : {}),
       floor,
       idleAll: idle.all,
       idleUnstarted: idle.unstarted,
