@@ -17,7 +17,19 @@
  * @module
  */
 export { readFleet, type ReadFleetOptions } from "./src/fleet/read_fleet.ts";
-export type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetRate, FleetSplit, FleetState, FleetView } from "./src/fleet/types.ts";
+export type {
+  FleetCounts,
+  FleetLiveness,
+  FleetMember,
+  FleetQuery,
+  FleetRate,
+  FleetSplit,
+  FleetState,
+  FleetSummary,
+  FleetView,
+} from "./src/fleet/types.ts";
+// The jobs of a server (`splitlease jobs`, `splitlease delete`) over any backend's JobCatalog.
+export { deleteRefusal, type JobState, type JobSummary, listJobs, LIVE_WITHIN_MS, summarizeJob } from "./src/fleet/job_summary.ts";
 export {
   cancelSplit,
   type CancelResult,
@@ -48,7 +60,7 @@ export type {
 // Where the records above live in the bucket (`keys.member(id)` holds a MemberRecord).
 export { type KeyLayout, keys } from "./src/store/keys.ts";
 export type { CoordinatorStats, Histogram } from "./src/coordinator/coordinator_stats.ts";
-export type { CutAnswer } from "./src/coordinator/types.ts";
+export type { CutAnswer, FailOptions } from "./src/coordinator/types.ts";
 export type { LaneInfo, WorkerStats } from "./src/runtime/worker_types.ts";
 export { InvalidRecordError, type RecordIssue } from "./src/errors.ts";
 export {

@@ -4,13 +4,18 @@
  * fleet, over the same NATS connection settings as the workers.
  *
  * ```sh
- * deno run -A cli.ts status --servers ws://nats:8080 --job backfill     # this repository
- * npx splitlease splits --state quarantined                            # the npm package (NATS_URL, JOB set)
+ * deno run -A cli.ts status --servers nats://nats:4222 --job backfill   # this repository
+ * npx splitlease dev                                                    # a local nats-server
+ * npx splitlease splits --state quarantined                            # in a project that installed the package
+ * npx @splitlease/splitlease jobs                                      # anywhere else (NATS_URL set)
  * node dist/cli.js requeue --all --json
  * ```
  *
  * Commands, options and exit codes: `splitlease --help` (src/cli/args.ts).
- * It never creates a bucket: a mistyped job name exits 1 naming it.
+ * It never creates a bucket: a mistyped job name exits 1 naming it. Outside
+ * a project that depends on the package, name the package itself
+ * (`npx @splitlease/splitlease …`): a bare `npx splitlease` asks the npm
+ * registry for an unscoped package of that name, which is not this one.
  *
  * @module
  */
@@ -34,12 +39,18 @@ if (!("Deno" in globalThis) && !("Bun" in globalThis) && Number(process.versions
 
 const { readFileSync } = await import("node:fs");
 const { CLI_EXIT, parseArgs, USAGE, UsageError } = await import("./src/cli/args.ts");
-const { formatSplits, formatStatus } = await import("./src/cli/format.ts");
+const { formatJobs, formatSplits, formatStatus } = await import("./src/cli/format.ts");
 const { SplitleaseError } = await import("./src/errors.ts");
 const { cancelSplit, drainMember, requeueQuarantined, requeueSplit } = await import("./src/fleet/actions.ts");
 const { readFleet } = await import("./src/fleet/read_fleet.ts");
+const { UI_INSTANCE_PREFIX } = await import("./src/fleet/fleet_view.ts");
+const { deleteRefusal, listJobs, summarizeJob } = await import("./src/fleet/job_summary.ts");
+const { VERSION } = await import("./src/coordinator/job_check.ts");
 const { NatsStore } = await import("./src/nats/nats_store.ts");
+const { transportFor } = await import("./adapters/nats_tcp.ts");
+const { NatsJobCatalog } = await import("./src/nats/nats_jobs.ts");
 const { SplitCoordinator } = await import("./src/coordinator/coordinator.ts");
+const { jsonLogger } = await import("./src/runtime/logger.ts");
 
 const out = (text: string) => process.stdout.write(text + "\n");
 const err = (text: string) => process.stderr.write(text + "\n");
@@ -50,7 +61,8 @@ function exitOf(outcome: string): number {
   return outcome === "conflict" ? CLI_EXIT.conflict : CLI_EXIT.notApplied;
 }
 
-async function connect(o: CliOptions): Promise<Store> {
+/** The connection options of the store and the job catalog, from the command line. */
+function connection(o: CliOptions) {
   let creds: string | undefined;
   if (o.creds) {
     try {
@@ -59,22 +71,53 @@ async function connect(o: CliOptions): Promise<Store> {
       throw new SplitleaseError("INVALID_CONFIG", `cannot read the creds file ${o.creds}: ${(e as Error).message}`);
     }
   }
-  return await NatsStore.connect({
+  return {
     servers: o.servers,
-    job: o.job,
+    // nats:// and tls:// go through the TCP transport; ws:// and wss:// through WebSocket.
+    transport: transportFor(o.servers),
     opTimeoutMs: o.opTimeoutMs,
     name: "splitlease-cli",
-    createBucket: false,
     // One plain line per failed attempt while connect waits for a server.
-    logger: (_level, message, f) => err(`splitlease: ${message}: ${f?.servers}, attempt ${f?.attempt} (${f?.error})`),
+    logger: (_level: string, message: string, f?: Record<string, unknown>) =>
+      err(`splitlease: ${message}: ${f?.servers}, attempt ${f?.attempt} (${f?.error})`),
     ...(o.user !== undefined ? { user: o.user } : {}),
     ...(o.pass !== undefined ? { pass: o.pass } : {}),
     ...(o.token !== undefined ? { token: o.token } : {}),
     ...(creds !== undefined ? { creds } : {}),
-  });
+  };
 }
 
-async function run(store: Store, command: Exclude<Command, { name: "help" }>, o: CliOptions): Promise<number> {
+async function connect(o: CliOptions): Promise<Store> {
+  return await NatsStore.connect({ ...connection(o), job: o.job, createBucket: false });
+}
+
+/** `splitlease jobs` and `splitlease delete`: the server's jobs, not one job's store. */
+async function catalogCommand(command: Extract<Command, { name: "jobs" | "delete" }>, o: CliOptions): Promise<number> {
+  await using catalog = await NatsJobCatalog.connect(connection(o));
+  if (command.name === "jobs") {
+    const jobs = await listJobs(catalog, o.job || undefined);
+    out(o.json ? JSON.stringify({ jobs }, null, 2) : formatJobs(jobs));
+    return CLI_EXIT.ok;
+  }
+  const [listing] = await catalog.list(o.job);
+  if (!listing) {
+    const message = `job "${o.job}" has no bucket splitlease_${o.job}: nothing to delete`;
+    out(o.json ? JSON.stringify({ outcome: "notFound", message }) : message);
+    return CLI_EXIT.notApplied;
+  }
+  const summary = summarizeJob(listing, Date.now());
+  const refusal = deleteRefusal(summary, command.force);
+  if (refusal) {
+    out(o.json ? JSON.stringify({ outcome: "refused", message: refusal, job: summary }) : `not deleted: ${refusal}`);
+    return CLI_EXIT.notApplied;
+  }
+  await catalog.remove(o.job);
+  const message = `deleted job "${o.job}" (${summary.state}; bucket splitlease_${o.job})`;
+  out(o.json ? JSON.stringify({ outcome: "deleted", message, job: summary }) : message);
+  return CLI_EXIT.ok;
+}
+
+async function run(store: Store, command: Exclude<Command, { name: "help" | "version" | "jobs" | "delete" }>, o: CliOptions): Promise<number> {
   const show = (value: unknown, text: string) => out(o.json ? JSON.stringify(value, null, 2) : text);
   switch (command.name) {
     case "status": {
@@ -130,8 +173,10 @@ async function adapterServe(): Promise<typeof import("./adapters/node.ts").serve
  * without a planner: it leads only a published plan, so it never plans) and
  * serves the worker's HTTP app — the fleet page, /fleet, the operator routes,
  * /metrics (the job-wide gauges while it leads), /status — through stalls
- * (afterStall "wait") until SIGINT/SIGTERM (exit 0) or the job completes
- * (exit 0).
+ * (afterStall "wait") and past the job's completion (afterCompletion
+ * "idle": the page then shows the finished job read-only, from its records)
+ * until SIGINT/SIGTERM (exit 0). A job that is complete already is joined
+ * and left at once, as a restarted worker does, and served the same way.
  */
 async function ui(store: Store, command: Extract<Command, { name: "ui" }>, o: CliOptions): Promise<number> {
   const view = await readFleet(store, { limit: 1 });
@@ -141,10 +186,11 @@ async function ui(store: Store, command: Extract<Command, { name: "ui" }>, o: Cl
   const loopback = /^(127\.|::1$|localhost$|\[::1\]$)/.test(command.bind);
   const serve = await adapterServe();
   const refuse = () => Promise.reject(new Error("splitlease ui runs no split"));
+  const finished = view.plan?.outcome === "allComplete";
   const service = await serve({
     store,
     job: o.job,
-    instance: `splitlease-ui-${crypto.randomUUID().slice(0, 8)}`,
+    instance: `${UI_INSTANCE_PREFIX}${crypto.randomUUID().slice(0, 8)}`,
     source: { fingerprint: () => fingerprint, plan: refuse, run: refuse },
     // No planner: it may lead a published plan (and export the job-wide gauges), never plan one.
     join: (j) => SplitCoordinator.join({ ...j, planner: undefined }),
@@ -152,22 +198,31 @@ async function ui(store: Store, command: Extract<Command, { name: "ui" }>, o: Cl
     opTimeoutMs: Math.min(o.opTimeoutMs, Math.floor(command.leaseMs / 2)),
     maxInFlight: 0,
     afterStall: "wait",
-    afterCompletion: "exit",
+    afterCompletion: "idle",
     port: command.port,
     hostname: command.bind,
+    // The terminal is the operator's: warnings and errors only (the fleet's own lines are the workers' to write).
+    logger: jsonLogger({ level: "warn" }),
     ...(drainToken ? { drainToken } : loopback ? { drainOpen: true } : {}),
     exit: false,
   });
   err(
     `splitlease ui: job ${o.job} at http://${command.bind.includes(":") ? `[${command.bind}]` : command.bind}:${service.port}/ ` +
-      `(operator routes ${drainToken ? "take DRAIN_TOKEN" : loopback ? "open: loopback" : "closed: set DRAIN_TOKEN"}; Ctrl-C to stop)`,
+      (finished
+        ? "(the job is complete: read-only; Ctrl-C to stop)"
+        : `(operator routes ${drainToken ? "take DRAIN_TOKEN" : loopback ? "open: loopback" : "closed: set DRAIN_TOKEN"}; Ctrl-C to stop)`),
   );
-  const { exitCode, outcome } = await service.done;
-  if (outcome.kind === "drained" && outcome.reason === "complete") err(`splitlease ui: job ${o.job} is complete`);
-  return exitCode;
+  void service.worker.done.then((outcome) => {
+    if (outcome.kind === "drained" && outcome.reason === "complete" && !finished) {
+      err(`splitlease ui: job ${o.job} is complete; its page stays up read-only until Ctrl-C`);
+    }
+  });
+  return (await service.done).exitCode;
 }
 
 async function main(): Promise<number> {
+  // `dev` runs a local server: no store, no job (cli/dev.ts).
+  if (process.argv[2] === "dev") return await (await import("./cli/dev.ts")).dev(process.argv.slice(3), process.env);
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs(process.argv.slice(2), process.env);
@@ -181,8 +236,13 @@ async function main(): Promise<number> {
     out(USAGE);
     return CLI_EXIT.ok;
   }
+  if (command.name === "version") {
+    out(`splitlease ${VERSION}`);
+    return CLI_EXIT.ok;
+  }
   let store: Store | undefined;
   try {
+    if (command.name === "jobs" || command.name === "delete") return await catalogCommand(command, options);
     store = await connect(options);
     return await run(store, command, options);
   } catch (e) {

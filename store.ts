@@ -26,6 +26,8 @@ export {
   type WriteResult,
 } from "./src/store/store.ts";
 export { MemoryStore, type MemoryStoreOptions } from "./src/store/memory_store.ts";
+// A backend's view of a whole server: its jobs (`splitlease jobs`, `splitlease delete`).
+export { type CatalogEntry, type JobCatalog, type JobListing, readJobListing } from "./src/store/job_catalog.ts";
 export {
   assertValidFilter,
   assertValidId,

@@ -8,6 +8,7 @@
 import process from "node:process";
 import type { ServeOptions, Service } from "../host.ts";
 import { NatsStore } from "../nats.ts";
+import { transportFor } from "../adapters/nats_tcp.ts";
 import type { NatsStoreOptions } from "../nats.ts";
 import { MemoryStore, SplitleaseError } from "../mod.ts";
 
@@ -20,11 +21,16 @@ export function runtimeName(): "deno" | "bun" | "node" {
 }
 
 /**
- * The WebSocket client for NATS on this runtime: on Deno the adapter's
- * `denoWebSocket` (Deno's own client stalls bursts of writes ~40 ms: Nagle's
- * algorithm), elsewhere the runtime's `WebSocket`.
+ * How this runtime reaches the NATS `servers`: `nats://` and `tls://` URLs
+ * through the TCP transport; WebSocket URLs on Deno with the adapter's
+ * `denoWebSocket` (Deno's own client stalls bursts of writes ~40 ms:
+ * Nagle's algorithm), elsewhere with the runtime's `WebSocket`.
  */
-export async function natsTransportHere(): Promise<Pick<NatsStoreOptions, "wsFactory">> {
+export async function natsTransportHere(
+  servers: readonly string[] = [],
+): Promise<Pick<NatsStoreOptions, "wsFactory" | "transport">> {
+  const transport = transportFor(servers);
+  if (transport) return { transport };
   if (runtimeName() !== "deno") return {};
   return { wsFactory: (await import("../adapters/deno.ts")).denoWebSocket };
 }
@@ -54,8 +60,9 @@ function num(env: Record<string, string | undefined>, name: string): number | un
  * `PORT` (default 8080), `BIND` (the address to listen on, default 0.0.0.0,
  * as in `examples/object_store`; `HOSTNAME_BIND` is read as an old alias,
  * never `HOSTNAME`, which shells and Kubernetes set to the host or pod name),
- * `NATS_URL` (comma-separated `ws://`
- * URLs; without it the embedded MemoryStore serves a single process),
+ * `NATS_URL` (comma-separated `nats://`/`tls://` URLs, through the TCP
+ * transport, or `ws://`/`wss://`; without it the embedded MemoryStore serves
+ * a single process),
  * `NATS_REPLICAS` (the job bucket's replicas when this worker creates it: 3
  * on a production cluster),
  * `LEASE_MS`, `OP_TIMEOUT_MS`, `MAX_IN_FLIGHT`, `DRAIN_DEADLINE_MS`,
@@ -84,7 +91,7 @@ export function coordinationFromEnv(
     ...(servers && servers.length > 0
       ? {
         storeFactory: async () =>
-          NatsStore.connect({ servers, job, replicas: num(env, "NATS_REPLICAS"), ...(await natsTransportHere()) }),
+          NatsStore.connect({ servers, job, replicas: num(env, "NATS_REPLICAS"), ...(await natsTransportHere(servers)) }),
       }
       : { store: new MemoryStore() }),
   };

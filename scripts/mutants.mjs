@@ -215,8 +215,12 @@ export const mutants = [
     breaks: "the residuals of a cut are created before the cut lands on the parent (a crash in between leaves a range in two splits)",
     edits: [{
       file: C + "tenancies.ts",
-      search: "t.cut = { cut, landed: false };\n    await this.#cas(id, epoch, false, (r) => r);",
-      replace: "t.cut = { cut, landed: false };\n    await createResiduals(this.#core, id, t, cut.residuals);\n    await this.#cas(id, epoch, false, (r) => r);",
+      search: 'import { carryCut, cutLanded } from "./cut_writes.ts";',
+      replace: 'import { carryCut, createResiduals, cutLanded } from "./cut_writes.ts";',
+    }, {
+      file: C + "tenancies.ts",
+      search: 't.cut = { cut, landed: false };\n    await this.#cas(id, epoch, false, (r) => r, "cut");',
+      replace: 't.cut = { cut, landed: false };\n    await createResiduals(this.#core, id, t, cut.residuals);\n    await this.#cas(id, epoch, false, (r) => r, "cut");',
     }],
     suites: ["sim"],
   },
@@ -1440,6 +1444,13 @@ export const mutants = [
     breaks: "lane offers are not taken back when a grant or a handoff fills the lane: a member is offered more splits for lanes than it has",
     edits: [{ file: C + "leader/offers.ts", search: "if (o.plain(m) > lanes) o.trim(m, lanes);", replace: "" }],
     suites: ["unit", "coordinator", "sim"],
+  },
+  // --- the cost per split (issue 32) ------------------------------------------------------
+  {
+    name: "commit-wakes-leader-pass",
+    breaks: "every progress commit wakes the leader's full pass (with its per-member parts), as before issue 32",
+    edits: [{ file: C + "leader/role.ts", search: "if (prev && rec && progressOnly(prev, rec)) return;", replace: "" }],
+    suites: ["coordinator"],
   },
   // --- hardening III (issue 33) --------------------------------------------------------
   {

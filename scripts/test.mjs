@@ -211,7 +211,7 @@ else if (needsPg) {
 
 if (!only.length) {
   log("=== type check ===");
-  const all = [...rootEntries(), "cli.ts", ...srcFiles("adapters"), ...srcFiles("tests"), ...srcFiles("examples"), ...srcFiles("scripts")]
+  const all = [...rootEntries(), "cli.ts", ...srcFiles("cli"), ...srcFiles("adapters"), ...srcFiles("tests"), ...srcFiles("examples"), ...srcFiles("scripts")]
     .filter((f) => existsSync(join(root, f)));
   const tc = await run(bin("deno"), ["check", ...all]);
   record("type check", tc.code === 0);
@@ -239,7 +239,7 @@ if (!only.length) {
   record("no setup or teardown counted as a test", teardown.length === 0);
 
   log("\n=== lint ===");
-  const lint = await run(bin("deno"), ["lint", ...rootEntries(), "cli.ts", "src", "adapters"]);
+  const lint = await run(bin("deno"), ["lint", ...rootEntries(), "cli.ts", "cli", "src", "adapters"]);
   record("deno lint of the package", lint.code === 0);
 
   log("\n=== publish dry run ===");
@@ -262,6 +262,10 @@ if (!only.length) {
 
 await denoSuite("unit tests", ["tests/unit"]);
 await denoSuite("store tests (MemoryStore and nats-server)", ["tests/store"]);
+await denoSuite(
+  "TCP transport (nats://): store conformance, outages, wrong listeners, a Deno + Bun + Node fleet through a server crash",
+  ["tests/tcp"],
+);
 await denoSuite(`cluster tests (3-node nats-server ${servers.current.version}, R3 buckets, kills, freezes, partitions)`, ["tests/cluster"]);
 await denoSuite("coordinator tests", ["tests/coordinator"]);
 if (!quick) await denoSuite("simulation", ["tests/sim"]);
@@ -275,7 +279,12 @@ await denoSuite(OPS_SUITE, ["tests/ops"]);
 await denoSuite("serverless platform tests (workerd, Lambda, Deno Deploy)", ["tests/serverless"]);
 if (servers.compat) {
   const v = servers.compat.version;
-  await denoSuite(`compatibility on nats-server ${v}: store conformance and outages`, ["tests/store/conformance_test.ts", "tests/store/outage_test.ts"], [], servers.compat);
+  await denoSuite(
+    `compatibility on nats-server ${v}: store conformance and outages over WebSocket and TCP`,
+    ["tests/store/conformance_test.ts", "tests/store/outage_test.ts", "tests/tcp/conformance_tcp_test.ts", "tests/tcp/outage_tcp_test.ts"],
+    [],
+    servers.compat,
+  );
   await denoSuite(`compatibility on nats-server ${v}: a Deno + Bun + Node fleet`, ["tests/runtime/fleet_test.ts"], ["--filter", "fleet: one Deno"], servers.compat);
 }
 

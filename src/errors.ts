@@ -107,6 +107,23 @@ export class StoreUnavailableError extends SplitleaseError {
 }
 
 /**
+ * Whether `e` (or what caused it, up to five causes deep) is the store not
+ * answering ({@linkcode StoreUnavailableError}): a write may have landed,
+ * and a lane stopped by it is not the split's fault.
+ *
+ * @example
+ * ```ts ignore
+ * isStoreOutage(new Error("commit failed", { cause: new StoreUnavailableError("update", 500) })); // true
+ * ```
+ */
+export function isStoreOutage(e: unknown): boolean {
+  for (let c = e, depth = 0; c instanceof Error && depth < 5; c = c.cause, depth++) {
+    if (c instanceof StoreUnavailableError) return true;
+  }
+  return false;
+}
+
+/**
  * One problem found in a record, as reported by the schema validator.
  *
  * @example
@@ -167,11 +184,11 @@ export class ValueTooLargeError extends SplitleaseError {
   readonly size: number;
   /** The store's largest value in bytes, which `size` exceeds. */
   readonly limit: number;
-  /** Creates the error for `key` with the size and limit. */
-  constructor(key: string, size: number, limit: number) {
+  /** Creates the error for `key` with the size and limit (and a message that says more, if given). */
+  constructor(key: string, size: number, limit: number, message?: string) {
     super(
       "VALUE_TOO_LARGE",
-      `Value for key "${key}" is too large: ${size} bytes exceeds the limit of ${limit} bytes`,
+      message ?? `Value for key "${key}" is too large: ${size} bytes exceeds the limit of ${limit} bytes`,
     );
     this.key = key;
     this.size = size;

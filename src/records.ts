@@ -18,11 +18,14 @@ export {
   LeaderRecordSchema,
   type PlanRecord,
   PlanRecordSchema,
+  QUARANTINED_IDS_PUBLISHED,
 } from "./records/job.ts";
 export { type MemberRecord, MemberRecordSchema } from "./records/member.ts";
 export {
   FAILURE_HISTORY,
   FAILURE_MESSAGE_CHARS,
+  FAILURE_STACK_CHARS,
+  FAILURE_STACK_LINES,
   INLINE_DESCRIPTOR_BYTES,
   MAX_RESIDUALS,
   type Owner,

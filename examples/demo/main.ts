@@ -8,7 +8,10 @@
  *
  * - default: three workers in this process on the embedded MemoryStore;
  * - `--nats`: a nats-server started here and three worker processes (Deno,
- *   Bun, Node 24); one is SIGKILLed halfway to show the takeover.
+ *   Bun, Node 24); one is SIGKILLed halfway to show the takeover. The
+ *   server is found as `npm test` and `splitlease dev` find it:
+ *   `NATS_SERVER_BIN` (`NATS_SERVER` is an older alias), the cached build
+ *   of the pinned release, `PATH`, then Debian's package.
  *
  * The progress line shows completed/total splits from a worker's
  * `status().counts` (a member copies them from the leader's heartbeat).
@@ -35,6 +38,7 @@ import {
 import { createApp, type HttpApp, MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "../../host.ts";
 import { directoryBackend } from "../object_store/dir.ts";
 import { type ObjectRecord, objectStoreSource } from "../object_store/source.ts";
+import { findNatsServer, startNatsServer, thisMachine } from "../../cli/nats_server.ts";
 
 // --- options -----------------------------------------------------------------
 
@@ -480,55 +484,11 @@ async function linger(o: Options, url: string): Promise<void> {
 
 // --- NATS fleet of processes -------------------------------------------------------
 
-function findNatsServer(): string | undefined {
-  const env = Deno.env.get("NATS_SERVER");
-  const candidates = [env, "/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"];
-  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) if (dir) candidates.push(`${dir}/nats-server`);
-  for (const c of candidates) {
-    if (!c) continue;
-    try {
-      if (Deno.statSync(c).isFile) return c;
-    } catch { /* not there */ }
-  }
-  return undefined;
-}
-
 function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;
   l.close();
   return port;
-}
-
-async function startNats(bin: string, dir: string): Promise<{ wsUrl: string; proc: Deno.ChildProcess }> {
-  const [client, http, ws] = [freePort(), freePort(), freePort()];
-  const conf = `${dir}/nats.conf`;
-  await Deno.writeTextFile(
-    conf,
-    [
-      `listen: "127.0.0.1:${client}"`,
-      `http: "127.0.0.1:${http}"`,
-      `jetstream { store_dir: "${dir}/js" }`,
-      `websocket { listen: "127.0.0.1:${ws}", no_tls: true }`,
-    ].join("\n") + "\n",
-  );
-  const proc = new Deno.Command(bin, { args: ["-c", conf], stdin: "null", stdout: "null", stderr: "null" }).spawn();
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${http}/healthz?js-enabled-only=true`);
-      await r.body?.cancel();
-      if (r.ok) break;
-    } catch { /* starting */ }
-    if (Date.now() > deadline) {
-      try {
-        proc.kill("SIGKILL");
-      } catch { /* gone */ }
-      throw new Error(`nats-server (${bin}) did not become healthy within 15 s`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { wsUrl: `ws://127.0.0.1:${ws}`, proc };
 }
 
 interface Child {
@@ -546,17 +506,14 @@ interface Child {
 }
 
 async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Promise<Summary> {
-  const natsBin = findNatsServer();
-  if (!natsBin) {
-    die(
-      "--nats needs nats-server, which was not found (looked at $NATS_SERVER, /usr/sbin, /usr/bin, /usr/local/bin and $PATH).\n" +
-        "Install it (Debian/Ubuntu: apt-get install nats-server) or run the demo without --nats.",
-    );
-  }
+  // Found as `npm test` and `splitlease dev` find it: NATS_SERVER_BIN (NATS_SERVER, its
+  // older alias), the cached pinned release, PATH, then Debian's package.
+  const found = findNatsServer(thisMachine(Deno.env.toObject()));
+  if ("error" in found) die(`--nats needs nats-server: ${found.error}\nor run the demo without --nats.`);
   const root = new URL("../../", import.meta.url).pathname;
   const bin = (n: string) => `${root}node_modules/.bin/${n}`;
-  const nats = await startNats(natsBin, tmp);
-  note(`nats-server: ${natsBin} (websocket ${nats.wsUrl})`);
+  const nats = await startNatsServer({ bin: found.path, port: 0, wsPort: 0, httpPort: 0, storeDir: `${tmp}/jetstream` });
+  note(`nats-server ${found.version}: ${found.path} (${found.why}; websocket ${nats.wsUrl})`);
   const children: Child[] = [];
   const started = Date.now();
   const leaseMs = 2000;
@@ -566,11 +523,12 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
   let killed: Child | undefined;
   const gains = new Gains();
   const killAll = () => {
-    for (const p of [...children.map((c) => c.proc), nats.proc]) {
+    for (const c of children) {
       try {
-        p.kill("SIGKILL");
+        c.proc.kill("SIGKILL");
       } catch { /* exited */ }
     }
+    nats.killSync();
   };
   exitHooks.add(killAll);
   try {
@@ -694,7 +652,7 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
       await pollCounts();
       if (!planned) {
         for (const c of children) {
-          const ev = c.events.find((e) => e.event === "planPublished");
+          const ev = c.events.find((e) => e.msg === "Plan published");
           if (ev) planned = Number(ev.planned);
         }
       }
@@ -717,7 +675,7 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
     await pollOutputs();
     if (!planned) {
       for (const c of children) {
-        const ev = c.events.find((e) => e.event === "planPublished");
+        const ev = c.events.find((e) => e.msg === "Plan published");
         if (ev) planned = Number(ev.planned);
       }
     }
@@ -768,10 +726,7 @@ async function runNats(o: Options, dir: string, tally: Tally, tmp: string): Prom
       } catch { /* exited */ }
       await c.status.catch(() => {});
     }
-    try {
-      nats.proc.kill("SIGTERM");
-    } catch { /* exited */ }
-    await nats.proc.status;
+    await nats.stop();
     exitHooks.delete(killAll);
     await http.close();
   }

@@ -8,7 +8,7 @@
  *
  * Input: see `config.ts` (OBJSTORE_DIR, or OBJSTORE_BUCKET + AWS_* + S3_ENDPOINT).
  * Output: every record's line appended to OUTPUT (at-least-once).
- * Coordination: STORE=nats (NATS_URL: ws:// or wss:// URLs, comma-separated;
+ * Coordination: STORE=nats (NATS_URL: nats://, tls://, ws:// or wss:// URLs, comma-separated;
  * NATS_USER and NATS_PASS when the server wants a login) or STORE=memory (a
  * single worker). Also JOB, INSTANCE (the pod name), PORT (HTTP, default
  * 8080), BIND (default 0.0.0.0), MAX_IN_FLIGHT, SPLIT_BYTES, COMMIT_RECORDS,
@@ -35,6 +35,7 @@
 import process from "node:process";
 import { MemoryStore, type Store } from "../../mod.ts";
 import { NatsStore } from "../../nats.ts";
+import { transportFor } from "../../adapters/nats_tcp.ts";
 import type { ServeOptions, Service } from "../../host.ts";
 import { backendFromEnv, type Env, intFromEnv } from "./config.ts";
 import { fileSink } from "./file_sink.ts";
@@ -71,7 +72,9 @@ async function main(env: Env): Promise<void> {
   const job = env.JOB || "objstore";
   const storeKind = env.STORE || "memory";
   if (storeKind !== "memory" && storeKind !== "nats") fail(`STORE must be "memory" or "nats" (got ${storeKind})`);
-  if (storeKind === "nats" && !env.NATS_URL) fail("STORE=nats needs NATS_URL (a ws:// URL of nats-server's websocket listener)");
+  if (storeKind === "nats" && !env.NATS_URL) {
+    fail("STORE=nats needs NATS_URL (nats:// or tls:// URLs of nats-server's client port, or ws:// / wss:// of its websocket listener)");
+  }
   const afterCompletion = env.AFTER_COMPLETION || "exit";
   if (afterCompletion !== "exit" && afterCompletion !== "idle") fail(`AFTER_COMPLETION must be "exit" or "idle" (got ${afterCompletion})`);
   const afterStall = env.AFTER_STALL || "exit";
@@ -117,15 +120,21 @@ async function main(env: Env): Promise<void> {
   const opTimeoutMs = Math.min(5000, Math.floor(n.leaseMs / 2));
   const store: { store?: Store; storeFactory?: () => Promise<Store> } = storeKind === "nats"
     ? {
-      storeFactory: async () =>
-        NatsStore.connect({
-          servers: env.NATS_URL!.split(",").map((u) => u.trim()).filter(Boolean),
+      storeFactory: async () => {
+        const servers = env.NATS_URL!.split(",").map((u) => u.trim()).filter(Boolean);
+        // nats:// and tls://: the TCP transport. ws:// on Deno: the adapter's WebSocket
+        // client (Deno's own stalls bursts ~40 ms, Nagle's algorithm).
+        const tcp = transportFor(servers);
+        const deno = !tcp && (globalThis as { Deno?: unknown }).Deno !== undefined;
+        return await NatsStore.connect({
+          servers,
           job,
           opTimeoutMs,
-          // Deno: the adapter's WebSocket client (Deno's own stalls bursts ~40 ms, Nagle's algorithm).
-          ...((globalThis as { Deno?: unknown }).Deno ? { wsFactory: (await import("../../adapters/deno.ts")).denoWebSocket } : {}),
+          ...(tcp ? { transport: tcp } : {}),
+          ...(deno ? { wsFactory: (await import("../../adapters/deno.ts")).denoWebSocket } : {}),
           ...(env.NATS_USER !== undefined ? { user: env.NATS_USER, pass: env.NATS_PASS } : {}),
-        }),
+        });
+      },
     }
     : { store: new MemoryStore() };
   const serve = await adapterServe();

@@ -8,6 +8,7 @@
 import { isValidId } from "../store/keys.ts";
 import type { FleetState } from "../fleet/types.ts";
 import { FLEET_STATE_ALIASES, FLEET_STATES } from "../fleet/fleet_view.ts";
+import { nearestName } from "../util/options.ts";
 
 /** Exit codes of the CLI. */
 export const CLI_EXIT = {
@@ -34,11 +35,15 @@ export type Command =
   | { name: "cancel"; id: string }
   | { name: "drain"; instance: string }
   | { name: "ui"; port: number; bind: string; leaseMs: number }
-  | { name: "help" };
+  | { name: "jobs" }
+  | { name: "delete"; yes: boolean; force: boolean }
+  | { name: "help" }
+  | { name: "version" };
 
 /** Connection settings and output mode. */
 export interface CliOptions {
   servers: string[];
+  /** The job (`""` for `jobs` without `--job`: every job). */
   job: string;
   user?: string;
   pass?: string;
@@ -53,7 +58,9 @@ export interface CliOptions {
 export const USAGE = `usage: splitlease <command> [options]
 
 commands:
-  status                          job, leader, plan, split counts and members
+  dev [--port N] [--ws-port N]    run a local nats-server (JetStream, nats:// and ws:// on 127.0.0.1)
+                                  until Ctrl-C; takes no connection options (splitlease dev --help)
+  status                          job, leader, plan, split counts, members; the result once finished
   splits [--state S[,S]] [--owner INSTANCE] [--limit N] [--after ID]
                                   splits by id (states: runnable, owned, unclaimed, completed, quarantined,
                                   cancelled; owned and unclaimed are the two halves of runnable)
@@ -62,13 +69,18 @@ commands:
   drain <instance>                drain a member: it hands its splits over and exits 0
   ui [--port N] [--bind ADDR] [--lease-ms N]
                                   serve the fleet page, /fleet, the operator routes and /metrics as a
-                                  member that holds no work (it may lead), through stalls and repairs,
-                                  until Ctrl-C or the job completes (default 127.0.0.1:8080; the
-                                  operator routes take DRAIN_TOKEN, open without one on a loopback address;
-                                  --lease-ms or LEASE_MS: the fleet's leaseMs, default 15000)
+                                  member that holds no work (it may lead), through stalls, repairs and
+                                  the job's end, until Ctrl-C; a finished job is served read-only without
+                                  joining (default 127.0.0.1:8080; the operator routes take DRAIN_TOKEN,
+                                  open without one on a loopback address; --lease-ms or LEASE_MS: the
+                                  fleet's leaseMs, default 15000)
+  jobs                            the jobs on the server (JOB is not read; --job: that one only):
+                                  outcome, splits, members, created, finished
+  delete --yes [--force]          delete a finished job's records for good (its bucket); refused while a
+                                  member is live, and for an unfinished job unless --force
 
 connection (flags, or the environment):
-  --servers, -s URLS   NATS_URL       comma-separated ws:// or wss:// URLs
+  --servers, -s URLS   NATS_URL       comma-separated nats://, tls://, ws:// or wss:// URLs
   --job, -j NAME       JOB            the job name (bucket splitlease_<job>)
   --user USER          NATS_USER      with --pass / NATS_PASS (prefer the environment for secrets)
   --token TOKEN        NATS_TOKEN
@@ -78,16 +90,39 @@ connection (flags, or the environment):
 output:
   --json               machine-readable JSON on stdout
   --help, -h           this text
+  --version, -V        the version
 
 exit codes: 0 done, 1 store or job error, 2 usage, 3 not applied (no such split or member,
-or another state), 4 lost a race 5 times (run again)`;
+or another state; a delete refused), 4 lost a race 5 times (run again)`;
 
+/** Every command, for the usage check and its suggestions. */
+const COMMANDS = ["status", "splits", "requeue", "cancel", "drain", "ui", "jobs", "delete", "help", "version"] as const;
 const FLAGS_WITH_VALUE = new Set(["--servers", "-s", "--job", "-j", "--user", "--pass", "--token", "--creds", "--op-timeout-ms", "--state", "--owner", "--limit", "--after", "--port", "--bind", "--lease-ms"]);
-const BOOLEAN_FLAGS = new Set(["--json", "--help", "-h", "--all"]);
+const BOOLEAN_FLAGS = new Set(["--json", "--help", "-h", "--version", "-V", "--all", "--yes", "--force"]);
+/** Flags that belong to one command only. */
+const COMMAND_FLAGS: Readonly<Record<string, Command["name"]>> = {
+  "--all": "requeue",
+  "--state": "splits",
+  "--owner": "splits",
+  "--limit": "splits",
+  "--after": "splits",
+  "--port": "ui",
+  "--bind": "ui",
+  "--lease-ms": "ui",
+  "--yes": "delete",
+  "--force": "delete",
+};
+
+/** "; did you mean X?" when `given` is a plausible typo of one of `known`, else "". */
+function suggestion(given: string, known: Iterable<string>): string {
+  const near = nearestName(given, [...known]);
+  return near ? `; did you mean ${near}?` : "";
+}
 
 /**
  * Parses `argv` (without the program) with `env` for defaults. Throws
- * {@linkcode UsageError} naming what is wrong.
+ * {@linkcode UsageError} naming what is wrong (with the nearest command or
+ * option when a word looks like a typo of one).
  */
 export function parseArgs(argv: readonly string[], env: Record<string, string | undefined>): { command: Command; options: CliOptions } {
   const flags = new Map<string, string>();
@@ -106,15 +141,18 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       if (value !== undefined) throw new UsageError(`${a} takes no value`);
       bools.add(a);
     } else if (a.startsWith("-") && a !== "-") {
-      throw new UsageError(`unknown option ${a}`);
+      // Long options are suggested among long options only: "-x" is no typo of "--json".
+      const known = [...FLAGS_WITH_VALUE, ...BOOLEAN_FLAGS].filter((f) => f.startsWith("--") === a.startsWith("--"));
+      throw new UsageError(`unknown option ${a}${a.startsWith("--") ? suggestion(a, known) : ""}`);
     } else positional.push(a);
   }
   const flag = (...names: string[]) => names.map((n) => flags.get(n)).find((v) => v !== undefined);
   const json = bools.has("--json");
   const [name, ...rest] = positional;
-  if (bools.has("--help") || bools.has("-h") || name === undefined || name === "help") {
-    return { command: { name: "help" }, options: { servers: [], job: "", opTimeoutMs: 5000, json } };
-  }
+  const none: CliOptions = { servers: [], job: "", opTimeoutMs: 5000, json };
+  if (bools.has("--help") || bools.has("-h") || name === "help") return { command: { name: "help" }, options: none };
+  if (bools.has("--version") || bools.has("-V") || name === "version") return { command: { name: "version" }, options: none };
+  if (name === undefined) return { command: { name: "help" }, options: none };
   const id = (what: string, v: string | undefined): string => {
     if (v === undefined) throw new UsageError(`${name} needs a ${what}`);
     if (!isValidId(v)) throw new UsageError(`${JSON.stringify(v)} is not a ${what} (1-128 of [A-Za-z0-9_-])`);
@@ -126,6 +164,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
   let command: Command;
   switch (name) {
     case "status":
+    case "jobs":
       noMore(0);
       command = { name };
       break;
@@ -135,7 +174,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       const state = flag("--state")?.split(",").map((s) => s.trim()).filter(Boolean).map((s) => {
         const canonical = FLEET_STATE_ALIASES[s] ?? s;
         if (!FLEET_STATES.includes(canonical as FleetState)) {
-          throw new UsageError(`unknown state ${JSON.stringify(s)}; states: ${FLEET_STATES.join(", ")}`);
+          throw new UsageError(`unknown state ${JSON.stringify(s)}${suggestion(s, FLEET_STATES)}; states: ${FLEET_STATES.join(", ")}`);
         }
         return canonical as FleetState;
       });
@@ -183,21 +222,25 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       command = { name, port, bind, leaseMs };
       break;
     }
+    case "delete":
+      noMore(0);
+      if (!bools.has("--yes")) {
+        throw new UsageError("delete removes the job's records for good: add --yes to confirm (see `splitlease jobs` for its outcome first)");
+      }
+      command = { name, yes: true, force: bools.has("--force") };
+      break;
     default:
-      throw new UsageError(`unknown command ${JSON.stringify(name)}`);
+      throw new UsageError(`unknown command ${JSON.stringify(name)}${suggestion(name, [...COMMANDS, "dev"])}`); // dev runs before parsing (cli.ts)
   }
-  if (bools.has("--all") && command.name !== "requeue") throw new UsageError("--all goes with requeue only");
-  for (const f of ["--state", "--owner", "--limit", "--after"]) {
-    if (flags.has(f) && command.name !== "splits") throw new UsageError(`${f} goes with splits only`);
-  }
-  for (const f of ["--port", "--bind", "--lease-ms"]) {
-    if (flags.has(f) && command.name !== "ui") throw new UsageError(`${f} goes with ui only`);
+  for (const [f, owner] of Object.entries(COMMAND_FLAGS)) {
+    if ((flags.has(f) || bools.has(f)) && command.name !== owner) throw new UsageError(`${f} goes with ${owner} only`);
   }
 
   const servers = (flag("--servers", "-s") ?? env.NATS_URL ?? "").split(",").map((s) => s.trim()).filter(Boolean);
-  if (servers.length === 0) throw new UsageError("no NATS server: give --servers or set NATS_URL (ws:// or wss:// URLs)");
-  const job = flag("--job", "-j") ?? env.JOB;
-  if (!job) throw new UsageError("no job: give --job or set JOB");
+  if (servers.length === 0) throw new UsageError("no NATS server: give --servers or set NATS_URL (nats://, tls://, ws:// or wss:// URLs; `splitlease dev` runs a local one)");
+  // `jobs` lists every job of the server (JOB is not read; --job lists that one only).
+  const job = flag("--job", "-j") ?? (command.name === "jobs" ? "" : env.JOB);
+  if (job === undefined || (job === "" && command.name !== "jobs")) throw new UsageError("no job: give --job or set JOB");
   const timeoutText = flag("--op-timeout-ms") ?? env.OP_TIMEOUT_MS ?? "5000";
   const opTimeoutMs = Number(timeoutText);
   if (!/^\d+$/.test(timeoutText) || opTimeoutMs < 50) throw new UsageError(`--op-timeout-ms must be an integer >= 50, got ${JSON.stringify(timeoutText)}`);

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { FleetSplit, FleetView } from "../fleet/types.ts";
+import type { FleetSplit, FleetSummary, FleetView } from "../fleet/types.ts";
+import type { JobSummary } from "../fleet/job_summary.ts";
 
 /** Left-aligned columns, two spaces apart. */
 export function table(head: string[], rows: string[][]): string {
@@ -14,6 +15,41 @@ export function table(head: string[], rows: string[][]): string {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+
+/** A duration for a person: 42 s, 3 min 07 s, 2 h 05 min, 3 d 4 h. */
+export function duration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min` + (s % 60 ? ` ${String(s % 60).padStart(2, "0")} s` : "");
+  const h = Math.floor(m / 60);
+  return h < 48 ? `${h} h ${String(m % 60).padStart(2, "0")} min` : `${Math.floor(h / 24)} d ${h % 24} h`;
+}
+
+const num = (n: number) => Math.round(n).toLocaleString("en-US");
+
+/**
+ * The result line of a job (`status` once it has one, the done page says
+ * the same): records, retries, failures, cuts, how long it took and the rate
+ * over that same time.
+ */
+export function formatSummary(s: FleetSummary, completed: number): string {
+  const parts = [
+    `${num(completed)} split(s) completed`,
+    s.splitsWithRecords > 0 ? `${num(s.records)} records` : "no records reported",
+    `${s.retries} retr${s.retries === 1 ? "y" : "ies"}`,
+    `${s.failures} failure(s)`,
+    `${s.cuts} cut(s)`,
+  ];
+  if (s.tookMs !== null) {
+    const rate = [
+      s.perMinute !== null ? `${s.perMinute.toFixed(1)} splits/min` : "",
+      s.recordsPerSecond !== null ? `${num(s.recordsPerSecond)} records/s` : "",
+    ].filter(Boolean).join(", ");
+    parts.push(`took ${duration(s.tookMs)}` + (rate ? ` (${rate} over that time)` : ""));
+  }
+  return parts.join(" · ");
+}
 
 /** `splitlease status`. */
 export function formatStatus(job: string, v: FleetView): string {
@@ -28,12 +64,17 @@ export function formatStatus(job: string, v: FleetView): string {
           (v.plan.outcome ? ` · outcome ${v.plan.outcome}` : "")
         : "no plan yet"),
   );
+  // A finished job leads with what it did.
+  if (v.plan?.outcome === "allComplete" || (v.rate.eta.state === "done" && c.total > 0)) out.push(`result: ${formatSummary(v.summary, c.completed)}`);
   out.push(
     `splits ${c.total}: ${c.completed} completed, ${c.runnable} runnable (${c.owned} owned, ${c.unclaimed} unclaimed), ` +
       `${c.quarantined} quarantined, ${c.cancelled} cancelled` + (c.invalid ? `, ${c.invalid} unreadable` : "") +
       ` (${pct}% of the weight completed)`,
   );
-  if (c.quarantined > 0) out.push(`  see them: splitlease splits --state quarantined; requeue: splitlease requeue --all`);
+  if (c.quarantined > 0) {
+    if (v.rate.eta.thenStalled) out.push(`  the job stalls on them once the runnable work is done, unless they are requeued or cancelled`);
+    out.push(`  see them: splitlease splits --state quarantined; requeue: splitlease requeue --all`);
+  }
   out.push("");
   if (v.members.length === 0) out.push("no members");
   else {
@@ -46,7 +87,7 @@ export function formatStatus(job: string, v: FleetView): string {
         m.version,
         `${m.owned}/${m.maxInFlight}`,
         String(m.beat),
-        m.draining ? "draining" : m.maxInFlight === 0 ? "standby" : "",
+        m.ui ? "ui" : m.activity,
       ]),
     ));
   }
@@ -59,6 +100,24 @@ function progress(s: FleetSplit): string {
   return s.progress.watermark === null ? "(state)" : String(s.progress.watermark);
 }
 
+/** A failure under its split: when, who, what, and the stack's first frame (the rest is in `--json`). */
+function failureLines(f: FleetSplit["failures"][number]): string[] {
+  const line = `    ${iso(f.at)} ${f.worker}: ${f.message}`;
+  const first = f.stack?.split("\n", 1)[0];
+  if (!first) return [line];
+  const more = f.stack!.includes("\n") ? " (full stack: --json)" : "";
+  return [line, `      ${first}${more}`];
+}
+
+/**
+ * A split's state as `splits` prints it, in the words of the query: a
+ * runnable split is `runnable` when the query asked for `runnable`, else
+ * `owned` or `unclaimed` (the words `status` counts it by).
+ */
+export function stateWord(s: FleetSplit, asked: readonly string[] | null): string {
+  return s.status === "runnable" && asked?.includes("runnable") ? "runnable" : s.state;
+}
+
 /** `splitlease splits`. */
 export function formatSplits(v: FleetView): string {
   const out: string[] = [];
@@ -67,8 +126,8 @@ export function formatSplits(v: FleetView): string {
   const rows: string[][] = [];
   const failures = new Map<number, string[]>();
   for (const s of v.splits) {
-    rows.push([s.id, s.status, s.owner ?? "-", String(s.epoch), String(s.attempts), progress(s), s.descriptor ?? "(spec record)", s.parent ?? "-"]);
-    if (s.failures.length) failures.set(rows.length - 1, s.failures.map((f) => `    ${iso(f.at)} ${f.worker}: ${f.message}`));
+    rows.push([s.id, stateWord(s, v.page.state), s.owner ?? "-", String(s.epoch), String(s.attempts), progress(s), s.descriptor ?? "(spec record)", s.parent ?? "-"]);
+    if (s.failures.length) failures.set(rows.length - 1, s.failures.flatMap(failureLines));
     else if (s.lastFailure) failures.set(rows.length - 1, [`    last failure: ${s.lastFailure}`]);
   }
   const lines = table(["SPLIT", "STATE", "OWNER", "EPOCH", "ATTEMPTS", "PROGRESS", "DESCRIPTOR", "CUT FROM"], rows).split("\n");
@@ -80,4 +139,24 @@ export function formatSplits(v: FleetView): string {
       (v.page.next ? `; next page: --after ${v.page.next}` : ""),
   );
   return out.join("\n");
+}
+
+const when = (ms: number | null) => (ms === null ? "-" : iso(ms));
+
+/** `splitlease jobs`. */
+export function formatJobs(jobs: readonly JobSummary[]): string {
+  if (jobs.length === 0) return "no jobs (no splitlease_* bucket on this server)";
+  const rows = jobs.map((j) => [
+    j.job,
+    j.state,
+    j.counts ? `${num(j.counts.completed)}/${j.planned === null ? "?" : num(j.planned)}` : j.planned === null ? "-" : `?/${num(j.planned)}`,
+    j.counts ? String(j.counts.quarantined) : "-",
+    `${j.liveMembers.length}/${j.members}`,
+    when(j.createdAt),
+    when(j.finishedAt),
+    j.bytes === null ? "-" : j.bytes < 1e6 ? `${Math.ceil(j.bytes / 1000)} kB` : `${(j.bytes / 1e6).toFixed(1)} MB`,
+  ]);
+  return table(["JOB", "STATE", "COMPLETED", "QUARANTINED", "LIVE/MEMBERS", "CREATED", "FINISHED", "SIZE"], rows) +
+    "\n\nrun a finished job again: splitlease delete --job NAME --yes, then start its workers " +
+    "(or start them under a new job name to keep this one's records)";
 }

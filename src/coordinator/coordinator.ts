@@ -25,11 +25,13 @@ import { buildStatus } from "./status.ts";
 import { SplitRecords } from "./split_records.ts";
 import { checkJobRecord, checkStoreJob, VERSION } from "./job_check.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
+import { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
+import { randomId } from "../util/random_id.ts";
 import { Tenancies } from "./tenancies.ts";
 import { timings } from "./timings.ts";
 import type { OwnReleases } from "./leader/release_hold.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
-import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStatus, CutAnswer, Logger } from "./types.ts";
+import type { CommitOptions, CoordinationEvent, FailOptions, Coordinator, CoordinatorStatus, CutAnswer, Logger } from "./types.ts";
 
 
 const silent: Logger = () => {};
@@ -68,7 +70,7 @@ export class SplitCoordinator implements Coordinator {
     const { store: _s, planner: _p, clock: _c, random: _r, logger: _l, runtime: _rt, leadWhileStalled: _ls, ...rest } = options;
     const config = parseCoordinatorConfig({
       ...rest,
-      instance: options.instance ?? "w-" + nonce(random, 10),
+      instance: options.instance ?? "w-" + randomId(random, 10),
       fingerprint: options.fingerprint ?? options.job,
     });
     checkStoreJob(options.store, config.job);
@@ -79,7 +81,10 @@ export class SplitCoordinator implements Coordinator {
       this.#core.log("warn", "Reconcile failed; retrying", { error: String(e) });
       return t.reconcileRetryMs;
     }, () => this.#state !== "stopped" && this.#state !== "failed");
-    this.#store = new InstrumentedStore(options.store, stats, clock);
+    const me = { instance: config.instance, session: randomId(random, 16) };
+    // Spans of the membership, the leadership, the tenancies and their store operations (no-ops without an OpenTelemetry SDK).
+    const trace = new CoordinatorTrace(this, config.job, me, options.runtime ?? "web", clock);
+    this.#store = new InstrumentedStore(options.store, stats, clock, trace);
     const core: Core = (this.#core = {
       store: this.#store,
       splits: new SplitRecords(this.#store),
@@ -88,12 +93,13 @@ export class SplitCoordinator implements Coordinator {
       config,
       timings: t,
       log: options.logger ?? silent,
-      me: { instance: config.instance, session: nonce(random, 16) },
+      me,
       stats,
       events: new Channel<CoordinationEvent>(),
       schedule: () => this.#loop.schedule(),
       replaced: new ReplacedRecords(stats, options.logger ?? silent),
       landed: new LandedBy(),
+      trace,
     });
     this.#tenancies = new Tenancies(core, (id, d) => this.#follower.remember(id, d)); // orphans: the follower resumes or releases them
     this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());
@@ -137,7 +143,7 @@ export class SplitCoordinator implements Coordinator {
     try {
       await c.#start();
     } catch (e) {
-      await c.#teardown();
+      await c.#teardown(e);
       throw e;
     }
     return c;
@@ -174,7 +180,8 @@ export class SplitCoordinator implements Coordinator {
     await this.#follower.open();
     await this.#membership.register();
     this.#state = "running";
-    log("info", "Joined", { instance: me.instance, session: me.session, job: config.job, timings });
+    log("info", "Joined", { instance: me.instance, session: me.session, job: config.job, maxInFlight: config.maxInFlight, leaseMs: config.leaseMs });
+    log("debug", "Timings derived from the configuration", { timings }); // about 20 intervals: not on the first info line
     this.#membership.start();
     this.#loop.schedule();
   }
@@ -244,7 +251,7 @@ export class SplitCoordinator implements Coordinator {
    */
   commit(splitId: string, epoch: number, progress: SplitProgress, options: CommitOptions = {}): Promise<void> {
     this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
-    return this.#tenancies.commit(splitId, epoch, progress, options.final ?? false);
+    return this.#tenancies.commit(splitId, epoch, progress, options.final ?? false, options.records ?? 0);
   }
 
   /** Graceful release: no attempt consumed (to the successor of a revocation, if one was named). */
@@ -254,9 +261,9 @@ export class SplitCoordinator implements Coordinator {
   }
 
   /** Poison report: attempts + 1, owner none; quarantined at `maxAttempts`. */
-  async fail(splitId: string, epoch: number, reason: string): Promise<void> {
+  async fail(splitId: string, epoch: number, reason: string, options: FailOptions = {}): Promise<void> {
     this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
-    const next = await this.#tenancies.fail(splitId, epoch, reason);
+    const next = await this.#tenancies.fail(splitId, epoch, reason, options.stack);
     // Not logged here: the caller logs its report (the worker's `Split failed` line), the event's consumer the quarantine.
     if (next.status === "quarantined") this.#core.events.push({ type: "quarantined", splitId, attempts: next.attempts });
   }
@@ -343,12 +350,13 @@ export class SplitCoordinator implements Coordinator {
     this.#loop.stop();
   }
 
-  async #teardown(): Promise<void> {
+  async #teardown(error?: unknown): Promise<void> {
     if (this.#state !== "failed") this.#state = "stopped";
     this.#stopAll();
     this.#tenancies.clear();
     await this.#follower.stop();
     this.#core.events.close();
+    this.#core.trace.close(error === undefined ? this.#state : "join failed", error);
   }
 
   /** Closes (for `await using`). */
@@ -398,11 +406,4 @@ export class SplitCoordinator implements Coordinator {
   stats(): CoordinatorStats {
     return this.#core.stats;
   }
-}
-
-function nonce(random: () => number, n: number): string {
-  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
-  let s = "";
-  for (let i = 0; i < n; i++) s += alphabet[Math.floor(random() * alphabet.length)];
-  return s;
 }

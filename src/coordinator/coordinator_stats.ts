@@ -42,6 +42,11 @@ export interface CoordinatorStats {
   handoverSeconds: Histogram;
   /** Cuts of running splits' remaining work: `asked` by this instance while it led, `performed` (a cut of ours landed). */
   cuts: { asked: number; performed: number };
+  /**
+   * The leader's full passes while this instance led (what its CPU goes
+   * on: a pass per ownership or membership change, none per progress commit).
+   */
+  leaderPasses: number;
 }
 
 /**

@@ -19,16 +19,21 @@ export class DormantTenancies {
   readonly #core: Core;
   readonly #tenancies: Tenancies;
   readonly #mayClaim: () => boolean;
+  readonly #lanesFree: () => number;
   #entries = new Map<string, Dormant>();
   /** Entries whose resume (or release) write is out: they still take a lane until it returns. */
   readonly #resuming = new Set<string>();
   #pass: Promise<void> | undefined;
 
-  /** `mayClaim` says whether new work may be taken (running, not draining, not fenced). */
-  constructor(core: Core, tenancies: Tenancies, mayClaim: () => boolean) {
+  /**
+   * `mayClaim` says whether new work may be taken (running, not draining,
+   * not fenced); `lanesFree` how many lanes the splits not dormant leave.
+   */
+  constructor(core: Core, tenancies: Tenancies, mayClaim: () => boolean, lanesFree: () => number) {
     this.#core = core;
     this.#tenancies = tenancies;
     this.#mayClaim = mayClaim;
+    this.#lanesFree = lanesFree;
   }
 
   /**
@@ -73,8 +78,13 @@ export class DormantTenancies {
 
   async #resumeAll(): Promise<void> {
     const { splits, me, config, stats, log } = this.#core;
-    const all = [...this.#entries];
+    // Tenancies that ran before (they have progress) first: a grant that came
+    // while we took no work may not fit the lanes they leave, and is handed
+    // back (released, no attempt) rather than run past maxInFlight.
+    const all = [...this.#entries].sort(([, a], [, b]) => (a.record.progress ? 0 : 1) - (b.record.progress ? 0 : 1));
     this.#entries.clear();
+    let room = this.#lanesFree();
+    const lane = new Map(all.map(([id]) => [id, room-- > 0]));
     await Promise.all(all.map(async ([id, d]) => {
       if (this.#tenancies.held.has(id)) return;
       let { record, revision } = d;
@@ -85,7 +95,7 @@ export class DormantTenancies {
           // Our own late write landed: go again at its revision.
           record = rec;
           revision = rev;
-          keep = this.#mayClaim();
+          keep = this.#mayClaim() && lane.get(id) === true;
           const at = this.#core.clock.wallNow();
           if (keep) stats.claimAttempts++;
           return keep ? openRecord(rec, me, false, config.maxAttempts, at) : releaseRecord(rec, null, at);

@@ -10,7 +10,8 @@
  */
 import { decodeRecord, encodeRecord, type SplitRecord, SplitRecordSchema } from "../records.ts";
 import { keys } from "../store/keys.ts";
-import type { Store, StoreEntry, WriteResult } from "../store/store.ts";
+import type { StoreEntry, WriteResult } from "../store/store.ts";
+import type { Cause, CausedStore } from "../tracing/cause.ts";
 import type { Versioned } from "./versioned.ts";
 
 /**
@@ -58,6 +59,8 @@ export interface CasOptions {
    * can slip in between.
    */
   onLanded?(record: SplitRecord, revision: number): void;
+  /** What the write's store operations are traced under (default: this gateway's). */
+  cause?: Cause;
 }
 
 /**
@@ -72,11 +75,20 @@ export interface CasOptions {
  * ```
  */
 export class SplitRecords {
-  readonly #store: Store;
-  readonly #listeners = new Set<(w: LandedSplit) => void>();
+  readonly #store: CausedStore;
+  readonly #listeners: Set<(w: LandedSplit) => void>;
+  readonly #cause: Cause | undefined;
 
-  constructor(store: Store) {
+  /** The gateway over `store`; its operations are traced under `cause` unless a call names another. */
+  constructor(store: CausedStore, cause?: Cause, listeners: Set<(w: LandedSplit) => void> = new Set()) {
     this.#store = store;
+    this.#cause = cause;
+    this.#listeners = listeners;
+  }
+
+  /** The same gateway (same store, same `landed` subscribers) with its operations traced under `cause`. */
+  by(cause: Cause): SplitRecords {
+    return new SplitRecords(this.#store, cause, this.#listeners);
   }
 
   /** Subscribes to every split write of ours that lands; returns the unsubscribe. */
@@ -86,26 +98,26 @@ export class SplitRecords {
   }
 
   /** The raw entry of a split (for views that keep unreadable records visible). */
-  entry(id: string): Promise<StoreEntry | undefined> {
-    return this.#store.get(keys.split(id));
+  entry(id: string, cause?: Cause): Promise<StoreEntry | undefined> {
+    return this.#store.get(keys.split(id), cause ?? this.#cause);
   }
 
   /** The split's record and revision; throws `InvalidRecordError` when unreadable. */
-  async read(id: string): Promise<Versioned<SplitRecord> | undefined> {
-    const e = await this.#store.get(keys.split(id));
+  async read(id: string, cause?: Cause): Promise<Versioned<SplitRecord> | undefined> {
+    const e = await this.#store.get(keys.split(id), cause ?? this.#cause);
     return e ? { record: decodeRecord(e.key, e.value, SplitRecordSchema), revision: e.revision } : undefined;
   }
 
   /** Creates a split record if absent (a seed). */
-  async create(id: string, record: SplitRecord, kind: SplitWriteKind): Promise<WriteResult> {
-    const r = await this.#store.create(keys.split(id), encodeRecord(record));
+  async create(id: string, record: SplitRecord, kind: SplitWriteKind, cause?: Cause): Promise<WriteResult> {
+    const r = await this.#store.create(keys.split(id), encodeRecord(record), cause ?? this.#cause);
     if (r.ok) this.#landed({ id, record, revision: r.revision, kind });
     return r;
   }
 
   /** One compare-and-swap of a split record at `revision`. */
-  async write(id: string, record: SplitRecord, revision: number, kind: SplitWriteKind): Promise<WriteResult> {
-    const r = await this.#store.update(keys.split(id), encodeRecord(record), revision);
+  async write(id: string, record: SplitRecord, revision: number, kind: SplitWriteKind, cause?: Cause): Promise<WriteResult> {
+    const r = await this.#store.update(keys.split(id), encodeRecord(record), revision, cause ?? this.#cause);
     if (r.ok) this.#landed({ id, record, revision: r.revision, kind });
     return r;
   }
@@ -124,16 +136,17 @@ export class SplitRecords {
   ): Promise<CasOutcome> {
     let { record, revision } = from;
     const attempts = opts.attempts ?? 8;
+    const cause = opts.cause ?? this.#cause;
     for (let attempt = 0; attempt < attempts; attempt++) {
       opts.check?.();
       const next = make(record, revision);
-      const r = await this.#store.update(keys.split(id), encodeRecord(next), revision);
+      const r = await this.#store.update(keys.split(id), encodeRecord(next), revision, cause);
       if (r.ok) {
         opts.onLanded?.(next, r.revision);
         this.#landed({ id, record: next, revision: r.revision, kind: opts.kind });
         return { ok: true, record: next, revision: r.revision };
       }
-      const cur = await this.read(id);
+      const cur = await this.read(id, cause);
       if (!cur || !opts.keep(cur.record)) return { ok: false, current: cur };
       ({ record, revision } = cur);
     }

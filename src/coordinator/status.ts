@@ -35,7 +35,8 @@ export function buildStatus(s: StatusInput): CoordinatorStatus {
   const leader = f.leader?.record;
   const role = s.role?.ready ? s.role : undefined;
   const c = role ? role.counts() : leader?.counts;
-  const quarantined = role ? [...role.view.quarantined].sort() : [];
+  // Off the leader: the ids its last beat published (the first few), so the list agrees with the count.
+  const quarantined = role ? [...role.view.quarantined].sort() : [...(leader?.counts?.quarantinedIds ?? [])];
   const invalid = new Map(f.invalid);
   if (role) for (const [k, m] of role.view.invalid) invalid.set(k, m);
   const liveMembers = role ? [...role.states.keys()].sort() : [s.me.instance];

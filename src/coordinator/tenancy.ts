@@ -6,6 +6,7 @@
  */
 import type { Owner, SplitRecord } from "../records.ts";
 import type { Cut } from "./cuts.ts";
+import type { TenancyTrace } from "../tracing/tenancy_trace.ts";
 import type { SplitSpec } from "./types.ts";
 
 /**
@@ -54,6 +55,8 @@ export interface Tenancy {
   cut?: { cut: Cut; landed: boolean };
   /** Residuals of its cuts whose records exist. */
   created?: Set<string>;
+  /** Its span (tracing on): the cause of its writes' store operations; the lane runs the source inside it. */
+  trace?: TenancyTrace;
 }
 
 /**

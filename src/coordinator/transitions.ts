@@ -6,12 +6,16 @@
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
+import { boundStack } from "../util/stack.ts";
 import {
   estimateProblem,
   FAILURE_HISTORY,
   FAILURE_MESSAGE_CHARS,
+  FAILURE_STACK_CHARS,
+  FAILURE_STACK_LINES,
   type Json,
   type Owner,
+  type SplitFailure,
   type SplitProgress,
   type SplitRecord,
   TENANCY_HISTORY,
@@ -90,6 +94,7 @@ export function commitRecord(
   progress: SplitProgress,
   final: boolean,
   at: number = Date.now(),
+  records = 0,
 ): SplitRecord {
   const prev = r.progress?.watermark;
   if (prev !== undefined && progress.watermark !== undefined && compareWatermarks(prev, progress.watermark) > 0) {
@@ -111,7 +116,13 @@ export function commitRecord(
   if (state !== undefined) merged.state = state;
   const estimate = progress.estimate ?? r.progress?.estimate;
   if (estimate !== undefined) merged.estimate = final ? { ...estimate, left: 0 } : estimate;
-  return final ? withTenancy({ ...r, progress: merged, status: "completed", owner: null }, at, "completed") : { ...r, progress: merged };
+  if (!(Number.isInteger(records) && records >= 0)) {
+    throw new SplitleaseError("INVALID_ARGUMENT", `Records of a commit of split "${splitId}" must be an integer >= 0, got ${records}`);
+  }
+  const counted = records > 0 ? { records: (r.records ?? 0) + records } : {};
+  return final
+    ? withTenancy({ ...r, ...counted, progress: merged, status: "completed", owner: null }, at, "completed")
+    : { ...r, ...counted, progress: merged };
 }
 
 /**
@@ -140,11 +151,13 @@ export function handBackRecord(r: SplitRecord, reason: string, worker: string, a
 /**
  * Fail (poison report): attempts + 1, owner none; quarantined at the cap.
  * The report joins the record's bounded failure history (`worker` reported
- * it at wall time `at`).
+ * it at wall time `at`, with the first frames of `stack` when given).
  */
-export function failRecord(r: SplitRecord, reason: string, maxAttempts: number, worker: string, at: number): SplitRecord {
+export function failRecord(r: SplitRecord, reason: string, maxAttempts: number, worker: string, at: number, stack?: string): SplitRecord {
   const attempts = r.attempts + 1;
-  const failure = { at, worker, message: reason.slice(0, FAILURE_MESSAGE_CHARS) };
+  const frames = stack === undefined ? undefined : boundStack(stack, FAILURE_STACK_LINES, FAILURE_STACK_CHARS);
+  const failure: SplitFailure = { at, worker, message: reason.slice(0, FAILURE_MESSAGE_CHARS) };
+  if (frames !== undefined) failure.stack = frames;
   const next: SplitRecord = {
     ...r,
     owner: null,

@@ -234,7 +234,11 @@ export interface CoordinatorStatus {
     quarantined: number;
     cancelled: number;
   };
-  /** Ids of quarantined splits (known on the leader; empty elsewhere). */
+  /**
+   * Ids of quarantined splits, by id: every one on the leader; elsewhere
+   * the first 20 its last beat published (`counts.quarantined` counts
+   * them all; `/fleet?state=quarantined` lists them all).
+   */
   quarantined: string[];
   /** Job outcome once known. */
   outcome: "allComplete" | "stalled" | "planFailed" | null;
@@ -275,6 +279,29 @@ export type Logger = (
 export interface CommitOptions {
   /** Terminal commit: the split is marked `completed` and leaves this worker. */
   final?: boolean;
+  /** Records this commit covers (an integer >= 0), summed into the split record's `records`. */
+  records?: number;
+}
+
+/**
+ * Options of {@linkcode Coordinator.fail}.
+ *
+ * @example
+ * ```ts
+ * import type { Coordinator } from "@splitlease/splitlease";
+ * import type { FailOptions } from "@splitlease/splitlease/admin";
+ * declare const c: Coordinator;
+ * const error = new Error("ECONNRESET");
+ * const options: FailOptions = { stack: error.stack };
+ * await c.fail("split-1", 3, `run threw: ${error.message}`, options);
+ * ```
+ */
+export interface FailOptions {
+  /**
+   * The failing error's stack: its first frames join the split's failure
+   * history (bounded; shown by the fleet page and `splitlease splits`).
+   */
+  stack?: string;
 }
 
 /**
@@ -313,8 +340,8 @@ export interface Coordinator extends AsyncDisposable, AsyncIterable<Coordination
    * released to its thief. Splits no longer held are ignored.
    */
   release(splitIds: readonly string[]): Promise<void>;
-  /** Reports a poison split: consumes an attempt; quarantines at the cap. */
-  fail(splitId: string, epoch: number, reason: string): Promise<void>;
+  /** Reports a poison split: consumes an attempt; quarantines at the cap (with the error's stack in `options`, kept in its failure history). */
+  fail(splitId: string, epoch: number, reason: string, options?: FailOptions): Promise<void>;
   /**
    * Cuts a held split's remaining work (an answer to `splitRequested`):
    * one CAS at `epoch` shrinks its descriptor to `cut.keep` and records the

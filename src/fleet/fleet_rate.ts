@@ -10,7 +10,7 @@
  * @module
  */
 import type { SplitRecord } from "../records.ts";
-import type { FleetRate } from "./types.ts";
+import type { FleetRate, FleetSummary } from "./types.ts";
 
 /** The window the rate and ETA are measured over (or since the job began, if shorter). */
 export const RATE_WINDOW_MS = 5 * 60_000;
@@ -53,6 +53,8 @@ export class RateFold {
   #partial = 0;
   readonly #times: number[] = []; // completions within the sparkline's longest span
   readonly #byMember = new Map<string, number>();
+  #last: number | null = null;
+  readonly #totals = { records: 0, splitsWithRecords: 0, retries: 0, failures: 0, lost: 0, cuts: 0 };
   /** The most recent completions, newest first. */
   readonly recent: { id: string; at: number; rec: SplitRecord }[] = [];
 
@@ -62,7 +64,21 @@ export class RateFold {
 
   /** Counts one readable split record. */
   add(id: string, r: SplitRecord): void {
-    for (const t of r.tenancies ?? []) if (this.#started === null || t.from < this.#started) this.#started = t.from;
+    const tenancies = r.tenancies ?? [];
+    for (const [i, t] of tenancies.entries()) {
+      if (this.#started === null || t.from < this.#started) this.#started = t.from;
+      if (t.end === "failed") this.#totals.failures++;
+      if (t.end === "lost") this.#totals.lost++;
+      const before = tenancies[i - 1]?.end;
+      if (before === "failed" || before === "lost") this.#totals.retries++;
+    }
+    // Records from before tenancies were kept: their failure reports.
+    if (tenancies.length === 0) this.#totals.failures += r.failures?.length ?? 0;
+    this.#totals.cuts += r.cuts ?? 0;
+    if (r.records !== undefined) {
+      this.#totals.records += r.records;
+      this.#totals.splitsWithRecords++;
+    }
     if (r.status === "runnable") {
       const f = fractionDone(r) ?? 0;
       this.#remaining += r.weight * (1 - f);
@@ -75,6 +91,7 @@ export class RateFold {
       return;
     }
     this.#timed++;
+    if (this.#last === null || at > this.#last) this.#last = at;
     const age = this.#now - at;
     if (age <= RATE_WINDOW_MS) {
       this.#inWindow++;
@@ -107,11 +124,13 @@ export class RateFold {
     const perMinute = windowMs > 0 ? (this.#inWindow * 60_000) / windowMs : null;
     const weightPerMs = windowMs > 0 ? this.#weightInWindow / windowMs : 0;
     let eta: FleetRate["eta"];
-    if (runnable === 0) eta = { state: quarantined > 0 ? "stalled" : "done", at: null, inMs: null };
+    // Quarantined splits behind runnable work: the job stalls when that work is done.
+    const thenStalled = runnable > 0 && quarantined > 0;
+    if (runnable === 0) eta = { state: quarantined > 0 ? "stalled" : "done", at: null, inMs: null, thenStalled };
     else if (weightPerMs > 0) {
       const inMs = Math.round(this.#remaining / weightPerMs);
-      eta = { state: "estimated", at: this.#now + inMs, inMs };
-    } else eta = { state: "unknown", at: null, inMs: null };
+      eta = { state: "estimated", at: this.#now + inMs, inMs, thenStalled };
+    } else eta = { state: "unknown", at: null, inMs: null, thenStalled };
     return {
       windowMs,
       startedAt: this.#started,
@@ -124,6 +143,20 @@ export class RateFold {
       partialWeight: this.#partial,
       eta,
       spark: this.#spark(),
+    };
+  }
+
+  /** What the job did: the totals, and the rate over the whole run (first start to last completion). */
+  summary(): FleetSummary {
+    const tookMs = this.#started !== null && this.#last !== null ? Math.max(0, this.#last - this.#started) : null;
+    const t = this.#totals;
+    return {
+      ...t,
+      startedAt: this.#started,
+      lastCompletedAt: this.#last,
+      tookMs,
+      perMinute: tookMs ? (this.#timed * 60_000) / tookMs : null,
+      recordsPerSecond: tookMs && t.records > 0 ? (t.records * 1000) / tookMs : null,
     };
   }
 

@@ -33,6 +33,11 @@ import type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetSnapshot
 export const FLEET_STATES: readonly FleetState[] = ["runnable", "owned", "unclaimed", "completed", "quarantined", "cancelled"];
 /** Old words for states, still accepted: the CLI's `status` and the fleet page said running and waiting, `/fleet` unowned. */
 export const FLEET_STATE_ALIASES: Readonly<Record<string, FleetState>> = { running: "owned", waiting: "unclaimed", unowned: "unclaimed" };
+/**
+ * Instance id prefix of a `splitlease ui` process (`splitlease-ui-<8 hex>`):
+ * a view marks such a member (with no lanes) `ui`, not a worker.
+ */
+export const UI_INSTANCE_PREFIX = "splitlease-ui-";
 /** Default page size of {@linkcode FleetQuery.limit}. */
 const DEFAULT_LIMIT = 100;
 /** Largest page {@linkcode FleetQuery.limit} allows. */
@@ -118,6 +123,7 @@ export function splitView(id: string, r: SplitRecord): FleetSplit {
   return {
     id,
     status: r.status,
+    state: r.status !== "runnable" ? r.status : r.owner ? "owned" : "unclaimed",
     owner: r.owner?.instance ?? null,
     epoch: r.epoch,
     attempts: r.attempts,
@@ -136,6 +142,7 @@ export function splitView(id: string, r: SplitRecord): FleetSplit {
     tenancies,
     parent: r.parent ?? null,
     cuts: r.cuts ?? 0,
+    records: r.records ?? null,
   };
 }
 
@@ -253,6 +260,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
     leader: leader?.instance === instance && leader.session === m.session,
     alive: live ? live.has(instance) : null,
     activity: m.draining ? "draining" : m.maxInFlight === 0 ? "standby" : (owned.get(instance + "/" + m.session) ?? 0) > 0 || (m.held ?? 0) > 0 ? "working" : "idle",
+    ui: instance.startsWith(UI_INSTANCE_PREFIX) && m.maxInFlight === 0,
     lastBeatAt: m.at ?? null,
     perMinute: rate.memberPerMinute(instance, windowMs),
   }));
@@ -274,6 +282,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
     members: memberViews,
     counts,
     rate: rate.finish(counts.runnable, counts.quarantined),
+    summary: rate.summary(),
     recent: rate.recent.map((x) => splitView(x.id, x.rec)),
     splits: page.map((p) => splitView(p.id, p.rec)),
     page: {

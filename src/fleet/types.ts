@@ -105,6 +105,12 @@ export interface FleetMember {
   alive: boolean | null;
   /** What it does: `working` (holds splits), `idle` (holds none), `standby` (`maxInFlight: 0`), `draining`. */
   activity: "working" | "idle" | "standby" | "draining";
+  /**
+   * A `splitlease ui` process (an operator's shell serving the fleet page:
+   * instance `splitlease-ui-…`, no lanes), not a worker of the fleet. It
+   * may lead; pages offer no drain for it.
+   */
+  ui: boolean;
   /** Wall clock of its last beat as it wrote it (`null` in records from before it was written). */
   lastBeatAt: number | null;
   /** Splits it completed per minute over the view's rate window (from the records' completion times). */
@@ -128,6 +134,8 @@ export interface FleetSplit {
   id: string;
   /** Lifecycle state. */
   status: SplitStatus;
+  /** Its state in the words of a query: `owned` or `unclaimed` for a runnable split, else its status. */
+  state: Exclude<FleetState, "runnable">;
   /** Owner instance, or `null` when free. */
   owner: string | null;
   /** Fencing epoch (grows with every ownership change). */
@@ -160,6 +168,8 @@ export interface FleetSplit {
   parent: string | null;
   /** How often its remaining work was cut. */
   cuts: number;
+  /** Records its owners reported with the commits that landed, or `null` when none were reported. */
+  records: number | null;
 }
 
 /**
@@ -195,10 +205,54 @@ export interface FleetRate {
   remainingWeight: number;
   /** Weight the running splits' estimates count as done. */
   partialWeight: number;
-  /** When the runnable work should be done at this rate: `estimated`, `unknown` (nothing completed in the window), `stalled` (only quarantined splits left) or `done`. */
-  eta: { state: "estimated" | "unknown" | "stalled" | "done"; at: number | null; inMs: number | null };
+  /**
+   * When the runnable work should be done at this rate: `estimated`,
+   * `unknown` (nothing completed in the window), `stalled` (only
+   * quarantined splits left) or `done`. `thenStalled`: quarantined splits
+   * wait behind the runnable work, so the job stalls when it is done unless
+   * they are requeued or cancelled.
+   */
+  eta: { state: "estimated" | "unknown" | "stalled" | "done"; at: number | null; inMs: number | null; thenStalled: boolean };
   /** Completions per bucket (60 of `bucketMs`: the job's life, 1 to 10 minutes), oldest first, the last ending at the view's time. */
   spark: { bucketMs: number; counts: number[] };
+}
+
+/**
+ * What a job did, from its split records: what its result summary shows
+ * (the fleet page once it is done, `splitlease status`). Runs are counted
+ * from each split's tenancy history (its last 8 tenancies), so a split that
+ * ran more often than that counts its latest runs only. The times are the
+ * writers' wall clocks, as in {@linkcode FleetRate}.
+ *
+ * @example
+ * ```ts
+ * import type { FleetSummary } from "@splitlease/splitlease/admin";
+ * const line = (s: FleetSummary) => `${s.records} records, ${s.retries} retries, ${s.failures} failures, ${s.cuts} cuts`;
+ * ```
+ */
+export interface FleetSummary {
+  /** Records the split records count (what the owners reported with the commits that landed), over every split. */
+  records: number;
+  /** Splits whose records count any (a source that reports no records leaves this 0). */
+  splitsWithRecords: number;
+  /** Runs that followed a failed or lost run of the same split (the work retried). */
+  retries: number;
+  /** Runs that ended failed (a `run` that threw, a poison report). */
+  failures: number;
+  /** Runs whose owner was judged dead or fenced, the split taken over (`lost`). */
+  lost: number;
+  /** Cuts of running splits' remaining work (each made residual splits of its own). */
+  cuts: number;
+  /** When the first tenancy on record began, or `null`. */
+  startedAt: number | null;
+  /** When the latest split completed, or `null`: the job's end once it is done. */
+  lastCompletedAt: number | null;
+  /** From `startedAt` to `lastCompletedAt` (ms), or `null`: how long the job took, once done. */
+  tookMs: number | null;
+  /** Splits completed per minute over `tookMs`, or `null`. */
+  perMinute: number | null;
+  /** Records per second over `tookMs`, or `null` (no records or no time). */
+  recordsPerSecond: number | null;
 }
 
 /**
@@ -265,6 +319,8 @@ export interface FleetView {
   counts: FleetCounts;
   /** Job-wide rate and ETA (from completion times in the records). */
   rate: FleetRate;
+  /** What the job did so far: records, retries, failures, cuts, how long it took and at what rate. */
+  summary: FleetSummary;
   /** The most recently completed splits (at most 10), newest first, whatever the filter. */
   recent: FleetSplit[];
   /** One page of the splits that match the query, by id. */

@@ -163,7 +163,12 @@ export function createApp(options: AppOptions): HonoApp {
   mountProbeRoutes(app, { coordinator, worker, prefix, idling: options.idling, processMetrics: options.processMetrics, allow });
   const bodyLimit = drainBodyLimit();
   mountDrainRoute(app, { coordinator, worker, guard, bodyLimit, deadlineMs: options.drainDeadlineMs, onDrain: options.onDrain, allow });
-  if (options.store) mountFleetRoutes(app, { store: options.store, coordinator, guard, bodyLimit, allow });
+  if (options.store) {
+    const access = options.drainToken !== undefined ? "token" : options.drainOpen === true ? "open" : "closed";
+    // Once the job is done and the process idles, the page shows the finished job: nothing to act on.
+    const operator = () => (options.idling?.() ? "none" : access);
+    mountFleetRoutes(app, { store: options.store, coordinator, guard, bodyLimit, allow, operator });
+  }
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }, 404));
   app.onError((err, c) => {
     if (err instanceof HTTPException) return err.getResponse();

@@ -10,10 +10,13 @@
  * the current tenancy has lasted; searchable and filtered by state), one
  * split in detail (its tenancies and failures), the quarantined splits and
  * the recently completed ones, with requeue, cancel and drain behind a
- * confirmation. The operator types the bearer token into the page; it lives
- * in the script's memory only (never in the HTML, a cookie or storage) and
- * goes out only in the `Authorization` header of an action. Every value
- * from the store is set as text, never as markup.
+ * confirmation. Once the job is done the page leads with its result
+ * (records, retries, failures, cuts, how long it took and the rate over that
+ * time). The operator types the bearer token into the page when the routes
+ * take one and there is something to act on; it lives in the script's
+ * memory only (never in the HTML, a cookie or storage) and goes out only in
+ * the `Authorization` header of an action. Every value from the store is
+ * set as text, never as markup.
  *
  * @module
  */
@@ -43,6 +46,10 @@ export const FLEET_PAGE_HTML: string = `<!doctype html>
 <h1><img src="{{base}}/favicon.svg" alt=""> splitlease fleet <span id="job" class="mono"></span></h1>
 <div id="meta" class="muted">loading…</div>
 <div id="banner" role="alert"></div>
+<section id="result" class="result" hidden aria-labelledby="result-title">
+  <h2 id="result-title">Result</h2>
+  <dl id="result-list"></dl>
+</section>
 <section class="job" aria-label="job progress">
   <div class="big" id="progress-text">–</div>
   <div class="bar" id="progress"><span class="partial" id="progress-partial"></span><span id="progress-done"></span></div>
@@ -54,7 +61,7 @@ export const FLEET_PAGE_HTML: string = `<!doctype html>
   <div class="card">completed<b id="count-completed" class="ok">–</b></div>
   <div class="card">owned<b id="count-owned">–</b></div>
   <div class="card">unclaimed<b id="count-unclaimed">–</b></div>
-  <div class="card">quarantined<b id="count-quarantined" class="bad">–</b></div>
+  <div class="card">quarantined<b id="count-quarantined">–</b></div>
   <div class="card">cancelled<b id="count-cancelled" class="muted">–</b></div>
   <div class="card">unreadable<b id="count-invalid" class="muted">–</b></div>
 </div>
@@ -64,9 +71,13 @@ export const FLEET_PAGE_HTML: string = `<!doctype html>
 <h2>Members <span id="liveness" class="muted"></span></h2>
 <div class="scroll"><table id="members"><thead><tr><th>instance</th><th class="wide">runtime</th><th class="wide">version</th><th>splits</th>
 <th>state</th><th>last seen</th><th>splits/min</th><th></th></tr></thead><tbody></tbody></table></div>
+<div id="members-also" class="muted"></div>
+<section id="operator" hidden>
 <h2>Operator token <span class="muted">(for requeue, cancel and drain)</span></h2>
 <form id="token-form"><input id="token" type="password" autocomplete="off" placeholder="bearer token (drainToken)" size="24">
 <button type="submit">Use token</button> <span id="token-state" class="muted">no token: actions are refused</span></form>
+</section>
+<div id="operator-note" class="muted"></div>
 <div id="notice" aria-live="polite"></div>
 <h2>Quarantined <button id="requeue-all" type="button">Requeue all</button></h2>
 <div class="scroll"><table id="quarantined"><thead><tr><th>split</th><th>attempts</th><th class="wide">epoch</th><th class="wide">descriptor</th>

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { FLEET_PAGE_RESULT } from "./fleet_page_result.ts";
 import { FLEET_PAGE_SPLITS } from "./fleet_page_splits.ts";
 
 const HELPERS = `
@@ -15,6 +16,8 @@ const HELPERS = `
   // Where the app is mounted ("" at the root, "/ops" under a prefix): every request goes beside the page.
   const BASE = (document.currentScript && document.currentScript.dataset.base) || "";
   let token = ""; // typed by the operator; kept here only
+  // How the operator routes are guarded (/fleet's operator.access): token, open, closed or none (a finished job).
+  let access = "closed";
   const $ = (id) => document.getElementById(id);
   const el = (tag, text, cls) => {
     const e = document.createElement(tag);
@@ -63,6 +66,8 @@ const HELPERS = `
     const h = Math.floor(m / 60);
     return h < 48 ? h + " h " + pad(m % 60) + " min" : Math.floor(h / 24) + " d " + (h % 24) + " h";
   };
+  // How long a whole job took: tenths of a second below 10 s (a short job is not "0 s").
+  const took = (ms) => ms !== null && ms !== undefined && ms < 10000 ? (Math.max(0, ms) / 1000).toFixed(1) + " s" : dur(ms);
   const pct = (f) => (f >= 0.995 && f < 1 ? "99" : f > 0 && f < 0.01 ? "<1" : String(Math.round(100 * f))) + "%";
   const amount = (n, unit) => {
     if (unit === "bytes") {
@@ -104,7 +109,7 @@ const HELPERS = `
 
   async function act(path, what) {
     try {
-      const res = await fetch(BASE + path, { method: "POST", headers: { authorization: "Bearer " + token } });
+      const res = await fetch(BASE + path, { method: "POST", headers: token ? { authorization: "Bearer " + token } : {} });
       const body = await res.json().catch(() => ({}));
       if (res.ok) notice(body.message || (what + ": " + (body.requeued ?? 0) + " of " + (body.found ?? 0) + " requeued"), "ok");
       else notice(what + " refused (" + res.status + "): " + (body.message || body.error || res.statusText), "bad");
@@ -114,12 +119,14 @@ const HELPERS = `
     poll();
   }
 
-  // An action button: no token, no question; then a confirmation naming what it does.
+  // An action button (none where the routes refuse every action): without the token the
+  // routes need, no question; then a confirmation naming what it does.
   function button(label, path, what, question) {
+    if (access !== "token" && access !== "open") return el("span", "");
     const b = el("button", label);
     b.type = "button";
     b.addEventListener("click", async () => {
-      if (!token) { notice("Type the operator token first (the drainToken of the workers).", "bad"); return; }
+      if (access === "token" && !token) { notice("Type the operator token first (the drainToken of the workers).", "bad"); return; }
       if (await ask(question, label)) act(path, what);
     });
     return b;
@@ -136,28 +143,41 @@ const JOB = `
     $("progress-text").textContent = pct(done + partial) + " done · " + c.completed + " of " + c.total + " splits completed" +
       (c.cancelled ? ", " + c.cancelled + " cancelled" : "") + (c.owned ? ", " + c.owned + " owned" : "") +
       (c.unclaimed ? ", " + c.unclaimed + " unclaimed" : "");
-    const e = r.eta, last = v.recent.length ? v.recent[0].completedAt : null;
+    const e = r.eta, s = v.summary;
     const eta = $("eta");
+    // Quarantined splits behind the runnable work: the job stalls once that work is done.
+    const stall = e.thenStalled ? " · then stalled on " + c.quarantined + " quarantined split" + (c.quarantined === 1 ? "" : "s") +
+      " unless requeued or cancelled (below)" : "";
     if (e.state === "estimated") {
-      eta.textContent = "ETA " + when(e.at) + " · in " + dur(e.inMs);
-      eta.className = "big";
+      eta.textContent = (e.thenStalled ? "Runnable work done " : "ETA ") + when(e.at) + " · in " + dur(e.inMs) + stall;
+      eta.className = e.thenStalled ? "big warn" : "big";
     } else if (e.state === "done") {
-      eta.textContent = "Finished" + (last ? " " + when(last) : "") + (r.startedAt !== null && last ? " · took " + dur(last - r.startedAt) : "");
+      eta.textContent = "Finished" + (s.lastCompletedAt !== null ? " " + when(s.lastCompletedAt) : "") + (s.tookMs !== null ? " · took " + took(s.tookMs) : "");
       eta.className = "big ok";
     } else if (e.state === "stalled") {
       eta.textContent = "Stalled: only " + c.quarantined + " quarantined split" + (c.quarantined === 1 ? " is" : "s are") +
         " left · requeue or cancel below";
       eta.className = "big bad";
     } else {
-      eta.textContent = "ETA unknown: no split completed in the last " + dur(r.windowMs || 0);
+      eta.textContent = "ETA unknown: no split completed in the last " + dur(r.windowMs || 0) + stall;
       eta.className = "big warn";
     }
-    const win = r.windowMs >= 5 * 60000 ? "the last 5 min" : "the " + dur(r.windowMs) + " since the job began";
-    $("rate").textContent = (r.perMinute === null ? "no rate yet" : r.perMinute.toFixed(1) + " splits/min " + (e.state === "done" ? "on average " : "") + "over " + win +
-      " (" + r.completedInWindow + " completed)") + " · job-wide, from the completion times in the split records" +
-      (r.startedAt !== null ? " · running since " + when(r.startedAt) : "") +
-      (r.untimed ? " · " + r.untimed + " completed split(s) have no completion time (older records)" : "");
+    const untimed = r.untimed ? " · " + r.untimed + " completed split(s) have no completion time (older records)" : "";
+    if (e.state === "done") {
+      // The same window as "took": the whole run, first start to last completion.
+      $("rate").textContent = (s.perMinute === null ? "no rate" : s.perMinute.toFixed(1) + " splits/min" +
+        (s.recordsPerSecond !== null ? " · " + Math.round(s.recordsPerSecond).toLocaleString("en-US") + " records/s" : "") +
+        " over the " + took(s.tookMs) + " it took") + " · from the completion times in the split records" + untimed;
+    } else {
+      const win = r.windowMs >= 5 * 60000 ? "the last 5 min" : "the " + dur(r.windowMs) + " since the job began";
+      $("rate").textContent = (r.perMinute === null ? "no rate yet" : r.perMinute.toFixed(1) + " splits/min over " + win +
+        " (" + r.completedInWindow + " completed)") + " · job-wide, from the completion times in the split records" +
+        (r.startedAt !== null ? " · running since " + when(r.startedAt) : "") + untimed;
+    }
+    renderResult(v, e.state === "done");
     for (const k of ["total", "completed", "owned", "unclaimed", "quarantined", "cancelled", "invalid"]) $("count-" + k).textContent = c[k];
+    // Red only when there is something to repair.
+    $("count-quarantined").className = c.quarantined > 0 ? "bad" : "";
     $("job").textContent = "· job " + v.job;
     const plan = v.plan ? "plan " + v.plan.finality + ", " + v.plan.planned + " planned" + (v.plan.outcome ? ", outcome " + v.plan.outcome : "") : "no plan yet";
     const leader = v.leader ? "leader " + v.leader.instance + " (term " + v.leader.term + ")" : "no leader";
@@ -188,7 +208,15 @@ const JOB = `
     $("liveness").textContent = v.liveness.judgedBy === "here"
       ? "(alive as judged by the leader " + v.liveness.by + ")"
       : "(liveness is judged by the leader" + (v.liveness.leader ? ", " + v.liveness.leader : "") + ")";
-    $("members").tBodies[0].replaceChildren(...v.members.map((m) => {
+    // splitlease ui processes are operators' shells, not workers: named below the table, never drained from here.
+    const workers = v.members.filter((m) => !m.ui), uis = v.members.filter((m) => m.ui);
+    $("members-also").textContent = uis.length ? "Also watching (splitlease ui, no work): " + uis.map((m) => m.instance +
+      (m.instance === v.servedBy.instance ? " (serves this page)" : "") + (m.leader ? " ★ leader" : "")).join(", ") : "";
+    const none = document.createElement("tr"), cell = el("td", v.plan && v.plan.outcome ? "none: the job is over and its workers left" : "none", "muted");
+    cell.colSpan = 8;
+    none.appendChild(cell);
+    if (!workers.length) { $("members").tBodies[0].replaceChildren(none); return; }
+    $("members").tBodies[0].replaceChildren(...workers.map((m) => {
       const name = el("span", m.instance + (m.leader ? " ★ leader" : ""), "mono");
       const state = m.alive === false ? pill("dead") : pill(m.activity);
       const seen = m.lastBeatAt !== null ? dur(Math.max(0, v.at - m.lastBeatAt)) + " ago" : "beat " + m.beat;
@@ -202,7 +230,17 @@ const JOB = `
 `;
 
 const MAIN = `
-  let seq = 0;
+  // The token box only where the routes take a token and there is something to act on.
+  function renderOperator(v) {
+    const c = v.counts, busy = c.quarantined + c.runnable > 0 || v.members.some((m) => !m.ui);
+    $("operator").hidden = !(access === "token" && busy);
+    $("operator-note").textContent = access === "closed" && busy
+      ? "Requeue, cancel and drain are off here: the workers have no drainToken (set one, or drainOpen on a private address)."
+      : access === "none" ? "The job is finished: this page shows its records read-only." : "";
+    $("requeue-all").hidden = access !== "token" && access !== "open";
+  }
+
+  let seq = 0, filterChosen = false;
   async function poll() {
     const mine = ++seq;
     const filter = $("filter").value, match = $("search").value.trim();
@@ -213,6 +251,14 @@ const MAIN = `
       const [quarantined, ...views] = await Promise.all([getJson(url("quarantined", 100, false)), ...lists.map(getJson)]);
       if (mine !== seq) return; // a newer poll (a filter typed meanwhile) renders
       const v = views[0];
+      if (!filterChosen && filter === "runnable" && v.rate.eta.state === "done") {
+        // Nothing runnable is left: a finished job lists all its splits unless the operator picked a filter.
+        filterChosen = true;
+        $("filter").value = "all";
+        return poll();
+      }
+      access = v.operator ? v.operator.access : "closed";
+      renderOperator(v);
       renderJob(v);
       renderSpark(v);
       renderMembers(v);
@@ -238,9 +284,9 @@ const MAIN = `
     $("filters").addEventListener("submit", (ev) => { ev.preventDefault(); poll(); });
     let typing;
     $("search").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(poll, 250); });
-    $("filter").addEventListener("change", poll);
+    $("filter").addEventListener("change", () => { filterChosen = true; poll(); });
     $("requeue-all").addEventListener("click", async () => {
-      if (!token) { notice("Type the operator token first (the drainToken of the workers).", "bad"); return; }
+      if (access === "token" && !token) { notice("Type the operator token first (the drainToken of the workers).", "bad"); return; }
       const n = $("count-quarantined").textContent;
       if (await ask("Requeue all " + n + " quarantined split(s)? Each runs again from its last commit with its attempts reset.", "Requeue all")) {
         act("/splits/requeue", "requeue all");
@@ -255,5 +301,5 @@ const MAIN = `
 
 /** The fleet page's browser script: polls `/fleet`, renders the tables, posts operator actions with the token. */
 export const FLEET_PAGE_SCRIPT: string = `"use strict";
-(() => {${HELPERS}${JOB}${FLEET_PAGE_SPLITS}${MAIN}})();
+(() => {${HELPERS}${JOB}${FLEET_PAGE_RESULT}${FLEET_PAGE_SPLITS}${MAIN}})();
 `;

@@ -18,6 +18,10 @@ h2 { font-size: 1.05em; margin: 1.4em 0 .4em; display: flex; align-items: baseli
 .card b { display: block; font-size: 1.5em; }
 .job { background: #fff; border: 1px solid #dde; border-radius: 6px; padding: .7em .9em; margin: .8em 0; }
 .job .big { font-size: 1.25em; font-weight: 600; }
+.result { background: #eef8f0; border: 1px solid #b9dcc2; border-radius: 6px; padding: .3em .9em .6em; margin: .8em 0; }
+.result h2 { margin: .3em 0; }
+.result dl { display: grid; grid-template-columns: max-content 1fr; gap: .15em .9em; margin: 0; }
+.result dt { color: #556; } .result dd { margin: 0; font-weight: 600; }
 .bar { position: relative; height: 1.1em; background: #e4e6ea; border-radius: 3px; overflow: hidden; }
 .bar > span { position: absolute; top: 0; bottom: 0; left: 0; background: #2f8f4e; }
 .bar > span.partial { background: #9cc9a9; }
@@ -41,6 +45,8 @@ button.link { border: 0; background: none; padding: 0; color: #1f5fbf; text-deco
 #banner.show { display: block; background: #fde8ea; border: 1px solid #e4a0a8; }
 #notice { min-height: 1.4em; margin: .4em 0; }
 ul.failures { margin: 0; padding-left: 1.1em; }
+details.stack summary { cursor: pointer; font-family: monospace; font-size: 0.85em; }
+details.stack pre { margin: 0.2em 0 0.4em; font-size: 0.85em; white-space: pre-wrap; overflow-wrap: anywhere; }
 svg#spark { background: #fff; border: 1px solid #dde; width: 100%; max-width: 600px; height: 60px; display: block; }
 .axis { display: flex; justify-content: space-between; max-width: 600px; font-size: .8em; }
 .filters { display: flex; flex-wrap: wrap; gap: .5em; align-items: center; margin: .4em 0; }
@@ -63,5 +69,6 @@ dialog .danger { background: #b00020; color: #fff; border: 1px solid #800018; bo
   th, td { padding: .25em .3em; }
   .bar.small { width: 3em; min-width: 3em; }
   #detail dl { grid-template-columns: 1fr; } #detail dd { margin-bottom: .3em; }
+  .result dl { grid-template-columns: 1fr; } .result dd { margin-bottom: .3em; }
 }
 `;

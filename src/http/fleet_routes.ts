@@ -41,7 +41,17 @@ export interface FleetRouteOptions {
   allow: (path: string, method: "GET" | "POST") => void;
   /** How long one snapshot of the store serves `GET /fleet` requests (default 1000 ms). */
   cacheMs?: number;
+  /**
+   * How the operator actions are guarded, for the page (`GET /fleet`'s
+   * `operator.access`): `token` (the drain token), `open` (`drainOpen`),
+   * `closed` (no token configured: refused) or `none` (a finished job shown
+   * read-only). Default `closed`.
+   */
+  operator?: () => OperatorAccess;
 }
+
+/** How the operator actions of a fleet page are guarded (see {@linkcode FleetRouteOptions.operator}). */
+export type OperatorAccess = "token" | "open" | "closed" | "none";
 
 const json = (body: unknown, status: number) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8" } });
@@ -129,7 +139,8 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
       const liveness = st.isLeader ? { by: st.instance, liveMembers: st.liveMembers } : undefined;
       normalizeFleetQuery(q); // a bad query costs no listing
       const view = buildFleetView(await snapshot(), q, liveness);
-      return json({ job: st.job, servedBy: { instance: st.instance, isLeader: st.isLeader }, ...view }, 200);
+      const operator = { access: o.operator?.() ?? "closed" };
+      return json({ job: st.job, servedBy: { instance: st.instance, isLeader: st.isLeader }, operator, ...view }, 200);
     } catch (e) {
       return failure(e);
     }

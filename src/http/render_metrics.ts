@@ -103,6 +103,7 @@ export function renderMetrics(
   counterBy("revocations_total", "Revocations, by outcome.", "outcome", KNOWN_LABEL_VALUES.revocations, stats.revocations);
   counterBy("writes_total", "Store writes, by outcome.", "outcome", KNOWN_LABEL_VALUES.writes, stats.writes);
   r.counter("self_fences_total", "Self-fences after heartbeat starvation.").set(stats.selfFences);
+  r.counter("leader_passes_total", "The leader's full passes while this instance led (one per ownership or membership change, none per progress commit).").set(stats.leaderPasses);
   r.counter("claim_attempts_total", "Ownership writes tried (claims, resumes, a leader's takeovers), won or lost.").set(stats.claimAttempts);
   r.counter("records_replaced_total", "Unreadable control records replaced by CAS.").set(stats.recordsReplaced);
   r.counter("plan_failures_total", "Failed planner runs while leading.").set(stats.planFailures);

@@ -1,5 +1,6 @@
 /**
- * The NATS connection of a store: connects over WebSocket, opens (or creates)
+ * The NATS connection of a store: connects through its transport (WebSocket
+ * by default), opens (or creates)
  * the job's bucket, tracks connectivity from status events (deduping the
  * per-attempt `reconnect` events of the WebSocket transport), and maps
  * client errors to splitlease errors.
@@ -31,6 +32,7 @@ import { promptCloseFactory } from "./socket.ts";
 import { connectWithin } from "./connect_within.ts";
 import { awaitStreamLeader, openBucket, requireBucket } from "./bucket.ts";
 import { jsonLogger } from "../runtime/logger.ts";
+import { claimTransport, webSocketTransport } from "./transport.ts";
 
 /**
  * How often a connection's watchdog checks one of its watches' consumers
@@ -71,9 +73,19 @@ export class Connection {
   #guards: (() => Promise<void>)[] = [];
   #guardAt = 0;
   #guardTimer: ReturnType<typeof setInterval> | undefined;
+  /** Gives back this connection's hold on the process's transport (see transport.ts). */
+  #release: () => void;
 
-  private constructor(nc: NatsConnection, js: JetStreamClient, jsm: JetStreamManager, kv: KV, opts: ResolvedOptions) {
+  private constructor(
+    nc: NatsConnection,
+    js: JetStreamClient,
+    jsm: JetStreamManager,
+    kv: KV,
+    opts: ResolvedOptions,
+    release: () => void,
+  ) {
     this.nc = nc;
+    this.#release = release;
     this.js = js;
     this.jsm = jsm;
     this.kv = kv;
@@ -83,11 +95,19 @@ export class Connection {
     this.#monitor();
   }
 
-  /** Connects, checks the server version and opens or creates the bucket. */
-  static async open(options: NatsStoreOptions): Promise<Connection> {
+  /**
+   * Connects to a server with the store's options and no bucket: the first
+   * half of {@linkcode Connection.open}, and all a job catalog needs.
+   * `STORE_AUTH_FAILED` for refused credentials, `StoreUnavailableError`
+   * when no server answers.
+   */
+  static async client(
+    options: NatsStoreOptions,
+  ): Promise<{ nc: NatsConnection; opts: ResolvedOptions; user: string | undefined; release: () => void }> {
     const opts = resolveOptions(options);
+    const ws = opts.transport === webSocketTransport;
     // Without one the NATS client waits on a socket that never opens: say so at once.
-    if (!options.wsFactory && typeof WebSocket !== "function") {
+    if (ws && !options.wsFactory && typeof WebSocket !== "function") {
       throw new SplitleaseError(
         "INVALID_CONFIG",
         "NatsStore: this runtime has no global WebSocket (Node.js before 22?): use Node.js 22 or later, Deno or Bun, or pass `wsFactory`",
@@ -106,7 +126,7 @@ export class Connection {
       // No stack capture per request: our errors carry their own context, and
       // the capture cost ~9% of a busy worker's CPU (measured by the peers bench).
       noAsyncTraces: true,
-      wsFactory: promptCloseFactory(options.wsFactory),
+      ...(ws ? { wsFactory: promptCloseFactory(options.wsFactory) } : {}),
       inboxPrefix: opts.inboxPrefix,
     };
     const auth = authenticator(options);
@@ -120,10 +140,12 @@ export class Connection {
       co.user = user;
       co.pass = pass;
     }
+    const release = claimTransport(opts.transport, opts.servers.map(redactUrl).join(", "));
     let nc: NatsConnection;
     try {
       nc = await connectWithin(co, opts, options.logger ?? jsonLogger());
     } catch (e) {
+      release();
       // A refused login is not an outage: retrying cannot help, so say so at once.
       if (e instanceof AuthorizationError || e instanceof UserAuthenticationExpiredError) {
         const used = token !== undefined
@@ -142,9 +164,16 @@ export class Connection {
           { cause: e },
         );
       }
-      if (e instanceof StoreUnavailableError) throw e;
+      // A wrong listener or a TLS mismatch (INVALID_CONFIG), or the outage already described.
+      if (e instanceof SplitleaseError) throw e;
       throw new StoreUnavailableError("connect", co.timeout!, { cause: e, detail: describe(e) });
     }
+    return { nc, opts, user, release };
+  }
+
+  /** Connects, checks the server version and opens or creates the bucket. */
+  static async open(options: NatsStoreOptions): Promise<Connection> {
+    const { nc, opts, user, release } = await Connection.client(options);
     try {
       checkServerVersion(nc.info?.version, opts.replicas);
       const js = jetstream(nc, { timeout: opts.opTimeoutMs });
@@ -152,9 +181,10 @@ export class Connection {
       if (!opts.createBucket) await requireBucket(jsm, opts);
       const kv = await openBucket(js, opts);
       if (opts.replicas > 1) await awaitStreamLeader(jsm, opts);
-      return new Connection(nc, js, jsm, kv, opts);
+      return new Connection(nc, js, jsm, kv, opts, release);
     } catch (e) {
       await nc.close().catch(() => {});
+      release();
       if (e instanceof SplitleaseError) throw e;
       // Logged in but not allowed this job's subjects: no retry fixes that either.
       const denied = permissionViolation(e);
@@ -260,6 +290,7 @@ export class Connection {
     this.#guardTimer = undefined;
     this.#guards = [];
     await this.nc.close().catch(() => {});
+    this.#release();
   }
 }
 

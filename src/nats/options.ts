@@ -8,6 +8,11 @@ import { isValidId } from "../store/keys.ts";
 import { keysOf, rejectUnknownKeys } from "../util/options.ts";
 import { durationIssue } from "../util/timers.ts";
 import type { Logger } from "../coordinator/types.ts";
+import { type NatsTransport, type TransportImpl, webSocketTransport } from "./transport.ts";
+import { TCP_IMPORT } from "./listener.ts";
+import { redactUrl } from "./urls.ts";
+
+export { redactUrl };
 
 /**
  * Opens a WebSocket to `url` for runtimes without a global `WebSocket` (or to
@@ -43,7 +48,10 @@ export type WebSocketFactory = (
  */
 export interface NatsStoreOptions {
   /**
-   * WebSocket URLs (`ws://` or `wss://`); several for a cluster. A URL may
+   * Server URLs; several for a cluster. WebSocket URLs (`ws://` or `wss://`)
+   * by default; `nats://` or `tls://` (the client port; `tls://` requires
+   * TLS) with `transport: tcpTransport()` from
+   * `@splitlease/splitlease/nats/tcp`. A URL may
    * carry credentials: `ws://user:pass@host:port` (user and password) or
    * `ws://token@host:port` (token), percent-encoded. They are removed from
    * the URL and used for every server; they cannot be combined with the
@@ -77,8 +85,16 @@ export interface NatsStoreOptions {
   pingIntervalMs?: number;
   /** Try `servers` in the given order instead of shuffling them. */
   noRandomize?: boolean;
-  /** WebSocket factory for runtimes without a global `WebSocket`. */
+  /** WebSocket factory for runtimes without a global `WebSocket` (WebSocket transport only). */
   wsFactory?: WebSocketFactory;
+  /**
+   * How to reach the servers (default: WebSocket). `tcpTransport()` from
+   * `@splitlease/splitlease/nats/tcp` dials `nats://` and `tls://` URLs on
+   * Node, Bun and Deno; one process uses one transport at a time: nats-core
+   * keeps one for the whole process (connecting over the other while a
+   * store is open throws `INVALID_CONFIG`).
+   */
+  transport?: NatsTransport;
   /** Connection name shown in server monitoring. */
   name?: string;
   /**
@@ -117,6 +133,8 @@ export interface ResolvedOptions {
   createBucket: boolean;
   /** Server URLs without credentials. */
   servers: string[];
+  /** The transport that dials them. */
+  transport: TransportImpl;
   job: string;
   bucket: string;
   replicas: number;
@@ -144,6 +162,7 @@ const NATS_KEYS = keysOf<NatsStoreOptions>({
   pingIntervalMs: true,
   noRandomize: true,
   wsFactory: true,
+  transport: true,
   name: true,
   inboxPrefix: true,
   createBucket: true,
@@ -157,11 +176,6 @@ function invalid(message: string): SplitleaseError {
 
 /** The `scheme://userinfo@` part of a URL that carries credentials. */
 const USERINFO = /^([a-z]+:\/\/)([^/@\s]*)@/i;
-
-/** `url` with any credentials (up to the last "@" of the authority) replaced by `***`, for messages. */
-export function redactUrl(url: string): string {
-  return url.replace(/^([a-z]+:\/\/)[^/\s]*@/i, "$1***@");
-}
 
 /**
  * Splits the credentials off a server URL: `ws://user:pass@host` gives user
@@ -185,20 +199,58 @@ function splitCredentials(server: string): { url: string; auth?: { user: string;
   return { url, auth: pass === undefined ? { token: user } : { user, pass } };
 }
 
+/** "ws:// or wss://" for a transport's schemes. */
+function schemeList(t: NatsTransport): string {
+  return t.schemes.map((x) => `${x}://`).join(" or ");
+}
+
+/**
+ * Throws `INVALID_CONFIG` unless `server` is a URL `transport` dials; a NATS
+ * TCP URL without the TCP transport says what to import.
+ */
+function checkScheme(server: unknown, transport: NatsTransport): void {
+  const shown = JSON.stringify(typeof server === "string" ? redactUrl(server) : server);
+  const m = typeof server === "string" ? /^([a-z][a-z0-9+.-]*):\/\/[^\s]+$/i.exec(server) : null;
+  const scheme = m?.[1].toLowerCase();
+  if (scheme !== undefined && transport.schemes.includes(scheme)) return;
+  if (transport === webSocketTransport && (scheme === "nats" || scheme === "tls")) {
+    throw invalid(
+      `server ${shown} is a NATS TCP URL, which needs the TCP transport: ${TCP_IMPORT} and pass ` +
+        "transport: tcpTransport() (Node, Bun and Deno; edge platforms reach NATS over WebSocket only: " +
+        "give them a ws:// or wss:// URL)",
+    );
+  }
+  if (scheme === "ws" || scheme === "wss") {
+    throw invalid(
+      `server ${shown} is a WebSocket URL, but the transport is ${transport.name} (${schemeList(transport)}): ` +
+        "drop the transport option to connect over WebSocket, or give the server's client port as nats://",
+    );
+  }
+  throw invalid(`server ${shown} is not a ${schemeList(transport)} URL`);
+}
+
 /** Validates `options` and applies defaults; throws `INVALID_CONFIG`. */
 export function resolveOptions(options: NatsStoreOptions): ResolvedOptions {
   if (!options || typeof options !== "object") throw invalid("options are required");
   rejectUnknownKeys(options, NATS_KEYS, "NatsStore");
+  const transport = (options.transport ?? webSocketTransport) as TransportImpl;
+  if (
+    typeof transport !== "object" || transport === null || typeof transport.connect !== "function" ||
+    typeof transport.identify !== "function" || !Array.isArray(transport.schemes)
+  ) {
+    throw invalid(`transport must be a NATS transport such as tcpTransport() (${TCP_IMPORT}), got ${typeof transport}`);
+  }
+  if (options.wsFactory !== undefined && transport !== webSocketTransport) {
+    throw invalid(`wsFactory applies to the WebSocket transport only, not to ${transport.name}`);
+  }
   const given = typeof options.servers === "string" ? [options.servers] : options.servers;
   if (!Array.isArray(given) || given.length === 0) {
-    throw invalid("`servers` needs at least one ws:// or wss:// URL");
+    throw invalid(`\`servers\` needs at least one ${schemeList(transport)} URL`);
   }
   const servers: string[] = [];
   let urlAuth: ResolvedOptions["urlAuth"];
   for (const s of given) {
-    if (typeof s !== "string" || !/^wss?:\/\/[^\s]+$/.test(s)) {
-      throw invalid(`server ${JSON.stringify(typeof s === "string" ? redactUrl(s) : s)} is not a ws:// or wss:// URL`);
-    }
+    checkScheme(s, transport);
     const { url, auth } = splitCredentials(s);
     servers.push(url);
     if (!auth) continue;
@@ -248,6 +300,7 @@ export function resolveOptions(options: NatsStoreOptions): ResolvedOptions {
   return {
     createBucket: options.createBucket ?? true,
     servers,
+    transport,
     job: options.job,
     bucket: `splitlease_${options.job}`,
     replicas,

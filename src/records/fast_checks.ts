@@ -42,6 +42,7 @@ export function isSplitRecord(x: unknown): x is SplitRecord {
   if (x.parent !== undefined && !(typeof x.parent === "string" && ID_RE.test(x.parent))) return false;
   if (x.root !== undefined && !(typeof x.root === "string" && ID_RE.test(x.root))) return false;
   if (x.cuts !== undefined && !isCount(x.cuts)) return false;
+  if (x.records !== undefined && !isCount(x.records)) return false;
   if (x.residuals !== undefined) {
     if (!Array.isArray(x.residuals) || x.residuals.length > 4 * MAX_RESIDUALS || !x.residuals.every(isResidual)) return false;
   }
@@ -64,7 +65,7 @@ const isTenancy = (t: unknown): boolean =>
 
 const isFailure = (f: unknown): boolean =>
   isObj(f) && typeof f.at === "number" && Number.isFinite(f.at) && typeof f.worker === "string" &&
-  typeof f.message === "string";
+  typeof f.message === "string" && (f.stack === undefined || typeof f.stack === "string");
 
 function isMemberRecord(x: unknown): x is MemberRecord {
   return isObj(x) && x.v === 2 && typeof x.session === "string" && x.session.length > 0 && isCount(x.maxInFlight) &&

@@ -118,7 +118,25 @@ export interface JobCounts {
   cancelled: number;
   /** Splits cut from running ones (residuals; README, "Stragglers"), absent when none. */
   cut?: number;
+  /**
+   * The first {@linkcode QUARANTINED_IDS_PUBLISHED} quarantined split ids, by
+   * id, so every member's `/status` names them, not only the leader's.
+   * Absent when none is quarantined (and in beats of older leaders).
+   */
+  quarantinedIds?: string[];
 }
+
+/**
+ * How many quarantined split ids a leader publishes on its beat at most
+ * ({@linkcode JobCounts.quarantinedIds}).
+ *
+ * @example
+ * ```ts
+ * import { QUARANTINED_IDS_PUBLISHED } from "../records.ts";
+ * console.log(QUARANTINED_IDS_PUBLISHED); // 20
+ * ```
+ */
+export const QUARANTINED_IDS_PUBLISHED = 20;
 
 /**
  * The `leader` record: the current leader, its heartbeat counter and the job
@@ -153,6 +171,7 @@ const CountsSchema: z.ZodType<JobCounts> = z.object({
   quarantined: count,
   cancelled: count,
   cut: count.optional(),
+  quarantinedIds: z.array(id).max(QUARANTINED_IDS_PUBLISHED).optional(),
 });
 
 /** Checks a decoded `leader` record: who leads, in which session and term, its beat and the job counts it publishes. */

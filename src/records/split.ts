@@ -267,6 +267,13 @@ export interface SplitRecord {
   /** How many times this split's remaining work was cut (its owner's answers to the leader's asks). */
   cuts?: number;
   /**
+   * Records its owners reported with the commits that landed (`lane.commit(…,
+   * { records })`), summed: the records behind its durable progress, since
+   * a takeover replays only what was not committed. Absent until a commit
+   * reports some.
+   */
+  records?: number;
+  /**
    * Splits cut from this one whose records may not exist yet: written with
    * the cut, in one CAS at the owner's epoch, and created (if absent) by
    * whoever sees them first, the owner or the leader. Dropped from the
@@ -335,6 +342,13 @@ export interface SplitFailure {
   worker: string;
   /** What failed, cut to {@linkcode FAILURE_MESSAGE_CHARS} characters. */
   message: string;
+  /**
+   * The first frames of the error's stack, when the failure was an error
+   * (a throwing `run`, `lane.fail(error)`): at most {@linkcode FAILURE_STACK_LINES}
+   * lines and {@linkcode FAILURE_STACK_CHARS} characters. Absent in records
+   * written before it existed, which read the same.
+   */
+  stack?: string;
 }
 
 /**
@@ -359,7 +373,36 @@ export const FAILURE_HISTORY = 5;
  */
 export const FAILURE_MESSAGE_CHARS = 300;
 
-const FailureSchema: z.ZodType<SplitFailure> = z.object({ at: z.number(), worker: z.string(), message: z.string() });
+/**
+ * Most stack lines kept per failure in the history.
+ *
+ * @example
+ * ```ts
+ * import { FAILURE_STACK_LINES } from "../records.ts";
+ * console.log(FAILURE_STACK_LINES); // 8
+ * ```
+ */
+export const FAILURE_STACK_LINES = 8;
+
+/**
+ * Most stack characters kept per failure in the history: with
+ * {@linkcode FAILURE_HISTORY} failures a record carries at most 4 KB of
+ * stacks (every commit rewrites it, and the leader decodes it).
+ *
+ * @example
+ * ```ts
+ * import { FAILURE_STACK_CHARS } from "../records.ts";
+ * console.log(FAILURE_STACK_CHARS); // 800
+ * ```
+ */
+export const FAILURE_STACK_CHARS = 800;
+
+const FailureSchema: z.ZodType<SplitFailure> = z.object({
+  at: z.number(),
+  worker: z.string(),
+  message: z.string(),
+  stack: z.string().optional(),
+});
 
 /** Checks a decoded `split.<id>` record: status, owner, epoch, attempts, progress and lineage, with their ranges. */
 export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
@@ -378,5 +421,6 @@ export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
   parent: id.optional(),
   root: id.optional(),
   cuts: count.optional(),
+  records: count.optional(),
   residuals: z.array(ResidualSchema).max(4 * MAX_RESIDUALS).optional(),
 });

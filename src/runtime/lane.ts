@@ -10,6 +10,9 @@ import { FencedError, SplitleaseError } from "../errors.ts";
 import { estimateProblem, type SplitProgress } from "../records.ts";
 import type { Lane, LaneCommitOptions } from "./source.ts";
 import type { WorkerStats } from "./worker_types.ts";
+import { stackOf } from "../util/stack.ts";
+import type { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
+import type { TenancyTrace } from "../tracing/tenancy_trace.ts";
 
 /** Internal state of one lane. */
 export interface LaneState<D> {
@@ -39,6 +42,8 @@ export interface LaneState<D> {
   settled: Promise<void>;
   settle: () => void;
   handle: Lane<D>;
+  /** Its tenancy's span (tracing on): `run()` runs inside it; released when the lane settles. */
+  trace: TenancyTrace | undefined;
 }
 
 /** What lane writes need from their worker. */
@@ -48,6 +53,8 @@ export interface LaneDeps {
   log: Logger;
   stats: WorkerStats;
   commitIntervalMs: number;
+  /** The coordinator's tracing, when it has one: each lane attaches to its tenancy's span. */
+  trace: CoordinatorTrace | undefined;
   /** The lane was fenced: end it as lost. */
   markLost(lane: LaneState<unknown>, reason: LostReason): void;
   /** The split is still held but its lane ended without a release. */
@@ -100,6 +107,7 @@ export class LaneOps<D> {
   create(ev: Extract<CoordinationEvent, { type: "gained" }>, descriptor: D): LaneState<D> {
     let settle!: () => void;
     const settled = new Promise<void>((r) => (settle = r));
+    const trace = this.#d.trace?.attach(ev.split.id, ev.epoch);
     const lane: LaneState<D> = {
       id: `${ev.split.id}@${ev.epoch}-${(++laneCounter).toString(36)}${processNonce()}`,
       splitId: ev.split.id,
@@ -122,8 +130,10 @@ export class LaneOps<D> {
       lastWriteAt: -Infinity,
       graceTimer: null,
       settled,
-      settle,
+      // Settled once (ended or abandoned): its hold on the tenancy's span goes with it.
+      settle: trace ? () => (settle(), lane.trace && (lane.trace = undefined, trace.detach())) : settle,
       handle: undefined as unknown as Lane<D>,
+      trace,
     };
     // deno-lint-ignore no-this-alias
     const ops = this;
@@ -142,6 +152,12 @@ export class LaneOps<D> {
       },
       signal: lane.abort.signal,
       revokeSignal: lane.revoke.signal,
+      get span() {
+        return lane.trace?.span;
+      },
+      get traceparent() {
+        return lane.trace?.traceparent;
+      },
       commit: (progress, opts) => ops.#commit(lane, progress, opts),
       flush: () => ops.flush(lane),
       complete: (progress, opts) => ops.#complete(lane, progress, opts),
@@ -183,6 +199,7 @@ export class LaneOps<D> {
     try {
       this.#checkActive(lane);
       this.#checkProgress(lane, progress);
+      checkRecords(lane.splitId, opts);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -217,7 +234,7 @@ export class LaneOps<D> {
       lane.pendingRecords = 0;
       lane.lastWriteAt = this.#d.clock.now();
       try {
-        await this.#d.coordinator.commit(lane.splitId, lane.epoch, progress);
+        await this.#d.coordinator.commit(lane.splitId, lane.epoch, progress, records > 0 ? { records } : undefined);
       } catch (e) {
         if (!(e instanceof FencedError) && lane.pending === undefined) {
           // Keep it for the next write (outage): progress may replay, never regress.
@@ -265,6 +282,7 @@ export class LaneOps<D> {
     this.#checkActive(lane);
     const final = progress ?? lane.accepted ?? {};
     if (progress) this.#checkProgress(lane, progress);
+    checkRecords(lane.splitId, opts);
     if (lane.flushTimer !== null) this.#d.clock.clearTimeout(lane.flushTimer);
     lane.flushTimer = null;
     lane.closed = true;
@@ -274,7 +292,7 @@ export class LaneOps<D> {
     lane.pendingRecords = 0;
     const run = lane.writeChain.catch(() => {}).then(async () => {
       try {
-        await this.#d.coordinator.commit(lane.splitId, lane.epoch, final, { final: true });
+        await this.#d.coordinator.commit(lane.splitId, lane.epoch, final, { final: true, ...(records > 0 ? { records } : {}) });
       } catch (e) {
         lane.terminal = null;
         if (!(e instanceof FencedError)) lane.closed = false; // outage: the source may retry
@@ -297,8 +315,11 @@ export class LaneOps<D> {
     await run;
   }
 
-  async #fail(lane: LaneState<D>, reason: string): Promise<void> {
+  async #fail(lane: LaneState<D>, failure: string | Error): Promise<void> {
     this.#checkActive(lane);
+    const reason = typeof failure === "string" ? failure : errorMessage(failure);
+    const stack = stackOf(failure);
+    if (typeof failure !== "string") lane.trace?.exception(failure);
     await this.flushQuietly(lane);
     this.#checkActive(lane);
     lane.closed = true;
@@ -309,13 +330,22 @@ export class LaneOps<D> {
       splitId: lane.splitId,
       epoch: lane.epoch,
       reason,
+      ...(typeof failure === "string" ? {} : { error: failure }),
     });
     try {
-      await this.#d.coordinator.fail(lane.splitId, lane.epoch, reason);
+      await this.#d.coordinator.fail(lane.splitId, lane.epoch, reason, stack === undefined ? undefined : { stack });
     } catch (e) {
       this.onWriteError(lane, e, "fail");
       if (!(e instanceof FencedError)) this.#d.orphan(lane.splitId);
       throw e;
     }
+  }
+}
+
+/** Refuses a records count that is not an integer >= 0 (it is summed into the split record). */
+function checkRecords(splitId: string, opts: LaneCommitOptions | undefined): void {
+  const n = opts?.records;
+  if (n !== undefined && !(Number.isInteger(n) && n >= 0)) {
+    throw new SplitleaseError("INVALID_ARGUMENT", `records of a commit of split ${splitId} must be an integer >= 0, got ${JSON.stringify(n)}`);
   }
 }

@@ -4,6 +4,7 @@
  * @module
  */
 import type { Logger } from "../coordinator/types.ts";
+import { stackOf } from "../util/stack.ts";
 
 /**
  * Log levels in increasing severity.
@@ -42,13 +43,16 @@ export interface JsonLoggerOptions {
 
 /**
  * Converts a value to something `JSON.stringify` renders usefully: errors
- * become `{ name, message, code? }`, bigints strings.
+ * become `{ name, message, code?, stack?, cause? }` (the stack's first
+ * frames, bounded: see `stackOf`), bigints strings.
  */
 function plain(value: unknown, depth = 0): unknown {
   if (value instanceof Error) {
     const out: Record<string, unknown> = { name: value.name, message: value.message };
     const code = (value as { code?: unknown }).code;
     if (code !== undefined) out.code = code;
+    const stack = stackOf(value);
+    if (stack !== undefined) out.stack = stack;
     if (value.cause !== undefined && depth < 3) out.cause = plain(value.cause, depth + 1);
     return out;
   }

@@ -9,7 +9,6 @@ import { SplitCoordinator } from "../coordinator/coordinator.ts";
 import type { Clock, Coordinator } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { systemClock } from "../coordinator/clock.ts";
-import { Tracing } from "../tracing/tracing.ts";
 import { jsonLogger } from "./logger.ts";
 import { startWorker } from "./worker.ts";
 import type { WorkerOutcome } from "./worker_types.ts";
@@ -116,21 +115,18 @@ export async function runSlice<D>(
   const clock = options.clock ?? systemClock;
   const started = clock.now();
   const instance = `${options.instancePrefix ?? "fn"}-${nonce()}`;
-  // Spans of the tenancies, store operations and leader decisions (no-ops without an OpenTelemetry SDK).
-  const tracing = new Tracing(options.job);
-  tracing.owner = instance;
-  const log = tracing.logger(options.logger ?? jsonLogger({ base: { instance } }));
+  // Traced by the coordinator and the worker themselves (docs/OPERATIONS.md, "Tracing").
+  const log = options.logger ?? jsonLogger({ base: { instance } });
   const ownsStore = !options.store;
-  const given = options.store ?? (options.storeFactory ? await options.storeFactory() : undefined);
-  if (!given) throw new SplitleaseError("INVALID_CONFIG", "a slice needs a store or a storeFactory");
-  const store = tracing.store(given);
+  const store = options.store ?? (options.storeFactory ? await options.storeFactory() : undefined);
+  if (!store) throw new SplitleaseError("INVALID_CONFIG", "a slice needs a store or a storeFactory");
   let timer: unknown = null;
   try {
     const tunables = pickTunables(options);
     const join = options.join ?? ((o: JoinOptions) => SplitCoordinator.join(o));
     let coordinator: Coordinator;
     try {
-      coordinator = tracing.coordinator(await join({
+      coordinator = await join({
         ...tunables,
         // A source that can cut a running split's remaining work says so on its member record.
         ...(typeof options.source.split === "function" && tunables.splittable === undefined ? { splittable: true } : {}),
@@ -145,7 +141,7 @@ export async function runSlice<D>(
         clock,
         logger: log,
         runtime: options.runtime ?? "serverless",
-      }));
+      });
     } catch (e) {
       log("error", "join failed", { event: "startupFailed", error: e });
       return {
@@ -188,7 +184,6 @@ export async function runSlice<D>(
     return result;
   } finally {
     if (timer !== null) clock.clearTimeout(timer);
-    tracing.end();
     if (ownsStore) await store.close().catch(() => {});
   }
 }

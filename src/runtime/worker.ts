@@ -126,14 +126,6 @@ class WorkerImpl<D> implements Worker {
       background,
     });
     this.done = new Promise((r) => (this.#resolve = r));
-    const st = this.#status.safeStatus();
-    this.#log("info", "joined", {
-      event: "joined",
-      instance: this.coordinator.instance,
-      job: st?.job,
-      session: st?.session,
-      maxInFlight: settings.maxInFlight,
-    });
     this.#status.check();
     this.#status.schedule();
     void this.#loop();

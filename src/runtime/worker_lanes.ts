@@ -6,10 +6,12 @@
  * @module
  */
 import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason } from "../coordinator/types.ts";
-import { FencedError, StoreUnavailableError } from "../errors.ts";
+import { FencedError, isStoreOutage } from "../errors.ts";
 import { errorMessage, isAbortError, LaneOps, type LaneState } from "./lane.ts";
 import { cutLane } from "./lane_cut.ts";
 import type { SplitSource } from "./source.ts";
+import { stackOf } from "../util/stack.ts";
+import { traceOf } from "../tracing/coordinator_trace.ts";
 import type { WorkerSettings } from "./worker_options.ts";
 import type { WorkerStats } from "./worker_types.ts";
 
@@ -75,6 +77,7 @@ export class LanePool<D> {
       log: deps.settings.log,
       stats: deps.stats,
       commitIntervalMs: deps.settings.commitIntervalMs,
+      trace: traceOf(deps.coordinator),
       markLost: (lane, reason) => this.#markLost(lane as LaneState<D>, reason),
       orphan: (id) => this.#orphan(id),
     });
@@ -180,7 +183,8 @@ export class LanePool<D> {
     // An abandoned lane frees its slot while `run` is still going.
     lane.settled.then(freeSlot);
     try {
-      await this.#source.run(lane.handle);
+      // Inside the tenancy's span: spans the source starts nest under it.
+      await (lane.trace ? lane.trace.run(() => this.#source.run(lane.handle)) : this.#source.run(lane.handle));
     } catch (e) {
       threw = true;
       error = e;
@@ -214,6 +218,7 @@ export class LanePool<D> {
     if (lane.terminal || lane.lost) {
       if (threw && !lane.lost && !isAbortError(error)) {
         this.#log("warn", "run threw after the tenancy ended", { splitId: lane.splitId, error });
+        lane.trace?.exception(error);
       }
       return;
     }
@@ -236,6 +241,7 @@ export class LanePool<D> {
         epoch: lane.epoch,
         error,
       });
+      lane.trace?.event("store.outage", { "splitlease.error": errorMessage(error) });
       lane.state = "stopping";
       await this.#ops.flushQuietly(lane);
       if (lane.lost) return;
@@ -246,12 +252,14 @@ export class LanePool<D> {
     if (threw && !cooperative) {
       this.#stats.failed++;
       this.#log("error", "run failed", { event: "laneFailed", splitId: lane.splitId, epoch: lane.epoch, error });
+      lane.trace?.exception(error);
       await this.#ops.flushQuietly(lane);
       if (lane.lost) return;
       lane.closed = true;
       lane.terminal = "failed";
       try {
-        await this.#coordinator.fail(lane.splitId, lane.epoch, `run threw: ${errorMessage(error)}`);
+        const stack = stackOf(error);
+        await this.#coordinator.fail(lane.splitId, lane.epoch, `run threw: ${errorMessage(error)}`, stack === undefined ? undefined : { stack });
       } catch (e) {
         this.#ops.onWriteError(lane, e, "fail");
         if (!(e instanceof FencedError)) this.#orphan(lane.splitId);
@@ -368,6 +376,7 @@ export class LanePool<D> {
     lane.graceTimer = "abandoned";
     this.lanes.delete(lane.splitId);
     this.#stats.abandoned++;
+    lane.trace?.abandoned(`lane ignored its abort signal for ${this.#abortGraceMs} ms (${reason})`);
     this.#log("error", "lane ignored its abort signal; abandoned", {
       event: "abandoned",
       splitId: lane.splitId,
@@ -384,12 +393,4 @@ export class LanePool<D> {
       await Promise.all([...this.lanes.values()].map((l) => l.settled));
     }
   }
-}
-
-/** Whether `e` (or what caused it) is the store being unavailable, as opposed to the split's own failure. */
-function isStoreOutage(e: unknown): boolean {
-  for (let c = e, depth = 0; c instanceof Error && depth < 5; c = c.cause, depth++) {
-    if (c instanceof StoreUnavailableError) return true;
-  }
-  return false;
 }

@@ -1,7 +1,8 @@
 /**
  * A worker's watch on its coordinator's status, after every event and on an
- * interval: it logs leadership and plan changes, and finishes the worker
- * when an operator drained this member.
+ * interval: it finishes the worker when an operator drained this member.
+ * (Elections and plans are the coordinator's to log: `Leader elected`,
+ * `Leader deposed`, `Plan published`, one line each.)
  *
  * @module
  */
@@ -31,8 +32,6 @@ export class StatusWatch {
   readonly #statusIntervalMs: number;
   readonly #d: StatusWatchDeps;
   #statusTimer: unknown = null;
-  #wasLeader = false;
-  #planGeneration = -1;
 
   /** Creates the watch (it checks nothing until called or scheduled). */
   constructor(deps: StatusWatchDeps) {
@@ -82,24 +81,5 @@ export class StatusWatch {
       this.#d.finish({ kind: "drained", reason: "shutdown" });
       return;
     }
-    if (st.isLeader !== this.#wasLeader) {
-      this.#wasLeader = st.isLeader;
-      if (st.isLeader) {
-        this.#log("info", "leader elected", { event: "leaderElected", instance: st.instance, term: st.leader?.term });
-      } else {
-        this.#log("info", "leadership lost", { event: "leadershipLost", instance: st.instance });
-      }
-    }
-    const gen = st.plan?.generation ?? -1;
-    if (st.plan && gen !== this.#planGeneration && gen > 0) {
-      this.#log("info", "plan published", {
-        event: "planPublished",
-        term: st.plan.term,
-        generation: gen,
-        finality: st.plan.finality,
-        planned: st.plan.planned,
-      });
-    }
-    this.#planGeneration = gen;
   }
 }

@@ -10,7 +10,6 @@
 import type { Coordinator } from "../coordinator/types.ts";
 import { createApp, type HonoApp } from "../http/app.ts";
 import { type MemoryUsage, startProcessMetrics } from "../http/process_metrics.ts";
-import { Tracing } from "../tracing/tracing.ts";
 import { jsonLogger } from "../runtime/logger.ts";
 import { startWorker } from "../runtime/worker.ts";
 import type { Worker, WorkerOutcome } from "../runtime/worker_types.ts";
@@ -119,11 +118,10 @@ export interface Service {
  * ```
  */
 export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): Promise<Service> {
-  // Spans of the tenancies, store operations and leader decisions (no-ops without an OpenTelemetry SDK).
-  const tracing = new Tracing(options.job);
-  const log = tracing.logger(options.logger ?? jsonLogger({ base: options.instance ? { instance: options.instance } : {} }));
+  // Traced by the coordinator and the worker themselves (docs/OPERATIONS.md, "Tracing").
+  const log = options.logger ?? jsonLogger({ base: options.instance ? { instance: options.instance } : {} });
   const exit = options.exit ?? true;
-  const { store, ownsStore, coordinator } = await joinServed(options, host, tracing, log);
+  const { store, ownsStore, coordinator } = await joinServed(options, host, log);
   const closeStore = () => ownsStore ? store.close().catch((e) => log("warn", "store close failed", { error: e })) : undefined;
   const worker = startWorker({
     coordinator,
@@ -169,18 +167,18 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
   const done = worker.done.then(async (outcome): Promise<ServeResult> => {
     const exitCode = exitCodeFor(outcome);
     if (life.idlesAfter(outcome, exitCode, options.afterCompletion)) {
-      // The job is done: the store is no longer needed, the HTTP app is (probes, /status).
-      await closeStore();
+      // The job is done; the HTTP app stays (probes, /status) and so does the
+      // store: the fleet page and /fleet show the finished job from its records.
       await life.idle(outcome.kind === "drained" ? outcome.reason : outcome.kind);
       unsubscribe();
       await closeServer();
+      await closeStore();
     } else {
       unsubscribe();
       await closeServer();
       await closeStore();
     }
     processMetrics.stop();
-    tracing.end();
     log(exitCode === 0 ? "info" : "error", "exiting", { event: "exit", exitCode, outcome: outcome.kind });
     if (exit) host.exit(exitCode);
     return { outcome, exitCode };

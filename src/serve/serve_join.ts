@@ -1,6 +1,6 @@
 /**
  * The start of `serve`: check the options, open the store and join the
- * coordinator, traced; a failure is logged, the store it opened closed,
+ * coordinator (which traces itself); a failure is logged, the store it opened closed,
  * and the process exits 1 (when it owns the exit).
  *
  * @module
@@ -12,16 +12,15 @@ import type { Coordinator, Logger } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { EXIT_ERROR } from "../runtime/exit_codes.ts";
 import type { Store } from "../store/store.ts";
-import type { Tracing } from "../tracing/tracing.ts";
 import { checkServeOptions, type ServeOptions } from "./serve_options.ts";
 
 /** What a served process joined with. */
 export interface Joined {
-  /** The store (traced). */
+  /** The store. */
   store: Store;
   /** Whether serve opened it (from `storeFactory`) and so closes it. */
   ownsStore: boolean;
-  /** The coordinator (traced). */
+  /** The coordinator. */
   coordinator: Coordinator;
 }
 
@@ -48,25 +47,24 @@ export function afterStallOf(options: ServeOptions<unknown>): "exit" | "wait" {
  *
  * @example
  * ```ts ignore
- * const { store, ownsStore, coordinator } = await joinServed(options, host, tracing, log);
+ * const { store, ownsStore, coordinator } = await joinServed(options, host, log);
  * ```
  */
 export async function joinServed<D>(
   options: ServeOptions<D>,
   host: { runtime: string; exit(code: number): void },
-  tracing: Tracing,
   log: Logger,
 ): Promise<Joined> {
   let store: Store | undefined;
   const ownsStore = !options.store;
   try {
     checkServeOptions(options as ServeOptions<unknown>);
-    if (options.store) store = tracing.store(options.store);
-    else if (options.storeFactory) store = tracing.store(await options.storeFactory());
+    if (options.store) store = options.store;
+    else if (options.storeFactory) store = await options.storeFactory();
     else throw new SplitleaseError("INVALID_CONFIG", "serve needs a store or a storeFactory");
     const tunables = pickTunables(options);
     const join = options.join ?? ((o: JoinOptions) => SplitCoordinator.join(o));
-    const coordinator = tracing.coordinator(await join({
+    const coordinator = await join({
       ...tunables,
       // A source that can cut a running split's remaining work says so on its member record.
       ...(typeof options.source.split === "function" && tunables.splittable === undefined ? { splittable: true } : {}),
@@ -80,8 +78,7 @@ export async function joinServed<D>(
       runtime: host.runtime,
       // A process that stays in a stalled job leads it once the leader left.
       ...(afterStallOf(options as ServeOptions<unknown>) === "wait" ? { leadWhileStalled: true } : {}),
-    }));
-    tracing.owner = coordinator.status().instance;
+    });
     return { store, ownsStore, coordinator };
   } catch (e) {
     log("error", "startup failed", { event: "startupFailed", error: e });

@@ -3,7 +3,8 @@
  * deadline, a second aborts lanes at once; `POST /drain` and `shutdown()`
  * drain too. With `afterCompletion: "idle"` a completed job leaves the
  * process up, idle, until one of those ends it (a restart would find the
- * job done and exit at once, which a Deployment restarts in a loop).
+ * job done and exit at once, which a Deployment restarts in a loop), its
+ * page showing the finished job.
  *
  * @module
  */

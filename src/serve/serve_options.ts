@@ -98,10 +98,12 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
   /**
    * What the process does once the job is complete (the worker drained with
    * the job done, not on a shutdown request): `"exit"` (default) exits 0 at
-   * once, which suits a Kubernetes Job; `"idle"` closes the store and keeps
-   * serving HTTP (`/healthz` and `/readyz` 200, `idle: true`) until
-   * SIGTERM/SIGINT, then exits 0, so a Deployment's restarted pod on a
-   * finished job does not crash-loop. Stalls (exit 3, unless `afterStall`
+   * once, which suits a Kubernetes Job; `"idle"` leaves the job and keeps
+   * serving HTTP (`/healthz` and `/readyz` 200, `idle: true`; the fleet
+   * page and `/fleet` show the finished job read-only, so the store stays
+   * open until then) until SIGTERM/SIGINT, then exits 0, so a Deployment's
+   * restarted pod on a finished job does not crash-loop and an observer
+   * keeps showing the result. Stalls (exit 3, unless `afterStall`
    * is `"wait"`), planner failures (exit 4) and errors (exit 1) exit in
    * both modes.
    */

@@ -140,3 +140,27 @@ export function hardeningIIIScenarios(b: Backend): void {
     assert.ok(await f.until(() => m.has("allComplete"), 3000), "the job completes");
   });
 }
+
+/** Commits cost the leader no pass (issue 32 item 1), on every backend. */
+export function leaderCostScenarios(b: Backend): void {
+  const t = (name: string, fn: () => Promise<void>) =>
+    Deno.test({ name: `${b.name}: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
+
+  t("C1. a member's progress commits cost the leader no pass", async () => {
+    await using f = await b.fleet();
+    const lead = await f.join({ instance: "lead", planner: finalPlanner(splits(2)), maxInFlight: 0 });
+    const w = await f.join({ instance: "w", maxInFlight: 2 });
+    assert.ok(await f.until(() => w.held.length === 2, 3000), "w holds both splits");
+    const [h] = w.c.status().held;
+    await f.advance(50); // the grants acknowledged, the records written
+    const before = lead.c.stats().leaderPasses;
+    const n = 50;
+    for (let i = 1; i <= n; i++) await w.c.commit(h.id, h.epoch, { watermark: i, estimate: { left: n - i, total: n, unit: "ids" } });
+    await f.advance(50); // every commit delivered to the leader's split watch
+    const passes = lead.c.stats().leaderPasses - before;
+    // Heartbeats and timers still run passes on a real clock; commits add none.
+    assert.ok(passes <= (b.realtime ? 10 : 2), `${passes} passes for ${n} commits`);
+    await w.completeAll();
+    assert.ok(await f.until(() => w.has("allComplete"), 3000), "completions still cost a pass: the job completes");
+  });
+}

@@ -1,4 +1,5 @@
 import { memoryBackend } from "./fleet.ts";
-import { hardeningIIIScenarios } from "./hardening_iii.ts";
+import { hardeningIIIScenarios, leaderCostScenarios } from "./hardening_iii.ts";
 
 hardeningIIIScenarios(memoryBackend);
+leaderCostScenarios(memoryBackend);

@@ -29,6 +29,7 @@ import { eachLine, parseLogLine } from "../helpers/lines.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 import { waitFor, withTimeout } from "../helpers/worker_procs.ts";
 import { leaderMetrics } from "./leader_metrics.ts";
+import { makeCertificates } from "../helpers/certs.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const bin = (n: string) => `${root}node_modules/.bin/${n}`;
@@ -411,17 +412,6 @@ interface Nats {
   stop(): Promise<void>;
 }
 
-/** Makes a CA and a server certificate for localhost with openssl. */
-async function makeCertificates(dir: string): Promise<void> {
-  await Deno.mkdir(`${dir}/tls`);
-  const t = `${dir}/tls`;
-  const ssl = (args: string[]) => runCmd("openssl", args, { what: `openssl ${args[0]}`, timeoutMs: 30_000 });
-  await ssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", `${t}/ca.key`, "-out", `${t}/ca.crt`, "-days", "1", "-subj", "/CN=splitlease test CA"]);
-  await ssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${t}/tls.key`, "-out", `${t}/tls.csr`, "-subj", "/CN=localhost"]);
-  await Deno.writeTextFile(`${t}/ext.cnf`, "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n");
-  await ssl(["x509", "-req", "-in", `${t}/tls.csr`, "-CA", `${t}/ca.crt`, "-CAkey", `${t}/ca.key`, "-CAcreateserial", "-out", `${t}/tls.crt`, "-days", "1", "-extfile", `${t}/ext.cnf`]);
-}
-
 const PASSWORDS = { backfill: "backfill-pass-1", events: "events-pass-2" };
 
 /**
@@ -797,6 +787,10 @@ Deno.test({
       assert.equal(ready.status, 200);
       assert.equal(ready.body.idle, true);
       assert.equal((await get(d, deploymentPod.livenessProbe.httpGet.path)).status, 200);
+      // The finished job stays visible on the idle pod: /fleet reads its records (the store stays open), read-only.
+      const fleet = await get(d, "/fleet");
+      assert.equal(fleet.status, 200, JSON.stringify(fleet.body));
+      assert.deepEqual([fleet.body.plan.outcome, fleet.body.operator.access, fleet.body.members.length], ["allComplete", "none", 0]);
       // DRAIN_TOKEN reached serve: the operator routes ask for the token (401) instead of being closed (403).
       for (const auth of [undefined, "Bearer wrong-token"]) {
         const r = await post(d, "/drain", auth);

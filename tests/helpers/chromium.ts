@@ -24,6 +24,16 @@ export function findChromium(): string | undefined {
   return undefined;
 }
 
+/**
+ * Where a browser test saves its screenshots: $FLEET_PAGE_SCREENSHOTS when
+ * set (created if need be), else a fresh temp dir named by `prefix`.
+ */
+export async function screenshotDir(prefix: string): Promise<string> {
+  const dir = Deno.env.get("FLEET_PAGE_SCREENSHOTS") ?? await Deno.makeTempDir({ prefix });
+  await Deno.mkdir(dir, { recursive: true });
+  return dir;
+}
+
 const live = new Set<Chromium>();
 globalThis.addEventListener("unload", () => {
   for (const c of live) c.killNow();

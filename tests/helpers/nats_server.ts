@@ -122,6 +122,14 @@ export class NatsServer implements AsyncDisposable {
   get monitorUrl(): string {
     return this.#ports!.monitoring[0];
   }
+  /** The client (NATS protocol) port. */
+  get clientPort(): number {
+    return portOf(this.clientUrl);
+  }
+  /** The monitoring (HTTP) port. */
+  get monitorPort(): number {
+    return portOf(this.monitorUrl);
+  }
   /** The WebSocket port. */
   get wsPort(): number {
     return portOf(this.wsUrl);
@@ -474,6 +482,11 @@ export class TcpProxy implements AsyncDisposable {
   /** `ws://` URL through the proxy. */
   get wsUrl(): string {
     return `ws://${this.#host}:${this.port}`;
+  }
+
+  /** `nats://` URL through the proxy (when it fronts a client port). */
+  get natsUrl(): string {
+    return `nats://${this.#host}:${this.port}`;
   }
 
   async #accept(targetPort: number): Promise<void> {

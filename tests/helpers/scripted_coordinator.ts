@@ -244,6 +244,7 @@ export class ScriptedCoordinator implements Coordinator {
       recordsReplaced: 0,
       planFailures: 0,
       selfFences: 0,
+      leaderPasses: 0,
       storeOpSeconds: { update: histogram([0.005, 0.01, 0.1], [0.001, 0.007, 0.2]) },
       handoverSeconds: histogram([0.1, 1], [0.05]),
       ...this.statsOverride,

@@ -22,20 +22,33 @@ export async function sh(cmd: string, args: string[], timeoutMs = 300_000): Prom
   return (await runCmd(cmd, args, { cwd: root, timeoutMs })).out;
 }
 
+/** Bundles a fixture for Node (npm packages stay imports, resolved from node_modules). */
+export async function bundleForNode(entry: string, outfile: string): Promise<void> {
+  await sh(bin("esbuild"), [
+    entry,
+    "--bundle",
+    "--platform=node",
+    "--format=esm",
+    "--packages=external",
+    "--log-level=warning",
+    `--outfile=${outfile}`,
+  ]);
+}
+
+let fixture: Promise<void> | undefined;
+/** The Node fixture alone (dist/fixtures/node_main.mjs), once per process: for tests that need no `dist/` package. */
+export function buildNodeFixture(): Promise<void> {
+  fixture ??= bundleForNode("tests/runtime/fixtures/node_main.ts", "dist/fixtures/node_main.mjs");
+  return fixture;
+}
+
 let built: Promise<void> | undefined;
 /** `npm run build` plus the Node fixture (dist/fixtures/node_main.mjs), once per process. */
 export function buildOnce(): Promise<void> {
   built ??= (async () => {
     await sh("node", ["scripts/build.mjs"]);
-    await sh(bin("esbuild"), [
-      "tests/runtime/fixtures/node_main.ts",
-      "--bundle",
-      "--platform=node",
-      "--format=esm",
-      "--packages=external",
-      "--log-level=warning",
-      "--outfile=dist/fixtures/node_main.mjs",
-    ]);
+    fixture = undefined; // the build emptied dist/
+    await buildNodeFixture();
   })();
   return built;
 }

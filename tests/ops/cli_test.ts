@@ -45,8 +45,17 @@ Deno.test({
     const help = await cli("deno", ["--help"]);
     assert.equal(help.code, 0);
     assert.match(help.stdout, /^usage: splitlease <command>/);
+    const { VERSION } = await import("../../admin.ts");
+    for (const args of [["--version"], ["-V"]]) {
+      const v = await cli("deno", args);
+      assert.deepEqual([v.code, v.stdout], [0, `splitlease ${VERSION}\n`], args.join(" "));
+    }
     for (const [args, message] of [
       [["frobnicate", "-j", "x"], /unknown command "frobnicate"/],
+      [["stauts", "-j", "x"], /unknown command "stauts"; did you mean status\?/],
+      [["splits", "--sate", "owned", "-j", "x"], /unknown option --sate; did you mean --state\?/],
+      [["status", "--jbo", "x"], /unknown option --jbo; did you mean --job\?/],
+      [["delete", "-j", "x"], /add --yes to confirm/],
       [["splits", "--state", "done", "-j", "x"], /unknown state "done"/],
       [["splits", "--limit", "0", "-j", "x"], /--limit must be an integer from 1 to 1000/],
       [["requeue", "-j", "x"], /requeue needs a split id \(or --all\)/],
@@ -146,6 +155,20 @@ Deno.test({
       const text = await cli("node", ["status"], env);
       assert.match(text.stdout, /splits 6: 4 completed, 1 runnable \(1 owned, 0 unclaimed\), 1 quarantined, 0 cancelled/);
       assert.match(text.stdout, /w1 \(leader\)/);
+      // The STATE column says what each member does (it was blank for workers).
+      const states = text.stdout.split("\n").filter((l) => /^w[12]/.test(l)).map((l) => l.trim().split(/ +/).at(-1)).sort();
+      assert.deepEqual(states, ["idle", "working"], text.stdout);
+      // Asked for owned splits, it prints "owned" (it printed runnable).
+      const owned = await cli("deno", ["splits", "--state", "owned"], env);
+      assert.match(owned.stdout, /^p4 +owned +w[12] /m, owned.stdout);
+      assert.doesNotMatch(owned.stdout, /runnable/);
+      // The server's jobs: this one running; delete refuses it (live members), even with --force.
+      const jobs = await cli("node", ["jobs"], { NATS_URL: server.wsUrl });
+      assert.equal(jobs.code, 0, jobs.out);
+      assert.match(jobs.stdout, new RegExp(`^${job} +running +4/6 +1 +2/2 +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ +- +\\d+ kB$`, "m"), jobs.stdout);
+      const refused = await cli("deno", ["delete", "--yes", "--force"], env);
+      assert.equal(refused.code, 3, refused.out);
+      assert.match(refused.stdout, new RegExp(`^not deleted: job "${job}" has 2 live member\\(s\\) \\(w1, w2\\): stop its workers first`));
 
       // The quarantined split, with its failures.
       const q = await cli("deno", ["splits", "--state", "quarantined"], env);
@@ -154,6 +177,14 @@ Deno.test({
       assert.match(q.stdout, /p5 +quarantined +- +\d+ +2 /);
       assert.equal(q.stdout.match(/w[12]: run threw: Error: poison p5: unexpected token at line 7/g)?.length, 2, q.stdout);
       assert.match(q.stdout, /1 of 1 \(quarantined\)/);
+      // Each failure's first stack frame under it (the source's run, in this file), and where the rest is.
+      assert.equal(q.stdout.match(/\n {6}at .*cli_test\.ts:\d+:\d+.* \(full stack: --json\)\n/g)?.length, 2, q.stdout);
+      const qj = JSON.parse((await cli("node", ["splits", "--state", "quarantined", "--json"], env)).stdout);
+      for (const f of qj.splits[0].failures) {
+        const frames = f.stack.split("\n");
+        assert.ok(frames.length >= 2 && frames.length <= 8 && f.stack.length <= 800, f.stack);
+        assert.match(frames[0], /^at .*cli_test\.ts:\d+:\d+/);
+      }
       const page = JSON.parse((await cli("node", ["splits", "--limit", "2", "--json"], env)).stdout);
       assert.deepEqual([page.splits.map((s: { id: string }) => s.id), page.page.next], [["p0", "p1"], "p1"]);
 
@@ -162,6 +193,8 @@ Deno.test({
       const fleet = await (await leaderApp.request("/fleet")).json();
       assert.equal(fleet.liveness.judgedBy, "here");
       assert.ok(fleet.members.every((m: { alive: boolean }) => m.alive === true));
+      const p5 = (await (await leaderApp.request("/fleet?state=quarantined")).json()).splits[0];
+      assert.match(p5.failures[0].stack, /^at .*cli_test\.ts:\d+:\d+/, "/fleet carries the failures' stacks");
 
       // Requeue: fixed input, the split runs again and completes.
       poisoned = false;
@@ -197,6 +230,10 @@ Deno.test({
       assert.ok([...aborted].some((a) => a.startsWith("p4@")), "the cancelled lane was aborted");
       const end = JSON.parse((await cli("node", ["status", "--json"], env)).stdout);
       assert.deepEqual([end.counts.completed, end.counts.cancelled, end.plan.outcome], [5, 1, "allComplete"]);
+      // A finished job's status leads with its result: p5 failed twice and ran again after each.
+      assert.deepEqual([end.summary.failures, end.summary.retries], [2, 2]);
+      const endText = (await cli("deno", ["status"], env)).stdout;
+      assert.match(endText, /^result: 5 split\(s\) completed · no records reported · 2 retries · 2 failure\(s\) · 0 cut\(s\) · took /m, endText);
       assert.equal((await cli("deno", ["cancel", "p0"], env)).code, 3, "a completed split is not cancelled");
       assert.equal((await cli("deno", ["cancel", "nope"], env)).code, 3);
     } finally {

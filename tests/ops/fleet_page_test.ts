@@ -19,7 +19,7 @@ import { SplitCoordinator, startWorker } from "../../mod.ts";
 import type { Coordinator, SplitSource, Worker } from "../../mod.ts";
 import { NatsStore } from "../../nats.ts";
 import type { Service } from "../../host.ts";
-import { Chromium, findChromium } from "../helpers/chromium.ts";
+import { Chromium, findChromium, screenshotDir } from "../helpers/chromium.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 
@@ -47,7 +47,8 @@ function source(state: { poisoned: boolean }): SplitSource<{ n: number; file: st
     async run(lane) {
       const stopped = () => lane.signal.aborted || lane.revokeSignal.aborted;
       if (lane.splitId === POISON && state.poisoned) {
-        await lane.commit({ watermark: 500, estimate: { left: ROWS - 500, total: ROWS, unit: "ids" } });
+        const from = typeof lane.progress?.watermark === "number" ? lane.progress.watermark : 0;
+        await lane.commit({ watermark: 500, estimate: { left: ROWS - 500, total: ROWS, unit: "ids" } }, { records: 500 - from });
         throw new Error("could not parse row 512 of part-77.csv");
       }
       const n = lane.descriptor.n;
@@ -55,8 +56,9 @@ function source(state: { poisoned: boolean }): SplitSource<{ n: number; file: st
       let at = typeof lane.progress?.watermark === "number" ? lane.progress.watermark : 0;
       while (at < ROWS && !stopped()) {
         await new Promise((r) => setTimeout(r, step));
-        at = Math.min(ROWS, at + ROWS / 8);
-        await lane.commit({ watermark: at, estimate: { left: ROWS - at, total: ROWS, unit: "ids" } });
+        const next = Math.min(ROWS, at + ROWS / 8);
+        await lane.commit({ watermark: next, estimate: { left: ROWS - next, total: ROWS, unit: "ids" } }, { records: next - at });
+        at = next;
       }
       if (!stopped()) await lane.complete();
     },
@@ -87,8 +89,7 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    const out = Deno.env.get("FLEET_PAGE_SCREENSHOTS") ?? await Deno.makeTempDir({ prefix: "splitlease-fleet-page-" });
-    await Deno.mkdir(out, { recursive: true });
+    const out = await screenshotDir("splitlease-fleet-page-");
     console.log(`screenshots: ${out}`);
     const state = { poisoned: true };
     await using nats = await NatsServer.start();
@@ -220,6 +221,8 @@ Deno.test({
       await waitFor(page, "the stall", `${byId("eta")}.startsWith("Stalled") && ${byId("count-completed")} === "89"`, 90_000);
       assert.equal(await text(page, "#eta"), "Stalled: only 1 quarantined split is left · requeue or cancel below");
       assert.equal(await text(page, "#count-quarantined"), "1");
+      assert.equal(await page.$eval("#count-quarantined", (e) => (e as unknown as { className: string }).className), "bad");
+      assert.equal(await page.$eval("#operator", (e) => (e as unknown as { hidden: boolean }).hidden), false, "the token box: something to repair");
       const q = await text(page, `#quarantined tr[data-split="${POISON}"]`);
       assert.match(q, new RegExp(`^${POISON}\\s+2\\s+\\d+\\s+\\{"n":77,"file":"part-77\\.csv"\\}`));
       assert.equal(q.split("could not parse row 512").length, 3, q);
@@ -236,6 +239,10 @@ Deno.test({
       assert.equal(ptn.length, 2, ptn.join("\n"));
       for (const t of ptn) assert.match(t, new RegExp(`^\\d+ w[123] ${DATE.source} ${DATE.source} \\d+ s failed$`), t);
       assert.match(pd, /Failures\s+.*could not parse row 512/s);
+      // Each failure folds its stack's first frames: the summary is where it threw (the source, in this file).
+      const frames = await page.evaluate(`[...document.querySelectorAll("#detail details.stack")].map((d) => { d.open = true; return d.innerText; })`) as string[];
+      assert.equal(frames.length, 2, pd);
+      for (const f of frames) assert.match(f, /^at .*fleet_page_test\.ts:\d+:\d+/, f);
       await page.screenshot({ path: `${out}/2-stalled.png`, fullPage: true });
 
       // Requeue: refused without a token (no question asked), then asked for confirmation; "Keep it" does nothing.
@@ -271,6 +278,28 @@ Deno.test({
       assert.match(await text(page, "#eta"), new RegExp(`^Finished ${DATE.source} · took \\d+ (s|min( \\d\\d s)?)$`));
       assert.equal(await text(page, "#progress-text"), "100% done · 90 of 90 splits completed");
       assert.equal(await text(page, "#count-quarantined"), "0");
+      assert.equal(await page.$eval("#count-quarantined", (e) => (e as unknown as { className: string }).className), "", "0 is not red");
+      // The done page leads with the result: every row counted once (the poison split resumed at 500), its two failures and the retries.
+      const took = /took (\d+ (?:s|min(?: \d\d s)?))$/.exec(await text(page, "#eta"))![1];
+      const result = Object.fromEntries(
+        await page.$$eval("#result-list dd", (dds) => dds.map((d) => [(d as unknown as { dataset: { k: string } }).dataset.k, (d as unknown as Shown).innerText])),
+      );
+      assert.equal(await page.$eval("#result", (e) => (e as unknown as { hidden: boolean }).hidden), false);
+      assert.equal(result.splits, "90 completed");
+      assert.equal(result.records, (SPLITS * ROWS).toLocaleString("en-US"));
+      assert.equal(result.failures, "2 failed runs");
+      assert.equal(result.retries, "2 runs after a failed or lost run");
+      assert.equal(result.cuts, "none");
+      assert.match(result.took, new RegExp(`^${took} \\(${DATE.source} to ${DATE.source}\\)$`));
+      assert.match(result.rate, new RegExp(`^\\d+\\.\\d splits/min · [\\d,]+ records/s over the ${took} it took$`));
+      // The rate over the same window as "took", and no "running since" on a finished job.
+      const doneRate = await text(page, "#rate");
+      assert.match(doneRate, new RegExp(`^\\d+\\.\\d splits/min · [\\d,]+ records/s over the ${took} it took · `), doneRate);
+      assert.doesNotMatch(doneRate, /running since/);
+      // w1 idles (afterCompletion idle): read-only, no token box, no action buttons.
+      await waitFor(page, "the read-only note", `${byId("operator-note")}.startsWith("The job is finished")`);
+      assert.equal(await page.$eval("#operator", (e) => (e as unknown as { hidden: boolean }).hidden), true, "no token box");
+      assert.equal(await page.$$eval("#members button", (b) => b.length), 0, "no drain buttons on a finished job");
       assert.match((await rows(page, "#recent tbody tr"))[0], new RegExp(`^${POISON} ${DATE.source}`));
       await waitFor(page, `the detail of ${POISON} completed`, `/state\\s+completed/.test(document.querySelector("#detail")?.innerText ?? "")`);
       const fin = await rows(page, "#detail table tbody tr");

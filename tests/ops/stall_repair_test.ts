@@ -17,8 +17,8 @@
  *   and complete the job, and both processes idle, never having exited.
  * - `splitlease ui` (cli.ts) on the stalled job of exited workers: the same
  *   page, /fleet, routes and job-wide metrics from the operator's shell; a
- *   requeue through it, a worker started again, and the ui exits 0 with the
- *   completed job.
+ *   requeue through it, a worker started again; the ui stays up with the
+ *   completed job (read-only) and exits 0 on SIGINT.
  */
 import assert from "node:assert/strict";
 import { parse } from "yaml";
@@ -225,7 +225,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "stall: splitlease ui (deno cli.ts, node dist/cli.js) serves the stalled job of exited workers (page, /fleet, job-wide metrics, requeue) and exits 0 once it completes",
+  name: "stall: splitlease ui (deno cli.ts, node dist/cli.js) serves the stalled job of exited workers (page, /fleet, job-wide metrics, requeue), then the completed job read-only until SIGINT",
   ...opts,
   fn: async () => {
     await buildOnce();
@@ -274,11 +274,21 @@ async function uiThroughAStall(rt: "deno" | "node"): Promise<void> {
     assert.equal((await requeue(p, "r1")).outcome, "requeued");
     again = spawn("deno", env(server, job, dir, { INSTANCE: "worker-0" }));
     assert.equal(await withTimeout(again.status.then((s) => s.code), 60_000, "the restarted worker to finish the job"), 0, tail(again));
-    const code = (await withTimeout(status, 30_000, "the ui to exit on the completed job").catch((e) => {
+    // The job is complete: the ui says so and stays up, its page showing the finished job read-only.
+    await waitFor("the ui to say the job is complete", () => Promise.resolve(out.some((l) => l.includes(`splitlease ui: job ${job} is complete; its page stays up read-only`)) || undefined), 30_000)
+      .catch((e) => {
+        throw new Error(`${e.message}\n${last()}`);
+      });
+    const done = await waitFor("the ui's /fleet to show the finished job read-only", async () => {
+      const v = await (await get(p, "/fleet")).json();
+      return v.operator.access === "none" ? v : undefined;
+    }, 10_000);
+    assert.deepEqual([done.plan.outcome, done.counts.completed], ["allComplete", 4], last());
+    ui.kill("SIGINT");
+    const code = (await withTimeout(status, 30_000, "the ui to exit on SIGINT").catch((e) => {
       throw new Error(`${e.message}\n${last()}`);
     })).code;
     assert.equal(code, 0, last());
-    assert.ok(out.some((l) => new RegExp(`splitlease ui: job ${job} is complete`).test(l)), last());
   } finally {
     try {
       ui?.kill("SIGKILL");

@@ -217,6 +217,17 @@ Deno.test({
     assert.match(help.stdout, /^usage: splitlease <command>/);
     const usage = await runCmd(`${app}/node_modules/.bin/splitlease`, ["status"], { cwd: app, env: npmEnv(), check: false });
     assert.equal(usage.code, 2, "no server given: a usage error");
+    // Outside any project that depends on it, the CLI is run by naming the package (a bare
+    // `npx splitlease` would ask the registry for an unscoped name that is not this package):
+    // `npx @splitlease/splitlease …` once published, the tarball's path until then (the README's words).
+    const outside = tempDir("splitlease-npx-");
+    const exec = await runCmd("npm", ["exec", "--yes", "--prefer-offline", `--package=${tarball}`, "--", "splitlease", "--version"], {
+      cwd: outside,
+      env: npmEnv(),
+      timeoutMs: 120_000,
+      what: "npm exec --package=<tarball> -- splitlease --version, outside a project",
+    });
+    assert.equal(exec.stdout.trim(), `splitlease ${VERSION}`);
 
     await Deno.writeTextFile(`${app}/consumer.ts`, CONSUMER);
     await Deno.writeTextFile(`${app}/tsconfig.dom.json`, tsconfig(["es2022", "dom"], []));

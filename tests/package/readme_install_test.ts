@@ -3,7 +3,8 @@
  * be `npm install @splitlease/splitlease`, `bun add …` and `deno add jsr:…`
  * for a package on neither registry. Every install command of the README's
  * Install section installs the tarball `npm pack` makes, by the name npm
- * gives it, and the CLI line names the package's `bin`.
+ * gives it, and the CLI line names the package's `bin` (in a project that
+ * installed it) or the package itself (anywhere else).
  */
 import assert from "node:assert/strict";
 import { packOnce, root } from "./pack.ts";
@@ -29,6 +30,13 @@ Deno.test({
     }
     assert.ok(shell.some((l) => l.includes("npm pack") && l.includes(filename)), `the README names what npm pack writes (${filename})`);
     const bin = Object.keys(pkg.bin ?? {});
-    for (const m of readme.matchAll(/npx ([\w@/.-]+)/g)) assert.ok(bin.includes(m[1]), `npx ${m[1]}: the package's bin is ${bin.join(", ")}`);
+    // `npx <bin>` in a project that installed the package; anywhere else `npx <package>`, which runs
+    // the bin named like the package's unscoped name (issue 31: a bare `npx splitlease` outside the
+    // project asks the registry for an unscoped name someone else could register).
+    assert.ok(bin.includes(pkg.name.replace(/^@[^/]+\//, "")), `npx ${pkg.name} runs the bin named ${pkg.name.replace(/^@[^/]+\//, "")}`);
+    for (const m of readme.matchAll(/npx ([\w@/.-]+)/g)) {
+      assert.ok(bin.includes(m[1]) || m[1] === pkg.name, `npx ${m[1]}: the package's bin is ${bin.join(", ")}, its name ${pkg.name}`);
+    }
+    assert.match(readme, new RegExp(`npx ${pkg.name.replace("/", "\\/")} `), "the README names the package for npx outside a project");
   },
 });

@@ -1,8 +1,9 @@
 /**
  * serve's `afterCompletion`: what a process does once its job is complete.
  * `"exit"` (the default) exits 0 at once, which a Kubernetes Job wants and a
- * Deployment restarts in a loop; `"idle"` stays up, ready, with the store
- * closed, until SIGTERM. Runs serveWith on a fake host (no sockets) over a
+ * Deployment restarts in a loop; `"idle"` stays up, ready, out of the job
+ * (its store kept for the page: tests/runtime/finished_job_test.ts), until
+ * SIGTERM. Runs serveWith on a fake host (no sockets) over a
  * MemoryStore.
  */
 import assert from "node:assert/strict";

@@ -92,7 +92,7 @@ Deno.test("worker: gained splits run one lane each, complete, and allComplete dr
   );
   assert.ok(coordinator.calls.some((c) => c.op === "close"));
   const events = lines.map((l) => l.fields.event).filter(Boolean);
-  for (const e of ["joined", "gained", "completed", "draining", "finished"]) assert.ok(events.includes(e), e);
+  for (const e of ["gained", "completed", "draining", "finished"]) assert.ok(events.includes(e), e);
   // One line per event: the coordinator logs the job's completion, the worker does not repeat it.
   assert.ok(!lines.some((l) => /job complete/i.test(l.msg)), "no second 'job complete' line from the worker");
   assert.equal(lines.find((l) => l.fields.event === "draining")?.fields.reason, "complete");
@@ -594,13 +594,15 @@ Deno.test("worker: the coordinator failing ends the worker with an `error` outco
   assert.ok(aborted);
 });
 
-Deno.test("worker: logs leader election and plan publication as JSON-ready lines", async () => {
+Deno.test("worker: elections, plans and the join are the coordinator's lines only (one line each, issue 31)", async () => {
   const { coordinator, worker, clock, lines } = setup(async () => {}, { statusIntervalMs: 100 });
   coordinator.isLeader = true;
   coordinator.planGeneration = 1;
   await clock.advance(100);
-  assert.ok(lines.some((l) => l.fields.event === "leaderElected" && l.fields.term === 3));
-  assert.ok(lines.some((l) => l.fields.event === "planPublished" && l.fields.planned === 10));
+  // SplitCoordinator logs "Joined", "Leader elected" and "Plan published"; the worker used to say each again.
+  const said = lines.map((l) => l.msg.toLowerCase());
+  for (const m of ["joined", "leader elected", "plan published"]) assert.ok(!said.includes(m), `the worker logs no "${m}" line`);
+  for (const e of ["joined", "leaderElected", "planPublished"]) assert.ok(!lines.some((l) => l.fields.event === e), e);
   for (const l of lines) JSON.stringify(l.fields);
   await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
   assert.equal(clock.pending, 0, "no timers left after the worker finished");

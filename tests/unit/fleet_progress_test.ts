@@ -114,7 +114,7 @@ Deno.test("fleet view: rate and ETA from the records' completion times, fraction
   assert.equal(v.rate.partialWeight, 1.5);
   assert.equal(v.rate.remainingWeight, 1.5, "r1: 2 × 0.25 left, w1: 1");
   // 8 weight in 4 min = 2 per minute: 1.5 left is 45 s.
-  assert.deepEqual(v.rate.eta, { state: "estimated", at: now + 45_000, inMs: 45_000 });
+  assert.deepEqual(v.rate.eta, { state: "estimated", at: now + 45_000, inMs: 45_000, thenStalled: false });
   assert.equal(v.rate.spark.counts.reduce((x, y) => x + y, 0), 8);
   assert.equal(v.rate.spark.counts.length * v.rate.spark.bucketMs, 240_000, "the job's life so far (4 min), in 60 buckets");
   assert.equal(v.splits.length, 1);

@@ -125,12 +125,48 @@ Deno.test("offers: a draining member and a standby are offered nothing", () => {
   assert.deepEqual([standby.offers.size, draining.offers.size], [0, 0]);
 });
 
-Deno.test("offers: capped at each member's fair share of the runnable weight while another below it has free lanes", () => {
+Deno.test("offers: lane offers capped at each member's fair share of the runnable weight while another below it has free lanes; spares are not", () => {
   const { b, join } = book(20);
-  const ms = [join("a", 8), join("b", 8)];
+  const ms = [join("a", 12), join("b", 12)];
   refillOffers(b);
   const share = b.view.runnableWeight / ms.length;
   assert.equal(share, 10);
-  for (const m of ms) assert.ok(m.offeredWeight <= share, `${m.instance} offered ${m.offeredWeight} of a share of ${share}`);
-  assert.deepEqual(ms.map((m) => m.offers.size), [10, 10]);
+  for (const m of ms) assert.ok(m.plain <= share, `${m.instance} offered ${m.plain} splits for lanes, a share of ${share}`);
+  assert.deepEqual(ms.map((m) => m.plain), [10, 10], "each lane up to the share");
+  // Nothing is left for spares here; with more splits than lanes the rest are spares, whatever the share.
+  const more = book(60);
+  const two = [more.join("a", 12), more.join("b", 12)];
+  refillOffers(more.b);
+  assert.deepEqual(two.map((m) => m.plain), [12, 12]);
+  assert.deepEqual(two.map((m) => m.spares.size), [24, 12], "spares past the share of 30: 24 and the 12 left");
+});
+
+Deno.test("offers: the leader's own member is dealt last among equals, so the heaviest splits go to members whose death is no election", () => {
+  const { b, join } = book(4);
+  b.own = "lead";
+  const lead = join("lead", 1);
+  const other = join("other", 1);
+  refillOffers(b);
+  assert.deepEqual([...other.offers.keys()].filter((id) => !other.spares.has(id)), ["s0000"], "the first split in dealing order to the other member");
+  assert.deepEqual([...lead.offers.keys()].filter((id) => !lead.spares.has(id)), ["s0001"]);
+});
+
+Deno.test("offers: spares cover a leaderless interval at the observed split duration, at least twice the lanes, at most 16 per lane", () => {
+  const { b, join } = book(500);
+  b.coverMs = 15_000;
+  const m = join("m", 2);
+  refillOffers(b);
+  assert.equal(m.spares.size, 4, "no split completed yet: twice the lanes");
+  const n = book(500);
+  n.b.coverMs = 15_000;
+  n.view.splitMs = 1000; // splits take a second: 15 per lane for 1.5 leases of 10 s
+  const w = n.join("w", 2);
+  refillOffers(n.b);
+  assert.equal(w.spares.size, 30);
+  const t = book(2000);
+  t.b.coverMs = 15_000;
+  t.view.splitMs = 5; // tiny splits: capped
+  const x = t.join("x", 2);
+  refillOffers(t.b);
+  assert.equal(x.spares.size, 32);
 });

@@ -38,6 +38,12 @@ const split = fc.record({
   }),
   descriptor: fc.jsonValue(),
   lastFailure: fc.string(),
+  failures: fc.array(
+    fc.record({ at: fc.integer(), worker: fc.string(), message: fc.string(), stack: fc.oneof(fc.string(), fc.integer()) }, {
+      requiredKeys: ["at", "worker", "message"],
+    }),
+    { maxLength: 2 },
+  ),
 }, { requiredKeys: ["v", "epoch", "status", "owner", "attempts", "weight", "progress"] });
 const member = fc.record({
   v: fc.constant(2),

@@ -67,7 +67,9 @@ export function buildAssignRecord(
     if (spare) e.spare = true;
     const bare = JSON.stringify(e).length;
     const cur = view.splits.get(id);
-    if (cur && cur.revision === rev && inline > 0) {
+    // A spare is claimed only while the leader is slow or gone: it carries no
+    // record (the claim reads it), so the lane offers' rewrites stay small.
+    if (cur && cur.revision === rev && inline > 0 && !spare) {
       const n = JSON.stringify(cur.record).length + 7;
       if (n <= inline && fits(bare + n)) {
         inline -= n;

@@ -26,6 +26,9 @@ import type { MemberState } from "./member_state.ts";
 /** Most offers one member holds (bounds the assignment record). */
 export const MAX_OFFERS = 256;
 
+/** Most spares dealt to cover a leaderless interval, per lane (tiny splits would otherwise ask for hundreds). */
+export const SPARES_PER_LANE = 16;
+
 /** What the offer decision reads. */
 export interface OfferBook {
   view: LeaderView;
@@ -35,6 +38,27 @@ export interface OfferBook {
   tracker: AssignmentTracker;
   /** Whether a free split must not be offered now (retry backoff, a takeover in flight). */
   withheld(id: string): boolean;
+  /** The leader's own instance: dealt last among equals, so the heaviest splits go elsewhere. */
+  own?: string;
+  /** How long a leaderless interval lasts (a lease and an election, `1.5 × leaseMs`): spares cover it. */
+  coverMs?: number;
+}
+
+/**
+ * Spares a member holds: enough to keep its lanes busy through a
+ * leaderless interval (`coverMs`, at the observed split duration), at least
+ * twice its lanes, at most {@linkcode SPARES_PER_LANE} per lane, within
+ * {@linkcode MAX_OFFERS} with its lane offers.
+ *
+ * @example
+ * ```ts ignore
+ * spareTarget(member, plainOffers, view.splitMs, 1.5 * leaseMs);
+ * ```
+ */
+export function spareTarget(m: MemberState, plain: number, splitMs: number | undefined, coverMs: number | undefined): number {
+  const lanes = m.maxInFlight;
+  const cover = splitMs && coverMs ? Math.ceil((lanes * coverMs) / Math.max(1, splitMs)) : 0;
+  return Math.min(MAX_OFFERS - plain, Math.max(2 * lanes, Math.min(SPARES_PER_LANE * lanes, cover)));
 }
 
 /**
@@ -108,13 +132,17 @@ export function decideOffers(b: OfferBook): (OfferIntent | UnofferIntent)[] {
   // decide that in one cheap scan before weighing shares and sorting.
   const pool = view.free.size > b.tracker.offered;
   const anySpare = pool || ms.some((m) => m.spares.size > 0);
-  if (!ms.some((m) => needsRefill(view, m, pool, anySpare))) return [];
+  if (!ms.some((m) => needsRefill(view, m, pool, anySpare, b.coverMs))) return [];
   const o = new Overlay(b);
   const share = view.runnableWeight / ms.length;
-  const load = (m: MemberState) => view.loadOfKey(m.key) + o.weight(m);
+  // What a member holds and is dealt for its lanes (its spares steer nothing).
+  const load = (m: MemberState) => view.loadOfKey(m.key) + o.weight(m) - o.spareWeight(m);
   // Would another member below its share take a free split? If none can, the share no longer caps.
   const belowWithLanes = ms.filter((m) => load(m) < share && freeLanes(view, m) > m.plain).length;
-  ms.sort((x, y) => load(x) / Math.max(1, x.maxInFlight) - load(y) / Math.max(1, y.maxInFlight));
+  // Least loaded first; among equals the leader's own member last: the
+  // heaviest splits, dealt first, go to members whose death is no election.
+  const mine = (m: MemberState) => (m.instance === b.own ? 1 : 0);
+  ms.sort((x, y) => load(x) / Math.max(1, x.maxInFlight) - load(y) / Math.max(1, y.maxInFlight) || mine(x) - mine(y));
   // Free lanes first, every member's: each gets the first split in dealing
   // order, whoever holds it as a spare, so lanes start splits in that order
   // whichever member frees one first.
@@ -133,19 +161,19 @@ export function decideOffers(b: OfferBook): (OfferIntent | UnofferIntent)[] {
     }
   }
   // Spares, from the other end of the order: what a member runs if the
-  // leader is slow or gone, and the last splits a lane would get anyway.
+  // leader is slow or gone (enough for a leaderless interval), and the last
+  // splits a lane would get anyway. Not capped by the fair share: with a
+  // live leader a spare is dealt to whichever lane comes first, so spares
+  // steer nothing (with the cap, members above their share of a skewed
+  // plan held none, and their lanes idled while no leader dealt).
   for (const m of ms) {
-    const target = Math.min(MAX_OFFERS - o.plain(m), 2 * m.maxInFlight);
+    const target = spareTarget(m, o.plain(m), view.splitMs, b.coverMs);
     if (o.spares(m) > target / 2) continue;
-    const capped = belowWithLanes > (load(m) < share && freeLanes(view, m) > o.plain(m) ? 1 : 0);
-    let l = load(m);
     while (o.spares(m) < target) {
-      if (capped && l >= share) break;
       const id = o.nextSpare();
       if (id === undefined) break;
       const rec = view.splits.get(id)!;
       o.offer(m, id, rec.revision, rec.record.weight, true);
-      l += rec.record.weight;
     }
   }
   return o.intents;
@@ -173,10 +201,10 @@ export function pruneDealing(b: OfferBook): void {
 }
 
 /** A lane without an offer, an offer without a lane, or spares to refill (half used). */
-function needsRefill(view: LeaderView, m: MemberState, pool: boolean, anySpare: boolean): boolean {
+function needsRefill(view: LeaderView, m: MemberState, pool: boolean, anySpare: boolean, coverMs: number | undefined): boolean {
   const lanes = Math.min(MAX_OFFERS, freeLanes(view, m));
   if (m.plain > lanes || (m.plain < lanes && anySpare)) return true;
-  return pool && m.spares.size <= Math.min(MAX_OFFERS - m.plain, 2 * m.maxInFlight) / 2;
+  return pool && m.spares.size <= spareTarget(m, m.plain, view.splitMs, coverMs) / 2;
 }
 
 type Entry = { item: string; key: number; tie: number };
@@ -216,6 +244,8 @@ interface Counts {
   offers: number;
   spares: Set<string>;
   weight: number;
+  /** The weight of its spares. */
+  spareWeight: number;
 }
 
 /**
@@ -246,8 +276,16 @@ class Overlay {
 
   #of(m: MemberState): Counts {
     let c = this.#counts.get(m);
-    if (!c) this.#counts.set(m, (c = { offers: m.offers.size, spares: new Set(m.spares), weight: m.offeredWeight }));
+    if (!c) {
+      let spareWeight = 0;
+      for (const id of m.spares) spareWeight += this.#b.view.splits.get(id)?.record.weight ?? 1;
+      this.#counts.set(m, (c = { offers: m.offers.size, spares: new Set(m.spares), weight: m.offeredWeight, spareWeight }));
+    }
     return c;
+  }
+
+  spareWeight(m: MemberState): number {
+    return this.#of(m).spareWeight;
   }
 
   plain(m: MemberState): number {
@@ -271,19 +309,19 @@ class Overlay {
   offer(m: MemberState, id: string, rev: number, weight: number, spare: boolean): void {
     const c = this.#of(m);
     c.offers++;
-    if (spare) c.spares.add(id);
+    if (spare) (c.spares.add(id), (c.spareWeight += weight));
     c.weight += weight;
     this.#offeredTo.set(id, m);
     this.intents.push({ kind: "offer", member: m, id, rev, weight, spare });
   }
 
-  #unoffer(m: MemberState, id: string, weight: number, requeue: boolean): void {
+  #unoffer(m: MemberState, id: string, weight: number, requeue: boolean, tell = true): void {
     const c = this.#of(m);
-    c.spares.delete(id);
+    if (c.spares.delete(id)) c.spareWeight = Math.max(0, c.spareWeight - weight);
     c.offers--;
     c.weight = c.offers === 0 ? 0 : Math.max(0, c.weight - weight);
     this.#offeredTo.set(id, null);
-    this.intents.push({ kind: "unoffer", member: m, id, weight, requeue, tell: true });
+    this.intents.push({ kind: "unoffer", member: m, id, weight, requeue, tell });
   }
 
   /** More offers for lanes than free lanes (a grant or a handoff filled one): the last ones go back to the pool. */
@@ -336,7 +374,9 @@ class Overlay {
       this.#spares.skip();
       const id = spare.item;
       const st = this.#b.states.get(this.offeredTo(id)!.instance)!;
-      this.#unoffer(st, id, this.#b.view.splits.get(id)?.record.weight ?? 1, false);
+      // Its record is not rewritten for this: it lists the spare until its
+      // next write, and a claim of it then (no leader) loses its CAS.
+      this.#unoffer(st, id, this.#b.view.splits.get(id)?.record.weight ?? 1, false, false);
       return id;
     }
     if (free === undefined) return undefined;

@@ -9,10 +9,10 @@
  *
  * @module
  */
-import type { JobCounts, MemberRecord, Owner, PlanRecord, SplitRecord } from "../../records.ts";
+import { type JobCounts, type MemberRecord, type Owner, type PlanRecord, QUARANTINED_IDS_PUBLISHED, type SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { StoreEntry } from "../../store/store.ts";
-import type { Core } from "../core.ts";
+import { type Core, decided } from "../core.ts";
 import type { Versioned } from "../versioned.ts";
 import type { LandedSplit } from "../split_records.ts";
 import { LivenessTracker } from "../liveness.ts";
@@ -23,7 +23,7 @@ import { MembershipSignature } from "./signature.ts";
 import { DeathJudge } from "./judge.ts";
 import { adoptDirectives } from "./adopt.ts";
 import { applyIntents, type Decision, type IntentAppliers, LaneLedger, type LeaderIntent } from "./intents.ts";
-import { LeaderView } from "./leader_view.ts";
+import { LeaderView, progressOnly } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 import { AssignmentTracker } from "./assignment_tracker.ts";
 import type { LaneReservation } from "./promises.ts";
@@ -78,7 +78,7 @@ export class LeaderRole {
     this.term = term;
     this.#onDeposed = onDeposed;
     this.retry = new RetryBackoff(core);
-    this.view = new LeaderView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n));
+    this.view = new LeaderView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n), () => core.clock.now());
     this.tracker = new AssignmentTracker(this.view, this.states);
     this.#watches = new WatchSet(core, (f, ev) => {
       if (!this.#stopped) this.view.apply(f, ev);
@@ -129,7 +129,7 @@ export class LeaderRole {
       suspect: (i) => void (i.member.suspect = i.beats),
       resend: (i) => {
         for (const g of i.grants) i.member.grant(g.id, { epoch: g.epoch });
-        core.log("debug", "Re-sent grants to a member that may not know all its splits", { member: i.member.instance, owned: i.owned, held: i.held });
+        decided(core, "debug", "Re-sent grants to a member that may not know all its splits", "grants.resent", { member: i.member.instance, owned: i.owned, held: i.held });
       },
     };
   }
@@ -193,6 +193,9 @@ export class LeaderRole {
   #onSplit(id: string, prev: SplitRecord | undefined, next: Versioned<SplitRecord> | undefined): void {
     const rec = next?.record;
     this.#applyAll(decideSplitChange({ view: this.view, states: this.states, tracker: this.tracker, ready: this.#ready }, id, prev, next));
+    // A commit (progress only) acknowledges a grant at most: nothing else to
+    // settle, and no pass (the cut ranking reads the new estimate when it runs).
+    if (prev && rec && progressOnly(prev, rec)) return;
     this.retry.onSplit(id, prev, rec);
     this.#cuts.onSplit(id, rec);
     this.#revocations.onSplit(id, rec, this.#core.clock.now());
@@ -269,11 +272,19 @@ export class LeaderRole {
     if (!this.#ready || this.#stopped) return Infinity;
     const { clock } = this.#core;
     const now = clock.now();
+    this.#core.stats.leaderPasses++;
     // Each rule decides on the state the previous one's intents left.
     let next = this.#apply(this.#judge.deaths(now));
     next = Math.min(next, this.#apply(this.#judge.orphans(now)));
     next = Math.min(next, this.retry.expire(now, (id) => this.view.requeue(id))); // offerable again
-    const offers = { view: this.view, states: this.states, tracker: this.tracker, withheld: (id: string) => this.retry.has(id) };
+    const offers = {
+      view: this.view,
+      states: this.states,
+      tracker: this.tracker,
+      withheld: (id: string) => this.retry.has(id),
+      own: this.#core.me.instance,
+      coverMs: 1.5 * this.#core.config.leaseMs,
+    };
     this.#applyAll(decideOffers(offers));
     pruneDealing(offers);
     const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
@@ -333,9 +344,10 @@ export class LeaderRole {
     if (w.kind === "seed" || w.kind === "residual" || w.kind === "takeover" || w.kind === "fence") {
       this.view.applyOwn(w.id, w.record, w.revision);
     } else if ((w.kind === "tenancy" || w.kind === "claim") && this.#ready && !this.#stopped) {
+      const before = this.view.splits.get(w.id);
       this.#hold.landed(this.#core.clock.now());
       this.view.applyOwn(w.id, w.record, w.revision);
-      this.#core.schedule();
+      if (!(before && before.revision < w.revision && progressOnly(before.record, w.record))) this.#core.schedule();
     }
   }
 
@@ -369,6 +381,7 @@ export class LeaderRole {
     const c = this.view.counts;
     const counts: JobCounts = { members: this.states.size, unowned: this.view.free.size, ...c };
     if (this.view.cut > 0) counts.cut = this.view.cut;
+    if (this.view.quarantined.size > 0) counts.quarantinedIds = [...this.view.quarantined].sort().slice(0, QUARANTINED_IDS_PUBLISHED);
     return counts;
   }
 }

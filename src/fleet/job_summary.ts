@@ -1,0 +1,184 @@
+/**
+ * What `splitlease jobs` says of a job, from what a {@linkcode JobCatalog}
+ * read of it (pure): finished or not and how, its counts, when it was
+ * created and finished, and whether a member is still live — the rule
+ * `splitlease delete` refuses a job by.
+ *
+ * @module
+ */
+import {
+  type JobOutcome,
+  JobRecordSchema,
+  LeaderRecordSchema,
+  MemberRecordSchema,
+  PlanRecordSchema,
+  safeDecodeRecord,
+} from "../records.ts";
+import type { CatalogEntry, JobCatalog, JobListing } from "../store/job_catalog.ts";
+import { keys } from "../store/keys.ts";
+
+/**
+ * How long after its last beat a member counts as live for
+ * {@linkcode summarizeJob} (two minutes: a beat comes every `leaseMs / 3`,
+ * so this covers leases up to six minutes).
+ *
+ * @example
+ * ```ts
+ * import { LIVE_WITHIN_MS } from "@splitlease/splitlease/admin";
+ * const live = (lastBeatAt: number) => Date.now() - lastBeatAt <= LIVE_WITHIN_MS;
+ * ```
+ */
+export const LIVE_WITHIN_MS = 120_000;
+
+/**
+ * Where a job stands, as `splitlease jobs` prints it: `complete`, `stalled`
+ * (only quarantined splits left), `failed` (its planner failed for good),
+ * `running` (no outcome, a member live), `unfinished` (no outcome and no
+ * live member: its workers are gone), `new` (nothing planned yet) or
+ * `unreadable` (its `plan` record cannot be read).
+ *
+ * @example
+ * ```ts
+ * import type { JobState } from "@splitlease/splitlease/admin";
+ * const finished = (s: JobState) => s === "complete" || s === "failed";
+ * ```
+ */
+export type JobState = "complete" | "stalled" | "failed" | "running" | "unfinished" | "new" | "unreadable";
+
+/**
+ * One job of a server, summarized.
+ *
+ * @example
+ * ```ts
+ * import type { JobSummary } from "@splitlease/splitlease/admin";
+ * const line = (j: JobSummary) => `${j.job} ${j.state} ${j.counts?.completed ?? "-"} completed`;
+ * ```
+ */
+export interface JobSummary {
+  /** The job name. */
+  job: string;
+  /** Where it stands. */
+  state: JobState;
+  /** The outcome its `plan` record carries, or `null`. */
+  outcome: JobOutcome["kind"] | null;
+  /** Its fingerprint (the `job` record), or `null`. */
+  fingerprint: string | null;
+  /** Splits planned (the `plan` record), or `null`. */
+  planned: number | null;
+  /** Split counts: the outcome's once finished, else the leader's last beat; `null` when neither is known. */
+  counts: { completed: number; quarantined: number; cancelled: number; runnable: number } | null;
+  /** When its first worker created it (the `job` record), or `null`. */
+  createdAt: number | null;
+  /** When its outcome was written, where the backend records write times; else `null`. */
+  finishedAt: number | null;
+  /** Member records (live or left behind by a crash). */
+  members: number;
+  /** Members whose last beat is at most {@linkcode LIVE_WITHIN_MS} old, by instance. */
+  liveMembers: string[];
+  /** Bytes its records take on the server, or `null` when unknown. */
+  bytes: number | null;
+}
+
+/** The newest time a member is known to have beaten: the server's write time or its own clock. */
+function lastBeat(e: CatalogEntry): number | null {
+  const r = safeDecodeRecord(e.key, e.value, MemberRecordSchema);
+  const own = r.ok ? r.value.at ?? null : null;
+  const times = [own, e.writtenAt ?? null].filter((t): t is number => t !== null);
+  return times.length ? Math.max(...times) : null;
+}
+
+/**
+ * Summarizes one job from its listing at wall-clock time `now`. A member
+ * with no time at all (an old record on a backend without write times)
+ * counts as live: deleting a job under a worker is what this guards.
+ *
+ * @example
+ * ```ts
+ * import { summarizeJob } from "@splitlease/splitlease/admin";
+ * const s = summarizeJob({ job: "j", record: undefined, plan: undefined, leader: undefined, members: [], bytes: null }, Date.now());
+ * console.log(s.state); // "new"
+ * ```
+ */
+export function summarizeJob(l: JobListing, now: number): JobSummary {
+  const job = l.record ? safeDecodeRecord(l.record.key, l.record.value, JobRecordSchema) : undefined;
+  const plan = l.plan ? safeDecodeRecord(l.plan.key, l.plan.value, PlanRecordSchema) : undefined;
+  const leader = l.leader ? safeDecodeRecord(l.leader.key, l.leader.value, LeaderRecordSchema) : undefined;
+  const live: string[] = [];
+  for (const m of l.members) {
+    const at = lastBeat(m);
+    if (at === null || now - at <= LIVE_WITHIN_MS) live.push(m.key.slice(keys.memberPrefix.length));
+  }
+  const outcome = plan?.ok ? plan.value.outcome : undefined;
+  let state: JobState;
+  if (plan && !plan.ok) state = "unreadable";
+  else if (outcome) state = outcome.kind === "allComplete" ? "complete" : outcome.kind === "stalled" ? "stalled" : "failed";
+  else if (!plan) state = "new";
+  else state = live.length > 0 ? "running" : "unfinished";
+  let counts: JobSummary["counts"] = null;
+  if (outcome && outcome.kind !== "planFailed") {
+    counts = {
+      completed: outcome.completed,
+      quarantined: outcome.kind === "stalled" ? outcome.quarantined : 0,
+      cancelled: outcome.cancelled ?? 0,
+      runnable: 0,
+    };
+  } else if (leader?.ok && leader.value.counts) {
+    const c = leader.value.counts;
+    counts = { completed: c.completed, quarantined: c.quarantined, cancelled: c.cancelled, runnable: c.runnable };
+  }
+  return {
+    job: l.job,
+    state,
+    outcome: outcome?.kind ?? null,
+    fingerprint: job?.ok ? job.value.fingerprint : null,
+    planned: plan?.ok ? plan.value.planned : null,
+    counts,
+    createdAt: job?.ok ? job.value.createdAt : null,
+    finishedAt: outcome ? l.plan?.writtenAt ?? null : null,
+    members: l.members.length,
+    liveMembers: live.sort(),
+    bytes: l.bytes,
+  };
+}
+
+/**
+ * Why `splitlease delete` must not remove this job (a sentence), or
+ * `null` when it may: never while a member is live; an unfinished job
+ * (no outcome) only with `force`.
+ *
+ * @example
+ * ```ts
+ * import { deleteRefusal, summarizeJob } from "@splitlease/splitlease/admin";
+ * const s = summarizeJob({ job: "j", record: undefined, plan: undefined, leader: undefined, members: [], bytes: null }, Date.now());
+ * console.log(deleteRefusal(s, false)); // job "j" is new (no outcome): …
+ * ```
+ */
+export function deleteRefusal(s: JobSummary, force: boolean): string | null {
+  if (s.liveMembers.length > 0) {
+    return `job "${s.job}" has ${s.liveMembers.length} live member(s) (${s.liveMembers.slice(0, 5).join(", ")}` +
+      `${s.liveMembers.length > 5 ? ", …" : ""}): stop its workers first (a member counts as live for ` +
+      `${LIVE_WITHIN_MS / 60_000} min after its last beat)`;
+  }
+  if (s.outcome === null && !force) {
+    return `job "${s.job}" is ${s.state} (no outcome): its work is not finished; --force deletes it anyway`;
+  }
+  return null;
+}
+
+/**
+ * Lists and summarizes the jobs of a catalog (every job, or only `job`),
+ * sorted by name.
+ *
+ * @example
+ * ```ts
+ * import { listJobs } from "@splitlease/splitlease/admin";
+ * import type { JobCatalog } from "@splitlease/splitlease/store";
+ * declare const catalog: JobCatalog;
+ * for (const j of await listJobs(catalog)) console.log(j.job, j.state);
+ * ```
+ */
+export async function listJobs(catalog: JobCatalog, job?: string, now: () => number = Date.now): Promise<JobSummary[]> {
+  const listings = await catalog.list(job);
+  const at = now();
+  return listings.map((l) => summarizeJob(l, at)).sort((a, b) => (a.job < b.job ? -1 : a.job > b.job ? 1 : 0));
+}
