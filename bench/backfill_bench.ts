@@ -40,7 +40,12 @@
 //    shared durable pull consumer, one next() per free lane, ack_wait LEASE
 //    with working() every third of it;
 //  - bullmq: one job per split in plan order, concurrency 2 per process,
-//    lockDuration LEASE (renewed every half), stalledInterval LEASE.
+//    lockDuration LEASE (renewed every half), stalledInterval LEASE;
+//  - none: no coordination at all (not in the kill configurations): the
+//    bench deals the splits in plan order over the workers' stdin, one per
+//    free lane; the same processing and per-batch reporting, no store, no
+//    queue. Coordination CPU per split is a system's CPU per split less
+//    this one's (the `coordination CPU` rows, against the work queue's).
 // splitlease commits after every batch and resumes from its watermark; a
 // queue redelivers a whole job / message (from its first record) once its
 // ack wait / lock expired. splitlease's leaseMs is LEASE too. BullMQ's
@@ -66,7 +71,24 @@
 //    for BullMQ;
 //  - skewed: the heaviest split's start, start-order inversions (pairs of
 //    planned splits started in the opposite order to the dealing order),
-//    moves of running splits (starts of a split beyond its first).
+//    moves of running splits (starts of a split beyond its first);
+//  - idle lane-seconds while runnable splits existed: at each moment
+//    min(idle lanes of the live processes, runnable splits), a split being
+//    runnable from its plan (a residual: from its cut) until done, except
+//    while it runs; twice: the killed process's splits runnable from the
+//    kill, and not (they wait out the lease in any system);
+//  - with a kill: the crash floor, the makespan of perfect work-stealing
+//    that loses the killed lanes at the kill,
+//      floor = (kill − first start) + (records not processed at the kill)
+//              × MS_PER_RECORD ÷ (lanes − the killed process's lanes)
+//    (0.5 + 0.5 × 8/6 = 1.17 × ideal for a kill at 50 % of an ideal run),
+//    the makespan against it, the time from the kill to the first start by
+//    a survivor, and the largest burst of starts within 10 ms after it;
+//  - cuts: when the leader first asked, the parts of each ask, and the asks
+//    for splits already at their end (done, not running, or whose batch in
+//    flight reaches the end) (bench/backfill_timeline.ts computes these);
+//  - nats-server's messages in and out per planned split.
+// Every row also lands in bench/results/backfill-<time>.json.
 //
 // Env knobs: BENCH_BACKFILL_SEED [25], BENCH_BACKFILL_SPLITS [64],
 // BENCH_BACKFILL_MEDIAN [400], BENCH_BACKFILL_HEAVY [20],
@@ -74,7 +96,9 @@
 // BENCH_BACKFILL_LEASE_MS [5000],
 // BENCH_BACKFILL_CONFIGS [skewed,uniform,kill,kill-follower],
 // BENCH_BACKFILL_KILL [0] (1: the kill configurations only),
-// BENCH_BACKFILL_SYSTEMS [cuts,cuts-plain,weights,plain,jetstream,bullmq],
+// BENCH_BACKFILL_SYSTEMS [cuts,cuts-plain,weights,plain,jetstream,bullmq,none],
+// BENCH_BACKFILL_DENO_FLAGS (extra flags of the Deno workers, e.g. "--cpu-prof
+// --cpu-prof-dir=/tmp/prof"),
 // BENCH_BACKFILL_VERBOSE (per run: the start order, every cut answer and
 // ask, warnings, leadership changes).
 import { wsconnect } from "@nats-io/nats-core";
@@ -302,6 +326,7 @@ interface Row {
   firstAskMs?: number;
   parts?: number[];
   asksAtEnd?: number;
+  asksUnstarted?: number;
   victim?: string;
   error?: string;
 }
@@ -491,7 +516,9 @@ async function runOnce(config: Config, system: System): Promise<Row> {
           ? `; crash floor ${(floor / 1000).toFixed(2)} s (makespan ${(makespan / floor).toFixed(3)}× it, floor ${(floor / w.ideal).toFixed(3)}× ideal); ` +
             `kill → first start by a survivor ${survivorStartMs!.toFixed(0)} ms; largest burst of starts after the kill ${burst!.n} within 10 ms at +${(burst!.at - killedAt).toFixed(0)} ms`
           : "") +
-        (ca.times.length ? `; first cut ask +${(ca.times[0] - t0).toFixed(0)} ms, parts per ask ${ca.parts.join(",")}, ${ca.atEnd} asks for splits at their end` : ""),
+        (ca.times.length
+          ? `; first cut ask +${(ca.times[0] - t0).toFixed(0)} ms, parts per ask ${ca.parts.join(",")}, ${ca.atEnd} asks for splits at their end, ${ca.unstarted} for splits not started yet`
+          : ""),
     );
     result({
       bench: "backfill",
@@ -532,8 +559,8 @@ async function runOnce(config: Config, system: System): Promise<Row> {
     if (ca.times.length) {
       result({
         bench: "backfill",
-        metric: `${tag}${label}: first cut ask; parts per ask; asks for splits at their end`,
-        value: `+${(ca.times[0] - t0).toFixed(0)} ms of ${makespan.toFixed(0)}; ${ca.parts.join(",")}; ${ca.atEnd} of ${ca.times.length}`,
+        metric: `${tag}${label}: first cut ask; parts per ask; asks for splits at their end (not started yet)`,
+        value: `+${(ca.times[0] - t0).toFixed(0)} ms of ${makespan.toFixed(0)}; ${ca.parts.join(",")}; ${ca.atEnd} (${ca.unstarted}) of ${ca.times.length}`,
       });
     }
     if (config.name === "skewed") {
@@ -572,6 +599,7 @@ async function runOnce(config: Config, system: System): Promise<Row> {
       firstAskMs: ca.times.length ? ca.times[0] - t0 : undefined,
       parts: ca.parts,
       asksAtEnd: ca.atEnd,
+      asksUnstarted: ca.unstarted,
       ...(victimNote ? { victim: `w${killed}: ${held.join(", ")}${recovery.replace(/^; its splits/, ";")}` } : {}),
     };
   } catch (e) {

@@ -160,12 +160,14 @@ export function largestBurst(starts: readonly number[], after: number, windowMs 
 
 /**
  * The leader's cut asks ("Asked for a cut" lines): when the first came,
- * the parts asked each time, and how many asked for a split already at its
- * end (done, not running, or whose batch in flight reaches its end).
+ * the parts asked each time, how many asked for a split already at its end
+ * (done, or whose batch in flight reaches its end), and how many for a
+ * split no lane had started yet (asked as it was dealt: the processes'
+ * clocks agree to a few ms).
  */
-export function cutAsks(evs: readonly Ev[], batch: number): { times: number[]; parts: number[]; atEnd: number } {
+export function cutAsks(evs: readonly Ev[], batch: number): { times: number[]; parts: number[]; atEnd: number; unstarted: number } {
   const asks = evs.filter((e) => e.ev === "log" && e.msg === "Asked for a cut").sort((a, b) => a.at - b.at);
-  let atEnd = 0;
+  let atEnd = 0, unstarted = 0;
   for (const a of asks) {
     const id = String(a.fields?.split);
     const before = evs.filter((e) => e.id === id && e.at <= a.at);
@@ -175,7 +177,7 @@ export function cutAsks(evs: readonly Ev[], batch: number): { times: number[]; p
     }
     const start = before.filter((e) => e.ev === "started").at(-1);
     if (!start) {
-      atEnd++;
+      unstarted++;
       continue;
     }
     const keep = before.filter((e) => e.ev === "cut" && !e.declined && e.keep).at(-1)?.keep;
@@ -183,5 +185,5 @@ export function cutAsks(evs: readonly Ev[], batch: number): { times: number[]; p
     const pos = Math.max(start.from ?? 0, ...before.filter((e) => e.ev === "processed").map((e) => e.to ?? 0));
     if (to - pos <= batch) atEnd++;
   }
-  return { times: asks.map((a) => a.at), parts: asks.map((a) => Number(a.fields?.parts)), atEnd };
+  return { times: asks.map((a) => a.at), parts: asks.map((a) => Number(a.fields?.parts)), atEnd, unstarted };
 }
