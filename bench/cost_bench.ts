@@ -22,12 +22,11 @@
 // BENCH_COST_BACKFILL_SYSTEMS [cuts,weights,jetstream,none].
 import { setupKinds } from "./_servers.ts";
 import { percentile, result } from "./_common.ts";
-import { bin, fileStamp, root, writeResults } from "./_procs.ts";
+import { bin, fileStamp, loadavg, root, writeResults } from "./_procs.ts";
 import { eachLine } from "../tests/helpers/lines.ts";
 
 const MIF = Deno.env.get("BENCH_COST_MIF") ?? "8,32";
 const BF_SYSTEMS = Deno.env.get("BENCH_COST_BACKFILL_SYSTEMS") ?? "cuts,weights,jetstream,none";
-const loadavg = () => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
 
 /** Runs bench/<file> with `env`; resolves with the JSON of the results file it names. */
 async function sub(file: string, env: Record<string, string>): Promise<Record<string, any>> {

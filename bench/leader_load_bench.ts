@@ -41,7 +41,7 @@
 import { setupKinds, startNats } from "./_servers.ts";
 import { spawnHost } from "./_fleet.ts";
 import { result } from "./_common.ts";
-import { type Child, cpuSeconds, fileStamp, type Msg, sleep, writeResults } from "./_procs.ts";
+import { type Child, cpuSeconds, fileStamp, loadavg, type Msg, sleep, writeResults } from "./_procs.ts";
 import type { StoreCounts } from "./counting_store.ts";
 
 const num = (k: string, d: number) => Number(Deno.env.get(k) ?? d);
@@ -56,7 +56,6 @@ const IDLE_MS = num("BENCH_LEADER_LOAD_IDLE_MS", 20_000);
 const LEADER_LANES = num("BENCH_LEADER_LOAD_LEADER_LANES", 0);
 const RUNTIME = Deno.env.get("BENCH_RUNTIME") ?? "deno";
 const flags = (k: string) => (Deno.env.get(k) ?? "").split(" ").filter(Boolean);
-const loadavg = () => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
 const stamp = fileStamp();
 
 interface Commits {

@@ -46,6 +46,7 @@ import {
   bin,
   Child,
   fileStamp,
+  loadavg,
   type Msg,
   nodeBundle,
   onInterrupt,
@@ -290,7 +291,6 @@ async function lateCompletion(ws: Child[]): Promise<Msg[]> {
 
 // --- run -------------------------------------------------------------------------------------
 const out: Record<string, unknown> = { started: stamp, tasks: TASKS, systems: SYSTEMS };
-const loadavg = () => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
 out.loadavgStart = loadavg();
 console.log(`load average ${out.loadavgStart} (other work on this machine skews every figure; ratios less so)`);
 const raw = await rawCasRate(url, 2000);
