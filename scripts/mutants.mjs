@@ -811,10 +811,25 @@ export const mutants = [
     name: "nats-list-trusts-pending",
     breaks: "a NatsStore listing ends only on a message with nothing pending, which nats-server 2.9 may never send: a listing of a prefix being written fails for want of progress",
     edits: [
-      { file: "src/nats/nats_store.ts", search: "if (m.pending === 0 || handled >= endAt) finish();", replace: "if (m.pending === 0) finish();" },
-      { file: "src/nats/nats_store.ts", search: "        if (handled >= endAt) finish();\n", replace: "" },
+      { file: "src/nats/nats_store.ts", search: "if (endAt !== undefined ? handled >= endAt : blind && m.pending === 0) finish();", replace: "if (m.pending === 0) finish();" },
+      { file: "src/nats/nats_store.ts", search: "          if (handled >= at) finish();\n", replace: "" },
     ],
     suites: ["store29", "store"],
+  },
+  {
+    name: "nats-watch-trusts-pending",
+    breaks: "a NatsWatch says ready on a message with nothing pending, not once it handled the last revision under its filter: 2.9 may never send one (the watch is never ready) and a loaded replicated stream sends one before the snapshot",
+    edits: [
+      { file: "src/nats/watch.ts", search: "if (endAt !== undefined ? last >= endAt : blind && m.pending === 0) end();", replace: "if (m.pending === 0) end();" },
+      { file: "src/nats/watch.ts", search: "      if (last >= at) end();\n", replace: "" },
+    ],
+    suites: ["store29", "store"],
+  },
+  {
+    name: "operator-drain-unnoticed",
+    breaks: "a worker never reads that an operator drained its member: its coordinator hands the splits back, and the worker runs on idle instead of finishing",
+    edits: [{ file: "src/runtime/worker_status.ts", search: "if (state === \"draining\" && !this.#d.draining()", replace: "if (state === \"stopped\" && !this.#d.draining()" }],
+    suites: ["runtime"],
   },
   {
     name: "lane-accepts-regression",

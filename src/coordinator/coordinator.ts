@@ -169,6 +169,11 @@ export class SplitCoordinator implements Coordinator {
     return this.#core.me.session;
   }
 
+  /** The lifecycle state `status()` reports, without building the rest of it. */
+  get state(): CoordinatorStatus["state"] {
+    return this.#state;
+  }
+
   /** Whether this instance currently leads. */
   get isLeader(): boolean {
     return this.#leadership.leading;

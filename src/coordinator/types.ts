@@ -326,6 +326,12 @@ export interface Coordinator extends AsyncDisposable, AsyncIterable<Coordination
    * coordinators that do not say; `SplitCoordinator` always does.
    */
   readonly maxInFlight?: number;
+  /**
+   * The lifecycle state `status()` reports, read without building the rest
+   * of the status (a worker checks it after every burst of events; the
+   * status is O(held)). Optional for coordinators that do not say.
+   */
+  readonly state?: CoordinatorStatus["state"];
   /** Waits for the next event; `undefined` once the coordinator stopped. */
   poll(): Promise<CoordinationEvent | undefined>;
   /** The next queued event without waiting, or `undefined`. */

@@ -20,7 +20,7 @@ import {
 import { Connection, isConflict } from "./connection.ts";
 import { describe } from "./describe.ts";
 import type { NatsStoreOptions } from "./options.ts";
-import { lastRevisionUnder, type Scan, startScan } from "./scan.ts";
+import { type Scan, startScan } from "./scan.ts";
 import { isNoResponders, untilReceived } from "./unsent.ts";
 import { NatsWatch } from "./watch.ts";
 import { clampTimerMs } from "../util/timers.ts";

@@ -196,6 +196,10 @@ export class LeaderRole {
     // A commit (progress only) acknowledges a grant at most: nothing else to
     // settle, and no pass (the cut ranking reads the new estimate when it runs).
     if (prev && rec && progressOnly(prev, rec)) return;
+    const from = prev?.owner;
+    if (from && from.instance !== rec?.owner?.instance) {
+      this.#hold.released(from, this.states.get(from.instance)?.draining === true, this.#core.clock.now());
+    }
     this.retry.onSplit(id, prev, rec);
     this.#cuts.onSplit(id, rec);
     this.#revocations.onSplit(id, rec, this.#core.clock.now());
@@ -294,9 +298,10 @@ export class LeaderRole {
     next = Math.min(next, this.#cuts.cycle(now, dealt, this.#applyAll));
     const owed = own.owed;
     const activeAt = owed ? this.#hold.activeAt(own.releasedAt) : -Infinity;
+    const burstUntil = this.#hold.burstUntil(now, (owner) => this.view.heldByKey(owner) > 0);
     for (const st of this.states.values()) {
       if (!st.dirty) continue;
-      const holdUntil = this.#hold.until(st, now, owed?.get(st.instance) ?? 0, activeAt, this.#core.config.opTimeoutMs);
+      const holdUntil = this.#hold.until(st, now, owed?.get(st.instance) ?? 0, activeAt, this.#core.config.opTimeoutMs, burstUntil);
       if (holdUntil > now) next = Math.min(next, holdUntil);
       else void this.#flush(st);
     }
