@@ -93,7 +93,10 @@
 // Env knobs: BENCH_BACKFILL_SEED [25], BENCH_BACKFILL_SPLITS [64],
 // BENCH_BACKFILL_MEDIAN [400], BENCH_BACKFILL_HEAVY [20],
 // BENCH_BACKFILL_MS_PER_RECORD [2], BENCH_BACKFILL_BATCH [100],
-// BENCH_BACKFILL_LEASE_MS [5000],
+// BENCH_BACKFILL_LEASE_MS [5000], BENCH_BACKFILL_COMMIT_INTERVAL_MS [0] (splitlease
+// workers' commitIntervalMs: progress written at most that often per lane),
+// BENCH_BACKFILL_IDLE_MS [3000] (before the go, the joined fleet idles this
+// long: its CPU per second, workers + server, is printed as "idle CPU"),
 // BENCH_BACKFILL_CONFIGS [skewed,uniform,kill,kill-follower],
 // BENCH_BACKFILL_KILL [0] (1: the kill configurations only),
 // BENCH_BACKFILL_SYSTEMS [cuts,cuts-plain,weights,plain,jetstream,bullmq,none],
@@ -125,6 +128,8 @@ const HEAVY = num("BENCH_BACKFILL_HEAVY", 20);
 const MS = num("BENCH_BACKFILL_MS_PER_RECORD", 2);
 const BATCH = num("BENCH_BACKFILL_BATCH", 100);
 const LEASE = num("BENCH_BACKFILL_LEASE_MS", 5000);
+const COMMIT_INTERVAL = num("BENCH_BACKFILL_COMMIT_INTERVAL_MS", 0);
+const IDLE_MS = num("BENCH_BACKFILL_IDLE_MS", 3000);
 const SYSTEMS = (Deno.env.get("BENCH_BACKFILL_SYSTEMS") ?? "cuts,cuts-plain,weights,plain,jetstream,bullmq,none").split(",").filter(Boolean) as System[];
 /** Extra Deno flags for the Deno workers (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"). */
 const DENO_FLAGS = (Deno.env.get("BENCH_BACKFILL_DENO_FLAGS") ?? "").split(" ").filter(Boolean);
@@ -249,7 +254,7 @@ for (const w of workloads.values()) {
   );
 }
 console.log(
-  `configurations ${CONFIGS.map((c) => c.name).join(", ")}; systems ${SYSTEMS.join(", ")}; failure detection: splitlease leaseMs ${LEASE}, ` +
+  `configurations ${CONFIGS.map((c) => c.name).join(", ")}; systems ${SYSTEMS.join(", ")}; ${COMMIT_INTERVAL ? `splitlease commitIntervalMs ${COMMIT_INTERVAL}; ` : ""}failure detection: splitlease leaseMs ${LEASE}, ` +
     `JetStream ack_wait ${LEASE} ms (working() every ${(LEASE / 3).toFixed(0)} ms), BullMQ lockDuration ${LEASE} ms (renewed every ${LEASE / 2} ms), stalledInterval ${LEASE} ms, maxStalledCount 1`,
 );
 
@@ -313,6 +318,8 @@ interface Row {
   serverCpuMs?: number;
   /** nats-server's messages in and out per planned split (NATS systems). */
   msgsPerSplit?: { in: number; out: number };
+  /** CPU (workers + server, % of a core) of the joined fleet idling before the go. */
+  idleCpuPct?: number;
   /** The crash floor (ms; see backfill_timeline.ts crashFloor), with a kill. */
   floor?: number;
   /** Lane-ms idle while runnable splits existed: all (the killed splits runnable from the kill), unstarted (not). */
@@ -356,6 +363,7 @@ async function runOnce(config: Config, system: System): Promise<Row> {
           weights: system === "weights" || system === "cuts",
           cuts: system === "cuts" || system === "cuts-plain",
           leaseMs: LEASE,
+          commitIntervalMs: COMMIT_INTERVAL,
           ackWaitMs: LEASE,
         }),
       })
@@ -383,6 +391,11 @@ async function runOnce(config: Config, system: System): Promise<Row> {
     if (err) throw new Error(err.error);
     await sleep(200); // every member seen by the leader before the plan is written
     const pids = ws.map((c) => c.msgs.find((m) => m.ev === "ready")!.pid as number);
+    // The fleet joined and idle (no plan, no message published yet): what it costs per second doing nothing.
+    const idleCpu = async () => pids.reduce((n, p) => n + cpuSeconds(p), 0) * 1000 + (system === "bullmq" ? await redisCpuMs() : server.cpuSeconds() * 1000);
+    const idleFrom = await idleCpu(), idleT0 = performance.now();
+    await sleep(IDLE_MS);
+    const idleCpuPct = IDLE_MS > 0 ? ((await idleCpu()) - idleFrom) / (performance.now() - idleT0) * 100 : NaN;
     const cpu0 = pids.map(cpuSeconds);
     const server0 = system === "bullmq" ? await redisCpuMs() : server.cpuSeconds() * 1000;
     const varz0 = await server.varz();
@@ -507,6 +520,7 @@ async function runOnce(config: Config, system: System): Promise<Row> {
         `heaviest started at +${heavyAt.toFixed(0)} ms; ${inv} start-order inversions (${later} after the first ${lanes} starts); ${moves} moves of running splits; ` +
         `CPU ${workerCpuMs.toFixed(0)} ms workers + ${serverCpuMs.toFixed(0)} ms ${system === "bullmq" ? "Redis" : "nats-server"} = ${cpuPerSplit.toFixed(1)} ms per split` +
         (system !== "bullmq" ? `; nats-server messages per split ${msgsPerSplit.in.toFixed(1)} in, ${msgsPerSplit.out.toFixed(1)} out` : "") +
+        `; idle CPU before the go ${idleCpuPct.toFixed(1)} % of a core (${((idleCpuPct * makespan) / 100 / sizes.length).toFixed(1)} ms per split over the makespan)` +
         (victimNote ? `; ${victimNote}${recovery}` : ""),
     );
     if (cov.lost) console.log(`  LOST: ${cov.lost} records never processed (first: id ${cov.firstLost})`);
@@ -590,6 +604,7 @@ async function runOnce(config: Config, system: System): Promise<Row> {
       workerCpuMs,
       serverCpuMs,
       ...(system !== "bullmq" ? { msgsPerSplit } : {}),
+      idleCpuPct,
       floor,
       idleAll: idle.all,
       idleUnstarted: idle.unstarted,

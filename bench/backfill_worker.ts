@@ -54,6 +54,8 @@ interface Cfg {
   cuts: boolean;
   /** splitlease: leaseMs. */
   leaseMs: number;
+  /** splitlease: the worker's commitIntervalMs (0: every commit is written, the default). */
+  commitIntervalMs?: number;
   /** JetStream: the consumer's ack wait (the worker sends `working()` every third of it). */
   ackWaitMs: number;
 }
@@ -162,7 +164,7 @@ try {
       ...(cfg.cuts ? { splittable: true } : {}),
       logger,
     });
-    const worker = startWorker({ coordinator: coord, source, maxInFlight: cfg.lanes, logger });
+    const worker = startWorker({ coordinator: coord, source, maxInFlight: cfg.lanes, logger, commitIntervalMs: cfg.commitIntervalMs ?? 0 });
     cleanup = async () => {
       await worker.shutdown().catch(() => {});
       await store.close().catch(() => {});
