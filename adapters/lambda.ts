@@ -31,11 +31,11 @@
  */
 import { SplitleaseError } from "../src/errors.ts";
 import { timingSafeEqual } from "../src/util/timing_safe_equal.ts";
-import { checkSliceOptions, type SliceOptions } from "../src/runtime/slice_options.ts";
-import { runSlice, type SliceResult } from "../src/runtime/slice_run.ts";
+import { checkSliceOptions, type SliceOptions } from "../src/slice/slice_options.ts";
+import { runSlice, type SliceResult } from "../src/slice/slice_run.ts";
 
-export type { SliceOptions } from "../src/runtime/slice_options.ts";
-export type { SliceResult } from "../src/runtime/slice_run.ts";
+export type { SliceOptions } from "../src/slice/slice_options.ts";
+export type { SliceResult } from "../src/slice/slice_run.ts";
 
 /**
  * The part of Lambda's context object the handler uses (a structural subset

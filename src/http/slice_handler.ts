@@ -8,9 +8,8 @@
  */
 import { SplitleaseError } from "../errors.ts";
 import { timingSafeEqual } from "../util/timing_safe_equal.ts";
-import { checkSliceOptions, type SliceOptions } from "./slice_options.ts";
-import { runSlice } from "./slice_run.ts";
-
+import { checkSliceOptions, type SliceOptions } from "../slice/slice_options.ts";
+import { runSlice } from "../slice/slice_run.ts";
 
 /**
  * A fetch handler for request-driven platforms (functions, edge workers,
