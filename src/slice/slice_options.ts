@@ -9,6 +9,7 @@ import { SplitleaseError } from "../errors.ts";
 import { parseCoordinatorConfig, pickTunables } from "../coordinator/config.ts";
 import { HOST_SCHEMA, type HostOptions } from "../host/host_options.ts";
 import type * as z from "zod";
+import { bearerTokenIssue } from "../util/bearer.ts";
 import { durationOption, type Equal, givenOption, parseOptions } from "../util/option_schema.ts";
 
 /**
@@ -40,7 +41,11 @@ export interface SliceOptions<D = unknown> extends HostOptions<D> {
    * must be at least `opTimeoutMs`.
    */
   marginMs?: number;
-  /** Bearer token required by the fetch handler. */
+  /**
+   * Bearer token required by the fetch handler and the Lambda handler's HTTP
+   * events (RFC 6750 characters: `[A-Za-z0-9._~+/-]`, optionally ending in
+   * `=`).
+   */
   token?: string;
   /** Runtime name for the member record (default `serverless`). */
   runtime?: string;
@@ -100,7 +105,7 @@ const PREFIX = /^[A-Za-z0-9_-]{1,100}$/;
  * deadline left out. Checks every rule the slice and its coordinator would
  * otherwise break at run time — the coordinator tunables
  * (`leaseMs >= 2 × opTimeoutMs`, `drainDeadlineMs >= opTimeoutMs`, ...),
- * `marginMs > drainDeadlineMs`, the job and instance prefix, a store — and
+ * `marginMs > drainDeadlineMs`, the job and instance prefix, the token, a store — and
  * `budgetMs >= marginMs + 2 × leaseMs`, and throws one `INVALID_CONFIG`
  * error naming each broken rule. `createSliceHandler` and `runSlice` call it
  * before doing anything, so a handler that cannot work fails when it is
@@ -153,6 +158,8 @@ export function checkSliceOptions<D>(
   if (!PREFIX.test(prefix)) {
     rules.push(`instancePrefix must be 1-100 characters of [A-Za-z0-9_-], got ${JSON.stringify(prefix)}`);
   }
+  const tokenIssue = options.token === undefined ? undefined : bearerTokenIssue("token", options.token);
+  if (tokenIssue) rules.push(tokenIssue);
   if (!options.store && !options.storeFactory) rules.push("a slice needs a store or a storeFactory");
   try {
     parseCoordinatorConfig({
