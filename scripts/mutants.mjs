@@ -1564,6 +1564,19 @@ export const mutants = [
     edits: [{ file: "src/runtime/lane_cut.ts", search: "        deps.handBack(lane);\n        return;", replace: "        return;" }],
     suites: ["runtime"],
   },
+  // --- a lane's state (src/runtime/lane_state.ts, issue 29 item 5) ---
+  {
+    name: "lane-writes-after-loss",
+    breaks: "a lane that was lost (fenced, expired, shut down) still takes its source's commits: a zombie's progress is sent on instead of refused at the lane",
+    edits: [{ file: "src/runtime/lane_state.ts", search: "return s.kind === \"queued\" || isOpen(s);", replace: "return s.kind !== \"closed\";" }],
+    suites: ["unit"],
+  },
+  {
+    name: "lane-cuts-overlap",
+    breaks: "a lane answers the leader's next ask to cut while its last cut is still being written: two cuts of one range race",
+    edits: [{ file: "src/runtime/lane_state.ts", search: "return s.kind === \"running\" && !s.cutting;", replace: "return s.kind === \"running\";" }],
+    suites: ["unit"],
+  },
   {
     name: "assign-entry-rec-unchecked",
     breaks: "the fast check of an assignment record accepts an offer or grant whose inline split record is no split record",
