@@ -826,6 +826,16 @@ export const mutants = [
     suites: ["store29", "store"],
   },
   {
+    name: "failed-tenancy-span-ok",
+    breaks: "a tenancy that failed (a throwing run, lane.fail, a fenced or expired lane) ends its span without an error status: a trace backend shows the failed split as a success",
+    edits: [{
+      file: "src/tracing/tenancy_trace.ts",
+      search: "      else span.setStatus({ code: SpanStatusCode.ERROR, message: this.#error ?? this.#reason ?? outcome });\n",
+      replace: "",
+    }],
+    suites: ["tracing"],
+  },
+  {
     name: "operator-drain-unnoticed",
     breaks: "a worker never reads that an operator drained its member: its coordinator hands the splits back, and the worker runs on idle instead of finishing",
     edits: [{ file: "src/runtime/worker_status.ts", search: "if (state === \"draining\" && !this.#d.draining()", replace: "if (state === \"stopped\" && !this.#d.draining()" }],

@@ -152,6 +152,9 @@ export function decideCutAsks(input: CutAskInput): Decision {
     }
   }
   if (view.pendingResiduals.size > 0) return { intents, next };
+  // Only splittable members' splits are cut: none, nothing to decide.
+  const cutters = [...states.values()].filter((m) => !m.draining && view.members.get(m.instance)?.record.splittable === true);
+  if (cutters.length === 0) return { intents, next };
   // Lanes idle now (once every free split is dealt), or that will be before
   // the running splits with the most work left end: asked before the lanes
   // go idle, into as many pieces as lanes will be, by a fresh estimate.
@@ -169,8 +172,7 @@ export function decideCutAsks(input: CutAskInput): Decision {
   const idle = Math.max(input.nothingFree ? idleNow : 0, predictIdle(lanes, Math.max(0, view.runnableWeight - running), left)) - expected;
   if (idle <= 0) return { intents, next };
   const candidates: CutCandidate[] = [];
-  for (const m of states.values()) {
-    if (m.draining || view.members.get(m.instance)?.record.splittable !== true) continue;
+  for (const m of cutters) {
     for (const id of view.byOwner.get(m.key) ?? []) {
       if (m.revokes.has(id) || (m.asks.has(id) && !givenUp.has(id))) continue;
       if ((givenUp.get(id) ?? input.cooldown.get(id) ?? 0) > now) continue;
