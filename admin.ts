@@ -69,6 +69,6 @@ export {
   type CoordinatorConfig,
   parseCoordinatorConfig,
 } from "./src/coordinator/config.ts";
-export { VERSION } from "./src/coordinator/job_check.ts";
+export { VERSION } from "./src/coordinator/member/job_check.ts";
 // The limits of a cut (SplitSource.split): a descriptor's inline size, residuals per cut.
 export { INLINE_DESCRIPTOR_BYTES, MAX_RESIDUALS } from "./src/records.ts";

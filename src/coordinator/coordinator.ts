@@ -15,23 +15,24 @@ import { systemClock } from "./clock.ts";
 import { type CoordinatorConfig, parseCoordinatorConfig } from "./config.ts";
 import type { JoinOptions } from "./join_options.ts";
 import type { Core } from "./core.ts";
-import { Follower } from "./follower.ts";
+import { Follower } from "./member/follower.ts";
 import { Leadership } from "./leadership.ts";
-import { Membership } from "./membership.ts";
+import { Membership } from "./member/membership.ts";
 import { ReconcileLoop } from "./reconcile_loop.ts";
 import { LandedBy } from "./landed_by.ts";
 import { ReplacedRecords } from "./replaced_records.ts";
 import { buildStatus } from "./status.ts";
 import { SplitRecords } from "./split_records.ts";
-import { checkJobRecord, checkStoreJob, VERSION } from "./job_check.ts";
+import { checkJobRecord, checkStoreJob, VERSION } from "./member/job_check.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
 import { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
 import { randomId } from "../util/random_id.ts";
-import { Tenancies } from "./tenancies.ts";
+import { Tenancies } from "./member/tenancies.ts";
 import { timings } from "./timings.ts";
 import type { OwnReleases } from "./leader/release_hold.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
-import type { CommitOptions, CoordinationEvent, FailOptions, Coordinator, CoordinatorStatus, CutAnswer, Logger } from "./types.ts";
+import type { CommitOptions, CoordinationEvent, FailOptions, Coordinator, CoordinatorStatus, CutAnswer } from "./types.ts";
+import type { Logger } from "../util/logger.ts";
 
 
 const silent: Logger = () => {};
@@ -301,7 +302,7 @@ export class SplitCoordinator implements Coordinator {
     const announced = this.#membership.announceDraining();
     // As the leader we name our splits' successors ourselves, at once.
     const successors = this.#leadership.role?.draining(this.#core.me.instance);
-    for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, successors?.get(id) ?? null, false);
+    for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, successors?.get(id) ?? null, false, successors !== undefined);
     await announced;
     await this.#tenancies.whenEmpty();
   }

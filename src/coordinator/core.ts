@@ -3,9 +3,10 @@
  * store and its split-record gateway, clock, randomness, config and the
  * timings derived from it, logger, identity, stats, replaced records, event
  * channel, and a way to ask for a pass. No part reaches another through it;
- * what passes between the member and leader sides passes as arguments of
- * the reconcile pass. One instance per coordinator (and one per leader term
- * and planner run, tracing their store operations: {@linkcode causedBy}).
+ * what passes between the member wing (`member/`) and the leader wing
+ * (`leader/`) passes as arguments of the reconcile pass. One instance per
+ * coordinator (and one per leader term and planner run, tracing their
+ * store operations: {@linkcode causedBy}).
  *
  * @module
  */
@@ -19,7 +20,8 @@ import type { ReplacedRecords } from "./replaced_records.ts";
 import type { SplitRecords } from "./split_records.ts";
 import type { Timings } from "./timings.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
-import type { Clock, CoordinationEvent, Logger } from "./types.ts";
+import type { Clock, CoordinationEvent } from "./types.ts";
+import type { Logger } from "../util/logger.ts";
 
 /** Shared state of one coordinator's parts. */
 export interface Core {

@@ -18,10 +18,10 @@ import { keys } from "../store/keys.ts";
 import { causedBy, type Core } from "./core.ts";
 import { type CausedStore, causedStore } from "../tracing/cause.ts";
 import type { SpanParts } from "../tracing/span_parts.ts";
-import type { Follower } from "./follower.ts";
+import type { Follower } from "./member/follower.ts";
 import type { OwnReleases } from "./leader/release_hold.ts";
 import { LeaderRole, type Predecessor } from "./leader/role.ts";
-import { Planning } from "./planning.ts";
+import { Planning } from "./leader/planning.ts";
 import type { Planner } from "./types.ts";
 
 /** Leader state machine of one coordinator. */

@@ -251,21 +251,6 @@ export interface CoordinatorStatus {
 }
 
 /**
- * Minimal structured logger; `fields` are JSON-serializable.
- *
- * @example
- * ```ts
- * import type { Logger } from "@splitlease/splitlease";
- * const logger: Logger = (level, message, fields) => console.log(JSON.stringify({ level, message, ...fields }));
- * ```
- */
-export type Logger = (
-  level: "debug" | "info" | "warn" | "error",
-  message: string,
-  fields?: Record<string, unknown>,
-) => void;
-
-/**
  * Options of {@linkcode Coordinator.commit}.
  *
  * @example

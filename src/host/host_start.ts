@@ -11,7 +11,8 @@
 import type { JoinOptions } from "../coordinator/join_options.ts";
 import { SplitCoordinator } from "../coordinator/coordinator.ts";
 import { pickTunables } from "../coordinator/config.ts";
-import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import type { Clock, Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { SplitleaseError } from "../errors.ts";
 import { startWorker } from "../runtime/worker.ts";
 import type { Worker, WorkerOptions } from "../runtime/worker_types.ts";

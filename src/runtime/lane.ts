@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason, SplitSpec } from "../coordinator/types.ts";
+import type { Clock, CoordinationEvent, Coordinator, LostReason, SplitSpec } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { FencedError, SplitleaseError } from "../errors.ts";
 import { estimateProblem, type SplitProgress } from "../records.ts";
 import type { Lane, LaneCommitOptions } from "./source.ts";

@@ -8,7 +8,8 @@
  *
  * @module
  */
-import type { Coordinator, Logger } from "../coordinator/types.ts";
+import type { Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { FencedError, SplitleaseError } from "../errors.ts";
 import { makeCut } from "../coordinator/cuts.ts";
 import type { CutAnswer } from "../coordinator/types.ts";

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { Coordinator, Logger } from "../coordinator/types.ts";
+import type { Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import type { SplitSource } from "./source.ts";
 import { Finisher, type OutcomeBase } from "./worker_finish.ts";
 import { WorkerEvents } from "./worker_events.ts";

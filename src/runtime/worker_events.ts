@@ -6,7 +6,8 @@
  *
  * @module
  */
-import type { Clock, CoordinationEvent, Coordinator, Logger } from "../coordinator/types.ts";
+import type { Clock, CoordinationEvent, Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { SplitleaseError } from "../errors.ts";
 import type { SplitSource } from "./source.ts";
 import type { OutcomeBase } from "./worker_finish.ts";

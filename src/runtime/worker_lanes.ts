@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason } from "../coordinator/types.ts";
+import type { Clock, CoordinationEvent, Coordinator, LostReason } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { FencedError, isStoreOutage } from "../errors.ts";
 import { errorMessage, isAbortError, LaneOps, type WorkerLane } from "./lane.ts";
 import { abandon, beginEnding, close, decline, isLost, isTerminal, lose, start, stopIntake } from "./lane_state.ts";

@@ -5,11 +5,11 @@
  * @module
  */
 import * as z from "zod";
-import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import type { Clock, Coordinator } from "../coordinator/types.ts";
 import { systemClock } from "../coordinator/clock.ts";
 import { TUNABLE_DEFAULTS } from "../coordinator/config.ts";
 import { SplitleaseError } from "../errors.ts";
-import { jsonLogger } from "./logger.ts";
+import { jsonLogger, type Logger } from "../util/logger.ts";
 import { choiceOption, durationOption, type Equal, givenOption, parseOptions } from "../util/option_schema.ts";
 import type { SplitSource } from "./source.ts";
 import type { WorkerOptions } from "./worker_types.ts";

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import type { Clock, Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import type { OutcomeBase } from "./worker_finish.ts";
 
 /** What the status watch needs from its worker. */

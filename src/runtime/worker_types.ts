@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import type { Clock, Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import type { SplitProgress } from "../records.ts";
 import type { SplitSource } from "./source.ts";
 

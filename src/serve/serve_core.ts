@@ -10,7 +10,7 @@
 import type { Coordinator } from "../coordinator/types.ts";
 import { createApp, type HonoApp } from "../http/app.ts";
 import { type MemoryUsage, startProcessMetrics } from "../http/process_metrics.ts";
-import { jsonLogger } from "../runtime/logger.ts";
+import { jsonLogger } from "../util/logger.ts";
 import type { Worker, WorkerOutcome } from "../runtime/worker_types.ts";
 import { TUNABLE_DEFAULTS } from "../coordinator/config.ts";
 import { MAX_TIMER_MS } from "../util/timers.ts";

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { Coordinator, Logger } from "../coordinator/types.ts";
+import type { Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { startHosted } from "../host/host_start.ts";
 import { EXIT_ERROR } from "../runtime/exit_codes.ts";
 import type { Worker } from "../runtime/worker_types.ts";

@@ -8,7 +8,7 @@ import type { Clock } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { systemClock } from "../coordinator/clock.ts";
 import { startHosted } from "../host/host_start.ts";
-import { jsonLogger } from "../runtime/logger.ts";
+import { jsonLogger } from "../util/logger.ts";
 import type { WorkerOutcome } from "../runtime/worker_types.ts";
 import { durationIssue } from "../util/timers.ts";
 import { checkSliceOptions, type SliceOptions } from "./slice_options.ts";

@@ -1,6 +1,7 @@
 // The NATS backend for the shared coordinator scenarios: one nats-server per
 // test file, a fresh bucket (job) per fleet, real time.
 import { NatsStore } from "../../nats.ts";
+import { denoWebSocket } from "../../adapters/deno.ts";
 import type { Store } from "../../mod.ts";
 import type { NatsServer } from "../helpers/nats_server.ts";
 import { type Backend, Fleet, RealDriver, type Timings } from "./fleet.ts";
@@ -18,7 +19,11 @@ export const NATS_TIMINGS: Timings = {
 let seq = 0;
 
 export function natsBackend(server: NatsServer): Backend {
-  const connect = (job: string) => NatsStore.connect({ servers: [server.wsUrl], job, opTimeoutMs: NATS_TIMINGS.opTimeoutMs });
+  // As a Deno worker connects (OPERATIONS, "wsFactory"): Deno's own WebSocket
+  // client leaves Nagle's algorithm on, and a write after an unanswered one
+  // (a flow-control reply) then waits ~40 ms for the server's delayed ack.
+  const connect = (job: string) =>
+    NatsStore.connect({ servers: [server.wsUrl], job, opTimeoutMs: NATS_TIMINGS.opTimeoutMs, wsFactory: denoWebSocket });
   return {
     name: "nats",
     realtime: true,

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { buildFleetView } from "../../src/fleet/fleet_view.ts";
 import type { FleetSnapshot } from "../../src/fleet/types.ts";
-import { commitRecord, failRecord, openRecord, seedRecord } from "../../src/coordinator/transitions.ts";
+import { commitRecord, failRecord, openRecord, seedRecord } from "../../src/records/transitions.ts";
 import type { SplitRecord } from "../../admin.ts";
 import { deleteRefusal, LIVE_WITHIN_MS, listJobs, summarizeJob } from "../../admin.ts";
 import { formatJobs, formatSplits, formatStatus, formatSummary } from "../../src/cli/format.ts";

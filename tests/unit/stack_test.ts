@@ -2,7 +2,7 @@
 // the CLI keep of an error beside its message.
 import assert from "node:assert/strict";
 import { boundStack, STACK_CHARS, STACK_LINES, stackOf } from "../../src/util/stack.ts";
-import { failRecord, seedRecord } from "../../src/coordinator/transitions.ts";
+import { failRecord, seedRecord } from "../../src/records/transitions.ts";
 import { FAILURE_STACK_CHARS, FAILURE_STACK_LINES, safeDecodeRecord, SplitRecordSchema } from "../../src/records.ts";
 import { formatLogLine } from "../../host.ts";
 import { formatSplits } from "../../src/cli/format.ts";

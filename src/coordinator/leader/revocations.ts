@@ -11,7 +11,7 @@
 import type { SplitRecord } from "../../records.ts";
 import { type Core, decided } from "../core.ts";
 import { bump, observe } from "../stats.ts";
-import { openRecord } from "../transitions.ts";
+import { openRecord } from "../../records/transitions.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { FenceIntent, LeaderIntent, NameIntent, RevokeIntent, WithdrawIntent } from "./intents.ts";
 import type { MemberState } from "./member_state.ts";

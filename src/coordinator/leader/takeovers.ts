@@ -10,7 +10,7 @@
  */
 import type { Owner } from "../../records.ts";
 import { type Core, decided } from "../core.ts";
-import { openRecord } from "../transitions.ts";
+import { openRecord } from "../../records/transitions.ts";
 import type { AssignmentTracker } from "./assignment_tracker.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";

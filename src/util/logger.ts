@@ -1,10 +1,10 @@
 /**
- * Structured JSON logging: one line per event of note.
+ * The logger every part of splitlease takes ({@linkcode Logger}), and
+ * structured JSON logging: one line per event of note.
  *
  * @module
  */
-import type { Logger } from "../coordinator/types.ts";
-import { stackOf } from "../util/stack.ts";
+import { stackOf } from "./stack.ts";
 
 /**
  * Log levels in increasing severity.
@@ -16,6 +16,21 @@ import { stackOf } from "../util/stack.ts";
  * ```
  */
 export type LogLevel = "debug" | "info" | "warn" | "error";
+
+/**
+ * Minimal structured logger; `fields` are JSON-serializable.
+ *
+ * @example
+ * ```ts
+ * import type { Logger } from "@splitlease/splitlease";
+ * const logger: Logger = (level, message, fields) => console.log(JSON.stringify({ level, message, ...fields }));
+ * ```
+ */
+export type Logger = (
+  level: LogLevel,
+  message: string,
+  fields?: Record<string, unknown>,
+) => void;
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 

@@ -7,20 +7,20 @@
  */
 import { SplitleaseError } from "../errors.ts";
 import { boundStack } from "../util/stack.ts";
+import type { Json } from "./layout.ts";
 import {
   estimateProblem,
   FAILURE_HISTORY,
   FAILURE_MESSAGE_CHARS,
   FAILURE_STACK_CHARS,
   FAILURE_STACK_LINES,
-  type Json,
   type Owner,
   type SplitFailure,
   type SplitProgress,
   type SplitRecord,
   TENANCY_HISTORY,
   type TenancyEnd,
-} from "../records.ts";
+} from "./split.ts";
 
 /**
  * The record's tenancy history after its open tenancy (if any) ended `end`

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { InvalidRecordError, SplitleaseError, ValueTooLargeError } from "../errors.ts";
+import { InvalidRecordError, SplitleaseError, ValueTooLargeError } from "../../errors.ts";
 import {
   decodeRecord,
   encodeRecord,
@@ -17,15 +17,15 @@ import {
   PlanRecordSchema,
   type PlanRecord,
   type SpecRecord,
-} from "../records.ts";
-import { assertValidId, keys } from "../store/keys.ts";
-import { MAX_VALUE_BYTES } from "../store/store.ts";
-import { causedBy, type Core } from "./core.ts";
+} from "../../records.ts";
+import { assertValidId, keys } from "../../store/keys.ts";
+import { MAX_VALUE_BYTES } from "../../store/store.ts";
+import { causedBy, type Core } from "../core.ts";
 import type { Span } from "@opentelemetry/api";
-import { failSpan, within } from "../tracing/spans.ts";
-import type { LeaderRole } from "./leader/role.ts";
-import { openRecord, seedRecord } from "./transitions.ts";
-import type { PlannedSplit, Planner } from "./types.ts";
+import { failSpan, within } from "../../tracing/spans.ts";
+import type { LeaderRole } from "./role.ts";
+import { openRecord, seedRecord } from "../../records/transitions.ts";
+import type { PlannedSplit, Planner } from "../types.ts";
 
 const encoder = new TextEncoder();
 

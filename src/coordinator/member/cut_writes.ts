@@ -5,9 +5,9 @@
  *
  * @module
  */
-import type { Residual, SplitRecord } from "../records.ts";
-import type { Core } from "./core.ts";
-import { cutRecord, pruneResiduals, residualRecord } from "./cuts.ts";
+import type { Residual, SplitRecord } from "../../records.ts";
+import type { Core } from "../core.ts";
+import { cutRecord, pruneResiduals, residualRecord } from "../cuts.ts";
 import type { Tenancy } from "./tenancy.ts";
 
 /**

@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { SplitleaseError } from "../errors.ts";
-import { encodeRecord, MemberRecordSchema, type MemberRecord, safeDecodeRecord } from "../records.ts";
-import { keys } from "../store/keys.ts";
-import type { Core } from "./core.ts";
-import { type CausedStore, causedStore } from "../tracing/cause.ts";
+import { SplitleaseError } from "../../errors.ts";
+import { encodeRecord, MemberRecordSchema, type MemberRecord, safeDecodeRecord } from "../../records.ts";
+import { keys } from "../../store/keys.ts";
+import type { Core } from "../core.ts";
+import { type CausedStore, causedStore } from "../../tracing/cause.ts";
 
 /** What membership reports back to its coordinator. */
 export interface MembershipHooks {
