@@ -30,6 +30,8 @@ export {
   serveWith,
 } from "./src/serve/serve_core.ts";
 export { type ServeOptions } from "./src/serve/serve_options.ts";
+export type { HostOptions } from "./src/host/host_options.ts";
+export type { WorkerBaseOptions } from "./src/runtime/worker_types.ts";
 // Not exported: renderMetrics (createApp and serveWith serve /metrics, and
 // `await app.request("/metrics")` gives the same text to merge into a host's
 // own endpoint or push), timingSafeEqual and the text-format helpers (the

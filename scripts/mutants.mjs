@@ -1159,43 +1159,43 @@ export const mutants = [
   {
     name: "slice-window-one-lease",
     breaks: "a slice budget need only hold marginMs + 1 lease: after a cut-off invocation no later one can take over",
-    edits: [{ file: "src/runtime/slice_options.ts", search: "const minBudgetMs = marginMs + 2 * leaseMs;", replace: "const minBudgetMs = marginMs + leaseMs;" }],
+    edits: [{ file: "src/slice/slice_options.ts", search: "const minBudgetMs = marginMs + 2 * leaseMs;", replace: "const minBudgetMs = marginMs + leaseMs;" }],
     suites: ["unit"],
   },
   {
     name: "slice-margin-default-drain",
     breaks: "marginMs defaults to 1000, not drainDeadlineMs + 1000",
-    edits: [{ file: "src/runtime/slice_options.ts", search: "const marginMs = options.marginMs ?? drainDeadlineMs + 1000;", replace: "const marginMs = options.marginMs ?? 1000;" }],
+    edits: [{ file: "src/slice/slice_options.ts", search: "const marginMs = options.marginMs ?? drainDeadlineMs + 1000;", replace: "const marginMs = options.marginMs ?? 1000;" }],
     suites: ["unit"],
   },
   {
     name: "slice-margin-equal-drain",
     breaks: "marginMs equal to drainDeadlineMs is accepted: no time is left to release and leave after the drain",
-    edits: [{ file: "src/runtime/slice_options.ts", search: "marginMs <= drainDeadlineMs) {", replace: "marginMs < drainDeadlineMs) {" }],
+    edits: [{ file: "src/slice/slice_options.ts", search: "marginMs <= drainDeadlineMs) {", replace: "marginMs < drainDeadlineMs) {" }],
     suites: ["unit"],
   },
   {
     name: "slice-request-budget-unchecked",
     breaks: "a per-request budget below the smallest one is run instead of answered 400",
-    edits: [{ file: "src/runtime/slice.ts", search: "if (n < minBudgetMs) {", replace: "if (false) {" }],
+    edits: [{ file: "src/http/slice_handler.ts", search: "if (n < minBudgetMs) {", replace: "if (false) {" }],
     suites: ["unit"],
   },
   {
     name: "slice-request-budget-raises",
     breaks: "a per-request budget above the configured one is used as given",
-    edits: [{ file: "src/runtime/slice.ts", search: "budget = Math.min(n, maxBudget);", replace: "budget = n;" }],
+    edits: [{ file: "src/http/slice_handler.ts", search: "budget = Math.min(n, maxBudget);", replace: "budget = n;" }],
     suites: ["unit"],
   },
   {
     name: "slice-lease-default",
     breaks: "slices default to a 15 s lease: the default 30 s budget no longer holds two leases",
-    edits: [{ file: "src/runtime/slice_options.ts", search: "Object\n  .freeze({ leaseMs: 6000,", replace: "Object\n  .freeze({ leaseMs: 15000," }],
+    edits: [{ file: "src/slice/slice_options.ts", search: "Object\n  .freeze({ leaseMs: 6000,", replace: "Object\n  .freeze({ leaseMs: 15000," }],
     suites: ["unit"],
   },
   {
     name: "slice-window-whole-budget",
     breaks: "an invocation works until its whole budget, keeping no margin for its drain, release and leave",
-    edits: [{ file: "src/runtime/slice_run.ts", search: "const workMs = Math.max(0, budgetMs - marginMs - (clock.now() - started));", replace: "const workMs = Math.max(0, budgetMs - (clock.now() - started));" }],
+    edits: [{ file: "src/slice/slice_run.ts", search: "const workMs = Math.max(0, budgetMs - marginMs - (clock.now() - started));", replace: "const workMs = Math.max(0, budgetMs - (clock.now() - started));" }],
     suites: ["unit"],
   },
   // --- record fast checks: refuse what the schema refuses ------------------------------------------
@@ -1579,6 +1579,19 @@ export const mutants = [
     breaks: "a cut the coordinator refuses leaves the lane running its shortened range: the records past the cut are left to nobody",
     edits: [{ file: "src/runtime/lane_cut.ts", search: "        deps.handBack(lane);\n        return;", replace: "        return;" }],
     suites: ["runtime"],
+  },
+  // --- a lane's state (src/runtime/lane_state.ts, issue 29 item 5) ---
+  {
+    name: "lane-writes-after-loss",
+    breaks: "a lane that was lost (fenced, expired, shut down) still takes its source's commits: a zombie's progress is sent on instead of refused at the lane",
+    edits: [{ file: "src/runtime/lane_state.ts", search: "return s.kind === \"queued\" || isOpen(s);", replace: "return s.kind !== \"closed\";" }],
+    suites: ["unit"],
+  },
+  {
+    name: "lane-cuts-overlap",
+    breaks: "a lane answers the leader's next ask to cut while its last cut is still being written: two cuts of one range race",
+    edits: [{ file: "src/runtime/lane_state.ts", search: "return s.kind === \"running\" && !s.cutting;", replace: "return s.kind === \"running\";" }],
+    suites: ["unit"],
   },
   {
     name: "assign-entry-rec-unchecked",

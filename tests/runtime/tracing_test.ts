@@ -17,7 +17,7 @@ import { MemoryStore, SplitCoordinator, startWorker, StoreUnavailableError } fro
 import { serveWith, type ServeHost, type Service } from "../../host.ts";
 import type { ServeOptions } from "../../host.ts";
 import type { Lane, SplitSource, Store } from "../../mod.ts";
-import { runSlice } from "../../src/runtime/slice_run.ts";
+import { runSlice } from "../../src/slice/slice_run.ts";
 import { systemClock } from "../../src/coordinator/clock.ts";
 import { InstrumentedStore, newStats } from "../../src/coordinator/stats.ts";
 import { CoordinatorTrace, traceOf } from "../../src/tracing/coordinator_trace.ts";

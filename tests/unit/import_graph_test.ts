@@ -28,6 +28,9 @@ const LAYERS: Record<string, string[]>[] = [
   { "member wing": ["coordinator/member/"], "leader wing": ["coordinator/leader/"] },
   { coordinator: ["coordinator/coordinator.ts", "coordinator/leadership.ts", "coordinator/status.ts"] },
   { runtime: ["runtime/"] },
+  // A host of a worker: the one way it starts (store, join, worker) and the options every host takes; slices are one.
+  { host: ["host/"] },
+  { slice: ["slice/"] },
   { http: ["http/"] },
   { serve: ["serve/"], cli: ["cli/"] },
 ];
