@@ -16,9 +16,12 @@ export function table(head: string[], rows: string[][]): string {
 
 const iso = (ms: number) => new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
 
-/** A duration for a person: 42 s, 3 min 07 s, 2 h 05 min, 3 d 4 h. */
+/** A duration for a person: 0.3 s, 42 s, 3 min 07 s, 2 h 05 min, 3 d 4 h. */
 export function duration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
+  // Under 10 s to a tenth, as the fleet page says it: a job of a few
+  // seconds "took 0 s" beside a rate measured over it.
+  if (ms < 10_000) return `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
   if (s < 60) return `${s} s`;
   const m = Math.floor(s / 60);
   if (m < 60) return `${m} min` + (s % 60 ? ` ${String(s % 60).padStart(2, "0")} s` : "");
