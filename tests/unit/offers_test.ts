@@ -10,6 +10,7 @@ import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import type { MemberState } from "../../src/coordinator/leader/member_state.ts";
 import { AssignmentTracker } from "../../src/coordinator/leader/assignment_tracker.ts";
 import { MAX_OFFERS, type OfferBook, refillOffers, spareTarget } from "../../src/coordinator/leader/offers.ts";
+import { pickSeedMember } from "../../src/coordinator/leader/seed_runs.ts";
 import type { SplitRecord } from "../../admin.ts";
 import { encodeRecord } from "../../src/records.ts";
 
@@ -187,4 +188,18 @@ Deno.test("offers: spares cover a leaderless interval at the observed split dura
   assert.equal(spareTarget(m, 8, 60_000, cover), 16);
   // Within the record's 256 offers, lane offers included.
   assert.equal(spareTarget(b.join("big", 128), 128, 1000, cover), MAX_OFFERS - 128);
+});
+
+Deno.test("seeds: the leader's own member gets the first seed run last among equally loaded members (a plan is seeded heaviest first)", () => {
+  const { view, states, join } = book(0);
+  const lead = join("lead", 2);
+  const a = join("a", 2);
+  join("b", 2);
+  // The leader joined first: without `own` it would take the heaviest run.
+  assert.equal(pickSeedMember(states, view, 0, 8, undefined).member, lead);
+  assert.equal(pickSeedMember(states, view, 0, 8, undefined, "lead").member, a);
+  // Alone, it is picked all the same.
+  states.delete("a");
+  states.delete("b");
+  assert.equal(pickSeedMember(states, view, 0, 8, undefined, "lead").member, lead);
 });

@@ -373,7 +373,7 @@ export class LeaderRole {
 
   /** A member to seed a split for, its lane reserved until the reservation is released (see {@linkcode SeedRuns.reserve}). */
   reserveIdle(seeded: number, planned = 0): { member: MemberState; lane: LaneReservation } | undefined {
-    return this.#seedRuns.reserve(this.states, this.view, this.tracker, seeded, planned);
+    return this.#seedRuns.reserve(this.states, this.view, this.tracker, seeded, planned, this.#core.me.instance);
   }
 
   /** Ends a reservation made by {@linkcode LeaderRole.reserveIdle}. */
