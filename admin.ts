@@ -60,7 +60,7 @@ export type {
 // Where the records above live in the bucket (`keys.member(id)` holds a MemberRecord).
 export { type KeyLayout, keys } from "./src/store/keys.ts";
 export type { CoordinatorStats, Histogram } from "./src/coordinator/coordinator_stats.ts";
-export type { CutAnswer } from "./src/coordinator/types.ts";
+export type { CutAnswer, FailOptions } from "./src/coordinator/types.ts";
 export type { LaneInfo, WorkerStats } from "./src/runtime/worker_types.ts";
 export { InvalidRecordError, type RecordIssue } from "./src/errors.ts";
 export {
@@ -69,6 +69,6 @@ export {
   type CoordinatorConfig,
   parseCoordinatorConfig,
 } from "./src/coordinator/config.ts";
-export { VERSION } from "./src/coordinator/job_check.ts";
+export { VERSION } from "./src/coordinator/member/job_check.ts";
 // The limits of a cut (SplitSource.split): a descriptor's inline size, residuals per cut.
 export { INLINE_DESCRIPTOR_BYTES, MAX_RESIDUALS } from "./src/records.ts";

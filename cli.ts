@@ -48,12 +48,12 @@ const { cancelSplit, drainMember, requeueQuarantined, requeueSplit } = await imp
 const { readFleet } = await import("./src/fleet/read_fleet.ts");
 const { UI_INSTANCE_PREFIX } = await import("./src/fleet/fleet_view.ts");
 const { deleteRefusal, listJobs, summarizeJob } = await import("./src/fleet/job_summary.ts");
-const { VERSION } = await import("./src/coordinator/job_check.ts");
+const { VERSION } = await import("./src/coordinator/member/job_check.ts");
 const { NatsStore } = await import("./src/nats/nats_store.ts");
 const { transportFor } = await import("./adapters/nats_tcp.ts");
 const { NatsJobCatalog } = await import("./src/nats/nats_jobs.ts");
 const { SplitCoordinator } = await import("./src/coordinator/coordinator.ts");
-const { jsonLogger } = await import("./src/runtime/logger.ts");
+const { jsonLogger } = await import("./src/util/logger.ts");
 
 const out = (text: string) => process.stdout.write(text + "\n");
 const err = (text: string) => process.stderr.write(text + "\n");

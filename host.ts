@@ -30,6 +30,8 @@ export {
   serveWith,
 } from "./src/serve/serve_core.ts";
 export { type ServeOptions } from "./src/serve/serve_options.ts";
+export type { HostOptions } from "./src/host/host_options.ts";
+export type { WorkerBaseOptions } from "./src/runtime/worker_types.ts";
 // Not exported: renderMetrics (createApp and serveWith serve /metrics, and
 // `await app.request("/metrics")` gives the same text to merge into a host's
 // own endpoint or push), timingSafeEqual and the text-format helpers (the
@@ -44,4 +46,4 @@ export {
   startProcessMetrics,
 } from "./src/http/process_metrics.ts";
 export { type Labels, type MetricType, MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./src/http/metrics.ts";
-export { formatLogLine, jsonLogger, type JsonLoggerOptions, type LogLevel, silentLogger } from "./src/runtime/logger.ts";
+export { formatLogLine, jsonLogger, type JsonLoggerOptions, type LogLevel, silentLogger } from "./src/util/logger.ts";

@@ -50,9 +50,9 @@ export type {
   Coordinator,
   CoordinatorStatus,
   HeldSplitStatus,
-  Logger,
   LostReason,
 } from "./src/coordinator/types.ts";
+export type { Logger } from "./src/util/logger.ts";
 
 // The embedded store, and the interface every store implements.
 export { MemoryStore, type MemoryStoreOptions } from "./src/store/memory_store.ts";

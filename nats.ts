@@ -25,7 +25,7 @@ export { NatsStore } from "./src/nats/nats_store.ts";
 export { NatsJobCatalog, type NatsJobCatalogOptions } from "./src/nats/nats_jobs.ts";
 export type { NatsStoreOptions, WebSocketFactory } from "./src/nats/options.ts";
 export type { NatsTransport } from "./src/nats/transport.ts";
-export type { Logger } from "./src/coordinator/types.ts";
+export type { Logger } from "./src/util/logger.ts";
 export type {
   DeleteResult,
   KeyFilter,

@@ -30,12 +30,12 @@
  * @module
  */
 import { SplitleaseError } from "../src/errors.ts";
-import { timingSafeEqual } from "../src/util/timing_safe_equal.ts";
-import { checkSliceOptions, type SliceOptions } from "../src/runtime/slice_options.ts";
-import { runSlice, type SliceResult } from "../src/runtime/slice_run.ts";
+import { checkBearer } from "../src/util/bearer.ts";
+import { checkSliceOptions, type SliceOptions } from "../src/slice/slice_options.ts";
+import { runSlice, type SliceResult } from "../src/slice/slice_run.ts";
 
-export type { SliceOptions } from "../src/runtime/slice_options.ts";
-export type { SliceResult } from "../src/runtime/slice_run.ts";
+export type { SliceOptions } from "../src/slice/slice_options.ts";
+export type { SliceResult } from "../src/slice/slice_run.ts";
 
 /**
  * The part of Lambda's context object the handler uses (a structural subset
@@ -148,8 +148,12 @@ export function createLambdaHandler<D>(
   return async (event: unknown, context: LambdaContext): Promise<SliceResult | LambdaHttpResponse> => {
     const request = httpRequestOf(event);
     if (request && options.token !== undefined) {
-      const m = /^Bearer\s+(.+)$/i.exec((request.headers["authorization"] ?? "").trim());
-      if (!m || !timingSafeEqual(m[1], options.token)) return http(401, { error: "missing or invalid bearer token" });
+      const auth = checkBearer(request.headers["authorization"], options.token);
+      if (!auth.ok) {
+        const r = http(auth.status, { error: auth.error });
+        r.headers["www-authenticate"] = auth.challenge;
+        return r;
+      }
     }
     const remaining = Math.floor(context.getRemainingTimeInMillis());
     const budgetMs = Math.min(cap, remaining - reserveMs);

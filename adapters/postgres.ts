@@ -22,7 +22,7 @@
  */
 import postgres from "postgres";
 import { StoreUnavailableError } from "../src/errors.ts";
-import { jsonLogger } from "../src/runtime/logger.ts";
+import { jsonLogger } from "../src/util/logger.ts";
 import { invalidPg, type PgStoreOptions, resolvePgOptions } from "../src/postgres/options.ts";
 import { PgStore } from "../src/postgres/pg_store.ts";
 import { authError, describePgError, openJob } from "../src/postgres/setup.ts";
@@ -42,7 +42,7 @@ export { PgStore, type PgStoreInit } from "../src/postgres/pg_store.ts";
 export { PgJobCatalog, type PgJobCatalogInit } from "../src/postgres/pg_catalog.ts";
 export type { CatalogEntry, JobCatalog, JobListing } from "../src/store/job_catalog.ts";
 export type { PgStoreOptions, ResolvedPgOptions } from "../src/postgres/options.ts";
-export type { Logger } from "../src/coordinator/types.ts";
+export type { Logger } from "../src/util/logger.ts";
 export { PG_SCHEMA_VERSION, postgresGrantsSql, postgresSchemaSql } from "../src/postgres/schema.ts";
 export type { SqlClient, SqlListener, SqlListenerEvents, SqlParam, SqlRow, SqlSession } from "../src/postgres/sql_client.ts";
 export type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WatchEvent, WriteResult } from "../src/store/store.ts";

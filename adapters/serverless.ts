@@ -15,6 +15,6 @@
  *
  * @module
  */
-export { createSliceHandler } from "../src/runtime/slice.ts";
-export { runSlice, type SliceResult } from "../src/runtime/slice_run.ts";
-export { type SliceOptions } from "../src/runtime/slice_options.ts";
+export { createSliceHandler } from "../src/http/slice_handler.ts";
+export { runSlice, type SliceResult } from "../src/slice/slice_run.ts";
+export { type SliceOptions } from "../src/slice/slice_options.ts";

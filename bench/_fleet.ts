@@ -21,18 +21,23 @@ export interface HostOpts {
   progressEvery: number;
   /** Bucket replicas (3 on a cluster; the bucket is made before the fleet starts). */
   replicas?: number;
+  /** Wrap each coordinator's store in a CountingStore (default true). */
+  count?: boolean;
 }
 
 const hostEntry = "bench/scale_host.ts";
-/** Spawns one host on `runtime` (deno runs the source, node its esbuild bundle). */
-export async function spawnHost(runtime: string, name: string, opts: HostOpts): Promise<Child> {
+/**
+ * Spawns one host on `runtime` (deno runs the source, node its esbuild
+ * bundle); `flags`: extra runtime flags for this host (e.g. `--cpu-prof`).
+ */
+export async function spawnHost(runtime: string, name: string, opts: HostOpts, flags: string[] = []): Promise<Child> {
   const env = { SCALE_HOST: JSON.stringify(opts) };
   if (runtime === "node") {
     // BENCH_NODE_ARGS: extra Node flags for the hosts (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
     const extra = (Deno.env.get("BENCH_NODE_ARGS") ?? "").split(" ").filter(Boolean);
-    return new Child(name, bin("node"), [...extra, await nodeBundle(hostEntry)], env);
+    return new Child(name, bin("node"), [...extra, ...flags, await nodeBundle(hostEntry)], env);
   }
-  return new Child(name, bin("deno"), ["run", "-A", "--no-check", `${root}${hostEntry}`], env);
+  return new Child(name, bin("deno"), ["run", "-A", "--no-check", ...flags, `${root}${hostEntry}`], env);
 }
 
 /** A running fleet; see {@linkcode fleet}. */

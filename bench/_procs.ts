@@ -282,6 +282,9 @@ export async function rawCasRate(url: string | string[], ms = 2000, keys = 100, 
   }
 }
 
+/** The machine's load averages (1, 5, 15 min) as "a b c": other work on the box moves every figure. */
+export const loadavg = (): string => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
+
 /** Resolves after `ms`. */
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -40,11 +40,15 @@ export function setupKinds(): string[] {
   return (Deno.env.get("BENCH_NATS") ?? "current").split(",").map((s) => s.trim()).filter(Boolean);
 }
 
-/** Starts one setup. */
-export async function startNats(kind: string): Promise<NatsSetup> {
+/**
+ * Starts one setup. `extra`: more server config lines (e.g. `prof_port: N`
+ * for Go's pprof endpoints; BENCH_NATS_EXTRA adds to it).
+ */
+export async function startNats(kind: string, extra?: string): Promise<NatsSetup> {
   const bin = kind.startsWith("2.9") ? COMPAT_NATS_SERVER ?? "/usr/sbin/nats-server" : NATS_SERVER;
+  extra = [extra, Deno.env.get("BENCH_NATS_EXTRA")].filter(Boolean).join("\n") || undefined;
   if (kind === "current" || kind === "2.9") {
-    const s = await NatsServer.start({ bin });
+    const s = await NatsServer.start({ bin, extra });
     return {
       kind,
       label: `${s.version} R1`,
@@ -60,7 +64,7 @@ export async function startNats(kind: string): Promise<NatsSetup> {
   }
   if (kind === "current-r3" || kind === "2.9-r3") {
     if (kind === "2.9-r3") throw new Error("2.9-r3: replicated buckets are refused on 2.9.10 (nats-server#4320)");
-    const c = await NatsCluster.start(3, { bin });
+    const c = await NatsCluster.start(3, { bin, extra });
     return {
       kind,
       label: `${c.nodes[0].version} R3 ×3`,

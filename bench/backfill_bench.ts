@@ -42,7 +42,12 @@
 //    shared durable pull consumer, one next() per free lane, ack_wait LEASE
 //    with working() every third of it;
 //  - bullmq: one job per split in plan order, concurrency 2 per process,
-//    lockDuration LEASE (renewed every half), stalledInterval LEASE.
+//    lockDuration LEASE (renewed every half), stalledInterval LEASE;
+//  - none: no coordination at all (not in the kill configurations): the
+//    bench deals the splits in plan order over the workers' stdin, one per
+//    free lane; the same processing and per-batch reporting, no store, no
+//    queue. Coordination CPU per split is a system's CPU per split less
+//    this one's (the `coordination CPU` rows, against the work queue's).
 // splitlease commits after every batch and resumes from its watermark; a
 // queue redelivers a whole job / message (from its first record) once its
 // ack wait / lock expired. splitlease's leaseMs is LEASE too. BullMQ's
@@ -68,25 +73,48 @@
 //    for BullMQ;
 //  - skewed: the heaviest split's start, start-order inversions (pairs of
 //    planned splits started in the opposite order to the dealing order),
-//    moves of running splits (starts of a split beyond its first).
+//    moves of running splits (starts of a split beyond its first);
+//  - idle lane-seconds while runnable splits existed: at each moment
+//    min(idle lanes of the live processes, runnable splits), a split being
+//    runnable from its plan (a residual: from its cut) until done, except
+//    while it runs; twice: the killed process's splits runnable from the
+//    kill, and not (they wait out the lease in any system);
+//  - with a kill: the crash floor, the makespan of perfect work-stealing
+//    that loses the killed lanes at the kill,
+//      floor = (kill − first start) + (records not processed at the kill)
+//              × MS_PER_RECORD ÷ (lanes − the killed process's lanes)
+//    (0.5 + 0.5 × 8/6 = 1.17 × ideal for a kill at 50 % of an ideal run),
+//    the makespan against it, the time from the kill to the first start by
+//    a survivor, and the largest burst of starts within 10 ms after it;
+//  - cuts: when the leader first asked, the parts of each ask, and the asks
+//    for splits already at their end (done, not running, or whose batch in
+//    flight reaches the end) (bench/backfill_timeline.ts computes these);
+//  - nats-server's messages in and out per planned split.
+// Every row also lands in bench/results/backfill-<time>.json.
 //
 // Env knobs: BENCH_BACKFILL_SEED [25], BENCH_BACKFILL_SPLITS [64],
 // BENCH_BACKFILL_MEDIAN [400], BENCH_BACKFILL_HEAVY [20],
 // BENCH_BACKFILL_MS_PER_RECORD [2], BENCH_BACKFILL_BATCH [100],
-// BENCH_BACKFILL_LEASE_MS [5000],
+// BENCH_BACKFILL_LEASE_MS [5000], BENCH_BACKFILL_COMMIT_INTERVAL_MS [0] (splitlease
+// workers' commitIntervalMs: progress written at most that often per lane),
+// BENCH_BACKFILL_IDLE_MS [3000] (before the go, the joined fleet idles this
+// long: its CPU per second, workers + server, is printed as "idle CPU"),
 // BENCH_BACKFILL_CONFIGS [skewed,uniform,kill,kill-follower],
 // BENCH_BACKFILL_KILL [0] (1: the kill configurations only),
-// BENCH_BACKFILL_SYSTEMS [cuts,cuts-plain,weights,plain,jetstream,bullmq],
+// BENCH_BACKFILL_SYSTEMS [cuts,cuts-plain,weights,plain,jetstream,bullmq,none],
+// BENCH_BACKFILL_DENO_FLAGS (extra flags of the Deno workers, e.g. "--cpu-prof
+// --cpu-prof-dir=/tmp/prof"),
 // BENCH_BACKFILL_VERBOSE (per run: the start order, every cut answer and
 // ask, warnings, leadership changes).
 import { wsconnect } from "@nats-io/nats-core";
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy } from "@nats-io/jetstream";
 import { pgCpuSeconds, setupKinds, startNats } from "./_servers.ts";
 import { result } from "./_common.ts";
-import { bin, Child, cpuSeconds, fileStamp, nodeBundle, onInterrupt, redisDeleteKeys, sleep, wallNow } from "./_procs.ts";
+import { bin, Child, cpuSeconds, fileStamp, nodeBundle, onInterrupt, redisDeleteKeys, sleep, wallNow, writeResults } from "./_procs.ts";
+import { crashFloor, cutAsks, type Ev, idleLaneTime, largestBurst } from "./backfill_timeline.ts";
 import { startRedis } from "../scripts/services.mjs";
 
-type System = "cuts" | "cuts-pg" | "cuts-plain" | "weights" | "plain" | "jetstream" | "bullmq";
+type System = "cuts" | "cuts-pg" | "cuts-plain" | "weights" | "plain" | "jetstream" | "bullmq" | "none";
 type Input = "skewed" | "uniform";
 interface Config {
   name: string;
@@ -102,10 +130,14 @@ const HEAVY = num("BENCH_BACKFILL_HEAVY", 20);
 const MS = num("BENCH_BACKFILL_MS_PER_RECORD", 2);
 const BATCH = num("BENCH_BACKFILL_BATCH", 100);
 const LEASE = num("BENCH_BACKFILL_LEASE_MS", 5000);
+const COMMIT_INTERVAL = num("BENCH_BACKFILL_COMMIT_INTERVAL_MS", 0);
+const IDLE_MS = num("BENCH_BACKFILL_IDLE_MS", 3000);
 const PG_URL = Deno.env.get("PG_URL");
 const PG_PID = Number(Deno.env.get("PG_PID") ?? -1);
-const SYSTEMS = (Deno.env.get("BENCH_BACKFILL_SYSTEMS") ?? `cuts,${PG_URL ? "cuts-pg," : ""}cuts-plain,weights,plain,jetstream,bullmq`).split(",")
+const SYSTEMS = (Deno.env.get("BENCH_BACKFILL_SYSTEMS") ?? `cuts,${PG_URL ? "cuts-pg," : ""}cuts-plain,weights,plain,jetstream,bullmq,none`).split(",")
   .filter(Boolean) as System[];
+/** Extra Deno flags for the Deno workers (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"). */
+const DENO_FLAGS = (Deno.env.get("BENCH_BACKFILL_DENO_FLAGS") ?? "").split(" ").filter(Boolean);
 const killOnly = Deno.env.get("BENCH_BACKFILL_KILL") === "1" || Deno.args.includes("--kill");
 const CONFIGS: Config[] = (killOnly ? "kill,kill-follower" : Deno.env.get("BENCH_BACKFILL_CONFIGS") ?? "skewed,uniform,kill,kill-follower").split(",").filter(Boolean)
   .map((c) => {
@@ -126,8 +158,9 @@ const LABEL: Record<System, string> = {
   plain: "splitlease, no weights",
   jetstream: "JetStream work queue",
   bullmq: "BullMQ",
+  none: "no coordination",
 };
-const isSplitlease = (s: System) => s !== "jetstream" && s !== "bullmq";
+const isSplitlease = (s: System) => s !== "jetstream" && s !== "bullmq" && s !== "none";
 
 /** mulberry32: a seeded uniform in [0, 1). */
 function rng(seed: number): () => number {
@@ -227,7 +260,7 @@ for (const w of workloads.values()) {
   );
 }
 console.log(
-  `configurations ${CONFIGS.map((c) => c.name).join(", ")}; systems ${SYSTEMS.join(", ")}; failure detection: splitlease leaseMs ${LEASE}, ` +
+  `configurations ${CONFIGS.map((c) => c.name).join(", ")}; systems ${SYSTEMS.join(", ")}; ${COMMIT_INTERVAL ? `splitlease commitIntervalMs ${COMMIT_INTERVAL}; ` : ""}failure detection: splitlease leaseMs ${LEASE}, ` +
     `JetStream ack_wait ${LEASE} ms (working() every ${(LEASE / 3).toFixed(0)} ms), BullMQ lockDuration ${LEASE} ms (renewed every ${LEASE / 2} ms), stalledInterval ${LEASE} ms, maxStalledCount 1`,
 );
 
@@ -286,6 +319,27 @@ interface Row {
   declined: number;
   moves: number;
   cpuPerSplit: number;
+  /** CPU ms of the worker processes and of the server (nats-server or Redis), go to end. */
+  workerCpuMs?: number;
+  serverCpuMs?: number;
+  /** nats-server's messages in and out per planned split (NATS systems). */
+  msgsPerSplit?: { in: number; out: number };
+  /** CPU (workers + server, % of a core) of the joined fleet idling before the go. */
+  idleCpuPct?: number;
+  /** The crash floor (ms; see backfill_timeline.ts crashFloor), with a kill. */
+  floor?: number;
+  /** Lane-ms idle while runnable splits existed: all (the killed splits runnable from the kill), unstarted (not). */
+  idleAll?: number;
+  idleUnstarted?: number;
+  /** With a kill: ms from it to the first start by a survivor; the largest burst of starts (within 10 ms) after it. */
+  survivorStartMs?: number;
+  burst?: number;
+  burstAtMs?: number;
+  /** The first cut ask (ms after the first start), the parts of each ask, asks for splits at their end. */
+  firstAskMs?: number;
+  parts?: number[];
+  asksAtEnd?: number;
+  asksUnstarted?: number;
   victim?: string;
   error?: string;
 }
@@ -307,15 +361,16 @@ async function runOnce(config: Config, system: System): Promise<Row> {
         REDIS_PORT: String(redisPort),
         BACKFILL: JSON.stringify({ ...base, id: `w${k}`, lockMs: LEASE, stalledMs: LEASE }),
       })
-      : new Child(`${system}-${k}`, bin("deno"), ["run", "-A", "bench/backfill_worker.ts"], {
+      : new Child(`${system}-${k}`, bin("deno"), ["run", "-A", ...DENO_FLAGS, "bench/backfill_worker.ts"], {
         BACKFILL: JSON.stringify({
           ...base,
-          system: system === "jetstream" ? "jetstream" : "splitlease",
+          system: system === "jetstream" || system === "none" ? system : "splitlease",
           id: `w${k}`,
           weights: system === "weights" || system === "cuts" || system === "cuts-pg",
           cuts: system === "cuts" || system === "cuts-plain" || system === "cuts-pg",
           ...(system === "cuts-pg" ? { pgUrl: PG_URL } : {}),
           leaseMs: LEASE,
+          commitIntervalMs: COMMIT_INTERVAL,
           ackWaitMs: LEASE,
         }),
       })
@@ -343,9 +398,15 @@ async function runOnce(config: Config, system: System): Promise<Row> {
     if (err) throw new Error(err.error);
     await sleep(200); // every member seen by the leader before the plan is written
     const pids = ws.map((c) => c.msgs.find((m) => m.ev === "ready")!.pid as number);
+    // The fleet joined and idle (no plan, no message published yet): what it costs per second doing nothing.
+    const idleCpu = async () => pids.reduce((n, p) => n + cpuSeconds(p), 0) * 1000 + (system === "bullmq" ? await redisCpuMs() : server.cpuSeconds() * 1000);
+    const idleFrom = await idleCpu(), idleT0 = performance.now();
+    await sleep(IDLE_MS);
+    const idleCpuPct = IDLE_MS > 0 ? ((await idleCpu()) - idleFrom) / (performance.now() - idleT0) * 100 : NaN;
     const cpu0 = pids.map(cpuSeconds);
     const serverCpu = () => system === "bullmq" ? redisCpuMs() : Promise.resolve((system === "cuts-pg" ? pgCpuSeconds(PG_PID) : server.cpuSeconds()) * 1000);
     const server0 = await serverCpu();
+    const varz0 = await server.varz();
     if (system === "jetstream") {
       const js = jetstream(nc);
       for (let i = 0; i < sizes.length; i++) await js.publish(`backfill.${name}.task`, String(i));
@@ -354,6 +415,22 @@ async function runOnce(config: Config, system: System): Promise<Row> {
       await ws[0].next((m) => m.ev === "published" || m.ev === "error", 30_000, "published");
     }
     await Promise.all(ws.map((c) => c.send({ cmd: "go" })));
+    if (system === "none") {
+      // The bench deals the splits in plan order, one per free lane: no store, no queue, nothing to coordinate.
+      const queue = sizes.map((_, i) => i);
+      const deal = (k: number) => {
+        const i = queue.shift();
+        if (i !== undefined) void ws[k].send({ cmd: "run", i });
+      };
+      ws.forEach((c, k) => {
+        const track = c.onMsg;
+        c.onMsg = (m) => {
+          track?.(m);
+          if (m.ev === "done") deal(k);
+        };
+      });
+      for (let l = 0; l < LANES; l++) ws.forEach((_, k) => deal(k));
+    }
     const deadline = performance.now() + 20 * w.planFloor + 60_000 + (config.kill ? 6 * LEASE : 0);
     const all = () => ws.flatMap((c) => c.msgs);
     const doneIds = () => new Set(all().filter((m) => m.ev === "done").map((m) => m.id));
@@ -382,6 +459,9 @@ async function runOnce(config: Config, system: System): Promise<Row> {
     if (bad) throw new Error(`a worker ended ${bad.outcome}`);
     const cpu1 = pids.map((p, k) => (k === killed ? killedCpu : cpuSeconds(p)));
     const server1 = await serverCpu();
+    const varz1 = await server.varz();
+    // nats-server's messages in and out per planned split (the bench's own connection is idle meanwhile).
+    const msgsPerSplit = { in: (varz1.in_msgs - varz0.in_msgs) / sizes.length, out: (varz1.out_msgs - varz0.out_msgs) / sizes.length };
     const workerCpuMs = cpu1.reduce((n, c, k) => n + (c - cpu0[k]) * 1000, 0);
     const serverCpuMs = server1 - server0;
 
@@ -410,6 +490,15 @@ async function runOnce(config: Config, system: System): Promise<Row> {
     const later = inversions(planned.slice(lanes), rank);
     const heavyAt = first.get(`b${w.heaviest}`)! - t0;
     const cpuPerSplit = (workerCpuMs + serverCpuMs) / sizes.length;
+    const evs = ws.flatMap((c, k) => c.msgs.map((m) => ({ ...m, at: m.at ?? m.arrivedAt, proc: k }))) as unknown as Ev[];
+    const idle = idleLaneTime({ evs, procs: PROCS, lanesPerProc: LANES, t0, end, killed, killedAt });
+    const floor = killed >= 0
+      ? crashFloor({ total: w.total, msPerRecord: MS, lanes, lostLanes: LANES, t0, killedAt, processed: evs.filter((e) => e.ev === "processed") as never })
+      : undefined;
+    const afterKill = killed >= 0 ? evs.filter((e) => e.ev === "started" && e.proc !== killed && e.at > killedAt).map((e) => e.at) : [];
+    const survivorStartMs = killed >= 0 ? Math.min(...afterKill) - killedAt : undefined;
+    const burst = killed >= 0 ? largestBurst(afterKill, killedAt) : undefined;
+    const ca = cutAsks(evs, BATCH);
     let recovery = "";
     if (killed >= 0) {
       const ids = held.filter((h) => !h.startsWith("(")).map((h) => h.split(" ")[0]);
@@ -438,15 +527,28 @@ async function runOnce(config: Config, system: System): Promise<Row> {
         (isSplitlease(system) ? `${asks.length} cut asks, ${performed} cuts, ${declined} declined (first ask +${asks.length ? (asks[0].at - t0).toFixed(0) : "-"} ms), ${residualStarts} residual splits run; ` : "") +
         `heaviest started at +${heavyAt.toFixed(0)} ms; ${inv} start-order inversions (${later} after the first ${lanes} starts); ${moves} moves of running splits; ` +
         `CPU ${workerCpuMs.toFixed(0)} ms workers + ${serverCpuMs.toFixed(0)} ms ${system === "bullmq" ? "Redis" : system === "cuts-pg" ? "PostgreSQL" : "nats-server"} = ${cpuPerSplit.toFixed(1)} ms per split` +
+        (system !== "bullmq" && system !== "cuts-pg" ? `; nats-server messages per split ${msgsPerSplit.in.toFixed(1)} in, ${msgsPerSplit.out.toFixed(1)} out` : "") +
+        `; idle CPU before the go ${idleCpuPct.toFixed(1)} % of a core (${((idleCpuPct * makespan) / 100 / sizes.length).toFixed(1)} ms per split over the makespan)` +
         (victimNote ? `; ${victimNote}${recovery}` : ""),
     );
     if (cov.lost) console.log(`  LOST: ${cov.lost} records never processed (first: id ${cov.firstLost})`);
+    console.log(
+      `  idle lane-s while runnable splits existed ${(idle.all / 1000).toFixed(2)} (${(idle.unstarted / 1000).toFixed(2)} not counting the killed process's splits)` +
+        (floor !== undefined
+          ? `; crash floor ${(floor / 1000).toFixed(2)} s (makespan ${(makespan / floor).toFixed(3)}× it, floor ${(floor / w.ideal).toFixed(3)}× ideal); ` +
+            `kill → first start by a survivor ${survivorStartMs!.toFixed(0)} ms; largest burst of starts after the kill ${burst!.n} within 10 ms at +${(burst!.at - killedAt).toFixed(0)} ms`
+          : "") +
+        (ca.times.length
+          ? `; first cut ask +${(ca.times[0] - t0).toFixed(0)} ms, parts per ask ${ca.parts.join(",")}, ${ca.atEnd} asks for splits at their end, ${ca.unstarted} for splits not started yet`
+          : ""),
+    );
     result({
       bench: "backfill",
       metric: `${tag}${label}: makespan / ideal`,
       value: `${(makespan / 1000).toFixed(2)} s`,
       ratio: makespan / w.ideal,
-      ...((system === "cuts" || system === "cuts-pg") && config.name === "skewed" ? { target: "≤ 1.15" } : {}),
+      ...(system === "cuts" && !config.kill ? { target: "≤ 1.05" } : {}),
+      ...(system === "cuts-pg" && !config.kill ? { target: "≤ 1.15" } : {}),
     });
     result({
       bench: "backfill",
@@ -458,6 +560,32 @@ async function runOnce(config: Config, system: System): Promise<Row> {
     result({ bench: "backfill", metric: `${tag}${label}: records replayed`, value: String(cov.replayed) });
     result({ bench: "backfill", metric: `${tag}${label}: records lost`, value: String(cov.lost), target: "0" });
     result({ bench: "backfill", metric: `${tag}${label}: CPU per planned split (workers + server)`, value: `${cpuPerSplit.toFixed(1)} ms` });
+    result({
+      bench: "backfill",
+      metric: `${tag}${label}: idle lane-s while runnable splits existed`,
+      value: `${(idle.all / 1000).toFixed(2)} (${(idle.unstarted / 1000).toFixed(2)} without the killed splits)`,
+    });
+    if (floor !== undefined) {
+      result({
+        bench: "backfill",
+        metric: `${tag}${label}: makespan / crash floor`,
+        value: `${(makespan / 1000).toFixed(2)} s vs ${(floor / 1000).toFixed(2)} s (${(floor / w.ideal).toFixed(3)}× ideal)`,
+        ratio: makespan / floor,
+        ...(system === "cuts" && config.kill === "any" ? { target: "≤ 1.05" } : {}),
+      });
+      result({
+        bench: "backfill",
+        metric: `${tag}${label}: kill → first start by a survivor; largest burst of starts after it`,
+        value: `${survivorStartMs!.toFixed(0)} ms; ${burst!.n} within 10 ms at +${(burst!.at - killedAt).toFixed(0)} ms`,
+      });
+    }
+    if (ca.times.length) {
+      result({
+        bench: "backfill",
+        metric: `${tag}${label}: first cut ask; parts per ask; asks for splits at their end (not started yet)`,
+        value: `+${(ca.times[0] - t0).toFixed(0)} ms of ${makespan.toFixed(0)}; ${ca.parts.join(",")}; ${ca.atEnd} (${ca.unstarted}) of ${ca.times.length}`,
+      });
+    }
     if (config.name === "skewed") {
       result({
         bench: "backfill",
@@ -482,6 +610,20 @@ async function runOnce(config: Config, system: System): Promise<Row> {
       declined,
       moves,
       cpuPerSplit,
+      workerCpuMs,
+      serverCpuMs,
+      ...(system !== "bullmq" ? { msgsPerSplit } : {}),
+      idleCpuPct,
+      floor,
+      idleAll: idle.all,
+      idleUnstarted: idle.unstarted,
+      survivorStartMs,
+      burst: burst?.n,
+      burstAtMs: burst ? burst.at - killedAt : undefined,
+      firstAskMs: ca.times.length ? ca.times[0] - t0 : undefined,
+      parts: ca.parts,
+      asksAtEnd: ca.atEnd,
+      asksUnstarted: ca.unstarted,
       ...(victimNote ? { victim: `w${killed}: ${held.join(", ")}${recovery.replace(/^; its splits/, ";")}` } : {}),
     };
   } catch (e) {
@@ -512,7 +654,11 @@ async function runOnce(config: Config, system: System): Promise<Row> {
 const rows: Row[] = [];
 try {
   for (const config of CONFIGS) {
-    for (const system of SYSTEMS) if (config.kill !== "follower" || isSplitlease(system)) rows.push(await runOnce(config, system));
+    for (const system of SYSTEMS) {
+      // No coordination cannot survive a crash; the follower kill spares a splitlease leader only.
+      if (system === "none" && config.kill) continue;
+      if (config.kill !== "follower" || isSplitlease(system)) rows.push(await runOnce(config, system));
+    }
   }
 } finally {
   await nc.close();
@@ -526,10 +672,37 @@ for (const config of CONFIGS) {
     const cut = rows.find((r) => r.config === config.name && r.system === c);
     if (!cut || !(cut.makespan > 0)) continue;
     for (const r of rows.filter((r) => r.config === config.name && r.system !== c && r.makespan > 0)) {
-      result({ bench: "backfill", metric: `${tag}makespan ${LABEL[c]} / ${LABEL[r.system]}`, value: `${(cut.makespan / 1000).toFixed(2)} s / ${(r.makespan / 1000).toFixed(2)} s`, ratio: cut.makespan / r.makespan });
+      // Uniform input: cutting must cost nothing against the same splitlease without a hook.
+      const noCuts = config.input === "uniform" && !config.kill && r.system === (c === "cuts" ? "weights" : "plain");
+      result({
+        bench: "backfill",
+        metric: `${tag}makespan ${LABEL[c]} / ${LABEL[r.system]}`,
+        value: `${(cut.makespan / 1000).toFixed(2)} s / ${(r.makespan / 1000).toFixed(2)} s`,
+        ratio: cut.makespan / r.makespan,
+        ...(noCuts ? { target: "≤ 1" } : {}),
+      });
     }
   }
 }
+
+// Coordination CPU per planned split: each system's CPU (workers + server) less the
+// same input run with no coordination at all, against the work queue's; same run.
+for (const config of CONFIGS) {
+  const tag = config.name === "skewed" ? "" : `${config.name}: `;
+  const base = rows.find((r) => r.system === "none" && r.config === config.input && r.cpuPerSplit > 0)?.cpuPerSplit;
+  const queue = rows.find((r) => r.config === config.name && r.system === "jetstream" && r.cpuPerSplit > 0)?.cpuPerSplit;
+  if (base === undefined || queue === undefined) continue;
+  for (const r of rows.filter((r) => r.config === config.name && isSplitlease(r.system) && r.cpuPerSplit > 0)) {
+    result({
+      bench: "backfill",
+      metric: `${tag}coordination CPU per split (workers + server − no coordination), ${LABEL[r.system]} ÷ JetStream work queue`,
+      value: `${(r.cpuPerSplit - base).toFixed(1)} vs ${(queue - base).toFixed(1)} ms (no coordination ${base.toFixed(1)} ms)`,
+      ratio: (r.cpuPerSplit - base) / (queue - base),
+      ...(!config.kill ? { target: "≤ 2" } : {}),
+    });
+  }
+}
+console.log(`results: ${await writeResults(`backfill-${stamp}`, { started: stamp, seed: SEED, msPerRecord: MS, batch: BATCH, lease: LEASE, procs: PROCS, lanes: LANES, rows })}`);
 
 const cols: [string, (r: Row) => string][] = [
   ["config", (r) => r.config],
@@ -542,6 +715,10 @@ const cols: [string, (r: Row) => string][] = [
   ["asks/cuts/declined", (r) => (isSplitlease(r.system) && !r.error ? `${r.asked}/${r.cuts}/${r.declined}` : "")],
   ["moves", (r) => (r.error ? "" : String(r.moves))],
   ["CPU ms/split", (r) => (r.error ? "" : r.cpuPerSplit.toFixed(1))],
+  ["/ floor", (r) => (r.floor && !r.error ? (r.makespan / r.floor).toFixed(3) : "")],
+  ["idle lane-s", (r) => (r.error || r.idleAll === undefined ? "" : `${(r.idleAll / 1000).toFixed(1)}/${(r.idleUnstarted! / 1000).toFixed(1)}`)],
+  ["kill→start, burst", (r) => (r.survivorStartMs !== undefined ? `${r.survivorStartMs.toFixed(0)} ms, ${r.burst}` : "")],
+  ["1st ask, parts, at end", (r) => (r.firstAskMs !== undefined ? `${(r.firstAskMs / 1000).toFixed(1)} s, ${r.parts!.join("")}, ${r.asksAtEnd}` : "")],
   ["crash", (r) => r.error ?? r.victim ?? ""],
 ];
 const width = cols.map(([h, f]) => Math.max(h.length, ...rows.map((r) => f(r).length)));

@@ -47,7 +47,7 @@ const worker = new Worker(
     try {
       await runRange(from, to, cfg.batch, cfg.msPerRecord, sleep, (a, b) => emit({ ev: "processed", id: `b${i}`, lane, from: a, to: b, at: now() }));
     } finally {
-      emit({ ev: "ended", lane });
+      emit({ ev: "ended", lane, at: now() });
     }
   },
   { connection, concurrency: cfg.lanes, autorun: false, lockDuration: cfg.lockMs, stalledInterval: cfg.stalledMs },

@@ -1,8 +1,11 @@
 // Worker process of bench/backfill_bench.ts (Deno): one splitlease worker
 // (NatsStore over WebSocket + startWorker, every worker carrying the
-// planner) or one consumer of a JetStream work queue (a shared durable pull
-// consumer, one `next()` per free lane, explicit ack). The BullMQ peer is
-// bench/backfill_bullmq_worker.ts (Node).
+// planner), one consumer of a JetStream work queue (a shared durable pull
+// consumer, one `next()` per free lane, explicit ack), or no coordination
+// at all (`none`: it runs the splits the bench names on stdin, `run {i}`,
+// one per free lane; the baseline of what the processing and the bench's
+// own reporting cost). The BullMQ peer is bench/backfill_bullmq_worker.ts
+// (Node).
 //
 // Every split is a range [from, to) of record ids; a record costs
 // msPerRecord ms of sleep and records are processed in batches of `batch`.
@@ -17,11 +20,12 @@
 // Config: env BACKFILL (JSON, see Cfg). Protocol: JSON lines.
 //   stdout: ready {pid}, started {id, lane, from, to, at}, processed {id, lane,
 //           from, to, at} (a batch done), cut {id, lane, keep, residuals, at}
-//           (the hook's answer), ended {lane} (a tenancy / message ended), done
+//           (the hook's answer), ended {lane, at} (a tenancy / message ended), done
 //           {id, at} (completed / acked), finished {outcome, stats} (splitlease:
 //           the worker ended), leader {leader} (splitlease: leadership
 //           changed), log {level, msg, fields, at}, error
-//   stdin:  go (the planner may plan / consuming starts), exit
+//   stdin:  go (the planner may plan / consuming starts), run {i} (none: run
+//           split i on a free lane), exit
 import { wsconnect } from "@nats-io/nats-core";
 import { jetstream } from "@nats-io/jetstream";
 import { SplitCoordinator, startWorker } from "../mod.ts";
@@ -33,7 +37,7 @@ import { eachLine } from "../tests/helpers/lines.ts";
 
 type Range = { from: number; to: number };
 interface Cfg {
-  system: "splitlease" | "jetstream";
+  system: "splitlease" | "jetstream" | "none";
   id: string;
   natsUrl: string;
   /** splitlease on PostgreSQL: the store's postgres:// URL (else NATS). */
@@ -52,6 +56,8 @@ interface Cfg {
   cuts: boolean;
   /** splitlease: leaseMs. */
   leaseMs: number;
+  /** splitlease: the worker's commitIntervalMs (0: every commit is written, the default). */
+  commitIntervalMs?: number;
   /** JetStream: the consumer's ack wait (the worker sends `working()` every third of it). */
   ackWaitMs: number;
 }
@@ -73,9 +79,12 @@ const exit = async () => {
   Deno.exit(0);
 };
 let cleanup = async (): Promise<void> => {};
+/** none: runs split `i` (the bench sends one per free lane). */
+let runSplit = (_i: number): void => {};
 void eachLine(Deno.stdin.readable, (line) => {
-  const cmd = JSON.parse(line).cmd;
+  const { cmd, i } = JSON.parse(line);
   if (cmd === "go") go();
+  if (cmd === "run") runSplit(Number(i));
   if (cmd === "exit") void exit();
 }).then(() => exit());
 
@@ -123,7 +132,7 @@ try {
           throw e;
         } finally {
           reached.delete(lane.id);
-          emit({ ev: "ended", lane: lane.id });
+          emit({ ev: "ended", lane: lane.id, at: now() });
         }
       },
     };
@@ -159,7 +168,7 @@ try {
       ...(cfg.cuts ? { splittable: true } : {}),
       logger,
     });
-    const worker = startWorker({ coordinator: coord, source, maxInFlight: cfg.lanes, logger });
+    const worker = startWorker({ coordinator: coord, source, maxInFlight: cfg.lanes, logger, commitIntervalMs: cfg.commitIntervalMs ?? 0 });
     cleanup = async () => {
       await worker.shutdown().catch(() => {});
       await store.close().catch(() => {});
@@ -174,6 +183,19 @@ try {
       clearInterval(leadership);
       emit({ ev: "finished", outcome: o.kind, stats: worker.stats(), coord: coord.stats().cuts, at: now() });
     });
+    emit({ ev: "ready", pid: Deno.pid });
+  } else if (cfg.system === "none") {
+    let lanes = 0;
+    runSplit = (i) => {
+      const { from, to } = cfg.splits[i];
+      const lane = `${cfg.id}.${++lanes}`;
+      emit({ ev: "started", id: `b${i}`, lane, from, to, at: now() });
+      void runRange(from, to, cfg.batch, cfg.msPerRecord, sleep, (a, b) => emit({ ev: "processed", id: `b${i}`, lane, from: a, to: b, at: now() }))
+        .then(() => {
+          emit({ ev: "ended", lane, at: now() });
+          emit({ ev: "done", id: `b${i}`, at: now() });
+        });
+    };
     emit({ ev: "ready", pid: Deno.pid });
   } else {
     const nc = await wsconnect({ servers: cfg.natsUrl });
@@ -199,7 +221,7 @@ try {
           clearInterval(beat);
         }
         const acked = await m.ackAck().catch(() => false);
-        emit({ ev: "ended", lane });
+        emit({ ev: "ended", lane, at: now() });
         if (acked) emit({ ev: "done", id: `b${i}`, at: now() });
         else emit({ ev: "log", level: "warn", msg: "ack not confirmed", fields: { id: `b${i}` }, at: now() });
       }

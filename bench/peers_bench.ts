@@ -14,7 +14,9 @@
 //  2. hand back HANDBACK in-flight tasks → another worker starts each, p50/p99
 //     (splitlease: worker.shutdown() of the holder; JetStream: NAK of each held
 //     message; BullMQ: job.moveToWait(token) + WaitingError, its way to put an
-//     active job back on the wait list);
+//     active job back on the wait list); splitlease in two layouts: the holder
+//     leads, and a follower holds (a standby member carrying the planner joins
+//     first and leads; holder and receiver follow);
 //  3. completion seen by 3 consuming workers and 1 standby, delay after the last
 //     completion (splitlease: the allComplete event, the standby is a draining
 //     member; JetStream: a consumer acking in the tail confirms its ack, reads
@@ -28,7 +30,8 @@
 //
 // Env knobs: BENCH_PEERS_TASKS [10000], BENCH_PEERS_MIF [8,32],
 // BENCH_PEERS_SYSTEMS [splitlease,jetstream,bullmq], BENCH_PEERS_HANDBACK [50],
-// BENCH_PEERS_HANDBACK_ROUNDS [3], BENCH_PEERS_COMPLETION_TASKS [1000],
+// BENCH_PEERS_HANDBACK_ROUNDS [3], BENCH_PEERS_HANDBACK_LAYOUTS [leader,follower]
+// (splitlease: who holds the tasks handed back), BENCH_PEERS_COMPLETION_TASKS [1000],
 // BENCH_PEERS_COMPLETION_RUNS [3], BENCH_PEERS_LIMIT_S [180] (per run),
 // BENCH_PEERS_NODE_ARGS (extra Node flags for the workers, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"),
 // BENCH_PEERS_LOG (a directory: each splitlease worker writes its coordinator's warnings and decisions there),
@@ -43,6 +46,7 @@ import {
   bin,
   Child,
   fileStamp,
+  loadavg,
   type Msg,
   nodeBundle,
   onInterrupt,
@@ -62,6 +66,7 @@ const TASKS = num("BENCH_PEERS_TASKS", 10_000);
 const MIFS = Deno.env.get("BENCH_PEERS_MIF")?.split(",").map(Number) ?? [8, 32];
 const SYSTEMS = (Deno.env.get("BENCH_PEERS_SYSTEMS") ?? `splitlease,${PG_URL ? "splitlease-pg," : ""}jetstream,bullmq`).split(",") as System[];
 const HANDBACK = num("BENCH_PEERS_HANDBACK", 50), HB_ROUNDS = num("BENCH_PEERS_HANDBACK_ROUNDS", 3);
+const HB_LAYOUTS = (Deno.env.get("BENCH_PEERS_HANDBACK_LAYOUTS") ?? "leader,follower").split(",").filter(Boolean) as ("leader" | "follower")[];
 const C_TASKS = num("BENCH_PEERS_COMPLETION_TASKS", 1000), C_RUNS = num("BENCH_PEERS_COMPLETION_RUNS", 3);
 const LIMIT = num("BENCH_PEERS_LIMIT_S", 180) * 1000;
 const SCEN = (Deno.env.get("BENCH_PEERS_SCENARIOS") ?? "throughput,handback,completion").split(",");
@@ -209,14 +214,24 @@ async function throughput(system: System, mif: number, included: boolean): Promi
   }
 }
 
-/** Scenario 2: latencies (ms) from the holder's hand-back to the other worker starting each task. */
-async function handback(system: System): Promise<number[]> {
+/**
+ * Scenario 2: latencies (ms) from the holder's hand-back to the other worker
+ * starting each task. `follower` (splitlease): a standby member with the
+ * planner joins first and leads, so neither holder nor receiver leads.
+ */
+async function handback(system: System, layout: "leader" | "follower" = "leader"): Promise<number[]> {
   const name = await freshName(system);
   const [a, b] = await spawn(system, name, [
     { role: "holder", tasks: HANDBACK, mif: HANDBACK, plans: true },
     { role: "receiver", tasks: HANDBACK, mif: HANDBACK, plans: true },
   ]);
+  const extra: Child[] = [];
   try {
+    if (layout === "follower") {
+      extra.push(...await spawn(system, name, [{ role: "standby", tasks: HANDBACK, mif: 0, plans: true }]));
+      await extra[0].send({ cmd: "go" });
+      await extra[0].next((m) => m.ev === "joined", 30_000, "leader joined");
+    }
     if (!isSplitlease(system)) await ask(a, "publish", "published", LIMIT);
     await a.send({ cmd: "go" });
     const end = performance.now() + 60_000;
@@ -238,7 +253,7 @@ async function handback(system: System): Promise<number[]> {
     }
     return starts.map((m) => m.at - hb.at);
   } finally {
-    await finish(system, [a, b]);
+    await finish(system, [a, b, ...extra]);
   }
 }
 
@@ -291,7 +306,6 @@ async function lateCompletion(ws: Child[]): Promise<Msg[]> {
 
 // --- run -------------------------------------------------------------------------------------
 const out: Record<string, unknown> = { started: stamp, tasks: TASKS, systems: SYSTEMS };
-const loadavg = () => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
 out.loadavgStart = loadavg();
 console.log(`load average ${out.loadavgStart} (other work on this machine skews every figure; ratios less so)`);
 const raw = await rawCasRate(url, 2000);
@@ -334,15 +348,25 @@ out.throughput = tp;
 
 const hb: Partial<Record<System, number[]>> = {};
 if (SCEN.includes("handback")) {
-  for (const s of SYSTEMS) {
-    hb[s] = [];
-    for (let r = 0; r < HB_ROUNDS; r++) hb[s]!.push(...await handback(s).catch((e) => (console.log(`  ${s} handback: ${e}`), [])));
+  // splitlease once per layout (the holder leads, a follower holds), each peer once.
+  type Run = { s: System; l: "leader" | "follower" };
+  const runs = SYSTEMS.flatMap((s): Run[] => (isSplitlease(s) ? HB_LAYOUTS.map((l) => ({ s, l })) : [{ s, l: "leader" }]));
+  const byLayout: Record<string, Partial<Record<System, number[]>>> = { leader: hb, follower: {} };
+  for (const { s, l } of runs) {
+    const into = (byLayout[l][s] = [] as number[]);
+    for (let r = 0; r < HB_ROUNDS; r++) into.push(...await handback(s, l).catch((e) => (console.log(`  ${s} handback (${l}): ${e}`), [])));
   }
   out.handback = hb;
-  const at = (p: number) => Object.fromEntries(SYSTEMS.map((s) => [s, hb[s]?.length ? percentile(hb[s]!, p) : NaN]));
-  const what = `hand back ${HANDBACK} in-flight tasks → another worker starts each (${HB_ROUNDS} rounds)`;
-  rows(`${what}, p50 ms`, at(50), " ms", "≤ 1 vs jetstream", 1);
-  rows(`${what}, p99 ms`, at(99), " ms", undefined, 1);
+  out.handbackFollower = byLayout.follower;
+  for (const l of HB_LAYOUTS) {
+    // The peers have no leader: their figures are the same in both rows.
+    const by = { ...hb, ...(l === "follower" ? byLayout.follower : {}) };
+    const at = (p: number) => Object.fromEntries(SYSTEMS.map((s) => [s, by[s]?.length ? percentile(by[s]!, p) : NaN]));
+    const who = l === "leader" ? "the holder leads" : "a follower holds, a standby leads";
+    const what = `hand back ${HANDBACK} in-flight tasks → another worker starts each (${who}; ${HB_ROUNDS} rounds)`;
+    rows(`${what}, p50 ms`, at(50), " ms", "≤ 1.5 vs jetstream", 1);
+    rows(`${what}, p99 ms`, at(99), " ms", undefined, 1);
+  }
 }
 
 if (SCEN.includes("completion")) {

@@ -369,7 +369,8 @@ try {
     const traced: Store = traceDir
       ? new TracingStore(raw, now, (l) => appendFileSync(`${traceDir}/${cfg.name}-${cfg.id}.trace`, l + "\n"))
       : raw;
-    store = new CountingStore(traced, cfg.id);
+    // Writes landed are counted; claims are not (it would parse every split update this process sends).
+    store = new CountingStore(traced, cfg.id, { claims: false });
   } else if (cfg.system === "jetstream") await jsSetup();
   else await bullSetup();
   emit({ ev: "ready", pid: process.pid });

@@ -39,6 +39,7 @@ import { fleet as startFleet, spawnHost as spawnOn, until as waitUntil } from ".
 import {
   type Child,
   fileStamp,
+  loadavg,
   type Msg,
   rawCasRate,
   rawPgCasRate,
@@ -62,7 +63,6 @@ const all: Record<string, unknown>[] = [];
 const fleet = (url: string, job: string, w: number, s: number, role: "tiny" | "hold", tunables: Record<string, number>, replicas = 1) =>
   startFleet({ runtime: RUNTIME, procs: PROCS, url, job, w, s, role, tunables, replicas });
 const until = (done: () => boolean, limitMs: number, rss: () => number) => waitUntil(done, limitMs, rss, MAX_RSS);
-const loadavg = () => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
 const stamp = fileStamp();
 let resultsPath = "";
 async function record(row: Record<string, unknown>): Promise<void> {

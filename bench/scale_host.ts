@@ -5,7 +5,9 @@
 //
 // Config: env SCALE_HOST (JSON, see HostConfig). Protocol: JSON lines.
 //   stdout: ready, joined, failed, progress, held, done, stalled, report, closed
-//   stdin:  go, report, close, exit (stdin EOF exits too)
+//   stdin:  go, report, close, exit (stdin EOF exits too), and for role
+//           "hold": rate {perSec} (progress-only commits on the held splits
+//           at perSec per process, round-robin; 0 stops; bench/leader_load_bench.ts)
 import { natsTransport } from "./_transport.ts";
 import process from "node:process";
 import { createInterface } from "node:readline";
@@ -31,6 +33,8 @@ interface HostConfig {
   progressEvery: number;
   /** Bucket replicas (comma-separated `url` lists every node of a cluster). */
   replicas?: number;
+  /** Wrap each coordinator's store in a CountingStore (default true; it parses every split update it sends). */
+  count?: boolean;
 }
 
 const cfg: HostConfig = JSON.parse(process.env.SCALE_HOST ?? "{}");
@@ -59,10 +63,12 @@ interface Slot {
   completed: number;
   held: number;
   commitErrors: number;
+  /** role "hold": held split id → its epoch (the progress pacer commits at it). */
+  heldSplits: Map<string, number>;
   error?: string;
 }
 
-const slots: Slot[] = cfg.instances.map((instance) => ({ instance, completed: 0, held: 0, commitErrors: 0 }));
+const slots: Slot[] = cfg.instances.map((instance) => ({ instance, completed: 0, held: 0, commitErrors: 0, heldSplits: new Map() }));
 let memory: MemoryStore | undefined;
 let completedTotal = 0, heldTotal = 0, lastHeldEmit = 0;
 let probeFires = 0;
@@ -80,6 +86,58 @@ function emitHeld(): void {
 // Holders also report their count whenever it changed within the last 200 ms.
 const heldTimer = cfg.role === "hold" ? setInterval(() => heldTotal !== lastHeldEmit && emitHeld(), 200) : undefined;
 
+/**
+ * Progress-only commits (no ownership change) on the held splits at
+ * `perSec` for the whole process, round-robin over every slot's held
+ * splits, at most one commit in flight per split: `due` counts the commits
+ * the rate asked for, `skipped` those that found every held split busy,
+ * `latencyMs` sums the landed commits' round trips.
+ */
+const commits = { due: 0, issued: 0, landed: 0, failed: 0, skipped: 0, latencyMs: 0 };
+let pacer: ReturnType<typeof setInterval> | undefined;
+const busy = new Set<string>();
+let seq = 0, cursor = 0;
+function setRate(perSec: number): void {
+  clearInterval(pacer);
+  pacer = undefined;
+  if (!(perSec > 0)) return;
+  const t0 = performance.now();
+  let asked = 0;
+  pacer = setInterval(() => {
+    const n = Math.floor((perSec * (performance.now() - t0)) / 1000) - asked;
+    asked += n;
+    const held = slots.flatMap((s) => [...s.heldSplits].map(([id, epoch]) => ({ s, id, epoch })));
+    for (let k = 0; k < n; k++) {
+      commits.due++;
+      let pick: (typeof held)[number] | undefined;
+      for (let tries = 0; tries < held.length && !pick; tries++) {
+        const h = held[cursor++ % held.length];
+        if (!busy.has(`${h.s.instance}/${h.id}`)) pick = h;
+      }
+      if (!pick) {
+        commits.skipped++;
+        continue;
+      }
+      const { s, id, epoch } = pick;
+      const key = `${s.instance}/${id}`;
+      busy.add(key);
+      commits.issued++;
+      // A watermark that never regresses, even across processes (a split moved by balancing).
+      const watermark = Date.now() * 1000 + (seq++ % 1000);
+      const sent = performance.now();
+      s.c!.commit(id, epoch, { watermark, estimate: { left: 1e6 - (seq % 1e6), total: 1e6, unit: "ids" } })
+        .then(() => {
+          commits.landed++;
+          commits.latencyMs += performance.now() - sent;
+        }, () => {
+          commits.failed++;
+          if (s.heldSplits.get(id) === epoch) s.heldSplits.delete(id); // fenced or gone: not committed again
+        })
+        .finally(() => busy.delete(key));
+    }
+  }, 5);
+}
+
 async function drive(s: Slot): Promise<void> {
   const c = s.c!;
   const pending = new Set<Promise<void>>();
@@ -92,6 +150,7 @@ async function drive(s: Slot): Promise<void> {
     }
     if (e.type === "gained") {
       if (cfg.role === "hold") {
+        s.heldSplits.set(e.split.id, e.epoch);
         s.held++;
         heldTotal++;
         progress();
@@ -112,12 +171,14 @@ async function drive(s: Slot): Promise<void> {
     } else if (e.type === "revokeRequested") {
       // A cooperating source: the split is handed to its successor at once
       // (left unanswered, the leader fences it only after drainDeadlineMs + leaseMs).
+      s.heldSplits.delete(e.splitId);
       void c.release([e.splitId]).then(() => {
         if (cfg.role !== "hold") return;
         s.held--;
         heldTotal--;
       }).catch(() => {});
     } else if (e.type === "lost" && cfg.role === "hold") {
+      s.heldSplits.delete(e.splitId);
       s.held--;
       heldTotal--;
     } else if (e.type === "allComplete" || e.type === "stalled") {
@@ -151,12 +212,13 @@ async function join(s: Slot): Promise<void> {
         job: cfg.job,
         opTimeoutMs: cfg.tunables.opTimeoutMs,
         replicas: cfg.replicas,
+        name: `splitlease:${cfg.job}:${s.instance}`,
         ...(await natsTransport()),
       });
-    s.store = new CountingStore(s.raw, s.instance);
+    s.store = cfg.count === false ? undefined : new CountingStore(s.raw, s.instance);
     s.joinCalledAt = now();
     s.c = await SplitCoordinator.join({
-      store: s.store,
+      store: s.store ?? s.raw,
       job: cfg.job,
       instance: s.instance,
       fingerprint: cfg.job,
@@ -216,6 +278,7 @@ async function report(): Promise<void> {
     heap: process.memoryUsage().heapUsed,
     probeFires,
     planTerm,
+    commits,
     total: sumCounts(coordinators.flatMap((c) => (c.counts ? [c.counts] : []))),
     coordinators,
   });
@@ -229,12 +292,13 @@ async function close(): Promise<void> {
   await memory?.close();
   clearInterval(probe);
   clearInterval(heldTimer);
+  setRate(0);
   emit({ ev: "closed" });
 }
 
 const lines = createInterface({ input: process.stdin });
 lines.on("line", (line) => {
-  let cmd: { cmd?: string };
+  let cmd: { cmd?: string; perSec?: number };
   try {
     cmd = JSON.parse(line);
   } catch {
@@ -245,6 +309,7 @@ lines.on("line", (line) => {
     emit({ ev: "going", at: now() });
     void Promise.all(slots.map(join));
   } else if (cmd.cmd === "report") void report();
+  else if (cmd.cmd === "rate") setRate(Number(cmd.perSec));
   else if (cmd.cmd === "close") void close();
   else if (cmd.cmd === "exit") process.exit(0);
 });

@@ -3,11 +3,13 @@
 // Bun or Node spawn them from node_modules/.bin themselves), prints each
 // bench's output, then a summary table of the `::result {...}` rows the
 // benches print (each with the ratio measured in that run).
-// `npm run bench -- coordinator` runs only the benches whose name matches.
+// `npm run bench -- coordinator` runs only the benches whose name matches
+// (`-` and `_` alike: `leader-load` runs bench/leader_load_bench.ts).
 // `--nats=current,2.9,current-r3` picks the NATS setups of the benches that
 // take one (scale's grid cells, peers: once per setup); default `current`.
 // The servers are found as `npm test` finds them (scripts/nats_server_bin.mjs),
-// and the peers bench gets a Redis of its own, started here and stopped at the end.
+// and the peers and cost benches get a Redis of their own, started here and
+// stopped at the end (the cost bench runs peers and backfill once per setup itself).
 import { spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -39,7 +41,7 @@ const natsEnv = {
 
 const benches = readdirSync(join(root, "bench"))
   .filter((f) => f.endsWith("_bench.ts"))
-  .filter((f) => !only.length || only.some((o) => f.includes(o)))
+  .filter((f) => !only.length || only.some((o) => f.replace(/_/g, "-").includes(o.replace(/_/g, "-"))))
   .sort();
 
 function run(file, extraEnv = {}) {
@@ -80,17 +82,17 @@ function run(file, extraEnv = {}) {
 const started = Date.now();
 const summary = [];
 const failed = [];
-// Redis for the peers bench: started on a free port, stopped at the end (also on failure).
+// Redis for the peers and cost benches: started on a free port, stopped at the end (also on failure).
 let redis;
 const stopRedis = () => redis?.killSync();
 process.on("exit", stopRedis);
-if (benches.some((f) => f.startsWith("peers"))) {
+if (benches.some((f) => f.startsWith("peers") || f.startsWith("cost"))) {
   redis = await startRedis();
   if (redis.error) {
     console.log(`Redis: ${redis.error}`);
     process.exit(1);
   }
-  console.log(`Redis started for the peers bench at ${redis.url}`);
+  console.log(`Redis started for the peers and cost benches at ${redis.url}`);
 }
 // PostgreSQL for the benches that measure the PostgreSQL store next to NATS
 // (BENCH_PG=0 leaves it out): room for fleets of 100 stores, and the same

@@ -36,12 +36,12 @@ export const mutants = [
     breaks: "the worker fences itself at lastOk + leaseMs, not leaseMs − selfFenceMarginMs: no longer strictly before the leader can judge it dead",
     edits: [
       {
-        file: C + "membership.ts",
+        file: C + "member/membership.ts",
         search: "const at = this.#lastOk + timings.selfFenceAfterMs;",
         replace: "const at = this.#lastOk + timings.deadAfterMs;",
       },
       {
-        file: C + "membership.ts",
+        file: C + "member/membership.ts",
         search: "clock.now() >= this.#lastOk + timings.selfFenceAfterMs",
         replace: "clock.now() >= this.#lastOk + timings.deadAfterMs",
       },
@@ -52,7 +52,7 @@ export const mutants = [
     name: "self-fence-from-write-end",
     breaks: "a heartbeat dates the self-fence from the end of its write, not its start: a slow reply pushes the fence past the leader's judgement",
     edits: [{
-      file: C + "membership.ts",
+      file: C + "member/membership.ts",
       search: "this.#lastOk = start;\n      this.#armSelfFence();",
       replace: "this.#lastOk = clock.now();\n      this.#armSelfFence();",
     }],
@@ -62,7 +62,7 @@ export const mutants = [
     name: "fence-only-by-timer",
     breaks: "the self-fence is only a timer: a process woken from a pause acts on what it learned meanwhile (judges, leads, starts grants, writes) before its overdue timer runs",
     edits: [{
-      file: C + "membership.ts",
+      file: C + "member/membership.ts",
       search: "if (this.#running && !this.#starved && clock.now() >= this.#lastOk + timings.selfFenceAfterMs) this.#fence();",
       replace: "",
     }],
@@ -94,7 +94,7 @@ export const mutants = [
     name: "twin-check-removed",
     breaks: "a joiner takes over a member record that is still moving (a live twin) instead of failing with DUPLICATE_INSTANCE",
     edits: [{
-      file: C + "membership.ts",
+      file: C + "member/membership.ts",
       search: "if (first && cur && cur.revision !== first.revision) throw this.duplicate();",
       replace: "",
     }],
@@ -130,7 +130,7 @@ export const mutants = [
     name: "open-no-epoch-bump",
     breaks: "a claim, grant or takeover keeps the epoch: two owners share one fencing token",
     edits: [{
-      file: C + "transitions.ts",
+      file: "src/records/transitions.ts",
       search: "const next: SplitRecord = { ...r, epoch: r.epoch + 1, owner: to ?",
       replace: "const next: SplitRecord = { ...r, epoch: r.epoch, owner: to ?",
     }],
@@ -140,7 +140,7 @@ export const mutants = [
     name: "handoff-no-epoch-bump",
     breaks: "a release to a named successor keeps the epoch: the successor writes at the releaser's fencing token",
     edits: [{
-      file: C + "transitions.ts",
+      file: "src/records/transitions.ts",
       search: "const next: SplitRecord = { ...r, epoch: r.epoch + 1, owner: { instance: to.instance",
       replace: "const next: SplitRecord = { ...r, owner: { instance: to.instance",
     }],
@@ -150,14 +150,14 @@ export const mutants = [
     name: "drain-keeps-withdrawn-successor",
     breaks: "a revoke the leader lists again without a successor (the one it named left) keeps the old one: a draining member releases " +
       "to a member that is gone, and the leader takes the split over from it, charging an attempt for a graceful drain",
-    edits: [{ file: C + "tenancies.ts", search: "if (to || byLeader) this.#succeed(t, to);", replace: "if (to) this.#succeed(t, to);" }],
+    edits: [{ file: C + "member/tenancies.ts", search: "if (to || byLeader) this.#succeed(t, to);", replace: "if (to) this.#succeed(t, to);" }],
     suites: COORD,
   },
   {
     name: "drain-keeps-first-successor",
     breaks: "a revoke the leader lists again with another successor, or without one, does not replace the successor first named: " +
       "the member releases to a member the leader no longer names (one that left, or was replaced)",
-    edits: [{ file: C + "tenancies.ts", search: "if (to || byLeader) this.#succeed(t, to);", replace: "if (!t.to && to) this.#succeed(t, to);" }],
+    edits: [{ file: C + "member/tenancies.ts", search: "if (to || byLeader) this.#succeed(t, to);", replace: "if (!t.to && to) this.#succeed(t, to);" }],
     suites: ["coordinator", "sim", "nats"],
   },
   {
@@ -175,7 +175,7 @@ export const mutants = [
     name: "commit-lower-watermark",
     breaks: "commitRecord accepts a watermark below the committed one (durable progress regresses)",
     edits: [{
-      file: C + "transitions.ts",
+      file: "src/records/transitions.ts",
       search: "compareWatermarks(prev, progress.watermark) > 0",
       replace: "compareWatermarks(prev, progress.watermark) > 0 && false",
     }],
@@ -185,7 +185,7 @@ export const mutants = [
     name: "release-charges",
     breaks: "a graceful release to nobody consumes an attempt",
     edits: [{
-      file: C + "transitions.ts",
+      file: "src/records/transitions.ts",
       search: "if (!to) return withTenancy({ ...r, owner: null }, at, end);",
       replace: "if (!to) return withTenancy({ ...r, owner: null, attempts: r.attempts + 1 }, at, end);",
     }],
@@ -216,16 +216,20 @@ export const mutants = [
     name: "cut-residuals-before-shrink",
     breaks: "the residuals of a cut are created before the cut lands on the parent (a crash in between leaves a range in two splits)",
     edits: [{
-      file: C + "tenancies.ts",
-      search: "t.cut = { cut, landed: false };\n    await this.#cas(id, epoch, false, (r) => r);",
-      replace: "t.cut = { cut, landed: false };\n    await createResiduals(this.#core, id, t, cut.residuals);\n    await this.#cas(id, epoch, false, (r) => r);",
+      file: C + "member/tenancies.ts",
+      search: 'import { carryCut, cutLanded } from "./cut_writes.ts";',
+      replace: 'import { carryCut, createResiduals, cutLanded } from "./cut_writes.ts";',
+    }, {
+      file: C + "member/tenancies.ts",
+      search: 't.cut = { cut, landed: false };\n    await this.#cas(id, epoch, false, (r) => r, "cut");',
+      replace: 't.cut = { cut, landed: false };\n    await createResiduals(this.#core, id, t, cut.residuals);\n    await this.#cas(id, epoch, false, (r) => r, "cut");',
     }],
     suites: ["sim"],
   },
   {
     name: "cut-not-carried",
     breaks: "a tenancy's writes do not carry its cut: the lane stops at the kept range while the record keeps the whole range, and completes it",
-    edits: [{ file: C + "cut_writes.ts", search: "if (t.cut && !t.cut.landed) x = cutRecord(x, t.cut.cut);", replace: "" }],
+    edits: [{ file: C + "member/cut_writes.ts", search: "if (t.cut && !t.cut.landed) x = cutRecord(x, t.cut.cut);", replace: "" }],
     suites: ["sim"],
   },
   {
@@ -247,7 +251,7 @@ export const mutants = [
   {
     name: "planned-counts-residuals",
     breaks: "a leader that plans again after a cut counts the residuals as planned: no outcome ever matches the store",
-    edits: [{ file: C + "planning.ts", search: "if (e.record.parent === undefined) ids.add(id);", replace: "ids.add(id);" }],
+    edits: [{ file: C + "leader/planning.ts", search: "if (e.record.parent === undefined) ids.add(id);", replace: "ids.add(id);" }],
     suites: ["sim"],
   },
   // --- the gateway for split records (split_records.ts) -------------------------------------
@@ -276,7 +280,7 @@ export const mutants = [
     name: "commit-retry-after-move",
     breaks: "a commit whose CAS conflicts is retried without checking that the record still carries our epoch, owner and session",
     edits: [{
-      file: C + "tenancies.ts",
+      file: C + "member/tenancies.ts",
       search: "keep: (rec) => heldBy(rec, me, epoch),",
       replace: "keep: () => true,",
     }],
@@ -286,7 +290,7 @@ export const mutants = [
     name: "forced-release-after-move",
     breaks: "a forced release whose CAS conflicts is retried over a record that moved to another owner",
     edits: [{
-      file: C + "tenancies.ts",
+      file: C + "member/tenancies.ts",
       search: "keep: (r) => heldBy(r, this.#core.me, t.epoch),",
       replace: "keep: () => true,",
     }],
@@ -296,7 +300,7 @@ export const mutants = [
     name: "terminal-write-keeps-tenancy",
     breaks: "a final commit, release or fail that landed does not end its tenancy (a later write lands on a finished split)",
     edits: [{
-      file: C + "tenancies.ts",
+      file: C + "member/tenancies.ts",
       search: "if (terminal) this.#end(id, t);",
       replace: "",
     }],
@@ -307,7 +311,7 @@ export const mutants = [
     name: "heldby-ignores-status",
     breaks: "a record counts as held by us whatever its status: a conflicting write of ours is retried over a split that completed or was quarantined",
     edits: [{
-      file: C + "transitions.ts",
+      file: "src/records/transitions.ts",
       search: 'return r.status === "runnable" && r.epoch === epoch',
       replace: "return r.epoch === epoch",
     }],
@@ -319,7 +323,7 @@ export const mutants = [
     name: "claim-charges",
     breaks: "claiming an offered free split consumes an attempt",
     edits: [{
-      file: C + "claims.ts",
+      file: C + "member/claims.ts",
       search: "const next = openRecord(rec, me, false, config.maxAttempts, this.#core.clock.wallNow());",
       replace: "const next = openRecord(rec, me, true, config.maxAttempts, this.#core.clock.wallNow());",
     }],
@@ -329,7 +333,7 @@ export const mutants = [
     name: "claim-fresh-revision",
     breaks: "an offer is claimed by CAS at a freshly read revision instead of the offered one (a stale offer overwrites a peer's claim)",
     edits: [{
-      file: C + "claims.ts",
+      file: C + "member/claims.ts",
       search: "splits.write(o.id, next, rev, \"claim\"),",
       replace: "splits.read(o.id).then((e) => splits.write(o.id, next, e!.revision, \"claim\")),",
     }],
@@ -340,12 +344,12 @@ export const mutants = [
     breaks: "a grant is started for a tenancy of ours that already ended (a stale assignment record restarts a finished split)",
     edits: [
       {
-        file: C + "claims.ts",
+        file: C + "member/claims.ts",
         search: "if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch || this.#claiming.has(g.id)) return;",
         replace: "if (this.#claiming.has(g.id)) return;",
       },
       {
-        file: C + "claims.ts",
+        file: C + "member/claims.ts",
         search: "if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch) return;\n      if (!this.#mayClaim()) {",
         replace: "if (!this.#mayClaim()) {",
       },
@@ -356,7 +360,7 @@ export const mutants = [
     name: "grant-while-not-taking-work",
     breaks: "a member that takes no work (leaving, draining, fenced) starts a grant instead of keeping it dormant: a closing member abandons it to a charged takeover",
     edits: [{
-      file: C + "claims.ts",
+      file: C + "member/claims.ts",
       search: "if (!this.#mayClaim()) {\n        // Fenced, draining",
       replace: "if (false) {\n        // Fenced, draining",
     }],
@@ -366,7 +370,7 @@ export const mutants = [
     name: "grant-without-heldby",
     breaks: "a grant is started without checking that the split record names this session at that epoch",
     edits: [{
-      file: C + "claims.ts",
+      file: C + "member/claims.ts",
       search: "if (!heldBy(rec, me, g.epoch)) return;",
       replace: "",
     }],
@@ -376,7 +380,7 @@ export const mutants = [
     name: "resume-after-move",
     breaks: "after a self-fence a worker resumes a split that moved on meanwhile (opens an epoch over another owner)",
     edits: [{
-      file: C + "dormant.ts",
+      file: C + "member/dormant.ts",
       search: "keep: (rec) => heldBy(rec, me, d.epoch) }); // moved on meanwhile",
       replace: "keep: () => true });",
     }],
@@ -518,7 +522,7 @@ export const mutants = [
     name: "publish-fresh-revision",
     breaks: "the plan is published at a freshly read revision instead of the one read before planning (a deposed leader's late publish lands)",
     edits: [{
-      file: C + "planning.ts",
+      file: C + "leader/planning.ts",
       search: "const r = await store.update(keys.plan, encodeRecord(next), cur.revision);",
       replace: "const r = await store.update(keys.plan, encodeRecord(next), (await store.get(keys.plan)).revision);",
     }],
@@ -604,7 +608,7 @@ export const mutants = [
     name: "plan-seeded-in-plan-order",
     breaks: "a plan is seeded (and its first lanes granted) in the planner's order, not heaviest first: weights are ignored at the start of a job",
     edits: [{
-      file: C + "planning.ts",
+      file: C + "leader/planning.ts",
       search: "planned.sort((a, b) => b.weight - a.weight);",
       replace: "",
     }],
@@ -634,7 +638,7 @@ export const mutants = [
     name: "spares-claimed-at-once",
     breaks: "a member claims its spare offers as soon as a lane frees instead of waiting for the leader's next split in order: the prefetch reorders the plan",
     edits: [{
-      file: C + "claims.ts",
+      file: C + "member/claims.ts",
       search: "if (now - this.#laneIdleSince < this.#core.timings.spareClaimAfterMs) break;",
       replace: "",
     }],
@@ -645,7 +649,7 @@ export const mutants = [
     name: "beat-adopts-as-fresh",
     breaks: "a heartbeat whose CAS only adopts our own earlier (maybe-landed) write counts as a fresh one: the self-fence comes after the leader's judgement",
     edits: [{
-      file: C + "membership.ts",
+      file: C + "member/membership.ts",
       search: "const c = await this.#onConflict();",
       replace: 'const c0 = await this.#onConflict();\n          const c = c0 === "adopted" ? "landed" : c0;',
     }],
@@ -670,14 +674,14 @@ export const mutants = [
   {
     name: "grant-after-fence-started",
     breaks: "a grant made before our last self-fence is started without a write once the fence ends, while the leader may be taking it over",
-    edits: [{ file: C + "claims.ts", search: "if (rev < this.restoredAt) {", replace: "if (false) {" }],
+    edits: [{ file: C + "member/claims.ts", search: "if (rev < this.restoredAt) {", replace: "if (false) {" }],
     suites: ["coordinator", "sim"],
   },
   {
     name: "resume-while-leaving-kept",
     breaks: "a resume whose CAS lands while the member is leaving (or fenced) keeps the tenancy running instead of handing it back",
     edits: [{
-      file: C + "dormant.ts",
+      file: C + "member/dormant.ts",
       search: "if (!this.#mayClaim()) {\n          // Fenced or leaving while the CAS",
       replace: "if (false) {\n          // Fenced or leaving while the CAS",
     }],
@@ -725,13 +729,13 @@ export const mutants = [
   {
     name: "outcome-never-withdrawn",
     breaks: "a member announces an outcome once and never withdraws it: cleared after a repair, the job's real outcome never reaches it",
-    edits: [{ file: C + "follower.ts", search: 'if (plan && (was === "allComplete" || was === "stalled") && !sameOutcome(o, this.#announced)) {', replace: "if (false) {" }],
+    edits: [{ file: C + "member/follower.ts", search: 'if (plan && (was === "allComplete" || was === "stalled") && !sameOutcome(o, this.#announced)) {', replace: "if (false) {" }],
     suites: ["coordinator", "nats"],
   },
   {
     name: "outcome-withdrawn-only-by-kind",
     breaks: "an announced outcome is withdrawn only when the plan's outcome changes kind: a plan watch that lagged past the record clearing it delivers a new stalled outcome with other counts, and the member keeps announcing the old one",
-    edits: [{ file: C + "follower.ts", search: "&& !sameOutcome(o, this.#announced)) {", replace: "&& o?.kind !== was) {" }],
+    edits: [{ file: C + "member/follower.ts", search: "&& !sameOutcome(o, this.#announced)) {", replace: "&& o?.kind !== was) {" }],
     suites: ["sim"],
   },
   {
@@ -750,13 +754,13 @@ export const mutants = [
   {
     name: "regrant-ignores-stuck",
     breaks: "a member re-granted a split it holds but nothing runs ignores the grant (it has the tenancy): the anti-entropy cannot move it",
-    edits: [{ file: C + "claims.ts", search: "if (cur?.stuck && this.#tenancies.unstick(g.id, g.epoch)) return void this.#dormant.resume();", replace: "" }],
+    edits: [{ file: C + "member/claims.ts", search: "if (cur?.stuck && this.#tenancies.unstick(g.id, g.epoch)) return void this.#dormant.resume();", replace: "" }],
     suites: ["coordinator", "nats"],
   },
   {
     name: "dormant-forgets-unreadable",
     breaks: "a split whose release met a garbage record is forgotten: once repaired it names this member, which ignores the leader's re-grant of a tenancy it had",
-    edits: [{ file: C + "dormant.ts", search: '} else if (e instanceof SplitleaseError && e.code === "INVALID_RECORD") {', replace: "} else if (false) {" }],
+    edits: [{ file: C + "member/dormant.ts", search: '} else if (e instanceof SplitleaseError && e.code === "INVALID_RECORD") {', replace: "} else if (false) {" }],
     suites: ["coordinator", "nats"],
   },
   {
@@ -774,7 +778,7 @@ export const mutants = [
   {
     name: "forced-release-keeps-withdrawn-successor",
     breaks: "a forced release retried after a conflict still goes to the successor of a revoke the leader has since withdrawn (the successor left): it reaches a member that is gone",
-    edits: [{ file: C + "follower.ts", search: "this.#tenancies.renameReleasing(id, t.epoch, r?.to ?? null);", replace: "void r;" }],
+    edits: [{ file: C + "member/follower.ts", search: "this.#tenancies.renameReleasing(id, t.epoch, r?.to ?? null);", replace: "void r;" }],
     suites: ["sim"],
   },
   {
@@ -809,10 +813,41 @@ export const mutants = [
     name: "nats-list-trusts-pending",
     breaks: "a NatsStore listing ends only on a message with nothing pending, which nats-server 2.9 may never send: a listing of a prefix being written fails for want of progress",
     edits: [
-      { file: "src/nats/nats_store.ts", search: "if (m.pending === 0 || handled >= endAt) finish();", replace: "if (m.pending === 0) finish();" },
-      { file: "src/nats/nats_store.ts", search: "        if (handled >= endAt) finish();\n", replace: "" },
+      { file: "src/nats/nats_store.ts", search: "if (endAt !== undefined ? handled >= endAt : blind && m.pending === 0) finish();", replace: "if (m.pending === 0) finish();" },
+      { file: "src/nats/nats_store.ts", search: "          if (handled >= at) finish();\n", replace: "" },
     ],
     suites: ["store29", "store"],
+  },
+  {
+    name: "nats-watch-trusts-pending",
+    breaks: "a NatsWatch says ready on a message with nothing pending, not once it handled the last revision under its filter: 2.9 may never send one (the watch is never ready) and a loaded replicated stream sends one before the snapshot",
+    edits: [
+      { file: "src/nats/watch.ts", search: "if (endAt !== undefined ? last >= endAt : blind && m.pending === 0) end();", replace: "if (m.pending === 0) end();" },
+      { file: "src/nats/watch.ts", search: "      if (last >= at) end();\n", replace: "" },
+    ],
+    suites: ["store29", "store"],
+  },
+  {
+    name: "failed-tenancy-span-ok",
+    breaks: "a tenancy that failed (a throwing run, lane.fail, a fenced or expired lane) ends its span without an error status: a trace backend shows the failed split as a success",
+    edits: [{
+      file: "src/tracing/tenancy_trace.ts",
+      search: "      else span.setStatus({ code: SpanStatusCode.ERROR, message: this.#error ?? this.#reason ?? outcome });\n",
+      replace: "",
+    }],
+    suites: ["tracing"],
+  },
+  {
+    name: "drain-release-unanswered",
+    breaks: "a draining follower releases a split its source stopped at once without waiting for the leader's answer: it goes to nobody, and the member it is dealt to claims it with a write of its own instead of starting it on a grant",
+    edits: [{ file: "src/coordinator/member/tenancies.ts", search: "    if (!answered && !to) t.unanswered = () => {};\n", replace: "" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "operator-drain-unnoticed",
+    breaks: "a worker never reads that an operator drained its member: its coordinator hands the splits back, and the worker runs on idle instead of finishing",
+    edits: [{ file: "src/runtime/worker_status.ts", search: "if (state === \"draining\" && !this.#d.draining()", replace: "if (state === \"stopped\" && !this.#d.draining()" }],
+    suites: ["runtime"],
   },
   {
     name: "lane-accepts-regression",
@@ -1126,43 +1161,43 @@ export const mutants = [
   {
     name: "slice-window-one-lease",
     breaks: "a slice budget need only hold marginMs + 1 lease: after a cut-off invocation no later one can take over",
-    edits: [{ file: "src/runtime/slice_options.ts", search: "const minBudgetMs = marginMs + 2 * leaseMs;", replace: "const minBudgetMs = marginMs + leaseMs;" }],
+    edits: [{ file: "src/slice/slice_options.ts", search: "const minBudgetMs = marginMs + 2 * leaseMs;", replace: "const minBudgetMs = marginMs + leaseMs;" }],
     suites: ["unit"],
   },
   {
     name: "slice-margin-default-drain",
     breaks: "marginMs defaults to 1000, not drainDeadlineMs + 1000",
-    edits: [{ file: "src/runtime/slice_options.ts", search: "const marginMs = options.marginMs ?? drainDeadlineMs + 1000;", replace: "const marginMs = options.marginMs ?? 1000;" }],
+    edits: [{ file: "src/slice/slice_options.ts", search: "const marginMs = options.marginMs ?? drainDeadlineMs + 1000;", replace: "const marginMs = options.marginMs ?? 1000;" }],
     suites: ["unit"],
   },
   {
     name: "slice-margin-equal-drain",
     breaks: "marginMs equal to drainDeadlineMs is accepted: no time is left to release and leave after the drain",
-    edits: [{ file: "src/runtime/slice_options.ts", search: "marginMs <= drainDeadlineMs) {", replace: "marginMs < drainDeadlineMs) {" }],
+    edits: [{ file: "src/slice/slice_options.ts", search: "marginMs <= drainDeadlineMs) {", replace: "marginMs < drainDeadlineMs) {" }],
     suites: ["unit"],
   },
   {
     name: "slice-request-budget-unchecked",
     breaks: "a per-request budget below the smallest one is run instead of answered 400",
-    edits: [{ file: "src/runtime/slice.ts", search: "if (n < minBudgetMs) {", replace: "if (false) {" }],
+    edits: [{ file: "src/http/slice_handler.ts", search: "if (n < minBudgetMs) {", replace: "if (false) {" }],
     suites: ["unit"],
   },
   {
     name: "slice-request-budget-raises",
     breaks: "a per-request budget above the configured one is used as given",
-    edits: [{ file: "src/runtime/slice.ts", search: "budget = Math.min(n, maxBudget);", replace: "budget = n;" }],
+    edits: [{ file: "src/http/slice_handler.ts", search: "budget = Math.min(n, maxBudget);", replace: "budget = n;" }],
     suites: ["unit"],
   },
   {
     name: "slice-lease-default",
     breaks: "slices default to a 15 s lease: the default 30 s budget no longer holds two leases",
-    edits: [{ file: "src/runtime/slice_options.ts", search: "Object\n  .freeze({ leaseMs: 6000,", replace: "Object\n  .freeze({ leaseMs: 15000," }],
+    edits: [{ file: "src/slice/slice_options.ts", search: "Object\n  .freeze({ leaseMs: 6000,", replace: "Object\n  .freeze({ leaseMs: 15000," }],
     suites: ["unit"],
   },
   {
     name: "slice-window-whole-budget",
     breaks: "an invocation works until its whole budget, keeping no margin for its drain, release and leave",
-    edits: [{ file: "src/runtime/slice_run.ts", search: "const workMs = Math.max(0, budgetMs - marginMs - (clock.now() - started));", replace: "const workMs = Math.max(0, budgetMs - (clock.now() - started));" }],
+    edits: [{ file: "src/slice/slice_run.ts", search: "const workMs = Math.max(0, budgetMs - marginMs - (clock.now() - started));", replace: "const workMs = Math.max(0, budgetMs - (clock.now() - started));" }],
     suites: ["unit"],
   },
   // --- record fast checks: refuse what the schema refuses ------------------------------------------
@@ -1296,37 +1331,37 @@ export const mutants = [
   {
     name: "assign-other-session-applied",
     breaks: "a member applies an assignment record addressed to another session of its instance",
-    edits: [{ file: "src/coordinator/follower.ts", search: "if (a.session !== me.session) return; // addressed to a predecessor (or a twin): not ours", replace: "" }],
+    edits: [{ file: "src/coordinator/member/follower.ts", search: "if (a.session !== me.session) return; // addressed to a predecessor (or a twin): not ours", replace: "" }],
     suites: ["coordinator", "nats"],
   },
   {
     name: "assign-older-term-applied",
     breaks: "a member applies an assignment record from an older term than one it has seen (a deposed leader's late write)",
-    edits: [{ file: "src/coordinator/follower.ts", search: "if (a.term < this.maxTerm) return; // a deposed leader's late write", replace: "" }],
+    edits: [{ file: "src/coordinator/member/follower.ts", search: "if (a.term < this.maxTerm) return; // a deposed leader's late write", replace: "" }],
     suites: ["coordinator", "nats"],
   },
   {
     name: "drop-any-epoch",
     breaks: "a drop of an earlier epoch stops the member's newer tenancy of the split",
-    edits: [{ file: "src/coordinator/follower.ts", search: "if (held.get(d.id)?.epoch === d.epoch) this.#tenancies.lose(", replace: "if (held.has(d.id)) this.#tenancies.lose(" }],
+    edits: [{ file: "src/coordinator/member/follower.ts", search: "if (held.get(d.id)?.epoch === d.epoch) this.#tenancies.lose(", replace: "if (held.has(d.id)) this.#tenancies.lose(" }],
     suites: ["coordinator", "nats"],
   },
   {
     name: "drop-ignored",
     breaks: "a member ignores drops: a cancelled split runs on until its next commit",
-    edits: [{ file: "src/coordinator/follower.ts", search: "if (held.get(d.id)?.epoch === d.epoch) this.#tenancies.lose(", replace: "if (false) this.#tenancies.lose(" }],
+    edits: [{ file: "src/coordinator/member/follower.ts", search: "if (held.get(d.id)?.epoch === d.epoch) this.#tenancies.lose(", replace: "if (false) this.#tenancies.lose(" }],
     suites: ["coordinator", "nats"],
   },
   {
     name: "revoke-any-epoch",
     breaks: "a revoke of an earlier epoch drains the member's newer tenancy of the split",
-    edits: [{ file: "src/coordinator/follower.ts", search: "if (held.get(r.id)?.epoch !== r.epoch) continue;", replace: "if (!held.has(r.id)) continue;" }],
+    edits: [{ file: "src/coordinator/member/follower.ts", search: "if (held.get(r.id)?.epoch !== r.epoch) continue;", replace: "if (!held.has(r.id)) continue;" }],
     suites: ["coordinator", "nats"],
   },
   {
     name: "revoke-withdrawal-ignored",
     breaks: "a revoke missing from a newer record is not withdrawn: the member drains a split the leader no longer asks for",
-    edits: [{ file: "src/coordinator/follower.ts", search: "if (t.byLeader) this.#tenancies.cancelRevoke(id); // withdrawn", replace: "if (t.byLeader) continue;" }],
+    edits: [{ file: "src/coordinator/member/follower.ts", search: "if (t.byLeader) this.#tenancies.cancelRevoke(id); // withdrawn", replace: "if (t.byLeader) continue;" }],
     suites: ["coordinator", "nats"],
   },
   // --- assignment records: the leader's record and offers ------------------------------------------
@@ -1425,7 +1460,7 @@ export const mutants = [
   {
     name: "commit-final-keeps-tenancy-open",
     breaks: "a completion leaves its tenancy open: the record holds no completion time, so the rate and ETA never count it",
-    edits: [{ file: "src/coordinator/transitions.ts", search: "owner: null }, at, \"completed\")", replace: "owner: null }, at, null)" }],
+    edits: [{ file: "src/records/transitions.ts", search: "owner: null }, at, \"completed\")", replace: "owner: null }, at, null)" }],
     suites: ["unit"],
   },
   {
@@ -1497,23 +1532,23 @@ export const mutants = [
   {
     name: "grant-past-free-lanes",
     breaks: "a grant that finds every lane taken is started anyway: a member whose leader died before telling it of a split opened for it runs past maxInFlight once the next leader grants it",
-    edits: [{ file: C + "claims.ts", search: "if (this.busyLanes(g.id) >= this.#core.config.maxInFlight) {", replace: "if (false) {" }],
+    edits: [{ file: C + "member/claims.ts", search: "if (this.busyLanes(g.id) >= this.#core.config.maxInFlight) {", replace: "if (false) {" }],
     suites: ["coordinator", "sim", "nats"],
   },
   {
     name: "recovered-claim-past-lanes",
     breaks: "a claim whose reply was lost holds no lane while it is read again, and starts when found ours even though its lane was claimed meanwhile: past maxInFlight",
     edits: [
-      { file: C + "claim_recovery.ts", search: "!this.#mayClaim() || this.#lanesFull(id)) {", replace: "!this.#mayClaim()) {" },
-      { file: C + "claims.ts", search: "this.#dormant.size + this.#recovery.pending;", replace: "this.#dormant.size;" },
+      { file: C + "member/claim_recovery.ts", search: "!this.#mayClaim() || this.#lanesFull(id)) {", replace: "!this.#mayClaim()) {" },
+      { file: C + "member/claims.ts", search: "this.#dormant.size + this.#recovery.pending;", replace: "this.#dormant.size;" },
     ],
     suites: ["sim"],
   },
   {
     name: "resume-frees-lane-early",
     breaks: "a split being resumed after a self-fence does not take a lane while its CAS is out: the lane is claimed meanwhile, and the resume puts the member past maxInFlight",
-    edits: [{ file: C + "dormant.ts", search: "return this.#entries.size + this.#resuming.size;", replace: "return this.#entries.size;" }],
-    suites: ["sim"],
+    edits: [{ file: C + "member/dormant.ts", search: "return this.#entries.size + this.#resuming.size;", replace: "return this.#entries.size;" }],
+    suites: ["coordinator", "sim"],
   },
   {
     name: "new-leader-dates-from-sighting",
@@ -1542,7 +1577,7 @@ export const mutants = [
   {
     name: "store-job-mismatch-accepted",
     breaks: "a store bound to one job joins another: data in one bucket, logs, metrics and the CLI about another",
-    edits: [{ file: C + "job_check.ts", search: "if (bound === undefined || bound === job) return;", replace: "return;" }],
+    edits: [{ file: C + "member/job_check.ts", search: "if (bound === undefined || bound === job) return;", replace: "return;" }],
     suites: ["onesource"],
   },
   // --- rules found unguarded by a review (issue 33 item 8) ------------------------------
@@ -1563,6 +1598,19 @@ export const mutants = [
     breaks: "a cut the coordinator refuses leaves the lane running its shortened range: the records past the cut are left to nobody",
     edits: [{ file: "src/runtime/lane_cut.ts", search: "        deps.handBack(lane);\n        return;", replace: "        return;" }],
     suites: ["runtime"],
+  },
+  // --- a lane's state (src/runtime/lane_state.ts, issue 29 item 5) ---
+  {
+    name: "lane-writes-after-loss",
+    breaks: "a lane that was lost (fenced, expired, shut down) still takes its source's commits: a zombie's progress is sent on instead of refused at the lane",
+    edits: [{ file: "src/runtime/lane_state.ts", search: "return s.kind === \"queued\" || isOpen(s);", replace: "return s.kind !== \"closed\";" }],
+    suites: ["unit"],
+  },
+  {
+    name: "lane-cuts-overlap",
+    breaks: "a lane answers the leader's next ask to cut while its last cut is still being written: two cuts of one range race",
+    edits: [{ file: "src/runtime/lane_state.ts", search: "return s.kind === \"running\" && !s.cutting;", replace: "return s.kind === \"running\";" }],
+    suites: ["unit"],
   },
   {
     name: "assign-entry-rec-unchecked",

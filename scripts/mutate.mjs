@@ -62,7 +62,9 @@ const SUITES = {
     files: (dir) => testFiles(dir, "tests/coordinator").filter((f) => f.split("/").pop().startsWith("nats_")),
     timeoutS: 600,
   },
-  runtime: { files: () => ["tests/runtime/worker_test.ts"], timeoutS: 240 },
+  runtime: { files: () => ["tests/runtime/worker_test.ts", "tests/runtime/operator_drain_test.ts"], timeoutS: 240 },
+  // Spans of a job in process (the SDK's in-memory exporter): trees, outcomes, error statuses.
+  tracing: { files: () => ["tests/runtime/tracing_test.ts"], timeoutS: 120 },
   // The HTTP app in process (app.request, no sockets): operator routes, drain, answers.
   http: { files: () => ["tests/runtime/fleet_http_test.ts", "tests/runtime/http_test.ts"], timeoutS: 120 },
   // A single nats-server paused, stopped and restarted under a NatsStore (the reconnect path).

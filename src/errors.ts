@@ -107,6 +107,23 @@ export class StoreUnavailableError extends SplitleaseError {
 }
 
 /**
+ * Whether `e` (or what caused it, up to five causes deep) is the store not
+ * answering ({@linkcode StoreUnavailableError}): a write may have landed,
+ * and a lane stopped by it is not the split's fault.
+ *
+ * @example
+ * ```ts ignore
+ * isStoreOutage(new Error("commit failed", { cause: new StoreUnavailableError("update", 500) })); // true
+ * ```
+ */
+export function isStoreOutage(e: unknown): boolean {
+  for (let c = e, depth = 0; c instanceof Error && depth < 5; c = c.cause, depth++) {
+    if (c instanceof StoreUnavailableError) return true;
+  }
+  return false;
+}
+
+/**
  * One problem found in a record, as reported by the schema validator.
  *
  * @example

@@ -24,6 +24,8 @@ export { type MemberRecord, MemberRecordSchema } from "./records/member.ts";
 export {
   FAILURE_HISTORY,
   FAILURE_MESSAGE_CHARS,
+  FAILURE_STACK_CHARS,
+  FAILURE_STACK_LINES,
   INLINE_DESCRIPTOR_BYTES,
   MAX_RESIDUALS,
   type Owner,

@@ -16,9 +16,12 @@ export function table(head: string[], rows: string[][]): string {
 
 const iso = (ms: number) => new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
 
-/** A duration for a person: 42 s, 3 min 07 s, 2 h 05 min, 3 d 4 h. */
+/** A duration for a person: 0.3 s, 42 s, 3 min 07 s, 2 h 05 min, 3 d 4 h. */
 export function duration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
+  // Under 10 s to a tenth, as the fleet page says it: a job of a few
+  // seconds "took 0 s" beside a rate measured over it.
+  if (ms < 10_000) return `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
   if (s < 60) return `${s} s`;
   const m = Math.floor(s / 60);
   if (m < 60) return `${m} min` + (s % 60 ? ` ${String(s % 60).padStart(2, "0")} s` : "");
@@ -100,6 +103,15 @@ function progress(s: FleetSplit): string {
   return s.progress.watermark === null ? "(state)" : String(s.progress.watermark);
 }
 
+/** A failure under its split: when, who, what, and the stack's first frame (the rest is in `--json`). */
+function failureLines(f: FleetSplit["failures"][number]): string[] {
+  const line = `    ${iso(f.at)} ${f.worker}: ${f.message}`;
+  const first = f.stack?.split("\n", 1)[0];
+  if (!first) return [line];
+  const more = f.stack!.includes("\n") ? " (full stack: --json)" : "";
+  return [line, `      ${first}${more}`];
+}
+
 /**
  * A split's state as `splits` prints it, in the words of the query: a
  * runnable split is `runnable` when the query asked for `runnable`, else
@@ -118,7 +130,7 @@ export function formatSplits(v: FleetView): string {
   const failures = new Map<number, string[]>();
   for (const s of v.splits) {
     rows.push([s.id, stateWord(s, v.page.state), s.owner ?? "-", String(s.epoch), String(s.attempts), progress(s), s.descriptor ?? "(spec record)", s.parent ?? "-"]);
-    if (s.failures.length) failures.set(rows.length - 1, s.failures.map((f) => `    ${iso(f.at)} ${f.worker}: ${f.message}`));
+    if (s.failures.length) failures.set(rows.length - 1, s.failures.flatMap(failureLines));
     else if (s.lastFailure) failures.set(rows.length - 1, [`    last failure: ${s.lastFailure}`]);
   }
   const lines = table(["SPLIT", "STATE", "OWNER", "EPOCH", "ATTEMPTS", "PROGRESS", "DESCRIPTOR", "CUT FROM"], rows).split("\n");

@@ -15,21 +15,24 @@ import { systemClock } from "./clock.ts";
 import { type CoordinatorConfig, parseCoordinatorConfig } from "./config.ts";
 import type { JoinOptions } from "./join_options.ts";
 import type { Core } from "./core.ts";
-import { Follower } from "./follower.ts";
+import { Follower } from "./member/follower.ts";
 import { Leadership } from "./leadership.ts";
-import { Membership } from "./membership.ts";
+import { Membership } from "./member/membership.ts";
 import { ReconcileLoop } from "./reconcile_loop.ts";
 import { LandedBy } from "./landed_by.ts";
 import { ReplacedRecords } from "./replaced_records.ts";
 import { buildStatus } from "./status.ts";
 import { SplitRecords } from "./split_records.ts";
-import { checkJobRecord, checkStoreJob, VERSION } from "./job_check.ts";
+import { checkJobRecord, checkStoreJob, VERSION } from "./member/job_check.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
-import { Tenancies } from "./tenancies.ts";
+import { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
+import { randomId } from "../util/random_id.ts";
+import { Tenancies } from "./member/tenancies.ts";
 import { timings } from "./timings.ts";
 import type { OwnReleases } from "./leader/release_hold.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
-import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStatus, CutAnswer, Logger } from "./types.ts";
+import type { CommitOptions, CoordinationEvent, FailOptions, Coordinator, CoordinatorStatus, CutAnswer } from "./types.ts";
+import type { Logger } from "../util/logger.ts";
 
 
 const silent: Logger = () => {};
@@ -68,7 +71,7 @@ export class SplitCoordinator implements Coordinator {
     const { store: _s, planner: _p, clock: _c, random: _r, logger: _l, runtime: _rt, leadWhileStalled: _ls, ...rest } = options;
     const config = parseCoordinatorConfig({
       ...rest,
-      instance: options.instance ?? "w-" + nonce(random, 10),
+      instance: options.instance ?? "w-" + randomId(random, 10),
       fingerprint: options.fingerprint ?? options.job,
     });
     checkStoreJob(options.store, config.job);
@@ -79,7 +82,10 @@ export class SplitCoordinator implements Coordinator {
       this.#core.log("warn", "Reconcile failed; retrying", { error: String(e) });
       return t.reconcileRetryMs;
     }, () => this.#state !== "stopped" && this.#state !== "failed");
-    this.#store = new InstrumentedStore(options.store, stats, clock);
+    const me = { instance: config.instance, session: randomId(random, 16) };
+    // Spans of the membership, the leadership, the tenancies and their store operations (no-ops without an OpenTelemetry SDK).
+    const trace = new CoordinatorTrace(this, config.job, me, options.runtime ?? "web", clock);
+    this.#store = new InstrumentedStore(options.store, stats, clock, trace);
     const core: Core = (this.#core = {
       store: this.#store,
       splits: new SplitRecords(this.#store),
@@ -88,12 +94,13 @@ export class SplitCoordinator implements Coordinator {
       config,
       timings: t,
       log: options.logger ?? silent,
-      me: { instance: config.instance, session: nonce(random, 16) },
+      me,
       stats,
       events: new Channel<CoordinationEvent>(),
       schedule: () => this.#loop.schedule(),
       replaced: new ReplacedRecords(stats, options.logger ?? silent),
       landed: new LandedBy(),
+      trace,
     });
     this.#tenancies = new Tenancies(core, (id, d) => this.#follower.remember(id, d)); // orphans: the follower resumes or releases them
     this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());
@@ -137,7 +144,7 @@ export class SplitCoordinator implements Coordinator {
     try {
       await c.#start();
     } catch (e) {
-      await c.#teardown();
+      await c.#teardown(e);
       throw e;
     }
     return c;
@@ -161,6 +168,11 @@ export class SplitCoordinator implements Coordinator {
   /** This process's session nonce. */
   get session(): string {
     return this.#core.me.session;
+  }
+
+  /** The lifecycle state `status()` reports, without building the rest of it. */
+  get state(): CoordinatorStatus["state"] {
+    return this.#state;
   }
 
   /** Whether this instance currently leads. */
@@ -255,9 +267,9 @@ export class SplitCoordinator implements Coordinator {
   }
 
   /** Poison report: attempts + 1, owner none; quarantined at `maxAttempts`. */
-  async fail(splitId: string, epoch: number, reason: string): Promise<void> {
+  async fail(splitId: string, epoch: number, reason: string, options: FailOptions = {}): Promise<void> {
     this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
-    const next = await this.#tenancies.fail(splitId, epoch, reason);
+    const next = await this.#tenancies.fail(splitId, epoch, reason, options.stack);
     // Not logged here: the caller logs its report (the worker's `Split failed` line), the event's consumer the quarantine.
     if (next.status === "quarantined") this.#core.events.push({ type: "quarantined", splitId, attempts: next.attempts });
   }
@@ -290,7 +302,7 @@ export class SplitCoordinator implements Coordinator {
     const announced = this.#membership.announceDraining();
     // As the leader we name our splits' successors ourselves, at once.
     const successors = this.#leadership.role?.draining(this.#core.me.instance);
-    for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, successors?.get(id) ?? null, false);
+    for (const id of this.#tenancies.held.keys()) this.#tenancies.requestRevoke(id, successors?.get(id) ?? null, false, successors !== undefined);
     await announced;
     await this.#tenancies.whenEmpty();
   }
@@ -344,12 +356,13 @@ export class SplitCoordinator implements Coordinator {
     this.#loop.stop();
   }
 
-  async #teardown(): Promise<void> {
+  async #teardown(error?: unknown): Promise<void> {
     if (this.#state !== "failed") this.#state = "stopped";
     this.#stopAll();
     this.#tenancies.clear();
     await this.#follower.stop();
     this.#core.events.close();
+    this.#core.trace.close(error === undefined ? this.#state : "join failed", error);
   }
 
   /** Closes (for `await using`). */
@@ -399,11 +412,4 @@ export class SplitCoordinator implements Coordinator {
   stats(): CoordinatorStats {
     return this.#core.stats;
   }
-}
-
-function nonce(random: () => number, n: number): string {
-  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
-  let s = "";
-  for (let i = 0; i < n; i++) s += alphabet[Math.floor(random() * alphabet.length)];
-  return s;
 }

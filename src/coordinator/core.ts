@@ -3,13 +3,16 @@
  * store and its split-record gateway, clock, randomness, config and the
  * timings derived from it, logger, identity, stats, replaced records, event
  * channel, and a way to ask for a pass. No part reaches another through it;
- * what passes between the member and leader sides passes as arguments of
- * the reconcile pass. One instance per coordinator.
+ * what passes between the member wing (`member/`) and the leader wing
+ * (`leader/`) passes as arguments of the reconcile pass. One instance per
+ * coordinator (and one per leader term and planner run, tracing their
+ * store operations: {@linkcode causedBy}).
  *
  * @module
  */
 import type { Owner } from "../records.ts";
-import type { Store } from "../store/store.ts";
+import { type Cause, type CausedStore, causedStore } from "../tracing/cause.ts";
+import type { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
 import type { Channel } from "../util/channel.ts";
 import type { CoordinatorConfig } from "./config.ts";
 import type { LandedBy } from "./landed_by.ts";
@@ -17,12 +20,13 @@ import type { ReplacedRecords } from "./replaced_records.ts";
 import type { SplitRecords } from "./split_records.ts";
 import type { Timings } from "./timings.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
-import type { Clock, CoordinationEvent, Logger } from "./types.ts";
+import type { Clock, CoordinationEvent } from "./types.ts";
+import type { Logger } from "../util/logger.ts";
 
 /** Shared state of one coordinator's parts. */
 export interface Core {
-  /** The instrumented store. */
-  readonly store: Store;
+  /** The instrumented store (its operations traced under the cause they name, by default the membership). */
+  readonly store: CausedStore;
   /** The gateway for split records (every split write goes through it). */
   readonly splits: SplitRecords;
   /** Time source. */
@@ -47,4 +51,25 @@ export interface Core {
   readonly replaced: ReplacedRecords;
   /** Our landed heartbeats by revision: when a revision had certainly landed, on our clock. */
   readonly landed: LandedBy;
+  /** Tracing (docs/OPERATIONS.md, "Tracing"): hooks that return at once when it is off. */
+  readonly trace: CoordinatorTrace;
+}
+
+/**
+ * `core` for a part whose store operations are caused by `cause` (a
+ * leadership term, a planner run): the same environment, with the store
+ * and the split gateway tracing under it. Made once per part.
+ */
+export function causedBy(core: Core, cause: Cause): Core {
+  return { ...core, store: causedStore(core.store, cause), splits: core.splits.by(cause) };
+}
+
+/**
+ * Logs a leader decision and records it as the event `event` of the term's
+ * span (a steal, a takeover, the job's outcome): one call, so the log line
+ * and the trace cannot drift.
+ */
+export function decided(core: Core, level: Parameters<Logger>[0], message: string, event: string, fields: Record<string, unknown>): void {
+  core.log(level, message, fields);
+  core.trace.decision(event, fields);
 }

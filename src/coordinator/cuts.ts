@@ -19,7 +19,7 @@ import {
   type SplitRecord,
 } from "../records.ts";
 import type { SplitSpec } from "./types.ts";
-import { seedRecord } from "./transitions.ts";
+import { seedRecord } from "../records/transitions.ts";
 
 /** What the owner's source decided: the descriptor it keeps and the residuals. */
 export interface Cut {

@@ -6,7 +6,8 @@
  */
 import type { Store } from "../store/store.ts";
 import type { CoordinatorTunables } from "./config.ts";
-import type { Clock, Logger, Planner } from "./types.ts";
+import type { Clock, Planner } from "./types.ts";
+import type { Logger } from "../util/logger.ts";
 
 /**
  * Options of {@linkcode SplitCoordinator.join}.

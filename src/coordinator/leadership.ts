@@ -15,11 +15,13 @@ import {
   safeDecodeRecord,
 } from "../records.ts";
 import { keys } from "../store/keys.ts";
-import type { Core } from "./core.ts";
-import type { Follower } from "./follower.ts";
+import { causedBy, type Core } from "./core.ts";
+import { type CausedStore, causedStore } from "../tracing/cause.ts";
+import type { SpanParts } from "../tracing/span_parts.ts";
+import type { Follower } from "./member/follower.ts";
 import type { OwnReleases } from "./leader/release_hold.ts";
 import { LeaderRole, type Predecessor } from "./leader/role.ts";
-import { Planning } from "./planning.ts";
+import { Planning } from "./leader/planning.ts";
 import type { Planner } from "./types.ts";
 
 /** Leader state machine of one coordinator. */
@@ -40,6 +42,12 @@ export class Leadership {
   #repairing = false;
   /** An election is writing the leader record (won, term not yet written). */
   #taking = false;
+  /** The term's span (tracing on), the cause of its store operations. */
+  #lead: SpanParts | undefined;
+  /** The environment of the term's parts: the coordinator's, its store operations traced under the term. */
+  #leaderCore: Core;
+  /** The store of the leader's beats: traced as events of the term, not a span each. */
+  #beats: CausedStore;
 
   /**
    * `active` says whether the coordinator may lead (running, not draining,
@@ -65,6 +73,8 @@ export class Leadership {
     this.#active = active;
     this.#fresh = fresh;
     this.#since = core.clock.now();
+    this.#leaderCore = core;
+    this.#beats = core.store;
   }
 
   /** Whether this instance currently leads. */
@@ -179,6 +189,7 @@ export class Leadership {
     }
     if (!this.#active()) return;
     if (replaced) this.#core.replaced.note(keys.leader, replaced);
+    this.#traceTerm();
     this.#leaderRev = won.revision;
     this.#record = record;
     this.#leading = true;
@@ -188,8 +199,9 @@ export class Leadership {
       if (term === undefined) return this.stop();
       this.#term = term;
       this.#record = { ...record, term };
+      this.#lead?.set({ "splitlease.term": term });
       if (!this.#fresh()) return this.stop();
-      const r = await store.update(keys.leader, encodeRecord(this.#record), this.#leaderRev);
+      const r = await this.#leaderCore.store.update(keys.leader, encodeRecord(this.#record), this.#leaderRev);
       if (!r.ok) return this.stop();
       this.#leaderRev = r.revision;
     } catch (e) {
@@ -202,13 +214,14 @@ export class Leadership {
     }
     const term = this.#term;
     log("info", "Leader elected", { instance: me.instance, term });
+    const core = this.#leaderCore;
     const role = (this.#role = new LeaderRole(
-      this.#core,
+      core,
       term,
       () => this.#deposed("a newer term wrote an assignment record"),
       (entry) => this.#follower.applyRead(keys.plan, entry),
     ));
-    this.#planning = this.#planner ? new Planning(this.#core, this.#planner, role, () => this.#stillLeading(role)) : undefined;
+    this.#planning = this.#planner ? new Planning(core, this.#planner, role, () => this.#stillLeading(role)) : undefined;
     try {
       log("debug", "Leader role starting", { term });
       await role.start(predecessor);
@@ -222,13 +235,20 @@ export class Leadership {
     this.#core.schedule();
   }
 
+  /** A won election: the term's span, and the store of its parts and beats traced under it. */
+  #traceTerm(): void {
+    const lead = (this.#lead = this.#core.trace.leadership());
+    this.#leaderCore = lead ? causedBy(this.#core, lead) : this.#core;
+    this.#beats = lead ? causedStore(this.#core.store, lead.events) : this.#core.store;
+  }
+
   #stillLeading(role: LeaderRole): boolean {
     return this.#leading && this.#role === role;
   }
 
   /** Bumps `plan.term` (the leader fence); returns the new term. */
   async #bumpTerm(): Promise<number | undefined> {
-    const { store } = this.#core;
+    const { store } = this.#leaderCore;
     for (let i = 0; i < 8 && this.#leading; i++) {
       const cur = await store.get(keys.plan);
       if (!this.#fresh()) return undefined; // frozen since the election: a twin may hold our instance now
@@ -260,7 +280,7 @@ export class Leadership {
     const base: PlanRecord = f.plan?.record ?? { v: 2, term: this.#term, finality: "open", generation: 0, planned: 0 };
     const next: PlanRecord = { ...base, term: this.#term };
     const message = f.invalid.get(keys.plan) ?? "unreadable";
-    const r = await this.#core.store.update(keys.plan, encodeRecord(next), revision);
+    const r = await this.#leaderCore.store.update(keys.plan, encodeRecord(next), revision);
     if (r.ok) {
       this.#core.replaced.note(keys.plan, message);
       this.planning?.schedule(0); // plan again: the published state may be lost
@@ -294,7 +314,8 @@ export class Leadership {
 
   /** Leader heartbeat: one CAS on `leader`, carrying the job counts. A conflict means we were deposed. */
   async beat(): Promise<void> {
-    const { store, log, me } = this.#core;
+    const { log, me } = this.#core;
+    const store = this.#beats;
     // Not while an election is writing the leader record itself (a beat would
     // move it under the election's CAS, and the election would give up).
     if (!this.#leading || !this.#record || this.#taking) return;
@@ -328,12 +349,13 @@ export class Leadership {
   #deposed(why: string): void {
     if (!this.#leading) return;
     this.#core.log("warn", "Leader deposed", { instance: this.#core.me.instance, term: this.#term, why });
-    void this.resign();
+    void this.resign(undefined, why);
     this.#core.schedule();
   }
 
   /** Stops leading locally (no write): aborts the planner, drops the leader's view. */
   stop(): void {
+    this.#core.trace.endLeadership(this.#lead, "stopped");
     this.#leading = false;
     this.#planning?.stop();
     this.#planning = undefined;
@@ -345,21 +367,25 @@ export class Leadership {
   /**
    * Stops leading and deletes the leader record so a peer takes over at once.
    * With `handOver` (a member leaving, not a deposed leader) it first writes
-   * what its own releases changed (see `LeaderRole.settle`).
+   * what its own releases changed (see `LeaderRole.settle`); with `deposed`
+   * (why) the term's span ends `deposed`, else `resigned`.
    */
-  async resign(handOver?: () => OwnReleases): Promise<void> {
+  async resign(handOver?: () => OwnReleases, deposed?: string): Promise<void> {
     const role = this.role;
     if (handOver && this.#leading && role) {
       await role.settle(this.#follower.plan?.record, this.#core.config.opTimeoutMs, handOver);
     }
     const was = this.#leading;
+    const lead = this.#lead;
+    this.#lead = undefined; // ended below, after the delete it covers
     this.stop();
     if (was) {
       try {
-        await this.#core.store.delete(keys.leader, this.#leaderRev);
+        await this.#leaderCore.store.delete(keys.leader, this.#leaderRev);
       } catch (e) {
         this.#core.log("warn", "Leader resignation failed", { error: String(e) });
       }
     }
+    this.#core.trace.endLeadership(lead, deposed === undefined ? "resigned" : "deposed", deposed);
   }
 }

@@ -8,7 +8,7 @@
  * @module
  */
 import type { CoordinatorStats } from "./coordinator_stats.ts";
-import type { Logger } from "./types.ts";
+import type { Logger } from "../util/logger.ts";
 
 /** Replaced records kept for status. */
 const KEPT = 20;

@@ -11,7 +11,8 @@
 import { SplitleaseError } from "../errors.ts";
 import { decodeRecord, encodeRecord, type SplitRecord, SplitRecordSchema } from "../records.ts";
 import { keys } from "../store/keys.ts";
-import type { Store, StoreEntry, TransactionWork, WriteResult } from "../store/store.ts";
+import type { StoreEntry, TransactionWork, WriteResult } from "../store/store.ts";
+import type { Cause, CausedStore } from "../tracing/cause.ts";
 import type { Versioned } from "./versioned.ts";
 
 /**
@@ -68,6 +69,8 @@ export interface CasOptions {
    * it counts as landed, and the statements do not run again.
    */
   transaction?: TransactionWork;
+  /** What the write's store operations are traced under (default: this gateway's). */
+  cause?: Cause;
 }
 
 /**
@@ -82,11 +85,20 @@ export interface CasOptions {
  * ```
  */
 export class SplitRecords {
-  readonly #store: Store;
-  readonly #listeners = new Set<(w: LandedSplit) => void>();
+  readonly #store: CausedStore;
+  readonly #listeners: Set<(w: LandedSplit) => void>;
+  readonly #cause: Cause | undefined;
 
-  constructor(store: Store) {
+  /** The gateway over `store`; its operations are traced under `cause` unless a call names another. */
+  constructor(store: CausedStore, cause?: Cause, listeners: Set<(w: LandedSplit) => void> = new Set()) {
     this.#store = store;
+    this.#cause = cause;
+    this.#listeners = listeners;
+  }
+
+  /** The same gateway (same store, same `landed` subscribers) with its operations traced under `cause`. */
+  by(cause: Cause): SplitRecords {
+    return new SplitRecords(this.#store, cause, this.#listeners);
   }
 
   /** Subscribes to every split write of ours that lands; returns the unsubscribe. */
@@ -96,26 +108,26 @@ export class SplitRecords {
   }
 
   /** The raw entry of a split (for views that keep unreadable records visible). */
-  entry(id: string): Promise<StoreEntry | undefined> {
-    return this.#store.get(keys.split(id));
+  entry(id: string, cause?: Cause): Promise<StoreEntry | undefined> {
+    return this.#store.get(keys.split(id), cause ?? this.#cause);
   }
 
   /** The split's record and revision; throws `InvalidRecordError` when unreadable. */
-  async read(id: string): Promise<Versioned<SplitRecord> | undefined> {
-    const e = await this.#store.get(keys.split(id));
+  async read(id: string, cause?: Cause): Promise<Versioned<SplitRecord> | undefined> {
+    const e = await this.#store.get(keys.split(id), cause ?? this.#cause);
     return e ? { record: decodeRecord(e.key, e.value, SplitRecordSchema), revision: e.revision } : undefined;
   }
 
   /** Creates a split record if absent (a seed). */
-  async create(id: string, record: SplitRecord, kind: SplitWriteKind): Promise<WriteResult> {
-    const r = await this.#store.create(keys.split(id), encodeRecord(record));
+  async create(id: string, record: SplitRecord, kind: SplitWriteKind, cause?: Cause): Promise<WriteResult> {
+    const r = await this.#store.create(keys.split(id), encodeRecord(record), cause ?? this.#cause);
     if (r.ok) this.#landed({ id, record, revision: r.revision, kind });
     return r;
   }
 
   /** One compare-and-swap of a split record at `revision`. */
-  async write(id: string, record: SplitRecord, revision: number, kind: SplitWriteKind): Promise<WriteResult> {
-    const r = await this.#store.update(keys.split(id), encodeRecord(record), revision);
+  async write(id: string, record: SplitRecord, revision: number, kind: SplitWriteKind, cause?: Cause): Promise<WriteResult> {
+    const r = await this.#store.update(keys.split(id), encodeRecord(record), revision, cause ?? this.#cause);
     if (r.ok) this.#landed({ id, record, revision: r.revision, kind });
     return r;
   }
@@ -134,7 +146,8 @@ export class SplitRecords {
   ): Promise<CasOutcome> {
     let { record, revision } = from;
     const attempts = opts.attempts ?? 8;
-    const write = this.#writer(id, opts.transaction);
+    const cause = opts.cause ?? this.#cause;
+    const write = this.#writer(id, opts.transaction, cause);
     for (let attempt = 0; attempt < attempts; attempt++) {
       opts.check?.();
       const next = make(record, revision);
@@ -144,7 +157,7 @@ export class SplitRecords {
         this.#landed({ id, record: next, revision: r.revision, kind: opts.kind });
         return { ok: true, record: next, revision: r.revision };
       }
-      const cur = await this.read(id);
+      const cur = await this.read(id, cause);
       if (!cur || !opts.keep(cur.record)) return { ok: false, current: cur };
       if (opts.transaction && JSON.stringify(cur.record.progress) === JSON.stringify(next.progress)) {
         // Ours, landed by an attempt whose answer was lost: running the statements again would write twice.
@@ -158,9 +171,13 @@ export class SplitRecords {
   }
 
   /** How one attempt writes: a compare-and-swap, in the caller's transaction when it gave one. */
-  #writer(id: string, transaction: TransactionWork | undefined): (next: SplitRecord, revision: number) => Promise<WriteResult> {
+  #writer(
+    id: string,
+    transaction: TransactionWork | undefined,
+    cause: Cause | undefined,
+  ): (next: SplitRecord, revision: number) => Promise<WriteResult> {
     const store = this.#store;
-    if (!transaction) return (next, revision) => store.update(keys.split(id), encodeRecord(next), revision);
+    if (!transaction) return (next, revision) => store.update(keys.split(id), encodeRecord(next), revision, cause);
     if (typeof store.updateInTransaction !== "function") {
       throw new SplitleaseError(
         "INVALID_CONFIG",
@@ -168,7 +185,7 @@ export class SplitRecords {
           "(PostgresStore); this store cannot (commit the progress without `transaction`, and fence the sink instead)",
       );
     }
-    return (next, revision) => store.updateInTransaction!(keys.split(id), encodeRecord(next), revision, transaction);
+    return (next, revision) => store.updateInTransaction!(keys.split(id), encodeRecord(next), revision, transaction, cause);
   }
 
   #landed(w: LandedSplit): void {

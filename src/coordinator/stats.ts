@@ -4,9 +4,11 @@
  *
  * @module
  */
-import { StoreUnavailableError } from "../errors.ts";
+import { isStoreOutage, StoreUnavailableError } from "../errors.ts";
 import type { DeleteResult, KeyFilter, Store, StoreEntry, TransactionWork, Watch, WriteResult } from "../store/store.ts";
 import type { CoordinatorStats, Histogram } from "./coordinator_stats.ts";
+import type { Cause, CausedStore, StoreOp } from "../tracing/cause.ts";
+import type { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
 import type { Clock } from "./types.ts";
 
 /**
@@ -83,28 +85,38 @@ export function bump(record: Record<string, number>, key: string, n = 1): void {
 }
 
 /**
- * Wraps a store so every operation is timed into `stats.storeOpSeconds` and
+ * Wraps a store so every operation is timed into `stats.storeOpSeconds`,
  * every write is counted in `stats.writes` by outcome (`ok`, `conflict`,
- * `error`). Watches pass through untouched.
+ * `error`), and, with tracing on, every operation is traced under the
+ * {@linkcode Cause} it names (by default the membership). Watches pass
+ * through untouched.
  */
-export class InstrumentedStore implements Store {
+export class InstrumentedStore implements CausedStore {
   #inner: Store;
   #stats: CoordinatorStats;
   #clock: Clock;
+  #trace: CoordinatorTrace | undefined;
   #refused: Error | undefined;
 
   /** Present when the wrapped store has it (see `Store.updateInTransaction`). */
-  readonly updateInTransaction?: (key: string, value: string, revision: number, work: TransactionWork) => Promise<WriteResult>;
+  readonly updateInTransaction?: (
+    key: string,
+    value: string,
+    revision: number,
+    work: TransactionWork,
+    cause?: Cause,
+  ) => Promise<WriteResult>;
 
-  /** Wraps `inner`. */
-  constructor(inner: Store, stats: CoordinatorStats, clock: Clock) {
+  /** Wraps `inner`; `trace` is the coordinator's tracing, when it has one. */
+  constructor(inner: Store, stats: CoordinatorStats, clock: Clock, trace?: CoordinatorTrace) {
     this.#inner = inner;
     this.#stats = stats;
     this.#clock = clock;
+    this.#trace = trace;
     if (typeof inner.updateInTransaction === "function") {
-      this.updateInTransaction = (key, value, revision, work) => {
+      this.updateInTransaction = (key, value, revision, work, cause) => {
         if (this.#refused) return Promise.reject(this.#refused);
-        return this.#timed("updateInTransaction", true, () => inner.updateInTransaction!(key, value, revision, work));
+        return this.#timed("updateInTransaction", true, key, cause, () => inner.updateInTransaction!(key, value, revision, work));
       };
     }
   }
@@ -114,14 +126,17 @@ export class InstrumentedStore implements Store {
     return this.#inner.job;
   }
 
-  async #timed<T>(op: string, write: boolean, f: () => Promise<T>): Promise<T> {
+  async #timed<T>(op: StoreOp, write: boolean, key: string, cause: Cause | undefined, f: () => Promise<T>): Promise<T> {
     const t0 = this.#clock.now();
+    const traced = this.#trace?.enabled ? (cause ?? this.#trace.membership).op(op, key) : undefined;
     try {
       const r = await f();
       if (write) bump(this.#stats.writes, (r as { ok: boolean }).ok ? "ok" : "conflict");
+      traced?.end(outcomeOf(op, r));
       return r;
     } catch (e) {
       if (write) bump(this.#stats.writes, e instanceof StoreUnavailableError ? "unavailable" : "error");
+      traced?.end(isStoreOutage(e) ? (write ? "maybe-landed" : "unavailable") : "error", e);
       throw e;
     } finally {
       const h = (this.#stats.storeOpSeconds[op] ??= newHistogram());
@@ -138,23 +153,23 @@ export class InstrumentedStore implements Store {
     this.#refused = error;
   }
 
-  create(key: string, value: string): Promise<WriteResult> {
+  create(key: string, value: string, cause?: Cause): Promise<WriteResult> {
     if (this.#refused) return Promise.reject(this.#refused);
-    return this.#timed("create", true, () => this.#inner.create(key, value));
+    return this.#timed("create", true, key, cause, () => this.#inner.create(key, value));
   }
-  update(key: string, value: string, revision: number): Promise<WriteResult> {
+  update(key: string, value: string, revision: number, cause?: Cause): Promise<WriteResult> {
     if (this.#refused) return Promise.reject(this.#refused);
-    return this.#timed("update", true, () => this.#inner.update(key, value, revision));
+    return this.#timed("update", true, key, cause, () => this.#inner.update(key, value, revision));
   }
-  delete(key: string, revision?: number): Promise<DeleteResult> {
+  delete(key: string, revision?: number, cause?: Cause): Promise<DeleteResult> {
     if (this.#refused) return Promise.reject(this.#refused);
-    return this.#timed("delete", true, () => this.#inner.delete(key, revision));
+    return this.#timed("delete", true, key, cause, () => this.#inner.delete(key, revision));
   }
-  get(key: string): Promise<StoreEntry | undefined> {
-    return this.#timed("get", false, () => this.#inner.get(key));
+  get(key: string, cause?: Cause): Promise<StoreEntry | undefined> {
+    return this.#timed("get", false, key, cause, () => this.#inner.get(key));
   }
-  list(filter: KeyFilter): Promise<StoreEntry[]> {
-    return this.#timed("list", false, () => this.#inner.list(filter));
+  list(filter: KeyFilter, cause?: Cause): Promise<StoreEntry[]> {
+    return this.#timed("list", false, filter, cause, () => this.#inner.list(filter));
   }
   watch(filter: KeyFilter): Watch {
     return this.#inner.watch(filter);
@@ -166,4 +181,11 @@ export class InstrumentedStore implements Store {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/** How an answered operation went, for its trace: writes `landed` or `conflict`, reads `found`, `absent` or `ok`. */
+function outcomeOf(op: StoreOp, r: unknown): string {
+  if (op === "get") return r === undefined ? "absent" : "found";
+  if (op === "list") return "ok";
+  return (r as { ok: boolean }).ok ? "landed" : "conflict";
 }

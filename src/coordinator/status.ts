@@ -5,11 +5,11 @@
  * @module
  */
 import type { Owner } from "../records.ts";
-import type { Follower } from "./follower.ts";
+import type { Follower } from "./member/follower.ts";
 import type { LeaderRole } from "./leader/role.ts";
-import type { Planning } from "./planning.ts";
+import type { Planning } from "./leader/planning.ts";
 import type { ReplacedRecord } from "./replaced_records.ts";
-import type { Tenancy } from "./tenancy.ts";
+import type { Tenancy } from "./member/tenancy.ts";
 import type { CoordinatorStatus } from "./types.ts";
 
 /** Inputs of {@linkcode buildStatus}. */

@@ -252,21 +252,6 @@ export interface CoordinatorStatus {
 }
 
 /**
- * Minimal structured logger; `fields` are JSON-serializable.
- *
- * @example
- * ```ts
- * import type { Logger } from "@splitlease/splitlease";
- * const logger: Logger = (level, message, fields) => console.log(JSON.stringify({ level, message, ...fields }));
- * ```
- */
-export type Logger = (
-  level: "debug" | "info" | "warn" | "error",
-  message: string,
-  fields?: Record<string, unknown>,
-) => void;
-
-/**
  * Options of {@linkcode Coordinator.commit}.
  *
  * @example
@@ -292,6 +277,27 @@ export interface CommitOptions {
 }
 
 /**
+ * Options of {@linkcode Coordinator.fail}.
+ *
+ * @example
+ * ```ts
+ * import type { Coordinator } from "@splitlease/splitlease";
+ * import type { FailOptions } from "@splitlease/splitlease/admin";
+ * declare const c: Coordinator;
+ * const error = new Error("ECONNRESET");
+ * const options: FailOptions = { stack: error.stack };
+ * await c.fail("split-1", 3, `run threw: ${error.message}`, options);
+ * ```
+ */
+export interface FailOptions {
+  /**
+   * The failing error's stack: its first frames join the split's failure
+   * history (bounded; shown by the fleet page and `splitlease splits`).
+   */
+  stack?: string;
+}
+
+/**
  * What a worker runtime needs from a coordinator. `SplitCoordinator`
  * implements it; tests may script their own.
   *
@@ -313,6 +319,12 @@ export interface Coordinator extends AsyncDisposable, AsyncIterable<Coordination
    * coordinators that do not say; `SplitCoordinator` always does.
    */
   readonly maxInFlight?: number;
+  /**
+   * The lifecycle state `status()` reports, read without building the rest
+   * of the status (a worker checks it after every burst of events; the
+   * status is O(held)). Optional for coordinators that do not say.
+   */
+  readonly state?: CoordinatorStatus["state"];
   /** Waits for the next event; `undefined` once the coordinator stopped. */
   poll(): Promise<CoordinationEvent | undefined>;
   /** The next queued event without waiting, or `undefined`. */
@@ -327,8 +339,8 @@ export interface Coordinator extends AsyncDisposable, AsyncIterable<Coordination
    * released to its thief. Splits no longer held are ignored.
    */
   release(splitIds: readonly string[]): Promise<void>;
-  /** Reports a poison split: consumes an attempt; quarantines at the cap. */
-  fail(splitId: string, epoch: number, reason: string): Promise<void>;
+  /** Reports a poison split: consumes an attempt; quarantines at the cap (with the error's stack in `options`, kept in its failure history). */
+  fail(splitId: string, epoch: number, reason: string, options?: FailOptions): Promise<void>;
   /**
    * Cuts a held split's remaining work (an answer to `splitRequested`):
    * one CAS at `epoch` shrinks its descriptor to `cut.keep` and records the

@@ -24,7 +24,7 @@ import {
   SplitRecordSchema,
   type SplitStatus,
 } from "../records.ts";
-import { withTenancy } from "../coordinator/transitions.ts";
+import { withTenancy } from "../records/transitions.ts";
 import { assertValidId, keys } from "../store/keys.ts";
 import type { Store, StoreEntry } from "../store/store.ts";
 

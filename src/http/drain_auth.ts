@@ -1,13 +1,13 @@
 /**
  * Who may `POST /drain` (and the operator actions behind the same token):
- * the bearer-token rules, their check at start, and the middleware.
+ * the check of the options at start, and the middleware (the bearer check
+ * itself is `bearer.ts`, shared with the slice handlers).
  *
  * @module
  */
 import type { MiddlewareHandler } from "hono";
-import { bearerAuth } from "hono/bearer-auth";
 import { SplitleaseError } from "../errors.ts";
-import { timingSafeEqual } from "../util/timing_safe_equal.ts";
+import { bearerTokenIssue, checkBearer } from "../util/bearer.ts";
 
 /**
  * Who may call the routes that stop work (`POST /drain` and the operator
@@ -34,9 +34,6 @@ export interface DrainAuthOptions {
   drainOpen?: boolean;
 }
 
-/** RFC 6750 token68: the only tokens a Bearer header can carry. */
-const BEARER_TOKEN = /^[A-Za-z0-9._~+/-]+=*$/;
-
 /**
  * Throws `INVALID_CONFIG` unless the drain options are usable: a token of
  * RFC 6750 characters (a Bearer header cannot carry others), and not both a
@@ -47,13 +44,8 @@ export function checkDrainOptions(options: DrainAuthOptions): void {
   if (token !== undefined && options.drainOpen) {
     throw new SplitleaseError("INVALID_CONFIG", "drainOpen and drainToken exclude each other; give one");
   }
-  if (token !== undefined && (typeof token !== "string" || !BEARER_TOKEN.test(token))) {
-    throw new SplitleaseError(
-      "INVALID_CONFIG",
-      `drainToken must be a bearer token of [A-Za-z0-9._~+/-] characters, optionally ending in "=" ` +
-        `(RFC 6750), got ${typeof token === "string" ? `a string of ${token.length} characters` : typeof token}`,
-    );
-  }
+  const issue = token === undefined ? undefined : bearerTokenIssue("drainToken", token);
+  if (issue) throw new SplitleaseError("INVALID_CONFIG", issue);
 }
 
 /**
@@ -65,20 +57,11 @@ export function drainGuardOf(options: DrainAuthOptions): MiddlewareHandler {
   checkDrainOptions(options);
   const token = options.drainToken;
   if (token !== undefined) {
-    const challenge = 'Bearer realm="splitlease"';
-    return bearerAuth({
-      verifyToken: (given) => timingSafeEqual(given, token),
-      realm: "splitlease",
-      noAuthenticationHeader: { message: { error: "missing bearer token" }, wwwAuthenticateHeader: challenge },
-      invalidAuthenticationHeader: {
-        message: { error: "malformed Authorization header: expected Bearer <token>" },
-        wwwAuthenticateHeader: `${challenge}, error="invalid_request"`,
-      },
-      invalidToken: {
-        message: { error: "invalid bearer token" },
-        wwwAuthenticateHeader: `${challenge}, error="invalid_token"`,
-      },
-    });
+    return async (c, next) => {
+      const auth = checkBearer(c.req.header("authorization"), token);
+      if (!auth.ok) return c.json({ error: auth.error }, auth.status, { "WWW-Authenticate": auth.challenge });
+      await next();
+    };
   }
   if (options.drainOpen === true) return (_c, next) => next();
   return (c) =>

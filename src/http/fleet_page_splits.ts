@@ -4,7 +4,8 @@
  * table (running first, with the fraction done and how long the current
  * tenancy has lasted), the quarantined splits with their failures, the
  * recently completed splits, and one split in detail — its tenancies
- * (owner, epoch, from, to, how long, how it ended), failures and estimate —
+ * (owner, epoch, from, to, how long, how it ended), failures (with their
+ * stacks' first frames, folded) and estimate —
  * opened by clicking a split id (or `#split=<id>` in the address).
  *
  * @module
@@ -137,7 +138,7 @@ export const FLEET_PAGE_SPLITS: string = `
     hist.tBodies[0].append(...s.tenancies.map((t) => row([t.epoch, t.owner, when(t.from), t.to !== undefined ? when(t.to) : "now",
       dur(t.to !== undefined ? t.to - t.from : at - t.from), t.end ?? "open (now)"])));
     const fails = el("ul", null, "failures");
-    for (const f of s.failures) fails.appendChild(el("li", when(f.at) + " " + f.worker + ": " + f.message));
+    for (const f of s.failures) fails.appendChild(failureItem(f));
     const actions = el("div");
     if (s.status === "quarantined") {
       actions.append(button("Requeue", "/splits/" + encodeURIComponent(s.id) + "/requeue", "requeue " + s.id,
@@ -154,6 +155,16 @@ export const FLEET_PAGE_SPLITS: string = `
     for (const tr of document.querySelectorAll("#splits tbody tr")) tr.className = tr.dataset.split === id ? "selected" : "";
   }
 
+  // A failure with its stack's first frames, folded (the record keeps a bounded few).
+  function failureItem(f) {
+    const li = el("li", when(f.at) + " " + f.worker + ": " + f.message);
+    if (f.stack) {
+      const at = f.stack.indexOf("\\n"), more = el("details", null, "stack");
+      more.append(el("summary", at < 0 ? f.stack : f.stack.slice(0, at)), el("pre", at < 0 ? "" : f.stack.slice(at + 1)));
+      li.appendChild(more);
+    }
+    return li;
+  }
   function wrapDd(node) { const dd = el("dd"); dd.appendChild(node); return dd; }
   function heading(id) {
     const h = el("h2", "Split "), close = el("button", "Close");

@@ -45,6 +45,8 @@ button.link { border: 0; background: none; padding: 0; color: #1f5fbf; text-deco
 #banner.show { display: block; background: #fde8ea; border: 1px solid #e4a0a8; }
 #notice { min-height: 1.4em; margin: .4em 0; }
 ul.failures { margin: 0; padding-left: 1.1em; }
+details.stack summary { cursor: pointer; font-family: monospace; font-size: 0.85em; }
+details.stack pre { margin: 0.2em 0 0.4em; font-size: 0.85em; white-space: pre-wrap; overflow-wrap: anywhere; }
 svg#spark { background: #fff; border: 1px solid #dde; width: 100%; max-width: 600px; height: 60px; display: block; }
 .axis { display: flex; justify-content: space-between; max-width: 600px; font-size: .8em; }
 .filters { display: flex; flex-wrap: wrap; gap: .5em; align-items: center; margin: .4em 0; }

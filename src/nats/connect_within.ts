@@ -15,7 +15,7 @@ import {
 import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { redactUrl, type ResolvedOptions } from "./options.ts";
 import { clampTimerMs } from "../util/timers.ts";
-import type { Logger } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { describe } from "./describe.ts";
 import { sleep } from "../util/timers.ts";
 import { wrongListenerMessage } from "./listener.ts";

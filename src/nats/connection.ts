@@ -31,7 +31,7 @@ import { describe } from "./describe.ts";
 import { promptCloseFactory } from "./socket.ts";
 import { connectWithin } from "./connect_within.ts";
 import { awaitStreamLeader, openBucket, requireBucket } from "./bucket.ts";
-import { jsonLogger } from "../runtime/logger.ts";
+import { jsonLogger } from "../util/logger.ts";
 import { claimTransport, webSocketTransport } from "./transport.ts";
 
 /**

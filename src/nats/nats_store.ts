@@ -20,7 +20,7 @@ import {
 import { Connection, isConflict } from "./connection.ts";
 import { describe } from "./describe.ts";
 import type { NatsStoreOptions } from "./options.ts";
-import { lastRevisionUnder, type Scan, startScan } from "./scan.ts";
+import { type Scan, startScan } from "./scan.ts";
 import { isNoResponders, untilReceived } from "./unsent.ts";
 import { NatsWatch } from "./watch.ts";
 import { clampTimerMs } from "../util/timers.ts";
@@ -231,30 +231,38 @@ export class NatsStore implements Store {
       clearTimeout(timer);
       timer = setTimeout(() => fail(this.#unavailable("list", undefined, "no progress")), clampTimerMs(this.#timeout));
     };
-    // The end of the replay: a message with nothing pending, or (nats-server
-    // 2.9 can leave the pending count above zero for good, and a listing
-    // then failed for want of progress: 2 in 20 while its prefix was being
-    // written) the last revision under the filter, read once the consumer
-    // exists. An unreadable position (no permission) leaves the count alone.
+    // The end of the replay: the last revision under the filter once the
+    // consumer exists (see `Scan.endAt`: pending counts lie on 2.9, where a
+    // listing failed for want of progress 2 in 20 while its prefix was being
+    // written, and on a loaded replicated stream, where one came back empty
+    // right after writes). Only when that revision cannot be read (no
+    // permission) does a message with nothing pending end it.
     let handled = 0;
-    let endAt = Infinity;
+    let endAt: number | undefined;
+    let blind = false;
+    let lastPending = Infinity;
     const started = startScan(this.#conn, filter, (m) => {
       progressed();
       if (m.value === undefined) latest.delete(m.key);
       else latest.set(m.key, { key: m.key, value: m.value, revision: m.revision });
       if (m.revision > handled) handled = m.revision;
-      if (m.pending === 0 || handled >= endAt) finish();
+      lastPending = m.pending;
+      if (endAt !== undefined ? handled >= endAt : blind && m.pending === 0) finish();
     });
     started.then((s) => {
       if (abandoned) return s.stop();
-      lastRevisionUnder(this.#conn, filter).then((at) => {
-        endAt = at;
-        if (handled >= endAt) finish();
-      }, () => {});
+      s.endAt.then((at) => {
+        if (at !== undefined) {
+          endAt = at;
+          if (handled >= at) finish();
+        } else {
+          blind = true;
+          if (s.pendingAtStart === 0 || lastPending === 0) finish();
+        }
+      });
     }, () => {});
     try {
       scan = await Promise.race([started, done.then(() => started)]);
-      if (scan.emptyAtStart) finish();
       scan.closed.then(() => fail(this.#unavailable("list", undefined, "consumer closed during listing")));
       await done;
     } catch (e) {

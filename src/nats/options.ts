@@ -7,7 +7,7 @@ import { SplitleaseError } from "../errors.ts";
 import { isValidId } from "../store/keys.ts";
 import { keysOf, rejectUnknownKeys } from "../util/options.ts";
 import { durationIssue } from "../util/timers.ts";
-import type { Logger } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { type NatsTransport, type TransportImpl, webSocketTransport } from "./transport.ts";
 import { TCP_IMPORT } from "./listener.ts";
 import { redactUrl } from "./urls.ts";

@@ -62,8 +62,20 @@ export function decodeMessage(conn: Connection, m: JsMsg): BucketMessage {
 export interface Scan {
   /** The consumer (for health checks). */
   consumer: PushConsumer;
-  /** Whether the replay was empty at creation (nothing to wait for). */
-  emptyAtStart: boolean;
+  /**
+   * The revision the replay must reach: the last under the filter once the
+   * consumer existed (0: nothing to replay), or `undefined` when it cannot
+   * be read (no permission to get stream messages, an outage). The replay
+   * comes in stream order, so it is over once a message at or past it is
+   * handled — whatever the pending counts say: a replicated stream's
+   * consumer can report 0 pending before it has counted its replay (seen on
+   * 2.15.2, three nodes under load: a listing right after writes came back
+   * empty, a watch said `ready` before its snapshot), and 2.9 can leave the
+   * count above 0 for good.
+   */
+  endAt: Promise<number | undefined>;
+  /** The pending count at creation (the fallback when `endAt` cannot be read). */
+  pendingAtStart: number;
   /** Resolves when the consumer stops for any reason. */
   closed: Promise<unknown>;
   /** Stops consuming and deletes the consumer (best effort). */
@@ -94,9 +106,11 @@ export async function startScan(
         if (!stopped) onMessage(decodeMessage(conn, m));
       },
     });
+    const endAt = lastRevisionUnder(conn, filter).catch(() => undefined);
     return {
       consumer,
-      emptyAtStart: info.num_pending === 0,
+      endAt,
+      pendingAtStart: info.num_pending,
       closed: messages.closed(),
       stop() {
         if (stopped) return;

@@ -108,6 +108,16 @@ export class NatsWatch implements Watch {
       this.#delivered = true;
       this.#channel.push(e);
     };
+    /** The revision the replay must reach (see `Scan.endAt`); `undefined` until read, or when it cannot be. */
+    let endAt: number | undefined;
+    /** The end cannot be read: pending counts and the probe below decide. */
+    let blind = false;
+    let lastPending = Infinity;
+    const end = () => {
+      ready = true;
+      seen = undefined;
+      emit({ type: "ready" });
+    };
     const onMessage = (m: BucketMessage) => {
       if (gen !== this.#generation) return;
       last = Math.max(last, m.revision);
@@ -118,11 +128,8 @@ export class NatsWatch implements Watch {
         } else if (seen!.delete(m.key)) {
           emit({ type: "delete", key: m.key, revision: m.revision });
         }
-        if (m.pending === 0) {
-          ready = true;
-          seen = undefined;
-          emit({ type: "ready" });
-        }
+        lastPending = m.pending;
+        if (endAt !== undefined ? last >= endAt : blind && m.pending === 0) end();
         return;
       }
       if (m.value === undefined) emit({ type: "delete", key: m.key, revision: m.revision });
@@ -135,25 +142,25 @@ export class NatsWatch implements Watch {
     }
     this.#scan = scan;
     this.#failures = 0;
-    if (scan.emptyAtStart && !ready) {
-      ready = true;
-      seen = undefined;
-      emit({ type: "ready" });
+    const at = await scan.endAt;
+    if (gen !== this.#generation || this.#stopped || ready) return;
+    if (at !== undefined) {
+      endAt = at;
+      if (last >= at) end();
+      return;
     }
-    // The replay is over once we handled the last message under the filter
-    // (see REPLAY_PROBE_MS): the replay comes in stream order, and every
-    // message of it is at or below that revision.
+    blind = true;
+    if (scan.pendingAtStart === 0 || lastPending === 0) return end();
+    // Blind to the end: the replay is over once we handled the last message
+    // under the filter (see REPLAY_PROBE_MS): the replay comes in stream
+    // order, and every message of it is at or below that revision.
     (async () => {
       while (!ready && gen === this.#generation && !this.#stopped) {
         await sleep(REPLAY_PROBE_MS);
         if (ready || gen !== this.#generation || this.#stopped) return;
         try {
           const at = await lastRevisionUnder(this.#conn, this.#filter);
-          if (!ready && gen === this.#generation && last >= at) {
-            ready = true;
-            seen = undefined;
-            emit({ type: "ready" });
-          }
+          if (!ready && gen === this.#generation && last >= at) end();
         } catch { /* a lost consumer is the watchdog's business */ }
       }
     })();

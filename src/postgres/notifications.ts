@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { Logger } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { sleep } from "../util/timers.ts";
 import type { SqlClient, SqlListener } from "./sql_client.ts";
 

@@ -8,7 +8,7 @@ import { SplitleaseError } from "../errors.ts";
 import { isValidId } from "../store/keys.ts";
 import { keysOf, rejectUnknownKeys } from "../util/options.ts";
 import { durationIssue } from "../util/timers.ts";
-import type { Logger } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 
 /**
  * How the PostgreSQL store behaves, whatever the driver. Every duration is in

@@ -5,7 +5,7 @@
  * @module
  */
 import { SplitleaseError, StoreUnavailableError, ValueTooLargeError } from "../errors.ts";
-import type { Logger } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { assertValidFilter, assertValidKey } from "../store/keys.ts";
 import {
   type DeleteResult,

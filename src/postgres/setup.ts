@@ -8,7 +8,7 @@
  * @module
  */
 import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
-import type { Logger } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { sleep } from "../util/timers.ts";
 import { invalidPg, type ResolvedPgOptions } from "./options.ts";
 import { Queries } from "./queries.ts";

@@ -342,6 +342,13 @@ export interface SplitFailure {
   worker: string;
   /** What failed, cut to {@linkcode FAILURE_MESSAGE_CHARS} characters. */
   message: string;
+  /**
+   * The first frames of the error's stack, when the failure was an error
+   * (a throwing `run`, `lane.fail(error)`): at most {@linkcode FAILURE_STACK_LINES}
+   * lines and {@linkcode FAILURE_STACK_CHARS} characters. Absent in records
+   * written before it existed, which read the same.
+   */
+  stack?: string;
 }
 
 /**
@@ -366,7 +373,36 @@ export const FAILURE_HISTORY = 5;
  */
 export const FAILURE_MESSAGE_CHARS = 300;
 
-const FailureSchema: z.ZodType<SplitFailure> = z.object({ at: z.number(), worker: z.string(), message: z.string() });
+/**
+ * Most stack lines kept per failure in the history.
+ *
+ * @example
+ * ```ts
+ * import { FAILURE_STACK_LINES } from "../records.ts";
+ * console.log(FAILURE_STACK_LINES); // 8
+ * ```
+ */
+export const FAILURE_STACK_LINES = 8;
+
+/**
+ * Most stack characters kept per failure in the history: with
+ * {@linkcode FAILURE_HISTORY} failures a record carries at most 4 KB of
+ * stacks (every commit rewrites it, and the leader decodes it).
+ *
+ * @example
+ * ```ts
+ * import { FAILURE_STACK_CHARS } from "../records.ts";
+ * console.log(FAILURE_STACK_CHARS); // 800
+ * ```
+ */
+export const FAILURE_STACK_CHARS = 800;
+
+const FailureSchema: z.ZodType<SplitFailure> = z.object({
+  at: z.number(),
+  worker: z.string(),
+  message: z.string(),
+  stack: z.string().optional(),
+});
 
 /** Checks a decoded `split.<id>` record: status, owner, epoch, attempts, progress and lineage, with their ranges. */
 export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({

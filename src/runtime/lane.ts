@@ -5,28 +5,27 @@
  *
  * @module
  */
-import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason, SplitSpec } from "../coordinator/types.ts";
+import type { Clock, CoordinationEvent, Coordinator, LostReason, SplitSpec } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { FencedError, SplitleaseError } from "../errors.ts";
 import { estimateProblem, type SplitProgress } from "../records.ts";
 import type { TransactionWork } from "../store/store.ts";
 import type { Lane, LaneCommitOptions } from "./source.ts";
 import type { WorkerStats } from "./worker_types.ts";
+import { stackOf } from "../util/stack.ts";
+import type { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
+import type { TenancyTrace } from "../tracing/tenancy_trace.ts";
+import { close, endedAs, isLost, type LaneState, QUEUED, reopen, writable } from "./lane_state.ts";
 
-/** Internal state of one lane. */
-export interface LaneState<D> {
+/** One tenancy's lane as its worker holds it. */
+export interface WorkerLane<D> {
   id: string;
   splitId: string;
   epoch: number;
   spec: SplitSpec;
   descriptor: D;
-  state: "queued" | "running" | "revoking" | "stopping";
-  /** No more writes: lost, completed, failed, released or abandoned. */
-  closed: boolean;
-  lost: boolean;
-  terminal: "completed" | "failed" | null;
-  declined: boolean;
-  /** A cut of its remaining work is being answered (one at a time). */
-  cutting?: boolean;
+  /** Where it stands: moved only by the transitions of lane_state.ts. */
+  state: LaneState;
   abort: AbortController;
   revoke: AbortController;
   durable: SplitProgress | undefined;
@@ -36,10 +35,13 @@ export interface LaneState<D> {
   writeChain: Promise<void>;
   flushTimer: unknown;
   lastWriteAt: number;
+  /** Armed when it is lost while running: past it, the lane is abandoned. */
   graceTimer: unknown;
   settled: Promise<void>;
   settle: () => void;
   handle: Lane<D>;
+  /** Its tenancy's span (tracing on): `run()` runs inside it; released when the lane settles. */
+  trace: TenancyTrace | undefined;
 }
 
 /** What lane writes need from their worker. */
@@ -49,8 +51,10 @@ export interface LaneDeps {
   log: Logger;
   stats: WorkerStats;
   commitIntervalMs: number;
+  /** The coordinator's tracing, when it has one: each lane attaches to its tenancy's span. */
+  trace: CoordinatorTrace | undefined;
   /** The lane was fenced: end it as lost. */
-  markLost(lane: LaneState<unknown>, reason: LostReason): void;
+  markLost(lane: WorkerLane<unknown>, reason: LostReason): void;
   /** The split is still held but its lane ended without a release. */
   orphan(splitId: string): void;
 }
@@ -98,20 +102,17 @@ export class LaneOps<D> {
   }
 
   /** A new lane (queued) for a `gained` event. */
-  create(ev: Extract<CoordinationEvent, { type: "gained" }>, descriptor: D): LaneState<D> {
+  create(ev: Extract<CoordinationEvent, { type: "gained" }>, descriptor: D): WorkerLane<D> {
     let settle!: () => void;
     const settled = new Promise<void>((r) => (settle = r));
-    const lane: LaneState<D> = {
+    const trace = this.#d.trace?.attach(ev.split.id, ev.epoch);
+    const lane: WorkerLane<D> = {
       id: `${ev.split.id}@${ev.epoch}-${(++laneCounter).toString(36)}${processNonce()}`,
       splitId: ev.split.id,
       epoch: ev.epoch,
       spec: ev.split,
       descriptor,
-      state: "queued",
-      closed: false,
-      lost: false,
-      terminal: null,
-      declined: false,
+      state: QUEUED,
       abort: new AbortController(),
       revoke: new AbortController(),
       durable: ev.progress,
@@ -123,8 +124,10 @@ export class LaneOps<D> {
       lastWriteAt: -Infinity,
       graceTimer: null,
       settled,
-      settle,
+      // Settled once (ended or abandoned): its hold on the tenancy's span goes with it.
+      settle: trace ? () => (settle(), lane.trace && (lane.trace = undefined, trace.detach())) : settle,
       handle: undefined as unknown as Lane<D>,
+      trace,
     };
     // deno-lint-ignore no-this-alias
     const ops = this;
@@ -143,6 +146,12 @@ export class LaneOps<D> {
       },
       signal: lane.abort.signal,
       revokeSignal: lane.revoke.signal,
+      get span() {
+        return lane.trace?.span;
+      },
+      get traceparent() {
+        return lane.trace?.traceparent;
+      },
       commit: (progress, opts) => ops.#commit(lane, progress, opts),
       flush: () => ops.flush(lane),
       complete: (progress, opts) => ops.#complete(lane, progress, opts),
@@ -151,18 +160,18 @@ export class LaneOps<D> {
     return lane;
   }
 
-  #checkActive(lane: LaneState<D>): void {
-    if (lane.closed) {
+  #checkActive(lane: WorkerLane<D>): void {
+    if (!writable(lane.state)) {
       throw new FencedError(
         lane.splitId,
         lane.epoch,
         -1,
-        `lane ${lane.id} is no longer active (${lane.lost ? "lost" : lane.terminal ?? "ended"}); nothing was written`,
+        `lane ${lane.id} is no longer active (${endedAs(lane.state)}); nothing was written`,
       );
     }
   }
 
-  #checkProgress(lane: LaneState<D>, progress: SplitProgress): void {
+  #checkProgress(lane: WorkerLane<D>, progress: SplitProgress): void {
     if (!progress || typeof progress !== "object") {
       throw new SplitleaseError("INVALID_ARGUMENT", `progress must be an object (split ${lane.splitId})`);
     }
@@ -180,7 +189,7 @@ export class LaneOps<D> {
     }
   }
 
-  #commit(lane: LaneState<D>, progress: SplitProgress, opts?: LaneCommitOptions): Promise<void> {
+  #commit(lane: WorkerLane<D>, progress: SplitProgress, opts?: LaneCommitOptions): Promise<void> {
     try {
       this.#checkActive(lane);
       this.#checkProgress(lane, progress);
@@ -208,11 +217,11 @@ export class LaneOps<D> {
   }
 
   /** Writes the lane's pending progress (serialized per lane). */
-  flush(lane: LaneState<D>): Promise<void> {
+  flush(lane: WorkerLane<D>): Promise<void> {
     const run = lane.writeChain.catch(() => {}).then(async () => {
       const progress = lane.pending;
       if (progress === undefined) return;
-      if (lane.lost) {
+      if (isLost(lane.state)) {
         throw new FencedError(lane.splitId, lane.epoch, -1, `lane ${lane.id} was lost; nothing was written`);
       }
       const records = lane.pendingRecords;
@@ -245,11 +254,11 @@ export class LaneOps<D> {
    * next write if this one does not land (the source's statements then
    * did not either, or the split's record says they did).
    */
-  #commitWithin(lane: LaneState<D>, progress: SplitProgress, records: number, work: TransactionWork): Promise<void> {
+  #commitWithin(lane: WorkerLane<D>, progress: SplitProgress, records: number, work: TransactionWork): Promise<void> {
     if (lane.flushTimer !== null) this.#d.clock.clearTimeout(lane.flushTimer);
     lane.flushTimer = null;
     const run = lane.writeChain.catch(() => {}).then(async () => {
-      if (lane.lost) throw new FencedError(lane.splitId, lane.epoch, -1, `lane ${lane.id} was lost; nothing was written`);
+      if (isLost(lane.state)) throw new FencedError(lane.splitId, lane.epoch, -1, `lane ${lane.id} was lost; nothing was written`);
       const earlier = lane.pending;
       const earlierRecords = lane.pendingRecords;
       lane.pending = undefined;
@@ -276,7 +285,7 @@ export class LaneOps<D> {
   }
 
   /** Flushes, reporting (not throwing) a failure. */
-  async flushQuietly(lane: LaneState<D>): Promise<void> {
+  async flushQuietly(lane: WorkerLane<D>): Promise<void> {
     if (lane.flushTimer !== null) this.#d.clock.clearTimeout(lane.flushTimer);
     lane.flushTimer = null;
     try {
@@ -287,7 +296,7 @@ export class LaneOps<D> {
   }
 
   /** Logs a failed write; a fenced one marks the lane lost. */
-  onWriteError(lane: LaneState<D>, e: unknown, op: string): void {
+  onWriteError(lane: WorkerLane<D>, e: unknown, op: string): void {
     if (e instanceof FencedError) {
       this.#d.log("warn", `${op} fenced: the split moved on`, {
         event: "fenced",
@@ -301,15 +310,14 @@ export class LaneOps<D> {
     }
   }
 
-  async #complete(lane: LaneState<D>, progress?: SplitProgress, opts?: LaneCommitOptions): Promise<void> {
+  async #complete(lane: WorkerLane<D>, progress?: SplitProgress, opts?: LaneCommitOptions): Promise<void> {
     this.#checkActive(lane);
     const final = progress ?? lane.accepted ?? {};
     if (progress) this.#checkProgress(lane, progress);
     checkRecords(lane.splitId, opts);
     if (lane.flushTimer !== null) this.#d.clock.clearTimeout(lane.flushTimer);
     lane.flushTimer = null;
-    lane.closed = true;
-    lane.terminal = "completed";
+    close(lane, "completed");
     const records = lane.pendingRecords + (opts?.records ?? 0);
     lane.pending = undefined;
     lane.pendingRecords = 0;
@@ -321,8 +329,7 @@ export class LaneOps<D> {
           ...(opts?.transaction ? { transaction: opts.transaction } : {}),
         });
       } catch (e) {
-        lane.terminal = null;
-        if (!(e instanceof FencedError)) lane.closed = false; // outage: the source may retry
+        if (!(e instanceof FencedError)) reopen(lane); // outage: the source may retry
         this.onWriteError(lane, e, "complete");
         throw e;
       }
@@ -342,21 +349,24 @@ export class LaneOps<D> {
     await run;
   }
 
-  async #fail(lane: LaneState<D>, reason: string): Promise<void> {
+  async #fail(lane: WorkerLane<D>, failure: string | Error): Promise<void> {
     this.#checkActive(lane);
+    const reason = typeof failure === "string" ? failure : errorMessage(failure);
+    const stack = stackOf(failure);
+    if (typeof failure !== "string") lane.trace?.exception(failure);
     await this.flushQuietly(lane);
     this.#checkActive(lane);
-    lane.closed = true;
-    lane.terminal = "failed";
+    close(lane, "failed");
     this.#d.stats.failed++;
     this.#d.log("warn", "Split failed", {
       event: "laneFailed",
       splitId: lane.splitId,
       epoch: lane.epoch,
       reason,
+      ...(typeof failure === "string" ? {} : { error: failure }),
     });
     try {
-      await this.#d.coordinator.fail(lane.splitId, lane.epoch, reason);
+      await this.#d.coordinator.fail(lane.splitId, lane.epoch, reason, stack === undefined ? undefined : { stack });
     } catch (e) {
       this.onWriteError(lane, e, "fail");
       if (!(e instanceof FencedError)) this.#d.orphan(lane.splitId);

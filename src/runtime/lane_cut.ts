@@ -8,11 +8,13 @@
  *
  * @module
  */
-import type { Coordinator, Logger } from "../coordinator/types.ts";
+import type { Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { FencedError, SplitleaseError } from "../errors.ts";
 import { makeCut } from "../coordinator/cuts.ts";
 import type { CutAnswer } from "../coordinator/types.ts";
-import type { LaneState } from "./lane.ts";
+import type { WorkerLane } from "./lane.ts";
+import { canCut, setCutting, shownState } from "./lane_state.ts";
 import type { SplitAnswer, SplitSource } from "./source.ts";
 import type { WorkerStats } from "./worker_types.ts";
 
@@ -25,7 +27,7 @@ export interface CutDeps<D> {
   /** Runs a task nobody awaits, logging its failure. */
   background(p: Promise<unknown>): void;
   /** Stops the lane and hands its split back (a cut that could not be written). */
-  handBack(lane: LaneState<D>): void;
+  handBack(lane: WorkerLane<D>): void;
 }
 
 /**
@@ -38,14 +40,14 @@ export interface CutDeps<D> {
  * cutLane(lane, 4, { coordinator, source, log, stats, background, handBack });
  * ```
  */
-export function cutLane<D>(lane: LaneState<D>, parts: number, deps: CutDeps<D>): void {
+export function cutLane<D>(lane: WorkerLane<D>, parts: number, deps: CutDeps<D>): void {
   const { coordinator, source, log, stats } = deps;
   const split = coordinator.split?.bind(coordinator);
   const declined = (why: string, level: "debug" | "warn" = "debug", error?: unknown) => {
     stats.cuts.declined++;
     log(level, "Cut declined", { event: "cut", outcome: "declined", splitId: lane.splitId, why, ...(error ? { error } : {}) });
   };
-  if (lane.state !== "running" || lane.closed || lane.cutting) return declined(`lane ${lane.state}`);
+  if (!canCut(lane.state)) return declined(`lane ${shownState(lane.state)}`);
   if (!source.split || !split) return declined("the source has no split hook");
   let answer;
   try {
@@ -66,7 +68,7 @@ export function cutLane<D>(lane: LaneState<D>, parts: number, deps: CutDeps<D>):
     return deps.handBack(lane);
   }
   lane.descriptor = answer.keep;
-  lane.cutting = true;
+  setCutting(lane, true);
   deps.background(split(lane.splitId, lane.epoch, answer as unknown as CutAnswer).then(
     (ids) => {
       stats.cuts.performed++;
@@ -82,11 +84,11 @@ export function cutLane<D>(lane: LaneState<D>, parts: number, deps: CutDeps<D>):
       // An outage: the cut rides on the tenancy's next write (its commits, its completion).
       log("warn", "Writing a cut failed; it goes with the split's next write", { event: "cut", splitId: lane.splitId, error: e });
     },
-  ).finally(() => (lane.cutting = false)));
+  ).finally(() => setCutting(lane, false)));
 }
 
 /** What is wrong with an answer (the coordinator's limits of a cut, then `descriptorSchema`), or `undefined`. */
-function invalid<D>(source: SplitSource<D>, lane: LaneState<D>, answer: SplitAnswer<D>): string | undefined {
+function invalid<D>(source: SplitSource<D>, lane: WorkerLane<D>, answer: SplitAnswer<D>): string | undefined {
   try {
     makeCut(lane.splitId, lane.spec.weight, answer as unknown as CutAnswer);
   } catch (e) {

@@ -278,6 +278,40 @@ export interface Lane<D = Json> {
   /** Aborted when the split should be handed over: stop intake, return. */
   readonly revokeSignal: AbortSignal;
   /**
+   * The span of this tenancy (`splitlease.tenancy`) when an OpenTelemetry
+   * SDK is registered, else `undefined`. `run()` executes inside it, so with
+   * a context manager registered the spans a source starts nest under it
+   * already; without one, parent them explicitly
+   * (`trace.setSpan(context.active(), lane.span)`). docs/OPERATIONS.md,
+   * "Tracing".
+   *
+   * @example
+   * ```ts
+   * import { context, trace } from "@opentelemetry/api";
+   * import type { Lane } from "@splitlease/splitlease";
+   * declare const lane: Lane;
+   * const parent = lane.span ? trace.setSpan(context.active(), lane.span) : context.active();
+   * const span = trace.getTracer("my-source").startSpan("read batch", {}, parent);
+   * span.end();
+   * ```
+   */
+  // Named through the module's type, not a type import: `deno doc --lint` counts an imported `Span` as a private type of this package.
+  readonly span?: NonNullable<ReturnType<(typeof import("@opentelemetry/api"))["trace"]["getActiveSpan"]>>;
+  /**
+   * The W3C `traceparent` of this tenancy's span
+   * (`00-<trace id>-<span id>-<flags>`), for the systems the source calls
+   * (an HTTP header, a message attribute); `undefined` without an SDK.
+   *
+   * @example
+   * ```ts
+   * import type { Lane } from "@splitlease/splitlease";
+   * declare const lane: Lane;
+   * const headers: Record<string, string> = lane.traceparent ? { traceparent: lane.traceparent } : {};
+   * await fetch("https://api.example.com/rows?from=0", { headers });
+   * ```
+   */
+  readonly traceparent?: string;
+  /**
    * Commits progress (fenced by the epoch). With no commit interval the
    * promise resolves once the progress is durable; with one it resolves once
    * accepted, and the driver writes the newest accepted progress at most
@@ -295,6 +329,10 @@ export interface Lane<D = Json> {
    * the source's last writes.
    */
   complete(progress?: SplitProgress, options?: LaneCommitOptions): Promise<void>;
-  /** Reports the split as poison for this attempt (quarantined at the cap). */
-  fail(reason: string): Promise<void>;
+  /**
+   * Reports the split as poison for this attempt (quarantined at the cap).
+   * Given an error, its `Name: message` is the reason and the first frames
+   * of its stack join the split's failure history.
+   */
+  fail(reason: string | Error): Promise<void>;
 }

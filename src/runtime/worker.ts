@@ -5,10 +5,12 @@
  *
  * @module
  */
-import type { Coordinator, Logger } from "../coordinator/types.ts";
+import type { Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import type { SplitSource } from "./source.ts";
 import { Finisher, type OutcomeBase } from "./worker_finish.ts";
 import { WorkerEvents } from "./worker_events.ts";
+import { shownState } from "./lane_state.ts";
 import { LanePool } from "./worker_lanes.ts";
 import { workerSettings } from "./worker_options.ts";
 import { StatusWatch } from "./worker_status.ts";
@@ -158,7 +160,7 @@ class WorkerImpl<D> implements Worker {
       id: l.id,
       splitId: l.splitId,
       epoch: l.epoch,
-      state: l.state,
+      state: shownState(l.state),
       progress: l.durable ?? null,
     }));
   }

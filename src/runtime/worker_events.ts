@@ -6,10 +6,12 @@
  *
  * @module
  */
-import type { Clock, CoordinationEvent, Coordinator, Logger } from "../coordinator/types.ts";
+import type { Clock, CoordinationEvent, Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { SplitleaseError } from "../errors.ts";
 import type { SplitSource } from "./source.ts";
 import type { OutcomeBase } from "./worker_finish.ts";
+import { isTerminal } from "./lane_state.ts";
 import { count, type LanePool } from "./worker_lanes.ts";
 import type { WorkerStats } from "./worker_types.ts";
 
@@ -76,8 +78,8 @@ export class WorkerEvents<D> {
         this.#pool.orphans.delete(ev.splitId);
         if (!lane) return;
         // A lane we are ending ourselves (release or terminal write in flight) is not lost.
-        if (lane.closed && !lane.lost) return;
-        if (ev.reason === "revoked" && lane.state === "revoking") count(this.#stats.revocations, "forced");
+        if (lane.state.kind === "closed") return;
+        if (ev.reason === "revoked" && lane.state.kind === "revoking") count(this.#stats.revocations, "forced");
         this.#pool.lose(lane, ev.reason, true);
         return;
       }
@@ -88,7 +90,7 @@ export class WorkerEvents<D> {
       case "quarantined": {
         this.#log("warn", "Split quarantined", { event: "quarantined", splitId: ev.splitId, attempts: ev.attempts });
         const lane = this.#pool.lanes.get(ev.splitId);
-        if (lane && !lane.terminal) this.#pool.lose(lane, "fenced", true);
+        if (lane && !isTerminal(lane.state)) this.#pool.lose(lane, "fenced", true);
         return;
       }
       case "allComplete":

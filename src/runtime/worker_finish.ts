@@ -7,7 +7,8 @@
  *
  * @module
  */
-import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import type { Clock, Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import { SplitleaseError } from "../errors.ts";
 import type { LanePool } from "./worker_lanes.ts";
 import type { WorkerOutcome, WorkerStats } from "./worker_types.ts";

@@ -5,11 +5,15 @@
  *
  * @module
  */
-import type { Clock, CoordinationEvent, Coordinator, Logger, LostReason } from "../coordinator/types.ts";
-import { FencedError, StoreUnavailableError } from "../errors.ts";
-import { errorMessage, isAbortError, LaneOps, type LaneState } from "./lane.ts";
+import type { Clock, CoordinationEvent, Coordinator, LostReason } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
+import { FencedError, isStoreOutage } from "../errors.ts";
+import { errorMessage, isAbortError, LaneOps, type WorkerLane } from "./lane.ts";
+import { abandon, beginEnding, close, decline, isLost, isTerminal, lose, start, stopIntake } from "./lane_state.ts";
 import { cutLane } from "./lane_cut.ts";
 import type { SplitSource } from "./source.ts";
+import { stackOf } from "../util/stack.ts";
+import { traceOf } from "../tracing/coordinator_trace.ts";
 import type { WorkerSettings } from "./worker_options.ts";
 import type { WorkerStats } from "./worker_types.ts";
 
@@ -35,7 +39,7 @@ export function count(map: Record<string, number>, key: string): void {
 /** The lanes of one worker, by split id, and the runs, writes and releases that end them. */
 export class LanePool<D> {
   /** Every lane not yet ended, by split id. */
-  readonly lanes: Map<string, LaneState<D>> = new Map();
+  readonly lanes: Map<string, WorkerLane<D>> = new Map();
   /**
    * Splits still held by the coordinator whose lane ended without a release
    * (its last write failed): released again on a timer until the
@@ -46,7 +50,7 @@ export class LanePool<D> {
   #orphanDelayMs = 0;
   #stopped = false;
   readonly #orphanBaseMs: number;
-  #queue: LaneState<D>[] = [];
+  #queue: WorkerLane<D>[] = [];
   #running = 0;
   readonly #coordinator: Coordinator;
   readonly #source: SplitSource<D>;
@@ -75,7 +79,8 @@ export class LanePool<D> {
       log: deps.settings.log,
       stats: deps.stats,
       commitIntervalMs: deps.settings.commitIntervalMs,
-      markLost: (lane, reason) => this.#markLost(lane as LaneState<D>, reason),
+      trace: traceOf(deps.coordinator),
+      markLost: (lane, reason) => this.#markLost(lane as WorkerLane<D>, reason),
       orphan: (id) => this.#orphan(id),
     });
   }
@@ -86,7 +91,7 @@ export class LanePool<D> {
   }
 
   /** Lanes waiting for a free slot, oldest first. */
-  get queued(): readonly LaneState<D>[] {
+  get queued(): readonly WorkerLane<D>[] {
     return this.#queue;
   }
 
@@ -105,13 +110,13 @@ export class LanePool<D> {
       if (this.orphans.has(splitId)) this.#background(this.release(splitId, "orphan"));
       return;
     }
-    if (lane.closed || lane.state === "revoking" || lane.state === "stopping") return;
+    if (lane.state.kind !== "queued" && lane.state.kind !== "running") return;
     count(this.#stats.revocations, "requested");
     this.#log("info", "revocation requested", { event: "revocation", splitId, epoch: lane.epoch, laneId: lane.id });
-    if (lane.state === "queued") {
+    if (lane.state.kind === "queued") {
       // Never started: nothing to stop, nothing to commit.
+      close(lane, "ended");
       this.#queue = this.#queue.filter((l) => l !== lane);
-      lane.closed = true;
       this.lanes.delete(splitId);
       lane.settle();
       count(this.#stats.revocations, "drained");
@@ -125,8 +130,7 @@ export class LanePool<D> {
         outcome: "declined",
         splitId,
       });
-      lane.state = "stopping";
-      lane.declined = true;
+      decline(lane);
       this.#background(
         this.#coordinator.declineRevocation(splitId).catch((e) =>
           this.#log("error", "declineRevocation failed", { splitId, error: e })
@@ -134,7 +138,7 @@ export class LanePool<D> {
       );
       return;
     }
-    lane.state = "revoking";
+    stopIntake(lane);
     lane.revoke.abort(new DOMException("revocation requested", "AbortError"));
   }
 
@@ -149,9 +153,8 @@ export class LanePool<D> {
       stats: this.#stats,
       background: this.#background,
       handBack: (l) => {
-        if (l.closed || l.state !== "running") return;
         // Stops intake like a revocation: the lane commits what it did and releases the split to nobody.
-        l.state = "revoking";
+        if (!stopIntake(l)) return;
         l.revoke.abort(new DOMException("cut refused: handing the split back", "AbortError"));
       },
     });
@@ -160,14 +163,13 @@ export class LanePool<D> {
   #pump(): void {
     while (this.#running < this.#maxInFlight && this.#queue.length > 0) {
       const lane = this.#queue.shift()!;
-      if (lane.closed) continue;
+      if (!start(lane)) continue;
       this.#running++;
-      lane.state = "running";
       this.#background(this.#runLane(lane));
     }
   }
 
-  async #runLane(lane: LaneState<D>): Promise<void> {
+  async #runLane(lane: WorkerLane<D>): Promise<void> {
     let threw = false;
     let error: unknown;
     let slotFreed = false;
@@ -180,12 +182,13 @@ export class LanePool<D> {
     // An abandoned lane frees its slot while `run` is still going.
     lane.settled.then(freeSlot);
     try {
-      await this.#source.run(lane.handle);
+      // Inside the tenancy's span: spans the source starts nest under it.
+      await (lane.trace ? lane.trace.run(() => this.#source.run(lane.handle)) : this.#source.run(lane.handle));
     } catch (e) {
       threw = true;
       error = e;
     }
-    if (this.#isAbandoned(lane)) {
+    if (lane.state.kind === "abandoned") {
       this.#log("warn", "abandoned lane returned late", { splitId: lane.splitId, laneId: lane.id, threw });
       return;
     }
@@ -197,33 +200,30 @@ export class LanePool<D> {
       if (lane.graceTimer !== null) this.#clock.clearTimeout(lane.graceTimer);
       if (lane.flushTimer !== null) this.#clock.clearTimeout(lane.flushTimer);
       lane.flushTimer = null;
-      lane.closed = true;
+      close(lane, "ended");
       if (this.lanes.get(lane.splitId) === lane) this.lanes.delete(lane.splitId);
       lane.settle();
       freeSlot();
     }
   }
 
-  #isAbandoned(lane: LaneState<D>): boolean {
-    return lane.graceTimer === "abandoned";
-  }
-
-  async #endTenancy(lane: LaneState<D>, threw: boolean, error: unknown): Promise<void> {
+  async #endTenancy(lane: WorkerLane<D>, threw: boolean, error: unknown): Promise<void> {
     // Wait for any write in flight (a complete/fail the source did not await).
     await lane.writeChain.catch(() => {});
-    if (lane.terminal || lane.lost) {
-      if (threw && !lane.lost && !isAbortError(error)) {
+    if (isTerminal(lane.state) || isLost(lane.state)) {
+      if (threw && !isLost(lane.state) && !isAbortError(error)) {
         this.#log("warn", "run threw after the tenancy ended", { splitId: lane.splitId, error });
+        lane.trace?.exception(error);
       }
       return;
     }
-    if (lane.declined) {
+    if (lane.state.kind === "declined") {
       // Released forcibly by declineRevocation; a last flush is fenced or lands, by CAS.
       await this.#ops.flushQuietly(lane);
-      lane.closed = true;
+      close(lane, "ended");
       return;
     }
-    const cooperative = lane.state === "revoking" && (!threw || isAbortError(error));
+    const cooperative = lane.state.kind === "revoking" && (!threw || isAbortError(error));
     if (threw && !cooperative && isStoreOutage(error)) {
       // The store did not take a commit (a stream leader election, a lost
       // connection): not the split's fault, so no attempt is charged. Hand
@@ -236,32 +236,34 @@ export class LanePool<D> {
         epoch: lane.epoch,
         error,
       });
-      lane.state = "stopping";
+      lane.trace?.event("store.outage", { "splitlease.error": errorMessage(error) });
+      beginEnding(lane);
       await this.#ops.flushQuietly(lane);
-      if (lane.lost) return;
-      lane.closed = true;
+      if (isLost(lane.state)) return;
+      close(lane, "ended");
       await this.release(lane.splitId, "store outage", lane);
       return;
     }
     if (threw && !cooperative) {
       this.#stats.failed++;
       this.#log("error", "run failed", { event: "laneFailed", splitId: lane.splitId, epoch: lane.epoch, error });
+      lane.trace?.exception(error);
       await this.#ops.flushQuietly(lane);
-      if (lane.lost) return;
-      lane.closed = true;
-      lane.terminal = "failed";
+      if (isLost(lane.state)) return;
+      close(lane, "failed");
       try {
-        await this.#coordinator.fail(lane.splitId, lane.epoch, `run threw: ${errorMessage(error)}`);
+        const stack = stackOf(error);
+        await this.#coordinator.fail(lane.splitId, lane.epoch, `run threw: ${errorMessage(error)}`, stack === undefined ? undefined : { stack });
       } catch (e) {
         this.#ops.onWriteError(lane, e, "fail");
         if (!(e instanceof FencedError)) this.#orphan(lane.splitId);
       }
       return;
     }
-    lane.state = "stopping";
+    beginEnding(lane);
     await this.#ops.flushQuietly(lane);
-    if (lane.lost) return;
-    lane.closed = true;
+    if (isLost(lane.state)) return;
+    close(lane, "ended");
     if (cooperative) {
       count(this.#stats.revocations, "drained");
       await this.release(lane.splitId, "revoked", lane);
@@ -275,7 +277,7 @@ export class LanePool<D> {
   }
 
   /** Releases a held split (logging the lane's last progress); a failure leaves it an orphan. */
-  async release(splitId: string, why: string, lane?: LaneState<D>): Promise<void> {
+  async release(splitId: string, why: string, lane?: WorkerLane<D>): Promise<void> {
     try {
       await this.#coordinator.release([splitId]);
       this.orphans.delete(splitId);
@@ -332,42 +334,39 @@ export class LanePool<D> {
   }
 
   /** Marks a lane lost: aborts it, rejects its commits, bounds how long it may keep running. */
-  lose(lane: LaneState<D>, reason: LostReason | "shutdown", fromEvent: boolean): void {
-    if (lane.lost || lane.terminal) {
-      return;
-    }
+  lose(lane: WorkerLane<D>, reason: LostReason | "shutdown", fromEvent: boolean): void {
+    if (isLost(lane.state) || isTerminal(lane.state)) return;
     this.#markLost(lane, reason);
     if (fromEvent) {
       this.#log("warn", "Lost split", { event: "lost", splitId: lane.splitId, epoch: lane.epoch, reason });
     }
   }
 
-  #markLost(lane: LaneState<D>, reason: LostReason | "shutdown"): void {
-    if (lane.lost) return;
-    lane.lost = true;
-    lane.closed = true;
+  #markLost(lane: WorkerLane<D>, reason: LostReason | "shutdown"): void {
+    const queued = lane.state.kind === "queued";
+    if (!lose(lane)) return;
     count(this.#stats.lost, reason);
     if (lane.flushTimer !== null) this.#clock.clearTimeout(lane.flushTimer);
     lane.flushTimer = null;
     lane.pending = undefined;
-    if (lane.state === "queued") {
+    if (queued) {
       this.#queue = this.#queue.filter((l) => l !== lane);
       if (this.lanes.get(lane.splitId) === lane) this.lanes.delete(lane.splitId);
       lane.settle();
       return;
     }
-    lane.state = "stopping";
     lane.abort.abort(new DOMException(`split lost (${reason})`, "AbortError"));
     if (lane.graceTimer === null) {
       lane.graceTimer = this.#clock.setTimeout(() => this.#abandon(lane, reason), this.#abortGraceMs);
     }
   }
 
-  #abandon(lane: LaneState<D>, reason: string): void {
+  #abandon(lane: WorkerLane<D>, reason: string): void {
     if (this.lanes.get(lane.splitId) !== lane) return; // already ended
-    lane.graceTimer = "abandoned";
+    abandon(lane);
     this.lanes.delete(lane.splitId);
     this.#stats.abandoned++;
+    lane.trace?.abandoned(`lane ignored its abort signal for ${this.#abortGraceMs} ms (${reason})`);
     this.#log("error", "lane ignored its abort signal; abandoned", {
       event: "abandoned",
       splitId: lane.splitId,
@@ -384,12 +383,4 @@ export class LanePool<D> {
       await Promise.all([...this.lanes.values()].map((l) => l.settled));
     }
   }
-}
-
-/** Whether `e` (or what caused it) is the store being unavailable, as opposed to the split's own failure. */
-function isStoreOutage(e: unknown): boolean {
-  for (let c = e, depth = 0; c instanceof Error && depth < 5; c = c.cause, depth++) {
-    if (c instanceof StoreUnavailableError) return true;
-  }
-  return false;
 }

@@ -5,20 +5,22 @@
  * @module
  */
 import * as z from "zod";
-import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import type { Clock, Coordinator } from "../coordinator/types.ts";
 import { systemClock } from "../coordinator/clock.ts";
-import { type CoordinatorTunables, TUNABLE_DEFAULTS, TUNABLE_KEYS } from "../coordinator/config.ts";
+import { TUNABLE_DEFAULTS } from "../coordinator/config.ts";
 import { SplitleaseError } from "../errors.ts";
-import { jsonLogger } from "./logger.ts";
+import { jsonLogger, type Logger } from "../util/logger.ts";
 import { choiceOption, durationOption, type Equal, givenOption, parseOptions } from "../util/option_schema.ts";
 import type { SplitSource } from "./source.ts";
 import type { WorkerOptions } from "./worker_types.ts";
 
 /**
- * The checks of the options a host (serve, a slice) hands its worker
- * unchanged; each schema that takes one adds its own default, or none.
+ * The checks of what a host hands its worker unchanged (the fields of
+ * `WorkerBaseOptions`, and serve's `afterStall`): `startWorker`, serve and
+ * slices take each field with this check, adding their own default or none.
  */
 export const LANE_OPTIONS = z.strictObject({
+  source: givenOption<SplitSource<unknown>>(),
   stalledIsFatal: givenOption<boolean>(),
   afterStall: choiceOption(["exit", "wait"]),
   abortGraceMs: durationOption(),
@@ -27,21 +29,10 @@ export const LANE_OPTIONS = z.strictObject({
   clock: givenOption<Clock>(),
 }).shape;
 
-/**
- * The coordinator tunables as a host takes them: passed on to the join,
- * which checks them (docs/OPERATIONS.md, "Coordinator configuration").
- */
-export const HOST_TUNABLES: z.ZodObject<{ [K in keyof CoordinatorTunables]-?: z.ZodOptional<z.ZodType<CoordinatorTunables[K]>> }> = z
-  .strictObject(
-    Object.fromEntries(TUNABLE_KEYS.map((k) => [k, givenOption<unknown>().optional()])) as {
-      [K in keyof CoordinatorTunables]-?: z.ZodOptional<z.ZodType<CoordinatorTunables[K]>>;
-    },
-  );
-
 /** Every option `startWorker` takes, its check and its default: anything else is a typo. */
 export const WORKER_SCHEMA = z.strictObject({
   coordinator: givenOption<Coordinator>(),
-  source: givenOption<SplitSource<unknown>>(),
+  source: LANE_OPTIONS.source,
   afterStall: LANE_OPTIONS.afterStall.default("exit"),
   maxInFlight: z.custom<number>((v) => Number.isInteger(v) && (v as number) >= 0, {
     error: (iss) => `maxInFlight must be an integer >= 0 (got ${String(iss.input)}); 0 makes a standby`,

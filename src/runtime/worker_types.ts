@@ -4,9 +4,51 @@
  *
  * @module
  */
-import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
+import type { Clock, Coordinator } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import type { SplitProgress } from "../records.ts";
 import type { SplitSource } from "./source.ts";
+
+/**
+ * What every host of a worker takes and hands it unchanged: the source, the
+ * logger and clock, and how its lanes end. {@linkcode WorkerOptions} extends
+ * it, and so do the options of `serve` and of a slice (through
+ * `HostOptions`), so each of these fields means one thing everywhere.
+ *
+ * @example
+ * ```ts
+ * import type { SplitSource } from "@splitlease/splitlease";
+ * import type { WorkerBaseOptions } from "@splitlease/splitlease/host";
+ * declare const source: SplitSource;
+ * const base: WorkerBaseOptions<unknown> = { source, abortGraceMs: 2000, commitIntervalMs: 1000 };
+ * ```
+ */
+export interface WorkerBaseOptions<D> {
+  /** What to do: the planner and the processing of one split. */
+  source: SplitSource<D>;
+  /** Structured logger (default: {@linkcode jsonLogger}, JSON lines on the console). */
+  logger?: Logger;
+  /** Time source (default: {@linkcode systemClock}). */
+  clock?: Clock;
+  /**
+   * `true` (default): a stalled job (quarantined splits left) ends with the
+   * `stalled` outcome (`serve` exits 3; a slice answers `stalled`).
+   * `false`: it drains and ends `drained` with a warning (`serve` exits 0).
+   * Either way only once the stall has stood for `statusIntervalMs`: one
+   * withdrawn meanwhile (`reopened`) keeps the worker working.
+   */
+  stalledIsFatal?: boolean;
+  /**
+   * How long a lane may ignore its abort signal before it is abandoned and
+   * reported (default 5000 ms; 1000 ms in a slice).
+   */
+  abortGraceMs?: number;
+  /**
+   * Commit cadence per lane: 0 (default) writes every `commit`; above 0 the
+   * newest accepted progress is written at most once per interval per lane.
+   */
+  commitIntervalMs?: number;
+}
 
 /**
  * Options of {@linkcode startWorker} and {@linkcode runWorker}.
@@ -20,28 +62,15 @@ import type { SplitSource } from "./source.ts";
  * await runWorker(options);
  * ```
  */
-export interface WorkerOptions<D> {
+export interface WorkerOptions<D> extends WorkerBaseOptions<D> {
   /** The coordinator (already joined). The worker drives and closes it. */
   coordinator: Coordinator;
-  /** What to do: the planner and the processing of one split. */
-  source: SplitSource<D>;
   /**
    * Lanes running at once; gained splits beyond it wait. Default: the
    * coordinator's `maxInFlight` (the one it joined with), else 8. A value
    * that differs from the coordinator's is refused (`INVALID_CONFIG`).
    */
   maxInFlight?: number;
-  /** Structured logger (default: {@linkcode jsonLogger}). */
-  logger?: Logger;
-  /** Time source (default: {@linkcode systemClock}). */
-  clock?: Clock;
-  /**
-   * `true` (default): a stalled job (quarantined splits left) ends with the
-   * `stalled` outcome. `false`: it drains and ends `drained` with a warning.
-   * Either way only once the stall has stood for `statusIntervalMs`: one
-   * withdrawn meanwhile (`reopened`) keeps the worker working.
-   */
-  stalledIsFatal?: boolean;
   /**
    * What a stall does to the worker. `"exit"` (default): the worker ends on
    * it as `stalledIsFatal` says. `"wait"`: it stays in the job (heartbeating,
@@ -50,16 +79,6 @@ export interface WorkerOptions<D> {
    * again; a job that ends `allComplete` ends it as usual.
    */
   afterStall?: "exit" | "wait";
-  /**
-   * How long a lane may ignore its abort signal before it is abandoned and
-   * reported (default 5000 ms).
-   */
-  abortGraceMs?: number;
-  /**
-   * Commit cadence: 0 (default) writes every `commit`; above 0 the newest
-   * accepted progress is written at most once per interval per lane.
-   */
-  commitIntervalMs?: number;
   /**
    * How often leadership and plan changes are checked for logging (default
    * 1000 ms); also how long a stall stands before the worker finishes on it,

@@ -10,15 +10,13 @@
 import type { Coordinator } from "../coordinator/types.ts";
 import { createApp, type HonoApp } from "../http/app.ts";
 import { type MemoryUsage, startProcessMetrics } from "../http/process_metrics.ts";
-import { Tracing } from "../tracing/tracing.ts";
-import { jsonLogger } from "../runtime/logger.ts";
-import { startWorker } from "../runtime/worker.ts";
+import { jsonLogger } from "../util/logger.ts";
 import type { Worker, WorkerOutcome } from "../runtime/worker_types.ts";
 import { TUNABLE_DEFAULTS } from "../coordinator/config.ts";
 import { MAX_TIMER_MS } from "../util/timers.ts";
 import { EXIT_ERROR, exitCodeFor } from "../runtime/exit_codes.ts";
 import { DEFAULT_SHUTDOWN_MARGIN_MS, type ServeOptions } from "./serve_options.ts";
-import { afterStallOf, joinServed } from "./serve_join.ts";
+import { startServed } from "./serve_start.ts";
 import { ServeLifecycle } from "./serve_lifecycle.ts";
 
 
@@ -119,23 +117,11 @@ export interface Service {
  * ```
  */
 export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): Promise<Service> {
-  // Spans of the tenancies, store operations and leader decisions (no-ops without an OpenTelemetry SDK).
-  const tracing = new Tracing(options.job);
-  const log = tracing.logger(options.logger ?? jsonLogger({ base: options.instance ? { instance: options.instance } : {} }));
+  // Traced by the coordinator and the worker themselves (docs/OPERATIONS.md, "Tracing").
+  const log = options.logger ?? jsonLogger({ base: options.instance ? { instance: options.instance } : {} });
   const exit = options.exit ?? true;
-  const { store, ownsStore, coordinator } = await joinServed(options, host, tracing, log);
+  const { store, ownsStore, coordinator, worker } = await startServed(options, host, log);
   const closeStore = () => ownsStore ? store.close().catch((e) => log("warn", "store close failed", { error: e })) : undefined;
-  const worker = startWorker({
-    coordinator,
-    source: options.source,
-    maxInFlight: options.maxInFlight,
-    logger: log,
-    clock: options.clock,
-    stalledIsFatal: options.stalledIsFatal,
-    afterStall: afterStallOf(options as ServeOptions<unknown>),
-    abortGraceMs: options.abortGraceMs,
-    commitIntervalMs: options.commitIntervalMs,
-  });
   // Each part is at most MAX_TIMER_MS; their sum may not be (a longer timer fires at once).
   const deadlineMs = Math.min(MAX_TIMER_MS, (options.drainDeadlineMs ?? TUNABLE_DEFAULTS.drainDeadlineMs) + (options.shutdownMarginMs ?? DEFAULT_SHUTDOWN_MARGIN_MS));
   const life = new ServeLifecycle((o) => worker.shutdown(o), deadlineMs, log);
@@ -181,7 +167,6 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
       await closeStore();
     }
     processMetrics.stop();
-    tracing.end();
     log(exitCode === 0 ? "info" : "error", "exiting", { event: "exit", exitCode, outcome: outcome.kind });
     if (exit) host.exit(exitCode);
     return { outcome, exitCode };

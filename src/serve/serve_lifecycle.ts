@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { Logger } from "../coordinator/types.ts";
+import type { Logger } from "../util/logger.ts";
 import type { ShutdownOptions, WorkerOutcome } from "../runtime/worker_types.ts";
 import { EXIT_DRAINED } from "../runtime/exit_codes.ts";
 

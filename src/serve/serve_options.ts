@@ -4,17 +4,13 @@
  *
  * @module
  */
-import type { JoinOptions } from "../coordinator/join_options.ts";
-import type { CoordinatorTunables } from "../coordinator/config.ts";
-import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
+import { HOST_SCHEMA, type HostOptions } from "../host/host_options.ts";
 import type { HonoApp } from "../http/app.ts";
-import { checkDrainOptions } from "../http/drain_auth.ts";
-import type { Store } from "../store/store.ts";
-import type { SplitSource } from "../runtime/source.ts";
+import { checkDrainOptions, type DrainAuthOptions } from "../http/drain_auth.ts";
 import * as z from "zod";
 import { choiceOption, durationOption, type Equal, givenOption, parseOptions } from "../util/option_schema.ts";
-import { HOST_TUNABLES, LANE_OPTIONS } from "../runtime/worker_options.ts";
+import { LANE_OPTIONS } from "../runtime/worker_options.ts";
 
 /**
  * Default `shutdownMarginMs`: time on top of `drainDeadlineMs` for a SIGTERM
@@ -40,25 +36,13 @@ export const DEFAULT_SHUTDOWN_MARGIN_MS = 5000;
  * const options: ServeOptions<unknown> = { store: new MemoryStore(), source, job: "backfill", port: 8080 };
  * ```
  */
-export interface ServeOptions<D = unknown> extends CoordinatorTunables {
-  /** The coordination store (kept open: the caller owns it). */
-  store?: Store;
-  /** Creates the store (closed by serve when the worker ends). */
-  storeFactory?: () => Store | Promise<Store>;
-  /** The user's source. */
-  source: SplitSource<D>;
-  /** Job name. */
-  job: string;
+export interface ServeOptions<D = unknown> extends HostOptions<D>, DrainAuthOptions {
   /** Instance id (pod name); generated when absent. */
   instance?: string;
   /** HTTP port (default 8080; 0 picks a free one). */
   port?: number;
   /** HTTP bind address (default `0.0.0.0`). */
   hostname?: string;
-  /** Bearer token for `POST /drain` (without one the route answers 403 unless `drainOpen`). */
-  drainToken?: string;
-  /** Accept `POST /drain` without a token (default `false`; private networks only). */
-  drainOpen?: boolean;
   /** Metric name prefix (default `etl_coordination_`). */
   metricsPrefix?: string;
   /**
@@ -68,8 +52,6 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
    * runs for the built-in routes; a route on a built-in path replaces it.
    */
   routes?: (app: HonoApp) => unknown;
-  /** Stalled job is fatal (exit 3, default) or drains with a warning (exit 0). */
-  stalledIsFatal?: boolean;
   /**
    * What a stall (only quarantined splits left) does to the process:
    * `"exit"` (default) ends it as `stalledIsFatal` says (exit 3, or 0);
@@ -82,19 +64,11 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
    * a stall would leave the job, and a requeued split would wait for ever).
    */
   afterStall?: "exit" | "wait";
-  /** How long a lane may ignore its abort (default 5000 ms). */
-  abortGraceMs?: number;
-  /** Commit cadence per lane (default 0: every commit writes). */
-  commitIntervalMs?: number;
   /**
    * Time on top of `drainDeadlineMs` for the whole shutdown (release, leave,
    * close) before lanes are aborted (default 5000 ms).
    */
   shutdownMarginMs?: number;
-  /** Structured logger (default: JSON lines on the console). */
-  logger?: Logger;
-  /** Clock (default: system clock). */
-  clock?: Clock;
   /**
    * What the process does once the job is complete (the worker drained with
    * the job done, not on a shutdown request): `"exit"` (default) exits 0 at
@@ -110,21 +84,16 @@ export interface ServeOptions<D = unknown> extends CoordinatorTunables {
   afterCompletion?: "exit" | "idle";
   /** Exit the process when the worker ends (default `true`). */
   exit?: boolean;
-  /** Joins the coordinator (default `SplitCoordinator.join`); for tests and custom coordinators. */
-  join?: (options: JoinOptions) => Promise<Coordinator>;
 }
 
 /**
- * Every option `serve` takes and its check: the coordinator tunables (the
- * join checks them), the options it hands its worker (the worker's checks;
- * `afterStall` defaults as `afterStallOf` says) and its own. Anything else is
- * a typo. Defaults the worker or the join fill in are theirs.
+ * Every option `serve` takes and its check: a host's (the coordinator
+ * tunables, which the join checks; what it hands its worker, with the
+ * worker's checks, `afterStall` defaulting as `afterStallOf` says) and its
+ * own. Anything else is a typo. Defaults the worker or the join fill in are
+ * theirs.
  */
-export const SERVE_SCHEMA = HOST_TUNABLES.extend({
-  store: givenOption<Store>().optional(),
-  storeFactory: givenOption<() => Store | Promise<Store>>().optional(),
-  source: givenOption<SplitSource<unknown>>(),
-  job: givenOption<string>(),
+export const SERVE_SCHEMA = HOST_SCHEMA.extend({
   instance: givenOption<string>().optional(),
   port: givenOption<number>().optional(),
   hostname: givenOption<string>().optional(),
@@ -135,15 +104,9 @@ export const SERVE_SCHEMA = HOST_TUNABLES.extend({
     error: (iss) => `{key} must be a function that adds routes to the app, got ${typeof iss.input}`,
   }).optional(),
   shutdownMarginMs: durationOption().optional(),
-  abortGraceMs: LANE_OPTIONS.abortGraceMs.optional(),
-  commitIntervalMs: LANE_OPTIONS.commitIntervalMs.optional(),
   afterCompletion: choiceOption(["exit", "idle"]).optional(),
   afterStall: LANE_OPTIONS.afterStall.optional(),
-  stalledIsFatal: LANE_OPTIONS.stalledIsFatal.optional(),
-  logger: LANE_OPTIONS.logger.optional(),
-  clock: LANE_OPTIONS.clock.optional(),
   exit: givenOption<boolean>().optional(),
-  join: givenOption<(options: JoinOptions) => Promise<Coordinator>>().optional(),
 });
 const _serveOptionsAreTheSchema: Equal<keyof ServeOptions<unknown>, keyof z.input<typeof SERVE_SCHEMA>> = true;
 

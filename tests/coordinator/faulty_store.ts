@@ -160,13 +160,15 @@ export class FaultyStore implements Store {
 /**
  * Joins a worker `instance` whose store is a fault layer over `shared`,
  * and records when its heartbeat was restored after a self-fence (leader
- * time), for tests that fence a worker and let it come back.
+ * time), for tests that fence a worker and let it come back. `maxInFlight`:
+ * its lanes (the coordinator's default when left out).
  */
 export async function joinBehindFaults(
   f: Fleet,
   driver: ManualDriver,
   shared: Store,
   instance: string,
+  maxInFlight?: number,
 ): Promise<{ member: Member; store: FaultyStore; restored: number[] }> {
   const store = new FaultyStore(shared);
   const restored: number[] = [];
@@ -177,6 +179,7 @@ export async function joinBehindFaults(
       instance,
       clock: driver.clock,
       ...FAST,
+      ...(maxInFlight !== undefined ? { maxInFlight } : {}),
       logger: (_level, msg) => {
         if (msg.startsWith("Heartbeat restored")) restored.push(driver.now());
       },

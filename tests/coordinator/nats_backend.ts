@@ -1,6 +1,7 @@
 // The NATS backend for the shared coordinator scenarios: one nats-server per
 // test file, a fresh bucket (job) per fleet, real time.
 import { NatsStore } from "../../nats.ts";
+import { denoWebSocket } from "../../adapters/deno.ts";
 import type { Store } from "../../mod.ts";
 import type { NatsServer } from "../helpers/nats_server.ts";
 import { type Backend, Fleet, RealDriver, type Timings } from "./fleet.ts";
@@ -41,5 +42,11 @@ export function realBackend(name: string, connect: (job: string) => Promise<Stor
 }
 
 export function natsBackend(server: NatsServer): Backend {
-  return realBackend("nats", (job) => NatsStore.connect({ servers: [server.wsUrl], job, opTimeoutMs: NATS_TIMINGS.opTimeoutMs }));
+  // As a Deno worker connects (OPERATIONS, "wsFactory"): Deno's own WebSocket
+  // client leaves Nagle's algorithm on, and a write after an unanswered one
+  // (a flow-control reply) then waits ~40 ms for the server's delayed ack.
+  return realBackend(
+    "nats",
+    (job) => NatsStore.connect({ servers: [server.wsUrl], job, opTimeoutMs: NATS_TIMINGS.opTimeoutMs, wsFactory: denoWebSocket }),
+  );
 }

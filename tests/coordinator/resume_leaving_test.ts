@@ -1,9 +1,11 @@
 // A resume after a self-fence whose CAS lands while the worker leaves (close)
 // or drains must hand the split back, not start it (docs/DESIGN.md,
 // "Liveness": a worker that no longer takes work releases the tenancies it
-// resumes). Deterministic, on the manual clock: the resume's CAS is parked
-// in a fault layer in front of the worker until the leave has begun. Kills
-// the mutant resume-while-leaving-kept of scripts/mutants.mjs.
+// resumes); and while its CAS is out it keeps the lane it will take, so no
+// other split is claimed into it. Deterministic, on the manual clock: the
+// resume's CAS is parked in a fault layer in front of the worker. Kills the
+// mutants resume-while-leaving-kept and resume-frees-lane-early of
+// scripts/mutants.mjs.
 import assert from "node:assert/strict";
 import { keys } from "../../admin.ts";
 import { MemoryStore } from "../../mod.ts";
@@ -13,16 +15,17 @@ import { splitRecord } from "./scenarios.ts";
 
 /**
  * A standby leader and a worker `w` (behind a fault layer) that holds the
- * one split; `w` self-fences, its heartbeat lands again before the leader
- * could judge it dead, and the resume pass that follows has its CAS parked.
+ * first split (of `planned`, on `maxInFlight` lanes); `w` self-fences, its
+ * heartbeat lands again before the leader could judge it dead, and the
+ * resume pass that follows has its CAS parked.
  */
-async function fencedWithResumeParked(f: Fleet, driver: ManualDriver, shared: MemoryStore) {
+async function fencedWithResumeParked(f: Fleet, driver: ManualDriver, shared: MemoryStore, planned = 1, maxInFlight?: number) {
   const { leaseMs } = FAST;
   const id = "s000";
-  const lead = await f.join({ instance: "lead", planner: finalPlanner(splits(1)), maxInFlight: 0 });
+  const lead = await f.join({ instance: "lead", planner: finalPlanner(splits(planned)), maxInFlight: 0 });
   assert.ok(await f.until(() => lead.c.isLeader && (lead.c.status().plan?.generation ?? 0) > 0, 3000), "the standby leads and plans");
 
-  const { member: w, store: wStore, restored } = await joinBehindFaults(f, driver, shared, "w");
+  const { member: w, store: wStore, restored } = await joinBehindFaults(f, driver, shared, "w", maxInFlight);
   assert.ok(await f.until(() => w.held.includes(id), 3000), "w holds the split");
   await f.advance(leaseMs / 2); // a few ordinary heartbeats
   const before = await splitRecord(shared, id);
@@ -109,3 +112,28 @@ Deno.test("resume while draining: a resume whose CAS lands while the worker drai
   assert.equal(rec.attempts, 0, "handing back charges no attempt");
 });
 
+
+Deno.test("resume keeps its lane: while a resume's CAS is out, no other split is claimed into the lane it will take", async () => {
+  const shared = new MemoryStore({ yieldToTimers: false });
+  const driver = new ManualDriver();
+  await using f = new Fleet(shared, driver);
+  const { leaseMs } = FAST;
+  // One lane, two splits: w runs s000 and holds s001 as a spare offer.
+  const { id, w, cas, epoch } = await fencedWithResumeParked(f, driver, shared, 2, 1);
+  const other = "s001";
+  const spareListed = async () => (JSON.parse((await shared.get(keys.assign("w")))?.value ?? "{}").offers ?? []).some((o: { id: string }) => o.id === other);
+  assert.ok(await spareListed(), "the leader offers w the other split (a spare: its one lane runs s000)");
+
+  // Longer than a free lane waits before it claims a spare (spareClaimAfterMs: 20 ms here).
+  for (let t = 0; t < leaseMs / 4; t += 10) await f.advance(10);
+  const meanwhile = await splitRecord(shared, other);
+  assert.equal(meanwhile.owner, null, `w claimed ${other} (epoch ${meanwhile.epoch}) into the lane its resume of ${id} will take`);
+
+  // The resume lands: w runs s000 again, in its one lane.
+  cas.release();
+  assert.ok(await f.until(() => w.held.includes(id), leaseMs, 1), "w resumed the split");
+  const resumed = await splitRecord(shared, id);
+  assert.equal(resumed.owner?.instance, "w");
+  assert.ok(resumed.epoch > epoch, "the resume moved the epoch");
+  assert.deepEqual(w.held, [id], "w runs no more splits than its one lane");
+});

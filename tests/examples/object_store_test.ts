@@ -156,7 +156,7 @@ function scriptedLane(objects: ObjectEntry[], progress?: SplitProgress): Scripte
       return Promise.resolve();
     },
     fail(reason) {
-      lane.failed = reason;
+      lane.failed = String(reason);
       return Promise.resolve();
     },
   };

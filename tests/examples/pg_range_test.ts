@@ -397,7 +397,7 @@ function handLane(splitId: string, epoch: number, descriptor: RangeDescriptor) {
       completed = true;
       return Promise.resolve();
     },
-    fail: (reason) => Promise.reject(new Error(reason)),
+    fail: (reason) => Promise.reject(typeof reason === "string" ? new Error(reason) : reason),
   };
   return { lane, commits, completed: () => completed };
 }

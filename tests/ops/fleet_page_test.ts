@@ -239,6 +239,10 @@ Deno.test({
       assert.equal(ptn.length, 2, ptn.join("\n"));
       for (const t of ptn) assert.match(t, new RegExp(`^\\d+ w[123] ${DATE.source} ${DATE.source} \\d+ s failed$`), t);
       assert.match(pd, /Failures\s+.*could not parse row 512/s);
+      // Each failure folds its stack's first frames: the summary is where it threw (the source, in this file).
+      const frames = await page.evaluate(`[...document.querySelectorAll("#detail details.stack")].map((d) => { d.open = true; return d.innerText; })`) as string[];
+      assert.equal(frames.length, 2, pd);
+      for (const f of frames) assert.match(f, /^at .*fleet_page_test\.ts:\d+:\d+/, f);
       await page.screenshot({ path: `${out}/2-stalled.png`, fullPage: true });
 
       // Requeue: refused without a token (no question asked), then asked for confirmation; "Keep it" does nothing.

@@ -130,6 +130,14 @@ export async function operatorSession(job: string, storeEnv: Record<string, stri
       assert.match(q.stdout, /p5 +quarantined +- +\d+ +2 /);
       assert.equal(q.stdout.match(/w[12]: run threw: Error: poison p5: unexpected token at line 7/g)?.length, 2, q.stdout);
       assert.match(q.stdout, /1 of 1 \(quarantined\)/);
+      // Each failure's first stack frame under it (the source's run, in this file), and where the rest is.
+      assert.equal(q.stdout.match(/\n {6}at .*operator_session\.ts:\d+:\d+.* \(full stack: --json\)\n/g)?.length, 2, q.stdout);
+      const qj = JSON.parse((await cli("node", ["splits", "--state", "quarantined", "--json"], env)).stdout);
+      for (const f of qj.splits[0].failures) {
+        const frames = f.stack.split("\n");
+        assert.ok(frames.length >= 2 && frames.length <= 8 && f.stack.length <= 800, f.stack);
+        assert.match(frames[0], /^at .*operator_session\.ts:\d+:\d+/);
+      }
       const page = JSON.parse((await cli("node", ["splits", "--limit", "2", "--json"], env)).stdout);
       assert.deepEqual([page.splits.map((s: { id: string }) => s.id), page.page.next], [["p0", "p1"], "p1"]);
 
@@ -138,6 +146,8 @@ export async function operatorSession(job: string, storeEnv: Record<string, stri
       const fleet = await (await leaderApp.request("/fleet")).json();
       assert.equal(fleet.liveness.judgedBy, "here");
       assert.ok(fleet.members.every((m: { alive: boolean }) => m.alive === true));
+      const p5 = (await (await leaderApp.request("/fleet?state=quarantined")).json()).splits[0];
+      assert.match(p5.failures[0].stack, /^at .*operator_session\.ts:\d+:\d+/, "/fleet carries the failures' stacks");
 
       // Requeue: fixed input, the split runs again and completes.
       poisoned = false;

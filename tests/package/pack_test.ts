@@ -84,8 +84,8 @@ Deno.test("package: package.json, deno.json (JSR), package-lock.json and VERSION
   const read = async (f: string) => JSON.parse(await Deno.readTextFile(`${root}${f}`));
   const [pkg, deno, lock] = await Promise.all([read("package.json"), read("deno.json"), read("package-lock.json")]);
   assert.match(VERSION, /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$/, "VERSION is a semantic version");
-  assert.equal(pkg.version, VERSION, "package.json's version is src/coordinator/job_check.ts's VERSION");
-  assert.equal(deno.version, VERSION, "deno.json's version is src/coordinator/job_check.ts's VERSION");
+  assert.equal(pkg.version, VERSION, "package.json's version is src/coordinator/member/job_check.ts's VERSION");
+  assert.equal(deno.version, VERSION, "deno.json's version is src/coordinator/member/job_check.ts's VERSION");
   assert.equal(lock.version, VERSION, "package-lock.json's version (run npm install after changing package.json's)");
   assert.equal(lock.packages[""].version, VERSION, "package-lock.json's root package version");
 });

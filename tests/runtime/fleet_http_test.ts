@@ -4,7 +4,7 @@
 // every state, cross-site refusal, and the page's headers.
 import assert from "node:assert/strict";
 import { createApp } from "../../host.ts";
-import { failRecord, seedRecord } from "../../src/coordinator/transitions.ts";
+import { failRecord, seedRecord } from "../../src/records/transitions.ts";
 import type { SplitRecord } from "../../admin.ts";
 import { StoreUnavailableError, MemoryStore } from "../../mod.ts";
 import type { Store } from "../../mod.ts";

@@ -4,8 +4,8 @@ import assert from "node:assert/strict";
 import { SplitleaseError, startWorker, MemoryStore } from "../../mod.ts";
 import type { JoinOptions, Coordinator } from "../../mod.ts";
 import { type ServeHost, serveWith, type ServeOptions } from "../../host.ts";
-import { createSliceHandler } from "../../src/runtime/slice.ts";
-import { runSlice } from "../../src/runtime/slice_run.ts";
+import { createSliceHandler } from "../../src/http/slice_handler.ts";
+import { runSlice } from "../../src/slice/slice_run.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 import { rangeSource } from "./fixtures/app.ts";
 

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import type { Clock } from "../../mod.ts";
 import { systemClock } from "../../testing.ts";
-import { checkSliceOptions } from "../../src/runtime/slice_options.ts";
-import { createSliceHandler } from "../../src/runtime/slice.ts";
-import { runSlice, type SliceResult } from "../../src/runtime/slice_run.ts";
+import { checkSliceOptions } from "../../src/slice/slice_options.ts";
+import { createSliceHandler } from "../../src/http/slice_handler.ts";
+import { runSlice, type SliceResult } from "../../src/slice/slice_run.ts";
 import { type JoinOptions, SplitCoordinator, MemoryStore } from "../../mod.ts";
 import { NatsStore } from "../../nats.ts";
 import { withTimeout } from "../helpers/deadline.ts";

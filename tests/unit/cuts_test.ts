@@ -7,7 +7,9 @@ import fc from "fast-check";
 import type { Core } from "../../src/coordinator/core.ts";
 import { cutRecord, makeCut, pruneResiduals, residualId, residualRecord } from "../../src/coordinator/cuts.ts";
 import { CompletionJudge, decideCompletion } from "../../src/coordinator/leader/completion.ts";
-import { type CutCandidate, planCuts, workLeft } from "../../src/coordinator/leader/cut_asks.ts";
+import { type CutCandidate, decideCutAsks, planCuts, predictIdle, workLeft } from "../../src/coordinator/leader/cut_asks.ts";
+import { AssignmentTracker } from "../../src/coordinator/leader/assignment_tracker.ts";
+import type { MemberState } from "../../src/coordinator/leader/member_state.ts";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import { ManualClock } from "../../testing.ts";
 import { MAX_RESIDUALS, type PlanRecord, type SplitRecord } from "../../admin.ts";
@@ -154,4 +156,46 @@ Deno.test("leader view: a residual whose record vanishes is pending again, looke
   view.setSplit(rid, undefined);
   assert.deepEqual(view.pendingResiduals.get(rid)?.parent, "r0", "gone again: pending again");
   assert.equal(view.cut, 0);
+});
+
+Deno.test("predictIdle: nothing on even work; a running split past the lanes' even share gets the pieces that bring it down to it", () => {
+  assert.equal(predictIdle(8, 64, Array(8).fill(1)), 0, "uniform: every lane ends together");
+  assert.equal(predictIdle(8, 40, [60, 10, 10]), 3, "even share 15: 60 needs 4 pieces");
+  assert.equal(predictIdle(2, 0, [10, 11]), 0, "within 10 % of the even share: not worth a cut");
+  assert.equal(predictIdle(0, 10, [10]), 0);
+});
+
+Deno.test("leader view: the work left of a running split is extrapolated from the pace of its estimates, so a split at its end ranks last", () => {
+  let now = 0;
+  const view = new LeaderView(() => {}, () => {}, () => now);
+  const rec = (left: number, watermark: number): SplitRecord => owned({ weight: 100, progress: { watermark, estimate: { left, total: 100, unit: "ids" } } });
+  view.put("split.s", encodeRecord(rec(100, 0)), 1);
+  assert.equal(view.workLeft("s", 0), 100);
+  now = 1000;
+  view.put("split.s", encodeRecord(rec(50, 50)), 2); // 50 ids a second
+  assert.equal(view.workLeft("s", 1000), 50);
+  assert.equal(view.workLeft("s", 1500), 25, "half a second later, by the same pace");
+  assert.equal(view.workLeft("s", 3000), 0, "past its end: nothing left to cut");
+  assert.equal(view.workLeft("absent", 0), 0);
+});
+
+Deno.test("decideCutAsks: a straggler is asked to be cut while free splits remain (before lanes go idle), into the pieces the even share needs; uniform work is not cut", () => {
+  const view = new LeaderView(() => {}, () => {});
+  const states = new Map<string, MemberState>();
+  const tracker = new AssignmentTracker(view, states);
+  const a = tracker.member("a", "sa", 4, false, false);
+  states.set("a", a);
+  view.put("member.a", encodeRecord({ v: 2, session: "sa", maxInFlight: 4, runtime: "t", version: "0", beat: 0, splittable: true }), 1);
+  let rev = 1;
+  const split = (id: string, weight: number, owner: boolean) =>
+    view.put(`split.${id}`, encodeRecord({ ...owned({ weight, progress: null }), owner: owner ? { instance: "a", session: "sa" } : null, epoch: owner ? 3 : 0 }), ++rev);
+  const input = () => ({
+    view, states, now: 0, nothingFree: false, asked: new Map(), cooldown: new Map(), asks: new Map(), askTimeoutMs: 100, cooldownMs: 1000, minWork: 0,
+  });
+  for (let i = 0; i < 4; i++) split(`run${i}`, 10, true);
+  for (let i = 0; i < 4; i++) split(`free${i}`, 10, false);
+  assert.deepEqual(decideCutAsks(input()).intents, [], "even work: nobody waits for anybody");
+  split("run0", 100, true); // a running split of 100 among 130 of work on 4 lanes: the even share is 40
+  const asks = decideCutAsks(input()).intents.filter((i) => i.kind === "ask");
+  assert.deepEqual(asks.map((i) => i.kind === "ask" && [i.id, i.ask.parts]), [["run0", 3]], "cut in 3 while 4 free splits wait");
 });

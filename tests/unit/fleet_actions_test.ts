@@ -2,7 +2,7 @@
 // every state and race, never a throw.
 import assert from "node:assert/strict";
 import { cancelSplit, drainMember, requeueQuarantined, requeueSplit, readFleet, type SplitRecord } from "../../admin.ts";
-import { failRecord, seedRecord } from "../../src/coordinator/transitions.ts";
+import { failRecord, seedRecord } from "../../src/records/transitions.ts";
 import { decodeRecord, MemberRecordSchema, SplitRecordSchema } from "../../src/records.ts";
 import { MemoryStore } from "../../mod.ts";
 import type { Store } from "../../mod.ts";

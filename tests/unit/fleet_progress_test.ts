@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { buildFleetView } from "../../src/fleet/fleet_view.ts";
 import { RATE_WINDOW_MS } from "../../src/fleet/fleet_rate.ts";
 import type { FleetSnapshot } from "../../src/fleet/types.ts";
-import { commitRecord, failRecord, openRecord, releaseRecord, seedRecord, withTenancy } from "../../src/coordinator/transitions.ts";
+import { commitRecord, failRecord, openRecord, releaseRecord, seedRecord, withTenancy } from "../../src/records/transitions.ts";
 import type { SplitRecord } from "../../admin.ts";
 import { estimateProblem, isSplitRecord, MemberRecordSchema, SplitRecordSchema, safeDecodeRecord, TENANCY_HISTORY } from "../../src/records.ts";
 import { SplitleaseError } from "../../mod.ts";

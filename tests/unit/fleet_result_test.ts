@@ -7,10 +7,10 @@
 import assert from "node:assert/strict";
 import { buildFleetView } from "../../src/fleet/fleet_view.ts";
 import type { FleetSnapshot } from "../../src/fleet/types.ts";
-import { commitRecord, failRecord, openRecord, seedRecord } from "../../src/coordinator/transitions.ts";
+import { commitRecord, failRecord, openRecord, seedRecord } from "../../src/records/transitions.ts";
 import type { SplitRecord } from "../../admin.ts";
 import { deleteRefusal, LIVE_WITHIN_MS, listJobs, summarizeJob } from "../../admin.ts";
-import { formatJobs, formatSplits, formatStatus, formatSummary } from "../../src/cli/format.ts";
+import { duration, formatJobs, formatSplits, formatStatus, formatSummary } from "../../src/cli/format.ts";
 import type { CatalogEntry, JobCatalog, JobListing } from "../../store.ts";
 import { MemoryStore, readJobListing } from "../../store.ts";
 import { SplitleaseError } from "../../mod.ts";
@@ -182,4 +182,12 @@ Deno.test("jobs: each job's state, counts, times and live members; delete refuse
   assert.deepEqual((await listJobs(catalog, undefined, () => now)).map((j) => [j.job, j.state]), [["done", "complete"], ["zeta", "complete"]]);
   assert.deepEqual((await listJobs(catalog, "zeta")).map((j) => j.job), ["zeta"]);
   await store.close();
+});
+
+Deno.test("result: a job of less than ten seconds says how long to a tenth, not 0 s", () => {
+  assert.equal(duration(315), "0.3 s");
+  assert.equal(duration(0), "0.0 s");
+  assert.equal(duration(9_940), "9.9 s");
+  assert.equal(duration(10_000), "10 s");
+  assert.equal(duration(187_000), "3 min 07 s");
 });

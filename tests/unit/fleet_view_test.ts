@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { buildFleetView, jsonPreview, normalizeFleetQuery } from "../../src/fleet/fleet_view.ts";
 import type { FleetSnapshot } from "../../src/fleet/types.ts";
-import { failRecord, seedRecord } from "../../src/coordinator/transitions.ts";
+import { failRecord, seedRecord } from "../../src/records/transitions.ts";
 import type { MemberRecord, SplitRecord } from "../../admin.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
 import { SplitleaseError } from "../../mod.ts";

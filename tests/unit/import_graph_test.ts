@@ -1,9 +1,39 @@
-// The layering of src/ (docs/DESIGN.md, "Code map"): no folder imports a
-// folder that imports it back, and no file is part of an import cycle, so
-// each part can be read, tested and moved from the bottom up.
+// The layering of src/ (docs/DESIGN.md, "Code map"): every file stands in
+// one declared part, the parts stand in layers, and an import runs only
+// inside its part or down to a part of a lower layer — never up, never
+// across to another part of the same layer — and no file is part of an
+// import cycle. So each part can be read, tested and moved from the bottom
+// up, and a part never needs what stands above it (parts cannot import each
+// other in a loop: every arrow between two parts runs down).
 import assert from "node:assert/strict";
 
 const root = new URL("../../src/", import.meta.url);
+
+/**
+ * The parts of src/, lowest layer first: each part is named and lists the
+ * path prefixes of its files (a folder ends in "/"); a file belongs to the
+ * part with the longest prefix of its path. Two parts of one layer stand
+ * side by side and do not import each other.
+ */
+const LAYERS: Record<string, string[]>[] = [
+  { errors: ["errors.ts"] },
+  { util: ["util/"] },
+  { "store interface": ["store/"] },
+  { records: ["records/", "records.ts"] },
+  { tracing: ["tracing/"], balancing: ["balance/"] },
+  // What stands on the store alone: its NATS backend, and the operator's reads and actions over a fleet's records.
+  { "NATS backend": ["nats/"], "PostgreSQL backend": ["postgres/"], fleet: ["fleet/"] },
+  // The coordinator: what both wings share, the wings, and the member that hosts both.
+  { "coordinator floor": ["coordinator/"] },
+  { "member wing": ["coordinator/member/"], "leader wing": ["coordinator/leader/"] },
+  { coordinator: ["coordinator/coordinator.ts", "coordinator/leadership.ts", "coordinator/status.ts"] },
+  { runtime: ["runtime/"] },
+  // A host of a worker: the one way it starts (store, join, worker) and the options every host takes; slices are one.
+  { host: ["host/"] },
+  { slice: ["slice/"] },
+  { http: ["http/"] },
+  { serve: ["serve/"], cli: ["cli/"] },
+];
 
 /** Every .ts file under src/, relative to it. */
 function files(dir = ""): string[] {
@@ -60,18 +90,41 @@ function findCycle(g: Map<string, string[]>): string[] | undefined {
   return undefined;
 }
 
-/** A file's folder; a file at the top of src/ (errors.ts, records.ts) stands for itself. */
-const folder = (f: string) => f.includes("/") ? f.slice(0, f.indexOf("/")) : f;
+/** The part a file stands in and its layer (0 = lowest), by the longest declared prefix of its path. */
+function partOf(file: string): { part: string; layer: number } | undefined {
+  let best: { part: string; layer: number; length: number } | undefined;
+  LAYERS.forEach((parts, layer) => {
+    for (const [part, prefixes] of Object.entries(parts)) {
+      for (const p of prefixes) {
+        const hit = p.endsWith("/") ? file.startsWith(p) : file === p;
+        if (hit && p.length > (best?.length ?? -1)) best = { part, layer, length: p.length };
+      }
+    }
+  });
+  return best && { part: best.part, layer: best.layer };
+}
 
-Deno.test("import graph: no folder of src/ imports one that imports it back", () => {
-  const g = new Map<string, Set<string>>();
+Deno.test("import graph: every file of src/ stands in a declared part, and every part has files", () => {
+  const all = files();
+  const unplaced = all.filter((f) => partOf(f) === undefined);
+  assert.deepEqual(unplaced, [], `files in no part of LAYERS (declare their folder there): ${unplaced.join(", ")}`);
+  const used = new Set(all.map((f) => partOf(f)!.part));
+  const empty = LAYERS.flatMap((parts) => Object.keys(parts)).filter((p) => !used.has(p));
+  assert.deepEqual(empty, [], `parts of LAYERS with no file (a stale prefix): ${empty.join(", ")}`);
+});
+
+Deno.test("import graph: no import runs up a layer or across to another part of its layer", () => {
+  const wrong: string[] = [];
   for (const [f, deps] of graph()) {
-    const from = folder(f);
-    if (!g.has(from)) g.set(from, new Set());
-    for (const d of deps) if (folder(d) !== from) g.get(from)!.add(folder(d));
+    const from = partOf(f);
+    for (const d of deps) {
+      const to = partOf(d);
+      if (!from || !to || from.part === to.part || to.layer < from.layer) continue;
+      const how = to.layer > from.layer ? "up" : "across";
+      wrong.push(`${f} (${from.part}) imports ${how} ${d} (${to.part})`);
+    }
   }
-  const cycle = findCycle(new Map([...g].map(([k, v]) => [k, [...v]])));
-  assert.equal(cycle, undefined, `folders import each other: ${cycle?.join(" -> ")}`);
+  assert.deepEqual(wrong.sort(), [], `imports against the layers:\n  ${wrong.join("\n  ")}`);
 });
 
 Deno.test("import graph: no file of src/ is part of an import cycle", () => {

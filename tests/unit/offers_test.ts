@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import type { MemberState } from "../../src/coordinator/leader/member_state.ts";
 import { AssignmentTracker } from "../../src/coordinator/leader/assignment_tracker.ts";
-import { MAX_OFFERS, type OfferBook, refillOffers } from "../../src/coordinator/leader/offers.ts";
+import { MAX_OFFERS, type OfferBook, refillOffers, spareTarget } from "../../src/coordinator/leader/offers.ts";
+import { pickSeedMember } from "../../src/coordinator/leader/seed_runs.ts";
 import type { SplitRecord } from "../../admin.ts";
 import { encodeRecord } from "../../src/records.ts";
 
@@ -165,8 +166,40 @@ Deno.test("offers: spares cover a leaderless interval at the observed split dura
   assert.equal(w.spares.size, 30);
   const t = book(2000);
   t.b.coverMs = 15_000;
-  t.view.splitMs = 5; // tiny splits: capped
+  t.view.splitMs = 5; // tiny splits: twice the lanes (every rewrite lists every spare; 16 per lane would cover 80 ms)
   const x = t.join("x", 2);
   refillOffers(t.b);
-  assert.equal(x.spares.size, 32);
+  assert.equal(x.spares.size, 4);
+});
+
+Deno.test("offers: spares cover a leaderless interval at the observed split duration, and cost at most 16 entries per lane per second", () => {
+  const b = book(0);
+  const m = b.join("m", 8);
+  const cover = 7500; // 1.5 × a 5 s lease
+  // No duration yet: twice the lanes.
+  assert.equal(spareTarget(m, 8, undefined, cover), 16);
+  // Splits of 1 s: the interval's worth (60), within 16 per lane.
+  assert.equal(spareTarget(m, 8, 1000, cover), 60);
+  // Splits of 200 ms would need 300: one per 62.5 ms of a split, 3 per lane.
+  assert.equal(spareTarget(m, 8, 200, cover), 24);
+  // Tiny tasks: twice the lanes, not the cap (128 entries in every rewrite, for milliseconds of cover).
+  assert.equal(spareTarget(m, 8, 2, cover), 2 * 8);
+  // Long splits: the interval's worth, at least twice the lanes.
+  assert.equal(spareTarget(m, 8, 60_000, cover), 16);
+  // Within the record's 256 offers, lane offers included.
+  assert.equal(spareTarget(b.join("big", 128), 128, 1000, cover), MAX_OFFERS - 128);
+});
+
+Deno.test("seeds: the leader's own member gets the first seed run last among equally loaded members (a plan is seeded heaviest first)", () => {
+  const { view, states, join } = book(0);
+  const lead = join("lead", 2);
+  const a = join("a", 2);
+  join("b", 2);
+  // The leader joined first: without `own` it would take the heaviest run.
+  assert.equal(pickSeedMember(states, view, 0, 8, undefined).member, lead);
+  assert.equal(pickSeedMember(states, view, 0, 8, undefined, "lead").member, a);
+  // Alone, it is picked all the same.
+  states.delete("a");
+  states.delete("b");
+  assert.equal(pickSeedMember(states, view, 0, 8, undefined, "lead").member, lead);
 });

@@ -1,9 +1,11 @@
-// The hand-written checks of the hot records (split, member, assignment)
-// must accept exactly what their zod schemas accept: records decoded on every
-// watch event skip zod, and zod only explains what the fast check refused.
+// The hand-written checks of the hot records (split, member, assignment,
+// leader) must accept exactly what their zod schemas accept: records decoded
+// on every watch event skip zod, and zod only explains what the fast check
+// refused (a valid record the fast check refuses costs zod on every decode).
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { AssignRecordSchema, decodeRecord, MemberRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../../src/records.ts";
+import { AssignRecordSchema, decodeRecord, LeaderRecordSchema, MemberRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../../src/records.ts";
+import { FAST_CHECKS } from "../../src/records/fast_checks.ts";
 import { InvalidRecordError } from "../../admin.ts";
 
 const id = fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/);
@@ -38,6 +40,12 @@ const split = fc.record({
   }),
   descriptor: fc.jsonValue(),
   lastFailure: fc.string(),
+  failures: fc.array(
+    fc.record({ at: fc.integer(), worker: fc.string(), message: fc.string(), stack: fc.oneof(fc.string(), fc.integer()) }, {
+      requiredKeys: ["at", "worker", "message"],
+    }),
+    { maxLength: 2 },
+  ),
 }, { requiredKeys: ["v", "epoch", "status", "owner", "attempts", "weight", "progress"] });
 const member = fc.record({
   v: fc.constant(2),
@@ -64,18 +72,38 @@ const assign = fc.record({
   drops: fc.array(fc.record({ id, epoch: fc.nat(), reason: fc.constantFrom("fenced", "expired", "cancelled") }), { maxLength: 2 }),
 });
 
+const leader = fc.record({
+  v: fc.constant(2),
+  instance: id,
+  session: fc.string({ minLength: 1, maxLength: 8 }),
+  term: fc.nat(),
+  beat: fc.nat(),
+  counts: fc.record({
+    members: fc.nat(),
+    runnable: fc.nat(),
+    unowned: fc.nat(),
+    completed: fc.nat(),
+    quarantined: fc.nat(),
+    cancelled: fc.nat(),
+    cut: fc.nat(),
+    quarantinedIds: fc.array(id, { maxLength: 22 }),
+  }, { requiredKeys: ["members", "runnable", "unowned", "completed", "quarantined", "cancelled"] }),
+}, { requiredKeys: ["v", "instance", "session", "term", "beat"] });
+
 for (const [name, schema, arb] of [
   ["split", SplitRecordSchema, split],
   ["member", MemberRecordSchema, member],
   ["assignment", AssignRecordSchema, assign],
+  ["leader", LeaderRecordSchema, leader],
 ] as const) {
   Deno.test(`records: the fast check of the ${name} record accepts exactly what its schema accepts`, () => {
     fc.assert(
       fc.property(nearly(arb as fc.Arbitrary<unknown>), (value) => {
         const text = JSON.stringify(value);
         const zod = (schema as typeof SplitRecordSchema).safeParse(JSON.parse(text)).success;
-        const fast = safeDecodeRecord("k", text, schema as typeof SplitRecordSchema).ok;
+        const fast = FAST_CHECKS.get(schema as typeof SplitRecordSchema)!(JSON.parse(text));
         assert.equal(fast, zod, text);
+        assert.equal(safeDecodeRecord("k", text, schema as typeof SplitRecordSchema).ok, zod, text);
       }),
       { numRuns: 3000 },
     );
@@ -88,7 +116,9 @@ Deno.test("records: the fast checks refuse each near miss their schema refuses (
   const member = { v: 2, session: "s1", maxInFlight: 4, runtime: "deno", version: "0.2.0", beat: 1 };
   const entry = { id: "a", epoch: 1, rev: 1 };
   const assign = { v: 2, term: 1, session: "s1", seq: 1, offers: [entry], grants: [entry], revokes: [{ id: "a", epoch: 1, to: owner }], drops: [{ id: "a", epoch: 1, reason: "fenced" }] };
-  const cases: [string, typeof SplitRecordSchema | typeof MemberRecordSchema | typeof AssignRecordSchema, object][] = [
+  const counts = { members: 1, runnable: 1, unowned: 0, completed: 0, quarantined: 0, cancelled: 0, quarantinedIds: ["q"] };
+  const leader = { v: 2, instance: "w1", session: "s1", term: 1, beat: 2, counts };
+  const cases: [string, typeof SplitRecordSchema | typeof MemberRecordSchema | typeof AssignRecordSchema | typeof LeaderRecordSchema, object][] = [
     ["a split of weight 0", SplitRecordSchema, { ...split, weight: 0 }],
     ["an owner whose instance is no id", SplitRecordSchema, { ...split, owner: { instance: "a.b", session: "s1" } }],
     ["an owner with an empty session", SplitRecordSchema, { ...split, owner: { instance: "w1", session: "" } }],
@@ -103,10 +133,14 @@ Deno.test("records: the fast checks refuse each near miss their schema refuses (
     ["a grant whose inline split record is no split record", AssignRecordSchema, { ...assign, grants: [{ ...entry, rec: { ...split, status: "done" } }] }],
     ["a revoke naming a successor with no session", AssignRecordSchema, { ...assign, revokes: [{ id: "a", epoch: 1, to: { instance: "w2" } }] }],
     ["a drop for a reason the protocol has not", AssignRecordSchema, { ...assign, drops: [{ id: "a", epoch: 1, reason: "bored" }] }],
+    ["a leader whose instance is no id", LeaderRecordSchema, { ...leader, instance: "a.b" }],
+    ["a leader's counts without the cancelled count", LeaderRecordSchema, { ...leader, counts: { ...counts, cancelled: undefined } }],
+    ["a leader's counts with 21 quarantined ids", LeaderRecordSchema, { ...leader, counts: { ...counts, quarantinedIds: Array(21).fill("q") } }],
   ];
   assert.ok(safeDecodeRecord("k", JSON.stringify(split), SplitRecordSchema).ok, "the base split is valid");
   assert.ok(safeDecodeRecord("k", JSON.stringify(member), MemberRecordSchema).ok, "the base member is valid");
   assert.ok(safeDecodeRecord("k", JSON.stringify(assign), AssignRecordSchema).ok, "the base assignment is valid");
+  assert.ok(FAST_CHECKS.get(LeaderRecordSchema)!(leader), "the base leader record is valid, by the fast check too");
   for (const [what, schema, value] of cases) {
     assert.equal((schema as typeof SplitRecordSchema).safeParse(value).success, false, `the schema refuses ${what}`);
     assert.equal(safeDecodeRecord("k", JSON.stringify(value), schema as typeof SplitRecordSchema).ok, false, `the fast check refuses ${what}`);

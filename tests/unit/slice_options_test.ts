@@ -3,9 +3,9 @@
 // error on every request.
 import assert from "node:assert/strict";
 import { SplitleaseError, MemoryStore } from "../../mod.ts";
-import { checkSliceOptions, type SliceOptions } from "../../src/runtime/slice_options.ts";
-import { createSliceHandler } from "../../src/runtime/slice.ts";
-import { runSlice } from "../../src/runtime/slice_run.ts";
+import { checkSliceOptions, type SliceOptions } from "../../src/slice/slice_options.ts";
+import { createSliceHandler } from "../../src/http/slice_handler.ts";
+import { runSlice } from "../../src/slice/slice_run.ts";
 import type { SplitSource, Clock } from "../../mod.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 

@@ -11,7 +11,7 @@ import { formatStatus } from "../../src/cli/format.ts";
 import { buildFleetView, FLEET_STATES } from "../../src/fleet/fleet_view.ts";
 import type { FleetState, SplitRecord } from "../../admin.ts";
 import type { FleetSnapshot } from "../../src/fleet/types.ts";
-import { seedRecord } from "../../src/coordinator/transitions.ts";
+import { seedRecord } from "../../src/records/transitions.ts";
 import { FLEET_PAGE_HTML } from "../../src/http/fleet_page.ts";
 import { createApp } from "../../host.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";

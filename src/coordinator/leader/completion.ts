@@ -16,7 +16,7 @@
 import { decodeRecord, encodeRecord, type JobOutcome, type PlanRecord, PlanRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { StoreEntry, WriteResult } from "../../store/store.ts";
-import type { Core } from "../core.ts";
+import { type Core, decided } from "../core.ts";
 import type { LeaderView } from "./leader_view.ts";
 
 /** Applies what {@linkcode decideCompletion} decides: confirms and publishes the job outcome, or clears it. */
@@ -86,7 +86,7 @@ export class CompletionJudge {
       }
       const outcome = found.outcome;
       const r = await this.#cas(at, { ...at.plan, outcome });
-      if (r.ok) return void this.#core.log("info", "Job outcome decided", { ...outcome });
+      if (r.ok) return decided(this.#core, "info", "Job outcome decided", "outcome.decided", { ...outcome });
       at = undefined; // the plan moved since the confirmation began: confirm again
     }
     this.#core.clock.setTimeout(() => this.#core.schedule(), 20);
@@ -118,7 +118,7 @@ export class CompletionJudge {
       delete next.outcome;
       const r = await this.#cas(at, next);
       if (r.ok) {
-        this.#core.log("info", "Job outcome cleared: the split records no longer support it", { was: judged?.kind });
+        decided(this.#core, "info", "Job outcome cleared: the split records no longer support it", "outcome.cleared", { was: judged?.kind });
         return;
       }
       at = undefined;

@@ -12,7 +12,7 @@ import { MAX_RESIDUALS, type SplitRecord } from "../../records.ts";
 import type { Core } from "../core.ts";
 import { residualRecord } from "../cuts.ts";
 import type { AskIntent, Decision, GiveUpIntent, LeaderIntent } from "./intents.ts";
-import type { LeaderView } from "./leader_view.ts";
+import { type LeaderView, workLeftOf } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 import { claimers, freeLanes } from "./offers.ts";
 
@@ -74,8 +74,33 @@ export function planCuts(idle: number, candidates: readonly CutCandidate[], minW
 
 /** Estimated work left of a split: its weight × the fraction its last estimate says is left (all of it without one). */
 export function workLeft(r: SplitRecord): number {
-  const e = r.progress?.estimate;
-  return e && e.total > 0 ? r.weight * Math.min(1, Math.max(0, e.left / e.total)) : r.weight;
+  return workLeftOf(r);
+}
+
+/** How much a running split's work left may pass the lanes' even share before it is cut: 10 % more. */
+const STRAGGLER_SLACK = 1.1;
+
+/**
+ * Lanes that will go idle, predicted: with `lanes` lanes, `free` work not
+ * started and the work left of the running splits, every lane could finish
+ * at the same time `(free + Σ left) / lanes`; a running split with more
+ * left than that (by {@linkcode STRAGGLER_SLACK}) will run on alone while
+ * lanes idle. Returns how many more pieces would bring every such split
+ * down to the even share. Pure.
+ *
+ * @example
+ * ```ts
+ * import { predictIdle } from "./cut_asks.ts";
+ * predictIdle(8, 40, [60, 10, 10]); // 3: the even share is 15, and 60 needs 4 pieces
+ * ```
+ */
+export function predictIdle(lanes: number, free: number, left: readonly number[]): number {
+  if (lanes <= 0) return 0;
+  const even = (free + left.reduce((a, b) => a + b, 0)) / lanes;
+  if (!(even > 0)) return 0;
+  let extra = 0;
+  for (const w of left) if (w > even * STRAGGLER_SLACK) extra += Math.ceil(w / even) - 1;
+  return extra;
 }
 
 /** What {@linkcode decideCutAsks} reads. */
@@ -126,20 +151,34 @@ export function decideCutAsks(input: CutAskInput): Decision {
       expected += a.parts - 1;
     }
   }
-  if (!input.nothingFree || view.pendingResiduals.size > 0) return { intents, next };
-  let idle = 0;
-  for (const m of claimers(states)) idle += Math.max(0, freeLanes(view, m) - m.plain);
-  idle -= expected;
+  if (view.pendingResiduals.size > 0) return { intents, next };
+  // Only splittable members' splits are cut: none, nothing to decide.
+  const cutters = [...states.values()].filter((m) => !m.draining && view.members.get(m.instance)?.record.splittable === true);
+  if (cutters.length === 0) return { intents, next };
+  // Lanes idle now (once every free split is dealt), or that will be before
+  // the running splits with the most work left end: asked before the lanes
+  // go idle, into as many pieces as lanes will be, by a fresh estimate.
+  let lanes = 0, idleNow = 0;
+  for (const m of claimers(states)) {
+    lanes += m.maxInFlight;
+    idleNow += Math.max(0, freeLanes(view, m) - m.plain);
+  }
+  let running = 0;
+  const left: number[] = [];
+  for (const [k, ids] of view.byOwner) {
+    running += view.loadBy.get(k) ?? 0;
+    for (const id of ids) left.push(view.workLeft(id, now));
+  }
+  const idle = Math.max(input.nothingFree ? idleNow : 0, predictIdle(lanes, Math.max(0, view.runnableWeight - running), left)) - expected;
   if (idle <= 0) return { intents, next };
   const candidates: CutCandidate[] = [];
-  for (const m of states.values()) {
-    if (m.draining || view.members.get(m.instance)?.record.splittable !== true) continue;
+  for (const m of cutters) {
     for (const id of view.byOwner.get(m.key) ?? []) {
       if (m.revokes.has(id) || (m.asks.has(id) && !givenUp.has(id))) continue;
       if ((givenUp.get(id) ?? input.cooldown.get(id) ?? 0) > now) continue;
       const r = view.splits.get(id)!.record;
       if (r.residuals?.length) continue;
-      candidates.push({ id, owner: m.instance, work: workLeft(r) });
+      candidates.push({ id, owner: m.instance, work: view.workLeft(id, now) });
     }
   }
   for (const c of planCuts(idle, candidates, input.minWork)) {

@@ -11,7 +11,7 @@
  */
 import { type MemberRecord, MemberRecordSchema, safeDecodeRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
-import type { Core } from "../core.ts";
+import { type Core, decided } from "../core.ts";
 import type { Versioned } from "../versioned.ts";
 import type { LivenessTracker } from "../liveness.ts";
 import type { Decision, GoneIntent, LeaderIntent, RecheckIntent, RereadIntent } from "./intents.ts";
@@ -219,7 +219,7 @@ export class DeathJudge {
         this.#h.liveness.observe(key, cur.revision, clock.now());
         return;
       }
-      this.#h.core.log("warn", "Member judged dead: its record did not move for a lease", { member: instance });
+      decided(this.#h.core, "warn", "Member judged dead: its record did not move for a lease", "member.judged_dead", { member: instance });
       this.#gone.set(instance, { since: exp, revision: seen, checked });
       this.#h.drop(st);
     }).catch((e) => this.#h.core.log("warn", "Re-read before a takeover failed", { member: instance, error: String(e) }))

@@ -94,11 +94,46 @@ export class LeaderView {
   #resync = new Map<string, Set<string>>();
   #onSplit: SplitListener;
   #onMember: MemberListener;
+  readonly #now: () => number;
+  /** Running splits whose owner reports an estimate: the last one, when it came (our clock), and how fast it drops. */
+  readonly #pace = new Map<string, { left: number; total: number; at: number; rate: number }>();
 
-  /** Creates an empty view that tells `onSplit` and `onMember` about every change. */
-  constructor(onSplit: SplitListener, onMember: MemberListener) {
+  /**
+   * Creates an empty view that tells `onSplit` and `onMember` about every
+   * change; `now` (the leader's clock) dates progress estimates, so the work
+   * left of a running split is extrapolated to now (see {@linkcode LeaderView.workLeft}).
+   */
+  constructor(onSplit: SplitListener, onMember: MemberListener, now: () => number = () => 0) {
     this.#onSplit = onSplit;
     this.#onMember = onMember;
+    this.#now = now;
+  }
+
+  /**
+   * Work left of split `id` at `now`, in weight units: its weight × the
+   * fraction its last estimate leaves, less what its owner got through since
+   * at the pace its estimates fell (all of its weight without an estimate).
+   * A split ranked by a stale estimate was asked to be cut at its very end.
+   */
+  workLeft(id: string, now: number): number {
+    const r = this.splits.get(id)?.record;
+    if (!r) return 0;
+    const p = this.#pace.get(id);
+    if (!p) return workLeftOf(r);
+    const left = Math.max(0, p.left - p.rate * Math.max(0, now - p.at));
+    return r.weight * Math.min(1, left / p.total);
+  }
+
+  /** Notes a running split's estimate (its pace from the one before, an exponential average). */
+  #paced(id: string, r: SplitRecord): void {
+    const e = r.progress?.estimate;
+    if (r.status !== "runnable" || !r.owner || !e || !(e.total > 0)) return void this.#pace.delete(id);
+    const now = this.#now();
+    const p = this.#pace.get(id);
+    if (!p || p.total !== e.total || e.left > p.left) return void this.#pace.set(id, { left: e.left, total: e.total, at: now, rate: 0 });
+    const dt = now - p.at;
+    const rate = dt > 0 ? (p.left - e.left) / dt : p.rate;
+    this.#pace.set(id, { left: e.left, total: e.total, at: now, rate: p.rate === 0 ? rate : 0.7 * p.rate + 0.3 * rate });
   }
 
   /**
@@ -227,6 +262,7 @@ export class LeaderView {
     if (prev && next && progressOnly(prev.record, next.record)) {
       // A commit: no index moves (most split writes are these).
       this.splits.set(id, next);
+      this.#paced(id, next.record);
       this.#onSplit(id, prev.record, next);
       return;
     }
@@ -234,12 +270,15 @@ export class LeaderView {
     if (next) {
       this.splits.set(id, next);
       this.#index(id, next.record);
+      this.#pace.delete(id); // a new tenancy (or none): its pace starts over
+      this.#paced(id, next.record);
       const r = next.record, p = prev?.record;
       // Freed by a takeover (an attempt charged, nobody named): its claim is a takeover.
       if (!r.owner && r.status === "runnable" && p?.owner && r.attempts > p.attempts && r.epoch > p.epoch) this.orphaned.add(id);
     } else {
       this.splits.delete(id);
       this.#rank.delete(id);
+      this.#pace.delete(id);
       // A residual whose record is gone again (an operator's delete) is pending again.
       for (const pid of this.#listing) {
         const x = this.splits.get(pid)?.record.residuals?.find((r) => r.id === id);
@@ -341,4 +380,10 @@ export function progressOnly(prev: SplitRecord, next: SplitRecord): boolean {
     prev.weight === next.weight && (prev.cuts ?? 0) === (next.cuts ?? 0) &&
     (prev.residuals?.length ?? 0) === (next.residuals?.length ?? 0) && prev.parent === next.parent &&
     prev.owner?.instance === next.owner?.instance && prev.owner?.session === next.owner?.session;
+}
+
+/** Work left of a split by its record alone: its weight × the fraction its last estimate leaves (all of it without one). */
+export function workLeftOf(r: SplitRecord): number {
+  const e = r.progress?.estimate;
+  return e && e.total > 0 ? r.weight * Math.min(1, Math.max(0, e.left / e.total)) : r.weight;
 }

@@ -29,6 +29,17 @@ export const MAX_OFFERS = 256;
 /** Most spares dealt to cover a leaderless interval, per lane (tiny splits would otherwise ask for hundreds). */
 export const SPARES_PER_LANE = 16;
 
+/**
+ * Beyond two per lane, one spare per this many ms of the observed split
+ * duration (16 per lane from splits of 1 s on). Every rewrite of a member's
+ * assignment record lists all its spares, and a lane's record is rewritten
+ * about once per split it finishes, so this bounds what spares cost per
+ * second (16 entries per lane) whatever the split size: tiny tasks asked
+ * for the cap, 128 entries (5.7 KB) in every rewrite at 8 lanes, where 16
+ * per lane covers milliseconds of a leaderless interval anyway.
+ */
+export const SPARE_PER_SPLIT_MS = 62.5;
+
 /** What the offer decision reads. */
 export interface OfferBook {
   view: LeaderView;
@@ -47,7 +58,8 @@ export interface OfferBook {
 /**
  * Spares a member holds: enough to keep its lanes busy through a
  * leaderless interval (`coverMs`, at the observed split duration), at least
- * twice its lanes, at most {@linkcode SPARES_PER_LANE} per lane, within
+ * twice its lanes, at most {@linkcode SPARES_PER_LANE} per lane and one per
+ * {@linkcode SPARE_PER_SPLIT_MS} of the split duration, within
  * {@linkcode MAX_OFFERS} with its lane offers.
  *
  * @example
@@ -57,8 +69,10 @@ export interface OfferBook {
  */
 export function spareTarget(m: MemberState, plain: number, splitMs: number | undefined, coverMs: number | undefined): number {
   const lanes = m.maxInFlight;
-  const cover = splitMs && coverMs ? Math.ceil((lanes * coverMs) / Math.max(1, splitMs)) : 0;
-  return Math.min(MAX_OFFERS - plain, Math.max(2 * lanes, Math.min(SPARES_PER_LANE * lanes, cover)));
+  if (!splitMs || !coverMs) return Math.min(MAX_OFFERS - plain, 2 * lanes);
+  const perLane = Math.min(SPARES_PER_LANE, Math.floor(splitMs / SPARE_PER_SPLIT_MS));
+  const cover = Math.min(perLane * lanes, Math.ceil((lanes * coverMs) / splitMs));
+  return Math.min(MAX_OFFERS - plain, Math.max(2 * lanes, cover));
 }
 
 /**

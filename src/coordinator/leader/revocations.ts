@@ -9,9 +9,9 @@
  * @module
  */
 import type { SplitRecord } from "../../records.ts";
-import type { Core } from "../core.ts";
+import { type Core, decided } from "../core.ts";
 import { bump, observe } from "../stats.ts";
-import { openRecord } from "../transitions.ts";
+import { openRecord } from "../../records/transitions.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { FenceIntent, LeaderIntent, NameIntent, RevokeIntent, WithdrawIntent } from "./intents.ts";
 import type { MemberState } from "./member_state.ts";
@@ -94,7 +94,7 @@ export class Revocations {
   /** Applies a revocation: listed for its owner, expected by its successor. */
   revoke(i: RevokeIntent): void {
     this.#ctx.tracker.revoke(i.member, i.id, i.revoke);
-    if (i.revoke.steal) this.#ctx.core.log("debug", "Steal requested", { split: i.id, from: i.member.instance, to: i.revoke.to?.instance });
+    if (i.revoke.steal) decided(this.#ctx.core, "debug", "Steal requested", "revocation.requested", { split: i.id, from: i.member.instance, to: i.revoke.to?.instance });
   }
 
   /** Applies a successor named for a drain revocation. */
@@ -141,7 +141,7 @@ export class Revocations {
       }
       if (!this.#ctx.leading()) return;
       bump(core.stats.revocations, "fenced");
-      core.log("warn", "Fenced an owner that did not answer a revocation", { split: id, owner: m.instance });
+      decided(core, "warn", "Fenced an owner that did not answer a revocation", "revocation.fenced", { split: id, owner: m.instance });
       m.drop(id, { epoch: r.epoch, reason: "fenced" }); // the thief's grant follows from the view (this write, applied above)
     }).catch((e) => core.log("warn", "Fence write failed; retrying", { split: id, error: String(e) }))
       .finally(() => {

@@ -12,7 +12,7 @@
 import { type JobCounts, type MemberRecord, type Owner, type PlanRecord, QUARANTINED_IDS_PUBLISHED, type SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { StoreEntry } from "../../store/store.ts";
-import type { Core } from "../core.ts";
+import { type Core, decided } from "../core.ts";
 import type { Versioned } from "../versioned.ts";
 import type { LandedSplit } from "../split_records.ts";
 import { LivenessTracker } from "../liveness.ts";
@@ -78,7 +78,7 @@ export class LeaderRole {
     this.term = term;
     this.#onDeposed = onDeposed;
     this.retry = new RetryBackoff(core);
-    this.view = new LeaderView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n));
+    this.view = new LeaderView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n), () => core.clock.now());
     this.tracker = new AssignmentTracker(this.view, this.states);
     this.#watches = new WatchSet(core, (f, ev) => {
       if (!this.#stopped) this.view.apply(f, ev);
@@ -129,7 +129,7 @@ export class LeaderRole {
       suspect: (i) => void (i.member.suspect = i.beats),
       resend: (i) => {
         for (const g of i.grants) i.member.grant(g.id, { epoch: g.epoch });
-        core.log("debug", "Re-sent grants to a member that may not know all its splits", { member: i.member.instance, owned: i.owned, held: i.held });
+        decided(core, "debug", "Re-sent grants to a member that may not know all its splits", "grants.resent", { member: i.member.instance, owned: i.owned, held: i.held });
       },
     };
   }
@@ -196,6 +196,10 @@ export class LeaderRole {
     // A commit (progress only) acknowledges a grant at most: nothing else to
     // settle, and no pass (the cut ranking reads the new estimate when it runs).
     if (prev && rec && progressOnly(prev, rec)) return;
+    const from = prev?.owner;
+    if (from && from.instance !== rec?.owner?.instance) {
+      this.#hold.released(from, this.states.get(from.instance)?.draining === true, this.#core.clock.now());
+    }
     this.retry.onSplit(id, prev, rec);
     this.#cuts.onSplit(id, rec);
     this.#revocations.onSplit(id, rec, this.#core.clock.now());
@@ -294,9 +298,10 @@ export class LeaderRole {
     next = Math.min(next, this.#cuts.cycle(now, dealt, this.#applyAll));
     const owed = own.owed;
     const activeAt = owed ? this.#hold.activeAt(own.releasedAt) : -Infinity;
+    const burstUntil = this.#hold.burstUntil(now, (owner) => this.view.heldByKey(owner) > 0);
     for (const st of this.states.values()) {
       if (!st.dirty) continue;
-      const holdUntil = this.#hold.until(st, now, owed?.get(st.instance) ?? 0, activeAt, this.#core.config.opTimeoutMs);
+      const holdUntil = this.#hold.until(st, now, owed?.get(st.instance) ?? 0, activeAt, this.#core.config.opTimeoutMs, burstUntil);
       if (holdUntil > now) next = Math.min(next, holdUntil);
       else void this.#flush(st);
     }
@@ -368,7 +373,7 @@ export class LeaderRole {
 
   /** A member to seed a split for, its lane reserved until the reservation is released (see {@linkcode SeedRuns.reserve}). */
   reserveIdle(seeded: number, planned = 0): { member: MemberState; lane: LaneReservation } | undefined {
-    return this.#seedRuns.reserve(this.states, this.view, this.tracker, seeded, planned);
+    return this.#seedRuns.reserve(this.states, this.view, this.tracker, seeded, planned, this.#core.me.instance);
   }
 
   /** Ends a reservation made by {@linkcode LeaderRole.reserveIdle}. */

@@ -22,7 +22,8 @@ export interface SeedRun {
 /**
  * A member to seed a split for: live, taking work, with a lane that
  * nothing (held, offered or on its way) fills — least loaded first; and the
- * run it continues or starts. Pure.
+ * run it continues or starts; the leader's own member (`own`) is picked
+ * last among equally loaded ones. Pure.
  *
  * Each grant reaches its member through a rewrite of its assignment
  * record, and only grants that arrive together share a rewrite: dealing
@@ -47,6 +48,7 @@ export function pickSeedMember(
   seeded: number,
   planned: number,
   run: SeedRun | undefined,
+  own?: string,
 ): { member: MemberState | undefined; run: SeedRun | undefined } {
   let best: MemberState | undefined;
   let bestLoad = Infinity;
@@ -58,7 +60,10 @@ export function pickSeedMember(
     if (m.maxInFlight - view.heldByKey(m.key) - m.incoming - m.plain <= 0) continue;
     const load = view.loadOfKey(m.key) + m.incoming;
     if (m === run?.m) runLoad = load;
-    if (load < bestLoad) (best = m), (bestLoad = load);
+    // The leader's own member last among equals: a plan is seeded heaviest
+    // first, and the leader usually joined first, so it took the heaviest
+    // splits and one SIGKILL lost both the most work and the dealer.
+    if (load < bestLoad || (load === bestLoad && best?.instance === own)) (best = m), (bestLoad = load);
   }
   // Consecutive splits to one member, up to its even share of the plan:
   // a member starts the grants of one assignment write together, so
@@ -90,8 +95,9 @@ export class SeedRuns {
     tracker: AssignmentTracker,
     seeded: number,
     planned = 0,
+    own?: string,
   ): { member: MemberState; lane: LaneReservation } | undefined {
-    const { member, run } = pickSeedMember(states, view, seeded, planned, this.#run);
+    const { member, run } = pickSeedMember(states, view, seeded, planned, this.#run, own);
     this.#run = run;
     return member && { member, lane: tracker.reserve(member, "seed") };
   }

@@ -9,8 +9,8 @@
  * @module
  */
 import type { Owner } from "../../records.ts";
-import type { Core } from "../core.ts";
-import { openRecord } from "../transitions.ts";
+import { type Core, decided } from "../core.ts";
+import { openRecord } from "../../records/transitions.ts";
 import type { AssignmentTracker } from "./assignment_tracker.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
@@ -91,7 +91,7 @@ export class Takeovers {
     const { view, core } = this.#ctx;
     const todo = ids.filter((id) => !this.inflight.has(id));
     if (todo.length === 0) return;
-    core.log("warn", "Taking over the splits of a member that is gone", {
+    decided(core, "warn", "Taking over the splits of a member that is gone", "takeover", {
       owner: owner.instance,
       session: owner.session,
       splits: todo.length,
@@ -146,7 +146,7 @@ export class Takeovers {
       // A grant to the heir follows from the view (this write, applied above).
       if (next.status === "quarantined") {
         core.events.push({ type: "quarantined", splitId: id, attempts: next.attempts });
-        core.log("warn", "Split quarantined", { split: id, attempts: next.attempts });
+        decided(core, "warn", "Split quarantined", "split.quarantined", { split: id, attempts: next.attempts });
       }
     } catch (e) {
       core.log("warn", "Takeover write failed; retrying on the next pass", { split: id, error: String(e) });

@@ -7,10 +7,9 @@
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
-import { timingSafeEqual } from "../util/timing_safe_equal.ts";
-import { checkSliceOptions, type SliceOptions } from "./slice_options.ts";
-import { runSlice } from "./slice_run.ts";
-
+import { checkBearer } from "../util/bearer.ts";
+import { checkSliceOptions, type SliceOptions } from "../slice/slice_options.ts";
+import { runSlice } from "../slice/slice_run.ts";
 
 /**
  * A fetch handler for request-driven platforms (functions, edge workers,
@@ -18,7 +17,9 @@ import { runSlice } from "./slice_run.ts";
  * {@linkcode runSlice} and answers its {@linkcode SliceResult} as JSON (200;
  * 500 on `error`; 409 on `stalled`). The budget may be lowered per request
  * with the `x-splitlease-budget-ms` header or `?budgetMs=` (400 below the
- * smallest budget the options allow).
+ * smallest budget the options allow). With a `token`, a request without it
+ * or with another is refused 401, one whose `Authorization` header is not
+ * `Bearer <token>` 400, as `POST /drain` does.
  *
  * @throws {SplitleaseError} `INVALID_CONFIG` at creation, naming every broken
  * rule, when the options cannot work (a budget too small for
@@ -44,9 +45,12 @@ export function createSliceHandler<D>(options: SliceOptions<D>): (request: Reque
       return r;
     }
     if (options.token !== undefined) {
-      const auth = request.headers.get("authorization") ?? "";
-      const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
-      if (!m || !timingSafeEqual(m[1], options.token)) return json(401, { error: "missing or invalid bearer token" });
+      const auth = checkBearer(request.headers.get("authorization"), options.token);
+      if (!auth.ok) {
+        const r = json(auth.status, { error: auth.error });
+        r.headers.set("www-authenticate", auth.challenge);
+        return r;
+      }
     }
     const raw = request.headers.get("x-splitlease-budget-ms") ?? new URL(request.url).searchParams.get("budgetMs");
     let budget = maxBudget;

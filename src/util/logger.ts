@@ -1,9 +1,10 @@
 /**
- * Structured JSON logging: one line per event of note.
+ * The logger every part of splitlease takes ({@linkcode Logger}), and
+ * structured JSON logging: one line per event of note.
  *
  * @module
  */
-import type { Logger } from "../coordinator/types.ts";
+import { stackOf } from "./stack.ts";
 
 /**
  * Log levels in increasing severity.
@@ -15,6 +16,21 @@ import type { Logger } from "../coordinator/types.ts";
  * ```
  */
 export type LogLevel = "debug" | "info" | "warn" | "error";
+
+/**
+ * Minimal structured logger; `fields` are JSON-serializable.
+ *
+ * @example
+ * ```ts
+ * import type { Logger } from "@splitlease/splitlease";
+ * const logger: Logger = (level, message, fields) => console.log(JSON.stringify({ level, message, ...fields }));
+ * ```
+ */
+export type Logger = (
+  level: LogLevel,
+  message: string,
+  fields?: Record<string, unknown>,
+) => void;
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -42,13 +58,16 @@ export interface JsonLoggerOptions {
 
 /**
  * Converts a value to something `JSON.stringify` renders usefully: errors
- * become `{ name, message, code? }`, bigints strings.
+ * become `{ name, message, code?, stack?, cause? }` (the stack's first
+ * frames, bounded: see `stackOf`), bigints strings.
  */
 function plain(value: unknown, depth = 0): unknown {
   if (value instanceof Error) {
     const out: Record<string, unknown> = { name: value.name, message: value.message };
     const code = (value as { code?: unknown }).code;
     if (code !== undefined) out.code = code;
+    const stack = stackOf(value);
+    if (stack !== undefined) out.stack = stack;
     if (value.cause !== undefined && depth < 3) out.cause = plain(value.cause, depth + 1);
     return out;
   }

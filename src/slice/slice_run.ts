@@ -4,16 +4,12 @@
  *
  * @module
  */
-import type { JoinOptions } from "../coordinator/join_options.ts";
-import { SplitCoordinator } from "../coordinator/coordinator.ts";
-import type { Clock, Coordinator } from "../coordinator/types.ts";
+import type { Clock } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { systemClock } from "../coordinator/clock.ts";
-import { Tracing } from "../tracing/tracing.ts";
-import { jsonLogger } from "./logger.ts";
-import { startWorker } from "./worker.ts";
-import type { WorkerOutcome } from "./worker_types.ts";
-import { pickTunables } from "../coordinator/config.ts";
+import { startHosted } from "../host/host_start.ts";
+import { jsonLogger } from "../util/logger.ts";
+import type { WorkerOutcome } from "../runtime/worker_types.ts";
 import { durationIssue } from "../util/timers.ts";
 import { checkSliceOptions, type SliceOptions } from "./slice_options.ts";
 
@@ -116,64 +112,38 @@ export async function runSlice<D>(
   const clock = options.clock ?? systemClock;
   const started = clock.now();
   const instance = `${options.instancePrefix ?? "fn"}-${nonce()}`;
-  // Spans of the tenancies, store operations and leader decisions (no-ops without an OpenTelemetry SDK).
-  const tracing = new Tracing(options.job);
-  tracing.owner = instance;
-  const log = tracing.logger(options.logger ?? jsonLogger({ base: { instance } }));
-  const ownsStore = !options.store;
-  const given = options.store ?? (options.storeFactory ? await options.storeFactory() : undefined);
-  if (!given) throw new SplitleaseError("INVALID_CONFIG", "a slice needs a store or a storeFactory");
-  const store = tracing.store(given);
+  // Traced by the coordinator and the worker themselves (docs/OPERATIONS.md, "Tracing").
+  const log = options.logger ?? jsonLogger({ base: { instance } });
+  const hosted = await startHosted(options, {
+    host: "a slice",
+    instance,
+    runtime: options.runtime ?? "serverless",
+    logger: log,
+    clock,
+    join: { opTimeoutMs, leaseMs, drainDeadlineMs },
+    worker: { abortGraceMs: options.abortGraceMs ?? 1000, statusIntervalMs: 0 },
+  });
+  if (!hosted.ok && hosted.stage !== "join") throw hosted.error;
+  if (!hosted.ok) {
+    log("error", "join failed", { event: "startupFailed", error: hosted.error });
+    return {
+      outcome: "error",
+      instance,
+      durationMs: Math.round(clock.now() - started),
+      gained: 0,
+      completed: 0,
+      released: 0,
+      failed: 0,
+      lost: {},
+      commits: 0,
+      recordsCommitted: 0,
+      forced: false,
+      error: hosted.error instanceof Error ? hosted.error.message : String(hosted.error),
+    };
+  }
+  const { store, ownsStore, worker } = hosted;
   let timer: unknown = null;
   try {
-    const tunables = pickTunables(options);
-    const join = options.join ?? ((o: JoinOptions) => SplitCoordinator.join(o));
-    let coordinator: Coordinator;
-    try {
-      coordinator = tracing.coordinator(await join({
-        ...tunables,
-        // A source that can cut a running split's remaining work says so on its member record.
-        ...(typeof options.source.split === "function" && tunables.splittable === undefined ? { splittable: true } : {}),
-        opTimeoutMs,
-        leaseMs,
-        drainDeadlineMs,
-        store,
-        job: options.job,
-        instance,
-        fingerprint: options.source.fingerprint(),
-        planner: (ctx) => options.source.plan(ctx),
-        clock,
-        logger: log,
-        runtime: options.runtime ?? "serverless",
-      }));
-    } catch (e) {
-      log("error", "join failed", { event: "startupFailed", error: e });
-      return {
-        outcome: "error",
-        instance,
-        durationMs: Math.round(clock.now() - started),
-        gained: 0,
-        completed: 0,
-        released: 0,
-        failed: 0,
-        lost: {},
-        commits: 0,
-        recordsCommitted: 0,
-        forced: false,
-        error: e instanceof Error ? e.message : String(e),
-      };
-    }
-    const worker = startWorker({
-      coordinator,
-      source: options.source,
-      maxInFlight: options.maxInFlight,
-      logger: log,
-      clock,
-      stalledIsFatal: options.stalledIsFatal,
-      abortGraceMs: options.abortGraceMs ?? 1000,
-      commitIntervalMs: options.commitIntervalMs,
-      statusIntervalMs: 0,
-    });
     const workMs = Math.max(0, budgetMs - marginMs - (clock.now() - started));
     timer = clock.setTimeout(() => {
       timer = null;
@@ -188,7 +158,6 @@ export async function runSlice<D>(
     return result;
   } finally {
     if (timer !== null) clock.clearTimeout(timer);
-    tracing.end();
     if (ownsStore) await store.close().catch(() => {});
   }
 }

@@ -17,19 +17,19 @@ import {
   type PlanRecord,
   PlanRecordSchema,
   safeDecodeRecord,
-} from "../records.ts";
-import { keys } from "../store/keys.ts";
-import type { StoreEntry, WatchEvent } from "../store/store.ts";
-import type { Core } from "./core.ts";
-import type { Versioned } from "./versioned.ts";
+} from "../../records.ts";
+import { keys } from "../../store/keys.ts";
+import type { StoreEntry, WatchEvent } from "../../store/store.ts";
+import type { Core } from "../core.ts";
+import type { Versioned } from "../versioned.ts";
 import { DormantTenancies } from "./dormant.ts";
-import { LivenessTracker } from "./liveness.ts";
+import { LivenessTracker } from "../liveness.ts";
 import { SpecReader } from "./spec_reader.ts";
 import { ClaimRecovery } from "./claim_recovery.ts";
 import { Claims } from "./claims.ts";
 import type { Tenancies } from "./tenancies.ts";
 import type { Dormant } from "./tenancy.ts";
-import { WatchSet } from "./watch_set.ts";
+import { WatchSet } from "../watch_set.ts";
 
 /** The member side of a coordinator. */
 export class Follower {

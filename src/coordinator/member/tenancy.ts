@@ -4,9 +4,10 @@
  *
  * @module
  */
-import type { Owner, SplitRecord } from "../records.ts";
-import type { Cut } from "./cuts.ts";
-import type { SplitSpec } from "./types.ts";
+import type { Owner, SplitRecord } from "../../records.ts";
+import type { Cut } from "../cuts.ts";
+import type { TenancyTrace } from "../../tracing/tenancy_trace.ts";
+import type { SplitSpec } from "../types.ts";
 
 /**
  * One tenancy of a held split.
@@ -35,6 +36,12 @@ export interface Tenancy {
   drainTimer?: unknown;
   /** The revocation was withdrawn: only the no-progress rule applies. */
   cancelled?: boolean;
+  /**
+   * Our own drain's revocation that the leader has not listed yet: its
+   * release waits for the leader's answer (a successor, or none) a short
+   * while — see `Tenancies.release`. Calls the waiting release on.
+   */
+  unanswered?: () => void;
   /** Whether we wrote to the split at this epoch (a grant is then acknowledged). */
   wrote?: boolean;
   /** Terminal writes of ours in flight (a release): the leader may answer one before its reply reaches us. */
@@ -54,6 +61,8 @@ export interface Tenancy {
   cut?: { cut: Cut; landed: boolean };
   /** Residuals of its cuts whose records exist. */
   created?: Set<string>;
+  /** Its span (tracing on): the cause of its writes' store operations; the lane runs the source inside it. */
+  trace?: TenancyTrace;
 }
 
 /**

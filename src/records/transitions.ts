@@ -6,17 +6,21 @@
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
+import { boundStack } from "../util/stack.ts";
+import type { Json } from "./layout.ts";
 import {
   estimateProblem,
   FAILURE_HISTORY,
   FAILURE_MESSAGE_CHARS,
-  type Json,
+  FAILURE_STACK_CHARS,
+  FAILURE_STACK_LINES,
   type Owner,
+  type SplitFailure,
   type SplitProgress,
   type SplitRecord,
   TENANCY_HISTORY,
   type TenancyEnd,
-} from "../records.ts";
+} from "./split.ts";
 
 /**
  * The record's tenancy history after its open tenancy (if any) ended `end`
@@ -147,11 +151,13 @@ export function handBackRecord(r: SplitRecord, reason: string, worker: string, a
 /**
  * Fail (poison report): attempts + 1, owner none; quarantined at the cap.
  * The report joins the record's bounded failure history (`worker` reported
- * it at wall time `at`).
+ * it at wall time `at`, with the first frames of `stack` when given).
  */
-export function failRecord(r: SplitRecord, reason: string, maxAttempts: number, worker: string, at: number): SplitRecord {
+export function failRecord(r: SplitRecord, reason: string, maxAttempts: number, worker: string, at: number, stack?: string): SplitRecord {
   const attempts = r.attempts + 1;
-  const failure = { at, worker, message: reason.slice(0, FAILURE_MESSAGE_CHARS) };
+  const frames = stack === undefined ? undefined : boundStack(stack, FAILURE_STACK_LINES, FAILURE_STACK_CHARS);
+  const failure: SplitFailure = { at, worker, message: reason.slice(0, FAILURE_MESSAGE_CHARS) };
+  if (frames !== undefined) failure.stack = frames;
   const next: SplitRecord = {
     ...r,
     owner: null,

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { InvalidRecordError, SplitleaseError, ValueTooLargeError } from "../errors.ts";
+import { InvalidRecordError, SplitleaseError, ValueTooLargeError } from "../../errors.ts";
 import {
   decodeRecord,
   encodeRecord,
@@ -17,13 +17,15 @@ import {
   PlanRecordSchema,
   type PlanRecord,
   type SpecRecord,
-} from "../records.ts";
-import { assertValidId, keys } from "../store/keys.ts";
-import { MAX_VALUE_BYTES } from "../store/store.ts";
-import type { Core } from "./core.ts";
-import type { LeaderRole } from "./leader/role.ts";
-import { openRecord, seedRecord } from "./transitions.ts";
-import type { PlannedSplit, Planner } from "./types.ts";
+} from "../../records.ts";
+import { assertValidId, keys } from "../../store/keys.ts";
+import { MAX_VALUE_BYTES } from "../../store/store.ts";
+import { causedBy, type Core } from "../core.ts";
+import type { Span } from "@opentelemetry/api";
+import { failSpan, within } from "../../tracing/spans.ts";
+import type { LeaderRole } from "./role.ts";
+import { openRecord, seedRecord } from "../../records/transitions.ts";
+import type { PlannedSplit, Planner } from "../types.ts";
 
 const encoder = new TextEncoder();
 
@@ -66,10 +68,24 @@ export class Planning {
   }
 
   async #once(): Promise<void> {
-    const { store, clock, log, config } = this.#core;
     if (!this.#leading() || this.#running) return;
     this.#running = true;
     const term = this.#role.term;
+    // One span per run (tracing on), the cause of its store operations; the planner runs inside it.
+    const span = this.#core.trace.planRun(term);
+    const cause = span ? this.#core.trace.spanCause(span) : undefined;
+    const core = cause ? causedBy(this.#core, cause) : this.#core;
+    try {
+      await this.#run(core, term, span);
+    } finally {
+      this.#running = false;
+      cause?.settle();
+      span?.end();
+    }
+  }
+
+  async #run(core: Core, term: number, span: Span | undefined): Promise<void> {
+    const { store, clock, log, config } = core;
     const signal = this.#abort.signal;
     try {
       const cur = await store.get(keys.plan);
@@ -81,9 +97,10 @@ export class Planning {
         return;
       }
       if (plan.finality === "final" && plan.generation > 0) return; // planned once
-      const result = await this.#planner({ cursor: plan.cursor, term, signal });
+      const planner = () => this.#planner({ cursor: plan.cursor, term, signal });
+      const result = await (span ? within(span, planner) : planner());
       if (signal.aborted || !this.#leading()) return;
-      const { created, ids } = await this.#seed(result.splits, term, signal);
+      const { created, ids } = await this.#seed(core, result.splits, term, signal);
       if (signal.aborted || !this.#leading()) return;
       // Splits of earlier runs count; residuals cut from running splits do not (they are no plan's).
       for (const [id, e] of this.#role.view.splits) if (e.record.parent === undefined) ids.add(id);
@@ -110,11 +127,14 @@ export class Planning {
       }
       this.failures = 0;
       this.lastError = undefined;
-      log("info", "Plan published", { term, generation: next.generation, finality: next.finality, planned: next.planned, seeded: created });
+      const published = { term, generation: next.generation, finality: next.finality, planned: next.planned, seeded: created };
+      log("info", "Plan published", published);
+      core.trace.decision("plan.published", published);
       this.#core.schedule();
       if (next.finality === "open") this.schedule(config.replanIntervalMs);
     } catch (e) {
       if (signal.aborted) return;
+      if (span) failSpan(span, e);
       this.lastError = e instanceof Error ? e.message : String(e);
       if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
         // The store, not the planner: retry (seeding is idempotent) without counting it.
@@ -126,8 +146,10 @@ export class Planning {
       this.failures++;
       this.#core.stats.planFailures++;
       if (this.failures >= config.planAttempts) {
-        log("error", "Planning failed for good: the job fails", { error: this.lastError, term, failures: this.failures });
-        await this.#fail(term).catch((err) => {
+        const failed = { error: this.lastError, term, failures: this.failures };
+        log("error", "Planning failed for good: the job fails", failed);
+        core.trace.decision("plan.failed_for_good", failed);
+        await this.#fail(store, term).catch((err) => {
           log("warn", "Could not publish the failed plan; retrying", { error: String(err) });
           if (this.#leading()) this.schedule(this.#core.timings.planFailRetryMs);
         });
@@ -135,17 +157,16 @@ export class Planning {
         // Exponential backoff with ±25% jitter, capped at a lease.
         const base = Math.min(this.#core.timings.planBackoffMaxMs, 250 * 2 ** Math.min(this.failures - 1, 12));
         const delay = Math.round(base * (0.75 + 0.5 * this.#core.random()));
-        log("error", "Planning failed; retrying", { error: this.lastError, term, failures: this.failures, retryInMs: delay });
+        const failed = { error: this.lastError, term, failures: this.failures, retryInMs: delay };
+        log("error", "Planning failed; retrying", failed);
+        core.trace.decision("plan.failed", failed);
         if (this.#leading()) this.schedule(delay);
       }
-    } finally {
-      this.#running = false;
     }
   }
 
   /** Publishes the terminal outcome `planFailed` (CAS, at our term). */
-  async #fail(term: number): Promise<void> {
-    const { store } = this.#core;
+  async #fail(store: Core["store"], term: number): Promise<void> {
     for (let i = 0; i < 4; i++) {
       const cur = await store.get(keys.plan);
       if (!cur) return;
@@ -167,11 +188,12 @@ export class Planning {
    * landed seed applied to the leader's view so it is dealt at once.
    */
   async #seed(
+    core: Core,
     splits: Iterable<PlannedSplit> | AsyncIterable<PlannedSplit>,
     term: number,
     signal: AbortSignal,
   ): Promise<{ created: number; ids: Set<string> }> {
-    const { store, splits: records, config } = this.#core;
+    const { store, splits: records, config } = core;
     const view = this.#role.view;
     const ids = new Set<string>();
     const duplicates: string[] = [];

@@ -7,12 +7,12 @@
  *
  * @module
  */
-import { SplitleaseError } from "../errors.ts";
-import type { Core } from "./core.ts";
-import { specOf } from "./cuts.ts";
+import { SplitleaseError } from "../../errors.ts";
+import type { Core } from "../core.ts";
+import { specOf } from "../cuts.ts";
 import type { Tenancies } from "./tenancies.ts";
 import type { Dormant } from "./tenancy.ts";
-import { heldBy, openRecord, releaseRecord } from "./transitions.ts";
+import { heldBy, openRecord, releaseRecord } from "../../records/transitions.ts";
 
 /** The dormant tenancies of one worker. */
 export class DormantTenancies {

@@ -6,10 +6,10 @@
  *
  * @module
  */
-import { SpecRecordSchema, type SplitRecord, safeDecodeRecord } from "../records.ts";
-import { keys } from "../store/keys.ts";
-import type { Core } from "./core.ts";
-import type { SplitSpec } from "./types.ts";
+import { SpecRecordSchema, type SplitRecord, safeDecodeRecord } from "../../records.ts";
+import { keys } from "../../store/keys.ts";
+import type { Core } from "../core.ts";
+import type { SplitSpec } from "../types.ts";
 
 /** Re-reads of a missing spec before the split is handed back (a lagging replica can answer too early). */
 const SPEC_RETRIES_MS = [20, 100, 400];

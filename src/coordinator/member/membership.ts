@@ -5,10 +5,11 @@
  *
  * @module
  */
-import { SplitleaseError } from "../errors.ts";
-import { encodeRecord, MemberRecordSchema, type MemberRecord, safeDecodeRecord } from "../records.ts";
-import { keys } from "../store/keys.ts";
-import type { Core } from "./core.ts";
+import { SplitleaseError } from "../../errors.ts";
+import { encodeRecord, MemberRecordSchema, type MemberRecord, safeDecodeRecord } from "../../records.ts";
+import { keys } from "../../store/keys.ts";
+import type { Core } from "../core.ts";
+import { type CausedStore, causedStore } from "../../tracing/cause.ts";
 
 /** What membership reports back to its coordinator. */
 export interface MembershipHooks {
@@ -35,6 +36,8 @@ export class Membership {
   readonly #core: Core;
   readonly #hooks: MembershipHooks;
   readonly #key: string;
+  /** The store for heartbeats: traced as events of the membership span, not a span each. */
+  readonly #beats: CausedStore;
   #record: MemberRecord;
   #revision = 0;
   #lastOk = 0;
@@ -50,6 +53,7 @@ export class Membership {
     this.#core = core;
     this.#hooks = hooks;
     this.#key = keys.member(core.me.instance);
+    this.#beats = causedStore(core.store, core.trace.membership.events);
     this.#record = {
       v: 2,
       session: core.me.session,
@@ -174,7 +178,7 @@ export class Membership {
     const { store, me } = this.#core;
     let revision = this.#revision;
     for (let i = 0; i < 3; i++) {
-      if ((await store.delete(this.#key, revision)).ok) return;
+      if ((await store.delete(this.#key, revision)).ok) return this.#core.trace.left();
       const cur = await store.get(this.#key);
       const rec = cur ? safeDecodeRecord(this.#key, cur.value, MemberRecordSchema) : undefined;
       if (!cur || !rec?.ok || rec.value.session !== me.session) return; // gone, or a twin's now
@@ -200,7 +204,8 @@ export class Membership {
 
   async #beatOnce(): Promise<void> {
     if (!this.#running) return;
-    const { store, clock, log } = this.#core;
+    const { clock, log } = this.#core;
+    const store = this.#beats;
     const start = clock.now();
     let ok = false;
     try {
@@ -242,6 +247,7 @@ export class Membership {
       if (this.#starved) {
         this.#starved = false;
         log("info", "Heartbeat restored after a self-fence", {});
+        this.#core.trace.memberEvent("heartbeat.restored");
         this.#hooks.onRestored(this.#revision);
       }
       this.#hooks.onBeat();
@@ -256,7 +262,8 @@ export class Membership {
    * revision is taken, nothing was written), `failed` otherwise.
    */
   async #onConflict(): Promise<"landed" | "adopted" | "failed"> {
-    const { store, me } = this.#core;
+    const { me } = this.#core;
+    const store = this.#beats;
     const cur = await store.get(this.#key);
     if (!cur) {
       const r = await store.create(this.#key, encodeRecord(this.#record));
@@ -282,12 +289,15 @@ export class Membership {
       if (rec.draining && !this.#draining) {
         this.#draining = true;
         this.#core.log("info", "Drain requested on the member record", { instance: me.instance });
+        this.#core.trace.memberEvent("drain.requested");
         this.#hooks.onDrainRequested();
       }
       return "adopted";
     }
     this.stop();
-    this.#hooks.onDuplicate(this.duplicate());
+    const duplicate = this.duplicate();
+    this.#core.trace.close("failed", duplicate); // the membership is a twin's now: its span ends here
+    this.#hooks.onDuplicate(duplicate);
     return "failed";
   }
 
@@ -305,6 +315,7 @@ export class Membership {
     if (this.#starved || !this.#running) return;
     this.#starved = true;
     this.#core.stats.selfFences++;
+    this.#core.trace.memberEvent("self-fenced");
     this.#hooks.onStarved();
   }
 }

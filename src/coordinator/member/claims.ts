@@ -5,14 +5,14 @@
  *
  * @module
  */
-import { SplitleaseError } from "../errors.ts";
-import type { AssignEntry } from "../records.ts";
-import type { Core } from "./core.ts";
+import { SplitleaseError } from "../../errors.ts";
+import type { AssignEntry } from "../../records.ts";
+import type { Core } from "../core.ts";
 import type { ClaimRecovery } from "./claim_recovery.ts";
 import type { DormantTenancies } from "./dormant.ts";
 import type { SpecReader } from "./spec_reader.ts";
 import type { Tenancies } from "./tenancies.ts";
-import { heldBy, openRecord } from "./transitions.ts";
+import { heldBy, openRecord } from "../../records/transitions.ts";
 
 /** Most claims one worker has in flight at once (a heartbeat must not queue behind a thousand writes). */
 const CLAIM_WAVE = 32;

@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
-import { encodeRecord, JobRecordSchema, RECORD_LAYOUT, safeDecodeRecord } from "../records.ts";
-import { keys } from "../store/keys.ts";
-import type { Store } from "../store/store.ts";
-import type { Core } from "./core.ts";
+import { SplitleaseError, StoreUnavailableError } from "../../errors.ts";
+import { encodeRecord, JobRecordSchema, RECORD_LAYOUT, safeDecodeRecord } from "../../records.ts";
+import { keys } from "../../store/keys.ts";
+import type { Store } from "../../store/store.ts";
+import type { Core } from "../core.ts";
 
 /**
  * Library version advertised on member records.

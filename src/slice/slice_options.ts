@@ -5,16 +5,12 @@
  *
  * @module
  */
-import type { JoinOptions } from "../coordinator/join_options.ts";
-import type { CoordinatorTunables } from "../coordinator/config.ts";
-import type { Clock, Coordinator, Logger } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
-import type { Store } from "../store/store.ts";
-import type { SplitSource } from "./source.ts";
 import { parseCoordinatorConfig, pickTunables } from "../coordinator/config.ts";
+import { HOST_SCHEMA, type HostOptions } from "../host/host_options.ts";
 import type * as z from "zod";
+import { bearerTokenIssue } from "../util/bearer.ts";
 import { durationOption, type Equal, givenOption, parseOptions } from "../util/option_schema.ts";
-import { HOST_TUNABLES, LANE_OPTIONS } from "./worker_options.ts";
 
 /**
  * Options of {@linkcode runSlice} and {@linkcode createSliceHandler}.
@@ -28,15 +24,7 @@ import { HOST_TUNABLES, LANE_OPTIONS } from "./worker_options.ts";
  * const handler = createSliceHandler(options);
  * ```
  */
-export interface SliceOptions<D = unknown> extends CoordinatorTunables {
-  /** The coordination store (kept open). */
-  store?: Store;
-  /** Creates a store per invocation (closed after it). */
-  storeFactory?: () => Store | Promise<Store>;
-  /** The user's source. */
-  source: SplitSource<D>;
-  /** Job name. */
-  job: string;
+export interface SliceOptions<D = unknown> extends HostOptions<D> {
   /** Instance id prefix; each invocation is `<prefix>-<random>` (default `fn`). */
   instancePrefix?: string;
   /**
@@ -53,44 +41,27 @@ export interface SliceOptions<D = unknown> extends CoordinatorTunables {
    * must be at least `opTimeoutMs`.
    */
   marginMs?: number;
-  /** Stalled job fatal (outcome `stalled`, default) or drained with a warning. */
-  stalledIsFatal?: boolean;
-  /** How long a lane may ignore its abort (default 1000 ms in slices). */
-  abortGraceMs?: number;
-  /** Commit cadence per lane (default 0). */
-  commitIntervalMs?: number;
-  /** Bearer token required by the fetch handler. */
+  /**
+   * Bearer token required by the fetch handler and the Lambda handler's HTTP
+   * events (RFC 6750 characters: `[A-Za-z0-9._~+/-]`, optionally ending in
+   * `=`).
+   */
   token?: string;
-  /** Structured logger (default: JSON lines). */
-  logger?: Logger;
-  /** Clock (default: system clock). */
-  clock?: Clock;
-  /** Joins the coordinator (default `SplitCoordinator.join`). */
-  join?: (options: JoinOptions) => Promise<Coordinator>;
   /** Runtime name for the member record (default `serverless`). */
   runtime?: string;
 }
 
 /**
- * Every option a slice takes and its check: the coordinator tunables (checked
- * with the slice's timing by {@linkcode checkSliceOptions}), the options it
- * hands its worker (the worker's checks) and its own. Anything else is a typo.
+ * Every option a slice takes and its check: a host's (the coordinator
+ * tunables, checked with the slice's timing by {@linkcode checkSliceOptions};
+ * what it hands its worker, with the worker's checks) and its own. Anything
+ * else is a typo.
  */
-const SLICE_SCHEMA = HOST_TUNABLES.extend({
-  store: givenOption<Store>().optional(),
-  storeFactory: givenOption<() => Store | Promise<Store>>().optional(),
-  source: givenOption<SplitSource<unknown>>(),
-  job: givenOption<string>(),
+const SLICE_SCHEMA = HOST_SCHEMA.extend({
   instancePrefix: givenOption<string>().optional(),
   budgetMs: durationOption().optional(),
   marginMs: durationOption().optional(),
-  stalledIsFatal: LANE_OPTIONS.stalledIsFatal.optional(),
-  abortGraceMs: LANE_OPTIONS.abortGraceMs.optional(),
-  commitIntervalMs: LANE_OPTIONS.commitIntervalMs.optional(),
   token: givenOption<string>().optional(),
-  logger: LANE_OPTIONS.logger.optional(),
-  clock: LANE_OPTIONS.clock.optional(),
-  join: givenOption<(options: JoinOptions) => Promise<Coordinator>>().optional(),
   runtime: givenOption<string>().optional(),
 });
 const _sliceOptionsAreTheSchema: Equal<keyof SliceOptions<unknown>, keyof z.input<typeof SLICE_SCHEMA>> = true;
@@ -134,7 +105,7 @@ const PREFIX = /^[A-Za-z0-9_-]{1,100}$/;
  * deadline left out. Checks every rule the slice and its coordinator would
  * otherwise break at run time — the coordinator tunables
  * (`leaseMs >= 2 × opTimeoutMs`, `drainDeadlineMs >= opTimeoutMs`, ...),
- * `marginMs > drainDeadlineMs`, the job and instance prefix, a store — and
+ * `marginMs > drainDeadlineMs`, the job and instance prefix, the token, a store — and
  * `budgetMs >= marginMs + 2 × leaseMs`, and throws one `INVALID_CONFIG`
  * error naming each broken rule. `createSliceHandler` and `runSlice` call it
  * before doing anything, so a handler that cannot work fails when it is
@@ -187,6 +158,8 @@ export function checkSliceOptions<D>(
   if (!PREFIX.test(prefix)) {
     rules.push(`instancePrefix must be 1-100 characters of [A-Za-z0-9_-], got ${JSON.stringify(prefix)}`);
   }
+  const tokenIssue = options.token === undefined ? undefined : bearerTokenIssue("token", options.token);
+  if (tokenIssue) rules.push(tokenIssue);
   if (!options.store && !options.storeFactory) rules.push("a slice needs a store or a storeFactory");
   try {
     parseCoordinatorConfig({

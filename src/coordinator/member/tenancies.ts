@@ -6,16 +6,16 @@
  *
  * @module
  */
-import { FencedError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
-import type { Owner, SplitProgress, SplitRecord } from "../records.ts";
-import type { TransactionWork } from "../store/store.ts";
-import { makeCut, specOf } from "./cuts.ts";
-import { carryCut, createResiduals } from "./cut_writes.ts";
-import type { Core } from "./core.ts";
-import { bump } from "./stats.ts";
-import { commitRecord, failRecord, heldBy, releaseRecord } from "./transitions.ts";
+import { FencedError, SplitleaseError, StoreUnavailableError } from "../../errors.ts";
+import type { Owner, SplitProgress, SplitRecord } from "../../records.ts";
+import type { TransactionWork } from "../../store/store.ts";
+import { makeCut, specOf } from "../cuts.ts";
+import { carryCut, cutLanded } from "./cut_writes.ts";
+import type { Core } from "../core.ts";
+import { bump } from "../stats.ts";
+import { commitRecord, failRecord, heldBy, releaseRecord } from "../../records/transitions.ts";
 import type { Dormant, Tenancy } from "./tenancy.ts";
-import type { CutAnswer, LostReason } from "./types.ts";
+import type { CutAnswer, LostReason } from "../types.ts";
 
 /** Held splits of one worker. */
 export class Tenancies {
@@ -54,6 +54,7 @@ export class Tenancies {
     bump(stats.acquisitions, kind);
     const progress = t.record.progress;
     const attempts = t.record.attempts;
+    t.trace = this.#core.trace.tenancy(id, t.epoch, kind, attempts);
     // Not logged here: whoever consumes the event logs it once (the worker's `Gained split` line, event `gained`).
     events.push(
       progress
@@ -67,6 +68,7 @@ export class Tenancies {
     const t = this.held.get(id);
     if (!t) return undefined;
     this.#end(id, t);
+    t.trace?.finish("lost", reason);
     bump(this.#core.stats.losses, reason);
     // Logged once, by whoever consumes the event (the worker's `Lost split` line, event `lost`).
     this.#core.events.push({ type: "lost", splitId: id, reason });
@@ -118,6 +120,7 @@ export class Tenancies {
   clear(): void {
     for (const t of this.held.values()) {
       if (t.drainTimer !== undefined) this.#core.clock.clearTimeout(t.drainTimer);
+      t.trace?.finish("stopped");
     }
     this.held.clear();
     this.#weight = 0;
@@ -138,6 +141,7 @@ export class Tenancies {
     epoch: number,
     terminal: boolean,
     make: (r: SplitRecord) => SplitRecord,
+    write: string,
     transaction?: TransactionWork,
   ): Promise<{ record: SplitRecord; tenancy: Tenancy }> {
     const t = this.held.get(id);
@@ -147,7 +151,7 @@ export class Tenancies {
     if (terminal) t.ending = (t.ending ?? 0) + 1;
     t.stuck = false;
     try {
-      return await this.#casLoop(id, epoch, t, terminal, make, transaction);
+      return await this.#casLoop(id, epoch, t, terminal, make, write, transaction);
     } catch (e) {
       // Given up by its holder, unless it tries again (an outage is retried by callers).
       if (terminal && !(e instanceof FencedError) && this.held.get(id) === t) t.stuck = true;
@@ -163,20 +167,23 @@ export class Tenancies {
     t: Tenancy,
     terminal: boolean,
     make: (r: SplitRecord) => SplitRecord,
-    transaction: TransactionWork | undefined,
+    write: string,
+    transaction?: TransactionWork,
   ): Promise<{ record: SplitRecord; tenancy: Tenancy }> {
     const { splits, me } = this.#core;
     const r = await splits.cas(id, t, carryCut(t, make), {
       kind: "tenancy",
+      cause: t.trace?.write(write, terminal),
       transaction,
       keep: (rec) => heldBy(rec, me, epoch),
       check: () => {
         if (this.held.get(id) !== t) throw new FencedError(id, epoch, -1, `the tenancy at epoch ${epoch} ended while writing`);
       },
       onLanded: (record, revision) => {
-        this.#cutLanded(id, t, record);
+        cutLanded(this.#core, id, t, record);
         if (this.held.get(id) !== t) return;
         this.#weight += record.weight - t.record.weight; // a cut changes it
+        if (terminal) t.trace?.wrote(t.record, record); // how it ended, from what the write changed
         t.record = record;
         t.spec = specOf(t.spec, record);
         t.revision = revision;
@@ -190,18 +197,6 @@ export class Tenancies {
     }
     if (this.held.get(id) === t) this.lose(id, "fenced");
     throw new FencedError(id, epoch, r.current?.record.epoch ?? -1);
-  }
-
-  #cutLanded(id: string, t: Tenancy, record: SplitRecord): void {
-    const c = t.cut;
-    if (!c || c.landed) return;
-    const listed = new Set((record.residuals ?? []).map((x) => x.id));
-    if (!c.cut.residuals.every((x) => listed.has(x.id) || t.created?.has(x.id))) return;
-    c.landed = true;
-    this.#core.stats.cuts.performed++;
-    this.#core.log("info", "Cut a split's remaining work", { split: id, epoch: t.epoch, residuals: c.cut.residuals.map((x) => x.id) });
-    const mine = new Set(c.cut.residuals.map((x) => x.id));
-    void createResiduals(this.#core, id, t, (record.residuals ?? []).filter((x) => mine.has(x.id)));
   }
 
   /**
@@ -220,7 +215,7 @@ export class Tenancies {
     if (t.cut && !t.cut.landed) throw new SplitleaseError("INVALID_ARGUMENT", `A cut of split "${id}" is still being written`);
     const cut = makeCut(id, t.record.weight, answer);
     t.cut = { cut, landed: false };
-    await this.#cas(id, epoch, false, (r) => r);
+    await this.#cas(id, epoch, false, (r) => r, "cut");
     return cut.residuals.map((r) => r.id);
   }
 
@@ -230,13 +225,8 @@ export class Tenancies {
    * its statements (a fenced write rolls them back).
    */
   async commit(id: string, epoch: number, progress: SplitProgress, final: boolean, records = 0, transaction?: TransactionWork): Promise<void> {
-    const { tenancy: t } = await this.#cas(
-      id,
-      epoch,
-      final,
-      (r) => commitRecord(id, r, progress, final, this.#core.clock.wallNow(), records),
-      transaction,
-    );
+    const make = (r: SplitRecord) => commitRecord(id, r, progress, final, this.#core.clock.wallNow(), records);
+    const { tenancy: t } = await this.#cas(id, epoch, final, make, final ? "complete" : "commit", transaction);
     if (final) this.#core.log("debug", "Completed split", { split: id, epoch });
     else if (this.held.get(id) === t && t.draining && t.cancelled) {
       this.#armNoProgress(id, t); // progress during a withdrawn drain keeps it alive
@@ -252,12 +242,17 @@ export class Tenancies {
   async release(ids: readonly string[]): Promise<void> {
     if (ids.length > 0) this.releasedAt = this.#core.clock.now();
     await Promise.all(ids.map(async (id) => {
-      const t = this.held.get(id);
+      let t = this.held.get(id);
+      if (t?.unanswered) {
+        await this.#answered(t);
+        if (this.held.get(id) !== t) return; // lost (fenced, dropped) meanwhile
+        t = this.held.get(id)!;
+      }
       if (!t) return;
       try {
         // Each attempt goes to the successor named then; the one that landed is what was drained to.
         let sent = t.to;
-        await this.#cas(id, t.epoch, true, (r) => releaseRecord(r, (sent = t.to), this.#core.clock.wallNow()));
+        await this.#cas(id, t.epoch, true, (r) => releaseRecord(r, (sent = t.to), this.#core.clock.wallNow()), "release");
         this.#core.stats.releases++;
         if (t.draining && !t.cancelled && sent) bump(this.#core.stats.revocations, "drained");
         this.#core.log("debug", "Released split", { split: id, epoch: t.epoch, to: sent?.instance ?? null });
@@ -267,7 +262,10 @@ export class Tenancies {
           throw e;
         }
       } finally {
-        if (this.held.get(id) === t) this.#end(id, t);
+        if (this.held.get(id) === t) {
+          this.#end(id, t);
+          t.trace?.finish("orphaned", "its release did not land: resumed or released once the store answers");
+        }
       }
     }));
   }
@@ -291,10 +289,10 @@ export class Tenancies {
     return owed;
   }
 
-  /** Poison report: attempts + 1; returns the written record. */
-  async fail(id: string, epoch: number, reason: string): Promise<SplitRecord> {
+  /** Poison report (with the error's stack, when there is one): attempts + 1; returns the written record. */
+  async fail(id: string, epoch: number, reason: string, stack?: string): Promise<SplitRecord> {
     const { config, me, clock } = this.#core;
-    const { record } = await this.#cas(id, epoch, true, (r) => failRecord(r, reason, config.maxAttempts, me.instance, clock.wallNow()));
+    const { record } = await this.#cas(id, epoch, true, (r) => failRecord(r, reason, config.maxAttempts, me.instance, clock.wallNow(), stack), "fail");
     return record;
   }
 
@@ -334,7 +332,8 @@ export class Tenancies {
       }, {
         kind: "release",
         keep: (r) => heldBy(r, this.#core.me, t.epoch),
-        onLanded: (landed) => this.#cutLanded(id, t, landed),
+        onLanded: (landed) => cutLanded(this.#core, id, t, landed),
+        cause: t.trace?.write("release", true),
       });
     } catch (e) {
       this.#core.log("warn", "Forced release failed; retried once the store answers", { split: id, error: String(e) });
@@ -342,6 +341,31 @@ export class Tenancies {
     } finally {
       if (this.releasing.get(id) === t) this.releasing.delete(id);
     }
+  }
+
+  /**
+   * Until the leader answered our drain's revocation of `t` (it listed the
+   * revoke, naming a successor or none), `spareClaimAfterMs` at most. A
+   * follower's lanes stop before its drain reaches the leader; released
+   * then, they went to nobody, and the member the leader dealt them to
+   * claimed each with a write of its own before starting it, where a
+   * release to a named successor is started on the leader's grant (a
+   * 50-split hand-back: 40 ms against 31 ms when the holder leads). Without
+   * a leader the wait ends at the deadline and the release goes to nobody,
+   * as before.
+   */
+  #answered(t: Tenancy): Promise<void> {
+    const { clock, timings } = this.#core;
+    return new Promise<void>((resolve) => {
+      const timer = clock.setTimeout(() => {
+        t.unanswered = undefined;
+        resolve();
+      }, timings.spareClaimAfterMs);
+      t.unanswered = () => {
+        clock.clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 
   /** Names the successor a release of `id` goes to, unless one is named already. */
@@ -361,8 +385,13 @@ export class Tenancies {
     t.to = to;
   }
 
-  /** Requests a cooperative revocation (`revokeRequested`), forced after the drain deadline. */
-  requestRevoke(id: string, to: Owner | null, byLeader: boolean): void {
+  /**
+   * Requests a cooperative revocation (`revokeRequested`), forced after the
+   * drain deadline. `byLeader`: a revoke directive of the leader; otherwise
+   * our own drain, whose release waits a short while for the leader's
+   * answer unless `answered` (we lead, and named the successor ourselves).
+   */
+  requestRevoke(id: string, to: Owner | null, byLeader: boolean, answered: boolean = byLeader): void {
     const t = this.held.get(id);
     if (!t) return;
     if (t.draining && !t.cancelled) {
@@ -372,9 +401,15 @@ export class Tenancies {
       // release to the old one would reach a member that is gone, and the
       // leader would take the split over from it, charging an attempt.
       if (to || byLeader) this.#succeed(t, to);
+      if (byLeader && t.unanswered) {
+        const wake = t.unanswered;
+        t.unanswered = undefined;
+        wake();
+      }
       return;
     }
     this.#succeed(t, to);
+    if (!answered && !to) t.unanswered = () => {};
     t.byLeader = byLeader;
     t.cancelled = false;
     if (t.drainTimer !== undefined) this.#core.clock.clearTimeout(t.drainTimer);
@@ -383,6 +418,7 @@ export class Tenancies {
       bump(this.#core.stats.revocations, "requested");
       this.#core.events.push({ type: "revokeRequested", splitId: id });
       this.#core.log("debug", "Revocation requested", { split: id, to: to?.instance ?? null });
+      t.trace?.event("revocation", to ? { "splitlease.to": to.instance } : undefined);
     }
     t.drainTimer = this.#core.clock.setTimeout(() => {
       if (this.held.get(id) === t) void this.forceRelease(id);

@@ -7,11 +7,11 @@
  *
  * @module
  */
-import type { SplitRecord } from "../records.ts";
-import type { Core } from "./core.ts";
+import type { SplitRecord } from "../../records.ts";
+import type { Core } from "../core.ts";
 import type { SpecReader } from "./spec_reader.ts";
 import type { Tenancies } from "./tenancies.ts";
-import { handBackRecord, heldBy, releaseRecord } from "./transitions.ts";
+import { handBackRecord, heldBy, releaseRecord } from "../../records/transitions.ts";
 
 /**
  * Re-reads interrupted claims and hands back won claims a member cannot keep.
