@@ -188,9 +188,12 @@ Deno.test({
     assert.notEqual(pkg.private, true);
     assert.equal(pkg.name, "@splitlease/splitlease");
     assert.equal(pkg.engines.node, ">=22");
-    for (const dev of ["postgres", "aws4fetch", "s3rver", "typescript", "workerd"]) {
+    for (const dev of ["aws4fetch", "s3rver", "typescript", "workerd"]) {
       assert.ok(!(dev in pkg.dependencies), `${dev} is a devDependency only`);
     }
+    // The PostgreSQL entry's driver installs with the package (it has no dependencies of its own);
+    // only that entry imports it.
+    assert.ok("postgres" in pkg.dependencies, "postgres (the driver of @splitlease/splitlease/postgres) is a dependency");
 
     // A fresh project installs the tarball (from the npm cache where it can).
     const app = tempDir("splitlease-consumer-");
