@@ -121,9 +121,15 @@ async function spawn(system: System, name: string, specs: { role: string; tasks:
       }),
     })
   );
-  await Promise.all(ws.map((w) => w.next((m) => m.ev === "ready" || m.ev === "error", 60_000, "ready").then((m) => {
-    if (m.ev === "error") throw new Error(`${w.name}: ${m.error}`);
-  })));
+  try {
+    await Promise.all(ws.map((w) => w.next((m) => m.ev === "ready" || m.ev === "error", 60_000, "ready").then((m) => {
+      if (m.ev === "error") throw new Error(`${w.name}: ${m.error}`);
+    })));
+  } catch (e) {
+    // The others are ready and would wait for orders for ever: the bench could not exit.
+    for (const w of ws) w.kill();
+    throw e;
+  }
   return ws;
 }
 

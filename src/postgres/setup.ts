@@ -130,9 +130,18 @@ export async function openJob(client: SqlClient, opts: ResolvedPgOptions, where:
     );
   }
   try {
-    const rows = await within(attempt, () => client.query(opts.createJob ? q.job : q.findJob, [opts.job]));
+    let rows = await within(attempt, () => client.query(opts.createJob ? q.job : q.findJob, [opts.job]));
+    if (rows.length === 0 && opts.createJob) {
+      // Another worker created the job while this statement ran: its insert
+      // waited for that one's commit and did nothing, and its select still
+      // read the snapshot from before it. A new statement sees the row.
+      rows = await within(attempt, () => client.query(q.findJob, [opts.job]));
+    }
     if (rows.length === 0) {
-      throw invalidPg(`there is no job ${JSON.stringify(opts.job)} in schema ${opts.schema} on ${where} (createJob: false)`);
+      throw invalidPg(
+        `there is no job ${JSON.stringify(opts.job)} in schema ${opts.schema} on ${where} ` +
+          (opts.createJob ? "(it was deleted while this worker created it)" : "(createJob: false)"),
+      );
     }
     return Number(rows[0].id);
   } catch (e) {

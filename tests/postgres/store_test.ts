@@ -9,6 +9,7 @@ import { PostgresJobCatalog, PostgresStore, type SqlClient, type SqlParam } from
 import { listJobs } from "../../admin.ts";
 import { freshJob, noPg, PG_URL, pgStore, pgStoreWith, sqlOnce, terminateConnections } from "../helpers/pg.ts";
 import { take } from "../store/conformance.ts";
+import postgres from "postgres";
 
 const opts = { sanitizeOps: false, sanitizeResources: false, ignore: noPg };
 
@@ -493,6 +494,47 @@ Deno.test({
       );
     } finally {
       await s.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "postgres: workers that open a new job at the same moment all join it (the insert that lost the race reads the winner's row)",
+  ...opts,
+  fn: async () => {
+    const job = freshJob("race");
+    await (await pgStore()).close(); // the schema exists
+    // The race, made certain: another worker's insert of the job is not yet
+    // committed when this connect's statement runs. Its insert waits for that
+    // commit and does nothing; its select reads the snapshot from before it.
+    const sql = postgres(PG_URL, { max: 1, onnotice: () => {} });
+    let connecting: Promise<PostgresStore> | undefined;
+    try {
+      await sql.begin(async (tx) => {
+        await tx.unsafe(`insert into splitlease.jobs (name) values ($1)`, [job]);
+        connecting = pgStore({ job, opTimeoutMs: 5000 });
+        connecting.catch(() => {});
+        const deadline = Date.now() + 5000;
+        for (;;) {
+          const waiting = await sqlOnce(
+            `select 1 from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock'`,
+            [`splitlease:${job}`],
+          );
+          if (waiting.length) break;
+          if (Date.now() > deadline) throw new Error("the connect never waited for the other insert");
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      });
+      const store = await connecting!;
+      try {
+        assert.equal((await store.create("k", "v")).ok, true);
+        const [row] = await sqlOnce<{ n: number }>(`select count(*)::int as n from splitlease.jobs where name = $1`, [job]);
+        assert.equal(row.n, 1, "one job row");
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await sql.end({ timeout: 1 });
     }
   },
 });
