@@ -1280,6 +1280,12 @@ export const mutants = [
     edits: [{ file: "src/postgres/pg_store.ts", search: "`${literal(channelsOfKey(this.#jobId, key))}, true)::text as r; commit`", replace: "`${literal(channelsOfKey(this.#jobId, key))}, false)::text as r; commit`" }],
     suites: ["pgstore", "pgonce"],
   },
+  {
+    name: "pg-job-create-race",
+    breaks: "a worker whose insert of a new job waited for another worker's does not read the row again: workers starting together fail with 'there is no job'",
+    edits: [{ file: "src/postgres/setup.ts", search: "if (rows.length === 0 && opts.createJob) {", replace: "if (rows.length === 0 && opts.createJob && false) {" }],
+    suites: ["pgstore"],
+  },
   // --- the fenced sink of examples/pg_range (OPERATIONS failure modes) -----------------------------
   {
     name: "pg-fence-refuses-own-retry",
