@@ -363,7 +363,8 @@ if (SCEN.includes("handback")) {
     for (let r = 0; r < HB_ROUNDS; r++) into.push(...await handback(s, l).catch((e) => (console.log(`  ${s} handback (${l}): ${e}`), [])));
   }
   out.handback = hb;
-  out.handbackFollower = byLayout.follower;
+  out.handbackFollower = byLayout.follower.splitlease; // what the cost bench reads
+  out.handbackFollowerBySystem = byLayout.follower;
   for (const l of HB_LAYOUTS) {
     // The peers have no leader: their figures are the same in both rows.
     const by = { ...hb, ...(l === "follower" ? byLayout.follower : {}) };
