@@ -16,8 +16,8 @@ import {
   type Watch,
   type WriteResult,
 } from "../store/store.ts";
-import { clampTimerMs } from "../util/timers.ts";
 import { channelOf, channelsOfKey } from "./channels.ts";
+import { DeadlineCalls, Timeout } from "./deadline_calls.ts";
 import { KeyWatches } from "./key_watches.ts";
 import { Notifications } from "./notifications.ts";
 import type { ResolvedPgOptions } from "./options.ts";
@@ -94,6 +94,7 @@ export class PgStore<Tx = unknown> implements Store {
   readonly #notifications: Notifications;
   readonly #host: WatchHost;
   readonly #pruneEvery: number;
+  readonly #calls: DeadlineCalls;
   #closed = false;
   /** Highest revision this store has seen (a lower bound for our next write's). */
   #seen = 0;
@@ -101,6 +102,7 @@ export class PgStore<Tx = unknown> implements Store {
   /** Builds the store on an opened job (drivers' `connect` functions call this). */
   constructor(init: PgStoreInit) {
     this.#client = init.client;
+    this.#calls = new DeadlineCalls(init.client, (what) => (this.#closed ? this.#unavailable(what) : undefined));
     this.#opts = init.options;
     this.job = init.options.job;
     this.#jobId = init.jobId;
@@ -167,7 +169,7 @@ export class PgStore<Tx = unknown> implements Store {
     const deadline = Date.now() + this.#timeout;
     let r: number;
     try {
-      const rows = await this.#query(this.#q.del, [this.#jobId, key, revision ?? null, channelsOfKey(this.#jobId, key)], deadline - this.#reserve);
+      const rows = await this.#calls.query(this.#q.del, [this.#jobId, key, revision ?? null, channelsOfKey(this.#jobId, key)], deadline - this.#reserve);
       r = Number(rows[0]?.r);
       if (!Number.isSafeInteger(r)) throw new Error(`the delete function answered ${String(rows[0]?.r)}`);
     } catch (e) {
@@ -276,7 +278,7 @@ export class PgStore<Tx = unknown> implements Store {
     const ran = this.#client.transaction(async (session) => {
       started = true;
       if (abandoned) throw new Error("the transaction started after its caller gave up");
-      await this.#bounded(
+      await this.#calls.bounded(
         "begin",
         (signal) => session.simple(`set local idle_in_transaction_session_timeout = ${this.#opts.transactionIdleTimeoutMs}`, signal),
         Date.now() + this.#timeout,
@@ -292,7 +294,7 @@ export class PgStore<Tx = unknown> implements Store {
       const deadline = Date.now() + this.#timeout;
       const before = Math.max(this.#seen, revision);
       try {
-        const rows = await this.#bounded("update", (signal) => session.simple(script, signal), deadline - this.#reserve);
+        const rows = await this.#calls.bounded("update", (signal) => session.simple(script, signal), deadline - this.#reserve);
         landed = rev(rows[0]?.[0]?.r);
       } catch (e) {
         if (sqlState(e) !== CAS_LOST && !isAuthFailure(e)) unknown = { before, deadline, cause: e };
@@ -341,7 +343,7 @@ export class PgStore<Tx = unknown> implements Store {
     const before = Math.max(this.#seen, expected ?? 0);
     let r: unknown;
     try {
-      const rows = await this.#query(this.#q.put, [this.#jobId, key, value, expected, channelsOfKey(this.#jobId, key)], deadline - this.#reserve);
+      const rows = await this.#calls.query(this.#q.put, [this.#jobId, key, value, expected, channelsOfKey(this.#jobId, key)], deadline - this.#reserve);
       r = rows[0]?.r;
     } catch (e) {
       if (isAuthFailure(e)) throw authError(e, op);
@@ -359,7 +361,7 @@ export class PgStore<Tx = unknown> implements Store {
   }
 
   #prune(upTo: number): void {
-    this.#query(this.#q.prune, [this.#jobId, upTo, this.#opts.changeLogMinAgeMs], Date.now() + this.#timeout).catch(() => {});
+    this.#calls.query(this.#q.prune, [this.#jobId, upTo, this.#opts.changeLogMinAgeMs], Date.now() + this.#timeout).catch(() => {});
   }
 
   /**
@@ -383,7 +385,7 @@ export class PgStore<Tx = unknown> implements Store {
   async #entry(op: string, key: string, deadline: number, cause?: unknown): Promise<{ value: string | null; revision: number } | null> {
     let rows: SqlRow[];
     try {
-      rows = await this.#retried(this.#q.get, [this.#jobId, key], deadline);
+      rows = await this.#calls.retried(this.#q.get, [this.#jobId, key], deadline);
     } catch (e) {
       if (isAuthFailure(e)) throw authError(e, op);
       throw this.#unavailable(op, cause ?? e);
@@ -398,52 +400,11 @@ export class PgStore<Tx = unknown> implements Store {
   async #read(op: string, text: string, params: SqlParam[]): Promise<SqlRow[]> {
     this.#checkOpen(op);
     try {
-      return await this.#retried(text, params, Date.now() + this.#timeout);
+      return await this.#calls.retried(text, params, Date.now() + this.#timeout);
     } catch (e) {
       if (isAuthFailure(e)) throw authError(e, op);
       throw this.#unavailable(op, e);
     }
-  }
-
-  /**
-   * A read, tried again within `deadline` when its connection failed (a
-   * connection ended by the server fails the statement sent on it; the
-   * next goes on a new one). Reads only: a write is never sent twice.
-   */
-  async #retried(text: string, params: readonly SqlParam[], deadline: number): Promise<SqlRow[]> {
-    for (let pause = 10;; pause = Math.min(pause * 2, 200)) {
-      try {
-        return await this.#query(text, params, deadline);
-      } catch (e) {
-        if (this.#closed || !isTransient(e) || Date.now() + pause >= deadline) throw e;
-        await new Promise((r) => setTimeout(r, pause));
-      }
-    }
-  }
-
-  /** One pooled statement, cancelled and rejected at `deadline`. */
-  #query(text: string, params: readonly SqlParam[], deadline: number): Promise<SqlRow[]> {
-    return this.#bounded("query", (signal) => this.#client.query(text, params, signal), deadline);
-  }
-
-  /** Runs `f`, aborting its signal and rejecting at `deadline` (a driver that never settles cannot hold us). */
-  #bounded<T>(what: string, f: (signal: AbortSignal) => Promise<T>, deadline: number): Promise<T> {
-    const ms = deadline - Date.now();
-    if (this.#closed) return Promise.reject(this.#unavailable(what));
-    if (ms <= 0) return Promise.reject(new Timeout(`no time left for ${what}`));
-    const ac = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const run = f(ac.signal);
-    run.catch(() => {});
-    return Promise.race([
-      run,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          ac.abort();
-          reject(new Timeout(`no answer within ${Math.round(ms)} ms`));
-        }, clampTimerMs(ms));
-      }),
-    ]).finally(() => clearTimeout(timer));
   }
 
   #saw(revision: number): void {
@@ -488,6 +449,3 @@ class WorkFailed extends Error {
     super("the transaction's work failed for an outage", { cause });
   }
 }
-
-/** An operation got no answer in time (it may still run on the server). */
-class Timeout extends Error {}
