@@ -632,7 +632,7 @@ export const mutants = [
       search: "for (const [id, rev] of dealing) {",
       replace: "for (const [id, rev] of m.offers) {",
     }],
-    suites: ["coordinator"],
+    suites: ["unit", "coordinator"],
   },
   {
     name: "spares-claimed-at-once",
@@ -779,7 +779,7 @@ export const mutants = [
     name: "forced-release-keeps-withdrawn-successor",
     breaks: "a forced release retried after a conflict still goes to the successor of a revoke the leader has since withdrawn (the successor left): it reaches a member that is gone",
     edits: [{ file: C + "member/follower.ts", search: "this.#tenancies.renameReleasing(id, t.epoch, r?.to ?? null);", replace: "void r;" }],
-    suites: ["sim"],
+    suites: ["coordinator", "sim"],
   },
   {
     name: "outage-charges-attempt",

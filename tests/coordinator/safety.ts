@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { SplitCoordinator, FencedError, SplitleaseError } from "../../mod.ts";
 import type { Planner, Store } from "../../mod.ts";
 import { type PlanRecord, keys } from "../../admin.ts";
-import { decodeRecord, LeaderRecordSchema, PlanRecordSchema, SplitRecordSchema } from "../../src/records.ts";
+import { AssignRecordSchema, decodeRecord, encodeRecord, LeaderRecordSchema, PlanRecordSchema, SplitRecordSchema } from "../../src/records.ts";
 import { FaultyStore } from "./faulty_store.ts";
 import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";
@@ -106,6 +106,52 @@ async function standbyLeader(f: Fleet, store: Store, n: number, wait = true): Pr
 
 export function safetyScenarios(b: Backend): void {
   const t = (name: string, fn: () => Promise<void>) => Deno.test({ name: `${b.name}: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
+
+  // Kills forced-release-keeps-withdrawn-successor: a forced release retried after a conflict goes to
+  // whom the latest assignment record names; its tenancy has ended, so only the release sees that record.
+  t("S16. a forced release retried after a conflict goes to nobody once the leader withdrew the revoke (its successor left)", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    await standbyLeader(f, await b.extraStore(f), 2);
+    const aStore = new FaultyStore(await b.extraStore(f));
+    const a = new Member(await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: f.clock, maxInFlight: 2, ...f.timings }));
+    f.members.push(a);
+    assert.ok(await f.until(() => a.held.length === 2, 3000), "a holds both splits");
+    const bee = await f.join({ instance: "b", maxInFlight: 2 });
+    await f.advance(50); // the leader sees b
+    const draining = a.c.drain(); // the leader revokes a's splits, naming b
+    draining.catch(() => {});
+    assert.ok(await f.until(() => a.has("revokeRequested"), 3000), "the leader revokes a's splits for b");
+    const id = (a.events.find((e) => e.type === "revokeRequested") as { splitId: string }).splitId;
+    const revokeOf = async () => {
+      const e = (await raw.get(keys.assign("a")))!;
+      return decodeRecord(e.key, e.value, AssignRecordSchema).revokes.find((r) => r.id === id);
+    };
+    assert.equal((await revokeOf())?.to?.instance, "b", "the revoke names b");
+    // a's forced release is slow to reach the store.
+    const parked = aStore.hold((op, key) => op === "update" && key === keys.split(id));
+    const forcing = a.c.declineRevocation(id);
+    assert.ok(await f.until(() => parked.count() === 1, 1000), "the forced release is on its way");
+    // b leaves: the leader no longer names it in a's assignment record, and a applies that record.
+    await bee.c.close();
+    let withdrawn = false;
+    for (let i = 0; i < 60 && !withdrawn; i++) {
+      withdrawn = (await revokeOf())?.to?.instance !== "b";
+      if (!withdrawn) await f.advance(50);
+    }
+    assert.ok(withdrawn, "the leader withdraws b as the successor");
+    await f.advance(50);
+    // A write of a's own lands before the parked release (still a's, same epoch): the release conflicts and retries.
+    const cur = (await raw.get(keys.split(id)))!;
+    const rec = decodeRecord(cur.key, cur.value, SplitRecordSchema);
+    assert.ok((await raw.update(cur.key, encodeRecord({ ...rec, progress: { watermark: 5 } }), cur.revision)).ok);
+    parked.release();
+    await forcing;
+    const after = await splitRecord(raw, id);
+    // Released to nobody: no new epoch, and no tenancy of b in its history (the leader would take it back from b).
+    assert.equal(after.epoch, rec.epoch, `the retried release opened an epoch: ${JSON.stringify(after.tenancies)}`);
+    assert.ok(!after.tenancies?.some((x) => x.owner === "b"), `the retried release went to b, which had left: ${JSON.stringify(after.tenancies)}`);
+  });
 
   // Kills commit-lower-watermark: the lane's own check is bypassed (the coordinator is called directly).
   t("S1. a commit below the committed watermark is refused by the coordinator; the record keeps the higher one", async () => {
