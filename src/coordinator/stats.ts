@@ -5,9 +5,9 @@
  * @module
  */
 import { isStoreOutage, StoreUnavailableError } from "../errors.ts";
-import type { DeleteResult, KeyFilter, Store, StoreEntry, TransactionWork, Watch, WriteResult } from "../store/store.ts";
+import type { DeleteResult, KeyFilter, Store, StoreEntry, Watch, WriteResult } from "../store/store.ts";
 import type { CoordinatorStats, Histogram } from "./coordinator_stats.ts";
-import type { Cause, CausedStore, StoreOp } from "../tracing/cause.ts";
+import type { Cause, CausedStore, CausedUpdateInTransaction, StoreOp } from "../tracing/cause.ts";
 import type { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
 import type { Clock } from "./types.ts";
 
@@ -99,13 +99,7 @@ export class InstrumentedStore implements CausedStore {
   #refused: Error | undefined;
 
   /** Present when the wrapped store has it (see `Store.updateInTransaction`). */
-  readonly updateInTransaction?: (
-    key: string,
-    value: string,
-    revision: number,
-    work: TransactionWork,
-    cause?: Cause,
-  ) => Promise<WriteResult>;
+  readonly updateInTransaction?: CausedUpdateInTransaction;
 
   /** Wraps `inner`; `trace` is the coordinator's tracing, when it has one. */
   constructor(inner: Store, stats: CoordinatorStats, clock: Clock, trace?: CoordinatorTrace) {

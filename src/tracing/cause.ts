@@ -42,14 +42,17 @@ export interface CausedStore extends Store {
   /** As {@linkcode Store.list}, traced under `cause`. */
   list(filter: KeyFilter, cause?: Cause): Promise<StoreEntry[]>;
   /** As {@linkcode Store.updateInTransaction}, traced under `cause` (present when the store has it). */
-  readonly updateInTransaction?: (
-    key: string,
-    value: string,
-    revision: number,
-    work: TransactionWork,
-    cause?: Cause,
-  ) => Promise<WriteResult>;
+  readonly updateInTransaction?: CausedUpdateInTransaction;
 }
+
+/** {@linkcode Store.updateInTransaction} with the {@linkcode Cause} it is traced under. */
+export type CausedUpdateInTransaction = (
+  key: string,
+  value: string,
+  revision: number,
+  work: TransactionWork,
+  cause?: Cause,
+) => Promise<WriteResult>;
 
 /**
  * `store` with every operation traced under `cause` unless the call names
