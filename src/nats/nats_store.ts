@@ -6,16 +6,16 @@
  */
 import type { KvEntry } from "@nats-io/kv";
 import { Empty, headers } from "@nats-io/nats-core";
-import { SplitleaseError, StoreUnavailableError, ValueTooLargeError } from "../errors.ts";
+import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { assertValidFilter, assertValidKey } from "../store/keys.ts";
-import {
-  type DeleteResult,
-  type KeyFilter,
-  MAX_VALUE_BYTES,
-  type Store,
-  type StoreEntry,
-  type Watch,
-  type WriteResult,
+import { assertValidWrite, CONFLICT, DELETE_CONFLICT, DELETED } from "../store/write_checks.ts";
+import type {
+  DeleteResult,
+  KeyFilter,
+  Store,
+  StoreEntry,
+  Watch,
+  WriteResult,
 } from "../store/store.ts";
 import { Connection, isConflict } from "./connection.ts";
 import { describe } from "./describe.ts";
@@ -25,10 +25,6 @@ import { isNoResponders, untilReceived } from "./unsent.ts";
 import { NatsWatch } from "./watch.ts";
 import { clampTimerMs } from "../util/timers.ts";
 
-const encoder = new TextEncoder();
-const CONFLICT: WriteResult = Object.freeze({ ok: false, conflict: true }) as WriteResult;
-const DELETE_CONFLICT: DeleteResult = Object.freeze({ ok: false, conflict: true }) as DeleteResult;
-const DELETED: DeleteResult = Object.freeze({ ok: true }) as DeleteResult;
 
 /**
  * {@linkcode Store} backed by a NATS JetStream KV bucket (`splitlease_<job>`,
@@ -391,13 +387,6 @@ export class NatsStore implements Store {
 
   #checkWrite(op: string, key: string, value: string): void {
     this.#checkOpen(op);
-    assertValidKey(key);
-    if (typeof value !== "string") {
-      throw new SplitleaseError("INVALID_ARGUMENT", `Value for key "${key}" must be a string`);
-    }
-    if (value.length * 3 > MAX_VALUE_BYTES) {
-      const size = encoder.encode(value).byteLength;
-      if (size > MAX_VALUE_BYTES) throw new ValueTooLargeError(key, size, MAX_VALUE_BYTES);
-    }
+    assertValidWrite(key, value);
   }
 }

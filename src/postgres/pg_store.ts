@@ -4,17 +4,17 @@
  *
  * @module
  */
-import { SplitleaseError, StoreUnavailableError, ValueTooLargeError } from "../errors.ts";
+import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import type { Logger } from "../util/logger.ts";
 import { assertValidFilter, assertValidKey } from "../store/keys.ts";
-import {
-  type DeleteResult,
-  type KeyFilter,
-  MAX_VALUE_BYTES,
-  type Store,
-  type StoreEntry,
-  type Watch,
-  type WriteResult,
+import { assertValidWrite, CONFLICT, DELETE_CONFLICT, DELETED } from "../store/write_checks.ts";
+import type {
+  DeleteResult,
+  KeyFilter,
+  Store,
+  StoreEntry,
+  Watch,
+  WriteResult,
 } from "../store/store.ts";
 import { channelOf, channelsOfKey } from "./channels.ts";
 import { DeadlineCalls, Timeout } from "./deadline_calls.ts";
@@ -26,10 +26,6 @@ import { filterSql, literal, pageRows, Queries, rev } from "./queries.ts";
 import { authError, describePgError } from "./setup.ts";
 import { isAuthFailure, isTransient, type SqlClient, type SqlParam, type SqlRow, sqlState } from "./sql_client.ts";
 
-const encoder = new TextEncoder();
-const CONFLICT: WriteResult = Object.freeze({ ok: false, conflict: true }) as WriteResult;
-const DELETE_CONFLICT: DeleteResult = Object.freeze({ ok: false, conflict: true }) as DeleteResult;
-const DELETED: DeleteResult = Object.freeze({ ok: true }) as DeleteResult;
 /** SQLSTATE the write functions raise for a lost compare-and-swap inside a transaction. */
 const CAS_LOST = "SL409";
 
@@ -431,12 +427,7 @@ export class PgStore<Tx = unknown> implements Store {
 
   #checkWrite(op: string, key: string, value: string): void {
     this.#checkOpen(op);
-    assertValidKey(key);
-    if (typeof value !== "string") throw new SplitleaseError("INVALID_ARGUMENT", `Value for key "${key}" must be a string`);
-    if (value.length * 3 > MAX_VALUE_BYTES) {
-      const size = encoder.encode(value).byteLength;
-      if (size > MAX_VALUE_BYTES) throw new ValueTooLargeError(key, size, MAX_VALUE_BYTES);
-    }
+    assertValidWrite(key, value);
     if (value.includes("\u0000")) {
       throw new SplitleaseError("INVALID_ARGUMENT", `Value for key "${key}" contains a NUL character, which PostgreSQL text cannot hold`);
     }

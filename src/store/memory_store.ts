@@ -4,9 +4,10 @@
  *
  * @module
  */
-import { SplitleaseError, ValueTooLargeError } from "../errors.ts";
+import { SplitleaseError } from "../errors.ts";
 import { Channel } from "../util/channel.ts";
 import { assertValidFilter, assertValidKey, matchesFilter } from "./keys.ts";
+import { assertValidWrite } from "./write_checks.ts";
 import {
   type DeleteResult,
   type KeyFilter,
@@ -31,7 +32,6 @@ interface Watcher {
   last: number;
 }
 
-const encoder = new TextEncoder();
 
 /**
  * Options of {@linkcode MemoryStore}.
@@ -245,14 +245,6 @@ export class MemoryStore implements Store {
 
   #checkWrite(op: string, key: string, value: string): void {
     this.#checkOpen(op);
-    assertValidKey(key);
-    if (typeof value !== "string") {
-      throw new SplitleaseError("INVALID_ARGUMENT", `Value for key "${key}" must be a string`);
-    }
-    // Cheap bound first: a UTF-8 byte is at most 3 per UTF-16 unit here.
-    if (value.length * 3 > this.#maxValueBytes) {
-      const size = encoder.encode(value).byteLength;
-      if (size > this.#maxValueBytes) throw new ValueTooLargeError(key, size, this.#maxValueBytes);
-    }
+    assertValidWrite(key, value, this.#maxValueBytes);
   }
 }
