@@ -2,7 +2,7 @@
 // test file, a fresh bucket (job) per fleet, real time.
 import { NatsStore } from "../../nats.ts";
 import { denoWebSocket } from "../../adapters/deno.ts";
-import type { Store } from "../../mod.ts";
+import { type Store, StoreUnavailableError } from "../../mod.ts";
 import type { NatsServer } from "../helpers/nats_server.ts";
 import { type Backend, Fleet, RealDriver, type Timings } from "./fleet.ts";
 
@@ -18,6 +18,23 @@ export const NATS_TIMINGS: Timings = {
 
 let seq = 0;
 
+/**
+ * The fleet's first store, which creates its bucket: setting up, not under
+ * test, so an outage here (a busy server creating the bucket past the
+ * scenario's 400 ms op timeout) is waited out for up to 5 s.
+ */
+async function setUp(open: () => Promise<Store>): Promise<Store> {
+  const until = Date.now() + 5000;
+  for (;;) {
+    try {
+      return await open();
+    } catch (e) {
+      if (!(e instanceof StoreUnavailableError) || Date.now() >= until) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
 /** A real-time backend: a fresh job per fleet, on stores `connect(job)` opens (another process's connection each). */
 export function realBackend(name: string, connect: (job: string) => Promise<Store>, timings: Timings = NATS_TIMINGS): Backend {
   return {
@@ -25,7 +42,7 @@ export function realBackend(name: string, connect: (job: string) => Promise<Stor
     realtime: true,
     async fleet(wrap?: (s: Store) => Store) {
       const job = `t${Date.now().toString(36)}${seq++}`;
-      const store = await connect(job);
+      const store = await setUp(() => connect(job));
       const f = new Fleet(wrap ? wrap(store) : store, new RealDriver());
       f.job = job;
       f.timings = timings;
