@@ -7,8 +7,9 @@
 import postgres from "postgres";
 import { PG_URL } from "./pg.ts";
 
+/** The postgres.js client of the scratch schema. */
 // deno-lint-ignore no-explicit-any
-type Sql = postgres.Sql<any>;
+export type Sql = postgres.Sql<any>;
 
 /** A scratch schema on PG_URL, dropped on dispose. */
 export async function scratch(): Promise<{ sql: Sql; schema: string } & AsyncDisposable> {

@@ -15,39 +15,62 @@ import assert from "node:assert/strict";
 import { PostgresStore } from "../../adapters/postgres.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
 import { withTimeout } from "../helpers/deadline.ts";
-import { noPg, PG_URL, sqlOnce } from "../helpers/pg.ts";
-import { createTables, scratch, sinkAgainstSource, rangeWorkerEnv } from "../helpers/pg_sink.ts";
+import { noPg, PG_URL } from "../helpers/pg.ts";
+import { createTables, rangeWorkerEnv, scratch, sinkAgainstSource, type Sql } from "../helpers/pg_sink.ts";
 import { type Proc, reap, spawnWorker } from "../examples/fleet.ts";
 
 const LEASE_MS = 3000;
 const TX_IDLE_MS = 1000;
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The state of a worker's transaction connection (`splitlease:<job>:<instance>:tx`), when it is in a transaction. */
-async function txState(job: string, w: Proc): Promise<string | undefined> {
-  const rows = await sqlOnce<{ state: string }>(
-    `select state from pg_stat_activity where application_name = $1 and xact_start is not null`,
+/**
+ * The state of a worker's transaction connection (`splitlease:<job>:<instance>:tx`) when it is in
+ * a transaction, with " (waiting for a lock)" when its statement waits for one.
+ */
+async function txState(sql: Sql, job: string, w: Proc): Promise<string | undefined> {
+  const rows = await sql.unsafe<{ state: string; wait: string | null }[]>(
+    `select state, wait_event_type as wait from pg_stat_activity where application_name = $1 and xact_start is not null`,
     [`splitlease:${job}:${w.name}:tx`.slice(0, 63)],
   );
-  return rows[0]?.state;
+  return rows[0] && rows[0].state + (rows[0].wait === "Lock" ? " (waiting for a lock)" : "");
 }
 
 /**
- * Stops `w` with `signal` at a moment its transaction is open (it may take a
- * few tries: a worker is also reading its source between transactions).
- * SIGSTOP leaves it stopped; returns the state its transaction was seen in.
+ * Stops `w` with `signal` inside one of its transactions. A batch's
+ * transaction lasts a few milliseconds of each batch's cycle, so catching
+ * it by chance may take longer than the whole job on a fast machine; here
+ * the sink is locked (share mode) instead, so that the worker's next upsert
+ * waits inside its transaction, `w` is signalled while it waits, and the
+ * lock is released: the upsert then runs (its rows written, uncommitted) in
+ * a transaction whose client is stopped or gone, and its commit is never
+ * sent. Returns the state the transaction was seen in.
  */
-async function stopMidTransaction(job: string, w: Proc, signal: "SIGSTOP" | "SIGKILL"): Promise<string> {
-  for (let i = 0; i < 400; i++) {
-    if (w.lines.some((l) => l.event === "exit")) throw new Error(`${w.name} finished before it could be stopped`);
-    w.child.kill("SIGSTOP");
-    const state = await txState(job, w);
-    if (state === "idle in transaction" || state === "active") {
-      if (signal === "SIGKILL") w.child.kill("SIGKILL");
-      return state;
+async function stopMidTransaction(sql: Sql, schema: string, job: string, w: Proc, signal: "SIGSTOP" | "SIGKILL"): Promise<string> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    if (w.lines.some((l) => l.event === "exit")) {
+      // Say why in the failure itself: CI keeps only the end of a run's output.
+      const why = w.lines.filter((l) => ["finished", "exit", "stalled", "quarantined"].includes(String(l.event)) || l.level === "error");
+      throw new Error(`${w.name} finished before it could be stopped:\n${why.map((l) => JSON.stringify(l)).join("\n")}\n${w.raw.slice(-8).join("\n")}`);
     }
-    w.child.kill("SIGCONT");
-    await delay(5 + (i % 7) * 4);
+    // Held at most ~0.5 s: the workers' statements in a transaction time out after TX_IDLE_MS.
+    const caught = await sql.begin(async (tx) => {
+      await tx.unsafe(`set local lock_timeout = 200`);
+      await tx.unsafe(`lock table ${schema}.sink in share mode`);
+      for (let i = 0; i < 15; i++) {
+        const state = await txState(sql, job, w);
+        if (state === "active (waiting for a lock)") {
+          w.child.kill(signal);
+          return state;
+        }
+        await delay(20);
+      }
+      return undefined; // holding no split right now: let the fleet go on and try again
+    }).catch((e) => {
+      if ((e as { code?: string }).code === "55P03") return undefined; // the lock was not granted in time
+      throw e;
+    });
+    if (caught) return caught;
+    await delay(100);
   }
   throw new Error(`${w.name} was never caught inside a transaction`);
 }
@@ -64,7 +87,7 @@ Deno.test({
     const workers: Proc[] = [];
     let store: PostgresStore | undefined;
     try {
-      const rows = 30_000;
+      const rows = 45_000;
       await createTables(sql, schema, { rows });
       const env = rangeWorkerEnv(schema, job, { STORE_URL: PG_URL }, { leaseMs: LEASE_MS, opTimeoutMs: 1000, maxInFlight: 2 }, {
         transaction: true,
@@ -86,14 +109,18 @@ Deno.test({
       // lease (its splits are taken over) and past the transaction bound (the server ends its
       // transaction, which frees the rows for the new owner and rolls them back).
       await reach(0.1);
-      const frozenIn = await stopMidTransaction(job, frozen, "SIGSTOP");
+      const frozenIn = await stopMidTransaction(sql, schema, job, frozen, "SIGSTOP");
       const frozenAt = Date.now();
       // Meanwhile another is killed with its transaction open: the server rolls it back when the
       // connection drops.
       await reach(0.2);
-      const killedIn = await stopMidTransaction(job, killed, "SIGKILL");
+      // The server ends the frozen worker's transaction after TX_IDLE_MS; until then it holds the
+      // sink's row-exclusive lock, which the next stop's share lock would wait for.
+      await withTimeout((async () => {
+        while (await txState(sql, job, frozen) !== undefined) await delay(50);
+      })(), TX_IDLE_MS + 5000, "the server to end the frozen worker's transaction");
+      const killedIn = await stopMidTransaction(sql, schema, job, killed, "SIGKILL");
       await delay(LEASE_MS + TX_IDLE_MS + 1500 - (Date.now() - frozenAt));
-      assert.equal(await txState(job, frozen), undefined, "the server ended the frozen worker's transaction");
       frozen.child.kill("SIGCONT");
 
       const statuses = await withTimeout(Promise.all(workers.map((w) => w.status)), 90_000, "every worker to finish");
