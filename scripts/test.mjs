@@ -160,6 +160,7 @@ async function denoSuite(name, paths, extra = [], server = servers.current) {
   const files = paths.flatMap((p) => (p.endsWith(".ts") ? [p] : srcFiles(p).filter((f) => f.endsWith("_test.ts"))));
   if (files.length === 0) return;
   if (only.length && !only.some((o) => name.includes(o) || files.some((f) => f.includes(o)))) return;
+  if (files.some((f) => PG_SUITES.some((d) => f.startsWith(d)))) await ensurePg();
   log(`\n=== ${name} ===`);
   const r = await run(bin("deno"), ["test", "-A", "--no-check", ...extra, ...files], {
     env: {
@@ -196,9 +197,12 @@ for (const sig of ["SIGINT", "SIGTERM"]) {
     process.exit(130);
   });
 }
-const needsPg = !only.length || only.some((o) => /example|pg_range|cluster|postgres|PostgreSQL|ops|operator/.test(o));
-if (process.env.PG_URL) services.PG_URL = process.env.PG_URL;
-else if (needsPg) {
+// The suites under these folders need PostgreSQL: it is started before the
+// first of them that runs (a full run starts it up front, so that a missing
+// PostgreSQL is said before anything else runs).
+const PG_SUITES = ["tests/postgres", "tests/cluster", "tests/examples", "tests/ops"];
+async function ensurePg() {
+  if (services.PG_URL) return;
   const pg = await startPostgres({ log });
   if (pg.error) {
     log(`PostgreSQL: ${pg.error}`);
@@ -208,6 +212,8 @@ else if (needsPg) {
   stops.push(pg);
   services.PG_URL = pg.url;
 }
+if (process.env.PG_URL) services.PG_URL = process.env.PG_URL;
+else if (!only.length) await ensurePg();
 
 if (!only.length) {
   log("=== type check ===");
