@@ -17,7 +17,7 @@
  * the work and exit 0 while a Deployment's pod on the finished job idles,
  * ready, until SIGTERM.
  */
-import { NATS_SERVER } from "../helpers/nats_server.ts";
+import { freePort, NATS_SERVER } from "../helpers/nats_server.ts";
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import { parseCoordinatorConfig } from "../../admin.ts";
@@ -607,13 +607,6 @@ interface Pod {
   lines: Record<string, unknown>[];
   raw: string[];
   status: Promise<Deno.CommandStatus>;
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
 }
 
 /**

@@ -68,8 +68,41 @@ export interface NatsServerOptions {
 /** Debian's 2.9.10 when `npm test` runs the compatibility subset beside a newer server (`NATS_SERVER_COMPAT`). */
 export const COMPAT_NATS_SERVER: string | undefined = Deno.env.get("NATS_SERVER_COMPAT") || undefined;
 
-/** A free TCP port on 127.0.0.1 (bound then released). */
+/** The kernel's range of ephemeral ports (those it gives to outgoing connections and to `port: 0`). */
+function ephemeralRange(): [number, number] {
+  try {
+    const [lo, hi] = Deno.readTextFileSync("/proc/sys/net/ipv4/ip_local_port_range").trim().split(/\s+/).map(Number);
+    if (Number.isInteger(lo) && Number.isInteger(hi) && lo <= hi) return [lo, hi];
+  } catch { /* not Linux: the usual range */ }
+  return [32768, 60999];
+}
+
+const EPHEMERAL = ephemeralRange();
+const issued = new Set<number>();
+
+/**
+ * A free TCP port on 127.0.0.1 (bound then released), chosen below the
+ * ephemeral range when there is room there. A port from `port: 0` is an
+ * ephemeral one: a process that binds it only seconds later (a worker binds
+ * its HTTP port once it has joined) can find it taken by any outgoing
+ * connection of the machine meanwhile (CI failed on exactly that: a
+ * worker's EADDRINUSE after its own connection attempts to a late NATS).
+ * The kernel never picks ports below the range by itself, and this process
+ * never hands the same one out twice.
+ */
 export function freePort(): number {
+  const lo = 10_000, hi = EPHEMERAL[0] - 1;
+  for (let i = 0; hi - lo > 1000 && i < 100; i++) {
+    const port = lo + Math.floor(Math.random() * (hi - lo + 1));
+    if (issued.has(port)) continue;
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+    } catch {
+      continue; // in use
+    }
+    issued.add(port);
+    return port;
+  }
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;
   l.close();
