@@ -175,6 +175,18 @@ async function denoSuite(name, paths, extra = [], server = servers.current) {
   const c = denoCounts(r.out);
   if (!c) record(`${name} (runner did not report)`, false);
   else record(name, r.code === 0 && c.f === 0, c.p, c.f > 0 ? c.f : r.code === 0 ? 0 : 1);
+  if (!c || c.f > 0 || r.code !== 0) errorsOf.push({ name, errors: denoErrors(r.out) });
+}
+
+// Deno's ERRORS section of a failed run (what failed and why), shortened: the
+// run repeats it at its very end, where a CI log that keeps only its last
+// lines still shows it.
+const errorsOf = [];
+function denoErrors(out) {
+  const from = out.lastIndexOf(" ERRORS ");
+  const to = out.lastIndexOf(" FAILURES ");
+  const text = from >= 0 ? out.slice(from + 8, to > from ? to : undefined).trim() : out.trim().split("\n").slice(-30).join("\n");
+  return text.length > 4000 ? text.slice(0, 4000) + "\n[…]" : text;
 }
 
 // --- main ------------------------------------------------------------------
@@ -311,6 +323,7 @@ if (servers.compat) {
 
 log(`\nFinished in ${((Date.now() - started) / 1000).toFixed(1)} s on nats-server ${servers.current.version}${servers.compat ? ` (compatibility subset on ${servers.compat.version})` : ""}`);
 for (const s of stops.splice(0)) await s.stop();
-if (failures.length) log("Failed: " + failures.join("; "));
+for (const { name, errors } of errorsOf) log(`\n--- why ${name} failed (its errors, repeated) ---\n${errors}`);
+if (failures.length) log("\nFailed: " + failures.join("; "));
 log(`${passed} passed, ${failed} failed`);
 process.exit(failed > 0 ? 1 : 0);
