@@ -85,8 +85,8 @@ const issued = new Set<number>();
  * ephemeral range when there is room there. A port from `port: 0` is an
  * ephemeral one: a process that binds it only seconds later (a worker binds
  * its HTTP port once it has joined) can find it taken by any outgoing
- * connection of the machine meanwhile (CI failed on exactly that: a
- * worker's EADDRINUSE after its own connection attempts to a late NATS).
+ * connection of the machine meanwhile (a full run failed on exactly that:
+ * a worker's EADDRINUSE after its own connection attempts to a late NATS).
  * The kernel never picks ports below the range by itself, and this process
  * never hands the same one out twice.
  */
