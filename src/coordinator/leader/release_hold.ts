@@ -8,24 +8,61 @@
  *   steal of its own lanes) holds a successor's next assignment write while
  *   its own member still holds splits owed to that successor (docs/DESIGN.md,
  *   "A leading member's own split writes").
- * - While a draining follower's releases arrive (its last within
+ * - While a follower's releases arrive (its last within
  *   {@linkcode DRAIN_QUIET_MS}, and it still holds splits), the other
  *   members' writes wait for the rest, {@linkcode RELEASE_HOLD_MS} at most:
  *   the leader sees another member's releases one watch message at a time,
  *   and the reply to a write sent at the first came only after the leader
  *   had read the other 49 (17–20 ms of the hand-back's 50 ms, measured).
+ *   A release that ended its tenancy gracefully ({@linkcode releasedGracefully})
+ *   starts the burst by itself: the `draining` on the releaser's member
+ *   record comes through another watch, and on PostgreSQL the split watch
+ *   delivered the first releases of a drain before it (a first rewrite
+ *   with one split of 30, scenario A8).
  *
  * @module
  */
-import type { Owner } from "../../records.ts";
+import type { Owner, SplitRecord } from "../../records.ts";
 import { ownerKey } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 
 /** How long a member's assignment write waits for this leader's next own release to it (`opTimeoutMs` in all). */
 export const RELEASE_HOLD_MS = 50;
 
-/** How soon after a draining member's last release the others' writes stop waiting for its next. */
-export const DRAIN_QUIET_MS = 10;
+/**
+ * How soon after a releasing member's last release the others' writes stop
+ * waiting for its next, while its record does not say it drains (a burst
+ * whose releaser holds nothing more ends at once). Long enough to bridge
+ * the releases a PostgreSQL watch delivered before the `draining` record
+ * (5–6 ms apart on a loaded machine); a revocation or a `release()` of
+ * one split costs the others' writes this much at most.
+ */
+export const DRAIN_QUIET_MS = 20;
+
+/**
+ * Whether `next` is `prev`'s owner letting the split go gracefully (a drain,
+ * a revocation, `release()`): its tenancy ended "released". A completion, a
+ * failure, a hand-back or a takeover is not, and starts no burst.
+ *
+ * @example
+ * ```ts
+ * import { releasedGracefully } from "./release_hold.ts";
+ * import type { SplitRecord } from "../../records.ts";
+ * const owner = { instance: "pod-2", session: "s1" };
+ * const prev: SplitRecord = { v: 2, epoch: 1, status: "runnable", owner, attempts: 0, weight: 1, progress: null, tenancies: [{ epoch: 1, owner: "pod-2", from: 0 }] };
+ * const next: SplitRecord = { ...prev, owner: null, tenancies: [{ epoch: 1, owner: "pod-2", from: 0, to: 5, end: "released" }] };
+ * console.log(releasedGracefully(prev, next)); // true
+ * ```
+ */
+export function releasedGracefully(prev: SplitRecord, next: SplitRecord | undefined): boolean {
+  const from = prev.owner;
+  if (!from || !next?.tenancies) return false;
+  for (let i = next.tenancies.length - 1; i >= 0; i--) {
+    const t = next.tenancies[i];
+    if (t.epoch === prev.epoch && t.owner === from.instance) return t.end === "released";
+  }
+  return false;
+}
 
 /**
  * Decides how long each successor's write is held.
@@ -36,15 +73,17 @@ export const DRAIN_QUIET_MS = 10;
  * const hold = new ReleaseHold();
  * hold.landed(100);
  * console.log(hold.activeAt(-Infinity)); // 100
- * hold.released({ instance: "pod-2", session: "s1" }, true, 100); // a draining follower let a split go
- * console.log(hold.burstUntil(105, () => true)); // 110
+ * hold.released({ instance: "pod-2", session: "s1" }, true, false, 100); // a follower let a split go
+ * console.log(hold.burstUntil(105, () => true)); // 120
+ * hold.released({ instance: "pod-2", session: "s1" }, true, true, 110); // its record says it drains
+ * console.log(hold.burstUntil(115, () => true)); // 160
  * ```
  */
 export class ReleaseHold {
   /** When a split write of our own member last landed. */
   #landedAt = -Infinity;
-  /** Draining members whose releases come in, by {@linkcode ownerKey}: when the last was seen. */
-  readonly #drains = new Map<string, number>();
+  /** Members whose releases come in, by {@linkcode ownerKey}: when the last was seen, and whether the member drains. */
+  readonly #drains = new Map<string, { at: number; draining: boolean }>();
 
   /** A split write of our own member landed at `now`. */
   landed(now: number): void {
@@ -57,26 +96,42 @@ export class ReleaseHold {
   }
 
   /**
-   * `owner` let a split go (seen at `now`) while `draining` (its member
-   * record said so), or while its drain's releases were coming in: a
-   * member that left is gone from the leader's states before the split
-   * watch delivered the last of its releases.
+   * `owner` let a split go (seen at `now`): a burst starts or goes on when
+   * `graceful` (a follower's graceful release) or `draining` (its member
+   * record says so), or while its releases were coming in: a member that
+   * left is gone from the leader's states before the split watch delivered
+   * the last of its releases.
    */
-  released(owner: Owner, draining: boolean, now: number): void {
+  released(owner: Owner, graceful: boolean, draining: boolean, now: number): void {
     const key = ownerKey(owner.instance, owner.session);
-    if (draining || this.#drains.has(key)) this.#drains.set(key, now);
+    const was = this.#drains.get(key);
+    if (graceful || draining || was) this.#drains.set(key, { at: now, draining: draining || was?.draining === true });
   }
 
   /**
-   * Until when a draining member's releases still come in a burst
-   * (`-Infinity`: none does): one of its releases was seen within
-   * {@linkcode DRAIN_QUIET_MS} and `holds(ownerKey)` says it holds more.
+   * `owner`'s record says it drains (seen at `now`): the rest of its splits
+   * are coming back, so a burst starts or goes on whether or not its first
+   * releases came before the record (through the split watch, which has no
+   * order with the member watch).
+   */
+  drains(owner: Owner, now: number): void {
+    this.#drains.set(ownerKey(owner.instance, owner.session), { at: now, draining: true });
+  }
+
+  /**
+   * Until when a releasing member's releases still come in a burst
+   * (`-Infinity`: none does), while `holds(ownerKey)` says it holds more:
+   * {@linkcode DRAIN_QUIET_MS} after its last release, or
+   * {@linkcode RELEASE_HOLD_MS} for a member known to drain (the rest of its
+   * splits are coming; a PostgreSQL watch on a loaded machine delivered a
+   * drain's releases in batches more than 20 ms apart).
    */
   burstUntil(now: number, holds: (ownerKey: string) => boolean): number {
     let until = -Infinity;
-    for (const [key, at] of this.#drains) {
-      if (at + DRAIN_QUIET_MS <= now || !holds(key)) this.#drains.delete(key);
-      else until = Math.max(until, at + DRAIN_QUIET_MS);
+    for (const [key, { at, draining }] of this.#drains) {
+      const end = at + (draining ? RELEASE_HOLD_MS : DRAIN_QUIET_MS);
+      if (end <= now || !holds(key)) this.#drains.delete(key);
+      else until = Math.max(until, end);
     }
     return until;
   }

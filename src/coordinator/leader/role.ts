@@ -27,7 +27,7 @@ import { LeaderView, progressOnly } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 import { AssignmentTracker } from "./assignment_tracker.ts";
 import type { LaneReservation } from "./promises.ts";
-import { type OwnReleases, ReleaseHold } from "./release_hold.ts";
+import { type OwnReleases, ReleaseHold, releasedGracefully } from "./release_hold.ts";
 import { SeedRuns } from "./seed_runs.ts";
 import { applyOffer, decideOffers, pruneDealing } from "./offers.ts";
 import { decideMemberChange, decideSplitChange } from "./view_changes.ts";
@@ -198,7 +198,8 @@ export class LeaderRole {
     if (prev && rec && progressOnly(prev, rec)) return;
     const from = prev?.owner;
     if (from && from.instance !== rec?.owner?.instance) {
-      this.#hold.released(from, this.states.get(from.instance)?.draining === true, this.#core.clock.now());
+      const follower = from.instance !== this.#core.me.instance && prev !== undefined && releasedGracefully(prev, rec);
+      this.#hold.released(from, follower, this.states.get(from.instance)?.draining === true, this.#core.clock.now());
     }
     this.retry.onSplit(id, prev, rec);
     this.#cuts.onSplit(id, rec);
@@ -224,6 +225,9 @@ export class LeaderRole {
     }
     this.liveness.observe(key, next.revision, clock.now());
     const r = next.record;
+    if (r.draining === true && prev?.draining !== true && instance !== this.#core.me.instance) {
+      this.#hold.drains({ instance, session: r.session }, clock.now());
+    }
     if (st && st.session !== r.session) this.#drop(st);
     let cur = this.states.get(instance);
     if (!cur) {
