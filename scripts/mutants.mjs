@@ -844,6 +844,22 @@ export const mutants = [
     suites: ["coordinator"],
   },
   {
+    name: "drain-hold-needs-record-first",
+    breaks: "the leader holds the others' assignment writes for a follower's drain only once its member watch has delivered the draining record: releases that the split watch delivered first go out one by one (a first rewrite with 1 split of 30 on PostgreSQL)",
+    edits: [{
+      file: C + "leader/role.ts",
+      search: "const follower = from.instance !== this.#core.me.instance && prev !== undefined && releasedGracefully(prev, rec);",
+      replace: "const follower = false;",
+    }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "drain-record-starts-no-hold",
+    breaks: "a member's draining record does not start the drain's hold: when it arrives after the first releases, the rest of the drain is waited for only a quiet window, and a slower second half goes in a second rewrite",
+    edits: [{ file: C + "leader/role.ts", search: "      this.#hold.drains({ instance, session: r.session }, clock.now());\n", replace: "" }],
+    suites: ["coordinator"],
+  },
+  {
     name: "operator-drain-unnoticed",
     breaks: "a worker never reads that an operator drained its member: its coordinator hands the splits back, and the worker runs on idle instead of finishing",
     edits: [{ file: "src/runtime/worker_status.ts", search: "if (state === \"draining\" && !this.#d.draining()", replace: "if (state === \"stopped\" && !this.#d.draining()" }],

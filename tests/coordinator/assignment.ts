@@ -239,6 +239,45 @@ export function assignmentScenarios(b: Backend): void {
     for (const id of splits(30).map((s) => s.id)) assert.equal((await splitRecord(rawStore(f), id)).attempts, 0, `${id}: no attempt charged`);
   });
 
+  // Timed on the manual clock: the gap between the two halves must outlast
+  // the quiet window but not the drain's hold, which real time cannot promise.
+  Deno.test({
+    name: `${b.name}: A8c. a drain whose record reached the leader after its first releases, and whose second half comes 25 ms later: one rewrite`,
+    ignore: b.realtime,
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => {
+      await using f = await b.fleet();
+      const aStore = new FaultyStore(await b.extraStore(f));
+      const a = new Member(
+        await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: f.clock, planner: finalPlanner(splits(30)), maxInFlight: 0, ...f.timings }),
+      );
+      f.members.push(a);
+      const c = await f.join({ instance: "c", maxInFlight: 30 });
+      assert.ok(await f.until(() => c.held.length === 30, 3000), "c holds all 30");
+      const bee = await f.join({ instance: "b", maxInFlight: 30 });
+      assert.ok(await f.until(() => a.c.status().liveMembers.includes("b"), 3000), "the leader sees b");
+      await f.advance(f.timings.leaseMs / 2);
+      const values = watchValues(rawStore(f), keys.assign("b"));
+      assert.ok(await f.until(() => values.ready, 1000), "watching assign.b");
+      const lag = aStore.withhold((key) => key === keys.member("c"));
+      const released = aStore.delivered((e) => e.type === "put" && e.key.startsWith(keys.splitPrefix) && !JSON.parse(e.value).owner);
+      const ids = [...c.held];
+      const drained = c.c.drain();
+      const first = c.c.release(ids.slice(0, 15));
+      assert.ok(await f.until(released, 200, 1), "the leader saw c's first releases");
+      assert.ok(await f.until(() => lag.count() >= 1, 100, 1), "the leader's watch held back c's draining record");
+      lag.release(); // the record says c drains: the rest of its splits are coming
+      await f.advance(25); // longer than the quiet window of a release nothing said was a drain
+      const second = c.c.release(ids.slice(15));
+      assert.ok(await f.until(() => bee.held.length === 30, f.timings.leaseMs / 2), `b holds ${bee.held.length} of 30`);
+      await Promise.all([first, second, drained]);
+      await values.stop();
+      const why = `rewrites of assign.b during the hand-over:\n${values.list.join("\n")}`;
+      assert.ok(values.list.length >= 1 && given(values.list[0]) === 30, why);
+    },
+  });
+
   t("A9. a draining follower whose lanes stop at once releases to the successors the leader names: they start without a claim", async () => {
     await using f = await b.fleet();
     const a = await f.join({ instance: "a", planner: finalPlanner(splits(12)), maxInFlight: 0 });
