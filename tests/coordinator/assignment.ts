@@ -24,6 +24,27 @@ function watchValues(store: Store, key: string): { list: string[]; readonly read
   return out;
 }
 
+/**
+ * The stage of a follower's drain: leader a holding nothing (its store behind
+ * a fault layer, so its watches can be made to lag), c holding all 30 splits,
+ * b joined and settled, and b's assignment record watched from here on.
+ */
+async function drainStage(b: Backend, f: Fleet) {
+  const aStore = new FaultyStore(await b.extraStore(f));
+  const a = new Member(
+    await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: f.clock, planner: finalPlanner(splits(30)), maxInFlight: 0, ...f.timings }),
+  );
+  f.members.push(a);
+  const c = await f.join({ instance: "c", maxInFlight: 30 });
+  assert.ok(await f.until(() => c.held.length === 30, 3000), "c holds all 30");
+  const bee = await f.join({ instance: "b", maxInFlight: 30 });
+  assert.ok(await f.until(() => a.c.status().liveMembers.includes("b"), 3000), "the leader sees b");
+  await f.advance(f.timings.leaseMs / 2); // b's record settled: no write left over from its join
+  const values = watchValues(rawStore(f), keys.assign("b"));
+  assert.ok(await f.until(() => values.ready, 1000), "watching assign.b");
+  return { aStore, c, bee, values };
+}
+
 /** Every split held by exactly one member, as the store says. */
 async function exclusive(f: Fleet, ms: Member[], ids: string[]): Promise<void> {
   const holders = new Map<string, string>();
@@ -183,14 +204,7 @@ export function assignmentScenarios(b: Backend): void {
   t("A8. a draining follower's 30 releases reach the member they are dealt to in one rewrite of its assignment record", async () => {
     await using f = await b.fleet();
     // The leader holds nothing: the releases reach it one watch message at a time.
-    const a = await f.join({ instance: "a", planner: finalPlanner(splits(30)), maxInFlight: 0 });
-    const c = await f.join({ instance: "c", maxInFlight: 30 });
-    assert.ok(await f.until(() => c.held.length === 30, 3000), "c holds all 30");
-    const bee = await f.join({ instance: "b", maxInFlight: 30 });
-    assert.ok(await f.until(() => a.c.status().liveMembers.includes("b"), 3000), "the leader sees b");
-    await f.advance(f.timings.leaseMs / 2); // b's record settled: no write left over from its join
-    const values = watchValues(rawStore(f), keys.assign("b"));
-    assert.ok(await f.until(() => values.ready, 1000), "watching assign.b");
+    const { c, bee, values } = await drainStage(b, f);
     await c.c.close();
     assert.ok(await f.until(() => bee.held.length === 30, f.timings.leaseMs / 2), `b holds ${bee.held.length} of 30`);
     await values.stop();
@@ -211,18 +225,7 @@ export function assignmentScenarios(b: Backend): void {
     // The leader's member watch lags behind its split watch: on PostgreSQL the
     // two are separate queries, and the first releases of a drain came before
     // the record announcing it (a first rewrite with 1 split of 30).
-    const aStore = new FaultyStore(await b.extraStore(f));
-    const a = new Member(
-      await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: f.clock, planner: finalPlanner(splits(30)), maxInFlight: 0, ...f.timings }),
-    );
-    f.members.push(a);
-    const c = await f.join({ instance: "c", maxInFlight: 30 });
-    assert.ok(await f.until(() => c.held.length === 30, 3000), "c holds all 30");
-    const bee = await f.join({ instance: "b", maxInFlight: 30 });
-    assert.ok(await f.until(() => a.c.status().liveMembers.includes("b"), 3000), "the leader sees b");
-    await f.advance(f.timings.leaseMs / 2);
-    const values = watchValues(rawStore(f), keys.assign("b"));
-    assert.ok(await f.until(() => values.ready, 1000), "watching assign.b");
+    const { aStore, c, bee, values } = await drainStage(b, f);
     const lag = aStore.withhold((key) => key === keys.member("c"));
     const released = aStore.delivered((e) => e.type === "put" && e.key.startsWith(keys.splitPrefix) && !JSON.parse(e.value).owner);
     const closing = c.c.close();
@@ -248,18 +251,7 @@ export function assignmentScenarios(b: Backend): void {
     sanitizeResources: false,
     fn: async () => {
       await using f = await b.fleet();
-      const aStore = new FaultyStore(await b.extraStore(f));
-      const a = new Member(
-        await SplitCoordinator.join({ store: aStore, job: f.job, instance: "a", clock: f.clock, planner: finalPlanner(splits(30)), maxInFlight: 0, ...f.timings }),
-      );
-      f.members.push(a);
-      const c = await f.join({ instance: "c", maxInFlight: 30 });
-      assert.ok(await f.until(() => c.held.length === 30, 3000), "c holds all 30");
-      const bee = await f.join({ instance: "b", maxInFlight: 30 });
-      assert.ok(await f.until(() => a.c.status().liveMembers.includes("b"), 3000), "the leader sees b");
-      await f.advance(f.timings.leaseMs / 2);
-      const values = watchValues(rawStore(f), keys.assign("b"));
-      assert.ok(await f.until(() => values.ready, 1000), "watching assign.b");
+      const { aStore, c, bee, values } = await drainStage(b, f);
       const lag = aStore.withhold((key) => key === keys.member("c"));
       const released = aStore.delivered((e) => e.type === "put" && e.key.startsWith(keys.splitPrefix) && !JSON.parse(e.value).owner);
       const ids = [...c.held];
