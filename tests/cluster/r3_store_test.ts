@@ -133,7 +133,15 @@ Deno.test({
   fn: async () => {
     await using c = await NatsCluster.start(3, { pingInterval: "500ms" });
     const job = "r3kill";
-    const setup = await NatsStore.connect({ servers: c.wsUrls, job, replicas: 3, opTimeoutMs: 2000 });
+    // Setup: the bucket on a cluster that just started may take past the op
+    // timeout to create (a meta leader settling); retried while unavailable.
+    let setup: NatsStore | undefined;
+    for (const deadline = Date.now() + 30_000; !setup;) {
+      setup = await NatsStore.connect({ servers: c.wsUrls, job, replicas: 3, opTimeoutMs: 2000 }).catch((e) => {
+        if (!(e instanceof StoreUnavailableError) || Date.now() > deadline) throw e;
+        return delay(100).then(() => undefined);
+      });
+    }
     assert.ok((await setup.create("n", "0")).ok);
     await setup.close();
     const stream = `KV_splitlease_${job}`;

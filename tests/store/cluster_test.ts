@@ -59,6 +59,18 @@ async function createEventually(store: NatsStore, key: string, value: string): P
 }
 
 /**
+ * Setup, not under test: creates job `job`'s bucket on a cluster that just
+ * started. Each node's health check passed, but a loaded full run still saw
+ * the bucket's creation time out at 3 s (a meta leader settling), so the
+ * connect is retried while the store is unavailable; a retry opens the
+ * bucket a timed-out attempt created.
+ */
+async function createBucket(urls: string[], job: string): Promise<void> {
+  const setup = await eventually(() => NatsStore.connect({ servers: urls, job, opTimeoutMs: 3000 }), 30_000);
+  await setup.close();
+}
+
+/**
  * What a caller does with an ambiguous write: retry the CAS while the store
  * is unavailable, and on a conflict re-read, since an earlier attempt that
  * reported StoreUnavailableError may have landed after all.
@@ -92,8 +104,7 @@ Deno.test({
   fn: async () => {
     await using cluster = await NatsCluster.start(3, { pingInterval: "500ms" });
     // Create the bucket once, then see where it landed.
-    const setup = await NatsStore.connect({ servers: cluster.wsUrls, job: "fo", opTimeoutMs: 3000 });
-    await setup.close();
+    await createBucket(cluster.wsUrls, "fo");
     const bucketNode = await holder(cluster.wsUrls, "fo");
     const others = cluster.nodes.filter((n) => n.name !== bucketNode);
 
@@ -141,8 +152,7 @@ Deno.test({
   ...opts,
   fn: async () => {
     await using cluster = await NatsCluster.start(3, { pingInterval: "500ms" });
-    const setup = await NatsStore.connect({ servers: cluster.wsUrls, job: "bn", opTimeoutMs: 3000 });
-    await setup.close();
+    await createBucket(cluster.wsUrls, "bn");
     const bucketNode = cluster.node(await holder(cluster.wsUrls, "bn"));
     const others = cluster.nodes.filter((n) => n !== bucketNode);
     await using store = await NatsStore.connect({
