@@ -14,11 +14,11 @@
  *   the leader sees another member's releases one watch message at a time,
  *   and the reply to a write sent at the first came only after the leader
  *   had read the other 49 (17–20 ms of the hand-back's 50 ms, measured).
- *   A release that ended its tenancy gracefully ({@linkcode releasedGracefully})
- *   starts the burst by itself: the `draining` on the releaser's member
- *   record comes through another watch, and on PostgreSQL the split watch
- *   delivered the first releases of a drain before it (a first rewrite
- *   with one split of 30, scenario A8).
+ *   A follower's graceful release ({@linkcode releasedGracefully}) starts
+ *   the burst, and so does its first `draining` record: the two come
+ *   through different watches, and on PostgreSQL the split watch delivered
+ *   the first releases of a drain before the record (a first rewrite with
+ *   one split of 30; scenarios A8b and A8c).
  *
  * @module
  */
