@@ -141,8 +141,8 @@ export const mutants = [
     breaks: "a release to a named successor keeps the epoch: the successor writes at the releaser's fencing token",
     edits: [{
       file: "src/records/transitions.ts",
-      search: "const next: SplitRecord = { ...r, epoch: r.epoch + 1, owner: { instance: to.instance",
-      replace: "const next: SplitRecord = { ...r, owner: { instance: to.instance",
+      search: "const next: SplitRecord = { ...base, epoch: r.epoch + 1, owner: { instance: to.instance",
+      replace: "const next: SplitRecord = { ...base, owner: { instance: to.instance",
     }],
     suites: COORD,
   },
@@ -186,8 +186,8 @@ export const mutants = [
     breaks: "a graceful release to nobody consumes an attempt",
     edits: [{
       file: "src/records/transitions.ts",
-      search: "if (!to) return withTenancy({ ...r, owner: null }, at, end);",
-      replace: "if (!to) return withTenancy({ ...r, owner: null, attempts: r.attempts + 1 }, at, end);",
+      search: "if (!to) return withTenancy({ ...base, owner: null }, at, end);",
+      replace: "if (!to) return withTenancy({ ...base, owner: null, attempts: r.attempts + 1 }, at, end);",
     }],
     suites: COORD,
   },
@@ -934,7 +934,7 @@ export const mutants = [
   {
     name: "cancel-no-reopen",
     breaks: "a cancel leaves a stalled outcome in plan: cancelling the last quarantined split never lets the job complete",
-    edits: [{ file: "src/fleet/actions.ts", search: "if (r.outcome === \"cancelled\") r.reopened = await reopenStalled(store);", replace: "" }],
+    edits: [{ file: "src/fleet/actions.ts", search: "    r.reopened = await reopenStalled(store);\n  }\n  return r;", replace: "  }\n  return r;" }],
     suites: ["unit"],
   },
   {
@@ -1469,8 +1469,8 @@ export const mutants = [
   // --- what the fleet view reads from a split record (issue 24 item 1) -----------------
   {
     name: "fast-check-estimate",
-    breaks: "the fast check of a split record accepts a malformed progress estimate (more left than the total) that the schema refuses",
-    edits: [{ file: "src/records/fast_checks.ts", search: "    if (p.estimate !== undefined && estimateProblem(p.estimate) !== null) return false;\n", replace: "" }],
+    breaks: "the fast check of a split or progress record accepts a malformed progress estimate (more left than the total) that the schema refuses",
+    edits: [{ file: "src/records/fast_checks.ts", search: "  return p.estimate === undefined || estimateProblem(p.estimate) === null;", replace: "  return true;" }],
     suites: ["unit"],
   },
   {
@@ -1657,5 +1657,67 @@ export const mutants = [
     breaks: "a write answered 'no responders' (nobody received it: a replicated bucket electing its leader) fails at once as an outage instead of being sent again within the op timeout",
     edits: [{ file: "src/nats/unsent.ts", search: "if (!isNoResponders(e) || Date.now() + pause >= deadline) throw e;", replace: "throw e;" }],
     suites: ["store"],
+  },
+
+  // --- progress apart from ownership (issue 38: prog.<split>, fenced by its own CAS) -----------
+  {
+    name: "prog-fence-skipped",
+    breaks: "a tenancy opened over a predecessor that may still commit (a takeover, a resume, a release with a write in flight) starts without fencing the progress record: it starts behind a commit, or a zombie's commit lands after it started",
+    edits: [{ file: "src/records/transitions.ts", search: "  return (r.closed ?? 0) < epoch;", replace: "  return false;" }],
+    suites: ["sim", "coordinator"],
+  },
+  {
+    name: "prog-settled-with-write-in-flight",
+    breaks: "a tenancy whose progress write is in flight (or of unknown outcome) still closes the progress record at its release: the next tenancy starts without a fence and the late write lands under it",
+    edits: [{ file: "src/coordinator/member/tenancies.ts", search: "    if ((t.progWriting ?? 0) > 0 || t.progUnsure) return undefined;", replace: "" }],
+    suites: ["sim"],
+  },
+  {
+    name: "prog-commit-over-newer-epoch",
+    breaks: "a progress commit that conflicts writes over the re-read record whatever its epoch: a zombie's commit lands over the new owner's fence",
+    edits: [{
+      file: "src/coordinator/prog_records.ts",
+      search: "      if (rec.epoch !== hold.epoch || !sameOwner(rec.owner, hold.owner)) return { ok: false, epoch: rec.epoch };",
+      replace: "",
+    }],
+    suites: ["coordinator", "sim"],
+  },
+  {
+    name: "prog-fence-over-newer-epoch",
+    breaks: "a fence writes its epoch over a progress record a newer tenancy already fenced: a stale tenancy starts, and the newer one's commits are refused",
+    edits: [{
+      file: "src/coordinator/prog_records.ts",
+      search: "      if (cur && (cur.record.epoch > hold.epoch || (cur.record.epoch === hold.epoch && !sameOwner(cur.record.owner, hold.owner)))) {\n        return { ok: false, epoch: cur.record.epoch };\n      }\n      if (cur && cur.record.epoch === hold.epoch)",
+      replace: "      if (cur && cur.record.epoch === hold.epoch)",
+    }],
+    suites: ["sim"],
+  },
+  {
+    name: "prog-fence-drops-progress",
+    breaks: "a fence carries the split record's position instead of the progress record's: the new owner starts behind the last commit and replays it",
+    edits: [{
+      file: "src/coordinator/prog_records.ts",
+      search: "      const from = cur ? { progress: cur.record.progress, records: cur.record.records } : hold;",
+      replace: "      const from = hold;",
+    }],
+    suites: ["coordinator", "sim"],
+  },
+  {
+    name: "cancel-no-prog-fence",
+    breaks: "an operator's cancel leaves the progress record open: the owner's progress commits keep landing until the leader's drop reaches it",
+    edits: [{ file: "src/fleet/actions.ts", search: "    await fenceProgress(store, id, r.epoch);\n", replace: "" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "completion-over-split-progress",
+    breaks: "a completion merges over the split record's position (its last ownership change) instead of the tenancy's last commit: the records count of the commits that landed is lost",
+    edits: [{ file: "src/coordinator/member/tenancies.ts", search: "      if (t && t.prog.records > 0) base.records = t.prog.records;\n", replace: "" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "beat-estimates-after-cut",
+    breaks: "a member's heartbeat reports an estimate committed before a cut of the split: the leader ranks the kept range by the whole range's work left",
+    edits: [{ file: "src/coordinator/member/tenancies.ts", search: "if (e && !t.stuck && (t.record.cuts ?? 0) <= (t.prog.cuts ?? 0))", replace: "if (e && !t.stuck)" }],
+    suites: ["coordinator"],
   },
 ];

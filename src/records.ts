@@ -45,6 +45,7 @@ export {
   TENANCY_HISTORY,
   type TenancyEnd,
 } from "./records/split.ts";
+export { liveSplitRecord, type ProgRecord, ProgRecordSchema } from "./records/prog.ts";
 export { type AssignEntry, type AssignRecord, AssignRecordSchema } from "./records/assign.ts";
-export { isSplitRecord } from "./records/fast_checks.ts";
+export { isProgRecord, isSplitRecord } from "./records/fast_checks.ts";
 export { decodeRecord, encodeRecord, safeDecodeRecord, schemaForKey } from "./records/codec.ts";

@@ -23,6 +23,7 @@ import { LandedBy } from "./landed_by.ts";
 import { ReplacedRecords } from "./replaced_records.ts";
 import { buildStatus } from "./status.ts";
 import { SplitRecords } from "./split_records.ts";
+import { ProgRecords } from "./prog_records.ts";
 import { checkJobRecord, checkStoreJob, VERSION } from "./member/job_check.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
 import { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
@@ -89,6 +90,7 @@ export class SplitCoordinator implements Coordinator {
     const core: Core = (this.#core = {
       store: this.#store,
       splits: new SplitRecords(this.#store),
+      progs: new ProgRecords(this.#store, config.opTimeoutMs),
       clock,
       random,
       config,
@@ -129,6 +131,7 @@ export class SplitCoordinator implements Coordinator {
       // Splits given up by their holder (a failed terminal write) are not counted: the leader's anti-entropy re-grants them.
       held: () => this.#tenancies.held.size - this.#tenancies.stuck + this.#follower.claiming.size + this.#follower.dormant,
       seen: () => this.#follower.assign?.revision,
+      estimates: () => this.#tenancies.estimates(),
     }, options.runtime ?? "web", VERSION, options.planner !== undefined);
   }
 

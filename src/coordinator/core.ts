@@ -18,6 +18,7 @@ import type { CoordinatorConfig } from "./config.ts";
 import type { LandedBy } from "./landed_by.ts";
 import type { ReplacedRecords } from "./replaced_records.ts";
 import type { SplitRecords } from "./split_records.ts";
+import type { ProgRecords } from "./prog_records.ts";
 import type { Timings } from "./timings.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
 import type { Clock, CoordinationEvent } from "./types.ts";
@@ -29,6 +30,8 @@ export interface Core {
   readonly store: CausedStore;
   /** The gateway for split records (every split write goes through it). */
   readonly splits: SplitRecords;
+  /** The gateway for progress records (every progress commit and fence goes through it). */
+  readonly progs: ProgRecords;
   /** Time source. */
   readonly clock: Clock;
   /** Randomness in [0, 1). */
@@ -61,7 +64,7 @@ export interface Core {
  * and the split gateway tracing under it. Made once per part.
  */
 export function causedBy(core: Core, cause: Cause): Core {
-  return { ...core, store: causedStore(core.store, cause), splits: core.splits.by(cause) };
+  return { ...core, store: causedStore(core.store, cause), splits: core.splits.by(cause), progs: core.progs.by(cause) };
 }
 
 /**

@@ -144,7 +144,9 @@ export function pruneResiduals(r: SplitRecord, existing: ReadonlySet<string>): S
  * epoch at the cut).
  */
 export function residualRecord(parentId: string, parent: SplitRecord | undefined, r: Residual): SplitRecord {
-  return { ...seedRecord(r.weight, r.descriptor), epoch: r.epoch ?? 0, parent: parentId, root: parent?.root ?? parentId };
+  // Nobody held it below its first epoch: its first tenancy starts without fencing its progress record.
+  const epoch = r.epoch ?? 0;
+  return { ...seedRecord(r.weight, r.descriptor), epoch, closed: epoch + 1, parent: parentId, root: parent?.root ?? parentId };
 }
 
 /**

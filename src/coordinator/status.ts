@@ -57,7 +57,7 @@ export function buildStatus(s: StatusInput): CoordinatorStatus {
       id,
       epoch: t.epoch,
       weight: t.record.weight,
-      progress: t.record.progress,
+      progress: t.prog.progress,
       draining: t.draining,
     })).sort((a, b) => (a.id < b.id ? -1 : 1)),
     counts: {

@@ -8,7 +8,8 @@
  *
  * Why these writes are safe next to a running fleet (docs/DESIGN.md): every
  * one moves the split's epoch forward (never back: fenced sinks rely on it
- * only growing), so an owner's next commit is fenced; the leader sees the
+ * only growing), so an owner's next write of the split record is fenced (a
+ * cancel also fences its progress record, so its next progress commit is); the leader sees the
  * record change and reacts (offers a requeued split, sends the owner of a
  * cancelled one a drop). A member record is written with its own session,
  * so the member adopts it at its next heartbeat and drains itself.
@@ -19,6 +20,8 @@ import {
   encodeRecord,
   MemberRecordSchema,
   PlanRecordSchema,
+  type ProgRecord,
+  ProgRecordSchema,
   safeDecodeRecord,
   type SplitRecord,
   SplitRecordSchema,
@@ -270,9 +273,37 @@ export async function cancelSplit(store: Store, id: string): Promise<CancelResul
       }),
     };
   }, conflict);
-  // Cancelling the last quarantined split of a stalled job makes it complete: let the leader judge again.
-  if (r.outcome === "cancelled") r.reopened = await reopenStalled(store);
+  if (r.outcome === "cancelled") {
+    await fenceProgress(store, id, r.epoch);
+    // Cancelling the last quarantined split of a stalled job makes it complete: let the leader judge again.
+    r.reopened = await reopenStalled(store);
+  }
   return r;
+}
+
+/**
+ * Fences the progress record of a split whose epoch an operator moved to
+ * `epoch` (a cancel): its owner's next progress commit is then refused
+ * (the record names a newer epoch) rather than landing until the leader's
+ * drop reaches it. Best effort: the cancel stands without it (the owner's
+ * completion is refused by the split record, the leader drops it).
+ */
+async function fenceProgress(store: Store, id: string, epoch: number): Promise<void> {
+  const key = keys.prog(id);
+  try {
+    for (let i = 0; i < TRIES; i++) {
+      const cur = await store.get(key);
+      const p = cur ? safeDecodeRecord(cur.key, cur.value, ProgRecordSchema) : undefined;
+      if (p && !p.ok) return; // unreadable: nobody commits over it anyway
+      if (p?.ok && p.value.epoch >= epoch) return;
+      const next: ProgRecord = { v: 2, epoch, owner: null, progress: p?.ok ? p.value.progress : null };
+      if (p?.ok && p.value.records !== undefined) next.records = p.value.records;
+      const w = cur ? await store.update(key, encodeRecord(next), cur.revision) : await store.create(key, encodeRecord(next));
+      if (w.ok) return;
+    }
+  } catch {
+    // An outage: the leader's drop stops the owner instead.
+  }
 }
 
 /**

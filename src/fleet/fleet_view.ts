@@ -18,6 +18,9 @@ import {
   MemberRecordSchema,
   type PlanRecord,
   PlanRecordSchema,
+  liveSplitRecord,
+  type ProgRecord,
+  ProgRecordSchema,
   safeDecodeRecord,
   type SplitRecord,
   SplitRecordSchema,
@@ -201,6 +204,11 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
   const page: { id: string; rec: SplitRecord }[] = []; // the `limit` smallest matching ids after the cursor, sorted
   let matched = 0, matchedAfter = 0;
   const rate = new RateFold(snapshot.at);
+  const progs = new Map<string, ProgRecord>();
+  for (const e of snapshot.progs ?? []) {
+    const p = decode<ProgRecord>(e, ProgRecordSchema);
+    if (p) progs.set(e.key.slice(keys.progPrefix.length), p);
+  }
   for (const e of snapshot.splits) {
     const id = e.key.slice(keys.splitPrefix.length);
     const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
@@ -209,7 +217,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
       invalid.push({ key: e.key, message: r.error.message });
       continue;
     }
-    const rec = r.value;
+    const rec = liveSplitRecord(r.value, progs.get(id));
     counts.total++;
     counts[rec.status]++;
     counts.weight += rec.weight;

@@ -8,7 +8,6 @@
  */
 import {
   type JobOutcome,
-  JobRecordSchema,
   LeaderRecordSchema,
   MemberRecordSchema,
   PlanRecordSchema,
@@ -100,7 +99,7 @@ function lastBeat(e: CatalogEntry): number | null {
  * ```
  */
 export function summarizeJob(l: JobListing, now: number): JobSummary {
-  const job = l.record ? safeDecodeRecord(l.record.key, l.record.value, JobRecordSchema) : undefined;
+  const job = l.record ? jobRecordOf(l.record.value) : undefined;
   const plan = l.plan ? safeDecodeRecord(l.plan.key, l.plan.value, PlanRecordSchema) : undefined;
   const leader = l.leader ? safeDecodeRecord(l.leader.key, l.leader.value, LeaderRecordSchema) : undefined;
   const live: string[] = [];
@@ -130,15 +129,33 @@ export function summarizeJob(l: JobListing, now: number): JobSummary {
     job: l.job,
     state,
     outcome: outcome?.kind ?? null,
-    fingerprint: job?.ok ? job.value.fingerprint : null,
+    fingerprint: job?.fingerprint ?? null,
     planned: plan?.ok ? plan.value.planned : null,
     counts,
-    createdAt: job?.ok ? job.value.createdAt : null,
+    createdAt: job?.createdAt ?? null,
     finishedAt: outcome ? l.plan?.writtenAt ?? null : null,
     members: l.members.length,
     liveMembers: live.sort(),
     bytes: l.bytes,
   };
+}
+
+/**
+ * The fingerprint and creation time of a `job` record of any layout (a job
+ * started by an older version is listed too, and its layout refused only
+ * by a worker that joins it).
+ */
+function jobRecordOf(value: string): { fingerprint: string | null; createdAt: number | null } | undefined {
+  try {
+    const j = JSON.parse(value) as { fingerprint?: unknown; createdAt?: unknown };
+    if (typeof j !== "object" || j === null) return undefined;
+    return {
+      fingerprint: typeof j.fingerprint === "string" && j.fingerprint.length > 0 ? j.fingerprint : null,
+      createdAt: typeof j.createdAt === "number" && Number.isFinite(j.createdAt) ? j.createdAt : null,
+    };
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -29,8 +29,9 @@ export interface ReadFleetOptions extends FleetQuery {
 
 /**
  * Reads one snapshot of a job's records: the `job`, `plan` and `leader`
- * records, every member record and every split record (a streamed listing:
- * on NATS it fails only when it stops making progress).
+ * records, every member record, every split record and every progress
+ * record (streamed listings: on NATS one fails only when it stops making
+ * progress).
  *
  * @example
  * ```ts
@@ -43,6 +44,8 @@ export interface ReadFleetOptions extends FleetQuery {
  */
 export async function readFleetSnapshot(store: Store, wallNow: () => number = Date.now): Promise<FleetSnapshot> {
   const at = wallNow();
+  // Progress before splits: a split that completes between the two listings is then read completed, with its final position.
+  const progs = await store.list(keys.progPrefix);
   const [job, plan, leader, members, splits] = await Promise.all([
     store.get(keys.job),
     store.get(keys.plan),
@@ -50,7 +53,7 @@ export async function readFleetSnapshot(store: Store, wallNow: () => number = Da
     store.list(keys.memberPrefix),
     store.list(keys.splitPrefix),
   ]);
-  return { job, plan, leader, members, splits, at };
+  return { job, plan, leader, members, splits, progs, at };
 }
 
 /**

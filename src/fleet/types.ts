@@ -360,6 +360,8 @@ export interface FleetSnapshot {
   members: readonly StoreEntry[];
   /** Every `split.` entry (any order; a listing gives key order). */
   splits: Iterable<StoreEntry>;
+  /** Every `prog.` entry: the position each running split's tenancies committed (absent in snapshots taken before they existed). */
+  progs?: Iterable<StoreEntry>;
   /** Wall-clock time of the read. */
   at: number;
 }

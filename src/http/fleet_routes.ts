@@ -21,7 +21,7 @@ import type { Coordinator } from "../coordinator/types.ts";
 import { InvalidKeyError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { cancelSplit, drainMember, requeueQuarantined, requeueSplit } from "../fleet/actions.ts";
 import { buildFleetView, normalizeFleetQuery, parseFleetLimit, splitView } from "../fleet/fleet_view.ts";
-import { safeDecodeRecord, SplitRecordSchema } from "../records.ts";
+import { liveSplitRecord, ProgRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../records.ts";
 import { assertValidId, keys } from "../store/keys.ts";
 import type { FleetQuery, FleetSnapshot, FleetState } from "../fleet/types.ts";
 import { readFleetSnapshot } from "../fleet/read_fleet.ts";
@@ -152,11 +152,13 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
     try {
       const id = c.req.param("id")!;
       assertValidId(id, "split id");
-      const e = await o.store.get(keys.split(id));
+      const [pe, e] = await Promise.all([o.store.get(keys.prog(id)), o.store.get(keys.split(id))]);
       if (!e) return json({ error: `no split "${id}"` }, 404);
       const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
       if (!r.ok) return json({ error: `the record of split "${id}" is unreadable: ${r.error.message}` }, 409);
-      return json({ at: Date.now(), split: splitView(id, r.value) }, 200);
+      // Its live position is in its progress record (an unreadable one leaves the split record's).
+      const p = pe ? safeDecodeRecord(pe.key, pe.value, ProgRecordSchema) : undefined;
+      return json({ at: Date.now(), split: splitView(id, liveSplitRecord(r.value, p?.ok ? p.value : undefined)) }, 200);
     } catch (e) {
       return failure(e);
     }

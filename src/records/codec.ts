@@ -13,6 +13,7 @@ import { JobRecordSchema, LeaderRecordSchema, PlanRecordSchema } from "./job.ts"
 import { MemberRecordSchema } from "./member.ts";
 import { SpecRecordSchema, SplitRecordSchema } from "./split.ts";
 import { AssignRecordSchema } from "./assign.ts";
+import { ProgRecordSchema } from "./prog.ts";
 import { FAST_CHECKS, isObj } from "./fast_checks.ts";
 
 /**
@@ -37,10 +38,11 @@ export function decodeRecord<T>(key: string, value: string, schema: z.ZodType<T>
   }
   const fast = FAST_CHECKS.get(schema);
   if (fast?.(json)) return json as T;
-  if (isObj(json) && json.v !== 2 && typeof json.v === "number") {
+  const tag = schema === (JobRecordSchema as z.ZodType) ? RECORD_LAYOUT : 2;
+  if (isObj(json) && json.v !== tag && typeof json.v === "number") {
     throw new InvalidRecordError(
       key,
-      `record layout ${json.v} is not layout ${RECORD_LAYOUT} (written by another splitlease version)`,
+      `record layout ${json.v} is not layout ${tag} (written by another splitlease version)`,
       [],
     );
   }
@@ -84,7 +86,7 @@ export function safeDecodeRecord<T>(
  * @example
  * ```ts
  * import { encodeRecord } from "../records.ts";
- * encodeRecord({ v: 2, fingerprint: "f", createdAt: 0 }); // '{"v":2,...}'
+ * encodeRecord({ v: 3, fingerprint: "f", createdAt: 0 }); // '{"v":3,...}'
  * ```
  */
 export function encodeRecord(record: object): string {
@@ -108,5 +110,6 @@ export function schemaForKey(key: string): z.ZodType | undefined {
   if (key.startsWith(keys.specPrefix)) return SpecRecordSchema;
   if (key.startsWith(keys.splitPrefix)) return SplitRecordSchema;
   if (key.startsWith(keys.assignPrefix)) return AssignRecordSchema;
+  if (key.startsWith(keys.progPrefix)) return ProgRecordSchema;
   return undefined;
 }

@@ -13,6 +13,7 @@ import { ID_RE } from "./layout.ts";
 import { type AssignRecord, AssignRecordSchema } from "./assign.ts";
 import { type MemberRecord, MemberRecordSchema } from "./member.ts";
 import { type LeaderRecord, LeaderRecordSchema, QUARANTINED_IDS_PUBLISHED } from "./job.ts";
+import { type ProgRecord, ProgRecordSchema } from "./prog.ts";
 import { estimateProblem, MAX_RESIDUALS, type SplitRecord, SplitRecordSchema, TENANCY_ENDS } from "./split.ts";
 
 type Obj = Record<string, unknown>;
@@ -31,13 +32,7 @@ export function isSplitRecord(x: unknown): x is SplitRecord {
   if (x.owner !== null && !isOwner(x.owner)) return false;
   const w = x.weight;
   if (typeof w !== "number" || !(w > 0) || !Number.isFinite(w)) return false;
-  const p = x.progress;
-  if (p !== null) {
-    if (!isObj(p)) return false;
-    const wm = p.watermark;
-    if (wm !== undefined && typeof wm !== "string" && !(typeof wm === "number" && Number.isFinite(wm))) return false;
-    if (p.estimate !== undefined && estimateProblem(p.estimate) !== null) return false;
-  }
+  if (x.progress !== null && !isProgress(x.progress)) return false;
   if (x.spec !== undefined && x.spec !== true) return false;
   if (x.lastFailure !== undefined && typeof x.lastFailure !== "string") return false;
   if (x.failures !== undefined && !(Array.isArray(x.failures) && x.failures.every(isFailure))) return false;
@@ -46,6 +41,8 @@ export function isSplitRecord(x: unknown): x is SplitRecord {
   if (x.root !== undefined && !(typeof x.root === "string" && ID_RE.test(x.root))) return false;
   if (x.cuts !== undefined && !isCount(x.cuts)) return false;
   if (x.records !== undefined && !isCount(x.records)) return false;
+  if (x.closed !== undefined && !isCount(x.closed)) return false;
+  if (x.prog !== undefined && !isCount(x.prog)) return false;
   if (x.residuals !== undefined) {
     if (!Array.isArray(x.residuals) || x.residuals.length > 4 * MAX_RESIDUALS || !x.residuals.every(isResidual)) return false;
   }
@@ -70,14 +67,34 @@ const isFailure = (f: unknown): boolean =>
   isObj(f) && typeof f.at === "number" && Number.isFinite(f.at) && typeof f.worker === "string" &&
   typeof f.message === "string" && (f.stack === undefined || typeof f.stack === "string");
 
+/** Whether `x` is a valid progress record (the hand-written twin of {@linkcode ProgRecordSchema}). */
+export function isProgRecord(x: unknown): x is ProgRecord {
+  if (!isObj(x) || x.v !== 2 || !isCount(x.epoch) || (x.owner !== null && !isOwner(x.owner))) return false;
+  if (x.progress !== null && !isProgress(x.progress)) return false;
+  return (x.records === undefined || isCount(x.records)) && (x.cuts === undefined || isCount(x.cuts));
+}
+
+/** Whether `p` is a valid split progress (its watermark and estimate; a parsed state is JSON by construction). */
+function isProgress(p: unknown): boolean {
+  if (!isObj(p)) return false;
+  const wm = p.watermark;
+  if (wm !== undefined && typeof wm !== "string" && !(typeof wm === "number" && Number.isFinite(wm))) return false;
+  return p.estimate === undefined || estimateProblem(p.estimate) === null;
+}
+
 function isMemberRecord(x: unknown): x is MemberRecord {
   return isObj(x) && x.v === 2 && typeof x.session === "string" && x.session.length > 0 && isCount(x.maxInFlight) &&
     typeof x.runtime === "string" && typeof x.version === "string" && isCount(x.beat) &&
     (x.draining === undefined || typeof x.draining === "boolean") &&
     (x.planner === undefined || typeof x.planner === "boolean") && (x.held === undefined || isCount(x.held)) &&
     (x.seen === undefined || isCount(x.seen)) && (x.took === undefined || (typeof x.took === "string" && x.took.length > 0)) &&
-    (x.at === undefined || isTime(x.at)) && (x.splittable === undefined || x.splittable === true);
+    (x.at === undefined || isTime(x.at)) && (x.splittable === undefined || x.splittable === true) &&
+    (x.est === undefined || (Array.isArray(x.est) && x.est.every(isEstimateEntry)));
 }
+
+const isEstimateEntry = (e: unknown): boolean =>
+  Array.isArray(e) && e.length === 3 && typeof e[0] === "string" && ID_RE.test(e[0]) && typeof e[1] === "number" &&
+  Number.isFinite(e[1]) && e[1] >= 0 && typeof e[2] === "number" && Number.isFinite(e[2]) && e[2] > 0;
 
 const WHY = new Set(["takeover", "reclaim", "handoff"]);
 const isEntry = (x: unknown): boolean =>
@@ -121,4 +138,5 @@ export const FAST_CHECKS: ReadonlyMap<z.ZodType, (x: unknown) => boolean> = new 
   [MemberRecordSchema, isMemberRecord],
   [AssignRecordSchema, isAssignRecord],
   [LeaderRecordSchema, isLeaderRecord],
+  [ProgRecordSchema, isProgRecord],
 ]);

@@ -6,7 +6,7 @@
  * @module
  */
 import * as z from "zod";
-import { count, id, json, type Json, v2 } from "./layout.ts";
+import { count, id, json, type Json, v2, v3 } from "./layout.ts";
 
 /**
  * The `job` record: which job this bucket belongs to.
@@ -14,12 +14,12 @@ import { count, id, json, type Json, v2 } from "./layout.ts";
  * @example
  * ```ts
  * import type { JobRecord } from "@splitlease/splitlease/admin";
- * const job: JobRecord = { v: 2, fingerprint: "backfill:s3://bucket/prefix", createdAt: Date.now() };
+ * const job: JobRecord = { v: 3, fingerprint: "backfill:s3://bucket/prefix", createdAt: Date.now() };
  * ```
  */
 export interface JobRecord {
-  /** Record layout. */
-  v: 2;
+  /** Record layout ({@linkcode RECORD_LAYOUT}: 3, progress in records of its own). */
+  v: 3;
   /** Planner-supplied, config-derived identity of the job. */
   fingerprint: string;
   /** Wall-clock creation time (informational only). */
@@ -28,7 +28,7 @@ export interface JobRecord {
 
 /** Checks a decoded `job` record: its version, the planner's fingerprint it was created with, and when. */
 export const JobRecordSchema: z.ZodType<JobRecord> = z.object({
-  v: v2,
+  v: v3,
   fingerprint: z.string().min(1),
   createdAt: z.number(),
 });

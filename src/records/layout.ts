@@ -1,5 +1,5 @@
 /**
- * What every record of layout 2 shares: the layout tag, ids, counts and JSON
+ * What every record shares: the layout tag, ids, counts and JSON
  * values, as types and as the zod parts the record schemas are built from.
  *
  * @module
@@ -7,15 +7,20 @@
 import * as z from "zod";
 
 /**
- * The record layout this version reads and writes.
+ * The record layout this version reads and writes, as the `job` record
+ * states it (`v: 3`). Layout 3 moved committed progress from the split
+ * records to progress records of their own (`prog.<split>`): a job of
+ * layout 2 is refused at join, since members of the two layouts would read
+ * a split's position from different keys. Every other record keeps the tag
+ * `v: 2` of the shapes layout 3 extends (new optional fields only).
  *
  * @example
  * ```ts
  * import { RECORD_LAYOUT } from "../records.ts";
- * console.log(RECORD_LAYOUT); // 2
+ * console.log(RECORD_LAYOUT); // 3
  * ```
  */
-export const RECORD_LAYOUT = 2;
+export const RECORD_LAYOUT = 3;
 
 /** An instance or split id: 1-128 characters of `[A-Za-z0-9_-]`. */
 export const ID_RE: RegExp = /^[A-Za-z0-9_-]{1,128}$/;
@@ -23,8 +28,10 @@ export const ID_RE: RegExp = /^[A-Za-z0-9_-]{1,128}$/;
 export const id: z.ZodString = z.string().regex(ID_RE, "must be 1-128 characters of [A-Za-z0-9_-]");
 /** Schema of a count: an integer >= 0. */
 export const count: z.ZodNumber = z.number().int().nonnegative();
-/** Schema of the layout tag every record carries (`v: 2`). */
+/** Schema of the shape tag every record but `job` carries (`v: 2`). */
 export const v2: z.ZodLiteral<2> = z.literal(2);
+/** Schema of the `job` record's layout tag (`v: 3`, {@linkcode RECORD_LAYOUT}). */
+export const v3: z.ZodLiteral<3> = z.literal(3);
 
 /**
  * A JSON value (descriptor, progress state, planner cursor).

@@ -4,7 +4,7 @@
  * @module
  */
 import * as z from "zod";
-import { count, v2 } from "./layout.ts";
+import { count, id, v2 } from "./layout.ts";
 
 /**
  * A `member.<instance>` record: one live worker and its heartbeat counter.
@@ -50,6 +50,14 @@ export interface MemberRecord {
   at?: number;
   /** Its source can cut a running split's remaining work (the leader may ask it to). */
   splittable?: true;
+  /**
+   * The last estimate of work left its running splits committed, at this
+   * beat: `[split, left, total]` each (see `SplitEstimate`; at most one
+   * entry per lane, only for splits whose source estimates). Progress
+   * commits go to records no leader watches, so this is how the leader's
+   * cut ranking learns how far they are (docs/DESIGN.md, "Stragglers").
+   */
+  est?: [string, number, number][];
 }
 
 /** Schema of a `member.<instance>` record. */
@@ -67,4 +75,5 @@ export const MemberRecordSchema: z.ZodType<MemberRecord> = z.object({
   took: z.string().min(1).optional(),
   at: z.number().finite().optional(),
   splittable: z.literal(true).optional(),
+  est: z.array(z.tuple([id, z.number().nonnegative().finite(), z.number().positive().finite()])).optional(),
 });

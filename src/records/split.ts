@@ -280,6 +280,23 @@ export interface SplitRecord {
    * record once its owner has seen them exist.
    */
   residuals?: Residual[];
+  /**
+   * No tenancy of this split at an epoch below `closed` can land a write on
+   * its progress record (`prog.<split>`) any more: a tenancy at epoch
+   * `e <= closed` may start without fencing that record. Set at creation
+   * (nobody held it before) and by a terminal write (release, failure,
+   * hand-back) whose tenancy had no progress write in flight, which also
+   * copies its last committed progress here; every other write keeps it.
+   * Absent (0): every tenancy fences before it starts.
+   */
+  closed?: number;
+  /**
+   * The revision of its progress record as the write that set `closed`
+   * left it (absent: it has none): the next tenancy, which starts without
+   * a fence, commits over it without reading it first. Advisory: a wrong
+   * one costs a conflict and a read.
+   */
+  prog?: number;
 }
 
 /**
@@ -423,4 +440,6 @@ export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
   cuts: count.optional(),
   records: count.optional(),
   residuals: z.array(ResidualSchema).max(4 * MAX_RESIDUALS).optional(),
+  closed: count.optional(),
+  prog: count.optional(),
 });

@@ -8,6 +8,7 @@
 import { SplitleaseError } from "../errors.ts";
 import { boundStack } from "../util/stack.ts";
 import type { Json } from "./layout.ts";
+import type { ProgRecord } from "./prog.ts";
 import {
   estimateProblem,
   FAILURE_HISTORY,
@@ -37,9 +38,41 @@ export function withTenancy(r: SplitRecord, at: number, end: TenancyEnd | null, 
   return { ...r, tenancies: list.slice(-TENANCY_HISTORY) };
 }
 
-/** The record of a freshly planned split: the descriptor inline, or `spec: true` when it lives in `spec.<id>`. */
+/**
+ * What a tenancy that ends leaves its successor, when it can vouch for it:
+ * its last committed progress (and records), with no progress write of its
+ * own in flight and every older tenancy already unable to write the
+ * progress record (it started past `closed`, or fenced that record). A
+ * terminal write given it sets `closed` past the tenancy's epoch, so the
+ * next tenancy starts from this progress without a fence.
+ */
+export interface Settled {
+  /** The progress its last landed commit wrote (or the progress it started from). */
+  progress: SplitProgress | null;
+  /** The records total its last landed commit wrote. */
+  records?: number;
+  /** The revision of the progress record as it left it (0: none; absent: the record's own `prog` stands). */
+  rev?: number;
+}
+
+/** `r` with `s` applied (see {@linkcode Settled}), at epoch `epoch` of the tenancy that settles it. */
+function settle(r: SplitRecord, epoch: number, s: Settled | undefined): SplitRecord {
+  if (!s) return r;
+  const next: SplitRecord = { ...r, progress: s.progress, closed: epoch + 1 };
+  if (s.records !== undefined && s.records > 0) next.records = s.records;
+  const rev = s.rev ?? r.prog ?? 0;
+  if (rev > 0) next.prog = rev;
+  else delete next.prog;
+  return next;
+}
+
+/**
+ * The record of a freshly planned split: the descriptor inline, or `spec:
+ * true` when it lives in `spec.<id>`. Nobody held it: its first tenancy (at
+ * epoch 1) starts without fencing the progress record.
+ */
 export function seedRecord(weight: number, descriptor: Json | undefined): SplitRecord {
-  const r: SplitRecord = { v: 2, epoch: 0, status: "runnable", owner: null, attempts: 0, weight, progress: null };
+  const r: SplitRecord = { v: 2, epoch: 0, status: "runnable", owner: null, attempts: 0, weight, progress: null, closed: 1 };
   if (descriptor === undefined) r.spec = true;
   else r.descriptor = descriptor;
   return r;
@@ -85,8 +118,11 @@ export function compareWatermarks(a: number | string, b: number | string): numbe
 }
 
 /**
- * Commit: new progress on a held split; `final` marks it completed and frees
- * it. A watermark below the committed one is a caller error.
+ * Commit: new progress over the last committed one (`r.progress`); `final`
+ * marks it completed and frees it. A watermark below the committed one is a
+ * caller error. Progress commits write it into the split's progress record
+ * (see {@linkcode progRecord}); a final commit into the split record, over
+ * the tenancy's last committed progress.
  */
 export function commitRecord(
   splitId: string,
@@ -128,11 +164,14 @@ export function commitRecord(
 /**
  * Release (graceful, no attempt consumed): to nobody keeps the epoch (the
  * next claim bumps it); to a named successor opens its epoch at once.
+ * `settled` (see {@linkcode Settled}) lets the next tenancy start without a
+ * fence.
  */
-export function releaseRecord(r: SplitRecord, to: Owner | null, at: number = Date.now()): SplitRecord {
+export function releaseRecord(r: SplitRecord, to: Owner | null, at: number = Date.now(), settled?: Settled): SplitRecord {
   const end: TenancyEnd | null = r.owner ? "released" : null;
-  if (!to) return withTenancy({ ...r, owner: null }, at, end);
-  const next: SplitRecord = { ...r, epoch: r.epoch + 1, owner: { instance: to.instance, session: to.session } };
+  const base = settle(r, r.epoch, settled);
+  if (!to) return withTenancy({ ...base, owner: null }, at, end);
+  const next: SplitRecord = { ...base, epoch: r.epoch + 1, owner: { instance: to.instance, session: to.session } };
   return withTenancy(next, at, end, { owner: to.instance, epoch: next.epoch });
 }
 
@@ -142,9 +181,9 @@ export function releaseRecord(r: SplitRecord, to: Owner | null, at: number = Dat
  * none, no attempt charged; the reason joins the failure history, which is
  * how the leader tells it from a graceful release and backs off.
  */
-export function handBackRecord(r: SplitRecord, reason: string, worker: string, at: number): SplitRecord {
+export function handBackRecord(r: SplitRecord, reason: string, worker: string, at: number, settled?: Settled): SplitRecord {
   const failure = { at, worker, message: reason.slice(0, FAILURE_MESSAGE_CHARS) };
-  const next = { ...r, owner: null, lastFailure: reason.slice(0, 1000), failures: [...(r.failures ?? []), failure].slice(-FAILURE_HISTORY) };
+  const next = { ...settle(r, r.epoch, settled), owner: null, lastFailure: reason.slice(0, 1000), failures: [...(r.failures ?? []), failure].slice(-FAILURE_HISTORY) };
   return withTenancy(next, at, r.owner ? "handedBack" : null);
 }
 
@@ -153,13 +192,21 @@ export function handBackRecord(r: SplitRecord, reason: string, worker: string, a
  * The report joins the record's bounded failure history (`worker` reported
  * it at wall time `at`, with the first frames of `stack` when given).
  */
-export function failRecord(r: SplitRecord, reason: string, maxAttempts: number, worker: string, at: number, stack?: string): SplitRecord {
+export function failRecord(
+  r: SplitRecord,
+  reason: string,
+  maxAttempts: number,
+  worker: string,
+  at: number,
+  stack?: string,
+  settled?: Settled,
+): SplitRecord {
   const attempts = r.attempts + 1;
   const frames = stack === undefined ? undefined : boundStack(stack, FAILURE_STACK_LINES, FAILURE_STACK_CHARS);
   const failure: SplitFailure = { at, worker, message: reason.slice(0, FAILURE_MESSAGE_CHARS) };
   if (frames !== undefined) failure.stack = frames;
   const next: SplitRecord = {
-    ...r,
+    ...settle(r, r.epoch, settled),
     owner: null,
     attempts,
     lastFailure: reason.slice(0, 1000),
@@ -167,4 +214,43 @@ export function failRecord(r: SplitRecord, reason: string, maxAttempts: number, 
     status: attempts >= maxAttempts ? "quarantined" : "runnable",
   };
   return withTenancy(next, at, r.owner ? "failed" : null);
+}
+
+/**
+ * Whether a tenancy opening epoch `epoch` of `r` must fence the split's
+ * progress record before it starts: some older tenancy may still land a
+ * write there (it was taken over, fenced, or ended with a write in flight).
+ */
+export function mustFence(r: SplitRecord, epoch: number): boolean {
+  return (r.closed ?? 0) < epoch;
+}
+
+/**
+ * The progress record a tenancy at `epoch` owned by `owner` writes: a
+ * commit's progress over its last committed one (`prev`, checked and merged
+ * by {@linkcode commitRecord}'s rules), or, for a fence, the progress it
+ * carries over unchanged.
+ */
+export function progRecord(
+  splitId: string,
+  owner: Owner,
+  epoch: number,
+  prev: { progress: SplitProgress | null; records?: number },
+  progress: SplitProgress | null,
+  records = 0,
+  cuts?: number,
+): ProgRecord {
+  let merged = prev.progress;
+  let total = prev.records ?? 0;
+  if (progress !== null) {
+    const base: SplitRecord = { v: 2, epoch, status: "runnable", owner, attempts: 0, weight: 1, progress: prev.progress };
+    if (prev.records !== undefined) base.records = prev.records;
+    const c = commitRecord(splitId, base, progress, false, 0, records);
+    merged = c.progress;
+    total = c.records ?? 0;
+  }
+  const p: ProgRecord = { v: 2, epoch, owner: { instance: owner.instance, session: owner.session }, progress: merged };
+  if (total > 0) p.records = total;
+  if (cuts !== undefined && cuts > 0) p.cuts = cuts;
+  return p;
 }

@@ -132,8 +132,12 @@ export interface KeyLayout {
   readonly splitPrefix: "split.";
   /** Prefix of assignment records (one per member, written by the leader). */
   readonly assignPrefix: "assign.";
+  /** Prefix of progress records (one per split that committed progress; no leader watches them). */
+  readonly progPrefix: "prog.";
   /** Key of the member record of `instance`. */
   member(instance: string): string;
+  /** Key of the progress record of `splitId`. */
+  prog(splitId: string): string;
   /** Key of the immutable spec of `splitId`. */
   spec(splitId: string): string;
   /** Key of the mutable state record of `splitId`. */
@@ -166,9 +170,15 @@ export const keys: KeyLayout = {
   splitPrefix: "split.",
   /** Prefix of assignment records (one per member, written by the leader). */
   assignPrefix: "assign.",
+  /** Prefix of progress records (one per split that committed progress; no leader watches them). */
+  progPrefix: "prog.",
   /** Key of the member record of `instance`. */
   member(instance: string): string {
     return "member." + instance;
+  },
+  /** Key of the progress record of `splitId` (its tenancies' commits; fenced by its own epoch). */
+  prog(splitId: string): string {
+    return "prog." + splitId;
   },
   /** Key of the immutable spec of `splitId`. */
   spec(splitId: string): string {

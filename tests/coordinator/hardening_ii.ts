@@ -42,7 +42,7 @@ export function hardeningIIScenarios(b: Backend): void {
   const t = (name: string, fn: () => Promise<void>) =>
     Deno.test({ name: `${b.name}: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
 
-  t("H14. a held split whose record was garbage while its holder wrote (commit and fail refused), then repaired: the leader re-grants it and the holder resumes it; the job completes", async () => {
+  t("H14. a held split whose record was garbage while its holder wrote (completion and fail refused; progress commits land in the progress record), then repaired: the leader re-grants it and the holder resumes it at its position; the job completes", async () => {
     await using f = await b.fleet();
     const raw = rawStore(f);
     const a = await f.join({ instance: "a", planner: finalPlanner(splits(1)) });
@@ -51,8 +51,9 @@ export function hardeningIIScenarios(b: Backend): void {
     const good = (await raw.get(keys.split(h.id)))!;
     const garbage = await raw.update(keys.split(h.id), "{garbage", good.revision);
     assert.ok(garbage.ok);
-    // The holder's commit and its fail report meet the unreadable record: its lane gives up.
-    await assert.rejects(() => a.c.commit(h.id, h.epoch, { watermark: 1 }), /Invalid record/);
+    // A progress commit does not read the split record; the holder's completion and its fail report meet the unreadable record: its lane gives up.
+    await a.c.commit(h.id, h.epoch, { watermark: 1 });
+    await assert.rejects(() => a.c.commit(h.id, h.epoch, { watermark: 2 }, { final: true }), /Invalid record/);
     await assert.rejects(() => a.c.fail(h.id, h.epoch, "commit failed"), /Invalid record/);
     // Repaired by CAS: the record as it was (runnable, owned by a at its epoch).
     assert.ok((await raw.update(keys.split(h.id), good.value, garbage.revision)).ok);
@@ -60,6 +61,7 @@ export function hardeningIIScenarios(b: Backend): void {
       await f.until(() => a.gained().some((g) => g.split.id === h.id && g.epoch > h.epoch), 6 * f.timings.leaseMs),
       `the split is resumed at a new epoch (held ${JSON.stringify(a.c.status().held)})`,
     );
+    assert.deepEqual(a.gained().filter((g) => g.split.id === h.id).at(-1)?.progress, { watermark: 1 }, "resumed where it committed");
     await a.completeAll();
     assert.ok(await f.until(() => a.has("allComplete"), 3000), "the job completes");
     assert.ok(a.lost().some((l) => l.splitId === h.id), "the given-up tenancy ended with lost");

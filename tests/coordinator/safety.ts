@@ -4,11 +4,11 @@
 import assert from "node:assert/strict";
 import { SplitCoordinator, FencedError, SplitleaseError } from "../../mod.ts";
 import type { Planner, Store } from "../../mod.ts";
-import { type PlanRecord, keys } from "../../admin.ts";
+import { cancelSplit, type PlanRecord, keys } from "../../admin.ts";
 import { AssignRecordSchema, decodeRecord, encodeRecord, LeaderRecordSchema, PlanRecordSchema, SplitRecordSchema } from "../../src/records.ts";
 import { FaultyStore } from "./faulty_store.ts";
 import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
-import { splitRecord } from "./scenarios.ts";
+import { liveRecord, splitRecord } from "./scenarios.ts";
 
 /** A final planner that answers only once `open()` is called; `calls()` counts its calls. */
 export function heldPlanner(list: ReturnType<typeof splits>): { planner: Planner; open: () => void; calls: () => number } {
@@ -164,12 +164,12 @@ export function safetyScenarios(b: Backend): void {
       () => x.c.commit(h.id, h.epoch, { watermark: 5 }),
       (e: unknown) => e instanceof SplitleaseError && e.code === "INVALID_ARGUMENT" && /regress from 10 to 5/.test(e.message),
     );
-    assert.deepEqual((await splitRecord(rawStore(f), h.id)).progress, { watermark: 10, state: { at: "ten" } });
+    assert.deepEqual((await liveRecord(rawStore(f), h.id)).progress, { watermark: 10, state: { at: "ten" } });
     // String watermarks compare the same way; a type change is refused too.
     await x.c.commit(g.id, g.epoch, { watermark: "k-0200" });
     await assert.rejects(() => x.c.commit(g.id, g.epoch, { watermark: "k-0100" }), /regress/);
     await assert.rejects(() => x.c.commit(g.id, g.epoch, { watermark: 300 }), /Watermark type changed/);
-    assert.deepEqual((await splitRecord(rawStore(f), g.id)).progress, { watermark: "k-0200" });
+    assert.deepEqual((await liveRecord(rawStore(f), g.id)).progress, { watermark: "k-0200" });
     // The refusals cost nothing: the tenancy goes on and completes.
     assert.deepEqual(x.lost(), []);
     await x.c.commit(h.id, h.epoch, { watermark: 11 }, { final: true });
@@ -268,10 +268,12 @@ export function safetyScenarios(b: Backend): void {
     assert.ok(await f.until(() => a.held.length === 1, 3000), "a holds the split");
     // The leader's view must have the claim before its watch stops: else a is no owner in it.
     assert.ok(await f.until(claimSeen, 3000), "the leader's watch delivered a's claim");
-    // The leader's split watch stops delivering; a commits (the record moves) and crashes.
+    // The leader's split watch stops delivering; the record moves (a write the
+    // leader does not see: rewritten as it is) and a commits, then crashes.
     const withheld = lStore.withhold((key) => key === keys.split("s000"));
     const h = a.c.status().held[0];
     await a.c.commit(h.id, h.epoch, { watermark: 5 });
+    await moveOn(rawStore(f), "s000");
     await a.c.abandon();
     const w = await f.join({ instance: "w" });
     assert.ok(await f.until(() => lStore.lost > 0, 3 * f.timings.leaseMs), "the leader tries to take the split over on its stale view");
@@ -301,8 +303,11 @@ export function safetyScenarios(b: Backend): void {
     aStore.pause();
     const withheld = lStore.withhold((key) => key.startsWith(keys.splitPrefix));
     const c = await f.join({ instance: "c", maxInFlight: 2 });
-    // Meanwhile a commits every split it holds: each record moves on past the leader's view.
-    for (const h of a.c.status().held) await a.c.commit(h.id, h.epoch, { watermark: 7 });
+    // Meanwhile a commits every split it holds and each record moves on past the leader's view.
+    for (const h of a.c.status().held) {
+      await a.c.commit(h.id, h.epoch, { watermark: 7 });
+      await moveOn(rawStore(f), h.id);
+    }
     const { drainDeadlineMs, leaseMs } = f.timings;
     assert.ok(await f.until(() => lStore.lost > 0, drainDeadlineMs + 2 * leaseMs), "the leader's fence loses its CAS on its stale view");
     await f.advance(200);
@@ -345,8 +350,8 @@ export function safetyScenarios(b: Backend): void {
     assert.ok(await f.until(() => bee.held.length === 1, 1000), "the new owner holds the split");
   });
 
-  // Kills heldby-ignores-status: a split an operator cancelled under its owner is finished; the owner's commit writes nothing.
-  t("S7. a split cancelled by an operator while held: the owner's next commit is fenced and writes nothing", async () => {
+  // Kills heldby-ignores-status: a split an operator cancelled under its owner is finished; the owner's completion writes nothing.
+  t("S7. a split cancelled by an operator while held: the owner's completion (after a hand edit) and its next progress commit (after `cancelSplit`) are fenced and write nothing", async () => {
     await using f = await b.fleet();
     const raw = rawStore(f);
     // The leader does not see the cancel yet (it would tell the owner to drop the split first).
@@ -354,18 +359,26 @@ export function safetyScenarios(b: Backend): void {
     const lead = await standbyLeader(f, lStore, 2, false);
     const x = await f.join({ instance: "x" });
     assert.ok(await f.until(() => x.held.length === 2, 3000), "x holds both splits");
-    const h = x.c.status().held[0];
+    const [h, g] = x.c.status().held;
     await x.c.commit(h.id, h.epoch, { watermark: 4 });
-    const withheld = lStore.withhold((key) => key === keys.split(h.id));
+    // Neither cancel reaches the leader: no drop stops the owner first.
+    const withheld = lStore.withhold((key) => key === keys.split(h.id) || key === keys.split(g.id));
     // The operator's edit: only the status changes (the owner stays named).
     const cur = (await raw.get(keys.split(h.id)))!;
     const rec = decodeRecord(cur.key, cur.value, SplitRecordSchema);
     const w = await raw.update(cur.key, JSON.stringify({ ...rec, status: "cancelled" }), cur.revision);
     assert.ok(w.ok);
-    await assert.rejects(() => x.c.commit(h.id, h.epoch, { watermark: 5 }), FencedError);
+    await assert.rejects(() => x.c.commit(h.id, h.epoch, { watermark: 5 }, { final: true }), FencedError);
     const after = (await raw.get(keys.split(h.id)))!;
-    assert.equal(after.revision, w.ok ? w.revision : -1, `a commit landed on a cancelled split: ${after.value}`);
+    assert.equal(after.revision, w.ok ? w.revision : -1, `a completion landed on a cancelled split: ${after.value}`);
     assert.ok(x.lost().some((l) => l.splitId === h.id), "the owner lost the cancelled split");
+    // The operator's action (not a hand edit) also fences the split's progress record: the owner's next commit there is refused.
+    await x.c.commit(g.id, g.epoch, { watermark: 2 });
+    const progBefore = (await raw.get(keys.prog(g.id)))!;
+    assert.equal((await cancelSplit(raw, g.id)).outcome, "cancelled");
+    await assert.rejects(() => x.c.commit(g.id, g.epoch, { watermark: 3 }), FencedError);
+    const progAfter = (await raw.get(keys.prog(g.id)))!;
+    assert.ok(progAfter.revision > progBefore.revision && !progAfter.value.includes('"watermark":3'), `a progress commit landed on a cancelled split: ${progAfter.value}`);
     withheld.release();
   });
 
@@ -543,4 +556,10 @@ export function safetyScenarios(b: Backend): void {
     assert.deepEqual(m.lost(), [], "a drop addressed to another session stopped the tenancy");
     assert.deepEqual(m.held, ["s000"]);
   });
+}
+
+/** Rewrites a split record as it is: its revision moves on (past a view that does not see it), nothing else changes. */
+async function moveOn(store: Store, id: string): Promise<void> {
+  const cur = (await store.get(keys.split(id)))!;
+  assert.ok((await store.update(cur.key, cur.value, cur.revision)).ok, `moved ${id} on`);
 }

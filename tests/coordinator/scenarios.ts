@@ -5,7 +5,7 @@ import { ManualClock } from "../../testing.ts";
 import { SplitCoordinator, FencedError, SplitleaseError } from "../../mod.ts";
 import type { Planner, Store } from "../../mod.ts";
 import { type SplitRecord, keys } from "../../admin.ts";
-import { decodeRecord, SplitRecordSchema } from "../../src/records.ts";
+import { decodeRecord, liveSplitRecord, ProgRecordSchema, SplitRecordSchema } from "../../src/records.ts";
 import { FaultyStore } from "./faulty_store.ts";
 import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
 
@@ -13,6 +13,13 @@ export async function splitRecord(store: Store, id: string): Promise<SplitRecord
   const e = await store.get(keys.split(id));
   assert.ok(e, `split ${id} exists`);
   return decodeRecord(e.key, e.value, SplitRecordSchema);
+}
+
+/** A split's record as readers see it: with the live position its progress record holds (see `liveSplitRecord`). */
+export async function liveRecord(store: Store, id: string): Promise<SplitRecord> {
+  const rec = await splitRecord(store, id);
+  const p = await store.get(keys.prog(id));
+  return liveSplitRecord(rec, p ? decodeRecord(p.key, p.value, ProgRecordSchema) : undefined);
 }
 
 async function commitAll(m: Member, watermark: number, state?: unknown): Promise<void> {
@@ -171,7 +178,7 @@ export function coordinatorScenarios(b: Backend): void {
       (e: unknown) => e instanceof FencedError && e.splitId === held.id,
     );
     assert.deepEqual(a.lost().map((l) => [l.splitId, l.reason]), [[held.id, "fenced"]]);
-    const rec = await splitRecord(rawStore(f), held.id);
+    const rec = await liveRecord(rawStore(f), held.id);
     assert.deepEqual(rec.progress, { watermark: 9 });
     assert.equal(rec.owner?.instance, "b");
     aStore.resume();
@@ -319,7 +326,7 @@ export function coordinatorScenarios(b: Backend): void {
       assert.equal(m.c.stats().selfFences, 1);
     }
     await assert.rejects(() => a.c.commit(before[0].id, before[0].epoch, { watermark: 4 }), FencedError);
-    for (const s of before) assert.deepEqual((await splitRecord(rawStore(f), s.id)).progress, { watermark: 3 });
+    for (const s of before) assert.deepEqual((await liveRecord(rawStore(f), s.id)).progress, { watermark: 3 });
     await f.advance(3 * leaseMs);
     faulty.down = false;
     assert.ok(await f.until(() => a.held.length + w.held.length === 4, 3000));
@@ -447,5 +454,34 @@ export function coordinatorScenarios(b: Backend): void {
     const y = await f.join({ instance: "y", planner: plan });
     assert.ok(await f.until(() => y.held.includes("extra"), 2000), "y gets the split x cannot take");
     assert.deepEqual(x.held, ["s000"]);
+  });
+
+  // Progress off the leader's path (issue 38): kills completion-over-split-progress and beat-estimates-after-cut.
+  t("17. progress commits land in the split's progress record, never its split record; the member's beat carries their estimate, not one from before a cut; the completion carries the position and every record counted", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const x = await f.join({ instance: "x", planner: finalPlanner(splits(1, 100)), splittable: true });
+    assert.ok(await f.until(() => x.held.length === 1, 2000), "x holds the split");
+    const [h] = x.c.status().held;
+    const before = (await raw.get(keys.split(h.id)))!;
+    await x.c.commit(h.id, h.epoch, { watermark: 10, estimate: { left: 90, total: 100, unit: "ids" } }, { records: 10 });
+    await x.c.commit(h.id, h.epoch, { watermark: 20, estimate: { left: 80, total: 100, unit: "ids" } }, { records: 10 });
+    assert.equal((await raw.get(keys.split(h.id)))!.revision, before.revision, "no progress commit wrote the split record");
+    const p = (await raw.get(keys.prog(h.id)))!;
+    assert.deepEqual(JSON.parse(p.value).progress.watermark, 20);
+    assert.equal(JSON.parse(p.value).records, 20);
+    const est = async () => JSON.parse((await raw.get(keys.member("x")))!.value).est;
+    await f.advance(f.timings.leaseMs / 2);
+    assert.deepEqual(await est(), [[h.id, 80, 100]], "the beat carries the running split's last estimate");
+    // A cut of the rest: the estimate measured the whole range, and is not advertised until the next commit estimates what was kept.
+    await x.c.split(h.id, h.epoch, { keep: { n: 0, to: 50 }, residuals: [{ descriptor: { n: 0, from: 50 } }] });
+    await f.advance(f.timings.leaseMs / 2);
+    assert.equal(await est(), undefined, "no estimate from before the cut");
+    await x.c.commit(h.id, h.epoch, { watermark: 30, estimate: { left: 20, total: 50, unit: "ids" } }, { records: 10 });
+    await f.advance(f.timings.leaseMs / 2);
+    assert.deepEqual(await est(), [[h.id, 20, 50]]);
+    await x.c.commit(h.id, h.epoch, { watermark: 50 }, { final: true, records: 20 });
+    const done = await splitRecord(raw, h.id);
+    assert.deepEqual([done.status, done.progress?.watermark, done.records], ["completed", 50, 50], "the completion carries the last position and the records of every commit");
   });
 }

@@ -21,7 +21,7 @@ function poisoned(): SplitRecord {
 }
 
 async function seed(store: Store, n = 30): Promise<void> {
-  await store.create("job", JSON.stringify({ v: 2, fingerprint: "fp", createdAt: 0 }));
+  await store.create("job", JSON.stringify({ v: 3, fingerprint: "fp", createdAt: 0 }));
   await store.create("plan", JSON.stringify({ v: 2, term: 2, finality: "final", generation: 1, planned: n }));
   await store.create("leader", JSON.stringify({ v: 2, instance: "w1", session: "s1", term: 2, beat: 9 }));
   await store.create("member.w1", JSON.stringify({ v: 2, session: "s1", maxInFlight: 4, runtime: "deno", version: "0.2.0", beat: 9 }));

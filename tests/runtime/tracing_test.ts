@@ -150,11 +150,13 @@ Deno.test({
     }
 
     // A tenancy's writes are its children, named by what they are; no other store operation is.
+    // Progress commits go to the split's progress record (its first one creates it), the end to its split record.
     for (const t of tenancies) {
       const ops = children(t).filter((c) => c.name.startsWith("splitlease.store."));
       for (const op of ops) {
-        assert.equal(op.name, "splitlease.store.update");
-        assert.equal(attr(op, "store.key"), `split.${attr(t, "split.id")}`);
+        const commit = attr(op, "write") === "commit";
+        assert.ok(commit ? /^splitlease\.store\.(create|update)$/.test(op.name) : op.name === "splitlease.store.update", op.name);
+        assert.equal(attr(op, "store.key"), `${commit ? "prog" : "split"}.${attr(t, "split.id")}`);
         assert.equal(attr(op, "outcome"), "landed");
       }
       const writes = ops.map((o) => attr(o, "write"));
@@ -365,7 +367,7 @@ Deno.test({
     for (const t of tenancies) {
       assert.deepEqual(children(t).map((c) => [c.name, attr(c, "write")]).sort(), [
         ["source.slice", undefined],
-        ["splitlease.store.update", "commit"],
+        ["splitlease.store.create", "commit"], // its progress record's first write
         ["splitlease.store.update", "complete"],
       ]);
     }

@@ -12,7 +12,7 @@ import { ManualClock } from "../../testing.ts";
 import { type JoinOptions, SplitCoordinator, FencedError, SplitleaseError, StoreUnavailableError, type Json, type SplitProgress, MemoryStore } from "../../mod.ts";
 import type { Clock, CoordinationEvent, PlannedSplit, Planner, Store } from "../../mod.ts";
 import { type PlanRecord, type SplitRecord, cancelSplit, requeueSplit } from "../../admin.ts";
-import { AssignRecordSchema, decodeRecord, LeaderRecordSchema, MemberRecordSchema, PlanRecordSchema, SplitRecordSchema } from "../../src/records.ts";
+import { AssignRecordSchema, decodeRecord, LeaderRecordSchema, MemberRecordSchema, PlanRecordSchema, ProgRecordSchema, SplitRecordSchema } from "../../src/records.ts";
 import type { DeleteResult, StoreEntry, Watch, WatchEvent, WriteResult } from "../../store.ts";
 import { Channel } from "../../src/util/channel.ts";
 import { FAST, mulberry } from "../coordinator/fleet.ts";
@@ -153,6 +153,18 @@ interface SplitTrack {
   claimed: Map<number, SplitProgress | null>;
   /** Epochs opened by a draining owner's release to a named successor: epoch → that successor. */
   handoffs: Map<number, string>;
+  /** The split's progress record as its last landed write left it (absent before the first). */
+  prog?: { epoch: number; owner: string | null; watermark: number | string | undefined; revision: number };
+}
+
+/**
+ * The durable watermark of a split: its progress record's while it runs
+ * (once written), the split record's otherwise (its last ownership change
+ * or its completion).
+ */
+export function durableWatermark(t: SplitTrack): number | string | undefined {
+  if (t.record.status !== "completed" && t.prog !== undefined) return t.prog.watermark;
+  return t.record.progress?.watermark;
 }
 
 /** An owner's key in the referee's books. */
@@ -249,6 +261,7 @@ export class Referee {
   #landed(w: Writer, op: string, key: string, value: string | undefined, rev: number): void {
     this.writes++;
     if (key.startsWith("split.")) this.#split(w, op, key, value, rev);
+    else if (key.startsWith("prog.")) this.#prog(w, op, key, value, rev);
     else {
       this.trace(`land ${w.label} ${op} ${key} r${rev}`);
       if (key.startsWith("member.")) {
@@ -404,12 +417,68 @@ export class Referee {
     if (pw !== undefined && (wm === undefined || wm < pw)) {
       this.violation(`${where}: durable watermark regressed ${pw} -> ${wm ?? "none"}`);
     }
+    // A completion carries the final position: never behind what the progress record committed.
+    const live = durableWatermark(prev);
+    if (rec.status === "completed" && live !== undefined && (wm === undefined || wm < live)) {
+      this.violation(`${where}: completed at watermark ${wm ?? "none"}, behind the committed ${live}`);
+    }
+    // A write that closes the progress record to older tenancies hands their last position on.
+    if ((rec.closed ?? 0) > (p.closed ?? 0) && rec.status === "runnable" && (wm ?? null) !== (live ?? null)) {
+      this.violation(`${where}: closed the progress record below ${rec.closed} with watermark ${wm ?? "none"}, while ${live ?? "none"} is committed`);
+    }
     if (rec.attempts < p.attempts) this.violation(`${where}: attempts went down ${p.attempts} -> ${rec.attempts}`);
     if (JSON.stringify(rec.descriptor) !== JSON.stringify(p.descriptor)) this.#cut(where, w, p, rec);
     this.#accounting(id, where, w, p, rec, prev);
     prev.record = rec;
     prev.revision = rev;
     if (this.plan?.outcome) this.#checkOutcome(where);
+  }
+
+  /**
+   * A progress record write (a commit, or the fence a tenancy writes
+   * before it starts): only by the holder of the epoch it names (an
+   * operator's cancel fences it for nobody); epochs never go back on it —
+   * once a tenancy fenced it, no older one's commit lands — and no
+   * tenancy below the split record's `closed` writes it; the durable
+   * watermark never goes back.
+   */
+  #prog(w: Writer, op: string, key: string, value: string | undefined, rev: number): void {
+    const id = key.slice("prog.".length);
+    const where = `prog ${id} r${rev} by ${w.label}`;
+    if (value === undefined) {
+      this.trace(`land ${w.label} ${op} ${key} r${rev}`);
+      this.violation(`${where}: deleted a progress record`);
+      return;
+    }
+    const rec = decodeRecord(key, value, ProgRecordSchema);
+    const wm = rec.progress?.watermark;
+    this.trace(`land ${w.label} ${op} ${key} r${rev} e${rec.epoch} owner=${rec.owner?.instance ?? "-"} wm=${wm ?? "-"}`);
+    const t = this.splits.get(id);
+    if (!t) return void this.violation(`${where}: a progress record of a split that has no record`);
+    const named = rec.owner ? holderKey(rec.owner.instance, rec.owner.session) : null;
+    if (w.label === OPERATOR) {
+      if (named !== null) this.violation(`${where}: an operator's fence names an owner`);
+    } else {
+      const me = holderKey(w.instance, w.session);
+      if (named !== me) this.violation(`${where}: written by ${me} naming ${named ?? "nobody"}`);
+      if (t.holders.get(rec.epoch) !== me) {
+        this.violation(`${where}: written at epoch ${rec.epoch}, which was opened for ${t.holders.get(rec.epoch) ?? "nobody"}`);
+      }
+    }
+    const prev = t.prog;
+    if (prev && rec.epoch < prev.epoch) {
+      this.violation(`${where}: a commit of epoch ${rec.epoch} landed after epoch ${prev.epoch} fenced the progress record`);
+    } else if (prev && rec.epoch === prev.epoch && named !== prev.owner) {
+      this.violation(`${where}: two writers at progress epoch ${rec.epoch}: ${prev.owner ?? "nobody"} and ${named ?? "nobody"}`);
+    }
+    if (rec.epoch < (t.record.closed ?? 0)) {
+      this.violation(`${where}: a commit of epoch ${rec.epoch} landed after the split record closed its progress below ${t.record.closed}`);
+    }
+    const was = durableWatermark(t);
+    if (t.record.status === "runnable" && was !== undefined && (wm === undefined || wm < was)) {
+      this.violation(`${where}: durable watermark regressed ${was} -> ${wm ?? "none"}`);
+    }
+    t.prog = { epoch: rec.epoch, owner: named, watermark: wm, revision: rev };
   }
 
   /**
@@ -1310,10 +1379,10 @@ export class Sim {
         const t = this.referee.splits.get(id);
         if (t?.holders.get(ev.epoch) !== holderKey(p.instance, p.session)) {
           this.violation(`${p.label} gained ${id} at epoch ${ev.epoch}, opened for ${t?.holders.get(ev.epoch)}`);
-        } else if ((t.claimed.get(ev.epoch)?.watermark ?? null) !== (ev.progress?.watermark ?? null)) {
+        } else if ((durableWatermark(t) ?? null) !== (ev.progress?.watermark ?? null)) {
+          // It starts where the last commit of any epoch left it: its fence (or the record that closed the progress record to older epochs) carried it over.
           this.violation(
-            `${p.label} gained ${id}@${ev.epoch} with watermark ${ev.progress?.watermark} but the claim carried ` +
-              `${t.claimed.get(ev.epoch)?.watermark}`,
+            `${p.label} gained ${id}@${ev.epoch} with watermark ${ev.progress?.watermark} but ${durableWatermark(t)} is committed`,
           );
         }
         const prevEpoch = p.gainedEpoch.get(id) ?? -1;

@@ -165,14 +165,18 @@ Deno.test("predictIdle: nothing on even work; a running split past the lanes' ev
   assert.equal(predictIdle(0, 10, [10]), 0);
 });
 
-Deno.test("leader view: the work left of a running split is extrapolated from the pace of its estimates, so a split at its end ranks last", () => {
+Deno.test("leader view: the work left of a running split is extrapolated from the pace of the estimates its owner's beats carry, so a split at its end ranks last", () => {
   let now = 0;
   const view = new LeaderView(() => {}, () => {}, () => now);
-  const rec = (left: number, watermark: number): SplitRecord => owned({ weight: 100, progress: { watermark, estimate: { left, total: 100, unit: "ids" } } });
-  view.put("split.s", encodeRecord(rec(100, 0)), 1);
+  view.put("split.s", encodeRecord(owned({ weight: 100, progress: null })), 1);
+  assert.equal(view.workLeft("s", 0), 100, "no estimate yet: all of its weight");
+  view.paceFromBeat("a", "s", [["s", 100, 100]]);
   assert.equal(view.workLeft("s", 0), 100);
+  view.paceFromBeat("b", "s", [["s", 10, 100]]);
+  view.paceFromBeat("a", "other-session", [["s", 10, 100]]);
+  assert.equal(view.workLeft("s", 0), 100, "a beat of a member that does not own it is not its estimate");
   now = 1000;
-  view.put("split.s", encodeRecord(rec(50, 50)), 2); // 50 ids a second
+  view.paceFromBeat("a", "s", [["s", 50, 100]]); // 50 ids a second
   assert.equal(view.workLeft("s", 1000), 50);
   assert.equal(view.workLeft("s", 1500), 25, "half a second later, by the same pace");
   assert.equal(view.workLeft("s", 3000), 0, "past its end: nothing left to cut");

@@ -164,7 +164,7 @@ Deno.test("lane: a commit with a malformed estimate is refused before it is writ
         } catch (e) {
           seen.push(`${(e as SplitleaseError).code}: ${(e as Error).message}`);
         }
-        const rec = JSON.parse((await store.get("split.one"))!.value);
+        const rec = JSON.parse((await store.get("prog.one"))!.value); // progress commits land in the progress record
         seen.push(JSON.stringify(rec.progress));
         await lane.complete();
       },

@@ -29,7 +29,7 @@ function done(id: string, owner: typeof a, from: number, to: number, records?: n
 
 function snap(splits: [string, SplitRecord][], at: number, extra: Partial<FleetSnapshot> = {}): FleetSnapshot {
   return {
-    job: entry("job", { v: 2, fingerprint: "fp", createdAt: T0 }),
+    job: entry("job", { v: 3, fingerprint: "fp", createdAt: T0 }),
     plan: entry("plan", { v: 2, term: 1, finality: "final", generation: 1, planned: splits.length }),
     leader: undefined,
     members: [],
@@ -129,7 +129,7 @@ const at = (e: ReturnType<typeof entry>, writtenAt?: number): CatalogEntry => ({
 Deno.test("jobs: each job's state, counts, times and live members; delete refuses a live or unfinished job", async () => {
   const now = T0 + 3_600_000;
   const plan = (outcome?: unknown) => entry("plan", { v: 2, term: 1, finality: "final", generation: 1, planned: 90, ...(outcome ? { outcome } : {}) });
-  const record = entry("job", { v: 2, fingerprint: "fp", createdAt: T0 });
+  const record = entry("job", { v: 3, fingerprint: "fp", createdAt: T0 });
   const complete = listing("done", { record, plan: at(plan({ kind: "allComplete", completed: 89, cancelled: 1 }), T0 + 600_000), bytes: 48_000 });
   const stalled = listing("stuck", {
     record,

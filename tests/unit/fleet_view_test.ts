@@ -21,7 +21,7 @@ function member(session: string, extra: Partial<MemberRecord> = {}): MemberRecor
 
 function snapshot(splits: [string, SplitRecord][]): FleetSnapshot {
   return {
-    job: entry("job", { v: 2, fingerprint: "fp", createdAt: 0 }),
+    job: entry("job", { v: 3, fingerprint: "fp", createdAt: 0 }),
     plan: entry("plan", { v: 2, term: 3, finality: "final", generation: 1, planned: splits.length }),
     leader: entry("leader", { v: 2, instance: "a", session: "sa", term: 3, beat: 40 }),
     members: [entry("member.b", member("sb", { draining: true, held: 1 })), entry("member.a", member("sa", { planner: true }))],

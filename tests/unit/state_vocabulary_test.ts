@@ -27,7 +27,7 @@ function snapshot(): FleetSnapshot {
     ["s4", { ...seedRecord(1, { n: 4 }), status: "completed" }],
   ];
   return {
-    job: entry("job", { v: 2, fingerprint: "fp", createdAt: 0 }),
+    job: entry("job", { v: 3, fingerprint: "fp", createdAt: 0 }),
     plan: entry("plan", { v: 2, term: 1, finality: "final", generation: 1, planned: splits.length }),
     leader: entry("leader", { v: 2, instance: "a", session: "sa", term: 1, beat: 1 }),
     members: [entry("member.a", { v: 2, session: "sa", maxInFlight: 4, runtime: "deno", version: "0.2.0", beat: 1 })],

@@ -176,8 +176,9 @@ export function decideCutAsks(input: CutAskInput): Decision {
     for (const id of view.byOwner.get(m.key) ?? []) {
       if (m.revokes.has(id) || (m.asks.has(id) && !givenUp.has(id))) continue;
       if ((givenUp.get(id) ?? input.cooldown.get(id) ?? 0) > now) continue;
+      // Residuals still to create first (those created stay listed until the owner's next split write).
       const r = view.splits.get(id)!.record;
-      if (r.residuals?.length) continue;
+      if (r.residuals?.some((x) => !view.splits.has(x.id))) continue;
       candidates.push({ id, owner: m.instance, work: view.workLeft(id, now) });
     }
   }

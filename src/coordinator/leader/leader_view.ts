@@ -124,10 +124,23 @@ export class LeaderView {
     return r.weight * Math.min(1, left / p.total);
   }
 
+  /**
+   * Notes the estimates a member's heartbeat carries for the splits it runs
+   * (`MemberRecord.est`): progress commits go to records no leader watches,
+   * so the beat is where the cut ranking learns how far each split is.
+   */
+  paceFromBeat(instance: string, session: string, est: readonly [string, number, number][] | undefined): void {
+    if (!est) return;
+    for (const [id, left, total] of est) {
+      const o = this.splits.get(id)?.record.owner;
+      if (o?.instance === instance && o.session === session) this.#paced(id, { left, total });
+    }
+  }
+
   /** Notes a running split's estimate (its pace from the one before, an exponential average). */
-  #paced(id: string, r: SplitRecord): void {
-    const e = r.progress?.estimate;
-    if (r.status !== "runnable" || !r.owner || !e || !(e.total > 0)) return void this.#pace.delete(id);
+  #paced(id: string, e: { left: number; total: number } | undefined): void {
+    const r = this.splits.get(id)?.record;
+    if (!r || r.status !== "runnable" || !r.owner || !e || !(e.total > 0)) return void this.#pace.delete(id);
     const now = this.#now();
     const p = this.#pace.get(id);
     if (!p || p.total !== e.total || e.left > p.left) return void this.#pace.set(id, { left: e.left, total: e.total, at: now, rate: 0 });
@@ -262,7 +275,6 @@ export class LeaderView {
     if (prev && next && progressOnly(prev.record, next.record)) {
       // A commit: no index moves (most split writes are these).
       this.splits.set(id, next);
-      this.#paced(id, next.record);
       this.#onSplit(id, prev.record, next);
       return;
     }
@@ -271,7 +283,6 @@ export class LeaderView {
       this.splits.set(id, next);
       this.#index(id, next.record);
       this.#pace.delete(id); // a new tenancy (or none): its pace starts over
-      this.#paced(id, next.record);
       const r = next.record, p = prev?.record;
       // Freed by a takeover (an attempt charged, nobody named): its claim is a takeover.
       if (!r.owner && r.status === "runnable" && p?.owner && r.attempts > p.attempts && r.epoch > p.epoch) this.orphaned.add(id);

@@ -225,6 +225,7 @@ export class LeaderRole {
     }
     this.liveness.observe(key, next.revision, clock.now());
     const r = next.record;
+    this.view.paceFromBeat(instance, r.session, r.est);
     if (r.draining === true && prev?.draining !== true && instance !== this.#core.me.instance) {
       this.#hold.drains({ instance, session: r.session }, clock.now());
     }

@@ -7,11 +7,13 @@
  *
  * @module
  */
+import { InvalidRecordError } from "../../errors.ts";
 import type { SplitRecord } from "../../records.ts";
 import type { Core } from "../core.ts";
 import type { SpecReader } from "./spec_reader.ts";
 import type { Tenancies } from "./tenancies.ts";
-import { handBackRecord, heldBy, releaseRecord } from "../../records/transitions.ts";
+import type { Tenancy } from "./tenancy.ts";
+import { handBackRecord, heldBy, mustFence, releaseRecord, type Settled } from "../../records/transitions.ts";
 
 /**
  * Re-reads interrupted claims and hands back won claims a member cannot keep.
@@ -105,7 +107,7 @@ export class ClaimRecovery {
             if (!this.#tenancies.held.has(id)) await this.handBack(id, rec, e.revision);
             return;
           }
-          this.#tenancies.add(id, { epoch, revision: e.revision, record: rec, spec, draining: false, to: null }, "claim");
+          await this.start(id, { epoch, revision: e.revision, record: rec, spec, draining: false, to: null }, "claim");
         } else if (rec.status === "runnable" && rec.owner === null) {
           // Not landed: the leader's offer, if still ours, can be tried again.
           this.#retryOffer(id);
@@ -118,6 +120,25 @@ export class ClaimRecovery {
   }
 
   /**
+   * Starts a tenancy we hold (see `Tenancies.open`: the progress record is
+   * fenced first when an older tenancy might still commit). A progress
+   * record that cannot be read leaves the position unknown: the split is
+   * handed back (no attempt; the leader backs it off) with the reason in
+   * its failure history, and nothing runs it until the record is repaired
+   * or deleted. Whether it started.
+   */
+  async start(id: string, t: Omit<Tenancy, "prog">, kind: string): Promise<boolean> {
+    try {
+      return await this.#tenancies.open(id, t, kind);
+    } catch (e) {
+      if (!(e instanceof InvalidRecordError)) throw e;
+      this.#core.log("error", "Unreadable progress record: the split is handed back until it is repaired", { split: id, error: e.message });
+      await this.handBack(id, t.record, t.revision, `${e.message}: repair it, or delete it to resume from the split record's last position`);
+      return false;
+    }
+  }
+
+  /**
    * Undoes a won claim we cannot keep: released (no attempt) when we stopped
    * meanwhile or the spec is missing, quarantined when the spec is unreadable
    * (deterministic poison).
@@ -125,11 +146,13 @@ export class ClaimRecovery {
   async handBack(id: string, claimed: SplitRecord, revision: number, problem?: string): Promise<void> {
     const { splits, log, events, me, clock } = this.#core;
     const poison = problem?.startsWith("unreadable: ");
+    // Never started: when no older tenancy could write its progress record either, the next one needs no fence.
+    const settled: Settled | undefined = mustFence(claimed, claimed.epoch) ? undefined : { progress: claimed.progress, records: claimed.records };
     const next: SplitRecord = poison
       ? { ...claimed, owner: null, status: "quarantined", lastFailure: problem!.slice(12) }
       : problem
-      ? handBackRecord(claimed, `${problem.replace(/^missing: s/, "S")} (handed back, no attempt charged)`, me.instance, clock.wallNow())
-      : releaseRecord(claimed, null, clock.wallNow());
+      ? handBackRecord(claimed, `${problem.replace(/^missing: s/, "S")} (handed back, no attempt charged)`, me.instance, clock.wallNow(), settled)
+      : releaseRecord(claimed, null, clock.wallNow(), settled);
     if (problem) log("error", poison ? "Unreadable spec: quarantining the split" : "Spec missing: handing the split back", { split: id, error: problem });
     try {
       const r = await splits.write(id, next, revision, "handBack");

@@ -140,7 +140,7 @@ export class Claims {
         void this.#dormant.resume();
         return;
       }
-      this.#tenancies.add(g.id, { epoch: g.epoch, revision: rev, record: rec, spec, draining: false, to: null }, g.why ?? "grant");
+      await this.#recovery.start(g.id, { epoch: g.epoch, revision: rev, record: rec, spec, draining: false, to: null }, g.why ?? "grant");
     } catch (e) {
       this.#recovery.recover(g.id, g.epoch, e);
     } finally {
@@ -157,9 +157,13 @@ export class Claims {
    * checks it, so a member never holds more than `maxInFlight`.
    */
   busyLanes(id?: string): number {
-    const n = this.#tenancies.held.size + this.#claiming.size + this.#dormant.size + this.#recovery.pending;
+    const held = this.#tenancies.held;
+    // A split that just started is held and still being claimed until its start returns: one lane.
+    let claiming = 0;
+    for (const c of this.#claiming.keys()) if (!held.has(c)) claiming++;
+    const n = held.size + claiming + this.#dormant.size + this.#recovery.pending;
     if (id === undefined) return n;
-    return n - [this.#tenancies.held.has(id), this.#claiming.has(id), this.#dormant.has(id), this.#recovery.has(id)].filter(Boolean).length;
+    return n - [held.has(id), this.#claiming.has(id) && !held.has(id), this.#dormant.has(id), this.#recovery.has(id)].filter(Boolean).length;
   }
 
   /**
@@ -237,7 +241,11 @@ export class Claims {
         await this.#recovery.handBack(o.id, next, revision, typeof spec === "string" ? spec : undefined);
         return;
       }
-      this.#tenancies.add(o.id, { epoch: next.epoch, revision, record: next, spec, draining: false, to: null }, o.why ?? "claim");
+      try {
+        await this.#recovery.start(o.id, { epoch: next.epoch, revision, record: next, spec, draining: false, to: null }, o.why ?? "claim");
+      } catch (e) {
+        this.#recovery.recover(o.id, next.epoch, e); // ours, not started (its fence met an outage): started once it answers
+      }
     } catch (e) {
       if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
         // The record read before the claim failed (nothing was written): retry

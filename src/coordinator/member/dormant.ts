@@ -11,7 +11,7 @@ import { SplitleaseError } from "../../errors.ts";
 import type { Core } from "../core.ts";
 import { specOf } from "../cuts.ts";
 import type { Tenancies } from "./tenancies.ts";
-import type { Dormant } from "./tenancy.ts";
+import type { Dormant, Tenancy } from "./tenancy.ts";
 import { heldBy, openRecord, releaseRecord } from "../../records/transitions.ts";
 
 /** The dormant tenancies of one worker. */
@@ -20,6 +20,7 @@ export class DormantTenancies {
   readonly #tenancies: Tenancies;
   readonly #mayClaim: () => boolean;
   readonly #lanesFree: () => number;
+  readonly #start: (id: string, t: Omit<Tenancy, "prog">, kind: string) => Promise<boolean>;
   #entries = new Map<string, Dormant>();
   /** Entries whose resume (or release) write is out: they still take a lane until it returns. */
   readonly #resuming = new Set<string>();
@@ -27,13 +28,22 @@ export class DormantTenancies {
 
   /**
    * `mayClaim` says whether new work may be taken (running, not draining,
-   * not fenced); `lanesFree` how many lanes the splits not dormant leave.
+   * not fenced); `lanesFree` how many lanes the splits not dormant leave;
+   * `start` starts a tenancy it resumed (`ClaimRecovery.start`: its
+   * progress record fenced first).
    */
-  constructor(core: Core, tenancies: Tenancies, mayClaim: () => boolean, lanesFree: () => number) {
+  constructor(
+    core: Core,
+    tenancies: Tenancies,
+    mayClaim: () => boolean,
+    lanesFree: () => number,
+    start: (id: string, t: Omit<Tenancy, "prog">, kind: string) => Promise<boolean>,
+  ) {
     this.#core = core;
     this.#tenancies = tenancies;
     this.#mayClaim = mayClaim;
     this.#lanesFree = lanesFree;
+    this.#start = start;
   }
 
   /**
@@ -81,7 +91,7 @@ export class DormantTenancies {
     // Tenancies that ran before (they have progress) first: a grant that came
     // while we took no work may not fit the lanes they leave, and is handed
     // back (released, no attempt) rather than run past maxInFlight.
-    const all = [...this.#entries].sort(([, a], [, b]) => (a.record.progress ? 0 : 1) - (b.record.progress ? 0 : 1));
+    const all = [...this.#entries].sort(([, a], [, b]) => (a.ran || a.record.progress ? 0 : 1) - (b.ran || b.record.progress ? 0 : 1));
     this.#entries.clear();
     let room = this.#lanesFree();
     const lane = new Map(all.map(([id]) => [id, room-- > 0]));
@@ -109,7 +119,14 @@ export class DormantTenancies {
           this.#entries.set(id, { epoch: next.epoch, revision: r.revision, record: next, spec: specOf(d.spec, next) });
           return;
         }
-        this.#tenancies.add(id, { epoch: next.epoch, revision: r.revision, record: next, spec: specOf(d.spec, next), draining: false, to: null }, "resume");
+        const t = { epoch: next.epoch, revision: r.revision, record: next, spec: specOf(d.spec, next), draining: false, to: null };
+        try {
+          await this.#start(id, t, "resume");
+        } catch (e) {
+          // Resumed in the store, not started (its fence met an outage): tried again at the next heartbeat.
+          if (!(e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE")) throw e;
+          this.#entries.set(id, { epoch: next.epoch, revision: r.revision, record: next, spec: t.spec, ran: d.ran });
+        }
       } catch (e) {
         if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") {
           this.#entries.set(id, { ...d, record, revision });

@@ -65,7 +65,13 @@ export class Follower {
     this.#core = core;
     this.#tenancies = tenancies;
     this.#mayClaim = mayClaim;
-    this.#dormant = new DormantTenancies(core, tenancies, mayClaim, () => core.config.maxInFlight - this.#claims.busyLanes() + this.#dormant.size);
+    this.#dormant = new DormantTenancies(
+      core,
+      tenancies,
+      mayClaim,
+      () => core.config.maxInFlight - this.#claims.busyLanes() + this.#dormant.size,
+      (id, t, kind) => this.#recovery.start(id, t, kind),
+    );
     const specs = new SpecReader(core);
     this.#recovery = new ClaimRecovery(core, tenancies, specs, mayClaim, (id) => {
       this.#claims.retry(this.assign?.record.offers.find((x) => x.id === id), id);

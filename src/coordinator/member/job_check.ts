@@ -46,8 +46,9 @@ export async function checkJobRecord(core: Core): Promise<void> {
   if (raw && typeof raw.v === "number" && raw.v !== RECORD_LAYOUT) {
     throw new SplitleaseError(
       "INCOMPATIBLE_LAYOUT",
-      `Job "${config.job}" was written with record layout ${raw.v}; this splitlease (${VERSION}) reads layout ${RECORD_LAYOUT} ` +
-        `only. Finish the job with the version that started it, or start it again under a new job name`,
+      `Job "${config.job}" was written with record layout ${raw.v}${raw.v === 2 ? " (progress kept in the split records)" : ""}; ` +
+        `this splitlease (${VERSION}) reads layout ${RECORD_LAYOUT} only${RECORD_LAYOUT === 3 ? " (progress in records of its own)" : ""}. ` +
+        `Finish the job with the version that started it, or start it again under a new job name`,
     );
   }
   const job = safeDecodeRecord(keys.job, cur.value, JobRecordSchema);

@@ -23,6 +23,8 @@ export interface MembershipHooks {
   onBeat(): void;
   /** Splits held or being claimed now (advertised on each beat). */
   held(): number;
+  /** The last committed estimate of each running split that has one (advertised on each beat; see `MemberRecord.est`). */
+  estimates(): [string, number, number][];
   /** Revision of the newest assignment record applied (advertised on each beat), if any. */
   seen(): number | undefined;
   /** Another live process uses our instance id. */
@@ -218,6 +220,9 @@ export class Membership {
         const next: MemberRecord = { ...this.#record, beat: this.#record.beat + 1, held: this.#hooks.held(), at: clock.wallNow() };
         const seen = this.#hooks.seen();
         if (seen !== undefined) next.seen = seen;
+        const est = this.#hooks.estimates();
+        if (est.length > 0) next.est = est;
+        else delete next.est;
         if (this.#draining) next.draining = true;
         const r = await store.update(this.#key, encodeRecord(next), this.#revision);
         if (r.ok) {

@@ -8,12 +8,13 @@
  */
 import { FencedError, SplitleaseError, StoreUnavailableError } from "../../errors.ts";
 import type { Owner, SplitProgress, SplitRecord } from "../../records.ts";
+import type { ProgHold } from "../prog_records.ts";
 import type { TransactionWork } from "../../store/store.ts";
 import { makeCut, specOf } from "../cuts.ts";
 import { carryCut, cutLanded } from "./cut_writes.ts";
 import type { Core } from "../core.ts";
 import { bump } from "../stats.ts";
-import { commitRecord, failRecord, heldBy, releaseRecord } from "../../records/transitions.ts";
+import { commitRecord, failRecord, heldBy, mustFence, releaseRecord, type Settled } from "../../records/transitions.ts";
 import type { Dormant, Tenancy } from "./tenancy.ts";
 import type { CutAnswer, LostReason } from "../types.ts";
 
@@ -45,14 +46,60 @@ export class Tenancies {
     return this.#weight;
   }
 
-  /** Starts a tenancy (a won claim, or a grant) and emits `gained`. */
+  /**
+   * Starts a tenancy of split `id` at `t.epoch` (a won claim, a grant, a
+   * resume): first, when an older tenancy might still commit (the record
+   * says its progress record is not closed to them: see `mustFence`),
+   * fences the split's progress record, so the tenancy starts from the last
+   * committed position and no older commit lands after it; then emits
+   * `gained`. Returns `false` when the split moved on meanwhile (a newer
+   * epoch holds its progress record: nothing to start). An outage throws
+   * (the caller recovers as for a claim); so does an unreadable progress
+   * record (`InvalidRecordError`: its position is unknown, and nothing
+   * starts it until it is repaired).
+   */
+  async open(id: string, t: Omit<Tenancy, "prog">, kind: string): Promise<boolean> {
+    const { me, progs } = this.#core;
+    const prog: ProgHold = {
+      epoch: t.epoch,
+      owner: me,
+      // Started without a fence: the record that closed the progress record to older tenancies says where it stands.
+      rev: t.record.prog ?? 0,
+      progress: t.record.progress,
+      records: t.record.records ?? 0,
+      cuts: t.record.cuts ?? 0,
+    };
+    if (mustFence(t.record, t.epoch)) {
+      const f = await progs.fence(id, prog, t.trace?.write("fence", false));
+      if (!f.ok) {
+        this.#core.log("debug", "A split to start moved on (a newer tenancy fenced its progress)", { split: id, epoch: t.epoch, newer: f.epoch });
+        return false;
+      }
+    }
+    if ((this.ended.get(id) ?? -1) >= t.epoch || (this.held.get(id)?.epoch ?? -1) >= t.epoch) return false;
+    this.add(id, { ...t, prog }, kind);
+    return true;
+  }
+
+  /** The last committed estimate of each held split that has one: `[split, left, total]` (see `MemberRecord.est`). */
+  estimates(): [string, number, number][] {
+    const out: [string, number, number][] = [];
+    for (const [id, t] of this.held) {
+      const e = t.prog.progress?.estimate;
+      // An estimate from before a cut of ours measured the whole range: the source's next commit estimates what it kept.
+      if (e && !t.stuck && (t.record.cuts ?? 0) <= (t.prog.cuts ?? 0)) out.push([id, e.left, e.total]);
+    }
+    return out;
+  }
+
+  /** Starts a tenancy whose progress record needs no fence or was fenced (see {@linkcode Tenancies.open}) and emits `gained`. */
   add(id: string, t: Tenancy, kind: string): void {
     const { events, stats } = this.#core;
     this.held.set(id, t);
     this.#weight += t.record.weight;
     if (t.to) this.#named++;
     bump(stats.acquisitions, kind);
-    const progress = t.record.progress;
+    const progress = t.prog.progress;
     const attempts = t.record.attempts;
     t.trace = this.#core.trace.tenancy(id, t.epoch, kind, attempts);
     // Not logged here: whoever consumes the event logs it once (the worker's `Gained split` line, event `gained`).
@@ -106,8 +153,13 @@ export class Tenancies {
     if (!t || !t.stuck || t.epoch !== epoch || (t.ending ?? 0) > 0) return false;
     this.#core.log("warn", "A held split nothing runs (its last write failed) is resumed or released", { split: id, epoch });
     this.lose(id, "fenced");
-    this.onOrphan(id, { epoch: t.epoch, revision: t.revision, record: t.record, spec: t.spec });
+    this.onOrphan(id, this.#orphan(t));
     return true;
+  }
+
+  /** What a tenancy that ended leaves to resume (its record, and whether it ran). */
+  #orphan(t: Tenancy): Dormant {
+    return { epoch: t.epoch, revision: t.revision, record: t.record, spec: t.spec, ran: t.prog.progress !== null };
   }
 
   /** Resolves once nothing is held. */
@@ -225,12 +277,66 @@ export class Tenancies {
    * its statements (a fenced write rolls them back).
    */
   async commit(id: string, epoch: number, progress: SplitProgress, final: boolean, records = 0, transaction?: TransactionWork): Promise<void> {
-    const make = (r: SplitRecord) => commitRecord(id, r, progress, final, this.#core.clock.wallNow(), records);
-    const { tenancy: t } = await this.#cas(id, epoch, final, make, final ? "complete" : "commit", transaction);
-    if (final) this.#core.log("debug", "Completed split", { split: id, epoch });
-    else if (this.held.get(id) === t && t.draining && t.cancelled) {
+    if (!final) return this.#commitProgress(id, epoch, progress, records, transaction);
+    // The completion goes to the split record (the leader sees it), over the tenancy's last committed progress.
+    const make = (r: SplitRecord) => {
+      const t = this.held.get(id);
+      const base: SplitRecord = { ...r, progress: t?.prog.progress ?? r.progress };
+      if (t && t.prog.records > 0) base.records = t.prog.records;
+      return commitRecord(id, base, progress, true, this.#core.clock.wallNow(), records);
+    };
+    await this.#cas(id, epoch, true, make, "complete", transaction);
+    this.#core.log("debug", "Completed split", { split: id, epoch });
+  }
+
+  /**
+   * A progress commit: one compare-and-swap of the split's progress record
+   * (which no leader watches), fenced by its epoch there. A cut of ours
+   * that has not landed rides first on a write of the split record.
+   */
+  async #commitProgress(id: string, epoch: number, progress: SplitProgress, records: number, transaction?: TransactionWork): Promise<void> {
+    const t = this.held.get(id);
+    if (!t || t.epoch !== epoch) {
+      throw new FencedError(id, epoch, t?.epoch ?? -1, `split is not held by this instance at epoch ${epoch}`);
+    }
+    if (t.cut && !t.cut.landed) await this.#cas(id, epoch, false, (r) => r, "cut");
+    if (this.held.get(id) !== t) throw new FencedError(id, epoch, -1, `the tenancy at epoch ${epoch} ended while writing`);
+    const check = () => {
+      if (this.held.get(id) !== t) throw new FencedError(id, epoch, -1, `the tenancy at epoch ${epoch} ended while writing`);
+    };
+    t.progWriting = (t.progWriting ?? 0) + 1;
+    let r;
+    try {
+      r = await this.#core.progs.commit(id, t.prog, progress, {
+        records,
+        cuts: t.record.cuts,
+        transaction,
+        check,
+        cause: t.trace?.write("commit", false),
+      });
+    } catch (e) {
+      if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") t.progUnsure = true; // it may land yet
+      throw e;
+    } finally {
+      t.progWriting--;
+    }
+    if (!r.ok) {
+      if (this.held.get(id) === t) this.lose(id, "fenced");
+      throw new FencedError(id, epoch, r.epoch);
+    }
+    if (this.held.get(id) === t && t.draining && t.cancelled) {
       this.#armNoProgress(id, t); // progress during a withdrawn drain keeps it alive
     }
+  }
+
+  /**
+   * What tenancy `t` vouches for at its end (see `Settled`): its last
+   * committed position, when none of its progress writes is in flight or
+   * unsure; `undefined` otherwise (the next tenancy fences).
+   */
+  settled(t: Tenancy): Settled | undefined {
+    if ((t.progWriting ?? 0) > 0 || t.progUnsure) return undefined;
+    return { progress: t.prog.progress, records: t.prog.records, ...(t.prog.rev !== undefined ? { rev: t.prog.rev } : {}) };
   }
 
   /**
@@ -252,13 +358,13 @@ export class Tenancies {
       try {
         // Each attempt goes to the successor named then; the one that landed is what was drained to.
         let sent = t.to;
-        await this.#cas(id, t.epoch, true, (r) => releaseRecord(r, (sent = t.to), this.#core.clock.wallNow()), "release");
+        await this.#cas(id, t.epoch, true, (r) => releaseRecord(r, (sent = t.to), this.#core.clock.wallNow(), this.settled(t)), "release");
         this.#core.stats.releases++;
         if (t.draining && !t.cancelled && sent) bump(this.#core.stats.revocations, "drained");
         this.#core.log("debug", "Released split", { split: id, epoch: t.epoch, to: sent?.instance ?? null });
       } catch (e) {
         if (!(e instanceof FencedError)) {
-          if (this.held.get(id) === t) this.onOrphan(id, { epoch: t.epoch, revision: t.revision, record: t.record, spec: t.spec });
+          if (this.held.get(id) === t) this.onOrphan(id, this.#orphan(t));
           throw e;
         }
       } finally {
@@ -292,7 +398,11 @@ export class Tenancies {
   /** Poison report (with the error's stack, when there is one): attempts + 1; returns the written record. */
   async fail(id: string, epoch: number, reason: string, stack?: string): Promise<SplitRecord> {
     const { config, me, clock } = this.#core;
-    const { record } = await this.#cas(id, epoch, true, (r) => failRecord(r, reason, config.maxAttempts, me.instance, clock.wallNow(), stack), "fail");
+    const settled = () => {
+      const t = this.held.get(id);
+      return t ? this.settled(t) : undefined;
+    };
+    const { record } = await this.#cas(id, epoch, true, (r) => failRecord(r, reason, config.maxAttempts, me.instance, clock.wallNow(), stack, settled()), "fail");
     return record;
   }
 
@@ -324,7 +434,7 @@ export class Tenancies {
     this.releasing.set(id, t);
     try {
       // A write of ours may still be in flight (a commit racing the release): go again at its revision.
-      const release = carryCut(t, (r) => releaseRecord(r, t.to, this.#core.clock.wallNow()));
+      const release = carryCut(t, (r) => releaseRecord(r, t.to, this.#core.clock.wallNow(), this.settled(t)));
       await this.#core.splits.cas(id, t, (r, rev) => {
         record = r;
         revision = rev;
@@ -337,7 +447,7 @@ export class Tenancies {
       });
     } catch (e) {
       this.#core.log("warn", "Forced release failed; retried once the store answers", { split: id, error: String(e) });
-      this.onOrphan(id, { epoch: t.epoch, revision, record, spec: t.spec });
+      this.onOrphan(id, { ...this.#orphan(t), revision, record });
     } finally {
       if (this.releasing.get(id) === t) this.releasing.delete(id);
     }

@@ -6,6 +6,7 @@
  */
 import type { Owner, SplitRecord } from "../../records.ts";
 import type { Cut } from "../cuts.ts";
+import type { ProgHold } from "../prog_records.ts";
 import type { TenancyTrace } from "../../tracing/tenancy_trace.ts";
 import type { SplitSpec } from "../types.ts";
 
@@ -14,7 +15,7 @@ import type { SplitSpec } from "../types.ts";
  *
  * @example
  * ```ts ignore
- * const t: Tenancy = { epoch: 3, revision: 41, record, spec, draining: false, to: null };
+ * const t: Tenancy = { epoch: 3, revision: 41, record, spec, draining: false, to: null, prog: { epoch: 3, owner: me, rev: undefined, progress: null, records: 0 } };
  * ```
  */
 export interface Tenancy {
@@ -63,6 +64,12 @@ export interface Tenancy {
   created?: Set<string>;
   /** Its span (tracing on): the cause of its writes' store operations; the lane runs the source inside it. */
   trace?: TenancyTrace;
+  /** What it knows of the split's progress record: the position it committed (or started from) and that record's revision. */
+  prog: ProgHold;
+  /** Progress writes of ours in flight. */
+  progWriting?: number;
+  /** A progress write whose outcome is unknown (an outage): its end cannot vouch for its last position (see `Settled`). */
+  progUnsure?: boolean;
 }
 
 /**
@@ -78,6 +85,8 @@ export interface Dormant {
   revision: number;
   record: SplitRecord;
   spec: SplitSpec;
+  /** It ran before (committed progress): resumed before grants that never ran. */
+  ran?: boolean;
   /** Its record was unreadable at the last try (logged once). */
   unreadable?: boolean;
 }
