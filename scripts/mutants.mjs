@@ -251,7 +251,7 @@ export const mutants = [
   {
     name: "planned-counts-residuals",
     breaks: "a leader that plans again after a cut counts the residuals as planned: no outcome ever matches the store",
-    edits: [{ file: C + "leader/planning.ts", search: "if (e.record.parent === undefined) ids.add(id);", replace: "ids.add(id);" }],
+    edits: [{ file: C + "leader/planning.ts", search: "for (const e of this.#role.view.splits.values()) if (e.record.parent === undefined) planned++;", replace: "for (const _ of this.#role.view.splits.values()) planned++;" }],
     suites: ["sim"],
   },
   // --- the gateway for split records (split_records.ts) -------------------------------------
@@ -1237,8 +1237,8 @@ export const mutants = [
   },
   {
     name: "fast-entry-rev-zero",
-    breaks: "the fast check accepts an offer or grant at revision 0",
-    edits: [{ file: "src/records/fast_checks.ts", search: "isCount(x.rev) && x.rev > 0 &&", replace: "isCount(x.rev) &&" }],
+    breaks: "the fast check accepts an offer or grant at revision 0 without the record its claim would create",
+    edits: [{ file: "src/records/fast_checks.ts", search: "(x.rec === undefined ? x.rev > 0 : isSplitRecord(x.rec))", replace: "(x.rec === undefined ? x.rev >= 0 : isSplitRecord(x.rec))" }],
     suites: ["unit"],
   },
   {
@@ -1396,7 +1396,7 @@ export const mutants = [
   {
     name: "assign-no-inline-budget",
     breaks: "split records go inline past the 48 KiB budget",
-    edits: [{ file: "src/coordinator/leader/assign_build.ts", search: "if (n <= inline && fits(bare + n)) {", replace: "if (fits(bare + n)) {" }],
+    edits: [{ file: "src/coordinator/leader/assign_build.ts", search: "if ((paged || n <= inline) && fits(bare + n)) {", replace: "if (fits(bare + n)) {" }],
     suites: ["unit"],
   },
   {
@@ -1514,7 +1514,7 @@ export const mutants = [
   {
     name: "lane-offers-not-trimmed",
     breaks: "lane offers are not taken back when a grant or a handoff fills the lane: a member is offered more splits for lanes than it has",
-    edits: [{ file: C + "leader/offers.ts", search: "if (o.plain(m) > lanes) o.trim(m, lanes);", replace: "" }],
+    edits: [{ file: C + "leader/offers.ts", search: "if (o.plain(m) > Math.min(MAX_OFFERS, free + prefetch)) o.trim(m, Math.min(MAX_OFFERS, free + prefetch));", replace: "" }],
     suites: ["unit", "coordinator", "sim"],
   },
   // --- the cost per split (issue 32) ------------------------------------------------------
@@ -1637,7 +1637,7 @@ export const mutants = [
   {
     name: "assign-entry-rec-unchecked",
     breaks: "the fast check of an assignment record accepts an offer or grant whose inline split record is no split record",
-    edits: [{ file: "src/records/fast_checks.ts", search: "(x.rec === undefined || isSplitRecord(x.rec))", replace: "(x.rec === undefined || isObj(x.rec))" }],
+    edits: [{ file: "src/records/fast_checks.ts", search: "(x.rec === undefined ? x.rev > 0 : isSplitRecord(x.rec))", replace: "(x.rec === undefined ? x.rev > 0 : isObj(x.rec))" }],
     suites: ["unit"],
   },
   {
@@ -1718,6 +1718,37 @@ export const mutants = [
     name: "beat-estimates-after-cut",
     breaks: "a member's heartbeat reports an estimate committed before a cut of the split: the leader ranks the kept range by the whole range's work left",
     edits: [{ file: "src/coordinator/member/tenancies.ts", search: "if (e && !t.stuck && (t.record.cuts ?? 0) <= (t.prog.cuts ?? 0))", replace: "if (e && !t.stuck)" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "handback-unstarted-not-ended",
+    breaks: "a grant handed back before it started is not remembered as ended: a later delivery of the same grant starts it after the hand-back closed its progress record, and its first commit lands under the next tenancy (simulation seed 856)",
+    edits: [{ file: "src/coordinator/member/claim_recovery.ts", search: "    if ((before ?? -1) < claimed.epoch) ended.set(id, claimed.epoch);\n", replace: "" }],
+    suites: ["sim"],
+  },
+  {
+    name: "overlapping-starts-older-wins",
+    breaks: "two starts of one split overlapping while a fence is out (a grant, and our own resume at the next epoch) both start: two tenancies of one split (simulation seed 177)",
+    edits: [{ file: "src/coordinator/member/tenancies.ts", search: "    if ((this.#opening.get(id) ?? -1) > t.epoch) return false;\n", replace: "" }],
+    suites: ["sim"],
+  },
+  {
+    name: "prefetch-never",
+    breaks: "tiny splits are not prefetched: a freed lane waits for the leader's next assignment write, a round trip per split",
+    edits: [{ file: "src/coordinator/leader/offers.ts", search: "export const PREFETCH_BELOW_MS = 250;", replace: "export const PREFETCH_BELOW_MS = 0;" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "prefetch-refill-every-split",
+    breaks: "the prefetch is topped up after every split a lane takes from it, not once half is used: one assignment write per split again",
+    edits: [
+      {
+        file: "src/coordinator/leader/offers.ts",
+        search: "const lanes = Math.min(MAX_OFFERS, free + (o.plain(m) - free > prefetch / 2 ? Math.max(0, o.plain(m) - free) : prefetch));",
+        replace: "const lanes = Math.min(MAX_OFFERS, free + prefetch);",
+      },
+      { file: "src/coordinator/leader/offers.ts", search: "m.plain - free <= prefetch / 2) return true;", replace: "m.plain - free < prefetch) return true;" },
+    ],
     suites: ["coordinator"],
   },
 ];

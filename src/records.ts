@@ -46,6 +46,7 @@ export {
   type TenancyEnd,
 } from "./records/split.ts";
 export { liveSplitRecord, type ProgRecord, ProgRecordSchema } from "./records/prog.ts";
+export { PAGE_BYTES, PAGE_SPLITS, type PageEntry, pagedRecord, type PageRecord, PageRecordSchema } from "./records/page.ts";
 export { type AssignEntry, type AssignRecord, AssignRecordSchema } from "./records/assign.ts";
-export { isProgRecord, isSplitRecord } from "./records/fast_checks.ts";
+export { isPageRecord, isProgRecord, isSplitRecord } from "./records/fast_checks.ts";
 export { decodeRecord, encodeRecord, safeDecodeRecord, schemaForKey } from "./records/codec.ts";

@@ -194,9 +194,12 @@ export class Leadership {
     this.#record = record;
     this.#leading = true;
     this.#taking = true;
+    let pages = 0;
     try {
-      const term = await this.#bumpTerm();
-      if (term === undefined) return this.stop();
+      const bumped = await this.#bumpTerm();
+      if (bumped === undefined) return this.stop();
+      const { term } = bumped;
+      pages = bumped.pages;
       this.#term = term;
       this.#record = { ...record, term };
       this.#lead?.set({ "splitlease.term": term });
@@ -224,7 +227,7 @@ export class Leadership {
     this.#planning = this.#planner ? new Planning(core, this.#planner, role, () => this.#stillLeading(role)) : undefined;
     try {
       log("debug", "Leader role starting", { term });
-      await role.start(predecessor);
+      await role.start(predecessor, pages);
       log("debug", "Leader role started", { term, splits: role.view.splits.size, members: role.view.members.size });
     } catch (e) {
       if (this.#role === role) this.stop();
@@ -246,8 +249,8 @@ export class Leadership {
     return this.#leading && this.#role === role;
   }
 
-  /** Bumps `plan.term` (the leader fence); returns the new term. */
-  async #bumpTerm(): Promise<number | undefined> {
+  /** Bumps `plan.term` (the leader fence); returns the new term and the pages of the plan it published. */
+  async #bumpTerm(): Promise<{ term: number; pages: number } | undefined> {
     const { store } = this.#leaderCore;
     for (let i = 0; i < 8 && this.#leading; i++) {
       const cur = await store.get(keys.plan);
@@ -268,7 +271,7 @@ export class Leadership {
         : await store.create(keys.plan, encodeRecord(next));
       if (r.ok) {
         if (prev && !prev.ok) this.#core.replaced.note(keys.plan, prev.error.message);
-        return next.term;
+        return { term: next.term, pages: next.pages ?? 0 };
       }
     }
     return undefined;

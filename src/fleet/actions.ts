@@ -19,6 +19,9 @@
 import {
   encodeRecord,
   MemberRecordSchema,
+  type PageEntry,
+  pagedRecord,
+  PageRecordSchema,
   PlanRecordSchema,
   type ProgRecord,
   ProgRecordSchema,
@@ -250,6 +253,8 @@ export async function cancelSplit(store: Store, id: string): Promise<CancelResul
     outcome: "conflict",
     message: `Split "${id}" kept changing while being cancelled (${TRIES} tries: its owner commits often); retry`,
   });
+  const undealt = await cancelUndealt(store, id);
+  if (undealt) return undealt;
   const r = await casLoop<CancelResult>(store, keys.split(id), (cur) => {
     const read = readSplit(id, cur);
     if ("done" in read) return read;
@@ -279,6 +284,45 @@ export async function cancelSplit(store: Store, id: string): Promise<CancelResul
     r.reopened = await reopenStalled(store);
   }
   return r;
+}
+
+/**
+ * Cancels a planned split that was not dealt yet (it has no record of its
+ * own; a published page of the plan lists it) by creating its record
+ * cancelled, at epoch 1 — or `undefined` when it has a record (or no page
+ * lists it): the compare-and-swap path then answers. A claim that creates
+ * the record first wins, and the cancel goes over that record instead.
+ */
+async function cancelUndealt(store: Store, id: string): Promise<CancelResult | undefined> {
+  if (await store.get(keys.split(id))) return undefined;
+  const entry = await plannedEntry(store, id);
+  if (!entry) return undefined;
+  const rec = withTenancy({ ...pagedRecord(entry), status: "cancelled", epoch: 1 }, Date.now(), null);
+  if (!(await store.create(keys.split(id), encodeRecord(rec))).ok) return undefined;
+  return {
+    id,
+    outcome: "cancelled",
+    epoch: 1,
+    previous: "runnable",
+    previousOwner: null,
+    reopened: await reopenStalled(store),
+    message: `Split "${id}" cancelled (was runnable, not dealt yet)`,
+  };
+}
+
+/** The entry of a published page of the plan that lists `id`, if one does. */
+async function plannedEntry(store: Store, id: string): Promise<PageEntry | undefined> {
+  const plan = await store.get(keys.plan);
+  const p = plan ? safeDecodeRecord(plan.key, plan.value, PlanRecordSchema) : undefined;
+  const pages = p?.ok ? p.value.pages ?? 0 : 0;
+  if (pages === 0) return undefined;
+  for (const e of await store.list(keys.pagePrefix)) {
+    if (e.key >= keys.page(pages)) break;
+    const page = safeDecodeRecord(e.key, e.value, PageRecordSchema);
+    const found = page.ok ? page.value.splits.find((x) => x.id === id) : undefined;
+    if (found) return found;
+  }
+  return undefined;
 }
 
 /**

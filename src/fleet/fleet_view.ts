@@ -19,6 +19,9 @@ import {
   type PlanRecord,
   PlanRecordSchema,
   liveSplitRecord,
+  pagedRecord,
+  type PageRecord,
+  PageRecordSchema,
   type ProgRecord,
   ProgRecordSchema,
   safeDecodeRecord,
@@ -209,15 +212,8 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
     const p = decode<ProgRecord>(e, ProgRecordSchema);
     if (p) progs.set(e.key.slice(keys.progPrefix.length), p);
   }
-  for (const e of snapshot.splits) {
-    const id = e.key.slice(keys.splitPrefix.length);
-    const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
-    if (!r.ok) {
-      counts.invalid++;
-      invalid.push({ key: e.key, message: r.error.message });
-      continue;
-    }
-    const rec = liveSplitRecord(r.value, progs.get(id));
+  const seen = new Set<string>();
+  const consider = (id: string, rec: SplitRecord): void => {
     counts.total++;
     counts[rec.status]++;
     counts.weight += rec.weight;
@@ -231,14 +227,14 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
       } else counts.unclaimed++;
     }
     if (q.state && !q.state.includes(rec.status) && !(rec.status === "runnable" && q.state.includes(rec.owner ? "owned" : "unclaimed"))) {
-      continue;
+      return;
     }
-    if (q.owner !== null && rec.owner?.instance !== q.owner) continue;
-    if (q.match !== null && !matches(id, rec, q.match)) continue;
+    if (q.owner !== null && rec.owner?.instance !== q.owner) return;
+    if (q.match !== null && !matches(id, rec, q.match)) return;
     matched++;
-    if (q.after !== null && id <= q.after) continue;
+    if (q.after !== null && id <= q.after) return;
     matchedAfter++;
-    if (page.length === q.limit && id >= page[page.length - 1].id) continue;
+    if (page.length === q.limit && id >= page[page.length - 1].id) return;
     // Sorted insert (a key-ordered listing always appends).
     let lo = 0, hi = page.length;
     while (lo < hi) {
@@ -248,6 +244,24 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
     }
     page.splice(lo, 0, { id, rec });
     if (page.length > q.limit) page.pop();
+  };
+  for (const e of snapshot.splits) {
+    const id = e.key.slice(keys.splitPrefix.length);
+    seen.add(id);
+    const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
+    if (!r.ok) {
+      counts.invalid++;
+      invalid.push({ key: e.key, message: r.error.message });
+      continue;
+    }
+    consider(id, liveSplitRecord(r.value, progs.get(id)));
+  }
+  // Planned splits not dealt yet have no record of their own: they are on the plan's published pages.
+  const published = plan?.pages ?? 0;
+  for (const e of snapshot.pages ?? []) {
+    if (e.key >= keys.page(published)) continue; // a run that never published
+    const p = decode<PageRecord>(e, PageRecordSchema);
+    for (const x of p?.splits ?? []) if (!seen.has(x.id)) (seen.add(x.id), consider(x.id, pagedRecord(x)));
   }
   counts.unowned = counts.unclaimed; // the deprecated name
   invalid.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));

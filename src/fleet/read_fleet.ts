@@ -44,8 +44,8 @@ export interface ReadFleetOptions extends FleetQuery {
  */
 export async function readFleetSnapshot(store: Store, wallNow: () => number = Date.now): Promise<FleetSnapshot> {
   const at = wallNow();
-  // Progress before splits: a split that completes between the two listings is then read completed, with its final position.
-  const progs = await store.list(keys.progPrefix);
+  // Pages and progress before splits: a split dealt or completed between two listings is then read with its record.
+  const [pages, progs] = await Promise.all([store.list(keys.pagePrefix), store.list(keys.progPrefix)]);
   const [job, plan, leader, members, splits] = await Promise.all([
     store.get(keys.job),
     store.get(keys.plan),
@@ -53,7 +53,7 @@ export async function readFleetSnapshot(store: Store, wallNow: () => number = Da
     store.list(keys.memberPrefix),
     store.list(keys.splitPrefix),
   ]);
-  return { job, plan, leader, members, splits, progs, at };
+  return { job, plan, leader, members, splits, progs, pages, at };
 }
 
 /**

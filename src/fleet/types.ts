@@ -362,6 +362,8 @@ export interface FleetSnapshot {
   splits: Iterable<StoreEntry>;
   /** Every `prog.` entry: the position each running split's tenancies committed (absent in snapshots taken before they existed). */
   progs?: Iterable<StoreEntry>;
+  /** Every `page.` entry: the plan's splits, those not dealt yet having no record of their own. */
+  pages?: Iterable<StoreEntry>;
   /** Wall-clock time of the read. */
   at: number;
 }

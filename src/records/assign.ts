@@ -22,9 +22,12 @@ export interface AssignEntry {
   id: string;
   /** Epoch of the split record at `rev`. */
   epoch: number;
-  /** Revision of the split record the directive is about. */
+  /**
+   * Revision of the split record the directive is about; `0` for a planned
+   * split not dealt yet (it has no record: its claim creates it from `rec`).
+   */
   rev: number;
-  /** The split record at `rev` (omitted when the assignment record would grow too large). */
+  /** The split record at `rev` (omitted when the assignment record would grow too large; always given at revision 0). */
   rec?: SplitRecord;
   /** Why it comes: `takeover` (its owner died), `reclaim` (its owner was our previous process), `handoff` (released or fenced to us). */
   why?: "takeover" | "reclaim" | "handoff";
@@ -70,11 +73,11 @@ export interface AssignRecord {
 const EntrySchema: z.ZodType<AssignEntry> = z.object({
   id,
   epoch: count,
-  rev: z.number().int().positive(),
+  rev: count,
   rec: SplitRecordSchema.optional(),
   why: z.enum(["takeover", "reclaim", "handoff"]).optional(),
   spare: z.literal(true).optional(),
-});
+}).refine((e) => e.rev > 0 || e.rec !== undefined, { message: "an entry at revision 0 (a planned split not dealt yet) carries its record" });
 
 /** Schema of an `assign.<instance>` record. */
 export const AssignRecordSchema: z.ZodType<AssignRecord> = z.object({

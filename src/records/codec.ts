@@ -14,6 +14,7 @@ import { MemberRecordSchema } from "./member.ts";
 import { SpecRecordSchema, SplitRecordSchema } from "./split.ts";
 import { AssignRecordSchema } from "./assign.ts";
 import { ProgRecordSchema } from "./prog.ts";
+import { PageRecordSchema } from "./page.ts";
 import { FAST_CHECKS, isObj } from "./fast_checks.ts";
 
 /**
@@ -111,5 +112,6 @@ export function schemaForKey(key: string): z.ZodType | undefined {
   if (key.startsWith(keys.splitPrefix)) return SplitRecordSchema;
   if (key.startsWith(keys.assignPrefix)) return AssignRecordSchema;
   if (key.startsWith(keys.progPrefix)) return ProgRecordSchema;
+  if (key.startsWith(keys.pagePrefix)) return PageRecordSchema;
   return undefined;
 }

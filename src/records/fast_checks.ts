@@ -14,6 +14,7 @@ import { type AssignRecord, AssignRecordSchema } from "./assign.ts";
 import { type MemberRecord, MemberRecordSchema } from "./member.ts";
 import { type LeaderRecord, LeaderRecordSchema, QUARANTINED_IDS_PUBLISHED } from "./job.ts";
 import { type ProgRecord, ProgRecordSchema } from "./prog.ts";
+import { PAGE_SPLITS, type PageRecord, PageRecordSchema } from "./page.ts";
 import { estimateProblem, MAX_RESIDUALS, type SplitRecord, SplitRecordSchema, TENANCY_ENDS } from "./split.ts";
 
 type Obj = Record<string, unknown>;
@@ -74,6 +75,17 @@ export function isProgRecord(x: unknown): x is ProgRecord {
   return (x.records === undefined || isCount(x.records)) && (x.cuts === undefined || isCount(x.cuts));
 }
 
+/** Whether `x` is a valid page record (the hand-written twin of {@linkcode PageRecordSchema}): a new leader decodes every page of the plan. */
+export function isPageRecord(x: unknown): x is PageRecord {
+  if (!isObj(x) || x.v !== 2 || !isCount(x.term) || !Array.isArray(x.splits) || x.splits.length > PAGE_SPLITS) return false;
+  for (const e of x.splits) {
+    if (!isObj(e) || typeof e.id !== "string" || !ID_RE.test(e.id)) return false;
+    if (e.weight !== undefined && !(typeof e.weight === "number" && e.weight > 0 && Number.isFinite(e.weight))) return false;
+    if (e.spec !== undefined && e.spec !== true) return false;
+  }
+  return true;
+}
+
 /** Whether `p` is a valid split progress (its watermark and estimate; a parsed state is JSON by construction). */
 function isProgress(p: unknown): boolean {
   if (!isObj(p)) return false;
@@ -98,8 +110,8 @@ const isEstimateEntry = (e: unknown): boolean =>
 
 const WHY = new Set(["takeover", "reclaim", "handoff"]);
 const isEntry = (x: unknown): boolean =>
-  isObj(x) && typeof x.id === "string" && ID_RE.test(x.id) && isCount(x.epoch) && isCount(x.rev) && x.rev > 0 &&
-  (x.rec === undefined || isSplitRecord(x.rec)) && (x.why === undefined || WHY.has(x.why as string)) &&
+  isObj(x) && typeof x.id === "string" && ID_RE.test(x.id) && isCount(x.epoch) && isCount(x.rev) &&
+  (x.rec === undefined ? x.rev > 0 : isSplitRecord(x.rec)) && (x.why === undefined || WHY.has(x.why as string)) &&
   (x.spare === undefined || x.spare === true);
 
 const isCut = (c: unknown): boolean =>
@@ -139,4 +151,5 @@ export const FAST_CHECKS: ReadonlyMap<z.ZodType, (x: unknown) => boolean> = new 
   [AssignRecordSchema, isAssignRecord],
   [LeaderRecordSchema, isLeaderRecord],
   [ProgRecordSchema, isProgRecord],
+  [PageRecordSchema, isPageRecord],
 ]);

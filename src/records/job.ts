@@ -68,6 +68,8 @@ export interface PlanRecord {
   generation: number;
   /** Splits planned (counted from what was seeded). */
   planned: number;
+  /** Pages of the plan published (`page.0 .. page.<pages-1>`: the planned splits, in dealing order); absent: none. */
+  pages?: number;
   /** Planner cursor for discovery planners. */
   cursor?: Json;
   /** Wall-clock time of the last publish (informational only). */
@@ -89,6 +91,7 @@ export const PlanRecordSchema: z.ZodType<PlanRecord> = z.object({
   finality: z.enum(["open", "final"]),
   generation: count,
   planned: count,
+  pages: count.optional(),
   cursor: json.optional(),
   publishedAt: z.number().optional(),
   outcome: OutcomeSchema.optional(),

@@ -134,10 +134,14 @@ export interface KeyLayout {
   readonly assignPrefix: "assign.";
   /** Prefix of progress records (one per split that committed progress; no leader watches them). */
   readonly progPrefix: "prog.";
+  /** Prefix of the plan's pages (its splits before they are dealt). */
+  readonly pagePrefix: "page.";
   /** Key of the member record of `instance`. */
   member(instance: string): string;
   /** Key of the progress record of `splitId`. */
   prog(splitId: string): string;
+  /** Key of page `n` of the plan (0-based). */
+  page(n: number): string;
   /** Key of the immutable spec of `splitId`. */
   spec(splitId: string): string;
   /** Key of the mutable state record of `splitId`. */
@@ -172,6 +176,8 @@ export const keys: KeyLayout = {
   assignPrefix: "assign.",
   /** Prefix of progress records (one per split that committed progress; no leader watches them). */
   progPrefix: "prog.",
+  /** Prefix of the plan's pages (its splits before they are dealt). */
+  pagePrefix: "page.",
   /** Key of the member record of `instance`. */
   member(instance: string): string {
     return "member." + instance;
@@ -179,6 +185,10 @@ export const keys: KeyLayout = {
   /** Key of the progress record of `splitId` (its tenancies' commits; fenced by its own epoch). */
   prog(splitId: string): string {
     return "prog." + splitId;
+  },
+  /** Key of page `n` of the plan (zero-padded: a listing gives the pages in order). */
+  page(n: number): string {
+    return "page." + String(n).padStart(8, "0");
   },
   /** Key of the immutable spec of `splitId`. */
   spec(splitId: string): string {

@@ -6,7 +6,7 @@ import type { AssignRecord } from "../../admin.ts";
 import { keys } from "../../admin.ts";
 import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
 import { FaultyStore } from "./faulty_store.ts";
-import { splitRecord } from "./scenarios.ts";
+import { plannedRecord, splitRecord } from "./scenarios.ts";
 
 /** How many splits an assignment record lists. */
 const given = (v: string) => v.match(/"id":"/g)?.length ?? 0;
@@ -55,7 +55,8 @@ async function exclusive(f: Fleet, ms: Member[], ids: string[]): Promise<void> {
     }
   }
   for (const id of ids) {
-    const rec = await splitRecord(rawStore(f), id);
+    const rec = (await plannedRecord(rawStore(f), id))?.record;
+    assert.ok(rec, `${id} is planned`);
     const h = holders.get(id);
     if (h) assert.equal(rec.owner?.instance, h, `${id}: the store names ${rec.owner?.instance}, ${h} runs it`);
   }

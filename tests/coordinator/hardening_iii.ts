@@ -6,6 +6,7 @@ import { cancelSplit, keys } from "../../admin.ts";
 import { encodeRecord, PlanRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../../src/records.ts";
 import { FaultyStore } from "./faulty_store.ts";
 import { type Backend, finalPlanner, type Fleet, type Member, rawStore, splits } from "./fleet.ts";
+import { plannedRecord } from "./scenarios.ts";
 
 /** The outcome the plan record holds now. */
 async function planOutcome(store: Store): Promise<unknown> {
@@ -79,11 +80,12 @@ export function hardeningIIIScenarios(b: Backend): void {
     const other = splits(2).map((s) => s.id).find((id) => !d.held.includes(id))!;
     // A leader's write opening the free split for d (epoch + 1, owner d), as
     // a takeover or a seed does; the write telling d never came.
-    const cur = (await raw.get(keys.split(other)))!;
-    const rec = safeDecodeRecord(cur.key, cur.value, SplitRecordSchema);
-    assert.ok(rec.ok);
-    const opened = { ...rec.value, epoch: rec.value.epoch + 1, owner: { instance: "d", session: d.c.session } };
-    assert.ok((await raw.update(keys.split(other), encodeRecord(opened), cur.revision)).ok);
+    const cur = (await plannedRecord(raw, other))!; // not dealt yet (revision 0: no record of its own), or freed
+    const opened = { ...cur.record, epoch: cur.record.epoch + 1, owner: { instance: "d", session: d.c.session } };
+    const w = cur.revision === 0
+      ? await raw.create(keys.split(other), encodeRecord(opened))
+      : await raw.update(keys.split(other), encodeRecord(opened), cur.revision);
+    assert.ok(w.ok);
     // The leader's view names d for two splits while d says it holds one:
     // anti-entropy grants both, and d has no lane for the second.
     const back = await watchHeld(f, d, () => false, 3 * f.timings.leaseMs);

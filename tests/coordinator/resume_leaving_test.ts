@@ -11,7 +11,7 @@ import { keys } from "../../admin.ts";
 import { MemoryStore } from "../../mod.ts";
 import { joinBehindFaults } from "./faulty_store.ts";
 import { FAST, finalPlanner, Fleet, ManualDriver, splits } from "./fleet.ts";
-import { splitRecord } from "./scenarios.ts";
+import { plannedRecord, splitRecord } from "./scenarios.ts";
 
 /**
  * A standby leader and a worker `w` (behind a fault layer) that holds the
@@ -126,7 +126,7 @@ Deno.test("resume keeps its lane: while a resume's CAS is out, no other split is
 
   // Longer than a free lane waits before it claims a spare (spareClaimAfterMs: 20 ms here).
   for (let t = 0; t < leaseMs / 4; t += 10) await f.advance(10);
-  const meanwhile = await splitRecord(shared, other);
+  const meanwhile = (await plannedRecord(shared, other))!.record; // not dealt yet: no record of its own, owned by nobody
   assert.equal(meanwhile.owner, null, `w claimed ${other} (epoch ${meanwhile.epoch}) into the lane its resume of ${id} will take`);
 
   // The resume lands: w runs s000 again, in its one lane.

@@ -5,7 +5,8 @@ import { ManualClock } from "../../testing.ts";
 import { SplitCoordinator, FencedError, SplitleaseError } from "../../mod.ts";
 import type { Planner, Store } from "../../mod.ts";
 import { type SplitRecord, keys } from "../../admin.ts";
-import { decodeRecord, liveSplitRecord, ProgRecordSchema, SplitRecordSchema } from "../../src/records.ts";
+import { decodeRecord, liveSplitRecord, pagedRecord, PageRecordSchema, ProgRecordSchema, SplitRecordSchema } from "../../src/records.ts";
+
 import { FaultyStore } from "./faulty_store.ts";
 import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
 
@@ -13,6 +14,22 @@ export async function splitRecord(store: Store, id: string): Promise<SplitRecord
   const e = await store.get(keys.split(id));
   assert.ok(e, `split ${id} exists`);
   return decodeRecord(e.key, e.value, SplitRecordSchema);
+}
+
+/**
+ * A split's record, or — for a planned split not dealt yet, which has no
+ * record of its own — the record its claim would create (from its page of
+ * the plan) at revision 0; `undefined` when no page lists it either.
+ */
+export async function plannedRecord(store: Store, id: string): Promise<{ record: SplitRecord; revision: number } | undefined> {
+  const e = await store.get(keys.split(id));
+  if (e) return { record: decodeRecord(e.key, e.value, SplitRecordSchema), revision: e.revision };
+  for (const p of await store.list(keys.pagePrefix)) {
+    const page = decodeRecord(p.key, p.value, PageRecordSchema);
+    const entry = page.splits.find((x) => x.id === id);
+    if (entry) return { record: pagedRecord(entry), revision: 0 };
+  }
+  return undefined;
 }
 
 /** A split's record as readers see it: with the live position its progress record holds (see `liveSplitRecord`). */
@@ -251,12 +268,18 @@ export function coordinatorScenarios(b: Backend): void {
     );
     f.members.push(a);
     assert.ok(await f.until(() => parked.count() === 1, 1000, 1));
-    assert.equal((await raw.list("split.")).length, 6);
+    // Its one page of six splits landed; the one it dealt to its idle lane has its record.
+    const pageOf = async () => decodeRecord(keys.page(0), (await raw.get(keys.page(0)))!.value, PageRecordSchema);
+    assert.deepEqual((await pageOf()).splits.map((e) => e.id), splits(6).map((x) => x.id));
+    assert.equal((await raw.list("split.")).length, 1);
     await a.c.abandon();
     const w = await f.join({ instance: "b", planner: plan });
     assert.ok(await f.until(() => w.c.status().plan?.generation === 1, 3000));
     assert.equal(runs, 2);
-    assert.equal((await raw.list("split.")).length, 6, "no duplicate splits");
+    // The unpublished page was written over by the new term, the dealt split not planned again.
+    assert.equal((await raw.list("page.")).length, 1, "one page of the plan");
+    assert.deepEqual((await pageOf()).splits.map((e) => e.id), splits(6).map((x) => x.id).filter((id) => id !== a.gained()[0]?.split.id));
+    assert.equal(w.c.status().plan?.planned, 6, "no duplicate splits");
     const published = (await raw.get("plan"))!;
     parked.release();
     await f.advance(50);

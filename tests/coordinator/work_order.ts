@@ -6,7 +6,9 @@ import assert from "node:assert/strict";
 import type { PlannedSplit, Planner } from "../../mod.ts";
 import { AssignRecordSchema, decodeRecord } from "../../src/records.ts";
 import { keys } from "../../admin.ts";
-import { type Backend, finalPlanner, type Fleet, type Member, rawStore, splits } from "./fleet.ts";
+import { type Backend, finalPlanner, type Fleet, Member, rawStore, splits } from "./fleet.ts";
+import { SplitCoordinator } from "../../mod.ts";
+import { FaultyStore } from "./faulty_store.ts";
 
 /** Pairs started out of plan order (`order`: split ids in the order they started). */
 export function inversions(order: string[], rank: (id: string) => number): number {
@@ -129,6 +131,59 @@ export function workOrderScenarios(b: Backend): void {
       const [x, y] = m.held.map((id) => Number(id.slice(1))).sort((p, q) => p - q);
       assert.equal(y, x + 1, `${m.c.instance} holds ${m.held}: not consecutive`);
     }
+  });
+
+  // Issue 38, item 4: kills prefetch-never and prefetch-refill-every-split.
+  t("W6. tiny splits are prefetched: each busy lane holds its next split, claimed the moment the lane frees without the leader's next write; one rewrite serves several", async () => {
+    const writes: string[] = [];
+    await using f = await b.fleet();
+    const lStore = new FaultyStore(await b.extraStore(f));
+    const counting = new Proxy(lStore, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop, target);
+        if (prop !== "update" && prop !== "create") return typeof v === "function" ? v.bind(target) : v;
+        return (k: string, ...rest: unknown[]) => {
+          if (k === keys.assign("a")) writes.push(k);
+          return (v as (...x: unknown[]) => unknown).call(target, k, ...rest);
+        };
+      },
+    });
+    const { plan, open } = gated(splits(40));
+    const lead = new Member(await SplitCoordinator.join({ store: counting, job: f.job, instance: "l", clock: f.clock, planner: plan, ...f.timings, maxInFlight: 0 }));
+    f.members.push(lead);
+    const a = await f.join({ instance: "a", maxInFlight: 4 });
+    await leaderSees(f, [lead, a]);
+    open();
+    // Splits that end at once: the leader learns they are tiny and prefetches one per busy lane.
+    for (let round = 0; round < 3; round++) {
+      assert.ok(await f.until(() => a.held.length === 4, 3000), `round ${round}: a fills its lanes`);
+      await f.advance(5);
+      await a.completeAll();
+    }
+    assert.ok(await f.until(() => a.held.length === 4, 3000));
+    await f.advance(50);
+    const offered = () => rawStore(f).get(keys.assign("a")).then((e) => decodeRecord(e!.key, e!.value, AssignRecordSchema).offers.filter((o) => !o.spare).map((o) => o.id));
+    const next = await offered();
+    assert.ok(next.length >= 4, `each busy lane has its next split offered: ${next}`);
+    // No more assignment writes for a: its freed lanes start their prefetched splits anyway.
+    const parked = lStore.hold((op, key) => key === keys.assign("a"));
+    const before = a.gained().length;
+    await f.advance(5);
+    await a.completeAll();
+    assert.ok(await f.until(() => a.gained().length === before + 4, 1000, 1), "the four freed lanes started their next splits");
+    assert.deepEqual(a.gained().slice(before).map((g) => g.split.id).sort(), [...next].sort().slice(0, 4), "the prefetched ones");
+    parked.release();
+    // Dealing the rest: fewer assignment writes than splits.
+    const from = writes.length;
+    let done = 0;
+    while (a.held.length > 0 && done < 24) {
+      await f.advance(5);
+      done += a.held.length;
+      await a.completeAll();
+      await f.until(() => a.held.length > 0 || a.has("allComplete"), 1000, 1);
+    }
+    assert.ok(done >= 16, `completed ${done}`);
+    assert.ok(writes.length - from <= done / 2, `${writes.length - from} writes of assign.a for ${done} splits`);
   });
 
   t("W3. a member running a split in every lane keeps them: no move to an idle member when nothing is unstarted", async () => {

@@ -155,6 +155,8 @@ interface SplitTrack {
   handoffs: Map<number, string>;
   /** The split's progress record as its last landed write left it (absent before the first). */
   prog?: { epoch: number; owner: string | null; watermark: number | string | undefined; revision: number };
+  /** The store lost the progress record (or an operator deleted its garbage) since the last write of it: a holder may know more than the store. */
+  progLost?: boolean;
 }
 
 /**
@@ -423,7 +425,9 @@ export class Referee {
       this.violation(`${where}: completed at watermark ${wm ?? "none"}, behind the committed ${live}`);
     }
     // A write that closes the progress record to older tenancies hands their last position on.
-    if ((rec.closed ?? 0) > (p.closed ?? 0) && rec.status === "runnable" && (wm ?? null) !== (live ?? null)) {
+    // (After the store lost the progress record, the holder's own last position is newer than anything stored.)
+    const handedOn = prev.progLost ? live === undefined || (wm !== undefined && wm >= live) : (wm ?? null) === (live ?? null);
+    if ((rec.closed ?? 0) > (p.closed ?? 0) && rec.status === "runnable" && !handedOn) {
       this.violation(`${where}: closed the progress record below ${rec.closed} with watermark ${wm ?? "none"}, while ${live ?? "none"} is committed`);
     }
     if (rec.attempts < p.attempts) this.violation(`${where}: attempts went down ${p.attempts} -> ${rec.attempts}`);
@@ -445,6 +449,13 @@ export class Referee {
   #prog(w: Writer, op: string, key: string, value: string | undefined, rev: number): void {
     const id = key.slice("prog.".length);
     const where = `prog ${id} r${rev} by ${w.label}`;
+    if (w.label === ADVERSARY || (w.label === OPERATOR && value === undefined)) {
+      // The store lost it or holds garbage in it (or an operator deleted the garbage): its position is gone.
+      this.trace(`land ${w.label} ${op} ${key} r${rev} (damage or repair)`);
+      const t = this.splits.get(id);
+      if (t) (t.prog = undefined), (t.progLost = true);
+      return;
+    }
     if (value === undefined) {
       this.trace(`land ${w.label} ${op} ${key} r${rev}`);
       this.violation(`${where}: deleted a progress record`);
@@ -479,6 +490,7 @@ export class Referee {
       this.violation(`${where}: durable watermark regressed ${was} -> ${wm ?? "none"}`);
     }
     t.prog = { epoch: rec.epoch, owner: named, watermark: wm, revision: rev };
+    t.progLost = false;
   }
 
   /**
@@ -1032,6 +1044,15 @@ export interface SimConfig {
    * racing the leader's decision of the outcome.
    */
   operator?: number;
+  /**
+   * Per step, the probability that the store loses a running split's
+   * progress record (deleted) or holds garbage in it (issue 38: a progress
+   * record lost or garbage while its split record is fine). Garbage is
+   * repaired by an operator (deleted) 100–1500 ms later, unless its holder
+   * wrote over it first. A lost position is lost: the next tenancy resumes
+   * from the split record's (the referee forgets the progress record).
+   */
+  progDamage?: number;
 }
 
 /** Outcome of one seed. */
@@ -1107,11 +1128,15 @@ export function configFor(seed: number): SimConfig {
   const adv = new Rng(subSeed(seed, 5));
   cfg.slowWatch = adv.pick([0, 0, 0.02, 0.05]);
   cfg.killAfterWrite = adv.pick([0, 0, 0.01, 0.04]);
+  // A stream of its own (issue 38): the rest of a seed's configuration is what it was before progress records.
+  cfg.progDamage = new Rng(subSeed(seed, 11)).pick([0, 0, 0.01, 0.03]);
   return cfg;
 }
 
 /** The label of the operator's writes (requeue, cancel, and their plan rewrite). */
 const OPERATOR = "OP";
+/** The label of the store's own damage (a progress record lost or garbage: `SimConfig.progDamage`). */
+const ADVERSARY = "ADV";
 
 /** An operator's connection: writes go through the referee (as the operator), reads straight to the store. */
 class OperatorStore implements Store {
@@ -1754,6 +1779,41 @@ export class Sim {
         this.#start(p.instance, "twin");
       }
     }
+    this.#damageProgress();
+  }
+
+  #damageRng: Rng | undefined;
+  readonly #adversary: Writer = { id: -2, instance: "adversary", label: ADVERSARY };
+  readonly #operator: Writer = { id: -1, instance: "operator", label: OPERATOR };
+
+  /** Maybe loses a running split's progress record, or puts garbage in it (see `SimConfig.progDamage`). */
+  #damageProgress(): void {
+    const r = (this.#damageRng ??= new Rng(subSeed(this.seed, 12)));
+    if (!r.chance(this.cfg.progDamage ?? 0)) return;
+    const ids = [...this.referee.splits].filter(([, t]) => t.record.status === "runnable" && t.prog !== undefined).map(([id]) => id);
+    if (ids.length === 0) return;
+    const id = r.pick(ids);
+    const key = "prog." + id;
+    void (async () => {
+      const e = await this.mem.get(key);
+      if (!e) return;
+      if (r.chance(0.5)) {
+        this.note(`damage: lost ${key}`);
+        this.count("progLost");
+        await this.referee.delete(this.#adversary, key, e.revision);
+        return;
+      }
+      this.note(`damage: garbage in ${key}`);
+      this.count("progGarbage");
+      const w = await this.referee.update(this.#adversary, key, "{garbage", e.revision);
+      if (!w.ok) return;
+      // An operator deletes it later (OPERATIONS: "A progress record that cannot be read"), unless its holder wrote over it.
+      this.clock.setTimeout(() => {
+        void this.referee.delete(this.#operator, key, w.revision).then((d) => {
+          if (d.ok) this.note(`repair: deleted garbage ${key}`);
+        });
+      }, r.int(100, 1500));
+    })();
   }
 
   /**

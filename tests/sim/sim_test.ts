@@ -85,6 +85,20 @@ Deno.test(`simulation: ${seeds.length} seeded schedules keep every invariant`, a
 const FOUND = [16739, 3167, 16729, 13330, 16748, 33612, 20665, 18824, 60047, 65622, 73924, 7802, 76743, 2512, 17840, 35753, 44929, 9, 50, 59, 63, 4700, 9322, 15687, 704, 1425, 26, 270, 647, 918, 6575, 32, 299];
 
 /**
+ * Seeds that found bugs of the progress records (issue 38), run with every
+ * adversary:
+ * - 177: a grant's start waited for its fence while our own resume of the
+ *   split at the next epoch landed and started: two tenancies of one split
+ *   (the newer now wins, the older is not started);
+ * - 856: a grant handed back unstarted (its lanes were full) was started
+ *   from a later delivery of the same grant after the hand-back had closed
+ *   the progress record to it: its first commit created the record under
+ *   the next tenancy, which had started without a fence (a hand-back now
+ *   ends the tenancy it never started).
+ */
+const FOUND_BY_PROGRESS = [177, 856];
+
+/**
  * Seeds the adversary of issue 33 (slow consumers, leaders killed between
  * two writes of one decision) found bugs with, run with it; the ones above
  * run without it, as they were found (its draws would change their runs):
@@ -101,7 +115,7 @@ const FOUND = [16739, 3167, 16729, 13330, 16748, 33612, 20665, 18824, 60047, 656
  *   newer, correct outcome it had decided itself (on the old code it first
  *   meets 396's fault; with only that one fixed, this one).
  */
-const FOUND_BY_ADVERSARY = [1018, 152, 396, 417];
+const FOUND_BY_ADVERSARY = [1018, 152, 396, 417, ...FOUND_BY_PROGRESS];
 
 Deno.test(`simulation: the seeds that found bugs (${[...FOUND, ...FOUND_BY_ADVERSARY].join(", ")}) keep every invariant`, async () => {
   const failed: string[] = [];

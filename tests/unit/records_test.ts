@@ -4,7 +4,16 @@
 // refused (a valid record the fast check refuses costs zod on every decode).
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { AssignRecordSchema, decodeRecord, LeaderRecordSchema, MemberRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../../src/records.ts";
+import {
+  AssignRecordSchema,
+  decodeRecord,
+  LeaderRecordSchema,
+  MemberRecordSchema,
+  PageRecordSchema,
+  ProgRecordSchema,
+  safeDecodeRecord,
+  SplitRecordSchema,
+} from "../../src/records.ts";
 import { FAST_CHECKS } from "../../src/records/fast_checks.ts";
 import { InvalidRecordError } from "../../admin.ts";
 
@@ -46,7 +55,25 @@ const split = fc.record({
     }),
     { maxLength: 2 },
   ),
+  closed: fc.oneof(fc.nat(), fc.constant(-1)),
+  prog: fc.oneof(fc.nat(), fc.constant(1.5)),
 }, { requiredKeys: ["v", "epoch", "status", "owner", "attempts", "weight", "progress"] });
+const estimate = fc.record({ left: fc.oneof(fc.nat(10), fc.constant(-1)), total: fc.oneof(fc.constant(10), fc.constant(0)), unit: fc.constantFrom("ids", "bytes", "fraction", "rows") });
+const prog = fc.record({
+  v: fc.constant(2),
+  epoch: fc.nat(),
+  owner: fc.option(owner, { nil: null }),
+  progress: fc.option(fc.record({ watermark: fc.oneof(fc.integer(), fc.string()), state: fc.jsonValue(), estimate }, { requiredKeys: [] }), { nil: null }),
+  records: fc.nat(),
+  cuts: fc.nat(),
+}, { requiredKeys: ["v", "epoch", "owner", "progress"] });
+const page = fc.record({
+  v: fc.constant(2),
+  term: fc.nat(),
+  splits: fc.array(fc.record({ id, weight: fc.oneof(fc.constant(1), fc.double({ min: -1, max: 1e6 })), descriptor: fc.jsonValue(), spec: fc.constantFrom(true, false) }, {
+    requiredKeys: ["id"],
+  }), { maxLength: 4 }),
+});
 const member = fc.record({
   v: fc.constant(2),
   session: fc.string({ minLength: 1, maxLength: 8 }),
@@ -57,8 +84,9 @@ const member = fc.record({
   draining: fc.boolean(),
   planner: fc.boolean(),
   held: fc.nat(),
+  est: fc.array(fc.tuple(id, fc.oneof(fc.nat(9), fc.constant(-1)), fc.oneof(fc.constant(10), fc.constant(0))), { maxLength: 3 }),
 }, { requiredKeys: ["v", "session", "maxInFlight", "runtime", "version", "beat"] });
-const entry = fc.record({ id, epoch: fc.nat(), rev: fc.integer({ min: 1 }), rec: split, why: fc.constantFrom("takeover", "reclaim", "handoff") }, {
+const entry = fc.record({ id, epoch: fc.nat(), rev: fc.oneof(fc.integer({ min: 1 }), fc.constant(0)), rec: split, why: fc.constantFrom("takeover", "reclaim", "handoff") }, {
   requiredKeys: ["id", "epoch", "rev"],
 });
 const assign = fc.record({
@@ -95,6 +123,8 @@ for (const [name, schema, arb] of [
   ["member", MemberRecordSchema, member],
   ["assignment", AssignRecordSchema, assign],
   ["leader", LeaderRecordSchema, leader],
+  ["progress", ProgRecordSchema, prog],
+  ["page", PageRecordSchema, page],
 ] as const) {
   Deno.test(`records: the fast check of the ${name} record accepts exactly what its schema accepts`, () => {
     fc.assert(

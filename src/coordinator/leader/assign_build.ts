@@ -69,15 +69,18 @@ export function buildAssignRecord(
     const cur = view.splits.get(id);
     // A spare is claimed only while the leader is slow or gone: it carries no
     // record (the claim reads it), so the lane offers' rewrites stay small.
-    if (cur && cur.revision === rev && inline > 0 && !spare) {
+    // A planned split not dealt yet (revision 0) has no record to read: its
+    // offer carries the record its claim creates, or waits for a later write.
+    const paged = rev === 0;
+    if (cur && cur.revision === rev && (paged || (inline > 0 && !spare))) {
       const n = JSON.stringify(cur.record).length + 7;
-      if (n <= inline && fits(bare + n)) {
+      if ((paged || n <= inline) && fits(bare + n)) {
         inline -= n;
         e.rec = cur.record;
         return e;
       }
     }
-    return fits(bare) ? e : undefined;
+    return !paged && fits(bare) ? e : undefined;
   };
   let unlisted = false;
   const revokes: AssignRecord["revokes"] = [];

@@ -180,7 +180,10 @@ export class LeaderView {
         const seen = this.#resync.get(filter);
         if (!seen) return;
         this.#resync.delete(filter);
-        const ids = filter === keys.splitPrefix ? [...this.splits.keys()].map(keys.split) : [...this.members.keys()].map(keys.member);
+        // A planned split not dealt yet has no record to see (revision 0): it stays.
+        const ids = filter === keys.splitPrefix
+          ? [...this.splits].filter(([, e]) => e.revision > 0).map(([id]) => keys.split(id))
+          : [...this.members.keys()].map(keys.member);
         for (const key of ids) if (!seen.has(key)) this.#remove(key);
         return;
       }
@@ -259,6 +262,15 @@ export class LeaderView {
       this.members.delete(instance);
       this.#onMember(instance, cur.record, undefined);
     }
+  }
+
+  /**
+   * A planned split from a page of the plan, not dealt yet: in the view at
+   * revision 0 (free, offered like any free split; its claim creates its
+   * record, which then replaces this), unless its record is in already.
+   */
+  plan(id: string, record: SplitRecord): void {
+    if (!this.splits.has(id)) this.setSplit(id, { record, revision: 0 });
   }
 
   /** Applies a split record this leader just wrote (ahead of its watch echo; an older revision is ignored). */

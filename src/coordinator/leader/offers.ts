@@ -40,6 +40,26 @@ export const SPARES_PER_LANE = 16;
  */
 export const SPARE_PER_SPLIT_MS = 62.5;
 
+/**
+ * Splits shorter than this (the observed duration of a tenancy) are
+ * prefetched: each busy lane holds its next split as an offer, which its
+ * member claims the moment the lane frees instead of waiting for the
+ * leader's next write (a round trip of a few ms: half the life of a tiny
+ * task), and the leader refills once half of them are used, so one
+ * assignment write serves many splits. Longer splits wait for the leader:
+ * its round trip is nothing next to them, and a prefetched split waits
+ * behind its lane's current one while a lane elsewhere may free first
+ * (the start-order inversions of DESIGN "Why not a prefetch claimed at
+ * once").
+ */
+export const PREFETCH_BELOW_MS = 250;
+
+/** Offers beyond its free lanes a member holds for its busy lanes (see {@linkcode PREFETCH_BELOW_MS}). */
+export function prefetchTarget(view: LeaderView, m: MemberState): number {
+  if (view.splitMs === undefined || view.splitMs >= PREFETCH_BELOW_MS) return 0;
+  return Math.min(m.maxInFlight, view.heldByKey(m.key));
+}
+
 /** What the offer decision reads. */
 export interface OfferBook {
   view: LeaderView;
@@ -161,8 +181,10 @@ export function decideOffers(b: OfferBook): (OfferIntent | UnofferIntent)[] {
   // order, whoever holds it as a spare, so lanes start splits in that order
   // whichever member frees one first.
   for (const m of ms) {
-    const lanes = Math.min(MAX_OFFERS, freeLanes(view, m));
-    if (o.plain(m) > lanes) o.trim(m, lanes);
+    const free = freeLanes(view, m), prefetch = prefetchTarget(view, m);
+    // A prefetch more than half full waits for its refill: one write tops up several lanes' next splits.
+    const lanes = Math.min(MAX_OFFERS, free + (o.plain(m) - free > prefetch / 2 ? Math.max(0, o.plain(m) - free) : prefetch));
+    if (o.plain(m) > Math.min(MAX_OFFERS, free + prefetch)) o.trim(m, Math.min(MAX_OFFERS, free + prefetch));
     const capped = belowWithLanes > (load(m) < share && lanes > o.plain(m) ? 1 : 0);
     let l = load(m);
     while (o.plain(m) < lanes) {
@@ -214,10 +236,17 @@ export function pruneDealing(b: OfferBook): void {
   for (let top = spares.peek(); top !== undefined && !tracker.offeredTo(top.item)?.spares.has(top.item); top = spares.peek()) spares.pop();
 }
 
-/** A lane without an offer, an offer without a lane, or spares to refill (half used). */
+/**
+ * A free lane without an offer, an offer beyond its lanes and prefetch, a
+ * prefetch half used, or spares to refill (half used).
+ */
 function needsRefill(view: LeaderView, m: MemberState, pool: boolean, anySpare: boolean, coverMs: number | undefined): boolean {
-  const lanes = Math.min(MAX_OFFERS, freeLanes(view, m));
-  if (m.plain > lanes || (m.plain < lanes && anySpare)) return true;
+  const free = freeLanes(view, m);
+  const prefetch = prefetchTarget(view, m);
+  const lanes = Math.min(MAX_OFFERS, free + prefetch);
+  if (m.plain > lanes || (m.plain < Math.min(MAX_OFFERS, free) && anySpare)) return true;
+  // The prefetch refills once half of it is used: one assignment write per several splits.
+  if (prefetch > 0 && anySpare && m.plain - free <= prefetch / 2) return true;
   return pool && m.spares.size <= spareTarget(m, m.plain, view.splitMs, coverMs) / 2;
 }
 

@@ -1,10 +1,11 @@
 /**
  * Planning on the leader (docs/DESIGN.md, "Plans"): runs the planner off the
- * heartbeat path, streams its splits into the store — ids checked as they
- * come, one create-if-absent per split (two when the descriptor goes to
- * `spec.`), pipelined up to `seedConcurrency` — counts `planned` from what was
- * seeded, and publishes by CAS at the revision read before planning, so a
- * deposed leader's publish loses. Failed runs are retried with backoff.
+ * heartbeat path, writes its splits into pages of the plan — ids checked as
+ * they come, a thousand splits a write (a descriptor too large to live
+ * inline goes to `spec.` first) — counts `planned` from the leader's view
+ * (dealt or not), and publishes by CAS at the revision read before
+ * planning, so a deposed leader's publish loses. Failed runs are retried
+ * with backoff.
  *
  * @module
  */
@@ -14,6 +15,8 @@ import {
   encodeRecord,
   INLINE_DESCRIPTOR_BYTES,
   type Json,
+  type PageEntry,
+  pagedRecord,
   PlanRecordSchema,
   type PlanRecord,
   type SpecRecord,
@@ -24,7 +27,8 @@ import { causedBy, type Core } from "../core.ts";
 import type { Span } from "@opentelemetry/api";
 import { failSpan, within } from "../../tracing/spans.ts";
 import type { LeaderRole } from "./role.ts";
-import { openRecord, seedRecord } from "../../records/transitions.ts";
+import { pageChunks, writePage } from "./plan_pages.ts";
+import { openRecord } from "../../records/transitions.ts";
 import type { PlannedSplit, Planner } from "../types.ts";
 
 const encoder = new TextEncoder();
@@ -100,17 +104,20 @@ export class Planning {
       const planner = () => this.#planner({ cursor: plan.cursor, term, signal });
       const result = await (span ? within(span, planner) : planner());
       if (signal.aborted || !this.#leading()) return;
-      const { created, ids } = await this.#seed(core, result.splits, term, signal);
-      if (signal.aborted || !this.#leading()) return;
-      // Splits of earlier runs count; residuals cut from running splits do not (they are no plan's).
-      for (const [id, e] of this.#role.view.splits) if (e.record.parent === undefined) ids.add(id);
+      const { created, pages } = await this.#seed(core, result.splits, term, signal, plan.pages ?? 0);
+      if (signal.aborted || !this.#leading() || pages < 0) return;
+      // Splits of earlier runs count, dealt or not; residuals cut from running splits do not (they are no plan's).
+      let planned = 0;
+      for (const e of this.#role.view.splits.values()) if (e.record.parent === undefined) planned++;
       const next: PlanRecord = {
         ...plan,
         finality: result.finality,
         generation: plan.generation + 1,
-        planned: ids.size,
+        planned,
         publishedAt: clock.wallNow(),
       };
+      if (pages > 0) next.pages = pages;
+      else delete next.pages;
       delete next.outcome;
       if (result.cursor !== undefined) next.cursor = result.cursor;
       // Publish at the revision read before planning: a newer term wins.
@@ -182,46 +189,29 @@ export class Planning {
 
   /**
    * Reads the planner's whole result, validated as it comes (a duplicate id
-   * refuses the plan, naming every duplicate, before anything is seeded),
-   * then seeds it heaviest first (equal weights in the planner's order)
-   * create-if-absent with up to `seedConcurrency` writes in flight, each
-   * landed seed applied to the leader's view so it is dealt at once.
+   * refuses the plan, naming every duplicate, before anything is written),
+   * then writes the splits not planned before as pages of the plan from
+   * page `first` on, heaviest first (equal weights in the planner's order),
+   * each page's splits handed to the leader's view as it lands so they are
+   * dealt at once. A split has no record of its own until a member claims
+   * it (the claim creates it): one write per page, not one per split. A
+   * descriptor too large to live inline goes to `spec.<id>` first.
+   * Returns the splits written and the page count after them.
    */
   async #seed(
     core: Core,
     splits: Iterable<PlannedSplit> | AsyncIterable<PlannedSplit>,
     term: number,
     signal: AbortSignal,
-  ): Promise<{ created: number; ids: Set<string> }> {
-    const { store, splits: records, config } = core;
+    first: number,
+  ): Promise<{ created: number; pages: number }> {
+    const { store, config } = core;
     const view = this.#role.view;
     const ids = new Set<string>();
     const duplicates: string[] = [];
-    let created = 0;
-    let failure: unknown;
-    const inflight = new Set<Promise<void>>();
-    const one = async (id: string, weight: number, descriptor: Json, n: number) => {
-      const text = JSON.stringify(descriptor);
-      const inline = text.length <= INLINE_DESCRIPTOR_BYTES && encoder.encode(text).byteLength <= INLINE_DESCRIPTOR_BYTES;
-      if (!inline) {
-        const spec: SpecRecord = { v: 2, descriptor, weight, term };
-        await store.create(keys.spec(id), encodeRecord(spec));
-      }
-      // A member with idle lanes gets the split in its seed (epoch 1, a
-      // grant): one write less than seeding it free and having it claimed.
-      const heir = this.#role.reserveIdle(n, planned.length);
-      const free = seedRecord(weight, inline ? descriptor : undefined);
-      const rec = heir ? openRecord(free, heir.member.owner, false, Infinity, this.#core.clock.wallNow()) : free; // epoch 1, its first tenancy
-      try {
-        // Landed, the role's view has it at once (the role hears every landed split write).
-        if ((await records.create(id, rec, "seed")).ok) created++;
-      } finally {
-        if (heir) this.#role.unreserve(heir.lane);
-      }
-    };
     // The whole result first: a plan is dealt heaviest first from its first
-    // grant, so nothing is seeded (and granted to an idle lane, or offered)
-    // before every weight is known. Equal weights keep the planner's order.
+    // offer, so nothing is dealt before every weight is known. Equal weights
+    // keep the planner's order.
     const planned: { id: string; weight: number; descriptor: Json }[] = [];
     for await (const s of splits) {
       if (signal.aborted) break;
@@ -249,19 +239,82 @@ export class Planning {
       );
     }
     planned.sort((a, b) => b.weight - a.weight); // stable: equal weights in the planner's order
-    for (const p of planned) view.rank(p.id); // the dealing order among equal weights
-    let seeded = 0;
-    for (const p of planned) {
+    // Splits an earlier run planned (dealt or not) are planned once: a replan, or a new leader's, names the same ids.
+    const fresh = planned.filter((p) => !view.splits.has(p.id));
+    for (const p of fresh) view.rank(p.id); // the dealing order among equal weights
+    const entries: PageEntry[] = [];
+    let failure: unknown;
+    const inflight = new Set<Promise<void>>();
+    for (const p of fresh) {
       if (signal.aborted || failure) break;
-      const s = one(p.id, p.weight, p.descriptor, seeded++).catch((e) => {
-        failure ??= e;
-      }).finally(() => inflight.delete(s));
-      inflight.add(s);
-      if (inflight.size >= config.seedConcurrency) await Promise.race(inflight);
+      const text = JSON.stringify(p.descriptor);
+      const inline = text.length <= INLINE_DESCRIPTOR_BYTES && encoder.encode(text).byteLength <= INLINE_DESCRIPTOR_BYTES;
+      const e: PageEntry = { id: p.id };
+      if (p.weight !== 1) e.weight = p.weight;
+      if (inline) e.descriptor = p.descriptor;
+      else {
+        e.spec = true;
+        const spec: SpecRecord = { v: 2, descriptor: p.descriptor, weight: p.weight, term };
+        const w = store.create(keys.spec(p.id), encodeRecord(spec)).then(() => {}).catch((err) => {
+          failure ??= err;
+        }).finally(() => inflight.delete(w));
+        inflight.add(w);
+        if (inflight.size >= config.seedConcurrency) await Promise.race(inflight);
+      }
+      entries.push(e);
     }
     await Promise.all(inflight);
     if (failure) throw failure;
-    return { created, ids };
+    let page = first;
+    let dealt = 0;
+    for (const chunk of pageChunks(entries)) {
+      if (signal.aborted) break;
+      if (!(await writePage(store, page, { v: 2, term, splits: chunk }, config.opTimeoutMs))) {
+        this.#core.log("warn", "Leader deposed while planning: a newer term wrote a page of the plan", { term, page });
+        this.#core.schedule();
+        return { created: 0, pages: -1 };
+      }
+      page++;
+      dealt = await this.#deal(core, chunk, dealt, fresh.length, signal);
+      this.#core.schedule();
+    }
+    return { created: entries.length, pages: page };
+  }
+
+  /**
+   * Deals the splits of a page that just landed: while a member has an idle
+   * lane (a free lane no offer or grant fills) the split's record is
+   * created for it (epoch 1, a grant: it starts without a write of its
+   * own), in runs of consecutive splits (see `SeedRuns`); every other split
+   * goes to the view not dealt yet (revision 0), to be offered and claimed
+   * by creating its record. Either way one write before a lane starts it.
+   */
+  async #deal(core: Core, chunk: readonly PageEntry[], dealt: number, planned: number, signal: AbortSignal): Promise<number> {
+    const view = this.#role.view;
+    const inflight = new Set<Promise<void>>();
+    let i = 0;
+    for (; i < chunk.length && !signal.aborted; i++) {
+      const e = chunk[i];
+      const heir = this.#role.reserveIdle(dealt, planned);
+      if (!heir) break;
+      dealt++;
+      const rec = openRecord(pagedRecord(e), heir.member.owner, false, Infinity, this.#core.clock.wallNow()); // epoch 1, its first tenancy
+      const w = core.splits.create(e.id, rec, "seed")
+        .then(async (r) => {
+          if (!r.ok) view.learn(await core.splits.entry(e.id)); // dealt already (a claim, a predecessor's grant)
+        })
+        .catch((err) => this.#core.log("warn", "Dealing a planned split failed; it is offered instead", { split: e.id, error: String(err) }))
+        .finally(() => {
+          this.#role.unreserve(heir.lane);
+          view.plan(e.id, pagedRecord(e)); // not in the view yet: not dealt after all
+          inflight.delete(w);
+        });
+      inflight.add(w);
+      if (inflight.size >= core.config.seedConcurrency) await Promise.race(inflight);
+    }
+    for (const e of chunk.slice(i)) view.plan(e.id, pagedRecord(e)); // dealt from now on, as offers
+    await Promise.all(inflight);
+    return dealt;
   }
 }
 

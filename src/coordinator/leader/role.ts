@@ -9,7 +9,15 @@
  *
  * @module
  */
-import { type JobCounts, type MemberRecord, type Owner, type PlanRecord, QUARANTINED_IDS_PUBLISHED, type SplitRecord } from "../../records.ts";
+import {
+  type JobCounts,
+  type MemberRecord,
+  type Owner,
+  pagedRecord,
+  type PlanRecord,
+  QUARANTINED_IDS_PUBLISHED,
+  type SplitRecord,
+} from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { StoreEntry } from "../../store/store.ts";
 import { type Core, decided } from "../core.ts";
@@ -22,6 +30,7 @@ import { CutAsks } from "./cut_asks.ts";
 import { MembershipSignature } from "./signature.ts";
 import { DeathJudge } from "./judge.ts";
 import { adoptDirectives } from "./adopt.ts";
+import { readPages } from "./plan_pages.ts";
 import { applyIntents, type Decision, type IntentAppliers, LaneLedger, type LeaderIntent } from "./intents.ts";
 import { LeaderView, progressOnly } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
@@ -144,12 +153,17 @@ export class LeaderRole {
    * assignment records it finds, and dates every member by when its record
    * had certainly landed (see {@linkcode dateMembers}).
    */
-  async start(prev: Predecessor | undefined): Promise<void> {
+  async start(prev: Predecessor | undefined, pages = 0): Promise<void> {
     const { store } = this.#core;
+    // The plan's pages first: their order is the dealing order, of records dealt already too.
+    const planned = await readPages(store, pages, this.view);
+    if (this.#stopped) return;
     // No deadline for the whole snapshot (1M split records stream for longer
     // than any fixed bound); one that stops making progress is started over.
     await this.#watches.open([keys.memberPrefix, keys.splitPrefix], Infinity);
     if (this.#stopped) return;
+    for (const e of planned) this.view.plan(e.id, pagedRecord(e)); // not dealt yet: no record of its own
+    this.#core.schedule();
     this.#dateMembers(prev);
     await adoptDirectives(store, this.view, this.states, this.tracker);
     this.#ready = true;

@@ -96,7 +96,8 @@ export class ClaimRecovery {
         const e = await splits.read(id);
         const rec = e?.record;
         this.#pending.delete(id);
-        if (!e || !rec || this.#tenancies.held.has(id)) return;
+        if (!e) return this.#retryOffer(id); // a claim that would have created it did not land: the offer stands
+        if (!rec || this.#tenancies.held.has(id)) return;
         if (heldBy(rec, me, epoch) && (this.#tenancies.ended.get(id) ?? -1) < epoch) {
           const spec = await this.#specs.read(id, rec);
           if (typeof spec !== "object") {
@@ -145,6 +146,17 @@ export class ClaimRecovery {
    */
   async handBack(id: string, claimed: SplitRecord, revision: number, problem?: string): Promise<void> {
     const { splits, log, events, me, clock } = this.#core;
+    // Ended here, though it never started: a later delivery of the same grant (a lagging watch) must not start it
+    // after this write handed it on — past `closed`, a successor starts without fencing its progress record.
+    // Until the write is known not to have handed it on: then the split may still be ours, and is checked again.
+    const ended = this.#tenancies.ended;
+    const before = ended.get(id);
+    if ((before ?? -1) < claimed.epoch) ended.set(id, claimed.epoch);
+    const undo = () => {
+      if (ended.get(id) !== claimed.epoch) return;
+      if (before === undefined) ended.delete(id);
+      else ended.set(id, before);
+    };
     const poison = problem?.startsWith("unreadable: ");
     // Never started: when no older tenancy could write its progress record either, the next one needs no fence.
     const settled: Settled | undefined = mustFence(claimed, claimed.epoch) ? undefined : { progress: claimed.progress, records: claimed.records };
@@ -158,7 +170,13 @@ export class ClaimRecovery {
       const r = await splits.write(id, next, revision, "handBack");
       // Logged once, by the event's consumer (the worker's `Split quarantined` line).
       if (r.ok && poison) events.push({ type: "quarantined", splitId: id, attempts: next.attempts });
+      if (!r.ok) {
+        // Moved on — or written again at our epoch since the record we hold: then it is still ours.
+        undo();
+        this.recover(id, claimed.epoch, new Error(`the hand-back of split "${id}" lost its compare-and-swap`), 1);
+      }
     } catch (err) {
+      undo();
       log("warn", "Could not hand back a claimed split; checking it again later", { split: id, error: String(err) });
       this.recover(id, claimed.epoch, err, 1);
     }

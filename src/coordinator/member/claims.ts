@@ -226,7 +226,8 @@ export class Claims {
       stats.claimAttempts++;
       const [specRead, claimed] = await Promise.allSettled([
         this.#specs.read(o.id, rec),
-        splits.write(o.id, next, rev, "claim"),
+        // A planned split not dealt yet (revision 0): the claim creates its record.
+        rev === 0 ? splits.create(o.id, next, "claim") : splits.write(o.id, next, rev, "claim"),
       ]);
       if (claimed.status === "rejected") {
         // Landed or not, we cannot tell: find out from the record itself.

@@ -69,17 +69,29 @@ export class Tenancies {
       records: t.record.records ?? 0,
       cuts: t.record.cuts ?? 0,
     };
-    if (mustFence(t.record, t.epoch)) {
-      const f = await progs.fence(id, prog, t.trace?.write("fence", false));
-      if (!f.ok) {
-        this.#core.log("debug", "A split to start moved on (a newer tenancy fenced its progress)", { split: id, epoch: t.epoch, newer: f.epoch });
-        return false;
+    // Two starts of one split can overlap while a fence is out (a grant, and our own resume at the next epoch): the newer wins.
+    if ((this.#opening.get(id) ?? -1) >= t.epoch) return false;
+    this.#opening.set(id, t.epoch);
+    try {
+      if (mustFence(t.record, t.epoch)) {
+        const f = await progs.fence(id, prog, t.trace?.write("fence", false));
+        if (!f.ok) {
+          this.#core.log("debug", "A split to start moved on (a newer tenancy fenced its progress)", { split: id, epoch: t.epoch, newer: f.epoch });
+          return false;
+        }
       }
+    } finally {
+      if (this.#opening.get(id) === t.epoch) this.#opening.delete(id);
     }
+    if ((this.#opening.get(id) ?? -1) > t.epoch) return false;
     if ((this.ended.get(id) ?? -1) >= t.epoch || (this.held.get(id)?.epoch ?? -1) >= t.epoch) return false;
+    if (this.held.has(id)) this.lose(id, "fenced"); // a newer epoch of ours: the older tenancy is over
     this.add(id, { ...t, prog }, kind);
     return true;
   }
+
+  /** Splits whose start (`open`) is out, by the epoch being opened. */
+  readonly #opening = new Map<string, number>();
 
   /** The last committed estimate of each held split that has one: `[split, left, total]` (see `MemberRecord.est`). */
   estimates(): [string, number, number][] {

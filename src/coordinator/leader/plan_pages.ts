@@ -1,0 +1,90 @@
+/**
+ * The plan's pages (docs/DESIGN.md, "Plans"): how a planner run's splits are
+ * cut into `page.<n>` records, written (over a page no plan published,
+ * never over a newer term's), read back by a new leader in dealing order,
+ * and what a planned split's record is before its claim creates it.
+ *
+ * @module
+ */
+import { StoreUnavailableError } from "../../errors.ts";
+import {
+  encodeRecord,
+  PAGE_BYTES,
+  PAGE_SPLITS,
+  type PageEntry,
+  type PageRecord,
+  PageRecordSchema,
+  safeDecodeRecord,
+} from "../../records.ts";
+import { keys } from "../../store/keys.ts";
+import type { Core } from "../core.ts";
+import type { LeaderView } from "./leader_view.ts";
+
+const encoder = new TextEncoder();
+
+/**
+ * The splits on pages `0 .. pages - 1` of the plan, in dealing order (each
+ * ranked in `view` in that order). An unreadable page is named in the
+ * view's unreadable records: its splits cannot be dealt, and the job is not
+ * complete until it is repaired.
+ */
+export async function readPages(store: Core["store"], pages: number, view: LeaderView): Promise<PageEntry[]> {
+  if (pages <= 0) return [];
+  const out: PageEntry[] = [];
+  const last = keys.page(pages - 1);
+  for (const e of await store.list(keys.pagePrefix)) {
+    if (e.key > last) break; // past the published plan: a run that never published
+    const p = safeDecodeRecord(e.key, e.value, PageRecordSchema);
+    if (!p.ok) {
+      view.invalid.set(e.key, p.error.message);
+      continue;
+    }
+    for (const s of p.value.splits) {
+      view.rank(s.id);
+      out.push(s);
+    }
+  }
+  return out;
+}
+
+
+/** `entries` cut into pages: at most {@linkcode PAGE_SPLITS} splits and about {@linkcode PAGE_BYTES} bytes each. */
+export function pageChunks(entries: readonly PageEntry[]): PageEntry[][] {
+  const out: PageEntry[][] = [];
+  let cur: PageEntry[] = [];
+  let bytes = 64;
+  for (const e of entries) {
+    const size = encoder.encode(JSON.stringify(e)).byteLength + 1;
+    if (cur.length > 0 && (cur.length >= PAGE_SPLITS || bytes + size > PAGE_BYTES)) {
+      out.push(cur);
+      (cur = []), (bytes = 64);
+    }
+    cur.push(e);
+    bytes += size;
+  }
+  if (cur.length > 0) out.push(cur);
+  return out;
+}
+
+/**
+ * Writes page `n` of the plan: created, or written over when it holds a
+ * page no plan published (a run that never published: of an older term,
+ * or of ours that failed before its publish). A page a newer term wrote
+ * means we are deposed: nothing is written over it (`false`; the leader's
+ * pass steps down on the newer term, and our publish would lose its CAS).
+ */
+export async function writePage(store: Core["store"], n: number, page: PageRecord, opTimeoutMs: number): Promise<boolean> {
+  const key = keys.page(n);
+  const value = encodeRecord(page);
+  for (let i = 0; i < 4; i++) {
+    const cur = await store.get(key);
+    if (cur) {
+      const old = safeDecodeRecord(key, cur.value, PageRecordSchema);
+      if (old.ok && old.value.term > page.term) return false;
+    }
+    const r = cur ? await store.update(key, value, cur.revision) : await store.create(key, value);
+    if (r.ok) return true;
+  }
+  throw new StoreUnavailableError("update", opTimeoutMs, { detail: `page ${n} of the plan kept changing while it was written` });
+}
+
