@@ -7,6 +7,7 @@
 import type { Clock } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { systemClock } from "../coordinator/clock.ts";
+import { SLICE_DEFAULT_BUDGET_MS } from "../coordinator/config.ts";
 import { startHosted } from "../host/host_start.ts";
 import { jsonLogger } from "../util/logger.ts";
 import type { WorkerOutcome } from "../runtime/worker_types.ts";
@@ -104,7 +105,7 @@ function resultOf(instance: string, started: number, clock: Clock, outcome: Work
  */
 export async function runSlice<D>(
   options: SliceOptions<D>,
-  budgetMs: number = options.budgetMs ?? 30_000,
+  budgetMs: number = options.budgetMs ?? SLICE_DEFAULT_BUDGET_MS,
 ): Promise<SliceResult> {
   const issue = durationIssue("budgetMs", budgetMs);
   if (issue) throw new SplitleaseError("INVALID_ARGUMENT", `runSlice: ${issue}`);
