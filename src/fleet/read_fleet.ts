@@ -57,9 +57,9 @@ export async function readFleetSnapshot(store: Store, wallNow: () => number = Da
  * The fleet as an operator reads it, from any member or from outside:
  * members, job-wide counts and one page of splits (filtered by state and
  * owner, paged by id with `after` = the previous page's `page.next`).
- * Liveness is judged only when `liveness` is given (on the leader);
- * otherwise each member shows its heartbeat counter (`beat`) and `alive:
- * null`.
+ * Members are judged by the leader's judgement when `liveness` is given
+ * (on the leader), otherwise by each one's lease against the time of its
+ * last beat (`FleetMember.liveness`: `alive`, `unresponsive`, `gone`).
  *
  * @example
  * ```ts

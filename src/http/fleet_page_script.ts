@@ -207,7 +207,7 @@ const JOB = `
   function renderMembers(v) {
     $("liveness").textContent = v.liveness.judgedBy === "here"
       ? "(alive as judged by the leader " + v.liveness.by + ")"
-      : "(liveness is judged by the leader" + (v.liveness.leader ? ", " + v.liveness.leader : "") + ")";
+      : "(judged by each member's lease against its last beat: past it, unresponsive while splits still name it, then gone)";
     // splitlease ui processes are operators' shells, not workers: named below the table, never drained from here.
     const workers = v.members.filter((m) => !m.ui), uis = v.members.filter((m) => m.ui);
     $("members-also").textContent = uis.length ? "Also watching (splitlease ui, no work): " + uis.map((m) => m.instance +
@@ -218,9 +218,11 @@ const JOB = `
     if (!workers.length) { $("members").tBodies[0].replaceChildren(none); return; }
     $("members").tBodies[0].replaceChildren(...workers.map((m) => {
       const name = el("span", m.instance + (m.leader ? " ★ leader" : ""), "mono");
-      const state = m.alive === false ? pill("dead") : pill(m.activity);
+      const past = m.activity === "gone" || m.activity === "unresponsive";
+      const state = pill(m.activity, past ? "dead" : m.activity);
       const seen = m.lastBeatAt !== null ? dur(Math.max(0, v.at - m.lastBeatAt)) + " ago" : "beat " + m.beat;
-      const cell = m.draining ? el("span", "") : button("Drain", "/members/" + encodeURIComponent(m.instance) + "/drain", "drain " + m.instance,
+      // Nothing to drain on a member past its lease: it writes nothing more.
+      const cell = m.draining || past ? el("span", "") : button("Drain", "/members/" + encodeURIComponent(m.instance) + "/drain", "drain " + m.instance,
         "Drain " + m.instance + "? It hands its " + m.owned + " split(s) over to the others and exits.");
       const tr = row([name, wide(m.runtime), wide(m.version), m.owned + " / " + m.maxInFlight, state, seen, m.perMinute.toFixed(1), cell]);
       tr.dataset.instance = m.instance;

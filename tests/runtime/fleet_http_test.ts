@@ -1,6 +1,6 @@
 // The fleet routes of the HTTP app, in process (app.request, no sockets) on
-// MemoryStore: GET /fleet paging and filters, liveness judged only on the
-// leader, the operator actions behind the drain token with an answer for
+// MemoryStore: GET /fleet paging and filters, liveness judged by the leader
+// on the leader (records with no beat time are not judged elsewhere), the operator actions behind the drain token with an answer for
 // every state, cross-site refusal, and the page's headers.
 import assert from "node:assert/strict";
 import { createApp } from "../../host.ts";
@@ -53,13 +53,13 @@ async function setup(opts: { drainToken?: string; drainOpen?: boolean; leader?: 
   return { store, app, get, post, coordinator };
 }
 
-Deno.test("fleet http: GET /fleet shows members, counts and a filtered page; liveness judged only on the leader", async () => {
+Deno.test("fleet http: GET /fleet shows members, counts and a filtered page; off the leader, records without a beat time are not judged", async () => {
   const { get, store } = await setup();
   const { status, body } = await get("/fleet?state=quarantined");
   assert.equal(status, 200);
   assert.equal(body.job, "job1");
   assert.deepEqual(body.servedBy, { instance: "w1", isLeader: false });
-  assert.deepEqual(body.liveness, { judgedBy: "leader", leader: "w1" });
+  assert.deepEqual(body.liveness, { judgedBy: "clock", leader: "w1" });
   assert.deepEqual(body.members.map((m: { instance: string; alive: unknown; beat: number; owned: number }) => [m.instance, m.alive, m.beat, m.owned]), [
     ["w1", null, 9, 4],
     ["w2", null, 3, 0],

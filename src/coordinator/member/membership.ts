@@ -61,6 +61,7 @@ export class Membership {
       runtime,
       version,
       beat: 0,
+      lease: core.timings.deadAfterMs, // how long views that cannot watch the revision wait before they judge us gone
     };
     if (planner) this.#record.planner = true;
     if (core.config.splittable) this.#record.splittable = true;
