@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { JobGoneError } from "../errors.ts";
 import { keys } from "../store/keys.ts";
 import type { Store } from "../store/store.ts";
 import { buildFleetView, normalizeFleetQuery } from "./fleet_view.ts";
@@ -30,7 +31,8 @@ export interface ReadFleetOptions extends FleetQuery {
 /**
  * Reads one snapshot of a job's records: the `job`, `plan` and `leader`
  * records, every member record and every split record (a streamed listing:
- * on NATS it fails only when it stops making progress).
+ * on NATS it fails only when it stops making progress). Every read is
+ * waited for; the first failure is thrown, a {@linkcode JobGoneError} first.
  *
  * @example
  * ```ts
@@ -43,14 +45,36 @@ export interface ReadFleetOptions extends FleetQuery {
  */
 export async function readFleetSnapshot(store: Store, wallNow: () => number = Date.now): Promise<FleetSnapshot> {
   const at = wallNow();
-  const [job, plan, leader, members, splits] = await Promise.all([
+  const [job, plan, leader, members, splits] = await Promise.allSettled([
     store.get(keys.job),
     store.get(keys.plan),
     store.get(keys.leader),
     store.list(keys.memberPrefix),
     store.list(keys.splitPrefix),
   ]);
-  return { job, plan, leader, members, splits, at };
+  const failed = [job, plan, leader, members, splits].filter((r) => r.status === "rejected");
+  // A job whose records are gone is said so by whichever read learned it (on NATS a listing: a get only finds no responders).
+  if (failed.length) throw (failed.find((r) => r.reason instanceof JobGoneError) ?? failed[0]).reason;
+  const value = <T>(r: PromiseSettledResult<T>) => (r as PromiseFulfilledResult<T>).value;
+  return { job: value(job), plan: value(plan), leader: value(leader), members: value(members), splits: value(splits), at };
+}
+
+/**
+ * Whether a snapshot holds no record of the job at all: read by a member
+ * of the job (which wrote its `job` record when it joined), its records
+ * were deleted (on PostgreSQL a deleted job reads as empty; on NATS the
+ * reads fail with {@linkcode JobGoneError}).
+ *
+ * @example
+ * ```ts
+ * import { isEmptySnapshot } from "./read_fleet.ts";
+ * isEmptySnapshot({ job: undefined, plan: undefined, leader: undefined, members: [], splits: [], at: 0 }); // true
+ * ```
+ */
+export function isEmptySnapshot(s: FleetSnapshot): boolean {
+  if (s.job || s.plan || s.leader || s.members.length > 0) return false;
+  for (const _ of s.splits) return false;
+  return true;
 }
 
 /**

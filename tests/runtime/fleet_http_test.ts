@@ -7,6 +7,7 @@ import { createApp } from "../../host.ts";
 import { failRecord, seedRecord } from "../../src/records/transitions.ts";
 import type { SplitRecord } from "../../admin.ts";
 import { StoreUnavailableError, MemoryStore } from "../../mod.ts";
+import { JobGoneError } from "../../src/errors.ts";
 import type { Store } from "../../mod.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
@@ -101,6 +102,35 @@ Deno.test("fleet http: GET /fleet shows members, counts and a filtered page; off
   const res = await down.request("/fleet");
   assert.equal(res.status, 503);
   assert.match((await res.json()).error, /the store did not answer: /);
+});
+
+Deno.test("fleet http: GET /fleet of a job whose records were deleted answers 410 gone, not a view of nothing (issue 40, item 6)", async () => {
+  const { get, store } = await setup();
+  assert.equal((await get("/fleet")).status, 200);
+  for (const filter of ["job", "plan", "leader", "member.", "split."]) {
+    for (const e of await store.list(filter)) await store.delete(e.key);
+  }
+  await new Promise((r) => setTimeout(r, 1100)); // past the one-second snapshot cache
+  const { status, body } = await get("/fleet");
+  assert.equal(status, 410);
+  assert.deepEqual(body, { error: 'job "job1" is gone: its records were deleted', gone: true });
+  // A store that reports the job gone (NATS: its bucket's stream does not exist) says the same, naming why.
+  const gone = createApp({
+    coordinator: new ScriptedCoordinator(),
+    store: new Proxy(store, {
+      get: (t, p) => {
+        if (p === "list") return () => Promise.reject(new JobGoneError("list", 5000, { detail: "its bucket splitlease_job1 does not exist any more" }));
+        const v = Reflect.get(t, p);
+        return typeof v === "function" ? v.bind(t) : v;
+      },
+    }),
+  });
+  const res = await gone.request("/fleet");
+  assert.equal(res.status, 410);
+  assert.deepEqual(await res.json(), {
+    error: 'job "job1" is gone: its records were deleted (its bucket splitlease_job1 does not exist any more)',
+    gone: true,
+  });
 });
 
 Deno.test("fleet http: on the leader, members are judged alive or dead from its view", async () => {
