@@ -16,7 +16,7 @@ import {
 } from "../records.ts";
 import type { CatalogEntry, JobCatalog, JobListing } from "../store/job_catalog.ts";
 import { keys } from "../store/keys.ts";
-import { LIVE_WITHIN_MS, pastLease } from "./member_liveness.ts";
+import { pastLease } from "./member_liveness.ts";
 
 /**
  * Where a job stands, as `splitlease jobs` prints it: `complete`, `stalled`
@@ -65,7 +65,7 @@ export interface JobSummary {
   /**
    * Members not past their lease, by instance: the newest of the member's
    * own time at its last beat and the server's write time is less than the
-   * lease its record names ({@linkcode LIVE_WITHIN_MS} when it names none)
+   * lease its record names (`LIVE_WITHIN_MS`, two minutes, when it names none)
    * old. A record with no time at all counts as live.
    */
   liveMembers: string[];
