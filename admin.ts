@@ -29,7 +29,9 @@ export type {
   FleetView,
 } from "./src/fleet/types.ts";
 // The jobs of a server (`splitlease jobs`, `splitlease delete`) over any backend's JobCatalog.
-export { deleteRefusal, type JobState, type JobSummary, listJobs, LIVE_WITHIN_MS, summarizeJob } from "./src/fleet/job_summary.ts";
+export { deleteRefusal, type JobState, type JobSummary, listJobs, summarizeJob } from "./src/fleet/job_summary.ts";
+// How a view judges a member it cannot watch: its lease against the newest time its record was written.
+export { judgeMember, LIVE_WITHIN_MS, type MemberLiveness, type MemberSighting, pastLease } from "./src/fleet/member_liveness.ts";
 export {
   cancelSplit,
   type CancelResult,

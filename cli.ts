@@ -53,6 +53,7 @@ const { NatsStore } = await import("./src/nats/nats_store.ts");
 const { transportFor } = await import("./adapters/nats_tcp.ts");
 const { NatsJobCatalog } = await import("./src/nats/nats_jobs.ts");
 const { SplitCoordinator } = await import("./src/coordinator/coordinator.ts");
+const { maxOpTimeoutMs } = await import("./src/coordinator/timings.ts");
 const { jsonLogger } = await import("./src/util/logger.ts");
 
 const out = (text: string) => process.stdout.write(text + "\n");
@@ -239,7 +240,7 @@ async function ui(store: Store, command: Extract<Command, { name: "ui" }>, o: Cl
     // No planner: it may lead a published plan (and export the job-wide gauges), never plan one.
     join: (j) => SplitCoordinator.join({ ...j, planner: undefined }),
     leaseMs: command.leaseMs,
-    opTimeoutMs: Math.min(o.opTimeoutMs, Math.floor(command.leaseMs / 2)),
+    opTimeoutMs: Math.min(o.opTimeoutMs, maxOpTimeoutMs(command.leaseMs)),
     maxInFlight: 0,
     afterStall: "wait",
     afterCompletion: "idle",

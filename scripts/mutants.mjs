@@ -1098,7 +1098,7 @@ export const mutants = [
   {
     name: "config-lease-under-2-ops",
     breaks: "leaseMs down to 1 × opTimeoutMs is accepted (the rule is 2 ×): one slow write self-fences",
-    edits: [{ file: "src/coordinator/config.ts", search: "if (c.leaseMs < 2 * c.opTimeoutMs) {", replace: "if (c.leaseMs < c.opTimeoutMs) {" }],
+    edits: [{ file: "src/coordinator/timings.ts", search: "return 2 * opTimeoutMs;", replace: "return opTimeoutMs;" }],
     suites: ["unit"],
   },
   {
@@ -1122,13 +1122,13 @@ export const mutants = [
   {
     name: "config-self-fence-margin-over-half",
     breaks: "selfFenceMarginMs up to leaseMs is accepted (the rule is < leaseMs / 2)",
-    edits: [{ file: "src/coordinator/config.ts", search: "c.selfFenceMarginMs >= c.leaseMs / 2", replace: "c.selfFenceMarginMs > c.leaseMs" }],
+    edits: [{ file: "src/coordinator/config.ts", search: "c.selfFenceMarginMs >= selfFenceMarginLimitMs(c.leaseMs)", replace: "c.selfFenceMarginMs > c.leaseMs" }],
     suites: ["unit"],
   },
   {
     name: "config-self-fence-default",
     breaks: "selfFenceMarginMs defaults to leaseMs / 2, not leaseMs / 8",
-    edits: [{ file: "src/coordinator/config.ts", search: "selfFenceMarginMs: c.selfFenceMarginMs ?? Math.floor(c.leaseMs / 8)", replace: "selfFenceMarginMs: c.selfFenceMarginMs ?? Math.floor(c.leaseMs / 2)" }],
+    edits: [{ file: "src/coordinator/timings.ts", search: "return Math.floor(leaseMs / 8);", replace: "return Math.floor(leaseMs / 2);" }],
     suites: ["unit"],
   },
   {
@@ -1177,7 +1177,7 @@ export const mutants = [
   {
     name: "slice-window-one-lease",
     breaks: "a slice budget need only hold marginMs + 1 lease: after a cut-off invocation no later one can take over",
-    edits: [{ file: "src/slice/slice_options.ts", search: "const minBudgetMs = marginMs + 2 * leaseMs;", replace: "const minBudgetMs = marginMs + leaseMs;" }],
+    edits: [{ file: "src/coordinator/timings.ts", search: "return 2 * leaseMs;", replace: "return leaseMs;" }],
     suites: ["unit"],
   },
   {
@@ -1207,7 +1207,7 @@ export const mutants = [
   {
     name: "slice-lease-default",
     breaks: "slices default to a 15 s lease: the default 30 s budget no longer holds two leases",
-    edits: [{ file: "src/slice/slice_options.ts", search: "Object\n  .freeze({ leaseMs: 6000,", replace: "Object\n  .freeze({ leaseMs: 15000," }],
+    edits: [{ file: "src/coordinator/config.ts", search: "Object\n  .freeze({ leaseMs: 6000,", replace: "Object\n  .freeze({ leaseMs: 15000," }],
     suites: ["unit"],
   },
   {
@@ -1750,5 +1750,36 @@ export const mutants = [
       { file: "src/coordinator/leader/offers.ts", search: "m.plain - free <= prefetch / 2) return true;", replace: "m.plain - free < prefetch) return true;" },
     ],
     suites: ["coordinator"],
+  },
+  // --- the operator's views of members and jobs (issue 40, items 3 and 5) ---------------
+  {
+    name: "gone-members-removed-while-running",
+    breaks: "a finishing member removes the records of members past their lease before the job has an outcome: a split still naming a dead session then reads as a clean leave, its takeover charges no attempt, and a split that kills its workers is never quarantined",
+    edits: [{ file: "src/fleet/gone_members.ts", search: "if (kind !== \"allComplete\" && kind !== \"stalled\") return [];", replace: "if (kind === \"planFailed\") return [];" }],
+    suites: ["unit"],
+  },
+  {
+    name: "gone-members-removed-without-cas",
+    breaks: "a dead member's record is deleted whatever its revision: a member that beat between the read and the delete loses its record",
+    edits: [{ file: "src/fleet/gone_members.ts", search: "await store.delete(e.key, e.revision)", replace: "await store.delete(e.key)" }],
+    suites: ["unit"],
+  },
+  {
+    name: "delete-member-without-time-not-live",
+    breaks: "jobs and delete count a member record with no time at all (an older version, a backend without write times) as dead: delete removes a job under a worker it cannot judge",
+    edits: [{ file: "src/fleet/job_summary.ts", search: "return pastLease(r.ok ? r.value : undefined, e.writtenAt, now) !== true;", replace: "return pastLease(r.ok ? r.value : undefined, e.writtenAt, now) === false;" }],
+    suites: ["unit"],
+  },
+  {
+    name: "delete-stalled-without-force",
+    breaks: "delete removes a stalled job without --force: its quarantined splits' progress, which lives only in its records, goes with it",
+    edits: [{ file: "src/fleet/job_summary.ts", search: "if (force || s.state === \"complete\" || s.state === \"empty\") return null;", replace: "if (force || s.state === \"complete\" || s.state === \"empty\" || s.state === \"stalled\") return null;" }],
+    suites: ["unit"],
+  },
+  {
+    name: "delete-counts-lease-from-oldest-time",
+    breaks: "a member's liveness is dated from the older of its own beat time and the server's write time: a member whose clock runs behind counts as dead while the server sees it write, and delete removes the job under it",
+    edits: [{ file: "src/fleet/member_liveness.ts", search: "return times.length ? Math.max(...times) : null;", replace: "return times.length ? Math.min(...times) : null;" }],
+    suites: ["unit"],
   },
 ];

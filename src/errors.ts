@@ -107,6 +107,30 @@ export class StoreUnavailableError extends SplitleaseError {
 }
 
 /**
+ * A store operation failed because the job's records are gone from the
+ * server: its NATS bucket does not exist any more (`splitlease delete`,
+ * `nats kv del`). It is a {@linkcode StoreUnavailableError}, so whatever
+ * waits out an outage treats it as one; the fleet routes tell it apart to
+ * say that the job is gone rather than that the store does not answer.
+ *
+ * @example
+ * ```ts
+ * import { JobGoneError, StoreUnavailableError } from "./errors.ts";
+ * const e = new JobGoneError("list", 5000, { detail: "bucket splitlease_backfill does not exist" });
+ * console.log(e instanceof StoreUnavailableError, e.code); // true STORE_UNAVAILABLE
+ * ```
+ */
+export class JobGoneError extends StoreUnavailableError {
+  /** What is gone, in a few words (`bucket splitlease_backfill does not exist any more`). */
+  readonly reason: string;
+  /** Creates the error for `op`; `detail` says what is gone. */
+  constructor(op: string, timeoutMs: number, options: ErrorOptions & { detail: string }) {
+    super(op, timeoutMs, options);
+    this.reason = options.detail;
+  }
+}
+
+/**
  * Whether `e` (or what caused it, up to five causes deep) is the store not
  * answering ({@linkcode StoreUnavailableError}): a write may have landed,
  * and a lane stopped by it is not the split's fault.

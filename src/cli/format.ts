@@ -81,16 +81,20 @@ export function formatStatus(job: string, v: FleetView): string {
   out.push("");
   if (v.members.length === 0) out.push("no members");
   else {
-    out.push(`members (${v.members.length}); liveness is judged by the leader: a beat that grows between two runs means alive`);
+    const past = v.members.filter((m) => m.liveness === "gone" || m.liveness === "unresponsive").length;
+    out.push(
+      `members (${v.members.length}${past ? `, ${past} past their lease` : ""}); a member whose last beat is older than its lease ` +
+        "is unresponsive while splits still name it, then gone",
+    );
     out.push(table(
-      ["INSTANCE", "RUNTIME", "VERSION", "SPLITS", "BEAT", "STATE"],
+      ["INSTANCE", "RUNTIME", "VERSION", "SPLITS", "LAST SEEN", "STATE"],
       v.members.map((m) => [
         m.instance + (m.leader ? " (leader)" : ""),
         m.runtime,
         m.version,
         `${m.owned}/${m.maxInFlight}`,
-        String(m.beat),
-        m.ui ? "ui" : m.activity,
+        m.lastBeatAt === null ? `beat ${m.beat}` : `${duration(v.at - m.lastBeatAt)} ago`,
+        m.ui && m.liveness !== "gone" && m.liveness !== "unresponsive" ? "ui" : m.activity,
       ]),
     ));
   }

@@ -9,6 +9,7 @@ import { SplitleaseError } from "../errors.ts";
 import { unknownKeysMessage } from "../util/options.ts";
 import type { Equal } from "../util/option_schema.ts";
 import { MAX_TIMER_MS } from "../util/timers.ts";
+import { defaultSelfFenceMarginMs, minLeaseMs, selfFenceMarginLimitMs } from "./timings.ts";
 
 const idPattern = /^[A-Za-z0-9_-]{1,128}$/;
 const ms = (min: number) => z.number().int().min(min);
@@ -174,11 +175,11 @@ const base = z.strictObject(shape, {
 });
 
 const schema = Object.assign(base.superRefine((c, ctx) => {
-  if (c.leaseMs < 2 * c.opTimeoutMs) {
+  if (c.leaseMs < minLeaseMs(c.opTimeoutMs)) {
     ctx.addIssue({
       code: "custom",
       path: ["leaseMs"],
-      message: `must be at least 2 × opTimeoutMs (${2 * c.opTimeoutMs}), got ${c.leaseMs}`,
+      message: `must be at least 2 × opTimeoutMs (${minLeaseMs(c.opTimeoutMs)}), got ${c.leaseMs}`,
     });
   }
   if (c.drainDeadlineMs < c.opTimeoutMs) {
@@ -202,11 +203,11 @@ const schema = Object.assign(base.superRefine((c, ctx) => {
       message: `must be at least retryBackoffMs (${c.retryBackoffMs}), got ${c.retryBackoffMaxMs}`,
     });
   }
-  if (c.selfFenceMarginMs !== undefined && c.selfFenceMarginMs >= c.leaseMs / 2) {
+  if (c.selfFenceMarginMs !== undefined && c.selfFenceMarginMs >= selfFenceMarginLimitMs(c.leaseMs)) {
     ctx.addIssue({
       code: "custom",
       path: ["selfFenceMarginMs"],
-      message: `must be below leaseMs / 2 (${c.leaseMs / 2}), got ${c.selfFenceMarginMs}`,
+      message: `must be below leaseMs / 2 (${selfFenceMarginLimitMs(c.leaseMs)}), got ${c.selfFenceMarginMs}`,
     });
   }
 }), { shape: base.shape });
@@ -262,6 +263,29 @@ export const TUNABLE_DEFAULTS: Readonly<Required<Omit<CoordinatorTunables, "self
   ),
 );
 
+/**
+ * The timing defaults of a serverless slice (`runSlice`,
+ * `createSliceHandler`, the Lambda handler) where its options leave them
+ * out; every other tunable defaults as for any worker
+ * ({@linkcode TUNABLE_DEFAULTS}). Shorter than a long-running worker's
+ * (15 s lease, 5 s operations, 10 s drain) because a slice's work window
+ * (its budget less the drain margin, `drainDeadlineMs + 1000`) must hold
+ * two leases (docs/DESIGN.md, "Runtime"): with these the default 30 s
+ * budget has a 25 s window, two leases and more; with the worker's, a
+ * budget would need 41 s.
+ *
+ * @example
+ * ```ts
+ * import { SLICE_TIMING_DEFAULTS } from "./config.ts";
+ * console.log(SLICE_TIMING_DEFAULTS.leaseMs); // 6000
+ * ```
+ */
+export const SLICE_TIMING_DEFAULTS: Readonly<{ leaseMs: number; opTimeoutMs: number; drainDeadlineMs: number }> = Object
+  .freeze({ leaseMs: 6000, opTimeoutMs: 2000, drainDeadlineMs: 4000 });
+
+/** The budget of a slice invocation when neither the call nor the options give one (ms). */
+export const SLICE_DEFAULT_BUDGET_MS = 30_000;
+
 /** The compiler refuses a {@linkcode CoordinatorTunables} that differs from the schema's input. */
 const _tunablesAreTheSchema: Equal<
   Required<CoordinatorTunables>,
@@ -301,5 +325,5 @@ export function parseCoordinatorConfig(input: Record<string, unknown>): Coordina
     throw new SplitleaseError("INVALID_CONFIG", `Invalid coordinator config: ${rules.join("; ")}`);
   }
   const c = r.data;
-  return { ...c, selfFenceMarginMs: c.selfFenceMarginMs ?? Math.floor(c.leaseMs / 8) };
+  return { ...c, selfFenceMarginMs: c.selfFenceMarginMs ?? defaultSelfFenceMarginMs(c.leaseMs) };
 }

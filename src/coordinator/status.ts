@@ -1,6 +1,11 @@
 /**
  * Builds the `/status` snapshot of a coordinator. Job-wide figures come from
- * the leader: directly on the leader, from its last heartbeat elsewhere.
+ * the leader: directly on the leader, from its last heartbeat elsewhere —
+ * until the job has an outcome (`allComplete` or `stalled`): then from the
+ * outcome the `plan` record carries, the same on every member. The leader's
+ * last heartbeat predates the outcome (it beats every `leaseMs / 3`, and a
+ * leader that left beats no more), so after the end it told idle members
+ * `completed 184, runnable 16` of a job of 200 done (issue 40, item 4).
  *
  * @module
  */
@@ -35,6 +40,11 @@ export function buildStatus(s: StatusInput): CoordinatorStatus {
   const leader = f.leader?.record;
   const role = s.role?.ready ? s.role : undefined;
   const c = role ? role.counts() : leader?.counts;
+  // A decided end counts from its record: every split is completed, cancelled or quarantined, none runnable.
+  const o = f.outcome === "allComplete" || f.outcome === "stalled" ? plan?.outcome : undefined;
+  const ended = o && o.kind !== "planFailed"
+    ? { completed: o.completed, quarantined: o.kind === "stalled" ? o.quarantined : 0, cancelled: o.cancelled ?? 0 }
+    : undefined;
   // Off the leader: the ids its last beat published (the first few), so the list agrees with the count.
   const quarantined = role ? [...role.view.quarantined].sort() : [...(leader?.counts?.quarantinedIds ?? [])];
   const invalid = new Map(f.invalid);
@@ -60,16 +70,25 @@ export function buildStatus(s: StatusInput): CoordinatorStatus {
       progress: t.prog.progress,
       draining: t.draining,
     })).sort((a, b) => (a.id < b.id ? -1 : 1)),
-    counts: {
-      // Residuals cut from running splits are planned work too.
-      planned: (plan?.planned ?? 0) + (c?.cut ?? 0),
-      runnable: c?.runnable ?? 0,
-      unclaimed: c?.unowned ?? 0,
-      owned: c ? c.runnable - c.unowned : 0,
-      completed: c?.completed ?? 0,
-      quarantined: c?.quarantined ?? 0,
-      cancelled: c?.cancelled ?? 0,
-    },
+    counts: ended
+      ? {
+        // Every split there is (residuals cut from running ones included) is one of these three.
+        planned: ended.completed + ended.quarantined + ended.cancelled,
+        runnable: 0,
+        unclaimed: 0,
+        owned: 0,
+        ...ended,
+      }
+      : {
+        // Residuals cut from running splits are planned work too.
+        planned: (plan?.planned ?? 0) + (c?.cut ?? 0),
+        runnable: c?.runnable ?? 0,
+        unclaimed: c?.unowned ?? 0,
+        owned: c ? c.runnable - c.unowned : 0,
+        completed: c?.completed ?? 0,
+        quarantined: c?.quarantined ?? 0,
+        cancelled: c?.cancelled ?? 0,
+      },
     quarantined,
     outcome: f.outcome,
     invalidRecords: [

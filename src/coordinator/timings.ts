@@ -7,7 +7,29 @@
  *
  * @module
  */
-import type { CoordinatorConfig } from "./config.ts";
+
+/**
+ * What the timings are derived from: the four durations of a coordinator
+ * configuration (`CoordinatorConfig` has them; the type is spelled out so
+ * that config.ts, which derives its defaults and rules here, imports this
+ * file and not the reverse).
+ *
+ * @example
+ * ```ts
+ * import type { TimingInputs } from "./timings.ts";
+ * const t: TimingInputs = { leaseMs: 15000, opTimeoutMs: 5000, selfFenceMarginMs: 1875, drainDeadlineMs: 10000 };
+ * ```
+ */
+export interface TimingInputs {
+  /** The lease (`leaseMs`). */
+  leaseMs: number;
+  /** The timeout of one store operation (`opTimeoutMs`). */
+  opTimeoutMs: number;
+  /** The self-fence margin (`selfFenceMarginMs`, defaulted). */
+  selfFenceMarginMs: number;
+  /** The drain deadline of a revoked split (`drainDeadlineMs`). */
+  drainDeadlineMs: number;
+}
 
 /**
  * The derived intervals of one coordinator, in ms (docs/DESIGN.md).
@@ -66,6 +88,12 @@ export interface Timings {
   cutAskTimeoutMs: number;
   /** A split whose ask was given up is not asked again for this long: `leaseMs`. */
   cutCooldownMs: number;
+  /**
+   * How long a leaderless interval lasts (a lease for the old leader's
+   * record to go silent, and an election): `1.5 × leaseMs`. The leader keeps
+   * enough spare offers on each member to cover it.
+   */
+  leaderlessCoverMs: number;
 }
 
 /**
@@ -79,7 +107,7 @@ export interface Timings {
  * console.log(t.twinWaitMs, t.selfFenceAfterMs); // 1300 2625
  * ```
  */
-export function timings(config: CoordinatorConfig): Timings {
+export function timings(config: TimingInputs): Timings {
   const { leaseMs, opTimeoutMs, selfFenceMarginMs, drainDeadlineMs } = config;
   return {
     deadAfterMs: leaseMs,
@@ -101,5 +129,79 @@ export function timings(config: CoordinatorConfig): Timings {
     spareClaimAfterMs: Math.max(20, leaseMs / 100),
     cutAskTimeoutMs: leaseMs / 5,
     cutCooldownMs: leaseMs,
+    leaderlessCoverMs: 1.5 * leaseMs,
   };
+}
+
+/**
+ * The default self-fence margin of a lease when none is configured
+ * (`selfFenceMarginMs`): `leaseMs / 8`, rounded down.
+ *
+ * @example
+ * ```ts
+ * import { defaultSelfFenceMarginMs } from "./timings.ts";
+ * console.log(defaultSelfFenceMarginMs(15000)); // 1875
+ * ```
+ */
+export function defaultSelfFenceMarginMs(leaseMs: number): number {
+  return Math.floor(leaseMs / 8);
+}
+
+/**
+ * The largest self-fence margin a lease allows, exclusive: `leaseMs / 2`
+ * (a larger margin would fence a worker before half its lease is over).
+ *
+ * @example
+ * ```ts
+ * import { selfFenceMarginLimitMs } from "./timings.ts";
+ * console.log(selfFenceMarginLimitMs(15000)); // 7500
+ * ```
+ */
+export function selfFenceMarginLimitMs(leaseMs: number): number {
+  return leaseMs / 2;
+}
+
+/**
+ * The shortest lease an operation timeout allows: `2 × opTimeoutMs`, so one
+ * slow write never self-fences a worker.
+ *
+ * @example
+ * ```ts
+ * import { minLeaseMs } from "./timings.ts";
+ * console.log(minLeaseMs(5000)); // 10000
+ * ```
+ */
+export function minLeaseMs(opTimeoutMs: number): number {
+  return 2 * opTimeoutMs;
+}
+
+/**
+ * The longest operation timeout a lease allows (the converse of
+ * {@linkcode minLeaseMs}): `leaseMs / 2`, rounded down.
+ *
+ * @example
+ * ```ts
+ * import { maxOpTimeoutMs } from "./timings.ts";
+ * console.log(maxOpTimeoutMs(15000)); // 7500
+ * ```
+ */
+export function maxOpTimeoutMs(leaseMs: number): number {
+  return Math.floor(leaseMs / 2);
+}
+
+/**
+ * The shortest work window (budget less the drain margin) of a serverless
+ * invocation: `2 × leaseMs`. An invocation that was cut off leaves a leader
+ * record each later invocation must watch unmoved for a lease, then a member
+ * record the new leader must watch for another lease (docs/DESIGN.md,
+ * "Runtime").
+ *
+ * @example
+ * ```ts
+ * import { sliceWorkWindowMs } from "./timings.ts";
+ * console.log(sliceWorkWindowMs(6000)); // 12000
+ * ```
+ */
+export function sliceWorkWindowMs(leaseMs: number): number {
+  return 2 * leaseMs;
 }

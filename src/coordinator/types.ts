@@ -225,7 +225,7 @@ export interface CoordinatorStatus {
   members: number;
   /** Splits held by this instance. */
   held: HeldSplitStatus[];
-  /** Job-wide split counts: the leader's own, or those of its last heartbeat. */
+  /** Job-wide split counts: the leader's own, or those of its last heartbeat; once the job has an outcome (`allComplete`, `stalled`), the outcome's, on every member. */
   counts: {
     planned: number;
     runnable: number;

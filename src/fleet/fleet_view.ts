@@ -33,6 +33,7 @@ import { SplitleaseError } from "../errors.ts";
 import { isValidId, keys } from "../store/keys.ts";
 import type { StoreEntry } from "../store/store.ts";
 import { completedAt, fractionDone, RateFold } from "./fleet_rate.ts";
+import { judgeMember, leaseOf } from "./member_liveness.ts";
 import type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetSnapshot, FleetSplit, FleetState, FleetView } from "./types.ts";
 
 /** Every state a query filters on, in the order a fleet view lists them (`owned` and `unclaimed` split `runnable`). */
@@ -159,9 +160,11 @@ function matches(id: string, r: SplitRecord, text: string): boolean {
 }
 
 /**
- * Builds a fleet view from a snapshot (pure: no store access). Liveness is
- * judged only when `liveness` is given — by the leader, from its own view;
- * otherwise each member shows its `beat` and `alive: null`.
+ * Builds a fleet view from a snapshot (pure: no store access). Members are
+ * judged by the leader's rule (`member_liveness.ts`): with `liveness` (the
+ * view is built on the leader) by the leader's own judgement, otherwise by
+ * each member's lease against the time of its last beat, at the
+ * snapshot's time.
  *
  * @example
  * ```ts
@@ -268,24 +271,34 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
 
   const live = liveness ? new Set(liveness.liveMembers) : undefined;
   const windowMs = rate.windowMs();
-  const memberViews: FleetMember[] = [...members].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([instance, m]) => ({
-    instance,
-    session: m.session,
-    runtime: m.runtime,
-    version: m.version,
-    maxInFlight: m.maxInFlight,
-    owned: owned.get(instance + "/" + m.session) ?? 0,
-    held: m.held ?? null,
-    beat: m.beat,
-    draining: m.draining === true,
-    planner: m.planner === true,
-    leader: leader?.instance === instance && leader.session === m.session,
-    alive: live ? live.has(instance) : null,
-    activity: m.draining ? "draining" : m.maxInFlight === 0 ? "standby" : (owned.get(instance + "/" + m.session) ?? 0) > 0 || (m.held ?? 0) > 0 ? "working" : "idle",
-    ui: instance.startsWith(UI_INSTANCE_PREFIX) && m.maxInFlight === 0,
-    lastBeatAt: m.at ?? null,
-    perMinute: rate.memberPerMinute(instance, windowMs),
-  }));
+  const memberViews: FleetMember[] = [...members].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([instance, m]) => {
+    const mine = owned.get(instance + "/" + m.session) ?? 0;
+    const judged = judgeMember({ record: m, now: snapshot.at, owned: mine, ...(live ? { leader: live.has(instance) } : {}) });
+    // Past its lease its last report (working, idle, ...) is no longer true.
+    const activity: FleetMember["activity"] = judged === "gone" || judged === "unresponsive"
+      ? judged
+      : m.draining ? "draining" : m.maxInFlight === 0 ? "standby" : mine > 0 || (m.held ?? 0) > 0 ? "working" : "idle";
+    return {
+      instance,
+      session: m.session,
+      runtime: m.runtime,
+      version: m.version,
+      maxInFlight: m.maxInFlight,
+      owned: mine,
+      held: m.held ?? null,
+      beat: m.beat,
+      draining: m.draining === true,
+      planner: m.planner === true,
+      leader: leader?.instance === instance && leader.session === m.session,
+      alive: judged === "unknown" ? null : judged === "alive",
+      liveness: judged,
+      lease: leaseOf(m),
+      activity,
+      ui: instance.startsWith(UI_INSTANCE_PREFIX) && m.maxInFlight === 0,
+      lastBeatAt: m.at ?? null,
+      perMinute: rate.memberPerMinute(instance, windowMs),
+    };
+  });
 
   return {
     at: snapshot.at,
@@ -300,7 +313,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
         outcome: plan.outcome?.kind ?? null,
       }
       : null,
-    liveness: liveness ? { judgedBy: "here", by: liveness.by } : { judgedBy: "leader", leader: leader?.instance ?? null },
+    liveness: liveness ? { judgedBy: "here", by: liveness.by } : { judgedBy: "clock", leader: leader?.instance ?? null },
     members: memberViews,
     counts,
     rate: rate.finish(counts.runnable, counts.quarantined),

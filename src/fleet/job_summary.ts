@@ -15,25 +15,14 @@ import {
 } from "../records.ts";
 import type { CatalogEntry, JobCatalog, JobListing } from "../store/job_catalog.ts";
 import { keys } from "../store/keys.ts";
-
-/**
- * How long after its last beat a member counts as live for
- * {@linkcode summarizeJob} (two minutes: a beat comes every `leaseMs / 3`,
- * so this covers leases up to six minutes).
- *
- * @example
- * ```ts
- * import { LIVE_WITHIN_MS } from "@splitlease/splitlease/admin";
- * const live = (lastBeatAt: number) => Date.now() - lastBeatAt <= LIVE_WITHIN_MS;
- * ```
- */
-export const LIVE_WITHIN_MS = 120_000;
+import { pastLease } from "./member_liveness.ts";
 
 /**
  * Where a job stands, as `splitlease jobs` prints it: `complete`, `stalled`
  * (only quarantined splits left), `failed` (its planner failed for good),
  * `running` (no outcome, a member live), `unfinished` (no outcome and no
- * live member: its workers are gone), `new` (nothing planned yet) or
+ * live member: its workers are gone), `new` (nothing planned yet), `empty`
+ * (no record at all: a bucket or row nothing was written to) or
  * `unreadable` (its `plan` record cannot be read).
  *
  * @example
@@ -42,7 +31,7 @@ export const LIVE_WITHIN_MS = 120_000;
  * const finished = (s: JobState) => s === "complete" || s === "failed";
  * ```
  */
-export type JobState = "complete" | "stalled" | "failed" | "running" | "unfinished" | "new" | "unreadable";
+export type JobState = "complete" | "stalled" | "failed" | "running" | "unfinished" | "new" | "empty" | "unreadable";
 
 /**
  * One job of a server, summarized.
@@ -72,18 +61,21 @@ export interface JobSummary {
   finishedAt: number | null;
   /** Member records (live or left behind by a crash). */
   members: number;
-  /** Members whose last beat is at most {@linkcode LIVE_WITHIN_MS} old, by instance. */
+  /**
+   * Members not past their lease, by instance: the newest of the member's
+   * own time at its last beat and the server's write time is less than the
+   * lease its record names (`LIVE_WITHIN_MS`, two minutes, when it names none)
+   * old. A record with no time at all counts as live.
+   */
   liveMembers: string[];
   /** Bytes its records take on the server, or `null` when unknown. */
   bytes: number | null;
 }
 
-/** The newest time a member is known to have beaten: the server's write time or its own clock. */
-function lastBeat(e: CatalogEntry): number | null {
+/** Whether a member record counts as live at `now` (past its lease: not; no time at all: yes). */
+function live(e: CatalogEntry, now: number): boolean {
   const r = safeDecodeRecord(e.key, e.value, MemberRecordSchema);
-  const own = r.ok ? r.value.at ?? null : null;
-  const times = [own, e.writtenAt ?? null].filter((t): t is number => t !== null);
-  return times.length ? Math.max(...times) : null;
+  return pastLease(r.ok ? r.value : undefined, e.writtenAt, now) !== true;
 }
 
 /**
@@ -102,17 +94,14 @@ export function summarizeJob(l: JobListing, now: number): JobSummary {
   const job = l.record ? jobRecordOf(l.record.value) : undefined;
   const plan = l.plan ? safeDecodeRecord(l.plan.key, l.plan.value, PlanRecordSchema) : undefined;
   const leader = l.leader ? safeDecodeRecord(l.leader.key, l.leader.value, LeaderRecordSchema) : undefined;
-  const live: string[] = [];
-  for (const m of l.members) {
-    const at = lastBeat(m);
-    if (at === null || now - at <= LIVE_WITHIN_MS) live.push(m.key.slice(keys.memberPrefix.length));
-  }
+  const liveMembers = l.members.filter((m) => live(m, now)).map((m) => m.key.slice(keys.memberPrefix.length));
   const outcome = plan?.ok ? plan.value.outcome : undefined;
   let state: JobState;
-  if (plan && !plan.ok) state = "unreadable";
+  if (!l.record && !l.plan && !l.leader && l.members.length === 0) state = "empty";
+  else if (plan && !plan.ok) state = "unreadable";
   else if (outcome) state = outcome.kind === "allComplete" ? "complete" : outcome.kind === "stalled" ? "stalled" : "failed";
   else if (!plan) state = "new";
-  else state = live.length > 0 ? "running" : "unfinished";
+  else state = liveMembers.length > 0 ? "running" : "unfinished";
   let counts: JobSummary["counts"] = null;
   if (outcome && outcome.kind !== "planFailed") {
     counts = {
@@ -135,7 +124,7 @@ export function summarizeJob(l: JobListing, now: number): JobSummary {
     createdAt: job?.createdAt ?? null,
     finishedAt: outcome ? l.plan?.writtenAt ?? null : null,
     members: l.members.length,
-    liveMembers: live.sort(),
+    liveMembers: liveMembers.sort(),
     bytes: l.bytes,
   };
 }
@@ -160,26 +149,32 @@ function jobRecordOf(value: string): { fingerprint: string | null; createdAt: nu
 
 /**
  * Why `splitlease delete` must not remove this job (a sentence), or
- * `null` when it may: never while a member is live; an unfinished job
- * (no outcome) only with `force`.
+ * `null` when it may: never while a member is live (not past its lease);
+ * without `force`, only a `complete` job or an `empty` one (no records at
+ * all), since any other job's records are the only place its progress
+ * lives — a `stalled` one's quarantined splits wait for a requeue or
+ * cancel, an unfinished one's work is not done.
  *
  * @example
  * ```ts
  * import { deleteRefusal, summarizeJob } from "@splitlease/splitlease/admin";
  * const s = summarizeJob({ job: "j", record: undefined, plan: undefined, leader: undefined, members: [], bytes: null }, Date.now());
- * console.log(deleteRefusal(s, false)); // job "j" is new (no outcome): …
+ * console.log(deleteRefusal(s, false)); // null: the job is empty
  * ```
  */
 export function deleteRefusal(s: JobSummary, force: boolean): string | null {
   if (s.liveMembers.length > 0) {
     return `job "${s.job}" has ${s.liveMembers.length} live member(s) (${s.liveMembers.slice(0, 5).join(", ")}` +
-      `${s.liveMembers.length > 5 ? ", …" : ""}): stop its workers first (a member counts as live for ` +
-      `${LIVE_WITHIN_MS / 60_000} min after its last beat)`;
+      `${s.liveMembers.length > 5 ? ", …" : ""}): stop its workers first (a member counts as live until its lease ` +
+      `has passed since its last beat)`;
   }
-  if (s.outcome === null && !force) {
-    return `job "${s.job}" is ${s.state} (no outcome): its work is not finished; --force deletes it anyway`;
-  }
-  return null;
+  if (force || s.state === "complete" || s.state === "empty") return null;
+  const why = s.state === "stalled"
+    ? `is stalled: its ${s.counts?.quarantined ?? "quarantined"} quarantined split(s) wait for a requeue or cancel, and their progress lives only here`
+    : s.state === "failed"
+    ? "failed (its planner failed): a restart plans again, and the progress of the splits it has lives only here"
+    : `is ${s.state} (no outcome): its work is not finished`;
+  return `job "${s.job}" ${why}; --force deletes it anyway`;
 }
 
 /**

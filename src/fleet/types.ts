@@ -6,6 +6,7 @@
  */
 import type { JobOutcome, SplitEstimate, SplitFailure, SplitStatus, SplitTenancy } from "../records.ts";
 import type { StoreEntry } from "../store/store.ts";
+import type { MemberLiveness } from "./member_liveness.ts";
 
 /**
  * A state a fleet query filters on, in the one vocabulary of the CLI,
@@ -50,9 +51,10 @@ export interface FleetQuery {
 }
 
 /**
- * How liveness is judged in a view: only the leader judges members (on its
- * own clock, from their heartbeats); elsewhere a view reports each member's
- * `beat` counter and says who judges.
+ * The leader's judgement of members, for a view built on the leader (it
+ * judges on its own clock, from their heartbeats' revisions); a view built
+ * anywhere else judges each member by its lease against its own clock
+ * (`src/fleet/member_liveness.ts`).
  *
  * @example
  * ```ts
@@ -101,10 +103,26 @@ export interface FleetMember {
   planner: boolean;
   /** It is the leader named by the `leader` record. */
   leader: boolean;
-  /** Alive as judged here (on the leader), or `null` where liveness is not judged (any other member, the CLI). */
+  /** Not past its lease ({@linkcode FleetMember.liveness} `alive`), or `null` when its record carries no time to judge by. */
   alive: boolean | null;
-  /** What it does: `working` (holds splits), `idle` (holds none), `standby` (`maxInFlight: 0`), `draining`. */
-  activity: "working" | "idle" | "standby" | "draining";
+  /**
+   * Judged by the leader's rule (`src/fleet/member_liveness.ts`): `alive`,
+   * `unresponsive` (past its lease: no heartbeat for `lease` ms; runnable
+   * splits still name it, not taken over yet), `gone` (past its lease,
+   * nothing names it), `unknown` (no time in its record). On the leader,
+   * by the leader's own judgement; elsewhere by its `lease` against the
+   * time of its last beat ({@linkcode FleetMember.lastBeatAt}).
+   */
+  liveness: MemberLiveness;
+  /** The lease it is judged by (its record's, else two minutes for records that name none). */
+  lease: number;
+  /**
+   * What it does: `working` (holds splits), `idle` (holds none), `standby`
+   * (`maxInFlight: 0`), `draining` — by its last report while it is alive;
+   * `unresponsive` or `gone` once it is past its lease (its last report is
+   * no longer true).
+   */
+  activity: "working" | "idle" | "standby" | "draining" | "unresponsive" | "gone";
   /**
    * A `splitlease ui` process (an operator's shell serving the fleet page:
    * instance `splitlease-ui-…`, no lanes), not a worker of the fleet. It
@@ -311,8 +329,13 @@ export interface FleetView {
   plan:
     | { term: number; finality: "open" | "final"; generation: number; planned: number; outcome: JobOutcome["kind"] | null }
     | null;
-  /** Who judged liveness: this view's server (the leader), or nobody here (see `FleetMember.alive`). */
-  liveness: { judgedBy: "here"; by: string } | { judgedBy: "leader"; leader: string | null };
+  /**
+   * Who judged liveness: this view's server, the leader (`here`, by its own
+   * judgement), or the view itself (`clock`: each member's lease against
+   * the time of its last beat, on this view's clock; `leader` names the
+   * leader its record names, for reference).
+   */
+  liveness: { judgedBy: "here"; by: string } | { judgedBy: "clock"; leader: string | null };
   /** Every member record, by instance id. */
   members: FleetMember[];
   /** Job-wide counts. */

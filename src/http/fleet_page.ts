@@ -46,6 +46,7 @@ export const FLEET_PAGE_HTML: string = `<!doctype html>
 <h1><img src="{{base}}/favicon.svg" alt=""> splitlease fleet <span id="job" class="mono"></span></h1>
 <div id="meta" class="muted">loading…</div>
 <div id="banner" role="alert"></div>
+<section id="gone" hidden><p id="gone-text" class="big"></p></section>
 <section id="result" class="result" hidden aria-labelledby="result-title">
   <h2 id="result-title">Result</h2>
   <dl id="result-list"></dl>

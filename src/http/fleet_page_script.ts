@@ -84,9 +84,24 @@ const HELPERS = `
   async function getJson(url) {
     const res = await fetch(BASE + url, { cache: "no-store" });
     const body = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error(body.error || res.status + " " + res.statusText);
+    if (!res.ok) {
+      const e = new Error(body.error || res.status + " " + res.statusText);
+      e.gone = res.status === 410 && body.gone === true; // the job's records were deleted
+      throw e;
+    }
     return body;
   }
+
+  // What the job's outcome makes true (the plan record's, or none yet): stalled (repairable), complete, cancelled
+  // (every split cancelled: nothing ran to the end), failed (the planner), or running.
+  function ending(v) {
+    const o = v.plan && v.plan.outcome, c = v.counts;
+    if (o === "allComplete") return c.completed === 0 && c.cancelled > 0 ? "cancelled" : "complete";
+    return o === "stalled" ? "stalled" : o === "planFailed" ? "failed" : "running";
+  }
+  // Where the repair actions are: this page's buttons when its routes take them, else the CLI.
+  const repairs = () => access === "token" || access === "open"
+    ? "requeue or cancel below" : "requeue or cancel with splitlease requeue / splitlease cancel (this page's actions are off)";
 
   // An in-page confirmation (a modal dialog): resolves true only on the confirm button.
   function ask(text, label) {
@@ -143,7 +158,7 @@ const JOB = `
     $("progress-text").textContent = pct(done + partial) + " done · " + c.completed + " of " + c.total + " splits completed" +
       (c.cancelled ? ", " + c.cancelled + " cancelled" : "") + (c.owned ? ", " + c.owned + " owned" : "") +
       (c.unclaimed ? ", " + c.unclaimed + " unclaimed" : "");
-    const e = r.eta, s = v.summary;
+    const e = r.eta, s = v.summary, end = ending(v);
     const eta = $("eta");
     // Quarantined splits behind the runnable work: the job stalls once that work is done.
     const stall = e.thenStalled ? " · then stalled on " + c.quarantined + " quarantined split" + (c.quarantined === 1 ? "" : "s") +
@@ -151,12 +166,18 @@ const JOB = `
     if (e.state === "estimated") {
       eta.textContent = (e.thenStalled ? "Runnable work done " : "ETA ") + when(e.at) + " · in " + dur(e.inMs) + stall;
       eta.className = e.thenStalled ? "big warn" : "big";
+    } else if (end === "cancelled") {
+      eta.textContent = "Cancelled: all " + c.cancelled + " split" + (c.cancelled === 1 ? " was" : "s were") + " cancelled; nothing is left to run";
+      eta.className = "big muted";
+    } else if (end === "failed") {
+      eta.textContent = "Failed: the planner failed for good; fix it and start the workers again (a new leader plans again)";
+      eta.className = "big bad";
     } else if (e.state === "done") {
       eta.textContent = "Finished" + (s.lastCompletedAt !== null ? " " + when(s.lastCompletedAt) : "") + (s.tookMs !== null ? " · took " + took(s.tookMs) : "");
       eta.className = "big ok";
     } else if (e.state === "stalled") {
       eta.textContent = "Stalled: only " + c.quarantined + " quarantined split" + (c.quarantined === 1 ? " is" : "s are") +
-        " left · requeue or cancel below";
+        " left · " + repairs();
       eta.className = "big bad";
     } else {
       eta.textContent = "ETA unknown: no split completed in the last " + dur(r.windowMs || 0) + stall;
@@ -174,7 +195,7 @@ const JOB = `
         " (" + r.completedInWindow + " completed)") + " · job-wide, from the completion times in the split records" +
         (r.startedAt !== null ? " · running since " + when(r.startedAt) : "") + untimed;
     }
-    renderResult(v, e.state === "done");
+    renderResult(v, e.state === "done" && end !== "cancelled");
     for (const k of ["total", "completed", "owned", "unclaimed", "quarantined", "cancelled", "invalid"]) $("count-" + k).textContent = c[k];
     // Red only when there is something to repair.
     $("count-quarantined").className = c.quarantined > 0 ? "bad" : "";
@@ -183,7 +204,8 @@ const JOB = `
     const leader = v.leader ? "leader " + v.leader.instance + " (term " + v.leader.term + ")" : "no leader";
     $("meta").textContent = "served by " + v.servedBy.instance + (v.servedBy.isLeader ? " (leader)" : "") + " · " + leader + " · " + plan +
       " · updated " + when(v.at);
-    document.title = (e.state === "done" ? "done" : e.state === "stalled" ? "stalled" : pct(done + partial)) + " · " + v.job + " · splitlease";
+    document.title = (end === "cancelled" || end === "failed" ? end : e.state === "done" ? "done" : e.state === "stalled" ? "stalled" : pct(done + partial)) +
+      " · " + v.job + " · splitlease";
   }
 
   function renderSpark(v) {
@@ -207,20 +229,28 @@ const JOB = `
   function renderMembers(v) {
     $("liveness").textContent = v.liveness.judgedBy === "here"
       ? "(alive as judged by the leader " + v.liveness.by + ")"
-      : "(liveness is judged by the leader" + (v.liveness.leader ? ", " + v.liveness.leader : "") + ")";
+      : "(judged by each member's lease against its last beat: past it, unresponsive while splits still name it, then gone)";
     // splitlease ui processes are operators' shells, not workers: named below the table, never drained from here.
     const workers = v.members.filter((m) => !m.ui), uis = v.members.filter((m) => m.ui);
     $("members-also").textContent = uis.length ? "Also watching (splitlease ui, no work): " + uis.map((m) => m.instance +
       (m.instance === v.servedBy.instance ? " (serves this page)" : "") + (m.leader ? " ★ leader" : "")).join(", ") : "";
-    const none = document.createElement("tr"), cell = el("td", v.plan && v.plan.outcome ? "none: the job is over and its workers left" : "none", "muted");
+    // No worker: say why, as the outcome makes true (a stalled job is not over: it waits for a repair).
+    const end = ending(v);
+    const why = end === "stalled" ? "none: the workers left on the stall; " + repairs() + " reopens the job, then start workers to run it"
+      : end === "complete" ? "none: the job is complete and its workers left"
+      : end === "cancelled" ? "none: every split was cancelled and the workers left"
+      : end === "failed" ? "none: the job failed (its planner) and its workers left" : "none";
+    const none = document.createElement("tr"), cell = el("td", why, "muted");
     cell.colSpan = 8;
     none.appendChild(cell);
     if (!workers.length) { $("members").tBodies[0].replaceChildren(none); return; }
     $("members").tBodies[0].replaceChildren(...workers.map((m) => {
       const name = el("span", m.instance + (m.leader ? " ★ leader" : ""), "mono");
-      const state = m.alive === false ? pill("dead") : pill(m.activity);
+      const past = m.activity === "gone" || m.activity === "unresponsive";
+      const state = pill(m.activity, past ? "dead" : m.activity);
       const seen = m.lastBeatAt !== null ? dur(Math.max(0, v.at - m.lastBeatAt)) + " ago" : "beat " + m.beat;
-      const cell = m.draining ? el("span", "") : button("Drain", "/members/" + encodeURIComponent(m.instance) + "/drain", "drain " + m.instance,
+      // Nothing to drain on a member past its lease: it writes nothing more.
+      const cell = m.draining || past ? el("span", "") : button("Drain", "/members/" + encodeURIComponent(m.instance) + "/drain", "drain " + m.instance,
         "Drain " + m.instance + "? It hands its " + m.owned + " split(s) over to the others and exits.");
       const tr = row([name, wide(m.runtime), wide(m.version), m.owned + " / " + m.maxInFlight, state, seen, m.perMinute.toFixed(1), cell]);
       tr.dataset.instance = m.instance;
@@ -267,10 +297,23 @@ const MAIN = `
       renderRecent(v);
       await refreshDetail();
       $("banner").className = "";
+      document.body.classList.remove("gone");
+      $("gone").hidden = true;
     } catch (e) {
+      if (e.gone) return renderGone(e.message);
       $("banner").textContent = "Cannot read the fleet: " + e.message + " (retrying every " + POLL_MS / 1000 + " s)";
       $("banner").className = "show";
     }
+  }
+
+  // The job's records were deleted (splitlease delete): nothing of it is left to show or to act on.
+  function renderGone(message) {
+    $("banner").className = "";
+    $("gone-text").textContent = "Gone: " + message + ". Nothing of it is left to show or to repair; this page looks again every " +
+      POLL_MS / 1000 + " s (a new run under the same name shows here).";
+    $("gone").hidden = false;
+    document.body.classList.add("gone");
+    document.title = "gone · splitlease";
   }
 
   document.addEventListener("DOMContentLoaded", () => {

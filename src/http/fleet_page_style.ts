@@ -44,6 +44,9 @@ button.link { border: 0; background: none; padding: 0; color: #1f5fbf; text-deco
 #banner { padding: .4em .7em; border-radius: 4px; margin: .5em 0; display: none; }
 #banner.show { display: block; background: #fde8ea; border: 1px solid #e4a0a8; }
 #notice { min-height: 1.4em; margin: .4em 0; }
+#gone { background: #fff; border: 1px solid #dde; border-radius: 6px; padding: .7em .9em; margin: .8em 0; font-weight: 600; }
+#gone[hidden] { display: none; }
+body.gone > :not(h1):not(#gone):not(dialog) { display: none; }
 ul.failures { margin: 0; padding-left: 1.1em; }
 details.stack summary { cursor: pointer; font-family: monospace; font-size: 0.85em; }
 details.stack pre { margin: 0.2em 0 0.4em; font-size: 0.85em; white-space: pre-wrap; overflow-wrap: anywhere; }

@@ -12,19 +12,20 @@
  * Every answer is JSON naming what happened: 200 for done (or already so),
  * 404 for no such split or member, 409 for a split in another state or a
  * race that kept losing, 400 for a malformed id or query, 503 when the store
- * does not answer, 403 for a cross-site browser request.
+ * does not answer, 410 (`GET /fleet`) when the job's records were deleted,
+ * 403 for a cross-site browser request.
  *
  * @module
  */
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import type { Coordinator } from "../coordinator/types.ts";
-import { InvalidKeyError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
+import { InvalidKeyError, JobGoneError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { cancelSplit, drainMember, requeueQuarantined, requeueSplit } from "../fleet/actions.ts";
 import { buildFleetView, normalizeFleetQuery, parseFleetLimit, splitView } from "../fleet/fleet_view.ts";
 import { liveSplitRecord, ProgRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../records.ts";
 import { assertValidId, keys } from "../store/keys.ts";
 import type { FleetQuery, FleetSnapshot, FleetState } from "../fleet/types.ts";
-import { readFleetSnapshot } from "../fleet/read_fleet.ts";
+import { isEmptySnapshot, readFleetSnapshot } from "../fleet/read_fleet.ts";
 import type { Store } from "../store/store.ts";
 import { FLEET_FAVICON_SVG, FLEET_PAGE_STYLE, renderFleetPage } from "./fleet_page.ts";
 import { FLEET_PAGE_SCRIPT } from "./fleet_page_script.ts";
@@ -70,6 +71,15 @@ function statusOf(outcome: string): number {
     default: // notQuarantined, alreadyCompleted, unreadable, conflict
       return 409;
   }
+}
+
+/**
+ * `GET /fleet` of a job whose records were deleted (`splitlease delete`):
+ * 410 with `gone: true`, so the page says the job is gone instead of
+ * retrying a store that answers.
+ */
+function gone(job: string, e?: JobGoneError): Response {
+  return json({ error: `job "${job}" is gone: its records were deleted${e ? ` (${e.reason})` : ""}`, gone: true }, 410);
 }
 
 /** Answers an error as JSON: 400 for bad input, 503 for an outage; anything else is rethrown (500). */
@@ -138,10 +148,14 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
       const st = o.coordinator.status();
       const liveness = st.isLeader ? { by: st.instance, liveMembers: st.liveMembers } : undefined;
       normalizeFleetQuery(q); // a bad query costs no listing
-      const view = buildFleetView(await snapshot(), q, liveness);
+      const snap = await snapshot();
+      // We are a member of the job (we wrote its job record when we joined): nothing left means deleted.
+      if (isEmptySnapshot(snap)) return gone(st.job);
+      const view = buildFleetView(snap, q, liveness);
       const operator = { access: o.operator?.() ?? "closed" };
       return json({ job: st.job, servedBy: { instance: st.instance, isLeader: st.isLeader }, operator, ...view }, 200);
     } catch (e) {
+      if (e instanceof JobGoneError) return gone(o.coordinator.status().job, e);
       return failure(e);
     }
   });

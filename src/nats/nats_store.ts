@@ -6,7 +6,8 @@
  */
 import type { KvEntry } from "@nats-io/kv";
 import { Empty, headers } from "@nats-io/nats-core";
-import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
+import { JetStreamApiError } from "@nats-io/jetstream";
+import { JobGoneError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { assertValidFilter, assertValidKey } from "../store/keys.ts";
 import { assertValidWrite, CONFLICT, DELETE_CONFLICT, DELETED } from "../store/write_checks.ts";
 import type {
@@ -24,6 +25,9 @@ import { type Scan, startScan } from "./scan.ts";
 import { isNoResponders, untilReceived } from "./unsent.ts";
 import { NatsWatch } from "./watch.ts";
 import { clampTimerMs } from "../util/timers.ts";
+
+/** JetStream's API error code for a stream that does not exist (`JetStreamApiCodes.StreamNotFound`). */
+const STREAM_NOT_FOUND = 10059;
 
 
 /**
@@ -372,6 +376,10 @@ export class NatsStore implements Store {
   #unavailable(op: string, cause?: unknown, detail?: string): StoreUnavailableError {
     if (this.#closed) {
       return new StoreUnavailableError(op, this.#timeout, { cause, detail: "the store is closed" });
+    }
+    if (cause instanceof JetStreamApiError && cause.code === STREAM_NOT_FOUND) {
+      // JetStream answered that the bucket's stream does not exist: deleted under us, not an outage.
+      return new JobGoneError(op, this.#timeout, { cause, detail: `its bucket ${this.bucket} does not exist any more` });
     }
     return new StoreUnavailableError(op, this.#timeout, {
       cause,

@@ -48,6 +48,12 @@ export interface MemberRecord {
   took?: string;
   /** Wall clock of the member when it wrote this beat (ms since the epoch; informational: "last seen"). Absent in older records. */
   at?: number;
+  /**
+   * Its lease (`leaseMs`): views that cannot watch its revision (any member
+   * but the leader, the CLI) judge it past its lease when `at` is this old
+   * by their clock. Absent in older records.
+   */
+  lease?: number;
   /** Its source can cut a running split's remaining work (the leader may ask it to). */
   splittable?: true;
   /**
@@ -74,6 +80,7 @@ export const MemberRecordSchema: z.ZodType<MemberRecord> = z.object({
   seen: count.optional(),
   took: z.string().min(1).optional(),
   at: z.number().finite().optional(),
+  lease: z.number().int().min(1).optional(),
   splittable: z.literal(true).optional(),
   est: z.array(z.tuple([id, z.number().nonnegative().finite(), z.number().positive().finite()])).optional(),
 });

@@ -17,6 +17,8 @@ import { MAX_TIMER_MS } from "../util/timers.ts";
 import { EXIT_ERROR, exitCodeFor } from "../runtime/exit_codes.ts";
 import { DEFAULT_SHUTDOWN_MARGIN_MS, type ServeOptions } from "./serve_options.ts";
 import { startServed } from "./serve_start.ts";
+import { tidyAfterOutcome } from "../host/host_start.ts";
+import { systemClock } from "../coordinator/clock.ts";
 import { ServeLifecycle } from "./serve_lifecycle.ts";
 
 
@@ -154,6 +156,7 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
   const closeServer = () => server.close().catch((e) => log("warn", "HTTP server close failed", { error: e }));
   const done = worker.done.then(async (outcome): Promise<ServeResult> => {
     const exitCode = exitCodeFor(outcome);
+    await tidyAfterOutcome(store, outcome, coordinator.status().instance, log, () => (options.clock ?? systemClock).wallNow());
     if (life.idlesAfter(outcome, exitCode, options.afterCompletion)) {
       // The job is done; the HTTP app stays (probes, /status) and so does the
       // store: the fleet page and /fleet show the finished job from its records.

@@ -6,7 +6,8 @@
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
-import { parseCoordinatorConfig, pickTunables } from "../coordinator/config.ts";
+import { parseCoordinatorConfig, pickTunables, SLICE_DEFAULT_BUDGET_MS, SLICE_TIMING_DEFAULTS } from "../coordinator/config.ts";
+import { sliceWorkWindowMs } from "../coordinator/timings.ts";
 import { HOST_SCHEMA, type HostOptions } from "../host/host_options.ts";
 import type * as z from "zod";
 import { bearerTokenIssue } from "../util/bearer.ts";
@@ -66,20 +67,6 @@ const SLICE_SCHEMA = HOST_SCHEMA.extend({
 });
 const _sliceOptionsAreTheSchema: Equal<keyof SliceOptions<unknown>, keyof z.input<typeof SLICE_SCHEMA>> = true;
 
-/**
- * The timing defaults of a slice where the options leave them out: shorter
- * than a long-running worker's (15 s lease, 5 s op timeout, 10 s drain), so
- * the default 30 s budget has a work window of 25 s, more than two leases.
- *
- * @example
- * ```ts
- * import { SLICE_TIMING_DEFAULTS } from "./slice_options.ts";
- * console.log(SLICE_TIMING_DEFAULTS.leaseMs); // 6000
- * ```
- */
-export const SLICE_TIMING_DEFAULTS: Readonly<{ leaseMs: number; opTimeoutMs: number; drainDeadlineMs: number }> = Object
-  .freeze({ leaseMs: 6000, opTimeoutMs: 2000, drainDeadlineMs: 4000 });
-
 /** A slice's timing after defaults (see {@linkcode checkSliceOptions}). */
 export interface SliceTiming {
   /** The invocation's whole budget. */
@@ -130,7 +117,7 @@ const PREFIX = /^[A-Za-z0-9_-]{1,100}$/;
  */
 export function checkSliceOptions<D>(
   options: SliceOptions<D>,
-  budgetMs: number = options.budgetMs ?? 30_000,
+  budgetMs: number = options.budgetMs ?? SLICE_DEFAULT_BUDGET_MS,
   where = "slice",
 ): SliceTiming {
   parseOptions(SLICE_SCHEMA, options, where);
@@ -139,7 +126,7 @@ export function checkSliceOptions<D>(
   const leaseMs = options.leaseMs ?? SLICE_TIMING_DEFAULTS.leaseMs;
   const drainDeadlineMs = options.drainDeadlineMs ?? SLICE_TIMING_DEFAULTS.drainDeadlineMs;
   const marginMs = options.marginMs ?? drainDeadlineMs + 1000;
-  const minBudgetMs = marginMs + 2 * leaseMs;
+  const minBudgetMs = marginMs + sliceWorkWindowMs(leaseMs);
   if (!Number.isInteger(budgetMs) || budgetMs <= 0) {
     rules.push(`budgetMs must be a positive integer (ms), got ${budgetMs}`);
   } else if (budgetMs < minBudgetMs) {

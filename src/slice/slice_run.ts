@@ -7,7 +7,8 @@
 import type { Clock } from "../coordinator/types.ts";
 import { SplitleaseError } from "../errors.ts";
 import { systemClock } from "../coordinator/clock.ts";
-import { startHosted } from "../host/host_start.ts";
+import { SLICE_DEFAULT_BUDGET_MS } from "../coordinator/config.ts";
+import { startHosted, tidyAfterOutcome } from "../host/host_start.ts";
 import { jsonLogger } from "../util/logger.ts";
 import type { WorkerOutcome } from "../runtime/worker_types.ts";
 import { durationIssue } from "../util/timers.ts";
@@ -104,7 +105,7 @@ function resultOf(instance: string, started: number, clock: Clock, outcome: Work
  */
 export async function runSlice<D>(
   options: SliceOptions<D>,
-  budgetMs: number = options.budgetMs ?? 30_000,
+  budgetMs: number = options.budgetMs ?? SLICE_DEFAULT_BUDGET_MS,
 ): Promise<SliceResult> {
   const issue = durationIssue("budgetMs", budgetMs);
   if (issue) throw new SplitleaseError("INVALID_ARGUMENT", `runSlice: ${issue}`);
@@ -123,7 +124,8 @@ export async function runSlice<D>(
     join: { opTimeoutMs, leaseMs, drainDeadlineMs },
     worker: { abortGraceMs: options.abortGraceMs ?? 1000, statusIntervalMs: 0 },
   });
-  if (!hosted.ok && hosted.stage !== "join") throw hosted.error;
+  // A source whose fingerprint() throws fails here ("config"), as it failed the join before.
+  if (!hosted.ok && hosted.stage !== "join" && hosted.stage !== "config") throw hosted.error;
   if (!hosted.ok) {
     log("error", "join failed", { event: "startupFailed", error: hosted.error });
     return {
@@ -153,6 +155,7 @@ export async function runSlice<D>(
       });
     }, workMs);
     const outcome = await worker.done;
+    await tidyAfterOutcome(store, outcome, instance, log, () => clock.wallNow());
     const result = resultOf(instance, started, clock, outcome);
     log("info", "slice finished", { event: "slice", ...result });
     return result;

@@ -2,11 +2,13 @@
 // as npm installs it) against nats-server: usage and connection errors, and
 // an operator session on a live two-worker fleet — status, the quarantined
 // split with its failures, requeue, drain of a named member, cancel of a
-// held split — ending in a completed job.
+// held split — ending in a completed job; a SIGKILLed worker shown gone and
+// a misconfigured one leaving no bucket (tests/ops/dead_member.ts).
 import assert from "node:assert/strict";
 import { NatsStore } from "../../nats.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
 import { cli, operatorSession } from "./operator_session.ts";
+import { badConfigLeavesNothing, deadMemberShownDead } from "./dead_member.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 
@@ -62,5 +64,30 @@ Deno.test({
   fn: async () => {
     await using server = await NatsServer.start();
     await operatorSession("ops-cli", { NATS_URL: server.wsUrl }, (job) => NatsStore.connect({ servers: server.wsUrl, job, opTimeoutMs: 400 }));
+  },
+});
+
+Deno.test({
+  name: "cli: a SIGKILLed worker is shown gone (not working) once past its lease, jobs and delete count only the live member, and its record goes when the job is done (issue 40, item 3)",
+  ...opts,
+  fn: async () => {
+    await using server = await NatsServer.start();
+    await deadMemberShownDead(`dead-${crypto.randomUUID().slice(0, 6)}`, { STORE: "nats", NATS_URL: server.wsUrl }, { NATS_URL: server.wsUrl });
+  },
+});
+
+Deno.test({
+  name: "cli: a worker refused for its configuration leaves no bucket, and an empty bucket deletes without --force (issue 40, item 5)",
+  ...opts,
+  fn: async () => {
+    await using server = await NatsServer.start();
+    const job = `badcfg-${crypto.randomUUID().slice(0, 6)}`;
+    await badConfigLeavesNothing(
+      job,
+      { STORE: "nats", NATS_URL: server.wsUrl },
+      { NATS_URL: server.wsUrl },
+      () => NatsStore.connect({ servers: server.wsUrl, job, createBucket: false }).then(async (s) => (await s.close(), false), () => true),
+      async (empty) => await (await NatsStore.connect({ servers: server.wsUrl, job: empty })).close(),
+    );
   },
 });

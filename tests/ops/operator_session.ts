@@ -141,7 +141,7 @@ export async function operatorSession(job: string, storeEnv: Record<string, stri
       const page = JSON.parse((await cli("node", ["splits", "--limit", "2", "--json"], env)).stdout);
       assert.deepEqual([page.splits.map((s: { id: string }) => s.id), page.page.next], [["p0", "p1"], "p1"]);
 
-      // The HTTP view of the leader (no sockets) judges liveness; the other member's does not.
+      // The HTTP view of the leader (no sockets) takes the leader's judgement (elsewhere a view judges by each lease).
       const leaderApp = createApp({ worker: w1.coordinator.status().isLeader ? w1 : w2, store: stores[0] });
       const fleet = await (await leaderApp.request("/fleet")).json();
       assert.equal(fleet.liveness.judgedBy, "here");

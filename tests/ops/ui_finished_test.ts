@@ -6,7 +6,9 @@
 // headless Chromium in Europe/Berlin: the DOM is asserted and the page
 // saved as `ui-finished.png` in a fresh temp dir printed in the log (or
 // $FLEET_PAGE_SCREENSHOTS). Then `jobs` lists the job as complete and
-// `delete --yes` removes it. Skipped, saying so, without Chromium.
+// `delete --yes` removes it while the ui is still up, whose page then says
+// the job is gone and shows nothing of it (issue 40, item 6:
+// `ui-deleted.png`). Skipped, saying so, without Chromium.
 import assert from "node:assert/strict";
 import puppeteer, { type Page } from "puppeteer-core";
 import { SplitCoordinator, startWorker, type SplitSource } from "../../mod.ts";
@@ -132,7 +134,7 @@ Deno.test({
       assert.match(rate, /^\d+\.\d splits\/min · [\d,]+ records\/s over the \d+\.\d s it took/);
       assert.doesNotMatch(rate, /running since/);
       // No empty members table, no token box, nothing to click but split ids.
-      assert.equal(await text(page, "#members tbody"), "none: the job is over and its workers left");
+      assert.equal(await text(page, "#members tbody"), "none: the job is complete and its workers left");
       assert.equal(await hidden(page, "#operator"), true);
       assert.equal(await text(page, "#operator-note"), "The job is finished: this page shows its records read-only.");
       assert.equal(await hidden(page, "#requeue-all"), true);
@@ -142,6 +144,30 @@ Deno.test({
       assert.equal(await page.$eval("#count-quarantined", (e) => (e as unknown as { className: string }).className), "");
       assert.match(await text(page, "#meta"), /outcome allComplete/);
       await page.screenshot({ path: `${out}/ui-finished.png`, fullPage: true });
+
+      // The server's jobs: this one, complete; delete removes it (no member is live: the ui left the finished job).
+      const jobs = await cli(["jobs", "--json"], { NATS_URL: server.wsUrl });
+      assert.equal(jobs.code, 0, jobs.out);
+      const listed = JSON.parse(jobs.stdout).jobs;
+      assert.deepEqual(listed.map((j: { job: string; state: string; liveMembers: string[] }) => [j.job, j.state, j.liveMembers]), [[JOB, "complete", []]]);
+      assert.ok(listed[0].finishedAt > listed[0].createdAt, JSON.stringify(listed[0]));
+      const del = await cli(["delete", "--yes"], env);
+      assert.equal(del.code, 0, del.out);
+      assert.equal(del.stdout.trim(), `deleted job "${JOB}" (complete; bucket splitlease_${JOB})`);
+      assert.equal((await cli(["jobs"], { NATS_URL: server.wsUrl })).stdout.trim(), "no jobs (no splitlease_* bucket on this server)");
+      // Issue 40, item 6: the page of the deleted job says it is gone (its bucket does not exist), and shows nothing of it.
+      const gone = await (await withTimeout(fetch(`${base}/fleet`), 10_000, "GET /fleet of the deleted job")).json();
+      assert.equal(gone.gone, true, JSON.stringify(gone));
+      await page.waitForFunction(`!document.getElementById("gone").hidden`, { timeout: 15_000, polling: 100 });
+      assert.match(
+        await text(page, "#gone"),
+        new RegExp(`^Gone: job "${JOB}" is gone: its records were deleted \\(its bucket splitlease_${JOB} does not exist any more\\)\\. Nothing of it is left to show or to repair`),
+      );
+      for (const shown of ["#members", "#result", "#eta", "#splits", "#banner"]) {
+        assert.equal(await page.$eval(shown, (e) => (e as unknown as { offsetParent: unknown }).offsetParent === null), true, `${shown} is hidden`);
+      }
+      assert.equal(await page.title(), "gone · splitlease");
+      await page.screenshot({ path: `${out}/ui-deleted.png`, fullPage: true });
       assert.deepEqual(errors, []);
       await browser.disconnect();
 
@@ -154,16 +180,5 @@ Deno.test({
       await status.catch(() => {});
       console.log(`screenshots: ${out}`);
     }
-
-    // The server's jobs: this one, complete; delete removes it (no member is live).
-    const jobs = await cli(["jobs", "--json"], { NATS_URL: server.wsUrl });
-    assert.equal(jobs.code, 0, jobs.out);
-    const listed = JSON.parse(jobs.stdout).jobs;
-    assert.deepEqual(listed.map((j: { job: string; state: string; liveMembers: string[] }) => [j.job, j.state, j.liveMembers]), [[JOB, "complete", []]]);
-    assert.ok(listed[0].finishedAt > listed[0].createdAt, JSON.stringify(listed[0]));
-    const del = await cli(["delete", "--yes"], env);
-    assert.equal(del.code, 0, del.out);
-    assert.equal(del.stdout.trim(), `deleted job "${JOB}" (complete; bucket splitlease_${JOB})`);
-    assert.equal((await cli(["jobs"], { NATS_URL: server.wsUrl })).stdout.trim(), "no jobs (no splitlease_* bucket on this server)");
   },
 });

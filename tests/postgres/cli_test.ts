@@ -1,14 +1,16 @@
 // The splitlease CLI with a postgres:// store URL: connection errors named
 // (nothing created), the operator session of tests/ops (status, splits,
 // requeue, drain, cancel on Deno and Node), `ui` serving the fleet page,
-// /fleet and /metrics of a running job and then of the finished one, and
-// `jobs` / `delete` on the database's jobs.
+// /fleet and /metrics of a running job and then of the finished one,
+// `jobs` / `delete` on the database's jobs, a SIGKILLed worker shown gone
+// and a misconfigured one leaving no job row (tests/ops/dead_member.ts).
 import assert from "node:assert/strict";
 import { SplitCoordinator, type SplitSource, startWorker, type Worker } from "../../mod.ts";
 import { PostgresStore } from "../../adapters/postgres.ts";
 import { bin, root } from "../helpers/worker_procs.ts";
 import { freshJob, noPg, PG_URL, sqlOnce } from "../helpers/pg.ts";
 import { cli, operatorSession, until } from "../ops/operator_session.ts";
+import { badConfigLeavesNothing, deadMemberShownDead } from "../ops/dead_member.ts";
 import { eachLine } from "../helpers/lines.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false, ignore: noPg };
@@ -122,5 +124,26 @@ Deno.test({
       await worker?.shutdown({ deadlineMs: 0 }).catch(() => {});
       await store.close();
     }
+  },
+});
+
+Deno.test({
+  name: "cli on PostgreSQL: a SIGKILLed worker is shown gone (not working) once past its lease, jobs and delete count only the live member, and its record goes when the job is done (issue 40, item 3)",
+  ...opts,
+  fn: () => deadMemberShownDead(freshJob("dead"), { STORE: "postgres", PG_STORE_URL: PG_URL }, { STORE_URL: PG_URL }),
+});
+
+Deno.test({
+  name: "cli on PostgreSQL: a worker refused for its configuration leaves no job row, and an empty job deletes without --force (issue 40, item 5)",
+  ...opts,
+  fn: async () => {
+    const job = freshJob("badcfg");
+    await badConfigLeavesNothing(
+      job,
+      { STORE: "postgres", PG_STORE_URL: PG_URL },
+      { STORE_URL: PG_URL },
+      async () => (await sqlOnce("select 1 from splitlease.jobs where name = $1", [job])).length === 0,
+      async (empty) => await (await PostgresStore.connect({ url: PG_URL, job: empty })).close(),
+    );
   },
 });

@@ -262,3 +262,43 @@ Deno.test("serve afterCompletion: anything but exit or idle is refused before th
   );
   assert.deepEqual(h.exits, [1, 1]);
 });
+
+Deno.test("serve afterCompletion idle: every idle pod's /status gives the outcome's counts, the former leader's too, never a stale leader beat (issue 40, item 4)", async () => {
+  const store = new MemoryStore();
+  const SPLITS = 24;
+  // A long lease: the leader beats every 10 s, so the job is over long before
+  // a beat after the election carries its counts (what idle pods used to report).
+  const hosts = [fakeHost(), fakeHost(), fakeHost()];
+  const lines = hosts.map(() => [] as Record<string, unknown>[]);
+  const services = await withTimeout(
+    Promise.all(hosts.map((h, i) =>
+      serveWith(
+        options(store, lines[i], {
+          job: "counted",
+          instance: `pod-${i}`,
+          afterCompletion: "idle",
+          leaseMs: 30_000,
+          opTimeoutMs: 1000,
+          drainDeadlineMs: 1000,
+          source: rangeSource(SPLITS, 5, 5) as ServeOptions<unknown>["source"],
+        }),
+        h.host,
+      )
+    )),
+    WAIT_MS,
+    "three pods to start",
+  );
+  for (const l of lines) await logged(l, "idle");
+  const statuses = await Promise.all(services.map(async (s) => await (await s.app.request("/status")).json()));
+  for (const [i, st] of statuses.entries()) {
+    assert.equal(st.outcome, "allComplete", `pod-${i}`);
+    assert.deepEqual(
+      st.counts,
+      { planned: SPLITS, runnable: 0, unclaimed: 0, owned: 0, completed: SPLITS, quarantined: 0, cancelled: 0 },
+      `pod-${i}'s /status counts (${st.isLeader ? "leader" : "not leader"})`,
+    );
+  }
+  assert.ok(lines.some((l) => l.some((x) => x.msg === "Leader elected")), "one of them led");
+  for (const s of services) await withTimeout(s.shutdown("test"), WAIT_MS, "an idle pod to stop");
+  await store.close();
+});

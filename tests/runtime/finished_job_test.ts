@@ -101,6 +101,7 @@ Deno.test("finished job: an idling process keeps its store and serves the job's 
 
 Deno.test("/fleet tells the page how the operator routes are guarded: token, open (drainOpen) or closed", async () => {
   const store = new MemoryStore();
+  await store.create("job", JSON.stringify({ v: 2, fingerprint: "f", createdAt: 0 })); // joined: a job with no record at all reads as deleted (410)
   const coordinator = new ScriptedCoordinator();
   const access = async (o: { drainToken?: string; drainOpen?: boolean }) =>
     (await (await createApp({ coordinator, store, ...o }).request("/fleet")).json()).operator.access;

@@ -1,12 +1,13 @@
 // The fleet routes of the HTTP app, in process (app.request, no sockets) on
-// MemoryStore: GET /fleet paging and filters, liveness judged only on the
-// leader, the operator actions behind the drain token with an answer for
+// MemoryStore: GET /fleet paging and filters, liveness judged by the leader
+// on the leader (records with no beat time are not judged elsewhere), the operator actions behind the drain token with an answer for
 // every state, cross-site refusal, and the page's headers.
 import assert from "node:assert/strict";
 import { createApp } from "../../host.ts";
 import { failRecord, seedRecord } from "../../src/records/transitions.ts";
 import type { SplitRecord } from "../../admin.ts";
 import { StoreUnavailableError, MemoryStore } from "../../mod.ts";
+import { JobGoneError } from "../../src/errors.ts";
 import type { Store } from "../../mod.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
@@ -53,13 +54,13 @@ async function setup(opts: { drainToken?: string; drainOpen?: boolean; leader?: 
   return { store, app, get, post, coordinator };
 }
 
-Deno.test("fleet http: GET /fleet shows members, counts and a filtered page; liveness judged only on the leader", async () => {
+Deno.test("fleet http: GET /fleet shows members, counts and a filtered page; off the leader, records without a beat time are not judged", async () => {
   const { get, store } = await setup();
   const { status, body } = await get("/fleet?state=quarantined");
   assert.equal(status, 200);
   assert.equal(body.job, "job1");
   assert.deepEqual(body.servedBy, { instance: "w1", isLeader: false });
-  assert.deepEqual(body.liveness, { judgedBy: "leader", leader: "w1" });
+  assert.deepEqual(body.liveness, { judgedBy: "clock", leader: "w1" });
   assert.deepEqual(body.members.map((m: { instance: string; alive: unknown; beat: number; owned: number }) => [m.instance, m.alive, m.beat, m.owned]), [
     ["w1", null, 9, 4],
     ["w2", null, 3, 0],
@@ -101,6 +102,35 @@ Deno.test("fleet http: GET /fleet shows members, counts and a filtered page; liv
   const res = await down.request("/fleet");
   assert.equal(res.status, 503);
   assert.match((await res.json()).error, /the store did not answer: /);
+});
+
+Deno.test("fleet http: GET /fleet of a job whose records were deleted answers 410 gone, not a view of nothing (issue 40, item 6)", async () => {
+  const { get, store } = await setup();
+  assert.equal((await get("/fleet")).status, 200);
+  for (const filter of ["job", "plan", "leader", "member.", "split."]) {
+    for (const e of await store.list(filter)) await store.delete(e.key);
+  }
+  await new Promise((r) => setTimeout(r, 1100)); // past the one-second snapshot cache
+  const { status, body } = await get("/fleet");
+  assert.equal(status, 410);
+  assert.deepEqual(body, { error: 'job "job1" is gone: its records were deleted', gone: true });
+  // A store that reports the job gone (NATS: its bucket's stream does not exist) says the same, naming why.
+  const gone = createApp({
+    coordinator: new ScriptedCoordinator(),
+    store: new Proxy(store, {
+      get: (t, p) => {
+        if (p === "list") return () => Promise.reject(new JobGoneError("list", 5000, { detail: "its bucket splitlease_job1 does not exist any more" }));
+        const v = Reflect.get(t, p);
+        return typeof v === "function" ? v.bind(t) : v;
+      },
+    }),
+  });
+  const res = await gone.request("/fleet");
+  assert.equal(res.status, 410);
+  assert.deepEqual(await res.json(), {
+    error: 'job "job1" is gone: its records were deleted (its bucket splitlease_job1 does not exist any more)',
+    gone: true,
+  });
 });
 
 Deno.test("fleet http: on the leader, members are judged alive or dead from its view", async () => {

@@ -118,6 +118,8 @@ Deno.test({
       JOB: `auth-${rt}`,
       OP_TIMEOUT_MS: String(opTimeoutMs),
       LEASE_MS: String(2 * opTimeoutMs),
+      // A valid configuration (drainDeadlineMs >= opTimeoutMs): it is checked before the store is opened.
+      DRAIN_DEADLINE_MS: String(opTimeoutMs),
     }), async (procs) => {
       for (const p of procs) {
         const s = await withTimeout(p.status, opTimeoutMs, `${p.rt} exits before the connect timeout`);

@@ -143,7 +143,7 @@ Deno.test("jobs: each job's state, counts, times and live members; delete refuse
     members: [at(entry("member.w1", member()), now - 2_000), at(entry("member.w2", member({ at: now - LIVE_WITHIN_MS - 1 })))],
   });
   const abandoned = listing("gone", { record, plan: at(plan()), members: [at(entry("member.w9", member()), now - 3_600_000)] });
-  const fresh = listing("fresh");
+  const fresh = listing("fresh", { record });
   const broken = listing("broken", { plan: at(entry("plan", { v: 2, term: "x" })) });
   const [c, s, r, g, f, u] = [complete, stalled, running, abandoned, fresh, broken].map((l) => summarizeJob(l, now));
   assert.deepEqual([c.state, c.outcome, c.counts, c.createdAt, c.finishedAt, c.bytes], [
@@ -161,6 +161,32 @@ Deno.test("jobs: each job's state, counts, times and live members; delete refuse
   assert.match(deleteRefusal(r, true)!, /live member/);
   assert.match(deleteRefusal(g, false)!, /^job "gone" is unfinished \(no outcome\): its work is not finished; --force deletes it anyway$/);
   assert.equal(deleteRefusal(g, true), null);
+
+  // Issue 40, item 5: a stalled job has work left (its quarantined splits' progress lives only here): --force, as for
+  // any unfinished one; so does a failed one; an empty job (a bucket or row nothing was written to) goes without it.
+  const stuck = summarizeJob(listing("stuck", { record, plan: at(plan({ kind: "stalled", completed: 89, quarantined: 1 })) }), now);
+  assert.equal(stuck.state, "stalled");
+  assert.equal(
+    deleteRefusal(stuck, false),
+    'job "stuck" is stalled: its 1 quarantined split(s) wait for a requeue or cancel, and their progress lives only here; --force deletes it anyway',
+  );
+  assert.equal(deleteRefusal(stuck, true), null);
+  const failed = summarizeJob(listing("broke", { record, plan: at(plan({ kind: "planFailed", error: "x", attempts: 5, term: 1 })) }), now);
+  assert.equal(failed.state, "failed");
+  assert.match(deleteRefusal(failed, false)!, /^job "broke" failed \(its planner failed\).*--force deletes it anyway$/);
+  const empty = summarizeJob(listing("empty"), now);
+  assert.deepEqual([empty.state, deleteRefusal(empty, false)], ["empty", null]);
+  assert.match(deleteRefusal(f, false)!, /^job "fresh" is new \(no outcome\)/, "a job record and nothing planned is not empty");
+
+  // Live means not past the lease the record names (two minutes for one that names none), from the newest of the
+  // member's own time and the server's write time.
+  const leased = (over: Record<string, unknown>, writtenAt?: number) => at(entry("member.m", member({ lease: 2000, ...over })), writtenAt);
+  const liveOf = (e: CatalogEntry) => summarizeJob(listing("x", { members: [e] }), now).liveMembers;
+  assert.deepEqual(liveOf(leased({ at: now - 1999 })), ["m"]);
+  assert.deepEqual(liveOf(leased({ at: now - 2000 })), [], "a lease since its last beat: past it");
+  assert.deepEqual(liveOf(leased({ at: now - 60_000 }, now - 1000)), ["m"], "the server stored a beat a second ago (the member's clock is behind)");
+  assert.deepEqual(liveOf(leased({ at: now - 1000 }, now - 60_000)), ["m"], "its own clock says a second ago");
+  assert.deepEqual(liveOf(at(entry("member.m", member({ at: now - 60_000 })))), ["m"], "no lease named: two minutes");
 
   const text = formatJobs([c, r]);
   assert.match(text, /^JOB +STATE +COMPLETED +QUARANTINED +LIVE\/MEMBERS +CREATED +FINISHED +SIZE$/m);

@@ -1,5 +1,6 @@
 // The pure fleet view: counts, filters, paging by cursor over 100k splits,
-// descriptor previews, liveness judged only where the caller is the leader.
+// descriptor previews, liveness judged by the leader where the caller is
+// the leader and by each member's lease against its last beat elsewhere.
 import assert from "node:assert/strict";
 import { buildFleetView, jsonPreview, normalizeFleetQuery } from "../../src/fleet/fleet_view.ts";
 import type { FleetSnapshot } from "../../src/fleet/types.ts";
@@ -7,6 +8,7 @@ import { failRecord, seedRecord } from "../../src/records/transitions.ts";
 import type { MemberRecord, SplitRecord } from "../../admin.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
 import { SplitleaseError } from "../../mod.ts";
+import { formatStatus } from "../../src/cli/format.ts";
 
 const a = { instance: "a", session: "sa" };
 const b = { instance: "b", session: "sb" };
@@ -56,7 +58,7 @@ Deno.test("fleet view: job-wide counts, members with their load, leader and plan
   ]);
   assert.deepEqual(view.leader, { instance: "a", term: 3, beat: 40 });
   assert.deepEqual(view.plan, { term: 3, finality: "final", generation: 1, planned: 7, outcome: null });
-  assert.deepEqual(view.liveness, { judgedBy: "leader", leader: "a" });
+  assert.deepEqual(view.liveness, { judgedBy: "clock", leader: "a" });
   assert.equal(view.fingerprint, "fp");
   assert.equal(view.at, 1234);
   assert.deepEqual(view.splits.map((s) => s.id), ["s1", "s2", "s3", "s4", "s5", "s6", "s7"]);
@@ -95,6 +97,43 @@ Deno.test("fleet view: filters by state and owner, liveness judged only when giv
   const judged = buildFleetView(snap, {}, { by: "a", liveMembers: ["a"] });
   assert.deepEqual(judged.members.map((m) => m.alive), [true, false]);
   assert.deepEqual(judged.liveness, { judgedBy: "here", by: "a" });
+});
+
+Deno.test("fleet view: a member past its lease is unresponsive while splits name it, then gone, whoever serves the view (issue 40, item 3)", () => {
+  const now = 1_764_668_000_000;
+  const snap: FleetSnapshot = {
+    ...snapshot(fixture()),
+    at: now,
+    members: [
+      entry("member.a", member("sa", { planner: true, at: now - 1000, lease: 3000, held: 1 })),
+      // b died holding s2 (its last report: working), not taken over yet.
+      entry("member.b", member("sb", { held: 1, at: now - 5000, lease: 3000 })),
+      // c died and its splits were taken over: the k-bun of the issue, "0/8 … working" for ever.
+      entry("member.c", member("sc", { held: 8, maxInFlight: 8, at: now - 200_000, lease: 3000 })),
+      // d names no lease (an older version): two minutes.
+      entry("member.d", member("sd", { at: now - 100_000 })),
+    ],
+  };
+  const view = buildFleetView(snap);
+  assert.deepEqual(view.liveness, { judgedBy: "clock", leader: "a" });
+  assert.deepEqual(view.members.map((m) => [m.instance, m.liveness, m.alive, m.activity, m.owned, m.lease]), [
+    ["a", "alive", true, "working", 1, 3000],
+    ["b", "unresponsive", false, "unresponsive", 1, 3000],
+    ["c", "gone", false, "gone", 0, 3000],
+    ["d", "alive", true, "idle", 0, 120_000],
+  ]);
+  const table = formatStatus("j", view).split("\n");
+  assert.ok(table.includes("members (4, 2 past their lease); a member whose last beat is older than its lease is unresponsive while splits still name it, then gone"), table.join("\n"));
+  const row = (i: string) => table.find((l) => l.startsWith(i + " ") || l.startsWith(i + " (leader)"))!.split(/ {2,}/);
+  assert.deepEqual(row("c").slice(3), ["0/8", "3 min 20 s ago", "gone"]);
+  assert.deepEqual(row("b").slice(3), ["1/4", "5.0 s ago", "unresponsive"]);
+  assert.deepEqual(row("a (leader)").slice(3), ["1/4", "1.0 s ago", "working"]);
+  // On the leader its own judgement decides, whatever the clocks say.
+  const led = buildFleetView(snap, {}, { by: "a", liveMembers: ["a", "c"] });
+  assert.deepEqual(led.members.map((m) => [m.instance, m.liveness]), [["a", "alive"], ["b", "unresponsive"], ["c", "alive"], ["d", "gone"]]);
+  // A record with no time at all cannot be judged off the leader.
+  const old = buildFleetView({ ...snap, members: [entry("member.e", member("se", { held: 2 }))] }).members[0];
+  assert.deepEqual([old.liveness, old.alive, old.activity], ["unknown", null, "working"]);
 });
 
 Deno.test("fleet view: pages of 100k splits by cursor, in id order, whatever the listing order", () => {

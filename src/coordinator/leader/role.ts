@@ -306,7 +306,7 @@ export class LeaderRole {
       tracker: this.tracker,
       withheld: (id: string) => this.retry.has(id),
       own: this.#core.me.instance,
-      coverMs: 1.5 * this.#core.config.leaseMs,
+      coverMs: this.#core.timings.leaderlessCoverMs,
     };
     this.#applyAll(decideOffers(offers));
     pruneDealing(offers);

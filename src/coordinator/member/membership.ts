@@ -63,6 +63,7 @@ export class Membership {
       runtime,
       version,
       beat: 0,
+      lease: core.timings.deadAfterMs, // how long views that cannot watch the revision wait before they judge us gone
     };
     if (planner) this.#record.planner = true;
     if (core.config.splittable) this.#record.splittable = true;
@@ -107,6 +108,7 @@ export class Membership {
   async register(): Promise<void> {
     const { store, clock, log, me } = this.#core;
     const start = clock.now();
+    this.#record.at = clock.wallNow(); // "last seen" from the start: a member that dies before its first beat is judged too
     const r = await store.create(this.#key, encodeRecord(this.#record));
     if (r.ok) {
       this.#revision = r.revision;
@@ -126,6 +128,7 @@ export class Membership {
     const old = cur ? safeDecodeRecord(this.#key, cur.value, MemberRecordSchema) : undefined;
     if (old?.ok) this.#record.took = old.value.session;
     const start2 = clock.now();
+    this.#record.at = clock.wallNow();
     const w = cur
       ? await store.update(this.#key, encodeRecord(this.#record), cur.revision)
       : await store.create(this.#key, encodeRecord(this.#record));
