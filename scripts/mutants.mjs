@@ -1744,7 +1744,7 @@ export const mutants = [
     edits: [
       {
         file: "src/coordinator/leader/offers.ts",
-        search: "const lanes = Math.min(MAX_OFFERS, free + (o.plain(m) - free > prefetch / 2 ? Math.max(0, o.plain(m) - free) : prefetch));",
+        search: "const lanes = Math.min(MAX_OFFERS, free + (prefetch > 0 && held > prefetch / 2 ? held : prefetch));",
         replace: "const lanes = Math.min(MAX_OFFERS, free + prefetch);",
       },
       { file: "src/coordinator/leader/offers.ts", search: "m.plain - free <= prefetch / 2) return true;", replace: "m.plain - free < prefetch) return true;" },

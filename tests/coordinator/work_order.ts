@@ -64,22 +64,26 @@ export function workOrderScenarios(b: Backend): void {
     await using f = await b.fleet();
     const list = splits(14);
     const { plan, open } = gated(list);
-    // b leads and keeps its one split busy; a completes each split as soon as it starts.
+    // b leads and keeps its one split busy; a completes each split 300 ms after it starts (splits
+    // long enough that the leader does not prefetch them: W6 has tiny ones).
     const [bm, am] = await f.joinAll([{ instance: "b", planner: plan, maxInFlight: 1 }, { instance: "a", planner: plan, maxInFlight: 1 }]);
     await leaderSees(f, [bm, am]);
     const order = starts([am, bm]);
     open();
+    const started = new Map<string, number>();
     const finishing = new Set<string>();
     assert.ok(
       await f.until(() => {
         order();
         for (const h of am.c.status().held) {
           if (finishing.has(h.id)) continue;
+          if (!started.has(h.id)) started.set(h.id, f.now());
+          if (f.now() - started.get(h.id)! < 300) continue;
           finishing.add(h.id);
           void am.c.commit(h.id, h.epoch, { watermark: 1 }, { final: true }).catch(() => {});
         }
         return am.gained().length === list.length - 1;
-      }, 5000, 1),
+      }, 20_000, 1),
       `a ran ${am.gained().length} of ${list.length - 1}`,
     );
     // The two first grants race each other; after them, plan order.

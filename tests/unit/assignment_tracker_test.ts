@@ -10,7 +10,7 @@ import fc from "fast-check";
 import { AssignmentTracker } from "../../src/coordinator/leader/assignment_tracker.ts";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import type { MemberState } from "../../src/coordinator/leader/member_state.ts";
-import { applyOffer, decideOffers, freeLanes, MAX_OFFERS, pruneDealing } from "../../src/coordinator/leader/offers.ts";
+import { applyOffer, decideOffers, freeLanes, MAX_OFFERS, prefetchTarget, pruneDealing } from "../../src/coordinator/leader/offers.ts";
 import type { LaneReservation } from "../../src/coordinator/leader/promises.ts";
 import { decideSplitChange } from "../../src/coordinator/leader/view_changes.ts";
 import type { LeaderIntent } from "../../src/coordinator/leader/intents.ts";
@@ -88,13 +88,14 @@ Deno.test("assignment tracker: a split is promised once, while free, never past 
           case "refill": {
             apply(decideOffers(book));
             pruneDealing(book);
-            // Right after dealing: no lane offer past a free lane, no spares past twice the lanes.
+            // Right after dealing: no lane offer past a free lane (or a busy one's prefetch: tiny splits), no spares past twice the lanes.
             for (const s of states.values()) {
               if (s.draining || s.maxInFlight === 0) {
                 assert.equal(s.offers.size, 0, `${s.instance} takes no work and holds offers`);
                 continue;
               }
-              assert.ok(s.plain <= Math.min(MAX_OFFERS, freeLanes(view, s)), `${s.instance}: ${s.plain} lane offers, ${freeLanes(view, s)} free lanes`);
+              const lanes = Math.min(MAX_OFFERS, freeLanes(view, s) + prefetchTarget(view, s));
+              assert.ok(s.plain <= lanes, `${s.instance}: ${s.plain} lane offers, ${freeLanes(view, s)} free lanes, ${prefetchTarget(view, s)} prefetched`);
               assert.ok(s.spares.size <= 2 * s.maxInFlight, `${s.instance}: ${s.spares.size} spares of ${s.maxInFlight} lanes`);
             }
             break;

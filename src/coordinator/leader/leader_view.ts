@@ -53,6 +53,8 @@ export class LeaderView {
   readonly byOwner: Map<string, Set<string>> = new Map();
   /** Runnable weight held by {@linkcode ownerKey}. */
   readonly loadBy: Map<string, number> = new Map();
+  /** When (the leader's clock) each owned split got its current owner in this view: how long its lane has run it. */
+  readonly #ownedSince = new Map<string, number>();
   /** Split counts by status. */
   readonly counts: { runnable: number; completed: number; quarantined: number; cancelled: number } = {
     runnable: 0,
@@ -330,6 +332,7 @@ export class LeaderView {
     let set = this.byOwner.get(k);
     if (!set) this.byOwner.set(k, (set = new Set()));
     set.add(id);
+    this.#ownedSince.set(id, this.#now());
     this.loadBy.set(k, (this.loadBy.get(k) ?? 0) + r.weight);
   }
 
@@ -354,6 +357,7 @@ export class LeaderView {
       this.orphaned.delete(id);
       return;
     }
+    this.#ownedSince.delete(id);
     const k = ownerKey(r.owner.instance, r.owner.session);
     const set = this.byOwner.get(k);
     if (set) {
@@ -363,6 +367,20 @@ export class LeaderView {
     const load = (this.loadBy.get(k) ?? 0) - r.weight;
     if (set?.size) this.loadBy.set(k, load);
     else this.loadBy.delete(k);
+  }
+
+  /**
+   * Splits the owner with this {@linkcode ownerKey} got less than `ms` ago
+   * (the leader's clock): lanes running a split that started lately, whose
+   * next split is worth prefetching when splits are tiny.
+   */
+  heldLately(key: string, ms: number): number {
+    const ids = this.byOwner.get(key);
+    if (!ids) return 0;
+    const now = this.#now();
+    let n = 0;
+    for (const id of ids) if (now - (this.#ownedSince.get(id) ?? now) < ms) n++;
+    return n;
   }
 
   /** Splits (count) held by an owner. */

@@ -54,10 +54,16 @@ export const SPARE_PER_SPLIT_MS = 62.5;
  */
 export const PREFETCH_BELOW_MS = 250;
 
-/** Offers beyond its free lanes a member holds for its busy lanes (see {@linkcode PREFETCH_BELOW_MS}). */
+/**
+ * Offers beyond its free lanes a member holds for its busy lanes (see
+ * {@linkcode PREFETCH_BELOW_MS}): one for each lane whose split started
+ * less than that ago — a lane that has run one split for longer (a
+ * straggler among tiny splits) is not expected to free soon, and its next
+ * split is better dealt to whichever lane frees first.
+ */
 export function prefetchTarget(view: LeaderView, m: MemberState): number {
   if (view.splitMs === undefined || view.splitMs >= PREFETCH_BELOW_MS) return 0;
-  return Math.min(m.maxInFlight, view.heldByKey(m.key));
+  return Math.min(m.maxInFlight, view.heldLately(m.key, PREFETCH_BELOW_MS));
 }
 
 /** What the offer decision reads. */
@@ -165,7 +171,8 @@ export function decideOffers(b: OfferBook): (OfferIntent | UnofferIntent)[] {
   // Most passes (one per watch event) find every member's offers topped up:
   // decide that in one cheap scan before weighing shares and sorting.
   const pool = view.free.size > b.tracker.offered;
-  const anySpare = pool || ms.some((m) => m.spares.size > 0);
+  // Something a free lane could take: the pool, a spare, or a split prefetched for a busy lane.
+  const anySpare = pool || ms.some((m) => m.spares.size > 0 || m.plain > freeLanes(view, m));
   if (!ms.some((m) => needsRefill(view, m, pool, anySpare, b.coverMs))) return [];
   const o = new Overlay(b);
   const share = view.runnableWeight / ms.length;
@@ -182,14 +189,16 @@ export function decideOffers(b: OfferBook): (OfferIntent | UnofferIntent)[] {
   // whichever member frees one first.
   for (const m of ms) {
     const free = freeLanes(view, m), prefetch = prefetchTarget(view, m);
-    // A prefetch more than half full waits for its refill: one write tops up several lanes' next splits.
-    const lanes = Math.min(MAX_OFFERS, free + (o.plain(m) - free > prefetch / 2 ? Math.max(0, o.plain(m) - free) : prefetch));
     if (o.plain(m) > Math.min(MAX_OFFERS, free + prefetch)) o.trim(m, Math.min(MAX_OFFERS, free + prefetch));
+    // A prefetch more than half full waits for its refill: one write tops up several lanes' next splits.
+    const held = o.plain(m) - free;
+    const lanes = Math.min(MAX_OFFERS, free + (prefetch > 0 && held > prefetch / 2 ? held : prefetch));
     const capped = belowWithLanes > (load(m) < share && lanes > o.plain(m) ? 1 : 0);
     let l = load(m);
     while (o.plain(m) < lanes) {
       if (capped && l >= share) break;
-      const id = o.nextForLane();
+      // A free lane (not a prefetch of this member's) may take a split another member holds prefetched.
+      const id = o.nextForLane(o.plain(m) < free ? { m, ms } : undefined);
       if (id === undefined) break;
       const rec = view.splits.get(id)!;
       o.offer(m, id, rec.revision, rec.record.weight, false);
@@ -404,8 +413,18 @@ class Overlay {
    * splits nobody is offered and every member's spares (a spare taken from
    * its member leaves its offers), or `undefined`.
    */
-  nextForLane(): string | undefined {
+  nextForLane(lane?: { m: MemberState; ms: readonly MemberState[] }): string | undefined {
     const free = this.#first(this.#front, this.#backFront);
+    // A free lane also takes a split another member holds prefetched for a busy lane, when it comes first:
+    // a prefetched split must not wait behind a lane that may not free soon while a lane elsewhere is idle.
+    const pre = lane && this.#prefetched(lane.m, lane.ms);
+    if (pre) {
+      const spare = this.#spares.peek();
+      if ((free === undefined || before(pre.e, free.e)) && (spare === undefined || before(pre.e, spare))) {
+        this.#unoffer(pre.from, pre.e.item, pre.e.key, false);
+        return pre.e.item;
+      }
+    }
     let spare = this.#spares.peek();
     while (spare !== undefined) {
       const st = this.#b.states.get(this.offeredTo(spare.item)?.instance ?? "");
@@ -426,6 +445,26 @@ class Overlay {
     if (free.from instanceof Cursor) free.from.skip();
     else free.from.pop();
     return free.e.item;
+  }
+
+  /**
+   * The first split in dealing order that a member other than `m` holds
+   * prefetched (a lane offer beyond its free lanes), as a heap entry, and
+   * who holds it; `undefined` when none does.
+   */
+  #prefetched(m: MemberState, ms: readonly MemberState[]): { e: Entry; from: MemberState } | undefined {
+    const { view } = this.#b;
+    let best: { e: Entry; from: MemberState } | undefined;
+    for (const x of ms) {
+      if (x === m || this.plain(x) <= freeLanes(view, x)) continue;
+      const c = this.#of(x);
+      for (const id of x.offers.keys()) {
+        if (this.offeredTo(id) !== x || c.spares.has(id) || !view.free.has(id)) continue;
+        const e = { item: id, key: view.splits.get(id)?.record.weight ?? 1, tie: view.rank(id) };
+        if (!best || before(e, best.e)) best = { e, from: x };
+      }
+    }
+    return best;
   }
 
   /** The last free split in dealing order nobody is offered, or `undefined`. */
