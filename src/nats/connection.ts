@@ -22,6 +22,7 @@ import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import {
   checkServerVersion,
   type NatsStoreOptions,
+  pointServers,
   redactUrl,
   resolveOptions,
   type ResolvedOptions,
@@ -104,7 +105,8 @@ export class Connection {
   static async client(
     options: NatsStoreOptions,
   ): Promise<{ nc: NatsConnection; opts: ResolvedOptions; user: string | undefined; release: () => void }> {
-    const opts = resolveOptions(options);
+    // A URL no transport takes is probed first, so the error can name the listener it reached.
+    const opts = resolveOptions(options, await pointServers(options?.servers));
     const ws = opts.transport === webSocketTransport;
     // Without one the NATS client waits on a socket that never opens: say so at once.
     if (ws && !options.wsFactory && typeof WebSocket !== "function") {
