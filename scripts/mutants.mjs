@@ -1193,6 +1193,18 @@ export const mutants = [
     suites: ["unit"],
   },
   {
+    name: "slice-token-post-only",
+    breaks: "with a token configured, the slice fetch handler checks the bearer only on POST: a GET runs a slice without authentication (and other methods learn the allowed ones)",
+    edits: [{ file: "src/http/slice_handler.ts", search: "    if (options.token !== undefined) {\n", replace: '    if (options.token !== undefined && request.method === "POST") {\n' }],
+    suites: ["unit"],
+  },
+  {
+    name: "lambda-token-post-only",
+    breaks: "with a token configured, the Lambda handler checks the bearer of HTTP events only on POST: a GET event runs a slice without authentication",
+    edits: [{ file: "adapters/lambda.ts", search: "if (request && options.token !== undefined) {", replace: 'if (request && options.token !== undefined && request.method === "POST") {' }],
+    suites: ["unit"],
+  },
+  {
     name: "slice-request-budget-unchecked",
     breaks: "a per-request budget below the smallest one is run instead of answered 400",
     edits: [{ file: "src/http/slice_handler.ts", search: "if (n < minBudgetMs) {", replace: "if (false) {" }],
