@@ -838,6 +838,21 @@ export const mutants = [
     suites: ["tracing"],
   },
   {
+    name: "quarantined-tenancy-span-ok",
+    breaks: "a quarantined tenancy is not a failure to its span: no exception for a reason given without one (lane.fail with a message) and no error status, so a trace backend shows the split that stalled the job as a success",
+    edits: [
+      { file: "src/tracing/tenancy_trace.ts", search: 'const FAILED = new Set(["failed", "quarantined", "abandoned"]);', replace: 'const FAILED = new Set(["failed", "abandoned"]);' },
+      { file: "src/tracing/tenancy_trace.ts", search: '(outcome === "failed" || outcome === "quarantined") && this.#error === undefined', replace: 'outcome === "failed" && this.#error === undefined' },
+    ],
+    suites: ["tracing"],
+  },
+  {
+    name: "plan-run-span-ok",
+    breaks: "a planner run that throws ends its span without the exception or an error status: the failed plan looks like a success in a trace",
+    edits: [{ file: C + "leader/planning.ts", search: "      if (span) failSpan(span, e);\n", replace: "" }],
+    suites: ["tracing"],
+  },
+  {
     name: "drain-release-unanswered",
     breaks: "a draining follower releases a split its source stopped at once without waiting for the leader's answer: it goes to nobody, and the member it is dealt to claims it with a write of its own instead of starting it on a grant",
     edits: [{ file: "src/coordinator/member/tenancies.ts", search: "    if (!answered && !to) t.unanswered = () => {};\n", replace: "" }],
