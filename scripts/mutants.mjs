@@ -320,6 +320,24 @@ export const mutants = [
 
   // --- the member side (follower.ts) -----------------------------------------------------
   {
+    name: "member-view-takes-older-revision",
+    breaks: "a member applies a late delivery of an older revision of its own assignment record (or of the plan or leader record) over the newer one it already applied, from its watch or from a read of its own: the newer record's revocations are withdrawn, a job decided complete reopens",
+    edits: [{ file: C + "member/follower.ts", search: "    if (held && held.revision >= ev.revision) return;\n", replace: "" }],
+    suites: ["coordinator", "sim"],
+  },
+  {
+    name: "member-assign-view-unguarded",
+    breaks: "the revision guard covers the leader and plan records but not the member's own assignment record: an older assignment delivered late withdraws the newer one's revocations",
+    edits: [{ file: C + "member/follower.ts", search: "filter === keys.plan ? this.plan : this.assign;", replace: "filter === keys.plan ? this.plan : undefined;" }],
+    suites: ["coordinator", "sim"],
+  },
+  {
+    name: "member-plan-view-unguarded",
+    breaks: "the revision guard skips the plan record: a plan revision the watch delivers after the leader's own read and write of newer ones reopens the job it decided complete",
+    edits: [{ file: C + "member/follower.ts", search: "const held = filter === keys.leader ? this.leader : filter === keys.plan ? this.plan : this.assign;", replace: "const held = filter === keys.leader ? this.leader : filter === keys.plan ? undefined : this.assign;" }],
+    suites: ["coordinator", "sim"],
+  },
+  {
     name: "claim-charges",
     breaks: "claiming an offered free split consumes an attempt",
     edits: [{
