@@ -871,6 +871,12 @@ export const mutants = [
     suites: ["tracing"],
   },
   {
+    name: "own-release-hold-uncapped",
+    breaks: "the leader's hold on a successor's assignment write while its own releases to it keep coming has no opTimeoutMs cap: releases that trickle in (one every 40 ms) hold the successor's grants until the last one",
+    edits: [{ file: C + "leader/release_hold.ts", search: "Math.min(since + opTimeoutMs, Math.max(since, activeAt) + RELEASE_HOLD_MS)", replace: "Math.max(since, activeAt) + RELEASE_HOLD_MS" }],
+    suites: ["unit", "coordinator"],
+  },
+  {
     name: "drain-release-unanswered",
     breaks: "a draining follower releases a split its source stopped at once without waiting for the leader's answer: it goes to nobody, and the member it is dealt to claims it with a write of its own instead of starting it on a grant",
     edits: [{ file: "src/coordinator/member/tenancies.ts", search: "    if (!answered && !to) t.unanswered = () => {};\n", replace: "" }],
