@@ -24,6 +24,7 @@
 //   pgstore      tests/postgres/store_test.ts and conformance_test.ts (PostgresStore) on a PostgreSQL the gate starts
 //   pgonce       tests/postgres/exactly_once_test.ts (rows and progress in one transaction, workers frozen and killed)
 //   onesource    tests/runtime/one_source_test.ts (maxInFlight and the job name from one place, real processes)
+//   tcptls       tests/tcp/tls_e2e_test.ts (tls:// by URL: workers configured by STORE_URL and the CLI, a CA of the test's)
 
 const C = "src/coordinator/";
 const COORD = ["coordinator", "regressions", "sim", "nats"];
@@ -1709,6 +1710,12 @@ export const mutants = [
     breaks: "a connect to a cluster whose nodes are starting (no meta leader yet: JetStream's account info unanswered) fails at once instead of asking again: a fleet started together with its cluster loses every worker",
     edits: [{ file: "src/nats/bucket.ts", search: "if (opts.replicas > 1 && settling && Date.now() < deadline) {", replace: "if (false) {" }],
     suites: ["unit", "cluster"],
+  },
+  {
+    name: "transport-for-ignores-tls",
+    breaks: "transportFor picks the TCP transport only when a server list names nats://: a tls://-only list (a TLS cluster) goes to WebSocket and every worker configured by URL, and the CLI, fail 'is a NATS TCP URL, which needs the TCP transport'",
+    edits: [{ file: "adapters/nats_tcp.ts", search: "list.some((s) => /^\\s*(nats|tls):\\/\\//i.test(s))", replace: "list.some((s) => /^\\s*nats:\\/\\//i.test(s))" }],
+    suites: ["unit", "tcptls"],
   },
   {
     name: "unsent-write-not-retried",
