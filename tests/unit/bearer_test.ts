@@ -59,7 +59,7 @@ Deno.test("bearer: POST /drain, the slice handler and a Lambda HTTP event answer
 Deno.test("bearer: every method on every slice route checks the token first (fetch handler, Lambda function URL and API Gateway events)", async () => {
   // A source that fails the test if a slice ever runs: no request here may get past the bearer check.
   const ran: string[] = [];
-  const guarded: SplitSource<null> = { ...source, plan: () => (ran.push("plan"), source.plan()) };
+  const guarded: SplitSource<null> = { ...source, plan: (ctx) => (ran.push("plan"), source.plan(ctx)) };
   const options = { store: new MemoryStore(), source: guarded, job: "j", token: "s3cret", logger: () => {} };
   const slice = createSliceHandler(options);
   const lambda = createLambdaHandler(options);
