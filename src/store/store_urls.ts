@@ -232,7 +232,8 @@ function nearestScheme(word: string, kinds: readonly StoreUrlKind[]): { scheme: 
     for (const s of kind.schemes) if (s.aliases?.includes(w)) return { scheme: s.scheme, kind };
   }
   const all = kinds.flatMap((kind) => kind.schemes.map((s) => ({ scheme: s.scheme, kind })));
-  // Short schemes are one edit from each other (ws, wss, tls): only a one-letter slip counts.
+  // Short schemes are an edit or two from each other (ws, wss, tls): a short word is taken for one only
+  // when it starts with the same letter (wx → ws); tcp is an alias of nats, not a slip of tls.
   const near = nearestName(w, all.map((x) => x.scheme));
   const hit = near === undefined ? undefined : all.find((x) => x.scheme === near);
   if (!hit) return undefined;
