@@ -24,8 +24,8 @@
 import process from "node:process";
 import type { CliOptions, Command } from "./src/cli/args.ts";
 import type { SplitleaseError as SplitleaseErrorType } from "./src/errors.ts";
-import type { JobCatalog } from "./src/store/job_catalog.ts";
 import type { Store } from "./src/store/store.ts";
+import type { BackendConnectOptions, StoreBackend } from "./adapters/store_backends.ts";
 
 /** Node.js 22 is the first with a global WebSocket, which the NATS client needs (package.json `engines`). */
 const MIN_NODE_MAJOR = 22;
@@ -49,9 +49,7 @@ const { readFleet } = await import("./src/fleet/read_fleet.ts");
 const { UI_INSTANCE_PREFIX } = await import("./src/fleet/fleet_view.ts");
 const { deleteRefusal, listJobs, summarizeJob } = await import("./src/fleet/job_summary.ts");
 const { VERSION } = await import("./src/coordinator/member/job_check.ts");
-const { NatsStore } = await import("./src/nats/nats_store.ts");
-const { transportFor } = await import("./adapters/nats_tcp.ts");
-const { NatsJobCatalog } = await import("./src/nats/nats_jobs.ts");
+const { storeBackendOf } = await import("./adapters/store_backends.ts");
 const { SplitCoordinator } = await import("./src/coordinator/coordinator.ts");
 const { maxOpTimeoutMs } = await import("./src/coordinator/timings.ts");
 const { jsonLogger } = await import("./src/util/logger.ts");
@@ -65,8 +63,19 @@ function exitOf(outcome: string): number {
   return outcome === "conflict" ? CLI_EXIT.conflict : CLI_EXIT.notApplied;
 }
 
-/** The connection options of the store and the job catalog, from the command line. */
-function connection(o: CliOptions) {
+/**
+ * The backend of `--servers` / STORE_URL (src/store/store_urls.ts: a URL
+ * no backend takes is refused naming every scheme, with what it likely
+ * meant) and its connection settings from the command line. The NATS
+ * credential flags are refused for any other backend: its user and
+ * password go in the URL.
+ */
+async function backendOf(o: CliOptions): Promise<{ backend: StoreBackend; settings: BackendConnectOptions }> {
+  const backend = await storeBackendOf(o.servers, "--servers");
+  const flags = o.user !== undefined || o.pass !== undefined || o.token !== undefined || o.creds !== undefined;
+  if (flags && backend.kind.id !== "nats") {
+    throw new SplitleaseError("INVALID_CONFIG", `--user, --pass, --token and --creds are NATS options: put ${backend.kind.name}'s user and password in the URL`);
+  }
   let creds: string | undefined;
   if (o.creds) {
     try {
@@ -76,72 +85,37 @@ function connection(o: CliOptions) {
     }
   }
   return {
-    servers: o.servers,
-    // nats:// and tls:// go through the TCP transport; ws:// and wss:// through WebSocket.
-    transport: transportFor(o.servers),
-    opTimeoutMs: o.opTimeoutMs,
-    name: "splitlease-cli",
-    // One plain line per failed attempt while connect waits for a server.
-    logger: (_level: string, message: string, f?: Record<string, unknown>) =>
-      err(`splitlease: ${message}: ${f?.servers}, attempt ${f?.attempt} (${f?.error})`),
-    ...(o.user !== undefined ? { user: o.user } : {}),
-    ...(o.pass !== undefined ? { pass: o.pass } : {}),
-    ...(o.token !== undefined ? { token: o.token } : {}),
-    ...(creds !== undefined ? { creds } : {}),
+    backend,
+    settings: {
+      job: o.job,
+      opTimeoutMs: o.opTimeoutMs,
+      clientName: "splitlease-cli",
+      // It never creates anything: a mistyped job exits 1 naming it.
+      createMissing: false,
+      // One plain line per failed attempt while connect waits for a server.
+      logger: (_level, message, f) => err(`splitlease: ${message}: ${f?.servers ?? f?.server ?? ""}, attempt ${f?.attempt} (${f?.error})`),
+      settings: {
+        nats: {
+          ...(o.user !== undefined ? { user: o.user } : {}),
+          ...(o.pass !== undefined ? { pass: o.pass } : {}),
+          ...(o.token !== undefined ? { token: o.token } : {}),
+          ...(creds !== undefined ? { creds } : {}),
+        },
+        postgres: { poolSize: 2 },
+      },
+    },
   };
-}
-
-/**
- * The `postgres://` URL of `--servers` / STORE_URL, or `undefined` for NATS
- * URLs (the NATS credential flags are refused with it: PostgreSQL's user
- * and password go in the URL).
- */
-function postgresUrl(o: CliOptions): string | undefined {
-  if (!o.servers.some((s) => /^postgres(ql)?:\/\//i.test(s))) return undefined;
-  if (o.servers.length !== 1) throw new SplitleaseError("INVALID_CONFIG", "give one postgres:// URL (a PostgreSQL store is one database)");
-  if (o.user !== undefined || o.pass !== undefined || o.token !== undefined || o.creds !== undefined) {
-    throw new SplitleaseError("INVALID_CONFIG", "--user, --pass, --token and --creds are NATS options: put PostgreSQL's user and password in the URL");
-  }
-  return o.servers[0];
-}
-
-/**
- * The store of the job: a PostgresStore for a `postgres://` URL, else a
- * NatsStore. Never creates anything: a mistyped job (or a database without
- * the store's tables) exits 1 naming it.
- */
-async function connect(o: CliOptions): Promise<Store> {
-  const url = postgresUrl(o);
-  if (url === undefined) return await NatsStore.connect({ ...connection(o), job: o.job, createBucket: false });
-  const { PostgresStore } = await import("./adapters/postgres.ts");
-  return await PostgresStore.connect({
-    url,
-    job: o.job,
-    opTimeoutMs: o.opTimeoutMs,
-    createSchema: false,
-    createJob: false,
-    applicationName: "splitlease-cli",
-    poolSize: 2,
-    logger: (_level, message, f) => err(`splitlease: ${message}: ${f?.server ?? ""}, attempt ${f?.attempt} (${f?.error})`),
-  });
-}
-
-/** The job catalog of the server: the PostgreSQL database of a `postgres://` URL, else the NATS server. */
-async function catalogOf(o: CliOptions): Promise<JobCatalog> {
-  const url = postgresUrl(o);
-  if (url === undefined) return await NatsJobCatalog.connect(connection(o));
-  const { PostgresJobCatalog } = await import("./adapters/postgres.ts");
-  return await PostgresJobCatalog.connect({ url, opTimeoutMs: o.opTimeoutMs, applicationName: "splitlease-cli" });
 }
 
 /** `splitlease jobs` and `splitlease delete`: the server's jobs, not one job's store. */
 async function catalogCommand(command: Extract<Command, { name: "jobs" | "delete" }>, o: CliOptions): Promise<number> {
-  await using catalog = await catalogOf(o);
-  const where = postgresUrl(o) === undefined ? `bucket splitlease_${o.job}` : "rows in PostgreSQL";
+  const { backend, settings: { job: _, createMissing: __, settings: extra, ...settings } } = await backendOf(o);
+  // The catalog takes a NATS connection's credentials; a PostgreSQL one opens a single connection of its own.
+  await using catalog = await backend.catalog(o.servers, { ...settings, settings: { nats: extra?.nats } });
+  const where = backend.recordsOf(o.job);
   if (command.name === "jobs") {
     const jobs = await listJobs(catalog, o.job || undefined);
-    const none = jobs.length === 0 && postgresUrl(o) !== undefined ? "no jobs (no job rows in this database's splitlease schema)" : undefined;
-    out(o.json ? JSON.stringify({ jobs }, null, 2) : none ?? formatJobs(jobs));
+    out(o.json ? JSON.stringify({ jobs }, null, 2) : jobs.length === 0 ? backend.noJobs : formatJobs(jobs));
     return CLI_EXIT.ok;
   }
   const [listing] = await catalog.list(o.job);
@@ -288,7 +262,8 @@ async function main(): Promise<number> {
   let store: Store | undefined;
   try {
     if (command.name === "jobs" || command.name === "delete") return await catalogCommand(command, options);
-    store = await connect(options);
+    const { backend, settings } = await backendOf(options);
+    store = await backend.connect(options.servers, settings);
     return await run(store, command, options);
   } catch (e) {
     const code = e instanceof SplitleaseError ? ` (${e.code})` : "";

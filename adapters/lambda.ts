@@ -155,6 +155,12 @@ export function createLambdaHandler<D>(
         return r;
       }
     }
+    // As the fetch handler: an HTTP event of another method runs no slice (after the bearer check).
+    if (request && request.method !== "GET" && request.method !== "POST") {
+      const r = http(405, { error: `method ${request.method} not allowed` });
+      r.headers["allow"] = "GET, POST";
+      return r;
+    }
     const remaining = Math.floor(context.getRemainingTimeInMillis());
     const budgetMs = Math.min(cap, remaining - reserveMs);
     if (budgetMs < minBudgetMs) {

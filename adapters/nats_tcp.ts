@@ -33,7 +33,7 @@ import { Socket } from "node:net";
 import { SplitleaseError } from "../src/errors.ts";
 import type { NatsListener } from "../src/nats/listener.ts";
 import type { NatsTransport, TransportImpl } from "../src/nats/transport.ts";
-import { hostOf, redactUrl } from "../src/nats/urls.ts";
+import { hostOf, redactUrl } from "../src/util/urls.ts";
 
 export type { NatsTransport } from "../src/nats/transport.ts";
 

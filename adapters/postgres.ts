@@ -37,6 +37,7 @@ import {
   type SqlSession,
 } from "../src/postgres/sql_client.ts";
 import { durationIssue } from "../src/util/timers.ts";
+import { POSTGRES_URLS, wrongStoreUrlMessage } from "../src/store/store_urls.ts";
 
 export { PgStore, type PgStoreInit } from "../src/postgres/pg_store.ts";
 export { PgJobCatalog, type PgJobCatalogInit } from "../src/postgres/pg_catalog.ts";
@@ -113,7 +114,8 @@ export interface PostgresStoreOptions extends PgStoreOptions {
 }
 
 const DRIVER_KEYS = ["url", "listenUrl", "poolSize", "transactionPoolSize", "prepare", "applicationName"];
-const PG_URL = /^postgres(ql)?:\/\/\S+$/;
+/** A URL of the registry's PostgreSQL schemes (src/store/store_urls.ts). */
+const PG_URL = new RegExp(`^(${POSTGRES_URLS.schemes.map((s) => s.scheme).join("|")}):\\/\\/\\S+$`, "i");
 
 /** `url` without its credentials, for messages. */
 function serverOf(url: string): string {
@@ -124,10 +126,8 @@ function serverOf(url: string): string {
 }
 
 function checkUrl(key: string, url: unknown): string {
-  if (typeof url !== "string" || !PG_URL.test(url)) {
-    const shown = typeof url === "string" ? JSON.stringify(url.replace(/\/\/[^@/]*@/, "//***@")) : String(url);
-    throw invalidPg(`${key} ${shown} is not a postgres:// or postgresql:// URL`);
-  }
+  // What it is instead (a NATS URL), or what it likely meant: the registry's message.
+  if (typeof url !== "string" || !PG_URL.test(url)) throw invalidPg(wrongStoreUrlMessage(url, POSTGRES_URLS, key));
   return url;
 }
 

@@ -7,8 +7,9 @@
  */
 import process from "node:process";
 import type { ServeOptions, Service } from "../host.ts";
-import { NatsStore } from "../nats.ts";
 import { transportFor } from "../adapters/nats_tcp.ts";
+import { storeBackendOf } from "../adapters/store_backends.ts";
+import { probeableUrl, splitStoreUrls, storeKindOfUrls } from "../src/store/store_urls.ts";
 import type { NatsStoreOptions } from "../nats.ts";
 import { MemoryStore, SplitleaseError, type Store } from "../mod.ts";
 
@@ -62,9 +63,9 @@ function num(env: Record<string, string | undefined>, name: string): number | un
  * never `HOSTNAME`, which shells and Kubernetes set to the host or pod name),
  * `STORE_URL` (the coordination store: a `postgres://` or
  * `postgresql://` URL for PostgreSQL, or comma-separated NATS URLs:
- * `nats://`/`tls://` through the TCP transport, or `ws://`/`wss://`),
- * `NATS_URL` (the same NATS URLs, the older name; without either the
- * embedded MemoryStore serves a single process),
+ * `nats://`/`tls://` through the TCP transport, or `ws://`/`wss://`; the
+ * schemes of src/store/store_urls.ts), `NATS_URL` (the same, the older
+ * name; without either the embedded MemoryStore serves a single process),
  * `NATS_REPLICAS` (the job bucket's replicas when this worker creates it: 3
  * on a production cluster), `PG_SCHEMA` (the PostgreSQL store's schema,
  * default `splitlease`), `PG_TX_IDLE_TIMEOUT_MS` (its
@@ -97,8 +98,10 @@ export function coordinationFromEnv(
 }
 
 /**
- * The store of `STORE_URL` / `NATS_URL`: a PostgresStore for a
- * `postgres://` URL, a NatsStore for `ws://` URLs, the embedded MemoryStore
+ * The store of `STORE_URL` / `NATS_URL`: the backend its URLs name
+ * (adapters/store_backends.ts: PostgreSQL for a `postgres://` URL, NATS for
+ * `nats://`, `tls://`, `ws://` or `wss://` ones; anything else is refused
+ * naming every scheme and what it likely meant), the embedded MemoryStore
  * without either.
  */
 function storeFromEnv(
@@ -108,37 +111,30 @@ function storeFromEnv(
   if (env.STORE_URL && env.NATS_URL) {
     throw new SplitleaseError("INVALID_CONFIG", "STORE_URL and NATS_URL are both set: give the store once (STORE_URL)");
   }
-  const url = (env.STORE_URL ?? env.NATS_URL ?? "").trim();
-  if (url === "") return { store: new MemoryStore() };
-  if (/^postgres(ql)?:\/\//i.test(url)) {
-    return {
-      storeFactory: async () => {
-        const { PostgresStore } = await import("../adapters/postgres.ts");
-        return await PostgresStore.connect({
-          url,
-          job,
-          opTimeoutMs: num(env, "OP_TIMEOUT_MS"),
-          // Each worker's connections named in pg_stat_activity.
-          applicationName: `splitlease:${job}${env.INSTANCE ? `:${env.INSTANCE}` : ""}`.slice(0, 63),
-          transactionIdleTimeoutMs: num(env, "PG_TX_IDLE_TIMEOUT_MS"),
-          ...(env.PG_SCHEMA ? { schema: env.PG_SCHEMA } : {}),
-        });
-      },
-    };
-  }
-  const servers = url.split(",").map((s) => s.trim()).filter(Boolean);
-  // NATS_URL as before (any URL nats.js takes); STORE_URL names its kind by its scheme.
-  if (env.STORE_URL && !servers.every((s) => /^(wss?|nats|tls):\/\//i.test(s))) {
-    throw new SplitleaseError(
-      "INVALID_CONFIG",
-      `STORE_URL must be a postgres:// URL or comma-separated nats://, tls://, ws:// or wss:// URLs, got ${
-        JSON.stringify(url.replace(/\/\/[^@/]*@/g, "//***@"))
-      }`,
-    );
-  }
+  const name = env.STORE_URL ? "STORE_URL" : "NATS_URL";
+  const urls = splitStoreUrls(env.STORE_URL ?? env.NATS_URL ?? "");
+  if (urls.length === 0) return { store: new MemoryStore() };
+  // Refused here, before anything starts; an http:// or bare host:port URL is refused by the
+  // factory, which first asks what listens there to name the URL to give instead.
+  if (!urls.some(probeableUrl)) storeKindOfUrls(urls, name);
   return {
-    storeFactory: async () =>
-      NatsStore.connect({ servers, job, replicas: num(env, "NATS_REPLICAS"), ...(await natsTransportHere(servers)) }),
+    storeFactory: async () => {
+      const backend = await storeBackendOf(urls, name);
+      // PostgreSQL takes OP_TIMEOUT_MS and names each worker's connections in pg_stat_activity;
+      // NATS keeps its own defaults (as before the registry).
+      const pg = backend.kind.id === "postgres";
+      return await backend.connect(urls, {
+        job,
+        ...(pg ? { opTimeoutMs: num(env, "OP_TIMEOUT_MS"), clientName: `splitlease:${job}${env.INSTANCE ? `:${env.INSTANCE}` : ""}` } : {}),
+        settings: {
+          nats: { replicas: num(env, "NATS_REPLICAS"), ...(await natsTransportHere(urls)) },
+          postgres: {
+            transactionIdleTimeoutMs: num(env, "PG_TX_IDLE_TIMEOUT_MS"),
+            ...(env.PG_SCHEMA ? { schema: env.PG_SCHEMA } : {}),
+          },
+        },
+      });
+    },
   };
 }
 

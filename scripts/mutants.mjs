@@ -24,6 +24,7 @@
 //   pgstore      tests/postgres/store_test.ts and conformance_test.ts (PostgresStore) on a PostgreSQL the gate starts
 //   pgonce       tests/postgres/exactly_once_test.ts (rows and progress in one transaction, workers frozen and killed)
 //   onesource    tests/runtime/one_source_test.ts (maxInFlight and the job name from one place, real processes)
+//   tcptls       tests/tcp/tls_e2e_test.ts (tls:// by URL: workers configured by STORE_URL and the CLI, a CA of the test's)
 
 const C = "src/coordinator/";
 const COORD = ["coordinator", "regressions", "sim", "nats"];
@@ -319,6 +320,24 @@ export const mutants = [
   },
 
   // --- the member side (follower.ts) -----------------------------------------------------
+  {
+    name: "member-view-takes-older-revision",
+    breaks: "a member applies a late delivery of an older revision of its own assignment record (or of the plan or leader record) over the newer one it already applied, from its watch or from a read of its own: the newer record's revocations are withdrawn, a job decided complete reopens",
+    edits: [{ file: C + "member/follower.ts", search: "    if (held && held.revision >= ev.revision) return;\n", replace: "" }],
+    suites: ["coordinator", "sim"],
+  },
+  {
+    name: "member-assign-view-unguarded",
+    breaks: "the revision guard covers the leader and plan records but not the member's own assignment record: an older assignment delivered late withdraws the newer one's revocations",
+    edits: [{ file: C + "member/follower.ts", search: "filter === keys.plan ? this.plan : this.assign;", replace: "filter === keys.plan ? this.plan : undefined;" }],
+    suites: ["coordinator", "sim"],
+  },
+  {
+    name: "member-plan-view-unguarded",
+    breaks: "the revision guard skips the plan record: a plan revision the watch delivers after the leader's own read and write of newer ones reopens the job it decided complete",
+    edits: [{ file: C + "member/follower.ts", search: "const held = filter === keys.leader ? this.leader : filter === keys.plan ? this.plan : this.assign;", replace: "const held = filter === keys.leader ? this.leader : filter === keys.plan ? undefined : this.assign;" }],
+    suites: ["coordinator", "sim"],
+  },
   {
     name: "claim-charges",
     breaks: "claiming an offered free split consumes an attempt",
@@ -838,6 +857,27 @@ export const mutants = [
     suites: ["tracing"],
   },
   {
+    name: "quarantined-tenancy-span-ok",
+    breaks: "a quarantined tenancy is not a failure to its span: no exception for a reason given without one (lane.fail with a message) and no error status, so a trace backend shows the split that stalled the job as a success",
+    edits: [
+      { file: "src/tracing/tenancy_trace.ts", search: 'const FAILED = new Set(["failed", "quarantined", "abandoned"]);', replace: 'const FAILED = new Set(["failed", "abandoned"]);' },
+      { file: "src/tracing/tenancy_trace.ts", search: '(outcome === "failed" || outcome === "quarantined") && this.#error === undefined', replace: 'outcome === "failed" && this.#error === undefined' },
+    ],
+    suites: ["tracing"],
+  },
+  {
+    name: "plan-run-span-ok",
+    breaks: "a planner run that throws ends its span without the exception or an error status: the failed plan looks like a success in a trace",
+    edits: [{ file: C + "leader/planning.ts", search: "      if (span) failSpan(span, e);\n", replace: "" }],
+    suites: ["tracing"],
+  },
+  {
+    name: "own-release-hold-uncapped",
+    breaks: "the leader's hold on a successor's assignment write while its own releases to it keep coming has no opTimeoutMs cap: releases that trickle in (one every 40 ms) hold the successor's grants until the last one",
+    edits: [{ file: C + "leader/release_hold.ts", search: "Math.min(since + opTimeoutMs, Math.max(since, activeAt) + RELEASE_HOLD_MS)", replace: "Math.max(since, activeAt) + RELEASE_HOLD_MS" }],
+    suites: ["unit", "coordinator"],
+  },
+  {
     name: "drain-release-unanswered",
     breaks: "a draining follower releases a split its source stopped at once without waiting for the leader's answer: it goes to nobody, and the member it is dealt to claims it with a write of its own instead of starting it on a grant",
     edits: [{ file: "src/coordinator/member/tenancies.ts", search: "    if (!answered && !to) t.unanswered = () => {};\n", replace: "" }],
@@ -1190,6 +1230,18 @@ export const mutants = [
     name: "slice-margin-equal-drain",
     breaks: "marginMs equal to drainDeadlineMs is accepted: no time is left to release and leave after the drain",
     edits: [{ file: "src/slice/slice_options.ts", search: "marginMs <= drainDeadlineMs) {", replace: "marginMs < drainDeadlineMs) {" }],
+    suites: ["unit"],
+  },
+  {
+    name: "slice-token-post-only",
+    breaks: "with a token configured, the slice fetch handler checks the bearer only on POST: a GET runs a slice without authentication (and other methods learn the allowed ones)",
+    edits: [{ file: "src/http/slice_handler.ts", search: "    if (options.token !== undefined) {\n", replace: '    if (options.token !== undefined && request.method === "POST") {\n' }],
+    suites: ["unit"],
+  },
+  {
+    name: "lambda-token-post-only",
+    breaks: "with a token configured, the Lambda handler checks the bearer of HTTP events only on POST: a GET event runs a slice without authentication",
+    edits: [{ file: "adapters/lambda.ts", search: "if (request && options.token !== undefined) {", replace: 'if (request && options.token !== undefined && request.method === "POST") {' }],
     suites: ["unit"],
   },
   {
@@ -1650,7 +1702,20 @@ export const mutants = [
     name: "replicated-create-unplaced-not-retried",
     breaks: "a replicated bucket's create answered 'no suitable peers for placement' (a peer a new cluster has not counted yet) fails the connect instead of being tried again",
     edits: [{ file: "src/nats/bucket.ts", search: "const unplaced = e instanceof JetStreamApiError && /no suitable peers|peer offline|insufficient resources/i.test(e.message);", replace: "const unplaced = false;" }],
-    suites: ["unit"],
+    // The cluster suite starts a fleet with two of its three nodes, the third 2 s later.
+    suites: ["unit", "cluster"],
+  },
+  {
+    name: "jetstream-not-ready-fatal",
+    breaks: "a connect to a cluster whose nodes are starting (no meta leader yet: JetStream's account info unanswered) fails at once instead of asking again: a fleet started together with its cluster loses every worker",
+    edits: [{ file: "src/nats/bucket.ts", search: "if (opts.replicas > 1 && settling && Date.now() < deadline) {", replace: "if (false) {" }],
+    suites: ["unit", "cluster"],
+  },
+  {
+    name: "transport-for-ignores-tls",
+    breaks: "transportFor picks the TCP transport only when a server list names nats://: a tls://-only list (a TLS cluster) goes to WebSocket and every worker configured by URL, and the CLI, fail 'is a NATS TCP URL, which needs the TCP transport'",
+    edits: [{ file: "adapters/nats_tcp.ts", search: "list.some((s) => /^\\s*(nats|tls):\\/\\//i.test(s))", replace: "list.some((s) => /^\\s*nats:\\/\\//i.test(s))" }],
+    suites: ["unit", "tcptls"],
   },
   {
     name: "unsent-write-not-retried",

@@ -77,6 +77,8 @@ const SUITES = {
   },
   // Replicated buckets on a 3-node cluster of the current release (no network namespaces needed).
   cluster: { files: () => ["tests/cluster/r3_store_test.ts"], filter: "/^R3: /", timeoutS: 240 },
+  // tls:// by URL end to end: Deno and Node workers (examples/serve.ts) and the CLI on a TLS-only nats-server.
+  tcptls: { files: () => ["tests/tcp/tls_e2e_test.ts"], timeoutS: 180 },
   // maxInFlight and the job name from one place: hand-composed workers and serve, as real processes.
   onesource: { files: () => ["tests/runtime/one_source_test.ts"], timeoutS: 180 },
   // examples/pg_range's fenced sink on a PostgreSQL the gate starts (scripts/services.mjs).

@@ -9,6 +9,7 @@ import { isValidId } from "../store/keys.ts";
 import type { FleetState } from "../fleet/types.ts";
 import { FLEET_STATE_ALIASES, FLEET_STATES } from "../fleet/fleet_view.ts";
 import { nearestName } from "../util/options.ts";
+import { schemeList, splitStoreUrls, STORE_URL_KINDS, storeSchemesText } from "../store/store_urls.ts";
 
 /** Exit codes of the CLI. */
 export const CLI_EXIT = {
@@ -54,6 +55,17 @@ export interface CliOptions {
   json: boolean;
 }
 
+/**
+ * The `--servers` lines of the usage, from the store URL registry: every
+ * backend's schemes (src/store/store_urls.ts).
+ */
+const STORE_LINES = STORE_URL_KINDS.map((k, i) => {
+  const head = (i === 0 ? "  --servers, -s URLS   " : " ".repeat(23)) + (i === 0 ? "STORE_URL" : i === 1 ? "or NATS_URL" : "").padEnd(15);
+  const urls = `${k.many ? "comma-separated" : "one"} ${schemeList(k.schemes.map((x) => x.scheme))} URL${k.many ? "s" : ""}`;
+  const last = i === STORE_URL_KINDS.length - 1;
+  return `${head}${i === 0 ? "" : "or "}${urls} (${k.name}${k.many ? "" : "; user and password in the URL"})${last ? "" : ","}`;
+}).join("\n");
+
 /** The usage text. */
 export const USAGE = `usage: splitlease <command> [options]
 
@@ -80,8 +92,7 @@ commands:
                                   member is live, and for an unfinished job unless --force
 
 connection (flags, or the environment):
-  --servers, -s URLS   NATS_URL       comma-separated nats://, tls://, ws:// or wss:// URLs (NATS),
-                       STORE_URL      or one postgres:// URL (PostgreSQL store; user and password in the URL)
+${STORE_LINES}
   --job, -j NAME       JOB            the job name (bucket splitlease_<job>, or the job's rows)
   --user USER          NATS_USER      with --pass / NATS_PASS (prefer the environment for secrets)
   --token TOKEN        NATS_TOKEN
@@ -238,12 +249,10 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
   }
 
   const given = flag("--servers", "-s") ?? env.STORE_URL ?? env.NATS_URL ?? "";
-  // A postgres:// URL is one server (its own commas belong to it: a multi-host URL).
-  const servers = /^\s*postgres(ql)?:\/\//i.test(given) ? [given.trim()] : given.split(",").map((s) => s.trim()).filter(Boolean);
+  // A backend that takes one URL gets all of it (a multi-host postgres:// URL has commas of its own).
+  const servers = splitStoreUrls(given);
   if (servers.length === 0) {
-    throw new UsageError(
-      "no store: give --servers or set STORE_URL or NATS_URL (nats://, tls://, ws:// or wss:// URLs for NATS, `splitlease dev` runs a local one; a postgres:// URL for PostgreSQL)",
-    );
+    throw new UsageError(`no store: give --servers or set STORE_URL or NATS_URL (${storeSchemesText()}; \`splitlease dev\` runs a local NATS)`);
   }
   // `jobs` lists every job of the server (JOB is not read; --job lists that one only).
   const job = flag("--job", "-j") ?? (command.name === "jobs" ? "" : env.JOB);

@@ -17,8 +17,9 @@ import { runSlice } from "../slice/slice_run.ts";
  * {@linkcode runSlice} and answers its {@linkcode SliceResult} as JSON (200;
  * 500 on `error`; 409 on `stalled`). The budget may be lowered per request
  * with the `x-splitlease-budget-ms` header or `?budgetMs=` (400 below the
- * smallest budget the options allow). With a `token`, a request without it
- * or with another is refused 401, one whose `Authorization` header is not
+ * smallest budget the options allow); any other method is answered 405.
+ * With a `token`, every request (whatever its method) without it or with
+ * another is refused 401, one whose `Authorization` header is not
  * `Bearer <token>` 400, as `POST /drain` does.
  *
  * @throws {SplitleaseError} `INVALID_CONFIG` at creation, naming every broken
@@ -39,11 +40,8 @@ export function createSliceHandler<D>(options: SliceOptions<D>): (request: Reque
   const json = (status: number, body: unknown) =>
     new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8" } });
   return async (request: Request): Promise<Response> => {
-    if (request.method !== "GET" && request.method !== "POST") {
-      const r = json(405, { error: `method ${request.method} not allowed` });
-      r.headers.set("allow", "GET, POST");
-      return r;
-    }
+    // The bearer first, whatever the method: without the token nothing is answered but 401
+    // (not even which methods a slice takes).
     if (options.token !== undefined) {
       const auth = checkBearer(request.headers.get("authorization"), options.token);
       if (!auth.ok) {
@@ -51,6 +49,11 @@ export function createSliceHandler<D>(options: SliceOptions<D>): (request: Reque
         r.headers.set("www-authenticate", auth.challenge);
         return r;
       }
+    }
+    if (request.method !== "GET" && request.method !== "POST") {
+      const r = json(405, { error: `method ${request.method} not allowed` });
+      r.headers.set("allow", "GET, POST");
+      return r;
     }
     const raw = request.headers.get("x-splitlease-budget-ms") ?? new URL(request.url).searchParams.get("budgetMs");
     let budget = maxBudget;

@@ -2,7 +2,8 @@
  * The job's bucket: required (`createBucket: false`), created with the
  * project's settings (history 1, the value limit, no direct gets when
  * replicated), and, when replicated, waited for until its stream has a
- * leader.
+ * leader; on a cluster that is still starting, JetStream itself is waited
+ * for first.
  *
  * @module
  */
@@ -35,6 +36,48 @@ export async function requireBucket(jsm: JetStreamManager, opts: ResolvedOptions
   }
 }
 
+/**
+ * How long a connection to a cluster waits for JetStream and the bucket
+ * while the cluster settles (its meta leader elected, every peer counted,
+ * the bucket's stream leader elected): five op timeouts, at least 10 s.
+ */
+export function settleLimitMs(opts: ResolvedOptions): number {
+  return Math.max(10_000, 5 * opts.opTimeoutMs);
+}
+
+/** JetStream's answer "JetStream system temporarily unavailable" (a cluster electing its meta leader). */
+const JS_TEMPORARILY_UNAVAILABLE = 10008;
+
+/**
+ * The connection's JetStream manager, once JetStream answers. A cluster
+ * whose nodes are starting (up, with no meta leader elected yet) lets the
+ * account-info request time out, or answers "temporarily unavailable": for
+ * a replicated bucket (a cluster) the request is asked again until
+ * `deadline`. Measured: a fleet started together with its 3-node cluster
+ * failed 6 connects of 6 in three rounds of four with "opening bucket:
+ * TimeoutError", before its bucket's creation was even asked. A single
+ * server answers once it takes connections: asked once.
+ *
+ * @example
+ * ```ts ignore
+ * const jsm = await readyJetStream(js, opts, Date.now() + settleLimitMs(opts));
+ * ```
+ */
+export async function readyJetStream(js: JetStreamClient, opts: ResolvedOptions, deadline: number): Promise<JetStreamManager> {
+  for (let attempt = 0;; attempt++) {
+    try {
+      return await js.jetstreamManager();
+    } catch (e) {
+      const settling = e instanceof TimeoutError || (e instanceof JetStreamApiError && e.code === JS_TEMPORARILY_UNAVAILABLE);
+      if (opts.replicas > 1 && settling && Date.now() < deadline) {
+        await sleep(Math.min(1000, 100 * 2 ** Math.min(attempt, 4)));
+        continue;
+      }
+      throw e;
+    }
+  }
+}
+
 /** Creates (or opens) a bucket: `Kvm.create`, a seam for tests of the retry rules below. */
 export type CreateBucket = (name: string, config: Record<string, unknown>) => Promise<KV>;
 
@@ -51,6 +94,7 @@ export async function openBucket(
   js: JetStreamClient,
   opts: ResolvedOptions,
   create: CreateBucket = (name, config) => new Kvm(js).create(name, config),
+  deadline: number = Date.now() + settleLimitMs(opts),
 ): Promise<KV> {
   const config = {
     history: 1,
@@ -65,8 +109,7 @@ export async function openBucket(
   // fleet starts at once and every worker asks for the same R3 bucket, some
   // of the requests time out while the first one is applied (seen on 2.15.2
   // with three connections). Creating is idempotent, so a timed-out create
-  // is tried again, for at most five op timeouts (at least 10 s).
-  const deadline = Date.now() + Math.max(10_000, 5 * opts.opTimeoutMs);
+  // is tried again until `deadline` (by default five op timeouts, at least 10 s).
   for (let attempt = 0;; attempt++) {
     try {
       return await create(opts.bucket, config);
@@ -99,7 +142,7 @@ export async function openBucket(
  * bucket failed that way. Bounded by five op timeouts (at least 10 s).
  */
 export async function awaitStreamLeader(jsm: JetStreamManager, opts: ResolvedOptions): Promise<void> {
-  const limit = Math.max(10_000, 5 * opts.opTimeoutMs);
+  const limit = settleLimitMs(opts);
   const deadline = Date.now() + limit;
   let last: unknown;
   for (;;) {

@@ -22,6 +22,7 @@ import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import {
   checkServerVersion,
   type NatsStoreOptions,
+  pointServers,
   redactUrl,
   resolveOptions,
   type ResolvedOptions,
@@ -30,7 +31,7 @@ import { clampTimerMs } from "../util/timers.ts";
 import { describe } from "./describe.ts";
 import { promptCloseFactory } from "./socket.ts";
 import { connectWithin } from "./connect_within.ts";
-import { awaitStreamLeader, openBucket, requireBucket } from "./bucket.ts";
+import { awaitStreamLeader, openBucket, readyJetStream, requireBucket, settleLimitMs } from "./bucket.ts";
 import { jsonLogger } from "../util/logger.ts";
 import { claimTransport, webSocketTransport } from "./transport.ts";
 
@@ -104,7 +105,8 @@ export class Connection {
   static async client(
     options: NatsStoreOptions,
   ): Promise<{ nc: NatsConnection; opts: ResolvedOptions; user: string | undefined; release: () => void }> {
-    const opts = resolveOptions(options);
+    // A URL no transport takes is probed first, so the error can name the listener it reached.
+    const opts = resolveOptions(options, await pointServers(options?.servers));
     const ws = opts.transport === webSocketTransport;
     // Without one the NATS client waits on a socket that never opens: say so at once.
     if (ws && !options.wsFactory && typeof WebSocket !== "function") {
@@ -177,9 +179,11 @@ export class Connection {
     try {
       checkServerVersion(nc.info?.version, opts.replicas);
       const js = jetstream(nc, { timeout: opts.opTimeoutMs });
-      const jsm = await js.jetstreamManager();
+      // A cluster that is starting is waited for, JetStream first, then the bucket, within one limit.
+      const settled = Date.now() + settleLimitMs(opts);
+      const jsm = await readyJetStream(js, opts, settled);
       if (!opts.createBucket) await requireBucket(jsm, opts);
-      const kv = await openBucket(js, opts);
+      const kv = await openBucket(js, opts, undefined, settled);
       if (opts.replicas > 1) await awaitStreamLeader(jsm, opts);
       return new Connection(nc, js, jsm, kv, opts, release);
     } catch (e) {

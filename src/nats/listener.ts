@@ -8,7 +8,8 @@
  *
  * @module
  */
-import { hostOf, redactUrl } from "./urls.ts";
+import { hostOf, redactUrl } from "../util/urls.ts";
+import { probeableUrl } from "../store/store_urls.ts";
 
 /**
  * A listener found at a URL that does not speak the URL's protocol:
@@ -80,10 +81,13 @@ export function wrongListenerMessage(url: string, found: NatsListener): string {
  * Error texts of the three runtimes' `fetch` when the peer answered with
  * something that is not HTTP (the NATS client port's `INFO` line): Node
  * (undici's HTTPParserError), Bun (`Malformed_HTTP_Response`) and Deno
- * (hyper's "invalid HTTP version parsed"). A refused or silent port reads
- * differently, so it is never taken for a wrong listener.
+ * (hyper's "invalid HTTP version parsed", or "received unexpected message
+ * from connection" when the peer's `INFO` arrived before the request was
+ * written: about one probe in four, measured on Deno 2.9). A refused or
+ * silent port reads differently, so it is never taken for a wrong listener.
  */
-const NOT_HTTP = /does not match the HTTP\/1\.1 protocol|Malformed_HTTP_Response|invalid HTTP version|HPE_INVALID_CONSTANT/i;
+const NOT_HTTP =
+  /does not match the HTTP\/1\.1 protocol|Malformed_HTTP_Response|invalid HTTP version|received unexpected message from connection|HPE_INVALID_CONSTANT/i;
 
 function answeredNotHttp(e: unknown): boolean {
   for (let c: unknown = e, depth = 0; c && depth < 5; c = (c as { cause?: unknown }).cause, depth++) {
@@ -125,5 +129,58 @@ export async function identifyHttpListener(url: string, signal: AbortSignal): Pr
     return undefined;
   } catch (e) {
     return !signal.aborted && answeredNotHttp(e) ? { kind: "nats" } : undefined;
+  }
+}
+
+/** What nats-server's `/varz` says about its listeners (the fields used here). */
+interface Varz {
+  server_name?: unknown;
+  port?: unknown;
+  tls_required?: unknown;
+  websocket?: { port?: unknown; no_tls?: unknown };
+}
+
+/**
+ * Which nats-server listener answers at a URL no store takes (`http://`,
+ * `https://`, a bare `host:port`), as a clause naming the URL to give
+ * instead: the monitoring port (its `/varz` names the server's client and
+ * WebSocket ports), a WebSocket listener (it answers a plain request 400
+ * with `Sec-WebSocket-Version`), or, hedged, the client port (it answers,
+ * but not in HTTP). Undefined for a URL of another scheme, when nothing
+ * answers within `signal`, or when something else does. Web APIs only
+ * (`fetch`), so it runs everywhere.
+ *
+ * @example
+ * ```ts
+ * import { pointMisdirectedUrl } from "./listener.ts";
+ * const clause = await pointMisdirectedUrl("http://127.0.0.1:8222", AbortSignal.timeout(1000));
+ * // "it is the monitoring port of nats-server n1: its client port is nats://127.0.0.1:4222, its WebSocket listener ws://127.0.0.1:8080"
+ * ```
+ */
+export async function pointMisdirectedUrl(url: string, signal: AbortSignal): Promise<string | undefined> {
+  if (!probeableUrl(url)) return undefined;
+  const hostPort = hostOf(url.trim());
+  const host = hostPort.replace(/:\d+$/, "");
+  const secure = /^https:/i.test(url.trim());
+  try {
+    const r = await fetch(`${secure ? "https" : "http"}://${hostPort}/varz`, { signal, redirect: "manual" });
+    const body = await r.text();
+    if (r.headers.has("sec-websocket-version")) {
+      return `it is a NATS WebSocket listener: give ${secure ? "wss" : "ws"}://${hostPort}`;
+    }
+    if (r.status !== 200 || !isVarz(body)) return undefined;
+    const v = JSON.parse(body) as Varz;
+    // A server without a configured name reports its id as its name: not worth showing.
+    const name = typeof v.server_name === "string" && v.server_name !== (v as { server_id?: unknown }).server_id ? ` of nats-server ${v.server_name}` : "";
+    const client = typeof v.port === "number" && v.port > 0 ? `${v.tls_required === true ? "tls" : "nats"}://${host}:${v.port}` : undefined;
+    const wsPort = v.websocket?.port;
+    const ws = typeof wsPort === "number" && wsPort > 0 ? `${v.websocket?.no_tls === true ? "ws" : "wss"}://${host}:${wsPort}` : undefined;
+    const instead = [client && `its client port is ${client}`, ws && `its WebSocket listener ${ws}`].filter(Boolean).join(", ");
+    return `it is the NATS monitoring port${name}, which takes no clients${instead ? `: ${instead}` : ""}`;
+  } catch (e) {
+    // Only a raw socket could read the INFO line; fetch sees a peer that speaks first, not in HTTP.
+    return !signal.aborted && answeredNotHttp(e)
+      ? `it answered in a protocol other than HTTP, as the NATS client port does: if it is one, give nats://${hostPort}`
+      : undefined;
   }
 }

@@ -9,8 +9,9 @@ import { keysOf, rejectUnknownKeys } from "../util/options.ts";
 import { durationIssue } from "../util/timers.ts";
 import type { Logger } from "../util/logger.ts";
 import { type NatsTransport, type TransportImpl, webSocketTransport } from "./transport.ts";
-import { TCP_IMPORT } from "./listener.ts";
-import { redactUrl } from "./urls.ts";
+import { pointMisdirectedUrl, TCP_IMPORT } from "./listener.ts";
+import { redactUrl } from "../util/urls.ts";
+import { NATS_URLS, probeableUrl, schemeList, wrongStoreUrlMessage } from "../store/store_urls.ts";
 
 export { redactUrl };
 
@@ -200,15 +201,23 @@ function splitCredentials(server: string): { url: string; auth?: { user: string;
 }
 
 /** "ws:// or wss://" for a transport's schemes. */
-function schemeList(t: NatsTransport): string {
-  return t.schemes.map((x) => `${x}://`).join(" or ");
+function transportSchemes(t: NatsTransport): string {
+  return schemeList(t.schemes);
+}
+
+/** What NatsStore takes through `t`, for messages: its schemes, and the other transport's. */
+function acceptedText(t: NatsTransport): string {
+  return t === webSocketTransport
+    ? "ws:// or wss:// (WebSocket), or nats:// or tls:// with the TCP transport"
+    : `${transportSchemes(t)} (${t.name}), or ws:// or wss:// without the transport option`;
 }
 
 /**
  * Throws `INVALID_CONFIG` unless `server` is a URL `transport` dials; a NATS
- * TCP URL without the TCP transport says what to import.
+ * TCP URL without the TCP transport says what to import, any other URL what
+ * it is and what it likely meant (the store URL registry, `store_urls.ts`).
  */
-function checkScheme(server: unknown, transport: NatsTransport): void {
+function checkScheme(server: unknown, transport: NatsTransport, pointed?: ReadonlyMap<string, string>): void {
   const shown = JSON.stringify(typeof server === "string" ? redactUrl(server) : server);
   const m = typeof server === "string" ? /^([a-z][a-z0-9+.-]*):\/\/[^\s]+$/i.exec(server) : null;
   const scheme = m?.[1].toLowerCase();
@@ -222,15 +231,29 @@ function checkScheme(server: unknown, transport: NatsTransport): void {
   }
   if (scheme === "ws" || scheme === "wss") {
     throw invalid(
-      `server ${shown} is a WebSocket URL, but the transport is ${transport.name} (${schemeList(transport)}): ` +
+      `server ${shown} is a WebSocket URL, but the transport is ${transport.name} (${transportSchemes(transport)}): ` +
         "drop the transport option to connect over WebSocket, or give the server's client port as nats://",
     );
   }
-  throw invalid(`server ${shown} is not a ${schemeList(transport)} URL`);
+  const found = typeof server === "string" ? pointed?.get(server) : undefined;
+  throw invalid(wrongStoreUrlMessage(server, NATS_URLS, "server", { acceptedText: acceptedText(transport), ...(found ? { found } : {}) }));
+}
+
+/**
+ * Where each server URL no transport takes (`http://`, a bare `host:port`)
+ * really points, when a nats-server listener answers there
+ * ({@linkcode pointMisdirectedUrl}, 1 s at most): for the message
+ * `resolveOptions` throws. Empty when every URL has a NATS scheme.
+ */
+export async function pointServers(servers: unknown): Promise<Map<string, string>> {
+  const list = typeof servers === "string" ? [servers] : Array.isArray(servers) ? servers : [];
+  const odd = list.filter((s): s is string => typeof s === "string" && probeableUrl(s));
+  const found = await Promise.all(odd.map((s) => pointMisdirectedUrl(s, AbortSignal.timeout(1000))));
+  return new Map(odd.flatMap((s, i) => (found[i] ? [[s, found[i]!] as [string, string]] : [])));
 }
 
 /** Validates `options` and applies defaults; throws `INVALID_CONFIG`. */
-export function resolveOptions(options: NatsStoreOptions): ResolvedOptions {
+export function resolveOptions(options: NatsStoreOptions, pointed?: ReadonlyMap<string, string>): ResolvedOptions {
   if (!options || typeof options !== "object") throw invalid("options are required");
   rejectUnknownKeys(options, NATS_KEYS, "NatsStore");
   const transport = (options.transport ?? webSocketTransport) as TransportImpl;
@@ -245,12 +268,12 @@ export function resolveOptions(options: NatsStoreOptions): ResolvedOptions {
   }
   const given = typeof options.servers === "string" ? [options.servers] : options.servers;
   if (!Array.isArray(given) || given.length === 0) {
-    throw invalid(`\`servers\` needs at least one ${schemeList(transport)} URL`);
+    throw invalid(`\`servers\` needs at least one ${transportSchemes(transport)} URL`);
   }
   const servers: string[] = [];
   let urlAuth: ResolvedOptions["urlAuth"];
   for (const s of given) {
-    checkScheme(s, transport);
+    checkScheme(s, transport, pointed);
     const { url, auth } = splitCredentials(s);
     servers.push(url);
     if (!auth) continue;

@@ -27,7 +27,8 @@ import postgres from "postgres";
 import { NatsStore } from "../../nats.ts";
 import { StoreUnavailableError } from "../../store.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
-import { delay, NatsCluster, NatsServer, TcpProxy } from "../helpers/nats_server.ts";
+import { delay, NatsCluster, type NatsServer, TcpProxy } from "../helpers/nats_server.ts";
+import { askUntil, whenAvailable } from "../helpers/after_fault.ts";
 import { type NetHost, TestNet } from "../helpers/netns.ts";
 import { eachLine, parseLogLine } from "../helpers/lines.ts";
 import { withTimeout } from "../helpers/deadline.ts";
@@ -154,10 +155,18 @@ interface Scenario {
   check?(r: { takenOver: number; firstTakeover?: number; fences: number; refused: number; replayed: number }): void;
 }
 
-async function connz(n: NatsServer, job: string): Promise<number> {
-  const r = await fetch(`${n.monitorUrl}/connz?limit=1000`, { signal: AbortSignal.timeout(1000) });
-  const j = await r.json() as { connections?: { name?: string }[] };
-  return (j.connections ?? []).filter((c) => c.name === `splitlease:${job}`).length;
+/** How many of the job's connections node `n` holds; asked until its monitoring port answers (a node under load answers late). */
+function connz(n: NatsServer, job: string): Promise<number> {
+  return askUntil(`${n.name}'s connections`, async () => {
+    const r = await fetch(`${n.monitorUrl}/connz?limit=1000`, { signal: AbortSignal.timeout(1000) });
+    const j = await r.json() as { connections?: { name?: string }[] };
+    return (j.connections ?? []).filter((c) => c.name === `splitlease:${job}`).length;
+  });
+}
+
+/** The stream's leader node, asked until the cluster names one. */
+async function streamLeaderOf(cluster: NatsCluster, stream: string): Promise<NatsServer> {
+  return cluster.node((await askUntil(`the leader of ${stream}`, () => cluster.streamLeader(stream)))!);
 }
 
 async function run(s: Scenario): Promise<void> {
@@ -195,7 +204,9 @@ async function run(s: Scenario): Promise<void> {
     const job = `cl-${schema}`;
     const stream = `KV_splitlease_${job}`;
     // The bucket is created once, replicated, before the fleet starts (as an operator would).
-    probeStore = await NatsStore.connect({ servers: cluster.wsUrls, job, replicas: 3, opTimeoutMs: 1000, pingIntervalMs: 500 });
+    // Setup on a cluster that just started: retried while unavailable, as a worker's start is.
+    probeStore = await whenAvailable("the job's bucket", () =>
+      NatsStore.connect({ servers: cluster.wsUrls, job, replicas: 3, opTimeoutMs: 1000, pingIntervalMs: 500 }), 30_000);
     const env = {
       JOB: job,
       NATS_URL: cluster.wsUrls.join(","),
@@ -317,16 +328,8 @@ const opts = { sanitizeOps: false, sanitizeResources: false, ignore };
 const job48 = { rows: 24_000, splits: 48, batchSize: 100, batchPauseMs: 120, at: 0.25 };
 
 /** Retries a harness read while the store reports an outage, up to `withinMs`. */
-async function readAfterFault<T>(read: () => Promise<T>, withinMs: number): Promise<T> {
-  const until = Date.now() + withinMs;
-  for (;;) {
-    try {
-      return await read();
-    } catch (e) {
-      if (!(e instanceof StoreUnavailableError) || Date.now() >= until) throw e;
-      await delay(250);
-    }
-  }
+function readAfterFault<T>(read: () => Promise<T>, withinMs: number): Promise<T> {
+  return whenAvailable("the harness's read after the fault", read, withinMs);
 }
 
 Deno.test({
@@ -337,7 +340,7 @@ Deno.test({
       name: "stream leader killed",
       ...job48,
       fault: async ({ cluster, stream }) => {
-        const leader = cluster.node((await cluster.streamLeader(stream))!);
+        const leader = await streamLeaderOf(cluster, stream);
         await leader.kill();
         await delay(3000);
         await leader.restart();
@@ -374,7 +377,7 @@ Deno.test({
       name: "meta leader frozen",
       ...job48,
       fault: async ({ cluster }) => {
-        const meta = cluster.node((await cluster.metaLeader())!);
+        const meta = cluster.node((await askUntil("the meta leader", () => cluster.metaLeader()))!);
         await meta.pause();
         await delay(LEASE_MS + 1500);
         meta.resume();
@@ -410,7 +413,7 @@ Deno.test({
       name: "stream leader in the minority",
       ...job48,
       fault: async ({ cluster, stream, net, workers }) => {
-        const leader = cluster.node((await cluster.streamLeader(stream))!);
+        const leader = await streamLeaderOf(cluster, stream);
         const leaderHost = net.hosts.find((h) => h.name === leader.name)!;
         const w = workers[0].host;
         const others = net.hosts.filter((h) => h !== leaderHost && h !== w);

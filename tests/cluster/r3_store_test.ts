@@ -15,8 +15,9 @@ import { jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { StoreUnavailableError } from "../../store.ts";
 import { NatsStore } from "../../nats.ts";
-import { delay, NatsCluster } from "../helpers/nats_server.ts";
+import { delay, NatsCluster, type PlannedCluster } from "../helpers/nats_server.ts";
 import { conformance } from "../store/conformance.ts";
+import { askUntil, whenAvailable } from "../helpers/after_fault.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -42,8 +43,9 @@ Deno.test({
   ...opts,
   fn: async () => {
     const c = await shared();
+    // Setup: retried while unavailable, as a worker's start is (the shared cluster may still be settling).
     const stores = await Promise.all(
-      c.nodes.map((n) => NatsStore.connect({ servers: n.wsUrl, job: "r3cas", replicas: 3, opTimeoutMs: 3000 })),
+      c.nodes.map((n) => whenAvailable("a store of r3cas", () => NatsStore.connect({ servers: n.wsUrl, job: "r3cas", replicas: 3, opTimeoutMs: 3000 }), 30_000)),
     );
     try {
       const first = await stores[0].create("k", "0");
@@ -83,6 +85,85 @@ Deno.test({
   },
 });
 
+/**
+ * A fleet of `workers` connecting (replicas 3, every node listed, each from
+ * another first node) to a cluster that `boot` starts meanwhile: every
+ * connect must open the job's bucket, and every store must then write and
+ * read. Returns when each connect settled, for the log.
+ */
+async function fleetWithCluster(job: string, workers: number, boot: (planned: PlannedCluster) => Promise<void>): Promise<string> {
+  const planned = NatsCluster.plan(3);
+  const t0 = Date.now();
+  const fleet = Array.from({ length: workers }, (_, i) =>
+    NatsStore.connect({
+      servers: [0, 1, 2].map((j) => planned.wsUrls[(i + j) % 3]),
+      job,
+      replicas: 3,
+      opTimeoutMs: 2000,
+      // Workers deployed with their servers wait for one to answer (connectWaitMs), as such a worker must.
+      connectWaitMs: 30_000,
+      logger: () => {},
+    }).then((store) => ({ store, ms: Date.now() - t0 })));
+  for (const f of fleet) f.catch(() => {}); // a failed connect is this test's, asserted below once the cluster is up
+  try {
+    await boot(planned);
+    const r = await Promise.allSettled(fleet);
+    const failed = r.flatMap((x) => (x.status === "rejected" ? [String(x.reason)] : []));
+    assert.deepEqual(failed, [], "every worker opened the bucket");
+    const stores = r.flatMap((x) => (x.status === "fulfilled" ? [x.value] : []));
+    for (const [i, { store }] of stores.entries()) assert.ok((await store.create(`worker.${i}`, "up")).ok, `worker ${i} writes`);
+    assert.equal((await stores[0].store.list("worker.")).length, workers, "and every write is in the one bucket");
+    return stores.map((s) => s.ms).join(", ");
+  } finally {
+    for (const x of await Promise.allSettled(fleet)) if (x.status === "fulfilled") await x.value.store.close();
+    await planned.cluster()[Symbol.asyncDispose]();
+  }
+}
+
+Deno.test({
+  name: "R3: a fleet started together with its cluster opens one replicated bucket (6 workers, 3 nodes starting at once), 2 rounds",
+  ...opts,
+  fn: async () => {
+    // Before JetStream answered (no meta leader yet), every connect failed: "opening bucket: TimeoutError".
+    for (let round = 0; round < 2; round++) {
+      const ms = await fleetWithCluster(`r3boot${round}`, 6, async (planned) => void await planned.start());
+      console.log(`  round ${round}: connected after ${ms} ms`);
+    }
+  },
+});
+
+Deno.test({
+  name: "R3: a fleet started with one of its three nodes, the others 3 s later: JetStream is waited for until a meta leader answers, 2 rounds",
+  ...opts,
+  fn: async () => {
+    // One node takes connections but elects no meta leader alone: JetStream's account info goes
+    // unanswered (a timeout), and before it was asked again every connect failed at once.
+    for (let round = 0; round < 2; round++) {
+      const ms = await fleetWithCluster(`r3alone${round}`, 6, async (planned) => {
+        await Promise.all([planned.startNode(0), delay(3000).then(() => Promise.all([planned.startNode(1), planned.startNode(2)]))]);
+      });
+      console.log(`  round ${round}: connected after ${ms} ms`);
+    }
+  },
+});
+
+Deno.test({
+  name: "R3: a fleet started with two of its three nodes, the third 2 s later: the bucket's creation waits for it, 2 rounds",
+  ...opts,
+  fn: async () => {
+    // With two nodes a meta leader is elected, but an R3 stream cannot be placed: the create is
+    // answered "no suitable peers for placement" until the third node is up.
+    for (let round = 0; round < 2; round++) {
+      const ms = await fleetWithCluster(`r3late${round}`, 6, async (planned) => {
+        await Promise.all([planned.startNode(0), planned.startNode(1)]);
+        await delay(2000);
+        await planned.startNode(2);
+      });
+      console.log(`  round ${round}: connected after ${ms} ms`);
+    }
+  },
+});
+
 /** Put then get at once through a connection to a follower, `n` times; counts gets that return an older value. */
 async function staleReads(urls: string[], bucket: string, allowDirect: boolean, n: number): Promise<number> {
   const writer = await wsconnect({ servers: urls[0] });
@@ -114,7 +195,7 @@ Deno.test({
     console.log(`stale reads after an acknowledged put on nats-server ${c.nodes[0].version}: direct get off ${off}/${N}, on ${on}/${N}`);
     assert.equal(off, 0);
     // And NatsStore really creates replicated buckets with direct get off.
-    const store = await NatsStore.connect({ servers: c.wsUrls, job: "r3direct", replicas: 3 });
+    const store = await whenAvailable("the r3direct bucket", () => NatsStore.connect({ servers: c.wsUrls, job: "r3direct", replicas: 3 }), 30_000);
     await store.close();
     const nc = await wsconnect({ servers: c.wsUrls });
     try {
@@ -135,27 +216,23 @@ Deno.test({
     const job = "r3kill";
     // Setup: the bucket on a cluster that just started may take past the op
     // timeout to create (a meta leader settling); retried while unavailable.
-    let setup: NatsStore | undefined;
-    for (const deadline = Date.now() + 30_000; !setup;) {
-      setup = await NatsStore.connect({ servers: c.wsUrls, job, replicas: 3, opTimeoutMs: 2000 }).catch((e) => {
-        if (!(e instanceof StoreUnavailableError) || Date.now() > deadline) throw e;
-        return delay(100).then(() => undefined);
-      });
-    }
+    const setup = await whenAvailable("the r3kill bucket", () => NatsStore.connect({ servers: c.wsUrls, job, replicas: 3, opTimeoutMs: 2000 }), 30_000);
     assert.ok((await setup.create("n", "0")).ok);
     await setup.close();
     const stream = `KV_splitlease_${job}`;
-    const leader = c.node((await c.streamLeader(stream))!);
+    // The monitoring endpoint may not name the leader yet (a node answering late under load): asked until it does.
+    const leader = c.node(await askUntil(`the leader of ${stream}`, () => c.streamLeader(stream)) as string);
     // The writer talks to a node that survives, listing every node as a real worker does.
     const survivors = c.nodes.filter((n) => n !== leader);
-    const store = await NatsStore.connect({
-      servers: [survivors[0].wsUrl, survivors[1].wsUrl, leader.wsUrl],
-      noRandomize: true,
-      job,
-      replicas: 3,
-      opTimeoutMs: 1000,
-      pingIntervalMs: 500,
-    });
+    const store = await whenAvailable("the writer's store", () =>
+      NatsStore.connect({
+        servers: [survivors[0].wsUrl, survivors[1].wsUrl, leader.wsUrl],
+        noRandomize: true,
+        job,
+        replicas: 3,
+        opTimeoutMs: 1000,
+        pingIntervalMs: 500,
+      }), 30_000);
     try {
       let acked = 0;
       let unavailable = 0;
@@ -200,7 +277,8 @@ Deno.test({
           }
         }
       }
-      const final = (await store.get("n"))!;
+      // Right after the fault (the loop may end while a write is still out): the read waits out the outage.
+      const final = (await whenAvailable("the final read", () => store.get("n")))!;
       const window = recovered - firstFail;
       console.log(
         `stream leader ${leader.name} killed: ${acked} acknowledged increments, final value ${final.value}, ` +
@@ -209,7 +287,8 @@ Deno.test({
       assert.ok(recovered > 0, "writes resumed after the stream leader died");
       // Every acknowledged increment is in the value; none counted twice.
       assert.equal(Number(final.value), acked);
-      assert.notEqual(await c.streamLeader(stream), leader.name);
+      // A new leader, asked until one is named (right after the kill the stream may still be electing).
+      assert.notEqual(await askUntil(`a new leader of ${stream}`, () => c.streamLeader(stream), (l) => l !== undefined && l !== leader.name), leader.name);
     } finally {
       await store.close();
     }

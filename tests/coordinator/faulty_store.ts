@@ -79,8 +79,23 @@ export class FaultyStore implements Store {
     return () => o.seen;
   }
 
+  #recorders: { pred: (key: string) => boolean; seen: { ch: Channel<WatchEvent>; ev: WatchEvent }[] }[] = [];
+
+  /**
+   * Records the events the watches hand their consumer for keys matching
+   * `pred`; `again(i)` hands the i-th of them to its watch once more, after
+   * whatever it delivered since: a late, older delivery (a watch re-created
+   * on a replica that lags replays a revision its consumer already had).
+   */
+  record(pred: (key: string) => boolean): { events: () => WatchEvent[]; again: (i: number) => void } {
+    const r = { pred, seen: [] as { ch: Channel<WatchEvent>; ev: WatchEvent }[] };
+    this.#recorders.push(r);
+    return { events: () => r.seen.map((x) => x.ev), again: (i) => r.seen[i].ch.push(r.seen[i].ev) };
+  }
+
   #deliver(ch: Channel<WatchEvent>, ev: WatchEvent): void {
     for (const o of this.#observers) if (!o.seen && o.pred(ev)) o.seen = true;
+    for (const r of this.#recorders) if ("key" in ev && r.pred(ev.key)) r.seen.push({ ch, ev });
     ch.push(ev);
   }
 

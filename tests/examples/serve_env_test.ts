@@ -33,7 +33,7 @@ Deno.test("examples: the launcher's store comes from STORE_URL (postgres:// or N
   assert.equal(typeof (of({ STORE_URL: "nats://nats:4222" }) as { storeFactory?: unknown }).storeFactory, "function");
   assert.equal(typeof (of({ NATS_URL: "ws://nats:8080" }) as { storeFactory?: unknown }).storeFactory, "function");
   assert.throws(() => of({ STORE_URL: "postgres://a@b/c", NATS_URL: "ws://n:1" }), /STORE_URL and NATS_URL are both set/);
-  assert.throws(() => of({ STORE_URL: "mysql://u:secret@db/app" }), (e: Error) => /STORE_URL must be a postgres:\/\/ URL/.test(e.message) && !e.message.includes("secret"));
+  assert.throws(() => of({ STORE_URL: "mysql://u:secret@db/app" }), (e: Error) => /STORE_URL "mysql:\/\/\*\*\*@db\/app" is not a store URL: give nats:\/\//.test(e.message) && !e.message.includes("secret"));
   // Connecting names the URL's server, never its password.
   const factory = (of({ STORE_URL: "postgres://u:secret@127.0.0.1:1/app", OP_TIMEOUT_MS: "200" }) as { storeFactory: () => Promise<unknown> }).storeFactory;
   await assert.rejects(factory(), (e: Error) => /127\.0\.0\.1:1\/app/.test(e.message) && !e.message.includes("secret"));
@@ -56,5 +56,11 @@ Deno.test({
     // Read back over the client port's protocol only: the listener it reached is the client port.
     await using check = await NatsStore.connect({ servers: server.clientUrl, job: "env-tcp", transport: tcpTransport() });
     assert.equal((await check.get("k"))?.value, "over tcp");
+    // A URL no backend takes, at one of the server's listeners: the factory names the listener and the URL to give.
+    const pointed = coordinationFromEnv({ JOB: "env-tcp", STORE_URL: `http://127.0.0.1:${server.monitorPort}` });
+    await assert.rejects(
+      (pointed as { storeFactory: () => Promise<unknown> }).storeFactory(),
+      new RegExp(`STORE_URL "http://127\\.0\\.0\\.1:${server.monitorPort}" is not a store URL: .*; it is the NATS monitoring port .*: its client port is nats://127\\.0\\.0\\.1:${server.clientPort}`),
+    );
   },
 });

@@ -63,6 +63,8 @@ export interface NatsServerOptions {
   host?: NetHost;
   /** The test network `host` belongs to (for `ip netns exec`). */
   net?: TestNet;
+  /** Listen on these ports (picked beforehand, e.g. with {@linkcode freePort}) instead of free ones the server picks. */
+  ports?: { client: number; http: number; ws: number };
 }
 
 /** Debian's 2.9.10 when `npm test` runs the compatibility subset beside a newer server (`NATS_SERVER_COMPAT`). */
@@ -128,6 +130,7 @@ export class NatsServer implements AsyncDisposable {
     this.dir = dir;
     this.#opts = opts;
     this.name = opts.name ?? "s1";
+    this.#fixed = opts.ports;
   }
 
   /** Starts a server on free ports; resolves once JetStream is healthy. */
@@ -383,6 +386,20 @@ export interface ClusterOptions {
   extra?: string;
 }
 
+/** A cluster whose ports are picked before it starts ({@linkcode NatsCluster.plan}). */
+export interface PlannedCluster {
+  /** `ws://` URLs of every planned node. */
+  wsUrls: string[];
+  /** `nats://` URLs of every planned node. */
+  clientUrls: string[];
+  /** Starts node `i` (0-based; named `n<i+1>`); resolves once it is healthy. */
+  startNode(i: number): Promise<NatsServer>;
+  /** The cluster of the nodes started so far (dispose it to stop them). */
+  cluster(): NatsCluster;
+  /** Starts every node; resolves once all are healthy. */
+  start(): Promise<NatsCluster>;
+}
+
 /** A 3-node (or n-node) JetStream cluster on loopback. */
 export class NatsCluster implements AsyncDisposable {
   readonly nodes: NatsServer[];
@@ -405,6 +422,49 @@ export class NatsCluster implements AsyncDisposable {
         if (attempt >= 3 || !String(e).includes("address already in use")) throw e;
       }
     }
+  }
+
+  /**
+   * A cluster of `size` on loopback whose URLs are known before it starts:
+   * ports are picked now; `startNode(i)` launches one node on its ports (it
+   * is healthy once a majority of the planned nodes is up), `start()` all
+   * of them, and `cluster()` is the cluster of the nodes started so far. For
+   * tests that start their clients together with the cluster (a fleet and
+   * its servers deployed at once), which connect before any node answers.
+   */
+  static plan(size = 3, opts: Omit<ClusterOptions, "net"> = {}): PlannedCluster {
+    const ports = Array.from({ length: size }, () => ({ client: freePort(), http: freePort(), ws: freePort(), route: freePort() }));
+    const route = (i: number) => `127.0.0.1:${ports[i].route}`;
+    const started: NatsServer[] = [];
+    const startNode = async (i: number) => {
+      const p = ports[i];
+      const n = await NatsServer.start({
+        name: `n${i + 1}`,
+        pingInterval: opts.pingInterval,
+        bin: opts.bin,
+        extra: opts.extra,
+        ports: { client: p.client, http: p.http, ws: p.ws },
+        cluster: { name: "splitlease", port: p.route, routes: [], routeUrls: ports.map((_, j) => j).filter((j) => j !== i).map(route) },
+      });
+      started.push(n);
+      return n;
+    };
+    const cluster = () => new NatsCluster([...started].sort((a, b) => a.name.localeCompare(b.name)));
+    return {
+      wsUrls: ports.map((p) => `ws://127.0.0.1:${p.ws}`),
+      clientUrls: ports.map((p) => `nats://127.0.0.1:${p.client}`),
+      startNode,
+      cluster,
+      start: async () => {
+        const results = await Promise.allSettled(ports.map((_, i) => startNode(i)));
+        const failed = results.find((r) => r.status === "rejected") as PromiseRejectedResult | undefined;
+        if (failed) {
+          await cluster()[Symbol.asyncDispose]();
+          throw failed.reason;
+        }
+        return cluster();
+      },
+    };
   }
 
   static async #startOnce(size: number, opts: ClusterOptions): Promise<NatsCluster> {

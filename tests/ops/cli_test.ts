@@ -55,6 +55,21 @@ Deno.test({
     const down = await cli("deno", ["status", "--job", "x", "--servers", "ws://127.0.0.1:1", "--op-timeout-ms", "500"]);
     assert.equal(down.code, 1);
     assert.match(down.out, /STORE_UNAVAILABLE/);
+    // One scheme message (src/store/store_urls.ts): every scheme named, a near miss fixed, a listener pointed at.
+    const all = "give nats://, tls://, ws:// or wss:// URLs \\(NATS\\), or one postgres:// or postgresql:// URL \\(PostgreSQL\\)";
+    const h = "127\\.0\\.0\\.1";
+    for (const [servers, fix] of [
+      ["redis://127.0.0.1:6379", `${all} \\(INVALID_CONFIG\\)`],
+      ["nat://127.0.0.1:4222", `${all}; did you mean nats://${h}:4222\\?`],
+      [`http://127.0.0.1:${server.monitorPort}`, `${all}; it is the NATS monitoring port of nats-server s1, which takes no clients: its client port is nats://${h}:${server.clientPort}, its WebSocket listener ws://${h}:${server.wsPort}`],
+      [`127.0.0.1:${server.clientPort}`, `${all}; it answered in a protocol other than HTTP, as the NATS client port does: if it is one, give nats://${h}:${server.clientPort}`],
+    ]) {
+      for (const cmd of [["status", "-j", "x"], ["jobs"]]) {
+        const r = await cli("deno", [...cmd, "-s", servers]);
+        assert.equal(r.code, 1, `${cmd[0]} -s ${servers}:\n${r.out}`);
+        assert.match(r.out, new RegExp(`--servers "${servers.replaceAll(".", "\\.")}" is not a store URL: ${fix}`), r.out);
+      }
+    }
   },
 });
 

@@ -384,7 +384,7 @@ Deno.test({
     }
     const bad = [
       [{ url: PG_URL, job: "j", opTimeoutMS: 5 }, /unknown option opTimeoutMS; did you mean opTimeoutMs\?/],
-      [{ url: "mysql://x", job: "j" }, /url "mysql:\/\/x" is not a postgres:\/\//],
+      [{ url: "mysql://x", job: "j" }, /url "mysql:\/\/x" is not a PostgreSQL URL: give postgres:\/\/ or postgresql:\/\//],
       [{ url: PG_URL, job: "a b" }, /job "a b" must be/],
       [{ url: PG_URL, job: "j", schema: "Bad-Name" }, /schema "Bad-Name" must be a plain lower-case/],
       [{ url: PG_URL, job: "j", poolSize: 0 }, /poolSize must be an integer/],

@@ -337,6 +337,89 @@ Deno.test({
   },
 });
 
+/** Lists a planner's input; throws on its first call, from a named frame (its stack is checked). */
+function listInput(calls: { n: number }): never | void {
+  if (++calls.n === 1) throw new RangeError("the input listing timed out");
+}
+
+Deno.test({
+  name: "tracing: a quarantined tenancy's span and a planner run that throws carry the exception and an error status (the exporter's spans)",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    exporter.reset();
+    const store = new MemoryStore();
+    const calls = { n: 0 };
+    const source: SplitSource<{ n: number }> = {
+      fingerprint: () => "quarantine-v1",
+      plan: () => {
+        listInput(calls); // the first run throws; the planner is retried
+        return Promise.resolve({ finality: "final", splits: ["thrown", "failed", "fine"].map((id, n) => ({ id, descriptor: { n } })) });
+      },
+      async run(lane: Lane<{ n: number }>) {
+        if (lane.splitId === "thrown") parseRow(lane.splitId); // every attempt throws
+        if (lane.splitId === "failed") return await lane.fail("row 7 does not parse"); // a reason, no exception
+        await lane.complete({ watermark: 1 });
+      },
+    };
+    const service = await withTimeout(serveWith({
+      store,
+      source,
+      job: "quarantine",
+      instance: "q1",
+      exit: false,
+      logger: () => {},
+      leaseMs: 1500,
+      opTimeoutMs: 300,
+      retryBackoffMs: 20,
+      maxAttempts: 2,
+      stalledIsFatal: false,
+    }, host), 10_000, "q1 to start");
+    try {
+      assert.equal((await withTimeout(service.done, 20_000, "the job to stall")).exitCode, 0);
+    } finally {
+      await withTimeout(service.shutdown("cleanup").catch(() => {}), 10_000, "cleanup");
+      await store.close();
+    }
+    const spans = exporter.getFinishedSpans();
+    const tenancies = (id: string) => spans.filter((s) => s.name === "splitlease.tenancy" && attr(s, "split.id") === id);
+
+    // Each split that failed twice: a failed tenancy, then a quarantined one; both with an exception and an error status.
+    for (const [id, message, type] of [["thrown", /SyntaxError: unexpected token in thrown/, "SyntaxError"], ["failed", /row 7 does not parse/, undefined]] as const) {
+      const ts = tenancies(id);
+      assert.deepEqual(ts.map((t) => attr(t, "outcome")), ["failed", "quarantined"], id);
+      for (const t of ts) {
+        const what = `${id} ${attr(t, "outcome")}`;
+        assert.equal(t.status.code, SpanStatusCode.ERROR, `${what}: error status`);
+        assert.match(t.status.message ?? "", message, what);
+        const ex = t.events.filter((e) => e.name === "exception");
+        assert.equal(ex.length, 1, `${what}: one exception event`);
+        if (type) {
+          assert.equal(ex[0].attributes?.["exception.type"], type, what);
+          assert.match(String(ex[0].attributes?.["exception.stacktrace"]), /at parseRow .*tracing_test\.ts:\d+:\d+/, what);
+        } else assert.match(String(ex[0].attributes?.["exception.message"]), message, what);
+      }
+    }
+    const [fine] = tenancies("fine");
+    assert.deepEqual([attr(fine, "outcome"), fine.status.code, fine.events.filter((e) => e.name === "exception").length], ["completed", SpanStatusCode.UNSET, 0]);
+
+    // The planner threw once, then planned: the first run's span has the exception (with its stack) and an error status.
+    const runs = spans.filter((s) => s.name === "splitlease.plan");
+    assert.equal(runs.length, 2, "a failed run and the retry");
+    const [failedRun, retry] = runs;
+    assert.equal(failedRun.status.code, SpanStatusCode.ERROR);
+    assert.equal(failedRun.status.message, "the input listing timed out");
+    const ex = failedRun.events.filter((e) => e.name === "exception");
+    assert.equal(ex.length, 1);
+    assert.equal(ex[0].attributes?.["exception.type"], "RangeError");
+    assert.match(String(ex[0].attributes?.["exception.stacktrace"]), /at listInput .*tracing_test\.ts:\d+:\d+/);
+    assert.equal(retry.status.code, SpanStatusCode.UNSET);
+    assert.equal(retry.events.filter((e) => e.name === "exception").length, 0);
+    const lead = spans.find((s) => s.name === "splitlease.leadership")!;
+    assert.ok(events(lead).includes("plan.failed") && events(lead).includes("plan.published"), `${events(lead)}`);
+  },
+});
+
 Deno.test({
   name: "tracing: a serverless slice traces the same tree: tenancies with the source's spans and their writes, its membership and leadership",
   sanitizeResources: false,

@@ -10,6 +10,7 @@ import { NatsStore } from "../../nats.ts";
 import { tcpTransport } from "../../adapters/nats_tcp.ts";
 import { SplitRecordSchema } from "../../src/records.ts";
 import { delay, NatsServer } from "../helpers/nats_server.ts";
+import { whenAvailable } from "../helpers/after_fault.ts";
 import { buildNodeFixture, kill, type Runtime, RUNTIMES, spawn, waitFor, withTimeout } from "../helpers/worker_procs.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
@@ -73,8 +74,9 @@ Deno.test({
       for (let s = 0; s < SPLITS; s++) for (let r = 1; r <= RECORDS; r++) if (!seen.has(`r${s} ${r}`)) missing.push(`r${s} ${r}`);
       assert.deepEqual(missing, [], "no record lost");
       assert.equal(seen.size, SPLITS * RECORDS, "nothing but input records");
-      await using store = await NatsStore.connect({ servers: server.clientUrl, job, transport: tcpTransport() });
-      const splits = await store.list("split.");
+      // Read after the crash and restart: the outage waited out as a user would, not assumed over.
+      await using store = await whenAvailable("the checking store", () => NatsStore.connect({ servers: server.clientUrl, job, transport: tcpTransport() }));
+      const splits = await whenAvailable("the listing of the splits", () => store.list("split."));
       assert.equal(splits.length, SPLITS);
       for (const e of splits) assert.equal(SplitRecordSchema.parse(JSON.parse(e.value)).status, "completed");
     } finally {

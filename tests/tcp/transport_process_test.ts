@@ -55,7 +55,10 @@ Deno.test({
       `nats://127.0.0.1:${server.wsPort}`,
       `nats://127.0.0.1:${server.monitorPort}`,
     ];
+    const host = "127.0.0.1";
+    const pointed = [`http://${host}:${server.monitorPort}`, `http://${host}:${server.wsPort}`, `${host}:${server.clientPort}`];
     const env = {
+      POINTED_URLS: pointed.join(","),
       NATS_URL: server.clientUrl,
       WS_URL: server.wsUrl,
       WRONG_URLS: wrong.join(","),
@@ -65,6 +68,7 @@ Deno.test({
     const results = await Promise.all(RUNTIMES.map((rt) => runFixture(rt, { ...env, JOB: `process-${rt}` })))
       .finally(() => Deno.remove(certs, { recursive: true }));
     const messages: Record<string, string[]> = {};
+    const pointedMessages: Record<string, string[]> = {};
     for (const [i, rt] of RUNTIMES.entries()) {
       const lines = results[i];
       const tcp = lines.find((l) => l.step === "tcp");
@@ -82,6 +86,9 @@ Deno.test({
         assert.ok(l.ms < 2500, `${rt} ${l.url} took ${l.ms} ms`);
       }
       messages[rt] = w.map((l) => l.message);
+      const p = lines.filter((l) => l.step === "pointed");
+      assert.deepEqual(p.map((l) => [l.url, l.code]), pointed.map((u) => [u, "INVALID_CONFIG"]), `${rt}: ${JSON.stringify(p)}`);
+      pointedMessages[rt] = p.map((l) => l.message);
       console.log(`  ${rt}: wrong listener named in ${w.map((l) => `${l.url.split(":")[0]}->${l.ms} ms`).join(", ")}`);
     }
     // One message per case, whatever the runtime.
@@ -94,6 +101,17 @@ Deno.test({
     assert.match(wsAtMonitor, /is the NATS monitoring port \(HTTP: it serves \/varz and \/healthz\), not a WebSocket listener/);
     assert.match(natsAtWs, new RegExp(`is a NATS WebSocket listener \\(HTTP\\), not the NATS client port: connect to it with ws://127\\.0\\.0\\.1:${server.wsPort}`));
     assert.match(natsAtMonitor, /is the NATS monitoring port .*, not the NATS client port/);
+    // A URL no transport takes, at a listener of the server: the error names the listener and the URL to give.
+    assert.deepEqual(pointedMessages.bun, pointedMessages.deno);
+    assert.deepEqual(pointedMessages.node, pointedMessages.deno);
+    const [atMonitor, atWs, bare] = pointedMessages.deno;
+    const accepted = "is not a NATS URL: give ws:// or wss:// \\(WebSocket\\), or nats:// or tls:// with the TCP transport";
+    assert.match(
+      atMonitor,
+      new RegExp(`"${pointed[0]}" ${accepted}; it is the NATS monitoring port of nats-server s1, which takes no clients: its client port is nats://${host}:${server.clientPort}, its WebSocket listener ws://${host}:${server.wsPort}$`),
+    );
+    assert.match(atWs, new RegExp(`"${pointed[1]}" ${accepted}; it is a NATS WebSocket listener: give ws://${host}:${server.wsPort}$`));
+    assert.match(bare, new RegExp(`"${pointed[2]}" ${accepted}; it answered in a protocol other than HTTP, as the NATS client port does: if it is one, give nats://${host}:${server.clientPort}$`));
   },
 });
 
@@ -119,7 +137,12 @@ Deno.test({
       { servers: ["nats://127.0.0.1:1", "ws://127.0.0.1:2"], job: "j", transport: tcpTransport() },
       /"ws:\/\/127\.0\.0\.1:2" is a WebSocket URL/,
     );
-    await refused({ servers: "http://127.0.0.1:1", job: "j" }, /"http:\/\/127\.0\.0\.1:1" is not a ws:\/\/ or wss:\/\/ URL/);
+    // Nothing listens there: the registry's guess (tests/unit/store_urls_test.ts has the near misses).
+    await refused(
+      { servers: "http://127.0.0.1:1", job: "j" },
+      /"http:\/\/127\.0\.0\.1:1" is not a NATS URL: give ws:\/\/ or wss:\/\/ \(WebSocket\), or nats:\/\/ or tls:\/\/ with the TCP transport; NATS and PostgreSQL take no HTTP URL/,
+    );
+    await refused({ servers: "http://127.0.0.1:1", job: "j", transport: tcpTransport() }, /is not a NATS URL: give nats:\/\/ or tls:\/\/ \(TCP\), or ws:\/\/ or wss:\/\/ without the transport option/);
     await refused(
       { servers: "nats://127.0.0.1:1", job: "j", transport: tcpTransport(), wsFactory: () => Promise.reject(new Error("unused")) },
       /wsFactory applies to the WebSocket transport only, not to TCP/,

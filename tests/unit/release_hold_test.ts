@@ -71,3 +71,21 @@ Deno.test("ReleaseHold.until: the others wait at most RELEASE_HOLD_MS from the f
   assert.equal(hold.until(st as St, 160, 0, -Infinity, 1000, -Infinity), 0, "over: written now");
   assert.equal(st.holdSince, undefined);
 });
+
+Deno.test("ReleaseHold.until: the leader's own releases hold a successor's write while they keep coming, opTimeoutMs at most", () => {
+  const hold = new ReleaseHold();
+  type St = Parameters<ReleaseHold["until"]>[0];
+  const st = { draining: false, holdSince: undefined as number | undefined } as St;
+  const opTimeoutMs = 200;
+  // A release starts or lands every 40 ms (within RELEASE_HOLD_MS of the last): the hold follows them...
+  assert.equal(hold.until(st, 100, 5, 100, opTimeoutMs), 100 + RELEASE_HOLD_MS);
+  assert.equal(hold.until(st, 140, 4, 140, opTimeoutMs), 140 + RELEASE_HOLD_MS);
+  // ...up to opTimeoutMs after it began, however many more come.
+  for (let now = 180; now <= 400; now += 40) {
+    assert.equal(hold.until(st, now, 3, now, opTimeoutMs), Math.min(100 + opTimeoutMs, now + RELEASE_HOLD_MS), `at ${now}`);
+  }
+  assert.ok(hold.until(st, 300, 3, 300, opTimeoutMs) <= 300, "due: written now");
+  // Nothing owed any more: not held, and the next hold starts afresh.
+  assert.equal(hold.until(st, 420, 0, 420, opTimeoutMs), 0);
+  assert.equal(st.holdSince, undefined);
+});
