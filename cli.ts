@@ -121,7 +121,8 @@ async function connect(o: CliOptions): Promise<Store> {
     createJob: false,
     applicationName: "splitlease-cli",
     poolSize: 2,
-    logger: (_level, message, f) => err(`splitlease: ${message}: ${f?.server ?? ""}, attempt ${f?.attempt} (${f?.error})`),
+    // Retries only: the connection budget logged at connect is for workers' logs.
+    logger: (level, message, f) => level === "warn" || level === "error" ? err(`splitlease: ${message}: ${f?.server ?? ""}, attempt ${f?.attempt} (${f?.error})`) : undefined,
   });
 }
 
