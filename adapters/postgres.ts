@@ -31,10 +31,11 @@ import {
   resolvePgOptions,
 } from "../src/postgres/options.ts";
 import { PgStore } from "../src/postgres/pg_store.ts";
-import { authError, connectFailure, missingDatabaseError, openJob } from "../src/postgres/setup.ts";
+import { authError, certificateError, connectFailure, missingDatabaseError, openJob } from "../src/postgres/setup.ts";
 import { PgJobCatalog } from "../src/postgres/pg_catalog.ts";
 import {
   isAuthFailure,
+  isCertificateFailure,
   isMissingDatabase,
   type SqlClient,
   type SqlListener,
@@ -112,6 +113,16 @@ export interface PostgresStoreOptions extends PgStoreOptions {
    */
   prepare?: boolean;
   /**
+   * Pipeline statements on each connection (default `true`: the store's
+   * compare-and-swap rate depends on it). Pass `false` behind PgBouncer in
+   * transaction mode: it hands the server connection to another client
+   * when one statement's transaction ends, and the answers of the
+   * statements pipelined behind it are lost (PgBouncer logs "got packet
+   * ... from server when not linked"; the store's statements time out).
+   * Each connection then carries one statement at a time.
+   */
+  pipeline?: boolean;
+  /**
    * `application_name` of the store's connections (default
    * `splitlease:<job>`; the listener's ends in `:listen`, the
    * transactions' in `:tx`), as `pg_stat_activity` shows them.
@@ -119,7 +130,7 @@ export interface PostgresStoreOptions extends PgStoreOptions {
   applicationName?: string;
 }
 
-const DRIVER_KEYS = ["url", "listenUrl", "poolSize", "transactionPoolSize", "prepare", "applicationName"];
+const DRIVER_KEYS = ["url", "listenUrl", "poolSize", "transactionPoolSize", "prepare", "pipeline", "applicationName"];
 const PG_URL = /^postgres(ql)?:\/\/\S+$/;
 
 /** `url` without its credentials, for messages. */
@@ -160,8 +171,11 @@ function backoff(attempt: number): number {
 }
 
 /** The postgres.js options every connection of the store shares. */
-function driverOptions(connectMs: number) {
+function driverOptions(connectMs: number, pipeline = true) {
   return {
+    // One statement at a time on a connection without pipelining (PgBouncer in transaction mode
+    // loses the answers of statements pipelined behind one that ended a transaction).
+    max_pipeline: pipeline ? 100 : 1,
     onnotice: false as const,
     fetch_types: false,
     connect_timeout: connectMs / 1000,
@@ -171,13 +185,25 @@ function driverOptions(connectMs: number) {
   };
 }
 
-function openPool(url: string, max: number, prepare: boolean, connectMs: number, name: string, settings: Record<string, string> = {}): Pg {
+function openPool(
+  url: string,
+  max: number,
+  o: { prepare: boolean; pipeline: boolean; connectMs: number },
+  name: string,
+  settings: Record<string, string> = {},
+): Pg {
+  const { prepare } = o;
   return postgres(url, {
-    ...driverOptions(connectMs),
+    ...driverOptions(o.connectMs, o.pipeline),
     max,
     prepare,
     connection: { application_name: name, ...settings },
   }) as unknown as Pg;
+}
+
+/** PgBouncer's refusal of a startup packet with a parameter it does not know (`ignore_startup_parameters`). */
+function unsupportedStartupParameter(e: unknown): boolean {
+  return (e as { code?: unknown })?.code === "08P01" && /unsupported startup parameter/i.test(e instanceof Error ? e.message : "");
 }
 
 /** Rows of a statement, or of each statement of a script. */
@@ -206,7 +232,16 @@ function run(q: postgres.PendingQuery<postgres.Row[]>, signal?: AbortSignal): Pr
 export function postgresJsClient(
   options: Pick<
     PostgresStoreOptions,
-    "url" | "listenUrl" | "poolSize" | "transactionPoolSize" | "prepare" | "opTimeoutMs" | "applicationName" | "transactionIdleTimeoutMs"
+    | "url"
+    | "listenUrl"
+    | "poolSize"
+    | "transactionPoolSize"
+    | "prepare"
+    | "pipeline"
+    | "opTimeoutMs"
+    | "applicationName"
+    | "transactionIdleTimeoutMs"
+    | "logger"
   >,
 ): SqlClient {
   const name = options.applicationName ?? "splitlease";
@@ -222,8 +257,14 @@ export function postgresJsClient(
   const connectMs = connectTimeoutMs(options.opTimeoutMs ?? 5000);
   const issue = options.opTimeoutMs === undefined ? undefined : durationIssue("opTimeoutMs", options.opTimeoutMs, 50);
   if (issue) throw invalidPg(issue);
-  const pool = openPool(url, poolSize, prepare, connectMs, name);
+  const pipeline = options.pipeline ?? true;
+  if (typeof pipeline !== "boolean") throw invalidPg(`pipeline must be true or false, got ${JSON.stringify(options.pipeline)}`);
+  const driver = { prepare, pipeline, connectMs };
+  const pool = openPool(url, poolSize, driver, name);
   let txPool: Pg | undefined;
+  const bound = String(options.transactionIdleTimeoutMs ?? 10_000);
+  /** Session settings of the transaction connections, sent at connect (dropped when a pooler refuses them). */
+  let txSettings: Record<string, string> = { idle_in_transaction_session_timeout: bound, statement_timeout: bound };
   const listeners = new Set<Pg>();
   return {
     // Named prepared statements (postgres.js leaves them off for `unsafe`): parsed once per
@@ -231,26 +272,46 @@ export function postgresJsClient(
     // waits for its own Describe round trip first).
     query: (text: string, params: readonly SqlParam[], signal?: AbortSignal) =>
       run(pool.unsafe(text, params as SqlParam[] as never[], { prepare }), signal),
-    transaction<T>(fn: (session: SqlSession) => Promise<T>): Promise<T> {
+    async transaction<T>(fn: (session: SqlSession) => Promise<T>): Promise<T> {
       // A client frozen inside a transaction holds its row locks until the server ends it:
       // idle between two statements (right after `begin` included, hence a session setting, not
       // `set local`) by idle_in_transaction_session_timeout, and in the middle of one statement's
       // messages (a Describe answered, its Bind never sent: the session stays "active") only by
       // statement_timeout (PostgreSQL before 17 has no transaction_timeout).
-      const bound = String(options.transactionIdleTimeoutMs ?? 10_000);
-      txPool ??= openPool(url, txSize, prepare, connectMs, `${name}:tx`, {
-        idle_in_transaction_session_timeout: bound,
-        statement_timeout: bound,
-      });
+      const pool = txPool ??= openPool(url, txSize, driver, `${name}:tx`, txSettings);
+      const settings = txSettings;
+      let started = false;
       // postgres.js rejects a statement made on a transaction after it ended (its connection
       // closed by the server included), so a frozen client that wakes cannot write outside it.
-      return txPool.begin((tx) =>
-        fn({
-          native: tx,
-          query: (text, params, s) => run(tx.unsafe(text, params as SqlParam[] as never[], { prepare }), s),
-          simple: async (text, s) => statements(await run(tx.unsafe(text), s)),
-        })
-      ) as Promise<T>;
+      const attempt = (on: Pg) =>
+        on.begin((tx) => {
+          started = true;
+          return fn({
+            native: tx,
+            query: (text, params, s) => run(tx.unsafe(text, params as SqlParam[] as never[], { prepare }), s),
+            simple: async (text, s) => statements(await run(tx.unsafe(text), s)),
+          });
+        }) as Promise<T>;
+      try {
+        return await attempt(pool);
+      } catch (e) {
+        // PgBouncer (any pool mode) refuses a connection whose startup packet sets parameters it
+        // does not track. Its transactions then go without them: the store sets both bounds with
+        // `set local` as its transaction's first statement, which leaves only the moment between
+        // `begin` and that statement to the role's or the server's own settings.
+        if (started || !unsupportedStartupParameter(e) || Object.keys(settings).length === 0) throw e;
+        if (txPool === pool) {
+          txSettings = {};
+          txPool = openPool(url, txSize, driver, `${name}:tx`, txSettings);
+          void pool.end({ timeout: 1 }).catch(() => {});
+          options.logger?.("warn", "The pooler refused the transaction connections' session settings; transactions set them with SET LOCAL", {
+            event: "storeTxSettingsRefused",
+            error: e instanceof Error ? e.message : String(e),
+            hint: "set idle_in_transaction_session_timeout on the workers' role too (docs/OPERATIONS.md, \"Poolers\")",
+          });
+        }
+        return await attempt(txPool!);
+      }
     },
     async listener(events: SqlListenerEvents): Promise<SqlListener> {
       let open = false;
@@ -330,9 +391,9 @@ export class PostgresStore extends PgStore<PgTransaction> {
    */
   static async connect(options: PostgresStoreOptions): Promise<PostgresStore> {
     const opts = resolvePgOptions(options, DRIVER_KEYS);
-    const client = postgresJsClient({ ...options, applicationName: options.applicationName ?? `splitlease:${opts.job}`.slice(0, 63) });
-    const server = serverOf(options.url);
     const logger = options.logger ?? jsonLogger();
+    const client = postgresJsClient({ ...options, logger, applicationName: options.applicationName ?? `splitlease:${opts.job}`.slice(0, 63) });
+    const server = serverOf(options.url);
     // Validated by postgresJsClient.
     const budget = { poolSize: options.poolSize ?? 4, transactionPoolSize: options.transactionPoolSize ?? 4 };
     try {
@@ -413,6 +474,7 @@ export class PostgresJobCatalog extends PgJobCatalog {
       await client.close();
       if (isAuthFailure(e)) throw authError(e, `the job catalog's login at ${server}`);
       if (isMissingDatabase(e)) throw missingDatabaseError(e, server);
+      if (isCertificateFailure(e)) throw certificateError(e, server);
       throw new StoreUnavailableError("connect", opts.opTimeoutMs, {
         cause: e,
         detail: connectFailure(e, server, `after ${Date.now() - started} ms`, undefined),

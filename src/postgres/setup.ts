@@ -1,7 +1,8 @@
 /**
  * Opening a job on PostgreSQL: reaching the server (retried for
  * `connectWaitMs`, each attempt logged with the server's reason when it
- * refused the connection; a refused login or a missing database at once),
+ * refused the connection; a refused login, a missing database or a server
+ * certificate that does not verify at once),
  * checking or creating the schema (versioned, created under an advisory lock
  * so that concurrent first workers do not race), and finding or creating
  * the job's row.
@@ -22,7 +23,7 @@ import {
 } from "./options.ts";
 import { Queries } from "./queries.ts";
 import { PG_SCHEMA_VERSION, postgresSchemaSql } from "./schema.ts";
-import { connectionRefusal, isAuthFailure, isMissingDatabase, type SqlClient, sqlState } from "./sql_client.ts";
+import { connectionRefusal, isAuthFailure, isCertificateFailure, isMissingDatabase, type SqlClient, sqlState } from "./sql_client.ts";
 
 const BACKOFF_MS = 250;
 const BACKOFF_MAX_MS = 5000;
@@ -61,6 +62,20 @@ export function missingDatabaseError(e: unknown, where: string): SplitleaseError
 }
 
 /**
+ * `STORE_AUTH_FAILED` for a server whose TLS certificate did not verify (or
+ * that offers no TLS where the URL requires it): this client refused the
+ * server, and no retry fixes it.
+ */
+export function certificateError(e: unknown, where: string): SplitleaseError {
+  const code = (e as { code?: unknown }).code;
+  const fix = code === "SSL_NOT_SUPPORTED"
+    ? "the URL's sslmode requires TLS: enable ssl on the server or fix the URL's host"
+    : "the server's TLS certificate was not accepted: give the CA that signed it (sslrootcert=/path/ca.crt in the URL), " +
+      "and check that the certificate names the URL's host (sslmode=verify-full checks it) and is not expired";
+  return new SplitleaseError("STORE_AUTH_FAILED", `PostgresStore: the TLS connection to ${where} failed: ${describePgError(e)}: ${fix}`, { cause: e });
+}
+
+/**
  * The detail of a connect that failed: the server's reason when it refused
  * the connection (too many connections, a server starting up) and what to
  * change, else the last error. `tried` says how long and how often.
@@ -92,6 +107,7 @@ async function reach<T>(opts: ResolvedPgOptions, where: string, log: Logger, bud
     } catch (e) {
       if (isAuthFailure(e)) throw authError(e, `the connection to ${where}`);
       if (isMissingDatabase(e)) throw missingDatabaseError(e, where);
+      if (isCertificateFailure(e)) throw certificateError(e, where);
       if (e instanceof SplitleaseError) throw e;
       error = e;
     }

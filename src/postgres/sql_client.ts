@@ -159,6 +159,24 @@ export function isMissingDatabase(e: unknown): boolean {
 }
 
 /**
+ * Whether the connection failed because TLS did not verify the server (an
+ * unknown or wrong CA, a self-signed or expired certificate, a host name
+ * the certificate does not name) or the server offers no TLS where the URL
+ * requires it: configuration, which no retry fixes. The runtimes report
+ * these with OpenSSL's codes (Deno's `node:tls` and Bun's too).
+ */
+export function isCertificateFailure(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code === "string") {
+    if (code === "SSL_NOT_SUPPORTED" || code === "ERR_TLS_CERT_ALTNAME_INVALID") return true;
+    if (/^(UNABLE_TO_(VERIFY|GET_ISSUER)|SELF_SIGNED_CERT|DEPTH_ZERO_SELF_SIGNED|CERT_(HAS_EXPIRED|NOT_YET_VALID|UNTRUSTED|REJECTED|SIGNATURE_FAILURE))/.test(code)) {
+      return true;
+    }
+  }
+  return e instanceof Error && /invalid peer certificate/i.test(e.message);
+}
+
+/**
  * Why the server refused a connection it could not take now, in words, for
  * the SQLSTATEs that mean "not now" rather than "never": too many
  * connections (53300: `max_connections`, or a role's or database's
