@@ -286,11 +286,12 @@ await denoSuite(
 );
 await denoSuite(`cluster tests (3-node nats-server ${servers.current.version}, R3 buckets, kills, freezes, partitions)`, ["tests/cluster"]);
 await denoSuite("coordinator tests", ["tests/coordinator"]);
-await denoSuite("PostgreSQL store tests (conformance, differential, commit order, resume, least privilege, refused connections)", [
+await denoSuite("PostgreSQL store tests (conformance, differential, commit order, resume, least privilege, refused connections, SQL repairs)", [
   "tests/postgres/conformance_test.ts",
   "tests/postgres/differential_test.ts",
   "tests/postgres/store_test.ts",
   "tests/postgres/connect_test.ts",
+  "tests/postgres/repair_test.ts",
 ]);
 await denoSuite(
   "coordinator scenarios on PostgreSQL (safety, scenarios, hardening, hardening II and III, balancing, assignment)",
