@@ -90,9 +90,10 @@ export type PgTransaction = Parameters<
  */
 export interface PostgresStoreOptions extends PgStoreOptions {
   /**
-   * `postgres://` or `postgresql://` URL (`?sslmode=require` and the other
-   * libpq parameters postgres.js reads are honoured). Behind PgBouncer in
-   * transaction mode, give `listenUrl` too.
+   * `postgres://` or `postgresql://` URL (`?sslmode=verify-full&sslrootcert=/path/ca.crt`
+   * and the other libpq parameters postgres.js reads are honoured). Behind
+   * PgBouncer in transaction mode, give `listenUrl` too, and `prepare:
+   * false` and `pipeline: false` (docs/OPERATIONS.md, "Poolers").
    */
   url: string;
   /**
@@ -377,10 +378,13 @@ export class PostgresStore extends PgStore<PgTransaction> {
   /**
    * Connects, checks (or creates) the schema and opens (or creates) the
    * job. Throws `INVALID_CONFIG` for bad options (an unknown key included),
-   * a schema of another version or a missing job with `createJob: false`;
-   * `STORE_AUTH_FAILED` at once when the server refuses the login or a
-   * privilege; `StoreUnavailableError` when the server cannot be reached
-   * within `connectWaitMs`.
+   * a database that does not exist, a schema of another version or a
+   * missing job with `createJob: false`; `STORE_AUTH_FAILED` at once when
+   * the server refuses the login or a privilege, or its TLS certificate
+   * does not verify; `StoreUnavailableError` when the server cannot be
+   * reached, or refuses connections (too many), within `connectWaitMs`
+   * (each retry logged with the server's reason). Logs the connections the
+   * store may open once the job is open (`storeConnected`).
    *
    * @example
    * ```ts
