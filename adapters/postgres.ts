@@ -159,16 +159,20 @@ function checkCount(key: string, v: unknown, fallback: number): number {
 type Pg = postgres.Sql<Record<string, never>>;
 
 /**
- * Seconds postgres.js waits before its next try at a connection that failed:
- * 0.1 doubling to 0.5, with jitter. It retries a connection the server
- * refused as "too many" (53300) until its connect timeout has passed and
- * only then rejects the statements waiting for it; its own backoff (growing
- * threefold to 20 s) made that verdict come up to 3 s past the timeout
- * (measured: 8.1 s with a 5 s timeout), after the connect attempt had given
- * up without the reason. Capped, the verdict comes within 0.5 s of it.
+ * Seconds postgres.js waits before its next try at a connection that failed,
+ * with jitter: 0.1 doubling to 0.5 until its connect timeout has surely
+ * passed, then doubling to 5. It retries a connection the server refused as
+ * "too many" (53300) until the connect timeout has passed and only then
+ * rejects the statements waiting for it; its own backoff (threefold to 20 s)
+ * made that verdict come up to 3 s past the timeout (measured: 8.1 s with a
+ * 5 s timeout), after the connect attempt had given up without the reason.
+ * Quick tries bring the verdict within 0.5 s of the timeout; once it is
+ * out, statements fail at once with it until the next try, and slower
+ * tries spare a full server a new backend every half second.
  */
-function backoff(attempt: number): number {
-  return Math.min(0.05 * 2 ** attempt, 0.5) * (0.75 + Math.random() / 4);
+function backoffFor(connectMs: number): (attempt: number) => number {
+  const quick = Math.ceil(connectMs / 375) + 4;
+  return (attempt) => (attempt <= quick ? Math.min(0.05 * 2 ** attempt, 0.5) : Math.min(0.5 * 2 ** (attempt - quick), 5)) * (0.75 + Math.random() / 4);
 }
 
 /** The postgres.js options every connection of the store shares. */
@@ -180,7 +184,7 @@ function driverOptions(connectMs: number, pipeline = true) {
     onnotice: false as const,
     fetch_types: false,
     connect_timeout: connectMs / 1000,
-    backoff,
+    backoff: backoffFor(connectMs),
     // Detects a dead peer in a minute instead of the system's two hours.
     keep_alive: 30,
   };
