@@ -163,7 +163,7 @@ export function isMissingDatabase(e: unknown): boolean {
  * unknown or wrong CA, a self-signed or expired certificate, a host name
  * the certificate does not name) or the server offers no TLS where the URL
  * requires it: configuration, which no retry fixes. The runtimes report
- * these with OpenSSL's codes (Deno's `node:tls` and Bun's too).
+ * these with OpenSSL's codes (Deno's Node-compatible TLS and Bun's too).
  */
 export function isCertificateFailure(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
