@@ -92,8 +92,10 @@ async function backendOf(o: CliOptions): Promise<{ backend: StoreBackend; settin
       clientName: "splitlease-cli",
       // It never creates anything: a mistyped job exits 1 naming it.
       createMissing: false,
-      // One plain line per failed attempt while connect waits for a server.
-      logger: (_level, message, f) => err(`splitlease: ${message}: ${f?.servers ?? f?.server ?? ""}, attempt ${f?.attempt} (${f?.error})`),
+      // One plain line per failed attempt while connect waits for a server (retries only: the
+      // connection budget a PostgreSQL store logs at connect is for workers' logs).
+      logger: (level, message, f) =>
+        level === "warn" || level === "error" ? err(`splitlease: ${message}: ${f?.servers ?? f?.server ?? ""}, attempt ${f?.attempt} (${f?.error})`) : undefined,
       settings: {
         nats: {
           ...(o.user !== undefined ? { user: o.user } : {}),

@@ -23,12 +23,20 @@
 import postgres from "postgres";
 import { StoreUnavailableError } from "../src/errors.ts";
 import { jsonLogger } from "../src/util/logger.ts";
-import { invalidPg, type PgStoreOptions, resolvePgOptions } from "../src/postgres/options.ts";
+import {
+  CONNECT_VERDICT_MARGIN_MS,
+  connectTimeoutMs,
+  invalidPg,
+  type PgStoreOptions,
+  resolvePgOptions,
+} from "../src/postgres/options.ts";
 import { PgStore } from "../src/postgres/pg_store.ts";
-import { authError, describePgError, openJob } from "../src/postgres/setup.ts";
+import { authError, certificateError, connectFailure, missingDatabaseError, openJob } from "../src/postgres/setup.ts";
 import { PgJobCatalog } from "../src/postgres/pg_catalog.ts";
 import {
   isAuthFailure,
+  isCertificateFailure,
+  isMissingDatabase,
   type SqlClient,
   type SqlListener,
   type SqlListenerEvents,
@@ -83,9 +91,10 @@ export type PgTransaction = Parameters<
  */
 export interface PostgresStoreOptions extends PgStoreOptions {
   /**
-   * `postgres://` or `postgresql://` URL (`?sslmode=require` and the other
-   * libpq parameters postgres.js reads are honoured). Behind PgBouncer in
-   * transaction mode, give `listenUrl` too.
+   * `postgres://` or `postgresql://` URL (`?sslmode=verify-full&sslrootcert=/path/ca.crt`
+   * and the other libpq parameters postgres.js reads are honoured). Behind
+   * PgBouncer in transaction mode, give `listenUrl` too, and `prepare:
+   * false` and `pipeline: false` (docs/OPERATIONS.md, "Poolers").
    */
   url: string;
   /**
@@ -106,6 +115,16 @@ export interface PostgresStoreOptions extends PgStoreOptions {
    */
   prepare?: boolean;
   /**
+   * Pipeline statements on each connection (default `true`: the store's
+   * compare-and-swap rate depends on it). Pass `false` behind PgBouncer in
+   * transaction mode: it hands the server connection to another client
+   * when one statement's transaction ends, and the answers of the
+   * statements pipelined behind it are lost (PgBouncer logs "got packet
+   * ... from server when not linked"; the store's statements time out).
+   * Each connection then carries one statement at a time.
+   */
+  pipeline?: boolean;
+  /**
    * `application_name` of the store's connections (default
    * `splitlease:<job>`; the listener's ends in `:listen`, the
    * transactions' in `:tx`), as `pg_stat_activity` shows them.
@@ -113,7 +132,7 @@ export interface PostgresStoreOptions extends PgStoreOptions {
   applicationName?: string;
 }
 
-const DRIVER_KEYS = ["url", "listenUrl", "poolSize", "transactionPoolSize", "prepare", "applicationName"];
+const DRIVER_KEYS = ["url", "listenUrl", "poolSize", "transactionPoolSize", "prepare", "pipeline", "applicationName"];
 /** A URL of the registry's PostgreSQL schemes (src/store/store_urls.ts). */
 const PG_URL = new RegExp(`^(${POSTGRES_URLS.schemes.map((s) => s.scheme).join("|")}):\\/\\/\\S+$`, "i");
 
@@ -139,17 +158,57 @@ function checkCount(key: string, v: unknown, fallback: number): number {
 
 type Pg = postgres.Sql<Record<string, never>>;
 
-function openPool(url: string, max: number, prepare: boolean, connectMs: number, name: string, settings: Record<string, string> = {}): Pg {
+/**
+ * Seconds postgres.js waits before its next try at a connection that failed,
+ * with jitter: 0.1 doubling to 0.5 until its connect timeout has surely
+ * passed, then doubling to 5. It retries a connection the server refused as
+ * "too many" (53300) until the connect timeout has passed and only then
+ * rejects the statements waiting for it; its own backoff (threefold to 20 s)
+ * made that verdict come up to 3 s past the timeout (measured: 8.1 s with a
+ * 5 s timeout), after the connect attempt had given up without the reason.
+ * Quick tries bring the verdict within 0.5 s of the timeout; once it is
+ * out, statements fail at once with it until the next try, and slower
+ * tries spare a full server a new backend every half second.
+ */
+function backoffFor(connectMs: number): (attempt: number) => number {
+  const quick = Math.ceil(connectMs / 375) + 4;
+  return (attempt) => (attempt <= quick ? Math.min(0.05 * 2 ** attempt, 0.5) : Math.min(0.5 * 2 ** (attempt - quick), 5)) * (0.75 + Math.random() / 4);
+}
+
+/** The postgres.js options every connection of the store shares. */
+function driverOptions(connectMs: number, pipeline = true) {
+  return {
+    // One statement at a time on a connection without pipelining (PgBouncer in transaction mode
+    // loses the answers of statements pipelined behind one that ended a transaction).
+    max_pipeline: pipeline ? 100 : 1,
+    onnotice: false as const,
+    fetch_types: false,
+    connect_timeout: connectMs / 1000,
+    backoff: backoffFor(connectMs),
+    // Detects a dead peer in a minute instead of the system's two hours.
+    keep_alive: 30,
+  };
+}
+
+function openPool(
+  url: string,
+  max: number,
+  o: { prepare: boolean; pipeline: boolean; connectMs: number },
+  name: string,
+  settings: Record<string, string> = {},
+): Pg {
+  const { prepare } = o;
   return postgres(url, {
+    ...driverOptions(o.connectMs, o.pipeline),
     max,
     prepare,
     connection: { application_name: name, ...settings },
-    onnotice: false,
-    fetch_types: false,
-    connect_timeout: Math.max(1, Math.ceil(connectMs / 1000)),
-    // Detects a dead peer in a minute instead of the system's two hours.
-    keep_alive: 30,
   }) as unknown as Pg;
+}
+
+/** PgBouncer's refusal of a startup packet with a parameter it does not know (`ignore_startup_parameters`). */
+function unsupportedStartupParameter(e: unknown): boolean {
+  return (e as { code?: unknown })?.code === "08P01" && /unsupported startup parameter/i.test(e instanceof Error ? e.message : "");
 }
 
 /** Rows of a statement, or of each statement of a script. */
@@ -178,7 +237,16 @@ function run(q: postgres.PendingQuery<postgres.Row[]>, signal?: AbortSignal): Pr
 export function postgresJsClient(
   options: Pick<
     PostgresStoreOptions,
-    "url" | "listenUrl" | "poolSize" | "transactionPoolSize" | "prepare" | "opTimeoutMs" | "applicationName" | "transactionIdleTimeoutMs"
+    | "url"
+    | "listenUrl"
+    | "poolSize"
+    | "transactionPoolSize"
+    | "prepare"
+    | "pipeline"
+    | "opTimeoutMs"
+    | "applicationName"
+    | "transactionIdleTimeoutMs"
+    | "logger"
   >,
 ): SqlClient {
   const name = options.applicationName ?? "splitlease";
@@ -191,11 +259,17 @@ export function postgresJsClient(
   if (typeof prepare !== "boolean") throw invalidPg(`prepare must be true or false, got ${JSON.stringify(options.prepare)}`);
   const poolSize = checkCount("poolSize", options.poolSize, 4);
   const txSize = checkCount("transactionPoolSize", options.transactionPoolSize, 4);
-  const connectMs = Math.max(2000, options.opTimeoutMs ?? 5000);
+  const connectMs = connectTimeoutMs(options.opTimeoutMs ?? 5000);
   const issue = options.opTimeoutMs === undefined ? undefined : durationIssue("opTimeoutMs", options.opTimeoutMs, 50);
   if (issue) throw invalidPg(issue);
-  const pool = openPool(url, poolSize, prepare, connectMs, name);
+  const pipeline = options.pipeline ?? true;
+  if (typeof pipeline !== "boolean") throw invalidPg(`pipeline must be true or false, got ${JSON.stringify(options.pipeline)}`);
+  const driver = { prepare, pipeline, connectMs };
+  const pool = openPool(url, poolSize, driver, name);
   let txPool: Pg | undefined;
+  const bound = String(options.transactionIdleTimeoutMs ?? 10_000);
+  /** Session settings of the transaction connections, sent at connect (dropped when a pooler refuses them). */
+  let txSettings: Record<string, string> = { idle_in_transaction_session_timeout: bound, statement_timeout: bound };
   const listeners = new Set<Pg>();
   return {
     // Named prepared statements (postgres.js leaves them off for `unsafe`): parsed once per
@@ -203,26 +277,46 @@ export function postgresJsClient(
     // waits for its own Describe round trip first).
     query: (text: string, params: readonly SqlParam[], signal?: AbortSignal) =>
       run(pool.unsafe(text, params as SqlParam[] as never[], { prepare }), signal),
-    transaction<T>(fn: (session: SqlSession) => Promise<T>): Promise<T> {
+    async transaction<T>(fn: (session: SqlSession) => Promise<T>): Promise<T> {
       // A client frozen inside a transaction holds its row locks until the server ends it:
       // idle between two statements (right after `begin` included, hence a session setting, not
       // `set local`) by idle_in_transaction_session_timeout, and in the middle of one statement's
       // messages (a Describe answered, its Bind never sent: the session stays "active") only by
       // statement_timeout (PostgreSQL before 17 has no transaction_timeout).
-      const bound = String(options.transactionIdleTimeoutMs ?? 10_000);
-      txPool ??= openPool(url, txSize, prepare, connectMs, `${name}:tx`, {
-        idle_in_transaction_session_timeout: bound,
-        statement_timeout: bound,
-      });
+      const pool = txPool ??= openPool(url, txSize, driver, `${name}:tx`, txSettings);
+      const settings = txSettings;
+      let started = false;
       // postgres.js rejects a statement made on a transaction after it ended (its connection
       // closed by the server included), so a frozen client that wakes cannot write outside it.
-      return txPool.begin((tx) =>
-        fn({
-          native: tx,
-          query: (text, params, s) => run(tx.unsafe(text, params as SqlParam[] as never[], { prepare }), s),
-          simple: async (text, s) => statements(await run(tx.unsafe(text), s)),
-        })
-      ) as Promise<T>;
+      const attempt = (on: Pg) =>
+        on.begin((tx) => {
+          started = true;
+          return fn({
+            native: tx,
+            query: (text, params, s) => run(tx.unsafe(text, params as SqlParam[] as never[], { prepare }), s),
+            simple: async (text, s) => statements(await run(tx.unsafe(text), s)),
+          });
+        }) as Promise<T>;
+      try {
+        return await attempt(pool);
+      } catch (e) {
+        // PgBouncer (any pool mode) refuses a connection whose startup packet sets parameters it
+        // does not track. Its transactions then go without them: the store sets both bounds with
+        // `set local` as its transaction's first statement, which leaves only the moment between
+        // `begin` and that statement to the role's or the server's own settings.
+        if (started || !unsupportedStartupParameter(e) || Object.keys(settings).length === 0) throw e;
+        if (txPool === pool) {
+          txSettings = {};
+          txPool = openPool(url, txSize, driver, `${name}:tx`, txSettings);
+          void pool.end({ timeout: 1 }).catch(() => {});
+          options.logger?.("warn", "The pooler refused the transaction connections' session settings; transactions set them with SET LOCAL", {
+            event: "storeTxSettingsRefused",
+            error: e instanceof Error ? e.message : String(e),
+            hint: "set idle_in_transaction_session_timeout on the workers' role too (docs/OPERATIONS.md, \"Poolers\")",
+          });
+        }
+        return await attempt(txPool!);
+      }
     },
     async listener(events: SqlListenerEvents): Promise<SqlListener> {
       let open = false;
@@ -231,14 +325,11 @@ export function postgresJsClient(
       // One connection for every channel (postgres.js's own `listen` reconnects by itself, and a
       // LISTEN that fails while the server is away is not retried); `onclose` tells us it is gone.
       const sql = postgres(listenUrl, {
+        ...driverOptions(connectMs),
         max: 1,
         connection: { application_name: `${name}:listen` },
         idle_timeout: null,
         max_lifetime: null,
-        fetch_types: false,
-        onnotice: false,
-        connect_timeout: Math.max(1, Math.ceil(connectMs / 1000)),
-        keep_alive: 30,
         onnotify: (channel: string) => events.notify(channel),
         onclose: () => {
           if (!open || closing || reported) return;
@@ -291,10 +382,13 @@ export class PostgresStore extends PgStore<PgTransaction> {
   /**
    * Connects, checks (or creates) the schema and opens (or creates) the
    * job. Throws `INVALID_CONFIG` for bad options (an unknown key included),
-   * a schema of another version or a missing job with `createJob: false`;
-   * `STORE_AUTH_FAILED` at once when the server refuses the login or a
-   * privilege; `StoreUnavailableError` when the server cannot be reached
-   * within `connectWaitMs`.
+   * a database that does not exist, a schema of another version or a
+   * missing job with `createJob: false`; `STORE_AUTH_FAILED` at once when
+   * the server refuses the login or a privilege, or its TLS certificate
+   * does not verify; `StoreUnavailableError` when the server cannot be
+   * reached, or refuses connections (too many), within `connectWaitMs`
+   * (each retry logged with the server's reason). Logs the connections the
+   * store may open once the job is open (`storeConnected`).
    *
    * @example
    * ```ts
@@ -305,11 +399,13 @@ export class PostgresStore extends PgStore<PgTransaction> {
    */
   static async connect(options: PostgresStoreOptions): Promise<PostgresStore> {
     const opts = resolvePgOptions(options, DRIVER_KEYS);
-    const client = postgresJsClient({ ...options, applicationName: options.applicationName ?? `splitlease:${opts.job}`.slice(0, 63) });
-    const server = serverOf(options.url);
     const logger = options.logger ?? jsonLogger();
+    const client = postgresJsClient({ ...options, logger, applicationName: options.applicationName ?? `splitlease:${opts.job}`.slice(0, 63) });
+    const server = serverOf(options.url);
+    // Validated by postgresJsClient.
+    const budget = { poolSize: options.poolSize ?? 4, transactionPoolSize: options.transactionPoolSize ?? 4 };
     try {
-      const jobId = await openJob(client, opts, server, logger);
+      const jobId = await openJob(client, opts, server, logger, budget);
       return new PostgresStore({ client, options: opts, jobId, server, logger });
     } catch (e) {
       await client.close();
@@ -377,12 +473,20 @@ export class PostgresJobCatalog extends PgJobCatalog {
     const opts = resolvePgOptions({ job: "catalog", ...(schema === undefined ? {} : { schema }), ...(opTimeoutMs === undefined ? {} : { opTimeoutMs }) }, []);
     const client = postgresJsClient({ url, poolSize: 1, opTimeoutMs: opts.opTimeoutMs, applicationName: applicationName ?? "splitlease:catalog" });
     const server = serverOf(url);
+    // Long enough for the driver's verdict on a refused connection (see openJob).
+    const waitMs = connectTimeoutMs(opts.opTimeoutMs) + CONNECT_VERDICT_MARGIN_MS;
+    const started = Date.now();
     try {
-      await client.query("select 1", [], AbortSignal.timeout(opts.opTimeoutMs));
+      await client.query("select 1", [], AbortSignal.timeout(waitMs));
     } catch (e) {
       await client.close();
       if (isAuthFailure(e)) throw authError(e, `the job catalog's login at ${server}`);
-      throw new StoreUnavailableError("connect", opts.opTimeoutMs, { cause: e, detail: `PostgreSQL at ${server}: ${describePgError(e)}` });
+      if (isMissingDatabase(e)) throw missingDatabaseError(e, server);
+      if (isCertificateFailure(e)) throw certificateError(e, server);
+      throw new StoreUnavailableError("connect", opts.opTimeoutMs, {
+        cause: e,
+        detail: connectFailure(e, server, `after ${Date.now() - started} ms`, undefined),
+      });
     }
     return new PostgresJobCatalog({ client, schema: opts.schema, opTimeoutMs: opts.opTimeoutMs, server });
   }

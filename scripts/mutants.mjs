@@ -1354,6 +1354,18 @@ export const mutants = [
     edits: [{ file: "src/postgres/setup.ts", search: "if (rows.length === 0 && opts.createJob) {", replace: "if (rows.length === 0 && opts.createJob && false) {" }],
     suites: ["pgstore"],
   },
+  {
+    name: "pg-listener-not-reconnected",
+    breaks: "a LISTEN connection the server ended is not connected again: watches hear of changes only at their poll (pollIntervalMs), not by notification",
+    edits: [{ file: "src/postgres/notifications.ts", search: "void this.#connect();", replace: "" }],
+    suites: ["pgstore"],
+  },
+  {
+    name: "pg-literal-tag-ends-early",
+    breaks: "the dollar-quote tag of an inlined literal is chosen by whether the value contains it, not where it first occurs in value + tag: a value ending in \"$sl\" ends the literal early and its transactional commit fails",
+    edits: [{ file: "src/postgres/queries.ts", search: "(text + tag).indexOf(tag) !== text.length", replace: "text.includes(tag)" }],
+    suites: ["pgstore"],
+  },
   // --- the fenced sink of examples/pg_range (OPERATIONS failure modes) -----------------------------
   {
     name: "pg-fence-refuses-own-retry",

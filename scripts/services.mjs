@@ -103,6 +103,20 @@ export async function startPostgres({ log = console.log, maxConnections = 200, s
   return { error: `PostgreSQL did not start: ${logTail.trim().split("\n").slice(-3).join(" ")}` };
 }
 
+/**
+ * Debian's PgBouncer for the suite that runs the PostgreSQL store behind it
+ * (tests/postgres/deployed_test.ts): `{ path }` of the binary, installed
+ * with apt-get when missing (as root; Debian's package does not start its
+ * service where policy-rc.d forbids it, as in containers), or `{ error }`.
+ * The tests start their own instance on a free port.
+ */
+export function pgBouncerBin({ log = console.log } = {}) {
+  const find = () => ["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"].find((p) => existsSync(p));
+  let path = find();
+  if (!path && aptInstall("pgbouncer", log)) path = find();
+  return path ? { path } : { error: "PgBouncer is missing (apt-get install -y pgbouncer)" };
+}
+
 /** Starts a throwaway redis-server with no persistence. Resolves `{ url, port, stop }` or `{ error }`. */
 export async function startRedis({ log = console.log } = {}) {
   const find = () => ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].find((p) => existsSync(p));

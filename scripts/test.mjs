@@ -7,7 +7,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { compatServer, resolveNatsServer } from "./nats_server_bin.mjs";
-import { startPostgres } from "./services.mjs";
+import { pgBouncerBin, startPostgres } from "./services.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const bin = (name) => join(root, "node_modules", ".bin", name);
@@ -286,10 +286,12 @@ await denoSuite(
 );
 await denoSuite(`cluster tests (3-node nats-server ${servers.current.version}, R3 buckets, kills, freezes, partitions)`, ["tests/cluster"]);
 await denoSuite("coordinator tests", ["tests/coordinator"]);
-await denoSuite("PostgreSQL store tests (conformance, differential, commit order, resume, least privilege)", [
+await denoSuite("PostgreSQL store tests (conformance, differential, commit order, resume, least privilege, refused connections, SQL repairs)", [
   "tests/postgres/conformance_test.ts",
   "tests/postgres/differential_test.ts",
   "tests/postgres/store_test.ts",
+  "tests/postgres/connect_test.ts",
+  "tests/postgres/repair_test.ts",
 ]);
 await denoSuite(
   "coordinator scenarios on PostgreSQL (safety, scenarios, hardening, hardening II and III, balancing, assignment)",
@@ -301,6 +303,16 @@ await denoSuite("PostgreSQL fleets, faults, exactly-once and the CLI (Deno + Bun
   "tests/postgres/exactly_once_test.ts",
   "tests/postgres/cli_test.ts",
 ]);
+// PostgreSQL as deployed: a TLS-only server of its own and Debian's PgBouncer in front of it,
+// installed here when missing (as root; without it the PgBouncer cases are ignored, saying so).
+const DEPLOYED_SUITE = "PostgreSQL as deployed (TLS with sslmode=verify-full, PgBouncer in transaction mode)";
+const DEPLOYED_FILES = ["tests/postgres/deployed_test.ts"];
+if (!only.length || only.some((o) => DEPLOYED_SUITE.includes(o) || DEPLOYED_FILES.some((f) => f.includes(o)))) {
+  const bouncer = pgBouncerBin({ log });
+  if (bouncer.error) log(`${bouncer.error}: the PgBouncer cases of the deployed PostgreSQL suite will be ignored`);
+  else services.PGBOUNCER_BIN = bouncer.path;
+}
+await denoSuite(DEPLOYED_SUITE, DEPLOYED_FILES);
 if (!quick) await denoSuite("simulation", ["tests/sim"]);
 await denoSuite("runtime tests", ["tests/runtime"]);
 await denoSuite("example tests", ["tests/examples"]);

@@ -220,3 +220,52 @@ export function resolvePgOptions(options: PgStoreOptions, extra: readonly string
     connectWaitMs,
   };
 }
+
+/**
+ * How long the driver may take to open one connection (its handshake's
+ * bound): `max(2000, opTimeoutMs)`. postgres.js also uses it as the time it
+ * keeps retrying a connection the server refused as "too many" (53300)
+ * before it reports the refusal, so a connect attempt waits for it plus
+ * {@linkcode CONNECT_VERDICT_MARGIN_MS} (see `openJob`).
+ */
+export function connectTimeoutMs(opTimeoutMs: number): number {
+  return Math.max(2000, opTimeoutMs);
+}
+
+/**
+ * What a connect attempt waits beyond {@linkcode connectTimeoutMs} for the
+ * driver's verdict: its last retry's pause (the adapter caps it at 500 ms)
+ * and the failing handshake itself.
+ */
+export const CONNECT_VERDICT_MARGIN_MS = 1500;
+
+/**
+ * The connections one store may open to its server: the statement pool,
+ * one `LISTEN` connection, and the transaction pool (opened on first use:
+ * `updateInTransaction`, a lane's transactional commit, the schema's
+ * creation).
+ *
+ * @example
+ * ```ts ignore
+ * const budget: ConnectionBudget = { poolSize: 4, transactionPoolSize: 4 };
+ * connectionsOf(budget); // 9
+ * ```
+ */
+export interface ConnectionBudget {
+  /** `poolSize`: connections for the store's statements. */
+  poolSize: number;
+  /** `transactionPoolSize`: connections for transactions, one per transaction in flight. */
+  transactionPoolSize: number;
+}
+
+/** How many connections a store with `budget` opens at most (the listener counted). */
+export function connectionsOf(budget: ConnectionBudget): number {
+  return budget.poolSize + 1 + budget.transactionPoolSize;
+}
+
+/** The budget in words, with the options that lower it: for the log at connect and for a refused connection. */
+export function budgetText(budget: ConnectionBudget): string {
+  return `a store opens up to ${connectionsOf(budget)} connections to the server ` +
+    `(poolSize ${budget.poolSize} for statements, 1 to LISTEN, transactionPoolSize ${budget.transactionPoolSize} once it commits in transactions); ` +
+    `lower poolSize and transactionPoolSize to open fewer`;
+}

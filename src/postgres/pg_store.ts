@@ -276,7 +276,14 @@ export class PgStore<Tx = unknown> implements Store {
       if (abandoned) throw new Error("the transaction started after its caller gave up");
       await this.#calls.bounded(
         "begin",
-        (signal) => session.simple(`set local idle_in_transaction_session_timeout = ${this.#opts.transactionIdleTimeoutMs}`, signal),
+        // Also set on the connection at connect where the server allows it; a pooler (PgBouncer)
+        // refuses session settings in the startup packet and keeps only these.
+        (signal) =>
+          session.simple(
+            `set local idle_in_transaction_session_timeout = ${this.#opts.transactionIdleTimeoutMs}; ` +
+              `set local statement_timeout = ${this.#opts.transactionIdleTimeoutMs}`,
+            signal,
+          ),
         Date.now() + this.#timeout,
       );
       try {

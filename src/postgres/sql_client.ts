@@ -144,12 +144,56 @@ export function sqlState(e: unknown): string | undefined {
 
 /**
  * Whether the server refused the credentials or a privilege the job needs
- * (class 28: invalid authorization; 42501: insufficient privilege; 3D000:
- * no such database): no retry fixes these.
+ * (class 28: invalid authorization; 42501: insufficient privilege): no
+ * retry fixes these. A missing database (3D000) is not one of them: see
+ * {@linkcode isMissingDatabase}.
  */
 export function isAuthFailure(e: unknown): boolean {
   const s = sqlState(e);
-  return s !== undefined && (s.startsWith("28") || s === "42501" || s === "3D000");
+  return s !== undefined && (s.startsWith("28") || s === "42501");
+}
+
+/** Whether the server says the URL's database does not exist (3D000): no retry fixes it, `createdb` does. */
+export function isMissingDatabase(e: unknown): boolean {
+  return sqlState(e) === "3D000";
+}
+
+/**
+ * Whether the connection failed because TLS did not verify the server (an
+ * unknown or wrong CA, a self-signed or expired certificate, a host name
+ * the certificate does not name) or the server offers no TLS where the URL
+ * requires it: configuration, which no retry fixes. The runtimes report
+ * these with OpenSSL's codes (Deno's Node-compatible TLS and Bun's too).
+ */
+export function isCertificateFailure(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code === "string") {
+    if (code === "SSL_NOT_SUPPORTED" || code === "ERR_TLS_CERT_ALTNAME_INVALID") return true;
+    if (/^(UNABLE_TO_(VERIFY|GET_ISSUER)|SELF_SIGNED_CERT|DEPTH_ZERO_SELF_SIGNED|CERT_(HAS_EXPIRED|NOT_YET_VALID|UNTRUSTED|REJECTED|SIGNATURE_FAILURE))/.test(code)) {
+      return true;
+    }
+  }
+  return e instanceof Error && /invalid peer certificate/i.test(e.message);
+}
+
+/**
+ * Why the server refused a connection it could not take now, in words, for
+ * the SQLSTATEs that mean "not now" rather than "never": too many
+ * connections (53300: `max_connections`, or a role's or database's
+ * connection limit), a configuration limit (53400), or a server starting up,
+ * shutting down or in recovery (57P03). `undefined` for anything else.
+ */
+export function connectionRefusal(e: unknown): string | undefined {
+  switch (sqlState(e)) {
+    case "53300":
+      return "too many connections";
+    case "53400":
+      return "a configuration limit was reached";
+    case "57P03":
+      return "it is not accepting connections now (starting up, shutting down or in recovery)";
+    default:
+      return undefined;
+  }
 }
 
 /** SQLSTATEs of failures that are the server's or the connection's, not the statement's. */

@@ -47,8 +47,11 @@ export class PgServer implements AsyncDisposable {
     this.url = `postgres://postgres@127.0.0.1:${port}/test`;
   }
 
-  /** Initialises a data directory, starts the server and creates database `test`. */
-  static async start(settings: Record<string, string> = {}): Promise<PgServer> {
+  /**
+   * Initialises a data directory, starts the server and creates database
+   * `test`. `hba` replaces pg_hba.conf (initdb's trusts every local client).
+   */
+  static async start(settings: Record<string, string> = {}, options: { hba?: string } = {}): Promise<PgServer> {
     const bin = binDir();
     const dir = await Deno.makeTempDir({ prefix: "splitlease-pgfault-" });
     if (isRoot()) {
@@ -73,6 +76,7 @@ export class PgServer implements AsyncDisposable {
           ...settings,
         }).map(([k, v]) => `${k} = ${v}`).join("\n") + "\n",
       );
+      if (options.hba !== undefined) await Deno.writeTextFile(`${dir}/data/pg_hba.conf`, options.hba);
       s.#spawn();
       await s.#ready();
       await s.psql("postgres", "create database test");

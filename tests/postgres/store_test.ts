@@ -2,7 +2,9 @@
 // revisions in commit order under concurrent writers (a watcher reading
 // "revision > last seen" never skips a change), watches that resume after a
 // disconnect and catch up behind a pruned change log without a reset, writes
-// whose answer is lost resolved by re-reading, and the transactional update.
+// whose answer is lost resolved by re-reading, the transactional update,
+// a LISTEN connection connected again after the server ended it, and literals
+// that a naive dollar quote would end early.
 import assert from "node:assert/strict";
 import { SplitleaseError, StoreUnavailableError, type WatchEvent } from "../../store.ts";
 import { PostgresJobCatalog, PostgresStore, type SqlClient, type SqlParam } from "../../adapters/postgres.ts";
@@ -10,6 +12,8 @@ import { listJobs } from "../../admin.ts";
 import { freshJob, noPg, PG_URL, pgStore, pgStoreWith, sqlOnce, terminateConnections } from "../helpers/pg.ts";
 import { take } from "../store/conformance.ts";
 import postgres from "postgres";
+import fc from "fast-check";
+import { literal } from "../../src/postgres/queries.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false, ignore: noPg };
 
@@ -535,6 +539,109 @@ Deno.test({
       }
     } finally {
       await sql.end({ timeout: 1 });
+    }
+  },
+});
+
+Deno.test({
+  name: "postgres: the LISTEN connection, once the server ends it, is connected again: changes come at notification latency, not at pollIntervalMs",
+  ...opts,
+  fn: async () => {
+    const name = `lis${freshJob("")}`.slice(0, 50);
+    const lost: Record<string, unknown>[] = [];
+    // A poll of a minute: within this test's waits, only a notification (or the wake-up of every
+    // watch when the listener is back) can deliver a change.
+    const watcher = await pgStore({
+      pollIntervalMs: 60_000,
+      applicationName: name,
+      logger: (_level, _message, fields) => fields?.event === "storeListenLost" && void lost.push(fields),
+    });
+    const writer = await pgStore({ job: watcher.job });
+    const w = watcher.watch("k.");
+    const it = w[Symbol.asyncIterator]();
+    const listeners = () => sqlOnce<{ pid: number; query: string }>(`select pid, query from pg_stat_activity where application_name = $1`, [`${name}:listen`]);
+    try {
+      assert.deepEqual((await take(it, 1)).map((e) => e.type), ["ready"]);
+      const put = async (key: string) => {
+        const r = await writer.create(key, key);
+        assert.ok(r.ok);
+        return { type: "put", key, value: key, revision: r.revision };
+      };
+      const first = await put("k.1");
+      assert.deepEqual(await take(it, 1, 2000), [first]);
+      const [before] = await listeners();
+      assert.ok(before, "the store listens on a connection of its own");
+      assert.equal(await terminateConnections(`${name}:listen`), 1);
+      // A change right after the loss: told once the listener is back, which wakes every watch.
+      const second = await put("k.2");
+      assert.deepEqual(await take(it, 1, 10_000), [second], "delivered after the listener came back, not at the next poll");
+      // Listening again on a new connection (waited for as a user would: until a deadline).
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const now = await listeners();
+        if (now.some((l) => l.pid !== before.pid && /^listen /.test(l.query))) break;
+        assert.ok(Date.now() < deadline, `no new listener: ${JSON.stringify(now)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      // So a change now comes by its notification, within notification latency.
+      const third = await put("k.3");
+      assert.deepEqual(await take(it, 1, 2000), [third], "woken by NOTIFY on the new connection");
+      assert.equal(lost.length, 1, "the loss was logged");
+    } finally {
+      await w.stop();
+      await watcher.close();
+      await writer.close();
+    }
+  },
+});
+
+/** Values that end a naive dollar quote early, quotes, backslashes, and Unicode beyond the BMP (no NUL: text cannot hold it). */
+const ADVERSARIAL = [
+  "$sl", "$sl$", "$sl0$", "x$sl", "x$sl$", "$sl$sl0$", "$sl0", "$sl0$sl", "$sl$$sl0$$sl1$$sl2$", "$sl9$", "$sl10$",
+  "$", "$$", "$$$", "'", "''", "\\", "\\\\'", "E'\\x41'", "\"", "$sl$'); select 1; --", "a$sl$b$sl0$c",
+  "ü日本🦀\u2028\u2029\r\n\t", "\u{10FFFF}", "{\"k\":\"$sl$\"}",
+];
+/** Strings over an alphabet dense in the pieces of the tag (`$`, `s`, `l`, digits), quotes and backslashes. */
+const tagLike = fc.string({ unit: fc.constantFrom("$", "s", "l", "0", "1", "9", "'", "\\", "\"", ";", "ü", "🦀", "\n", " "), maxLength: 24 });
+const anyText = fc.string({ unit: "binary", maxLength: 40 }).filter((s) => !s.includes("\u0000"));
+
+Deno.test({
+  name: "postgres: values that contain or end in the dollar-quote tag, quotes, backslashes and Unicode round-trip through every inlined literal, transactional commits included",
+  ...opts,
+  fn: async () => {
+    // The literal itself, read back by the server.
+    const values = [...ADVERSARIAL, ...fc.sample(tagLike, 400), ...fc.sample(anyText, 200)];
+    const rows = await sqlOnce(`select ${values.map((v, i) => `${literal(v)} as v${i}`).join(", ")}`);
+    assert.deepEqual(values.map((_, i) => rows[0][`v${i}`]), values);
+    // A transactional commit inlines the key, the value and the channels: each value lands as it was,
+    // the watch and a read see it unchanged, and the work's rows commit with it.
+    const s = await pgStore();
+    const table = `lit_${s.job}`;
+    await sqlOnce(`create table ${table} (n int primary key, v text)`);
+    const w = s.watch("p");
+    const it = w[Symbol.asyncIterator]();
+    try {
+      assert.deepEqual((await take(it, 1)).map((e) => e.type), ["ready"]);
+      const c = await s.create("p", "start");
+      assert.ok(c.ok);
+      await take(it, 1);
+      let at = c.revision;
+      const committed = [...ADVERSARIAL, ...fc.sample(tagLike, 60), ...fc.sample(anyText, 30)];
+      for (const [n, v] of committed.entries()) {
+        const r = await s.updateInTransaction("p", v, at, async (sql) => {
+          await sql`insert into ${sql(table)} values (${n}, ${v})`;
+        });
+        assert.ok(r.ok, `value ${JSON.stringify(v)}: ${JSON.stringify(r)}`);
+        at = r.revision;
+        assert.deepEqual(await s.get("p"), { key: "p", value: v, revision: at }, JSON.stringify(v));
+        assert.deepEqual(await take(it, 1), [{ type: "put", key: "p", value: v, revision: at }], JSON.stringify(v));
+      }
+      const sunk = await sqlOnce<{ v: string }>(`select v from ${table} order by n`);
+      assert.deepEqual(sunk.map((x) => x.v), committed);
+    } finally {
+      await w.stop();
+      await s.close();
+      await sqlOnce(`drop table if exists ${table}`);
     }
   },
 });
