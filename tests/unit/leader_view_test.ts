@@ -24,3 +24,25 @@ Deno.test("leader view: a lagging watch's old delete of a member does not remove
   assert.equal(view.members.has("a"), false);
   assert.deepEqual(changes.at(-1), "a:new->-");
 });
+
+Deno.test("leader view: what a split record's change changed is decided once (splitChange), and a change of nothing a decision reads moves no index", async () => {
+  const { splitChange } = await import("../../src/coordinator/leader/leader_view.ts");
+  const base = { v: 2 as const, epoch: 2, status: "runnable" as const, owner: { instance: "a", session: "s" }, attempts: 0, weight: 4, progress: null };
+  assert.equal(splitChange(undefined, base), "added");
+  assert.equal(splitChange(base, undefined), "removed");
+  assert.equal(splitChange(base, { ...base, epoch: 3 }), "ownership");
+  assert.equal(splitChange(base, { ...base, owner: { instance: "a", session: "t" } }), "ownership");
+  assert.equal(splitChange(base, { ...base, owner: null, status: "completed" }), "ownership");
+  assert.equal(splitChange(base, { ...base, status: "quarantined" }), "status");
+  assert.equal(splitChange(base, { ...base, attempts: 1 }), "status");
+  assert.equal(splitChange(base, { ...base, weight: 2, cuts: 1 }), "shape");
+  assert.equal(splitChange(base, { ...base, progress: { watermark: 3 }, tenancies: [] }), "detail");
+  const seen: string[] = [];
+  const view = new LeaderView((_id, _prev, _next, change) => seen.push(change), () => {});
+  view.put("split.x", JSON.stringify(base), 1);
+  view.put("split.x", JSON.stringify({ ...base, lastFailure: "hand edit" }), 2);
+  view.put("split.x", JSON.stringify({ ...base, owner: null }), 3);
+  assert.deepEqual(seen, ["added", "detail", "ownership"]);
+  assert.equal(view.heldByKey("a s"), 0);
+  assert.ok(view.free.has("x"));
+});

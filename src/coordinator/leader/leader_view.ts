@@ -32,8 +32,47 @@ export function parseOwnerKey(key: string): { instance: string; session: string 
   return { instance: key.slice(0, i), session: key.slice(i + 1) };
 }
 
-/** Told after every change of a split record (`prev`/`next` undefined when absent or unreadable). */
-export type SplitListener = (id: string, prev: SplitRecord | undefined, next: Versioned<SplitRecord> | undefined) => void;
+/**
+ * What a change of a split record changed, decided once by the view:
+ * `added` (a record it did not hold), `removed` (gone, or unreadable),
+ * `ownership` (owner or epoch: a claim, grant, release, takeover, fence),
+ * `status` (a completion, a failure, a quarantine, a cancel, a requeue),
+ * `shape` (a cut: weight, descriptor, residuals) or `detail` (nothing a
+ * decision reads: its tenancy or failure history, a hand edit, a
+ * layout-2 progress commit). Progress commits write `prog.<id>`, which the
+ * leader does not watch.
+ */
+export type SplitChange = "added" | "removed" | "ownership" | "status" | "shape" | "detail";
+
+/** Told after every change of a split record (`prev`/`next` undefined when absent or unreadable), with what changed. */
+export type SplitListener = (
+  id: string,
+  prev: SplitRecord | undefined,
+  next: Versioned<SplitRecord> | undefined,
+  change: SplitChange,
+) => void;
+
+/**
+ * What changed from `prev` to `next` (see {@linkcode SplitChange}). Pure.
+ *
+ * @example
+ * ```ts ignore
+ * if (splitChange(prev, next) === "detail") view.splits.set(id, { record: next, revision });
+ * ```
+ */
+export function splitChange(prev: SplitRecord | undefined, next: SplitRecord | undefined): SplitChange {
+  if (!prev) return next ? "added" : "removed";
+  if (!next) return "removed";
+  if (prev.epoch !== next.epoch || prev.owner?.instance !== next.owner?.instance || prev.owner?.session !== next.owner?.session) {
+    return "ownership";
+  }
+  if (prev.status !== next.status || prev.attempts !== next.attempts) return "status";
+  if (
+    prev.weight !== next.weight || (prev.cuts ?? 0) !== (next.cuts ?? 0) || (prev.residuals?.length ?? 0) !== (next.residuals?.length ?? 0) ||
+    prev.parent !== next.parent
+  ) return "shape";
+  return "detail";
+}
 /** Told after every change of a member record. */
 export type MemberListener = (instance: string, prev: MemberRecord | undefined, next: Versioned<MemberRecord> | undefined) => void;
 
@@ -286,10 +325,11 @@ export class LeaderView {
   /** Sets (or removes) a split record and updates every index. */
   setSplit(id: string, next: Versioned<SplitRecord> | undefined): void {
     const prev = this.splits.get(id);
-    if (prev && next && progressOnly(prev.record, next.record)) {
-      // A commit: no index moves (most split writes are these).
+    const change = splitChange(prev?.record, next?.record);
+    if (prev && next && change === "detail") {
+      // Nothing a decision reads changed: no index moves.
       this.splits.set(id, next);
-      this.#onSplit(id, prev.record, next);
+      this.#onSplit(id, prev.record, next, change);
       return;
     }
     if (prev) this.#unindex(id, prev.record);
@@ -310,7 +350,7 @@ export class LeaderView {
         if (x) this.pendingResiduals.set(id, { parent: pid, residual: x });
       }
     }
-    this.#onSplit(id, prev?.record, next);
+    this.#onSplit(id, prev?.record, next, change);
   }
 
   #index(id: string, r: SplitRecord): void {
@@ -404,24 +444,6 @@ export class LeaderView {
   }
 }
 
-/**
- * Whether `next` differs from `prev` only by its progress (a commit of the
- * same tenancy: same epoch, status, owner, attempts, weight and cuts): no
- * index of the view moves and no decision of the leader changes, so the
- * leader takes it without a pass (issue 32: every commit cost the leader a
- * full pass, with per-member parts).
- *
- * @example
- * ```ts ignore
- * if (progressOnly(prev, next)) view.splits.set(id, { record: next, revision });
- * ```
- */
-export function progressOnly(prev: SplitRecord, next: SplitRecord): boolean {
-  return prev.epoch === next.epoch && prev.status === next.status && prev.attempts === next.attempts &&
-    prev.weight === next.weight && (prev.cuts ?? 0) === (next.cuts ?? 0) &&
-    (prev.residuals?.length ?? 0) === (next.residuals?.length ?? 0) && prev.parent === next.parent &&
-    prev.owner?.instance === next.owner?.instance && prev.owner?.session === next.owner?.session;
-}
 
 /** Work left of a split by its record alone: its weight × the fraction its last estimate leaves (all of it without one). */
 export function workLeftOf(r: SplitRecord): number {

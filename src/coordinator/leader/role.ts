@@ -32,7 +32,7 @@ import { DeathJudge } from "./judge.ts";
 import { adoptDirectives } from "./adopt.ts";
 import { readPages } from "./plan_pages.ts";
 import { applyIntents, type Decision, type IntentAppliers, LaneLedger, type LeaderIntent } from "./intents.ts";
-import { LeaderView, progressOnly } from "./leader_view.ts";
+import { LeaderView, type SplitChange, splitChange } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
 import { AssignmentTracker } from "./assignment_tracker.ts";
 import type { LaneReservation } from "./promises.ts";
@@ -87,7 +87,7 @@ export class LeaderRole {
     this.term = term;
     this.#onDeposed = onDeposed;
     this.retry = new RetryBackoff(core);
-    this.view = new LeaderView((id, prev, next) => this.#onSplit(id, prev, next), (i, p, n) => this.#onMember(i, p, n), () => core.clock.now());
+    this.view = new LeaderView((id, prev, next, change) => this.#onSplit(id, prev, next, change), (i, p, n) => this.#onMember(i, p, n), () => core.clock.now());
     this.tracker = new AssignmentTracker(this.view, this.states);
     this.#watches = new WatchSet(core, (f, ev) => {
       if (!this.#stopped) this.view.apply(f, ev);
@@ -204,12 +204,11 @@ export class LeaderRole {
 
   // --- view events -------------------------------------------------------------------
 
-  #onSplit(id: string, prev: SplitRecord | undefined, next: Versioned<SplitRecord> | undefined): void {
+  #onSplit(id: string, prev: SplitRecord | undefined, next: Versioned<SplitRecord> | undefined, change: SplitChange): void {
     const rec = next?.record;
     this.#applyAll(decideSplitChange({ view: this.view, states: this.states, tracker: this.tracker, ready: this.#ready }, id, prev, next));
-    // A commit (progress only) acknowledges a grant at most: nothing else to
-    // settle, and no pass (the cut ranking reads the new estimate when it runs).
-    if (prev && rec && progressOnly(prev, rec)) return;
+    // Nothing a decision reads changed (a write of the tenancy's own, a hand edit): at most a grant acknowledged, no pass.
+    if (change === "detail") return;
     const from = prev?.owner;
     if (from && from.instance !== rec?.owner?.instance) {
       const follower = from.instance !== this.#core.me.instance && prev !== undefined && releasedGracefully(prev, rec);
@@ -371,7 +370,7 @@ export class LeaderRole {
       const before = this.view.splits.get(w.id);
       this.#hold.landed(this.#core.clock.now());
       this.view.applyOwn(w.id, w.record, w.revision);
-      if (!(before && before.revision < w.revision && progressOnly(before.record, w.record))) this.#core.schedule();
+      if (!(before && before.revision < w.revision && splitChange(before.record, w.record) === "detail")) this.#core.schedule();
     }
   }
 
