@@ -25,7 +25,7 @@ import process from "node:process";
 import type { CliOptions, Command } from "./src/cli/args.ts";
 import type { SplitleaseError as SplitleaseErrorType } from "./src/errors.ts";
 import type { Store } from "./src/store/store.ts";
-import type { BackendConnectOptions, StoreBackend } from "./adapters/store_backends.ts";
+import type { BackendConnectOptions, StoreBackend } from "./cli/store_backends.ts";
 
 /** Node.js 22 is the first with a global WebSocket, which the NATS client needs (package.json `engines`). */
 const MIN_NODE_MAJOR = 22;
@@ -49,7 +49,7 @@ const { readFleet } = await import("./src/fleet/read_fleet.ts");
 const { UI_INSTANCE_PREFIX } = await import("./src/fleet/fleet_view.ts");
 const { deleteRefusal, listJobs, summarizeJob } = await import("./src/fleet/job_summary.ts");
 const { VERSION } = await import("./src/coordinator/member/job_check.ts");
-const { storeBackendOf } = await import("./adapters/store_backends.ts");
+const { storeBackendOf } = await import("./cli/store_backends.ts");
 const { SplitCoordinator } = await import("./src/coordinator/coordinator.ts");
 const { maxOpTimeoutMs } = await import("./src/coordinator/timings.ts");
 const { jsonLogger } = await import("./src/util/logger.ts");

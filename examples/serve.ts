@@ -8,7 +8,7 @@
 import process from "node:process";
 import type { ServeOptions, Service } from "../host.ts";
 import { transportFor } from "../adapters/nats_tcp.ts";
-import { storeBackendOf } from "../adapters/store_backends.ts";
+import { storeBackendOf } from "../cli/store_backends.ts";
 import { probeableUrl, splitStoreUrls, storeKindOfUrls } from "../src/store/store_urls.ts";
 import type { NatsStoreOptions } from "../nats.ts";
 import { MemoryStore, SplitleaseError, type Store } from "../mod.ts";
@@ -99,7 +99,7 @@ export function coordinationFromEnv(
 
 /**
  * The store of `STORE_URL` / `NATS_URL`: the backend its URLs name
- * (adapters/store_backends.ts: PostgreSQL for a `postgres://` URL, NATS for
+ * (cli/store_backends.ts: PostgreSQL for a `postgres://` URL, NATS for
  * `nats://`, `tls://`, `ws://` or `wss://` ones; anything else is refused
  * naming every scheme and what it likely meant), the embedded MemoryStore
  * without either.

@@ -8,7 +8,7 @@
  *
  * A backend is one entry of {@linkcode STORE_URL_KINDS}; how a program
  * connects to it is wired outside `src/` (the runtime adapters:
- * `adapters/store_backends.ts` maps each entry's `id` to its store and job
+ * `cli/store_backends.ts` maps each entry's `id` to its store and job
  * catalog, and fails to type-check until a new entry is wired).
  *
  * @module

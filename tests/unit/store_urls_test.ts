@@ -3,7 +3,7 @@
 // launcher and the stores take, and answers a near miss with its fix —
 // `nat://`, `tcp://`, a bare `host:port`, `pg://` — and a URL of another
 // backend with how to connect to that one. Every backend of the registry is
-// wired (adapters/store_backends.ts), and the usage names every scheme.
+// wired (cli/store_backends.ts), and the usage names every scheme.
 // The probes of a listener behind `http://` are in tests/tcp and tests/ops.
 import assert from "node:assert/strict";
 import {
@@ -17,7 +17,7 @@ import {
   storeUrlHint,
   wrongStoreUrlMessage,
 } from "../../src/store/store_urls.ts";
-import { STORE_BACKENDS } from "../../adapters/store_backends.ts";
+import { STORE_BACKENDS } from "../../cli/store_backends.ts";
 import { USAGE } from "../../src/cli/args.ts";
 import { coordinationFromEnv } from "../../examples/serve.ts";
 import { NatsStore } from "../../nats.ts";

@@ -28,8 +28,8 @@ import { pointMisdirectedUrl } from "../src/nats/listener.ts";
 import { NatsStore } from "../src/nats/nats_store.ts";
 import { NatsJobCatalog } from "../src/nats/nats_jobs.ts";
 import type { NatsStoreOptions } from "../src/nats/options.ts";
-import { transportFor } from "./nats_tcp.ts";
-import type { PostgresStoreOptions } from "./postgres.ts";
+import { transportFor } from "../adapters/nats_tcp.ts";
+import type { PostgresStoreOptions } from "../adapters/postgres.ts";
 
 /**
  * Settings of one backend, by its registry id, for what the common options
@@ -132,7 +132,7 @@ export const STORE_BACKENDS: { readonly [K in StoreKindId]: StoreBackend } = {
   postgres: {
     kind: kind("postgres"),
     async connect(urls, o) {
-      const { PostgresStore } = await import("./postgres.ts");
+      const { PostgresStore } = await import("../adapters/postgres.ts");
       const create = o.createMissing ?? true;
       return await PostgresStore.connect({
         url: urls[0],
@@ -145,7 +145,7 @@ export const STORE_BACKENDS: { readonly [K in StoreKindId]: StoreBackend } = {
       });
     },
     async catalog(urls, o) {
-      const { PostgresJobCatalog } = await import("./postgres.ts");
+      const { PostgresJobCatalog } = await import("../adapters/postgres.ts");
       const schema = o.settings?.postgres?.schema;
       return await PostgresJobCatalog.connect({
         url: urls[0],
