@@ -169,11 +169,11 @@ Deno.test({
       records.forEach((r, i) => assert.equal(r.status, "completed", splits[i].key));
       const failed = records.flatMap((r, i) => (r.failures?.length ? [`${splits[i].key}: ${r.failures.map((f) => f.message).join("; ")}`] : []));
       assert.deepEqual(failed, [], "no split charged a failure by a fault");
-      // Zombie commits: in revision order, no split record goes back to an older epoch.
+      // Zombie commits: in revision order, no split record and no progress record goes back to an older epoch.
       const history = await server.psql(
         "test",
         `select string_agg(l.key || ' ' || coalesce((l.value::json->>'epoch'), 'deleted'), ',' order by l.revision)
-           from splitlease.log l join splitlease.jobs j on j.id = l.job where j.name = '${job}' and l.key like 'split.%'`,
+           from splitlease.log l join splitlease.jobs j on j.id = l.job where j.name = '${job}' and (l.key like 'split.%' or l.key like 'prog.%')`,
       );
       const lastEpoch = new Map<string, number>();
       let writes = 0;
@@ -185,12 +185,12 @@ Deno.test({
         if ((lastEpoch.get(key) ?? -1) > Number(epoch)) zombies.push(`${key} went back to epoch ${epoch}`);
         lastEpoch.set(key, Math.max(lastEpoch.get(key) ?? -1, Number(epoch)));
       }
-      assert.deepEqual(zombies, [], "no split write at an older epoch");
-      assert.ok(writes >= records.length * 3, `the change log holds the job's split writes (${writes})`);
+      assert.deepEqual(zombies, [], "no split or progress write at an older epoch");
+      assert.ok(writes >= records.length * 3, `the change log holds the job's split and progress writes (${writes})`);
       const refused = workers.flatMap((w) => w.lines.filter((l) => l.event === "sinkRefused")).length;
       console.log(
         `  ${faults.join("; ")}; ${dst.n} rows, ${records.length} splits, 0 lost, 0 stale-epoch rows, 0 zombie commits ` +
-          `(${writes} split writes checked), ${dst.dups} rows replayed, ${refused} sink writes refused, ` +
+          `(${writes} split and progress writes checked), ${dst.dups} rows replayed, ${refused} sink writes refused, ` +
           `${fenced} self-fences during the freeze, ${records.filter((r) => r.attempts > 0).length} splits taken over, ` +
           `${probe.failed} probe writes failed, ${linesAt()} worker log lines`,
       );

@@ -34,7 +34,12 @@ Deno.test({
       await until(() => a.held.length === 1 && a.c.status().counts.unclaimed === 2, 5000, "the plan, one split held");
       const [waiting] = ["s001", "s002"].filter((id) => !a.held.includes(id));
       const key = `split.${waiting}`;
-      const good = (await raw.get(key))!;
+      // A split not dealt yet has no record (its claim creates it): give it the record a freed split has.
+      const good = (await raw.get(key)) ?? await (async () => {
+        const c = await raw.create(key, JSON.stringify({ v: 2, epoch: 0, status: "runnable", owner: null, attempts: 0, weight: 1, progress: null, descriptor: { n: Number(waiting.slice(1)) }, closed: 1 }));
+        assert.ok(c.ok);
+        return (await raw.get(key))!;
+      })();
       // A waiting split's record turns to garbage (a bad hand edit, another tool).
       const garbage = await raw.update(key, "{garbage", good.revision);
       assert.ok(garbage.ok);

@@ -200,8 +200,9 @@ Deno.test({
     for (const e of ["plan.published", "outcome.decided"]) assert.ok(events(lead).includes(e), `${e}: ${events(lead)}`);
     const [plan] = named("splitlease.plan");
     assert.equal(parent(plan), lead);
+    // The plan's page, then the splits dealt to idle lanes (records the leader creates as grants).
     const seeds = children(plan).filter((c) => c.name === "splitlease.store.create");
-    assert.deepEqual(seeds.map((s) => attr(s, "store.key")).sort(), ["split.s0", "split.s1", "split.s2"]);
+    assert.deepEqual(seeds.map((s) => attr(s, "store.key")).sort(), ["page.00000000", "split.s0", "split.s1", "split.s2"]);
     assert.ok(children(plan).some((c) => c.name === "splitlease.store.update" && attr(c, "store.key") === "plan"), "the publish");
   },
 });
