@@ -104,7 +104,8 @@ export class SplitCoordinator implements Coordinator {
       landed: new LandedBy(),
       trace,
     });
-    this.#tenancies = new Tenancies(core, (id, d) => this.#follower.remember(id, d)); // orphans: the follower resumes or releases them
+    // Orphans: the follower resumes or releases them. A start that waited for its fence checks again that we take work.
+    this.#tenancies = new Tenancies(core, (id, d) => this.#follower.remember(id, d), () => this.#mayClaim());
     this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());
     this.#leadership = new Leadership(
       core,

@@ -94,9 +94,18 @@ const FOUND = [16739, 3167, 16729, 13330, 16748, 33612, 20665, 18824, 60047, 656
  *   from a later delivery of the same grant after the hand-back had closed
  *   the progress record to it: its first commit created the record under
  *   the next tenancy, which had started without a fence (a hand-back now
- *   ends the tenancy it never started).
+ *   ends the tenancy it never started);
+ * - 395: a process paused between its fence and its start woke and started
+ *   a tenancy a newer epoch had fenced meanwhile (a start whose fence was
+ *   out checks again that the member takes work, else it waits dormant);
+ * - 2008: a hand-back whose write timed out and landed 650 ms later, after
+ *   the member had concluded it did not and started the split: the late
+ *   write closed the progress record under its running tenancy (such a
+ *   split is now released again by CAS, never started at that epoch);
+ * - 2505: a split a claim recovery found ours took no lane while its fence
+ *   was out: another claim filled the lane, one lane past maxInFlight.
  */
-const FOUND_BY_PROGRESS = [177, 856];
+const FOUND_BY_PROGRESS = [177, 856, 395, 2008, 2505];
 
 /**
  * Seeds the adversary of issue 33 (slow consumers, leaders killed between

@@ -33,6 +33,8 @@ export class ClaimRecovery {
   readonly #lanesFull: (id: string) => boolean;
   /** Splits being re-read. */
   readonly #pending = new Set<string>();
+  /** Splits found ours by a re-read, being started (their spec read, their fence). */
+  readonly #starting = new Set<string>();
   readonly #timers = new Set<unknown>();
   #stopped = false;
 
@@ -57,14 +59,16 @@ export class ClaimRecovery {
     this.#lanesFull = lanesFull;
   }
 
-  /** Whether `id` is being re-read (not to be claimed meanwhile). */
+  /** Whether `id` is being re-read or started (not to be claimed meanwhile). */
   has(id: string): boolean {
-    return this.#pending.has(id);
+    return this.#pending.has(id) || this.#starting.has(id);
   }
 
-  /** Splits being re-read: each may be ours, so each takes a lane meanwhile. */
+  /** Splits being re-read or started: each may be ours, so each takes a lane meanwhile. */
   get pending(): number {
-    return this.#pending.size;
+    let n = this.#pending.size;
+    for (const id of this.#starting) if (!this.#pending.has(id)) n++;
+    return n;
   }
 
   /** Stops re-reading. */
@@ -99,16 +103,22 @@ export class ClaimRecovery {
         if (!e) return this.#retryOffer(id); // a claim that would have created it did not land: the offer stands
         if (!rec || this.#tenancies.held.has(id)) return;
         if (heldBy(rec, me, epoch) && (this.#tenancies.ended.get(id) ?? -1) < epoch) {
-          const spec = await this.#specs.read(id, rec);
-          if (typeof spec !== "object") {
-            await this.handBack(id, rec, e.revision, spec);
-            return;
+          // Ours: it takes a lane until it starts (its spec read, its fence), as a claim does.
+          this.#starting.add(id);
+          try {
+            const spec = await this.#specs.read(id, rec);
+            if (typeof spec !== "object") {
+              await this.handBack(id, rec, e.revision, spec);
+              return;
+            }
+            if (this.#tenancies.held.has(id) || !this.#mayClaim() || this.#lanesFull(id)) {
+              if (!this.#tenancies.held.has(id)) await this.handBack(id, rec, e.revision);
+              return;
+            }
+            await this.start(id, { epoch, revision: e.revision, record: rec, spec, draining: false, to: null }, "claim");
+          } finally {
+            this.#starting.delete(id);
           }
-          if (this.#tenancies.held.has(id) || !this.#mayClaim() || this.#lanesFull(id)) {
-            if (!this.#tenancies.held.has(id)) await this.handBack(id, rec, e.revision);
-            return;
-          }
-          await this.start(id, { epoch, revision: e.revision, record: rec, spec, draining: false, to: null }, "claim");
         } else if (rec.status === "runnable" && rec.owner === null) {
           // Not landed: the leader's offer, if still ours, can be tried again.
           this.#retryOffer(id);
@@ -176,9 +186,12 @@ export class ClaimRecovery {
         this.recover(id, claimed.epoch, new Error(`the hand-back of split "${id}" lost its compare-and-swap`), 1);
       }
     } catch (err) {
-      undo();
-      log("warn", "Could not hand back a claimed split; checking it again later", { split: id, error: String(err) });
-      this.recover(id, claimed.epoch, err, 1);
+      // Its outcome is unknown, and it may land yet: this epoch is never started again (a late
+      // hand-back would close the progress record under it). Released again by CAS once a beat
+      // lands, at a revision only our own write or the one we hold can be at; moved on, nothing.
+      log("warn", "Could not hand back a claimed split; releasing it again once the store answers", { split: id, error: String(err) });
+      const spec = { id, descriptor: claimed.descriptor ?? null, weight: claimed.weight };
+      this.#tenancies.onOrphan(id, { epoch: claimed.epoch, revision, record: claimed, spec, release: true });
     }
   }
 }

@@ -105,7 +105,7 @@ export class DormantTenancies {
           // Our own late write landed: go again at its revision.
           record = rec;
           revision = rev;
-          keep = this.#mayClaim() && lane.get(id) === true;
+          keep = !d.release && this.#mayClaim() && lane.get(id) === true;
           const at = this.#core.clock.wallNow();
           if (keep) stats.claimAttempts++;
           return keep ? openRecord(rec, me, false, config.maxAttempts, at) : releaseRecord(rec, null, at);

@@ -35,10 +35,19 @@ export class Tenancies {
   /** Told about a tenancy that ended while the store may still name us (a release lost to an outage). */
   readonly onOrphan: (id: string, d: Dormant) => void;
 
-  /** Creates the set for a coordinator; `onOrphan` keeps what ended while the store may still name us (the follower's dormant set). */
-  constructor(core: Core, onOrphan: (id: string, d: Dormant) => void) {
+  /** Whether new work may start now (running, not draining, not fenced, membership fresh). */
+  readonly #mayStart: () => boolean;
+
+  /**
+   * Creates the set for a coordinator; `onOrphan` keeps what ended while the
+   * store may still name us (the follower's dormant set); `mayStart` says
+   * whether a tenancy may start now (checked again after a start's fence:
+   * the process may have been paused meanwhile).
+   */
+  constructor(core: Core, onOrphan: (id: string, d: Dormant) => void, mayStart: () => boolean = () => true) {
     this.#core = core;
     this.onOrphan = onOrphan;
+    this.#mayStart = mayStart;
   }
 
   /** Total weight held. */
@@ -72,8 +81,9 @@ export class Tenancies {
     // Two starts of one split can overlap while a fence is out (a grant, and our own resume at the next epoch): the newer wins.
     if ((this.#opening.get(id) ?? -1) >= t.epoch) return false;
     this.#opening.set(id, t.epoch);
+    const fenced = mustFence(t.record, t.epoch);
     try {
-      if (mustFence(t.record, t.epoch)) {
+      if (fenced) {
         const f = await progs.fence(id, prog, t.trace?.write("fence", false));
         if (!f.ok) {
           this.#core.log("debug", "A split to start moved on (a newer tenancy fenced its progress)", { split: id, epoch: t.epoch, newer: f.epoch });
@@ -85,6 +95,11 @@ export class Tenancies {
     }
     if ((this.#opening.get(id) ?? -1) > t.epoch) return false;
     if ((this.ended.get(id) ?? -1) >= t.epoch || (this.held.get(id)?.epoch ?? -1) >= t.epoch) return false;
+    if (fenced && !this.#mayStart()) {
+      // Paused, fenced or leaving while the fence was out: what it learned is old. Resumed (epoch + 1) or released once a beat lands.
+      this.onOrphan(id, { epoch: t.epoch, revision: t.revision, record: t.record, spec: t.spec, ran: prog.progress !== null });
+      return false;
+    }
     if (this.held.has(id)) this.lose(id, "fenced"); // a newer epoch of ours: the older tenancy is over
     this.add(id, { ...t, prog }, kind);
     return true;

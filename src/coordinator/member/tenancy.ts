@@ -87,6 +87,8 @@ export interface Dormant {
   spec: SplitSpec;
   /** It ran before (committed progress): resumed before grants that never ran. */
   ran?: boolean;
+  /** Released, never resumed: a hand-back whose write may land yet (this epoch is never started again). */
+  release?: true;
   /** Its record was unreadable at the last try (logged once). */
   unreadable?: boolean;
 }
