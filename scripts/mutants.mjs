@@ -438,22 +438,22 @@ export const mutants = [
     suites: ["regressions", "coordinator", "sim", "nats"],
   },
   {
-    name: "takeover-lost-cas-spins",
-    breaks: "a takeover that loses its CAS leaves the leader's (lagging) view as it was: the next pass retries the same losing write at once, forever",
+    name: "takeover-stale-view-spins",
+    breaks: "a takeover that finds the record moved past the leader's (lagging) view leaves the view as it was: the next pass reads and gives up again, forever, and the split never moves",
     edits: [{
       file: C + "leader/takeovers.ts",
-      search: "if (!r.ok) return view.learn(await core.splits.entry(id));",
-      replace: "if (!r.ok) return;",
+      search: "if (!cur || cur.revision !== held.revision) return view.learn(read?.entry);",
+      replace: "if (!cur || cur.revision !== held.revision) return;",
     }],
     suites: ["sim", "coordinator", "regressions", "nats"],
   },
   {
-    name: "fence-lost-cas-spins",
-    breaks: "a fence of a deaf owner that loses its CAS leaves the leader's (lagging) view as it was: the next pass retries it at once, forever",
+    name: "fence-stale-view-spins",
+    breaks: "a fence of a deaf owner that finds the record moved past the leader's (lagging) view leaves the view as it was: the next pass reads and gives up again, forever",
     edits: [{
       file: C + "leader/revocations.ts",
-      search: "view.learn(await core.splits.entry(id));\n        return;",
-      replace: "return;",
+      search: "if (!cur || cur.revision !== held.revision) return view.learn(read?.entry);",
+      replace: "if (!cur || cur.revision !== held.revision) return;",
     }],
     suites: ["sim", "coordinator", "regressions", "nats"],
   },
@@ -1290,7 +1290,7 @@ export const mutants = [
   {
     name: "fast-entry-rev-zero",
     breaks: "the fast check accepts an offer or grant at revision 0 without the record its claim would create",
-    edits: [{ file: "src/records/fast_checks.ts", search: "(x.rec === undefined ? x.rev > 0 : isSplitRecord(x.rec))", replace: "(x.rec === undefined ? x.rev >= 0 : isSplitRecord(x.rec))" }],
+    edits: [{ file: "src/records/fast_checks.ts", search: "(x.rec === undefined ? x.rev > 0 || x.page !== undefined : isSplitRecord(x.rec))", replace: "(x.rec === undefined ? x.rev >= 0 : isSplitRecord(x.rec))" }],
     suites: ["unit"],
   },
   {
@@ -1460,7 +1460,7 @@ export const mutants = [
   {
     name: "assign-no-inline-budget",
     breaks: "split records go inline past the 48 KiB budget",
-    edits: [{ file: "src/coordinator/leader/assign_build.ts", search: "if ((paged || n <= inline) && fits(bare + n)) {", replace: "if (fits(bare + n)) {" }],
+    edits: [{ file: "src/coordinator/leader/assign_build.ts", search: "if (n <= inline && fits(bare + n)) {", replace: "if (fits(bare + n)) {" }],
     suites: ["unit"],
   },
   {
@@ -1584,8 +1584,12 @@ export const mutants = [
   // --- the cost per split (issue 32) ------------------------------------------------------
   {
     name: "commit-wakes-leader-pass",
-    breaks: "every progress commit wakes the leader's full pass (with its per-member parts), as before issue 32",
-    edits: [{ file: C + "leader/role.ts", search: "if (prev && rec && progressOnly(prev, rec)) return;", replace: "" }],
+    breaks: "progress commits go to the split records the leader watches: each one a delivery to the leader, as before issue 38",
+    edits: [{
+      file: C + "prog_records.ts",
+      search: "  async commit(id: string, hold: ProgHold, progress: SplitProgress, opts: ProgCommitOptions = {}): Promise<ProgOutcome> {\n    const key = keys.prog(id);",
+      replace: "  async commit(id: string, hold: ProgHold, progress: SplitProgress, opts: ProgCommitOptions = {}): Promise<ProgOutcome> {\n    const key = keys.split(id);",
+    }],
     suites: ["coordinator"],
   },
   // --- hardening III (issue 33) --------------------------------------------------------
@@ -1701,7 +1705,7 @@ export const mutants = [
   {
     name: "assign-entry-rec-unchecked",
     breaks: "the fast check of an assignment record accepts an offer or grant whose inline split record is no split record",
-    edits: [{ file: "src/records/fast_checks.ts", search: "(x.rec === undefined ? x.rev > 0 : isSplitRecord(x.rec))", replace: "(x.rec === undefined ? x.rev > 0 : isObj(x.rec))" }],
+    edits: [{ file: "src/records/fast_checks.ts", search: "(x.rec === undefined ? x.rev > 0 || x.page !== undefined : isSplitRecord(x.rec))", replace: "(x.rec === undefined ? x.rev > 0 || x.page !== undefined : isObj(x.rec))" }],
     suites: ["unit"],
   },
   {
@@ -1858,5 +1862,27 @@ export const mutants = [
     breaks: "a member's liveness is dated from the older of its own beat time and the server's write time: a member whose clock runs behind counts as dead while the server sees it write, and delete removes the job under it",
     edits: [{ file: "src/fleet/member_liveness.ts", search: "return times.length ? Math.max(...times) : null;", replace: "return times.length ? Math.min(...times) : null;" }],
     suites: ["unit"],
+  },
+  {
+    name: "start-after-fence-unchecked",
+    breaks: "a start whose fence was out does not check again that the member takes work: a process paused meanwhile wakes and starts a tenancy a newer epoch fenced (simulation seed 395)",
+    edits: [{ file: "src/coordinator/member/tenancies.ts", search: "    if (fenced && !this.#mayStart()) {", replace: "    if (false) {" }],
+    suites: ["sim"],
+  },
+  {
+    name: "handback-unknown-started-again",
+    breaks: "a hand-back whose write may land yet is followed by a start of the same epoch when the record still shows it ours: the late hand-back closes the progress record under the running tenancy (simulation seed 2008)",
+    edits: [{
+      file: "src/coordinator/member/claim_recovery.ts",
+      search: "      this.#tenancies.onOrphan(id, { epoch: claimed.epoch, revision, record: claimed, spec, release: true });",
+      replace: "      undo();\n      this.recover(id, claimed.epoch, err, 1);",
+    }],
+    suites: ["sim"],
+  },
+  {
+    name: "recovery-start-takes-no-lane",
+    breaks: "a split a claim recovery found ours takes no lane while it starts (its spec read, its fence): another claim fills the lane, one past maxInFlight (simulation seed 2505)",
+    edits: [{ file: "src/coordinator/member/claim_recovery.ts", search: "          this.#starting.add(id);\n", replace: "" }],
+    suites: ["sim"],
   },
 ];

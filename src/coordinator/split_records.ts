@@ -9,7 +9,7 @@
  * @module
  */
 import { SplitleaseError } from "../errors.ts";
-import { decodeRecord, encodeRecord, type SplitRecord, SplitRecordSchema } from "../records.ts";
+import { decodeRecord, encodeRecord, safeDecodeRecord, type SplitRecord, SplitRecordSchema } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { StoreEntry, TransactionWork, WriteResult } from "../store/store.ts";
 import type { Cause, CausedStore } from "../tracing/cause.ts";
@@ -110,6 +110,19 @@ export class SplitRecords {
   /** The raw entry of a split (for views that keep unreadable records visible). */
   entry(id: string, cause?: Cause): Promise<StoreEntry | undefined> {
     return this.#store.get(keys.split(id), cause ?? this.#cause);
+  }
+
+  /**
+   * The split's entry read now and, when it is readable, its record and
+   * revision; `undefined` when it has no record. What the leader writes
+   * over (a takeover, a fence) is read this way: its view holds what its
+   * decisions read, not the record.
+   */
+  async look(id: string, cause?: Cause): Promise<{ entry: StoreEntry; current?: Versioned<SplitRecord> } | undefined> {
+    const entry = await this.#store.get(keys.split(id), cause ?? this.#cause);
+    if (!entry) return undefined;
+    const r = safeDecodeRecord(entry.key, entry.value, SplitRecordSchema);
+    return r.ok ? { entry, current: { record: r.value, revision: entry.revision } } : { entry };
   }
 
   /** The split's record and revision; throws `InvalidRecordError` when unreadable. */

@@ -27,8 +27,10 @@ export interface AssignEntry {
    * split not dealt yet (it has no record: its claim creates it from `rec`).
    */
   rev: number;
-  /** The split record at `rev` (omitted when the assignment record would grow too large; always given at revision 0). */
+  /** The split record at `rev` (omitted when the assignment record would grow too large, or when the leader does not keep it). */
   rec?: SplitRecord;
+  /** For a planned split not dealt yet (revision 0): the page of the plan that lists it (`page.<n>`), where its record is read. */
+  page?: number;
   /** Why it comes: `takeover` (its owner died), `reclaim` (its owner was our previous process), `handoff` (released or fenced to us). */
   why?: "takeover" | "reclaim" | "handoff";
   /** An offer beyond the member's free lanes: claimed only when the leader has not answered a free lane for a while. */
@@ -77,7 +79,10 @@ const EntrySchema: z.ZodType<AssignEntry> = z.object({
   rec: SplitRecordSchema.optional(),
   why: z.enum(["takeover", "reclaim", "handoff"]).optional(),
   spare: z.literal(true).optional(),
-}).refine((e) => e.rev > 0 || e.rec !== undefined, { message: "an entry at revision 0 (a planned split not dealt yet) carries its record" });
+  page: count.optional(),
+}).refine((e) => e.rev > 0 || e.rec !== undefined || e.page !== undefined, {
+  message: "an entry at revision 0 (a planned split not dealt yet) names its page of the plan (or carries its record)",
+});
 
 /** Schema of an `assign.<instance>` record. */
 export const AssignRecordSchema: z.ZodType<AssignRecord> = z.object({

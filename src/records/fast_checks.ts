@@ -111,7 +111,7 @@ const isEstimateEntry = (e: unknown): boolean =>
 const WHY = new Set(["takeover", "reclaim", "handoff"]);
 const isEntry = (x: unknown): boolean =>
   isObj(x) && typeof x.id === "string" && ID_RE.test(x.id) && isCount(x.epoch) && isCount(x.rev) &&
-  (x.rec === undefined ? x.rev > 0 : isSplitRecord(x.rec)) && (x.why === undefined || WHY.has(x.why as string)) &&
+  (x.page === undefined || isCount(x.page)) && (x.rec === undefined ? x.rev > 0 || x.page !== undefined : isSplitRecord(x.rec)) && (x.why === undefined || WHY.has(x.why as string)) &&
   (x.spare === undefined || x.spare === true);
 
 const isCut = (c: unknown): boolean =>

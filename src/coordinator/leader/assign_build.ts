@@ -65,22 +65,27 @@ export function buildAssignRecord(
     const e: AssignEntry = { id, epoch, rev };
     if (why) e.why = why;
     if (spare) e.spare = true;
+    // A planned split not dealt yet (revision 0) has no record: its entry names its page of
+    // the plan, which the member reads for the record its claim creates.
+    if (rev === 0) {
+      const page = view.splits.page(id);
+      if (page === undefined) return undefined;
+      e.page = page;
+    }
     const bare = JSON.stringify(e).length;
-    const cur = view.splits.get(id);
     // A spare is claimed only while the leader is slow or gone: it carries no
     // record (the claim reads it), so the lane offers' rewrites stay small.
-    // A planned split not dealt yet (revision 0) has no record to read: its
-    // offer carries the record its claim creates, or waits for a later write.
-    const paged = rev === 0;
-    if (cur && cur.revision === rev && (paged || (inline > 0 && !spare))) {
-      const n = JSON.stringify(cur.record).length + 7;
-      if ((paged || n <= inline) && fits(bare + n)) {
+    // The view keeps full records of the splits that changed last only.
+    const full = rev > 0 && !spare && inline > 0 ? view.full(id, rev) : undefined;
+    if (full) {
+      const n = JSON.stringify(full).length + 7;
+      if (n <= inline && fits(bare + n)) {
         inline -= n;
-        e.rec = cur.record;
+        e.rec = full;
         return e;
       }
     }
-    return !paged && fits(bare) ? e : undefined;
+    return fits(bare) ? e : undefined;
   };
   let unlisted = false;
   const revokes: AssignRecord["revokes"] = [];

@@ -19,6 +19,7 @@ import { keys } from "../../store/keys.ts";
 import type { StoreEntry } from "../../store/store.ts";
 import type { WatchEvent } from "../../store/store.ts";
 import { MaxHeap } from "../../util/heap.ts";
+import { SplitTable } from "./split_table.ts";
 import type { Versioned } from "../versioned.ts";
 
 /** Index key of an owner: instance and session. */
@@ -73,13 +74,16 @@ export function splitChange(prev: SplitRecord | undefined, next: SplitRecord | u
   ) return "shape";
   return "detail";
 }
+/** Full records the view keeps of the splits that changed last (their grants and offers carry them inline). */
+export const RECENT_RECORDS = 4096;
+
 /** Told after every change of a member record. */
 export type MemberListener = (instance: string, prev: MemberRecord | undefined, next: Versioned<MemberRecord> | undefined) => void;
 
 /** The leader's view of a job's bucket. */
 export class LeaderView {
-  /** Split records by id. */
-  readonly splits: Map<string, Versioned<SplitRecord>> = new Map();
+  /** Split records by id, compact: what decisions read of each (see {@linkcode SplitTable}). */
+  readonly splits: SplitTable = new SplitTable();
   /** Member records by instance. */
   readonly members: Map<string, Versioned<MemberRecord>> = new Map();
   /** Unreadable records: key → message. */
@@ -111,8 +115,15 @@ export class LeaderView {
   readonly heap: MaxHeap<string> = new MaxHeap();
   /** Free splits in the opposite order (lightest, latest first): spares are dealt from this end. Lazy like `heap`. */
   readonly tail: MaxHeap<string> = new MaxHeap();
-  /** Split id → its place in the dealing order among equal weights (the planner's order, else first sighting). */
-  readonly #rank = new Map<string, number>();
+  /**
+   * The full records of the splits that changed last (at most
+   * {@linkcode RECENT_RECORDS}, oldest dropped first): the ones a grant or an
+   * offer is about to carry (a release to a successor, a freed split) go
+   * inline, so their member starts or claims them without reading them.
+   */
+  readonly #recent = new Map<string, Versioned<SplitRecord>>();
+  /** Places in the dealing order given to splits not in the view yet (a plan's, before its page lands). */
+  readonly #pendingRank = new Map<string, number>();
   #nextRank = 0;
   /**
    * Residuals a split record lists whose own record is not in the view yet
@@ -196,18 +207,21 @@ export class LeaderView {
    * before seeding them; a split first seen otherwise ranks after those).
    */
   rank(id: string): number {
-    let r = this.#rank.get(id);
-    if (r === undefined) this.#rank.set(id, (r = this.#nextRank++));
+    let r = this.splits.rank(id) ?? this.#pendingRank.get(id);
+    if (r !== undefined) return r;
+    r = this.#nextRank++;
+    if (this.splits.has(id)) this.splits.setRank(id, r);
+    else this.#pendingRank.set(id, r);
     return r;
   }
 
   /** Puts a free split back in both dealing heaps (returned from an offer, or offerable again after a backoff). */
   requeue(id: string): void {
-    const e = this.splits.get(id);
-    if (!e || !this.free.has(id)) return;
+    const w = this.splits.weight(id);
+    if (w === undefined || !this.free.has(id)) return;
     const r = this.rank(id);
-    this.heap.push(id, e.record.weight, r);
-    this.tail.push(id, -e.record.weight, -r);
+    this.heap.push(id, w, r);
+    this.tail.push(id, -w, -r);
   }
 
 
@@ -310,8 +324,8 @@ export class LeaderView {
    * revision 0 (free, offered like any free split; its claim creates its
    * record, which then replaces this), unless its record is in already.
    */
-  plan(id: string, record: SplitRecord): void {
-    if (!this.splits.has(id)) this.setSplit(id, { record, revision: 0 });
+  plan(id: string, record: SplitRecord, page: number): void {
+    if (!this.splits.has(id)) this.setSplit(id, { record, revision: 0 }, page);
   }
 
   /** Applies a split record this leader just wrote (ahead of its watch echo; an older revision is ignored). */
@@ -323,18 +337,31 @@ export class LeaderView {
   }
 
   /** Sets (or removes) a split record and updates every index. */
-  setSplit(id: string, next: Versioned<SplitRecord> | undefined): void {
+  /** The full record of `id` at `revision`, when it is one of the records that changed last (see `#recent`). */
+  full(id: string, revision: number): SplitRecord | undefined {
+    const e = this.#recent.get(id);
+    return e && e.revision === revision ? e.record : undefined;
+  }
+
+  setSplit(id: string, next: Versioned<SplitRecord> | undefined, page = -1): void {
+    this.#recent.delete(id);
+    if (next && next.revision > 0) {
+      this.#recent.set(id, next);
+      if (this.#recent.size > RECENT_RECORDS) this.#recent.delete(this.#recent.keys().next().value!);
+    }
     const prev = this.splits.get(id);
     const change = splitChange(prev?.record, next?.record);
     if (prev && next && change === "detail") {
       // Nothing a decision reads changed: no index moves.
-      this.splits.set(id, next);
+      this.splits.set(id, next, page);
       this.#onSplit(id, prev.record, next, change);
       return;
     }
     if (prev) this.#unindex(id, prev.record);
     if (next) {
-      this.splits.set(id, next);
+      this.splits.set(id, next, page);
+      const pending = this.#pendingRank.get(id);
+      if (pending !== undefined) (this.splits.setRank(id, pending), this.#pendingRank.delete(id));
       this.#index(id, next.record);
       this.#pace.delete(id); // a new tenancy (or none): its pace starts over
       const r = next.record, p = prev?.record;
@@ -342,7 +369,6 @@ export class LeaderView {
       if (!r.owner && r.status === "runnable" && p?.owner && r.attempts > p.attempts && r.epoch > p.epoch) this.orphaned.add(id);
     } else {
       this.splits.delete(id);
-      this.#rank.delete(id);
       this.#pace.delete(id);
       // A residual whose record is gone again (an operator's delete) is pending again.
       for (const pid of this.#listing) {

@@ -9,6 +9,7 @@
 import { StoreUnavailableError } from "../../errors.ts";
 import {
   encodeRecord,
+  pagedRecord,
   PAGE_BYTES,
   PAGE_SPLITS,
   type PageEntry,
@@ -23,17 +24,23 @@ import type { LeaderView } from "./leader_view.ts";
 const encoder = new TextEncoder();
 
 /**
- * The splits on pages `0 .. pages - 1` of the plan, in dealing order (each
- * ranked in `view` in that order). An unreadable page is named in the
- * view's unreadable records: its splits cannot be dealt, and the job is not
- * complete until it is repaired.
+ * Holds the splits on pages `0 .. pages - 1` of the plan in `view`, in
+ * dealing order (ranked in that order), each as not dealt yet (revision
+ * 0): a record of its own that the split watch's snapshot brings replaces
+ * it. Read one page at a time, and nothing of a page kept but what the
+ * view holds (a million splits' descriptors stay in the store). An
+ * unreadable or missing page is named in the view's unreadable records:
+ * its splits cannot be dealt, and the job is not complete until it is
+ * repaired. Returns the splits read.
  */
-export async function readPages(store: Core["store"], pages: number, view: LeaderView): Promise<PageEntry[]> {
-  if (pages <= 0) return [];
-  const out: PageEntry[] = [];
-  const last = keys.page(pages - 1);
-  for (const e of await store.list(keys.pagePrefix)) {
-    if (e.key > last) break; // past the published plan: a run that never published
+export async function readPages(store: Core["store"], pages: number, view: LeaderView): Promise<number> {
+  let n = 0;
+  for (let page = 0; page < pages; page++) {
+    const e = await store.get(keys.page(page));
+    if (!e) {
+      view.invalid.set(keys.page(page), "a page of the published plan is missing");
+      continue;
+    }
     const p = safeDecodeRecord(e.key, e.value, PageRecordSchema);
     if (!p.ok) {
       view.invalid.set(e.key, p.error.message);
@@ -41,10 +48,11 @@ export async function readPages(store: Core["store"], pages: number, view: Leade
     }
     for (const s of p.value.splits) {
       view.rank(s.id);
-      out.push(s);
+      view.plan(s.id, pagedRecord(s), page);
+      n++;
     }
   }
-  return out;
+  return n;
 }
 
 

@@ -274,8 +274,8 @@ export class Planning {
         this.#core.schedule();
         return { created: 0, pages: -1 };
       }
+      dealt = await this.#deal(core, chunk, page, dealt, fresh.length, signal);
       page++;
-      dealt = await this.#deal(core, chunk, dealt, fresh.length, signal);
       this.#core.schedule();
     }
     return { created: entries.length, pages: page };
@@ -289,7 +289,7 @@ export class Planning {
    * goes to the view not dealt yet (revision 0), to be offered and claimed
    * by creating its record. Either way one write before a lane starts it.
    */
-  async #deal(core: Core, chunk: readonly PageEntry[], dealt: number, planned: number, signal: AbortSignal): Promise<number> {
+  async #deal(core: Core, chunk: readonly PageEntry[], page: number, dealt: number, planned: number, signal: AbortSignal): Promise<number> {
     const view = this.#role.view;
     const inflight = new Set<Promise<void>>();
     let i = 0;
@@ -306,13 +306,13 @@ export class Planning {
         .catch((err) => this.#core.log("warn", "Dealing a planned split failed; it is offered instead", { split: e.id, error: String(err) }))
         .finally(() => {
           this.#role.unreserve(heir.lane);
-          view.plan(e.id, pagedRecord(e)); // not in the view yet: not dealt after all
+          view.plan(e.id, pagedRecord(e), page); // not in the view yet: not dealt after all
           inflight.delete(w);
         });
       inflight.add(w);
       if (inflight.size >= core.config.seedConcurrency) await Promise.race(inflight);
     }
-    for (const e of chunk.slice(i)) view.plan(e.id, pagedRecord(e)); // dealt from now on, as offers
+    for (const e of chunk.slice(i)) view.plan(e.id, pagedRecord(e), page); // dealt from now on, as offers
     await Promise.all(inflight);
     return dealt;
   }

@@ -128,12 +128,17 @@ export class Revocations {
   fence({ member: m, id, revoke: r, thief }: FenceIntent): void {
     const { view, core } = this.#ctx;
     if (this.#fencing.has(id)) return;
-    const cur = view.splits.get(id);
-    if (!cur || cur.record.epoch !== r.epoch) return;
-    const next = openRecord(cur.record, thief.owner, false, core.config.maxAttempts, core.clock.wallNow());
+    const held = view.splits.get(id);
+    if (!held || held.record.epoch !== r.epoch) return;
     this.#fencing.add(id);
-    // Landed, it reaches the view ahead of the echo (the role hears every landed split write).
-    core.splits.write(id, next, cur.revision, "fence").then(async (w) => {
+    // The view keeps what decisions read, not the record: the write goes over the record as it is,
+    // read now, and only while it is still what the view decided on (else the view catches up).
+    core.splits.look(id).then(async (read) => {
+      const cur = read?.current;
+      if (!cur || cur.revision !== held.revision) return view.learn(read?.entry);
+      const next = openRecord(cur.record, thief.owner, false, core.config.maxAttempts, core.clock.wallNow());
+      // Landed, it reaches the view ahead of the echo (the role hears every landed split write).
+      const w = await core.splits.write(id, next, cur.revision, "fence");
       if (!w.ok) {
         // Our view is behind (a lagging watch): catch up from the record, or the next pass retries this losing write at once.
         view.learn(await core.splits.entry(id));

@@ -13,7 +13,6 @@ import {
   type JobCounts,
   type MemberRecord,
   type Owner,
-  pagedRecord,
   type PlanRecord,
   QUARANTINED_IDS_PUBLISHED,
   type SplitRecord,
@@ -155,15 +154,14 @@ export class LeaderRole {
    */
   async start(prev: Predecessor | undefined, pages = 0): Promise<void> {
     const { store } = this.#core;
-    // The plan's pages first: their order is the dealing order, of records dealt already too.
-    const planned = await readPages(store, pages, this.view);
+    // The plan's pages first: their order is the dealing order, of records dealt already too; each
+    // split held as not dealt yet until the split watch's snapshot brings its record.
+    await readPages(store, pages, this.view);
     if (this.#stopped) return;
     // No deadline for the whole snapshot (1M split records stream for longer
     // than any fixed bound); one that stops making progress is started over.
     await this.#watches.open([keys.memberPrefix, keys.splitPrefix], Infinity);
     if (this.#stopped) return;
-    for (const e of planned) this.view.plan(e.id, pagedRecord(e)); // not dealt yet: no record of its own
-    this.#core.schedule();
     this.#dateMembers(prev);
     await adoptDirectives(store, this.view, this.states, this.tracker);
     this.#ready = true;

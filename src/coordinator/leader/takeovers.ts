@@ -128,13 +128,18 @@ export class Takeovers {
 
   async #one(id: string, to: MemberState | undefined, charge: boolean): Promise<void> {
     const { view, core } = this.#ctx;
-    const cur = view.splits.get(id);
-    if (!cur || cur.record.status !== "runnable" || !cur.record.owner) return;
-    const old = cur.record.owner;
-    // The successor may have gone meanwhile.
-    const heir = to && this.#ctx.states.get(to.instance) === to && !to.draining ? to : undefined;
-    const next = openRecord(cur.record, heir?.owner ?? null, charge, core.config.maxAttempts, core.clock.wallNow());
+    const held = view.splits.get(id);
+    if (!held || held.record.status !== "runnable" || !held.record.owner) return;
+    const old = held.record.owner;
     try {
+      // The view keeps what decisions read, not the record: the takeover goes over the record as it is,
+      // read now, and only while it is what the view judged (else the view catches up, the next pass decides).
+      const read = await core.splits.look(id);
+      const cur = read?.current;
+      if (!cur || cur.revision !== held.revision) return view.learn(read?.entry);
+      // The successor may have gone meanwhile.
+      const heir = to && this.#ctx.states.get(to.instance) === to && !to.draining ? to : undefined;
+      const next = openRecord(cur.record, heir?.owner ?? null, charge, core.config.maxAttempts, core.clock.wallNow());
       core.stats.claimAttempts++;
       // Landed, it reaches the view ahead of the echo (the role hears every landed split write).
       const r = await core.splits.write(id, next, cur.revision, "takeover");

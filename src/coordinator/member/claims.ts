@@ -11,6 +11,7 @@ import type { Core } from "../core.ts";
 import type { ClaimRecovery } from "./claim_recovery.ts";
 import type { DormantTenancies } from "./dormant.ts";
 import type { SpecReader } from "./spec_reader.ts";
+import { PageReader } from "./page_reader.ts";
 import type { Tenancies } from "./tenancies.ts";
 import { heldBy, openRecord } from "../../records/transitions.ts";
 
@@ -36,6 +37,8 @@ export class Claims {
   readonly #dormant: DormantTenancies;
   readonly #specs: SpecReader;
   readonly #recovery: ClaimRecovery;
+  /** The plan's pages, for offers of splits not dealt yet. */
+  readonly #pages: PageReader;
   #offers: AssignEntry[] = [];
   /** Offers claimed or tried, by id → revision (an offer is tried once per revision). */
   #tried = new Map<string, number>();
@@ -64,6 +67,7 @@ export class Claims {
     this.#dormant = dormant;
     this.#specs = specs;
     this.#recovery = recovery;
+    this.#pages = new PageReader(core);
   }
 
   /** Splits being claimed or started now (id → weight). */
@@ -218,7 +222,11 @@ export class Claims {
     this.#claiming.set(o.id, o.rec?.weight ?? 1);
     this.#tried.set(o.id, o.rev);
     try {
-      const got = o.rec ? { record: o.rec, revision: o.rev } : await splits.read(o.id);
+      const got = o.rec
+        ? { record: o.rec, revision: o.rev }
+        : o.rev === 0 && o.page !== undefined
+        ? await this.#pages.record(o.page, o.id).then((record) => record && { record, revision: 0 })
+        : await splits.read(o.id);
       if (!got) return;
       const { record: rec, revision: rev } = got;
       if (rec.status !== "runnable" || rec.owner !== null) return; // stale offer

@@ -1,0 +1,52 @@
+/**
+ * The record a member's claim of a planned split not dealt yet creates,
+ * read from the page of the plan its offer names (`page.<n>`): the leader
+ * keeps no descriptor of such a split, and its offer carries only the page.
+ * The last few pages read are cached: offers come in dealing order, so one
+ * page serves many claims.
+ *
+ * @module
+ */
+import { pagedRecord, type PageEntry, PageRecordSchema, safeDecodeRecord, type SplitRecord } from "../../records.ts";
+import { keys } from "../../store/keys.ts";
+import type { Core } from "../core.ts";
+
+/** Pages a member keeps parsed (offers come in dealing order: the next ones are on the page read last). */
+const CACHED_PAGES = 4;
+
+/** Reads a plan's pages for one member's claims. */
+export class PageReader {
+  readonly #core: Core;
+  readonly #pages = new Map<number, Map<string, PageEntry>>();
+
+  constructor(core: Core) {
+    this.#core = core;
+  }
+
+  /**
+   * The record the claim of `id` creates (epoch 0, free: the claim opens it),
+   * from page `page` of the plan, or `undefined` when that page does not list
+   * it (or cannot be read: logged; the offer is left to the leader). Outages throw.
+   */
+  async record(page: number, id: string): Promise<SplitRecord | undefined> {
+    let entries = this.#pages.get(page);
+    if (!entries) {
+      const key = keys.page(page);
+      const e = await this.#core.store.get(key);
+      const p = e ? safeDecodeRecord(key, e.value, PageRecordSchema) : undefined;
+      if (!p?.ok) {
+        this.#core.log("warn", "An offered split's page of the plan cannot be read; the offer is left", {
+          split: id,
+          page: key,
+          error: p ? p.error.message : "absent",
+        });
+        return undefined;
+      }
+      entries = new Map(p.value.splits.map((x) => [x.id, x]));
+      this.#pages.set(page, entries);
+      if (this.#pages.size > CACHED_PAGES) this.#pages.delete(this.#pages.keys().next().value!);
+    }
+    const entry = entries.get(id);
+    return entry && pagedRecord(entry);
+  }
+}
