@@ -1658,4 +1658,14 @@ export const mutants = [
     edits: [{ file: "src/nats/unsent.ts", search: "if (!isNoResponders(e) || Date.now() + pause >= deadline) throw e;", replace: "throw e;" }],
     suites: ["store"],
   },
+  // --- fresh reads (issue 40, item 1; DESIGN "Fresh reads") ------------------------------------------
+  {
+    name: "plan-read-before-term-trusted",
+    breaks: "planning decides on whatever `plan` a read returns, older than its own term bump: a stale one shows the term before ours and the planner never runs in the term",
+    edits: [
+      { file: C + "leader/planning.ts", search: "const floor = Math.max(known?.revision ?? 0, this.#past);", replace: "const floor = 0;" },
+      { file: C + "leader/planning.ts", search: "return known && known.revision > read.revision ? known : read;", replace: "return read;" },
+    ],
+    suites: ["coordinator", "regressions"],
+  },
 ];

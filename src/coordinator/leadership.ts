@@ -221,7 +221,9 @@ export class Leadership {
       () => this.#deposed("a newer term wrote an assignment record"),
       (entry) => this.#follower.applyRead(keys.plan, entry),
     ));
-    this.#planning = this.#planner ? new Planning(core, this.#planner, role, () => this.#stillLeading(role)) : undefined;
+    this.#planning = this.#planner
+      ? new Planning(core, this.#planner, role, () => this.#stillLeading(role), () => this.#follower.plan)
+      : undefined;
     try {
       log("debug", "Leader role starting", { term });
       await role.start(predecessor);
@@ -263,11 +265,12 @@ export class Leadership {
         // is planned again; seeding is idempotent).
         next = { v: 2, term: this.#follower.maxTerm + 1, finality: "open", generation: 0, planned: 0 };
       }
-      const r = cur
-        ? await store.update(keys.plan, encodeRecord(next), cur.revision)
-        : await store.create(keys.plan, encodeRecord(next));
+      const value = encodeRecord(next);
+      const r = cur ? await store.update(keys.plan, value, cur.revision) : await store.create(keys.plan, value);
       if (r.ok) {
         if (prev && !prev.ok) this.#core.replaced.note(keys.plan, prev.error.message);
+        // Our own term, known now: a later read of `plan` older than it is stale (planning reads past it).
+        this.#follower.applyRead(keys.plan, { key: keys.plan, value, revision: r.revision });
         return next.term;
       }
     }

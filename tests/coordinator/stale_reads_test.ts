@@ -1,0 +1,33 @@
+// Decisions that act on a read, against a store whose reads answer from an
+// older revision (a read replica, a follower, a cache in front; issue 40,
+// item 1, and docs/DESIGN.md "Fresh reads"). Each test scripts the stale
+// answers one decision used to take for the truth, and fails on the code
+// before its fix.
+import assert from "node:assert/strict";
+import { FAST, finalPlanner, Fleet, splits } from "./fleet.ts";
+import { HistoryStore, StaleReadStore } from "../sim/stale_reads.ts";
+
+function history(): HistoryStore {
+  return new HistoryStore({ yieldToTimers: false });
+}
+
+/** The revision of `key` now (0: absent). */
+async function revisionOf(h: HistoryStore, key: string): Promise<number> {
+  return (await h.get(key))?.revision ?? 0;
+}
+
+Deno.test("stale reads: a new leader whose reads of plan show its predecessor's term still plans", async () => {
+  const h = history();
+  await using f = new Fleet(h);
+  // A leads without a planner (nothing is planned in its term), then dies.
+  const a = await f.join({ instance: "a", store: new StaleReadStore(h) });
+  assert.ok(await f.until(() => a.c.isLeader, 5000));
+  const before = await revisionOf(h, "plan");
+  assert.ok(before > 0);
+  // B's reads of plan answer as of A's term for good: the record before B's own term bump.
+  const b = await f.join({ instance: "b", store: new StaleReadStore(h, (_op, key) => (key === "plan" ? before : undefined)), planner: finalPlanner(splits(3)) });
+  await a.c.abandon();
+  assert.ok(await f.until(() => b.c.isLeader, 5 * FAST.leaseMs), "B is elected");
+  const planned = await f.until(() => (b.c.status().plan?.generation ?? 0) > 0, 5 * FAST.leaseMs);
+  assert.ok(planned, `the plan was never published in B's term: ${JSON.stringify(b.c.status().plan)}`);
+});
