@@ -1660,12 +1660,24 @@ export const mutants = [
   },
   // --- fresh reads (issue 40, item 1; DESIGN "Fresh reads") ------------------------------------------
   {
+    name: "stale-read-taken-as-fresh",
+    breaks: "a read older than a revision already known for its key counts as fresh: every decision that reads past a floor takes a stale replica's answer for the truth",
+    edits: [{ file: C + "fresh_read.ts", search: "const reached = (e: StoreEntry | undefined) => floor <= 0 ||", replace: "const reached = (e: StoreEntry | undefined) => true ||" }],
+    suites: ["coordinator", "regressions"],
+  },
+  {
     name: "plan-read-before-term-trusted",
     breaks: "planning decides on whatever `plan` a read returns, older than its own term bump: a stale one shows the term before ours and the planner never runs in the term",
     edits: [
       { file: C + "leader/planning.ts", search: "const floor = Math.max(known?.revision ?? 0, this.#past);", replace: "const floor = 0;" },
       { file: C + "leader/planning.ts", search: "return known && known.revision > read.revision ? known : read;", replace: "return read;" },
     ],
+    suites: ["coordinator", "regressions"],
+  },
+  {
+    name: "split-cas-reread-unfloored",
+    breaks: "a split CAS that lost re-reads the record without reading past the revision that lost: a stale record from before the claim fences a healthy tenancy",
+    edits: [{ file: C + "split_records.ts", search: "const cur = await this.readPast(id, revision + 1, cause);", replace: "const cur = await this.read(id, cause);" }],
     suites: ["coordinator", "regressions"],
   },
 ];

@@ -88,7 +88,7 @@ export class SplitCoordinator implements Coordinator {
     this.#store = new InstrumentedStore(options.store, stats, clock, trace);
     const core: Core = (this.#core = {
       store: this.#store,
-      splits: new SplitRecords(this.#store),
+      splits: new SplitRecords(this.#store, undefined, undefined, { clock, budgetMs: config.opTimeoutMs }),
       clock,
       random,
       config,

@@ -4,6 +4,8 @@
 // answers one decision used to take for the truth, and fails on the code
 // before its fix.
 import assert from "node:assert/strict";
+import { SplitleaseError } from "../../mod.ts";
+import { decodeRecord, SplitRecordSchema } from "../../src/records.ts";
 import { FAST, finalPlanner, Fleet, splits } from "./fleet.ts";
 import { HistoryStore, StaleReadStore } from "../sim/stale_reads.ts";
 
@@ -30,4 +32,34 @@ Deno.test("stale reads: a new leader whose reads of plan show its predecessor's 
   assert.ok(await f.until(() => b.c.isLeader, 5 * FAST.leaseMs), "B is elected");
   const planned = await f.until(() => (b.c.status().plan?.generation ?? 0) > 0, 5 * FAST.leaseMs);
   assert.ok(planned, `the plan was never published in B's term: ${JSON.stringify(b.c.status().plan)}`);
+});
+
+Deno.test("stale reads: a commit whose CAS lost to its own landed write is not fenced by an older re-read", async () => {
+  const h = history();
+  let maybe = false;
+  let staleReads = 0;
+  let seed = 0;
+  const store = new StaleReadStore(
+    h,
+    (op, key) => (op === "get" && key === "split.s000" && staleReads-- > 0 ? seed : undefined),
+    (op, key) => op === "update" && key === "split.s000" && maybe && !(maybe = false),
+  );
+  await using f = new Fleet(h);
+  const a = await f.join({ instance: "a", store, planner: finalPlanner(splits(1)) });
+  assert.ok(await f.until(() => a.held.length === 1, 2000));
+  seed = 1; // the job record's revision: the split did not exist then
+  const [held] = a.c.status().held;
+  // The first commit lands but its reply is lost; the next one's CAS loses to it, and its re-reads answer
+  // from before the split existed three times, then as the store is.
+  maybe = true;
+  await assert.rejects(() => a.c.commit(held.id, held.epoch, { watermark: 1 }), (e: unknown) => e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE");
+  staleReads = 3;
+  let done: unknown;
+  a.c.commit(held.id, held.epoch, { watermark: 2 }).then(() => (done = "ok"), (e) => (done = e));
+  assert.ok(await f.until(() => done !== undefined, 1000));
+  assert.equal(done, "ok", `the commit failed: ${done}`);
+  assert.deepEqual(a.lost(), [], "the tenancy was not lost");
+  const rec = decodeRecord("split.s000", (await h.get("split.s000"))!.value, SplitRecordSchema);
+  assert.equal(rec.progress?.watermark, 2);
+  assert.equal(rec.owner?.instance, "a");
 });
