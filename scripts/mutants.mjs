@@ -1680,4 +1680,10 @@ export const mutants = [
     edits: [{ file: C + "split_records.ts", search: "const cur = await this.readPast(id, revision + 1, cause);", replace: "const cur = await this.read(id, cause);" }],
     suites: ["coordinator", "regressions"],
   },
+  {
+    name: "spare-claim-read-unfloored",
+    breaks: "a spare's claim reads its split record without reading past the revision offered: an answer from before the split was seeded makes the claim give up, and the offer, marked tried, is never claimed",
+    edits: [{ file: C + "member/claims.ts", search: "await splits.readPast(o.id, o.rev)", replace: "await splits.read(o.id)" }],
+    suites: ["coordinator", "regressions"],
+  },
 ];

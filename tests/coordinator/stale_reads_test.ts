@@ -4,13 +4,18 @@
 // answers one decision used to take for the truth, and fails on the code
 // before its fix.
 import assert from "node:assert/strict";
-import { SplitleaseError } from "../../mod.ts";
-import { decodeRecord, SplitRecordSchema } from "../../src/records.ts";
+import { type Planner, SplitleaseError } from "../../mod.ts";
+import { AssignRecordSchema, decodeRecord, SplitRecordSchema } from "../../src/records.ts";
 import { FAST, finalPlanner, Fleet, splits } from "./fleet.ts";
 import { HistoryStore, StaleReadStore } from "../sim/stale_reads.ts";
 
 function history(): HistoryStore {
   return new HistoryStore({ yieldToTimers: false });
+}
+
+/** Lets `ms` of manual time pass in 10 ms steps (each step settles the promise chains it started). */
+async function run(f: Fleet, ms: number): Promise<void> {
+  await f.until(() => false, ms);
 }
 
 /** The revision of `key` now (0: absent). */
@@ -62,4 +67,36 @@ Deno.test("stale reads: a commit whose CAS lost to its own landed write is not f
   const rec = decodeRecord("split.s000", (await h.get("split.s000"))!.value, SplitRecordSchema);
   assert.equal(rec.progress?.watermark, 2);
   assert.equal(rec.owner?.instance, "a");
+});
+
+Deno.test("stale reads: a spare whose record reads \"absent\" from before it was seeded is claimed once the store answers", async () => {
+  const h = history();
+  await using f = new Fleet(h);
+  // The planner answers once both members are in, so both are dealt to.
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  const plan: Planner = () => gate.then(() => ({ splits: splits(4), finality: "final" as const }));
+  let spare = "";
+  let staleReads = 0;
+  const aStore = new StaleReadStore(h, (op, key) => (op === "get" && key === `split.${spare}` && staleReads-- > 0 ? 1 : undefined));
+  const [lead, a] = await f.joinAll([{ instance: "b", planner: plan, maxInFlight: 1 }, { instance: "a", store: aStore, planner: plan, maxInFlight: 1 }]);
+  assert.ok(await f.until(() => [lead, a].some((m) => m.c.isLeader && m.c.status().liveMembers.length === 2), 3000));
+  open();
+  assert.ok(await f.until(() => a.held.length === 1, 3000));
+  await run(f, 50); // its spares are written
+  const assigned = (await h.get("assign.a"))!;
+  const spares = decodeRecord(assigned.key, assigned.value, AssignRecordSchema).offers.filter((o) => o.spare).map((o) => o.id).sort();
+  assert.ok(spares.length > 0, "a holds spares");
+  // No leader to deal a's next free lane: it claims its first spare, whose record (not in the offer) reads
+  // "absent" three times, as of revision 1, before it was seeded.
+  spare = spares[0];
+  staleReads = 3;
+  await lead.c.abandon();
+  await a.completeAll();
+  // a completes what it gains, and leads once the lease is over: every split is done.
+  assert.ok(await f.until(() => {
+    for (const x of a.c.status().held) void a.c.commit(x.id, x.epoch, { watermark: 1 }, { final: true }).catch(() => {});
+    return a.has("allComplete");
+  }, 10 * FAST.leaseMs), `the job never completed: ${JSON.stringify(a.c.status().counts)}`);
+  assert.ok(a.gained().some((g) => g.split.id === spare), `a never ran ${spare}`);
 });

@@ -77,9 +77,13 @@ export class ClaimRecovery {
    * landed, or the descriptor could not be read). Until the record says
    * otherwise the split may be ours at `epoch` with no lane running it, so
    * re-read it with backoff: ours → start it; still free → offer it to
-   * ourselves again; moved on → nothing to do.
+   * ourselves again; moved on → nothing to do. `floor` is a revision the
+   * record is known to have reached (the offer's or grant's, or the one our
+   * hand-back wrote at): an answer from before it is a stale read, read
+   * again — taken as the record, "absent" from before the split was created
+   * dropped a free split the leader kept offered to us (issue 40).
    */
-  recover(id: string, epoch: number, cause: unknown, attempt = 0): void {
+  recover(id: string, epoch: number, cause: unknown, attempt = 0, floor = 0): void {
     const { clock, log, splits, me } = this.#core;
     if (attempt === 0) log("warn", "Claim interrupted by an outage; checking the split record", { split: id, error: String(cause) });
     const delay = Math.min(this.#core.timings.claimRecheckMaxMs, 50 * 2 ** Math.min(attempt, 8));
@@ -91,7 +95,7 @@ export class ClaimRecovery {
         return;
       }
       try {
-        const e = await splits.read(id);
+        const e = await splits.readPast(id, floor);
         const rec = e?.record;
         this.#pending.delete(id);
         if (!e || !rec || this.#tenancies.held.has(id)) return;
@@ -111,7 +115,7 @@ export class ClaimRecovery {
           this.#retryOffer(id);
         }
       } catch (err) {
-        this.recover(id, epoch, err, attempt + 1);
+        this.recover(id, epoch, err, attempt + 1, floor);
       }
     }, delay);
     this.#timers.add(timer);
@@ -137,7 +141,7 @@ export class ClaimRecovery {
       if (r.ok && poison) events.push({ type: "quarantined", splitId: id, attempts: next.attempts });
     } catch (err) {
       log("warn", "Could not hand back a claimed split; checking it again later", { split: id, error: String(err) });
-      this.recover(id, claimed.epoch, err, 1);
+      this.recover(id, claimed.epoch, err, 1, revision);
     }
   }
 }
