@@ -1686,4 +1686,10 @@ export const mutants = [
     edits: [{ file: C + "member/claims.ts", search: "await splits.readPast(o.id, o.rev)", replace: "await splits.read(o.id)" }],
     suites: ["coordinator", "regressions"],
   },
+  {
+    name: "heartbeat-conflict-reread-unfloored",
+    breaks: "a heartbeat that lost its CAS decides on a re-read from before its own revision: an old version of the predecessor's record stops a healthy member with DUPLICATE_INSTANCE",
+    edits: [{ file: C + "member/membership.ts", search: "await this.#readPast(store, this.#revision + 1);", replace: "await this.#readPast(store, 0);" }],
+    suites: ["coordinator", "regressions"],
+  },
 ];

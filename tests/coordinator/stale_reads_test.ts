@@ -100,3 +100,29 @@ Deno.test("stale reads: a spare whose record reads \"absent\" from before it was
   }, 10 * FAST.leaseMs), `the job never completed: ${JSON.stringify(a.c.status().counts)}`);
   assert.ok(a.gained().some((g) => g.split.id === spare), `a never ran ${spare}`);
 });
+
+Deno.test("stale reads: a heartbeat that lost to its own landed beat is not stopped as a twin by an older record", async () => {
+  const h = history();
+  await using f = new Fleet(h);
+  // The instance restarted: a2 took a1's member record over.
+  const a1 = await f.join({ instance: "a", store: new StaleReadStore(h) });
+  await a1.c.abandon();
+  f.members.splice(f.members.indexOf(a1), 1);
+  const before = await revisionOf(h, "member.a"); // a1's last beat
+  let maybe = false;
+  let staleReads = 0;
+  const store = new StaleReadStore(
+    h,
+    (op, key) => (op === "get" && key === "member.a" && staleReads-- > 0 ? before : undefined),
+    (op, key) => op === "update" && key === "member.a" && maybe && !(maybe = false),
+  );
+  const a2 = await f.join({ instance: "a", store });
+  // One beat lands with its reply lost; the next one's re-reads answer with a1's record twice, then fresh.
+  maybe = true;
+  staleReads = 0;
+  assert.ok(await f.until(() => !maybe, 2 * FAST.leaseMs));
+  staleReads = 2;
+  await run(f, 2 * FAST.leaseMs);
+  assert.equal(a2.error, undefined, `a2 stopped: ${a2.error}`);
+  assert.equal(a2.c.status().state, "running");
+});

@@ -10,6 +10,7 @@ import { encodeRecord, MemberRecordSchema, type MemberRecord, safeDecodeRecord }
 import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
 import { type CausedStore, causedStore } from "../../tracing/cause.ts";
+import { readAtLeast } from "../fresh_read.ts";
 
 /** What membership reports back to its coordinator. */
 export interface MembershipHooks {
@@ -264,7 +265,15 @@ export class Membership {
   async #onConflict(): Promise<"landed" | "adopted" | "failed"> {
     const { me } = this.#core;
     const store = this.#beats;
-    const cur = await store.get(this.#key);
+    // Our CAS at #revision lost: the record is past it. A store serving
+    // reads from a replica can answer with a version from before — ours,
+    // or the session we took the record over from — which proves nothing:
+    // read again until the answer is past it, and if it never is, this beat
+    // failed (the next one tries again). Taken as it came, an old version
+    // of the predecessor's stopped a healthy member with DUPLICATE_INSTANCE,
+    // and one of our own adopted a revision that lost again (issue 40).
+    const { entry: cur, fresh } = await this.#readPast(store, this.#revision + 1);
+    if (cur && !fresh) return "failed";
     if (!cur) {
       const r = await store.create(this.#key, encodeRecord(this.#record));
       if (r.ok) this.#revision = r.revision;
@@ -299,6 +308,11 @@ export class Membership {
     this.#core.trace.close("failed", duplicate); // the membership is a twin's now: its span ends here
     this.#hooks.onDuplicate(duplicate);
     return "failed";
+  }
+
+  /** `member.<me>` at revision `floor` or later, read again while older (within an op timeout); absent counts as not fresh. */
+  #readPast(store: CausedStore, floor: number) {
+    return readAtLeast(() => store.get(this.#key), floor, { clock: this.#core.clock, budgetMs: this.#core.config.opTimeoutMs });
   }
 
   #armSelfFence(): void {
