@@ -95,8 +95,9 @@ export const mutants = [
     breaks: "a joiner takes over a member record that is still moving (a live twin) instead of failing with DUPLICATE_INSTANCE",
     edits: [{
       file: C + "member/membership.ts",
-      search: "if (first && cur && cur.revision !== first.revision) throw this.duplicate();",
-      replace: "",
+      // The takeover's CAS at the revision read before the wait is the twin check: at one read after it, a moving record is taken.
+      search: "? await store.update(this.#key, encodeRecord(this.#record), cur.revision)",
+      replace: "? await store.update(this.#key, encodeRecord(this.#record), (await store.get(this.#key))?.revision ?? cur.revision)",
     }],
     suites: COORD,
   },
@@ -1690,6 +1691,15 @@ export const mutants = [
     name: "heartbeat-conflict-reread-unfloored",
     breaks: "a heartbeat that lost its CAS decides on a re-read from before its own revision: an old version of the predecessor's record stops a healthy member with DUPLICATE_INSTANCE",
     edits: [{ file: C + "member/membership.ts", search: "await this.#readPast(store, this.#revision + 1);", replace: "await this.#readPast(store, 0);" }],
+    suites: ["coordinator", "regressions"],
+  },
+  {
+    name: "register-takes-first-answer",
+    breaks: "the twin check takes over at the first revision it read, and refuses at the first lost CAS: an old first answer refuses a restart as a twin",
+    edits: [
+      { file: C + "member/membership.ts", search: "entry = newer(entry, e);", replace: "void e;" },
+      { file: C + "member/membership.ts", search: "if (!stale || round >= 4) throw this.duplicate();", replace: "throw this.duplicate();" },
+    ],
     suites: ["coordinator", "regressions"],
   },
 ];

@@ -126,3 +126,18 @@ Deno.test("stale reads: a heartbeat that lost to its own landed beat is not stop
   assert.equal(a2.error, undefined, `a2 stopped: ${a2.error}`);
   assert.equal(a2.c.status().state, "running");
 });
+
+Deno.test("stale reads: a restart whose first read of its member record is an old version takes the record over", async () => {
+  const h = history();
+  await using f = new Fleet(h);
+  const a1 = await f.join({ instance: "a", store: new StaleReadStore(h) });
+  await run(f, FAST.leaseMs); // a few beats: the record has versions to answer from
+  const older = h.entryAt("member.a", (await h.get("member.a"))!.revision - 1)?.revision ?? 0;
+  assert.ok(older > 0);
+  await a1.c.abandon();
+  f.members.splice(f.members.indexOf(a1), 1);
+  // The restart's first read of member.a answers with an older version of a1's record, the rest as the store is.
+  let reads = 0;
+  const a2 = await f.join({ instance: "a", store: new StaleReadStore(h, (op, key) => (op === "get" && key === "member.a" && reads++ === 0 ? older : undefined)) });
+  assert.equal(a2.c.status().state, "running");
+});
