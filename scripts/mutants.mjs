@@ -1702,4 +1702,13 @@ export const mutants = [
     ],
     suites: ["coordinator", "regressions"],
   },
+  {
+    name: "leader-beat-reread-unfloored",
+    breaks: "a leader beat that lost its CAS decides on a re-read from before its own last beat (and ignores its watch): an old leader record deposes a healthy leader",
+    edits: [
+      { file: C + "leadership.ts", search: "readAtLeast(() => store.get(keys.leader), rev + 1, this.#wait());", replace: "readAtLeast(() => store.get(keys.leader), 0, this.#wait());" },
+      { file: C + "leadership.ts", search: "const cur = newer(read, watched && watched.revision > rev ? watched : undefined);", replace: "const cur = read;" },
+    ],
+    suites: ["coordinator"],
+  },
 ];

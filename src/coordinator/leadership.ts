@@ -23,6 +23,7 @@ import type { OwnReleases } from "./leader/release_hold.ts";
 import { LeaderRole, type Predecessor } from "./leader/role.ts";
 import { Planning } from "./leader/planning.ts";
 import type { Planner } from "./types.ts";
+import { newer, readAtLeast } from "./fresh_read.ts";
 
 /** Leader state machine of one coordinator. */
 export class Leadership {
@@ -277,6 +278,11 @@ export class Leadership {
     return undefined;
   }
 
+  /** How long reads of a record known to be past a revision are tried again. */
+  #wait() {
+    return { clock: this.#core.clock, budgetMs: this.#core.config.opTimeoutMs };
+  }
+
   /** A plan record that turned unreadable while we lead: write ours back (CAS at its revision). */
   async #repairPlan(revision: number): Promise<void> {
     const f = this.#follower;
@@ -334,12 +340,22 @@ export class Leadership {
         return;
       }
       // Moved: by our own earlier beat whose reply was lost, or by a successor.
-      const cur = await store.get(keys.leader);
-      const rec = cur ? safeDecodeRecord(keys.leader, cur.value, LeaderRecordSchema) : undefined;
-      if (!this.#leading) return;
-      if (cur && rec?.ok && rec.value.session === me.session && rec.value.term === this.#term) {
+      // Either way the record is past #leaderRev now: an answer from before
+      // it (a store serving reads from a replica: our own older beat, our
+      // predecessor's record, absent) proves nothing, and deposed a healthy
+      // leader (issue 40). Read again until past it, or take the leader
+      // watch's value when that is past it; neither: decide at the next beat.
+      const rev = this.#leaderRev;
+      const { entry, fresh } = await readAtLeast(() => store.get(keys.leader), rev + 1, this.#wait());
+      const decoded = fresh && entry ? safeDecodeRecord(keys.leader, entry.value, LeaderRecordSchema) : undefined;
+      const read = decoded && entry ? { record: decoded.ok ? decoded.value : undefined, revision: entry.revision } : undefined;
+      const watched = this.#follower.leader;
+      const cur = newer(read, watched && watched.revision > rev ? watched : undefined);
+      if (!this.#leading || this.#leaderRev !== rev) return;
+      if (!cur) return log("warn", "Leader heartbeat: the store answered from before our last beat; trying again at the next", {});
+      if (cur.record && cur.record.session === me.session && cur.record.term === this.#term) {
         this.#leaderRev = cur.revision;
-        this.#record = rec.value;
+        this.#record = cur.record;
       } else {
         this.#deposed("its leader record moved");
       }

@@ -5,7 +5,7 @@
 // before its fix.
 import assert from "node:assert/strict";
 import { type Planner, SplitleaseError } from "../../mod.ts";
-import { AssignRecordSchema, decodeRecord, SplitRecordSchema } from "../../src/records.ts";
+import { AssignRecordSchema, decodeRecord, LeaderRecordSchema, SplitRecordSchema } from "../../src/records.ts";
 import { FAST, finalPlanner, Fleet, splits } from "./fleet.ts";
 import { HistoryStore, StaleReadStore } from "../sim/stale_reads.ts";
 
@@ -140,4 +140,29 @@ Deno.test("stale reads: a restart whose first read of its member record is an ol
   let reads = 0;
   const a2 = await f.join({ instance: "a", store: new StaleReadStore(h, (op, key) => (op === "get" && key === "member.a" && reads++ === 0 ? older : undefined)) });
   assert.equal(a2.c.status().state, "running");
+});
+
+Deno.test("stale reads: a leader whose beat lost to its own landed beat is not deposed by an older leader record", async () => {
+  const h = history();
+  let maybe = false;
+  let elected = 0;
+  await using f = new Fleet(h);
+  const store = new StaleReadStore(
+    h,
+    (op, key) => (op === "get" && key === "leader" && elected > 0 ? elected - 1 : undefined),
+    (op, key) => op === "update" && key === "leader" && maybe && !(maybe = false),
+    f.clock,
+  );
+  const a = await f.join({ instance: "a", store, planner: finalPlanner(splits(2)) });
+  assert.ok(await f.until(() => a.c.isLeader && a.c.status().leader?.term === 1, 5000));
+  // From now on reads of `leader` answer from before the election (its record did not exist then).
+  elected = await revisionOf(h, "leader");
+  maybe = true;
+  assert.ok(await f.until(() => !maybe, 2 * FAST.leaseMs));
+  // Deposed, the leader deleted its record and elected itself again and again at one instant (each lost
+  // election's re-read was stale): the store stops answering then.
+  await run(f, 3 * FAST.leaseMs);
+  assert.ok(!store.spun, "the leader retried without time passing");
+  const l = decodeRecord("leader", (await h.get("leader"))!.value, LeaderRecordSchema);
+  assert.deepEqual({ term: l.term, session: l.session, leading: a.c.isLeader }, { term: 1, session: a.c.session, leading: true });
 });
