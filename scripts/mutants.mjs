@@ -494,7 +494,7 @@ export const mutants = [
     breaks: "the election's re-read is compared with the current liveness revision instead of the judged one (a live leader is deposed when the watch caught up meanwhile)",
     edits: [{
       file: C + "leadership.ts",
-      search: "if (cur && cur.revision !== judged) {",
+      search: "if (cur && cur.revision > judged) {",
       replace: "if (cur && cur.revision !== f.leaderLiveness.get(keys.leader)?.revision) {",
     }],
     suites: COORD,
@@ -1708,6 +1708,15 @@ export const mutants = [
     edits: [
       { file: C + "leadership.ts", search: "readAtLeast(() => store.get(keys.leader), rev + 1, this.#wait());", replace: "readAtLeast(() => store.get(keys.leader), 0, this.#wait());" },
       { file: C + "leadership.ts", search: "const cur = newer(read, watched && watched.revision > rev ? watched : undefined);", replace: "const cur = read;" },
+    ],
+    suites: ["coordinator"],
+  },
+  {
+    name: "election-older-reread-is-a-move",
+    breaks: "an election's re-read older than the revision judged silent counts as a move: the lease restarts from an old revision and the election waits another lease",
+    edits: [
+      { file: C + "leadership.ts", search: "store.get(keys.leader), judged, this.#wait(), \"fresh\");", replace: "store.get(keys.leader), 0, this.#wait(), \"fresh\");" },
+      { file: C + "leadership.ts", search: "if (cur && cur.revision > judged) {", replace: "if (cur && cur.revision !== judged) {" },
     ],
     suites: ["coordinator"],
   },

@@ -160,9 +160,14 @@ export class Leadership {
     } else {
       // Re-read before deposing a silent leader: if it moved since the
       // revision we judged silent, we were behind (even if our watch has
-      // shown the move meanwhile).
-      const cur = await store.get(keys.leader);
-      if (cur && cur.revision !== judged) {
+      // shown the move meanwhile). An answer older than that revision is a
+      // stale read (a store serving reads from a replica), not a move: taken
+      // for one, it restarted the lease from an old revision, and every
+      // election after it found the record "moved" again (issue 40). Read
+      // again; none past it within an op timeout: no election this time.
+      const { entry: cur, fresh } = await readAtLeast(() => store.get(keys.leader), judged, this.#wait(), "fresh");
+      if (!fresh) return;
+      if (cur && cur.revision > judged) {
         f.leaderLiveness.observe(keys.leader, cur.revision, clock.now());
         return;
       }

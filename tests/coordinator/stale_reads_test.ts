@@ -166,3 +166,25 @@ Deno.test("stale reads: a leader whose beat lost to its own landed beat is not d
   const l = decodeRecord("leader", (await h.get("leader"))!.value, LeaderRecordSchema);
   assert.deepEqual({ term: l.term, session: l.session, leading: a.c.isLeader }, { term: 1, session: a.c.session, leading: true });
 });
+
+Deno.test("stale reads: an election's re-read older than the silent revision does not put the election off by a lease", async () => {
+  const h = history();
+  await using f = new Fleet(h);
+  const a = await f.join({ instance: "a", store: new StaleReadStore(h), planner: finalPlanner(splits(2)) });
+  assert.ok(await f.until(() => a.c.isLeader && a.c.status().leader?.term === 1, 5000));
+  let first = true;
+  let silent = 0;
+  const b = await f.join({
+    instance: "b",
+    store: new StaleReadStore(h, (op, key) => (op === "get" && key === "leader" && silent > 0 && first && !(first = false) ? silent - 1 : undefined)),
+    planner: finalPlanner(splits(2)),
+  });
+  await run(f, FAST.leaseMs);
+  silent = await revisionOf(h, "leader");
+  await a.c.abandon();
+  const died = f.now();
+  assert.ok(await f.until(() => b.c.isLeader, 4 * FAST.leaseMs), "B is elected");
+  // One lease of silence, then the election (its first re-read answered from before: read again, not a move).
+  assert.ok(f.now() - died < 1.5 * FAST.leaseMs, `B was elected ${f.now() - died} ms after A died`);
+  assert.ok(!first, "the stale answer was given");
+});
