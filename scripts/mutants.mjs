@@ -392,11 +392,11 @@ export const mutants = [
   {
     name: "takeover-no-reread",
     breaks: "the leader takes over a member judged dead without re-reading its member record (a lagging view takes a live member's splits)",
-    edits: [{
-      file: C + "leader/judge.ts",
-      search: "if (cur && cur.revision !== seen) {",
-      replace: "if (false) {",
-    }],
+    edits: [
+      // Neither the re-read's newer revision nor the member watch's position is asked before the verdict.
+      { file: C + "leader/judge.ts", search: "if (cur && cur.revision > (seen ?? 0)) {", replace: "if (false) {" },
+      { file: C + "leader/judge.ts", search: "if (caught === false || (caught === undefined && cur && cur.revision < (seen ?? 0))) return \"later\";", replace: "" },
+    ],
     suites: COORD,
   },
   {
@@ -1719,5 +1719,11 @@ export const mutants = [
       { file: C + "leadership.ts", search: "if (cur && cur.revision > judged) {", replace: "if (cur && cur.revision !== judged) {" },
     ],
     suites: ["coordinator"],
+  },
+  {
+    name: "judge-dead-on-stale-reread",
+    breaks: "the death judge takes a re-read that shows the silent revision for the truth while its member watch is behind the store: a live member is judged dead and its splits taken over",
+    edits: [{ file: C + "leader/judge.ts", search: "if (caught === false || (caught === undefined && cur && cur.revision < (seen ?? 0))) return \"later\";", replace: "" }],
+    suites: ["coordinator", "regressions"],
   },
 ];

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { type Planner, SplitleaseError } from "../../mod.ts";
 import { AssignRecordSchema, decodeRecord, LeaderRecordSchema, SplitRecordSchema } from "../../src/records.ts";
+import { FaultyStore } from "./faulty_store.ts";
 import { FAST, finalPlanner, Fleet, splits } from "./fleet.ts";
 import { HistoryStore, StaleReadStore } from "../sim/stale_reads.ts";
 
@@ -187,4 +188,27 @@ Deno.test("stale reads: an election's re-read older than the silent revision doe
   // One lease of silence, then the election (its first re-read answered from before: read again, not a move).
   assert.ok(f.now() - died < 1.5 * FAST.leaseMs, `B was elected ${f.now() - died} ms after A died`);
   assert.ok(!first, "the stale answer was given");
+});
+
+Deno.test("stale reads: a leader whose member watch lags does not judge a live member dead on a stale re-read", async () => {
+  const h = history();
+  await using f = new Fleet(h);
+  // B leads and holds nothing; A holds the split.
+  let silent = 0;
+  const bStore = new FaultyStore(new StaleReadStore(h, (op, key) => (op === "get" && key === "member.a" && silent > 0 ? silent : undefined)));
+  const b = await f.join({ instance: "b", store: bStore, planner: finalPlanner(splits(1)), maxInFlight: 0 });
+  assert.ok(await f.until(() => b.c.isLeader && (b.c.status().plan?.generation ?? 0) > 0, 3000));
+  const a = await f.join({ instance: "a", store: new StaleReadStore(h) });
+  assert.ok(await f.until(() => a.held.length === 1, 3000));
+  const held = a.c.status().held[0];
+  // B's watches fall behind (they deliver nothing, in order), and its re-read of A's record answers with the
+  // last version it saw.
+  silent = await revisionOf(h, "member.a");
+  bStore.pause();
+  await run(f, 2 * FAST.leaseMs);
+  bStore.resume();
+  await run(f, FAST.leaseMs);
+  const rec = decodeRecord("split.s000", (await h.get("split.s000"))!.value, SplitRecordSchema);
+  assert.deepEqual({ epoch: rec.epoch, owner: rec.owner?.instance, attempts: rec.attempts }, { epoch: held.epoch, owner: "a", attempts: 0 });
+  assert.deepEqual(a.lost(), []);
 });

@@ -103,6 +103,7 @@ export class LeaderRole {
       stopped: () => this.#stopped,
       drop: (st) => this.#drop(st),
       revive: (instance, record) => this.#onMember(instance, undefined, record),
+      membersCaughtUp: () => this.#watches.caughtUp(keys.memberPrefix),
     });
     const judge = this.#judge, revocations = this.#revocations, cuts = this.#cuts;
     this.#appliers = {
