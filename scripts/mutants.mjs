@@ -14,7 +14,7 @@
 //                maybe_landed_test.ts, unsent_test.ts
 //   store29      the same store suite on Debian's nats-server 2.9.10 (its hazards do not show on 2.15)
 //   coordinator  tests/coordinator/*_test.ts on MemoryStore (manual clock)
-//   regressions  tests/sim/regressions_test.ts
+//   regressions  tests/sim/regressions_test.ts, stale_reads_test.ts (the simulation under stale reads)
 //   sim          tests/sim/sim_test.ts at 300 seeds
 //   nats         tests/coordinator/nats_*_test.ts (real nats-server)
 //   runtime      tests/runtime/worker_test.ts

@@ -105,12 +105,13 @@ const FOUND_BY_ADVERSARY = [1018, 152, 396, 417];
 
 Deno.test(`simulation: the seeds that found bugs (${[...FOUND, ...FOUND_BY_ADVERSARY].join(", ")}) keep every invariant`, async () => {
   const failed: string[] = [];
+  // Both lists run without stale reads (issue 40), which came after them: their draws would change the runs.
   for (const seed of FOUND) {
-    const r = await runSeed(seed, { adversary: false });
+    const r = await runSeed(seed, { adversary: false, staleReads: false });
     if (!r.ok) failed.push(report(r));
   }
   for (const seed of FOUND_BY_ADVERSARY) {
-    const r = await runSeed(seed);
+    const r = await runSeed(seed, { staleReads: false });
     if (!r.ok) failed.push(report(r));
   }
   assert.deepEqual(failed, [], failed.join("\n"));
