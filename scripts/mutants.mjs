@@ -14,7 +14,7 @@
 //                maybe_landed_test.ts, unsent_test.ts
 //   store29      the same store suite on Debian's nats-server 2.9.10 (its hazards do not show on 2.15)
 //   coordinator  tests/coordinator/*_test.ts on MemoryStore (manual clock)
-//   regressions  tests/sim/regressions_test.ts
+//   regressions  tests/sim/regressions_test.ts, stale_reads_test.ts (the simulation under stale reads)
 //   sim          tests/sim/sim_test.ts at 300 seeds
 //   nats         tests/coordinator/nats_*_test.ts (real nats-server)
 //   runtime      tests/runtime/worker_test.ts
@@ -96,8 +96,9 @@ export const mutants = [
     breaks: "a joiner takes over a member record that is still moving (a live twin) instead of failing with DUPLICATE_INSTANCE",
     edits: [{
       file: C + "member/membership.ts",
-      search: "if (first && cur && cur.revision !== first.revision) throw this.duplicate();",
-      replace: "",
+      // The takeover's CAS at the revision read before the wait is the twin check: at one read after it, a moving record is taken.
+      search: "? await store.update(this.#key, encodeRecord(this.#record), cur.revision)",
+      replace: "? await store.update(this.#key, encodeRecord(this.#record), (await store.get(this.#key))?.revision ?? cur.revision)",
     }],
     suites: COORD,
   },
@@ -410,11 +411,11 @@ export const mutants = [
   {
     name: "takeover-no-reread",
     breaks: "the leader takes over a member judged dead without re-reading its member record (a lagging view takes a live member's splits)",
-    edits: [{
-      file: C + "leader/judge.ts",
-      search: "if (cur && cur.revision !== seen) {",
-      replace: "if (false) {",
-    }],
+    edits: [
+      // Neither the re-read's newer revision nor the member watch's position is asked before the verdict.
+      { file: C + "leader/judge.ts", search: "if (cur && cur.revision > (seen ?? 0)) {", replace: "if (false) {" },
+      { file: C + "leader/judge.ts", search: "if (caught === false || (caught === undefined && cur && cur.revision < (seen ?? 0))) return \"later\";", replace: "" },
+    ],
     suites: COORD,
   },
   {
@@ -512,7 +513,7 @@ export const mutants = [
     breaks: "the election's re-read is compared with the current liveness revision instead of the judged one (a live leader is deposed when the watch caught up meanwhile)",
     edits: [{
       file: C + "leadership.ts",
-      search: "if (cur && cur.revision !== judged) {",
+      search: "if (cur && cur.revision > judged) {",
       replace: "if (cur && cur.revision !== f.leaderLiveness.get(keys.leader)?.revision) {",
     }],
     suites: COORD,
@@ -1884,5 +1885,96 @@ export const mutants = [
     breaks: "a split a claim recovery found ours takes no lane while it starts (its spec read, its fence): another claim fills the lane, one past maxInFlight (simulation seed 2505)",
     edits: [{ file: "src/coordinator/member/claim_recovery.ts", search: "          this.#starting.add(id);\n", replace: "" }],
     suites: ["sim"],
+  },
+  // --- fresh reads (issue 40, item 1; DESIGN "Fresh reads") ------------------------------------------
+  {
+    name: "stale-read-taken-as-fresh",
+    breaks: "a read older than a revision already known for its key counts as fresh: every decision that reads past a floor takes a stale replica's answer for the truth",
+    edits: [{ file: C + "fresh_read.ts", search: "const reached = (e: StoreEntry | undefined) => floor <= 0 ||", replace: "const reached = (e: StoreEntry | undefined) => true ||" }],
+    suites: ["coordinator", "regressions"],
+  },
+  {
+    name: "plan-read-before-term-trusted",
+    breaks: "planning decides on whatever `plan` a read returns, older than its own term bump: a stale one shows the term before ours and the planner never runs in the term",
+    edits: [
+      { file: C + "leader/planning.ts", search: "const floor = Math.max(known?.revision ?? 0, this.#past);", replace: "const floor = 0;" },
+      { file: C + "leader/planning.ts", search: "return known && known.revision > read.revision ? known : read;", replace: "return read;" },
+    ],
+    suites: ["coordinator", "regressions"],
+  },
+  {
+    name: "split-cas-reread-unfloored",
+    breaks: "a split CAS that lost re-reads the record without reading past the revision that lost: a stale record from before the claim fences a healthy tenancy",
+    edits: [{ file: C + "split_records.ts", search: "const cur = await this.readPast(id, revision + 1, cause);", replace: "const cur = await this.read(id, cause);" }],
+    suites: ["coordinator", "regressions"],
+  },
+  {
+    name: "spare-claim-read-unfloored",
+    breaks: "a spare's claim reads its split record without reading past the revision offered: an answer from before the split was seeded makes the claim give up, and the offer, marked tried, is never claimed",
+    edits: [{ file: C + "member/claims.ts", search: "await splits.readPast(o.id, o.rev)", replace: "await splits.read(o.id)" }],
+    suites: ["coordinator", "regressions"],
+  },
+  {
+    name: "heartbeat-conflict-reread-unfloored",
+    breaks: "a heartbeat that lost its CAS decides on a re-read from before its own revision: an old version of the predecessor's record stops a healthy member with DUPLICATE_INSTANCE",
+    edits: [{ file: C + "member/membership.ts", search: "await this.#readPast(store, this.#revision + 1);", replace: "await this.#readPast(store, 0);" }],
+    suites: ["coordinator", "regressions"],
+  },
+  {
+    name: "register-takes-first-answer",
+    breaks: "the twin check takes over at the first revision it read, and refuses at the first lost CAS: an old first answer refuses a restart as a twin",
+    edits: [
+      { file: C + "member/membership.ts", search: "entry = newer(entry, e);", replace: "void e;" },
+      { file: C + "member/membership.ts", search: "if (!stale || round >= 4) throw this.duplicate();", replace: "throw this.duplicate();" },
+    ],
+    suites: ["coordinator", "regressions"],
+  },
+  {
+    name: "leader-beat-reread-unfloored",
+    breaks: "a leader beat that lost its CAS decides on a re-read from before its own last beat (and ignores its watch): an old leader record deposes a healthy leader",
+    edits: [
+      { file: C + "leadership.ts", search: "readAtLeast(() => store.get(keys.leader), rev + 1, this.#wait());", replace: "readAtLeast(() => store.get(keys.leader), 0, this.#wait());" },
+      { file: C + "leadership.ts", search: "const cur = newer(read, watched && watched.revision > rev ? watched : undefined);", replace: "const cur = read;" },
+    ],
+    suites: ["coordinator"],
+  },
+  {
+    name: "election-older-reread-is-a-move",
+    breaks: "an election's re-read older than the revision judged silent counts as a move: the lease restarts from an old revision and the election waits another lease",
+    edits: [
+      { file: C + "leadership.ts", search: "store.get(keys.leader), judged, this.#wait(), \"fresh\");", replace: "store.get(keys.leader), 0, this.#wait(), \"fresh\");" },
+      { file: C + "leadership.ts", search: "if (cur && cur.revision > judged) {", replace: "if (cur && cur.revision !== judged) {" },
+    ],
+    suites: ["coordinator"],
+  },
+  {
+    name: "judge-dead-on-stale-reread",
+    breaks: "the death judge takes a re-read that shows the silent revision for the truth while its member watch is behind the store: a live member is judged dead and its splits taken over",
+    edits: [{ file: C + "leader/judge.ts", search: "if (caught === false || (caught === undefined && cur && cur.revision < (seen ?? 0))) return \"later\";", replace: "" }],
+    suites: ["coordinator", "regressions"],
+  },
+  {
+    name: "planning-forgets-written-pages",
+    breaks: "a run after a failed publish starts over at the published page count: it finds nothing new and publishes no pages, and the splits of the pages it wrote are never dealt (seed 354)",
+    edits: [{ file: C + "leader/planning.ts", search: "      this.#written = page + 1;", replace: "" }],
+    suites: ["sim"],
+  },
+  {
+    name: "page-read-takes-absent",
+    breaks: "a published page read from before it was written (absent) counts as missing: a new leader never deals its splits (seed 208), a claim leaves its offer to the next leader",
+    edits: [{ file: C + "read_page.ts", search: "await readAtLeast(() => store.get(key), floor, wait);", replace: "await readAtLeast(() => store.get(key), 0, wait);" }],
+    suites: ["sim", "coordinator"],
+  },
+  {
+    name: "recheck-trusts-unheld-read",
+    breaks: "a re-check takes any record of an owner the view never held for proof it lives: a departed member read from before it left comes back and its hand-overs are charged (seed 34)",
+    edits: [{ file: C + "leader/judge.ts", search: "if (ours && gone?.revision !== undefined && ours.revision > gone.revision)", replace: "if (ours && (gone === undefined || (gone.revision !== undefined && ours.revision > gone.revision)))" }],
+    suites: ["sim", "coordinator"],
+  },
+  {
+    name: "prog-commit-reread-unfloored",
+    breaks: "a progress commit that lost its CAS decides on a re-read from before the revision that lost: the previous tenancy's record gives the split up as fenced while its split record names us (seed 598)",
+    edits: [{ file: C + "prog_records.ts", search: "const cur = await this.#entry(key, c, hold.rev! + 1);", replace: "const cur = await this.#entry(key, c);" }],
+    suites: ["sim", "coordinator"],
   },
 ];

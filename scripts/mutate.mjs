@@ -56,7 +56,7 @@ const SUITES = {
     files: (dir) => testFiles(dir, "tests/coordinator").filter((f) => !f.split("/").pop().startsWith("nats_")),
     timeoutS: 300,
   },
-  regressions: { files: () => ["tests/sim/regressions_test.ts"], timeoutS: 180 },
+  regressions: { files: () => ["tests/sim/regressions_test.ts", "tests/sim/stale_reads_test.ts"], timeoutS: 180 },
   sim: { files: () => ["tests/sim/sim_test.ts"], env: { SIM_SEEDS: "300", SIM_SEED_BASE: "1" }, timeoutS: 400 },
   nats: {
     files: (dir) => testFiles(dir, "tests/coordinator").filter((f) => f.split("/").pop().startsWith("nats_")),

@@ -89,8 +89,8 @@ export class SplitCoordinator implements Coordinator {
     this.#store = new InstrumentedStore(options.store, stats, clock, trace);
     const core: Core = (this.#core = {
       store: this.#store,
-      splits: new SplitRecords(this.#store),
-      progs: new ProgRecords(this.#store, config.opTimeoutMs),
+      splits: new SplitRecords(this.#store, undefined, undefined, { clock, budgetMs: config.opTimeoutMs }),
+      progs: new ProgRecords(this.#store, config.opTimeoutMs, undefined, clock),
       clock,
       random,
       config,

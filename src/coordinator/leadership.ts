@@ -23,6 +23,7 @@ import type { OwnReleases } from "./leader/release_hold.ts";
 import { LeaderRole, type Predecessor } from "./leader/role.ts";
 import { Planning } from "./leader/planning.ts";
 import type { Planner } from "./types.ts";
+import { newer, readAtLeast } from "./fresh_read.ts";
 
 /** Leader state machine of one coordinator. */
 export class Leadership {
@@ -159,9 +160,14 @@ export class Leadership {
     } else {
       // Re-read before deposing a silent leader: if it moved since the
       // revision we judged silent, we were behind (even if our watch has
-      // shown the move meanwhile).
-      const cur = await store.get(keys.leader);
-      if (cur && cur.revision !== judged) {
+      // shown the move meanwhile). An answer older than that revision is a
+      // stale read (a store serving reads from a replica), not a move: taken
+      // for one, it restarted the lease from an old revision, and every
+      // election after it found the record "moved" again (issue 40). Read
+      // again; none past it within an op timeout: no election this time.
+      const { entry: cur, fresh } = await readAtLeast(() => store.get(keys.leader), judged, this.#wait(), "fresh");
+      if (!fresh) return;
+      if (cur && cur.revision > judged) {
         f.leaderLiveness.observe(keys.leader, cur.revision, clock.now());
         return;
       }
@@ -194,12 +200,12 @@ export class Leadership {
     this.#record = record;
     this.#leading = true;
     this.#taking = true;
-    let pages = 0;
+    let plan: Pick<PlanRecord, "pages" | "pageTerms"> = {};
     try {
       const bumped = await this.#bumpTerm();
       if (bumped === undefined) return this.stop();
       const { term } = bumped;
-      pages = bumped.pages;
+      plan = bumped.plan;
       this.#term = term;
       this.#record = { ...record, term };
       this.#lead?.set({ "splitlease.term": term });
@@ -224,10 +230,12 @@ export class Leadership {
       () => this.#deposed("a newer term wrote an assignment record"),
       (entry) => this.#follower.applyRead(keys.plan, entry),
     ));
-    this.#planning = this.#planner ? new Planning(core, this.#planner, role, () => this.#stillLeading(role)) : undefined;
+    this.#planning = this.#planner
+      ? new Planning(core, this.#planner, role, () => this.#stillLeading(role), () => this.#follower.plan)
+      : undefined;
     try {
       log("debug", "Leader role starting", { term });
-      await role.start(predecessor, pages);
+      await role.start(predecessor, plan);
       log("debug", "Leader role started", { term, splits: role.view.splits.size, members: role.view.members.size });
     } catch (e) {
       if (this.#role === role) this.stop();
@@ -249,8 +257,8 @@ export class Leadership {
     return this.#leading && this.#role === role;
   }
 
-  /** Bumps `plan.term` (the leader fence); returns the new term and the pages of the plan it published. */
-  async #bumpTerm(): Promise<{ term: number; pages: number } | undefined> {
+  /** Bumps `plan.term` (the leader fence); returns the new term and the plan record it wrote (its pages are the published plan). */
+  async #bumpTerm(): Promise<{ term: number; plan: Pick<PlanRecord, "pages" | "pageTerms"> } | undefined> {
     const { store } = this.#leaderCore;
     for (let i = 0; i < 8 && this.#leading; i++) {
       const cur = await store.get(keys.plan);
@@ -266,15 +274,21 @@ export class Leadership {
         // is planned again; seeding is idempotent).
         next = { v: 2, term: this.#follower.maxTerm + 1, finality: "open", generation: 0, planned: 0 };
       }
-      const r = cur
-        ? await store.update(keys.plan, encodeRecord(next), cur.revision)
-        : await store.create(keys.plan, encodeRecord(next));
+      const value = encodeRecord(next);
+      const r = cur ? await store.update(keys.plan, value, cur.revision) : await store.create(keys.plan, value);
       if (r.ok) {
         if (prev && !prev.ok) this.#core.replaced.note(keys.plan, prev.error.message);
-        return { term: next.term, pages: next.pages ?? 0 };
+        // Our own term, known now: a later read of `plan` older than it is stale (planning reads past it).
+        this.#follower.applyRead(keys.plan, { key: keys.plan, value, revision: r.revision });
+        return { term: next.term, plan: next };
       }
     }
     return undefined;
+  }
+
+  /** How long reads of a record known to be past a revision are tried again. */
+  #wait() {
+    return { clock: this.#core.clock, budgetMs: this.#core.config.opTimeoutMs };
   }
 
   /** A plan record that turned unreadable while we lead: write ours back (CAS at its revision). */
@@ -334,12 +348,22 @@ export class Leadership {
         return;
       }
       // Moved: by our own earlier beat whose reply was lost, or by a successor.
-      const cur = await store.get(keys.leader);
-      const rec = cur ? safeDecodeRecord(keys.leader, cur.value, LeaderRecordSchema) : undefined;
-      if (!this.#leading) return;
-      if (cur && rec?.ok && rec.value.session === me.session && rec.value.term === this.#term) {
+      // Either way the record is past #leaderRev now: an answer from before
+      // it (a store serving reads from a replica: our own older beat, our
+      // predecessor's record, absent) proves nothing, and deposed a healthy
+      // leader (issue 40). Read again until past it, or take the leader
+      // watch's value when that is past it; neither: decide at the next beat.
+      const rev = this.#leaderRev;
+      const { entry, fresh } = await readAtLeast(() => store.get(keys.leader), rev + 1, this.#wait());
+      const decoded = fresh && entry ? safeDecodeRecord(keys.leader, entry.value, LeaderRecordSchema) : undefined;
+      const read = decoded && entry ? { record: decoded.ok ? decoded.value : undefined, revision: entry.revision } : undefined;
+      const watched = this.#follower.leader;
+      const cur = newer(read, watched && watched.revision > rev ? watched : undefined);
+      if (!this.#leading || this.#leaderRev !== rev) return;
+      if (!cur) return log("warn", "Leader heartbeat: the store answered from before our last beat; trying again at the next", {});
+      if (cur.record && cur.record.session === me.session && cur.record.term === this.#term) {
         this.#leaderRev = cur.revision;
-        this.#record = rec.value;
+        this.#record = cur.record;
       } else {
         this.#deposed("its leader record moved");
       }

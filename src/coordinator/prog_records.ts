@@ -18,6 +18,8 @@ import { keys } from "../store/keys.ts";
 import type { StoreEntry, TransactionWork, WriteResult } from "../store/store.ts";
 import type { Cause, CausedStore } from "../tracing/cause.ts";
 import { SplitleaseError } from "../errors.ts";
+import { readAtLeast } from "./fresh_read.ts";
+import type { Clock } from "./types.ts";
 
 /**
  * What one tenancy knows of its split's progress record: its epoch and
@@ -87,17 +89,24 @@ export class ProgRecords {
   readonly #store: CausedStore;
   readonly #cause: Cause | undefined;
   readonly #opTimeoutMs: number;
+  readonly #clock: Clock | undefined;
 
-  /** The gateway over `store`; its operations are traced under `cause` unless a call names another. */
-  constructor(store: CausedStore, opTimeoutMs: number, cause?: Cause) {
+  /**
+   * The gateway over `store`; its operations are traced under `cause`
+   * unless a call names another. With `clock`, a re-read after a lost CAS
+   * is read again (for up to `opTimeoutMs`) while it answers from before
+   * the revision that lost: a store serving reads from a replica.
+   */
+  constructor(store: CausedStore, opTimeoutMs: number, cause?: Cause, clock?: Clock) {
     this.#store = store;
     this.#opTimeoutMs = opTimeoutMs;
     this.#cause = cause;
+    this.#clock = clock;
   }
 
   /** The same gateway with its operations traced under `cause`. */
   by(cause: Cause): ProgRecords {
-    return new ProgRecords(this.#store, this.#opTimeoutMs, cause);
+    return new ProgRecords(this.#store, this.#opTimeoutMs, cause, this.#clock);
   }
 
   /** The record and its revision, `undefined` when absent; throws `InvalidRecordError` when unreadable. */
@@ -120,9 +129,12 @@ export class ProgRecords {
   async fence(id: string, hold: ProgHold, cause?: Cause, check?: () => void): Promise<ProgOutcome> {
     const key = keys.prog(id);
     const c = cause ?? this.#cause;
+    let floor = 0;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       check?.();
-      const cur = await this.read(id, c);
+      const e = await this.#entry(key, c, floor);
+      if (e && !e.record) throw e.error!;
+      const cur = e && { record: e.record!, revision: e.revision };
       if (cur && (cur.record.epoch > hold.epoch || (cur.record.epoch === hold.epoch && !sameOwner(cur.record.owner, hold.owner)))) {
         return { ok: false, epoch: cur.record.epoch };
       }
@@ -131,6 +143,7 @@ export class ProgRecords {
       const next = progRecord(id, hold.owner, hold.epoch, from, null, 0, cur?.record.cuts);
       const r = cur ? await this.#store.update(key, encodeRecord(next), cur.revision, c) : await this.#store.create(key, encodeRecord(next), c);
       if (r.ok) return this.#held(hold, next, r.revision);
+      floor = (cur?.revision ?? 0) + 1; // lost: the record is past it (a read from before is a replica's)
     }
     throw new StoreUnavailableError("update", this.#opTimeoutMs, { detail: `the fence of progress record "${key}" kept conflicting; giving up` });
   }
@@ -167,7 +180,10 @@ export class ProgRecords {
       const value = encodeRecord(next);
       const r = await this.#write(key, value, hold.rev!, opts.transaction, c);
       if (r.ok) return this.#held(hold, next, r.revision);
-      const cur = await this.#entry(key, c);
+      // Lost: the record is past `hold.rev`. A replica's answer from before (seed 598: the record of
+      // the tenancy before ours) read as the truth had the tenancy give up its split as fenced while
+      // its split record still named it, and nobody ran the split again.
+      const cur = await this.#entry(key, c, hold.rev! + 1);
       if (!cur) {
         hold.rev = 0; // deleted under us: we hold it, and know what it held
         continue;
@@ -201,15 +217,31 @@ export class ProgRecords {
     return { ok: true, revision };
   }
 
-  /** The raw entry with its record decoded (`record` undefined when unreadable). */
-  async #entry(key: string, cause: Cause | undefined): Promise<{ revision: number; record?: ProgRecord } | undefined> {
-    const e: StoreEntry | undefined = await this.#store.get(key, cause);
+  /**
+   * The raw entry with its record decoded (`record` undefined when
+   * unreadable, with the `error`), at revision `floor` or later: read again
+   * while the store answers from before it (absent counts as current past
+   * revision 1: the record may have been deleted since). Throws
+   * `StoreUnavailableError` when the store keeps answering from before it.
+   */
+  async #entry(
+    key: string,
+    cause: Cause | undefined,
+    floor = 0,
+  ): Promise<{ revision: number; record?: ProgRecord; error?: InvalidRecordError } | undefined> {
+    const read = () => this.#store.get(key, cause);
+    let e: StoreEntry | undefined;
+    if (this.#clock && floor > 0) {
+      const r = await readAtLeast(read, floor, { clock: this.#clock, budgetMs: this.#opTimeoutMs }, floor > 1 ? "fresh" : "stale");
+      if (!r.fresh) throw new StoreUnavailableError("get", this.#opTimeoutMs, { detail: `reads of "${key}" kept answering from before revision ${floor}` });
+      e = r.entry;
+    } else e = await read();
     if (!e) return undefined;
     try {
       return { revision: e.revision, record: decodeRecord(e.key, e.value, ProgRecordSchema) };
     } catch (err) {
       if (!(err instanceof InvalidRecordError)) throw err;
-      return { revision: e.revision };
+      return { revision: e.revision, error: err };
     }
   }
 

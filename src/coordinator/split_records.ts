@@ -8,12 +8,13 @@
  *
  * @module
  */
-import { SplitleaseError } from "../errors.ts";
+import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { decodeRecord, encodeRecord, safeDecodeRecord, type SplitRecord, SplitRecordSchema } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { StoreEntry, TransactionWork, WriteResult } from "../store/store.ts";
 import type { Cause, CausedStore } from "../tracing/cause.ts";
 import type { Versioned } from "./versioned.ts";
+import { type FloorWait, readAtLeast } from "./fresh_read.ts";
 
 /**
  * Which write landed: a member's own (`tenancy`: a holder's commit,
@@ -88,17 +89,24 @@ export class SplitRecords {
   readonly #store: CausedStore;
   readonly #listeners: Set<(w: LandedSplit) => void>;
   readonly #cause: Cause | undefined;
+  readonly #wait: FloorWait | undefined;
 
-  /** The gateway over `store`; its operations are traced under `cause` unless a call names another. */
-  constructor(store: CausedStore, cause?: Cause, listeners: Set<(w: LandedSplit) => void> = new Set()) {
+  /**
+   * The gateway over `store`; its operations are traced under `cause`
+   * unless a call names another. With `wait`, a re-read after a lost CAS
+   * is read again while it answers from before the revision that lost
+   * (see {@linkcode SplitRecords.cas}).
+   */
+  constructor(store: CausedStore, cause?: Cause, listeners: Set<(w: LandedSplit) => void> = new Set(), wait?: FloorWait) {
     this.#store = store;
     this.#cause = cause;
     this.#listeners = listeners;
+    this.#wait = wait;
   }
 
   /** The same gateway (same store, same `landed` subscribers) with its operations traced under `cause`. */
   by(cause: Cause): SplitRecords {
-    return new SplitRecords(this.#store, cause, this.#listeners);
+    return new SplitRecords(this.#store, cause, this.#listeners, this.#wait);
   }
 
   /** Subscribes to every split write of ours that lands; returns the unsubscribe. */
@@ -149,7 +157,13 @@ export class SplitRecords {
    * The CAS-and-reread loop: writes `make(record, revision)` over `from`; after a
    * conflict re-reads the record and goes again while `keep` accepts it
    * (our own late write landed, or a change that leaves it ours). Store
-   * outages and unreadable records throw.
+   * outages and unreadable records throw. A lost CAS at revision r means
+   * the record is past r: a re-read at r or before (absent, even: split
+   * records are never deleted) is a stale answer (a store serving reads
+   * from a replica), read again within the op timeout and, if it stays
+   * stale, an outage — never a record to judge `keep` on. Judged, an old
+   * record from before our claim fenced a healthy tenancy, whose split then
+   * named a member that no longer ran it (issue 40, item 1).
    */
   async cas(
     id: string,
@@ -170,7 +184,7 @@ export class SplitRecords {
         this.#landed({ id, record: next, revision: r.revision, kind: opts.kind });
         return { ok: true, record: next, revision: r.revision };
       }
-      const cur = await this.read(id, cause);
+      const cur = await this.readPast(id, revision + 1, cause);
       if (!cur || !opts.keep(cur.record)) return { ok: false, current: cur };
       if (opts.transaction && JSON.stringify(cur.record.progress) === JSON.stringify(next.progress)) {
         // Ours, landed by an attempt whose answer was lost: running the statements again would write twice.
@@ -181,6 +195,23 @@ export class SplitRecords {
       ({ record, revision } = cur);
     }
     return { ok: false, exhausted: true, current: { record, revision } };
+  }
+
+  /**
+   * The record at revision `floor` or later — one already known for it (an
+   * offer's or a grant's, or past a CAS that lost) — read again while the
+   * store answers from before it, within the op timeout (see
+   * {@linkcode SplitRecords.cas}); throws `StoreUnavailableError` when it
+   * keeps doing so, and `InvalidRecordError` when the record is unreadable.
+   */
+  async readPast(id: string, floor: number, cause?: Cause): Promise<Versioned<SplitRecord> | undefined> {
+    if (!this.#wait) return this.read(id, cause ?? this.#cause);
+    const key = keys.split(id);
+    const { entry, fresh } = await readAtLeast(() => this.#store.get(key, cause ?? this.#cause), floor, this.#wait);
+    if (!fresh) {
+      throw new StoreUnavailableError("get", this.#wait.budgetMs, { detail: `reads of "${key}" kept answering from before revision ${floor}` });
+    }
+    return entry ? { record: decodeRecord(entry.key, entry.value, SplitRecordSchema), revision: entry.revision } : undefined;
   }
 
   /** How one attempt writes: a compare-and-swap, in the caller's transaction when it gave one. */

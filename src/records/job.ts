@@ -70,6 +70,13 @@ export interface PlanRecord {
   planned: number;
   /** Pages of the plan published (`page.0 .. page.<pages-1>`: the planned splits, in dealing order); absent: none. */
   pages?: number;
+  /**
+   * Which term wrote the published pages: `[first page, term]` pairs in page
+   * order, one per publish that added pages (adjacent ones of a term merged).
+   * A page read with another term is an answer from before the publish (a
+   * stale replica, or a deposed run's page that was written over).
+   */
+  pageTerms?: Array<[number, number]>;
   /** Planner cursor for discovery planners. */
   cursor?: Json;
   /** Wall-clock time of the last publish (informational only). */
@@ -92,6 +99,7 @@ export const PlanRecordSchema: z.ZodType<PlanRecord> = z.object({
   generation: count,
   planned: count,
   pages: count.optional(),
+  pageTerms: z.array(z.tuple([count, count])).optional(),
   cursor: json.optional(),
   publishedAt: z.number().optional(),
   outcome: OutcomeSchema.optional(),

@@ -161,7 +161,16 @@ export class FaultyStore implements Store {
       await inner.stop();
       w.ch.close();
     };
-    const position = inner.position ? () => inner.position!() : undefined;
+    // A watch that has not delivered an event is not past it: while events are withheld (or buffered
+    // by a pause) it is behind, as a lagging watch is (one that delivers in order has not applied any
+    // later revision; this one has, so its position is "cannot tell yet").
+    const position = inner.position
+      ? async () => {
+        const at = await inner.position!();
+        const behind = w.buffer.length > 0 || this.#withheld.some((x) => x.events.some((e) => e.ch === w.ch));
+        return behind ? Infinity : at;
+      }
+      : undefined;
     return { stop, position, [Symbol.asyncIterator]: () => w.ch[Symbol.asyncIterator](), [Symbol.asyncDispose]: stop };
   }
   close(): Promise<void> {

@@ -4,18 +4,20 @@
 // process incarnation talks to the store through its own fault layer and
 // keeps time through its own clock view, so the engine can crash it, pause
 // it (a stopped process: no timers, no I/O completions, no watch delivery),
-// partition it, and delay, fail or half-apply its writes. Every write that
+// partition it, delay, fail or half-apply its writes, and answer its reads
+// from older revisions (a store serving reads from a replica). Every write that
 // lands goes through one referee that checks the safety invariants at the
 // moment it lands; the engine checks the rest after every step and at the
 // end. Everything is driven by one seed: the same seed gives the same trace.
 import { ManualClock } from "../../testing.ts";
-import { type JoinOptions, SplitCoordinator, FencedError, SplitleaseError, StoreUnavailableError, type Json, type SplitProgress, MemoryStore } from "../../mod.ts";
+import { type JoinOptions, SplitCoordinator, FencedError, SplitleaseError, StoreUnavailableError, type Json, type SplitProgress, type MemoryStore } from "../../mod.ts";
 import type { Clock, CoordinationEvent, PlannedSplit, Planner, Store } from "../../mod.ts";
 import { type PlanRecord, type SplitRecord, cancelSplit, requeueSplit } from "../../admin.ts";
 import { AssignRecordSchema, decodeRecord, LeaderRecordSchema, MemberRecordSchema, PlanRecordSchema, ProgRecordSchema, SplitRecordSchema } from "../../src/records.ts";
 import type { DeleteResult, StoreEntry, Watch, WatchEvent, WriteResult } from "../../store.ts";
 import { Channel } from "../../src/util/channel.ts";
 import { FAST, mulberry } from "../coordinator/fleet.ts";
+import { HistoryStore, type StaleReads } from "./stale_reads.ts";
 
 // --- randomness ----------------------------------------------------------------
 
@@ -751,10 +753,16 @@ class ProcStore implements Store {
     return this.#write("delete", key, undefined, () => this.sim.referee.delete(this.proc, key, revision));
   }
   get(key: string): Promise<StoreEntry | undefined> {
-    return this.#read(`get ${key}`, () => this.sim.mem.get(key));
+    return this.#read(`get ${key}`, () => {
+      const at = this.sim.staleAt(this.proc, "get", key);
+      return at === undefined ? this.sim.mem.get(key) : Promise.resolve(this.sim.mem.entryAt(key, at));
+    });
   }
   list(filter: string): Promise<StoreEntry[]> {
-    return this.#read(`list ${filter}`, () => this.sim.mem.list(filter));
+    return this.#read(`list ${filter}`, () => {
+      const at = this.sim.staleAt(this.proc, "list", filter);
+      return at === undefined ? this.sim.mem.list(filter) : Promise.resolve(this.sim.mem.listAt(filter, at));
+    });
   }
   watch(filter: string): Watch {
     const inner = this.sim.mem.watch(filter);
@@ -923,6 +931,11 @@ class Proc implements Writer {
   readonly clock: ProcClock;
   readonly store: ProcStore;
   readonly rng: Rng;
+  /** The stale-read adversary's draws for this process (a stream of its own, so the others' stay as they were). */
+  #staleRng: Rng | undefined;
+  get staleRng(): Rng {
+    return (this.#staleRng ??= new Rng(subSeed(this.sim.seed, 9000 + this.id)));
+  }
   /** Split → the lane of its current tenancy (as this process's events tell it). */
   readonly lanes = new Map<string, Lane>();
   /** Highest epoch gained per split. */
@@ -1053,6 +1066,14 @@ export interface SimConfig {
    * from the split record's (the referee forgets the progress record).
    */
   progDamage?: number;
+  /**
+   * Reads answered from an older revision (a store that serves reads from a
+   * replica): a `get` or `list` is answered, at `rate` (`memberRate` for
+   * `member.*`), as of 1 to `depth` revisions before the store's newest —
+   * the value each key had then, or absent if it had none. Unlike the other
+   * faults it outlasts the heal: it is how the store is, not an outage.
+   */
+  staleReads?: StaleReads;
 }
 
 /** Outcome of one seed. */
@@ -1130,6 +1151,12 @@ export function configFor(seed: number): SimConfig {
   cfg.killAfterWrite = adv.pick([0, 0, 0.01, 0.04]);
   // A stream of its own (issue 38): the rest of a seed's configuration is what it was before progress records.
   cfg.progDamage = new Rng(subSeed(seed, 11)).pick([0, 0, 0.01, 0.03]);
+  // Stale reads (issue 40) from a stream of their own, so every other draw of a seed is what it was before them.
+  const stale = new Rng(subSeed(seed, 7));
+  const rate = stale.pick([0, 0, 0.1, 0.3, 0.6]);
+  const memberRate = stale.chance(0.3) ? 0.9 : undefined;
+  const depth = stale.pick([5, 30]);
+  if (rate > 0) cfg.staleReads = { rate, depth, ...(memberRate !== undefined ? { memberRate } : {}) };
   return cfg;
 }
 
@@ -1169,6 +1196,10 @@ class OperatorStore implements Store {
 }
 
 const HEAL_DEADLINE_MS = 60_000;
+/** Leader terms a run may win once the faults stopped (see `Sim.run`; 2,000 seeds without stale reads won at most 2). */
+const MAX_TERMS_AFTER_HEAL = 2;
+/** The term by which a run's plan is published (2,000 seeds, with and without stale reads: by term 5 at most). */
+const MAX_TERMS_TO_PUBLISH = 8;
 /** Store operations at one simulated instant beyond which a run is a livelock (real runs stay in the hundreds). */
 const SPIN_LIMIT = 20_000;
 
@@ -1177,7 +1208,7 @@ export class Sim {
   readonly seed: number;
   readonly cfg: SimConfig;
   readonly clock = new SimClock();
-  readonly mem = new MemoryStore({ yieldToTimers: false });
+  readonly mem = new HistoryStore({ yieldToTimers: false });
   readonly referee: Referee;
   readonly rng: Rng;
   readonly procs: Proc[] = [];
@@ -1229,6 +1260,7 @@ export class Sim {
     this.referee.onLanded = (key, w) => {
       this.#onLanded(key);
       this.#killAfter(key, w);
+      if (key === "plan" && this.#publishedIn === undefined && (this.referee.plan?.generation ?? 0) > 0) this.#publishedIn = this.#term();
     };
     for (const s of cfg.splits) {
       this.splitById.set(s.id, s);
@@ -1318,6 +1350,26 @@ export class Sim {
     if (x < (acc += f.late)) return this.#counted("lateWrite", { kind: "late", ms: p.rng.int(FAST.opTimeoutMs + 1, 1500) });
     if (x < (acc += f.slow)) return this.#counted("slowWrite", { kind: "slow", ms: p.rng.int(1, 150) });
     return OK;
+  }
+
+  /**
+   * The revision a read of `p` is answered as of, when the stale-read
+   * adversary (`SimConfig.staleReads`) answers it from the past; `undefined`:
+   * fresh. Counted only when the answer differs from the fresh one.
+   */
+  staleAt(p: Proc, op: "get" | "list", key: string): number | undefined {
+    const s = this.cfg.staleReads;
+    if (!s) return undefined;
+    const rate = key.startsWith("member.") ? (s.memberRate ?? s.rate) : s.rate;
+    const r = p.staleRng;
+    if (!r.chance(rate)) return undefined;
+    const at = Math.max(0, this.mem.revision - r.int(1, s.depth));
+    const old = op === "get" ? this.mem.entryAt(key, at)?.revision : this.mem.listAt(key, at).map((e) => e.revision).join();
+    const now = op === "get" ? this.mem.entryAt(key, this.mem.revision)?.revision : this.mem.listAt(key, this.mem.revision).map((e) => e.revision).join();
+    if (old === now) return undefined;
+    this.count(key.startsWith("member.") ? "staleMemberReads" : "staleReads");
+    this.note(`stale ${p.label} ${op} ${key} as of r${at} (now r${this.mem.revision})`);
+    return at;
   }
 
   #counted(name: string, f: Fault): Fault {
@@ -1982,6 +2034,7 @@ export class Sim {
         p.slowUntil = 0;
       }
       const healedAt = this.clock.now();
+      const termsAtHeal = this.referee.terms.size;
       for (;;) {
         // Keep one worker up: a restart may itself fail to join (a late write
         // of its dead predecessor moving the member record reads as a twin).
@@ -1996,6 +2049,20 @@ export class Sim {
         }
         await this.clock.advance(50);
         this.#checkStep();
+      }
+      // After the heal every process is healthy (and stale reads go on): one
+      // election, for a leader that did not survive the faults, and one more
+      // for a paused or partitioned one that finds itself deposed as it
+      // resumes. More means something — a stale read, say — deposed a
+      // healthy leader (issue 40).
+      this.stats.termsAfterHeal = this.referee.terms.size - termsAtHeal;
+      this.stats.termsToPublish = this.#publishedIn ?? -1;
+      if (this.stats.termsAfterHeal > MAX_TERMS_AFTER_HEAL) {
+        this.violation(`${this.stats.termsAfterHeal} leader terms won after the heal (at most ${MAX_TERMS_AFTER_HEAL}): a healthy leader was deposed`);
+      }
+      // A plan is published within a few terms, whatever the faults (2,000 seeds: by term 5 at most).
+      if ((this.#publishedIn ?? 0) > MAX_TERMS_TO_PUBLISH) {
+        this.violation(`the plan was first published in term ${this.#publishedIn} (at most ${MAX_TERMS_TO_PUBLISH}): planning was blocked for whole terms`);
       }
       if (this.violations.length === 0) await this.#finalChecks();
     } catch (e) {
@@ -2028,6 +2095,16 @@ export class Sim {
       outcome: c.quarantined > 0 ? "stalled" : "allComplete",
       tail: this.#tail.slice(-120),
     };
+  }
+
+  /** The first term in which a plan was published (a generation above 0). */
+  #publishedIn: number | undefined;
+
+  /** The newest leader term won so far (0: none). */
+  #term(): number {
+    let t = 0;
+    for (const k of this.referee.terms.keys()) t = Math.max(t, k);
+    return t;
   }
 
   #describe(): string {
@@ -2094,11 +2171,16 @@ export class Sim {
 /**
  * Runs one seed. `adversary: false` runs it without the adversary of issue
  * 33 (slow consumers, leaders killed mid-decision), as seeds found before it
- * ran, so they still reach the code they found bugs in.
+ * ran, so they still reach the code they found bugs in; `staleReads: false`
+ * likewise without the stale reads of issue 40.
  */
-export async function runSeed(seed: number, opts: { fullTrace?: boolean; adversary?: boolean } = {}): Promise<SimResult> {
+export async function runSeed(
+  seed: number,
+  opts: { fullTrace?: boolean; adversary?: boolean; staleReads?: boolean } = {},
+): Promise<SimResult> {
   const cfg = configFor(seed);
   if (opts.adversary === false) cfg.slowWatch = cfg.killAfterWrite = 0;
+  if (opts.staleReads === false) delete cfg.staleReads;
   const sim = new Sim(cfg);
   if (opts.fullTrace) sim.fullTrace = [];
   const r = await sim.run();

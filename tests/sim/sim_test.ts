@@ -85,6 +85,23 @@ Deno.test(`simulation: ${seeds.length} seeded schedules keep every invariant`, a
 const FOUND = [16739, 3167, 16729, 13330, 16748, 33612, 20665, 18824, 60047, 65622, 73924, 7802, 76743, 2512, 17840, 35753, 44929, 9, 50, 59, 63, 4700, 9322, 15687, 704, 1425, 26, 270, 647, 918, 6575, 32, 299];
 
 /**
+ * Seeds that found bugs of the plan's pages (issue 39) and of reads a
+ * replica answered from the past once progress moved apart (issue 40):
+ * - 354: a publish that failed left page 0's splits in the leader's view;
+ *   the next run found nothing new and published no pages (two splits were
+ *   never dealt; a term's runs now go on after the pages it wrote);
+ * - 208: a new leader read page 0 from before it was written, held no
+ *   splits of it, and nothing was dealt (a published page is read again
+ *   while absent or of another term than the plan names);
+ * - 34: a departed member's record, read from before it left, brought it
+ *   back; its lease ran out and its hand-overs were charged an attempt;
+ * - 598: a progress commit whose reply was lost re-read the record of the
+ *   tenancy before it, gave its split up as fenced while the split record
+ *   still named it, and nobody ran the split again.
+ */
+const FOUND_BY_PAGES = [354, 208, 34, 598];
+
+/**
  * Seeds that found bugs of the progress records (issue 38), run with every
  * adversary:
  * - 177: a grant's start waited for its fence while our own resume of the
@@ -126,13 +143,18 @@ const FOUND_BY_PROGRESS = [177, 856, 395, 2008, 2505];
  */
 const FOUND_BY_ADVERSARY = [1018, 152, 396, 417, ...FOUND_BY_PROGRESS];
 
-Deno.test(`simulation: the seeds that found bugs (${[...FOUND, ...FOUND_BY_ADVERSARY].join(", ")}) keep every invariant`, async () => {
+Deno.test(`simulation: the seeds that found bugs (${[...FOUND, ...FOUND_BY_ADVERSARY, ...FOUND_BY_PAGES].join(", ")}) keep every invariant`, async () => {
   const failed: string[] = [];
+  // Both lists run without stale reads (issue 40), which came after them: their draws would change the runs.
   for (const seed of FOUND) {
-    const r = await runSeed(seed, { adversary: false });
+    const r = await runSeed(seed, { adversary: false, staleReads: false });
     if (!r.ok) failed.push(report(r));
   }
   for (const seed of FOUND_BY_ADVERSARY) {
+    const r = await runSeed(seed, { staleReads: false });
+    if (!r.ok) failed.push(report(r));
+  }
+  for (const seed of FOUND_BY_PAGES) {
     const r = await runSeed(seed);
     if (!r.ok) failed.push(report(r));
   }

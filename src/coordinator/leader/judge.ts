@@ -13,6 +13,7 @@ import { type MemberRecord, MemberRecordSchema, safeDecodeRecord } from "../../r
 import { keys } from "../../store/keys.ts";
 import { type Core, decided } from "../core.ts";
 import type { Versioned } from "../versioned.ts";
+import type { StoreEntry } from "../../store/store.ts";
 import type { LivenessTracker } from "../liveness.ts";
 import type { Decision, GoneIntent, LeaderIntent, RecheckIntent, RereadIntent } from "./intents.ts";
 import { type LeaderView, ownerKey, parseOwnerKey } from "./leader_view.ts";
@@ -30,6 +31,11 @@ export interface JudgeHost {
   drop(st: MemberState): void;
   /** Brings a member judged dead back from its record (the view already holds it). */
   revive(instance: string, record: Versioned<MemberRecord>): void;
+  /**
+   * Whether the view has applied every member change made before the call
+   * (the member watch's position; `undefined`: the store cannot tell).
+   */
+  membersCaughtUp(): Promise<boolean | undefined>;
 }
 
 /** A member judged dead or gone, as the judge remembers it. */
@@ -201,32 +207,63 @@ export class DeathJudge {
     return decideDeaths(this.#h.states, this.#h.liveness, this.#h.core.timings.deadAfterMs, now);
   }
 
-  /** Applies a re-read: a member whose record did not move since is judged dead and dropped. */
+  /**
+   * Applies a re-read: a member whose record did not move since is judged
+   * dead and dropped. A read is true of some revision, not necessarily of
+   * now (a store serving reads from a replica): one newer than the silent
+   * revision proves the member wrote since (alive), but one that shows it
+   * (or an older one, or none) proves nothing by itself — taken as the
+   * truth while our member watch lagged, it had the leader judge a live
+   * member dead, itself included (issue 40). The verdict "dead" then waits
+   * for the member watch to be caught up with the store (its position): the
+   * view has every member change made before that check, and the record
+   * still at the silent revision is dead. Behind, the read is tried again
+   * shortly; a store that cannot tell decides on the read, as before.
+   */
   reread({ member: st, expiredAt: exp }: RereadIntent): void {
-    const { store, clock } = this.#h.core;
     const { instance, memberKey: key } = st;
     if (this.#rereading.has(key)) return;
     this.#rereading.add(key);
     const seen = this.#h.liveness.get(key)?.revision;
     const checked = newestSplitOf(this.#h.view, ownerKey(instance, st.session));
-    store.get(key).then((cur) => {
-      if (this.#h.stopped() || this.#h.states.get(instance) !== st) return;
+    const moved = () => this.#h.stopped() || this.#h.states.get(instance) !== st || this.#h.liveness.get(key)?.revision !== seen;
+    this.#settle(key, async () => {
+      const cur = await this.#h.core.store.get(key);
       // The watch moved it while the read was out (a beat can be delivered
       // before the read answers): alive, and already dated by the watch.
-      if (this.#h.liveness.get(key)?.revision !== seen) return;
-      if (cur && cur.revision !== seen) {
+      if (moved()) return;
+      if (cur && cur.revision > (seen ?? 0)) {
         this.#h.view.learn(cur); // we were behind: it is alive
-        this.#h.liveness.observe(key, cur.revision, clock.now());
+        this.#h.liveness.observe(key, cur.revision, this.#h.core.clock.now());
         return;
       }
+      const caught = await this.#h.membersCaughtUp().catch(() => undefined);
+      if (moved()) return;
+      if (caught === false || (caught === undefined && cur && cur.revision < (seen ?? 0))) return "later";
       decided(this.#h.core, "warn", "Member judged dead: its record did not move for a lease", "member.judged_dead", { member: instance });
       this.#gone.set(instance, { since: exp, revision: seen, checked });
       this.#h.drop(st);
-    }).catch((e) => this.#h.core.log("warn", "Re-read before a takeover failed", { member: instance, error: String(e) }))
-      .finally(() => {
-        this.#rereading.delete(key);
-        this.#h.core.schedule();
-      });
+    });
+  }
+
+  /**
+   * Runs a re-read of `key` (held in `#rereading` meanwhile: its owner's
+   * splits wait); `"later"` keeps it held a little longer before the next
+   * pass reads again, so a watch that lags is not asked about in a loop.
+   */
+  #settle(key: string, read: () => Promise<"later" | void>): void {
+    const { core } = this.#h;
+    const done = () => {
+      this.#rereading.delete(key);
+      core.schedule();
+    };
+    read().then((r) => {
+      if (r === "later") core.clock.setTimeout(done, core.timings.heartbeatRetryMs);
+      else done();
+    }, (e) => {
+      core.log("warn", "Re-read before a takeover failed", { member: key.slice(keys.memberPrefix.length), error: String(e) });
+      done();
+    });
   }
 
   #owners = new Map<string, { instance: string; session: string }>();
@@ -265,7 +302,13 @@ export class DeathJudge {
    * holds no record of: a record of that session (moved, for one judged
    * dead) brings it back (the view applies it and the member is live
    * again); otherwise the judgment stands, or is made, up to the split
-   * revisions seen now.
+   * revisions seen now. Only a record of that session is taken from the
+   * read itself, when it is newer than the one judged dead or the view
+   * never held one; any other verdict is the view's, once the member watch
+   * is caught up with the store (a stale read — absent, or an old record of
+   * a session that left since — judged as the truth, took a live member's
+   * splits over or brought a departed one back; see
+   * {@linkcode DeathJudge.reread}).
    */
   recheck({ instance, session, ownerKey: owner }: RecheckIntent): void {
     const key = keys.member(instance);
@@ -273,30 +316,48 @@ export class DeathJudge {
     if (this.#rereading.has(key)) return;
     this.#rereading.add(key);
     const newest = newestSplitOf(this.#h.view, owner);
-    this.#h.core.store.get(key).then((cur) => {
-      if (this.#h.stopped() || this.#gone.get(instance) !== gone) return;
+    const moved = () => this.#h.stopped() || this.#gone.get(instance) !== gone;
+    this.#settle(key, async () => {
+      const cur = await this.#h.core.store.get(key);
+      if (moved()) return;
       const rec = cur ? safeDecodeRecord(key, cur.value, MemberRecordSchema) : undefined;
+      const ours = cur && rec?.ok && rec.value.session === session ? cur : undefined;
+      // The proof the read gives by itself: a record of that session newer than the one judged dead (a
+      // stale read never shows one). A record of an owner our view never held one of proves nothing
+      // alone — the member watch may not have delivered it yet (scenario H18), or the read is a replica's
+      // from before the member left (seed 34: a departed member came back and was charged for its
+      // hand-overs when its lease ran out) — so the member watch's position decides, as below.
+      if (ours && gone?.revision !== undefined && ours.revision > gone.revision) return this.#back(instance, key, ours);
+      const caught = await this.#h.membersCaughtUp().catch(() => undefined);
+      if (moved()) return;
+      if (caught === false) return "later";
+      if (caught === true) {
+        // The view has every member change made before the check: it decides.
+        const held = this.#h.view.members.get(instance);
+        if (held && held.record.session === session && held.revision !== gone?.revision) return this.#back(instance, key, undefined);
+        if (gone) gone.checked = Math.max(gone.checked ?? 0, newest);
+        else this.#gone.set(instance, { since: this.#h.core.clock.now(), checked: newest });
+        return;
+      }
+      // The store cannot tell its position: the read decides.
       if (!gone && (!cur || !rec?.ok)) {
         // Absent from the store too (it left cleanly, or never was), or unreadable: gone, from now.
         this.#gone.set(instance, { since: this.#h.core.clock.now(), checked: newest });
         return;
       }
-      if (cur && rec?.ok && rec.value.session === session && cur.revision !== gone?.revision) {
-        // The same session wrote its record again: alive after all.
-        this.#gone.delete(instance);
-        const held = this.#h.view.members.get(instance);
-        if (held && held.revision >= cur.revision) this.#h.revive(instance, held);
-        else this.#h.view.learn(cur);
-        this.#h.liveness.observe(key, cur.revision, this.#h.core.clock.now());
-        return;
-      }
+      if (ours && gone?.revision === undefined) return this.#back(instance, key, ours);
       // Unmoved, gone or another session's: the judgment stands for what we saw.
       if (gone) gone.checked = Math.max(gone.checked ?? 0, newest);
       else if (cur) this.#h.view.learn(cur); // another session's: the view decides with it
-    }).catch((e) => this.#h.core.log("warn", "Re-read before a takeover failed", { member: instance, error: String(e) }))
-      .finally(() => {
-        this.#rereading.delete(key);
-        this.#h.core.schedule();
-      });
+    });
+  }
+
+  /** The same session wrote its record again (`read`, or what the view holds): alive after all. */
+  #back(instance: string, key: string, read: StoreEntry | undefined): void {
+    this.#gone.delete(instance);
+    const held = this.#h.view.members.get(instance);
+    if (held && (!read || held.revision >= read.revision)) this.#h.revive(instance, held);
+    else this.#h.view.learn(read);
+    this.#h.liveness.observe(key, read?.revision ?? held!.revision, this.#h.core.clock.now());
   }
 }

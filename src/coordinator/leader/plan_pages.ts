@@ -15,11 +15,14 @@ import {
   type PageEntry,
   type PageRecord,
   PageRecordSchema,
+  type PlanRecord,
   safeDecodeRecord,
 } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
 import type { LeaderView } from "./leader_view.ts";
+import type { FloorWait } from "../fresh_read.ts";
+import { readPage } from "../read_page.ts";
 
 const encoder = new TextEncoder();
 
@@ -28,25 +31,27 @@ const encoder = new TextEncoder();
  * dealing order (ranked in that order), each as not dealt yet (revision
  * 0): a record of its own that the split watch's snapshot brings replaces
  * it. Read one page at a time, and nothing of a page kept but what the
- * view holds (a million splits' descriptors stay in the store). An
- * unreadable or missing page is named in the view's unreadable records:
- * its splits cannot be dealt, and the job is not complete until it is
- * repaired. Returns the splits read.
+ * view holds (a million splits' descriptors stay in the store). A page is
+ * read again while the store answers from before the publish (absent, or
+ * of another term than `pageTerms` names: a stale replica; see
+ * {@linkcode readPage}); one still missing or unreadable after `wait` is
+ * named in the view's unreadable records: its splits cannot be dealt, and
+ * the job is not complete until it is repaired. Returns the splits read.
  */
-export async function readPages(store: Core["store"], pages: number, view: LeaderView): Promise<number> {
+export async function readPages(
+  store: Core["store"],
+  plan: Pick<PlanRecord, "pages" | "pageTerms">,
+  view: LeaderView,
+  wait: FloorWait,
+): Promise<number> {
   let n = 0;
-  for (let page = 0; page < pages; page++) {
-    const e = await store.get(keys.page(page));
-    if (!e) {
-      view.invalid.set(keys.page(page), "a page of the published plan is missing");
-      continue;
-    }
-    const p = safeDecodeRecord(e.key, e.value, PageRecordSchema);
+  for (let page = 0; page < (plan.pages ?? 0); page++) {
+    const p = await readPage(store, page, pageTerm(plan.pageTerms, page), wait);
     if (!p.ok) {
-      view.invalid.set(e.key, p.error.message);
+      view.invalid.set(keys.page(page), p.error);
       continue;
     }
-    for (const s of p.value.splits) {
+    for (const s of p.page.splits) {
       view.rank(s.id);
       view.plan(s.id, pagedRecord(s), page);
       n++;
@@ -55,6 +60,31 @@ export async function readPages(store: Core["store"], pages: number, view: Leade
   return n;
 }
 
+/** The term that wrote published page `n`, by the plan's `pageTerms` (`undefined`: not recorded). */
+export function pageTerm(pageTerms: PlanRecord["pageTerms"], n: number): number | undefined {
+  let term: number | undefined;
+  for (const [first, t] of pageTerms ?? []) {
+    if (first > n) break;
+    term = t;
+  }
+  return term;
+}
+
+/**
+ * The plan's `pageTerms` after a publish by `term` that took the pages from
+ * `from` to `pages`: the pair of the new ones added (merged with the last
+ * when that is ours too), those past `pages` cut. `undefined`: no pages.
+ */
+export function addPageTerms(
+  prev: PlanRecord["pageTerms"],
+  from: number,
+  pages: number,
+  term: number,
+): PlanRecord["pageTerms"] {
+  const out = (prev ?? []).filter(([first]) => first < Math.min(from, pages));
+  if (pages > from && out.at(-1)?.[1] !== term) out.push([from, term]);
+  return out.length > 0 ? out : undefined;
+}
 
 /** `entries` cut into pages: at most {@linkcode PAGE_SPLITS} splits and about {@linkcode PAGE_BYTES} bytes each. */
 export function pageChunks(entries: readonly PageEntry[]): PageEntry[][] {

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { InvalidRecordError, SplitleaseError, ValueTooLargeError } from "../../errors.ts";
+import { InvalidRecordError, SplitleaseError, StoreUnavailableError, ValueTooLargeError } from "../../errors.ts";
 import {
   decodeRecord,
   encodeRecord,
@@ -27,9 +27,11 @@ import { causedBy, type Core } from "../core.ts";
 import type { Span } from "@opentelemetry/api";
 import { failSpan, within } from "../../tracing/spans.ts";
 import type { LeaderRole } from "./role.ts";
-import { pageChunks, writePage } from "./plan_pages.ts";
+import { addPageTerms, pageChunks, writePage } from "./plan_pages.ts";
 import { openRecord } from "../../records/transitions.ts";
 import type { PlannedSplit, Planner } from "../types.ts";
+import type { Versioned } from "../versioned.ts";
+import { readAtLeast } from "../fresh_read.ts";
 
 const encoder = new TextEncoder();
 
@@ -39,6 +41,17 @@ export class Planning {
   readonly #planner: Planner;
   readonly #role: LeaderRole;
   readonly #leading: () => boolean;
+  readonly #known: () => Versioned<PlanRecord> | undefined;
+  /** A revision `plan` is known to have moved past (a publish of ours lost its CAS there): reads from before it are stale. */
+  #past = 0;
+  /**
+   * Pages this term wrote, published or not: a run after one whose publish
+   * failed goes on after them (its splits are in the view, dealt from those
+   * pages), never over them, and publishes them too. Seed 354: a publish
+   * that failed left the splits of page 0 in the view; the next run found
+   * nothing new, published no pages, and two splits were never dealt.
+   */
+  #written = 0;
   #timer: unknown;
   #running = false;
   #abort = new AbortController();
@@ -47,11 +60,38 @@ export class Planning {
   /** The last failure, for status. */
   lastError: string | undefined;
 
-  constructor(core: Core, planner: Planner, role: LeaderRole, leading: () => boolean) {
+  /**
+   * `known` is the newest `plan` this member knows of (its watch, which the
+   * term bump and every plan read or write of the leader's also reach): a
+   * read of `plan` older than it is stale.
+   */
+  constructor(core: Core, planner: Planner, role: LeaderRole, leading: () => boolean, known: () => Versioned<PlanRecord> | undefined) {
     this.#core = core;
     this.#planner = planner;
     this.#role = role;
     this.#leading = leading;
+    this.#known = known;
+  }
+
+  /**
+   * `plan` as of a revision no older than any known for it (the watch's
+   * value, our term bump, a revision a lost publish named): a read, read
+   * again while it answers from before that (a store serving reads from a
+   * replica), else the watch's value when that is the newest known; `stale`
+   * when neither reaches it (the caller looks again soon). Before, a stale
+   * read showed the term before ours, planning took it for a newer
+   * leader's and never ran for the rest of the term (issue 40, item 1).
+   */
+  async #read(store: Core["store"]): Promise<Versioned<PlanRecord> | "stale" | undefined> {
+    const known = this.#known();
+    const floor = Math.max(known?.revision ?? 0, this.#past);
+    const { entry, fresh } = await readAtLeast(() => store.get(keys.plan), floor, { clock: this.#core.clock, budgetMs: this.#core.config.opTimeoutMs });
+    if (fresh && entry) {
+      const read = { record: decodeRecord(keys.plan, entry.value, PlanRecordSchema), revision: entry.revision };
+      return known && known.revision > read.revision ? known : read;
+    }
+    if (known && known.revision >= floor) return known;
+    return fresh ? undefined : "stale";
   }
 
   /** Plans after `delay` ms. */
@@ -92,10 +132,11 @@ export class Planning {
     const { store, clock, log, config } = core;
     const signal = this.#abort.signal;
     try {
-      const cur = await store.get(keys.plan);
+      const cur = await this.#read(store);
+      if (cur === "stale" || (cur && cur.record.term < term)) return this.#again("the store answered with a plan from before our term");
       if (!cur) throw new InvalidRecordError(keys.plan, `the record vanished during term ${term}`, []);
-      const plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
-      if (plan.term !== term) {
+      const plan = cur.record;
+      if (plan.term > term) {
         log("warn", "Leader deposed before planning", { term, planTerm: plan.term });
         this.#core.schedule(); // the leader's pass sees the newer term and steps down
         return;
@@ -118,6 +159,9 @@ export class Planning {
       };
       if (pages > 0) next.pages = pages;
       else delete next.pages;
+      const terms = addPageTerms(plan.pageTerms, plan.pages ?? 0, pages, term);
+      if (terms) next.pageTerms = terms;
+      else delete next.pageTerms;
       delete next.outcome;
       if (result.cursor !== undefined) next.cursor = result.cursor;
       // Publish at the revision read before planning: a newer term wins.
@@ -125,10 +169,11 @@ export class Planning {
       if (!r.ok) {
         // A newer term (we are deposed: the leader's pass steps down), or the
         // record moved under our own term (then plan again from what it holds).
-        const now = await store.get(keys.plan);
-        const t = now ? decodeRecord(keys.plan, now.value, PlanRecordSchema).term : term;
+        this.#past = Math.max(this.#past, cur.revision + 1);
+        const now = await this.#read(store);
+        const t = now && now !== "stale" ? now.record.term : term;
         log("warn", "Plan publish lost its CAS", { term, planTerm: t });
-        if (t === term && this.#leading()) this.schedule(0);
+        if (t <= term && this.#leading()) this.schedule(0);
         this.#core.schedule();
         return;
       }
@@ -172,18 +217,26 @@ export class Planning {
     }
   }
 
+  /** Planning again soon: what the store answered cannot be decided on (it is older than what we know). */
+  #again(why: string): void {
+    this.#core.log("debug", "Planning again: a stale read", { why });
+    if (this.#leading()) this.schedule(this.#core.timings.heartbeatRetryMs);
+  }
+
   /** Publishes the terminal outcome `planFailed` (CAS, at our term). */
   async #fail(store: Core["store"], term: number): Promise<void> {
     for (let i = 0; i < 4; i++) {
-      const cur = await store.get(keys.plan);
+      const cur = await this.#read(store);
+      if (cur === "stale") throw new StoreUnavailableError("get", this.#core.config.opTimeoutMs, { detail: "the store kept answering with an older plan record" });
       if (!cur) return;
-      const plan = decodeRecord(keys.plan, cur.value, PlanRecordSchema);
-      if (plan.term !== term) return; // deposed
+      const plan = cur.record;
+      if (plan.term > term) return; // deposed
       const next: PlanRecord = {
         ...plan,
         outcome: { kind: "planFailed", error: (this.lastError ?? "unknown").slice(0, 2000), attempts: this.failures, term },
       };
       if ((await store.update(keys.plan, encodeRecord(next), cur.revision)).ok) return;
+      this.#past = Math.max(this.#past, cur.revision + 1);
     }
   }
 
@@ -265,7 +318,7 @@ export class Planning {
     }
     await Promise.all(inflight);
     if (failure) throw failure;
-    let page = first;
+    let page = Math.max(first, this.#written);
     let dealt = 0;
     for (const chunk of pageChunks(entries)) {
       if (signal.aborted) break;
@@ -274,6 +327,7 @@ export class Planning {
         this.#core.schedule();
         return { created: 0, pages: -1 };
       }
+      this.#written = page + 1;
       dealt = await this.#deal(core, chunk, page, dealt, fresh.length, signal);
       page++;
       this.#core.schedule();

@@ -111,6 +111,7 @@ export class LeaderRole {
       stopped: () => this.#stopped,
       drop: (st) => this.#drop(st),
       revive: (instance, record) => this.#onMember(instance, undefined, record),
+      membersCaughtUp: () => this.#watches.caughtUp(keys.memberPrefix),
     });
     const judge = this.#judge, revocations = this.#revocations, cuts = this.#cuts;
     this.#appliers = {
@@ -152,11 +153,11 @@ export class LeaderRole {
    * assignment records it finds, and dates every member by when its record
    * had certainly landed (see {@linkcode dateMembers}).
    */
-  async start(prev: Predecessor | undefined, pages = 0): Promise<void> {
+  async start(prev: Predecessor | undefined, plan: Pick<PlanRecord, "pages" | "pageTerms"> = {}): Promise<void> {
     const { store } = this.#core;
     // The plan's pages first: their order is the dealing order, of records dealt already too; each
     // split held as not dealt yet until the split watch's snapshot brings its record.
-    await readPages(store, pages, this.view);
+    await readPages(store, plan, this.view, { clock: this.#core.clock, budgetMs: this.#core.config.opTimeoutMs });
     if (this.#stopped) return;
     // No deadline for the whole snapshot (1M split records stream for longer
     // than any fixed bound); one that stops making progress is started over.

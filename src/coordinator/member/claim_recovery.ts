@@ -83,9 +83,13 @@ export class ClaimRecovery {
    * landed, or the descriptor could not be read). Until the record says
    * otherwise the split may be ours at `epoch` with no lane running it, so
    * re-read it with backoff: ours → start it; still free → offer it to
-   * ourselves again; moved on → nothing to do.
+   * ourselves again; moved on → nothing to do. `floor` is a revision the
+   * record is known to have reached (the offer's or grant's, or the one our
+   * hand-back wrote at): an answer from before it is a stale read, read
+   * again — taken as the record, "absent" from before the split was created
+   * dropped a free split the leader kept offered to us (issue 40).
    */
-  recover(id: string, epoch: number, cause: unknown, attempt = 0): void {
+  recover(id: string, epoch: number, cause: unknown, attempt = 0, floor = 0): void {
     const { clock, log, splits, me } = this.#core;
     if (attempt === 0) log("warn", "Claim interrupted by an outage; checking the split record", { split: id, error: String(cause) });
     const delay = Math.min(this.#core.timings.claimRecheckMaxMs, 50 * 2 ** Math.min(attempt, 8));
@@ -97,7 +101,7 @@ export class ClaimRecovery {
         return;
       }
       try {
-        const e = await splits.read(id);
+        const e = await splits.readPast(id, floor);
         const rec = e?.record;
         this.#pending.delete(id);
         if (!e) return this.#retryOffer(id); // a claim that would have created it did not land: the offer stands
@@ -124,7 +128,7 @@ export class ClaimRecovery {
           this.#retryOffer(id);
         }
       } catch (err) {
-        this.recover(id, epoch, err, attempt + 1);
+        this.recover(id, epoch, err, attempt + 1, floor);
       }
     }, delay);
     this.#timers.add(timer);
@@ -183,7 +187,7 @@ export class ClaimRecovery {
       if (!r.ok) {
         // Moved on — or written again at our epoch since the record we hold: then it is still ours.
         undo();
-        this.recover(id, claimed.epoch, new Error(`the hand-back of split "${id}" lost its compare-and-swap`), 1);
+        this.recover(id, claimed.epoch, new Error(`the hand-back of split "${id}" lost its compare-and-swap`), 1, revision);
       }
     } catch (err) {
       // Its outcome is unknown, and it may land yet: this epoch is never started again (a late

@@ -107,7 +107,8 @@ export class Claims {
     if ((this.#tenancies.ended.get(g.id) ?? -1) >= g.epoch || this.#claiming.has(g.id)) return;
     this.#claiming.set(g.id, g.rec?.weight ?? 1);
     try {
-      const got = g.rec ? { record: g.rec, revision: g.rev } : await this.#core.splits.read(g.id);
+      // Not inline: read at or past the revision the grant names (an older answer is a stale read, not the split).
+      const got = g.rec ? { record: g.rec, revision: g.rev } : await this.#core.splits.readPast(g.id, g.rev);
       if (!got) return;
       const { record: rec, revision: rev } = got;
       if (!heldBy(rec, me, g.epoch)) return;
@@ -146,7 +147,7 @@ export class Claims {
       }
       await this.#recovery.start(g.id, { epoch: g.epoch, revision: rev, record: rec, spec, draining: false, to: null }, g.why ?? "grant");
     } catch (e) {
-      this.#recovery.recover(g.id, g.epoch, e);
+      this.#recovery.recover(g.id, g.epoch, e, 0, g.rev);
     } finally {
       this.#claiming.delete(g.id);
       this.#core.schedule();
@@ -222,11 +223,15 @@ export class Claims {
     this.#claiming.set(o.id, o.rec?.weight ?? 1);
     this.#tried.set(o.id, o.rev);
     try {
+      // A spare carries no record: read at or past the revision offered. Taken as it came, a stale answer
+      // (an older record, or none) made the claim lose or give up, and the offer, marked tried at its
+      // revision, was never claimed again while the leader kept it offered (issue 40). A planned split
+      // not dealt yet has no record: its offer names its page of the plan, where the record is read.
       const got = o.rec
         ? { record: o.rec, revision: o.rev }
         : o.rev === 0 && o.page !== undefined
         ? await this.#pages.record(o.page, o.id).then((record) => record && { record, revision: 0 })
-        : await splits.read(o.id);
+        : await splits.readPast(o.id, o.rev);
       if (!got) return;
       const { record: rec, revision: rev } = got;
       if (rec.status !== "runnable" || rec.owner !== null) return; // stale offer
@@ -239,14 +244,14 @@ export class Claims {
       ]);
       if (claimed.status === "rejected") {
         // Landed or not, we cannot tell: find out from the record itself.
-        this.#recovery.recover(o.id, next.epoch, claimed.reason);
+        this.#recovery.recover(o.id, next.epoch, claimed.reason, 0, rev);
         return;
       }
       if (!claimed.value.ok) return; // moved since the offer: the leader will tell us
       const revision = claimed.value.revision;
       const spec = specRead.status === "fulfilled" ? specRead.value : undefined;
       if (typeof spec !== "object" || !this.#mayClaim()) {
-        if (specRead.status === "rejected") return this.#recovery.recover(o.id, next.epoch, specRead.reason);
+        if (specRead.status === "rejected") return this.#recovery.recover(o.id, next.epoch, specRead.reason, 0, revision);
         await this.#recovery.handBack(o.id, next, revision, typeof spec === "string" ? spec : undefined);
         return;
       }
@@ -260,7 +265,7 @@ export class Claims {
         // The record read before the claim failed (nothing was written): retry
         // the offer with backoff rather than never (the leader re-offers only
         // at a new revision).
-        this.#recovery.recover(o.id, Number.MAX_SAFE_INTEGER, e);
+        this.#recovery.recover(o.id, Number.MAX_SAFE_INTEGER, e, 0, o.rev);
       } else log("warn", "Claim failed", { split: o.id, error: String(e) });
     } finally {
       this.#claiming.delete(o.id);

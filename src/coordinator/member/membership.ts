@@ -10,6 +10,8 @@ import { encodeRecord, MemberRecordSchema, type MemberRecord, safeDecodeRecord }
 import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
 import { type CausedStore, causedStore } from "../../tracing/cause.ts";
+import { newer, readAtLeast } from "../fresh_read.ts";
+import type { StoreEntry } from "../../store/store.ts";
 
 /** What membership reports back to its coordinator. */
 export interface MembershipHooks {
@@ -103,7 +105,17 @@ export class Membership {
   /**
    * Registers `member.<instance>`. An existing record is a crashed
    * predecessor (taken over) or a live twin (refused): a live twin beats
-   * within `leaseMs/3`, so wait that long for its revision to move.
+   * within `leaseMs/3`, so wait that long for its revision to move. The
+   * takeover is a CAS at the newest revision read before the wait: it
+   * lands only if the record is still there, and a read never answers
+   * ahead of the store, so a landed CAS proves the record did not move
+   * during the wait, however stale the reads. A lost one is a twin — or,
+   * on a store that answered a read from an older revision (its answers
+   * disagreed, or one came back older than what we already knew), reads
+   * that were behind: then the wait is made again from past the revision
+   * that lost, at most four times. Comparing two reads (before and after
+   * the wait) took an old answer before it for a move and refused nearly
+   * every restart when most member reads were stale (issue 40).
    */
   async register(): Promise<void> {
     const { store, clock, log, me } = this.#core;
@@ -115,27 +127,52 @@ export class Membership {
       this.#lastOk = start;
       return;
     }
-    const first = await store.get(this.#key);
-    if (first) {
-      const wait = Math.ceil(this.#core.timings.twinWaitMs);
-      await new Promise<void>((res) => clock.setTimeout(res, wait));
+    // The create lost: the record exists (an answer "absent" is stale, or it was deleted just now).
+    let floor = 1;
+    for (let round = 1;; round++) {
+      const { entry: cur, stale } = await this.#newest(store, floor);
+      if (cur) {
+        const wait = Math.ceil(this.#core.timings.twinWaitMs);
+        await new Promise<void>((res) => clock.setTimeout(res, wait));
+      }
+      // Name the session we replace: it ended without leaving, and the leader
+      // charges the splits it still names (a clean leave deletes the record,
+      // and a split released to it after that is not charged).
+      const old = cur ? safeDecodeRecord(this.#key, cur.value, MemberRecordSchema) : undefined;
+      if (old?.ok) this.#record.took = old.value.session;
+      else delete this.#record.took;
+      const start2 = clock.now();
+      this.#record.at = clock.wallNow();
+      const w = cur
+        ? await store.update(this.#key, encodeRecord(this.#record), cur.revision)
+        : await store.create(this.#key, encodeRecord(this.#record));
+      if (w.ok) {
+        this.#revision = w.revision;
+        this.#lastOk = start2;
+        log("info", "Took over the member record of a previous process", { instance: me.instance });
+        return;
+      }
+      if (!stale || round >= 4) throw this.duplicate();
+      floor = (cur?.revision ?? 0) + 1;
     }
-    const cur = await store.get(this.#key);
-    if (first && cur && cur.revision !== first.revision) throw this.duplicate();
-    // Name the session we replace: it ended without leaving, and the leader
-    // charges the splits it still names (a clean leave deletes the record,
-    // and a split released to it after that is not charged).
-    const old = cur ? safeDecodeRecord(this.#key, cur.value, MemberRecordSchema) : undefined;
-    if (old?.ok) this.#record.took = old.value.session;
-    const start2 = clock.now();
-    this.#record.at = clock.wallNow();
-    const w = cur
-      ? await store.update(this.#key, encodeRecord(this.#record), cur.revision)
-      : await store.create(this.#key, encodeRecord(this.#record));
-    if (!w.ok) throw this.duplicate();
-    this.#revision = w.revision;
-    this.#lastOk = start2;
-    log("info", "Took over the member record of a previous process", { instance: me.instance });
+  }
+
+  /**
+   * The newest of a few reads of our member record, the first at or past
+   * `floor` if the store gets there within an op timeout; `stale` when the
+   * store showed it answers from older revisions (a read below the floor,
+   * or answers that disagree).
+   */
+  async #newest(store: CausedStore, floor: number): Promise<{ entry: StoreEntry | undefined; stale: boolean }> {
+    const first = await this.#readPast(store, floor);
+    let entry = first.entry;
+    let stale = !first.fresh || first.reads > 1;
+    for (let i = 0; i < 3; i++) {
+      const e = await store.get(this.#key);
+      if (e?.revision !== entry?.revision) stale = true;
+      entry = newer(entry, e);
+    }
+    return { entry, stale };
   }
 
   /** Starts heartbeating. */
@@ -272,7 +309,15 @@ export class Membership {
   async #onConflict(): Promise<"landed" | "adopted" | "failed"> {
     const { me } = this.#core;
     const store = this.#beats;
-    const cur = await store.get(this.#key);
+    // Our CAS at #revision lost: the record is past it. A store serving
+    // reads from a replica can answer with a version from before — ours,
+    // or the session we took the record over from — which proves nothing:
+    // read again until the answer is past it, and if it never is, this beat
+    // failed (the next one tries again). Taken as it came, an old version
+    // of the predecessor's stopped a healthy member with DUPLICATE_INSTANCE,
+    // and one of our own adopted a revision that lost again (issue 40).
+    const { entry: cur, fresh } = await this.#readPast(store, this.#revision + 1);
+    if (cur && !fresh) return "failed";
     if (!cur) {
       const r = await store.create(this.#key, encodeRecord(this.#record));
       if (r.ok) this.#revision = r.revision;
@@ -307,6 +352,11 @@ export class Membership {
     this.#core.trace.close("failed", duplicate); // the membership is a twin's now: its span ends here
     this.#hooks.onDuplicate(duplicate);
     return "failed";
+  }
+
+  /** `member.<me>` at revision `floor` or later, read again while older (within an op timeout); absent counts as not fresh. */
+  #readPast(store: CausedStore, floor: number) {
+    return readAtLeast(() => store.get(this.#key), floor, { clock: this.#core.clock, budgetMs: this.#core.config.opTimeoutMs });
   }
 
   #armSelfFence(): void {

@@ -7,7 +7,8 @@
  *
  * @module
  */
-import { pagedRecord, type PageEntry, PageRecordSchema, safeDecodeRecord, type SplitRecord } from "../../records.ts";
+import { pagedRecord, type PageEntry, type SplitRecord } from "../../records.ts";
+import { readPage } from "../read_page.ts";
 import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
 
@@ -31,22 +32,24 @@ export class PageReader {
   async record(page: number, id: string): Promise<SplitRecord | undefined> {
     let entries = this.#pages.get(page);
     if (!entries) {
-      const key = keys.page(page);
-      const e = await this.#core.store.get(key);
-      const p = e ? safeDecodeRecord(key, e.value, PageRecordSchema) : undefined;
-      if (!p?.ok) {
+      const { clock, config, store } = this.#core;
+      // A page is published before its splits are offered: "absent" is a replica from before it was written.
+      const p = await readPage(store, page, undefined, { clock, budgetMs: config.opTimeoutMs });
+      if (!p.ok) {
         this.#core.log("warn", "An offered split's page of the plan cannot be read; the offer is left", {
           split: id,
-          page: key,
-          error: p ? p.error.message : "absent",
+          page: keys.page(page),
+          error: p.error,
         });
         return undefined;
       }
-      entries = new Map(p.value.splits.map((x) => [x.id, x]));
+      entries = new Map(p.page.splits.map((x) => [x.id, x]));
       this.#pages.set(page, entries);
       if (this.#pages.size > CACHED_PAGES) this.#pages.delete(this.#pages.keys().next().value!);
     }
     const entry = entries.get(id);
+    // Not on the page read: a deposed run's page (a stale replica); read it again for the next offer.
+    if (!entry) this.#pages.delete(page);
     return entry && pagedRecord(entry);
   }
 }
