@@ -30,6 +30,9 @@ export type {
 } from "./src/fleet/types.ts";
 // The jobs of a server (`splitlease jobs`, `splitlease delete`) over any backend's JobCatalog.
 export { deleteRefusal, type JobState, type JobSummary, listJobs, LIVE_WITHIN_MS, summarizeJob } from "./src/fleet/job_summary.ts";
+// Waiting for a job's outcome (`splitlease wait`), and where a job stands by its plan record.
+export { waitForOutcome, type WaitOptions, type WaitResult } from "./src/fleet/wait.ts";
+export { type JobResult, jobResultOf, type JobResultState } from "./src/fleet/job_result.ts";
 export {
   cancelSplit,
   type CancelResult,

@@ -53,6 +53,12 @@ const { NatsStore } = await import("./src/nats/nats_store.ts");
 const { transportFor } = await import("./adapters/nats_tcp.ts");
 const { NatsJobCatalog } = await import("./src/nats/nats_jobs.ts");
 const { SplitCoordinator } = await import("./src/coordinator/coordinator.ts");
+const { waitForOutcome } = await import("./src/fleet/wait.ts");
+const { jobResultOf } = await import("./src/fleet/job_result.ts");
+const { EXIT_UNREACHABLE, exitCodeForResult, exitCodeForWait } = await import("./src/runtime/exit_codes.ts");
+const { endLine, WaitDisplay } = await import("./src/cli/wait_display.ts");
+const { PlanRecordSchema, safeDecodeRecord } = await import("./src/records.ts");
+const { keys } = await import("./src/store/keys.ts");
 const { jsonLogger } = await import("./src/util/logger.ts");
 
 const out = (text: string) => process.stdout.write(text + "\n");
@@ -167,9 +173,12 @@ async function run(store: Store, command: Exclude<Command, { name: "help" | "ver
     case "status": {
       const view = await readFleet(store, { limit: 1 });
       const { splits: _, page: __, ...summary } = view;
-      show({ job: o.job, ...summary }, formatStatus(o.job, view));
+      // The same result fields as `wait --json` (where the job stands, its outcome record, what it skipped, wait's exit code).
+      show({ job: o.job, ...summary, result: await resultOf(store) }, formatStatus(o.job, view));
       return CLI_EXIT.ok;
     }
+    case "wait":
+      return await wait(store, command, o);
     case "splits": {
       const { name: _, ...query } = command;
       const view = await readFleet(store, query);
@@ -202,6 +211,72 @@ async function run(store: Store, command: Exclude<Command, { name: "help" | "ver
     }
     case "ui":
       return await ui(store, command, o);
+  }
+}
+
+/** The job's standing from its plan record, with the exit code `wait` would give it now (`null`: no outcome yet). */
+async function resultOf(store: Store) {
+  const e = await store.get(keys.plan);
+  const r = e ? safeDecodeRecord(e.key, e.value, PlanRecordSchema) : undefined;
+  const result = jobResultOf(r?.ok ? r.value : undefined);
+  return { ...result, exitCode: exitCodeForResult(result) };
+}
+
+/**
+ * `splitlease wait`: waits for the job's outcome (waitForOutcome), drawing
+ * a live bar on a terminal or a plain line every --interval otherwise (none
+ * with --json), and exits by how it ended (src/runtime/exit_codes.ts).
+ */
+async function wait(store: Store, command: Extract<Command, { name: "wait" }>, o: CliOptions): Promise<number> {
+  const tty = !o.json && process.stdout.isTTY === true;
+  // A terminal that reports no width (a pty nobody sized) gets COLUMNS, else 80.
+  const columns = process.stdout.columns || Number(process.env.COLUMNS) || 80;
+  const display = new WaitDisplay(o.job, { tty, columns, write: (t) => process.stdout.write(t) });
+  // A deleted NATS bucket answers every read as an outage: on one, the server's job list tells.
+  let catalog: JobCatalog | undefined;
+  const exists = postgresUrl(o) !== undefined ? undefined : async () => {
+    catalog ??= await catalogOf(o);
+    return (await catalog.list(o.job)).length > 0;
+  };
+  const stop = new AbortController();
+  const interrupt = () => stop.abort(new Error("interrupted"));
+  process.once("SIGINT", interrupt);
+  try {
+    const w = await waitForOutcome(store, {
+      job: o.job,
+      signal: stop.signal,
+      unreachableMs: command.unreachableMs,
+      ...(command.timeoutMs !== undefined ? { timeoutMs: command.timeoutMs } : {}),
+      ...(o.json ? {} : { onProgress: (v) => display.show(v), progressMs: tty ? 1000 : command.intervalMs }),
+      ...(exists ? { exists } : {}),
+    });
+    const code = exitCodeForWait(w);
+    // What the job did, for the last line (best effort: the store may be gone).
+    const view = w.kind === "outcome" ? await readFleet(store, { limit: 1 }).catch(() => undefined) : undefined;
+    if (o.json) {
+      out(JSON.stringify(
+        {
+          job: o.job,
+          waited: w.kind,
+          ...(w.kind === "unreachable" ? { error: w.error } : {}),
+          result: w.result && { ...w.result, exitCode: exitCodeForResult(w.result) },
+          exitCode: code,
+          ...(view ? { counts: view.counts, summary: view.summary } : {}),
+        },
+        null,
+        2,
+      ));
+    } else display.end(endLine(o.job, w, view, code));
+    return code;
+  } catch (e) {
+    if (stop.signal.aborted) {
+      display.end(`${o.job}: interrupted; the job runs on`);
+      return 130;
+    }
+    throw e;
+  } finally {
+    process.off("SIGINT", interrupt);
+    await catalog?.close().catch(() => {});
   }
 }
 
@@ -290,10 +365,12 @@ async function main(): Promise<number> {
     store = await connect(options);
     return await run(store, command, options);
   } catch (e) {
+    // wait's code for a store that does not answer is 7 from the start too (scripts tell it from "no such job").
+    const unreachable = command.name === "wait" && e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE";
     const code = e instanceof SplitleaseError ? ` (${e.code})` : "";
     err(`splitlease: ${e instanceof Error ? e.message : String(e)}${code}`);
     if (options.json) out(JSON.stringify({ error: e instanceof Error ? e.message : String(e), code: (e as SplitleaseErrorType).code ?? null }));
-    return CLI_EXIT.error;
+    return unreachable ? EXIT_UNREACHABLE : CLI_EXIT.error;
   } finally {
     await store?.close().catch(() => {});
   }

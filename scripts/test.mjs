@@ -300,6 +300,7 @@ await denoSuite("PostgreSQL fleets, faults, exactly-once and the CLI (Deno + Bun
   "tests/postgres/faults_test.ts",
   "tests/postgres/exactly_once_test.ts",
   "tests/postgres/cli_test.ts",
+  "tests/postgres/lifecycle_cli_test.ts",
 ]);
 if (!quick) await denoSuite("simulation", ["tests/sim"]);
 await denoSuite("runtime tests", ["tests/runtime"]);
