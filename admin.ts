@@ -64,6 +64,7 @@ export type {
 export { type KeyLayout, keys } from "./src/store/keys.ts";
 export type { CoordinatorStats, Histogram } from "./src/coordinator/coordinator_stats.ts";
 export type { CutAnswer, FailOptions } from "./src/coordinator/types.ts";
+export type { LaneFailOptions } from "./src/runtime/source.ts";
 export type { LaneInfo, WorkerStats } from "./src/runtime/worker_types.ts";
 export { InvalidRecordError, type RecordIssue } from "./src/errors.ts";
 export {

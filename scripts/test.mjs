@@ -292,8 +292,8 @@ await denoSuite("PostgreSQL store tests (conformance, differential, commit order
   "tests/postgres/store_test.ts",
 ]);
 await denoSuite(
-  "coordinator scenarios on PostgreSQL (safety, scenarios, hardening, hardening II and III, balancing, assignment)",
-  ["safety", "scenarios", "hardening", "hardening_ii", "hardening_iii", "balancing", "assignment"].map((n) => `tests/postgres/${n}_test.ts`),
+  "coordinator scenarios on PostgreSQL (safety, scenarios, hardening, hardening II and III, balancing, assignment, lifecycle)",
+  ["safety", "scenarios", "hardening", "hardening_ii", "hardening_iii", "balancing", "assignment", "lifecycle"].map((n) => `tests/postgres/${n}_test.ts`),
 );
 await denoSuite("PostgreSQL fleets, faults, exactly-once and the CLI (Deno + Bun + Node; SIGKILL, SIGSTOP, terminated connections, statement timeouts)", [
   "tests/postgres/fleet_test.ts",

@@ -105,7 +105,7 @@ function progress(s: FleetSplit): string {
 
 /** A failure under its split: when, who, what, and the stack's first frame (the rest is in `--json`). */
 function failureLines(f: FleetSplit["failures"][number]): string[] {
-  const line = `    ${iso(f.at)} ${f.worker}: ${f.message}`;
+  const line = `    ${iso(f.at)} ${f.worker}${f.permanent ? " (permanent)" : ""}: ${f.message}`;
   const first = f.stack?.split("\n", 1)[0];
   if (!first) return [line];
   const more = f.stack!.includes("\n") ? " (full stack: --json)" : "";
@@ -129,7 +129,9 @@ export function formatSplits(v: FleetView): string {
   const rows: string[][] = [];
   const failures = new Map<number, string[]>();
   for (const s of v.splits) {
-    rows.push([s.id, stateWord(s, v.page.state), s.owner ?? "-", String(s.epoch), String(s.attempts), progress(s), s.descriptor ?? "(spec record)", s.parent ?? "-"]);
+    // A permanent quarantine says so in its state: requeueing it without fixing its input fails again.
+    const state = stateWord(s, v.page.state) + (s.permanent ? " (permanent)" : "");
+    rows.push([s.id, state, s.owner ?? "-", String(s.epoch), String(s.attempts), progress(s), s.descriptor ?? "(spec record)", s.parent ?? "-"]);
     if (s.failures.length) failures.set(rows.length - 1, s.failures.flatMap(failureLines));
     else if (s.lastFailure) failures.set(rows.length - 1, [`    last failure: ${s.lastFailure}`]);
   }

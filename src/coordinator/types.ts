@@ -69,7 +69,8 @@ export type CoordinationEvent =
    * answer with {@linkcode Coordinator.split}, or ignore it to decline.
    */
   | { type: "splitRequested"; splitId: string; epoch: number; parts: number }
-  | { type: "quarantined"; splitId: string; attempts: number }
+  /** `permanent`: quarantined at once by a permanent failure, not at `maxAttempts`. */
+  | { type: "quarantined"; splitId: string; attempts: number; permanent?: boolean }
   | { type: "allComplete" }
   | { type: "stalled"; completed: number; quarantined: number }
   /** The outcome announced before (`allComplete` or `stalled`) was withdrawn: an operator requeued or cancelled a split, and the job runs (or is judged) again. */
@@ -295,6 +296,12 @@ export interface FailOptions {
    * history (bounded; shown by the fleet page and `splitlease splits`).
    */
   stack?: string;
+  /**
+   * The failure will not go away (a 404, a schema violation): the split is
+   * quarantined at once instead of retried up to `maxAttempts`, and the
+   * failure is marked `permanent` in its history.
+   */
+  permanent?: boolean;
 }
 
 /**
@@ -339,7 +346,11 @@ export interface Coordinator extends AsyncDisposable, AsyncIterable<Coordination
    * released to its thief. Splits no longer held are ignored.
    */
   release(splitIds: readonly string[]): Promise<void>;
-  /** Reports a poison split: consumes an attempt; quarantines at the cap (with the error's stack in `options`, kept in its failure history). */
+  /**
+   * Reports a poison split: consumes an attempt; quarantines at the cap, or
+   * at once with `options.permanent` (with the error's stack in `options`,
+   * kept in its failure history).
+   */
   fail(splitId: string, epoch: number, reason: string, options?: FailOptions): Promise<void>;
   /**
    * Cuts a held split's remaining work (an answer to `splitRequested`):

@@ -23,6 +23,7 @@ import {
   SplitRecordSchema,
 } from "../records.ts";
 import type { ZodType } from "zod";
+import { permanentlyFailed } from "../records/transitions.ts";
 import { SplitleaseError } from "../errors.ts";
 import { isValidId, keys } from "../store/keys.ts";
 import type { StoreEntry } from "../store/store.ts";
@@ -127,6 +128,7 @@ export function splitView(id: string, r: SplitRecord): FleetSplit {
     owner: r.owner?.instance ?? null,
     epoch: r.epoch,
     attempts: r.attempts,
+    permanent: permanentlyFailed(r),
     weight: r.weight,
     progress: p
       ? { watermark: p.watermark ?? null, state: p.state === undefined ? null : jsonPreview(p.state, 120) }

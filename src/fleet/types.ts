@@ -142,6 +142,8 @@ export interface FleetSplit {
   epoch: number;
   /** Non-graceful ends so far. */
   attempts: number;
+  /** Quarantined by a permanent failure (its last failure says it will not go away): retrying it without a fix is pointless. */
+  permanent: boolean;
   /** Relative cost. */
   weight: number;
   /** Last committed progress: the watermark and a bounded preview of the source state. */

@@ -40,7 +40,7 @@ button.link { border: 0; background: none; padding: 0; color: #1f5fbf; text-deco
 .pill { display: inline-block; padding: 0 .45em; border-radius: 9px; font-size: .85em; background: #e4e6ea; }
 .pill.working, .pill.owned { background: #dbe8fb; } .pill.idle, .pill.unclaimed { background: #eee; }
 .pill.standby { background: #efe6fa; } .pill.draining { background: #fff0cc; } .pill.dead, .pill.quarantined { background: #fde0e4; }
-.pill.completed { background: #dff3e4; } .pill.cancelled { background: #e9e9e9; color: #667; }
+.pill.completed { background: #dff3e4; } .pill.cancelled { background: #e9e9e9; color: #667; } .pill.permanent { background: #f8c9cf; }
 #banner { padding: .4em .7em; border-radius: 4px; margin: .5em 0; display: none; }
 #banner.show { display: block; background: #fde8ea; border: 1px solid #e4a0a8; }
 #notice { min-height: 1.4em; margin: .4em 0; }

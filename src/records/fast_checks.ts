@@ -68,7 +68,8 @@ const isTenancy = (t: unknown): boolean =>
 
 const isFailure = (f: unknown): boolean =>
   isObj(f) && typeof f.at === "number" && Number.isFinite(f.at) && typeof f.worker === "string" &&
-  typeof f.message === "string" && (f.stack === undefined || typeof f.stack === "string");
+  typeof f.message === "string" && (f.stack === undefined || typeof f.stack === "string") &&
+  (f.permanent === undefined || f.permanent === true);
 
 function isMemberRecord(x: unknown): x is MemberRecord {
   return isObj(x) && x.v === 2 && typeof x.session === "string" && x.session.length > 0 && isCount(x.maxInFlight) &&

@@ -349,6 +349,13 @@ export interface SplitFailure {
    * written before it existed, which read the same.
    */
   stack?: string;
+  /**
+   * The source said this failure will not go away (a `PermanentFailure`,
+   * `lane.fail(reason, { permanent: true })`): the split was quarantined by
+   * it at once, without retries. Absent otherwise (and in records written
+   * before it existed).
+   */
+  permanent?: true;
 }
 
 /**
@@ -402,6 +409,7 @@ const FailureSchema: z.ZodType<SplitFailure> = z.object({
   worker: z.string(),
   message: z.string(),
   stack: z.string().optional(),
+  permanent: z.literal(true).optional(),
 });
 
 /** Checks a decoded `split.<id>` record: status, owner, epoch, attempts, progress and lineage, with their ranges. */

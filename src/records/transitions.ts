@@ -149,22 +149,44 @@ export function handBackRecord(r: SplitRecord, reason: string, worker: string, a
 }
 
 /**
- * Fail (poison report): attempts + 1, owner none; quarantined at the cap.
- * The report joins the record's bounded failure history (`worker` reported
- * it at wall time `at`, with the first frames of `stack` when given).
+ * Fail (poison report): attempts + 1, owner none; quarantined at the cap —
+ * or at once when the failure is `permanent` (the source says no retry can
+ * succeed: the attempt that failed is the only one charged, and no backoff
+ * follows since a quarantined split is never offered). The report joins
+ * the record's bounded failure history (`worker` reported it at wall time
+ * `at`, with the first frames of `stack` when given, marked `permanent`).
  */
-export function failRecord(r: SplitRecord, reason: string, maxAttempts: number, worker: string, at: number, stack?: string): SplitRecord {
+export function failRecord(
+  r: SplitRecord,
+  reason: string,
+  maxAttempts: number,
+  worker: string,
+  at: number,
+  stack?: string,
+  permanent = false,
+): SplitRecord {
   const attempts = r.attempts + 1;
   const frames = stack === undefined ? undefined : boundStack(stack, FAILURE_STACK_LINES, FAILURE_STACK_CHARS);
   const failure: SplitFailure = { at, worker, message: reason.slice(0, FAILURE_MESSAGE_CHARS) };
   if (frames !== undefined) failure.stack = frames;
+  if (permanent) failure.permanent = true;
   const next: SplitRecord = {
     ...r,
     owner: null,
     attempts,
     lastFailure: reason.slice(0, 1000),
     failures: [...(r.failures ?? []), failure].slice(-FAILURE_HISTORY),
-    status: attempts >= maxAttempts ? "quarantined" : "runnable",
+    status: permanent || attempts >= maxAttempts ? "quarantined" : "runnable",
   };
   return withTenancy(next, at, r.owner ? "failed" : null);
+}
+
+/**
+ * Whether a quarantined record was quarantined by a permanent failure (its
+ * last failure says so): what the fleet view, `splits`, the page and the
+ * outcome's `permanent` count show. A requeued split keeps the history but
+ * is no longer quarantined, so it does not count.
+ */
+export function permanentlyFailed(r: SplitRecord): boolean {
+  return r.status === "quarantined" && r.failures?.at(-1)?.permanent === true;
 }

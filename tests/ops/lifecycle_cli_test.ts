@@ -2,7 +2,7 @@
 // nats-server (tests/ops/lifecycle_session.ts has the sessions).
 import { NatsStore } from "../../nats.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
-import { type SessionStore, waitSession } from "./lifecycle_session.ts";
+import { permanentSession, type SessionStore, waitSession } from "./lifecycle_session.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 const server = await NatsServer.startForModule();
@@ -16,4 +16,10 @@ Deno.test({
   name: "lifecycle cli on nats-server: wait exits by how the job ended (0, 5, 3, 4, 6, 7, 8), with a bar on a terminal and lines in a log",
   ...opts,
   fn: () => waitSession("wait", store),
+});
+
+Deno.test({
+  name: "lifecycle cli on nats-server: a permanent failure quarantines at once and splits says so",
+  ...opts,
+  fn: () => permanentSession("perm", store),
 });

@@ -7,7 +7,7 @@
 // (tests/ops/lifecycle_cli_test.ts) and PostgreSQL (tests/postgres/
 // lifecycle_cli_test.ts).
 import assert from "node:assert/strict";
-import { SplitCoordinator, type SplitSource, startWorker, type Store, type Worker } from "../../mod.ts";
+import { PermanentFailure, SplitCoordinator, type SplitSource, startWorker, type Store, type Worker } from "../../mod.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { bin, root } from "../helpers/worker_procs.ts";
 import { cli, until } from "./operator_session.ts";
@@ -46,13 +46,14 @@ export class OneWorker implements AsyncDisposable {
   }
 }
 
-/** A source of `n` splits whose runs wait for `gate` (`poison` fails, permanently when asked). */
-export function gatedSource(n: number, gate: Promise<void>, poison?: string): SplitSource<{ n: number }> {
+/** A source of `n` splits whose runs wait for `gate` (`poison` fails; `permanent` fails for good). */
+export function gatedSource(n: number, gate: Promise<void>, poison?: string, permanent?: string): SplitSource<{ n: number }> {
   return {
     fingerprint: () => "lifecycle-v1",
     plan: () => Promise.resolve({ finality: "final", splits: Array.from({ length: n }, (_, i) => ({ id: `s${i}`, descriptor: { n: i } })) }),
     async run(lane) {
       if (lane.splitId === poison) throw new Error(`bad input in ${lane.splitId}`);
+      if (lane.splitId === permanent) throw new PermanentFailure(`${lane.splitId}: 404, it will not appear`);
       await lane.commit({ watermark: 1 }, { records: 10 });
       await Promise.race([gate, new Promise((r) => lane.revokeSignal.addEventListener("abort", r))]);
       if (lane.revokeSignal.aborted) return;
@@ -163,4 +164,20 @@ export async function waitSession(prefix: string, s: SessionStore): Promise<void
   const dead = await cli("deno", ["wait", "x", "--op-timeout-ms", "200", "--unreachable", "1s"], s.deadEnv);
   assert.equal(dead.code, 7, dead.out);
   assert.match(dead.out, /STORE_UNAVAILABLE/);
+}
+
+/** A permanent failure quarantines at once and says so in `splits` (text and JSON). */
+export async function permanentSession(prefix: string, s: SessionStore): Promise<void> {
+  const job = `${prefix}-perm`;
+  const env = { ...s.env, JOB: job };
+  await using f = await OneWorker.start(s, job, gatedSource(3, Promise.resolve(), undefined, "s1"), { maxAttempts: 5 });
+  const w = await cli("deno", ["wait", "--json"], env);
+  assert.equal(w.code, 3, `stalled on the permanent failure, after one run: ${w.out}`);
+  const q = await cli("deno", ["splits", "--state", "quarantined"], env);
+  assert.equal(q.code, 0, q.out);
+  assert.match(q.stdout, /^s1 +quarantined \(permanent\) +- +\d+ +1 /m, q.stdout);
+  assert.match(q.stdout, /w1 \(permanent\): run threw: PermanentFailure: s1: 404, it will not appear/);
+  const j = JSON.parse((await cli("deno", ["splits", "--state", "quarantined", "--json"], env)).stdout);
+  assert.deepEqual([j.splits[0].permanent, j.splits[0].attempts, j.splits[0].failures.length, j.splits[0].failures[0].permanent], [true, 1, 1, true]);
+  void f;
 }

@@ -2,7 +2,7 @@
 // PostgreSQL (tests/ops/lifecycle_session.ts has the sessions).
 import { PostgresStore } from "../../adapters/postgres.ts";
 import { freshJob, noPg, PG_URL } from "../helpers/pg.ts";
-import { type SessionStore, waitSession } from "../ops/lifecycle_session.ts";
+import { permanentSession, type SessionStore, waitSession } from "../ops/lifecycle_session.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false, ignore: noPg };
 const store: SessionStore = {
@@ -15,4 +15,10 @@ Deno.test({
   name: "lifecycle cli on PostgreSQL: wait exits by how the job ended (0, 5, 3, 4, 6, 7, 8), with a bar on a terminal and lines in a log",
   ...opts,
   fn: () => waitSession(freshJob("wait"), store),
+});
+
+Deno.test({
+  name: "lifecycle cli on PostgreSQL: a permanent failure quarantines at once and splits says so",
+  ...opts,
+  fn: () => permanentSession(freshJob("perm"), store),
 });

@@ -289,10 +289,11 @@ export class Tenancies {
     return owed;
   }
 
-  /** Poison report (with the error's stack, when there is one): attempts + 1; returns the written record. */
-  async fail(id: string, epoch: number, reason: string, stack?: string): Promise<SplitRecord> {
+  /** Poison report (with the error's stack, when there is one): attempts + 1, quarantined at once when `permanent`; returns the written record. */
+  async fail(id: string, epoch: number, reason: string, stack?: string, permanent = false): Promise<SplitRecord> {
     const { config, me, clock } = this.#core;
-    const { record } = await this.#cas(id, epoch, true, (r) => failRecord(r, reason, config.maxAttempts, me.instance, clock.wallNow(), stack), "fail");
+    const make = (r: SplitRecord) => failRecord(r, reason, config.maxAttempts, me.instance, clock.wallNow(), stack, permanent);
+    const { record } = await this.#cas(id, epoch, true, make, "fail");
     return record;
   }
 
