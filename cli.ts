@@ -57,8 +57,6 @@ const { waitForOutcome } = await import("./src/fleet/wait.ts");
 const { jobResultOf } = await import("./src/fleet/job_result.ts");
 const { EXIT_UNREACHABLE, exitCodeForResult, exitCodeForWait } = await import("./src/runtime/exit_codes.ts");
 const { endLine, WaitDisplay } = await import("./src/cli/wait_display.ts");
-const { PlanRecordSchema, safeDecodeRecord } = await import("./src/records.ts");
-const { keys } = await import("./src/store/keys.ts");
 const { jsonLogger } = await import("./src/util/logger.ts");
 
 const out = (text: string) => process.stdout.write(text + "\n");
@@ -174,7 +172,8 @@ async function run(store: Store, command: Exclude<Command, { name: "help" | "ver
       const view = await readFleet(store, { limit: 1 });
       const { splits: _, page: __, ...summary } = view;
       // The same result fields as `wait --json` (where the job stands, its outcome record, what it skipped, wait's exit code).
-      show({ job: o.job, ...summary, result: await resultOf(store) }, formatStatus(o.job, view));
+      const result = view.plan?.result ?? jobResultOf(undefined);
+      show({ job: o.job, ...summary, result: { ...result, exitCode: exitCodeForResult(result) } }, formatStatus(o.job, view));
       return CLI_EXIT.ok;
     }
     case "wait":
@@ -212,14 +211,6 @@ async function run(store: Store, command: Exclude<Command, { name: "help" | "ver
     case "ui":
       return await ui(store, command, o);
   }
-}
-
-/** The job's standing from its plan record, with the exit code `wait` would give it now (`null`: no outcome yet). */
-async function resultOf(store: Store) {
-  const e = await store.get(keys.plan);
-  const r = e ? safeDecodeRecord(e.key, e.value, PlanRecordSchema) : undefined;
-  const result = jobResultOf(r?.ok ? r.value : undefined);
-  return { ...result, exitCode: exitCodeForResult(result) };
 }
 
 /**

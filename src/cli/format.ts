@@ -54,6 +54,12 @@ export function formatSummary(s: FleetSummary, completed: number): string {
   return parts.join(" · ");
 }
 
+/** What an outcome skipped, as a parenthesis (`" (1 cancelled, 2 permanent)"`), or `""` when nothing. */
+export function skippedText(s: { cancelled: number; permanent: number }): string {
+  const parts = [s.cancelled ? `${num(s.cancelled)} cancelled` : "", s.permanent ? `${num(s.permanent)} permanently failed` : ""].filter(Boolean);
+  return parts.length ? ` (${parts.join(", ")})` : "";
+}
+
 /** `splitlease status`. */
 export function formatStatus(job: string, v: FleetView): string {
   const c = v.counts;
@@ -64,14 +70,15 @@ export function formatStatus(job: string, v: FleetView): string {
     `leader ${v.leader ? `${v.leader.instance} (term ${v.leader.term}, beat ${v.leader.beat})` : "none"} · ` +
       (v.plan
         ? `plan ${v.plan.finality}, ${v.plan.planned} planned, generation ${v.plan.generation}` +
-          (v.plan.outcome ? ` · outcome ${v.plan.outcome}` : "")
+          (v.plan.outcome ? ` · outcome ${v.plan.outcome}${skippedText(v.plan.result.skipped)}` : "")
         : "no plan yet"),
   );
   // A finished job leads with what it did.
   if (v.plan?.outcome === "allComplete" || (v.rate.eta.state === "done" && c.total > 0)) out.push(`result: ${formatSummary(v.summary, c.completed)}`);
   out.push(
     `splits ${c.total}: ${c.completed} completed, ${c.runnable} runnable (${c.owned} owned, ${c.unclaimed} unclaimed), ` +
-      `${c.quarantined} quarantined, ${c.cancelled} cancelled` + (c.invalid ? `, ${c.invalid} unreadable` : "") +
+      `${c.quarantined} quarantined${c.permanent ? ` (${c.permanent} permanent)` : ""}, ${c.cancelled} cancelled` +
+      (c.invalid ? `, ${c.invalid} unreadable` : "") +
       ` (${pct}% of the weight completed)`,
   );
   if (c.quarantined > 0) {
@@ -155,13 +162,15 @@ export function formatJobs(jobs: readonly JobSummary[]): string {
     j.job,
     j.state,
     j.counts ? `${num(j.counts.completed)}/${j.planned === null ? "?" : num(j.planned)}` : j.planned === null ? "-" : `?/${num(j.planned)}`,
-    j.counts ? String(j.counts.quarantined) : "-",
+    // What the job skipped: "done except 1 cancelled" is not "all done".
+    j.counts ? String(j.counts.cancelled) : "-",
+    j.counts ? String(j.counts.quarantined) + (j.counts.permanent ? ` (${j.counts.permanent} permanent)` : "") : "-",
     `${j.liveMembers.length}/${j.members}`,
     when(j.createdAt),
     when(j.finishedAt),
     j.bytes === null ? "-" : j.bytes < 1e6 ? `${Math.ceil(j.bytes / 1000)} kB` : `${(j.bytes / 1e6).toFixed(1)} MB`,
   ]);
-  return table(["JOB", "STATE", "COMPLETED", "QUARANTINED", "LIVE/MEMBERS", "CREATED", "FINISHED", "SIZE"], rows) +
+  return table(["JOB", "STATE", "COMPLETED", "CANCELLED", "QUARANTINED", "LIVE/MEMBERS", "CREATED", "FINISHED", "SIZE"], rows) +
     "\n\nrun a finished job again: splitlease delete --job NAME --yes, then start its workers " +
     "(or start them under a new job name to keep this one's records)";
 }

@@ -42,7 +42,10 @@ export function progressFacts(v: FleetView): string[] {
   if (r.eta.state === "estimated" && r.eta.inMs !== null) parts.push(`ETA ${duration(r.eta.inMs)}`);
   else if (r.eta.state === "unknown" && c.runnable > 0) parts.push("ETA unknown");
   if (c.quarantined > 0) {
-    parts.push(`${num(c.quarantined)} quarantined` + (r.eta.state === "stalled" ? ": stalled" : r.eta.thenStalled ? ", then stalled" : ""));
+    parts.push(
+      `${num(c.quarantined)} quarantined` + (c.permanent ? ` (${num(c.permanent)} permanent)` : "") +
+        (r.eta.state === "stalled" ? ": stalled" : r.eta.thenStalled ? ", then stalled" : ""),
+    );
   }
   return parts;
 }
@@ -87,9 +90,10 @@ export function endLine(job: string, w: WaitResult, v: FleetView | undefined, co
     if (o.kind === "planFailed") text = `planning failed after ${o.attempts} attempt(s): ${o.error}`;
     else {
       const skipped = o.cancelled ? `, ${num(o.cancelled)} cancelled (skipped)` : "";
+      const permanent = o.kind === "stalled" && o.permanent ? ` (${num(o.permanent)} permanent)` : "";
       text = o.kind === "allComplete"
         ? `complete: ${num(o.completed)} split(s) completed${skipped}`
-        : `stalled: ${num(o.completed)} split(s) completed, ${num(o.quarantined)} quarantined${skipped}; ` +
+        : `stalled: ${num(o.completed)} split(s) completed, ${num(o.quarantined)} quarantined${permanent}${skipped}; ` +
           "see them with splitlease splits --state quarantined";
       if (v && v.summary.splitsWithRecords > 0) text += ` · ${num(v.summary.records)} records`;
       if (v && v.summary.tookMs !== null && o.kind === "allComplete") text += ` · took ${duration(v.summary.tookMs)}`;

@@ -71,8 +71,14 @@ export type CoordinationEvent =
   | { type: "splitRequested"; splitId: string; epoch: number; parts: number }
   /** `permanent`: quarantined at once by a permanent failure, not at `maxAttempts`. */
   | { type: "quarantined"; splitId: string; attempts: number; permanent?: boolean }
-  | { type: "allComplete" }
-  | { type: "stalled"; completed: number; quarantined: number }
+  /**
+   * The job is complete: `completed` splits, and `cancelled` ones skipped
+   * for good (absent when none; both absent from coordinators that do not
+   * count them).
+   */
+  | { type: "allComplete"; completed?: number; cancelled?: number }
+  /** Only quarantined splits are left (`permanent` of them by permanent failures); `cancelled` skipped for good. Absent counts are 0. */
+  | { type: "stalled"; completed: number; quarantined: number; cancelled?: number; permanent?: number }
   /** The outcome announced before (`allComplete` or `stalled`) was withdrawn: an operator requeued or cancelled a split, and the job runs (or is judged) again. */
   | { type: "reopened"; was: "allComplete" | "stalled" }
   | { type: "planFailed"; error: string; attempts: number };

@@ -28,6 +28,7 @@ import { SplitleaseError } from "../errors.ts";
 import { isValidId, keys } from "../store/keys.ts";
 import type { StoreEntry } from "../store/store.ts";
 import { completedAt, fractionDone, RateFold } from "./fleet_rate.ts";
+import { jobResultOf } from "./job_result.ts";
 import type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetSnapshot, FleetSplit, FleetState, FleetView } from "./types.ts";
 
 /** Every state a query filters on, in the order a fleet view lists them (`owned` and `unclaimed` split `runnable`). */
@@ -197,7 +198,8 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
   }
 
   const counts: FleetCounts = {
-    total: 0, runnable: 0, owned: 0, unclaimed: 0, unowned: 0, completed: 0, quarantined: 0, cancelled: 0, invalid: 0, weight: 0, completedWeight: 0,
+    total: 0, runnable: 0, owned: 0, unclaimed: 0, unowned: 0, completed: 0, quarantined: 0, permanent: 0, cancelled: 0, invalid: 0, weight: 0,
+    completedWeight: 0,
   };
   const owned = new Map<string, number>(); // "instance/session" -> runnable splits it owns
   const page: { id: string; rec: SplitRecord }[] = []; // the `limit` smallest matching ids after the cursor, sorted
@@ -216,6 +218,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
     counts[rec.status]++;
     counts.weight += rec.weight;
     if (rec.status === "completed") counts.completedWeight += rec.weight;
+    if (permanentlyFailed(rec)) counts.permanent++;
     rate.add(id, rec);
     if (rec.status === "runnable") {
       if (rec.owner) {
@@ -278,6 +281,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
         generation: plan.generation,
         planned: plan.planned,
         outcome: plan.outcome?.kind ?? null,
+        result: jobResultOf(plan),
       }
       : null,
     liveness: liveness ? { judgedBy: "here", by: liveness.by } : { judgedBy: "leader", leader: leader?.instance ?? null },

@@ -41,9 +41,10 @@ export interface JobResult {
   outcome: JobOutcome | null;
   /**
    * What the outcome left undone: cancelled splits (never run again), and
-   * quarantined ones (parked until requeued). Zeros before an outcome.
+   * quarantined ones (parked until requeued), `permanent` of them by
+   * failures their source called permanent. Zeros before an outcome.
    */
-  skipped: { cancelled: number; quarantined: number };
+  skipped: { cancelled: number; quarantined: number; permanent: number };
 }
 
 /**
@@ -62,6 +63,7 @@ export function jobResultOf(plan: PlanRecord | undefined): JobResult {
   const skipped = {
     cancelled: o && o.kind !== "planFailed" ? o.cancelled ?? 0 : 0,
     quarantined: o?.kind === "stalled" ? o.quarantined : 0,
+    permanent: o?.kind === "stalled" ? o.permanent ?? 0 : 0,
   };
   let state: JobResultState;
   if (!plan) state = "new";

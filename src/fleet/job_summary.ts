@@ -65,8 +65,13 @@ export interface JobSummary {
   fingerprint: string | null;
   /** Splits planned (the `plan` record), or `null`. */
   planned: number | null;
-  /** Split counts: the outcome's once finished, else the leader's last beat; `null` when neither is known. */
-  counts: { completed: number; quarantined: number; cancelled: number; runnable: number } | null;
+  /**
+   * Split counts: the outcome's once finished, else the leader's last beat;
+   * `null` when neither is known. `cancelled` and `permanent` (of the
+   * quarantined) are what the job skipped; `permanent` is known from the
+   * outcome only (0 before it).
+   */
+  counts: { completed: number; quarantined: number; permanent: number; cancelled: number; runnable: number } | null;
   /** When its first worker created it (the `job` record), or `null`. */
   createdAt: number | null;
   /** When its outcome was written, where the backend records write times; else `null`. */
@@ -119,12 +124,13 @@ export function summarizeJob(l: JobListing, now: number): JobSummary {
     counts = {
       completed: outcome.completed,
       quarantined: outcome.kind === "stalled" ? outcome.quarantined : 0,
+      permanent: outcome.kind === "stalled" ? outcome.permanent ?? 0 : 0,
       cancelled: outcome.cancelled ?? 0,
       runnable: 0,
     };
   } else if (leader?.ok && leader.value.counts) {
     const c = leader.value.counts;
-    counts = { completed: c.completed, quarantined: c.quarantined, cancelled: c.cancelled, runnable: c.runnable };
+    counts = { completed: c.completed, quarantined: c.quarantined, permanent: 0, cancelled: c.cancelled, runnable: c.runnable };
   }
   return {
     job: l.job,

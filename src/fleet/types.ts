@@ -6,6 +6,7 @@
  */
 import type { JobOutcome, SplitEstimate, SplitFailure, SplitStatus, SplitTenancy } from "../records.ts";
 import type { StoreEntry } from "../store/store.ts";
+import type { JobResult } from "./job_result.ts";
 
 /**
  * A state a fleet query filters on, in the one vocabulary of the CLI,
@@ -281,6 +282,8 @@ export interface FleetCounts {
   completed: number;
   /** Quarantined (poison) splits, parked until requeued. */
   quarantined: number;
+  /** Of the quarantined, those quarantined by a permanent failure (requeue them only once their input is fixed). */
+  permanent: number;
   /** Cancelled splits (terminal, never run again). */
   cancelled: number;
   /** Unreadable split records. */
@@ -309,9 +312,20 @@ export interface FleetView {
   fingerprint: string | null;
   /** The leader as its record names it, or `null`. */
   leader: { instance: string; term: number; beat: number } | null;
-  /** The plan, or `null` before the first leader. */
+  /**
+   * The plan, or `null` before the first leader: `outcome` is the outcome's
+   * kind, `result` where the job stands with the whole outcome record and
+   * what it skipped (the `result` of `splitlease status --json` and `wait --json`).
+   */
   plan:
-    | { term: number; finality: "open" | "final"; generation: number; planned: number; outcome: JobOutcome["kind"] | null }
+    | {
+      term: number;
+      finality: "open" | "final";
+      generation: number;
+      planned: number;
+      outcome: JobOutcome["kind"] | null;
+      result: JobResult;
+    }
     | null;
   /** Who judged liveness: this view's server (the leader), or nobody here (see `FleetMember.alive`). */
   liveness: { judgedBy: "here"; by: string } | { judgedBy: "leader"; leader: string | null };

@@ -152,8 +152,10 @@ const JOB = `
       eta.textContent = (e.thenStalled ? "Runnable work done " : "ETA ") + when(e.at) + " · in " + dur(e.inMs) + stall;
       eta.className = e.thenStalled ? "big warn" : "big";
     } else if (e.state === "done") {
-      eta.textContent = "Finished" + (s.lastCompletedAt !== null ? " " + when(s.lastCompletedAt) : "") + (s.tookMs !== null ? " · took " + took(s.tookMs) : "");
-      eta.className = "big ok";
+      // Done except skipped splits is not all done: say what was skipped, and not in green.
+      eta.textContent = "Finished" + (s.lastCompletedAt !== null ? " " + when(s.lastCompletedAt) : "") + (s.tookMs !== null ? " · took " + took(s.tookMs) : "") +
+        (c.cancelled ? " · except " + c.cancelled + " cancelled split" + (c.cancelled === 1 ? "" : "s") + " (skipped)" : "");
+      eta.className = c.cancelled ? "big warn" : "big ok";
     } else if (e.state === "stalled") {
       eta.textContent = "Stalled: only " + c.quarantined + " quarantined split" + (c.quarantined === 1 ? " is" : "s are") +
         " left · requeue or cancel below";
@@ -176,10 +178,14 @@ const JOB = `
     }
     renderResult(v, e.state === "done");
     for (const k of ["total", "completed", "owned", "unclaimed", "quarantined", "cancelled", "invalid"]) $("count-" + k).textContent = c[k];
+    if (c.permanent) $("count-quarantined").textContent = c.quarantined + " (" + c.permanent + " permanent)";
     // Red only when there is something to repair.
     $("count-quarantined").className = c.quarantined > 0 ? "bad" : "";
     $("job").textContent = "· job " + v.job;
-    const plan = v.plan ? "plan " + v.plan.finality + ", " + v.plan.planned + " planned" + (v.plan.outcome ? ", outcome " + v.plan.outcome : "") : "no plan yet";
+    const sk = v.plan ? v.plan.result.skipped : null;
+    const skipped = sk && (sk.cancelled || sk.permanent)
+      ? " (" + [sk.cancelled ? sk.cancelled + " cancelled" : "", sk.permanent ? sk.permanent + " permanently failed" : ""].filter(Boolean).join(", ") + ")" : "";
+    const plan = v.plan ? "plan " + v.plan.finality + ", " + v.plan.planned + " planned" + (v.plan.outcome ? ", outcome " + v.plan.outcome + skipped : "") : "no plan yet";
     const leader = v.leader ? "leader " + v.leader.instance + " (term " + v.leader.term + ")" : "no leader";
     $("meta").textContent = "served by " + v.servedBy.instance + (v.servedBy.isLeader ? " (leader)" : "") + " · " + leader + " · " + plan +
       " · updated " + when(v.at);

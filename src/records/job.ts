@@ -34,17 +34,22 @@ export const JobRecordSchema: z.ZodType<JobRecord> = z.object({
 });
 
 /**
- * How a bounded job ended, decided once by the leader (`plan.outcome`).
+ * How a bounded job ended, decided once by the leader (`plan.outcome`),
+ * with what it skipped: `cancelled` splits (never run again) and, of the
+ * `quarantined` ones a stall waits on, those quarantined by a `permanent`
+ * failure. Both are absent when zero (and in outcomes written before they
+ * existed).
  *
  * @example
  * ```ts
  * import type { JobOutcome } from "@splitlease/splitlease/admin";
- * const o: JobOutcome = { kind: "stalled", completed: 9, quarantined: 1 };
+ * const o: JobOutcome = { kind: "stalled", completed: 9, quarantined: 2, permanent: 1 };
+ * const doneExceptSkipped = (x: JobOutcome) => x.kind === "allComplete" && (x.cancelled ?? 0) > 0;
  * ```
  */
 export type JobOutcome =
   | { kind: "allComplete"; completed: number; cancelled?: number }
-  | { kind: "stalled"; completed: number; quarantined: number; cancelled?: number }
+  | { kind: "stalled"; completed: number; quarantined: number; cancelled?: number; permanent?: number }
   | { kind: "planFailed"; error: string; attempts: number; term: number };
 
 /**
@@ -78,7 +83,7 @@ export interface PlanRecord {
 
 const OutcomeSchema: z.ZodType<JobOutcome> = z.union([
   z.object({ kind: z.literal("allComplete"), completed: count, cancelled: count.optional() }),
-  z.object({ kind: z.literal("stalled"), completed: count, quarantined: count, cancelled: count.optional() }),
+  z.object({ kind: z.literal("stalled"), completed: count, quarantined: count, cancelled: count.optional(), permanent: count.optional() }),
   z.object({ kind: z.literal("planFailed"), error: z.string(), attempts: count, term: count }),
 ]);
 

@@ -1,10 +1,11 @@
 // A job's life (issue 41), defined once and run on every backend (memory,
 // nats-server, PostgreSQL: lifecycle_test.ts, nats_lifecycle_test.ts,
 // tests/postgres/lifecycle_test.ts): permanent failures quarantine at
-// once.
+// once; outcomes name what they skipped, and wait exits by them.
 import assert from "node:assert/strict";
-import { readFleet } from "../../admin.ts";
-import { type Backend, finalPlanner, splits } from "./fleet.ts";
+import { cancelSplit, readFleet, waitForOutcome } from "../../admin.ts";
+import { exitCodeForWait } from "../../host.ts";
+import { type Backend, finalPlanner, rawStore, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";
 
 export function lifecycleScenarios(b: Backend): void {
@@ -33,5 +34,34 @@ export function lifecycleScenarios(b: Backend): void {
     assert.equal(a.gained().filter((g) => g.split.id === bad.id).length, 1, "it ran once");
     const view = await readFleet(f.store, { state: "quarantined" });
     assert.deepEqual(view.splits.map((s) => [s.id, s.permanent]), [[bad.id, true]]);
+  });
+
+  t("L2. the outcome counts what was skipped (cancelled, permanently failed): in the record, the completion event, the fleet view and wait's exit code", async () => {
+    await using f = await b.fleet();
+    const a = await f.join({ instance: "a", planner: finalPlanner(splits(4)), maxAttempts: 1 });
+    assert.ok(await f.until(() => a.held.length === 4, 3000), "a holds the four splits");
+    const held = a.c.status().held;
+    const [done, cancelled, permanent, poison] = held.map((h) => h.id);
+    await a.c.commit(done, held[0].epoch, { watermark: 1 }, { final: true });
+    assert.equal((await cancelSplit(rawStore(f), cancelled)).outcome, "cancelled");
+    await a.c.fail(permanent, held[2].epoch, "404", { permanent: true });
+    await a.c.fail(poison, held[3].epoch, "ECONNRESET");
+    assert.ok(await f.until(() => a.has("stalled"), 3000), "the job stalls");
+    const stalled = { kind: "stalled", completed: 1, quarantined: 2, cancelled: 1, permanent: 1 } as const;
+    assert.deepEqual(a.events.find((e) => e.type === "stalled"), { type: "stalled", completed: 1, quarantined: 2, cancelled: 1, permanent: 1 });
+    const w = await waitForOutcome(rawStore(f), { timeoutMs: 5000 });
+    assert.deepEqual(w.kind === "outcome" && w.outcome, stalled);
+    assert.deepEqual(w.result?.skipped, { cancelled: 1, quarantined: 2, permanent: 1 });
+    assert.equal(exitCodeForWait(w), 3);
+    const view = await readFleet(rawStore(f));
+    assert.deepEqual([view.counts.quarantined, view.counts.permanent, view.counts.cancelled], [2, 1, 1]);
+    assert.deepEqual(view.plan?.result.outcome, stalled);
+    // Cancel what is quarantined: done, except what was skipped.
+    for (const id of [permanent, poison]) assert.equal((await cancelSplit(rawStore(f), id)).outcome, "cancelled");
+    assert.ok(await f.until(() => a.has("allComplete"), 3 * f.timings.leaseMs), "the job completes");
+    assert.deepEqual(a.events.find((e) => e.type === "allComplete"), { type: "allComplete", completed: 1, cancelled: 3 });
+    const end = await waitForOutcome(rawStore(f), { timeoutMs: 5000 });
+    assert.deepEqual(end.kind === "outcome" && end.outcome, { kind: "allComplete", completed: 1, cancelled: 3 });
+    assert.equal(exitCodeForWait(end), 5, "complete except cancelled splits");
   });
 }

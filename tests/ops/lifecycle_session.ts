@@ -100,7 +100,7 @@ export async function waitSession(prefix: string, s: SessionStore): Promise<void
     assert.equal(JSON.parse(timeout.stdout).waited, "timeout");
     assert.equal(JSON.parse(timeout.stdout).result.state, "running");
     const running = JSON.parse((await cli("deno", ["status", "--json"], env)).stdout);
-    assert.deepEqual(running.result, { state: "running", outcome: null, skipped: { cancelled: 0, quarantined: 0 }, exitCode: null });
+    assert.deepEqual(running.result, { state: "running", outcome: null, skipped: { cancelled: 0, quarantined: 0, permanent: 0 }, exitCode: null });
     await new Promise((r) => setTimeout(r, 1500));
     open();
     const [p, t] = await Promise.all([plain, tty]);
@@ -128,11 +128,16 @@ export async function waitSession(prefix: string, s: SessionStore): Promise<void
     const env = { ...s.env, JOB: job };
     const stalled = await cli("deno", ["wait", "--json"], env);
     assert.equal(stalled.code, 3, stalled.out);
-    assert.deepEqual(JSON.parse(stalled.stdout).result.skipped, { cancelled: 0, quarantined: 1 });
+    assert.deepEqual(JSON.parse(stalled.stdout).result.skipped, { cancelled: 0, quarantined: 1, permanent: 0 });
     assert.equal((await cli("deno", ["cancel", "s2"], env)).code, 0);
     const text = await cli("deno", ["wait"], env);
     assert.equal(text.code, 5, text.out);
     assert.match(text.stdout, new RegExp(`^${job}: complete: 2 split\\(s\\) completed, 1 cancelled \\(skipped\\) · 30 records · took .* \\(exit 5\\)$`, "m"));
+    // What was skipped, everywhere the outcome shows.
+    const status = await cli("deno", ["status"], env);
+    assert.match(status.stdout, /outcome allComplete \(1 cancelled\)/, status.stdout);
+    const jobs = await cli("deno", ["jobs", "--job", job], s.env);
+    assert.match(jobs.stdout, new RegExp(`^${job} +complete +2/3 +1 +0 +`, "m"), jobs.stdout);
     void f;
   }
   // Planning failed (4).
@@ -179,5 +184,10 @@ export async function permanentSession(prefix: string, s: SessionStore): Promise
   assert.match(q.stdout, /w1 \(permanent\): run threw: PermanentFailure: s1: 404, it will not appear/);
   const j = JSON.parse((await cli("deno", ["splits", "--state", "quarantined", "--json"], env)).stdout);
   assert.deepEqual([j.splits[0].permanent, j.splits[0].attempts, j.splits[0].failures.length, j.splits[0].failures[0].permanent], [true, 1, 1, true]);
+  // The outcome counts it: in wait's last line, status and jobs.
+  const text = await cli("deno", ["wait"], env);
+  assert.match(text.stdout, /stalled: 2 split\(s\) completed, 1 quarantined \(1 permanent\); see them/, text.stdout);
+  assert.match((await cli("deno", ["status"], env)).stdout, /1 quarantined \(1 permanent\), 0 cancelled/);
+  assert.match((await cli("deno", ["jobs", "--job", job], s.env)).stdout, new RegExp(`^${job} +stalled +2/3 +0 +1 \\(1 permanent\\) +`, "m"));
   void f;
 }

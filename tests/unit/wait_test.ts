@@ -166,7 +166,7 @@ Deno.test("wait display: one terminal line redrawn in place, never wider than th
 
   const end = (w: WaitResult) => endLine("j", w, undefined, exitCodeForWait(w));
   const result = jobResultOf(undefined);
-  assert.equal(end({ kind: "outcome", outcome: { kind: "allComplete", completed: 19, cancelled: 1 }, result: { ...result, state: "complete", skipped: { cancelled: 1, quarantined: 0 } } }), "j: complete: 19 split(s) completed, 1 cancelled (skipped) (exit 5)");
+  assert.equal(end({ kind: "outcome", outcome: { kind: "allComplete", completed: 19, cancelled: 1 }, result: { ...result, state: "complete", skipped: { cancelled: 1, quarantined: 0, permanent: 0 } } }), "j: complete: 19 split(s) completed, 1 cancelled (skipped) (exit 5)");
   assert.match(end({ kind: "outcome", outcome: { kind: "stalled", completed: 2, quarantined: 1 }, result: { ...result, state: "stalled" } }), /^j: stalled: 2 split\(s\) completed, 1 quarantined; see them with splitlease splits --state quarantined \(exit 3\)$/);
   assert.equal(end({ kind: "timeout", result: null }), "j: no outcome within the timeout; the job runs on (exit 8)");
   assert.equal(end({ kind: "deleted", result: null }), "j: the job was deleted while waiting (exit 6)");

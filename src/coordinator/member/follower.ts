@@ -202,14 +202,17 @@ export class Follower {
     if (!o || this.outcome) return;
     const { events, log } = this.#core;
     if (o.kind !== "planFailed") this.#announced = o;
+    // What the job skipped rides on the event and the line: "done except 1 cancelled" is not "all done".
+    const skipped = { ...(o.kind !== "planFailed" && o.cancelled ? { cancelled: o.cancelled } : {}) };
     if (o.kind === "allComplete") {
       this.outcome = "allComplete";
-      events.push({ type: "allComplete" });
-      log("info", "Job complete", { event: "allComplete", completed: o.completed });
+      events.push({ type: "allComplete", completed: o.completed, ...skipped });
+      log("info", "Job complete", { event: "allComplete", completed: o.completed, ...skipped });
     } else if (o.kind === "stalled") {
       this.outcome = "stalled";
-      events.push({ type: "stalled", completed: o.completed, quarantined: o.quarantined });
-      log("error", "Job stalled on quarantined splits", { event: "stalled", completed: o.completed, quarantined: o.quarantined });
+      const counts = { completed: o.completed, quarantined: o.quarantined, ...skipped, ...(o.permanent ? { permanent: o.permanent } : {}) };
+      events.push({ type: "stalled", ...counts });
+      log("error", "Job stalled on quarantined splits", { event: "stalled", ...counts });
     } else if (live && o.term === plan!.term) {
       this.outcome = "planFailed";
       events.push({ type: "planFailed", error: o.error, attempts: o.attempts });
@@ -302,5 +305,6 @@ function sameOutcome(a: JobOutcome | undefined, b: JobOutcome | undefined): bool
   if (!a || !b || a.kind !== b.kind) return false;
   if (a.kind === "planFailed" || b.kind === "planFailed") return a.kind === b.kind;
   return a.completed === b.completed && (a.cancelled ?? 0) === (b.cancelled ?? 0) &&
-    (a.kind === "stalled" ? a.quarantined : 0) === (b.kind === "stalled" ? b.quarantined : 0);
+    (a.kind === "stalled" ? a.quarantined : 0) === (b.kind === "stalled" ? b.quarantined : 0) &&
+    (a.kind === "stalled" ? a.permanent ?? 0 : 0) === (b.kind === "stalled" ? b.permanent ?? 0 : 0);
 }
