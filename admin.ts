@@ -33,6 +33,8 @@ export { deleteRefusal, type JobState, type JobSummary, listJobs, LIVE_WITHIN_MS
 // Waiting for a job's outcome (`splitlease wait`), and where a job stands by its plan record.
 export { waitForOutcome, type WaitOptions, type WaitResult } from "./src/fleet/wait.ts";
 export { type JobResult, jobResultOf, type JobResultState } from "./src/fleet/job_result.ts";
+// Pausing and resuming a whole job (`splitlease pause`, `POST /job/pause`).
+export { pauseJob, type PauseResult, resumeJob, type ResumeResult } from "./src/fleet/job_actions.ts";
 export {
   cancelSplit,
   type CancelResult,
@@ -47,6 +49,7 @@ export type {
   AssignRecord,
   JobCounts,
   JobOutcome,
+  JobPause,
   JobRecord,
   LeaderRecord,
   MemberRecord,

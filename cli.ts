@@ -41,10 +41,12 @@ if (!("Deno" in globalThis) && !("Bun" in globalThis) && Number(process.versions
 }
 
 const { readFileSync } = await import("node:fs");
+const { hostname } = await import("node:os");
 const { CLI_EXIT, parseArgs, USAGE, UsageError } = await import("./src/cli/args.ts");
 const { formatJobs, formatSplits, formatStatus } = await import("./src/cli/format.ts");
 const { SplitleaseError } = await import("./src/errors.ts");
 const { cancelSplit, drainMember, requeueQuarantined, requeueSplit } = await import("./src/fleet/actions.ts");
+const { pauseJob, resumeJob } = await import("./src/fleet/job_actions.ts");
 const { readFleet } = await import("./src/fleet/read_fleet.ts");
 const { UI_INSTANCE_PREFIX } = await import("./src/fleet/fleet_view.ts");
 const { deleteRefusal, listJobs, summarizeJob } = await import("./src/fleet/job_summary.ts");
@@ -64,7 +66,8 @@ const err = (text: string) => process.stderr.write(text + "\n");
 
 /** Exit code of an action's outcome. */
 function exitOf(outcome: string): number {
-  if (["requeued", "cancelled", "draining", "alreadyCancelled", "alreadyDraining"].includes(outcome)) return CLI_EXIT.ok;
+  const done = ["requeued", "cancelled", "draining", "alreadyCancelled", "alreadyDraining", "paused", "alreadyPaused", "resumed", "notPaused"];
+  if (done.includes(outcome)) return CLI_EXIT.ok;
   return outcome === "conflict" ? CLI_EXIT.conflict : CLI_EXIT.notApplied;
 }
 
@@ -178,6 +181,18 @@ async function run(store: Store, command: Exclude<Command, { name: "help" | "ver
     }
     case "wait":
       return await wait(store, command, o);
+    case "pause": {
+      // Who paused it, for the record and the page: the operator's user and host.
+      const by = [process.env.USER ?? process.env.USERNAME, hostname()].filter(Boolean).join("@") || "splitlease CLI";
+      const r = await pauseJob(store, { by, ...(command.reason ? { reason: command.reason } : {}) });
+      show(r, r.message);
+      return exitOf(r.outcome);
+    }
+    case "resume": {
+      const r = await resumeJob(store);
+      show(r, r.message);
+      return exitOf(r.outcome);
+    }
     case "splits": {
       const { name: _, ...query } = command;
       const view = await readFleet(store, query);

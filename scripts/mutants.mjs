@@ -119,8 +119,8 @@ export const mutants = [
     breaks: "offers are claimed while the last landed heartbeat is stale (a process that was frozen claims before its membership is proven ours)",
     edits: [{
       file: C + "coordinator.ts",
-      search: "return this.#active() && !this.#draining && this.#membershipFresh();",
-      replace: "return this.#active() && !this.#draining;",
+      search: "return this.#active() && !this.#draining && !this.#follower.paused && this.#membershipFresh();",
+      replace: "return this.#active() && !this.#draining && !this.#follower.paused;",
     }],
     suites: COORD,
   },
@@ -481,8 +481,8 @@ export const mutants = [
     breaks: "completion is decided while the plan is still open (more splits may come)",
     edits: [{
       file: C + "leader/completion.ts",
-      search: 'plan.finality !== "final" || ',
-      replace: "",
+      search: 'if (!plan || plan.finality !== "final" || ',
+      replace: "if (!plan || ",
     }],
     suites: COORD,
   },
@@ -1007,19 +1007,19 @@ export const mutants = [
   {
     name: "http-already-completed-200",
     breaks: "cancelling a completed split answers 200, not 409",
-    edits: [{ file: "src/http/fleet_routes.ts", search: "case \"alreadyDraining\":\n      return 200;", replace: "case \"alreadyDraining\":\n    case \"alreadyCompleted\":\n      return 200;" }],
+    edits: [{ file: "src/http/fleet_routes.ts", search: "case \"notPaused\":\n      return 200;", replace: "case \"notPaused\":\n    case \"alreadyCompleted\":\n      return 200;" }],
     suites: ["http"],
   },
   {
     name: "http-conflict-200",
     breaks: "an action that lost its CAS five times answers 200, not 409",
-    edits: [{ file: "src/http/fleet_routes.ts", search: "case \"alreadyDraining\":\n      return 200;", replace: "case \"alreadyDraining\":\n    case \"conflict\":\n      return 200;" }],
+    edits: [{ file: "src/http/fleet_routes.ts", search: "case \"notPaused\":\n      return 200;", replace: "case \"notPaused\":\n    case \"conflict\":\n      return 200;" }],
     suites: ["http"],
   },
   {
     name: "http-unreadable-200",
     breaks: "an action on an unreadable record answers 200, not 409",
-    edits: [{ file: "src/http/fleet_routes.ts", search: "case \"alreadyDraining\":\n      return 200;", replace: "case \"alreadyDraining\":\n    case \"unreadable\":\n      return 200;" }],
+    edits: [{ file: "src/http/fleet_routes.ts", search: "case \"notPaused\":\n      return 200;", replace: "case \"notPaused\":\n    case \"unreadable\":\n      return 200;" }],
     suites: ["http"],
   },
   {
@@ -1383,7 +1383,7 @@ export const mutants = [
   {
     name: "revoke-withdrawal-ignored",
     breaks: "a revoke missing from a newer record is not withdrawn: the member drains a split the leader no longer asks for",
-    edits: [{ file: "src/coordinator/member/follower.ts", search: "if (t.byLeader) this.#tenancies.cancelRevoke(id); // withdrawn", replace: "if (t.byLeader) continue;" }],
+    edits: [{ file: "src/coordinator/member/follower.ts", search: "if (t.byLeader && !this.paused) this.#tenancies.cancelRevoke(id);", replace: "if (t.byLeader) continue;" }],
     suites: ["coordinator", "nats"],
   },
   // --- assignment records: the leader's record and offers ------------------------------------------
@@ -1657,5 +1657,33 @@ export const mutants = [
     breaks: "a write answered 'no responders' (nobody received it: a replicated bucket electing its leader) fails at once as an outage instead of being sent again within the op timeout",
     edits: [{ file: "src/nats/unsent.ts", search: "if (!isNoResponders(e) || Date.now() + pause >= deadline) throw e;", replace: "throw e;" }],
     suites: ["store"],
+  },
+  // --- pausing a job (issue 41): not a safety rule, the promise an operator stops a backfill by -----
+  {
+    name: "pause-leader-deals",
+    breaks: "the leader's dealing gate ignores the pause: offers, spares and cut asks go out while the job is paused",
+    edits: [{ file: C + "leader/role.ts", search: "const dealing = this.gate.open;", replace: "const dealing = true;" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "pause-member-claims",
+    breaks: "a member claims while the job is paused (a spare of a record its dead leader never took back)",
+    edits: [{ file: C + "coordinator.ts", search: "!this.#draining && !this.#follower.paused && this.#membershipFresh()", replace: "!this.#draining && this.#membershipFresh()" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "pause-takeover-grants",
+    breaks: "a paused job's takeovers grant the dead member's splits to live members (who hand them back) instead of freeing them",
+    edits: [{ file: C + "leader/takeovers.ts", search: "const dealing = this.#ctx.dealing?.() ?? true;", replace: "const dealing = true;" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "pause-decides-outcome",
+    breaks: "completion is judged while the job is paused: the last split finishing during a pause ends the job",
+    edits: [
+      { file: C + "leader/role.ts", search: "const outcome = dealing ? decideCompletion(", replace: "const outcome = true ? decideCompletion(" },
+      { file: C + "leader/completion.ts", search: "plan.term !== term || plan.paused) return undefined;", replace: "plan.term !== term) return undefined;" },
+    ],
+    suites: ["coordinator"],
   },
 ];

@@ -12,6 +12,7 @@ export { type Json, RECORD_LAYOUT } from "./records/layout.ts";
 export {
   type JobCounts,
   type JobOutcome,
+  type JobPause,
   type JobRecord,
   JobRecordSchema,
   type LeaderRecord,

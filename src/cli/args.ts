@@ -37,6 +37,8 @@ export type Command =
   | { name: "ui"; port: number; bind: string; leaseMs: number }
   /** `timeoutMs` absent: no limit; `intervalMs`: the plain lines' period when stdout is not a terminal. */
   | { name: "wait"; timeoutMs?: number; unreachableMs: number; intervalMs: number }
+  | { name: "pause"; reason?: string }
+  | { name: "resume" }
   | { name: "jobs" }
   | { name: "delete"; yes: boolean; force: boolean }
   | { name: "help" }
@@ -81,6 +83,10 @@ commands:
                                   plain line every --interval (default 10s); exits by the outcome (below).
                                   T: 90s, 10m, 2h, 500ms (a bare number is seconds); --unreachable: how
                                   long the store may fail every read (default 60s); JOB: instead of --job
+  pause [JOB] [--reason TEXT]     pause the whole job: the leader deals nothing new, every member hands back
+                                  what it runs (no attempt charged) and claims nothing, no outcome is
+                                  decided; survives a new leader and a restart of the fleet
+  resume [JOB]                    resume a paused job: work continues from the last commits
   jobs                            the jobs on the server (JOB is not read; --job: that one only):
                                   outcome, splits, members, created, finished
   delete --yes [--force]          delete a finished job's records for good (its bucket); refused while a
@@ -107,10 +113,10 @@ splits left), 4 planning failed, 5 complete except cancelled splits, 6 the job w
 waiting, 7 the store did not answer (for --unreachable), 8 --timeout passed`;
 
 /** Every command, for the usage check and its suggestions. */
-const COMMANDS = ["status", "splits", "requeue", "cancel", "drain", "ui", "wait", "jobs", "delete", "help", "version"] as const;
+const COMMANDS = ["status", "splits", "requeue", "cancel", "drain", "ui", "wait", "pause", "resume", "jobs", "delete", "help", "version"] as const;
 const FLAGS_WITH_VALUE = new Set([
   "--servers", "-s", "--job", "-j", "--user", "--pass", "--token", "--creds", "--op-timeout-ms", "--state", "--owner", "--limit", "--after",
-  "--port", "--bind", "--lease-ms", "--timeout", "--unreachable", "--interval",
+  "--port", "--bind", "--lease-ms", "--timeout", "--unreachable", "--interval", "--reason",
 ]);
 const BOOLEAN_FLAGS = new Set(["--json", "--help", "-h", "--version", "-V", "--all", "--yes", "--force"]);
 /** Flags that belong to one command only. */
@@ -128,6 +134,7 @@ const COMMAND_FLAGS: Readonly<Record<string, Command["name"]>> = {
   "--timeout": "wait",
   "--unreachable": "wait",
   "--interval": "wait",
+  "--reason": "pause",
 };
 
 /**
@@ -265,6 +272,19 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       };
       break;
     }
+    case "pause": {
+      noMore(1);
+      positionalJob = rest[0];
+      const reason = flag("--reason")?.trim();
+      if (reason !== undefined && (reason === "" || reason.length > 500)) throw new UsageError("--reason needs 1-500 characters");
+      command = { name, ...(reason ? { reason } : {}) };
+      break;
+    }
+    case "resume":
+      noMore(1);
+      positionalJob = rest[0];
+      command = { name };
+      break;
     case "delete":
       noMore(0);
       if (!bools.has("--yes")) {

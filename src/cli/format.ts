@@ -73,6 +73,13 @@ export function formatStatus(job: string, v: FleetView): string {
           (v.plan.outcome ? ` · outcome ${v.plan.outcome}${skippedText(v.plan.result.skipped)}` : "")
         : "no plan yet"),
   );
+  const paused = v.plan?.result.paused;
+  if (paused) {
+    out.push(
+      `PAUSED since ${iso(paused.at)}${paused.by ? ` by ${paused.by}` : ""}${paused.reason ? `: ${paused.reason}` : ""} · ` +
+        "nothing new is dealt or claimed and no outcome is decided; splitlease resume to continue",
+    );
+  }
   // A finished job leads with what it did.
   if (v.plan?.outcome === "allComplete" || (v.rate.eta.state === "done" && c.total > 0)) out.push(`result: ${formatSummary(v.summary, c.completed)}`);
   out.push(

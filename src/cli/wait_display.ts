@@ -36,10 +36,13 @@ export function progressFacts(v: FleetView): string[] {
   const parts = [`${Math.floor(100 * fractionDone(v))}%`, `${num(c.completed)}/${num(c.total)} splits`];
   if (v.plan === null) parts[1] = "waiting for the first leader";
   else if (v.plan.generation === 0) parts.push("planning");
+  // Paused: said early, before the rate and ETA that no longer hold.
+  if (v.plan?.result.paused) parts.push(`PAUSED${v.plan.result.paused.reason ? ` (${v.plan.result.paused.reason})` : ""}`);
   if (c.cancelled > 0) parts.push(`${num(c.cancelled)} cancelled`);
   if (s.splitsWithRecords > 0) parts.push(`${num(s.records)} records`);
   if (r.perMinute !== null) parts.push(`${r.perMinute.toFixed(1)} splits/min`);
-  if (r.eta.state === "estimated" && r.eta.inMs !== null) parts.push(`ETA ${duration(r.eta.inMs)}`);
+  if (v.plan?.result.paused) { /* no ETA while nothing runs */ }
+  else if (r.eta.state === "estimated" && r.eta.inMs !== null) parts.push(`ETA ${duration(r.eta.inMs)}`);
   else if (r.eta.state === "unknown" && c.runnable > 0) parts.push("ETA unknown");
   if (c.quarantined > 0) {
     parts.push(

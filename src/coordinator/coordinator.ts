@@ -203,7 +203,8 @@ export class SplitCoordinator implements Coordinator {
    * charged attempts by our claims).
    */
   #mayClaim(): boolean {
-    return this.#active() && !this.#draining && this.#membershipFresh();
+    // Paused (the plan record says so): nothing new is taken, whoever deals it.
+    return this.#active() && !this.#draining && !this.#follower.paused && this.#membershipFresh();
   }
 
   /**

@@ -79,6 +79,14 @@ export type CoordinationEvent =
   | { type: "allComplete"; completed?: number; cancelled?: number }
   /** Only quarantined splits are left (`permanent` of them by permanent failures); `cancelled` skipped for good. Absent counts are 0. */
   | { type: "stalled"; completed: number; quarantined: number; cancelled?: number; permanent?: number }
+  /**
+   * An operator paused the job (`splitlease pause`): this member hands back
+   * the `handingBack` splits it holds (each gets `revokeRequested`) and
+   * takes nothing new until `resumed`.
+   */
+  | { type: "paused"; handingBack: number }
+  /** The pause was lifted: this member takes work again. */
+  | { type: "resumed" }
   /** The outcome announced before (`allComplete` or `stalled`) was withdrawn: an operator requeued or cancelled a split, and the job runs (or is judged) again. */
   | { type: "reopened"; was: "allComplete" | "stalled" }
   | { type: "planFailed"; error: string; attempts: number };
@@ -226,6 +234,12 @@ export interface CoordinatorStatus {
   leader: { instance: string; term: number; alive: boolean } | null;
   /** The published plan, if any. */
   plan: { term: number; finality: "open" | "final"; generation: number; planned: number } | null;
+  /**
+   * The job is paused (the plan record says so): nothing new is dealt or
+   * claimed, and no outcome is decided. `SplitCoordinator` always says;
+   * absent from coordinators that do not (read it as `false`).
+   */
+  paused?: boolean;
   /** Live members by instance: every one on the leader, only this one elsewhere (members do not watch each other). */
   liveMembers: string[];
   /** Number of live members (standbys included), as the leader last reported it. */

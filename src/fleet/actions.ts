@@ -29,7 +29,7 @@ import { assertValidId, keys } from "../store/keys.ts";
 import type { Store, StoreEntry } from "../store/store.ts";
 
 /** Reads-and-CASes per action before it answers `conflict`. */
-const TRIES = 5;
+export const TRIES = 5;
 /** Requeue writes in flight at once for {@linkcode requeueQuarantined}. */
 const CONCURRENCY = 16;
 
@@ -82,13 +82,16 @@ export type DrainMemberResult =
   | { instance: string; outcome: "notFound" | "unreadable" | "conflict"; message: string };
 
 /** One step of a CAS loop: write `next`, or answer `done` without writing. */
-type Step<R> = { write: string; ok: (revision: number) => R } | { done: R };
+export type Step<R> = { write: string; ok: (revision: number) => R } | { done: R };
 
 /**
  * Reads `key` (or starts from `first`), asks `decide` what to do, CASes at
  * the revision read; on a conflict reads again, up to {@linkcode TRIES}.
+ * Every operator write goes through it (the job-level ones of
+ * `job_actions.ts` too): at the revision just read, retried only while the
+ * action still applies.
  */
-async function casLoop<R>(
+export async function casLoop<R>(
   store: Store,
   key: string,
   decide: (cur: StoreEntry | undefined) => Step<R>,

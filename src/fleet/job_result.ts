@@ -6,11 +6,12 @@
  *
  * @module
  */
-import type { JobOutcome, PlanRecord } from "../records.ts";
+import type { JobOutcome, JobPause, PlanRecord } from "../records.ts";
 
 /**
  * Where a job stands: `new` (no plan record: no leader yet), `planning`
- * (nothing published yet), `running` (published, no outcome), `complete`
+ * (nothing published yet), `running` (published, no outcome), `paused` (an
+ * operator paused it: nothing new runs, no outcome is decided), `complete`
  * (every split completed or cancelled; `skipped.cancelled` says how many
  * were cancelled), `stalled` (only quarantined splits are left) or
  * `planFailed` (its planner failed for good).
@@ -21,7 +22,7 @@ import type { JobOutcome, PlanRecord } from "../records.ts";
  * const finished = (s: JobResultState) => s === "complete" || s === "stalled" || s === "planFailed";
  * ```
  */
-export type JobResultState = "new" | "planning" | "running" | "complete" | "stalled" | "planFailed";
+export type JobResultState = "new" | "planning" | "running" | "paused" | "complete" | "stalled" | "planFailed";
 
 /**
  * A job's standing and, once it has one, its outcome record with what it
@@ -45,6 +46,8 @@ export interface JobResult {
    * failures their source called permanent. Zeros before an outcome.
    */
   skipped: { cancelled: number; quarantined: number; permanent: number };
+  /** Who paused the job, when and why, while it is paused; else `null`. */
+  paused: JobPause | null;
 }
 
 /**
@@ -68,6 +71,7 @@ export function jobResultOf(plan: PlanRecord | undefined): JobResult {
   let state: JobResultState;
   if (!plan) state = "new";
   else if (o) state = o.kind === "allComplete" ? "complete" : o.kind;
+  else if (plan.paused) state = "paused";
   else state = plan.generation === 0 ? "planning" : "running";
-  return { state, outcome: o ?? null, skipped };
+  return { state, outcome: o ?? null, skipped, paused: !o && plan?.paused ? plan.paused : null };
 }

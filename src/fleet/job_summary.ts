@@ -33,7 +33,7 @@ export const LIVE_WITHIN_MS = 120_000;
 /**
  * Where a job stands, as `splitlease jobs` prints it: `complete`, `stalled`
  * (only quarantined splits left), `failed` (its planner failed for good),
- * `running` (no outcome, a member live), `unfinished` (no outcome and no
+ * `paused` (an operator paused it), `running` (no outcome, a member live), `unfinished` (no outcome and no
  * live member: its workers are gone), `new` (nothing planned yet) or
  * `unreadable` (its `plan` record cannot be read).
  *
@@ -43,7 +43,7 @@ export const LIVE_WITHIN_MS = 120_000;
  * const finished = (s: JobState) => s === "complete" || s === "failed";
  * ```
  */
-export type JobState = "complete" | "stalled" | "failed" | "running" | "unfinished" | "new" | "unreadable";
+export type JobState = "complete" | "stalled" | "failed" | "paused" | "running" | "unfinished" | "new" | "unreadable";
 
 /**
  * One job of a server, summarized.
@@ -118,6 +118,7 @@ export function summarizeJob(l: JobListing, now: number): JobSummary {
   if (plan && !plan.ok) state = "unreadable";
   else if (outcome) state = outcome.kind === "allComplete" ? "complete" : outcome.kind === "stalled" ? "stalled" : "failed";
   else if (!plan) state = "new";
+  else if (plan.value.paused) state = "paused";
   else state = live.length > 0 ? "running" : "unfinished";
   let counts: JobSummary["counts"] = null;
   if (outcome && outcome.kind !== "planFailed") {

@@ -177,6 +177,7 @@ const JOB = `
         (r.startedAt !== null ? " · running since " + when(r.startedAt) : "") + untimed;
     }
     renderResult(v, e.state === "done");
+    renderPause(v);
     for (const k of ["total", "completed", "owned", "unclaimed", "quarantined", "cancelled", "invalid"]) $("count-" + k).textContent = c[k];
     if (c.permanent) $("count-quarantined").textContent = c.quarantined + " (" + c.permanent + " permanent)";
     // Red only when there is something to repair.
@@ -189,7 +190,27 @@ const JOB = `
     const leader = v.leader ? "leader " + v.leader.instance + " (term " + v.leader.term + ")" : "no leader";
     $("meta").textContent = "served by " + v.servedBy.instance + (v.servedBy.isLeader ? " (leader)" : "") + " · " + leader + " · " + plan +
       " · updated " + when(v.at);
-    document.title = (e.state === "done" ? "done" : e.state === "stalled" ? "stalled" : pct(done + partial)) + " · " + v.job + " · splitlease";
+    const paused = v.plan && v.plan.result.paused;
+    document.title = (paused ? "paused" : e.state === "done" ? "done" : e.state === "stalled" ? "stalled" : pct(done + partial)) + " · " + v.job + " · splitlease";
+  }
+
+  // A paused job says so above its progress, and the operator pauses or resumes the whole job here.
+  function renderPause(v) {
+    const p = v.plan && v.plan.result.paused, box = $("paused");
+    box.hidden = !p;
+    if (p) {
+      box.textContent = "Paused since " + when(p.at) + (p.by ? " by " + p.by : "") + (p.reason ? ": " + p.reason : "") +
+        " · the leader deals nothing new, the workers handed back what they ran, and no outcome is decided until the job is resumed";
+      $("eta").textContent = "Paused: nothing runs until the job is resumed";
+      $("eta").className = "big warn";
+    }
+    const open = v.plan && !v.plan.outcome;
+    const b = !open ? el("span", "") : p
+      ? button("Resume job", "/job/resume", "resume", "Resume " + v.job + "? The leader deals its splits again; each continues from its last commit.")
+      : button("Pause job", "/job/pause", "pause", "Pause " + v.job + "? The leader deals nothing new and every worker hands back the split it runs " +
+        "(its source commits and stops; no attempt is charged). Nothing runs until you resume.");
+    b.id = p ? "resume-job" : "pause-job";
+    $("job-actions").replaceChildren(b);
   }
 
   function renderSpark(v) {

@@ -18,6 +18,8 @@ h2 { font-size: 1.05em; margin: 1.4em 0 .4em; display: flex; align-items: baseli
 .card b { display: block; font-size: 1.5em; }
 .job { background: #fff; border: 1px solid #dde; border-radius: 6px; padding: .7em .9em; margin: .8em 0; }
 .job .big { font-size: 1.25em; font-weight: 600; }
+.paused { background: #fff3cd; border: 1px solid #e0c36a; border-radius: 4px; padding: .4em .7em; margin-bottom: .5em; font-weight: 600; }
+#job-actions { margin-top: .4em; }
 .result { background: #eef8f0; border: 1px solid #b9dcc2; border-radius: 6px; padding: .3em .9em .6em; margin: .8em 0; }
 .result h2 { margin: .3em 0; }
 .result dl { display: grid; grid-template-columns: max-content 1fr; gap: .15em .9em; margin: 0; }

@@ -79,7 +79,38 @@ export interface PlanRecord {
   publishedAt?: number;
   /** The job outcome, written once by the leader after a confirming listing. */
   outcome?: JobOutcome;
+  /**
+   * Set while an operator has paused the job (`splitlease pause`, `POST
+   * /job/pause`): the leader deals nothing new, members hand back what they
+   * run and claim nothing, and no outcome is decided until it is removed
+   * (resume). Absent otherwise, and in records written before it existed.
+   */
+  paused?: JobPause;
 }
+
+/**
+ * Who paused a job, when and why (`plan.paused`).
+ *
+ * @example
+ * ```ts
+ * import type { JobPause } from "@splitlease/splitlease/admin";
+ * const p: JobPause = { at: Date.now(), by: "ops@host-1", reason: "database incident INC-4711" };
+ * ```
+ */
+export interface JobPause {
+  /** Wall-clock time of the pause (ms since the epoch; informational only). */
+  at: number;
+  /** Who asked (free text: the CLI's user and host, the page's "fleet page"). */
+  by?: string;
+  /** Why, as the operator said it (at most 500 characters). */
+  reason?: string;
+}
+
+const PauseSchema: z.ZodType<JobPause> = z.object({
+  at: z.number(),
+  by: z.string().max(200).optional(),
+  reason: z.string().max(500).optional(),
+});
 
 const OutcomeSchema: z.ZodType<JobOutcome> = z.union([
   z.object({ kind: z.literal("allComplete"), completed: count, cancelled: count.optional() }),
@@ -97,6 +128,7 @@ export const PlanRecordSchema: z.ZodType<PlanRecord> = z.object({
   cursor: json.optional(),
   publishedAt: z.number().optional(),
   outcome: OutcomeSchema.optional(),
+  paused: PauseSchema.optional(),
 });
 
 /**

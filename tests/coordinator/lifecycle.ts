@@ -1,11 +1,15 @@
 // A job's life (issue 41), defined once and run on every backend (memory,
 // nats-server, PostgreSQL: lifecycle_test.ts, nats_lifecycle_test.ts,
 // tests/postgres/lifecycle_test.ts): permanent failures quarantine at
-// once; outcomes name what they skipped, and wait exits by them.
+// once; outcomes name what they skipped, and wait exits by them; a paused
+// job deals nothing, hands back what runs, decides no outcome, and stays
+// paused across a leader change and a restart of the whole fleet.
 import assert from "node:assert/strict";
-import { cancelSplit, readFleet, waitForOutcome } from "../../admin.ts";
+import { cancelSplit, keys, pauseJob, readFleet, resumeJob, waitForOutcome } from "../../admin.ts";
 import { exitCodeForWait } from "../../host.ts";
-import { type Backend, finalPlanner, rawStore, splits } from "./fleet.ts";
+import type { Store } from "../../mod.ts";
+import { AssignRecordSchema, PlanRecordSchema, safeDecodeRecord } from "../../src/records.ts";
+import { type Backend, finalPlanner, type Fleet, type Member, rawStore, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";
 
 export function lifecycleScenarios(b: Backend): void {
@@ -64,4 +68,164 @@ export function lifecycleScenarios(b: Backend): void {
     assert.deepEqual(end.kind === "outcome" && end.outcome, { kind: "allComplete", completed: 1, cancelled: 3 });
     assert.equal(exitCodeForWait(end), 5, "complete except cancelled splits");
   });
+
+  t("L3. a paused job hands back what runs (no attempt charged, progress kept), deals and decides nothing; resumed, it continues where it stopped", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const a = await f.join({ instance: "a", planner: finalPlanner(splits(4)), maxInFlight: 2 });
+    assert.ok(await f.until(() => a.held.length === 2, 3000), "a fills its two lanes");
+    const first = a.c.status().held;
+    for (const h of first) await a.c.commit(h.id, h.epoch, { watermark: 5 });
+    const p = await pauseJob(raw, { by: "ops", reason: "database incident" });
+    assert.equal(p.outcome, "paused", p.message);
+    assert.ok(await f.until(() => a.has("paused"), 2000), "the member sees the pause");
+    assert.deepEqual(a.events.find((e) => e.type === "paused"), { type: "paused", handingBack: 2 });
+    for (const h of first) assert.ok(a.events.some((e) => e.type === "revokeRequested" && e.splitId === h.id), `${h.id} is revoked`);
+    assert.equal(a.c.status().paused, true);
+    await a.c.release(a.held); // a cooperating source commits its tail and returns
+    // Nothing is dealt for two leases: no lane fills, no offer or grant is listed.
+    await f.advance(2 * f.timings.leaseMs);
+    assert.deepEqual(a.held, [], "nothing is claimed or granted while paused");
+    assert.deepEqual(await directives(raw, "a"), { offers: 0, grants: 0 }, "the leader deals nothing");
+    for (const h of first) {
+      const r = await splitOf(raw, h.id);
+      assert.deepEqual([r.status, r.owner, r.attempts, r.progress?.watermark], ["runnable", null, 0, 5], `${h.id}: handed back, no attempt`);
+    }
+    assert.equal((await pauseJob(raw)).outcome, "alreadyPaused");
+    assert.equal((await readFleet(raw)).plan?.result.state, "paused");
+    const r = await resumeJob(raw);
+    assert.equal(r.outcome, "resumed", r.message);
+    assert.ok(await f.until(() => a.has("resumed") && a.held.length === 2, 3000), "dealt again");
+    // The splits handed back first (heaviest first, the planner's order), from their last commit.
+    const again = a.gained().slice(-2);
+    assert.deepEqual(again.map((g) => [g.split.id, g.progress?.watermark]).sort(), first.map((h) => [h.id, 5]).sort());
+    assert.equal((await resumeJob(raw)).outcome, "notPaused");
+    await completeUntilDone(f, [a]);
+    for (const id of splits(4).map((x) => x.id)) assert.equal((await splitOf(raw, id)).attempts, 0, `${id}: nothing charged`);
+  });
+
+  t("L4. a pause suspends completion: the last split finishing while paused decides no outcome until the resume", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const a = await f.join({ instance: "a", planner: finalPlanner(splits(1)) });
+    assert.ok(await f.until(() => a.held.length === 1, 3000));
+    const [h] = a.c.status().held;
+    assert.equal((await pauseJob(raw)).outcome, "paused");
+    assert.ok(await f.until(() => a.has("paused"), 2000));
+    await a.c.commit(h.id, h.epoch, { watermark: 1 }, { final: true }); // a source that finishes instead of stopping
+    await f.advance(2 * f.timings.leaseMs);
+    assert.equal(await outcomeOf(raw), undefined, "no outcome while paused");
+    assert.ok(!a.has("allComplete"));
+    assert.equal((await resumeJob(raw)).outcome, "resumed");
+    assert.ok(await f.until(() => a.has("allComplete"), 3 * f.timings.leaseMs), "decided after the resume");
+    assert.equal((await pauseJob(raw)).outcome, "finished", "a finished job is not paused");
+  });
+
+  t("L5. a pause holds across a leader change (a dead leader's splits are freed, not granted) and a restart of the whole fleet; the resume completes the job", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    const plan = finalPlanner(splits(6));
+    const [a, bb, c] = await f.joinAll([
+      { instance: "a", planner: plan, maxInFlight: 2 },
+      { instance: "b", planner: plan, maxInFlight: 2 },
+      { instance: "c", planner: plan, maxInFlight: 2 },
+    ]);
+    assert.ok(await f.until(() => [a, bb, c].every((m) => m.held.length === 2), 5000), "every lane full");
+    const leader = [a, bb, c].find((m) => m.c.isLeader)!;
+    const others = [a, bb, c].filter((m) => m !== leader);
+    const leaderHeld = leader.held;
+    assert.equal((await pauseJob(raw)).outcome, "paused");
+    assert.ok(await f.until(() => others.every((m) => m.has("paused")), 2000));
+    const gainedAtPause = others.map((m) => m.gained().length);
+    // The leader dies before it hands anything back; the others hand theirs back.
+    await leader.c.abandon();
+    for (const m of others) await m.c.release(m.held);
+    assert.ok(await f.until(() => others.some((m) => m.c.isLeader), 4 * f.timings.leaseMs), "a new leader");
+    // The dead leader's splits are taken over (charged, as for any crash) and freed: nobody is granted them.
+    const freed = async () => {
+      for (const id of leaderHeld) {
+        const r = await splitOf(raw, id);
+        if (r.owner !== null || r.attempts < 1) return false;
+      }
+      return true;
+    };
+    assert.ok(await untilAsync(f, freed, 4 * f.timings.leaseMs), "the dead leader's splits are taken over and freed");
+    await f.advance(2 * f.timings.leaseMs);
+    assert.deepEqual(others.map((m) => m.held.length), [0, 0], "the new leader deals nothing");
+    assert.deepEqual(others.map((m) => m.gained().length), gainedAtPause, "nothing was granted, not even for a moment");
+    for (const m of others) assert.deepEqual(await directives(raw, m.c.instance), { offers: 0, grants: 0 }, m.c.instance);
+    for (const id of leaderHeld) {
+      const r = await splitOf(raw, id);
+      assert.deepEqual([r.status, r.owner, r.attempts], ["runnable", null, 1], `${id}: freed, one attempt for the crash`);
+    }
+    // A restart of the whole fleet: everyone leaves, new processes join: still paused.
+    for (const m of others) await m.c.close();
+    const [d, e] = await f.joinAll([{ instance: "d", planner: plan, maxInFlight: 3 }, { instance: "e", planner: plan, maxInFlight: 3 }]);
+    assert.ok(await f.until(() => [d, e].some((m) => m.c.isLeader), 4 * f.timings.leaseMs), "the restarted fleet elects a leader");
+    await f.advance(2 * f.timings.leaseMs);
+    assert.ok(d.has("paused") && e.has("paused"), "members that join a paused job are told");
+    assert.deepEqual([d.held.length, e.held.length], [0, 0], "the restarted fleet deals nothing while paused");
+    assert.equal((await resumeJob(raw)).outcome, "resumed");
+    await completeUntilDone(f, [d, e]);
+    assert.deepEqual(await outcomeOf(raw), { kind: "allComplete", completed: 6 });
+  });
+
+  t("L6. a member claims nothing while paused, whoever deals: with no leader alive, the spares its record lists stay unclaimed", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    // A standby leader deals; b holds one split and spares for a leaderless interval.
+    const lead = await f.join({ instance: "lead", planner: finalPlanner(splits(6)), maxInFlight: 0 });
+    const m = await f.join({ instance: "m", maxInFlight: 1 });
+    assert.ok(await f.until(() => m.held.length === 1, 3000), "m fills its lane");
+    assert.ok(await untilAsync(f, async () => (await directives(raw, "m")).offers > 0, 3000), "m's record lists spares");
+    await lead.c.abandon(); // no leader is left to take them back
+    assert.equal((await pauseJob(raw)).outcome, "paused");
+    assert.ok(await f.until(() => m.has("paused"), 2000));
+    await m.c.release(m.held);
+    // Before m could be elected (a lease at least), its free lane would claim a spare within spareClaimAfterMs.
+    await f.advance(f.timings.leaseMs / 2);
+    assert.deepEqual(m.held, [], "no spare claimed while paused");
+    assert.ok(!m.gained().some((g) => g.kind === "claim" && g.split.id !== m.gained()[0].split.id), "no claim since the pause");
+  });
+}
+
+/** Moves time (in the fleet's driver) until the store says `cond`, for at most `maxMs` (with the driver's slack). */
+async function untilAsync(f: Fleet, cond: () => Promise<boolean>, maxMs: number): Promise<boolean> {
+  for (const end = f.now() + maxMs + f.time.slack;;) {
+    if (await cond()) return true;
+    if (f.now() >= end) return false;
+    await f.advance(20);
+  }
+}
+
+/** A split record as the store holds it now. */
+async function splitOf(store: Store, id: string) {
+  const e = await store.get(keys.split(id));
+  assert.ok(e, `split ${id} exists`);
+  return JSON.parse(e.value) as { status: string; owner: unknown; attempts: number; progress: { watermark?: number } | null };
+}
+
+/** The outcome the plan record holds now. */
+async function outcomeOf(store: Store): Promise<unknown> {
+  const e = await store.get(keys.plan);
+  const r = e ? safeDecodeRecord(e.key, e.value, PlanRecordSchema) : undefined;
+  return r?.ok ? r.value.outcome : undefined;
+}
+
+/** How many offers and grants the member's assignment record lists now. */
+async function directives(store: Store, instance: string): Promise<{ offers: number; grants: number }> {
+  const e = await store.get(keys.assign(instance));
+  if (!e) return { offers: 0, grants: 0 };
+  const r = safeDecodeRecord(e.key, e.value, AssignRecordSchema);
+  assert.ok(r.ok, "the assignment record is readable");
+  return { offers: r.value.offers.length, grants: r.value.grants.length };
+}
+
+/** Completes whatever the members hold until one announces allComplete. */
+async function completeUntilDone(f: Fleet, ms: Member[]): Promise<void> {
+  for (const end = f.now() + 20 * f.timings.leaseMs; !ms.some((m) => m.has("allComplete"));) {
+    assert.ok(f.now() < end, `the job completes (held: ${ms.map((m) => m.held.length).join(", ")})`);
+    for (const m of ms) await m.completeAll();
+    await f.advance(20);
+  }
 }

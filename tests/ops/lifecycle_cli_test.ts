@@ -2,7 +2,7 @@
 // nats-server (tests/ops/lifecycle_session.ts has the sessions).
 import { NatsStore } from "../../nats.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
-import { permanentSession, type SessionStore, waitSession } from "./lifecycle_session.ts";
+import { pauseSession, permanentSession, type SessionStore, waitSession } from "./lifecycle_session.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 const server = await NatsServer.startForModule();
@@ -22,4 +22,10 @@ Deno.test({
   name: "lifecycle cli on nats-server: a permanent failure quarantines at once and splits says so",
   ...opts,
   fn: () => permanentSession("perm", store),
+});
+
+Deno.test({
+  name: "lifecycle cli on nats-server: pause and resume a job; status, jobs and wait say paused",
+  ...opts,
+  fn: () => pauseSession("pause", store),
 });

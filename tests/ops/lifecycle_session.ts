@@ -100,7 +100,7 @@ export async function waitSession(prefix: string, s: SessionStore): Promise<void
     assert.equal(JSON.parse(timeout.stdout).waited, "timeout");
     assert.equal(JSON.parse(timeout.stdout).result.state, "running");
     const running = JSON.parse((await cli("deno", ["status", "--json"], env)).stdout);
-    assert.deepEqual(running.result, { state: "running", outcome: null, skipped: { cancelled: 0, quarantined: 0, permanent: 0 }, exitCode: null });
+    assert.deepEqual(running.result, { state: "running", outcome: null, skipped: { cancelled: 0, quarantined: 0, permanent: 0 }, paused: null, exitCode: null });
     await new Promise((r) => setTimeout(r, 1500));
     open();
     const [p, t] = await Promise.all([plain, tty]);
@@ -190,4 +190,50 @@ export async function permanentSession(prefix: string, s: SessionStore): Promise
   assert.match((await cli("deno", ["status"], env)).stdout, /1 quarantined \(1 permanent\), 0 cancelled/);
   assert.match((await cli("deno", ["jobs", "--job", job], s.env)).stdout, new RegExp(`^${job} +stalled +2/3 +0 +1 \\(1 permanent\\) +`, "m"));
   void f;
+}
+
+/**
+ * `pause` and `resume` from the CLI: the fleet hands back what it runs,
+ * `status`, `jobs` and `wait`'s lines say paused, `wait` waits through the
+ * pause; pausing twice or resuming a running job is done already (exit 0),
+ * pausing a finished job is not applied (3).
+ */
+export async function pauseSession(prefix: string, s: SessionStore): Promise<void> {
+  const job = `${prefix}-pause`;
+  const env = { ...s.env, JOB: job };
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  await using f = await OneWorker.start(s, job, gatedSource(4, gate));
+  await until("the splits held", async () => f.worker.coordinator.status().held.length === 4);
+  const p = await cli("deno", ["pause", job, "--reason", "database incident", "--json"], { ...s.env, USER: "ops" });
+  assert.equal(p.code, 0, p.out);
+  const pj = JSON.parse(p.stdout);
+  assert.deepEqual([pj.outcome, pj.paused.reason], ["paused", "database incident"]);
+  assert.match(pj.paused.by, /^ops@./, "who paused it: user@host");
+  // The gated lanes see their revocation and return: handed back, nothing charged.
+  await until("every split handed back", async () => f.worker.coordinator.status().held.length === 0);
+  const again = await cli("deno", ["pause"], env);
+  assert.equal(again.code, 0, again.out);
+  assert.match(again.stdout, /already paused/);
+  const status = await cli("deno", ["status"], env);
+  assert.match(status.stdout, /^PAUSED since .* by .*: database incident · nothing new is dealt or claimed/m, status.stdout);
+  assert.equal(JSON.parse((await cli("deno", ["status", "--json"], env)).stdout).result.state, "paused");
+  assert.match((await cli("deno", ["jobs", "--job", job], s.env)).stdout, new RegExp(`^${job} +paused +0/4 `, "m"));
+  const waited = await cli("deno", ["wait", "--timeout", "1s", "--interval", "200ms"], env);
+  assert.equal(waited.code, 8, waited.out);
+  assert.match(waited.stdout, /: 0% · 0\/4 splits · .*PAUSED \(database incident\)/, waited.stdout);
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.equal(f.worker.coordinator.status().held.length, 0, "nothing dealt while paused");
+  open();
+  const r = await cli("deno", ["resume", job], s.env);
+  assert.equal(r.code, 0, r.out);
+  assert.match(r.stdout, /^Job resumed after \d+ s paused/);
+  assert.equal((await cli("deno", ["resume"], env)).code, 0, "not paused: done already");
+  const done = await cli("deno", ["wait", "--json"], env);
+  assert.equal(done.code, 0, done.out);
+  const view = JSON.parse(done.stdout);
+  assert.deepEqual([view.counts.completed, view.summary.failures, view.summary.retries], [4, 0, 0], "nothing charged, nothing failed");
+  const late = await cli("deno", ["pause"], env);
+  assert.equal(late.code, 3, late.out);
+  assert.match(late.stdout, /finished \(allComplete\): there is nothing to pause/);
 }

@@ -2,7 +2,7 @@
 // PostgreSQL (tests/ops/lifecycle_session.ts has the sessions).
 import { PostgresStore } from "../../adapters/postgres.ts";
 import { freshJob, noPg, PG_URL } from "../helpers/pg.ts";
-import { permanentSession, type SessionStore, waitSession } from "../ops/lifecycle_session.ts";
+import { pauseSession, permanentSession, type SessionStore, waitSession } from "../ops/lifecycle_session.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false, ignore: noPg };
 const store: SessionStore = {
@@ -21,4 +21,10 @@ Deno.test({
   name: "lifecycle cli on PostgreSQL: a permanent failure quarantines at once and splits says so",
   ...opts,
   fn: () => permanentSession(freshJob("perm"), store),
+});
+
+Deno.test({
+  name: "lifecycle cli on PostgreSQL: pause and resume a job; status, jobs and wait say paused",
+  ...opts,
+  fn: () => pauseSession(freshJob("pause"), store),
 });

@@ -76,7 +76,8 @@ export class CompletionJudge {
       if (!at) {
         const cur = await this.#read();
         if (!cur) return;
-        if (cur.plan.term !== term || cur.plan.outcome || cur.plan.finality !== "final") return; // deposed, or decided
+        // Deposed, decided, or paused since the pass decided to confirm (a pause suspends completion).
+        if (cur.plan.term !== term || cur.plan.outcome || cur.plan.finality !== "final" || cur.plan.paused) return;
         at = cur;
         planned = cur.plan.planned;
       }
@@ -262,7 +263,7 @@ export function outcomeDisagrees(v: LeaderView, o: JobOutcome, planned: number):
  * ```
  */
 export function decideCompletion(v: LeaderView, plan: PlanRecord | undefined, term: number, revision?: number): OutcomeIntent | undefined {
-  if (!plan || plan.finality !== "final" || plan.generation === 0 || plan.term !== term) return undefined;
+  if (!plan || plan.finality !== "final" || plan.generation === 0 || plan.term !== term || plan.paused) return undefined;
   if (plan.outcome) return outcomeDisagrees(v, plan.outcome, plan.planned) ? { action: "clear", plan, term, revision } : undefined;
   return viewShowsDone(v, plan.planned) ? { action: "confirm", plan, term, revision } : undefined;
 }

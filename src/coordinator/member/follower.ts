@@ -50,6 +50,12 @@ export class Follower {
   maxTerm = 0;
   /** Outcome announced (once). */
   outcome: "allComplete" | "stalled" | "planFailed" | null = null;
+  /**
+   * The job is paused (its plan record says so): this member claims
+   * nothing and hands back what it runs (see {@linkcode Follower.paused}'s
+   * handling in `#checkPause`).
+   */
+  paused = false;
   /** The plan's outcome record behind an announced `allComplete` or `stalled`. */
   #announced: JobOutcome | undefined;
   /** Revisions of control records (`leader`, `plan`, our `member.`/`assign.`) that are unreadable: they are replaced by CAS. */
@@ -145,6 +151,7 @@ export class Follower {
       this.plan = { record: r, revision: ev.revision };
       this.#seeTerm(r.term);
       this.#checkOutcome(live);
+      this.#checkPause();
     } else {
       const r = this.#decode(ev.key, ev.value, AssignRecordSchema, ev.revision);
       if (!r) return;
@@ -220,6 +227,45 @@ export class Follower {
     }
   }
 
+  /**
+   * A pause, or its end, seen on the plan record. Paused, this member hands
+   * back every split it runs: each lane is asked to revoke (the source
+   * commits its tail and returns; forced after `drainDeadlineMs`) and
+   * released to nobody — no attempt charged, the epoch kept, so the split
+   * resumes from its last commit — and it claims nothing meanwhile (the
+   * coordinator's `mayClaim` reads `paused`): offers are not claimed,
+   * grants are released at the next beat. Resumed, it takes work again
+   * from the leader's next offers. The member decides this from its own
+   * plan watch, so a fleet without a leader pauses too.
+   */
+  #checkPause(): void {
+    const plan = this.plan?.record;
+    const paused = plan?.paused !== undefined && plan.outcome === undefined;
+    if (paused === this.paused) return;
+    this.paused = paused;
+    const { events, log } = this.#core;
+    if (paused) {
+      const held = [...this.#tenancies.held.keys()];
+      events.push({ type: "paused", handingBack: held.length });
+      log("warn", "Job paused: handing back the splits held, claiming nothing", {
+        event: "paused",
+        handingBack: held.length,
+        ...(plan?.paused?.by ? { by: plan.paused.by } : {}),
+        ...(plan?.paused?.reason ? { reason: plan.paused.reason } : {}),
+      });
+      for (const id of held) {
+        const t = this.#tenancies.held.get(id);
+        // A lane already revoked (a steal, a drain) hands back to nobody now: a thief would only hand it back again.
+        if (t?.draining && !t.cancelled) this.#tenancies.unnameSuccessor(id);
+        else this.#tenancies.requestRevoke(id, null, false, true);
+      }
+    } else {
+      events.push({ type: "resumed" });
+      log("info", "Job resumed: taking work again", { event: "resumed" });
+    }
+    this.#core.schedule();
+  }
+
   // --- directives -------------------------------------------------------------------
 
   #onAssign(a: AssignRecord, revision: number): void {
@@ -253,7 +299,8 @@ export class Follower {
         this.#tenancies.unnameSuccessor(id);
         continue;
       }
-      if (t.byLeader) this.#tenancies.cancelRevoke(id); // withdrawn
+      // Withdrawn; but while paused the hand-back goes on (to nobody, at the drain deadline if need be).
+      if (t.byLeader && !this.paused) this.#tenancies.cancelRevoke(id);
       else this.#tenancies.unnameSuccessor(id); // our own drain goes on; the leader no longer names a successor
     }
     for (const g of a.grants) void this.#claims.grant(g);
