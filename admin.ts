@@ -33,8 +33,8 @@ export { deleteRefusal, type JobState, type JobSummary, listJobs, LIVE_WITHIN_MS
 // Waiting for a job's outcome (`splitlease wait`), and where a job stands by its plan record.
 export { waitForOutcome, type WaitOptions, type WaitResult } from "./src/fleet/wait.ts";
 export { type JobResult, jobResultOf, type JobResultState } from "./src/fleet/job_result.ts";
-// Pausing and resuming a whole job (`splitlease pause`, `POST /job/pause`).
-export { pauseJob, type PauseResult, resumeJob, type ResumeResult } from "./src/fleet/job_actions.ts";
+// Pausing, resuming and rerunning a whole job (`splitlease pause`, `resume`, `rerun`; `POST /job/pause`).
+export { pauseJob, type PauseResult, rerunJob, type RerunResult, resumeJob, type ResumeResult } from "./src/fleet/job_actions.ts";
 export {
   cancelSplit,
   type CancelResult,
@@ -50,6 +50,7 @@ export type {
   JobCounts,
   JobOutcome,
   JobPause,
+  JobRun,
   JobRecord,
   LeaderRecord,
   MemberRecord,
@@ -59,6 +60,7 @@ export type {
   SpecRecord,
   SplitFailure,
   SplitRecord,
+  SplitRun,
   SplitStatus,
   SplitTenancy,
   TenancyEnd,

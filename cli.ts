@@ -43,10 +43,10 @@ if (!("Deno" in globalThis) && !("Bun" in globalThis) && Number(process.versions
 const { readFileSync } = await import("node:fs");
 const { hostname } = await import("node:os");
 const { CLI_EXIT, parseArgs, USAGE, UsageError } = await import("./src/cli/args.ts");
-const { formatJobs, formatSplits, formatStatus } = await import("./src/cli/format.ts");
+const { formatJobs, formatSplits, formatStatus, runLine } = await import("./src/cli/format.ts");
 const { SplitleaseError } = await import("./src/errors.ts");
 const { cancelSplit, drainMember, requeueQuarantined, requeueSplit } = await import("./src/fleet/actions.ts");
-const { pauseJob, resumeJob } = await import("./src/fleet/job_actions.ts");
+const { pauseJob, rerunJob, resumeJob } = await import("./src/fleet/job_actions.ts");
 const { readFleet } = await import("./src/fleet/read_fleet.ts");
 const { UI_INSTANCE_PREFIX } = await import("./src/fleet/fleet_view.ts");
 const { deleteRefusal, listJobs, summarizeJob } = await import("./src/fleet/job_summary.ts");
@@ -66,7 +66,7 @@ const err = (text: string) => process.stderr.write(text + "\n");
 
 /** Exit code of an action's outcome. */
 function exitOf(outcome: string): number {
-  const done = ["requeued", "cancelled", "draining", "alreadyCancelled", "alreadyDraining", "paused", "alreadyPaused", "resumed", "notPaused"];
+  const done = ["requeued", "cancelled", "draining", "alreadyCancelled", "alreadyDraining", "paused", "alreadyPaused", "resumed", "notPaused", "rerun"];
   if (done.includes(outcome)) return CLI_EXIT.ok;
   return outcome === "conflict" ? CLI_EXIT.conflict : CLI_EXIT.notApplied;
 }
@@ -191,6 +191,11 @@ async function run(store: Store, command: Exclude<Command, { name: "help" | "ver
     case "resume": {
       const r = await resumeJob(store);
       show(r, r.message);
+      return exitOf(r.outcome);
+    }
+    case "rerun": {
+      const r = await rerunJob(store);
+      show(r, r.outcome === "rerun" ? `${r.message}\n  previous: ${runLine(r.previous)}` : r.message);
       return exitOf(r.outcome);
     }
     case "splits": {

@@ -251,7 +251,7 @@ export const mutants = [
   {
     name: "planned-counts-residuals",
     breaks: "a leader that plans again after a cut counts the residuals as planned: no outcome ever matches the store",
-    edits: [{ file: C + "leader/planning.ts", search: "if (e.record.parent === undefined) ids.add(id);", replace: "ids.add(id);" }],
+    edits: [{ file: C + "leader/planning.ts", search: "if (e.record.parent === undefined && (e.record.run ?? 1) >= run) ids.add(id);", replace: "if ((e.record.run ?? 1) >= run) ids.add(id);" }],
     suites: ["sim"],
   },
   // --- the gateway for split records (split_records.ts) -------------------------------------
@@ -1684,6 +1684,12 @@ export const mutants = [
       { file: C + "leader/role.ts", search: "const outcome = dealing ? decideCompletion(", replace: "const outcome = true ? decideCompletion(" },
       { file: C + "leader/completion.ts", search: "plan.term !== term || plan.paused) return undefined;", replace: "plan.term !== term) return undefined;" },
     ],
+    suites: ["coordinator"],
+  },
+  {
+    name: "rerun-epoch-below-base",
+    breaks: "a rerun seeds a split at its own old epoch, not above every epoch of the runs before: its lineage's new tenancies can run at an epoch a fenced sink already saw from the old run",
+    edits: [{ file: "src/records/transitions.ts", search: "r.epoch = Math.max(epochBase, prev?.epoch ?? 0);", replace: "r.epoch = prev?.epoch ?? 0;" }],
     suites: ["coordinator"],
   },
 ];

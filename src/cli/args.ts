@@ -39,6 +39,7 @@ export type Command =
   | { name: "wait"; timeoutMs?: number; unreachableMs: number; intervalMs: number }
   | { name: "pause"; reason?: string }
   | { name: "resume" }
+  | { name: "rerun" }
   | { name: "jobs" }
   | { name: "delete"; yes: boolean; force: boolean }
   | { name: "help" }
@@ -87,6 +88,9 @@ commands:
                                   what it runs (no attempt charged) and claims nothing, no outcome is
                                   decided; survives a new leader and a restart of the fleet
   resume [JOB]                    resume a paused job: work continues from the last commits
+  rerun [JOB]                     run a finished job again: a new run of it (its last outcome and each
+                                  split's summary kept as history), planned again by its next leader;
+                                  refused while the job runs
   jobs                            the jobs on the server (JOB is not read; --job: that one only):
                                   outcome, splits, members, created, finished
   delete --yes [--force]          delete a finished job's records for good (its bucket); refused while a
@@ -107,13 +111,13 @@ output:
   --version, -V        the version
 
 exit codes: 0 done, 1 store or job error, 2 usage, 3 not applied (no such split or member,
-or another state; a delete refused), 4 lost a race 5 times (run again)
+or another state; a delete, pause or rerun refused), 4 lost a race 5 times (run again)
 exit codes of wait: 0 every split completed, 1 error (no such job), 2 usage, 3 stalled (quarantined
 splits left), 4 planning failed, 5 complete except cancelled splits, 6 the job was deleted while
 waiting, 7 the store did not answer (for --unreachable), 8 --timeout passed`;
 
 /** Every command, for the usage check and its suggestions. */
-const COMMANDS = ["status", "splits", "requeue", "cancel", "drain", "ui", "wait", "pause", "resume", "jobs", "delete", "help", "version"] as const;
+const COMMANDS = ["status", "splits", "requeue", "cancel", "drain", "ui", "wait", "pause", "resume", "rerun", "jobs", "delete", "help", "version"] as const;
 const FLAGS_WITH_VALUE = new Set([
   "--servers", "-s", "--job", "-j", "--user", "--pass", "--token", "--creds", "--op-timeout-ms", "--state", "--owner", "--limit", "--after",
   "--port", "--bind", "--lease-ms", "--timeout", "--unreachable", "--interval", "--reason",
@@ -281,6 +285,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       break;
     }
     case "resume":
+    case "rerun":
       noMore(1);
       positionalJob = rest[0];
       command = { name };

@@ -6,6 +6,7 @@
  */
 import type { FleetSplit, FleetSummary, FleetView } from "../fleet/types.ts";
 import type { JobSummary } from "../fleet/job_summary.ts";
+import type { JobOutcome, JobRun } from "../records.ts";
 
 /** Left-aligned columns, two spaces apart. */
 export function table(head: string[], rows: string[][]): string {
@@ -69,7 +70,7 @@ export function formatStatus(job: string, v: FleetView): string {
   out.push(
     `leader ${v.leader ? `${v.leader.instance} (term ${v.leader.term}, beat ${v.leader.beat})` : "none"} · ` +
       (v.plan
-        ? `plan ${v.plan.finality}, ${v.plan.planned} planned, generation ${v.plan.generation}` +
+        ? (v.plan.run > 1 ? `run ${v.plan.run} · ` : "") + `plan ${v.plan.finality}, ${v.plan.planned} planned, generation ${v.plan.generation}` +
           (v.plan.outcome ? ` · outcome ${v.plan.outcome}${skippedText(v.plan.result.skipped)}` : "")
         : "no plan yet"),
   );
@@ -109,7 +110,29 @@ export function formatStatus(job: string, v: FleetView): string {
     ));
   }
   for (const i of v.invalid) out.push(`unreadable record ${i.key}: ${i.message}`);
+  if (v.plan?.history.length) {
+    out.push("", "earlier runs:");
+    for (const r of v.plan.history) out.push(`  ${runLine(r)}`);
+  }
   return out.join("\n");
+}
+
+/** An outcome in a few words: "allComplete 20 completed (1 cancelled)". */
+function outcomeWords(o: JobOutcome): string {
+  if (o.kind === "planFailed") return `planFailed after ${o.attempts} attempt(s)`;
+  const skipped = skippedText({ cancelled: o.cancelled ?? 0, permanent: o.kind === "stalled" ? o.permanent ?? 0 : 0 });
+  return `${o.kind} ${num(o.completed)} completed` + (o.kind === "stalled" ? `, ${num(o.quarantined)} quarantined` : "") + skipped;
+}
+
+/** One earlier run: its number, outcome, records, failures and when it finished. */
+export function runLine(r: JobRun): string {
+  return [
+    `run ${r.run}: ${outcomeWords(r.outcome)} of ${num(r.planned)} planned`,
+    r.records !== undefined ? `${num(r.records)} records` : "",
+    r.failures ? `${r.failures} failure(s)` : "",
+    r.tookMs !== undefined ? `took ${duration(r.tookMs)}` : "",
+    `finished ${iso(r.finishedAt)}`,
+  ].filter(Boolean).join(" · ");
 }
 
 function progress(s: FleetSplit): string {
@@ -167,6 +190,7 @@ export function formatJobs(jobs: readonly JobSummary[]): string {
   if (jobs.length === 0) return "no jobs (no splitlease_* bucket on this server)";
   const rows = jobs.map((j) => [
     j.job,
+    j.run === null ? "-" : String(j.run),
     j.state,
     j.counts ? `${num(j.counts.completed)}/${j.planned === null ? "?" : num(j.planned)}` : j.planned === null ? "-" : `?/${num(j.planned)}`,
     // What the job skipped: "done except 1 cancelled" is not "all done".
@@ -177,7 +201,9 @@ export function formatJobs(jobs: readonly JobSummary[]): string {
     when(j.finishedAt),
     j.bytes === null ? "-" : j.bytes < 1e6 ? `${Math.ceil(j.bytes / 1000)} kB` : `${(j.bytes / 1e6).toFixed(1)} MB`,
   ]);
-  return table(["JOB", "STATE", "COMPLETED", "CANCELLED", "QUARANTINED", "LIVE/MEMBERS", "CREATED", "FINISHED", "SIZE"], rows) +
-    "\n\nrun a finished job again: splitlease delete --job NAME --yes, then start its workers " +
-    "(or start them under a new job name to keep this one's records)";
+  // The runs before each job's current one (its generations), under the table.
+  const earlier = jobs.flatMap((j) => j.history.map((r) => `  ${j.job} ${runLine(r)}`));
+  return table(["JOB", "RUN", "STATE", "COMPLETED", "CANCELLED", "QUARANTINED", "LIVE/MEMBERS", "CREATED", "FINISHED", "SIZE"], rows) +
+    (earlier.length ? "\n\nearlier runs:\n" + earlier.join("\n") : "") +
+    "\n\nrun a finished job again: splitlease rerun NAME (its history is kept), then start its workers";
 }

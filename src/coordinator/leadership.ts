@@ -309,6 +309,8 @@ export class Leadership {
       this.#deposed(`the plan record carries term ${plan.term}`);
       return Infinity;
     }
+    // A rerun resets the plan under a leader that planned already: plan again.
+    this.#planning?.onPlan(plan);
     return role.reconcile(plan, this.#follower.plan?.revision, own);
   }
 

@@ -146,6 +146,8 @@ export function splitView(id: string, r: SplitRecord): FleetSplit {
     parent: r.parent ?? null,
     cuts: r.cuts ?? 0,
     records: r.records ?? null,
+    run: r.run ?? 1,
+    runs: r.runs ?? [],
   };
 }
 
@@ -282,6 +284,8 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
         planned: plan.planned,
         outcome: plan.outcome?.kind ?? null,
         result: jobResultOf(plan),
+        run: plan.run ?? 1,
+        history: plan.history ?? [],
       }
       : null,
     liveness: liveness ? { judgedBy: "here", by: liveness.by } : { judgedBy: "leader", leader: leader?.instance ?? null },

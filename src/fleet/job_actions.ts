@@ -1,5 +1,5 @@
 /**
- * Operator actions on a whole job: pause and resume. Each is one
+ * Operator actions on a whole job: pause, resume and rerun. Each is one
  * compare-and-swap of the `plan` record at the revision just read, retried
  * (after a fresh read) only while the action still applies, as the split
  * and member actions are (`actions.ts`, `casLoop`); a lost race or a job in
@@ -15,10 +15,21 @@
  *
  * @module
  */
-import { encodeRecord, type JobPause, type PlanRecord, PlanRecordSchema, safeDecodeRecord } from "../records.ts";
+import {
+  encodeRecord,
+  JOB_RUN_HISTORY,
+  type JobPause,
+  type JobRun,
+  type PlanRecord,
+  PlanRecordSchema,
+  safeDecodeRecord,
+  SplitRecordSchema,
+} from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { Store, StoreEntry } from "../store/store.ts";
 import { casLoop, type Step, TRIES } from "./actions.ts";
+import { buildFleetView } from "./fleet_view.ts";
+import { readFleetSnapshot } from "./read_fleet.ts";
 
 /**
  * What {@linkcode pauseJob} did.
@@ -122,4 +133,99 @@ export function resumeJob(store: Store): Promise<ResumeResult> {
       ok: () => ({ outcome: "resumed", pausedForMs, message: `Job resumed after ${Math.round(pausedForMs / 1000)} s paused` }),
     };
   }, conflict);
+}
+
+/**
+ * What {@linkcode rerunJob} did: `rerun` started run `run` (the previous
+ * one is `previous`, as kept in the plan record's history); `running` (no
+ * outcome yet: a job is rerun only once it finished), `planFailed` (restart
+ * its workers instead: the next leader plans again), `notFound`,
+ * `unreadable` or `conflict` did nothing.
+ *
+ * @example
+ * ```ts
+ * import type { RerunResult } from "@splitlease/splitlease/admin";
+ * const started = (r: RerunResult) => r.outcome === "rerun" ? r.run : null;
+ * ```
+ */
+export type RerunResult =
+  | { outcome: "rerun"; run: number; previous: JobRun; epochBase: number; message: string }
+  | { outcome: "running" | "planFailed" | "notFound" | "unreadable" | "conflict"; message: string };
+
+/**
+ * Runs a finished job again under its name: a new run (generation) of the
+ * same job. Its outcome and what it did (records, failures, retries, how
+ * long it took) go to the plan record's history, the plan is reset (no
+ * outcome, nothing published: the next leader runs the planner again), and
+ * every split record of the new run will start above the highest epoch the
+ * old runs reached (`epochBase`), so fenced sinks refuse an old run's late
+ * writes. The split records themselves are rewritten by the new run's
+ * leader as it seeds them, each keeping what it did in the runs before
+ * (`SplitRecord.runs`); records the new run does not plan are removed at
+ * its first publish. Refused while the job runs (no outcome), and for a
+ * failed plan (restart the workers: the next leader plans again).
+ *
+ * It writes only the plan record, by CAS at the revision read before the
+ * split records were listed: a requeue or cancel that lands meanwhile
+ * rewrites the plan record too, and the rerun reads again.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * import { rerunJob } from "@splitlease/splitlease/admin";
+ * const r = await rerunJob(new MemoryStore());
+ * console.log(r.outcome); // "notFound"
+ * ```
+ */
+export async function rerunJob(store: Store): Promise<RerunResult> {
+  for (let i = 0; i < TRIES; i++) {
+    const cur = await store.get(keys.plan);
+    const read = readPlan(cur, (outcome, message): RerunResult => ({ outcome, message }));
+    if ("done" in read) return read.done;
+    const plan = read.plan;
+    const o = plan.outcome;
+    if (!o) return { outcome: "running", message: "The job has no outcome yet (it runs, or is paused): rerun it once it finished" };
+    if (o.kind === "planFailed") {
+      return { outcome: "planFailed", message: "The job's planning failed: fix the planner and restart its workers (the next leader plans again)" };
+    }
+    // What the run did, from its split records; and the highest epoch any of them reached.
+    const snapshot = await readFleetSnapshot(store);
+    let epochBase = plan.epochBase ?? 0, runnable = false;
+    for (const e of snapshot.splits) {
+      const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
+      if (!r.ok) continue; // an unreadable record's epoch is unknown: its split is never written over, and blocks the outcome
+      epochBase = Math.max(epochBase, r.value.epoch);
+      for (const x of r.value.residuals ?? []) epochBase = Math.max(epochBase, x.epoch ?? 0);
+      if (r.value.status === "runnable") runnable = true;
+    }
+    if (runnable) return { outcome: "running", message: "A split of the job is runnable again (requeued?): rerun it once it finished" };
+    const summary = buildFleetView(snapshot, { limit: 1 }).summary;
+    const run = plan.run ?? 1;
+    const previous: JobRun = { run, outcome: o, planned: plan.planned, finishedAt: summary.lastCompletedAt ?? Date.now() };
+    if (summary.startedAt !== null) previous.startedAt = summary.startedAt;
+    if (summary.splitsWithRecords > 0) previous.records = summary.records;
+    if (summary.failures > 0) previous.failures = summary.failures;
+    if (summary.retries > 0) previous.retries = summary.retries;
+    if (summary.tookMs !== null) previous.tookMs = summary.tookMs;
+    const { outcome: _o, cursor: _c, publishedAt: _p, paused: _z, ...kept } = plan;
+    const next: PlanRecord = {
+      ...kept,
+      generation: 0,
+      planned: 0,
+      run: run + 1,
+      epochBase,
+      history: [...(plan.history ?? []), previous].slice(-JOB_RUN_HISTORY),
+    };
+    const w = await store.update(keys.plan, encodeRecord(next), cur!.revision);
+    if (w.ok) {
+      return {
+        outcome: "rerun",
+        run: run + 1,
+        previous,
+        epochBase,
+        message: `Run ${run + 1} of the job started (run ${run}, ${o.kind}, is kept in its history): its leader plans again once a worker runs`,
+      };
+    }
+  }
+  return { outcome: "conflict", message: `The plan record kept changing while rerunning (${TRIES} tries); retry` };
 }

@@ -8,6 +8,7 @@
  */
 import {
   type JobOutcome,
+  type JobRun,
   JobRecordSchema,
   LeaderRecordSchema,
   MemberRecordSchema,
@@ -82,6 +83,10 @@ export interface JobSummary {
   liveMembers: string[];
   /** Bytes its records take on the server, or `null` when unknown. */
   bytes: number | null;
+  /** Its run (generation): 1, then one more per `splitlease rerun`; `null` without a plan record. */
+  run: number | null;
+  /** Its earlier runs, oldest first (the plan record's history). */
+  history: JobRun[];
 }
 
 /** The newest time a member is known to have beaten: the server's write time or its own clock. */
@@ -145,6 +150,8 @@ export function summarizeJob(l: JobListing, now: number): JobSummary {
     members: l.members.length,
     liveMembers: live.sort(),
     bytes: l.bytes,
+    run: plan?.ok ? plan.value.run ?? 1 : null,
+    history: plan?.ok ? plan.value.history ?? [] : [],
   };
 }
 

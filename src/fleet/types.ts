@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { JobOutcome, SplitEstimate, SplitFailure, SplitStatus, SplitTenancy } from "../records.ts";
+import type { JobOutcome, JobRun, SplitEstimate, SplitFailure, SplitRun, SplitStatus, SplitTenancy } from "../records.ts";
 import type { StoreEntry } from "../store/store.ts";
 import type { JobResult } from "./job_result.ts";
 
@@ -173,6 +173,10 @@ export interface FleetSplit {
   cuts: number;
   /** Records its owners reported with the commits that landed, or `null` when none were reported. */
   records: number | null;
+  /** The job's run this record belongs to (1 before any rerun). */
+  run: number;
+  /** What it did in the job's earlier runs, oldest first (the last few). */
+  runs: SplitRun[];
 }
 
 /**
@@ -325,6 +329,10 @@ export interface FleetView {
       planned: number;
       outcome: JobOutcome["kind"] | null;
       result: JobResult;
+      /** The job's run (its generation): 1, then one more per rerun. */
+      run: number;
+      /** The runs before this one, oldest first: each one's outcome and what it did. */
+      history: JobRun[];
     }
     | null;
   /** Who judged liveness: this view's server (the leader), or nobody here (see `FleetMember.alive`). */

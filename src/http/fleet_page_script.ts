@@ -176,8 +176,17 @@ const JOB = `
         " (" + r.completedInWindow + " completed)") + " · job-wide, from the completion times in the split records" +
         (r.startedAt !== null ? " · running since " + when(r.startedAt) : "") + untimed;
     }
-    renderResult(v, e.state === "done");
+    // Nothing published yet (a rerun before its leader planned): the records shown are the last run's.
+    const unplanned = v.plan && v.plan.generation === 0;
+    if (unplanned) {
+      eta.textContent = v.plan.run > 1
+        ? "Run " + v.plan.run + " is not planned yet: its leader plans it once a worker runs (the splits below are run " + (v.plan.run - 1) + "'s)"
+        : "Planning: nothing published yet";
+      eta.className = "big warn";
+    }
+    renderResult(v, e.state === "done" && !unplanned);
     renderPause(v);
+    renderRuns(v);
     for (const k of ["total", "completed", "owned", "unclaimed", "quarantined", "cancelled", "invalid"]) $("count-" + k).textContent = c[k];
     if (c.permanent) $("count-quarantined").textContent = c.quarantined + " (" + c.permanent + " permanent)";
     // Red only when there is something to repair.
@@ -186,12 +195,27 @@ const JOB = `
     const sk = v.plan ? v.plan.result.skipped : null;
     const skipped = sk && (sk.cancelled || sk.permanent)
       ? " (" + [sk.cancelled ? sk.cancelled + " cancelled" : "", sk.permanent ? sk.permanent + " permanently failed" : ""].filter(Boolean).join(", ") + ")" : "";
-    const plan = v.plan ? "plan " + v.plan.finality + ", " + v.plan.planned + " planned" + (v.plan.outcome ? ", outcome " + v.plan.outcome + skipped : "") : "no plan yet";
+    const plan = v.plan ? (v.plan.run > 1 ? "run " + v.plan.run + " · " : "") + "plan " + v.plan.finality + ", " + v.plan.planned + " planned" +
+      (v.plan.outcome ? ", outcome " + v.plan.outcome + skipped : "") : "no plan yet";
     const leader = v.leader ? "leader " + v.leader.instance + " (term " + v.leader.term + ")" : "no leader";
     $("meta").textContent = "served by " + v.servedBy.instance + (v.servedBy.isLeader ? " (leader)" : "") + " · " + leader + " · " + plan +
       " · updated " + when(v.at);
     const paused = v.plan && v.plan.result.paused;
     document.title = (paused ? "paused" : e.state === "done" ? "done" : e.state === "stalled" ? "stalled" : pct(done + partial)) + " · " + v.job + " · splitlease";
+  }
+
+  // A rerun job lists the runs before this one: each one's outcome and what it did.
+  function renderRuns(v) {
+    const runs = v.plan ? v.plan.history : [];
+    $("runs").hidden = runs.length === 0;
+    $("runs-table").tBodies[0].replaceChildren(...runs.slice().reverse().map((r) => {
+      const o = r.outcome;
+      const what = o.kind === "planFailed" ? "planFailed" : o.kind + " · " + o.completed + " completed" +
+        (o.kind === "stalled" ? ", " + o.quarantined + " quarantined" : "") + (o.cancelled ? ", " + o.cancelled + " cancelled" : "");
+      const tr = row(["run " + r.run, what, r.planned, r.records ?? "–", r.failures ?? 0, r.tookMs !== undefined ? took(r.tookMs) : "–", when(r.finishedAt)]);
+      tr.dataset.run = String(r.run);
+      return tr;
+    }));
   }
 
   // A paused job says so above its progress, and the operator pauses or resumes the whole job here.

@@ -153,10 +153,18 @@ export const FLEET_PAGE_SPLITS: string = `
       actions.append(button("Cancel", "/splits/" + encodeURIComponent(s.id) + "/cancel", "cancel " + s.id,
         "Cancel " + s.id + "? It will never run; the job can then end without it."));
     }
+    // What it did in the job's earlier runs (a rerun job).
+    const earlier = el("ul", null, "failures");
+    for (const r of s.runs) {
+      earlier.appendChild(el("li", "run " + r.run + ": " + r.status + " at epoch " + r.epoch + " · " + r.attempts + " attempt(s)" +
+        (r.records !== undefined ? " · " + r.records.toLocaleString("en-US") + " records" : "") + (r.completedAt ? " · completed " + when(r.completedAt) : "") +
+        (r.lastFailure ? " · last failure" + (r.permanent ? " (permanent)" : "") + ": " + r.lastFailure : "")));
+    }
     const tenancies = el("div", null, "scroll");
     tenancies.appendChild(s.tenancies.length ? hist : el("p", "none recorded (the record predates tenancy history)", "muted"));
     box.replaceChildren(heading(id), dl, el("h3", "Tenancies (the last " + s.tenancies.length + ", oldest first)"), tenancies,
-      el("h3", "Failures"), s.failures.length ? fails : el("p", "none", "muted"), actions);
+      el("h3", "Failures"), s.failures.length ? fails : el("p", "none", "muted"),
+      ...(s.runs.length ? [el("h3", "Earlier runs (this is run " + s.run + ")"), earlier] : []), actions);
     for (const tr of document.querySelectorAll("#splits tbody tr")) tr.className = tr.dataset.split === id ? "selected" : "";
   }
 

@@ -280,7 +280,67 @@ export interface SplitRecord {
    * record once its owner has seen them exist.
    */
   residuals?: Residual[];
+  /**
+   * The job's run this record belongs to (see `PlanRecord.run`); absent in
+   * the first run. A record of an older run is rewritten by the next run's
+   * seed (or removed, if that run does not plan it).
+   */
+  run?: number;
+  /** What this split did in the job's earlier runs, oldest first (at most {@linkcode SPLIT_RUN_HISTORY}). */
+  runs?: SplitRun[];
 }
+
+/**
+ * Earlier runs a split record keeps in its history (the oldest is dropped first).
+ *
+ * @example
+ * ```ts
+ * import { SPLIT_RUN_HISTORY } from "../records.ts";
+ * console.log(SPLIT_RUN_HISTORY); // 4
+ * ```
+ */
+export const SPLIT_RUN_HISTORY = 4;
+
+/**
+ * What one split did in an earlier run of its job: how it ended, at which
+ * epoch and after how many attempts, the records it counted, when it
+ * completed and its last failure.
+ *
+ * @example
+ * ```ts
+ * import type { SplitRun } from "@splitlease/splitlease/admin";
+ * const r: SplitRun = { run: 1, status: "completed", epoch: 3, attempts: 1, records: 40_000, completedAt: Date.now() };
+ * ```
+ */
+export interface SplitRun {
+  /** The run. */
+  run: number;
+  /** How the split ended in it. */
+  status: SplitStatus;
+  /** Its last epoch in that run. */
+  epoch: number;
+  /** Attempts charged in that run. */
+  attempts: number;
+  /** Records its owners reported in that run. */
+  records?: number;
+  /** When it completed in that run (wall clock). */
+  completedAt?: number;
+  /** Its last failure in that run (cut to {@linkcode FAILURE_MESSAGE_CHARS} characters). */
+  lastFailure?: string;
+  /** That failure was permanent. */
+  permanent?: true;
+}
+
+const SplitRunSchema: z.ZodType<SplitRun> = z.object({
+  run: z.number().int().min(1),
+  status: z.enum(["runnable", "completed", "quarantined", "cancelled"]),
+  epoch: count,
+  attempts: count,
+  records: count.optional(),
+  completedAt: z.number().optional(),
+  lastFailure: z.string().optional(),
+  permanent: z.literal(true).optional(),
+});
 
 /**
  * A split cut from a running split's remaining work, as recorded in the
@@ -431,4 +491,6 @@ export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
   cuts: count.optional(),
   records: count.optional(),
   residuals: z.array(ResidualSchema).max(4 * MAX_RESIDUALS).optional(),
+  run: z.number().int().min(1).optional(),
+  runs: z.array(SplitRunSchema).max(SPLIT_RUN_HISTORY).optional(),
 });

@@ -18,6 +18,8 @@ import {
   type SplitFailure,
   type SplitProgress,
   type SplitRecord,
+  SPLIT_RUN_HISTORY,
+  type SplitRun,
   TENANCY_HISTORY,
   type TenancyEnd,
 } from "./split.ts";
@@ -43,6 +45,35 @@ export function seedRecord(weight: number, descriptor: Json | undefined): SplitR
   if (descriptor === undefined) r.spec = true;
   else r.descriptor = descriptor;
   return r;
+}
+
+/**
+ * The record of a split planned by a rerun of its job (run `run`): a fresh
+ * seed — the planner's descriptor and weight, no owner, no progress, no
+ * attempts — at an epoch at least `epochBase` (the highest epoch of the
+ * runs before) and at least its own old one, so its first tenancy runs
+ * above every tenancy of the runs before (fenced sinks keyed by split and
+ * epoch refuse an old run's writes); `prev`, the split's record from an
+ * earlier run (if it existed), joins its bounded history of runs.
+ */
+export function rerunRecord(prev: SplitRecord | undefined, weight: number, descriptor: Json | undefined, run: number, epochBase: number): SplitRecord {
+  const r = seedRecord(weight, descriptor);
+  r.epoch = Math.max(epochBase, prev?.epoch ?? 0);
+  r.run = run;
+  const runs = [...(prev?.runs ?? []), ...(prev ? [splitRunOf(prev)] : [])].slice(-SPLIT_RUN_HISTORY);
+  if (runs.length) r.runs = runs;
+  return r;
+}
+
+/** What a split record says its run did: how it ended, its epoch and attempts, records, completion time, last failure. */
+export function splitRunOf(r: SplitRecord): SplitRun {
+  const out: SplitRun = { run: r.run ?? 1, status: r.status, epoch: r.epoch, attempts: r.attempts };
+  if (r.records !== undefined) out.records = r.records;
+  const last = r.tenancies?.at(-1);
+  if (r.status === "completed" && last?.end === "completed" && last.to !== undefined) out.completedAt = last.to;
+  if (r.lastFailure !== undefined) out.lastFailure = r.lastFailure.slice(0, FAILURE_MESSAGE_CHARS);
+  if (permanentlyFailed(r)) out.permanent = true;
+  return out;
 }
 
 /**

@@ -3,11 +3,12 @@
 // tests/postgres/lifecycle_test.ts): permanent failures quarantine at
 // once; outcomes name what they skipped, and wait exits by them; a paused
 // job deals nothing, hands back what runs, decides no outcome, and stays
-// paused across a leader change and a restart of the whole fleet.
+// paused across a leader change and a restart of the whole fleet; a
+// finished job is rerun as a new run, its history kept.
 import assert from "node:assert/strict";
-import { cancelSplit, keys, pauseJob, readFleet, resumeJob, waitForOutcome } from "../../admin.ts";
+import { cancelSplit, keys, pauseJob, readFleet, rerunJob, resumeJob, waitForOutcome } from "../../admin.ts";
 import { exitCodeForWait } from "../../host.ts";
-import type { Store } from "../../mod.ts";
+import type { PlannedSplit, Planner, Store } from "../../mod.ts";
 import { AssignRecordSchema, PlanRecordSchema, safeDecodeRecord } from "../../src/records.ts";
 import { type Backend, finalPlanner, type Fleet, type Member, rawStore, splits } from "./fleet.ts";
 import { splitRecord } from "./scenarios.ts";
@@ -187,6 +188,62 @@ export function lifecycleScenarios(b: Backend): void {
     assert.deepEqual(m.held, [], "no spare claimed while paused");
     assert.ok(!m.gained().some((g) => g.kind === "claim" && g.split.id !== m.gained()[0].split.id), "no claim since the pause");
   });
+
+  t("L7. a finished job is rerun: refused while it runs; the planner runs again, its splits run above every old epoch (a cut one with its planned descriptor), history kept per job and per split, splits no longer planned removed", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    let plan = splits(4);
+    const p = countingPlanner(() => plan);
+    const a = await f.join({ instance: "a", planner: p.planner, maxAttempts: 2, maxInFlight: 4 });
+    assert.ok(await f.until(() => a.held.length === 4, 3000));
+    assert.equal((await rerunJob(raw)).outcome, "running", "refused while the job runs");
+    const [h0, h1, h2, h3] = a.c.status().held;
+    await a.c.commit(h0.id, h0.epoch, { watermark: 9 }, { final: true, records: 90 });
+    await a.c.fail(h1.id, h1.epoch, "flaky once");
+    // s002 is cut in two: a residual split of run 1.
+    const [residual] = await a.c.split(h2.id, h2.epoch, { keep: { n: 2, half: 1 }, residuals: [{ descriptor: { n: 2, half: 2 } }] });
+    await a.c.commit(h3.id, h3.epoch, {}, { final: true, records: 10 });
+    assert.ok(await f.until(() => a.held.includes(h1.id) && a.held.includes(residual), 3000), "the failed split runs again, the residual is dealt");
+    await completeUntilDone(f, [a]);
+    const before = new Map<string, number>();
+    for (const id of [...splits(4).map((x) => x.id), residual]) before.set(id, (await splitOf(raw, id) as unknown as { epoch: number }).epoch);
+    const maxEpoch = Math.max(...before.values());
+    assert.equal(p.runs(), 1);
+
+    // Run 2 plans three of the four splits, one with a new descriptor; s002 is planned whole again.
+    plan = [{ ...splits(4)[0], descriptor: { n: 0, v: 2 } }, splits(4)[1], splits(4)[2]];
+    const r = await rerunJob(raw);
+    assert.equal(r.outcome, "rerun", r.message);
+    assert.ok(r.outcome === "rerun");
+    assert.deepEqual([r.run, r.epochBase, r.previous.run, r.previous.outcome, r.previous.planned, r.previous.records, r.previous.failures], [
+      2, maxEpoch, 1, { kind: "allComplete", completed: 5 }, 4, 100, 1,
+    ]);
+    assert.ok(await f.until(() => a.has("reopened"), 2000), "the member sees the outcome withdrawn");
+    assert.ok(await f.until(() => p.runs() === 2 && a.held.length === 3, 3 * f.timings.leaseMs), "the leader plans again and deals run 2");
+    const gained = a.gained().slice(-3);
+    assert.ok(gained.every((g) => g.epoch > maxEpoch && g.progress === undefined), "each split starts afresh above every old epoch");
+    assert.deepEqual(gained.find((g) => g.split.id === "s000")?.split.descriptor, { n: 0, v: 2 }, "the planner's new descriptor");
+    assert.deepEqual(gained.find((g) => g.split.id === "s002")?.split.descriptor, { n: 2 }, "the cut split whole again");
+    for (const gone of ["s003", residual]) {
+      assert.ok(await untilAsync(f, async () => !(await raw.get(keys.split(gone))), 3000), `${gone} (not planned by run 2) is removed`);
+    }
+    await completeUntilDone(f, [a], 2); // run 2 completes
+    assert.deepEqual(await outcomeOf(raw), { kind: "allComplete", completed: 3 }, "run 2's outcome counts run 2's splits");
+    const view = await readFleet(raw, { limit: 10 });
+    assert.deepEqual([view.plan?.run, view.plan?.history.map((h) => h.run), view.counts.total], [2, [1], 3]);
+    const s1 = view.splits.find((s) => s.id === "s001")!;
+    assert.deepEqual([s1.run, s1.attempts, s1.runs.map((x) => [x.run, x.status, x.attempts, x.lastFailure])], [2, 0, [[1, "completed", 1, "flaky once"]]]);
+    assert.equal(view.splits.find((s) => s.id === "s000")!.runs[0].records, 90);
+    const r3 = await rerunJob(raw);
+    assert.deepEqual([r3.outcome, r3.outcome === "rerun" && r3.run], ["rerun", 3], "run 2 is rerun in turn");
+    assert.deepEqual((await readFleet(raw)).plan?.history.map((h) => [h.run, h.planned]), [[1, 4], [2, 3]], "every run kept");
+  });
+}
+
+/** A planner that counts its runs and plans `list()` each time. */
+function countingPlanner(list: () => PlannedSplit[]): { planner: Planner; runs: () => number } {
+  let n = 0;
+  return { planner: () => (n++, Promise.resolve({ splits: list(), finality: "final" })), runs: () => n };
 }
 
 /** Moves time (in the fleet's driver) until the store says `cond`, for at most `maxMs` (with the driver's slack). */
@@ -221,9 +278,10 @@ async function directives(store: Store, instance: string): Promise<{ offers: num
   return { offers: r.value.offers.length, grants: r.value.grants.length };
 }
 
-/** Completes whatever the members hold until one announces allComplete. */
-async function completeUntilDone(f: Fleet, ms: Member[]): Promise<void> {
-  for (const end = f.now() + 20 * f.timings.leaseMs; !ms.some((m) => m.has("allComplete"));) {
+/** Completes whatever the members hold until one has announced allComplete `times` times (once per run). */
+async function completeUntilDone(f: Fleet, ms: Member[], times = 1): Promise<void> {
+  const done = () => ms.some((m) => m.events.filter((e) => e.type === "allComplete").length >= times);
+  for (const end = f.now() + 20 * f.timings.leaseMs; !done();) {
     assert.ok(f.now() < end, `the job completes (held: ${ms.map((m) => m.held.length).join(", ")})`);
     for (const m of ms) await m.completeAll();
     await f.advance(20);

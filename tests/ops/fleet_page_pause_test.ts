@@ -8,13 +8,14 @@
 // split is marked permanent and cancelled from the page, and the done page
 // says what was skipped. Screenshots (a fresh temp dir, or
 // $FLEET_PAGE_SCREENSHOTS): p1-confirm-pause, p2-paused, p3-resumed,
-// p4-done-skipped. Skipped, saying so, without Chromium.
+// p4-done-skipped, p5-rerun (the job rerun: its earlier run listed). Skipped, saying so, without Chromium.
 import assert from "node:assert/strict";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { serve } from "../../adapters/deno.ts";
 import { PermanentFailure, SplitCoordinator, startWorker } from "../../mod.ts";
 import type { SplitSource, Worker } from "../../mod.ts";
 import { NatsStore } from "../../nats.ts";
+import { rerunJob } from "../../admin.ts";
 import type { Service } from "../../host.ts";
 import { Chromium, findChromium, screenshotDir } from "../helpers/chromium.ts";
 import { withTimeout } from "../helpers/deadline.ts";
@@ -58,7 +59,7 @@ async function waitFor(page: Page, what: string, fn: string, ms = 30_000): Promi
 const byId = (id: string) => `document.getElementById(${JSON.stringify(id)}).textContent`;
 
 Deno.test({
-  name: "fleet page in Chromium: pause the job (confirmed), the page says paused and nothing runs; resume continues it; a permanent failure is marked and cancelled",
+  name: "fleet page in Chromium: pause the job (confirmed), the page says paused and nothing runs; resume continues it; a permanent failure is marked and cancelled; a rerun lists the earlier run",
   ignore: !chromium,
   sanitizeResources: false,
   sanitizeOps: false,
@@ -156,6 +157,16 @@ Deno.test({
         assert.match(await page.$eval("#eta", (e) => (e as unknown as Shown).className), /warn/, "done except skipped is not green");
         assert.match(await text(page, "#meta"), /outcome allComplete \(1 cancelled\)/);
         await page.screenshot({ path: `${out}/p4-done-skipped.png`, fullPage: true });
+
+        // Rerun the finished job: the page lists its earlier run.
+        const r = await rerunJob(stores[0]);
+        assert.equal(r.outcome, "rerun", r.message);
+        await waitFor(page, "the earlier runs listed", `!document.getElementById("runs").hidden && ${byId("meta")}.includes("run 2 · ")`);
+        assert.match(await text(page, "#eta"), /^Run 2 is not planned yet: its leader plans it once a worker runs/);
+        assert.equal(await hidden(page, "#result"), true, "no result shown for a run not planned yet");
+        const run1 = await text(page, '#runs-table tr[data-run="1"]');
+        assert.match(run1, /^run 1\s+allComplete · 15 completed, 1 cancelled\s+16\s+150\s+1\s+[\d.]+ s\s+\d{4}-\d\d-\d\d /, run1);
+        await page.screenshot({ path: `${out}/p5-rerun.png`, fullPage: true });
         assert.deepEqual(errors, [], "no script errors, no native dialogs");
       })(), 180_000, "the pause page test");
     } finally {

@@ -2,7 +2,7 @@
 // nats-server (tests/ops/lifecycle_session.ts has the sessions).
 import { NatsStore } from "../../nats.ts";
 import { NatsServer } from "../helpers/nats_server.ts";
-import { pauseSession, permanentSession, type SessionStore, waitSession } from "./lifecycle_session.ts";
+import { pauseSession, permanentSession, rerunSession, type SessionStore, waitSession } from "./lifecycle_session.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 const server = await NatsServer.startForModule();
@@ -28,4 +28,10 @@ Deno.test({
   name: "lifecycle cli on nats-server: pause and resume a job; status, jobs and wait say paused",
   ...opts,
   fn: () => pauseSession("pause", store),
+});
+
+Deno.test({
+  name: "lifecycle cli on nats-server: rerun a finished job; refused while it runs; status and jobs list its runs",
+  ...opts,
+  fn: () => rerunSession("rerun", store),
 });

@@ -137,7 +137,7 @@ export async function waitSession(prefix: string, s: SessionStore): Promise<void
     const status = await cli("deno", ["status"], env);
     assert.match(status.stdout, /outcome allComplete \(1 cancelled\)/, status.stdout);
     const jobs = await cli("deno", ["jobs", "--job", job], s.env);
-    assert.match(jobs.stdout, new RegExp(`^${job} +complete +2/3 +1 +0 +`, "m"), jobs.stdout);
+    assert.match(jobs.stdout, new RegExp(`^${job} +1 +complete +2/3 +1 +0 +`, "m"), jobs.stdout);
     void f;
   }
   // Planning failed (4).
@@ -188,7 +188,7 @@ export async function permanentSession(prefix: string, s: SessionStore): Promise
   const text = await cli("deno", ["wait"], env);
   assert.match(text.stdout, /stalled: 2 split\(s\) completed, 1 quarantined \(1 permanent\); see them/, text.stdout);
   assert.match((await cli("deno", ["status"], env)).stdout, /1 quarantined \(1 permanent\), 0 cancelled/);
-  assert.match((await cli("deno", ["jobs", "--job", job], s.env)).stdout, new RegExp(`^${job} +stalled +2/3 +0 +1 \\(1 permanent\\) +`, "m"));
+  assert.match((await cli("deno", ["jobs", "--job", job], s.env)).stdout, new RegExp(`^${job} +1 +stalled +2/3 +0 +1 \\(1 permanent\\) +`, "m"));
   void f;
 }
 
@@ -218,7 +218,7 @@ export async function pauseSession(prefix: string, s: SessionStore): Promise<voi
   const status = await cli("deno", ["status"], env);
   assert.match(status.stdout, /^PAUSED since .* by .*: database incident · nothing new is dealt or claimed/m, status.stdout);
   assert.equal(JSON.parse((await cli("deno", ["status", "--json"], env)).stdout).result.state, "paused");
-  assert.match((await cli("deno", ["jobs", "--job", job], s.env)).stdout, new RegExp(`^${job} +paused +0/4 `, "m"));
+  assert.match((await cli("deno", ["jobs", "--job", job], s.env)).stdout, new RegExp(`^${job} +1 +paused +0/4 `, "m"));
   const waited = await cli("deno", ["wait", "--timeout", "1s", "--interval", "200ms"], env);
   assert.equal(waited.code, 8, waited.out);
   assert.match(waited.stdout, /: 0% · 0\/4 splits · .*PAUSED \(database incident\)/, waited.stdout);
@@ -236,4 +236,44 @@ export async function pauseSession(prefix: string, s: SessionStore): Promise<voi
   const late = await cli("deno", ["pause"], env);
   assert.equal(late.code, 3, late.out);
   assert.match(late.stdout, /finished \(allComplete\): there is nothing to pause/);
+}
+
+/**
+ * `rerun` from the CLI: refused while the job runs (3); a finished job gets
+ * a new run, which `status` and `jobs` show with its predecessor; the
+ * workers started again plan and run it, and `wait` ends on its outcome.
+ */
+export async function rerunSession(prefix: string, s: SessionStore): Promise<void> {
+  const job = `${prefix}-rerun`;
+  const env = { ...s.env, JOB: job };
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  {
+    await using f = await OneWorker.start(s, job, gatedSource(3, gate));
+    await until("the splits held", async () => f.worker.coordinator.status().held.length === 3);
+    const refused = await cli("deno", ["rerun", job], s.env);
+    assert.equal(refused.code, 3, refused.out);
+    assert.match(refused.stdout, /has no outcome yet \(it runs, or is paused\)/);
+    open();
+    assert.equal((await cli("deno", ["wait", job], s.env)).code, 0);
+    await withTimeout(f.worker.done, 20_000, "the worker to finish with the job");
+  }
+  const r = await cli("deno", ["rerun", job, "--json"], s.env);
+  assert.equal(r.code, 0, r.out);
+  const rj = JSON.parse(r.stdout);
+  assert.deepEqual([rj.outcome, rj.run, rj.previous.run, rj.previous.outcome.kind, rj.previous.records], ["rerun", 2, 1, "allComplete", 45]);
+  const status = await cli("deno", ["status"], env);
+  assert.match(status.stdout, /run 2 · plan final, 0 planned, generation 0/, status.stdout);
+  assert.match(status.stdout, /^earlier runs:\n  run 1: allComplete 3 completed of 3 planned · 45 records · took .* · finished /m, status.stdout);
+  const jobs = await cli("deno", ["jobs", "--job", job], s.env);
+  assert.match(jobs.stdout, new RegExp(`^${job} +2 +(unfinished|running) `, "m"), jobs.stdout);
+  assert.match(jobs.stdout, new RegExp(`^earlier runs:\\n  ${job} run 1: allComplete 3 completed of 3 planned`, "m"), jobs.stdout);
+  // The workers started again plan the new run and run it.
+  await using g = await OneWorker.start(s, job, gatedSource(3, Promise.resolve()));
+  const w = await cli("deno", ["wait", "--json"], env);
+  assert.equal(w.code, 0, w.out);
+  assert.deepEqual([JSON.parse(w.stdout).result.outcome, JSON.parse(w.stdout).counts.completed], [{ kind: "allComplete", completed: 3 }, 3]);
+  const split = JSON.parse((await cli("deno", ["splits", "--json", "--limit", "1"], env)).stdout).splits[0];
+  assert.deepEqual([split.run, split.runs.map((x: { run: number; status: string }) => [x.run, x.status])], [2, [[1, "completed"]]]);
+  void g;
 }

@@ -2,7 +2,7 @@
 // PostgreSQL (tests/ops/lifecycle_session.ts has the sessions).
 import { PostgresStore } from "../../adapters/postgres.ts";
 import { freshJob, noPg, PG_URL } from "../helpers/pg.ts";
-import { pauseSession, permanentSession, type SessionStore, waitSession } from "../ops/lifecycle_session.ts";
+import { pauseSession, permanentSession, rerunSession, type SessionStore, waitSession } from "../ops/lifecycle_session.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false, ignore: noPg };
 const store: SessionStore = {
@@ -27,4 +27,10 @@ Deno.test({
   name: "lifecycle cli on PostgreSQL: pause and resume a job; status, jobs and wait say paused",
   ...opts,
   fn: () => pauseSession(freshJob("pause"), store),
+});
+
+Deno.test({
+  name: "lifecycle cli on PostgreSQL: rerun a finished job; refused while it runs; status and jobs list its runs",
+  ...opts,
+  fn: () => rerunSession(freshJob("rerun"), store),
 });

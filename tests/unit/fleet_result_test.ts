@@ -163,11 +163,11 @@ Deno.test("jobs: each job's state, counts, times and live members; delete refuse
   assert.equal(deleteRefusal(g, true), null);
 
   const text = formatJobs([c, r]);
-  assert.match(text, /^JOB +STATE +COMPLETED +CANCELLED +QUARANTINED +LIVE\/MEMBERS +CREATED +FINISHED +SIZE$/m);
+  assert.match(text, /^JOB +RUN +STATE +COMPLETED +CANCELLED +QUARANTINED +LIVE\/MEMBERS +CREATED +FINISHED +SIZE$/m);
   // What it skipped has a column of its own: 89 of 90 completed and 1 cancelled is not all done.
-  assert.match(text, /^done +complete +89\/90 +1 +0 +0\/0 +2025-12-02 09:33:20Z +2025-12-02 09:43:20Z +48 kB$/m);
-  assert.match(text, /^busy +running +60\/90 +0 +0 +1\/2 +2025-12-02 09:33:20Z +- +-$/m);
-  assert.match(text, /run a finished job again: splitlease delete --job NAME --yes/);
+  assert.match(text, /^done +1 +complete +89\/90 +1 +0 +0\/0 +2025-12-02 09:33:20Z +2025-12-02 09:43:20Z +48 kB$/m);
+  assert.match(text, /^busy +1 +running +60\/90 +0 +0 +1\/2 +2025-12-02 09:33:20Z +- +-$/m);
+  assert.match(text, /run a finished job again: splitlease rerun NAME \(its history is kept\)/);
   assert.equal(formatJobs([]), "no jobs (no splitlease_* bucket on this server)");
 
   // listJobs over any backend's catalog, sorted by name; a store-backed listing reads the same records.

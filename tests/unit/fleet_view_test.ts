@@ -58,6 +58,7 @@ Deno.test("fleet view: job-wide counts, members with their load, leader and plan
   assert.deepEqual(view.plan, {
     term: 3, finality: "final", generation: 1, planned: 7, outcome: null,
     result: { state: "running", outcome: null, skipped: { cancelled: 0, quarantined: 0, permanent: 0 }, paused: null },
+    run: 1, history: [],
   });
   assert.deepEqual(view.liveness, { judgedBy: "leader", leader: "a" });
   assert.equal(view.fingerprint, "fp");

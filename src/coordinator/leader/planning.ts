@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { InvalidRecordError, SplitleaseError, ValueTooLargeError } from "../../errors.ts";
+import { InvalidRecordError, SplitleaseError, StoreUnavailableError, ValueTooLargeError } from "../../errors.ts";
 import {
   decodeRecord,
   encodeRecord,
@@ -16,7 +16,10 @@ import {
   type Json,
   PlanRecordSchema,
   type PlanRecord,
+  safeDecodeRecord,
   type SpecRecord,
+  SpecRecordSchema,
+  type SplitRecord,
 } from "../../records.ts";
 import { assertValidId, keys } from "../../store/keys.ts";
 import { MAX_VALUE_BYTES } from "../../store/store.ts";
@@ -24,7 +27,8 @@ import { causedBy, type Core } from "../core.ts";
 import type { Span } from "@opentelemetry/api";
 import { failSpan, within } from "../../tracing/spans.ts";
 import type { LeaderRole } from "./role.ts";
-import { openRecord, seedRecord } from "../../records/transitions.ts";
+import { openRecord, rerunRecord, seedRecord } from "../../records/transitions.ts";
+import type { SplitRecords } from "../split_records.ts";
 import type { PlannedSplit, Planner } from "../types.ts";
 
 const encoder = new TextEncoder();
@@ -58,6 +62,18 @@ export class Planning {
       this.#timer = undefined;
       void this.#once();
     }, delay);
+  }
+
+  /**
+   * Called with the plan record on every leader pass: a plan reset to
+   * nothing published (`generation` 0: a rerun, while this leader had
+   * planned its final plan already and scheduled nothing more) is planned
+   * now, unless a run is in flight or scheduled.
+   */
+  onPlan(plan: PlanRecord | undefined): void {
+    // Not after a failed run (its backoff is scheduled, or the plan failed for good in this term).
+    if (plan?.generation !== 0 || plan.outcome !== undefined || this.failures > 0) return;
+    if (!this.#running && this.#timer === undefined && this.#leading()) this.schedule(0);
   }
 
   /** Stops: aborts a running planner, cancels timers. */
@@ -97,13 +113,18 @@ export class Planning {
         return;
       }
       if (plan.finality === "final" && plan.generation > 0) return; // planned once
+      if (plan.outcome) return; // failed for good in this term (a new leader clears it and plans again)
       const planner = () => this.#planner({ cursor: plan.cursor, term, signal });
       const result = await (span ? within(span, planner) : planner());
       if (signal.aborted || !this.#leading()) return;
-      const { created, ids } = await this.#seed(core, result.splits, term, signal);
+      const run = plan.run ?? 1;
+      const { created, ids } = await this.#seed(core, result.splits, term, signal, run, plan.epochBase ?? 0);
       if (signal.aborted || !this.#leading()) return;
-      // Splits of earlier runs count; residuals cut from running splits do not (they are no plan's).
-      for (const [id, e] of this.#role.view.splits) if (e.record.parent === undefined) ids.add(id);
+      // A rerun's first publish: the records of the runs before that this run did not plan again go first (see #retire).
+      if (run > 1 && plan.generation === 0) await this.#retire(core, run, ids);
+      if (signal.aborted || !this.#leading()) return;
+      // Splits of earlier planner runs count; residuals cut from running splits do not (they are no plan's), nor records of earlier job runs.
+      for (const [id, e] of this.#role.view.splits) if (e.record.parent === undefined && (e.record.run ?? 1) >= run) ids.add(id);
       const next: PlanRecord = {
         ...plan,
         finality: result.finality,
@@ -165,6 +186,38 @@ export class Planning {
     }
   }
 
+  /**
+   * The first publish of a rerun removes the split records of the runs
+   * before that this run did not plan again — residuals cut from old
+   * splits, splits the planner no longer returns — so that they count in
+   * no outcome of this run and none is dealt; their totals are in the plan
+   * record's history. Records that list residuals go first: a residual
+   * whose record vanishes while a record still lists it would be created
+   * again. Each delete is guarded by the revision the view holds (a record
+   * that changed meanwhile is read and judged again); epochs stay safe,
+   * since every record of this run starts above `epochBase`.
+   */
+  async #retire(core: Core, run: number, planned: ReadonlySet<string>): Promise<void> {
+    const old = [...this.#role.view.splits].filter(([id, e]) => (e.record.run ?? 1) < run && !planned.has(id));
+    old.sort(([, a], [, b]) => (b.record.residuals?.length ?? 0) - (a.record.residuals?.length ?? 0));
+    let removed = 0;
+    for (const [id, e] of old) {
+      let revision = e.revision, spec = e.record.spec === true;
+      for (let i = 0; i < 4; i++) {
+        if ((await core.store.delete(keys.split(id), revision)).ok) {
+          removed++;
+          if (spec) await core.store.delete(keys.spec(id)).catch(() => {});
+          break;
+        }
+        const cur = await core.splits.read(id).catch(() => undefined);
+        if (!cur || (cur.record.run ?? 1) >= run) break;
+        revision = cur.revision;
+        spec = cur.record.spec === true;
+      }
+    }
+    if (old.length > 0) core.log("info", "Rerun: removed the split records of earlier runs this run does not plan", { run, removed, found: old.length });
+  }
+
   /** Publishes the terminal outcome `planFailed` (CAS, at our term). */
   async #fail(store: Core["store"], term: number): Promise<void> {
     for (let i = 0; i < 4; i++) {
@@ -192,6 +245,8 @@ export class Planning {
     splits: Iterable<PlannedSplit> | AsyncIterable<PlannedSplit>,
     term: number,
     signal: AbortSignal,
+    run: number,
+    epochBase: number,
   ): Promise<{ created: number; ids: Set<string> }> {
     const { store, splits: records, config } = core;
     const view = this.#role.view;
@@ -205,16 +260,22 @@ export class Planning {
       const inline = text.length <= INLINE_DESCRIPTOR_BYTES && encoder.encode(text).byteLength <= INLINE_DESCRIPTOR_BYTES;
       if (!inline) {
         const spec: SpecRecord = { v: 2, descriptor, weight, term };
-        await store.create(keys.spec(id), encodeRecord(spec));
+        // A rerun's planner may describe a split anew: its spec (immutable within a run) is replaced.
+        if (!(await store.create(keys.spec(id), encodeRecord(spec))).ok && run > 1) await replaceSpec(store, id, spec);
       }
       // A member with idle lanes gets the split in its seed (epoch 1, a
       // grant): one write less than seeding it free and having it claimed.
       const heir = this.#role.reserveIdle(n, planned.length);
-      const free = seedRecord(weight, inline ? descriptor : undefined);
-      const rec = heir ? openRecord(free, heir.member.owner, false, Infinity, this.#core.clock.wallNow()) : free; // epoch 1, its first tenancy
+      const at = this.#core.clock.wallNow();
+      // In a rerun (run > 1), above every epoch of the runs before, carrying what the split did in them.
+      const make = (prev: SplitRecord | undefined) => {
+        const free = run > 1 ? rerunRecord(prev, weight, inline ? descriptor : undefined, run, epochBase) : seedRecord(weight, inline ? descriptor : undefined);
+        return heir ? openRecord(free, heir.member.owner, false, Infinity, at) : free; // epoch + 1, its first tenancy
+      };
       try {
         // Landed, the role's view has it at once (the role hears every landed split write).
-        if ((await records.create(id, rec, "seed")).ok) created++;
+        if ((await records.create(id, make(undefined), "seed")).ok) created++;
+        else if (run > 1 && (await reseed(records, id, run, make))) created++;
       } finally {
         if (heir) this.#role.unreserve(heir.lane);
       }
@@ -262,6 +323,44 @@ export class Planning {
     await Promise.all(inflight);
     if (failure) throw failure;
     return { created, ids };
+  }
+}
+
+/**
+ * Rewrites a split record of an earlier run of the job as this run's seed
+ * (`make(old)`), by CAS at the revision read; one of this run already (a
+ * planner run before, another leader's) is left as it is. An unreadable
+ * record is never written over (it may hold progress; it blocks
+ * completion until repaired). Whether it was rewritten.
+ */
+async function reseed(records: SplitRecords, id: string, run: number, make: (prev: SplitRecord | undefined) => SplitRecord): Promise<boolean> {
+  for (let i = 0; i < 4; i++) {
+    const cur = await records.read(id).catch((e) => {
+      if (e instanceof InvalidRecordError) return null;
+      throw e;
+    });
+    if (cur === null) return false;
+    if (!cur) {
+      if ((await records.create(id, make(undefined), "seed")).ok) return true;
+      continue;
+    }
+    if ((cur.record.run ?? 1) >= run) return false;
+    if ((await records.write(id, make(cur.record), cur.revision, "seed")).ok) return true;
+  }
+  throw new StoreUnavailableError("update", 0, { detail: `the record of split "${id}" kept changing while it was seeded again for a rerun` });
+}
+
+/** Replaces the spec record of `id` with `spec` when its descriptor differs (a rerun planned it anew). */
+async function replaceSpec(store: Core["store"], id: string, spec: SpecRecord): Promise<void> {
+  for (let i = 0; i < 4; i++) {
+    const cur = await store.get(keys.spec(id));
+    if (!cur) {
+      if ((await store.create(keys.spec(id), encodeRecord(spec))).ok) return;
+      continue;
+    }
+    const old = safeDecodeRecord(cur.key, cur.value, SpecRecordSchema);
+    if (old.ok && JSON.stringify(old.value.descriptor) === JSON.stringify(spec.descriptor) && old.value.weight === spec.weight) return;
+    if ((await store.update(keys.spec(id), encodeRecord(spec), cur.revision)).ok) return;
   }
 }
 
