@@ -124,7 +124,7 @@ export interface WaitOutput {
  *
  * @example
  * ```ts ignore
- * const d = new WaitDisplay("backfill", { tty: true, columns: 100, write: (t) => process.stdout.write(t) });
+ * const d = new WaitDisplay("backfill", { tty: true, columns: 100, write: (t) => terminal.write(t) });
  * d.show(view);
  * d.end("backfill: complete: 200 split(s) completed (exit 0)");
  * ```
