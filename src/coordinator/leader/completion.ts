@@ -245,8 +245,11 @@ export function outcomeDisagrees(v: LeaderView, o: JobOutcome, planned: number):
   if (c.runnable > 0 || v.pendingResiduals.size > 0) return true;
   if (o.kind === "planFailed" || v.splits.size < planned) return false;
   for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return false;
-  const now = outcomeOf(c.completed, c.quarantined, c.cancelled, permanentIn(v));
-  return !sameOutcome(now, o);
+  // Every pass of a stalled job checks its outcome: the quarantined set is walked only when the other counts agree.
+  const now = outcomeOf(c.completed, c.quarantined, c.cancelled, 0);
+  if (now.kind !== o.kind || now.completed !== o.completed || (now.cancelled ?? 0) !== (o.cancelled ?? 0)) return true;
+  if (now.kind !== "stalled" || o.kind !== "stalled") return false;
+  return now.quarantined !== o.quarantined || permanentIn(v) !== (o.permanent ?? 0);
 }
 
 /**
