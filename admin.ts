@@ -32,6 +32,11 @@ export type {
 export { deleteRefusal, type JobState, type JobSummary, listJobs, summarizeJob } from "./src/fleet/job_summary.ts";
 // How a view judges a member it cannot watch: its lease against the newest time its record was written.
 export { judgeMember, LIVE_WITHIN_MS, type MemberLiveness, type MemberSighting, pastLease } from "./src/fleet/member_liveness.ts";
+// Waiting for a job's outcome (`splitlease wait`), and where a job stands by its plan record.
+export { waitForOutcome, type WaitOptions, type WaitResult } from "./src/fleet/wait.ts";
+export { type JobResult, jobResultOf, type JobResultState } from "./src/fleet/job_result.ts";
+// Pausing, resuming and rerunning a whole job (`splitlease pause`, `resume`, `rerun`; `POST /job/pause`).
+export { pauseJob, type PauseResult, rerunJob, type RerunResult, resumeJob, type ResumeResult } from "./src/fleet/job_actions.ts";
 export {
   cancelSplit,
   type CancelResult,
@@ -46,6 +51,8 @@ export type {
   AssignRecord,
   JobCounts,
   JobOutcome,
+  JobPause,
+  JobRun,
   JobRecord,
   LeaderRecord,
   MemberRecord,
@@ -58,6 +65,7 @@ export type {
   SpecRecord,
   SplitFailure,
   SplitRecord,
+  SplitRun,
   SplitStatus,
   SplitTenancy,
   TenancyEnd,
@@ -66,6 +74,7 @@ export type {
 export { type KeyLayout, keys } from "./src/store/keys.ts";
 export type { CoordinatorStats, Histogram } from "./src/coordinator/coordinator_stats.ts";
 export type { CutAnswer, FailOptions } from "./src/coordinator/types.ts";
+export type { LaneFailOptions } from "./src/runtime/source.ts";
 export type { LaneInfo, WorkerStats } from "./src/runtime/worker_types.ts";
 export { InvalidRecordError, type RecordIssue } from "./src/errors.ts";
 export {

@@ -25,6 +25,7 @@ import process from "node:process";
 import type { CliOptions, Command } from "./src/cli/args.ts";
 import type { SplitleaseError as SplitleaseErrorType } from "./src/errors.ts";
 import type { Store } from "./src/store/store.ts";
+import type { JobCatalog } from "./src/store/job_catalog.ts";
 import type { BackendConnectOptions, StoreBackend } from "./cli/store_backends.ts";
 
 /** Node.js 22 is the first with a global WebSocket, which the NATS client needs (package.json `engines`). */
@@ -41,10 +42,12 @@ if (!("Deno" in globalThis) && !("Bun" in globalThis) && Number(process.versions
 }
 
 const { readFileSync } = await import("node:fs");
+const { hostname } = await import("node:os");
 const { CLI_EXIT, parseArgs, USAGE, UsageError } = await import("./src/cli/args.ts");
-const { formatJobs, formatSplits, formatStatus } = await import("./src/cli/format.ts");
+const { formatJobs, formatSplits, formatStatus, runLine } = await import("./src/cli/format.ts");
 const { SplitleaseError } = await import("./src/errors.ts");
 const { cancelSplit, drainMember, requeueQuarantined, requeueSplit } = await import("./src/fleet/actions.ts");
+const { pauseJob, rerunJob, resumeJob } = await import("./src/fleet/job_actions.ts");
 const { readFleet } = await import("./src/fleet/read_fleet.ts");
 const { UI_INSTANCE_PREFIX } = await import("./src/fleet/fleet_view.ts");
 const { deleteRefusal, listJobs, summarizeJob } = await import("./src/fleet/job_summary.ts");
@@ -52,6 +55,10 @@ const { VERSION } = await import("./src/coordinator/member/job_check.ts");
 const { storeBackendOf } = await import("./cli/store_backends.ts");
 const { SplitCoordinator } = await import("./src/coordinator/coordinator.ts");
 const { maxOpTimeoutMs } = await import("./src/coordinator/timings.ts");
+const { waitForOutcome } = await import("./src/fleet/wait.ts");
+const { jobResultOf } = await import("./src/fleet/job_result.ts");
+const { EXIT_UNREACHABLE, exitCodeForResult, exitCodeForWait } = await import("./src/runtime/exit_codes.ts");
+const { endLine, WaitDisplay } = await import("./src/cli/wait_display.ts");
 const { jsonLogger } = await import("./src/util/logger.ts");
 
 const out = (text: string) => process.stdout.write(text + "\n");
@@ -59,7 +66,8 @@ const err = (text: string) => process.stderr.write(text + "\n");
 
 /** Exit code of an action's outcome. */
 function exitOf(outcome: string): number {
-  if (["requeued", "cancelled", "draining", "alreadyCancelled", "alreadyDraining"].includes(outcome)) return CLI_EXIT.ok;
+  const done = ["requeued", "cancelled", "draining", "alreadyCancelled", "alreadyDraining", "paused", "alreadyPaused", "resumed", "notPaused", "rerun"];
+  if (done.includes(outcome)) return CLI_EXIT.ok;
   return outcome === "conflict" ? CLI_EXIT.conflict : CLI_EXIT.notApplied;
 }
 
@@ -144,8 +152,29 @@ async function run(store: Store, command: Exclude<Command, { name: "help" | "ver
     case "status": {
       const view = await readFleet(store, { limit: 1 });
       const { splits: _, page: __, ...summary } = view;
-      show({ job: o.job, ...summary }, formatStatus(o.job, view));
+      // The same result fields as `wait --json` (where the job stands, its outcome record, what it skipped, wait's exit code).
+      const result = view.plan?.result ?? jobResultOf(undefined);
+      show({ job: o.job, ...summary, result: { ...result, exitCode: exitCodeForResult(result) } }, formatStatus(o.job, view));
       return CLI_EXIT.ok;
+    }
+    case "wait":
+      return await wait(store, command, o);
+    case "pause": {
+      // Who paused it, for the record and the page: the operator's user and host.
+      const by = [process.env.USER ?? process.env.USERNAME, hostname()].filter(Boolean).join("@") || "splitlease CLI";
+      const r = await pauseJob(store, { by, ...(command.reason ? { reason: command.reason } : {}) });
+      show(r, r.message);
+      return exitOf(r.outcome);
+    }
+    case "resume": {
+      const r = await resumeJob(store);
+      show(r, r.message);
+      return exitOf(r.outcome);
+    }
+    case "rerun": {
+      const r = await rerunJob(store);
+      show(r, r.outcome === "rerun" ? `${r.message}\n  previous: ${runLine(r.previous)}` : r.message);
+      return exitOf(r.outcome);
     }
     case "splits": {
       const { name: _, ...query } = command;
@@ -179,6 +208,65 @@ async function run(store: Store, command: Exclude<Command, { name: "help" | "ver
     }
     case "ui":
       return await ui(store, command, o);
+  }
+}
+
+/**
+ * `splitlease wait`: waits for the job's outcome (waitForOutcome), drawing
+ * a live bar on a terminal or a plain line every --interval otherwise (none
+ * with --json), and exits by how it ended (src/runtime/exit_codes.ts).
+ */
+async function wait(store: Store, command: Extract<Command, { name: "wait" }>, o: CliOptions): Promise<number> {
+  const tty = !o.json && process.stdout.isTTY === true;
+  // A terminal that reports no width (a pty nobody sized) gets COLUMNS, else 80.
+  const columns = process.stdout.columns || Number(process.env.COLUMNS) || 80;
+  const display = new WaitDisplay(o.job, { tty, columns, write: (t) => process.stdout.write(t) });
+  // A deleted NATS bucket answers every read as an outage: on one, the server's job list tells.
+  const { backend, settings: { job: _, createMissing: __, settings: extra, ...settings } } = await backendOf(o);
+  let catalog: JobCatalog | undefined;
+  const exists = backend.kind.id !== "nats" ? undefined : async () => {
+    catalog ??= await backend.catalog(o.servers, { ...settings, settings: { nats: extra?.nats } });
+    return (await catalog.list(o.job)).length > 0;
+  };
+  const stop = new AbortController();
+  const interrupt = () => stop.abort(new Error("interrupted"));
+  process.once("SIGINT", interrupt);
+  try {
+    const w = await waitForOutcome(store, {
+      job: o.job,
+      signal: stop.signal,
+      unreachableMs: command.unreachableMs,
+      ...(command.timeoutMs !== undefined ? { timeoutMs: command.timeoutMs } : {}),
+      ...(o.json ? {} : { onProgress: (v) => display.show(v), progressMs: tty ? 1000 : command.intervalMs }),
+      ...(exists ? { exists } : {}),
+    });
+    const code = exitCodeForWait(w);
+    // What the job did, for the last line (best effort: the store may be gone).
+    const view = w.kind === "outcome" ? await readFleet(store, { limit: 1 }).catch(() => undefined) : undefined;
+    if (o.json) {
+      out(JSON.stringify(
+        {
+          job: o.job,
+          waited: w.kind,
+          ...(w.kind === "unreachable" ? { error: w.error } : {}),
+          result: w.result && { ...w.result, exitCode: exitCodeForResult(w.result) },
+          exitCode: code,
+          ...(view ? { counts: view.counts, summary: view.summary } : {}),
+        },
+        null,
+        2,
+      ));
+    } else display.end(endLine(o.job, w, view, code));
+    return code;
+  } catch (e) {
+    if (stop.signal.aborted) {
+      display.end(`${o.job}: interrupted; the job runs on`);
+      return 130;
+    }
+    throw e;
+  } finally {
+    process.off("SIGINT", interrupt);
+    await catalog?.close().catch(() => {});
   }
 }
 
@@ -268,10 +356,12 @@ async function main(): Promise<number> {
     store = await backend.connect(options.servers, settings);
     return await run(store, command, options);
   } catch (e) {
+    // wait's code for a store that does not answer is 7 from the start too (scripts tell it from "no such job").
+    const unreachable = command.name === "wait" && e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE";
     const code = e instanceof SplitleaseError ? ` (${e.code})` : "";
     err(`splitlease: ${e instanceof Error ? e.message : String(e)}${code}`);
     if (options.json) out(JSON.stringify({ error: e instanceof Error ? e.message : String(e), code: (e as SplitleaseErrorType).code ?? null }));
-    return CLI_EXIT.error;
+    return unreachable ? EXIT_UNREACHABLE : CLI_EXIT.error;
   } finally {
     await store?.close().catch(() => {});
   }

@@ -17,11 +17,17 @@
  * @module
  */
 export {
+  EXIT_COMPLETE_WITH_SKIPS,
+  EXIT_DELETED,
   EXIT_DRAINED,
   EXIT_ERROR,
   EXIT_PLAN_FAILED,
   EXIT_STALLED,
+  EXIT_TIMEOUT,
+  EXIT_UNREACHABLE,
   exitCodeFor,
+  exitCodeForResult,
+  exitCodeForWait,
 } from "./src/runtime/exit_codes.ts";
 export {
   type ServeHost,

@@ -25,7 +25,15 @@
  */
 
 // A source: what to do, split by split.
-export type { DescriptorSchema, FencingToken, Lane, LaneCommitOptions, SplitAnswer, SplitRequest, SplitSource } from "./src/runtime/source.ts";
+export type {
+  DescriptorSchema,
+  FencingToken,
+  Lane,
+  LaneCommitOptions,
+  SplitAnswer,
+  SplitRequest,
+  SplitSource,
+} from "./src/runtime/source.ts";
 export type { PlanContext, PlannedSplit, Planner, PlanResult, SplitSpec } from "./src/coordinator/types.ts";
 export type { Json, SplitEstimate, SplitProgress } from "./src/records.ts";
 export { splitIdFrom } from "./src/store/keys.ts";
@@ -59,4 +67,4 @@ export { MemoryStore, type MemoryStoreOptions } from "./src/store/memory_store.t
 export type { Store } from "./src/store/store.ts";
 
 // Errors to branch on.
-export { type ErrorCode, FencedError, SplitleaseError, StoreUnavailableError } from "./src/errors.ts";
+export { type ErrorCode, FencedError, PermanentFailure, SplitleaseError, StoreUnavailableError } from "./src/errors.ts";

@@ -121,8 +121,8 @@ export const mutants = [
     breaks: "offers are claimed while the last landed heartbeat is stale (a process that was frozen claims before its membership is proven ours)",
     edits: [{
       file: C + "coordinator.ts",
-      search: "return this.#active() && !this.#draining && this.#membershipFresh();",
-      replace: "return this.#active() && !this.#draining;",
+      search: "return this.#active() && !this.#draining && !this.#follower.paused && this.#membershipFresh();",
+      replace: "return this.#active() && !this.#draining && !this.#follower.paused;",
     }],
     suites: COORD,
   },
@@ -253,7 +253,7 @@ export const mutants = [
   {
     name: "planned-counts-residuals",
     breaks: "a leader that plans again after a cut counts the residuals as planned: no outcome ever matches the store",
-    edits: [{ file: C + "leader/planning.ts", search: "for (const e of this.#role.view.splits.values()) if (e.record.parent === undefined) planned++;", replace: "for (const _ of this.#role.view.splits.values()) planned++;" }],
+    edits: [{ file: C + "leader/planning.ts", search: "if (e.record.parent === undefined && (e.record.run ?? 1) >= run) planned++;", replace: "if ((e.record.run ?? 1) >= run) planned++;" }],
     suites: ["sim"],
   },
   // --- the gateway for split records (split_records.ts) -------------------------------------
@@ -501,8 +501,8 @@ export const mutants = [
     breaks: "completion is decided while the plan is still open (more splits may come)",
     edits: [{
       file: C + "leader/completion.ts",
-      search: 'plan.finality !== "final" || ',
-      replace: "",
+      search: 'if (!plan || plan.finality !== "final" || ',
+      replace: "if (!plan || ",
     }],
     suites: COORD,
   },
@@ -1048,19 +1048,19 @@ export const mutants = [
   {
     name: "http-already-completed-200",
     breaks: "cancelling a completed split answers 200, not 409",
-    edits: [{ file: "src/http/fleet_routes.ts", search: "case \"alreadyDraining\":\n      return 200;", replace: "case \"alreadyDraining\":\n    case \"alreadyCompleted\":\n      return 200;" }],
+    edits: [{ file: "src/http/fleet_routes.ts", search: "case \"notPaused\":\n      return 200;", replace: "case \"notPaused\":\n    case \"alreadyCompleted\":\n      return 200;" }],
     suites: ["http"],
   },
   {
     name: "http-conflict-200",
     breaks: "an action that lost its CAS five times answers 200, not 409",
-    edits: [{ file: "src/http/fleet_routes.ts", search: "case \"alreadyDraining\":\n      return 200;", replace: "case \"alreadyDraining\":\n    case \"conflict\":\n      return 200;" }],
+    edits: [{ file: "src/http/fleet_routes.ts", search: "case \"notPaused\":\n      return 200;", replace: "case \"notPaused\":\n    case \"conflict\":\n      return 200;" }],
     suites: ["http"],
   },
   {
     name: "http-unreadable-200",
     breaks: "an action on an unreadable record answers 200, not 409",
-    edits: [{ file: "src/http/fleet_routes.ts", search: "case \"alreadyDraining\":\n      return 200;", replace: "case \"alreadyDraining\":\n    case \"unreadable\":\n      return 200;" }],
+    edits: [{ file: "src/http/fleet_routes.ts", search: "case \"notPaused\":\n      return 200;", replace: "case \"notPaused\":\n    case \"unreadable\":\n      return 200;" }],
     suites: ["http"],
   },
   {
@@ -1448,7 +1448,7 @@ export const mutants = [
   {
     name: "revoke-withdrawal-ignored",
     breaks: "a revoke missing from a newer record is not withdrawn: the member drains a split the leader no longer asks for",
-    edits: [{ file: "src/coordinator/member/follower.ts", search: "if (t.byLeader) this.#tenancies.cancelRevoke(id); // withdrawn", replace: "if (t.byLeader) continue;" }],
+    edits: [{ file: "src/coordinator/member/follower.ts", search: "if (t.byLeader && !this.paused) this.#tenancies.cancelRevoke(id);", replace: "if (t.byLeader) continue;" }],
     suites: ["coordinator", "nats"],
   },
   // --- assignment records: the leader's record and offers ------------------------------------------
@@ -1779,7 +1779,7 @@ export const mutants = [
     breaks: "a fence carries the split record's position instead of the progress record's: the new owner starts behind the last commit and replays it",
     edits: [{
       file: "src/coordinator/prog_records.ts",
-      search: "      const from = cur ? { progress: cur.record.progress, records: cur.record.records } : hold;",
+      search: "      const from = cur && cur.record.epoch >= (hold.closed ?? 0) ? { progress: cur.record.progress, records: cur.record.records } : hold;",
       replace: "      const from = hold;",
     }],
     suites: ["coordinator", "sim"],
@@ -1956,7 +1956,7 @@ export const mutants = [
   {
     name: "planning-forgets-written-pages",
     breaks: "a run after a failed publish starts over at the published page count: it finds nothing new and publishes no pages, and the splits of the pages it wrote are never dealt (seed 354)",
-    edits: [{ file: C + "leader/planning.ts", search: "      this.#written = page + 1;", replace: "" }],
+    edits: [{ file: C + "leader/planning.ts", search: "      this.#written = { run, pages: page + 1 };", replace: "" }],
     suites: ["sim"],
   },
   {
@@ -1976,5 +1976,45 @@ export const mutants = [
     breaks: "a progress commit that lost its CAS decides on a re-read from before the revision that lost: the previous tenancy's record gives the split up as fenced while its split record names us (seed 598)",
     edits: [{ file: C + "prog_records.ts", search: "const cur = await this.#entry(key, c, hold.rev! + 1);", replace: "const cur = await this.#entry(key, c);" }],
     suites: ["sim", "coordinator"],
+  },
+  // --- pausing a job (issue 41): not a safety rule, the promise an operator stops a backfill by -----
+  {
+    name: "pause-leader-deals",
+    breaks: "the leader's dealing gate ignores the pause: offers, spares and cut asks go out while the job is paused",
+    edits: [{ file: C + "leader/role.ts", search: "const dealing = this.gate.open;", replace: "const dealing = true;" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "pause-member-claims",
+    breaks: "a member claims while the job is paused (a spare of a record its dead leader never took back)",
+    edits: [{ file: C + "coordinator.ts", search: "!this.#draining && !this.#follower.paused && this.#membershipFresh()", replace: "!this.#draining && this.#membershipFresh()" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "pause-takeover-grants",
+    breaks: "a paused job's takeovers grant the dead member's splits to live members (who hand them back) instead of freeing them",
+    edits: [{ file: C + "leader/takeovers.ts", search: "const dealing = this.#ctx.dealing?.() ?? true;", replace: "const dealing = true;" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "pause-decides-outcome",
+    breaks: "completion is judged while the job is paused: the last split finishing during a pause ends the job",
+    edits: [
+      { file: C + "leader/role.ts", search: "const outcome = dealing ? decideCompletion(", replace: "const outcome = true ? decideCompletion(" },
+      { file: C + "leader/completion.ts", search: "plan.term !== term || plan.paused) return undefined;", replace: "plan.term !== term) return undefined;" },
+    ],
+    suites: ["coordinator"],
+  },
+  {
+    name: "rerun-epoch-below-base",
+    breaks: "a rerun seeds a split at its own old epoch, not above every epoch of the runs before: its lineage's new tenancies can run at an epoch a fenced sink already saw from the old run",
+    edits: [{ file: "src/records/transitions.ts", search: "r.epoch = Math.max(epochBase, prev?.epoch ?? 0);", replace: "r.epoch = prev?.epoch ?? 0;" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "rerun-carries-old-progress",
+    breaks: "a rerun's first fence carries the old run's progress record over: the split resumes at the position the last run reached and skips its work",
+    edits: [{ file: "src/coordinator/prog_records.ts", search: "const from = cur && cur.record.epoch >= (hold.closed ?? 0) ?", replace: "const from = cur ?" }],
+    suites: ["coordinator"],
   },
 ];

@@ -294,14 +294,15 @@ await denoSuite("PostgreSQL store tests (conformance, differential, commit order
   "tests/postgres/repair_test.ts",
 ]);
 await denoSuite(
-  "coordinator scenarios on PostgreSQL (safety, scenarios, hardening, hardening II and III, balancing, assignment)",
-  ["safety", "scenarios", "hardening", "hardening_ii", "hardening_iii", "balancing", "assignment"].map((n) => `tests/postgres/${n}_test.ts`),
+  "coordinator scenarios on PostgreSQL (safety, scenarios, hardening, hardening II and III, balancing, assignment, lifecycle)",
+  ["safety", "scenarios", "hardening", "hardening_ii", "hardening_iii", "balancing", "assignment", "lifecycle"].map((n) => `tests/postgres/${n}_test.ts`),
 );
 await denoSuite("PostgreSQL fleets, faults, exactly-once and the CLI (Deno + Bun + Node; SIGKILL, SIGSTOP, terminated connections, statement timeouts)", [
   "tests/postgres/fleet_test.ts",
   "tests/postgres/faults_test.ts",
   "tests/postgres/exactly_once_test.ts",
   "tests/postgres/cli_test.ts",
+  "tests/postgres/lifecycle_cli_test.ts",
 ]);
 // PostgreSQL as deployed: a TLS-only server of its own and Debian's PgBouncer in front of it,
 // installed here when missing (as root; without it the PgBouncer cases are ignored, saying so).

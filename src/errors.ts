@@ -270,3 +270,54 @@ export class FencedError extends SplitleaseError {
     this.currentEpoch = currentEpoch;
   }
 }
+
+/**
+ * Thrown (or passed to `lane.fail`) by a source whose split cannot succeed
+ * however often it runs — a 404, a schema violation, input malformed for
+ * good: the split is quarantined at once (one attempt charged, the one
+ * that failed; no retry, no backoff), with this error's message and stack
+ * in its failure history marked `permanent`, until an operator requeues or
+ * cancels it. BullMQ's `UnrecoverableError`, Temporal's non-retryable
+ * errors. Any other error that carries `permanent: true` counts the same
+ * (an error class of your own, or one from another copy of this package).
+ *
+ * @example
+ * ```ts
+ * import { PermanentFailure, type SplitSource } from "@splitlease/splitlease";
+ * const source: SplitSource<{ url: string }> = {
+ *   fingerprint: () => "fetch-v1",
+ *   plan: () => Promise.resolve({ finality: "final", splits: [{ id: "a", descriptor: { url: "https://example.com/a" } }] }),
+ *   async run(lane) {
+ *     const res = await fetch(lane.descriptor.url);
+ *     if (res.status === 404) throw new PermanentFailure(`${lane.descriptor.url}: 404, it will not appear by retrying`);
+ *     await lane.complete({ watermark: 1 });
+ *   },
+ * };
+ * ```
+ */
+export class PermanentFailure extends Error {
+  /** Always `true`: what {@linkcode isPermanentFailure} looks for. */
+  readonly permanent = true as const;
+  /** Creates the error with its message (and `cause`, if given). */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "PermanentFailure";
+  }
+}
+
+/**
+ * Whether `e` says its split can never succeed: a {@linkcode PermanentFailure},
+ * or any object with `permanent: true` (checked by property, not by class,
+ * so a copy of the package loaded twice still agrees).
+ *
+ * @example
+ * ```ts
+ * import { isPermanentFailure, PermanentFailure } from "./errors.ts";
+ * isPermanentFailure(new PermanentFailure("404")); // true
+ * isPermanentFailure(Object.assign(new Error("schema"), { permanent: true })); // true
+ * isPermanentFailure(new Error("ECONNRESET")); // false
+ * ```
+ */
+export function isPermanentFailure(e: unknown): boolean {
+  return typeof e === "object" && e !== null && (e as { permanent?: unknown }).permanent === true;
+}

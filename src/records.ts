@@ -12,6 +12,9 @@ export { type Json, RECORD_LAYOUT } from "./records/layout.ts";
 export {
   type JobCounts,
   type JobOutcome,
+  type JobPause,
+  JOB_RUN_HISTORY,
+  type JobRun,
   type JobRecord,
   JobRecordSchema,
   type LeaderRecord,
@@ -38,6 +41,8 @@ export {
   type SplitProgress,
   type SplitRecord,
   SplitRecordSchema,
+  SPLIT_RUN_HISTORY,
+  type SplitRun,
   type SplitStatus,
   estimateProblem,
   type SplitEstimate,

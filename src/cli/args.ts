@@ -36,6 +36,11 @@ export type Command =
   | { name: "cancel"; id: string }
   | { name: "drain"; instance: string }
   | { name: "ui"; port: number; bind: string; leaseMs: number }
+  /** `timeoutMs` absent: no limit; `intervalMs`: the plain lines' period when stdout is not a terminal. */
+  | { name: "wait"; timeoutMs?: number; unreachableMs: number; intervalMs: number }
+  | { name: "pause"; reason?: string }
+  | { name: "resume" }
+  | { name: "rerun" }
   | { name: "jobs" }
   | { name: "delete"; yes: boolean; force: boolean }
   | { name: "help" }
@@ -86,6 +91,18 @@ commands:
                                   joining (default 127.0.0.1:8080; the operator routes take DRAIN_TOKEN,
                                   open without one on a loopback address; --lease-ms or LEASE_MS: the
                                   fleet's leaseMs, default 15000)
+  wait [JOB] [--timeout T] [--unreachable T] [--interval T]
+                                  wait for the job's outcome: a live progress bar on a terminal, else a
+                                  plain line every --interval (default 10s); exits by the outcome (below).
+                                  T: 90s, 10m, 2h, 500ms (a bare number is seconds); --unreachable: how
+                                  long the store may fail every read (default 60s); JOB: instead of --job
+  pause [JOB] [--reason TEXT]     pause the whole job: the leader deals nothing new, every member hands back
+                                  what it runs (no attempt charged) and claims nothing, no outcome is
+                                  decided; survives a new leader and a restart of the fleet
+  resume [JOB]                    resume a paused job: work continues from the last commits
+  rerun [JOB]                     run a finished job again: a new run of it (its last outcome and each
+                                  split's summary kept as history), planned again by its next leader;
+                                  refused while the job runs
   jobs                            the jobs on the server (JOB is not read; --job: that one only):
                                   outcome, splits, members, created, finished
   delete --yes [--force]          delete a finished job's records for good (its bucket); refused while a
@@ -105,11 +122,17 @@ output:
   --version, -V        the version
 
 exit codes: 0 done, 1 store or job error, 2 usage, 3 not applied (no such split or member,
-or another state; a delete refused), 4 lost a race 5 times (run again)`;
+or another state; a delete, pause or rerun refused), 4 lost a race 5 times (run again)
+exit codes of wait: 0 every split completed, 1 error (no such job), 2 usage, 3 stalled (quarantined
+splits left), 4 planning failed, 5 complete except cancelled splits, 6 the job was deleted while
+waiting, 7 the store did not answer (for --unreachable), 8 --timeout passed`;
 
 /** Every command, for the usage check and its suggestions. */
-const COMMANDS = ["status", "splits", "requeue", "cancel", "drain", "ui", "jobs", "delete", "help", "version"] as const;
-const FLAGS_WITH_VALUE = new Set(["--servers", "-s", "--job", "-j", "--user", "--pass", "--token", "--creds", "--op-timeout-ms", "--state", "--owner", "--limit", "--after", "--port", "--bind", "--lease-ms"]);
+const COMMANDS = ["status", "splits", "requeue", "cancel", "drain", "ui", "wait", "pause", "resume", "rerun", "jobs", "delete", "help", "version"] as const;
+const FLAGS_WITH_VALUE = new Set([
+  "--servers", "-s", "--job", "-j", "--user", "--pass", "--token", "--creds", "--op-timeout-ms", "--state", "--owner", "--limit", "--after",
+  "--port", "--bind", "--lease-ms", "--timeout", "--unreachable", "--interval", "--reason",
+]);
 const BOOLEAN_FLAGS = new Set(["--json", "--help", "-h", "--version", "-V", "--all", "--yes", "--force"]);
 /** Flags that belong to one command only. */
 const COMMAND_FLAGS: Readonly<Record<string, Command["name"]>> = {
@@ -123,7 +146,23 @@ const COMMAND_FLAGS: Readonly<Record<string, Command["name"]>> = {
   "--lease-ms": "ui",
   "--yes": "delete",
   "--force": "delete",
+  "--timeout": "wait",
+  "--unreachable": "wait",
+  "--interval": "wait",
+  "--reason": "pause",
 };
+
+/**
+ * A duration given on the command line, in ms: `90s`, `10m`, `2h`,
+ * `500ms`, or a bare number of seconds; `what` names the flag in the error.
+ */
+export function parseDuration(what: string, text: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?$/.exec(text.trim());
+  const unit = ({ ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 } as Record<string, number>)[m?.[2] ?? "s"];
+  const ms = m && unit ? Math.round(Number(m[1]) * unit) : NaN;
+  if (!(ms > 0)) throw new UsageError(`${what} must be a duration above 0 such as 90s, 10m, 2h or 500ms, got ${JSON.stringify(text)}`);
+  return ms;
+}
 
 /** "; did you mean X?" when `given` is a plausible typo of one of `known`, else "". */
 function suggestion(given: string, known: Iterable<string>): string {
@@ -174,6 +213,8 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
     if (rest.length > n) throw new UsageError(`unexpected argument ${JSON.stringify(rest[n])} for ${name}`);
   };
   let command: Command;
+  // `wait JOB` names the job as its argument (the same as --job or JOB).
+  let positionalJob: string | undefined;
   switch (name) {
     case "status":
     case "jobs":
@@ -234,6 +275,32 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       command = { name, port, bind, leaseMs };
       break;
     }
+    case "wait": {
+      noMore(1);
+      positionalJob = rest[0];
+      const timeout = flag("--timeout");
+      command = {
+        name,
+        unreachableMs: parseDuration("--unreachable", flag("--unreachable") ?? "60s"),
+        intervalMs: parseDuration("--interval", flag("--interval") ?? "10s"),
+        ...(timeout !== undefined ? { timeoutMs: parseDuration("--timeout", timeout) } : {}),
+      };
+      break;
+    }
+    case "pause": {
+      noMore(1);
+      positionalJob = rest[0];
+      const reason = flag("--reason")?.trim();
+      if (reason !== undefined && (reason === "" || reason.length > 500)) throw new UsageError("--reason needs 1-500 characters");
+      command = { name, ...(reason ? { reason } : {}) };
+      break;
+    }
+    case "resume":
+    case "rerun":
+      noMore(1);
+      positionalJob = rest[0];
+      command = { name };
+      break;
     case "delete":
       noMore(0);
       if (!bools.has("--yes")) {
@@ -255,7 +322,11 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
     throw new UsageError(`no store: give --servers or set STORE_URL or NATS_URL (${storeSchemesText()}; \`splitlease dev\` runs a local NATS)`);
   }
   // `jobs` lists every job of the server (JOB is not read; --job lists that one only).
-  const job = flag("--job", "-j") ?? (command.name === "jobs" ? "" : env.JOB);
+  const flagJob = flag("--job", "-j");
+  if (positionalJob !== undefined && flagJob !== undefined && positionalJob !== flagJob) {
+    throw new UsageError(`two jobs: ${JSON.stringify(positionalJob)} and --job ${JSON.stringify(flagJob)}; give one`);
+  }
+  const job = positionalJob ?? flagJob ?? (command.name === "jobs" ? "" : env.JOB);
   if (job === undefined || (job === "" && command.name !== "jobs")) throw new UsageError("no job: give --job or set JOB");
   const timeoutText = flag("--op-timeout-ms") ?? env.OP_TIMEOUT_MS ?? "5000";
   const opTimeoutMs = Number(timeoutText);

@@ -6,6 +6,7 @@
  */
 import type { FleetSplit, FleetSummary, FleetView } from "../fleet/types.ts";
 import type { JobSummary } from "../fleet/job_summary.ts";
+import type { JobOutcome, JobRun } from "../records.ts";
 
 /** Left-aligned columns, two spaces apart. */
 export function table(head: string[], rows: string[][]): string {
@@ -54,6 +55,12 @@ export function formatSummary(s: FleetSummary, completed: number): string {
   return parts.join(" · ");
 }
 
+/** What an outcome skipped, as a parenthesis (`" (1 cancelled, 2 permanent)"`), or `""` when nothing. */
+export function skippedText(s: { cancelled: number; permanent: number }): string {
+  const parts = [s.cancelled ? `${num(s.cancelled)} cancelled` : "", s.permanent ? `${num(s.permanent)} permanently failed` : ""].filter(Boolean);
+  return parts.length ? ` (${parts.join(", ")})` : "";
+}
+
 /** `splitlease status`. */
 export function formatStatus(job: string, v: FleetView): string {
   const c = v.counts;
@@ -63,15 +70,23 @@ export function formatStatus(job: string, v: FleetView): string {
   out.push(
     `leader ${v.leader ? `${v.leader.instance} (term ${v.leader.term}, beat ${v.leader.beat})` : "none"} · ` +
       (v.plan
-        ? `plan ${v.plan.finality}, ${v.plan.planned} planned, generation ${v.plan.generation}` +
-          (v.plan.outcome ? ` · outcome ${v.plan.outcome}` : "")
+        ? (v.plan.run > 1 ? `run ${v.plan.run} · ` : "") + `plan ${v.plan.finality}, ${v.plan.planned} planned, generation ${v.plan.generation}` +
+          (v.plan.outcome ? ` · outcome ${v.plan.outcome}${skippedText(v.plan.result.skipped)}` : "")
         : "no plan yet"),
   );
+  const paused = v.plan?.result.paused;
+  if (paused) {
+    out.push(
+      `PAUSED since ${iso(paused.at)}${paused.by ? ` by ${paused.by}` : ""}${paused.reason ? `: ${paused.reason}` : ""} · ` +
+        "nothing new is dealt or claimed and no outcome is decided; splitlease resume to continue",
+    );
+  }
   // A finished job leads with what it did.
   if (v.plan?.outcome === "allComplete" || (v.rate.eta.state === "done" && c.total > 0)) out.push(`result: ${formatSummary(v.summary, c.completed)}`);
   out.push(
     `splits ${c.total}: ${c.completed} completed, ${c.runnable} runnable (${c.owned} owned, ${c.unclaimed} unclaimed), ` +
-      `${c.quarantined} quarantined, ${c.cancelled} cancelled` + (c.invalid ? `, ${c.invalid} unreadable` : "") +
+      `${c.quarantined} quarantined${c.permanent ? ` (${c.permanent} permanent)` : ""}, ${c.cancelled} cancelled` +
+      (c.invalid ? `, ${c.invalid} unreadable` : "") +
       ` (${pct}% of the weight completed)`,
   );
   if (c.quarantined > 0) {
@@ -99,7 +114,29 @@ export function formatStatus(job: string, v: FleetView): string {
     ));
   }
   for (const i of v.invalid) out.push(`unreadable record ${i.key}: ${i.message}`);
+  if (v.plan?.history.length) {
+    out.push("", "earlier runs:");
+    for (const r of v.plan.history) out.push(`  ${runLine(r)}`);
+  }
   return out.join("\n");
+}
+
+/** An outcome in a few words: "allComplete 20 completed (1 cancelled)". */
+function outcomeWords(o: JobOutcome): string {
+  if (o.kind === "planFailed") return `planFailed after ${o.attempts} attempt(s)`;
+  const skipped = skippedText({ cancelled: o.cancelled ?? 0, permanent: o.kind === "stalled" ? o.permanent ?? 0 : 0 });
+  return `${o.kind} ${num(o.completed)} completed` + (o.kind === "stalled" ? `, ${num(o.quarantined)} quarantined` : "") + skipped;
+}
+
+/** One earlier run: its number, outcome, records, failures and when it finished. */
+export function runLine(r: JobRun): string {
+  return [
+    `run ${r.run}: ${outcomeWords(r.outcome)} of ${num(r.planned)} planned`,
+    r.records !== undefined ? `${num(r.records)} records` : "",
+    r.failures ? `${r.failures} failure(s)` : "",
+    r.tookMs !== undefined ? `took ${duration(r.tookMs)}` : "",
+    `finished ${iso(r.finishedAt)}`,
+  ].filter(Boolean).join(" · ");
 }
 
 function progress(s: FleetSplit): string {
@@ -109,7 +146,7 @@ function progress(s: FleetSplit): string {
 
 /** A failure under its split: when, who, what, and the stack's first frame (the rest is in `--json`). */
 function failureLines(f: FleetSplit["failures"][number]): string[] {
-  const line = `    ${iso(f.at)} ${f.worker}: ${f.message}`;
+  const line = `    ${iso(f.at)} ${f.worker}${f.permanent ? " (permanent)" : ""}: ${f.message}`;
   const first = f.stack?.split("\n", 1)[0];
   if (!first) return [line];
   const more = f.stack!.includes("\n") ? " (full stack: --json)" : "";
@@ -133,7 +170,9 @@ export function formatSplits(v: FleetView): string {
   const rows: string[][] = [];
   const failures = new Map<number, string[]>();
   for (const s of v.splits) {
-    rows.push([s.id, stateWord(s, v.page.state), s.owner ?? "-", String(s.epoch), String(s.attempts), progress(s), s.descriptor ?? "(spec record)", s.parent ?? "-"]);
+    // A permanent quarantine says so in its state: requeueing it without fixing its input fails again.
+    const state = stateWord(s, v.page.state) + (s.permanent ? " (permanent)" : "");
+    rows.push([s.id, state, s.owner ?? "-", String(s.epoch), String(s.attempts), progress(s), s.descriptor ?? "(spec record)", s.parent ?? "-"]);
     if (s.failures.length) failures.set(rows.length - 1, s.failures.flatMap(failureLines));
     else if (s.lastFailure) failures.set(rows.length - 1, [`    last failure: ${s.lastFailure}`]);
   }
@@ -155,15 +194,20 @@ export function formatJobs(jobs: readonly JobSummary[]): string {
   if (jobs.length === 0) return "no jobs (no splitlease_* bucket on this server)";
   const rows = jobs.map((j) => [
     j.job,
+    j.run === null ? "-" : String(j.run),
     j.state,
     j.counts ? `${num(j.counts.completed)}/${j.planned === null ? "?" : num(j.planned)}` : j.planned === null ? "-" : `?/${num(j.planned)}`,
-    j.counts ? String(j.counts.quarantined) : "-",
+    // What the job skipped: "done except 1 cancelled" is not "all done".
+    j.counts ? String(j.counts.cancelled) : "-",
+    j.counts ? String(j.counts.quarantined) + (j.counts.permanent ? ` (${j.counts.permanent} permanent)` : "") : "-",
     `${j.liveMembers.length}/${j.members}`,
     when(j.createdAt),
     when(j.finishedAt),
     j.bytes === null ? "-" : j.bytes < 1e6 ? `${Math.ceil(j.bytes / 1000)} kB` : `${(j.bytes / 1e6).toFixed(1)} MB`,
   ]);
-  return table(["JOB", "STATE", "COMPLETED", "QUARANTINED", "LIVE/MEMBERS", "CREATED", "FINISHED", "SIZE"], rows) +
-    "\n\nrun a finished job again: splitlease delete --job NAME --yes, then start its workers " +
-    "(or start them under a new job name to keep this one's records)";
+  // The runs before each job's current one (its generations), under the table.
+  const earlier = jobs.flatMap((j) => j.history.map((r) => `  ${j.job} ${runLine(r)}`));
+  return table(["JOB", "RUN", "STATE", "COMPLETED", "CANCELLED", "QUARANTINED", "LIVE/MEMBERS", "CREATED", "FINISHED", "SIZE"], rows) +
+    (earlier.length ? "\n\nearlier runs:\n" + earlier.join("\n") : "") +
+    "\n\nrun a finished job again: splitlease rerun NAME (its history is kept), then start its workers";
 }

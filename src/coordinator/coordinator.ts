@@ -207,7 +207,8 @@ export class SplitCoordinator implements Coordinator {
    * charged attempts by our claims).
    */
   #mayClaim(): boolean {
-    return this.#active() && !this.#draining && this.#membershipFresh();
+    // Paused (the plan record says so): nothing new is taken, whoever deals it.
+    return this.#active() && !this.#draining && !this.#follower.paused && this.#membershipFresh();
   }
 
   /**
@@ -270,12 +271,15 @@ export class SplitCoordinator implements Coordinator {
     return this.#tenancies.release(splitIds);
   }
 
-  /** Poison report: attempts + 1, owner none; quarantined at `maxAttempts`. */
+  /** Poison report: attempts + 1, owner none; quarantined at `maxAttempts`, or at once when `permanent`. */
   async fail(splitId: string, epoch: number, reason: string, options: FailOptions = {}): Promise<void> {
     this.#membership.checkFence(); // overdue (the process was paused): fenced before it writes
-    const next = await this.#tenancies.fail(splitId, epoch, reason, options.stack);
+    const permanent = options.permanent === true;
+    const next = await this.#tenancies.fail(splitId, epoch, reason, options.stack, permanent);
     // Not logged here: the caller logs its report (the worker's `Split failed` line), the event's consumer the quarantine.
-    if (next.status === "quarantined") this.#core.events.push({ type: "quarantined", splitId, attempts: next.attempts });
+    if (next.status === "quarantined") {
+      this.#core.events.push({ type: "quarantined", splitId, attempts: next.attempts, ...(permanent ? { permanent } : {}) });
+    }
   }
 
   /** Cuts a held split's remaining work (see `Coordinator.split`): the residuals' ids once the cut landed. */

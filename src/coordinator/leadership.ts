@@ -326,6 +326,10 @@ export class Leadership {
       this.#deposed(`the plan record carries term ${plan.term}`);
       return Infinity;
     }
+    // A rerun resets the plan under a leader that planned already: plan again
+    // (only once the role is ready: its first planning run starts after the
+    // role's start, whose view seeds for idle lanes need).
+    if (role.ready) this.#planning?.onPlan(plan);
     return role.reconcile(plan, this.#follower.plan?.revision, own);
   }
 

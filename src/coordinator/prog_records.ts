@@ -47,6 +47,14 @@ export interface ProgHold {
    * any more), and the first commit writes over it.
    */
   own?: boolean;
+  /**
+   * The split record's `closed` as the tenancy started. A progress record
+   * of an epoch below it holds nothing the split record's progress (here,
+   * `progress`) does not: the terminal write that closed it copied its
+   * progress over, or a rerun started the split over. A fence carries this
+   * tenancy's progress over such a record, not the record's.
+   */
+  closed?: number;
 }
 
 /** Outcome of {@linkcode ProgRecords.fence} and {@linkcode ProgRecords.commit}. */
@@ -139,7 +147,7 @@ export class ProgRecords {
         return { ok: false, epoch: cur.record.epoch };
       }
       if (cur && cur.record.epoch === hold.epoch) return this.#held(hold, cur.record, cur.revision); // our own fence landed
-      const from = cur ? { progress: cur.record.progress, records: cur.record.records } : hold;
+      const from = cur && cur.record.epoch >= (hold.closed ?? 0) ? { progress: cur.record.progress, records: cur.record.records } : hold;
       const next = progRecord(id, hold.owner, hold.epoch, from, null, 0, cur?.record.cuts);
       const r = cur ? await this.#store.update(key, encodeRecord(next), cur.revision, c) : await this.#store.create(key, encodeRecord(next), c);
       if (r.ok) return this.#held(hold, next, r.revision);

@@ -61,6 +61,7 @@ export function buildStatus(s: StatusInput): CoordinatorStatus {
     plan: plan
       ? { term: plan.term, finality: plan.finality, generation: plan.generation, planned: plan.planned }
       : null,
+    paused: f.paused,
     liveMembers,
     members: c?.members ?? liveMembers.length,
     held: [...s.held].map(([id, t]) => ({

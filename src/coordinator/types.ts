@@ -69,9 +69,24 @@ export type CoordinationEvent =
    * answer with {@linkcode Coordinator.split}, or ignore it to decline.
    */
   | { type: "splitRequested"; splitId: string; epoch: number; parts: number }
-  | { type: "quarantined"; splitId: string; attempts: number }
-  | { type: "allComplete" }
-  | { type: "stalled"; completed: number; quarantined: number }
+  /** `permanent`: quarantined at once by a permanent failure, not at `maxAttempts`. */
+  | { type: "quarantined"; splitId: string; attempts: number; permanent?: boolean }
+  /**
+   * The job is complete: `completed` splits, and `cancelled` ones skipped
+   * for good (absent when none; both absent from coordinators that do not
+   * count them).
+   */
+  | { type: "allComplete"; completed?: number; cancelled?: number }
+  /** Only quarantined splits are left (`permanent` of them by permanent failures); `cancelled` skipped for good. Absent counts are 0. */
+  | { type: "stalled"; completed: number; quarantined: number; cancelled?: number; permanent?: number }
+  /**
+   * An operator paused the job (`splitlease pause`): this member hands back
+   * the `handingBack` splits it holds (each gets `revokeRequested`) and
+   * takes nothing new until `resumed`.
+   */
+  | { type: "paused"; handingBack: number }
+  /** The pause was lifted: this member takes work again. */
+  | { type: "resumed" }
   /** The outcome announced before (`allComplete` or `stalled`) was withdrawn: an operator requeued or cancelled a split, and the job runs (or is judged) again. */
   | { type: "reopened"; was: "allComplete" | "stalled" }
   | { type: "planFailed"; error: string; attempts: number };
@@ -219,6 +234,12 @@ export interface CoordinatorStatus {
   leader: { instance: string; term: number; alive: boolean } | null;
   /** The published plan, if any. */
   plan: { term: number; finality: "open" | "final"; generation: number; planned: number } | null;
+  /**
+   * The job is paused (the plan record says so): nothing new is dealt or
+   * claimed, and no outcome is decided. `SplitCoordinator` always says;
+   * absent from coordinators that do not (read it as `false`).
+   */
+  paused?: boolean;
   /** Live members by instance: every one on the leader, only this one elsewhere (members do not watch each other). */
   liveMembers: string[];
   /** Number of live members (standbys included), as the leader last reported it. */
@@ -295,6 +316,12 @@ export interface FailOptions {
    * history (bounded; shown by the fleet page and `splitlease splits`).
    */
   stack?: string;
+  /**
+   * The failure will not go away (a 404, a schema violation): the split is
+   * quarantined at once instead of retried up to `maxAttempts`, and the
+   * failure is marked `permanent` in its history.
+   */
+  permanent?: boolean;
 }
 
 /**
@@ -339,7 +366,11 @@ export interface Coordinator extends AsyncDisposable, AsyncIterable<Coordination
    * released to its thief. Splits no longer held are ignored.
    */
   release(splitIds: readonly string[]): Promise<void>;
-  /** Reports a poison split: consumes an attempt; quarantines at the cap (with the error's stack in `options`, kept in its failure history). */
+  /**
+   * Reports a poison split: consumes an attempt; quarantines at the cap, or
+   * at once with `options.permanent` (with the error's stack in `options`,
+   * kept in its failure history).
+   */
   fail(splitId: string, epoch: number, reason: string, options?: FailOptions): Promise<void>;
   /**
    * Cuts a held split's remaining work (an answer to `splitRequested`):

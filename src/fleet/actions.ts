@@ -20,6 +20,7 @@ import {
   encodeRecord,
   MemberRecordSchema,
   type PageEntry,
+  type PageRecord,
   pagedRecord,
   PageRecordSchema,
   PlanRecordSchema,
@@ -35,7 +36,7 @@ import { assertValidId, keys } from "../store/keys.ts";
 import type { Store, StoreEntry } from "../store/store.ts";
 
 /** Reads-and-CASes per action before it answers `conflict`. */
-const TRIES = 5;
+export const TRIES = 5;
 /** Requeue writes in flight at once for {@linkcode requeueQuarantined}. */
 const CONCURRENCY = 16;
 
@@ -88,13 +89,16 @@ export type DrainMemberResult =
   | { instance: string; outcome: "notFound" | "unreadable" | "conflict"; message: string };
 
 /** One step of a CAS loop: write `next`, or answer `done` without writing. */
-type Step<R> = { write: string; ok: (revision: number) => R } | { done: R };
+export type Step<R> = { write: string; ok: (revision: number) => R } | { done: R };
 
 /**
  * Reads `key` (or starts from `first`), asks `decide` what to do, CASes at
  * the revision read; on a conflict reads again, up to {@linkcode TRIES}.
+ * Every operator write goes through it (the job-level ones of
+ * `job_actions.ts` too): at the revision just read, retried only while the
+ * action still applies.
  */
-async function casLoop<R>(
+export async function casLoop<R>(
   store: Store,
   key: string,
   decide: (cur: StoreEntry | undefined) => Step<R>,
@@ -289,20 +293,21 @@ export async function cancelSplit(store: Store, id: string): Promise<CancelResul
 /**
  * Cancels a planned split that was not dealt yet (it has no record of its
  * own; a published page of the plan lists it) by creating its record
- * cancelled, at epoch 1 — or `undefined` when it has a record (or no page
+ * cancelled, at its first epoch — or `undefined` when it has a record (or no page
  * lists it): the compare-and-swap path then answers. A claim that creates
  * the record first wins, and the cancel goes over that record instead.
  */
 async function cancelUndealt(store: Store, id: string): Promise<CancelResult | undefined> {
   if (await store.get(keys.split(id))) return undefined;
-  const entry = await plannedEntry(store, id);
-  if (!entry) return undefined;
-  const rec = withTenancy({ ...pagedRecord(entry), status: "cancelled", epoch: 1 }, Date.now(), null);
+  const planned = await plannedEntry(store, id);
+  if (!planned) return undefined;
+  const first = pagedRecord(planned.entry, planned.page);
+  const rec = withTenancy({ ...first, status: "cancelled", epoch: first.epoch + 1 }, Date.now(), null);
   if (!(await store.create(keys.split(id), encodeRecord(rec))).ok) return undefined;
   return {
     id,
     outcome: "cancelled",
-    epoch: 1,
+    epoch: rec.epoch,
     previous: "runnable",
     previousOwner: null,
     reopened: await reopenStalled(store),
@@ -311,7 +316,7 @@ async function cancelUndealt(store: Store, id: string): Promise<CancelResult | u
 }
 
 /** The entry of a published page of the plan that lists `id`, if one does. */
-async function plannedEntry(store: Store, id: string): Promise<PageEntry | undefined> {
+async function plannedEntry(store: Store, id: string): Promise<{ entry: PageEntry; page: PageRecord } | undefined> {
   const plan = await store.get(keys.plan);
   const p = plan ? safeDecodeRecord(plan.key, plan.value, PlanRecordSchema) : undefined;
   const pages = p?.ok ? p.value.pages ?? 0 : 0;
@@ -319,8 +324,9 @@ async function plannedEntry(store: Store, id: string): Promise<PageEntry | undef
   for (const e of await store.list(keys.pagePrefix)) {
     if (e.key >= keys.page(pages)) break;
     const page = safeDecodeRecord(e.key, e.value, PageRecordSchema);
-    const found = page.ok ? page.value.splits.find((x) => x.id === id) : undefined;
-    if (found) return found;
+    if (!page.ok) continue;
+    const found = page.value.splits.find((x) => x.id === id);
+    if (found) return { entry: found, page: page.value };
   }
   return undefined;
 }

@@ -29,11 +29,13 @@ import {
   SplitRecordSchema,
 } from "../records.ts";
 import type { ZodType } from "zod";
+import { permanentlyFailed } from "../records/transitions.ts";
 import { SplitleaseError } from "../errors.ts";
 import { isValidId, keys } from "../store/keys.ts";
 import type { StoreEntry } from "../store/store.ts";
 import { completedAt, fractionDone, RateFold } from "./fleet_rate.ts";
 import { judgeMember, leaseOf } from "./member_liveness.ts";
+import { jobResultOf } from "./job_result.ts";
 import type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetSnapshot, FleetSplit, FleetState, FleetView } from "./types.ts";
 
 /** Every state a query filters on, in the order a fleet view lists them (`owned` and `unclaimed` split `runnable`). */
@@ -134,6 +136,7 @@ export function splitView(id: string, r: SplitRecord): FleetSplit {
     owner: r.owner?.instance ?? null,
     epoch: r.epoch,
     attempts: r.attempts,
+    permanent: permanentlyFailed(r),
     weight: r.weight,
     progress: p
       ? { watermark: p.watermark ?? null, state: p.state === undefined ? null : jsonPreview(p.state, 120) }
@@ -150,6 +153,8 @@ export function splitView(id: string, r: SplitRecord): FleetSplit {
     parent: r.parent ?? null,
     cuts: r.cuts ?? 0,
     records: r.records ?? null,
+    run: r.run ?? 1,
+    runs: r.runs ?? [],
   };
 }
 
@@ -204,7 +209,8 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
   }
 
   const counts: FleetCounts = {
-    total: 0, runnable: 0, owned: 0, unclaimed: 0, unowned: 0, completed: 0, quarantined: 0, cancelled: 0, invalid: 0, weight: 0, completedWeight: 0,
+    total: 0, runnable: 0, owned: 0, unclaimed: 0, unowned: 0, completed: 0, quarantined: 0, permanent: 0, cancelled: 0, invalid: 0, weight: 0,
+    completedWeight: 0,
   };
   const owned = new Map<string, number>(); // "instance/session" -> runnable splits it owns
   const page: { id: string; rec: SplitRecord }[] = []; // the `limit` smallest matching ids after the cursor, sorted
@@ -221,6 +227,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
     counts[rec.status]++;
     counts.weight += rec.weight;
     if (rec.status === "completed") counts.completedWeight += rec.weight;
+    if (permanentlyFailed(rec)) counts.permanent++;
     rate.add(id, rec);
     if (rec.status === "runnable") {
       if (rec.owner) {
@@ -264,7 +271,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
   for (const e of snapshot.pages ?? []) {
     if (e.key >= keys.page(published)) continue; // a run that never published
     const p = decode<PageRecord>(e, PageRecordSchema);
-    for (const x of p?.splits ?? []) if (!seen.has(x.id)) (seen.add(x.id), consider(x.id, pagedRecord(x)));
+    for (const x of p?.splits ?? []) if (!seen.has(x.id)) (seen.add(x.id), consider(x.id, pagedRecord(x, p!)));
   }
   counts.unowned = counts.unclaimed; // the deprecated name
   invalid.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -311,6 +318,9 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
         generation: plan.generation,
         planned: plan.planned,
         outcome: plan.outcome?.kind ?? null,
+        result: jobResultOf(plan),
+        run: plan.run ?? 1,
+        history: plan.history ?? [],
       }
       : null,
     liveness: liveness ? { judgedBy: "here", by: liveness.by } : { judgedBy: "clock", leader: leader?.instance ?? null },

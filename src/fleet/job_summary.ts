@@ -8,6 +8,7 @@
  */
 import {
   type JobOutcome,
+  type JobRun,
   LeaderRecordSchema,
   MemberRecordSchema,
   PlanRecordSchema,
@@ -20,9 +21,10 @@ import { pastLease } from "./member_liveness.ts";
 /**
  * Where a job stands, as `splitlease jobs` prints it: `complete`, `stalled`
  * (only quarantined splits left), `failed` (its planner failed for good),
- * `running` (no outcome, a member live), `unfinished` (no outcome and no
- * live member: its workers are gone), `new` (nothing planned yet), `empty`
- * (no record at all: a bucket or row nothing was written to) or
+ * `paused` (an operator paused it), `running` (no outcome, a member live),
+ * `unfinished` (no outcome and no live member: its workers are gone), `new`
+ * (nothing planned yet), `empty` (no record at all: a bucket or row nothing
+ * was written to) or
  * `unreadable` (its `plan` record cannot be read).
  *
  * @example
@@ -31,7 +33,7 @@ import { pastLease } from "./member_liveness.ts";
  * const finished = (s: JobState) => s === "complete" || s === "failed";
  * ```
  */
-export type JobState = "complete" | "stalled" | "failed" | "running" | "unfinished" | "new" | "empty" | "unreadable";
+export type JobState = "complete" | "stalled" | "failed" | "paused" | "running" | "unfinished" | "new" | "empty" | "unreadable";
 
 /**
  * One job of a server, summarized.
@@ -53,8 +55,13 @@ export interface JobSummary {
   fingerprint: string | null;
   /** Splits planned (the `plan` record), or `null`. */
   planned: number | null;
-  /** Split counts: the outcome's once finished, else the leader's last beat; `null` when neither is known. */
-  counts: { completed: number; quarantined: number; cancelled: number; runnable: number } | null;
+  /**
+   * Split counts: the outcome's once finished, else the leader's last beat;
+   * `null` when neither is known. `cancelled` and `permanent` (of the
+   * quarantined) are what the job skipped; `permanent` is known from the
+   * outcome only (0 before it).
+   */
+  counts: { completed: number; quarantined: number; permanent: number; cancelled: number; runnable: number } | null;
   /** When its first worker created it (the `job` record), or `null`. */
   createdAt: number | null;
   /** When its outcome was written, where the backend records write times; else `null`. */
@@ -70,6 +77,10 @@ export interface JobSummary {
   liveMembers: string[];
   /** Bytes its records take on the server, or `null` when unknown. */
   bytes: number | null;
+  /** Its run (generation): 1, then one more per `splitlease rerun`; `null` without a plan record. */
+  run: number | null;
+  /** Its earlier runs, oldest first (the plan record's history). */
+  history: JobRun[];
 }
 
 /** Whether a member record counts as live at `now` (past its lease: not; no time at all: yes). */
@@ -101,18 +112,20 @@ export function summarizeJob(l: JobListing, now: number): JobSummary {
   else if (plan && !plan.ok) state = "unreadable";
   else if (outcome) state = outcome.kind === "allComplete" ? "complete" : outcome.kind === "stalled" ? "stalled" : "failed";
   else if (!plan) state = "new";
+  else if (plan.value.paused) state = "paused";
   else state = liveMembers.length > 0 ? "running" : "unfinished";
   let counts: JobSummary["counts"] = null;
   if (outcome && outcome.kind !== "planFailed") {
     counts = {
       completed: outcome.completed,
       quarantined: outcome.kind === "stalled" ? outcome.quarantined : 0,
+      permanent: outcome.kind === "stalled" ? outcome.permanent ?? 0 : 0,
       cancelled: outcome.cancelled ?? 0,
       runnable: 0,
     };
   } else if (leader?.ok && leader.value.counts) {
     const c = leader.value.counts;
-    counts = { completed: c.completed, quarantined: c.quarantined, cancelled: c.cancelled, runnable: c.runnable };
+    counts = { completed: c.completed, quarantined: c.quarantined, permanent: 0, cancelled: c.cancelled, runnable: c.runnable };
   }
   return {
     job: l.job,
@@ -126,6 +139,8 @@ export function summarizeJob(l: JobListing, now: number): JobSummary {
     members: l.members.length,
     liveMembers: liveMembers.sort(),
     bytes: l.bytes,
+    run: plan?.ok ? plan.value.run ?? 1 : null,
+    history: plan?.ok ? plan.value.history ?? [] : [],
   };
 }
 

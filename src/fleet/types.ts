@@ -4,9 +4,10 @@
  *
  * @module
  */
-import type { JobOutcome, SplitEstimate, SplitFailure, SplitStatus, SplitTenancy } from "../records.ts";
+import type { JobOutcome, JobRun, SplitEstimate, SplitFailure, SplitRun, SplitStatus, SplitTenancy } from "../records.ts";
 import type { StoreEntry } from "../store/store.ts";
 import type { MemberLiveness } from "./member_liveness.ts";
+import type { JobResult } from "./job_result.ts";
 
 /**
  * A state a fleet query filters on, in the one vocabulary of the CLI,
@@ -160,6 +161,8 @@ export interface FleetSplit {
   epoch: number;
   /** Non-graceful ends so far. */
   attempts: number;
+  /** Quarantined by a permanent failure (its last failure says it will not go away): retrying it without a fix is pointless. */
+  permanent: boolean;
   /** Relative cost. */
   weight: number;
   /** Last committed progress: the watermark and a bounded preview of the source state. */
@@ -188,6 +191,10 @@ export interface FleetSplit {
   cuts: number;
   /** Records its owners reported with the commits that landed, or `null` when none were reported. */
   records: number | null;
+  /** The job's run this record belongs to (1 before any rerun). */
+  run: number;
+  /** What it did in the job's earlier runs, oldest first (the last few). */
+  runs: SplitRun[];
 }
 
 /**
@@ -297,6 +304,8 @@ export interface FleetCounts {
   completed: number;
   /** Quarantined (poison) splits, parked until requeued. */
   quarantined: number;
+  /** Of the quarantined, those quarantined by a permanent failure (requeue them only once their input is fixed). */
+  permanent: number;
   /** Cancelled splits (terminal, never run again). */
   cancelled: number;
   /** Unreadable split records. */
@@ -325,9 +334,24 @@ export interface FleetView {
   fingerprint: string | null;
   /** The leader as its record names it, or `null`. */
   leader: { instance: string; term: number; beat: number } | null;
-  /** The plan, or `null` before the first leader. */
+  /**
+   * The plan, or `null` before the first leader: `outcome` is the outcome's
+   * kind, `result` where the job stands with the whole outcome record and
+   * what it skipped (the `result` of `splitlease status --json` and `wait --json`).
+   */
   plan:
-    | { term: number; finality: "open" | "final"; generation: number; planned: number; outcome: JobOutcome["kind"] | null }
+    | {
+      term: number;
+      finality: "open" | "final";
+      generation: number;
+      planned: number;
+      outcome: JobOutcome["kind"] | null;
+      result: JobResult;
+      /** The job's run (its generation): 1, then one more per rerun. */
+      run: number;
+      /** The runs before this one, oldest first: each one's outcome and what it did. */
+      history: JobRun[];
+    }
     | null;
   /**
    * Who judged liveness: this view's server, the leader (`here`, by its own

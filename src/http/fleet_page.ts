@@ -9,10 +9,10 @@
  * first, with the fraction done where the source estimates it and how long
  * the current tenancy has lasted; searchable and filtered by state), one
  * split in detail (its tenancies and failures), the quarantined splits and
- * the recently completed ones, with requeue, cancel and drain behind a
- * confirmation. Once the job is done the page leads with its result
+ * the recently completed ones, with requeue, cancel, drain, and pause and
+ * resume of the whole job behind a confirmation. Once the job is done the page leads with its result
  * (records, retries, failures, cuts, how long it took and the rate over that
- * time). The operator types the bearer token into the page when the routes
+ * time), and a job that was rerun lists its earlier runs. The operator types the bearer token into the page when the routes
  * take one and there is something to act on; it lives in the script's
  * memory only (never in the HTML, a cookie or storage) and goes out only in
  * the `Authorization` header of an action. Every value from the store is
@@ -51,11 +51,18 @@ export const FLEET_PAGE_HTML: string = `<!doctype html>
   <h2 id="result-title">Result</h2>
   <dl id="result-list"></dl>
 </section>
+<section id="runs" hidden aria-labelledby="runs-title">
+  <h2 id="runs-title">Earlier runs <span class="muted">(this job was rerun: each run's outcome and what it did)</span></h2>
+  <div class="scroll"><table id="runs-table"><thead><tr><th>run</th><th>outcome</th><th>planned</th><th>records</th><th>failures</th>
+  <th>took</th><th>finished</th></tr></thead><tbody></tbody></table></div>
+</section>
 <section class="job" aria-label="job progress">
+  <div id="paused" class="paused" role="status" hidden></div>
   <div class="big" id="progress-text">–</div>
   <div class="bar" id="progress"><span class="partial" id="progress-partial"></span><span id="progress-done"></span></div>
   <div id="eta" class="big"></div>
   <div id="rate" class="muted"></div>
+  <div id="job-actions"></div>
 </section>
 <div class="cards">
   <div class="card">splits<b id="count-total">–</b></div>

@@ -20,7 +20,7 @@ export const FLEET_PAGE_RESULT: string = `
     const s = v.summary, c = v.counts;
     const list = $("result-list");
     const items = [
-      ["splits", count(c.completed, "completed", "completed") + (c.cancelled ? " · " + c.cancelled + " cancelled" : "")],
+      ["splits", count(c.completed, "completed", "completed") + (c.cancelled ? " · " + c.cancelled + " cancelled (skipped)" : "")],
       ["records", s.splitsWithRecords > 0 ? s.records.toLocaleString("en-US") : "none reported (the source passes no records count)"],
       ["retries", s.retries ? count(s.retries, "run", "runs") + " after a failed or lost run" : "none"],
       ["failures", s.failures ? count(s.failures, "failed run", "failed runs") : "none"],

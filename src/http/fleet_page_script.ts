@@ -173,8 +173,10 @@ const JOB = `
       eta.textContent = "Failed: the planner failed for good; fix it and start the workers again (a new leader plans again)";
       eta.className = "big bad";
     } else if (e.state === "done") {
-      eta.textContent = "Finished" + (s.lastCompletedAt !== null ? " " + when(s.lastCompletedAt) : "") + (s.tookMs !== null ? " · took " + took(s.tookMs) : "");
-      eta.className = "big ok";
+      // Done except skipped splits is not all done: say what was skipped, and not in green.
+      eta.textContent = "Finished" + (s.lastCompletedAt !== null ? " " + when(s.lastCompletedAt) : "") + (s.tookMs !== null ? " · took " + took(s.tookMs) : "") +
+        (c.cancelled ? " · except " + c.cancelled + " cancelled split" + (c.cancelled === 1 ? "" : "s") + " (skipped)" : "");
+      eta.className = c.cancelled ? "big warn" : "big ok";
     } else if (e.state === "stalled") {
       eta.textContent = "Stalled: only " + c.quarantined + " quarantined split" + (c.quarantined === 1 ? " is" : "s are") +
         " left · " + repairs();
@@ -195,17 +197,66 @@ const JOB = `
         " (" + r.completedInWindow + " completed)") + " · job-wide, from the completion times in the split records" +
         (r.startedAt !== null ? " · running since " + when(r.startedAt) : "") + untimed;
     }
-    renderResult(v, e.state === "done" && end !== "cancelled");
+    // Nothing published yet (a rerun before its leader planned): the records shown are the last run's.
+    const unplanned = v.plan && v.plan.generation === 0;
+    if (unplanned) {
+      eta.textContent = v.plan.run > 1
+        ? "Run " + v.plan.run + " is not planned yet: its leader plans it once a worker runs (the splits below are run " + (v.plan.run - 1) + "'s)"
+        : "Planning: nothing published yet";
+      eta.className = "big warn";
+    }
+    renderResult(v, e.state === "done" && end !== "cancelled" && !unplanned);
+    renderPause(v);
+    renderRuns(v);
     for (const k of ["total", "completed", "owned", "unclaimed", "quarantined", "cancelled", "invalid"]) $("count-" + k).textContent = c[k];
+    if (c.permanent) $("count-quarantined").textContent = c.quarantined + " (" + c.permanent + " permanent)";
     // Red only when there is something to repair.
     $("count-quarantined").className = c.quarantined > 0 ? "bad" : "";
     $("job").textContent = "· job " + v.job;
-    const plan = v.plan ? "plan " + v.plan.finality + ", " + v.plan.planned + " planned" + (v.plan.outcome ? ", outcome " + v.plan.outcome : "") : "no plan yet";
+    const sk = v.plan ? v.plan.result.skipped : null;
+    const skipped = sk && (sk.cancelled || sk.permanent)
+      ? " (" + [sk.cancelled ? sk.cancelled + " cancelled" : "", sk.permanent ? sk.permanent + " permanently failed" : ""].filter(Boolean).join(", ") + ")" : "";
+    const plan = v.plan ? (v.plan.run > 1 ? "run " + v.plan.run + " · " : "") + "plan " + v.plan.finality + ", " + v.plan.planned + " planned" +
+      (v.plan.outcome ? ", outcome " + v.plan.outcome + skipped : "") : "no plan yet";
     const leader = v.leader ? "leader " + v.leader.instance + " (term " + v.leader.term + ")" : "no leader";
     $("meta").textContent = "served by " + v.servedBy.instance + (v.servedBy.isLeader ? " (leader)" : "") + " · " + leader + " · " + plan +
       " · updated " + when(v.at);
-    document.title = (end === "cancelled" || end === "failed" ? end : e.state === "done" ? "done" : e.state === "stalled" ? "stalled" : pct(done + partial)) +
+    const paused = v.plan && v.plan.result.paused;
+    document.title = (paused ? "paused" : end === "cancelled" || end === "failed" ? end : e.state === "done" ? "done" : e.state === "stalled" ? "stalled" : pct(done + partial)) +
       " · " + v.job + " · splitlease";
+  }
+
+  // A rerun job lists the runs before this one: each one's outcome and what it did.
+  function renderRuns(v) {
+    const runs = v.plan ? v.plan.history : [];
+    $("runs").hidden = runs.length === 0;
+    $("runs-table").tBodies[0].replaceChildren(...runs.slice().reverse().map((r) => {
+      const o = r.outcome;
+      const what = o.kind === "planFailed" ? "planFailed" : o.kind + " · " + o.completed + " completed" +
+        (o.kind === "stalled" ? ", " + o.quarantined + " quarantined" : "") + (o.cancelled ? ", " + o.cancelled + " cancelled" : "");
+      const tr = row(["run " + r.run, what, r.planned, r.records ?? "–", r.failures ?? 0, r.tookMs !== undefined ? took(r.tookMs) : "–", when(r.finishedAt)]);
+      tr.dataset.run = String(r.run);
+      return tr;
+    }));
+  }
+
+  // A paused job says so above its progress, and the operator pauses or resumes the whole job here.
+  function renderPause(v) {
+    const p = v.plan && v.plan.result.paused, box = $("paused");
+    box.hidden = !p;
+    if (p) {
+      box.textContent = "Paused since " + when(p.at) + (p.by ? " by " + p.by : "") + (p.reason ? ": " + p.reason : "") +
+        " · the leader deals nothing new, the workers handed back what they ran, and no outcome is decided until the job is resumed";
+      $("eta").textContent = "Paused: nothing runs until the job is resumed";
+      $("eta").className = "big warn";
+    }
+    const open = v.plan && !v.plan.outcome;
+    const b = !open ? el("span", "") : p
+      ? button("Resume job", "/job/resume", "resume", "Resume " + v.job + "? The leader deals its splits again; each continues from its last commit.")
+      : button("Pause job", "/job/pause", "pause", "Pause " + v.job + "? The leader deals nothing new and every worker hands back the split it runs " +
+        "(its source commits and stops; no attempt is charged). Nothing runs until you resume.");
+    b.id = p ? "resume-job" : "pause-job";
+    $("job-actions").replaceChildren(b);
   }
 
   function renderSpark(v) {

@@ -15,7 +15,7 @@
 export const FLEET_PAGE_SPLITS: string = `
   let selected = null; // the split shown in detail
   const fromHash = () => { const m = /^#split=([A-Za-z0-9_-]{1,128})$/.exec(location.hash); return m ? m[1] : null; };
-  const stateOf = (s) => s.status !== "runnable" ? s.status : s.owner ? "owned" : "unclaimed";
+  const stateOf = (s) => s.status !== "runnable" ? s.status + (s.permanent ? " (permanent)" : "") : s.owner ? "owned" : "unclaimed";
   const stateCls = (s) => s.status !== "runnable" ? s.status : s.owner ? "owned" : "unclaimed";
   const link = (id) => {
     const b = el("button", id, "link");
@@ -65,16 +65,20 @@ export const FLEET_PAGE_SPLITS: string = `
     $("quarantined").tBodies[0].replaceChildren(...v.splits.map((s) => {
       const list = el("ul", null, "failures");
       const failures = s.failures.length ? s.failures : s.lastFailure ? [{ at: null, worker: "?", message: s.lastFailure }] : [];
-      for (const f of failures) list.appendChild(el("li", (f.at ? when(f.at) + " " : "") + f.worker + ": " + f.message));
+      for (const f of failures) list.appendChild(el("li", (f.at ? when(f.at) + " " : "") + f.worker + (f.permanent ? " (permanent)" : "") + ": " + f.message));
       const actions = el("span");
       actions.append(
         button("Requeue", "/splits/" + encodeURIComponent(s.id) + "/requeue", "requeue " + s.id,
-          "Requeue " + s.id + "? It runs again from its last commit, its " + s.attempts + " attempt(s) reset."),
+          "Requeue " + s.id + "? It runs again from its last commit, its " + s.attempts + " attempt(s) reset." +
+          (s.permanent ? " Its source said the failure is permanent: fix its input first, or it fails again." : "")),
         " ",
         button("Cancel", "/splits/" + encodeURIComponent(s.id) + "/cancel", "cancel " + s.id,
           "Cancel " + s.id + "? It will never run; the job can then end without it."),
       );
-      const tr = row([link(s.id), s.attempts, wide(s.epoch), wide(descriptor(s)), list, actions]);
+      // A permanent failure: the source said retrying cannot help (fix the input, then requeue; or cancel).
+      const attempts = s.permanent ? el("span") : s.attempts;
+      if (s.permanent) attempts.append(s.attempts + " ", pill("permanent"));
+      const tr = row([link(s.id), attempts, wide(s.epoch), wide(descriptor(s)), list, actions]);
       tr.dataset.split = s.id;
       return tr;
     }));
@@ -142,22 +146,31 @@ export const FLEET_PAGE_SPLITS: string = `
     const actions = el("div");
     if (s.status === "quarantined") {
       actions.append(button("Requeue", "/splits/" + encodeURIComponent(s.id) + "/requeue", "requeue " + s.id,
-        "Requeue " + s.id + "? It runs again from its last commit, its " + s.attempts + " attempt(s) reset."), " ");
+        "Requeue " + s.id + "? It runs again from its last commit, its " + s.attempts + " attempt(s) reset." +
+          (s.permanent ? " Its source said the failure is permanent: fix its input first, or it fails again." : "")), " ");
     }
     if (s.status === "runnable" || s.status === "quarantined") {
       actions.append(button("Cancel", "/splits/" + encodeURIComponent(s.id) + "/cancel", "cancel " + s.id,
         "Cancel " + s.id + "? It will never run; the job can then end without it."));
     }
+    // What it did in the job's earlier runs (a rerun job).
+    const earlier = el("ul", null, "failures");
+    for (const r of s.runs) {
+      earlier.appendChild(el("li", "run " + r.run + ": " + r.status + " at epoch " + r.epoch + " · " + r.attempts + " attempt(s)" +
+        (r.records !== undefined ? " · " + r.records.toLocaleString("en-US") + " records" : "") + (r.completedAt ? " · completed " + when(r.completedAt) : "") +
+        (r.lastFailure ? " · last failure" + (r.permanent ? " (permanent)" : "") + ": " + r.lastFailure : "")));
+    }
     const tenancies = el("div", null, "scroll");
     tenancies.appendChild(s.tenancies.length ? hist : el("p", "none recorded (the record predates tenancy history)", "muted"));
     box.replaceChildren(heading(id), dl, el("h3", "Tenancies (the last " + s.tenancies.length + ", oldest first)"), tenancies,
-      el("h3", "Failures"), s.failures.length ? fails : el("p", "none", "muted"), actions);
+      el("h3", "Failures"), s.failures.length ? fails : el("p", "none", "muted"),
+      ...(s.runs.length ? [el("h3", "Earlier runs (this is run " + s.run + ")"), earlier] : []), actions);
     for (const tr of document.querySelectorAll("#splits tbody tr")) tr.className = tr.dataset.split === id ? "selected" : "";
   }
 
   // A failure with its stack's first frames, folded (the record keeps a bounded few).
   function failureItem(f) {
-    const li = el("li", when(f.at) + " " + f.worker + ": " + f.message);
+    const li = el("li", when(f.at) + " " + f.worker + (f.permanent ? " (permanent)" : "") + ": " + f.message);
     if (f.stack) {
       const at = f.stack.indexOf("\\n"), more = el("details", null, "stack");
       more.append(el("summary", at < 0 ? f.stack : f.stack.slice(0, at)), el("pre", at < 0 ? "" : f.stack.slice(at + 1)));

@@ -18,6 +18,8 @@ h2 { font-size: 1.05em; margin: 1.4em 0 .4em; display: flex; align-items: baseli
 .card b { display: block; font-size: 1.5em; }
 .job { background: #fff; border: 1px solid #dde; border-radius: 6px; padding: .7em .9em; margin: .8em 0; }
 .job .big { font-size: 1.25em; font-weight: 600; }
+.paused { background: #fff3cd; border: 1px solid #e0c36a; border-radius: 4px; padding: .4em .7em; margin-bottom: .5em; font-weight: 600; }
+#job-actions { margin-top: .4em; }
 .result { background: #eef8f0; border: 1px solid #b9dcc2; border-radius: 6px; padding: .3em .9em .6em; margin: .8em 0; }
 .result h2 { margin: .3em 0; }
 .result dl { display: grid; grid-template-columns: max-content 1fr; gap: .15em .9em; margin: 0; }
@@ -40,7 +42,7 @@ button.link { border: 0; background: none; padding: 0; color: #1f5fbf; text-deco
 .pill { display: inline-block; padding: 0 .45em; border-radius: 9px; font-size: .85em; background: #e4e6ea; }
 .pill.working, .pill.owned { background: #dbe8fb; } .pill.idle, .pill.unclaimed { background: #eee; }
 .pill.standby { background: #efe6fa; } .pill.draining { background: #fff0cc; } .pill.dead, .pill.quarantined { background: #fde0e4; }
-.pill.completed { background: #dff3e4; } .pill.cancelled { background: #e9e9e9; color: #667; }
+.pill.completed { background: #dff3e4; } .pill.cancelled { background: #e9e9e9; color: #667; } .pill.permanent { background: #f8c9cf; }
 #banner { padding: .4em .7em; border-radius: 4px; margin: .5em 0; display: none; }
 #banner.show { display: block; background: #fde8ea; border: 1px solid #e4a0a8; }
 #notice { min-height: 1.4em; margin: .4em 0; }

@@ -7,7 +7,8 @@
  *
  * - `POST /splits/:id/requeue` and `POST /splits/requeue` (every quarantined split),
  * - `POST /splits/:id/cancel`,
- * - `POST /members/:instance/drain`.
+ * - `POST /members/:instance/drain`,
+ * - `POST /job/pause` (an optional JSON body `{"reason": "…"}`) and `POST /job/resume`.
  *
  * Every answer is JSON naming what happened: 200 for done (or already so),
  * 404 for no such split or member, 409 for a split in another state or a
@@ -21,6 +22,7 @@ import type { Context, Hono, MiddlewareHandler } from "hono";
 import type { Coordinator } from "../coordinator/types.ts";
 import { InvalidKeyError, JobGoneError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
 import { cancelSplit, drainMember, requeueQuarantined, requeueSplit } from "../fleet/actions.ts";
+import { pauseJob, resumeJob } from "../fleet/job_actions.ts";
 import { buildFleetView, normalizeFleetQuery, parseFleetLimit, splitView } from "../fleet/fleet_view.ts";
 import { liveSplitRecord, ProgRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../records.ts";
 import { assertValidId, keys } from "../store/keys.ts";
@@ -65,10 +67,14 @@ function statusOf(outcome: string): number {
     case "draining":
     case "alreadyCancelled":
     case "alreadyDraining":
+    case "paused":
+    case "alreadyPaused":
+    case "resumed":
+    case "notPaused":
       return 200;
     case "notFound":
       return 404;
-    default: // notQuarantined, alreadyCompleted, unreadable, conflict
+    default: // notQuarantined, alreadyCompleted, finished, unreadable, conflict
       return 409;
   }
 }
@@ -229,4 +235,16 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
   action("/splits/:id/requeue", (c) => requeueSplit(o.store, c.req.param("id")!));
   action("/splits/:id/cancel", (c) => cancelSplit(o.store, c.req.param("id")!));
   action("/members/:instance/drain", (c) => drainMember(o.store, c.req.param("instance")!));
+  action("/job/pause", async (c) => pauseJob(o.store, { by: `POST /job/pause on ${o.coordinator.instance}`, reason: reasonOf(await c.req.text()) }));
+  action("/job/resume", () => resumeJob(o.store));
+}
+
+/** The `reason` of a pause's body (`{"reason": "…"}`), if it has one; any other body is ignored like every action's. */
+function reasonOf(body: string): string | undefined {
+  try {
+    const v = body.trim() ? JSON.parse(body) : undefined;
+    return typeof v?.reason === "string" && v.reason.trim() ? v.reason.trim() : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -37,7 +37,7 @@ const KNOWN_LABEL_VALUES = {
  * and session in `worker` and `session`, never in `job` or `instance`,
  * which Prometheus attaches to every target. Job-wide gauges (`splits_planned`,
  * `splits_runnable`, `splits_unclaimed`, `splits_completed`,
- * `splits_quarantined`, `splits_cancelled`, `live_workers`, `job_stalled`) are exported by
+ * `splits_quarantined`, `splits_cancelled`, `live_workers`, `job_stalled`, `job_paused`) are exported by
  * the leader only (the replica whose `leader` gauge is 1), so any
  * aggregation over replicas counts them once; elsewhere they have no sample.
  * With a `host` sample (the process's reading) it adds the process metrics (heap, resident
@@ -91,6 +91,11 @@ export function renderMetrics(
     "job_stalled",
     "1 while the job's outcome is stalled (only quarantined splits left; cleared by a requeue or cancel), else 0.",
     status.outcome === "stalled" ? 1 : 0,
+  );
+  jobWide(
+    "job_paused",
+    "1 while an operator has paused the job (nothing new is dealt, claimed or decided; splitlease resume lifts it), else 0.",
+    status.paused === true ? 1 : 0,
   );
   const counterBy = (name: string, help: string, label: string, known: readonly string[], values: Record<string, number>) => {
     const c = r.counter(name, help);

@@ -15,7 +15,7 @@ import { type MemberRecord, MemberRecordSchema } from "./member.ts";
 import { type LeaderRecord, LeaderRecordSchema, QUARANTINED_IDS_PUBLISHED } from "./job.ts";
 import { type ProgRecord, ProgRecordSchema } from "./prog.ts";
 import { PAGE_SPLITS, type PageRecord, PageRecordSchema } from "./page.ts";
-import { estimateProblem, MAX_RESIDUALS, type SplitRecord, SplitRecordSchema, TENANCY_ENDS } from "./split.ts";
+import { estimateProblem, MAX_RESIDUALS, SPLIT_RUN_HISTORY, type SplitRecord, SplitRecordSchema, TENANCY_ENDS } from "./split.ts";
 
 type Obj = Record<string, unknown>;
 /** Whether `x` is a plain object (not null, not an array). */
@@ -47,8 +47,17 @@ export function isSplitRecord(x: unknown): x is SplitRecord {
   if (x.residuals !== undefined) {
     if (!Array.isArray(x.residuals) || x.residuals.length > 4 * MAX_RESIDUALS || !x.residuals.every(isResidual)) return false;
   }
+  if (x.run !== undefined && !isRun(x.run)) return false;
+  if (x.runs !== undefined && !(Array.isArray(x.runs) && x.runs.length <= SPLIT_RUN_HISTORY && x.runs.every(isSplitRun))) return false;
   return true;
 }
+
+const isRun = (n: unknown): boolean => isCount(n) && n >= 1;
+const STATUSES = new Set<unknown>(["runnable", "completed", "quarantined", "cancelled"]);
+const isSplitRun = (r: unknown): boolean =>
+  isObj(r) && isRun(r.run) && STATUSES.has(r.status) && isCount(r.epoch) && isCount(r.attempts) &&
+  (r.records === undefined || isCount(r.records)) && (r.completedAt === undefined || isTime(r.completedAt)) &&
+  (r.lastFailure === undefined || typeof r.lastFailure === "string") && (r.permanent === undefined || r.permanent === true);
 
 /** A residual's descriptor is any JSON: the slow path (zod) checks it. */
 const isResidual = (r: unknown): boolean =>
@@ -66,7 +75,8 @@ const isTenancy = (t: unknown): boolean =>
 
 const isFailure = (f: unknown): boolean =>
   isObj(f) && typeof f.at === "number" && Number.isFinite(f.at) && typeof f.worker === "string" &&
-  typeof f.message === "string" && (f.stack === undefined || typeof f.stack === "string");
+  typeof f.message === "string" && (f.stack === undefined || typeof f.stack === "string") &&
+  (f.permanent === undefined || f.permanent === true);
 
 /** Whether `x` is a valid progress record (the hand-written twin of {@linkcode ProgRecordSchema}). */
 export function isProgRecord(x: unknown): x is ProgRecord {

@@ -34,17 +34,22 @@ export const JobRecordSchema: z.ZodType<JobRecord> = z.object({
 });
 
 /**
- * How a bounded job ended, decided once by the leader (`plan.outcome`).
+ * How a bounded job ended, decided once by the leader (`plan.outcome`),
+ * with what it skipped: `cancelled` splits (never run again) and, of the
+ * `quarantined` ones a stall waits on, those quarantined by a `permanent`
+ * failure. Both are absent when zero (and in outcomes written before they
+ * existed).
  *
  * @example
  * ```ts
  * import type { JobOutcome } from "@splitlease/splitlease/admin";
- * const o: JobOutcome = { kind: "stalled", completed: 9, quarantined: 1 };
+ * const o: JobOutcome = { kind: "stalled", completed: 9, quarantined: 2, permanent: 1 };
+ * const doneExceptSkipped = (x: JobOutcome) => x.kind === "allComplete" && (x.cancelled ?? 0) > 0;
  * ```
  */
 export type JobOutcome =
   | { kind: "allComplete"; completed: number; cancelled?: number }
-  | { kind: "stalled"; completed: number; quarantined: number; cancelled?: number }
+  | { kind: "stalled"; completed: number; quarantined: number; cancelled?: number; permanent?: number }
   | { kind: "planFailed"; error: string; attempts: number; term: number };
 
 /**
@@ -83,13 +88,112 @@ export interface PlanRecord {
   publishedAt?: number;
   /** The job outcome, written once by the leader after a confirming listing. */
   outcome?: JobOutcome;
+  /**
+   * Set while an operator has paused the job (`splitlease pause`, `POST
+   * /job/pause`): the leader deals nothing new, members hand back what they
+   * run and claim nothing, and no outcome is decided until it is removed
+   * (resume). Absent otherwise, and in records written before it existed.
+   */
+  paused?: JobPause;
+  /**
+   * The job's run (its generation): 1 for the first, one more for each
+   * rerun (`splitlease rerun`). Absent in the first run (and in records
+   * written before reruns existed).
+   */
+  run?: number;
+  /**
+   * Every split record of this run starts above this epoch: the highest
+   * epoch any split of the runs before reached, so that a sink fencing by
+   * (split, epoch) refuses a tenancy of an old run. Absent in the first run.
+   */
+  epochBase?: number;
+  /** The runs before this one, oldest first (at most {@linkcode JOB_RUN_HISTORY}). */
+  history?: JobRun[];
+}
+
+/**
+ * Earlier runs a plan record keeps in its history (the oldest is dropped first).
+ *
+ * @example
+ * ```ts
+ * import { JOB_RUN_HISTORY } from "../records.ts";
+ * console.log(JOB_RUN_HISTORY); // 10
+ * ```
+ */
+export const JOB_RUN_HISTORY = 10;
+
+/**
+ * One finished run of a job, as the plan record keeps it after a rerun:
+ * its outcome and what it did.
+ *
+ * @example
+ * ```ts
+ * import type { JobRun } from "@splitlease/splitlease/admin";
+ * const r: JobRun = { run: 1, outcome: { kind: "allComplete", completed: 20 }, planned: 20, finishedAt: Date.now(), records: 1_200_000 };
+ * ```
+ */
+export interface JobRun {
+  /** Its run number. */
+  run: number;
+  /** How it ended. */
+  outcome: JobOutcome;
+  /** Splits it planned. */
+  planned: number;
+  /** When its first tenancy began (the writers' wall clock), if known. */
+  startedAt?: number;
+  /** When its last split completed (wall clock), or when it was rerun if no completion time is known. */
+  finishedAt: number;
+  /** Records its splits' owners reported. */
+  records?: number;
+  /** Runs that failed (a throwing run, a poison report). */
+  failures?: number;
+  /** Runs that followed a failed or lost run. */
+  retries?: number;
+  /** From its first tenancy to its last completion (ms). */
+  tookMs?: number;
+}
+
+/**
+ * Who paused a job, when and why (`plan.paused`).
+ *
+ * @example
+ * ```ts
+ * import type { JobPause } from "@splitlease/splitlease/admin";
+ * const p: JobPause = { at: Date.now(), by: "ops@host-1", reason: "database incident INC-4711" };
+ * ```
+ */
+export interface JobPause {
+  /** Wall-clock time of the pause (ms since the epoch; informational only). */
+  at: number;
+  /** Who asked (free text: the CLI's user and host, the page's "fleet page"). */
+  by?: string;
+  /** Why, as the operator said it (at most 500 characters). */
+  reason?: string;
 }
 
 const OutcomeSchema: z.ZodType<JobOutcome> = z.union([
   z.object({ kind: z.literal("allComplete"), completed: count, cancelled: count.optional() }),
-  z.object({ kind: z.literal("stalled"), completed: count, quarantined: count, cancelled: count.optional() }),
+  z.object({ kind: z.literal("stalled"), completed: count, quarantined: count, cancelled: count.optional(), permanent: count.optional() }),
   z.object({ kind: z.literal("planFailed"), error: z.string(), attempts: count, term: count }),
 ]);
+
+const RunSchema: z.ZodType<JobRun> = z.object({
+  run: z.number().int().min(1),
+  outcome: OutcomeSchema,
+  planned: count,
+  startedAt: z.number().optional(),
+  finishedAt: z.number(),
+  records: count.optional(),
+  failures: count.optional(),
+  retries: count.optional(),
+  tookMs: z.number().min(0).optional(),
+});
+
+const PauseSchema: z.ZodType<JobPause> = z.object({
+  at: z.number(),
+  by: z.string().max(200).optional(),
+  reason: z.string().max(500).optional(),
+});
 
 /** Checks a decoded `plan` record: the term that wrote it, its finality and generation, the planned count, the planner's cursor and the outcome. */
 export const PlanRecordSchema: z.ZodType<PlanRecord> = z.object({
@@ -103,6 +207,10 @@ export const PlanRecordSchema: z.ZodType<PlanRecord> = z.object({
   cursor: json.optional(),
   publishedAt: z.number().optional(),
   outcome: OutcomeSchema.optional(),
+  paused: PauseSchema.optional(),
+  run: z.number().int().min(1).optional(),
+  epochBase: count.optional(),
+  history: z.array(RunSchema).max(JOB_RUN_HISTORY).optional(),
 });
 
 /**

@@ -52,6 +52,10 @@ export interface PageRecord {
   term: number;
   /** Its splits, in dealing order. */
   splits: PageEntry[];
+  /** The job's run its splits belong to (see `PlanRecord.run`); absent in the first run. */
+  run?: number;
+  /** In a rerun, the epoch its splits' records start at: above every tenancy of the runs before (`PlanRecord.epochBase`). */
+  epochBase?: number;
 }
 
 /**
@@ -89,11 +93,16 @@ export const PageRecordSchema: z.ZodType<PageRecord> = z.object({
   v: v2,
   term: count,
   splits: z.array(EntrySchema).max(PAGE_SPLITS),
+  run: z.number().int().min(1).optional(),
+  epochBase: count.optional(),
 });
 
 /**
  * A planned split's record before it is dealt: what its claim creates (at
- * epoch 1), and how readers show a split that has no record of its own yet.
+ * epoch 1, or past `page.epochBase` in a rerun), and how readers show a
+ * split that has no record of its own yet. Nobody held it in this run: no
+ * progress record of an epoch below its first tenancy's holds anything of
+ * this run, so that tenancy starts without a fence (`closed`).
  *
  * @example
  * ```ts
@@ -101,6 +110,9 @@ export const PageRecordSchema: z.ZodType<PageRecord> = z.object({
  * pagedRecord({ id: "a", weight: 2, descriptor: { n: 1 } }); // runnable, epoch 0, no owner
  * ```
  */
-export function pagedRecord(e: PageEntry): SplitRecord {
-  return seedRecord(e.weight ?? 1, e.spec ? undefined : (e.descriptor ?? null));
+export function pagedRecord(e: PageEntry, page?: Pick<PageRecord, "run" | "epochBase">): SplitRecord {
+  const r = seedRecord(e.weight ?? 1, e.spec ? undefined : (e.descriptor ?? null));
+  if (page?.run !== undefined && page.run > 1) r.run = page.run;
+  if (page?.epochBase) (r.epoch = page.epochBase), (r.closed = page.epochBase + 1);
+  return r;
 }

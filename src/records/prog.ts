@@ -67,7 +67,8 @@ export const ProgRecordSchema: z.ZodType<ProgRecord> = z.object({
  * ```
  */
 export function liveSplitRecord(split: SplitRecord, prog: ProgRecord | undefined): SplitRecord {
-  if (!prog || split.status !== "runnable" || prog.progress === null) return split;
+  // Below `closed`: an older tenancy's, whose progress the split record holds (or a run before a rerun's).
+  if (!prog || split.status !== "runnable" || prog.progress === null || prog.epoch < (split.closed ?? 0)) return split;
   let progress: SplitProgress = prog.progress;
   if (progress.estimate && (prog.cuts ?? 0) < (split.cuts ?? 0)) {
     const { estimate: _, ...rest } = progress;

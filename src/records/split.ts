@@ -297,7 +297,67 @@ export interface SplitRecord {
    * one costs a conflict and a read.
    */
   prog?: number;
+  /**
+   * The job's run this record belongs to (see `PlanRecord.run`); absent in
+   * the first run. A record of an older run is rewritten by the next run's
+   * seed (or removed, if that run does not plan it).
+   */
+  run?: number;
+  /** What this split did in the job's earlier runs, oldest first (at most {@linkcode SPLIT_RUN_HISTORY}). */
+  runs?: SplitRun[];
 }
+
+/**
+ * Earlier runs a split record keeps in its history (the oldest is dropped first).
+ *
+ * @example
+ * ```ts
+ * import { SPLIT_RUN_HISTORY } from "../records.ts";
+ * console.log(SPLIT_RUN_HISTORY); // 4
+ * ```
+ */
+export const SPLIT_RUN_HISTORY = 4;
+
+/**
+ * What one split did in an earlier run of its job: how it ended, at which
+ * epoch and after how many attempts, the records it counted, when it
+ * completed and its last failure.
+ *
+ * @example
+ * ```ts
+ * import type { SplitRun } from "@splitlease/splitlease/admin";
+ * const r: SplitRun = { run: 1, status: "completed", epoch: 3, attempts: 1, records: 40_000, completedAt: Date.now() };
+ * ```
+ */
+export interface SplitRun {
+  /** The run. */
+  run: number;
+  /** How the split ended in it. */
+  status: SplitStatus;
+  /** Its last epoch in that run. */
+  epoch: number;
+  /** Attempts charged in that run. */
+  attempts: number;
+  /** Records its owners reported in that run. */
+  records?: number;
+  /** When it completed in that run (wall clock). */
+  completedAt?: number;
+  /** Its last failure in that run (cut to {@linkcode FAILURE_MESSAGE_CHARS} characters). */
+  lastFailure?: string;
+  /** That failure was permanent. */
+  permanent?: true;
+}
+
+const SplitRunSchema: z.ZodType<SplitRun> = z.object({
+  run: z.number().int().min(1),
+  status: z.enum(["runnable", "completed", "quarantined", "cancelled"]),
+  epoch: count,
+  attempts: count,
+  records: count.optional(),
+  completedAt: z.number().optional(),
+  lastFailure: z.string().optional(),
+  permanent: z.literal(true).optional(),
+});
 
 /**
  * A split cut from a running split's remaining work, as recorded in the
@@ -366,6 +426,13 @@ export interface SplitFailure {
    * written before it existed, which read the same.
    */
   stack?: string;
+  /**
+   * The source said this failure will not go away (a `PermanentFailure`,
+   * `lane.fail(reason, { permanent: true })`): the split was quarantined by
+   * it at once, without retries. Absent otherwise (and in records written
+   * before it existed).
+   */
+  permanent?: true;
 }
 
 /**
@@ -419,6 +486,7 @@ const FailureSchema: z.ZodType<SplitFailure> = z.object({
   worker: z.string(),
   message: z.string(),
   stack: z.string().optional(),
+  permanent: z.literal(true).optional(),
 });
 
 /** Checks a decoded `split.<id>` record: status, owner, epoch, attempts, progress and lineage, with their ranges. */
@@ -442,4 +510,6 @@ export const SplitRecordSchema: z.ZodType<SplitRecord> = z.object({
   residuals: z.array(ResidualSchema).max(4 * MAX_RESIDUALS).optional(),
   closed: count.optional(),
   prog: count.optional(),
+  run: z.number().int().min(1).optional(),
+  runs: z.array(SplitRunSchema).max(SPLIT_RUN_HISTORY).optional(),
 });

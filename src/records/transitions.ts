@@ -19,6 +19,8 @@ import {
   type SplitFailure,
   type SplitProgress,
   type SplitRecord,
+  SPLIT_RUN_HISTORY,
+  type SplitRun,
   TENANCY_HISTORY,
   type TenancyEnd,
 } from "./split.ts";
@@ -76,6 +78,37 @@ export function seedRecord(weight: number, descriptor: Json | undefined): SplitR
   if (descriptor === undefined) r.spec = true;
   else r.descriptor = descriptor;
   return r;
+}
+
+/**
+ * The record of a split planned by a rerun of its job (run `run`): a fresh
+ * seed — the planner's descriptor and weight, no owner, no progress, no
+ * attempts — at an epoch at least `epochBase` (the highest epoch of the
+ * runs before) and at least its own old one, so its first tenancy runs
+ * above every tenancy of the runs before (fenced sinks keyed by split and
+ * epoch refuse an old run's writes); `prev`, the split's record from an
+ * earlier run (if it existed), joins its bounded history of runs.
+ */
+export function rerunRecord(prev: SplitRecord | undefined, weight: number, descriptor: Json | undefined, run: number, epochBase: number): SplitRecord {
+  const r = seedRecord(weight, descriptor);
+  r.epoch = Math.max(epochBase, prev?.epoch ?? 0);
+  // Its progress record, if any, is an older run's: below `closed`, nothing of it is carried (see `ProgHold.closed`).
+  r.closed = r.epoch + 1;
+  r.run = run;
+  const runs = [...(prev?.runs ?? []), ...(prev ? [splitRunOf(prev)] : [])].slice(-SPLIT_RUN_HISTORY);
+  if (runs.length) r.runs = runs;
+  return r;
+}
+
+/** What a split record says its run did: how it ended, its epoch and attempts, records, completion time, last failure. */
+export function splitRunOf(r: SplitRecord): SplitRun {
+  const out: SplitRun = { run: r.run ?? 1, status: r.status, epoch: r.epoch, attempts: r.attempts };
+  if (r.records !== undefined) out.records = r.records;
+  const last = r.tenancies?.at(-1);
+  if (r.status === "completed" && last?.end === "completed" && last.to !== undefined) out.completedAt = last.to;
+  if (r.lastFailure !== undefined) out.lastFailure = r.lastFailure.slice(0, FAILURE_MESSAGE_CHARS);
+  if (permanentlyFailed(r)) out.permanent = true;
+  return out;
 }
 
 /**
@@ -188,9 +221,12 @@ export function handBackRecord(r: SplitRecord, reason: string, worker: string, a
 }
 
 /**
- * Fail (poison report): attempts + 1, owner none; quarantined at the cap.
- * The report joins the record's bounded failure history (`worker` reported
- * it at wall time `at`, with the first frames of `stack` when given).
+ * Fail (poison report): attempts + 1, owner none; quarantined at the cap —
+ * or at once when the failure is `permanent` (the source says no retry can
+ * succeed: the attempt that failed is the only one charged, and no backoff
+ * follows since a quarantined split is never offered). The report joins
+ * the record's bounded failure history (`worker` reported it at wall time
+ * `at`, with the first frames of `stack` when given, marked `permanent`).
  */
 export function failRecord(
   r: SplitRecord,
@@ -200,18 +236,20 @@ export function failRecord(
   at: number,
   stack?: string,
   settled?: Settled,
+  permanent = false,
 ): SplitRecord {
   const attempts = r.attempts + 1;
   const frames = stack === undefined ? undefined : boundStack(stack, FAILURE_STACK_LINES, FAILURE_STACK_CHARS);
   const failure: SplitFailure = { at, worker, message: reason.slice(0, FAILURE_MESSAGE_CHARS) };
   if (frames !== undefined) failure.stack = frames;
+  if (permanent) failure.permanent = true;
   const next: SplitRecord = {
     ...settle(r, r.epoch, settled),
     owner: null,
     attempts,
     lastFailure: reason.slice(0, 1000),
     failures: [...(r.failures ?? []), failure].slice(-FAILURE_HISTORY),
-    status: attempts >= maxAttempts ? "quarantined" : "runnable",
+    status: permanent || attempts >= maxAttempts ? "quarantined" : "runnable",
   };
   return withTenancy(next, at, r.owner ? "failed" : null);
 }
@@ -253,4 +291,14 @@ export function progRecord(
   if (total > 0) p.records = total;
   if (cuts !== undefined && cuts > 0) p.cuts = cuts;
   return p;
+}
+
+/**
+ * Whether a quarantined record was quarantined by a permanent failure (its
+ * last failure says so): what the fleet view, `splits`, the page and the
+ * outcome's `permanent` count show. A requeued split keeps the history but
+ * is no longer quarantined, so it does not count.
+ */
+export function permanentlyFailed(r: SplitRecord): boolean {
+  return r.status === "quarantined" && r.failures?.at(-1)?.permanent === true;
 }

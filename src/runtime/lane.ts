@@ -5,9 +5,9 @@
  *
  * @module
  */
-import type { Clock, CoordinationEvent, Coordinator, LostReason, SplitSpec } from "../coordinator/types.ts";
+import type { Clock, CoordinationEvent, Coordinator, FailOptions, LostReason, SplitSpec } from "../coordinator/types.ts";
 import type { Logger } from "../util/logger.ts";
-import { FencedError, SplitleaseError } from "../errors.ts";
+import { FencedError, isPermanentFailure, SplitleaseError } from "../errors.ts";
 import { estimateProblem, type SplitProgress } from "../records.ts";
 import type { TransactionWork } from "../store/store.ts";
 import type { Lane, LaneCommitOptions } from "./source.ts";
@@ -155,7 +155,7 @@ export class LaneOps<D> {
       commit: (progress, opts) => ops.#commit(lane, progress, opts),
       flush: () => ops.flush(lane),
       complete: (progress, opts) => ops.#complete(lane, progress, opts),
-      fail: (reason) => ops.#fail(lane, reason),
+      fail: (reason, options) => ops.#fail(lane, reason, options?.permanent === true || isPermanentFailure(reason)),
     };
     return lane;
   }
@@ -349,7 +349,8 @@ export class LaneOps<D> {
     await run;
   }
 
-  async #fail(lane: WorkerLane<D>, failure: string | Error): Promise<void> {
+  /** A poison report; `permanent`: quarantined at once (a `PermanentFailure`, or `{ permanent: true }`). */
+  async #fail(lane: WorkerLane<D>, failure: string | Error, permanent: boolean): Promise<void> {
     this.#checkActive(lane);
     const reason = typeof failure === "string" ? failure : errorMessage(failure);
     const stack = stackOf(failure);
@@ -363,16 +364,23 @@ export class LaneOps<D> {
       splitId: lane.splitId,
       epoch: lane.epoch,
       reason,
+      ...(permanent ? { permanent } : {}),
       ...(typeof failure === "string" ? {} : { error: failure }),
     });
     try {
-      await this.#d.coordinator.fail(lane.splitId, lane.epoch, reason, stack === undefined ? undefined : { stack });
+      await this.#d.coordinator.fail(lane.splitId, lane.epoch, reason, failOptions(stack, permanent));
     } catch (e) {
       this.onWriteError(lane, e, "fail");
       if (!(e instanceof FencedError)) this.#d.orphan(lane.splitId);
       throw e;
     }
   }
+}
+
+/** The options of a `Coordinator.fail`: the stack when there is one, `permanent` when set (nothing otherwise: older coordinators take `undefined`). */
+export function failOptions(stack: string | undefined, permanent: boolean): FailOptions | undefined {
+  if (stack === undefined && !permanent) return undefined;
+  return { ...(stack !== undefined ? { stack } : {}), ...(permanent ? { permanent } : {}) };
 }
 
 /** Refuses a records count that is not an integer >= 0 (it is summed into the split record). */

@@ -18,6 +18,8 @@ import type { TransactionWork } from "../store/store.ts";
  *
  * - `await lane.complete(progress)` then return: the split is done;
  * - `await lane.fail(reason)` (or throw): a failed attempt (poison report);
+ *   a failure that will not go away (`throw new PermanentFailure(…)`, or
+ *   `lane.fail(reason, { permanent: true })`) quarantines the split at once;
  * - return after `lane.revokeSignal` fired: the driver commits the tail and
  *   releases the split to its new owner (zero replay).
  *
@@ -332,7 +334,27 @@ export interface Lane<D = Json> {
   /**
    * Reports the split as poison for this attempt (quarantined at the cap).
    * Given an error, its `Name: message` is the reason and the first frames
-   * of its stack join the split's failure history.
+   * of its stack join the split's failure history. With `{ permanent: true }`
+   * — or given a `PermanentFailure` (any error with `permanent: true`) — the
+   * failure will not go away: the split is quarantined at once, with no
+   * retry and no backoff, until an operator requeues or cancels it.
    */
-  fail(reason: string | Error): Promise<void>;
+  fail(reason: string | Error, options?: LaneFailOptions): Promise<void>;
+}
+
+/**
+ * Options of {@linkcode Lane.fail}.
+ *
+ * @example
+ * ```ts
+ * import type { Lane } from "@splitlease/splitlease";
+ * import type { LaneFailOptions } from "@splitlease/splitlease/admin";
+ * declare const lane: Lane;
+ * const options: LaneFailOptions = { permanent: true };
+ * await lane.fail("row 7: schema violation (column id is text)", options);
+ * ```
+ */
+export interface LaneFailOptions {
+  /** The failure will not go away: quarantine the split now instead of retrying it up to `maxAttempts`. */
+  permanent?: boolean;
 }

@@ -88,7 +88,7 @@ export class WorkerEvents<D> {
       case "splitRequested":
         return this.#pool.cut(ev.splitId, ev.epoch, ev.parts);
       case "quarantined": {
-        this.#log("warn", "Split quarantined", { event: "quarantined", splitId: ev.splitId, attempts: ev.attempts });
+        this.#log("warn", "Split quarantined", { event: "quarantined", splitId: ev.splitId, attempts: ev.attempts, ...(ev.permanent ? { permanent: true } : {}) });
         const lane = this.#pool.lanes.get(ev.splitId);
         if (lane && !isTerminal(lane.state)) this.#pool.lose(lane, "fenced", true);
         return;

@@ -7,8 +7,8 @@
  */
 import type { Clock, CoordinationEvent, Coordinator, LostReason } from "../coordinator/types.ts";
 import type { Logger } from "../util/logger.ts";
-import { FencedError, isStoreOutage } from "../errors.ts";
-import { errorMessage, isAbortError, LaneOps, type WorkerLane } from "./lane.ts";
+import { FencedError, isPermanentFailure, isStoreOutage } from "../errors.ts";
+import { errorMessage, failOptions, isAbortError, LaneOps, type WorkerLane } from "./lane.ts";
 import { abandon, beginEnding, close, decline, isLost, isTerminal, lose, start, stopIntake } from "./lane_state.ts";
 import { cutLane } from "./lane_cut.ts";
 import type { SplitSource } from "./source.ts";
@@ -246,14 +246,15 @@ export class LanePool<D> {
     }
     if (threw && !cooperative) {
       this.#stats.failed++;
-      this.#log("error", "run failed", { event: "laneFailed", splitId: lane.splitId, epoch: lane.epoch, error });
+      // A PermanentFailure (or any error with `permanent: true`) quarantines at once: no retry can succeed.
+      const permanent = isPermanentFailure(error);
+      this.#log("error", "run failed", { event: "laneFailed", splitId: lane.splitId, epoch: lane.epoch, error, ...(permanent ? { permanent } : {}) });
       lane.trace?.exception(error);
       await this.#ops.flushQuietly(lane);
       if (isLost(lane.state)) return;
       close(lane, "failed");
       try {
-        const stack = stackOf(error);
-        await this.#coordinator.fail(lane.splitId, lane.epoch, `run threw: ${errorMessage(error)}`, stack === undefined ? undefined : { stack });
+        await this.#coordinator.fail(lane.splitId, lane.epoch, `run threw: ${errorMessage(error)}`, failOptions(stackOf(error), permanent));
       } catch (e) {
         this.#ops.onWriteError(lane, e, "fail");
         if (!(e instanceof FencedError)) this.#orphan(lane.splitId);

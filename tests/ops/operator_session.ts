@@ -118,7 +118,7 @@ export async function operatorSession(job: string, storeEnv: Record<string, stri
       // it (live members), even with --force.
       const jobs = await cli("node", ["jobs"], storeEnv);
       assert.equal(jobs.code, 0, jobs.out);
-      assert.match(jobs.stdout, new RegExp(`^${job} +running +4/6 +1 +2/2 +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ +- +(\\d+ kB|-)$`, "m"), jobs.stdout);
+      assert.match(jobs.stdout, new RegExp(`^${job} +1 +running +4/6 +0 +1 +2/2 +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ +- +(\\d+ kB|-)$`, "m"), jobs.stdout);
       const refused = await cli("deno", ["delete", "--yes", "--force"], env);
       assert.equal(refused.code, 3, refused.out);
       assert.match(refused.stdout, new RegExp(`^not deleted: job "${job}" has 2 live member\\(s\\) \\(w1, w2\\): stop its workers first`));

@@ -181,6 +181,28 @@ Deno.test("fleet http: requeue, cancel and drain behind the token, each answerin
   assert.match(bad.body.error, /split id/);
 });
 
+Deno.test("fleet http: pause and resume the job behind the token, with a reason; a finished job is not paused (409)", async () => {
+  const { post, get, store, app } = await setup();
+  for (const path of ["/job/pause", "/job/resume"]) assert.equal((await post(path, {})).status, 401, path);
+  const res = await app.request("/job/pause", { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ reason: "db incident" }) });
+  const paused = await res.json();
+  assert.deepEqual([res.status, paused.outcome, paused.paused.reason, paused.paused.by], [200, "paused", "db incident", "POST /job/pause on w1"]);
+  const view = (await get("/fleet")).body;
+  assert.deepEqual([view.plan.result.state, view.plan.result.paused.reason], ["paused", "db incident"], "the view follows at once");
+  assert.deepEqual([(await post("/job/pause")).status, (await post("/job/pause")).body.outcome], [200, "alreadyPaused"]);
+  let r = await post("/job/resume");
+  assert.deepEqual([r.status, r.body.outcome], [200, "resumed"]);
+  assert.equal((await get("/fleet")).body.plan.result.state, "running");
+  r = await post("/job/resume");
+  assert.deepEqual([r.status, r.body.outcome], [200, "notPaused"]);
+  const plan = await store.get("plan");
+  await store.update("plan", JSON.stringify({ ...JSON.parse(plan!.value), outcome: { kind: "allComplete", completed: 30 } }), plan!.revision);
+  r = await post("/job/pause");
+  assert.deepEqual([r.status, r.body.outcome], [409, "finished"]);
+  await store.delete("plan");
+  assert.deepEqual([(await post("/job/pause")).status, (await post("/job/resume")).status], [404, 404]);
+});
+
 Deno.test("fleet http: an unreadable record and a race lost five times are 409, a store that does not answer 503", async () => {
   const { store, post } = await setup();
   await store.create("split.junk", "{");

@@ -175,7 +175,7 @@ Deno.test("http: /metrics labels fit Prometheus: no job or instance label, every
 
 Deno.test("http: job-wide gauges come from the leader only; every replica exports its own and the leader flag", async () => {
   const P = "etl_coordination_";
-  const jobWide = ["splits_planned", "splits_runnable", "splits_unclaimed", "splits_completed", "splits_quarantined", "splits_cancelled", "live_workers", "job_stalled"];
+  const jobWide = ["splits_planned", "splits_runnable", "splits_unclaimed", "splits_completed", "splits_quarantined", "splits_cancelled", "live_workers", "job_stalled", "job_paused"];
   const member = setup();
   member.coordinator.gain("a", 1);
   await settle();
@@ -198,6 +198,7 @@ Deno.test("http: job-wide gauges come from the leader only; every replica export
     splits_cancelled: "0",
     live_workers: "2",
     job_stalled: "0",
+    job_paused: "0",
   };
   for (const name of jobWide) assert.equal(find(p, P + name), expected[name], name);
   await withTimeout(member.worker.shutdown(), 20_000, "the member's worker to shut down");

@@ -147,7 +147,7 @@ Deno.test("jobs: each job's state, counts, times and live members; delete refuse
   const broken = listing("broken", { plan: at(entry("plan", { v: 2, term: "x" })) });
   const [c, s, r, g, f, u] = [complete, stalled, running, abandoned, fresh, broken].map((l) => summarizeJob(l, now));
   assert.deepEqual([c.state, c.outcome, c.counts, c.createdAt, c.finishedAt, c.bytes], [
-    "complete", "allComplete", { completed: 89, quarantined: 0, cancelled: 1, runnable: 0 }, T0, T0 + 600_000, 48_000,
+    "complete", "allComplete", { completed: 89, quarantined: 0, permanent: 0, cancelled: 1, runnable: 0 }, T0, T0 + 600_000, 48_000,
   ]);
   assert.deepEqual([s.state, s.liveMembers, s.finishedAt], ["stalled", ["obs"], null], "no write time: no finish time");
   assert.deepEqual([r.state, r.liveMembers, r.members, r.counts?.completed], ["running", ["w1"], 2, 60]);
@@ -189,10 +189,11 @@ Deno.test("jobs: each job's state, counts, times and live members; delete refuse
   assert.deepEqual(liveOf(at(entry("member.m", member({ at: now - 60_000 })))), ["m"], "no lease named: two minutes");
 
   const text = formatJobs([c, r]);
-  assert.match(text, /^JOB +STATE +COMPLETED +QUARANTINED +LIVE\/MEMBERS +CREATED +FINISHED +SIZE$/m);
-  assert.match(text, /^done +complete +89\/90 +0 +0\/0 +2025-12-02 09:33:20Z +2025-12-02 09:43:20Z +48 kB$/m);
-  assert.match(text, /^busy +running +60\/90 +0 +1\/2 +2025-12-02 09:33:20Z +- +-$/m);
-  assert.match(text, /run a finished job again: splitlease delete --job NAME --yes/);
+  assert.match(text, /^JOB +RUN +STATE +COMPLETED +CANCELLED +QUARANTINED +LIVE\/MEMBERS +CREATED +FINISHED +SIZE$/m);
+  // What it skipped has a column of its own: 89 of 90 completed and 1 cancelled is not all done.
+  assert.match(text, /^done +1 +complete +89\/90 +1 +0 +0\/0 +2025-12-02 09:33:20Z +2025-12-02 09:43:20Z +48 kB$/m);
+  assert.match(text, /^busy +1 +running +60\/90 +0 +0 +1\/2 +2025-12-02 09:33:20Z +- +-$/m);
+  assert.match(text, /run a finished job again: splitlease rerun NAME \(its history is kept\)/);
   assert.equal(formatJobs([]), "no jobs (no splitlease_* bucket on this server)");
 
   // listJobs over any backend's catalog, sorted by name; a store-backed listing reads the same records.

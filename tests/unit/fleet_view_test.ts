@@ -50,14 +50,18 @@ function fixture(): [string, SplitRecord][] {
 Deno.test("fleet view: job-wide counts, members with their load, leader and plan", () => {
   const view = buildFleetView(snapshot(fixture()));
   assert.deepEqual(view.counts, {
-    total: 7, runnable: 4, owned: 3, unclaimed: 1, unowned: 1, completed: 1, quarantined: 1, cancelled: 1, invalid: 0, weight: 12, completedWeight: 5,
+    total: 7, runnable: 4, owned: 3, unclaimed: 1, unowned: 1, completed: 1, quarantined: 1, permanent: 0, cancelled: 1, invalid: 0, weight: 12, completedWeight: 5,
   });
   assert.deepEqual(view.members.map((m) => [m.instance, m.owned, m.held, m.draining, m.planner, m.leader, m.alive]), [
     ["a", 1, null, false, true, true, null], // s7 names an old session of a: not counted as a's
     ["b", 1, 1, true, false, false, null],
   ]);
   assert.deepEqual(view.leader, { instance: "a", term: 3, beat: 40 });
-  assert.deepEqual(view.plan, { term: 3, finality: "final", generation: 1, planned: 7, outcome: null });
+  assert.deepEqual(view.plan, {
+    term: 3, finality: "final", generation: 1, planned: 7, outcome: null,
+    result: { state: "running", outcome: null, skipped: { cancelled: 0, quarantined: 0, permanent: 0 }, paused: null },
+    run: 1, history: [],
+  });
   assert.deepEqual(view.liveness, { judgedBy: "clock", leader: "a" });
   assert.equal(view.fingerprint, "fp");
   assert.equal(view.at, 1234);

@@ -50,7 +50,13 @@ const split = fc.record({
   descriptor: fc.jsonValue(),
   lastFailure: fc.string(),
   failures: fc.array(
-    fc.record({ at: fc.integer(), worker: fc.string(), message: fc.string(), stack: fc.oneof(fc.string(), fc.integer()) }, {
+    fc.record({
+      at: fc.integer(),
+      worker: fc.string(),
+      message: fc.string(),
+      stack: fc.oneof(fc.string(), fc.integer()),
+      permanent: fc.constantFrom(true, false, "yes"), // only `true` (or absent) is a valid mark
+    }, {
       requiredKeys: ["at", "worker", "message"],
     }),
     { maxLength: 2 },

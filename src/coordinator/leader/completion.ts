@@ -15,6 +15,7 @@
  */
 import { decodeRecord, encodeRecord, type JobOutcome, type PlanRecord, PlanRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
+import { permanentlyFailed } from "../../records/transitions.ts";
 import type { StoreEntry, WriteResult } from "../../store/store.ts";
 import { type Core, decided } from "../core.ts";
 import type { LeaderView } from "./leader_view.ts";
@@ -75,7 +76,8 @@ export class CompletionJudge {
       if (!at) {
         const cur = await this.#read();
         if (!cur) return;
-        if (cur.plan.term !== term || cur.plan.outcome || cur.plan.finality !== "final") return; // deposed, or decided
+        // Deposed, decided, or paused since the pass decided to confirm (a pause suspends completion).
+        if (cur.plan.term !== term || cur.plan.outcome || cur.plan.finality !== "final" || cur.plan.paused) return;
         at = cur;
         planned = cur.plan.planned;
       }
@@ -164,9 +166,9 @@ export class CompletionJudge {
     if (caught === true) {
       // The view has every change made before the check: it decides.
       const v = this.#view;
-      return viewShowsDone(v, planned) ? done(outcomeOf(v.counts.completed, v.counts.quarantined, v.counts.cancelled)) : OPEN;
+      return viewShowsDone(v, planned) ? done(outcomeOf(v.counts.completed, v.counts.quarantined, v.counts.cancelled, permanentIn(v))) : OPEN;
     }
-    let completed = 0, quarantined = 0, cancelled = 0;
+    let completed = 0, quarantined = 0, cancelled = 0, permanent = 0;
     // A residual listed by a cut whose record does not exist yet is work left.
     const seen = new Set<string>(), listed: string[] = [];
     for (const e of await this.#core.store.list(keys.splitPrefix)) {
@@ -175,11 +177,13 @@ export class CompletionJudge {
       seen.add(e.key.slice(keys.splitPrefix.length));
       for (const x of r.value.residuals ?? []) listed.push(x.id);
       if (r.value.status === "completed") completed++;
-      else if (r.value.status === "quarantined") quarantined++;
-      else cancelled++;
+      else if (r.value.status === "quarantined") {
+        quarantined++;
+        if (permanentlyFailed(r.value)) permanent++;
+      } else cancelled++;
     }
     if (completed + quarantined + cancelled < planned || listed.some((id) => !seen.has(id))) return OPEN;
-    return done(outcomeOf(completed, quarantined, cancelled));
+    return done(outcomeOf(completed, quarantined, cancelled, permanent));
   }
 }
 
@@ -189,13 +193,29 @@ const OPEN: Confirmed = { state: "open" };
 const BEHIND: Confirmed = { state: "behind" };
 const done = (outcome: JobOutcome): Confirmed => ({ state: "done", outcome });
 
-/** Whether two outcomes are the same decision (kind and counts). */
+/** Whether two outcomes are the same decision (kind and counts, what they skipped included). */
 function sameOutcome(a: JobOutcome | undefined, b: JobOutcome | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;
   const fields = (o: JobOutcome) =>
-    o.kind === "planFailed" ? [o.kind, o.error, o.attempts, o.term] : [o.kind, o.completed, o.kind === "stalled" ? o.quarantined : 0, o.cancelled ?? 0];
+    o.kind === "planFailed" ? [o.kind, o.error, o.attempts, o.term] : [o.kind, o.completed, ...stallCounts(o), o.cancelled ?? 0];
   const x = fields(a), y = fields(b);
   return x.every((v, i) => v === y[i]);
+}
+
+/** A stall's quarantined and permanent counts (0 and 0 for a complete job). */
+function stallCounts(o: Exclude<JobOutcome, { kind: "planFailed" }>): [number, number] {
+  return o.kind === "stalled" ? [o.quarantined, o.permanent ?? 0] : [0, 0];
+}
+
+/**
+ * Quarantined splits of the view whose last failure was permanent: the
+ * split table's flag, read over the quarantined set when an outcome is
+ * decided or checked (O(quarantined), never per write).
+ */
+function permanentIn(v: LeaderView): number {
+  let n = 0;
+  for (const id of v.quarantined) if (v.splits.permanent(id)) n++;
+  return n;
 }
 
 /** Publish or clear the job outcome (see {@linkcode decideCompletion}). */
@@ -221,9 +241,11 @@ export function outcomeDisagrees(v: LeaderView, o: JobOutcome, planned: number):
   if (c.runnable > 0 || v.pendingResiduals.size > 0) return true;
   if (o.kind === "planFailed" || v.splits.size < planned) return false;
   for (const k of v.invalid.keys()) if (k.startsWith(keys.splitPrefix)) return false;
-  const now = outcomeOf(c.completed, c.quarantined, c.cancelled);
-  return now.kind !== o.kind || now.completed !== o.completed || (now.cancelled ?? 0) !== (o.cancelled ?? 0) ||
-    (now.kind === "stalled" && o.kind === "stalled" && now.quarantined !== o.quarantined);
+  // Every pass of a stalled job checks its outcome: the quarantined set is walked only when the other counts agree.
+  const now = outcomeOf(c.completed, c.quarantined, c.cancelled, 0);
+  if (now.kind !== o.kind || now.completed !== o.completed || (now.cancelled ?? 0) !== (o.cancelled ?? 0)) return true;
+  if (now.kind !== "stalled" || o.kind !== "stalled") return false;
+  return now.quarantined !== o.quarantined || permanentIn(v) !== (o.permanent ?? 0);
 }
 
 /**
@@ -240,14 +262,15 @@ export function outcomeDisagrees(v: LeaderView, o: JobOutcome, planned: number):
  * ```
  */
 export function decideCompletion(v: LeaderView, plan: PlanRecord | undefined, term: number, revision?: number): OutcomeIntent | undefined {
-  if (!plan || plan.finality !== "final" || plan.generation === 0 || plan.term !== term) return undefined;
+  if (!plan || plan.finality !== "final" || plan.generation === 0 || plan.term !== term || plan.paused) return undefined;
   if (plan.outcome) return outcomeDisagrees(v, plan.outcome, plan.planned) ? { action: "clear", plan, term, revision } : undefined;
   return viewShowsDone(v, plan.planned) ? { action: "confirm", plan, term, revision } : undefined;
 }
 
-function outcomeOf(completed: number, quarantined: number, cancelled: number): JobOutcome {
+/** The outcome of these counts; what was skipped (cancelled, permanently failed) is named only when there is some. */
+function outcomeOf(completed: number, quarantined: number, cancelled: number, permanent: number): JobOutcome {
   const extra = cancelled > 0 ? { cancelled } : {};
   return quarantined === 0
     ? { kind: "allComplete", completed, ...extra }
-    : { kind: "stalled", completed, quarantined, ...extra };
+    : { kind: "stalled", completed, quarantined, ...extra, ...(permanent > 0 ? { permanent } : {}) };
 }

@@ -53,7 +53,7 @@ export async function readPages(
     }
     for (const s of p.page.splits) {
       view.rank(s.id);
-      view.plan(s.id, pagedRecord(s), page);
+      view.plan(s.id, pagedRecord(s, p.page), page);
       n++;
     }
   }

@@ -17,6 +17,7 @@ import {
   type Json,
   type PageEntry,
   pagedRecord,
+  type PageRecord,
   PlanRecordSchema,
   type PlanRecord,
   type SpecRecord,
@@ -29,6 +30,7 @@ import { failSpan, within } from "../../tracing/spans.ts";
 import type { LeaderRole } from "./role.ts";
 import { addPageTerms, pageChunks, writePage } from "./plan_pages.ts";
 import { openRecord } from "../../records/transitions.ts";
+import { type RenewedSplit, renewRecords, retireRecords } from "./rerun_records.ts";
 import type { PlannedSplit, Planner } from "../types.ts";
 import type { Versioned } from "../versioned.ts";
 import { readAtLeast } from "../fresh_read.ts";
@@ -50,8 +52,9 @@ export class Planning {
    * pages), never over them, and publishes them too. Seed 354: a publish
    * that failed left the splits of page 0 in the view; the next run found
    * nothing new, published no pages, and two splits were never dealt.
+   * Counted per job run: a rerun plans its pages from page 0 again.
    */
-  #written = 0;
+  #written = { run: 0, pages: 0 };
   #timer: unknown;
   #running = false;
   #abort = new AbortController();
@@ -104,6 +107,18 @@ export class Planning {
     }, delay);
   }
 
+  /**
+   * Called with the plan record on every leader pass: a plan reset to
+   * nothing published (`generation` 0: a rerun, while this leader had
+   * planned its final plan already and scheduled nothing more) is planned
+   * now, unless a run is in flight or scheduled.
+   */
+  onPlan(plan: PlanRecord | undefined): void {
+    // Not after a failed run (its backoff is scheduled, or the plan failed for good in this term).
+    if (plan?.generation !== 0 || plan.outcome !== undefined || this.failures > 0) return;
+    if (!this.#running && this.#timer === undefined && this.#leading()) this.schedule(0);
+  }
+
   /** Stops: aborts a running planner, cancels timers. */
   stop(): void {
     this.#abort.abort();
@@ -142,14 +157,20 @@ export class Planning {
         return;
       }
       if (plan.finality === "final" && plan.generation > 0) return; // planned once
+      if (plan.outcome) return; // failed for good in this term (a new leader clears it and plans again)
       const planner = () => this.#planner({ cursor: plan.cursor, term, signal });
       const result = await (span ? within(span, planner) : planner());
       if (signal.aborted || !this.#leading()) return;
-      const { created, pages } = await this.#seed(core, result.splits, term, signal, plan.pages ?? 0);
+      const run = plan.run ?? 1;
+      const { created, pages, ids } = await this.#seed(core, result.splits, term, signal, plan.pages ?? 0, run, plan.epochBase ?? 0);
       if (signal.aborted || !this.#leading() || pages < 0) return;
-      // Splits of earlier runs count, dealt or not; residuals cut from running splits do not (they are no plan's).
+      // A rerun's first publish: the records of the runs before that this run did not plan again go first.
+      if (run > 1 && plan.generation === 0) await retireRecords(core, this.#role.view, run, ids);
+      if (signal.aborted || !this.#leading()) return;
+      // Splits of earlier planner runs count, dealt or not; residuals cut from running splits do not (they
+      // are no plan's), nor records of earlier job runs.
       let planned = 0;
-      for (const e of this.#role.view.splits.values()) if (e.record.parent === undefined) planned++;
+      for (const e of this.#role.view.splits.values()) if (e.record.parent === undefined && (e.record.run ?? 1) >= run) planned++;
       const next: PlanRecord = {
         ...plan,
         finality: result.finality,
@@ -257,7 +278,9 @@ export class Planning {
     term: number,
     signal: AbortSignal,
     first: number,
-  ): Promise<{ created: number; pages: number }> {
+    run: number,
+    epochBase: number,
+  ): Promise<{ created: number; pages: number; ids: Set<string> }> {
     const { store, config } = core;
     const view = this.#role.view;
     const ids = new Set<string>();
@@ -292,19 +315,24 @@ export class Planning {
       );
     }
     planned.sort((a, b) => b.weight - a.weight); // stable: equal weights in the planner's order
-    // Splits an earlier run planned (dealt or not) are planned once: a replan, or a new leader's, names the same ids.
-    const fresh = planned.filter((p) => !view.splits.has(p.id));
+    // Splits an earlier planner run planned (dealt or not) are planned once: a replan, or a new leader's,
+    // names the same ids. In a rerun, those with a record of an earlier job run are renewed in place.
+    const fresh: typeof planned = [], renew: RenewedSplit[] = [];
+    for (const p of planned) {
+      const held = view.splits.get(p.id);
+      if (!held) fresh.push(p);
+      else if (held.revision > 0 && (held.record.run ?? 1) < run) renew.push({ ...p, spec: !inlined(p.descriptor) });
+    }
     for (const p of fresh) view.rank(p.id); // the dealing order among equal weights
+    const renewed = renew.length > 0 ? await renewRecords(core, this.#role, renew, run, epochBase, term, 0, planned.length, signal) : 0;
     const entries: PageEntry[] = [];
     let failure: unknown;
     const inflight = new Set<Promise<void>>();
     for (const p of fresh) {
       if (signal.aborted || failure) break;
-      const text = JSON.stringify(p.descriptor);
-      const inline = text.length <= INLINE_DESCRIPTOR_BYTES && encoder.encode(text).byteLength <= INLINE_DESCRIPTOR_BYTES;
       const e: PageEntry = { id: p.id };
       if (p.weight !== 1) e.weight = p.weight;
-      if (inline) e.descriptor = p.descriptor;
+      if (inlined(p.descriptor)) e.descriptor = p.descriptor;
       else {
         e.spec = true;
         const spec: SpecRecord = { v: 2, descriptor: p.descriptor, weight: p.weight, term };
@@ -318,21 +346,23 @@ export class Planning {
     }
     await Promise.all(inflight);
     if (failure) throw failure;
-    let page = Math.max(first, this.#written);
+    // A rerun's pages say which run their splits are of, and the epoch their records start at.
+    const meta: Pick<PageRecord, "run" | "epochBase"> = run > 1 ? { run, ...(epochBase > 0 ? { epochBase } : {}) } : {};
+    let page = Math.max(first, this.#written.run === run ? this.#written.pages : 0);
     let dealt = 0;
     for (const chunk of pageChunks(entries)) {
       if (signal.aborted) break;
-      if (!(await writePage(store, page, { v: 2, term, splits: chunk }, config.opTimeoutMs))) {
+      if (!(await writePage(store, page, { v: 2, term, splits: chunk, ...meta }, config.opTimeoutMs))) {
         this.#core.log("warn", "Leader deposed while planning: a newer term wrote a page of the plan", { term, page });
         this.#core.schedule();
-        return { created: 0, pages: -1 };
+        return { created: 0, pages: -1, ids };
       }
-      this.#written = page + 1;
-      dealt = await this.#deal(core, chunk, page, dealt, fresh.length, signal);
+      this.#written = { run, pages: page + 1 };
+      dealt = await this.#deal(core, chunk, meta, page, dealt, fresh.length, signal);
       page++;
       this.#core.schedule();
     }
-    return { created: entries.length, pages: page };
+    return { created: entries.length + renewed, pages: page, ids };
   }
 
   /**
@@ -343,7 +373,15 @@ export class Planning {
    * goes to the view not dealt yet (revision 0), to be offered and claimed
    * by creating its record. Either way one write before a lane starts it.
    */
-  async #deal(core: Core, chunk: readonly PageEntry[], page: number, dealt: number, planned: number, signal: AbortSignal): Promise<number> {
+  async #deal(
+    core: Core,
+    chunk: readonly PageEntry[],
+    meta: Pick<PageRecord, "run" | "epochBase">,
+    page: number,
+    dealt: number,
+    planned: number,
+    signal: AbortSignal,
+  ): Promise<number> {
     const view = this.#role.view;
     const inflight = new Set<Promise<void>>();
     let i = 0;
@@ -352,7 +390,7 @@ export class Planning {
       const heir = this.#role.reserveIdle(dealt, planned);
       if (!heir) break;
       dealt++;
-      const rec = openRecord(pagedRecord(e), heir.member.owner, false, Infinity, this.#core.clock.wallNow()); // epoch 1, its first tenancy
+      const rec = openRecord(pagedRecord(e, meta), heir.member.owner, false, Infinity, this.#core.clock.wallNow()); // its first tenancy
       const w = core.splits.create(e.id, rec, "seed")
         .then(async (r) => {
           if (!r.ok) view.learn(await core.splits.entry(e.id)); // dealt already (a claim, a predecessor's grant)
@@ -360,13 +398,13 @@ export class Planning {
         .catch((err) => this.#core.log("warn", "Dealing a planned split failed; it is offered instead", { split: e.id, error: String(err) }))
         .finally(() => {
           this.#role.unreserve(heir.lane);
-          view.plan(e.id, pagedRecord(e), page); // not in the view yet: not dealt after all
+          view.plan(e.id, pagedRecord(e, meta), page); // not in the view yet: not dealt after all
           inflight.delete(w);
         });
       inflight.add(w);
       if (inflight.size >= core.config.seedConcurrency) await Promise.race(inflight);
     }
-    for (const e of chunk.slice(i)) view.plan(e.id, pagedRecord(e), page); // dealt from now on, as offers
+    for (const e of chunk.slice(i)) view.plan(e.id, pagedRecord(e, meta), page); // dealt from now on, as offers
     await Promise.all(inflight);
     return dealt;
   }
@@ -376,6 +414,12 @@ export class Planning {
  * A planned descriptor too large for the store, named by its split with
  * what to do: a descriptor says where the work is, not the work itself.
  */
+/** Whether a descriptor lives inline on its page (else in `spec.<id>`). */
+function inlined(descriptor: Json): boolean {
+  const text = JSON.stringify(descriptor);
+  return text.length <= INLINE_DESCRIPTOR_BYTES && encoder.encode(text).byteLength <= INLINE_DESCRIPTOR_BYTES;
+}
+
 function descriptorTooLarge(id: string, size: number, limit: number): ValueTooLargeError {
   const kib = (n: number) => `${(n / 1024).toFixed(n < 10 * 1024 ? 1 : 0)} KiB`;
   return new ValueTooLargeError(

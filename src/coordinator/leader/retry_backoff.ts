@@ -4,7 +4,9 @@
  * is not its fault (a failure report, no attempt: its spec missing), is
  * offered again only after `retryBackoffMs × 2^(n−1)` with ±25% jitter, at
  * most `retryBackoffMaxMs`. It lives in the leader's memory: a new leader
- * offers waiting splits at once.
+ * offers waiting splits at once. A permanent failure never waits here: its
+ * write quarantines the split (`failRecord`), and a quarantined split is
+ * neither backed off nor offered (the `else` branch of `onSplit` forgets it).
  *
  * @module
  */

@@ -21,6 +21,8 @@ export interface RevocationInput {
   view: LeaderView;
   states: ReadonlyMap<string, MemberState>;
   now: number;
+  /** Whether new work may be dealt (false while the job is paused: no successor is named); default true. */
+  dealing?: boolean;
 }
 
 /** The live state of `owner` (this session, not a restarted one), if any. */
@@ -32,6 +34,7 @@ export function stateOf(states: ReadonlyMap<string, MemberState>, owner: Owner |
 /** Least-loaded member taking work with a lane to spare (counting the lanes `lanes` took), other than `not`. */
 export function successorFor(input: RevocationInput, not: MemberState, lanes: LaneLedger): MemberState | undefined {
   const { view, states } = input;
+  if (input.dealing === false) return undefined; // paused: a drain's releases go to nobody
   let best: MemberState | undefined;
   let bestLoad = Infinity;
   for (const m of claimers(states)) {

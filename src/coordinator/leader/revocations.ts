@@ -26,6 +26,8 @@ export interface RevocationCtx {
   /** Keeps every revocation (owner, successor expecting it). */
   tracker: AssignmentTracker;
   leading(): boolean;
+  /** Whether new work may be dealt (false while the job is paused: drains name no successor); default true. */
+  dealing?(): boolean;
 }
 
 /** The leader's revocations. */
@@ -111,7 +113,7 @@ export class Revocations {
   cycle(now: number, sig: string, nothingFree: boolean, apply: (intents: LeaderIntent[]) => void): number {
     const { view, states, core } = this.#ctx;
     if (sig !== this.#lastSig) this.#urgent = true;
-    const standing = decideRevocations({ view, states, now }, sig, core.timings.deafOwnerFenceMs);
+    const standing = decideRevocations({ view, states, now, dealing: this.#ctx.dealing?.() ?? true }, sig, core.timings.deafOwnerFenceMs);
     apply(standing.intents);
     const next = standing.next;
     if (!nothingFree || states.size < 2) return next;

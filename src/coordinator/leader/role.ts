@@ -43,6 +43,7 @@ import { RetryBackoff } from "./retry_backoff.ts";
 import { Revocations } from "./revocations.ts";
 import { decideDrain } from "./revocation_rules.ts";
 import { Takeovers } from "./takeovers.ts";
+import { DealingGate } from "./dealing_gate.ts";
 
 /** The member that led before us, as its last leader beat showed it. */
 export interface Predecessor {
@@ -75,6 +76,8 @@ export class LeaderRole {
   readonly #appliers: IntentAppliers;
   /** Failed splits waiting out their retry backoff. */
   readonly retry: RetryBackoff;
+  /** Pause: the one predicate every dealing rule below consults (dealing_gate.ts). */
+  readonly gate: DealingGate = new DealingGate();
   #ready = false;
   #stopped = false;
   readonly #unlanded: () => void;
@@ -97,6 +100,7 @@ export class LeaderRole {
       states: this.states,
       tracker: this.tracker,
       leading: () => !this.#stopped,
+      dealing: () => this.gate.open, // pause: takeovers grant to nobody, drains name no successor
     };
     this.#takeovers = new Takeovers(ctx);
     this.#revocations = new Revocations(ctx);
@@ -270,7 +274,8 @@ export class LeaderRole {
     // Successors for our own splits now, before our lanes stop: each
     // release then opens the split for its successor (a grant it starts
     // without a write) instead of freeing it to be offered and claimed.
-    const intents = decideDrain({ view: this.view, states: this.states, now: this.#core.clock.now() }, st, new LaneLedger());
+    const input = { view: this.view, states: this.states, now: this.#core.clock.now(), dealing: this.gate.open };
+    const intents = decideDrain(input, st, new LaneLedger());
     this.#applyAll(intents);
     const named = new Map<string, Owner>();
     for (const i of intents) if (i.kind === "revoke" && i.revoke.to) named.set(i.id, i.revoke.to);
@@ -294,6 +299,9 @@ export class LeaderRole {
     const { clock } = this.#core;
     const now = clock.now();
     this.#core.stats.leaderPasses++;
+    // Pause: read once per pass; closing takes back what was dealt and not yet taken.
+    if (this.gate.update(plan) === "closed") this.#closeDealing();
+    const dealing = this.gate.open;
     // Each rule decides on the state the previous one's intents left.
     let next = this.#apply(this.#judge.deaths(now));
     next = Math.min(next, this.#apply(this.#judge.orphans(now)));
@@ -306,13 +314,16 @@ export class LeaderRole {
       own: this.#core.me.instance,
       coverMs: this.#core.timings.leaderlessCoverMs,
     };
-    this.#applyAll(decideOffers(offers));
-    pruneDealing(offers);
-    const nothingFree = this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
+    if (dealing) {
+      this.#applyAll(decideOffers(offers));
+      pruneDealing(offers);
+    }
+    // Paused: no steals (the standing revocations still settle, fence and name nobody).
+    const nothingFree = dealing && this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
     next = Math.min(next, this.#revocations.cycle(now, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree, this.#applyAll));
     // Every free split dealt (or waiting out a backoff) and lanes still idle: cut running ones.
     const dealt = this.view.free.size <= this.tracker.offered + this.retry.waiting.size && this.#takeovers.inflight.size === 0;
-    next = Math.min(next, this.#cuts.cycle(now, dealt, this.#applyAll));
+    if (dealing) next = Math.min(next, this.#cuts.cycle(now, dealt, this.#applyAll));
     const owed = own.owed;
     const activeAt = owed ? this.#hold.activeAt(own.releasedAt) : -Infinity;
     const burstUntil = this.#hold.burstUntil(now, (owner) => this.view.heldByKey(owner) > 0);
@@ -322,9 +333,31 @@ export class LeaderRole {
       if (holdUntil > now) next = Math.min(next, holdUntil);
       else void this.#flush(st);
     }
-    const outcome = decideCompletion(this.view, plan, this.term, planRevision);
+    // Paused: completion and stall judgement wait for the resume.
+    const outcome = dealing ? decideCompletion(this.view, plan, this.term, planRevision) : undefined;
     if (outcome) void this.#completion.apply(outcome);
     return next;
+  }
+
+  /**
+   * The pass that closes the gate (the job was paused): every offer and
+   * spare is taken back (each member's record is rewritten without them, so
+   * a member whose plan watch lags claims none) and every pending steal is
+   * withdrawn (its owner would hand the split to a thief that may not start
+   * it). Drain revocations stay: their successor is unnamed by the rules.
+   */
+  #closeDealing(): void {
+    let offers = 0, steals = 0;
+    for (const st of this.states.values()) {
+      offers += st.offers.size;
+      this.tracker.unofferAll(st);
+      for (const [id, r] of [...st.revokes]) {
+        if (!r.steal) continue;
+        steals++;
+        this.#applyAll([{ kind: "withdraw", member: st, id }]);
+      }
+    }
+    decided(this.#core, "info", "Job paused: dealing nothing new", "dealing.paused", { offers, steals });
   }
 
   /**
@@ -390,6 +423,7 @@ export class LeaderRole {
 
   /** A member to seed a split for, its lane reserved until the reservation is released (see {@linkcode SeedRuns.reserve}). */
   reserveIdle(seeded: number, planned = 0): { member: MemberState; lane: LaneReservation } | undefined {
+    if (!this.gate.open) return undefined; // paused: seeds go free, granted to nobody
     return this.#seedRuns.reserve(this.states, this.view, this.tracker, seeded, planned, this.#core.me.instance);
   }
 

@@ -1,7 +1,8 @@
 /**
  * The leader's splits, compact (issue 39): per split only what its decisions
- * read — revision, epoch, status, owner, attempts, weight, its place in the
- * dealing order, the plan page it waits on — in columns, about a hundred
+ * read — revision, epoch, status, owner, attempts, weight, its job run,
+ * its place in the dealing order, the plan page it waits on, whether it was
+ * quarantined by a permanent failure — in columns, about a hundred
  * bytes a split with its id, where a decoded record took 2.5–3 KB. A split
  * record's history (tenancies, failures), its progress and its descriptor
  * are not kept: what writes a split record over the leader's view (a
@@ -15,10 +16,12 @@
  */
 import type { Owner, Residual, SplitRecord, SplitStatus } from "../../records.ts";
 import type { Versioned } from "../versioned.ts";
+import { permanentlyFailed } from "../../records/transitions.ts";
 
 const STATUS: readonly SplitStatus[] = ["runnable", "completed", "quarantined", "cancelled"];
 const STATUS_CODE: Record<SplitStatus, number> = { runnable: 0, completed: 1, quarantined: 2, cancelled: 3 };
 const SPEC = 4;
+const PERMANENT = 8;
 
 /** What a few splits carry beyond the columns: their lineage and cuts. */
 interface Extra {
@@ -41,6 +44,7 @@ export class SplitTable implements Iterable<[string, Versioned<SplitRecord>]> {
   #owner = new Int32Array(0);
   #page = new Int32Array(0);
   #attempts = new Uint16Array(0);
+  #run = new Uint16Array(0);
   #flags = new Uint8Array(0);
   readonly #extra = new Map<number, Extra>();
   /** Owners interned: every split of one session shares one object. */
@@ -67,6 +71,12 @@ export class SplitTable implements Iterable<[string, Versioned<SplitRecord>]> {
   revision(id: string): number | undefined {
     const s = this.#slots.get(id);
     return s === undefined ? undefined : this.#revision[s];
+  }
+
+  /** Whether `id` is quarantined by a permanent failure (its last failure said so). */
+  permanent(id: string): boolean {
+    const s = this.#slots.get(id);
+    return s !== undefined && (this.#flags[s] & PERMANENT) !== 0;
   }
 
   /** The weight of `id`, or `undefined`. */
@@ -115,7 +125,8 @@ export class SplitTable implements Iterable<[string, Versioned<SplitRecord>]> {
     this.#weight[s] = r.weight;
     this.#epoch[s] = r.epoch;
     this.#attempts[s] = Math.min(r.attempts, 0xffff);
-    this.#flags[s] = STATUS_CODE[r.status] | (r.spec ? SPEC : 0);
+    this.#run[s] = Math.min(r.run ?? 0, 0xffff);
+    this.#flags[s] = STATUS_CODE[r.status] | (r.spec ? SPEC : 0) | (permanentlyFailed(r) ? PERMANENT : 0);
     this.#owner[s] = r.owner ? this.#intern(r.owner) : -1;
     this.#page[s] = v.revision === 0 ? page : -1;
     if (r.parent !== undefined || r.root !== undefined || r.cuts !== undefined || r.residuals !== undefined) {
@@ -170,6 +181,7 @@ export class SplitTable implements Iterable<[string, Versioned<SplitRecord>]> {
       progress: null,
     };
     if (f & SPEC) r.spec = true;
+    if (this.#run[s] > 0) r.run = this.#run[s];
     const x = this.#extra.get(s);
     if (x) Object.assign(r, x);
     return r;
@@ -203,6 +215,7 @@ export class SplitTable implements Iterable<[string, Versioned<SplitRecord>]> {
       this.#owner = grow(this.#owner, (n) => new Int32Array(n));
       this.#page = grow(this.#page, (n) => new Int32Array(n));
       this.#attempts = grow(this.#attempts, (n) => new Uint16Array(n));
+      this.#run = grow(this.#run, (n) => new Uint16Array(n));
       this.#flags = grow(this.#flags, (n) => new Uint8Array(n));
       this.#cap = cap;
     }

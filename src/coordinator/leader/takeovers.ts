@@ -69,6 +69,8 @@ export interface TakeoverCtx {
   tracker: AssignmentTracker;
   /** Whether this instance still leads. */
   leading(): boolean;
+  /** Whether new work may be dealt (false while the job is paused: `dealing_gate.ts`); default true. */
+  dealing?(): boolean;
 }
 
 /** Runs the takeover writes of one owner's splits, a wave at a time. */
@@ -98,7 +100,11 @@ export class Takeovers {
       reason,
       to: heir?.instance,
     });
-    const moves = planTakeover(todo, owner, heir, claimers(this.#ctx.states), (m) => freeLanes(view, m), (m) => view.loadOfKey(m.key));
+    // Paused: nobody is granted the splits (they are freed, and dealt on resume).
+    const dealing = this.#ctx.dealing?.() ?? true;
+    const moves = dealing
+      ? planTakeover(todo, owner, heir, claimers(this.#ctx.states), (m) => freeLanes(view, m), (m) => view.loadOfKey(m.key))
+      : todo.map((id) => ({ id, to: undefined }));
     void this.#run(moves, charge);
   }
 

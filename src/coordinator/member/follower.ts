@@ -50,6 +50,12 @@ export class Follower {
   maxTerm = 0;
   /** Outcome announced (once). */
   outcome: "allComplete" | "stalled" | "planFailed" | null = null;
+  /**
+   * The job is paused (its plan record says so): this member claims
+   * nothing and hands back what it runs (see {@linkcode Follower.paused}'s
+   * handling in `#checkPause`).
+   */
+  paused = false;
   /** The plan's outcome record behind an announced `allComplete` or `stalled`. */
   #announced: JobOutcome | undefined;
   /** Revisions of control records (`leader`, `plan`, our `member.`/`assign.`) that are unreadable: they are replaced by CAS. */
@@ -151,6 +157,7 @@ export class Follower {
       this.plan = { record: r, revision: ev.revision };
       this.#seeTerm(r.term);
       this.#checkOutcome(live);
+      this.#checkPause();
     } else {
       const r = this.#decode(ev.key, ev.value, AssignRecordSchema, ev.revision);
       if (!r) return;
@@ -208,19 +215,61 @@ export class Follower {
     if (!o || this.outcome) return;
     const { events, log } = this.#core;
     if (o.kind !== "planFailed") this.#announced = o;
+    // What the job skipped rides on the event and the line: "done except 1 cancelled" is not "all done".
+    const skipped = { ...(o.kind !== "planFailed" && o.cancelled ? { cancelled: o.cancelled } : {}) };
     if (o.kind === "allComplete") {
       this.outcome = "allComplete";
-      events.push({ type: "allComplete" });
-      log("info", "Job complete", { event: "allComplete", completed: o.completed });
+      events.push({ type: "allComplete", completed: o.completed, ...skipped });
+      log("info", "Job complete", { event: "allComplete", completed: o.completed, ...skipped });
     } else if (o.kind === "stalled") {
       this.outcome = "stalled";
-      events.push({ type: "stalled", completed: o.completed, quarantined: o.quarantined });
-      log("error", "Job stalled on quarantined splits", { event: "stalled", completed: o.completed, quarantined: o.quarantined });
+      const counts = { completed: o.completed, quarantined: o.quarantined, ...skipped, ...(o.permanent ? { permanent: o.permanent } : {}) };
+      events.push({ type: "stalled", ...counts });
+      log("error", "Job stalled on quarantined splits", { event: "stalled", ...counts });
     } else if (live && o.term === plan!.term) {
       this.outcome = "planFailed";
       events.push({ type: "planFailed", error: o.error, attempts: o.attempts });
       log("error", "Job failed: planning failed", { event: "planFailed", error: o.error, attempts: o.attempts });
     }
+  }
+
+  /**
+   * A pause, or its end, seen on the plan record. Paused, this member hands
+   * back every split it runs: each lane is asked to revoke (the source
+   * commits its tail and returns; forced after `drainDeadlineMs`) and
+   * released to nobody — no attempt charged, the epoch kept, so the split
+   * resumes from its last commit — and it claims nothing meanwhile (the
+   * coordinator's `mayClaim` reads `paused`): offers are not claimed,
+   * grants are released at the next beat. Resumed, it takes work again
+   * from the leader's next offers. The member decides this from its own
+   * plan watch, so a fleet without a leader pauses too.
+   */
+  #checkPause(): void {
+    const plan = this.plan?.record;
+    const paused = plan?.paused !== undefined && plan.outcome === undefined;
+    if (paused === this.paused) return;
+    this.paused = paused;
+    const { events, log } = this.#core;
+    if (paused) {
+      const held = [...this.#tenancies.held.keys()];
+      events.push({ type: "paused", handingBack: held.length });
+      log("warn", "Job paused: handing back the splits held, claiming nothing", {
+        event: "paused",
+        handingBack: held.length,
+        ...(plan?.paused?.by ? { by: plan.paused.by } : {}),
+        ...(plan?.paused?.reason ? { reason: plan.paused.reason } : {}),
+      });
+      for (const id of held) {
+        const t = this.#tenancies.held.get(id);
+        // A lane already revoked (a steal, a drain) hands back to nobody now: a thief would only hand it back again.
+        if (t?.draining && !t.cancelled) this.#tenancies.unnameSuccessor(id);
+        else this.#tenancies.requestRevoke(id, null, false, true);
+      }
+    } else {
+      events.push({ type: "resumed" });
+      log("info", "Job resumed: taking work again", { event: "resumed" });
+    }
+    this.#core.schedule();
   }
 
   // --- directives -------------------------------------------------------------------
@@ -256,7 +305,8 @@ export class Follower {
         this.#tenancies.unnameSuccessor(id);
         continue;
       }
-      if (t.byLeader) this.#tenancies.cancelRevoke(id); // withdrawn
+      // Withdrawn; but while paused the hand-back goes on (to nobody, at the drain deadline if need be).
+      if (t.byLeader && !this.paused) this.#tenancies.cancelRevoke(id);
       else this.#tenancies.unnameSuccessor(id); // our own drain goes on; the leader no longer names a successor
     }
     for (const g of a.grants) void this.#claims.grant(g);
@@ -308,5 +358,6 @@ function sameOutcome(a: JobOutcome | undefined, b: JobOutcome | undefined): bool
   if (!a || !b || a.kind !== b.kind) return false;
   if (a.kind === "planFailed" || b.kind === "planFailed") return a.kind === b.kind;
   return a.completed === b.completed && (a.cancelled ?? 0) === (b.cancelled ?? 0) &&
-    (a.kind === "stalled" ? a.quarantined : 0) === (b.kind === "stalled" ? b.quarantined : 0);
+    (a.kind === "stalled" ? a.quarantined : 0) === (b.kind === "stalled" ? b.quarantined : 0) &&
+    (a.kind === "stalled" ? a.permanent ?? 0 : 0) === (b.kind === "stalled" ? b.permanent ?? 0 : 0);
 }

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { pagedRecord, type PageEntry, type SplitRecord } from "../../records.ts";
+import { pagedRecord, type PageEntry, type PageRecord, type SplitRecord } from "../../records.ts";
 import { readPage } from "../read_page.ts";
 import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
@@ -18,7 +18,7 @@ const CACHED_PAGES = 4;
 /** Reads a plan's pages for one member's claims. */
 export class PageReader {
   readonly #core: Core;
-  readonly #pages = new Map<number, Map<string, PageEntry>>();
+  readonly #pages = new Map<number, { page: PageRecord; entries: Map<string, PageEntry> }>();
 
   constructor(core: Core) {
     this.#core = core;
@@ -30,8 +30,8 @@ export class PageReader {
    * it (or cannot be read: logged; the offer is left to the leader). Outages throw.
    */
   async record(page: number, id: string): Promise<SplitRecord | undefined> {
-    let entries = this.#pages.get(page);
-    if (!entries) {
+    let read = this.#pages.get(page);
+    if (!read) {
       const { clock, config, store } = this.#core;
       // A page is published before its splits are offered: "absent" is a replica from before it was written.
       const p = await readPage(store, page, undefined, { clock, budgetMs: config.opTimeoutMs });
@@ -43,13 +43,13 @@ export class PageReader {
         });
         return undefined;
       }
-      entries = new Map(p.page.splits.map((x) => [x.id, x]));
-      this.#pages.set(page, entries);
+      read = { page: p.page, entries: new Map(p.page.splits.map((x) => [x.id, x])) };
+      this.#pages.set(page, read);
       if (this.#pages.size > CACHED_PAGES) this.#pages.delete(this.#pages.keys().next().value!);
     }
-    const entry = entries.get(id);
+    const entry = read.entries.get(id);
     // Not on the page read: a deposed run's page (a stale replica); read it again for the next offer.
     if (!entry) this.#pages.delete(page);
-    return entry && pagedRecord(entry);
+    return entry && pagedRecord(entry, read.page);
   }
 }

@@ -77,6 +77,7 @@ export class Tenancies {
       progress: t.record.progress,
       records: t.record.records ?? 0,
       cuts: t.record.cuts ?? 0,
+      closed: t.record.closed ?? 0,
     };
     // Two starts of one split can overlap while a fence is out (a grant, and our own resume at the next epoch): the newer wins.
     if ((this.#opening.get(id) ?? -1) >= t.epoch) return false;
@@ -422,14 +423,15 @@ export class Tenancies {
     return owed;
   }
 
-  /** Poison report (with the error's stack, when there is one): attempts + 1; returns the written record. */
-  async fail(id: string, epoch: number, reason: string, stack?: string): Promise<SplitRecord> {
+  /** Poison report (with the error's stack, when there is one): attempts + 1, quarantined at once when `permanent`; returns the written record. */
+  async fail(id: string, epoch: number, reason: string, stack?: string, permanent = false): Promise<SplitRecord> {
     const { config, me, clock } = this.#core;
     const settled = () => {
       const t = this.held.get(id);
       return t ? this.settled(t) : undefined;
     };
-    const { record } = await this.#cas(id, epoch, true, (r) => failRecord(r, reason, config.maxAttempts, me.instance, clock.wallNow(), stack, settled()), "fail");
+    const make = (r: SplitRecord) => failRecord(r, reason, config.maxAttempts, me.instance, clock.wallNow(), stack, settled(), permanent);
+    const { record } = await this.#cas(id, epoch, true, make, "fail");
     return record;
   }
 

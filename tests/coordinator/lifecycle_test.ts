@@ -1,0 +1,4 @@
+import { memoryBackend } from "./fleet.ts";
+import { lifecycleScenarios } from "./lifecycle.ts";
+
+lifecycleScenarios(memoryBackend);
