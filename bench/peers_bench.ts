@@ -158,6 +158,8 @@ interface Throughput {
   tasksPerSec: number;
   prepMs: number;
   writesPerTask?: number;
+  /** The leader's passes per completed task (splitlease): one per burst of split changes at most. */
+  passesPerTask?: number;
   redisCmdsPerTask?: number;
   outMsgsPerTask: number;
   inMsgsPerTask: number;
@@ -187,7 +189,9 @@ async function throughput(system: System, mif: number, included: boolean): Promi
     } else if (!included) {
       prepMs = (await ask(ws[0], "publish", "published", LIMIT)).ms;
     }
-    const cpu0 = cpuSum(await reports(ws));
+    const before = await reports(ws);
+    const cpu0 = cpuSum(before);
+    const passes0 = before.reduce((n, r) => n + ((r.leaderPasses as number | undefined) ?? 0), 0);
     const serverMs = () => (system === "splitlease-pg" ? pgCpuSeconds(PG_PID) * 1000 : natsCpuMs());
     const server0 = system === "bullmq" ? (await ask(ws[0], "redis", "redis")).cpuMs : serverMs();
     await Promise.all(ws.map((w) => w.send({ cmd: "go" })));
@@ -207,6 +211,7 @@ async function throughput(system: System, mif: number, included: boolean): Promi
       tasksPerSec: TASKS / ((end - t0) / 1000),
       prepMs,
       writesPerTask: counts ? counts.writesLanded / TASKS : system === "jetstream" ? 1 : undefined,
+      passesPerTask: isSplitlease(system) ? (rs.reduce((n, r) => n + ((r.leaderPasses as number | undefined) ?? 0), 0) - passes0) / TASKS : undefined,
       redisCmdsPerTask: r0 && r1 ? (r1.commands - r0.commands) / TASKS : undefined,
       // Reports and the Redis INFO read come after the last completion: a few ms of idle CPU at most.
       workerCpuMsPerTask: (cpuSum(rs) - cpu0) / TASKS,
@@ -341,6 +346,8 @@ for (const mif of SCEN.includes("throughput") ? MIFS : []) {
     const cpu = (f: (t: Throughput) => number) => Object.fromEntries(SYSTEMS.map((s) => [s, tp[key][s] ? f(tp[key][s]!) : NaN]));
     rows(`  CPU ms per task, worker processes (maxInFlight ${mif}, planning ${included ? "included" : "excluded"})`, cpu((t) => t.workerCpuMsPerTask), " ms", undefined, 3);
     rows(`  CPU ms per task, nats-server, PostgreSQL or Redis (maxInFlight ${mif}, planning ${included ? "included" : "excluded"})`, cpu((t) => t.serverCpuMsPerTask), " ms", undefined, 3);
+    const passes = SYSTEMS.filter((s) => tp[key][s]?.passesPerTask !== undefined).map((s) => `${s} ${fmt(tp[key][s]!.passesPerTask, 2)}`);
+    if (passes.length) console.log(`  leader passes per task (maxInFlight ${mif}, planning ${included ? "included" : "excluded"}): ${passes.join(", ")}`);
     if (!included) {
       const prep = Object.fromEntries(SYSTEMS.map((s) => [s, TASKS / ((tp[key][s]?.prepMs ?? NaN) / 1000)]));
       rows(`planning / publishing ${TASKS} tasks (maxInFlight ${mif}), tasks/s`, prep, "/s");

@@ -325,6 +325,7 @@ function report(): void {
     counts: store?.snapshot(),
     rss: process.memoryUsage().rss,
     cpuMs: cpuMs(),
+    leaderPasses: coord?.stats().leaderPasses ?? 0,
     status: coord ? coordStatus(coord) : undefined,
   });
 }

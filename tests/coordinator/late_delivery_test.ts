@@ -17,9 +17,15 @@ import { splitRecord } from "./scenarios.ts";
 const t = (name: string, fn: () => Promise<void>) =>
   Deno.test({ name: `late delivery: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
 
-/** Joins `instance` to `f` through a fault layer over the fleet's store. */
-async function joinBehind(f: Fleet, instance: string, extra: Record<string, unknown> = {}): Promise<{ m: Member; store: FaultyStore }> {
+/** Joins `instance` to `f` through a fault layer over the fleet's store (`setup` runs on it before the join). */
+async function joinBehind(
+  f: Fleet,
+  instance: string,
+  extra: Record<string, unknown> = {},
+  setup: (store: FaultyStore) => void = () => {},
+): Promise<{ m: Member; store: FaultyStore }> {
   const store = new FaultyStore(f.store);
+  setup(store);
   const m = new Member(await SplitCoordinator.join({ store, job: f.job, instance, clock: f.clock, ...f.timings, ...extra }));
   f.members.push(m);
   return { m, store };
@@ -30,8 +36,9 @@ t("an older assignment record delivered after a newer one does not withdraw the 
   const plan = finalPlanner(splits(4));
   const [a] = await f.joinAll([{ instance: "a", planner: plan, maxInFlight: 0 }]);
   // More lanes than splits: b may be a victim of a steal (a member whose every lane is busy keeps its splits).
-  const { m: b, store: bStore } = await joinBehind(f, "b", { maxInFlight: 8 });
-  const deliveries = bStore.record((k) => k === keys.assign("b"));
+  // Every record b's watch hands it, from its first: the one that dealt it its splits comes before the revocation.
+  let deliveries!: ReturnType<FaultyStore["record"]>;
+  const { m: b } = await joinBehind(f, "b", { maxInFlight: 8 }, (s) => (deliveries = s.record((k) => k === keys.assign("b"))));
   assert.ok(await f.until(() => b.held.length === 4, 3000), "b holds all four");
   assert.ok(a.c.isLeader);
   // c joins: the leader revokes one of b's splits (one transfer per member at a time), naming c its successor.

@@ -1456,8 +1456,9 @@ export class Sim {
         const t = this.referee.splits.get(id);
         if (t?.holders.get(ev.epoch) !== holderKey(p.instance, p.session)) {
           this.violation(`${p.label} gained ${id} at epoch ${ev.epoch}, opened for ${t?.holders.get(ev.epoch)}`);
-        } else if ((durableWatermark(t) ?? null) !== (ev.progress?.watermark ?? null)) {
+        } else if (!t.progLost && (durableWatermark(t) ?? null) !== (ev.progress?.watermark ?? null)) {
           // It starts where the last commit of any epoch left it: its fence (or the record that closed the progress record to older epochs) carried it over.
+          // (Not while the store lost its progress record: the fence read what it held before, seed 3438.)
           this.violation(
             `${p.label} gained ${id}@${ev.epoch} with watermark ${ev.progress?.watermark} but ${durableWatermark(t)} is committed`,
           );
