@@ -10,18 +10,18 @@
 // `suites` lists the suites that should kill the mutant, in the order they
 // run (scripts/mutate.mjs stops at the first one that fails):
 //   unit         tests/unit
-//   store        tests/store/conformance_test.ts (MemoryStore and NatsStore), listing_test.ts, watch_replay_test.ts,
+//   store        tests/store/conformance_test.ts (MemoryStore and NatsStore over the Deno adapter's WebSocket), listing_test.ts, watch_replay_test.ts,
 //                maybe_landed_test.ts, unsent_test.ts
 //   store29      the same store suite on Debian's nats-server 2.9.10 (its hazards do not show on 2.15)
 //   coordinator  tests/coordinator/*_test.ts on MemoryStore (manual clock)
 //   regressions  tests/sim/regressions_test.ts
 //   sim          tests/sim/sim_test.ts at 300 seeds
-//   nats         tests/coordinator/nats_*_test.ts (real nats-server)
+//   nats         the coordinator scenarios of tests/nats/backend_test.ts (real nats-server)
 //   runtime      tests/runtime/worker_test.ts
 //   http         tests/runtime/fleet_http_test.ts, tests/runtime/http_test.ts (the HTTP app in process)
-//   outage       tests/store/outage_test.ts (a nats-server paused, stopped, restarted)
+//   outage       the outage suites of tests/nats/backend_test.ts and tests/store/outage_test.ts (a nats-server paused, stopped, restarted, connections killed)
 //   pg           the fenced-sink tests of tests/examples/pg_range_test.ts on a PostgreSQL the gate starts
-//   pgstore      tests/postgres/store_test.ts and conformance_test.ts (PostgresStore) on a PostgreSQL the gate starts
+//   pgstore      tests/postgres/store_test.ts and the conformance suites of backend_test.ts (PostgresStore) on a PostgreSQL the gate starts
 //   pgonce       tests/postgres/exactly_once_test.ts (rows and progress in one transaction, workers frozen and killed)
 //   onesource    tests/runtime/one_source_test.ts (maxInFlight and the job name from one place, real processes)
 //   tcptls       tests/tcp/tls_e2e_test.ts (tls:// by URL: workers configured by STORE_URL and the CLI, a CA of the test's)
@@ -1339,7 +1339,8 @@ export const mutants = [
   {
     name: "pg-maybe-landed-same-bytes",
     breaks: "a write whose answer was lost counts as landed when the key holds the same bytes at the revision it expected: one that never reached the server is reported written",
-    edits: [{ file: "src/postgres/pg_store.ts", search: "entry.value === value && entry.revision > before", replace: "entry.value === value && entry.revision >= before" }],
+    // The rule lives once, in the store kit's write guard: PostgreSQL's own suite must catch it there too.
+    edits: [{ file: "src/store/write_guard.ts", search: "entry.value === value && entry.revision > before", replace: "entry.value === value && entry.revision >= before" }],
     suites: ["pgstore"],
   },
   {
@@ -1707,7 +1708,7 @@ export const mutants = [
   {
     name: "maybe-landed-at-old-revision",
     breaks: "a write whose reply is lost counts as landed when the key holds its bytes at the revision seen before it: an update that never reached the server is reported ok at the old revision",
-    edits: [{ file: "src/nats/nats_store.ts", search: "entry.revision > before && entry.string() === value", replace: "entry.revision >= before && entry.string() === value" }],
+    edits: [{ file: "src/store/write_guard.ts", search: "entry.value === value && entry.revision > before", replace: "entry.value === value && entry.revision >= before" }],
     suites: ["store"],
   },
   {
