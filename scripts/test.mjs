@@ -7,7 +7,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { compatServer, resolveNatsServer } from "./nats_server_bin.mjs";
-import { pgBouncerBin, startPostgres } from "./services.mjs";
+import { pgBouncerBin, startPostgres, startRedis } from "./services.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const bin = (name) => join(root, "node_modules", ".bin", name);
@@ -238,11 +238,25 @@ async function ensurePg() {
   stops.push(pg);
   services.PG_URL = pg.url;
 }
+// Redis for its backend's suites: the append-only file fsynced on every write, as the store requires by default.
+async function ensureRedis() {
+  if (services.REDIS_URL) return;
+  const r = await startRedis({ log, appendfsync: "always" });
+  if (r.error) {
+    log(`Redis: ${r.error}`);
+    process.exit(1);
+  }
+  log(`redis-server started for this run at ${r.url}`);
+  stops.push(r);
+  services.REDIS_URL = r.url;
+}
 /** The services the test command starts, by registry id (a backend whose tests start their own servers has none). */
-const SERVICES = { postgres: ensurePg };
+const SERVICES = { postgres: ensurePg, redis: ensureRedis };
 for (const id of Object.keys(SERVICES)) if (!BACKENDS.some((b) => b.id === id)) throw new Error(`scripts/test.mjs starts a service for "${id}", which the store URL registry does not name`);
 if (process.env.PG_URL) services.PG_URL = process.env.PG_URL;
 else if (!only.length) await ensurePg();
+if (process.env.REDIS_URL) services.REDIS_URL = process.env.REDIS_URL;
+else if (!only.length) await ensureRedis();
 
 if (!only.length) {
   log("=== type check ===");

@@ -60,6 +60,13 @@ export interface FeedPage {
   boot: string;
   /** Of a log page: the oldest revision the log still holds (`null` when it is empty). */
   floor?: number | null;
+  /**
+   * A backend that filters what it scans (Redis scans the job's changes and
+   * keeps those under the prefix) and stopped before the end without
+   * filling the page: every change up to this revision was looked at, so
+   * the next page starts after it.
+   */
+  through?: number;
 }
 
 /**
@@ -292,6 +299,10 @@ export abstract class PolledWatch extends StoreWatch {
           snap.after = c.revision;
           this.replayed(snap.seen, c.key, c.value, c.revision);
         }
+        if (page.through !== undefined) {
+          snap.after = Math.max(snap.after, page.through);
+          continue;
+        }
         if (page.changes.length < PAGE_ROWS) {
           this.#cursor = page.head;
           break;
@@ -329,6 +340,10 @@ export abstract class PolledWatch extends StoreWatch {
       for (const c of page.changes) {
         this.#cursor = c.revision;
         this.changed(c.key, c.value, c.revision);
+      }
+      if (page.through !== undefined) {
+        this.#cursor = Math.max(this.#cursor, page.through);
+        continue;
       }
       if (page.changes.length < PAGE_ROWS) {
         this.#cursor = Math.max(this.#cursor, page.head);
