@@ -92,6 +92,14 @@ function serverOf(url: string): string {
 
 const AUTH = /^(NOAUTH|WRONGPASS|NOPERM)\b/;
 
+/** `STORE_AUTH_FAILED` for a refusal at connect: the credentials, or a command the user may not run. */
+function authRefusal(server: string, e: Error): SplitleaseError {
+  const fix = e.message.startsWith("NOPERM")
+    ? "grant the user the store's commands (docs/OPERATIONS.md, \"Sharing the Redis of a BullMQ fleet\")"
+    : "check the URL's user and password";
+  return new SplitleaseError("STORE_AUTH_FAILED", `RedisStore: Redis at ${server} refused the connection (${e.message}): ${fix}`, { cause: e });
+}
+
 /** What a node-redis failure lets the store conclude (see `RedisFailure`). */
 function callError(e: unknown): RedisCallError {
   if (e instanceof RedisCallError) return e;
@@ -184,7 +192,7 @@ export async function nodeRedisClient(o: NodeRedisClientOptions): Promise<RedisC
       if (e instanceof ErrorReply && AUTH.test(e.message)) {
         clearTimeout(timer);
         cmd.destroy();
-        reject(new SplitleaseError("STORE_AUTH_FAILED", `RedisStore: Redis at ${server} refused the credentials (${e.message}): check the URL's user and password`, { cause: e }));
+        reject(authRefusal(server, e));
       }
     };
     cmd.on("error", early);
@@ -196,7 +204,7 @@ export async function nodeRedisClient(o: NodeRedisClientOptions): Promise<RedisC
     }, (e) => {
       clearTimeout(timer);
       reject(e instanceof ErrorReply && AUTH.test(e.message)
-        ? new SplitleaseError("STORE_AUTH_FAILED", `RedisStore: Redis at ${server} refused the credentials (${e.message}): check the URL's user and password`, { cause: e })
+        ? authRefusal(server, e)
         : new StoreUnavailableError("connect", o.connectWaitMs, { cause: e, detail: `${e instanceof Error ? e.message : String(e)}; Redis at ${server}` }));
     });
   });

@@ -25,6 +25,7 @@
 //   pgonce       tests/postgres/exactly_once_test.ts (rows and progress in one transaction, workers frozen and killed)
 //   onesource    tests/runtime/one_source_test.ts (maxInFlight and the job name from one place, real processes)
 //   tcptls       tests/tcp/tls_e2e_test.ts (tls:// by URL: workers configured by STORE_URL and the CLI, a CA of the test's)
+//   redis        tests/redis/backend_test.ts (the kit's conformance suite) and durability_test.ts on a redis-server the gate starts
 
 const C = "src/coordinator/";
 const COORD = ["coordinator", "regressions", "sim", "nats"];
@@ -1530,6 +1531,31 @@ export const mutants = [
     breaks: "ops are sent while disconnected instead of waiting for the connection: the request is lost",
     edits: [{ file: "src/nats/nats_store.ts", search: "    if (this.#conn.connected) return;\n    if (!(await this.#conn.waitConnected(deadline - this.#reserve))) {", replace: "    return;\n    if (!(await this.#conn.waitConnected(deadline - this.#reserve))) {" }],
     suites: ["outage"],
+  },
+  // --- the Redis store (issue 42) -----------------------------------------------------------------
+  {
+    name: "redis-cas-unchecked",
+    breaks: "the Redis write script takes the next revision without comparing the key's: two writers at one revision both land",
+    edits: [{ file: "src/redis/scripts.ts", search: "elseif not cur or tonumber(cur) ~= tonumber(ARGV[3]) then", replace: "elseif not cur then" }],
+    suites: ["redis"],
+  },
+  {
+    name: "redis-wait-skipped",
+    breaks: "a write on a primary with replicas is reported landed without WAIT: an acknowledged write is lost in a failover to a replica that never had it",
+    edits: [{ file: "src/redis/redis_kv_store.ts", search: "    const n = this.#mode.waitReplicas;\n    if (n === 0) return;", replace: "    const n = this.#mode.waitReplicas;\n    return;" }],
+    suites: ["redis"],
+  },
+  {
+    name: "redis-durability-unchecked",
+    breaks: "a server with appendonly no (or fsync everysec) is accepted without the weaker mode named: a restart loses acknowledged writes",
+    edits: [{ file: "src/redis/durability.ts", search: "if (DURABILITY_LEVELS.indexOf(level) > DURABILITY_LEVELS.indexOf(wanted)) {", replace: "if (false) {" }],
+    suites: ["unit", "redis"],
+  },
+  {
+    name: "redis-restart-unseen",
+    breaks: "a Redis watch reads without the server's run id: after a restart (which may have lost what it read) it goes on instead of a reset and a fresh snapshot",
+    edits: [{ file: "src/redis/redis_watch.ts", search: "this.#prefix, String(SCAN_ROWS), from, \"1\"]", replace: "this.#prefix, String(SCAN_ROWS), from, \"\"]" }],
+    suites: ["redis"],
   },
   // --- what the fleet view reads from a split record (issue 24 item 1) -----------------
   {

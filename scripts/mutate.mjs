@@ -86,6 +86,9 @@ const SUITES = {
   // exactly-once fleet (rows and progress in one transaction, workers SIGSTOPped and SIGKILLed).
   pgstore: { files: () => ["tests/postgres/store_test.ts", "tests/postgres/backend_test.ts"], env: { KIT_SUITES: "conformance" }, postgres: true, timeoutS: 180 },
   pgonce: { files: () => ["tests/postgres/exactly_once_test.ts"], postgres: true, timeoutS: 180 },
+  // RedisStore on a redis-server the gate starts (appendfsync always): the kit's conformance suite, and
+  // durability (refused settings, WAIT on a replica, kill -9).
+  redis: { files: () => ["tests/redis/backend_test.ts", "tests/redis/durability_test.ts"], env: { KIT_SUITES: "conformance" }, redis: true, timeoutS: 180 },
 };
 
 function testFiles(dir, sub) {
@@ -214,6 +217,7 @@ const cleanup = () => {
 };
 process.on("exit", () => {
   postgres?.killSync?.();
+  redis?.killSync?.();
   cleanup();
 });
 for (const sig of ["SIGINT", "SIGTERM"]) {
@@ -230,6 +234,8 @@ const children = new Set();
 
 let postgres; // started on first use by a suite that needs it, stopped at exit
 let postgresUrl;
+let redis; // the same for Redis
+let redisUrl;
 
 /** Runs one suite in the scratch copy; resolves to { ok, timedOut, failed: [test names], detail, seconds }. */
 async function runSuite(name, tag) {
@@ -239,6 +245,12 @@ async function runSuite(name, tag) {
     postgres = await startPostgres({ log });
     if (postgres.error) return { ok: false, timedOut: false, failed: [], detail: `suite ${name}: ${postgres.error}`, seconds: 0 };
     postgresUrl = postgres.url;
+  }
+  if (suite.redis && !redis) {
+    const { startRedis } = await import("./services.mjs");
+    redis = await startRedis({ log, appendfsync: "always" });
+    if (redis.error) return { ok: false, timedOut: false, failed: [], detail: `suite ${name}: ${redis.error}`, seconds: 0 };
+    redisUrl = redis.url;
   }
   const files = opt("files")?.split(",") ?? suite.files(scratch);
   const started = Date.now();
@@ -252,6 +264,7 @@ async function runSuite(name, tag) {
         NO_COLOR: "1",
         ...(natsServer ? { NATS_SERVER: suite.compat ? compatNatsServer() : natsServer } : {}),
         ...(suite.postgres ? { PG_URL: postgresUrl } : {}),
+        ...(suite.redis ? { REDIS_URL: redisUrl } : {}),
         ...(suite.env ?? {}),
       },
     });

@@ -226,7 +226,7 @@ const BACKENDS = registryBackends();
 // A backend's suites (tests/<id>/) need its server, started here before the first of them that
 // runs (a full run starts them up front, so that a missing server is said before anything else
 // runs). These folders outside tests/<id>/ need it too.
-const EXTRA_USERS = { postgres: ["tests/cluster", "tests/examples", "tests/ops"] };
+const EXTRA_USERS = { postgres: ["tests/cluster", "tests/examples", "tests/ops", "tests/redis/faults_test.ts"] };
 async function ensurePg() {
   if (services.PG_URL) return;
   const pg = await startPostgres({ log });
@@ -333,6 +333,10 @@ await denoSuite("PostgreSQL fleets, faults, exactly-once and the CLI (Deno + Bun
   "tests/postgres/exactly_once_test.ts",
   "tests/postgres/cli_test.ts",
 ]);
+await denoSuite(
+  "Redis durability and faults (weak persistence refused, WAIT on a replica, kill -9 with appendfsync always; a Deno + Bun + Node fleet through SIGKILL, CLIENT KILL, SIGSTOP and restarts from the AOF)",
+  ["tests/redis/durability_test.ts", "tests/redis/faults_test.ts"],
+);
 // PostgreSQL as deployed: a TLS-only server of its own and Debian's PgBouncer in front of it,
 // installed here when missing (as root; without it the PgBouncer cases are ignored, saying so).
 const DEPLOYED_SUITE = "PostgreSQL as deployed (TLS with sslmode=verify-full, PgBouncer in transaction mode)";
