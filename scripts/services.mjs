@@ -122,8 +122,10 @@ export function pgBouncerBin({ log = console.log } = {}) {
  * BullMQ's benches run on); `appendfsync: "always"` (or `"everysec"`) turns
  * the append-only file on with that fsync policy, which the Redis store
  * requires by default. Resolves `{ url, port, stop }` or `{ error }`.
+ *
+ * @param {{ log?: (line: string) => void, appendfsync?: "always" | "everysec" }} [options]
  */
-export async function startRedis({ log = console.log, appendfsync = undefined } = {}) {
+export async function startRedis({ log = console.log, appendfsync } = {}) {
   const find = () => ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].find((p) => existsSync(p));
   let bin = find();
   if (!bin && aptInstall("redis-server", log)) bin = find();
