@@ -153,7 +153,7 @@ export async function startRedis({ log = console.log, appendfsync } = {}) {
         c.on("error", () => resolve(false));
       });
     });
-    if (ok) return { url: `redis://127.0.0.1:${port}`, port, stop, killSync: () => killSync(proc, dir) };
+    if (ok) return { url: `redis://127.0.0.1:${port}`, port, pid: proc.pid, stop, killSync: () => killSync(proc, dir) };
     if (exited) break;
     await sleep(50);
   }
