@@ -80,7 +80,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "redis durability: every acknowledged write survives kill -9 of a server with appendfsync always, at its revision; a watch resets on the new run id",
+  name: "redis durability: every acknowledged write survives SIGKILL of a server with appendfsync always, at its revision; a watch resets on the new run id",
   ...opts,
   fn: async () => {
     await using server = await RedisServer.start();
