@@ -286,7 +286,9 @@ export function storeUrlHint(url: string, kinds: readonly StoreUrlKind[] = STORE
   }
   const rest = text.replace(SCHEME, "");
   if (scheme === "http" || scheme === "https") {
-    return `${kinds.map((k) => k.name).join(" and ")} take no HTTP URL (nats-server's HTTP ports are its monitoring ` +
+    const names = kinds.map((k) => k.name);
+    const all = names.length <= 1 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+    return `${all} take no HTTP URL (nats-server's HTTP ports are its monitoring ` +
       `port, which takes no clients, and its WebSocket listener: ${scheme === "https" ? "wss" : "ws"}://${hostOf(text)})`;
   }
   if (kinds.some((k) => k.schemes.some((s) => s.scheme === scheme))) return "";

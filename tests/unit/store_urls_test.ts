@@ -70,7 +70,7 @@ Deno.test("store urls: a near miss is named with its fix", () => {
     ["nats://fine:4222", ""],
   ];
   for (const [url, hint] of cases) assert.equal(storeUrlHint(url), hint, url);
-  assert.match(storeUrlHint("http://nats:8222"), /take no HTTP URL \(nats-server's HTTP ports are its monitoring port, which takes no clients, and its WebSocket listener: ws:\/\/nats:8222\)/);
+  assert.match(storeUrlHint("http://nats:8222"), /^NATS, PostgreSQL and Redis take no HTTP URL \(nats-server's HTTP ports are its monitoring port, which takes no clients, and its WebSocket listener: ws:\/\/nats:8222\)/);
   assert.match(storeUrlHint("https://nats:443"), /WebSocket listener: wss:\/\/nats:443\)/);
   assert.ok(!storeUrlHint("pg://app:secret@db/app").includes("secret"), "credentials never shown");
 });
