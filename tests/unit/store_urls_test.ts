@@ -22,6 +22,7 @@ import { USAGE } from "../../src/cli/args.ts";
 import { coordinationFromEnv } from "../../examples/serve.ts";
 import { NatsStore } from "../../nats.ts";
 import { PostgresStore } from "../../adapters/postgres.ts";
+import { RedisStore } from "../../adapters/redis.ts";
 import { SplitleaseError } from "../../mod.ts";
 
 const ALL = "nats://, tls://, ws:// or wss:// URLs (NATS), one postgres:// or postgresql:// URL (PostgreSQL), or one redis:// or rediss:// URL (Redis)";
@@ -101,6 +102,10 @@ Deno.test("store urls: a store given another backend's URL says which backend it
   assert.match(typo, /is not a NATS URL: .*; did you mean nats:\/\/127\.0\.0\.1:1\?$/);
   const pg = await PostgresStore.connect({ url: "nats://127.0.0.1:4222", job: "j" }).then(() => "", (e) => e.message);
   assert.match(pg, /url "nats:\/\/127\.0\.0\.1:4222" is a NATS URL, not a PostgreSQL one \(postgres:\/\/ or postgresql:\/\/\): connect to NATS with NatsStore\.connect/);
+  const redis2 = await RedisStore.connect({ url: "redis://a:6379,redis://b:6379", job: "j" }).then(() => "", (e) => e.message);
+  assert.match(redis2, /url "redis:\/\/a:6379,redis:\/\/b:6379" is not a URL: give redis:\/\/\[user:password@\]host\[:port\]\[\/db\]/, "one server, not a list");
+  const redisPg = await RedisStore.connect({ url: "postgres://u@db/app", job: "j" }).then(() => "", (e) => e.message);
+  assert.match(redisPg, /url "postgres:\/\/\*\*\*@db\/app" is a PostgreSQL URL, not a Redis one \(redis:\/\/ or rediss:\/\/\): connect to PostgreSQL with PostgresStore\.connect/);
   const pgTypo = await PostgresStore.connect({ url: "postgress://u@db/app", job: "j" }).then(() => "", (e) => e.message);
   assert.match(pgTypo, /url "postgress:\/\/\*\*\*@db\/app" is not a PostgreSQL URL: give postgres:\/\/ or postgresql:\/\/; did you mean postgres:\/\/\*\*\*@db\/app\?/);
 });
@@ -115,5 +120,6 @@ Deno.test("store urls: the examples' launcher refuses a URL no backend takes bef
   assert.match(refusal(() => of({ STORE_URL: "postgress://db/app" })), /did you mean postgres:\/\/db\/app\?$/);
   assert.ok("storeFactory" in of({ STORE_URL: "127.0.0.1:5432" }), "a bare host:port is refused by the factory, once it asked what listens there");
   assert.ok("storeFactory" in of({ STORE_URL: "postgresql://u@db/app" }), "postgresql:// is accepted");
+  assert.ok("storeFactory" in of({ STORE_URL: "rediss://u:secret@cache:6380" }), "rediss:// is accepted");
   assert.ok("storeFactory" in of({ STORE_URL: "tls://n1:4222,tls://n2:4222" }));
 });
