@@ -2,7 +2,7 @@
 /**
  * The `splitlease` command line: watch and repair a job from outside the
  * fleet, over the same store connection settings as the workers (NATS
- * URLs, or a PostgreSQL `postgres://` URL).
+ * URLs, a PostgreSQL `postgres://` URL, or a Redis `redis://` URL).
  *
  * ```sh
  * deno run -A cli.ts status --servers nats://nats:4222 --job backfill   # this repository
@@ -103,7 +103,9 @@ async function backendOf(o: CliOptions): Promise<{ backend: StoreBackend; settin
       // One plain line per failed attempt while connect waits for a server (retries only: the
       // connection budget a PostgreSQL store logs at connect is for workers' logs).
       logger: (level, message, f) =>
-        level === "warn" || level === "error" ? err(`splitlease: ${message}: ${f?.servers ?? f?.server ?? ""}, attempt ${f?.attempt} (${f?.error})`) : undefined,
+        (level === "warn" || level === "error") && f?.attempt !== undefined
+          ? err(`splitlease: ${message}: ${f?.servers ?? f?.server ?? ""}, attempt ${f?.attempt} (${f?.error})`)
+          : undefined,
       settings: {
         nats: {
           ...(o.user !== undefined ? { user: o.user } : {}),
@@ -112,6 +114,9 @@ async function backendOf(o: CliOptions): Promise<{ backend: StoreBackend; settin
           ...(creds !== undefined ? { creds } : {}),
         },
         postgres: { poolSize: 2 },
+        // An operator's tool reads and repairs whatever the workers run on: the workers' own
+        // connect is where a Redis too weak for them is refused (its writes are still fenced).
+        redis: { durability: "none" },
       },
     },
   };

@@ -8,7 +8,7 @@ import { bin, Child, type Msg, nodeBundle, root, rssBytes, sleep } from "./_proc
 
 /** Config of one host process (read by bench/scale_host.ts from env SCALE_HOST). */
 export interface HostOpts {
-  mode: "nats" | "memory" | "pg";
+  mode: "nats" | "memory" | "pg" | "redis";
   url?: string;
   /** mode "pg": the schema of the cell's tables. */
   schema?: string;
@@ -57,6 +57,8 @@ export async function fleet(
     replicas?: number;
     /** Coordinate through PostgreSQL (`url` is its postgres:// URL) in `schema`. */
     pg?: { schema: string };
+    /** Coordinate through Redis (`url` is its redis:// URL). */
+    redis?: boolean;
   },
 ) {
   const procs = Math.min(o.w, o.procs);
@@ -64,7 +66,7 @@ export async function fleet(
   for (let i = 0; i < o.w; i++) groups[i % procs].push(`w${i}`);
   const hosts = await Promise.all(groups.map((instances, p) =>
     spawnHost(o.runtime, `host${p}`, {
-      mode: o.pg ? "pg" : "nats",
+      mode: o.pg ? "pg" : o.redis ? "redis" : "nats",
       ...(o.pg ? { schema: o.pg.schema } : {}),
       url: o.url,
       job: o.job,

@@ -282,6 +282,37 @@ export async function rawCasRate(url: string | string[], ms = 2000, keys = 100, 
   }
 }
 
+/**
+ * Raw compare-and-swap updates/s of the Redis store: `keys` keys updated
+ * concurrently through one RedisStore (one connection, pipelined), each at
+ * the revision its last update returned, for `ms`.
+ */
+export async function rawRedisCasRate(url: string, ms = 2000, keys = 100): Promise<number> {
+  const { RedisStore } = await import("../adapters/redis.ts");
+  const s = await RedisStore.connect({ url, job: `benchraw${Math.floor(Math.random() * 1e9)}`, logger: () => {} });
+  try {
+    const revs = await Promise.all(Array.from({ length: keys }, async (_, i) => {
+      const r = await s.create(`k.${i}`, "x".repeat(200));
+      if (!r.ok) throw new Error("raw CAS: a fresh key exists");
+      return r.revision;
+    }));
+    let n = 0;
+    const t0 = performance.now();
+    const end = t0 + ms;
+    await Promise.all(revs.map(async (rev, i) => {
+      while (performance.now() < end) {
+        const r = await s.update(`k.${i}`, "x".repeat(200), rev);
+        if (!r.ok) throw new Error("raw CAS: lost a race nobody ran");
+        rev = r.revision;
+        n++;
+      }
+    }));
+    return n / ((performance.now() - t0) / 1000);
+  } finally {
+    await s.close();
+  }
+}
+
 /** The machine's load averages (1, 5, 15 min) as "a b c": other work on the box moves every figure. */
 export const loadavg = (): string => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
 

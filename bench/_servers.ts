@@ -118,6 +118,24 @@ export function pgSetup(): PgSetup | undefined {
   };
 }
 
+/** The Redis `npm run bench` started for the Redis store (REDIS_STORE_URL, REDIS_STORE_PID; appendfsync always). */
+export interface RedisSetup {
+  kind: "redis";
+  /** e.g. "Redis (AOF always)". */
+  label: string;
+  url: string;
+  /** CPU seconds of the server so far. */
+  cpuSeconds(): number;
+}
+
+/** The Redis store's setup, or `undefined` when the bench runs without one (BENCH_REDIS=0). */
+export function redisSetup(): RedisSetup | undefined {
+  const url = Deno.env.get("REDIS_STORE_URL");
+  if (!url) return undefined;
+  const pid = Number(Deno.env.get("REDIS_STORE_PID") ?? -1);
+  return { kind: "redis", label: "Redis (AOF always)", url, cpuSeconds: () => cpuSeconds(pid) };
+}
+
 /** CPU seconds of a PostgreSQL server: its postmaster and every process it started (backends, walwriter, ...), live or exited. */
 export function pgCpuSeconds(postmaster: number): number {
   let total = 0;

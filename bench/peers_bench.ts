@@ -39,7 +39,7 @@
 // BENCH_PEERS_SCENARIOS [throughput,handback,completion] (4 comes from throughput).
 import { wsconnect } from "@nats-io/nats-core";
 import { AckPolicy, jetstreamManager, RetentionPolicy } from "@nats-io/jetstream";
-import { pgCpuSeconds, setupKinds, startNats } from "./_servers.ts";
+import { pgCpuSeconds, redisSetup, setupKinds, startNats } from "./_servers.ts";
 import { type StoreCounts, sumCounts } from "./counting_store.ts";
 import { median, percentile, result } from "./_common.ts";
 import {
@@ -56,15 +56,17 @@ import {
   writeResults,
 } from "./_procs.ts";
 
-type System = "splitlease" | "splitlease-pg" | "jetstream" | "bullmq";
-/** splitlease on NATS, or on the PostgreSQL `npm run bench` started (PG_URL). */
-const isSplitlease = (s: System) => s === "splitlease" || s === "splitlease-pg";
+type System = "splitlease" | "splitlease-pg" | "splitlease-redis" | "jetstream" | "bullmq";
+/** splitlease on NATS, on the PostgreSQL `npm run bench` started (PG_URL), or on its Redis for the store (REDIS_STORE_URL). */
+const isSplitlease = (s: System) => s === "splitlease" || s === "splitlease-pg" || s === "splitlease-redis";
 const PG_URL = Deno.env.get("PG_URL");
+const REDIS_STORE = redisSetup();
 const PG_PID = Number(Deno.env.get("PG_PID") ?? -1);
 const num = (k: string, d: number) => Number(Deno.env.get(k) ?? d);
 const TASKS = num("BENCH_PEERS_TASKS", 10_000);
 const MIFS = Deno.env.get("BENCH_PEERS_MIF")?.split(",").map(Number) ?? [8, 32];
-const SYSTEMS = (Deno.env.get("BENCH_PEERS_SYSTEMS") ?? `splitlease,${PG_URL ? "splitlease-pg," : ""}jetstream,bullmq`).split(",") as System[];
+const SYSTEMS = (Deno.env.get("BENCH_PEERS_SYSTEMS") ??
+  `splitlease,${PG_URL ? "splitlease-pg," : ""}${REDIS_STORE ? "splitlease-redis," : ""}jetstream,bullmq`).split(",") as System[];
 const HANDBACK = num("BENCH_PEERS_HANDBACK", 50), HB_ROUNDS = num("BENCH_PEERS_HANDBACK_ROUNDS", 3);
 const HB_LAYOUTS = (Deno.env.get("BENCH_PEERS_HANDBACK_LAYOUTS") ?? "leader,follower").split(",").filter(Boolean) as ("leader" | "follower")[];
 const C_TASKS = num("BENCH_PEERS_COMPLETION_TASKS", 1000), C_RUNS = num("BENCH_PEERS_COMPLETION_RUNS", 3);
@@ -111,6 +113,7 @@ async function spawn(system: System, name: string, specs: { role: string; tasks:
       PEERS: JSON.stringify({
         system: isSplitlease(system) ? "splitlease" : system,
         ...(system === "splitlease-pg" ? { pgUrl: PG_URL } : {}),
+        ...(system === "splitlease-redis" ? { redisUrl: REDIS_STORE!.url } : {}),
         role: s.role,
         id: `${s.role}${i}`,
         natsUrl: url,
@@ -192,7 +195,8 @@ async function throughput(system: System, mif: number, included: boolean): Promi
     const before = await reports(ws);
     const cpu0 = cpuSum(before);
     const passes0 = before.reduce((n, r) => n + ((r.leaderPasses as number | undefined) ?? 0), 0);
-    const serverMs = () => (system === "splitlease-pg" ? pgCpuSeconds(PG_PID) * 1000 : natsCpuMs());
+    const serverMs = () =>
+      system === "splitlease-pg" ? pgCpuSeconds(PG_PID) * 1000 : system === "splitlease-redis" ? REDIS_STORE!.cpuSeconds() * 1000 : natsCpuMs();
     const server0 = system === "bullmq" ? (await ask(ws[0], "redis", "redis")).cpuMs : serverMs();
     await Promise.all(ws.map((w) => w.send({ cmd: "go" })));
     if (included && !isSplitlease(system)) await ws[0].send({ cmd: "publish" });
@@ -424,7 +428,17 @@ if (full) {
       target: "≈ 1 (the same protocol)",
     });
   }
-  const nats = SYSTEMS.filter((s) => s !== "bullmq" && s !== "splitlease-pg");
+  const wr = full["splitlease-redis"]?.writesPerTask;
+  if (wr !== undefined) {
+    result({
+      bench: "peers",
+      metric: "store writes per completed split (planning included), Redis ÷ NATS",
+      value: `${fmt(wr, 2)} vs ${fmt(w, 2)} landed writes`,
+      ratio: wr / (w ?? NaN),
+      target: "≈ 1 (the same protocol)",
+    });
+  }
+  const nats = SYSTEMS.filter((s) => s !== "bullmq" && s !== "splitlease-pg" && s !== "splitlease-redis");
   rows("server messages out per completed task (nats /varz)", Object.fromEntries(nats.map((s) => [s, full[s]?.outMsgsPerTask])), "", undefined, 2);
   rows("server messages in per completed task (nats /varz)", Object.fromEntries(nats.map((s) => [s, full[s]?.inMsgsPerTask])), "", undefined, 2);
 }

@@ -32,6 +32,8 @@ interface Cfg {
   natsUrl: string;
   /** splitlease on PostgreSQL: the store's postgres:// URL (else NATS). */
   pgUrl?: string;
+  /** splitlease on Redis: the store's redis:// URL. */
+  redisUrl?: string;
   /** Job / stream / queue name of this run. */
   name: string;
   tasks: number;
@@ -364,6 +366,8 @@ try {
   if (cfg.system === "splitlease") {
     raw = cfg.pgUrl
       ? await (await import("../adapters/postgres.ts")).PostgresStore.connect({ url: cfg.pgUrl, job: cfg.name, opTimeoutMs: 5000 })
+      : cfg.redisUrl
+      ? await (await import("../adapters/redis.ts")).RedisStore.connect({ url: cfg.redisUrl, job: cfg.name, opTimeoutMs: 5000, logger: () => {} })
       : await NatsStore.connect({ servers: cfg.natsUrl, job: cfg.name, opTimeoutMs: 5000 });
     // BENCH_PEERS_TRACE=dir: every store operation and watch delivery, one line each, in dir/<id>.trace.
     const traceDir = process.env.BENCH_PEERS_TRACE;

@@ -3,7 +3,8 @@
 // connection behind a counting Store wrapper, against a fresh nats-server
 // (WebSocket) per cell; each grid cell again on PostgreSQL (a PostgresStore
 // per coordinator, a schema of its own per cell) when `npm run bench`
-// started one (PG_URL; BENCH_PG=0 leaves it out). Prints one ::result row per cell and writes every
+// started one (PG_URL; BENCH_PG=0 leaves it out), and on Redis (a RedisStore per coordinator, a job
+// of its own per cell; REDIS_STORE_URL, BENCH_REDIS=0 leaves it out). Prints one ::result row per cell and writes every
 // cell's figures to bench/results/scale-<timestamp>.json.
 //
 //   npm run bench -- scale                   (the full grid: takes an hour or more)
@@ -31,7 +32,7 @@
 // new epoch with an owner); each row says which ("claims via stats|wrapper").
 import { wsTransport } from "./_transport.ts";
 import { NatsServer } from "../tests/helpers/nats_server.ts";
-import { type NatsSetup, pgSetup, setupKinds, startNats } from "./_servers.ts";
+import { type NatsSetup, pgSetup, redisSetup, setupKinds, startNats } from "./_servers.ts";
 import { NatsStore } from "../nats.ts";
 import { diffCounts, type StoreCounts, sumCounts } from "./counting_store.ts";
 import { result } from "./_common.ts";
@@ -43,6 +44,7 @@ import {
   type Msg,
   rawCasRate,
   rawPgCasRate,
+  rawRedisCasRate,
   rssBytes,
   sampleServer,
   sleep,
@@ -100,6 +102,19 @@ async function cellServer(kind: string): Promise<CellServer> {
       cpuSeconds: () => pg.cpuSeconds(),
       sample: () => ({ stop: () => Promise.resolve({ cpuMax: NaN, rssMax: NaN }) }),
       fleet: (job, w, s) => startFleet({ runtime: RUNTIME, procs: PROCS, url: pg.url, job, w, s, role: "tiny", tunables, pg: { schema } }),
+      [Symbol.asyncDispose]: () => Promise.resolve(),
+    };
+  }
+  if (kind === "redis") {
+    const r = redisSetup();
+    if (!r) throw new Error("the redis setup needs REDIS_STORE_URL (npm run bench starts a redis-server)");
+    return {
+      label: r.label,
+      raw: () => rawRedisCasRate(r.url, 2000, 100),
+      varz: () => Promise.resolve(undefined),
+      cpuSeconds: () => r.cpuSeconds(),
+      sample: () => ({ stop: () => Promise.resolve({ cpuMax: NaN, rssMax: NaN }) }),
+      fleet: (job, w, s) => startFleet({ runtime: RUNTIME, procs: PROCS, url: r.url, job: `${job}-${Date.now().toString(36)}`, w, s, role: "tiny", tunables, redis: true }),
       [Symbol.asyncDispose]: () => Promise.resolve(),
     };
   }
@@ -428,8 +443,8 @@ console.log(`scale bench: runtime ${RUNTIME} (WebSocket: ${RUNTIME === "deno" ? 
 if (SCENARIOS.includes("grid")) {
   for (const s of list("BENCH_S", [1000, 10_000, 100_000])) {
     for (const w of list("BENCH_W", [4, 16, 50, 100])) {
-      // PostgreSQL next to NATS in the same run (when `npm run bench` started it).
-      for (const kind of [...setupKinds(), ...(pgSetup() ? ["pg"] : [])]) await cell(`grid W=${w} S=${s} on ${kind}`, () => gridCell(w, s, kind));
+      // PostgreSQL and Redis next to NATS in the same run (when `npm run bench` started them).
+      for (const kind of [...setupKinds(), ...(pgSetup() ? ["pg"] : []), ...(redisSetup() ? ["redis"] : [])]) await cell(`grid W=${w} S=${s} on ${kind}`, () => gridCell(w, s, kind));
     }
   }
 }

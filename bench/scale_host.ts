@@ -17,7 +17,7 @@ import { NatsStore } from "../nats.ts";
 import { claimAttempts, CountingStore, sumCounts } from "./counting_store.ts";
 
 interface HostConfig {
-  mode: "nats" | "memory" | "pg";
+  mode: "nats" | "memory" | "pg" | "redis";
   url?: string;
   /** mode "pg": the schema of the cell's tables. */
   schema?: string;
@@ -206,6 +206,14 @@ async function join(s: Slot): Promise<void> {
         ...(process.env.BENCH_PG_LISTEN_KEYS === "1" ? { listenExactKeys: true } : {}),
         // BENCH_PG_KEY_POLL_MS=n: a fixed period for the polled exact-key watches (keyPollMs).
         ...(process.env.BENCH_PG_KEY_POLL_MS ? { keyPollMs: Number(process.env.BENCH_PG_KEY_POLL_MS) } : {}),
+      })
+      : cfg.mode === "redis"
+      ? await (await import("../adapters/redis.ts")).RedisStore.connect({
+        url: cfg.url!,
+        job: cfg.job,
+        opTimeoutMs: cfg.tunables.opTimeoutMs,
+        clientName: `splitlease:${cfg.job}:${s.instance}`,
+        logger: () => {},
       })
       : await NatsStore.connect({
         servers: cfg.url!.split(","),

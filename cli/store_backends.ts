@@ -4,8 +4,8 @@
  * store URL registry (`src/store/store_urls.ts`). The registry is data and
  * stays Web-only in `src/`: each backend's name and schemes. This file wires
  * each backend to its runtime adapter: NATS through the TCP transport for
- * `nats://`/`tls://` (or WebSocket), PostgreSQL through postgres.js, loaded
- * only when a URL names it. A backend added to the registry does not
+ * `nats://`/`tls://` (or WebSocket), PostgreSQL through postgres.js and
+ * Redis through node-redis, each loaded only when a URL names it. A backend added to the registry does not
  * type-check here until it is wired ({@linkcode STORE_BACKENDS} is keyed by
  * every registry id).
  *
@@ -30,6 +30,7 @@ import { NatsJobCatalog } from "../src/nats/nats_jobs.ts";
 import type { NatsStoreOptions } from "../src/nats/options.ts";
 import { transportFor } from "../adapters/nats_tcp.ts";
 import type { PostgresStoreOptions } from "../adapters/postgres.ts";
+import type { RedisStoreOptions } from "../adapters/redis.ts";
 
 /**
  * Settings of one backend, by its registry id, for what the common options
@@ -47,6 +48,8 @@ export interface BackendSettings {
   nats?: Partial<NatsStoreOptions>;
   /** Extra `PostgresStore.connect` options (`schema`, `poolSize`, `transactionIdleTimeoutMs`). */
   postgres?: Partial<PostgresStoreOptions>;
+  /** Extra `RedisStore.connect` options (`keyPrefix`, `durability`, `waitReplicas`, `tls`). */
+  redis?: Partial<RedisStoreOptions>;
 }
 
 /**
@@ -118,7 +121,7 @@ function natsOptions(urls: readonly string[], o: Omit<BackendConnectOptions, "jo
  * @example
  * ```ts
  * import { STORE_BACKENDS } from "./store_backends.ts";
- * console.log(Object.values(STORE_BACKENDS).map((b) => b.kind.name)); // ["NATS", "PostgreSQL"]
+ * console.log(Object.values(STORE_BACKENDS).map((b) => b.kind.name)); // ["NATS", "PostgreSQL", "Redis"]
  * ```
  */
 export const STORE_BACKENDS: { readonly [K in StoreKindId]: StoreBackend } = {
@@ -156,6 +159,34 @@ export const STORE_BACKENDS: { readonly [K in StoreKindId]: StoreBackend } = {
     },
     recordsOf: () => "rows in PostgreSQL",
     noJobs: "no jobs (no job rows in this database's splitlease schema)",
+  },
+  redis: {
+    kind: kind("redis"),
+    async connect(urls, o) {
+      const { RedisStore } = await import("../adapters/redis.ts");
+      return await RedisStore.connect({
+        url: urls[0],
+        job: o.job,
+        ...(o.opTimeoutMs !== undefined ? { opTimeoutMs: o.opTimeoutMs } : {}),
+        ...(o.clientName !== undefined ? { clientName: o.clientName } : {}),
+        ...(o.logger !== undefined ? { logger: o.logger } : {}),
+        ...(o.createMissing === false ? { createJob: false } : {}),
+        ...o.settings?.redis,
+      });
+    },
+    async catalog(urls, o) {
+      const { RedisJobCatalog } = await import("../adapters/redis.ts");
+      const r = o.settings?.redis;
+      return await RedisJobCatalog.connect({
+        url: urls[0],
+        ...(o.opTimeoutMs !== undefined ? { opTimeoutMs: o.opTimeoutMs } : {}),
+        ...(o.clientName !== undefined ? { clientName: o.clientName } : {}),
+        ...(r?.keyPrefix !== undefined ? { keyPrefix: r.keyPrefix } : {}),
+        ...(r?.tls !== undefined ? { tls: r.tls } : {}),
+      });
+    },
+    recordsOf: (job) => `keys splitlease:{${job}}:* in Redis`,
+    noJobs: "no jobs (no names in this server's splitlease:jobs set)",
   },
 };
 

@@ -62,14 +62,17 @@ function num(env: Record<string, string | undefined>, name: string): number | un
  * as in `examples/object_store`; `HOSTNAME_BIND` is read as an old alias,
  * never `HOSTNAME`, which shells and Kubernetes set to the host or pod name),
  * `STORE_URL` (the coordination store: a `postgres://` or
- * `postgresql://` URL for PostgreSQL, or comma-separated NATS URLs:
+ * `postgresql://` URL for PostgreSQL, a `redis://` or `rediss://` URL for
+ * Redis, or comma-separated NATS URLs:
  * `nats://`/`tls://` through the TCP transport, or `ws://`/`wss://`; the
  * schemes of src/store/store_urls.ts), `NATS_URL` (the same, the older
  * name; without either the embedded MemoryStore serves a single process),
  * `NATS_REPLICAS` (the job bucket's replicas when this worker creates it: 3
  * on a production cluster), `PG_SCHEMA` (the PostgreSQL store's schema,
  * default `splitlease`), `PG_TX_IDLE_TIMEOUT_MS` (its
- * `transactionIdleTimeoutMs`),
+ * `transactionIdleTimeoutMs`), `REDIS_DURABILITY` (the weakest Redis
+ * persistence accepted: `always`, the default, `everysec` or `none`),
+ * `REDIS_WAIT_REPLICAS` (replicas each write waits for), `REDIS_KEY_PREFIX`,
  * `LEASE_MS`, `OP_TIMEOUT_MS`, `MAX_IN_FLIGHT`, `DRAIN_DEADLINE_MS`,
  * `REPLAN_INTERVAL_MS`, `SHUTDOWN_MARGIN_MS`, `DRAIN_TOKEN`, `DRAIN_OPEN=1`
  * (accept `POST /drain` without a token; without either it answers 403).
@@ -99,7 +102,8 @@ export function coordinationFromEnv(
 
 /**
  * The store of `STORE_URL` / `NATS_URL`: the backend its URLs name
- * (cli/store_backends.ts: PostgreSQL for a `postgres://` URL, NATS for
+ * (cli/store_backends.ts: PostgreSQL for a `postgres://` URL, Redis for a
+ * `redis://` or `rediss://` one, NATS for
  * `nats://`, `tls://`, `ws://` or `wss://` ones; anything else is refused
  * naming every scheme and what it likely meant), the embedded MemoryStore
  * without either.
@@ -120,9 +124,9 @@ function storeFromEnv(
   return {
     storeFactory: async () => {
       const backend = await storeBackendOf(urls, name);
-      // PostgreSQL takes OP_TIMEOUT_MS and names each worker's connections in pg_stat_activity;
-      // NATS keeps its own defaults (as before the registry).
-      const pg = backend.kind.id === "postgres";
+      // PostgreSQL and Redis take OP_TIMEOUT_MS and name each worker's connections (pg_stat_activity,
+      // CLIENT LIST); NATS keeps its own defaults (as before the registry).
+      const pg = backend.kind.id === "postgres" || backend.kind.id === "redis";
       return await backend.connect(urls, {
         job,
         ...(pg ? { opTimeoutMs: num(env, "OP_TIMEOUT_MS"), clientName: `splitlease:${job}${env.INSTANCE ? `:${env.INSTANCE}` : ""}` } : {}),
@@ -131,6 +135,11 @@ function storeFromEnv(
           postgres: {
             transactionIdleTimeoutMs: num(env, "PG_TX_IDLE_TIMEOUT_MS"),
             ...(env.PG_SCHEMA ? { schema: env.PG_SCHEMA } : {}),
+          },
+          redis: {
+            ...(env.REDIS_DURABILITY ? { durability: env.REDIS_DURABILITY as "always" | "everysec" | "none" } : {}),
+            ...(env.REDIS_WAIT_REPLICAS ? { waitReplicas: num(env, "REDIS_WAIT_REPLICAS") } : {}),
+            ...(env.REDIS_KEY_PREFIX ? { keyPrefix: env.REDIS_KEY_PREFIX } : {}),
           },
         },
       });

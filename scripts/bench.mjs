@@ -110,6 +110,19 @@ if (process.env.BENCH_PG !== "0" && benches.some((f) => /^(scale|peers|backfill|
   console.log(`PostgreSQL started for the benches at ${pg.url}`);
 }
 const pgEnv = pg?.url ? { PG_URL: pg.url, PG_PID: String(pg.pid) } : {};
+// A Redis for the benches that measure the Redis store next to NATS and PostgreSQL (BENCH_REDIS=0
+// leaves it out), apart from BullMQ's: the AOF fsynced on every write, as the store requires by default.
+let redisStore;
+process.on("exit", () => redisStore?.killSync?.());
+if (process.env.BENCH_REDIS !== "0" && benches.some((f) => /^(scale|peers|store)_/.test(f))) {
+  redisStore = await startRedis({ appendfsync: "always" });
+  if (redisStore.error) {
+    console.log(`Redis: ${redisStore.error} (BENCH_REDIS=0 runs the benches without it)`);
+    process.exit(1);
+  }
+  console.log(`Redis (appendfsync always) started for the Redis store at ${redisStore.url}`);
+}
+if (redisStore?.url) Object.assign(pgEnv, { REDIS_STORE_URL: redisStore.url, REDIS_STORE_PID: String(redisStore.pid) });
 for (const file of benches) {
   // The peers bench runs on one server: once per single-node setup asked for.
   const runs = file.startsWith("peers") ? setups.filter((k) => !k.endsWith("r3")).map((k) => ({ BENCH_NATS: k })) : [{}];
@@ -127,6 +140,8 @@ if (redis?.stop) await redis.stop();
 redis = undefined;
 if (pg?.stop) await pg.stop();
 pg = undefined;
+if (redisStore?.stop) await redisStore.stop();
+redisStore = undefined;
 
 const cols = [
   ["bench", (r) => r.bench],

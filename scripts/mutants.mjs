@@ -10,21 +10,22 @@
 // `suites` lists the suites that should kill the mutant, in the order they
 // run (scripts/mutate.mjs stops at the first one that fails):
 //   unit         tests/unit
-//   store        tests/store/conformance_test.ts (MemoryStore and NatsStore), listing_test.ts, watch_replay_test.ts,
+//   store        tests/store/conformance_test.ts (MemoryStore and NatsStore over the Deno adapter's WebSocket), listing_test.ts, watch_replay_test.ts,
 //                maybe_landed_test.ts, unsent_test.ts
 //   store29      the same store suite on Debian's nats-server 2.9.10 (its hazards do not show on 2.15)
 //   coordinator  tests/coordinator/*_test.ts on MemoryStore (manual clock)
 //   regressions  tests/sim/regressions_test.ts, stale_reads_test.ts (the simulation under stale reads)
 //   sim          tests/sim/sim_test.ts at 300 seeds
-//   nats         tests/coordinator/nats_*_test.ts (real nats-server)
+//   nats         the coordinator scenarios of tests/nats/backend_test.ts (real nats-server)
 //   runtime      tests/runtime/worker_test.ts
 //   http         tests/runtime/fleet_http_test.ts, tests/runtime/http_test.ts (the HTTP app in process)
-//   outage       tests/store/outage_test.ts (a nats-server paused, stopped, restarted)
+//   outage       the outage suites of tests/nats/backend_test.ts and tests/store/outage_test.ts (a nats-server paused, stopped, restarted, connections killed)
 //   pg           the fenced-sink tests of tests/examples/pg_range_test.ts on a PostgreSQL the gate starts
-//   pgstore      tests/postgres/store_test.ts and conformance_test.ts (PostgresStore) on a PostgreSQL the gate starts
+//   pgstore      tests/postgres/store_test.ts and the conformance suites of backend_test.ts (PostgresStore) on a PostgreSQL the gate starts
 //   pgonce       tests/postgres/exactly_once_test.ts (rows and progress in one transaction, workers frozen and killed)
 //   onesource    tests/runtime/one_source_test.ts (maxInFlight and the job name from one place, real processes)
 //   tcptls       tests/tcp/tls_e2e_test.ts (tls:// by URL: workers configured by STORE_URL and the CLI, a CA of the test's)
+//   redis        tests/redis/backend_test.ts (the kit's conformance suite) and durability_test.ts on a redis-server the gate starts
 
 const C = "src/coordinator/";
 const COORD = ["coordinator", "regressions", "sim", "nats"];
@@ -1340,7 +1341,8 @@ export const mutants = [
   {
     name: "pg-maybe-landed-same-bytes",
     breaks: "a write whose answer was lost counts as landed when the key holds the same bytes at the revision it expected: one that never reached the server is reported written",
-    edits: [{ file: "src/postgres/pg_store.ts", search: "entry.value === value && entry.revision > before", replace: "entry.value === value && entry.revision >= before" }],
+    // The rule lives once, in the store kit's write guard: PostgreSQL's own suite must catch it there too.
+    edits: [{ file: "src/store/write_guard.ts", search: "entry.value === value && entry.revision > before", replace: "entry.value === value && entry.revision >= before" }],
     suites: ["pgstore"],
   },
   {
@@ -1531,6 +1533,31 @@ export const mutants = [
     edits: [{ file: "src/nats/nats_store.ts", search: "    if (this.#conn.connected) return;\n    if (!(await this.#conn.waitConnected(deadline - this.#reserve))) {", replace: "    return;\n    if (!(await this.#conn.waitConnected(deadline - this.#reserve))) {" }],
     suites: ["outage"],
   },
+  // --- the Redis store (issue 42) -----------------------------------------------------------------
+  {
+    name: "redis-cas-unchecked",
+    breaks: "the Redis write script takes the next revision without comparing the key's: two writers at one revision both land",
+    edits: [{ file: "src/redis/scripts.ts", search: "elseif not cur or tonumber(cur) ~= tonumber(ARGV[3]) then", replace: "elseif not cur then" }],
+    suites: ["redis"],
+  },
+  {
+    name: "redis-wait-skipped",
+    breaks: "a write on a primary with replicas is reported landed without WAIT: an acknowledged write is lost in a failover to a replica that never had it",
+    edits: [{ file: "src/redis/redis_kv_store.ts", search: "    const n = this.#mode.waitReplicas;\n    if (n === 0) return;", replace: "    const n = this.#mode.waitReplicas;\n    return;" }],
+    suites: ["redis"],
+  },
+  {
+    name: "redis-durability-unchecked",
+    breaks: "a server with appendonly no (or fsync everysec) is accepted without the weaker mode named: a restart loses acknowledged writes",
+    edits: [{ file: "src/redis/durability.ts", search: "if (DURABILITY_LEVELS.indexOf(level) > DURABILITY_LEVELS.indexOf(wanted)) {", replace: "if (false) {" }],
+    suites: ["unit", "redis"],
+  },
+  {
+    name: "redis-restart-unseen",
+    breaks: "a Redis watch reads without the server's run id: after a restart (which may have lost what it read) it goes on instead of a reset and a fresh snapshot",
+    edits: [{ file: "src/redis/redis_watch.ts", search: "this.#prefix, String(SCAN_ROWS), from, \"1\"]", replace: "this.#prefix, String(SCAN_ROWS), from, \"\"]" }],
+    suites: ["redis"],
+  },
   // --- what the fleet view reads from a split record (issue 24 item 1) -----------------
   {
     name: "fast-check-estimate",
@@ -1712,7 +1739,7 @@ export const mutants = [
   {
     name: "maybe-landed-at-old-revision",
     breaks: "a write whose reply is lost counts as landed when the key holds its bytes at the revision seen before it: an update that never reached the server is reported ok at the old revision",
-    edits: [{ file: "src/nats/nats_store.ts", search: "entry.revision > before && entry.string() === value", replace: "entry.revision >= before && entry.string() === value" }],
+    edits: [{ file: "src/store/write_guard.ts", search: "entry.value === value && entry.revision > before", replace: "entry.value === value && entry.revision >= before" }],
     suites: ["store"],
   },
   {

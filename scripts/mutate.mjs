@@ -53,22 +53,21 @@ const SUITES = {
     timeoutS: 240,
   },
   coordinator: {
-    files: (dir) => testFiles(dir, "tests/coordinator").filter((f) => !f.split("/").pop().startsWith("nats_")),
+    files: (dir) => testFiles(dir, "tests/coordinator"),
     timeoutS: 300,
   },
   regressions: { files: () => ["tests/sim/regressions_test.ts", "tests/sim/stale_reads_test.ts"], timeoutS: 180 },
   sim: { files: () => ["tests/sim/sim_test.ts"], env: { SIM_SEEDS: "300", SIM_SEED_BASE: "1" }, timeoutS: 400 },
-  nats: {
-    files: (dir) => testFiles(dir, "tests/coordinator").filter((f) => f.split("/").pop().startsWith("nats_")),
-    timeoutS: 600,
-  },
+  // The coordinator scenarios on a real nats-server (the scenario suites of the NATS backend's kit run).
+  nats: { files: () => ["tests/nats/backend_test.ts"], env: { KIT_SUITES: "scenarios" }, timeoutS: 600 },
   runtime: { files: () => ["tests/runtime/worker_test.ts", "tests/runtime/operator_drain_test.ts"], timeoutS: 240 },
   // Spans of a job in process (the SDK's in-memory exporter): trees, outcomes, error statuses.
   tracing: { files: () => ["tests/runtime/tracing_test.ts"], timeoutS: 120 },
   // The HTTP app in process (app.request, no sockets): operator routes, drain, answers.
   http: { files: () => ["tests/runtime/fleet_http_test.ts", "tests/runtime/http_test.ts"], timeoutS: 120 },
-  // A single nats-server paused, stopped and restarted under a NatsStore (the reconnect path).
-  outage: { files: () => ["tests/store/outage_test.ts"], timeoutS: 180 },
+  // A single nats-server paused, stopped and restarted under a NatsStore (the reconnect path), over Deno's
+  // WebSocket client (the kit's outage suite of the NATS backend) and the Deno adapter's.
+  outage: { files: () => ["tests/nats/backend_test.ts", "tests/store/outage_test.ts"], env: { KIT_SUITES: "outages" }, timeoutS: 240 },
   // The store suite on Debian's 2.9.10, whose hazards some NatsStore rules work around (they do not show on 2.15).
   store29: {
     files: () => ["tests/store/conformance_test.ts", "tests/store/listing_test.ts", "tests/store/watch_replay_test.ts"],
@@ -85,8 +84,11 @@ const SUITES = {
   pg: { files: () => ["tests/examples/pg_range_test.ts"], filter: "/^pg_range (fenced sink: a write|config)/", postgres: true, timeoutS: 120 },
   // PostgresStore (tests/postgres) on a PostgreSQL the gate starts: the store's own tests, and the
   // exactly-once fleet (rows and progress in one transaction, workers SIGSTOPped and SIGKILLed).
-  pgstore: { files: () => ["tests/postgres/store_test.ts", "tests/postgres/conformance_test.ts"], postgres: true, timeoutS: 180 },
+  pgstore: { files: () => ["tests/postgres/store_test.ts", "tests/postgres/backend_test.ts"], env: { KIT_SUITES: "conformance" }, postgres: true, timeoutS: 180 },
   pgonce: { files: () => ["tests/postgres/exactly_once_test.ts"], postgres: true, timeoutS: 180 },
+  // RedisStore on a redis-server the gate starts (appendfsync always): the kit's conformance suite, and
+  // durability (refused settings, WAIT on a replica, kill -9).
+  redis: { files: () => ["tests/redis/backend_test.ts", "tests/redis/durability_test.ts"], env: { KIT_SUITES: "conformance" }, redis: true, timeoutS: 180 },
 };
 
 function testFiles(dir, sub) {
@@ -215,6 +217,7 @@ const cleanup = () => {
 };
 process.on("exit", () => {
   postgres?.killSync?.();
+  redis?.killSync?.();
   cleanup();
 });
 for (const sig of ["SIGINT", "SIGTERM"]) {
@@ -231,6 +234,8 @@ const children = new Set();
 
 let postgres; // started on first use by a suite that needs it, stopped at exit
 let postgresUrl;
+let redis; // the same for Redis
+let redisUrl;
 
 /** Runs one suite in the scratch copy; resolves to { ok, timedOut, failed: [test names], detail, seconds }. */
 async function runSuite(name, tag) {
@@ -240,6 +245,12 @@ async function runSuite(name, tag) {
     postgres = await startPostgres({ log });
     if (postgres.error) return { ok: false, timedOut: false, failed: [], detail: `suite ${name}: ${postgres.error}`, seconds: 0 };
     postgresUrl = postgres.url;
+  }
+  if (suite.redis && !redis) {
+    const { startRedis } = await import("./services.mjs");
+    redis = await startRedis({ log, appendfsync: "always" });
+    if (redis.error) return { ok: false, timedOut: false, failed: [], detail: `suite ${name}: ${redis.error}`, seconds: 0 };
+    redisUrl = redis.url;
   }
   const files = opt("files")?.split(",") ?? suite.files(scratch);
   const started = Date.now();
@@ -253,6 +264,7 @@ async function runSuite(name, tag) {
         NO_COLOR: "1",
         ...(natsServer ? { NATS_SERVER: suite.compat ? compatNatsServer() : natsServer } : {}),
         ...(suite.postgres ? { PG_URL: postgresUrl } : {}),
+        ...(suite.redis ? { REDIS_URL: redisUrl } : {}),
         ...(suite.env ?? {}),
       },
     });

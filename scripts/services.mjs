@@ -117,15 +117,23 @@ export function pgBouncerBin({ log = console.log } = {}) {
   return path ? { path } : { error: "PgBouncer is missing (apt-get install -y pgbouncer)" };
 }
 
-/** Starts a throwaway redis-server with no persistence. Resolves `{ url, port, stop }` or `{ error }`. */
-export async function startRedis({ log = console.log } = {}) {
+/**
+ * Starts a throwaway redis-server. By default with no persistence (what
+ * BullMQ's benches run on); `appendfsync: "always"` (or `"everysec"`) turns
+ * the append-only file on with that fsync policy, which the Redis store
+ * requires by default. Resolves `{ url, port, stop }` or `{ error }`.
+ *
+ * @param {{ log?: (line: string) => void, appendfsync?: "always" | "everysec" }} [options]
+ */
+export async function startRedis({ log = console.log, appendfsync } = {}) {
   const find = () => ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].find((p) => existsSync(p));
   let bin = find();
   if (!bin && aptInstall("redis-server", log)) bin = find();
   if (!bin) return { error: "redis-server is missing (apt-get install -y redis-server)" };
   const dir = mkdtempSync(join(tmpdir(), "splitlease-redis-"));
   const port = await freePort();
-  const proc = spawn(bin, ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no"], {
+  const persistence = appendfsync ? ["--appendonly", "yes", "--appendfsync", appendfsync] : ["--appendonly", "no"];
+  const proc = spawn(bin, ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", ...persistence], {
     stdio: ["ignore", "ignore", "pipe"],
   });
   let exited = false;
@@ -145,7 +153,7 @@ export async function startRedis({ log = console.log } = {}) {
         c.on("error", () => resolve(false));
       });
     });
-    if (ok) return { url: `redis://127.0.0.1:${port}`, port, stop, killSync: () => killSync(proc, dir) };
+    if (ok) return { url: `redis://127.0.0.1:${port}`, port, pid: proc.pid, stop, killSync: () => killSync(proc, dir) };
     if (exited) break;
     await sleep(50);
   }

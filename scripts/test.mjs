@@ -7,7 +7,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { compatServer, resolveNatsServer } from "./nats_server_bin.mjs";
-import { pgBouncerBin, startPostgres } from "./services.mjs";
+import { pgBouncerBin, startPostgres, startRedis } from "./services.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const bin = (name) => join(root, "node_modules", ".bin", name);
@@ -160,7 +160,9 @@ async function denoSuite(name, paths, extra = [], server = servers.current) {
   const files = paths.flatMap((p) => (p.endsWith(".ts") ? [p] : srcFiles(p).filter((f) => f.endsWith("_test.ts"))));
   if (files.length === 0) return;
   if (only.length && !only.some((o) => name.includes(o) || files.some((f) => f.includes(o)))) return;
-  if (files.some((f) => PG_SUITES.some((d) => f.startsWith(d)))) await ensurePg();
+  for (const [id, ensure] of Object.entries(SERVICES)) {
+    if (files.some((f) => f.startsWith(`tests/${id}/`) || (EXTRA_USERS[id] ?? []).some((d) => f.startsWith(d)))) await ensure();
+  }
   log(`\n=== ${name} ===`);
   const r = await run(bin("deno"), ["test", "-A", "--no-check", ...extra, ...files], {
     env: {
@@ -209,10 +211,22 @@ for (const sig of ["SIGINT", "SIGTERM"]) {
     process.exit(130);
   });
 }
-// The suites under these folders need PostgreSQL: it is started before the
-// first of them that runs (a full run starts it up front, so that a missing
-// PostgreSQL is said before anything else runs).
-const PG_SUITES = ["tests/postgres", "tests/cluster", "tests/examples", "tests/ops"];
+// The backends of the store URL registry (src/store/store_urls.ts), read from it: their ids
+// name their test folders (tests/<id>/) and their services below.
+function registryBackends() {
+  const code = "import { STORE_URL_KINDS } from './src/store/store_urls.ts'; console.log(JSON.stringify(STORE_URL_KINDS.map((k) => ({ id: k.id, name: k.name }))));";
+  const r = spawnSync(bin("deno"), ["eval", code], { cwd: root, encoding: "utf8" });
+  if (r.status !== 0) {
+    log(`Reading the store URL registry failed: ${r.stderr.trim()}`);
+    process.exit(1);
+  }
+  return JSON.parse(r.stdout);
+}
+const BACKENDS = registryBackends();
+// A backend's suites (tests/<id>/) need its server, started here before the first of them that
+// runs (a full run starts them up front, so that a missing server is said before anything else
+// runs). These folders outside tests/<id>/ need it too.
+const EXTRA_USERS = { postgres: ["tests/cluster", "tests/examples", "tests/ops", "tests/redis/faults_test.ts"] };
 async function ensurePg() {
   if (services.PG_URL) return;
   const pg = await startPostgres({ log });
@@ -224,8 +238,25 @@ async function ensurePg() {
   stops.push(pg);
   services.PG_URL = pg.url;
 }
+// Redis for its backend's suites: the append-only file fsynced on every write, as the store requires by default.
+async function ensureRedis() {
+  if (services.REDIS_URL) return;
+  const r = await startRedis({ log, appendfsync: "always" });
+  if (r.error) {
+    log(`Redis: ${r.error}`);
+    process.exit(1);
+  }
+  log(`redis-server started for this run at ${r.url}`);
+  stops.push(r);
+  services.REDIS_URL = r.url;
+}
+/** The services the test command starts, by registry id (a backend whose tests start their own servers has none). */
+const SERVICES = { postgres: ensurePg, redis: ensureRedis };
+for (const id of Object.keys(SERVICES)) if (!BACKENDS.some((b) => b.id === id)) throw new Error(`scripts/test.mjs starts a service for "${id}", which the store URL registry does not name`);
 if (process.env.PG_URL) services.PG_URL = process.env.PG_URL;
 else if (!only.length) await ensurePg();
+if (process.env.REDIS_URL) services.REDIS_URL = process.env.REDIS_URL;
+else if (!only.length) await ensureRedis();
 
 if (!only.length) {
   log("=== type check ===");
@@ -286,17 +317,16 @@ await denoSuite(
 );
 await denoSuite(`cluster tests (3-node nats-server ${servers.current.version}, R3 buckets, kills, freezes, partitions)`, ["tests/cluster"]);
 await denoSuite("coordinator tests", ["tests/coordinator"]);
-await denoSuite("PostgreSQL store tests (conformance, differential, commit order, resume, least privilege, refused connections, SQL repairs)", [
-  "tests/postgres/conformance_test.ts",
-  "tests/postgres/differential_test.ts",
+// Every backend of the store URL registry runs the kit's suites from its own folder
+// (tests/<id>/backend_test.ts: one backendSuites() call; docs/WRITING_A_BACKEND.md).
+for (const b of BACKENDS) {
+  await denoSuite(`${b.name} backend: conformance, differential, coordinator scenarios, outages, bad input`, [`tests/${b.id}/backend_test.ts`]);
+}
+await denoSuite("PostgreSQL store tests (commit order, resume, least privilege, refused connections, SQL repairs)", [
   "tests/postgres/store_test.ts",
   "tests/postgres/connect_test.ts",
   "tests/postgres/repair_test.ts",
 ]);
-await denoSuite(
-  "coordinator scenarios on PostgreSQL (safety, scenarios, hardening, hardening II and III, balancing, assignment, lifecycle)",
-  ["safety", "scenarios", "hardening", "hardening_ii", "hardening_iii", "balancing", "assignment", "lifecycle"].map((n) => `tests/postgres/${n}_test.ts`),
-);
 await denoSuite("PostgreSQL fleets, faults, exactly-once and the CLI (Deno + Bun + Node; SIGKILL, SIGSTOP, terminated connections, statement timeouts)", [
   "tests/postgres/fleet_test.ts",
   "tests/postgres/faults_test.ts",
@@ -304,6 +334,10 @@ await denoSuite("PostgreSQL fleets, faults, exactly-once and the CLI (Deno + Bun
   "tests/postgres/cli_test.ts",
   "tests/postgres/lifecycle_cli_test.ts",
 ]);
+await denoSuite(
+  "Redis durability, faults and the CLI (weak persistence refused, WAIT on a replica, kill -9 with appendfsync always; a Deno + Bun + Node fleet through SIGKILL, CLIENT KILL, SIGSTOP and restarts from the AOF; the operator session on redis://)",
+  ["tests/redis/durability_test.ts", "tests/redis/faults_test.ts", "tests/redis/cli_test.ts"],
+);
 // PostgreSQL as deployed: a TLS-only server of its own and Debian's PgBouncer in front of it,
 // installed here when missing (as root; without it the PgBouncer cases are ignored, saying so).
 const DEPLOYED_SUITE = "PostgreSQL as deployed (TLS with sslmode=verify-full, PgBouncer in transaction mode)";

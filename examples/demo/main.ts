@@ -13,7 +13,10 @@
  *   `NATS_SERVER_BIN` (`NATS_SERVER` is an older alias), the cached build
  *   of the pinned release, `PATH`, then Debian's package;
  * - `--pg`: the same fleet coordinating through a PostgreSQL started here
- *   (Debian's `postgresql`, installed when missing and run as root).
+ *   (Debian's `postgresql`, installed when missing and run as root);
+ * - `--redis`: the same fleet coordinating through a redis-server started
+ *   here (Debian's `redis-server`, installed when missing, as root), its
+ *   append-only file fsynced on every write.
  *
  * The progress line shows completed/total splits from a worker's
  * `status().counts` (a member copies them from the leader's heartbeat).
@@ -47,6 +50,7 @@ import { findNatsServer, startNatsServer, thisMachine } from "../../cli/nats_ser
 interface Options {
   nats: boolean;
   pg: boolean;
+  redis: boolean;
   records: number;
   files: number;
   splitBytes: number;
@@ -58,13 +62,14 @@ interface Options {
   keep: boolean;
 }
 
-const USAGE = "usage: npm run demo -- [--nats | --pg] [--records N] [--files N] [--split-bytes N] [--delay-ms N] " +
+const USAGE = "usage: npm run demo -- [--nats | --pg | --redis] [--records N] [--files N] [--split-bytes N] [--delay-ms N] " +
   "[--batch N] [--port N] [--linger-ms N] [--summary-json PATH] [--keep]";
 
 function parseArgs(args: string[]): Options {
   const o: Options = {
     nats: false,
     pg: false,
+    redis: false,
     records: 4000,
     files: 24,
     splitBytes: 24_000,
@@ -87,6 +92,7 @@ function parseArgs(args: string[]): Options {
     const a = args[i];
     if (a === "--nats") o.nats = true;
     else if (a === "--pg") o.pg = true;
+    else if (a === "--redis") o.redis = true;
     else if (a === "--keep") o.keep = true;
     else if (a === "--help" || a === "-h") {
       console.log(USAGE);
@@ -100,7 +106,7 @@ function parseArgs(args: string[]): Options {
     } else die(`unknown argument ${a}\n${USAGE}`);
   }
   if (o.files > o.records) die("--files must not exceed --records");
-  if (o.nats && o.pg) die("--nats and --pg: pick one store");
+  if ([o.nats, o.pg, o.redis].filter(Boolean).length > 1) die("--nats, --pg and --redis: pick one store");
   return o;
 }
 
@@ -541,14 +547,26 @@ async function pgStore(): Promise<FleetStore> {
   return { name: "PostgreSQL", env: { STORE: "postgres", STORE_URL: url }, kill: killSync, stop };
 }
 
+/** A throwaway redis-server (scripts/services.mjs: the one the test command starts), AOF fsynced on every write. */
+async function redisStore(): Promise<FleetStore> {
+  const { startRedis } = await import("../../scripts/services.mjs");
+  const r = await startRedis({ log: note, appendfsync: "always" }) as
+    | { url: string; killSync(): void; stop(): Promise<void>; error?: undefined }
+    | { error: string };
+  if (r.error !== undefined) die(`--redis needs redis-server: ${r.error}`);
+  const { url, killSync, stop } = r as { url: string; killSync(): void; stop(): Promise<void> };
+  note(`redis-server: ${url} (appendonly yes, appendfsync always)`);
+  return { name: "redis-server", env: { STORE: "redis", STORE_URL: url }, kill: killSync, stop };
+}
+
 async function runProcesses(o: Options, dir: string, tally: Tally, tmp: string): Promise<Summary> {
   const root = new URL("../../", import.meta.url).pathname;
   const bin = (n: string) => `${root}node_modules/.bin/${n}`;
-  const store = o.pg ? await pgStore() : await natsStore(tmp);
+  const store = o.pg ? await pgStore() : o.redis ? await redisStore() : await natsStore(tmp);
   const children: Child[] = [];
   const started = Date.now();
   const leaseMs = 2000;
-  const http = serveDemo(o.port, tally, started, o.pg ? "postgres" : "nats", () =>
+  const http = serveDemo(o.port, tally, started, o.pg ? "postgres" : o.redis ? "redis" : "nats", () =>
     children.map((c) => ({ name: c.name, fetch: (p: string) => fetch(`http://127.0.0.1:${c.port}${p}`) })));
   note(`status:  ${http.url}/status\nmetrics: ${http.url}/metrics`);
   let killed: Child | undefined;
@@ -793,7 +811,7 @@ async function main(): Promise<number> {
       `target split ${o.splitBytes} bytes; processing slowed by ${o.delayMs} ms per ${o.batch} records`,
     );
     const tally = new Tally(ids.length);
-    const summary = o.nats || o.pg ? await runProcesses(o, dir, tally, tmp) : await runInProcess(o, dir, tally);
+    const summary = o.nats || o.pg || o.redis ? await runProcesses(o, dir, tally, tmp) : await runInProcess(o, dir, tally);
     printSummary(summary);
     if (o.summaryJson) await Deno.writeTextFile(o.summaryJson, JSON.stringify(summary, null, 2) + "\n");
     return summary.missing === 0 ? 0 : 1;

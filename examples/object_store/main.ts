@@ -10,7 +10,9 @@
  * Output: every record's line appended to OUTPUT (at-least-once).
  * Coordination: STORE=nats (NATS_URL: nats://, tls://, ws:// or wss:// URLs, comma-separated;
  * NATS_USER and NATS_PASS when the server wants a login), STORE=postgres
- * (STORE_URL: a postgres:// URL) or STORE=memory (a single worker). Also
+ * (STORE_URL: a postgres:// URL), STORE=redis (STORE_URL: a redis:// or
+ * rediss:// URL; REDIS_DURABILITY to accept a weaker server) or
+ * STORE=memory (a single worker). Also
  * JOB, INSTANCE (the pod name), PORT (HTTP, default
  * 8080), BIND (default 0.0.0.0), MAX_IN_FLIGHT, SPLIT_BYTES, COMMIT_RECORDS,
  * COMMIT_MS, MIN_CUT_BYTES (least bytes of a piece when idle workers cut a
@@ -72,14 +74,17 @@ async function main(env: Env): Promise<void> {
   if (!output) fail("OUTPUT is required: a file path where records are appended");
   const job = env.JOB || "objstore";
   const storeKind = env.STORE || "memory";
-  if (storeKind !== "memory" && storeKind !== "nats" && storeKind !== "postgres") {
-    fail(`STORE must be "memory", "nats" or "postgres" (got ${storeKind})`);
+  if (storeKind !== "memory" && storeKind !== "nats" && storeKind !== "postgres" && storeKind !== "redis") {
+    fail(`STORE must be "memory", "nats", "postgres" or "redis" (got ${storeKind})`);
   }
   if (storeKind === "nats" && !env.NATS_URL) {
     fail("STORE=nats needs NATS_URL (nats:// or tls:// URLs of nats-server's client port, or ws:// / wss:// of its websocket listener)");
   }
   if (storeKind === "postgres" && !/^postgres(ql)?:\/\//i.test(env.STORE_URL ?? "")) {
     fail("STORE=postgres needs STORE_URL (a postgres:// URL of the database the workers coordinate through)");
+  }
+  if (storeKind === "redis" && !/^rediss?:\/\//i.test(env.STORE_URL ?? "")) {
+    fail("STORE=redis needs STORE_URL (a redis:// or rediss:// URL of the server the workers coordinate through)");
   }
   const afterCompletion = env.AFTER_COMPLETION || "exit";
   if (afterCompletion !== "exit" && afterCompletion !== "idle") fail(`AFTER_COMPLETION must be "exit" or "idle" (got ${afterCompletion})`);
@@ -146,6 +151,16 @@ async function main(env: Env): Promise<void> {
     ? {
       storeFactory: async () =>
         (await import("../../adapters/postgres.ts")).PostgresStore.connect({ url: env.STORE_URL!, job, opTimeoutMs }),
+    }
+    : storeKind === "redis"
+    ? {
+      storeFactory: async () =>
+        (await import("../../adapters/redis.ts")).RedisStore.connect({
+          url: env.STORE_URL!,
+          job,
+          opTimeoutMs,
+          ...(env.REDIS_DURABILITY ? { durability: env.REDIS_DURABILITY as "always" | "everysec" | "none" } : {}),
+        }),
     }
     : { store: new MemoryStore() };
   const serve = await adapterServe();

@@ -160,7 +160,7 @@ export function createApp(options: AppOptions): HonoApp {
     options.routes(app);
   }
   const allow = (path: string, method: "GET" | "POST") => allowOnly(app, path, method);
-  mountProbeRoutes(app, { coordinator, worker, prefix, idling: options.idling, processMetrics: options.processMetrics, allow });
+  mountProbeRoutes(app, { coordinator, worker, prefix, idling: options.idling, processMetrics: options.processMetrics, allow, durability: options.store?.durability });
   const bodyLimit = drainBodyLimit();
   mountDrainRoute(app, { coordinator, worker, guard, bodyLimit, deadlineMs: options.drainDeadlineMs, onDrain: options.onDrain, allow });
   if (options.store) {

@@ -24,6 +24,8 @@ export interface ProbeRouteOptions {
   processMetrics?: () => ProcessSample;
   /** Answers 405 on a path for other methods. */
   allow: (path: string, method: "GET" | "POST") => void;
+  /** What an acknowledged write survives on the job's store (`Store.durability`), shown in `/status`. */
+  durability?: string;
 }
 
 /**
@@ -66,6 +68,7 @@ export function mountProbeRoutes(app: Hono, o: ProbeRouteOptions): void {
     const st = coordinator.status();
     return c.json({
       ...st,
+      ...(o.durability === undefined ? {} : { store: { durability: o.durability } }),
       worker: worker
         ? { ready: worker.ready, draining: worker.draining, finished: worker.finished, stats: worker.stats(), lanes: worker.lanes() }
         : null,

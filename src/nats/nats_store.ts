@@ -7,9 +7,9 @@
 import type { KvEntry } from "@nats-io/kv";
 import { Empty, headers } from "@nats-io/nats-core";
 import { JetStreamApiError } from "@nats-io/jetstream";
-import { JobGoneError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
-import { assertValidFilter, assertValidKey } from "../store/keys.ts";
-import { assertValidWrite, CONFLICT, DELETE_CONFLICT, DELETED } from "../store/write_checks.ts";
+import { JobGoneError, StoreUnavailableError } from "../errors.ts";
+import { CONFLICT, DELETE_CONFLICT, DELETED } from "../store/write_checks.ts";
+import { type RawEntry, WriteGuard } from "../store/write_guard.ts";
 import type {
   DeleteResult,
   KeyFilter,
@@ -57,14 +57,22 @@ export class NatsStore implements Store {
   /** Share of the op budget kept for re-reading a maybe-landed write. */
   #reserve: number;
   #watches = new Set<NatsWatch>();
-  #closed = false;
-  /** Highest revision this store has seen (a lower bound for our next write). */
-  #seen = 0;
+  /** Closed state, call checks, `seen`, outages and maybe-landed writes (the store kit's). */
+  readonly #guard: WriteGuard;
 
   private constructor(conn: Connection) {
     this.#conn = conn;
-    this.#timeout = conn.opts.opTimeoutMs;
-    this.#reserve = Math.min(1000, Math.floor(this.#timeout / 4));
+    this.#guard = new WriteGuard({
+      timeoutMs: conn.opts.opTimeoutMs,
+      describe,
+      // JetStream answered that the bucket's stream does not exist: deleted under us, not an outage.
+      special: (op, cause) =>
+        cause instanceof JetStreamApiError && cause.code === STREAM_NOT_FOUND
+          ? new JobGoneError(op, this.#timeout, { cause, detail: `its bucket ${this.bucket} does not exist any more` })
+          : undefined,
+    });
+    this.#timeout = this.#guard.timeoutMs;
+    this.#reserve = this.#guard.reserve;
   }
 
   /**
@@ -102,9 +110,9 @@ export class NatsStore implements Store {
   }
 
   async create(key: string, value: string): Promise<WriteResult> {
-    this.#checkWrite("create", key, value);
+    this.#guard.checkWrite("create", key, value);
     const deadline = Date.now() + this.#timeout;
-    const before = this.#seen;
+    const before = this.#guard.seen;
     if (!this.#conn.connected) await this.#ready("create", deadline);
     try {
       return this.#landed(await this.#sent(deadline, () => this.#conn.kv.put(key, value, { previousSeq: 0, timeout: this.#writeBudget(deadline) })));
@@ -126,20 +134,15 @@ export class NatsStore implements Store {
   }
 
   async update(key: string, value: string, revision: number): Promise<WriteResult> {
-    this.#checkWrite("update", key, value);
-    if (!Number.isInteger(revision) || revision <= 0) {
-      throw new SplitleaseError(
-        "INVALID_ARGUMENT",
-        `Update of key "${key}" needs a positive integer revision, got ${revision}`,
-      );
-    }
+    this.#guard.checkWrite("update", key, value);
+    this.#guard.checkRevision("Update", key, revision);
     const deadline = Date.now() + this.#timeout;
-    const before = this.#seen;
+    const before = this.#guard.seen;
     if (!this.#conn.connected) await this.#ready("update", deadline);
     try {
-      const rev = await this.#sent(deadline, () => this.#conn.kv.put(key, value, { previousSeq: revision, timeout: this.#writeBudget(deadline) }));
-      if (rev > this.#seen) this.#seen = rev;
-      return { ok: true, revision: rev };
+      return this.#guard.landed(
+        await this.#sent(deadline, () => this.#conn.kv.put(key, value, { previousSeq: revision, timeout: this.#writeBudget(deadline) })),
+      );
     } catch (e) {
       if (isConflict(e)) return CONFLICT;
       return this.#maybeLanded("update", key, value, Math.max(before, revision), deadline, e);
@@ -147,14 +150,8 @@ export class NatsStore implements Store {
   }
 
   async delete(key: string, revision?: number): Promise<DeleteResult> {
-    this.#checkOpen("delete");
-    assertValidKey(key);
-    if (revision !== undefined && (!Number.isInteger(revision) || revision <= 0)) {
-      throw new SplitleaseError(
-        "INVALID_ARGUMENT",
-        `Delete of key "${key}" needs a positive integer revision, got ${revision}`,
-      );
-    }
+    this.#guard.checkKey("delete", key);
+    if (revision !== undefined) this.#guard.checkRevision("Delete", key, revision);
     const deadline = Date.now() + this.#timeout;
     await this.#ready("delete", deadline);
     // A guarded delete is one round trip. Known divergence from MemoryStore:
@@ -179,14 +176,12 @@ export class NatsStore implements Store {
             timeout: this.#writeBudget(deadline),
           })
         );
-        if (ack.seq > this.#seen) this.#seen = ack.seq;
+        this.#guard.saw(ack.seq);
         return DELETED;
       } catch (e) {
         if (!isConflict(e)) {
           // Maybe landed: gone now means done; still there means unknown.
-          const entry = await this.#read("delete", key, deadline, e).catch(() => undefined);
-          if (entry !== undefined && (!entry || entry.operation !== "PUT")) return DELETED;
-          throw this.#unavailable("delete", e);
+          return await this.#guard.deleteMaybeLanded("delete", e, async () => raw(await this.#read("delete", key, deadline, e)));
         }
       }
       // Conflict: also what NATS answers over a delete marker. Absent is success.
@@ -194,13 +189,12 @@ export class NatsStore implements Store {
       if (!entry || entry.operation !== "PUT") return DELETED;
       if (revision !== undefined) return DELETE_CONFLICT;
       guard = undefined; // unguarded delete lost a race with a write: try again
-      if (Date.now() >= deadline) throw this.#unavailable("delete");
+      if (Date.now() >= deadline) throw this.#guard.unavailable("delete");
     }
   }
 
   async get(key: string): Promise<StoreEntry | undefined> {
-    this.#checkOpen("get");
-    assertValidKey(key);
+    this.#guard.checkKey("get", key);
     const deadline = Date.now() + this.#timeout;
     if (!this.#conn.connected) await this.#ready("get", deadline);
     const e = await this.#read("get", key, deadline);
@@ -209,8 +203,7 @@ export class NatsStore implements Store {
   }
 
   async list(filter: KeyFilter): Promise<StoreEntry[]> {
-    this.#checkOpen("list");
-    assertValidFilter(filter);
+    this.#guard.checkFilter("list", filter);
     const deadline = Date.now() + this.#timeout;
     await this.#ready("list", deadline);
     const latest = new Map<string, StoreEntry>();
@@ -226,10 +219,10 @@ export class NatsStore implements Store {
     // A deadline on progress, not on the whole listing: 100k keys stream for
     // longer than one op timeout, but each message must follow the last
     // within it (the first within what the connection wait left).
-    let timer = setTimeout(() => fail(this.#unavailable("list")), clampTimerMs(deadline - Date.now()));
+    let timer = setTimeout(() => fail(this.#guard.unavailable("list")), clampTimerMs(deadline - Date.now()));
     const progressed = () => {
       clearTimeout(timer);
-      timer = setTimeout(() => fail(this.#unavailable("list", undefined, "no progress")), clampTimerMs(this.#timeout));
+      timer = setTimeout(() => fail(this.#guard.unavailable("list", undefined, "no progress")), clampTimerMs(this.#timeout));
     };
     // The end of the replay: the last revision under the filter once the
     // consumer exists (see `Scan.endAt`: pending counts lie on 2.9, where a
@@ -263,11 +256,11 @@ export class NatsStore implements Store {
     }, () => {});
     try {
       scan = await Promise.race([started, done.then(() => started)]);
-      scan.closed.then(() => fail(this.#unavailable("list", undefined, "consumer closed during listing")));
+      scan.closed.then(() => fail(this.#guard.unavailable("list", undefined, "consumer closed during listing")));
       await done;
     } catch (e) {
       if (e instanceof StoreUnavailableError) throw e;
-      throw this.#unavailable("list", e);
+      throw this.#guard.unavailable("list", e);
     } finally {
       abandoned = true;
       clearTimeout(timer);
@@ -275,21 +268,19 @@ export class NatsStore implements Store {
     }
     const out = [...latest.values()];
     out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    for (const e of out) if (e.revision > this.#seen) this.#seen = e.revision;
+    for (const e of out) this.#guard.saw(e.revision);
     return out;
   }
 
   watch(filter: KeyFilter): Watch {
-    this.#checkOpen("watch");
-    assertValidFilter(filter);
+    this.#guard.checkFilter("watch", filter);
     const w = new NatsWatch(this.#conn, filter, (x) => this.#watches.delete(x));
     this.#watches.add(w);
     return w;
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
+    if (!this.#guard.close()) return;
     await Promise.all([...this.#watches].map((w) => w.stop()));
     await this.#conn.close();
   }
@@ -300,8 +291,7 @@ export class NatsStore implements Store {
   }
 
   #landed(revision: number): WriteResult {
-    if (revision > this.#seen) this.#seen = revision;
-    return { ok: true, revision };
+    return this.#guard.landed(revision);
   }
 
   /** Sends a write, again while nothing received it (see {@linkcode untilReceived}), keeping the re-read reserve. */
@@ -318,28 +308,28 @@ export class NatsStore implements Store {
   async #ready(op: string, deadline: number): Promise<void> {
     if (this.#conn.connected) return;
     if (!(await this.#conn.waitConnected(deadline - this.#reserve))) {
-      this.#checkOpen(op);
-      throw this.#unavailable(op, undefined, "not connected");
+      this.#guard.checkOpen(op);
+      throw this.#guard.unavailable(op, undefined, "not connected");
     }
   }
 
   /** Point read of the raw entry (markers included), bounded by `deadline`. */
   async #read(op: string, key: string, deadline: number, cause?: unknown): Promise<KvEntry | null> {
     const ms = deadline - Date.now();
-    if (ms <= 0 || !this.#conn.connected) throw this.#unavailable(op, cause);
+    if (ms <= 0 || !this.#conn.connected) throw this.#guard.unavailable(op, cause);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(this.#unavailable(op, cause)), clampTimerMs(ms));
+      timer = setTimeout(() => reject(this.#guard.unavailable(op, cause)), clampTimerMs(ms));
     });
     const read = untilReceived(deadline, () => this.#conn.kv.get(key));
     read.catch(() => {});
     try {
       const e = await Promise.race([read, timeout]);
-      if (e && e.revision > this.#seen) this.#seen = e.revision;
+      if (e) this.#guard.saw(e.revision);
       return e;
     } catch (e) {
       if (e instanceof StoreUnavailableError) throw e;
-      throw this.#unavailable(op, e);
+      throw this.#guard.unavailable(op, e);
     } finally {
       clearTimeout(timer);
     }
@@ -347,8 +337,8 @@ export class NatsStore implements Store {
 
   /**
    * A write failed without a verdict (timeout, disconnect): it may have
-   * landed. Re-read: our exact value at a revision above anything seen
-   * before the write means it did; otherwise report the outage. Never retry.
+   * landed (the kit's rule, over a re-read of the key), unless nobody
+   * received it ("no responders", still at the deadline).
    */
   async #maybeLanded(
     op: string,
@@ -358,43 +348,13 @@ export class NatsStore implements Store {
     deadline: number,
     cause: unknown,
   ): Promise<WriteResult> {
-    this.#checkOpen(op);
-    // Nobody received it (still, at the deadline): it did not land.
-    if (isNoResponders(cause)) throw this.#unavailable(op, cause, "no stream answered (its leader is being elected?)");
-    let entry: KvEntry | null;
-    try {
-      entry = await this.#read(op, key, deadline, cause);
-    } catch {
-      throw this.#unavailable(op, cause);
-    }
-    if (entry && entry.operation === "PUT" && entry.revision > before && entry.string() === value) {
-      return { ok: true, revision: entry.revision };
-    }
-    throw this.#unavailable(op, cause);
+    this.#guard.checkOpen(op);
+    if (isNoResponders(cause)) throw this.#guard.unavailable(op, cause, "no stream answered (its leader is being elected?)");
+    return await this.#guard.maybeLanded(op, value, before, cause, async () => raw(await this.#read(op, key, deadline, cause)));
   }
+}
 
-  #unavailable(op: string, cause?: unknown, detail?: string): StoreUnavailableError {
-    if (this.#closed) {
-      return new StoreUnavailableError(op, this.#timeout, { cause, detail: "the store is closed" });
-    }
-    if (cause instanceof JetStreamApiError && cause.code === STREAM_NOT_FOUND) {
-      // JetStream answered that the bucket's stream does not exist: deleted under us, not an outage.
-      return new JobGoneError(op, this.#timeout, { cause, detail: `its bucket ${this.bucket} does not exist any more` });
-    }
-    return new StoreUnavailableError(op, this.#timeout, {
-      cause,
-      detail: detail ?? (cause === undefined ? "timed out" : describe(cause)),
-    });
-  }
-
-  #checkOpen(op: string): void {
-    if (this.#closed) {
-      throw new SplitleaseError("CLOSED", `Store operation "${op}" failed: the store is closed`);
-    }
-  }
-
-  #checkWrite(op: string, key: string, value: string): void {
-    this.#checkOpen(op);
-    assertValidWrite(key, value);
-  }
+/** A KV entry as the kit reads a key: a delete or purge marker has no value. */
+function raw(e: KvEntry | null): RawEntry | null {
+  return e ? { value: e.operation === "PUT" ? e.string() : null, revision: e.revision } : null;
 }

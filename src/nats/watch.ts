@@ -6,8 +6,7 @@
  * @module
  */
 import { JetStreamApiError } from "@nats-io/jetstream";
-import type { Watch, WatchEvent } from "../store/store.ts";
-import { Channel } from "../util/channel.ts";
+import { StoreWatch } from "../store/store_watch.ts";
 import type { Connection } from "./connection.ts";
 import { describe } from "./describe.ts";
 import { sleep } from "../util/timers.ts";
@@ -24,17 +23,17 @@ import { type BucketMessage, lastRevisionUnder, type Scan, startScan } from "./s
 export const REPLAY_PROBE_MS = 100;
 const CONSUMER_NOT_FOUND = 10014;
 
-/** A watch of one filter; see the `Watch` contract in store.ts. */
-export class NatsWatch implements Watch {
+/**
+ * A watch of one filter; see the `Watch` contract in store.ts. The kit's
+ * `StoreWatch` owns the events, `stop` and the reset owed; this class the
+ * ordered consumer that delivers the snapshot and then the live changes.
+ */
+export class NatsWatch extends StoreWatch {
   #conn: Connection;
   #filter: string;
-  #channel = new Channel<WatchEvent>();
   #scan?: Scan;
   /** Bumped on every (re)start; callbacks of older generations are ignored. */
   #generation = 0;
-  #stopped = false;
-  /** Whether anything was delivered since the last reset (a reset is owed). */
-  #delivered = false;
   #unwatch: () => void;
   #checking = false;
   #failures = 0;
@@ -42,6 +41,7 @@ export class NatsWatch implements Watch {
   #onStop: (w: NatsWatch) => void;
 
   constructor(conn: Connection, filter: string, onStop: (w: NatsWatch) => void) {
+    super();
     this.#conn = conn;
     this.#filter = filter;
     this.#onStop = onStop;
@@ -50,43 +50,28 @@ export class NatsWatch implements Watch {
     this.#run(++this.#generation);
   }
 
-  [Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
-    return this.#channel[Symbol.asyncIterator]();
-  }
-
-  stop(): Promise<void> {
-    if (this.#stopped) return Promise.resolve();
-    this.#stopped = true;
+  protected onStop(): void {
     this.#generation++;
     this.#unwatch();
     this.#unlisten();
     this.#scan?.stop();
     this.#scan = undefined;
-    this.#channel.close();
     this.#onStop(this);
-    return Promise.resolve();
-  }
-
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.stop();
   }
 
   #restart(reason: string): void {
-    if (this.#stopped) return;
+    if (this.stopped) return;
     const gen = ++this.#generation;
     this.#scan?.stop();
     this.#scan = undefined;
-    if (this.#delivered) {
-      this.#delivered = false;
-      this.#channel.push({ type: "reset", reason });
-    }
+    this.owedReset(reason);
     this.#run(gen);
   }
 
   /** Opens a consumer for generation `gen`, retrying until it works or is superseded. */
   async #run(gen: number): Promise<void> {
     let backoff = 100;
-    while (gen === this.#generation && !this.#stopped) {
+    while (gen === this.#generation && !this.stopped) {
       try {
         await this.#open(gen);
         return;
@@ -104,10 +89,6 @@ export class NatsWatch implements Watch {
     let seen: Set<string> | undefined = new Set();
     /** Stream sequence of the last message handled. */
     let last = 0;
-    const emit = (e: WatchEvent) => {
-      this.#delivered = true;
-      this.#channel.push(e);
-    };
     /** The revision the replay must reach (see `Scan.endAt`); `undefined` until read, or when it cannot be. */
     let endAt: number | undefined;
     /** The end cannot be read: pending counts and the probe below decide. */
@@ -116,34 +97,28 @@ export class NatsWatch implements Watch {
     const end = () => {
       ready = true;
       seen = undefined;
-      emit({ type: "ready" });
+      this.emit({ type: "ready" });
     };
     const onMessage = (m: BucketMessage) => {
       if (gen !== this.#generation) return;
       last = Math.max(last, m.revision);
       if (!ready) {
-        if (m.value !== undefined) {
-          seen!.add(m.key);
-          emit({ type: "put", key: m.key, value: m.value, revision: m.revision });
-        } else if (seen!.delete(m.key)) {
-          emit({ type: "delete", key: m.key, revision: m.revision });
-        }
+        this.replayed(seen!, m.key, m.value ?? null, m.revision);
         lastPending = m.pending;
         if (endAt !== undefined ? last >= endAt : blind && m.pending === 0) end();
         return;
       }
-      if (m.value === undefined) emit({ type: "delete", key: m.key, revision: m.revision });
-      else emit({ type: "put", key: m.key, value: m.value, revision: m.revision });
+      this.changed(m.key, m.value ?? null, m.revision);
     };
     const scan = await startScan(this.#conn, this.#filter, onMessage);
-    if (gen !== this.#generation || this.#stopped) {
+    if (gen !== this.#generation || this.stopped) {
       scan.stop();
       return;
     }
     this.#scan = scan;
     this.#failures = 0;
     const at = await scan.endAt;
-    if (gen !== this.#generation || this.#stopped || ready) return;
+    if (gen !== this.#generation || this.stopped || ready) return;
     if (at !== undefined) {
       endAt = at;
       if (last >= at) end();
@@ -155,9 +130,9 @@ export class NatsWatch implements Watch {
     // under the filter (see REPLAY_PROBE_MS): the replay comes in stream
     // order, and every message of it is at or below that revision.
     (async () => {
-      while (!ready && gen === this.#generation && !this.#stopped) {
+      while (!ready && gen === this.#generation && !this.stopped) {
         await sleep(REPLAY_PROBE_MS);
-        if (ready || gen !== this.#generation || this.#stopped) return;
+        if (ready || gen !== this.#generation || this.stopped) return;
         try {
           const at = await lastRevisionUnder(this.#conn, this.#filter);
           if (!ready && gen === this.#generation && last >= at) end();
@@ -165,7 +140,7 @@ export class NatsWatch implements Watch {
       }
     })();
     scan.closed.then(() => {
-      if (gen === this.#generation && !this.#stopped) this.#restart("watch consumer closed");
+      if (gen === this.#generation && !this.stopped) this.#restart("watch consumer closed");
     });
   }
 
@@ -179,7 +154,7 @@ export class NatsWatch implements Watch {
    * Nor its pending count, which 2.9 can leave above zero for good.
    */
   async position(): Promise<number> {
-    if (!this.#scan || this.#stopped) return Infinity;
+    if (!this.#scan || this.stopped) return Infinity;
     return await lastRevisionUnder(this.#conn, this.#filter);
   }
 
@@ -189,14 +164,14 @@ export class NatsWatch implements Watch {
    */
   async check(): Promise<void> {
     const scan = this.#scan;
-    if (this.#checking || !scan || this.#stopped || !this.#conn.connected) return;
+    if (this.#checking || !scan || this.stopped || !this.#conn.connected) return;
     this.#checking = true;
     const gen = this.#generation;
     try {
       await scan.consumer.info();
       this.#failures = 0;
     } catch (e) {
-      if (gen !== this.#generation || this.#stopped || !this.#conn.connected) return;
+      if (gen !== this.#generation || this.stopped || !this.#conn.connected) return;
       const gone = e instanceof JetStreamApiError && e.code === CONSUMER_NOT_FOUND;
       // A lost consumer at once; anything else (timeouts) when it persists.
       if (gone || ++this.#failures >= 2) this.#restart(`watch consumer lost: ${describe(e)}`);

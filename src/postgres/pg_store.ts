@@ -4,10 +4,10 @@
  *
  * @module
  */
-import { SplitleaseError, StoreUnavailableError } from "../errors.ts";
+import { SplitleaseError } from "../errors.ts";
 import type { Logger } from "../util/logger.ts";
-import { assertValidFilter, assertValidKey } from "../store/keys.ts";
-import { assertValidWrite, CONFLICT, DELETE_CONFLICT, DELETED } from "../store/write_checks.ts";
+import { CONFLICT, DELETE_CONFLICT, DELETED } from "../store/write_checks.ts";
+import { type RawEntry, WriteGuard } from "../store/write_guard.ts";
 import type {
   DeleteResult,
   KeyFilter,
@@ -80,10 +80,11 @@ export class PgStore<Tx = unknown> implements Store {
   readonly #opts: ResolvedPgOptions;
   readonly #jobId: number;
   readonly #q: Queries;
-  readonly #server: string;
   readonly #timeout: number;
   /** Share of the op budget kept for re-reading a write whose answer was lost. */
   readonly #reserve: number;
+  /** Closed state, call checks, `seen`, outages and maybe-landed writes (the store kit's). */
+  readonly #guard: WriteGuard;
   readonly #watches = new Map<string, Set<PgWatch>>();
   /** The watches of exact keys: listening, or polled together. */
   readonly #keyWatches: KeyWatches;
@@ -91,21 +92,24 @@ export class PgStore<Tx = unknown> implements Store {
   readonly #host: WatchHost;
   readonly #pruneEvery: number;
   readonly #calls: DeadlineCalls;
-  #closed = false;
-  /** Highest revision this store has seen (a lower bound for our next write's). */
-  #seen = 0;
 
   /** Builds the store on an opened job (drivers' `connect` functions call this). */
   constructor(init: PgStoreInit) {
     this.#client = init.client;
-    this.#calls = new DeadlineCalls(init.client, (what) => (this.#closed ? this.#unavailable(what) : undefined));
+    this.#guard = new WriteGuard({
+      timeoutMs: init.options.opTimeoutMs,
+      describe: describePgError,
+      where: `PostgreSQL at ${init.server}`,
+      refuseValue: (key, value) =>
+        value.includes("\u0000") ? `Value for key "${key}" contains a NUL character, which PostgreSQL text cannot hold` : undefined,
+    });
+    this.#calls = new DeadlineCalls(init.client, (what) => (this.#guard.closed ? this.#guard.unavailable(what) : undefined));
     this.#opts = init.options;
     this.job = init.options.job;
     this.#jobId = init.jobId;
     this.#q = new Queries(init.options.schema);
-    this.#server = init.server;
-    this.#timeout = init.options.opTimeoutMs;
-    this.#reserve = Math.min(1000, Math.floor(this.#timeout / 4));
+    this.#timeout = this.#guard.timeoutMs;
+    this.#reserve = this.#guard.reserve;
     this.#pruneEvery = Math.max(1, Math.min(1000, Math.floor(init.options.changeLogSize / 2)));
     this.#notifications = new Notifications(
       init.client,
@@ -136,9 +140,7 @@ export class PgStore<Tx = unknown> implements Store {
         if (filterSql(w.filter).kind === "exact") this.#keyWatches.remove(w);
         else this.#notifications.remove(channel);
       },
-      saw: (revision) => {
-        if (revision > this.#seen) this.#seen = revision;
-      },
+      saw: (revision) => this.#guard.saw(revision),
     };
   }
 
@@ -148,20 +150,19 @@ export class PgStore<Tx = unknown> implements Store {
   }
 
   async create(key: string, value: string): Promise<WriteResult> {
-    this.#checkWrite("create", key, value);
+    this.#guard.checkWrite("create", key, value);
     return await this.#put("create", key, value, null);
   }
 
   async update(key: string, value: string, revision: number): Promise<WriteResult> {
-    this.#checkWrite("update", key, value);
-    this.#checkRevision("Update", key, revision);
+    this.#guard.checkWrite("update", key, value);
+    this.#guard.checkRevision("Update", key, revision);
     return await this.#put("update", key, value, revision);
   }
 
   async delete(key: string, revision?: number): Promise<DeleteResult> {
-    this.#checkOpen("delete");
-    assertValidKey(key);
-    if (revision !== undefined) this.#checkRevision("Delete", key, revision);
+    this.#guard.checkKey("delete", key);
+    if (revision !== undefined) this.#guard.checkRevision("Delete", key, revision);
     const deadline = Date.now() + this.#timeout;
     let r: number;
     try {
@@ -171,18 +172,15 @@ export class PgStore<Tx = unknown> implements Store {
     } catch (e) {
       if (isAuthFailure(e)) throw authError(e, "delete");
       // Maybe landed: gone now means done; still there means unknown.
-      const entry = await this.#entry("delete", key, deadline, e).catch(() => undefined);
-      if (entry !== undefined && (entry === null || entry.value === null)) return DELETED;
-      throw this.#unavailable("delete", e);
+      return await this.#guard.deleteMaybeLanded("delete", e, () => this.#entry("delete", key, deadline, e));
     }
     if (r < 0) return DELETE_CONFLICT;
-    this.#saw(r);
+    this.#guard.saw(r);
     return DELETED;
   }
 
   async get(key: string): Promise<StoreEntry | undefined> {
-    this.#checkOpen("get");
-    assertValidKey(key);
+    this.#guard.checkKey("get", key);
     const e = await this.#entry("get", key, Date.now() + this.#timeout);
     if (!e || e.value === null) return undefined;
     return { key, value: e.value, revision: e.revision };
@@ -195,8 +193,7 @@ export class PgStore<Tx = unknown> implements Store {
    * page's revision.
    */
   async list(filter: KeyFilter): Promise<StoreEntry[]> {
-    this.#checkOpen("list");
-    assertValidFilter(filter);
+    this.#guard.checkFilter("list", filter);
     const f = filterSql(filter);
     if (f.kind === "exact") {
       const e = await this.get(filter);
@@ -208,7 +205,7 @@ export class PgStore<Tx = unknown> implements Store {
       const rows = pageRows(await this.#read("list", this.#q.page("kv", f), [this.#jobId, after, PAGE_ROWS, ...f.params]));
       let n = 0;
       for (const r of rows) {
-        this.#saw(r.head);
+        this.#guard.saw(r.head);
         const c = r.change;
         if (!c) continue;
         n++;
@@ -224,8 +221,7 @@ export class PgStore<Tx = unknown> implements Store {
   }
 
   watch(filter: KeyFilter): Watch {
-    this.#checkOpen("watch");
-    assertValidFilter(filter);
+    this.#guard.checkFilter("watch", filter);
     return new PgWatch(this.#host, filter, channelOf(this.#jobId, filter));
   }
 
@@ -260,8 +256,8 @@ export class PgStore<Tx = unknown> implements Store {
    * ```
    */
   async updateInTransaction(key: string, value: string, revision: number, work: (tx: Tx) => Promise<void>): Promise<WriteResult> {
-    this.#checkWrite("update", key, value);
-    this.#checkRevision("Update", key, revision);
+    this.#guard.checkWrite("update", key, value);
+    this.#guard.checkRevision("Update", key, revision);
     if (typeof work !== "function") throw new SplitleaseError("INVALID_ARGUMENT", `updateInTransaction of key "${key}" needs a function`);
     const script = `select ${this.#q.schema}.put(${this.#jobId}, ${literal(key)}, ${literal(value)}, ${revision}, ` +
       `${literal(channelsOfKey(this.#jobId, key))}, true)::text as r; commit`;
@@ -295,7 +291,7 @@ export class PgStore<Tx = unknown> implements Store {
       // The write and `commit` in one message: the job's counter row is locked from the write to
       // the commit on the server alone, never across a round trip to this (maybe frozen) client.
       const deadline = Date.now() + this.#timeout;
-      const before = Math.max(this.#seen, revision);
+      const before = Math.max(this.#guard.seen, revision);
       try {
         const rows = await this.#calls.bounded("update", (signal) => session.simple(script, signal), deadline - this.#reserve);
         landed = rev(rows[0]?.[0]?.r);
@@ -317,8 +313,8 @@ export class PgStore<Tx = unknown> implements Store {
       if (sqlState(e) === CAS_LOST) return CONFLICT;
       if (isAuthFailure(e)) throw authError(e, "update");
       if (unknown) return await this.#maybeLanded("update", key, value, unknown.before, unknown.deadline, unknown.cause);
-      if (e instanceof WorkFailed) throw this.#unavailable("update", e.cause, "the transaction failed");
-      if (!started || isTransient(e) || e instanceof Timeout) throw this.#unavailable("update", e, started ? "the transaction failed" : undefined);
+      if (e instanceof WorkFailed) throw this.#guard.unavailable("update", e.cause, "the transaction failed");
+      if (!started || isTransient(e) || e instanceof Timeout) throw this.#guard.unavailable("update", e, started ? "the transaction failed" : undefined);
       throw e;
     } finally {
       clearTimeout(timer);
@@ -327,8 +323,7 @@ export class PgStore<Tx = unknown> implements Store {
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
+    if (!this.#guard.close()) return;
     const polling = this.#keyWatches.close();
     for (const set of [...this.#watches.values()]) for (const w of [...set]) await w.stop();
     await this.#notifications.close();
@@ -343,7 +338,7 @@ export class PgStore<Tx = unknown> implements Store {
 
   async #put(op: string, key: string, value: string, expected: number | null): Promise<WriteResult> {
     const deadline = Date.now() + this.#timeout;
-    const before = Math.max(this.#seen, expected ?? 0);
+    const before = Math.max(this.#guard.seen, expected ?? 0);
     let r: unknown;
     try {
       const rows = await this.#calls.query(this.#q.put, [this.#jobId, key, value, expected, channelsOfKey(this.#jobId, key)], deadline - this.#reserve);
@@ -357,86 +352,43 @@ export class PgStore<Tx = unknown> implements Store {
   }
 
   #landed(revision: number): WriteResult {
-    this.#saw(revision);
     // One writer sees each revision: the one that lands a multiple of the prune step prunes.
     if (revision % this.#pruneEvery === 0 && revision > this.#opts.changeLogSize) this.#prune(revision - this.#opts.changeLogSize);
-    return { ok: true, revision };
+    return this.#guard.landed(revision);
   }
 
   #prune(upTo: number): void {
     this.#calls.query(this.#q.prune, [this.#jobId, upTo, this.#opts.changeLogMinAgeMs], Date.now() + this.#timeout).catch(() => {});
   }
 
-  /**
-   * A write failed without a verdict (timeout, lost connection): it may
-   * have landed. Re-read: our exact value at a revision above anything seen
-   * before the write means it did; otherwise report the outage. Never retry.
-   */
-  async #maybeLanded(op: string, key: string, value: string, before: number, deadline: number, cause: unknown): Promise<WriteResult> {
-    this.#checkOpen(op);
-    let entry: { value: string | null; revision: number } | null;
-    try {
-      entry = await this.#entry(op, key, deadline, cause);
-    } catch {
-      throw this.#unavailable(op, cause);
-    }
-    if (entry && entry.value === value && entry.revision > before) return { ok: true, revision: entry.revision };
-    throw this.#unavailable(op, cause);
+  /** A write failed without a verdict: the kit's maybe-landed rule, over a re-read of the key's row. */
+  #maybeLanded(op: string, key: string, value: string, before: number, deadline: number, cause: unknown): Promise<WriteResult> {
+    return this.#guard.maybeLanded(op, value, before, cause, () => this.#entry(op, key, deadline, cause));
   }
 
   /** The key's row (a delete marker has a null value), or null when it has none; bounded by `deadline`. */
-  async #entry(op: string, key: string, deadline: number, cause?: unknown): Promise<{ value: string | null; revision: number } | null> {
+  async #entry(op: string, key: string, deadline: number, cause?: unknown): Promise<RawEntry | null> {
     let rows: SqlRow[];
     try {
       rows = await this.#calls.retried(this.#q.get, [this.#jobId, key], deadline);
     } catch (e) {
       if (isAuthFailure(e)) throw authError(e, op);
-      throw this.#unavailable(op, cause ?? e);
+      throw this.#guard.unavailable(op, cause ?? e);
     }
     if (rows.length === 0) return null;
     const revision = rev(rows[0].revision);
-    this.#saw(revision);
+    this.#guard.saw(revision);
     return { value: rows[0].value === null ? null : String(rows[0].value), revision };
   }
 
   /** A read for watches and listings: one operation timeout, outages as `StoreUnavailableError`. */
   async #read(op: string, text: string, params: SqlParam[]): Promise<SqlRow[]> {
-    this.#checkOpen(op);
+    this.#guard.checkOpen(op);
     try {
       return await this.#calls.retried(text, params, Date.now() + this.#timeout);
     } catch (e) {
       if (isAuthFailure(e)) throw authError(e, op);
-      throw this.#unavailable(op, e);
-    }
-  }
-
-  #saw(revision: number): void {
-    if (revision > this.#seen) this.#seen = revision;
-  }
-
-  #unavailable(op: string, cause?: unknown, detail?: string): StoreUnavailableError {
-    if (this.#closed) return new StoreUnavailableError(op, this.#timeout, { cause, detail: "the store is closed" });
-    return new StoreUnavailableError(op, this.#timeout, {
-      cause,
-      detail: `${detail ?? (cause === undefined ? "timed out" : describePgError(cause))}; PostgreSQL at ${this.#server}`,
-    });
-  }
-
-  #checkOpen(op: string): void {
-    if (this.#closed) throw new SplitleaseError("CLOSED", `Store operation "${op}" failed: the store is closed`);
-  }
-
-  #checkRevision(what: string, key: string, revision: number): void {
-    if (!Number.isInteger(revision) || revision <= 0) {
-      throw new SplitleaseError("INVALID_ARGUMENT", `${what} of key "${key}" needs a positive integer revision, got ${revision}`);
-    }
-  }
-
-  #checkWrite(op: string, key: string, value: string): void {
-    this.#checkOpen(op);
-    assertValidWrite(key, value);
-    if (value.includes("\u0000")) {
-      throw new SplitleaseError("INVALID_ARGUMENT", `Value for key "${key}" contains a NUL character, which PostgreSQL text cannot hold`);
+      throw this.#guard.unavailable(op, e);
     }
   }
 }

@@ -198,6 +198,13 @@ export interface Store extends AsyncDisposable {
    */
   readonly job?: string;
   /**
+   * What an acknowledged write survives on this store's server, in one
+   * line, for a backend that reads and checks it at connect (Redis: its
+   * persistence settings, its replicas and what the store waits for).
+   * `/status` shows it. Backends whose guarantee is fixed leave it out.
+   */
+  readonly durability?: string;
+  /**
    * Writes `value` only if `key` is absent (never written, or its last
    * operation was a delete). Returns the new revision, or a conflict when the
    * key holds a value.

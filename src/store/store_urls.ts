@@ -97,6 +97,19 @@ export const POSTGRES_URLS = {
   connect: "PostgresStore.connect (@splitlease/splitlease/postgres)",
 } as const satisfies StoreUrlKind;
 
+/** Redis: one server (`redis://`, or `rediss://` over TLS). */
+export const REDIS_URLS = {
+  id: "redis",
+  name: "Redis",
+  schemes: [
+    { scheme: "redis", means: "a server", aliases: ["resp", "valkey", "reds", "keydb"] },
+    { scheme: "rediss", means: "a server over TLS", aliases: ["redis+tls", "redistls"] },
+  ],
+  many: false,
+  defaultPort: 6379,
+  connect: "RedisStore.connect (@splitlease/splitlease/redis)",
+} as const satisfies StoreUrlKind;
+
 /**
  * Every backend splitlease connects to by URL, the one list every
  * scheme message is made from.
@@ -105,10 +118,10 @@ export const POSTGRES_URLS = {
  * ```ts
  * import { STORE_URL_KINDS, storeSchemesText } from "./store_urls.ts";
  * console.log(storeSchemesText(STORE_URL_KINDS));
- * // "nats://, tls://, ws:// or wss:// URLs (NATS), or one postgres:// or postgresql:// URL (PostgreSQL)"
+ * // "nats://, tls://, ws:// or wss:// URLs (NATS), one postgres:// or postgresql:// URL (PostgreSQL), or one redis:// or rediss:// URL (Redis)"
  * ```
  */
-export const STORE_URL_KINDS = [NATS_URLS, POSTGRES_URLS] as const satisfies readonly StoreUrlKind[];
+export const STORE_URL_KINDS = [NATS_URLS, POSTGRES_URLS, REDIS_URLS] as const satisfies readonly StoreUrlKind[];
 
 /**
  * The id of a backend of {@linkcode STORE_URL_KINDS} (`"nats" | "postgres"`):
@@ -149,7 +162,7 @@ export function schemeOf(url: string): string | undefined {
  * ```ts
  * import { probeableUrl } from "./store_urls.ts";
  * probeableUrl("http://127.0.0.1:8222"); // true
- * probeableUrl("redis://cache:6379"); // false
+ * probeableUrl("memcached://cache:11211"); // false
  * ```
  */
 export function probeableUrl(url: string): boolean {
@@ -273,7 +286,9 @@ export function storeUrlHint(url: string, kinds: readonly StoreUrlKind[] = STORE
   }
   const rest = text.replace(SCHEME, "");
   if (scheme === "http" || scheme === "https") {
-    return `${kinds.map((k) => k.name).join(" and ")} take no HTTP URL (nats-server's HTTP ports are its monitoring ` +
+    const names = kinds.map((k) => k.name);
+    const all = names.length <= 1 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+    return `${all} take no HTTP URL (nats-server's HTTP ports are its monitoring ` +
       `port, which takes no clients, and its WebSocket listener: ${scheme === "https" ? "wss" : "ws"}://${hostOf(text)})`;
   }
   if (kinds.some((k) => k.schemes.some((s) => s.scheme === scheme))) return "";

@@ -1,6 +1,6 @@
-// A job's life (issue 41), defined once and run on every backend (memory,
-// nats-server, PostgreSQL: lifecycle_test.ts, nats_lifecycle_test.ts,
-// tests/postgres/lifecycle_test.ts): permanent failures quarantine at
+// A job's life (issue 41), defined once and run on every backend (memory:
+// lifecycle_test.ts; the real stores through the backend kit,
+// tests/store/backend_suites.ts): permanent failures quarantine at
 // once; outcomes name what they skipped, and wait exits by them; a paused
 // job deals nothing, hands back what runs, decides no outcome, and stays
 // paused across a leader change and a restart of the whole fleet; a

@@ -267,41 +267,43 @@ Deno.test({
   },
 });
 
-Deno.test({
-  name: "kit: the postgres component makes every splitlease pod of either overlay coordinate through PostgreSQL (STORE_URL from a Secret)",
-  sanitizeResources: false,
-  sanitizeOps: false,
-  fn: async () => {
-    const component = yamlDocs("deploy/k8s/components/postgres/kustomization.yaml")[0];
-    assert.equal(component.kind, "Component");
-    const which = await runCmd("sh", ["-c", "command -v kubectl"], { check: false });
-    if (which.code !== 0) {
-      console.log("kubectl is not installed: the postgres component is checked statically only");
-      return;
-    }
-    for (const dir of OVERLAYS) {
-      // The overlay with the component added, next to the real ones (components resolve relative to it).
-      const tmp = `${root}deploy/overlays/_postgres_${crypto.randomUUID().slice(0, 8)}`;
-      await Deno.mkdir(tmp);
-      try {
-        const text = read(`${dir}/kustomization.yaml`)
-          .replace("  - ../../k8s/components/podmonitor", "  - ../../k8s/components/podmonitor\n  - ../../k8s/components/postgres")
-          .replace("JOB=backfill", "JOB=orders-2024");
-        assert.ok(text.includes("components/postgres"), `${dir} lists components`);
-        await Deno.writeTextFile(`${tmp}/kustomization.yaml`, text);
-        const built = await runCmd("kubectl", ["kustomize", tmp], { timeoutMs: 60_000, what: `kubectl kustomize ${dir} + postgres` });
-        const workloads = parseYaml(built.stdout, `kubectl kustomize ${dir} + postgres`).filter((r) => r.spec?.template?.spec);
-        assert.ok(workloads.length >= 2, `${dir}: the workers and the observer`);
-        for (const w of workloads) {
-          const env = Object.fromEntries((workerOf(w.spec.template.spec).env as Yaml[]).map((e) => [e.name, e]));
-          assert.equal(env.STORE.value, "postgres", `${w.metadata.name}: STORE`);
-          assert.deepEqual(env.STORE_URL.valueFrom.secretKeyRef, { name: "splitlease-postgres", key: "url" }, `${w.metadata.name}: STORE_URL`);
-          assert.equal(env.NATS_PASS.valueFrom.secretKeyRef.optional, true, `${w.metadata.name}: starts without the NATS Secret`);
-          assert.equal(env.JOB.value, "orders-2024", `${w.metadata.name}: the overlay's replacements still apply`);
-        }
-      } finally {
-        await Deno.remove(tmp, { recursive: true });
+for (const [id, name] of [["postgres", "PostgreSQL"], ["redis", "Redis"]] as const) {
+  Deno.test({
+    name: `kit: the ${id} component makes every splitlease pod of either overlay coordinate through ${name} (STORE_URL from a Secret)`,
+    sanitizeResources: false,
+    sanitizeOps: false,
+    fn: async () => {
+      const component = yamlDocs(`deploy/k8s/components/${id}/kustomization.yaml`)[0];
+      assert.equal(component.kind, "Component");
+      const which = await runCmd("sh", ["-c", "command -v kubectl"], { check: false });
+      if (which.code !== 0) {
+        console.log(`kubectl is not installed: the ${id} component is checked statically only`);
+        return;
       }
-    }
-  },
-});
+      for (const dir of OVERLAYS) {
+        // The overlay with the component added, next to the real ones (components resolve relative to it).
+        const tmp = `${root}deploy/overlays/_${id}_${crypto.randomUUID().slice(0, 8)}`;
+        await Deno.mkdir(tmp);
+        try {
+          const text = read(`${dir}/kustomization.yaml`)
+            .replace("  - ../../k8s/components/podmonitor", `  - ../../k8s/components/podmonitor\n  - ../../k8s/components/${id}`)
+            .replace("JOB=backfill", "JOB=orders-2024");
+          assert.ok(text.includes(`components/${id}`), `${dir} lists components`);
+          await Deno.writeTextFile(`${tmp}/kustomization.yaml`, text);
+          const built = await runCmd("kubectl", ["kustomize", tmp], { timeoutMs: 60_000, what: `kubectl kustomize ${dir} + ${id}` });
+          const workloads = parseYaml(built.stdout, `kubectl kustomize ${dir} + ${id}`).filter((r) => r.spec?.template?.spec);
+          assert.ok(workloads.length >= 2, `${dir}: the workers and the observer`);
+          for (const w of workloads) {
+            const env = Object.fromEntries((workerOf(w.spec.template.spec).env as Yaml[]).map((e) => [e.name, e]));
+            assert.equal(env.STORE.value, id, `${w.metadata.name}: STORE`);
+            assert.deepEqual(env.STORE_URL.valueFrom.secretKeyRef, { name: `splitlease-${id}`, key: "url" }, `${w.metadata.name}: STORE_URL`);
+            assert.equal(env.NATS_PASS.valueFrom.secretKeyRef.optional, true, `${w.metadata.name}: starts without the NATS Secret`);
+            assert.equal(env.JOB.value, "orders-2024", `${w.metadata.name}: the overlay's replacements still apply`);
+          }
+        } finally {
+          await Deno.remove(tmp, { recursive: true });
+        }
+      }
+    },
+  });
+}

@@ -128,11 +128,11 @@ async function runDemo(args: string[], limitMs: number): Promise<{ code: number;
 }
 
 /**
- * `demo --nats` / `--pg`: three worker processes over a store the demo starts,
+ * `demo --nats` / `--pg` / `--redis`: three worker processes over a store the demo starts,
  * one killed halfway; the progress shows completed/total splits and the
  * output tells takeovers from handoffs.
  */
-async function demoFleet(flag: "--nats" | "--pg"): Promise<void> {
+async function demoFleet(flag: "--nats" | "--pg" | "--redis"): Promise<void> {
     const tmp = await Deno.makeTempDir({ prefix: `splitlease-demo${flag.slice(1)}-test-` });
     try {
       const summaryPath = `${tmp}/summary.json`;
@@ -161,7 +161,7 @@ async function demoFleet(flag: "--nats" | "--pg"): Promise<void> {
       assert.equal(handoffs.length, s.gains.handoff, "one line per handoff");
       assert.match(out, new RegExp(`splits moved\\s+${s.gains.takeover} takeovers, ${s.gains.reclaim} reclaims .* ${s.gains.handoff} handoffs`));
       assert.match(out, /no record lost/);
-      assert.match(out, new RegExp(`3 worker processes \\(deno, bun, node\\) on ${flag === "--pg" ? "PostgreSQL" : "nats-server"}`));
+      assert.match(out, new RegExp(`3 worker processes \\(deno, bun, node\\) on ${flag === "--pg" ? "PostgreSQL" : flag === "--redis" ? "redis-server" : "nats-server"}`));
     } finally {
       await Deno.remove(tmp, { recursive: true });
     }
@@ -179,4 +179,11 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: () => demoFleet("--pg"),
+});
+
+Deno.test({
+  name: "demo --redis: the same fleet on a redis-server the demo starts: no record lost, takeovers reported",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: () => demoFleet("--redis"),
 });

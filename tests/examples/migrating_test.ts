@@ -12,6 +12,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { Queue } from "bullmq";
 import { SplitCoordinator, startWorker } from "../../mod.ts";
 import { NatsStore } from "../../nats.ts";
+import { RedisStore } from "../../adapters/redis.ts";
 import { startRedis } from "../../scripts/services.mjs";
 import { NatsServer } from "../helpers/nats_server.ts";
 import { withTimeout } from "../helpers/deadline.ts";
@@ -109,6 +110,55 @@ Deno.test({
     } finally {
       await Promise.all(workers.map((w) => w.shutdown({ deadlineMs: 0 }).catch(() => {})));
       for (const s of stores) await s.close().catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name: "migrating: the BullMQ version and the splitlease version share one Redis, each copies every row, neither touches the other's keys",
+  ...opts,
+  fn: async () => {
+    const redis = await startRedis({ log: () => {}, appendfsync: "always" });
+    if ("error" in redis) throw new Error(redis.error);
+    const connection = { host: "127.0.0.1", port: redis.port };
+    const bullSink = new MemorySink();
+    const bullWorker = bull.startWorker(connection, bullSink, 2);
+    const q = new Queue(bull.QUEUE, { connection });
+    const sink = new MemorySink();
+    const stores: RedisStore[] = [];
+    const workers = [];
+    try {
+      await bull.enqueue(connection, TOTAL, SIZE);
+      for (const instance of ["w1", "w2"]) {
+        const store = await RedisStore.connect({ url: redis.url, job: "backfill", logger: () => {} });
+        stores.push(store);
+        const source = backfillSource(sink, TOTAL, SIZE);
+        const coordinator = await SplitCoordinator.join({
+          store, job: "backfill", instance, fingerprint: source.fingerprint(), planner: (c) => source.plan(c), maxInFlight: 2,
+        });
+        workers.push(startWorker({ coordinator, source, maxInFlight: 2, logger: () => {} }));
+      }
+      const outcomes = await withTimeout(Promise.all(workers.map((w) => w.done)), 60_000, "the job to complete");
+      assert.deepEqual(outcomes.map((o) => o.kind === "drained" && o.reason), ["complete", "complete"]);
+      await until("every BullMQ job completed", async () => (await q.getJobCounts("completed")).completed === TOTAL / SIZE);
+      assert.deepEqual(sink.rows, await expected());
+      assert.deepEqual(bullSink.rows, await expected());
+      // The queue's keys and the job's, side by side.
+      const client = await (await import("@redis/client")).createClient({ url: redis.url, RESP: 2 }).connect();
+      try {
+        const keys = (await client.sendCommand(["KEYS", "*"])) as string[];
+        assert.ok(keys.some((k) => k.startsWith("bull:")), "BullMQ's keys are there");
+        assert.ok(keys.some((k) => k.startsWith("splitlease:{backfill}:")), "the job's keys are there");
+        assert.deepEqual(keys.filter((k) => !k.startsWith("bull:") && !k.startsWith("splitlease:")), [], "nothing else");
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await Promise.all(workers.map((w) => w.shutdown({ deadlineMs: 0 }).catch(() => {})));
+      for (const s of stores) await s.close().catch(() => {});
+      await bullWorker.close();
+      await q.close();
+      await redis.stop();
     }
   },
 });

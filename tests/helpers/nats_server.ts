@@ -623,6 +623,11 @@ export class TcpProxy implements AsyncDisposable {
     } catch { /* already closed */ }
   }
 
+  /** Closes every connection through the proxy (to the client, a reset by the server); new ones are forwarded. */
+  dropAll(): void {
+    for (const c of [...this.#conns]) this.#drop(c);
+  }
+
   /** Stops forwarding in both directions without closing anything. */
   blackhole(): void {
     this.#blackholed = true;

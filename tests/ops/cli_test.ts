@@ -56,10 +56,10 @@ Deno.test({
     assert.equal(down.code, 1);
     assert.match(down.out, /STORE_UNAVAILABLE/);
     // One scheme message (src/store/store_urls.ts): every scheme named, a near miss fixed, a listener pointed at.
-    const all = "give nats://, tls://, ws:// or wss:// URLs \\(NATS\\), or one postgres:// or postgresql:// URL \\(PostgreSQL\\)";
+    const all = "give nats://, tls://, ws:// or wss:// URLs \\(NATS\\), one postgres:// or postgresql:// URL \\(PostgreSQL\\), or one redis:// or rediss:// URL \\(Redis\\)";
     const h = "127\\.0\\.0\\.1";
     for (const [servers, fix] of [
-      ["redis://127.0.0.1:6379", `${all} \\(INVALID_CONFIG\\)`],
+      ["memcached://127.0.0.1:11211", `${all} \\(INVALID_CONFIG\\)`],
       ["nat://127.0.0.1:4222", `${all}; did you mean nats://${h}:4222\\?`],
       [`http://127.0.0.1:${server.monitorPort}`, `${all}; it is the NATS monitoring port of nats-server s1, which takes no clients: its client port is nats://${h}:${server.clientPort}, its WebSocket listener ws://${h}:${server.wsPort}`],
       [`127.0.0.1:${server.clientPort}`, `${all}; it answered in a protocol other than HTTP, as the NATS client port does: if it is one, give nats://${h}:${server.clientPort}`],

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { NatsStore } from "../../nats.ts";
 import { tcpTransport } from "../../adapters/nats_tcp.ts";
+import { RedisStore } from "../../adapters/redis.ts";
 import { pinnedCachePath } from "../../cli/nats_server.ts";
 import { eachLine } from "../helpers/lines.ts";
 import { withTimeout } from "../helpers/deadline.ts";
@@ -101,6 +102,52 @@ Deno.test({
         } catch { /* exited */ }
         await child.status;
       }
+    }
+  },
+});
+
+Deno.test({
+  name: "splitlease dev --store redis: a local redis-server with appendfsync always that RedisStore accepts as it is; stopped and removed on Ctrl-C",
+  ...opts,
+  fn: async () => {
+    const [cmd, args] = command("deno", ["dev", "--store", "redis", "--port", "0", "--json"]);
+    const child = new Deno.Command(cmd, { args, cwd: root, clearEnv: true, env: userEnv(), stdout: "piped", stderr: "piped" }).spawn();
+    const out: string[] = [];
+    let first: (line: string) => void = () => {};
+    const firstLine = new Promise<string>((r) => (first = r));
+    const pumps = Promise.all([
+      eachLine(child.stdout, (l) => {
+        out.push(l);
+        first(l);
+      }),
+      eachLine(child.stderr, (l) => out.push(l)),
+    ]);
+    try {
+      const info = JSON.parse(await withTimeout(firstLine, 30_000, "the URL from splitlease dev --store redis"));
+      assert.equal(info.store, "redis");
+      assert.match(info.redis, /^redis:\/\/127\.0\.0\.1:\d+$/);
+      {
+        // The default durability ("always") accepts it: no option needed.
+        await using store = await RedisStore.connect({ url: info.redis, job: "dev", logger: () => {} });
+        assert.match(store.durability, /^durability "always"/);
+        assert.ok((await store.create("hello", "redis")).ok);
+      }
+      assert.ok(existsSync(info.dataDir), "its data is there while it runs");
+      child.kill("SIGINT");
+      const status = await withTimeout(child.status, 10_000, "splitlease dev --store redis to stop after SIGINT");
+      await pumps;
+      assert.equal(status.code, 0, out.join("\n"));
+      assert.match(out.join("\n"), /splitlease dev: SIGINT: redis-server stopped, its temporary data removed/);
+      assert.ok(!alive(info.pid), `the redis-server process ${info.pid} is gone`);
+      assert.ok(!existsSync(info.dataDir), "the temporary data is removed");
+      const wrong = await runCmd(...command("deno", ["dev", "--store", "postgres"]), { cwd: root, env: userEnv(), check: false });
+      assert.equal(wrong.code, 2);
+      assert.match(wrong.out, /--store must be nats or redis, got "postgres" \(PostgreSQL has no local server here/);
+    } finally {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* exited */ }
+      await child.status;
     }
   },
 });

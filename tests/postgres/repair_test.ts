@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { SplitCoordinator } from "../../mod.ts";
 import { noPg, pgStore, sqlOnce } from "../helpers/pg.ts";
 import { finalPlanner, Member, splits } from "../coordinator/fleet.ts";
-import { NATS_TIMINGS } from "../coordinator/nats_backend.ts";
+import { REAL_TIMINGS } from "../coordinator/real_backend.ts";
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -26,10 +26,10 @@ Deno.test({
   sanitizeResources: false,
   ignore: noPg,
   fn: async () => {
-    const store = await pgStore({ opTimeoutMs: NATS_TIMINGS.opTimeoutMs, pollIntervalMs: 250 });
+    const store = await pgStore({ opTimeoutMs: REAL_TIMINGS.opTimeoutMs, pollIntervalMs: 250 });
     const raw = await pgStore({ job: store.job });
     // One lane: s000 is held, s001 and s002 wait.
-    const a = new Member(await SplitCoordinator.join({ store, job: store.job, instance: "a", planner: finalPlanner(splits(3)), ...NATS_TIMINGS, maxInFlight: 1 }));
+    const a = new Member(await SplitCoordinator.join({ store, job: store.job, instance: "a", planner: finalPlanner(splits(3)), ...REAL_TIMINGS, maxInFlight: 1 }));
     try {
       await until(() => a.held.length === 1 && a.c.status().counts.unclaimed === 2, 5000, "the plan, one split held");
       const [waiting] = ["s001", "s002"].filter((id) => !a.held.includes(id));

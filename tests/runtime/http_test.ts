@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createApp, MetricsRegistry } from "../../host.ts";
 import { escapeLabelValue } from "../../src/http/metrics.ts";
-import { startWorker } from "../../mod.ts";
+import { MemoryStore, startWorker } from "../../mod.ts";
 import { ManualClock } from "../../testing.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { idleSource } from "../helpers/idle_source.ts";
@@ -237,6 +237,18 @@ Deno.test("http: /status is JSON with the coordinator snapshot and the worker's 
   assert.equal(body.worker.lanes[0].splitId, "a");
   assert.equal(body.worker.lanes[0].epoch, 4);
   assert.equal(body.worker.ready, true);
+  await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
+});
+
+Deno.test("http: /status shows what an acknowledged write survives on the store, for a store that says (Redis), and nothing for one that does not", async () => {
+  const coordinator = new ScriptedCoordinator();
+  const worker = startWorker({ coordinator, clock: new ManualClock(), logger: () => {}, source: idleSource });
+  const mode = 'durability "everysec" (accepts "everysec"): appendonly yes, appendfsync everysec; no replicas';
+  const said = Object.assign(new MemoryStore(), { durability: mode });
+  const body = await (await createApp({ worker, store: said }).request("/status")).json();
+  assert.deepEqual(body.store, { durability: mode });
+  const silent = await (await createApp({ worker, store: new MemoryStore() }).request("/status")).json();
+  assert.equal(silent.store, undefined);
   await withTimeout(worker.shutdown(), 20_000, "the worker to shut down");
 });
 

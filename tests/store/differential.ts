@@ -2,8 +2,7 @@
  * Differential test: seeded random operation sequences applied to
  * MemoryStore and a real backend give identical results, revisions
  * included, and identical watch event streams. Replay a failure with
- * SEED=<n>. Registered for NATS in differential_test.ts and for PostgreSQL in
- * pg_differential_test.ts.
+ * SEED=<n>. Registered for every backend by `backendSuites` (backend_suites.ts).
  */
 import assert from "node:assert/strict";
 import { MemoryStore, type Store, type WatchEvent } from "../../store.ts";

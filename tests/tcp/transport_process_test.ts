@@ -140,7 +140,7 @@ Deno.test({
     // Nothing listens there: the registry's guess (tests/unit/store_urls_test.ts has the near misses).
     await refused(
       { servers: "http://127.0.0.1:1", job: "j" },
-      /"http:\/\/127\.0\.0\.1:1" is not a NATS URL: give ws:\/\/ or wss:\/\/ \(WebSocket\), or nats:\/\/ or tls:\/\/ with the TCP transport; NATS and PostgreSQL take no HTTP URL/,
+      /"http:\/\/127\.0\.0\.1:1" is not a NATS URL: give ws:\/\/ or wss:\/\/ \(WebSocket\), or nats:\/\/ or tls:\/\/ with the TCP transport; NATS, PostgreSQL and Redis take no HTTP URL/,
     );
     await refused({ servers: "http://127.0.0.1:1", job: "j", transport: tcpTransport() }, /is not a NATS URL: give nats:\/\/ or tls:\/\/ \(TCP\), or ws:\/\/ or wss:\/\/ without the transport option/);
     await refused(

@@ -63,8 +63,9 @@ Deno.test("nats-server lookup: none found says where it looked and exactly what 
 });
 
 Deno.test("splitlease dev: flags, defaults and usage errors", () => {
-  assert.deepEqual(parseDevArgs([]), { ...DEV_PORTS, storeDir: undefined, json: false, help: false });
+  assert.deepEqual(parseDevArgs([]), { store: "nats", ...DEV_PORTS, storeDir: undefined, json: false, help: false });
   assert.deepEqual(parseDevArgs(["--port", "0", "--ws-port=0", "--http-port", "9", "--store-dir", "/d", "--json"]), {
+    store: "nats",
     port: 0,
     wsPort: 0,
     httpPort: 9,
@@ -77,4 +78,9 @@ Deno.test("splitlease dev: flags, defaults and usage errors", () => {
   assert.deepEqual(parseDevArgs(["--servers", "x"]), { error: 'unknown option "--servers" of dev' });
   assert.deepEqual(parseDevArgs(["--ws-port"]), { error: "--ws-port needs a value" });
   assert.deepEqual(parseDevArgs(["--json=1"]), { error: "--json takes no value" });
+  // --store: the registry's backends with a local server; Redis's own port and flags.
+  assert.deepEqual(parseDevArgs(["--store", "redis"]), { store: "redis", ...DEV_PORTS, port: 6379, storeDir: undefined, json: false, help: false });
+  assert.equal((parseDevArgs(["--store=redis", "--port", "7000"]) as { port: number }).port, 7000);
+  assert.deepEqual(parseDevArgs(["--store", "redis", "--ws-port", "1"]), { error: "--ws-port is for --store nats (a redis-server has one port: --port)" });
+  assert.match((parseDevArgs(["--store", "memcached"]) as { error: string }).error, /^--store must be nats or redis, got "memcached"$/);
 });

@@ -6,6 +6,7 @@
 // up, and a part never needs what stands above it (parts cannot import each
 // other in a loop: every arrow between two parts runs down).
 import assert from "node:assert/strict";
+import { STORE_URL_KINDS } from "../../src/store/store_urls.ts";
 
 const root = new URL("../../src/", import.meta.url);
 
@@ -21,8 +22,9 @@ const LAYERS: Record<string, string[]>[] = [
   { "store interface": ["store/"] },
   { records: ["records/", "records.ts"] },
   { tracing: ["tracing/"], balancing: ["balance/"] },
-  // What stands on the store alone: its NATS backend, and the operator's reads and actions over a fleet's records.
-  { "NATS backend": ["nats/"], "PostgreSQL backend": ["postgres/"], fleet: ["fleet/"] },
+  // What stands on the store alone: every backend of the store URL registry (its folder is its id:
+  // src/nats/, src/postgres/, ...), and the operator's reads and actions over a fleet's records.
+  { ...Object.fromEntries(STORE_URL_KINDS.map((k) => [`${k.name} backend`, [`${k.id}/`]])), fleet: ["fleet/"] },
   // The coordinator: what both wings share, the wings, and the member that hosts both.
   { "coordinator floor": ["coordinator/"] },
   { "member wing": ["coordinator/member/"], "leader wing": ["coordinator/leader/"] },

@@ -22,9 +22,10 @@ import { USAGE } from "../../src/cli/args.ts";
 import { coordinationFromEnv } from "../../examples/serve.ts";
 import { NatsStore } from "../../nats.ts";
 import { PostgresStore } from "../../adapters/postgres.ts";
+import { RedisStore } from "../../adapters/redis.ts";
 import { SplitleaseError } from "../../mod.ts";
 
-const ALL = "nats://, tls://, ws:// or wss:// URLs (NATS), or one postgres:// or postgresql:// URL (PostgreSQL)";
+const ALL = "nats://, tls://, ws:// or wss:// URLs (NATS), one postgres:// or postgresql:// URL (PostgreSQL), or one redis:// or rediss:// URL (Redis)";
 
 /** The INVALID_CONFIG message `fn` throws. */
 function refusal(fn: () => unknown): string {
@@ -39,14 +40,14 @@ function refusal(fn: () => unknown): string {
 
 Deno.test("store urls: every scheme of every backend, in one phrase, in the usage and in every refusal", () => {
   assert.equal(storeSchemesText(), ALL);
-  assert.deepEqual(STORE_URL_KINDS.flatMap((k) => k.schemes.map((s) => s.scheme)), ["nats", "tls", "ws", "wss", "postgres", "postgresql"]);
+  assert.deepEqual(STORE_URL_KINDS.flatMap((k) => k.schemes.map((s) => s.scheme)), ["nats", "tls", "ws", "wss", "postgres", "postgresql", "redis", "rediss"]);
   for (const k of STORE_URL_KINDS) {
     for (const s of k.schemes) assert.ok(USAGE.includes(`${s.scheme}://`), `the usage names ${s.scheme}://`);
   }
   // Each backend of the registry is wired, under its own id.
   assert.deepEqual(Object.keys(STORE_BACKENDS).sort(), STORE_URL_KINDS.map((k) => k.id).sort());
   for (const [id, b] of Object.entries(STORE_BACKENDS)) assert.equal(b.kind.id, id);
-  for (const url of ["http://127.0.0.1:8222", "redis://cache:6379", "127.0.0.1:4222"]) {
+  for (const url of ["http://127.0.0.1:8222", "memcached://cache:11211", "127.0.0.1:4222"]) {
     assert.ok(refusal(() => storeKindOfUrls([url], "--servers")).includes(`is not a store URL: give ${ALL}`), url);
   }
 });
@@ -64,10 +65,13 @@ Deno.test("store urls: a near miss is named with its fix", () => {
     ["db.internal:5432", "it has no scheme: did you mean postgres://db.internal:5432/<database>?"],
     ["[::1]:4222", "it has no scheme: did you mean nats://[::1]:4222?"],
     ["redis://cache:6379", ""],
+    ["valkey://cache:6379", "did you mean redis://cache:6379?"],
+    ["cache.internal:6379", "it has no scheme: did you mean redis://cache.internal:6379?"],
+    ["memcached://cache:11211", ""],
     ["nats://fine:4222", ""],
   ];
   for (const [url, hint] of cases) assert.equal(storeUrlHint(url), hint, url);
-  assert.match(storeUrlHint("http://nats:8222"), /take no HTTP URL \(nats-server's HTTP ports are its monitoring port, which takes no clients, and its WebSocket listener: ws:\/\/nats:8222\)/);
+  assert.match(storeUrlHint("http://nats:8222"), /^NATS, PostgreSQL and Redis take no HTTP URL \(nats-server's HTTP ports are its monitoring port, which takes no clients, and its WebSocket listener: ws:\/\/nats:8222\)/);
   assert.match(storeUrlHint("https://nats:443"), /WebSocket listener: wss:\/\/nats:443\)/);
   assert.ok(!storeUrlHint("pg://app:secret@db/app").includes("secret"), "credentials never shown");
 });
@@ -91,11 +95,17 @@ Deno.test("store urls: a store given another backend's URL says which backend it
   const nats = await NatsStore.connect({ servers: "postgresql://u@db/app", job: "j" }).then(() => "", (e) => e.message);
   assert.match(nats, /^NatsStore: server "postgresql:\/\/\*\*\*@db\/app" is a PostgreSQL URL, not a NATS one \(ws:\/\/ or wss:\/\/ \(WebSocket\), or nats:\/\/ or tls:\/\/ with the TCP transport\): connect to PostgreSQL with PostgresStore\.connect/);
   const redis = await NatsStore.connect({ servers: "redis://cache:6379", job: "j" }).then(() => "", (e) => e.message);
-  assert.equal(redis, 'NatsStore: server "redis://cache:6379" is not a NATS URL: give ws:// or wss:// (WebSocket), or nats:// or tls:// with the TCP transport');
+  assert.match(redis, /^NatsStore: server "redis:\/\/cache:6379" is a Redis URL, not a NATS one .*: connect to Redis with RedisStore\.connect \(@splitlease\/splitlease\/redis\)$/);
+  const other = await NatsStore.connect({ servers: "memcached://cache:11211", job: "j" }).then(() => "", (e) => e.message);
+  assert.equal(other, 'NatsStore: server "memcached://cache:11211" is not a NATS URL: give ws:// or wss:// (WebSocket), or nats:// or tls:// with the TCP transport');
   const typo = await NatsStore.connect({ servers: "nat://127.0.0.1:1", job: "j" }).then(() => "", (e) => e.message);
   assert.match(typo, /is not a NATS URL: .*; did you mean nats:\/\/127\.0\.0\.1:1\?$/);
   const pg = await PostgresStore.connect({ url: "nats://127.0.0.1:4222", job: "j" }).then(() => "", (e) => e.message);
   assert.match(pg, /url "nats:\/\/127\.0\.0\.1:4222" is a NATS URL, not a PostgreSQL one \(postgres:\/\/ or postgresql:\/\/\): connect to NATS with NatsStore\.connect/);
+  const redis2 = await RedisStore.connect({ url: "redis://a:6379,redis://b:6379", job: "j" }).then(() => "", (e) => e.message);
+  assert.match(redis2, /url "redis:\/\/a:6379,redis:\/\/b:6379" is not a URL: give redis:\/\/\[user:password@\]host\[:port\]\[\/db\]/, "one server, not a list");
+  const redisPg = await RedisStore.connect({ url: "postgres://u@db/app", job: "j" }).then(() => "", (e) => e.message);
+  assert.match(redisPg, /url "postgres:\/\/\*\*\*@db\/app" is a PostgreSQL URL, not a Redis one \(redis:\/\/ or rediss:\/\/\): connect to PostgreSQL with PostgresStore\.connect/);
   const pgTypo = await PostgresStore.connect({ url: "postgress://u@db/app", job: "j" }).then(() => "", (e) => e.message);
   assert.match(pgTypo, /url "postgress:\/\/\*\*\*@db\/app" is not a PostgreSQL URL: give postgres:\/\/ or postgresql:\/\/; did you mean postgres:\/\/\*\*\*@db\/app\?/);
 });
@@ -103,12 +113,13 @@ Deno.test("store urls: a store given another backend's URL says which backend it
 Deno.test("store urls: the examples' launcher refuses a URL no backend takes before anything starts, naming every scheme", () => {
   const of = (env: Record<string, string>) => coordinationFromEnv({ JOB: "j", ...env });
   assert.equal(
-    refusal(() => of({ STORE_URL: "redis://u:secret@cache:6379" })),
-    `STORE_URL "redis://***@cache:6379" is not a store URL: give ${ALL}`,
+    refusal(() => of({ STORE_URL: "memcached://u:secret@cache:11211" })),
+    `STORE_URL "memcached://***@cache:11211" is not a store URL: give ${ALL}`,
   );
   assert.match(refusal(() => of({ NATS_URL: "nat://n:4222" })), /^NATS_URL "nat:\/\/n:4222" is not a store URL: give .*; did you mean nats:\/\/n:4222\?$/);
   assert.match(refusal(() => of({ STORE_URL: "postgress://db/app" })), /did you mean postgres:\/\/db\/app\?$/);
   assert.ok("storeFactory" in of({ STORE_URL: "127.0.0.1:5432" }), "a bare host:port is refused by the factory, once it asked what listens there");
   assert.ok("storeFactory" in of({ STORE_URL: "postgresql://u@db/app" }), "postgresql:// is accepted");
+  assert.ok("storeFactory" in of({ STORE_URL: "rediss://u:secret@cache:6380" }), "rediss:// is accepted");
   assert.ok("storeFactory" in of({ STORE_URL: "tls://n1:4222,tls://n2:4222" }));
 });

@@ -1,13 +1,11 @@
-// The NATS backend for the shared coordinator scenarios: one nats-server per
-// test file, a fresh bucket (job) per fleet, real time.
-import { NatsStore } from "../../nats.ts";
-import { denoWebSocket } from "../../adapters/deno.ts";
+// A real-time backend for the shared coordinator scenarios: a fresh job per
+// fleet on stores of a real server (each backend's harness passes how it
+// connects; see tests/store/backend_suites.ts).
 import { type Store, StoreUnavailableError } from "../../mod.ts";
-import type { NatsServer } from "../helpers/nats_server.ts";
 import { type Backend, Fleet, RealDriver, type Timings } from "./fleet.ts";
 
-/** Real-time timings: short, but inside every config rule. */
-export const NATS_TIMINGS: Timings = {
+/** Real-time timings: short, but inside every config rule (the same on every backend). */
+export const REAL_TIMINGS: Timings = {
   leaseMs: 1000,
   opTimeoutMs: 400,
   drainDeadlineMs: 500,
@@ -36,7 +34,7 @@ async function setUp(open: () => Promise<Store>): Promise<Store> {
 }
 
 /** A real-time backend: a fresh job per fleet, on stores `connect(job)` opens (another process's connection each). */
-export function realBackend(name: string, connect: (job: string) => Promise<Store>, timings: Timings = NATS_TIMINGS): Backend {
+export function realBackend(name: string, connect: (job: string) => Promise<Store>, timings: Timings = REAL_TIMINGS): Backend {
   return {
     name,
     realtime: true,
@@ -56,14 +54,4 @@ export function realBackend(name: string, connect: (job: string) => Promise<Stor
       return s;
     },
   };
-}
-
-export function natsBackend(server: NatsServer): Backend {
-  // As a Deno worker connects (OPERATIONS, "wsFactory"): Deno's own WebSocket
-  // client leaves Nagle's algorithm on, and a write after an unanswered one
-  // (a flow-control reply) then waits ~40 ms for the server's delayed ack.
-  return realBackend(
-    "nats",
-    (job) => NatsStore.connect({ servers: [server.wsUrl], job, opTimeoutMs: NATS_TIMINGS.opTimeoutMs, wsFactory: denoWebSocket }),
-  );
 }
