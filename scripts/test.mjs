@@ -164,6 +164,7 @@ async function denoSuite(name, paths, extra = [], server = servers.current) {
     if (files.some((f) => f.startsWith(`tests/${id}/`) || (EXTRA_USERS[id] ?? []).some((d) => f.startsWith(d)))) await ensure();
   }
   log(`\n=== ${name} ===`);
+  const t0 = Date.now();
   const r = await run(bin("deno"), ["test", "-A", "--no-check", ...extra, ...files], {
     env: {
       ...process.env,
@@ -175,8 +176,10 @@ async function denoSuite(name, paths, extra = [], server = servers.current) {
     },
   });
   const c = denoCounts(r.out);
-  if (!c) record(`${name} (runner did not report)`, false);
-  else record(name, r.code === 0 && c.f === 0, c.p, c.f > 0 ? c.f : r.code === 0 ? 0 : 1);
+  // The suite's wall time, so the budget (15 minutes for the whole run) shows where it goes.
+  const took = `${((Date.now() - t0) / 1000).toFixed(0)} s`;
+  if (!c) record(`${name} (runner did not report; ${took})`, false);
+  else record(`${name} [${took}]`, r.code === 0 && c.f === 0, c.p, c.f > 0 ? c.f : r.code === 0 ? 0 : 1);
   if (!c || c.f > 0 || r.code !== 0) errorsOf.push({ name, errors: denoErrors(r.out) });
 }
 
