@@ -59,6 +59,8 @@ export async function fleet(
     pg?: { schema: string };
     /** Coordinate through Redis (`url` is its redis:// URL). */
     redis?: boolean;
+    /** Whether the fleet's coordinators carry a planner (default true; false: a planner elsewhere leads). */
+    planner?: boolean;
   },
 ) {
   const procs = Math.min(o.w, o.procs);
@@ -75,7 +77,7 @@ export async function fleet(
       role: o.role,
       tunables: o.tunables,
       replicas: o.replicas,
-      planner: true,
+      planner: o.planner ?? true,
       progressEvery: Math.max(10, Math.floor(o.s / 200 / procs)),
     })
   ));

@@ -107,6 +107,12 @@ export function sumCounts(xs: readonly StoreCounts[]): StoreCounts {
   return out;
 }
 
+/** A key's family: its first token (`split.s1` → `split`). */
+const family = (key: string): string => {
+  const dot = key.indexOf(".");
+  return dot < 0 ? key : key.slice(0, dot);
+};
+
 const enc = new TextEncoder();
 /** UTF-8 length without allocating for ASCII-only values (every JSON record here). */
 function bytes(s: string): number {
@@ -133,10 +139,26 @@ export function tapWatch(w: Watch, onEvent: (ev: WatchEvent) => void): Watch {
   };
 }
 
+/**
+ * When things first and last happened through one wrapper (wall-clock ms,
+ * `Date.now()`: comparable across the bench's processes): `[first, last]`
+ * per event, e.g. `write.page` (a landed write of a `page.*` key), `get.page`,
+ * `watch.split.open`, `watch.split.ready` (the end of a watch's first
+ * snapshot), `watch.split.put`. `dealt`: the first landed write of an
+ * assignment record that lists an offer or a grant (a leader's first deal).
+ */
+export interface StoreTimeline {
+  at: Record<string, [number, number]>;
+  /** Puts each watch (by name, e.g. `watch.split`) delivered before its first `ready`: its snapshot's records. */
+  snapshot: Record<string, number>;
+  dealt?: number;
+}
+
 /** Counts every store operation a coordinator makes; see {@linkcode StoreCounts}. */
 export class CountingStore implements Store {
   readonly inner: Store;
   readonly counts: StoreCounts = zero();
+  readonly #timeline: StoreTimeline = { at: {}, snapshot: {} };
   /** The instance whose claims are counted (any owner when absent). */
   readonly instance?: string;
   /** Per split key, the epoch of this wrapper's last landed ownership write. */
@@ -160,10 +182,31 @@ export class CountingStore implements Store {
     return { ...this.counts };
   }
 
-  async #write<R extends WriteResult | DeleteResult>(op: string, key: string, p: () => Promise<R>, landed: () => void): Promise<R> {
+  /** A copy of the timeline (see {@linkcode StoreTimeline}). */
+  timeline(): StoreTimeline {
+    return { at: structuredClone(this.#timeline.at), snapshot: { ...this.#timeline.snapshot }, ...(this.#timeline.dealt ? { dealt: this.#timeline.dealt } : {}) };
+  }
+
+  #mark(event: string): void {
+    const now = Date.now();
+    const t = this.#timeline.at[event];
+    if (t) t[1] = now;
+    else this.#timeline.at[event] = [now, now];
+  }
+
+  /** Marks a landed write; the first assignment write with an offer or a grant is the first deal (parsed only until then). */
+  #landedWrite(family: string, key: string, value?: string): void {
+    this.#mark(`write.${family}`);
+    if (this.#timeline.dealt !== undefined || value === undefined || !key.startsWith("assign.")) return;
+    try {
+      const a = JSON.parse(value) as { offers?: unknown[]; grants?: unknown[] };
+      if ((a.offers?.length ?? 0) + (a.grants?.length ?? 0) > 0) this.#timeline.dealt = Date.now();
+    } catch { /* not an assignment record: no deal */ }
+  }
+
+  async #write<R extends WriteResult | DeleteResult>(op: string, key: string, p: () => Promise<R>, landed: () => void, value?: string): Promise<R> {
     this.counts.writeCalls++;
-    const dot = key.indexOf(".");
-    const family = dot < 0 ? key : key.slice(0, dot);
+    const fam = family(key);
     let outcome = "error";
     try {
       const r = await p();
@@ -171,6 +214,7 @@ export class CountingStore implements Store {
         outcome = "ok";
         this.counts.writesLanded++;
         landed();
+        this.#landedWrite(fam, key, value);
       } else {
         outcome = "conflict";
         this.counts.writeConflicts++;
@@ -180,13 +224,13 @@ export class CountingStore implements Store {
       this.counts.writeErrors++;
       throw e;
     } finally {
-      const k = `${op}.${family}.${outcome}`;
+      const k = `${op}.${fam}.${outcome}`;
       this.counts.ops[k] = (this.counts.ops[k] ?? 0) + 1;
     }
   }
 
   create(key: string, value: string): Promise<WriteResult> {
-    return this.#write("create", key, () => this.inner.create(key, value), () => this.counts.creates++);
+    return this.#write("create", key, () => this.inner.create(key, value), () => this.counts.creates++, value);
   }
 
   update(key: string, value: string, revision: number): Promise<WriteResult> {
@@ -199,7 +243,7 @@ export class CountingStore implements Store {
         this.counts.ownershipLanded++;
         this.#heldEpoch.set(key, epoch);
       }
-    });
+    }, value);
   }
 
   /** The epoch a split update claims at, or `undefined` when it is no ownership change of ours. */
@@ -222,6 +266,7 @@ export class CountingStore implements Store {
   async get(key: string): Promise<StoreEntry | undefined> {
     const e = await this.inner.get(key);
     this.counts.gets++;
+    this.#mark(`get.${family(key)}`);
     if (e) this.counts.getBytes += bytes(e.value);
     return e;
   }
@@ -237,12 +282,22 @@ export class CountingStore implements Store {
   watch(filter: KeyFilter): Watch {
     const counts = this.counts;
     counts.watches++;
+    const name = `watch.${filter.replace(/\.$/, "") || "all"}`;
+    this.#mark(`${name}.open`);
+    const snapshot = this.#timeline.snapshot;
+    let ready = false;
     return tapWatch(this.inner.watch(filter), (ev) => {
       if (ev.type === "put") {
         counts.watchPuts++;
         counts.watchBytes += bytes(ev.value);
+        this.#mark(`${name}.put`);
+        if (!ready) snapshot[name] = (snapshot[name] ?? 0) + 1;
       } else if (ev.type === "delete") counts.watchDeletes++;
       else if (ev.type === "reset") counts.watchResets++;
+      else if (ev.type === "ready") {
+        if (!ready) this.#mark(`${name}.ready`);
+        ready = true;
+      }
     });
   }
 

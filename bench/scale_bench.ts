@@ -10,7 +10,9 @@
 //   npm run bench -- scale                   (the full grid: takes an hour or more)
 //   BENCH_W=4,16 BENCH_S=1000 npm run bench -- scale
 //
-// Scenarios (BENCH_SCENARIOS, comma list; default all): grid, steady, join, memory.
+// Scenarios (BENCH_SCENARIOS, comma list; default grid, steady, join, memory): those, and
+// million (bench/scale_million.ts: one job of a million tiny splits on nats-server and PostgreSQL,
+// its leader's RSS per split, a SIGKILLed leader's successor, the plan's seeding rate; about an hour).
 // Env knobs (defaults in brackets):
 //   BENCH_W [4,16,50,100], BENCH_S [1000,10000,100000]  grid cells (W × S)
 //   BENCH_PROCS [4]             worker processes per fleet (min(W, PROCS))
@@ -18,8 +20,9 @@
 //   BENCH_NODE_ARGS             extra Node flags for the hosts when BENCH_RUNTIME=node (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
 //   BENCH_DENO_WS [nodelay]     on Deno: the adapter's denoWebSocket client; builtin: Deno's WebSocket (bursts stall ~40 ms)
 //   BENCH_LEASE_MS [15000], BENCH_MAX_IN_FLIGHT [32], BENCH_OP_TIMEOUT_MS [5000]
-//   BENCH_NEEDED_PER_SPLIT [3]  store writes a tiny split needs at least (layout 2: split create,
-//                               claim, final commit); the "ideal" time is S × this ÷ raw CAS rate
+//   BENCH_NEEDED_PER_SPLIT [2]  store writes a tiny split needs at least (layout 3, plans in pages:
+//                               its claim or the leader's grant, which creates the record, and its
+//                               final commit); the "ideal" time is S × this ÷ raw CAS rate
 //   BENCH_CELL_LIMIT_S          a cell's time limit [max(120 s, 20 × ideal)]; past it: "did not finish"
 //   BENCH_MAX_RSS_MB [16384]    a cell whose worker processes exceed this in sum is stopped
 //   BENCH_STEADY_W [50] BENCH_STEADY_S [10000] BENCH_STEADY_MS [120000]
@@ -36,6 +39,7 @@ import { type NatsSetup, pgSetup, redisSetup, setupKinds, startNats } from "./_s
 import { NatsStore } from "../nats.ts";
 import { diffCounts, type StoreCounts, sumCounts } from "./counting_store.ts";
 import { result } from "./_common.ts";
+import { millionCell, millionStores } from "./scale_million.ts";
 import { fleet as startFleet, spawnHost as spawnOn, until as waitUntil } from "./_fleet.ts";
 import {
   type Child,
@@ -58,7 +62,7 @@ const SCENARIOS = (Deno.env.get("BENCH_SCENARIOS") ?? "grid,steady,join,memory")
 const RUNTIME = Deno.env.get("BENCH_RUNTIME") ?? "deno";
 const PROCS = num("BENCH_PROCS", 4);
 const LEASE = num("BENCH_LEASE_MS", 15000), MIF = num("BENCH_MAX_IN_FLIGHT", 32), OPT = num("BENCH_OP_TIMEOUT_MS", 5000);
-const NEEDED = num("BENCH_NEEDED_PER_SPLIT", 3);
+const NEEDED = num("BENCH_NEEDED_PER_SPLIT", 2);
 const MAX_RSS = num("BENCH_MAX_RSS_MB", 16384) * 2 ** 20;
 const MiB = (b: number) => +(b / 2 ** 20).toFixed(1);
 const all: Record<string, unknown>[] = [];
@@ -452,5 +456,9 @@ if (SCENARIOS.includes("steady")) await cell("steady", steady);
 if (SCENARIOS.includes("join")) await cell("join", joinScenario);
 if (SCENARIOS.includes("memory")) {
   for (const n of list("BENCH_MEM_W", [30, 100])) await cell(`memory ${n}`, () => memoryScenario(n, num("BENCH_MEM_S", 10_000)));
+}
+if (SCENARIOS.includes("million")) {
+  const deps = { runtime: RUNTIME, procs: PROCS, maxInFlight: MIF, opTimeoutMs: OPT, neededPerSplit: NEEDED, maxRss: MAX_RSS, stamp, record };
+  for (const kind of millionStores()) await cell(`million on ${kind}`, () => millionCell(kind, deps));
 }
 console.log(`results: ${resultsPath}`);

@@ -5,7 +5,8 @@
 //
 // Config: env SCALE_HOST (JSON, see HostConfig). Protocol: JSON lines.
 //   stdout: ready, joined, failed, progress, held, done, stalled, report, closed
-//   stdin:  go, report, close, exit (stdin EOF exits too), and for role
+//   stdin:  go, report {gc?} (gc: a full collection first when the runtime exposes gc), close, exit (stdin EOF exits too), heap {path} (a V8
+//           heap snapshot written to path: the million scenario's profile), and for role
 //           "hold": rate {perSec} (progress-only commits on the held splits
 //           at perSec per process, round-robin; 0 stops; bench/leader_load_bench.ts)
 import { natsTransport } from "./_transport.ts";
@@ -43,11 +44,15 @@ const now = () => Date.now();
 const emit = (o: Record<string, unknown>): void => void process.stdout.write(JSON.stringify(o) + "\n");
 const rss = () => process.memoryUsage().rss;
 
-const planner: Planner = () =>
-  Promise.resolve({
+/** When this process's planner was called (wall-clock ms, each call): the plan's seeding rate is measured from it. */
+const plannerCalls: number[] = [];
+const planner: Planner = () => {
+  plannerCalls.push(now());
+  return Promise.resolve({
     finality: "final" as const,
     splits: Array.from({ length: cfg.splits }, (_, i) => ({ id: `s${i}`, descriptor: i })),
   });
+};
 
 interface Slot {
   instance: string;
@@ -56,6 +61,8 @@ interface Slot {
   c?: SplitCoordinator;
   joinCalledAt?: number;
   joinedAt?: number;
+  /** The wrapper's counts when join() returned: what joining read. */
+  joinCounts?: ReturnType<CountingStore["snapshot"]>;
   firstEventAt?: number;
   firstEventType?: string;
   doneAt?: number;
@@ -234,6 +241,7 @@ async function join(s: Slot): Promise<void> {
       ...cfg.tunables,
     });
     s.joinedAt = now();
+    s.joinCounts = s.store?.snapshot();
     emit({ ev: "joined", instance: s.instance, at: s.joinedAt, ms: s.joinedAt - s.joinCalledAt });
     drive(s).catch((e) => {
       s.error ??= `event loop: ${e}`;
@@ -245,7 +253,12 @@ async function join(s: Slot): Promise<void> {
   }
 }
 
-async function report(): Promise<void> {
+async function report(gc = false): Promise<void> {
+  // A full collection first, when asked and exposed (Deno --v8-flags=--expose-gc, node --expose-gc): heapUsed is then what is live.
+  const collect = (globalThis as { gc?: () => void }).gc;
+  const g0 = now();
+  if (gc && collect) collect();
+  const gcMs = gc && collect ? now() - g0 : undefined;
   let planTerm: number | undefined;
   const reader = slots.find((s) => s.store)?.store;
   if (reader) {
@@ -260,6 +273,8 @@ async function report(): Promise<void> {
     return {
       instance: s.instance,
       counts,
+      joinCounts: s.joinCounts,
+      timeline: s.store?.timeline(),
       claimAttempts: stats && counts ? claimAttempts(stats, counts) : undefined,
       selfFences: stats?.selfFences,
       writes: stats?.writes,
@@ -284,12 +299,26 @@ async function report(): Promise<void> {
     rss: rss(),
     baseRss,
     heap: process.memoryUsage().heapUsed,
+    ...(gcMs !== undefined ? { gcMs } : {}),
     probeFires,
+    plannerCalls,
     planTerm,
     commits,
     total: sumCounts(coordinators.flatMap((c) => (c.counts ? [c.counts] : []))),
     coordinators,
   });
+}
+
+/** Writes a V8 heap snapshot (node:v8 works on Deno, Node and Bun alike); says where and how long it took. */
+async function heapSnapshot(path: string): Promise<void> {
+  const t0 = now();
+  try {
+    const v8 = await import("node:v8");
+    const file = v8.writeHeapSnapshot(path);
+    emit({ ev: "heap", path: file, ms: now() - t0, rss: rss(), heap: process.memoryUsage().heapUsed });
+  } catch (e) {
+    emit({ ev: "heap", error: String(e) });
+  }
 }
 
 async function close(): Promise<void> {
@@ -306,7 +335,7 @@ async function close(): Promise<void> {
 
 const lines = createInterface({ input: process.stdin });
 lines.on("line", (line) => {
-  let cmd: { cmd?: string; perSec?: number };
+  let cmd: { cmd?: string; perSec?: number; path?: string; gc?: boolean };
   try {
     cmd = JSON.parse(line);
   } catch {
@@ -316,8 +345,9 @@ lines.on("line", (line) => {
     if (cfg.mode === "memory") memory = new MemoryStore();
     emit({ ev: "going", at: now() });
     void Promise.all(slots.map(join));
-  } else if (cmd.cmd === "report") void report();
+  } else if (cmd.cmd === "report") void report(cmd.gc === true);
   else if (cmd.cmd === "rate") setRate(Number(cmd.perSec));
+  else if (cmd.cmd === "heap" && cmd.path) void heapSnapshot(cmd.path);
   else if (cmd.cmd === "close") void close();
   else if (cmd.cmd === "exit") process.exit(0);
 });
