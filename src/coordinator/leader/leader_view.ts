@@ -18,7 +18,6 @@ import { InvalidRecordError } from "../../errors.ts";
 import { keys } from "../../store/keys.ts";
 import type { StoreEntry } from "../../store/store.ts";
 import type { WatchEvent } from "../../store/store.ts";
-import { MaxHeap } from "../../util/heap.ts";
 import { SplitTable } from "./split_table.ts";
 import type { Versioned } from "../versioned.ts";
 
@@ -107,14 +106,8 @@ export class LeaderView {
   };
   /** Total weight of runnable splits. */
   runnableWeight = 0;
-  /**
-   * Free splits in the order they are dealt: heaviest first, equal weights
-   * by {@linkcode LeaderView.rank} (the planner's order). Lazy: entries are
-   * checked when popped.
-   */
-  readonly heap: MaxHeap<string> = new MaxHeap();
-  /** Free splits in the opposite order (lightest, latest first): spares are dealt from this end. Lazy like `heap`. */
-  readonly tail: MaxHeap<string> = new MaxHeap();
+  /** Told of every split that becomes free (the dealing order, kept by the assignment tracker). */
+  readonly #freed: ((id: string) => void)[] = [];
   /**
    * The full records of the splits that changed last (at most
    * {@linkcode RECENT_RECORDS}, oldest dropped first): the ones a grant or an
@@ -215,15 +208,14 @@ export class LeaderView {
     return r;
   }
 
-  /** Puts a free split back in both dealing heaps (returned from an offer, or offerable again after a backoff). */
-  requeue(id: string): void {
-    const w = this.splits.weight(id);
-    if (w === undefined || !this.free.has(id)) return;
-    const r = this.rank(id);
-    this.heap.push(id, w, r);
-    this.tail.push(id, -w, -r);
+  /**
+   * Tells `f` of every split that becomes free from now on (a record
+   * indexed runnable with no owner), once its place in the dealing order is
+   * given: the assignment tracker keeps the dealing order from these.
+   */
+  onFreed(f: (id: string) => void): void {
+    this.#freed.push(f);
   }
-
 
   /** Applies one event of the watch over `filter` (`split.` or `member.`). */
   apply(filter: string, ev: WatchEvent): void {
@@ -391,7 +383,8 @@ export class LeaderView {
     this.runnableWeight += r.weight;
     if (!r.owner) {
       this.free.add(id);
-      this.requeue(id);
+      this.rank(id); // its place among equal weights is given when it is first free
+      for (const f of this.#freed) f(id);
       return;
     }
     const k = ownerKey(r.owner.instance, r.owner.session);
