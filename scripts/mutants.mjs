@@ -1644,7 +1644,7 @@ export const mutants = [
   {
     name: "new-leader-dates-from-sighting",
     breaks: "a new leader dates every member record from its first sighting: a leader that died between its member beat and its leader beat has its splits wait an extra lease",
-    edits: [{ file: C + "leader/role.ts", search: "let since = Math.min(seen.since, landed.before(m.revision) ?? Infinity);", replace: "let since = seen.since;" }],
+    edits: [{ file: C + "leader/judge.ts", search: "let since = Math.min(seen.since, landed.before(m.revision) ?? Infinity);", replace: "let since = seen.since;" }],
     suites: ["coordinator", "nats"],
   },
   {

@@ -14,7 +14,8 @@ import { residualRecord } from "../cuts.ts";
 import type { AssignmentTracker } from "./assignment_tracker.ts";
 import type { Assignments } from "./directives.ts";
 import type { AnsweredIntent, AskIntent, Decision, GiveUpIntent, LeaderIntent } from "./intents.ts";
-import { type LeaderView, workLeftOf } from "./leader_view.ts";
+import type { LeaderView } from "./leader_view.ts";
+import { workLeftOf } from "./split_pace.ts";
 import type { MemberState } from "./member_state.ts";
 import { claimers, freeLanes } from "./offers.ts";
 

@@ -152,10 +152,15 @@ export interface PruneIntent {
   withheld: (id: string) => boolean;
 }
 
-/** Take back every offer of a member that starts draining. */
+/**
+ * Take back every offer of `member`, its record rewritten without them:
+ * it starts draining (`drains`: its state says so from now on), or the job
+ * was paused.
+ */
 export interface UnofferAllIntent {
   kind: "unofferAll";
   member: MemberState;
+  drains: boolean;
 }
 
 /** List a split opened for `member` (at `grant.epoch`) in its next record. */

@@ -28,23 +28,25 @@ import { WatchSet } from "../watch_set.ts";
 import { CompletionJudge, decideCompletion } from "./completion.ts";
 import { CutAsks, decideAnswered } from "./cut_asks.ts";
 import { MembershipSignature } from "./signature.ts";
-import { DeathJudge } from "./judge.ts";
+import { dateMembers, DeathJudge } from "./judge.ts";
 import { adoptDirectives } from "./adopt.ts";
 import { readPages } from "./plan_pages.ts";
 import { applyIntents, type Decision, type IntentAppliers, LaneLedger, type LeaderIntent } from "./intents.ts";
-import { LeaderView, type SplitChange, splitChange } from "./leader_view.ts";
+import { LeaderView } from "./leader_view.ts";
+import { type SplitChange, splitChange } from "./split_change.ts";
 import type { MemberState } from "./member_state.ts";
 import { AssignmentTracker } from "./assignment_tracker.ts";
 import type { AssignmentDraft, LaneReservation } from "./directives.ts";
 import { type OwnReleases, ReleaseHold, releasedGracefully } from "./release_hold.ts";
 import { SeedRuns } from "./seed_runs.ts";
-import { applyOffer, decideOffers } from "./offers.ts";
+import { decideOffers } from "./offers.ts";
+import { leaderAppliers } from "./appliers.ts";
 import { decideMemberChange, decideSplitChange } from "./view_changes.ts";
 import { RetryBackoff } from "./retry_backoff.ts";
 import { Revocations } from "./revocations.ts";
 import { decideDrain, decideSettled } from "./revocation_rules.ts";
 import { Takeovers } from "./takeovers.ts";
-import { DealingGate } from "./dealing_gate.ts";
+import { decideClose, DealingGate } from "./dealing_gate.ts";
 
 /** The member that led before us, as its last leader beat showed it. */
 export interface Predecessor {
@@ -118,38 +120,14 @@ export class LeaderRole {
       revive: (instance, record) => this.#onMember(instance, undefined, record),
       membersCaughtUp: () => this.#watches.caughtUp(keys.memberPrefix),
     });
-    const judge = this.#judge, revocations = this.#revocations, cuts = this.#cuts, tracker = this.tracker;
-    // Every applier runs inside the draft `#applyAll` opens (or the pass's).
-    this.#appliers = {
-      reread: (i) => judge.reread(i),
-      recheck: (i) => judge.recheck(i),
-      gone: (i) => judge.date(i),
-      take: (i) => this.#takeovers.take(i.owner, i.ids, i.heir, i.why, i.charge),
-      revoke: (i) => revocations.revoke(i),
-      name: (i) => revocations.name(i),
-      settle: (i) => revocations.settle(i),
-      withdraw: (i) => revocations.withdraw(i),
-      fence: (i) => revocations.fence(i),
-      ask: (i) => cuts.ask(i),
-      answered: (i) => cuts.answered(i),
-      giveUp: (i) => cuts.giveUp(i),
-      offer: (i) => applyOffer(tracker, i),
-      unoffer: (i) => applyOffer(tracker, i),
-      prune: (i) => applyOffer(tracker, i),
-      unofferAll: (i) => {
-        i.member.draining = true;
-        tracker.unofferAll(i.member);
-      },
-      grant: (i) => tracker.grant(i.member, i.id, i.grant),
-      forgetGrant: (i) => tracker.forgetGrant(i.member, i.id),
-      drop: (i) => tracker.drop(i.member, i.id, i.drop),
-      acknowledge: (i) => tracker.acknowledge(i.member, i.seen),
-      suspect: (i) => void (i.member.suspect = i.beats),
-      resend: (i) => {
-        for (const g of i.grants) tracker.grant(i.member, g.id, { epoch: g.epoch });
-        decided(core, "debug", "Re-sent grants to a member that may not know all its splits", "grants.resent", { member: i.member.instance, owned: i.owned, held: i.held });
-      },
-    };
+    this.#appliers = leaderAppliers({
+      core,
+      tracker: this.tracker,
+      judge: this.#judge,
+      takeovers: this.#takeovers,
+      revocations: this.#revocations,
+      cuts: this.#cuts,
+    });
   }
 
   /** Whether the initial snapshots are in. */
@@ -160,7 +138,7 @@ export class LeaderRole {
   /**
    * Opens the watches (streamed snapshots), adopts the directives of the
    * assignment records it finds, and dates every member by when its record
-   * had certainly landed (see {@linkcode dateMembers}).
+   * had certainly landed (see `dateMembers` in judge.ts).
    */
   async start(prev: Predecessor | undefined, plan: Pick<PlanRecord, "pages" | "pageTerms"> = {}): Promise<void> {
     const { store } = this.#core;
@@ -172,33 +150,10 @@ export class LeaderRole {
     // than any fixed bound); one that stops making progress is started over.
     await this.#watches.open([keys.memberPrefix, keys.splitPrefix], Infinity);
     if (this.#stopped) return;
-    this.#dateMembers(prev);
+    dateMembers(this.#core, this.view, this.liveness, prev);
     await adoptDirectives(store, this.view, this.states, this.tracker);
     this.#ready = true;
     this.#core.schedule();
-  }
-
-  /**
-   * Every member was dated from its first sighting (now); each record is
-   * dated earlier when we know it landed earlier: before the reply of our
-   * first heartbeat above its revision (revisions are bucket-wide, in
-   * landing order), and the predecessor's, if older than its last leader
-   * beat, from when we first saw that beat. A dead leader's last member
-   * beat may postdate its last leader beat (it died between the two):
-   * dated from its first sighting, its splits waited an extra lease.
-   */
-  #dateMembers(prev: Predecessor | undefined): void {
-    const { clock, landed } = this.#core;
-    for (const [instance, m] of this.view.members) {
-      const key = keys.member(instance);
-      const seen = this.liveness.get(key);
-      if (!seen || seen.revision !== m.revision) continue; // moved since the snapshot: dated by the watch
-      let since = Math.min(seen.since, landed.before(m.revision) ?? Infinity);
-      if (prev && instance === prev.instance && m.record.session === prev.session && m.revision < prev.revision) {
-        since = Math.min(since, prev.since);
-      }
-      if (since < seen.since) this.liveness.set(key, m.revision, Math.min(since, clock.now()));
-    }
   }
 
   /** Stops watching and drops the view. */
@@ -274,7 +229,7 @@ export class LeaderRole {
     const st = this.states.get(instance);
     if (!st) return new Map();
     if (!st.draining) {
-      this.#applyAll([{ kind: "unofferAll", member: st }]);
+      this.#applyAll([{ kind: "unofferAll", member: st, drains: true }]);
       this.#core.schedule();
     }
     // Successors for our own splits now, before our lanes stop: each
@@ -327,7 +282,11 @@ export class LeaderRole {
   /** The rules of one pass, in order, each deciding on the state the previous one's intents left in the draft `d`. */
   #decide(d: AssignmentDraft, plan: PlanRecord | undefined, now: number): number {
     // Pause: read once per pass; closing takes back what was dealt and not yet taken.
-    if (this.gate.update(plan) === "closed") this.#closeDealing(d);
+    if (this.gate.update(plan) === "closed") {
+      const { intents, offers, steals } = decideClose(this.states, d);
+      this.#applyAll(intents);
+      decided(this.#core, "info", "Job paused: dealing nothing new", "dealing.paused", { offers, steals });
+    }
     const dealing = this.gate.open;
     let next = this.#apply(this.#judge.deaths(now));
     next = Math.min(next, this.#apply(this.#judge.orphans(now)));
@@ -348,27 +307,6 @@ export class LeaderRole {
     const dealt = this.view.free.size <= d.offered + this.retry.waiting.size && this.#takeovers.inflight.size === 0;
     if (dealing) next = Math.min(next, this.#cuts.cycle(now, dealt, this.#applyAll));
     return next;
-  }
-
-  /**
-   * The pass that closes the gate (the job was paused): every offer and
-   * spare is taken back (each member's record is rewritten without them, so
-   * a member whose plan watch lags claims none) and every pending steal is
-   * withdrawn (its owner would hand the split to a thief that may not start
-   * it). Drain revocations stay: their successor is unnamed by the rules.
-   */
-  #closeDealing(d: AssignmentDraft): void {
-    let offers = 0, steals = 0;
-    for (const st of this.states.values()) {
-      offers += d.of(st).offers.size;
-      d.unofferAll(st);
-      for (const [id, r] of [...d.of(st).revokes]) {
-        if (!r.steal) continue;
-        steals++;
-        this.#applyAll([{ kind: "withdraw", member: st, id }]);
-      }
-    }
-    decided(this.#core, "info", "Job paused: dealing nothing new", "dealing.paused", { offers, steals });
   }
 
   /**

@@ -106,7 +106,7 @@ export function decideSplitChange(
  */
 export function decideMemberChange(view: LeaderView, t: Assignments, m: MemberState, r: MemberRecord): LeaderIntent[] {
   const out: LeaderIntent[] = [];
-  if (r.draining && !m.draining) out.push({ kind: "unofferAll", member: m });
+  if (r.draining && !m.draining) out.push({ kind: "unofferAll", member: m, drains: true });
   if (r.seen !== undefined && m.session === r.session) out.push({ kind: "acknowledge", member: m, seen: r.seen });
   if (r.held === undefined) return out;
   const owned = view.byOwner.get(m.key);
