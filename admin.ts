@@ -86,3 +86,8 @@ export {
 export { VERSION } from "./src/coordinator/member/job_check.ts";
 // The limits of a cut (SplitSource.split): a descriptor's inline size, residuals per cut.
 export { INLINE_DESCRIPTOR_BYTES, MAX_RESIDUALS } from "./src/records.ts";
+// Sharded jobs: which shard a split belongs to, each shard's records' job name, and what a member of one shows.
+export { checkShards, MAX_SHARDS, parseShardJob, shardJob, shardOf } from "./src/coordinator/shard.ts";
+export type { ShardedJoinOptions } from "./src/coordinator/sharded_coordinator.ts";
+export type { ShardSeat } from "./src/coordinator/join_options.ts";
+export type { ShardStatus } from "./src/coordinator/types.ts";

@@ -111,6 +111,7 @@ function isMemberRecord(x: unknown): x is MemberRecord {
     (x.planner === undefined || typeof x.planner === "boolean") && (x.held === undefined || isCount(x.held)) &&
     (x.seen === undefined || isCount(x.seen)) && (x.took === undefined || (typeof x.took === "string" && x.took.length > 0)) &&
     (x.at === undefined || isTime(x.at)) && (x.splittable === undefined || x.splittable === true) &&
+    (x.lease === undefined || (Number.isInteger(x.lease) && (x.lease as number) >= 1)) && (x.away === undefined || isCount(x.away)) &&
     (x.est === undefined || (Array.isArray(x.est) && x.est.every(isEstimateEntry)));
 }
 

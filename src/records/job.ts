@@ -24,6 +24,11 @@ export interface JobRecord {
   fingerprint: string;
   /** Wall-clock creation time (informational only). */
   createdAt: number;
+  /**
+   * Of a sharded job: which shard these records are, of how many (every
+   * member joins with the same count; absent: an unsharded job, one shard).
+   */
+  shard?: { index: number; count: number };
 }
 
 /** Checks a decoded `job` record: its version, the planner's fingerprint it was created with, and when. */
@@ -31,6 +36,7 @@ export const JobRecordSchema: z.ZodType<JobRecord> = z.object({
   v: v3,
   fingerprint: z.string().min(1),
   createdAt: z.number(),
+  shard: z.object({ index: count, count: z.number().int().min(1) }).optional(),
 });
 
 /**

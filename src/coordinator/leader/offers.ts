@@ -179,15 +179,20 @@ export function applyOffer(d: AssignmentDraft, i: OfferIntent | UnofferIntent | 
 export function decideOffers(b: OfferBook): (OfferIntent | UnofferIntent | PruneIntent)[] {
   const prune: PruneIntent = { kind: "prune", withheld: b.withheld };
   const ms = claimers(b.states);
-  if (ms.length === 0) return [prune];
   const { view, tracker: t } = b;
+  // Members left with no lanes here while they hold lane offers (a sharded job's member, whose
+  // other shards took its lanes): their offers go back, or they would wait on them for ever.
+  const laneless: MemberState[] = [];
+  for (const m of b.states.values()) if (!m.draining && m.maxInFlight === 0 && t.of(m).plain > 0) laneless.push(m);
+  if (ms.length === 0 && laneless.length === 0) return [prune];
   // Most passes (one per watch event) find every member's offers topped up:
   // decide that in one cheap scan before weighing shares and sorting.
   const pool = view.free.size > t.offered;
   // Something a free lane could take: the pool, a spare, or a split prefetched for a busy lane.
   const anySpare = pool || ms.some((m) => t.of(m).spares.size > 0 || t.of(m).plain > freeLanes(view, t, m));
-  if (!ms.some((m) => needsRefill(view, t, m, pool, anySpare, b.coverMs))) return [prune];
+  if (laneless.length === 0 && !ms.some((m) => needsRefill(view, t, m, pool, anySpare, b.coverMs))) return [prune];
   const o = new Overlay(b, (m) => freeLanes(view, t, m));
+  for (const m of laneless) o.trim(m, 0);
   const share = view.runnableWeight / ms.length;
   // What a member holds and is dealt for its lanes (its spares steer nothing).
   const load = (m: MemberState) => view.loadOfKey(m.key) + o.weight(m) - o.spareWeight(m);

@@ -207,16 +207,18 @@ export class LeaderRole {
     }
     if (st && st.session !== r.session) this.#drop(st);
     let cur = this.states.get(instance);
+    // A sharded job's member deals here what its other shards do not hold (as of its last beat).
+    const lanes = Math.max(0, r.maxInFlight - (r.away ?? 0));
     if (!cur) {
       if (!this.#judge.returning(instance, next.revision)) return; // still the record we judged dead
-      const joined = this.tracker.member(instance, r.session, r.maxInFlight, r.draining === true, r.planner === true);
+      const joined = this.tracker.member(instance, r.session, lanes, r.draining === true, r.planner === true);
       this.tracker.edit((d) => d.touch(joined));
       this.states.set(instance, (cur = joined));
     } else {
       // The state mirrors the record it was told of.
       const changed = cur;
-      if (cur.maxInFlight !== r.maxInFlight || cur.draining !== (r.draining === true)) this.tracker.edit((d) => d.touch(changed));
-      cur.maxInFlight = r.maxInFlight;
+      if (cur.maxInFlight !== lanes || cur.draining !== (r.draining === true)) this.tracker.edit((d) => d.touch(changed));
+      cur.maxInFlight = lanes;
       cur.planner = r.planner === true;
     }
     if (prev && prev.session !== r.session) this.#judge.replaced(instance, clock.now());
