@@ -13,6 +13,7 @@ import {
   type Residual,
   type SplitRecord,
   SplitRecordSchema,
+  type SplitStatus,
 } from "../../records.ts";
 import { InvalidRecordError } from "../../errors.ts";
 import { keys } from "../../store/keys.ts";
@@ -20,6 +21,7 @@ import type { StoreEntry } from "../../store/store.ts";
 import type { WatchEvent } from "../../store/store.ts";
 import { MaxHeap } from "../../util/heap.ts";
 import { SplitTable } from "./split_table.ts";
+import { CompletionWindow } from "./completion_window.ts";
 import type { Versioned } from "../versioned.ts";
 
 /** Index key of an owner: instance and session. */
@@ -107,6 +109,10 @@ export class LeaderView {
   };
   /** Total weight of runnable splits. */
   runnableWeight = 0;
+  /** Total weight of the splits of each status (what the beat publishes: `JobCounts.weight`). */
+  readonly weightBy: Record<SplitStatus, number> = { runnable: 0, completed: 0, quarantined: 0, cancelled: 0 };
+  /** Completions by the times in their records, for the rate the beat publishes (`JobCounts.rate`). */
+  readonly completions: CompletionWindow = new CompletionWindow();
   /**
    * Free splits in the order they are dealt: heaviest first, equal weights
    * by {@linkcode LeaderView.rank} (the planner's order). Lazy: entries are
@@ -385,6 +391,8 @@ export class LeaderView {
     this.pendingResiduals.delete(id);
     if (r.residuals) for (const x of r.residuals) if (!this.splits.has(x.id)) this.pendingResiduals.set(x.id, { parent: id, residual: x });
     this.counts[r.status]++;
+    this.weightBy[r.status] += r.weight;
+    this.completions.saw(r);
     if (r.status === "quarantined") this.quarantined.add(id);
     if (r.status === "completed") this.#timeCompletion(r);
     if (r.status !== "runnable") return;
@@ -415,6 +423,7 @@ export class LeaderView {
     this.#listing.delete(id);
     if (r.residuals) for (const x of r.residuals) if (this.pendingResiduals.get(x.id)?.parent === id) this.pendingResiduals.delete(x.id);
     this.counts[r.status]--;
+    this.weightBy[r.status] -= r.weight;
     if (r.status === "quarantined") this.quarantined.delete(id);
     if (r.status !== "runnable") return;
     this.runnableWeight -= r.weight;
