@@ -58,7 +58,7 @@ export function fractionDone(r: SplitRecord): number | null {
 export interface SplitFacts {
   /** Lifecycle state. */
   status: SplitStatus;
-  /** Its owner as `instance/session` (runnable splits), or `null`. */
+  /** Its owner as `instance/session`, or `null` (only a runnable split's counts as its load). */
   owner: string | null;
   /** Relative cost. */
   weight: number;
@@ -100,7 +100,7 @@ export function splitFacts(r: SplitRecord, into?: SplitFacts): SplitFacts {
   // Records from before tenancies were kept: their failure reports.
   if (tenancies.length === 0) failures += r.failures?.length ?? 0;
   f.status = r.status;
-  f.owner = r.status === "runnable" && r.owner ? r.owner.instance + "/" + r.owner.session : null;
+  f.owner = r.owner ? r.owner.instance + "/" + r.owner.session : null;
   f.weight = r.weight;
   f.permanent = permanentlyFailed(r);
   f.fraction = r.status === "runnable" ? fractionDone(r) : null;

@@ -257,6 +257,7 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
   const windowMs = rate.windowMs();
   return {
     at: snapshot.at,
+    basis: "records",
     fingerprint: fingerprintOf(snapshot.job?.value),
     leader: leader ? { instance: leader.instance, term: leader.term, beat: leader.beat } : null,
     plan: planView(plan),
