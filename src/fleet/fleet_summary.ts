@@ -26,7 +26,8 @@ import {
 import { keys } from "../store/keys.ts";
 import type { Store, StoreEntry } from "../store/store.ts";
 import { etaOf, SPARK_BUCKETS, SPARK_MAX_MS, SPARK_MIN_MS } from "./fleet_rate.ts";
-import { normalizeFleetQuery, pageOf } from "./fleet_view.ts";
+import { buildFleetView, normalizeFleetQuery, pageOf } from "./fleet_view.ts";
+import { readFleetSnapshot } from "./read_fleet.ts";
 import type { FleetLiveness, FleetQuery, FleetState, FleetView } from "./types.ts";
 import { emptyCounts, fingerprintOf, livenessView, memberViews, planView } from "./view_parts.ts";
 
@@ -240,3 +241,47 @@ export async function readFleetSummary(
   return buildFleetSummary(await readSummarySnapshot(store, options.wallNow), {}, options.liveness);
 }
 
+
+/**
+ * Options of {@linkcode readFleetOverview}.
+ *
+ * @example
+ * ```ts
+ * import type { OverviewOptions } from "@splitlease/splitlease/admin";
+ * const o: OverviewOptions = { full: true };
+ * ```
+ */
+export interface OverviewOptions {
+  /** Read every record whatever the job's size (a full read: `splitlease status --full`). */
+  full?: boolean;
+  /** Splits above which the summary is read (default {@linkcode FULL_READ_MAX_SPLITS}). */
+  fullReadMax?: number;
+  /** Liveness as the leader judges it (on the leader). */
+  liveness?: FleetLiveness;
+  /** Wall clock (default `Date.now`). */
+  wallNow?: () => number;
+}
+
+/**
+ * What `splitlease status` and `wait` show of a job: a full read of its
+ * records (`readFleet`, one split listed at most) while it has at most
+ * {@linkcode FULL_READ_MAX_SPLITS} splits, else its summary
+ * ({@linkcode buildFleetSummary}: `basis: "beat"`), which costs O(members)
+ * reads whatever its size. The small records are read once either way.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * import { readFleetOverview } from "@splitlease/splitlease/admin";
+ * const v = await readFleetOverview(new MemoryStore());
+ * console.log(v.basis); // "records": an empty job is a small one
+ * ```
+ */
+export async function readFleetOverview(store: Store, options: OverviewOptions = {}): Promise<FleetView> {
+  const wallNow = options.wallNow ?? Date.now;
+  if (!options.full) {
+    const small = await readSummarySnapshot(store, wallNow);
+    if (splitsOf(small) > (options.fullReadMax ?? FULL_READ_MAX_SPLITS)) return buildFleetSummary(small, { limit: 1 }, options.liveness);
+  }
+  return buildFleetView(await readFleetSnapshot(store, wallNow), { limit: 1 }, options.liveness);
+}
