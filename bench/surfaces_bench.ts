@@ -275,8 +275,14 @@ async function leaderSurfaces(store: MemoryStore): Promise<void> {
     // The job's leader record names a member that beats no more: step in at once instead of waiting out its lease.
     const l = await store.get(keys.leader);
     await store.delete(keys.leader, l!.revision);
-    while (!(c.status().isLeader && c.status().counts.planned > 0)) {
-      if (performance.now() - w0 > 900_000) throw new Error("no leadership within 15 min");
+    const limitMs = Number(Deno.env.get("BENCH_SURFACES_LEADER_MS") ?? 300_000);
+    while (!c.status().isLeader) {
+      if (performance.now() - w0 > limitMs) {
+        const st = c.status();
+        console.log(`  (no leadership within ${limitMs / 1000} s: leader ${JSON.stringify(st.leader)}, state ${st.state}; the leader's /status is not measured)`);
+        cells.push({ store: "memory", surface: "GET /status + /metrics (the leader)", cpuMs: NaN, wallMs: NaN, note: `not measured: no leadership within ${limitMs / 1000} s` });
+        return;
+      }
       await sleep(500);
     }
     console.log(`  the bench's member leads the job (${((performance.now() - w0) / 1000).toFixed(0)} s after joining)`);

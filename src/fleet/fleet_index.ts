@@ -3,12 +3,14 @@
  * a large job (the fleet page and `GET /fleet` of a worker or `splitlease
  * ui`): the plan's published pages are read once and the `split.` records
  * watched, each change applied to compact columns (`split_columns.ts`) in
- * O(1), so a refresh reads no split record: it folds the columns into the
- * counts, the rate and ETA, the members' load (one pass over typed arrays,
- * a few milliseconds at a million splits) and reads only the rows it lists
- * (at most `limit`, and the 10 recent completions: their split and
- * progress records, or their page). The first snapshot costs what one full
- * read costs; after it a refresh costs O(rows + members) reads.
+ * O(1) — the columns keep the counts, weights and sums a view folds up to
+ * date as they change — so a refresh reads no split record: its counts,
+ * rate, ETA and the members' load come from those sums and the completions
+ * of the last minutes; it walks the columns' id order (a byte a split) for
+ * its page and reads only the rows it lists (at most `limit`, and the 10
+ * recent completions: their split and progress records, or their page).
+ * The first snapshot costs what one full read costs; after it a refresh
+ * costs O(rows + members) reads.
  *
  * It says the same as a full read of the same records (`buildFleetView`,
  * by the same fold: `fleet_rate.ts`, `view_parts.ts`), except where a full
@@ -39,12 +41,12 @@ import {
 } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { Store, StoreEntry, Watch, WatchEvent } from "../store/store.ts";
-import { RateFold, type SplitFacts, splitFacts } from "./fleet_rate.ts";
+import { RateFold, RECENT_LISTED, type SplitFacts, splitFacts } from "./fleet_rate.ts";
 import type { SummarySnapshot } from "./fleet_summary.ts";
 import { jsonPreview, normalizeFleetQuery, type NormalizedFleetQuery, pageOf, splitView } from "./fleet_view.ts";
-import { Slot, SplitColumns } from "./split_columns.ts";
+import { LATELY_MS, Slot, SplitColumns } from "./split_columns.ts";
 import type { FleetLiveness, FleetQuery, FleetSplit, FleetState, FleetView } from "./types.ts";
-import { countSplit, emptyCounts, fingerprintOf, livenessView, memberViews, planView } from "./view_parts.ts";
+import { emptyCounts, fingerprintOf, livenessView, memberViews, planView } from "./view_parts.ts";
 
 /** Full records kept of the splits that changed last (the rows a page lists are mostly these: running splits). */
 const RECENT_RECORDS = 4096;
@@ -57,7 +59,16 @@ const PAGE_READS = 8;
 /** Unreadable records named in a view at most (all split records are counted). */
 const MAX_INVALID_LISTED = 20;
 
-/** Where an index stands: reading its first snapshot, answering views, or stopped (its watch ended; make a new one). */
+/**
+ * Where an index stands: reading its first snapshot, answering views, or
+ * stopped (its watch ended; make a new one).
+ *
+ * @example
+ * ```ts
+ * import type { FleetIndexState } from "@splitlease/splitlease/admin";
+ * const usable = (s: FleetIndexState) => s === "ready";
+ * ```
+ */
 export type FleetIndexState = "building" | "ready" | "stopped";
 
 /**
@@ -74,12 +85,8 @@ export interface FleetIndexOptions {
   onStop?: (error?: unknown) => void;
 }
 
-/** What a rate fold over the columns gave, kept while nothing changed (the same second). */
+/** The job-wide part of a view: counts, the owners' load, the rate. */
 interface Fold {
-  version: number;
-  /** The member records' revisions it read the running splits' estimates from. */
-  members: string;
-  at: number;
   counts: FleetView["counts"];
   owned: Map<string, number>;
   rate: RateFold;
@@ -105,7 +112,6 @@ export class FleetIndex {
   readonly #options: FleetIndexOptions;
   #state: FleetIndexState = "building";
   #applied = 0;
-  #version = 0;
   #watch: Watch | undefined;
   readonly #ready: Promise<void>;
   #closed = false;
@@ -123,7 +129,6 @@ export class FleetIndex {
   readonly #searches = new Map<string, { pages: number; slots: Set<number> }>();
   /** Slots seen since a watch reset (the ones not seen are gone when it is ready again). */
   #resync: Set<number> | undefined;
-  #fold: Fold | undefined;
   readonly #scratch = {} as SplitFacts;
 
   private constructor(store: Store, options: FleetIndexOptions) {
@@ -231,7 +236,6 @@ export class FleetIndex {
     this.#resync?.add(s);
     if ((cols.revision(s) ?? -1) >= revision) return;
     this.#applied++;
-    this.#version++;
     const r = safeDecodeRecord(key, value, SplitRecordSchema);
     if (!r.ok) {
       cols.setInvalid(s, revision);
@@ -251,7 +255,6 @@ export class FleetIndex {
   }
 
   #remove(s: number): void {
-    this.#version++;
     const id = this.#cols.id(s);
     this.#cols.clearRecord(s);
     this.#invalid.delete(keys.split(id));
@@ -277,8 +280,7 @@ export class FleetIndex {
         read.forEach((e, i) => this.#notePage(batch[i], e));
       }
       this.#pagesRead = pages;
-      this.#version++;
-    })();
+      })();
     try {
       await this.#reading;
     } finally {
@@ -357,7 +359,7 @@ export class FleetIndex {
     else if (pages > this.#pagesRead) await this.#readPages(pages);
     const search = q.match === null ? undefined : await this.#search(q.match);
 
-    const fold = this.#folded(snap.at, members, snap.members.map((e) => e.key + "@" + e.revision).join(" "));
+    const fold = this.#folded(snap.at, members);
     const { matched, slots, next } = this.#select(q, search);
     const [rows, recent] = await Promise.all([this.#rows(slots), this.#rows(fold.rate.recent.map((x) => this.#cols.slotOf(x.id)!))]);
     let invalidSplits = 0;
@@ -387,38 +389,60 @@ export class FleetIndex {
   }
 
   /**
-   * The counts, owners' load and rate of every split, folded in id order:
-   * kept while nothing changed within the same second (a page's three
-   * requests of one refresh fold once).
+   * The counts, owners' load and rate of every split, from the sums the
+   * columns keep up to date (no pass over the splits): the running splits'
+   * fractions corrected by their owners' published estimates, the window
+   * and sparkline counted from the completions of the last minutes.
    */
-  #folded(at: number, members: ReadonlyMap<string, MemberRecord>, memberRevisions: string): Fold {
-    const kept = this.#fold;
-    if (kept && kept.version === this.#version && kept.members === memberRevisions && Math.abs(at - kept.at) < 1000) return kept;
-    // Running splits' fraction done: their owners' last published estimates.
+  #folded(at: number, members: ReadonlyMap<string, MemberRecord>): Fold {
+    const cols = this.#cols, x = cols.sums;
+    // Running splits' fraction done: their owners' last published estimates (the last one of a split counts).
     const est = new Map<string, { owner: string; fraction: number }>();
     for (const [instance, m] of members) {
       for (const [id, left, total] of m.est ?? []) {
         est.set(id, { owner: instance + "/" + m.session, fraction: Math.min(1, Math.max(0, 1 - left / total)) });
       }
     }
-    const cols = this.#cols, order = cols.order(), f = this.#scratch;
-    const counts = emptyCounts();
-    const owned = new Map<string, number>();
-    const rate = new RateFold(at);
-    for (let i = 0; i < order.length; i++) {
-      const s = order[i];
-      const st = cols.state(s);
-      if (st === Slot.Absent) continue;
-      cols.facts(s, f);
-      if (st === Slot.Owned && est.size > 0) {
-        const e = est.get(cols.id(s));
-        if (e && e.owner === f.owner) f.fraction = e.fraction;
-      }
-      countSplit(counts, owned, f);
-      rate.add(cols.id(s), f);
+    let remaining = x.remaining, partial = x.partial;
+    for (const [id, e] of est) {
+      const s = cols.slotOf(id);
+      if (s === undefined || cols.state(s) !== Slot.Owned || cols.owner(s) !== e.owner) continue;
+      const w = cols.weight(s), f = cols.fraction(s) ?? 0;
+      remaining += w * (f - e.fraction);
+      partial += w * (e.fraction - f);
     }
-    counts.unowned = counts.unclaimed;
-    return (this.#fold = { version: this.#version, members: memberRevisions, at, counts, owned, rate });
+    const counts = emptyCounts();
+    counts.unclaimed = counts.unowned = x.count[Slot.Unclaimed];
+    counts.owned = x.count[Slot.Owned];
+    counts.runnable = counts.unclaimed + counts.owned;
+    counts.completed = x.count[Slot.Completed];
+    counts.quarantined = x.count[Slot.Quarantined];
+    counts.cancelled = x.count[Slot.Cancelled];
+    counts.total = counts.runnable + counts.completed + counts.quarantined + counts.cancelled;
+    counts.permanent = x.permanent;
+    for (let st = 1; st <= 5; st++) counts.weight += x.weight[st];
+    counts.completedWeight = x.weight[Slot.Completed];
+    const owned = new Map<string, number>();
+    for (const [o, n] of cols.ownedBy) owned.set(cols.names.name(o)!, n);
+    // The completions of the last minutes (those gone stale since they were counted in are dropped here).
+    const lately: { at: number; weight: number; by: string }[] = [];
+    for (const [s, t] of cols.lately) {
+      if (cols.state(s) !== Slot.Completed || cols.completedAt(s) !== t || t < at - LATELY_MS) cols.lately.delete(s);
+      else lately.push({ at: t, weight: cols.weight(s), by: cols.completedBy(s)! });
+    }
+    const latest = cols.lately.size >= RECENT_LISTED ? cols.latestOf(cols.lately.keys(), RECENT_LISTED) : cols.latest(RECENT_LISTED);
+    const rate = RateFold.of(at, {
+      started: cols.started(),
+      last: cols.lastCompleted(),
+      timed: x.timed,
+      untimed: x.untimed,
+      remaining,
+      partial,
+      totals: { records: x.records, splitsWithRecords: x.splitsWithRecords, retries: x.retries, failures: x.failures, lost: x.lost, cuts: x.cuts },
+      lately,
+      recent: latest.map((s) => ({ id: cols.id(s), at: cols.completedAt(s)! })),
+    });
+    return { counts, owned, rate };
   }
 
   /** The page of slots a query lists (the first `limit` matches after its cursor, by id), how many match, and the next cursor. */

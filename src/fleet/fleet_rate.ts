@@ -135,6 +135,21 @@ export function etaOf(now: number, runnable: number, quarantined: number, remain
   return { state: "unknown", at: null, inMs: null, thenStalled };
 }
 
+/** What {@linkcode RateFold.of} makes a fold from (see there). */
+export interface RateParts {
+  started: number | null;
+  last: number | null;
+  timed: number;
+  untimed: number;
+  remaining: number;
+  partial: number;
+  totals: { records: number; splitsWithRecords: number; retries: number; failures: number; lost: number; cuts: number };
+  /** Completions of at least the last ten minutes (older ones count for nothing here). */
+  lately: Iterable<{ at: number; weight: number; by: string }>;
+  /** The most recent completions, newest first (equal times by id), at most {@linkcode RECENT_LISTED}. */
+  recent: { id: string; at: number }[];
+}
+
 /**
  * Folds split facts into the job-wide rate; `finish` gives the view's
  * part. Add splits in id order: equal completion times keep that order
@@ -185,20 +200,44 @@ export class RateFold {
     }
     this.#timed++;
     if (this.#last === null || at > this.#last) this.#last = at;
-    const age = this.#now - at;
-    if (age <= RATE_WINDOW_MS) {
-      this.#inWindow++;
-      this.#weightInWindow += f.weight;
-      const by = f.completedBy!;
-      this.#byMember.set(by, (this.#byMember.get(by) ?? 0) + 1);
-    }
-    if (age < SPARK_MAX_MS) this.#times.push(age);
+    this.#lately(at, f.weight, f.completedBy!);
     if (this.recent.length < RECENT_LISTED || at > this.recent[this.recent.length - 1].at) {
       let i = this.recent.findIndex((x) => at > x.at);
       if (i < 0) i = this.recent.length;
       this.recent.splice(i, 0, rec ? { id, at, rec } : { id, at });
       if (this.recent.length > RECENT_LISTED) this.recent.pop();
     }
+  }
+
+  /** Counts a completion into the window, the members' rates and the sparkline, by its age. */
+  #lately(at: number, weight: number, by: string): void {
+    const age = this.#now - at;
+    if (age <= RATE_WINDOW_MS) {
+      this.#inWindow++;
+      this.#weightInWindow += weight;
+      this.#byMember.set(by, (this.#byMember.get(by) ?? 0) + 1);
+    }
+    if (age < SPARK_MAX_MS) this.#times.push(age);
+  }
+
+  /**
+   * A fold made from sums kept elsewhere (the live index's): what `add`
+   * would have summed over every split, the completions of the last ten
+   * minutes (the window, the members' rates and the sparkline are counted
+   * from them here) and the recent ones, newest first.
+   */
+  static of(now: number, p: RateParts): RateFold {
+    const r = new RateFold(now);
+    r.#started = p.started;
+    r.#last = p.last;
+    r.#timed = p.timed;
+    r.#untimed = p.untimed;
+    r.#remaining = p.remaining;
+    r.#partial = p.partial;
+    Object.assign(r.#totals, p.totals);
+    for (const c of p.lately) r.#lately(c.at, c.weight, c.by);
+    r.recent.push(...p.recent);
+    return r;
   }
 
   /** Splits this member completed within the rate window, per minute (`null` when the window is empty). */

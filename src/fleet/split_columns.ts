@@ -3,8 +3,10 @@
  * its id and, in typed columns, the {@linkcode SplitFacts} a view folds
  * (state, owner, weight, fraction done, completion time and who completed
  * it, the earliest tenancy start, failures, lost runs, retries, cuts,
- * records), its record's revision and the plan page it is on — about 90
- * bytes a split with its id, where the decoded record took 2-3 KB. A
+ * records), its record's revision and the plan page it is on — about 150
+ * bytes a split with its id (measured at a million), where the decoded
+ * record took 2-3 KB. The columns keep the sums a view folds up to date
+ * as they change (`sums`, `ownedBy`, `lately`). A
  * split's descriptor, history and progress are not kept: the rows a view
  * lists are read when asked. Ids are kept in id order (`order`), merged
  * lazily as new ones come, so paging by id is a walk from the cursor.
@@ -20,6 +22,19 @@ export const Slot = { Absent: 0, Unclaimed: 1, Owned: 2, Completed: 3, Quarantin
 export type Slot = (typeof Slot)[keyof typeof Slot];
 
 const STATUS_OF: readonly (SplitStatus | undefined)[] = [undefined, "runnable", "runnable", "completed", "quarantined", "cancelled"];
+
+/** How recent a completion is kept among the lately completed: the sparkline's span, and a minute of clock skew. */
+export const LATELY_MS = 11 * 60_000;
+
+/** Inserts slot `s` into `out` (at most `k`, newest completion first, equal times by id). */
+function insertLatest(out: number[], s: number, k: number, at: Float64Array, ids: readonly string[]): void {
+  const newer = (a: number, b: number) => at[a] > at[b] || (at[a] === at[b] && ids[a] < ids[b]);
+  if (out.length === k && !newer(s, out[k - 1])) return;
+  let i = out.length;
+  while (i > 0 && newer(s, out[i - 1])) i--;
+  out.splice(i, 0, s);
+  if (out.length > k) out.pop();
+}
 
 /** Flags of a slot. */
 const PERMANENT = 1, DEALT = 2, INVALID = 4, PAGED = 8, OWN_DESCRIPTOR = 16;
@@ -62,9 +77,44 @@ export class SplitColumns {
   #pageWeight = new Float64Array(0);
   /** Owners (`instance/session`) and completers (instances), interned. */
   readonly names: Names = new Names();
+  /**
+   * What a view folds, kept up to date by every change (each slot counted
+   * in as it is set, out before it changes): by state (indexed by
+   * {@linkcode Slot}) the splits and their weight, and job-wide sums.
+   */
+  readonly sums = {
+    count: new Float64Array(6),
+    weight: new Float64Array(6),
+    permanent: 0,
+    failures: 0,
+    lost: 0,
+    retries: 0,
+    cuts: 0,
+    records: 0,
+    splitsWithRecords: 0,
+    timed: 0,
+    untimed: 0,
+    /** Runnable weight left by the records' estimates, and the part they count done. */
+    remaining: 0,
+    partial: 0,
+  };
+  /** Owned splits by owner (interned index). */
+  readonly ownedBy: Map<number, number> = new Map();
+  /** Slots completed lately (within {@linkcode LATELY_MS} of when they were counted in), with their completion time. */
+  readonly lately: Map<number, number> = new Map();
+  #startedMin = Infinity;
+  #startedStale = false;
+  #lastMax = -Infinity;
+  #lastStale = false;
+  readonly #wallNow: () => number;
   /** Slots in id order, and how many of the slots it holds (those after it are merged in at the next `order`). */
   #order = new Int32Array(0);
   #ordered = 0;
+
+  /** `wallNow`: the clock completions count as lately by (the views' clock). */
+  constructor(wallNow: () => number = Date.now) {
+    this.#wallNow = wallNow;
+  }
 
   /** Slots held (every id ever seen; a slot whose record went away is `Absent`). */
   get size(): number {
@@ -158,16 +208,19 @@ export class SplitColumns {
 
   /** Sets a slot from the facts of its readable record at `revision`. */
   setRecord(slot: number, f: SplitFacts, revision: number, ownDescriptor: boolean): void {
+    this.#countOut(slot);
     this.#set(slot, f);
     let flags = (this.#flags[slot] & PAGED) | DEALT;
     if (f.permanent) flags |= PERMANENT;
     if (ownDescriptor) flags |= OWN_DESCRIPTOR;
     this.#flags[slot] = flags;
     this.#revision[slot] = revision;
+    this.#countIn(slot);
   }
 
   /** Marks a slot's record unreadable at `revision` (it counts as no split; its page entry is hidden, as a full read hides it). */
   setInvalid(slot: number, revision: number): void {
+    this.#countOut(slot);
     this.#state[slot] = Slot.Absent;
     this.#flags[slot] = (this.#flags[slot] & PAGED) | DEALT | INVALID;
     this.#revision[slot] = revision;
@@ -175,10 +228,12 @@ export class SplitColumns {
 
   /** A slot's record went away: it is its page's planned split again, or absent. */
   clearRecord(slot: number): void {
+    this.#countOut(slot);
     this.#flags[slot] &= PAGED;
     this.#revision[slot] = 0;
     if (this.#flags[slot] & PAGED) this.#setPaged(slot);
     else this.#state[slot] = Slot.Absent;
+    this.#countIn(slot);
   }
 
   /** Notes that a slot is on plan page `page` with this weight: a planned split, unclaimed until it has a record. */
@@ -187,7 +242,127 @@ export class SplitColumns {
     this.#pageWeight[slot] = weight;
     const dealt = (this.#flags[slot] & DEALT) !== 0;
     this.#flags[slot] |= PAGED;
-    if (!dealt) this.#setPaged(slot);
+    if (dealt) return;
+    this.#countOut(slot);
+    this.#setPaged(slot);
+    this.#countIn(slot);
+  }
+
+  /** Counts a slot into the sums (as it is now). */
+  #countIn(slot: number): void {
+    this.#count(slot, 1);
+  }
+
+  /** Counts a slot out of the sums (before it changes). */
+  #countOut(slot: number): void {
+    this.#count(slot, -1);
+  }
+
+  #count(slot: number, sign: 1 | -1): void {
+    const st = this.#state[slot];
+    if (st === Slot.Absent) return;
+    const x = this.sums, w = this.#weight[slot];
+    x.count[st] += sign;
+    x.weight[st] += sign * w;
+    if (this.#flags[slot] & PERMANENT) x.permanent += sign;
+    x.failures += sign * this.#failures[slot];
+    x.lost += sign * this.#lost[slot];
+    x.retries += sign * this.#retries[slot];
+    x.cuts += sign * this.#cuts[slot];
+    const records = this.#records[slot];
+    if (!Number.isNaN(records)) (x.records += sign * records, x.splitsWithRecords += sign);
+    if (st === Slot.Unclaimed || st === Slot.Owned) {
+      const f = Number.isNaN(this.#fraction[slot]) ? 0 : this.#fraction[slot];
+      x.remaining += sign * w * (1 - f);
+      x.partial += sign * w * f;
+    }
+    if (st === Slot.Owned) {
+      const o = this.#owner[slot], n = (this.ownedBy.get(o) ?? 0) + sign;
+      if (n) this.ownedBy.set(o, n);
+      else this.ownedBy.delete(o);
+    }
+    const started = this.#started[slot];
+    if (!Number.isNaN(started)) {
+      if (sign > 0 && started < this.#startedMin) this.#startedMin = started;
+      else if (sign < 0 && started === this.#startedMin) this.#startedStale = true;
+    }
+    if (st !== Slot.Completed) return;
+    const at = this.#doneAt[slot];
+    if (Number.isNaN(at)) return void (x.untimed += sign);
+    x.timed += sign;
+    if (sign < 0) {
+      this.lately.delete(slot);
+      if (at === this.#lastMax) this.#lastStale = true;
+      return;
+    }
+    if (at > this.#lastMax) this.#lastMax = at;
+    if (at >= this.#wallNow() - LATELY_MS) this.lately.set(slot, at);
+  }
+
+  /** The earliest tenancy start of any split, or `null` (scanned again only after the split that held it changed). */
+  started(): number | null {
+    if (this.#startedStale) {
+      this.#startedStale = false;
+      this.#startedMin = Infinity;
+      for (let s = 0; s < this.#ids.length; s++) {
+        if (this.#state[s] !== Slot.Absent && this.#started[s] < this.#startedMin) this.#startedMin = this.#started[s];
+      }
+    }
+    return this.#startedMin === Infinity ? null : this.#startedMin;
+  }
+
+  /** The latest completion time of any split, or `null` (scanned again only after the split that held it changed). */
+  lastCompleted(): number | null {
+    if (this.#lastStale) {
+      this.#lastStale = false;
+      this.#lastMax = -Infinity;
+      for (let s = 0; s < this.#ids.length; s++) {
+        if (this.#state[s] === Slot.Completed && this.#doneAt[s] > this.#lastMax) this.#lastMax = this.#doneAt[s];
+      }
+    }
+    return this.#lastMax === -Infinity ? null : this.#lastMax;
+  }
+
+  /** Its weight. */
+  weight(slot: number): number {
+    return this.#weight[slot];
+  }
+
+  /** Its fraction done by its record's estimate, or `null`. */
+  fraction(slot: number): number | null {
+    const x = this.#fraction[slot];
+    return Number.isNaN(x) ? null : x;
+  }
+
+  /** When it completed, or `null`. */
+  completedAt(slot: number): number | null {
+    const at = this.#doneAt[slot];
+    return Number.isNaN(at) ? null : at;
+  }
+
+  /** Who completed it, or `null`. */
+  completedBy(slot: number): string | null {
+    return this.names.name(this.#doneBy[slot]);
+  }
+
+  /**
+   * The `k` latest completions of every split, newest first (equal times
+   * by id), by a scan: for when fewer than `k` completed lately.
+   */
+  latest(k: number): number[] {
+    const out: number[] = [];
+    for (let s = 0; s < this.#ids.length; s++) {
+      if (this.#state[s] !== Slot.Completed || Number.isNaN(this.#doneAt[s])) continue;
+      insertLatest(out, s, k, this.#doneAt, this.#ids);
+    }
+    return out;
+  }
+
+  /** The `k` latest of some slots, newest first (equal times by id). */
+  latestOf(slots: Iterable<number>, k: number): number[] {
+    const out: number[] = [];
+    for (const s of slots) insertLatest(out, s, k, this.#doneAt, this.#ids);
+    return out;
   }
 
   #setPaged(slot: number): void {
