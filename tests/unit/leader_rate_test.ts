@@ -106,3 +106,32 @@ async function readLeader(f: Fleet) {
   const r = e ? safeDecodeRecord(e.key, e.value, LeaderRecordSchema) : undefined;
   return r?.ok ? r.value.counts : undefined;
 }
+
+Deno.test("status: the leader's /status lists the first 1,000 quarantined ids, by id, not all of them", async () => {
+  const { buildStatus, STATUS_QUARANTINED_LISTED } = await import("../../src/coordinator/status.ts");
+  const quarantined = new Set(Array.from({ length: 5000 }, (_, i) => "q" + String(4999 - i).padStart(4, "0")));
+  const role = {
+    ready: true,
+    counts: () => ({ members: 1, runnable: 0, unowned: 0, completed: 0, quarantined: quarantined.size, cancelled: 0 }),
+    view: { quarantined, invalid: new Map() },
+    states: new Map([["a", {}]]),
+    retry: { waiting: new Map() },
+  };
+  const follower = { plan: undefined, leader: undefined, outcome: undefined, invalid: new Map(), paused: false };
+  const st = buildStatus({
+    me: { instance: "a", session: "s" },
+    job: "j",
+    state: "running",
+    connected: true,
+    follower: follower as never,
+    leaderAlive: true,
+    role: role as never,
+    planning: undefined,
+    held: new Map(),
+    replaced: [],
+    now: 0,
+  });
+  assert.equal(STATUS_QUARANTINED_LISTED, 1000);
+  assert.equal(st.counts.quarantined, 5000);
+  assert.deepEqual(st.quarantined, Array.from({ length: 1000 }, (_, i) => "q" + String(i).padStart(4, "0")));
+});
