@@ -207,7 +207,11 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
         if (isEmptySummary(records)) return gone(st.job);
         if (splits > indexAbove) {
           const ix = liveIndex();
-          if (ix.state === "ready") return json({ ...head, ...(await ix.view(records, q, liveness)), index: { state: "ready", splits } }, 200);
+          const view = ix.state === "ready" ? await ix.view(records, q, liveness).catch((e) => {
+            if (ix.state === "stopped") return undefined; // its watch ended meanwhile: the next request makes a new one
+            throw e;
+          }) : undefined;
+          if (view) return json({ ...head, ...view, index: { state: "ready", splits } }, 200);
           // While the index reads its first snapshot: the counts, rate and ETA of the leader's beat, no split listed.
           return json({ ...head, ...buildFleetSummary(records, q, liveness), index: { state: "building", applied: ix.applied, splits } }, 200);
         }
