@@ -17,6 +17,18 @@
  * @module
  */
 export { readFleet, type ReadFleetOptions } from "./src/fleet/read_fleet.ts";
+export {
+  buildFleetSummary,
+  FULL_READ_MAX_SPLITS,
+  type OverviewOptions,
+  readFleetOverview,
+  readFleetSummary,
+  readSummarySnapshot,
+  splitsOf,
+  type SummarySnapshot,
+} from "./src/fleet/fleet_summary.ts";
+export { FleetIndex, type FleetIndexOptions, type FleetIndexState } from "./src/fleet/fleet_index.ts";
+export { readSplitsPage } from "./src/fleet/read_splits.ts";
 export type {
   FleetCounts,
   FleetLiveness,
@@ -52,8 +64,10 @@ export type {
   JobCounts,
   JobOutcome,
   JobPause,
+  JobRate,
   JobRun,
   JobRecord,
+  JobWeights,
   LeaderRecord,
   MemberRecord,
   Owner,

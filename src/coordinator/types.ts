@@ -264,9 +264,9 @@ export interface CoordinatorStatus {
     cancelled: number;
   };
   /**
-   * Ids of quarantined splits, by id: every one on the leader; elsewhere
-   * the first 20 its last beat published (`counts.quarantined` counts
-   * them all; `/fleet?state=quarantined` lists them all).
+   * Ids of quarantined splits, by id: on the leader the first 1000;
+   * elsewhere the first 20 its last beat published (`counts.quarantined`
+   * counts them all; `/fleet?state=quarantined` lists them all).
    */
   quarantined: string[];
   /** Job outcome once known. */

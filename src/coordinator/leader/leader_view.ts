@@ -13,12 +13,14 @@ import {
   type Residual,
   type SplitRecord,
   SplitRecordSchema,
+  type SplitStatus,
 } from "../../records.ts";
 import { InvalidRecordError } from "../../errors.ts";
 import { keys } from "../../store/keys.ts";
 import type { StoreEntry } from "../../store/store.ts";
 import type { WatchEvent } from "../../store/store.ts";
 import { SplitTable } from "./split_table.ts";
+import { CompletionWindow } from "./completion_window.ts";
 import type { Versioned } from "../versioned.ts";
 import { SplitPace } from "./split_pace.ts";
 import { type SplitChange, splitChange } from "./split_change.ts";
@@ -77,6 +79,10 @@ export class LeaderView {
   runnableWeight = 0;
   /** Told of every split that becomes free (the dealing order, kept by the assignment tracker). */
   readonly #freed: ((id: string) => void)[] = [];
+  /** Total weight of the splits of each status (what the beat publishes: `JobCounts.weight`). */
+  readonly weightBy: Record<SplitStatus, number> = { runnable: 0, completed: 0, quarantined: 0, cancelled: 0 };
+  /** Completions by the times in their records, for the rate the beat publishes (`JobCounts.rate`). */
+  readonly completions: CompletionWindow = new CompletionWindow();
   /**
    * The full records of the splits that changed last (at most
    * {@linkcode RECENT_RECORDS}, oldest dropped first): the ones a grant or an
@@ -331,6 +337,8 @@ export class LeaderView {
     this.pendingResiduals.delete(id);
     if (r.residuals) for (const x of r.residuals) if (!this.splits.has(x.id)) this.pendingResiduals.set(x.id, { parent: id, residual: x });
     this.counts[r.status]++;
+    this.weightBy[r.status] += r.weight;
+    this.completions.saw(r);
     if (r.status === "quarantined") this.quarantined.add(id);
     if (r.status === "completed") this.#timeCompletion(r);
     if (r.status !== "runnable") return;
@@ -362,6 +370,7 @@ export class LeaderView {
     this.#listing.delete(id);
     if (r.residuals) for (const x of r.residuals) if (this.pendingResiduals.get(x.id)?.parent === id) this.pendingResiduals.delete(x.id);
     this.counts[r.status]--;
+    this.weightBy[r.status] -= r.weight;
     if (r.status === "quarantined") this.quarantined.delete(id);
     if (r.status !== "runnable") return;
     this.runnableWeight -= r.weight;

@@ -25,6 +25,7 @@ import type { Versioned } from "../versioned.ts";
 import type { LandedSplit } from "../split_records.ts";
 import { LivenessTracker } from "../liveness.ts";
 import { WatchSet } from "../watch_set.ts";
+import { smallest } from "../../util/smallest.ts";
 import { CompletionJudge, decideCompletion } from "./completion.ts";
 import { CutAsks, decideAnswered } from "./cut_asks.ts";
 import { MembershipSignature } from "./signature.ts";
@@ -393,7 +394,19 @@ export class LeaderRole {
     const c = this.view.counts;
     const counts: JobCounts = { members: this.states.size, unowned: this.view.free.size, ...c };
     if (this.view.cut > 0) counts.cut = this.view.cut;
-    if (this.view.quarantined.size > 0) counts.quarantinedIds = [...this.view.quarantined].sort().slice(0, QUARANTINED_IDS_PUBLISHED);
+    if (this.view.quarantined.size > 0) counts.quarantinedIds = smallest(this.view.quarantined, QUARANTINED_IDS_PUBLISHED);
+    // What readers of a large job show instead of reading its records: weights and the rate (O(owned) splits, not O(S)).
+    const w = this.view.weightBy, now = this.#core.clock.now();
+    let done = 0;
+    for (const ids of this.view.byOwner.values()) for (const id of ids) done += (this.view.splits.weight(id) ?? 0) - this.view.workLeft(id, now);
+    counts.weight = {
+      total: Math.max(0, w.runnable + w.completed + w.quarantined + w.cancelled),
+      completed: Math.max(0, w.completed),
+      runnable: Math.max(0, w.runnable),
+      left: Math.max(0, w.runnable - done),
+    };
+    counts.rate = this.view.completions.rate(this.#core.clock.wallNow());
     return counts;
   }
 }
+
