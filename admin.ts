@@ -17,6 +17,18 @@
  * @module
  */
 export { readFleet, type ReadFleetOptions } from "./src/fleet/read_fleet.ts";
+export {
+  buildFleetSummary,
+  FULL_READ_MAX_SPLITS,
+  type OverviewOptions,
+  readFleetOverview,
+  readFleetSummary,
+  readSummarySnapshot,
+  splitsOf,
+  type SummarySnapshot,
+} from "./src/fleet/fleet_summary.ts";
+export { FleetIndex, type FleetIndexOptions, type FleetIndexState } from "./src/fleet/fleet_index.ts";
+export { readSplitsPage } from "./src/fleet/read_splits.ts";
 export type {
   FleetCounts,
   FleetLiveness,
@@ -52,8 +64,10 @@ export type {
   JobCounts,
   JobOutcome,
   JobPause,
+  JobRate,
   JobRun,
   JobRecord,
+  JobWeights,
   LeaderRecord,
   MemberRecord,
   Owner,
@@ -86,3 +100,8 @@ export {
 export { VERSION } from "./src/coordinator/member/job_check.ts";
 // The limits of a cut (SplitSource.split): a descriptor's inline size, residuals per cut.
 export { INLINE_DESCRIPTOR_BYTES, MAX_RESIDUALS } from "./src/records.ts";
+// Sharded jobs: which shard a split belongs to, each shard's records' job name, and what a member of one shows.
+export { checkShards, MAX_SHARDS, parseShardJob, shardJob, shardOf } from "./src/coordinator/shard.ts";
+export type { ShardedJoinOptions } from "./src/coordinator/sharded_coordinator.ts";
+export type { ShardSeat } from "./src/coordinator/join_options.ts";
+export type { ShardStatus } from "./src/coordinator/types.ts";

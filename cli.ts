@@ -49,6 +49,8 @@ const { SplitleaseError } = await import("./src/errors.ts");
 const { cancelSplit, drainMember, requeueQuarantined, requeueSplit } = await import("./src/fleet/actions.ts");
 const { pauseJob, rerunJob, resumeJob } = await import("./src/fleet/job_actions.ts");
 const { readFleet } = await import("./src/fleet/read_fleet.ts");
+const { FULL_READ_MAX_SPLITS, readFleetOverview, readSummarySnapshot, splitsOf } = await import("./src/fleet/fleet_summary.ts");
+const { readSplitsPage } = await import("./src/fleet/read_splits.ts");
 const { UI_INSTANCE_PREFIX } = await import("./src/fleet/fleet_view.ts");
 const { deleteRefusal, listJobs, summarizeJob } = await import("./src/fleet/job_summary.ts");
 const { VERSION } = await import("./src/coordinator/member/job_check.ts");
@@ -155,7 +157,8 @@ async function run(store: Store, command: Exclude<Command, { name: "help" | "ver
   const show = (value: unknown, text: string) => out(o.json ? JSON.stringify(value, null, 2) : text);
   switch (command.name) {
     case "status": {
-      const view = await readFleet(store, { limit: 1 });
+      // A job of more than FULL_READ_MAX_SPLITS splits: its summary (the leader's beat), unless --full.
+      const view = await readFleetOverview(store, { full: command.full });
       const { splits: _, page: __, ...summary } = view;
       // The same result fields as `wait --json` (where the job stands, its outcome record, what it skipped, wait's exit code).
       const result = view.plan?.result ?? jobResultOf(undefined);
@@ -183,7 +186,9 @@ async function run(store: Store, command: Exclude<Command, { name: "help" | "ver
     }
     case "splits": {
       const { name: _, ...query } = command;
-      const view = await readFleet(store, query);
+      // A large job: one page, decoding only the records that can be on it (the counts: its summary).
+      const large = splitsOf(await readSummarySnapshot(store)) > FULL_READ_MAX_SPLITS;
+      const view = large ? await readSplitsPage(store, query) : await readFleet(store, query);
       show({ job: o.job, counts: view.counts, splits: view.splits, page: view.page }, formatSplits(view));
       return CLI_EXIT.ok;
     }
@@ -247,7 +252,7 @@ async function wait(store: Store, command: Extract<Command, { name: "wait" }>, o
     });
     const code = exitCodeForWait(w);
     // What the job did, for the last line (best effort: the store may be gone).
-    const view = w.kind === "outcome" ? await readFleet(store, { limit: 1 }).catch(() => undefined) : undefined;
+    const view = w.kind === "outcome" ? await readFleetOverview(store).catch(() => undefined) : undefined;
     if (o.json) {
       out(JSON.stringify(
         {
@@ -293,7 +298,7 @@ async function adapterServe(): Promise<typeof import("./adapters/node.ts").serve
  * and left at once, as a restarted worker does, and served the same way.
  */
 async function ui(store: Store, command: Extract<Command, { name: "ui" }>, o: CliOptions): Promise<number> {
-  const view = await readFleet(store, { limit: 1 });
+  const view = await readFleetOverview(store);
   if (!view.fingerprint) throw new SplitleaseError("INVALID_CONFIG", `job "${o.job}" has no job record yet: start a worker first`);
   const fingerprint = view.fingerprint;
   const drainToken = process.env.DRAIN_TOKEN?.trim() || undefined;

@@ -101,7 +101,7 @@ if (benches.some((f) => f.startsWith("peers") || f.startsWith("cost"))) {
 let pg;
 const stopPg = () => pg?.killSync?.();
 process.on("exit", stopPg);
-if (process.env.BENCH_PG !== "0" && benches.some((f) => /^(scale|peers|backfill|store)_/.test(f))) {
+if (process.env.BENCH_PG !== "0" && benches.some((f) => /^(scale|peers|backfill|store|surfaces)_/.test(f))) {
   pg = await startPostgres({ maxConnections: 600 });
   if (pg.error) {
     console.log(`PostgreSQL: ${pg.error} (BENCH_PG=0 runs the benches without it)`);

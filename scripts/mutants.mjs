@@ -199,7 +199,7 @@ export const mutants = [
   {
     name: "takeover-lane-not-held",
     breaks: "a takeover's successor is dealt offers for the lane its takeover is on its way to: a restarted member claims free splits, then starts its reclaims, past maxInFlight",
-    edits: [{ file: C + "leader/takeovers.ts", search: 'if (m.to) reserved.set(m, tracker.reserve(m.to, "takeover"));', replace: "" }],
+    edits: [{ file: C + "leader/takeovers.ts", search: 'if (m.to) reserved.set(m, d.reserve(m.to, "takeover"));', replace: "" }],
     suites: ["coordinator"],
   },
   {
@@ -211,7 +211,7 @@ export const mutants = [
   {
     name: "successor-named-without-lane",
     breaks: "a drain's successor named later by the balancing pass does not keep a lane free for it (it is offered other work meanwhile)",
-    edits: [{ file: C + "leader/assignment_tracker.ts", search: "    m.touch();\n    this.#book(to).expected.add(id);", replace: "    m.touch();" }],
+    edits: [{ file: C + "leader/assignment_tracker.ts", search: "    this.#touched.add(m);\n    this.#book(to).expected.add(id);", replace: "    this.#touched.add(m);" }],
     suites: ["unit", ...COORD],
   },
   // --- cutting a running split's remaining work (cuts.ts, tenancies.ts, leader/cut_asks.ts) ----
@@ -1457,7 +1457,7 @@ export const mutants = [
   {
     name: "assign-ack-before-seen",
     breaks: "a grant is dropped from the record once written, before the member's heartbeat says it applied it: a missed version orphans it",
-    edits: [{ file: "src/coordinator/leader/member_state.ts", search: "if (g.at !== undefined && g.at <= seen) this.#grants.delete(id);", replace: "if (g.at !== undefined) this.#grants.delete(id);" }],
+    edits: [{ file: "src/coordinator/leader/assignment_tracker.ts", search: "if (g.at !== undefined && g.at <= seen) grants.delete(id);", replace: "if (g.at !== undefined) grants.delete(id);" }],
     suites: ["unit"],
   },
   {
@@ -1487,7 +1487,7 @@ export const mutants = [
   {
     name: "assign-deposed-overwrites",
     breaks: "a leader overwrites an assignment record of a newer term instead of standing down",
-    edits: [{ file: "src/coordinator/leader/member_state.ts", search: "if (read?.ok && read.value.term > term) {", replace: "if (false) {" }],
+    edits: [{ file: "src/coordinator/leader/assign_writer.ts", search: "if (read?.ok && read.value.term > term) {", replace: "if (false) {" }],
     suites: ["unit"],
   },
   {
@@ -1671,7 +1671,7 @@ export const mutants = [
   {
     name: "new-leader-dates-from-sighting",
     breaks: "a new leader dates every member record from its first sighting: a leader that died between its member beat and its leader beat has its splits wait an extra lease",
-    edits: [{ file: C + "leader/role.ts", search: "let since = Math.min(seen.since, landed.before(m.revision) ?? Infinity);", replace: "let since = seen.since;" }],
+    edits: [{ file: C + "leader/judge.ts", search: "let since = Math.min(seen.since, landed.before(m.revision) ?? Infinity);", replace: "let since = seen.since;" }],
     suites: ["coordinator", "nats"],
   },
   {
@@ -1702,7 +1702,7 @@ export const mutants = [
   {
     name: "grant-acknowledged-before-listed",
     breaks: "a grant no assignment record has listed yet is cleared by any `seen` of the member: it never hears of the split",
-    edits: [{ file: C + "leader/member_state.ts", search: "if (g.at !== undefined && g.at <= seen)", replace: "if (g.at === undefined || g.at <= seen)" }],
+    edits: [{ file: C + "leader/assignment_tracker.ts", search: "if (g.at !== undefined && g.at <= seen)", replace: "if (g.at === undefined || g.at <= seen)" }],
     suites: ["unit"],
   },
   {
@@ -1856,7 +1856,7 @@ export const mutants = [
         search: "const lanes = Math.min(MAX_OFFERS, free + (prefetch > 0 && held > prefetch / 2 ? held : prefetch));",
         replace: "const lanes = Math.min(MAX_OFFERS, free + prefetch);",
       },
-      { file: "src/coordinator/leader/offers.ts", search: "m.plain - free <= prefetch / 2) return true;", replace: "m.plain - free < prefetch) return true;" },
+      { file: "src/coordinator/leader/offers.ts", search: "&& plain - free <= prefetch / 2) return true;", replace: "&& plain - free < prefetch) return true;" },
     ],
     suites: ["coordinator"],
   },
@@ -2008,7 +2008,11 @@ export const mutants = [
   {
     name: "pause-leader-deals",
     breaks: "the leader's dealing gate ignores the pause: offers, spares and cut asks go out while the job is paused",
-    edits: [{ file: C + "leader/role.ts", search: "const dealing = this.gate.open;", replace: "const dealing = true;" }],
+    edits: [
+      // The pass's rules (offers, steals, cuts) and, after them, its completion judgement: both read the gate.
+      { file: C + "leader/role.ts", search: "const dealing = this.gate.open;\n    let next = this.#apply(", replace: "const dealing = true;\n    let next = this.#apply(" },
+      { file: C + "leader/role.ts", search: "const dealing = this.gate.open;\n    const owed = own.owed;", replace: "const dealing = true;\n    const owed = own.owed;" },
+    ],
     suites: ["coordinator"],
   },
   {

@@ -30,7 +30,8 @@ export class UsageError extends Error {}
 
 /** A parsed command. */
 export type Command =
-  | { name: "status" }
+  /** `full`: read every record whatever the job's size. */
+  | { name: "status"; full: boolean }
   | { name: "splits"; state?: FleetState[]; owner?: string; limit: number; after?: string }
   | { name: "requeue"; id?: string; all: boolean }
   | { name: "cancel"; id: string }
@@ -77,10 +78,13 @@ export const USAGE = `usage: splitlease <command> [options]
 commands:
   dev [--port N] [--ws-port N]    run a local nats-server (JetStream, nats:// and ws:// on 127.0.0.1)
                                   until Ctrl-C; takes no connection options (splitlease dev --help)
-  status                          job, leader, plan, split counts, members; the result once finished
+  status [--full]                 job, leader, plan, split counts, members; the result once finished
+                                  (a job of more than 10,000 splits: counts, rate and ETA from the
+                                  leader's beat, no split record read; --full reads every record)
   splits [--state S[,S]] [--owner INSTANCE] [--limit N] [--after ID]
                                   splits by id (states: runnable, owned, unclaimed, completed, quarantined,
-                                  cancelled; owned and unclaimed are the two halves of runnable)
+                                  cancelled; owned and unclaimed are the two halves of runnable); one
+                                  page per call, --after the last id for the next
   requeue <split-id> | --all      requeue a quarantined split, or every one
   cancel <split-id>               cancel a split (terminal; its owner stops at once)
   drain <instance>                drain a member: it hands its splits over and exits 0
@@ -133,10 +137,11 @@ const FLAGS_WITH_VALUE = new Set([
   "--servers", "-s", "--job", "-j", "--user", "--pass", "--token", "--creds", "--op-timeout-ms", "--state", "--owner", "--limit", "--after",
   "--port", "--bind", "--lease-ms", "--timeout", "--unreachable", "--interval", "--reason",
 ]);
-const BOOLEAN_FLAGS = new Set(["--json", "--help", "-h", "--version", "-V", "--all", "--yes", "--force"]);
+const BOOLEAN_FLAGS = new Set(["--json", "--help", "-h", "--version", "-V", "--all", "--yes", "--force", "--full"]);
 /** Flags that belong to one command only. */
 const COMMAND_FLAGS: Readonly<Record<string, Command["name"]>> = {
   "--all": "requeue",
+  "--full": "status",
   "--state": "splits",
   "--owner": "splits",
   "--limit": "splits",
@@ -217,6 +222,9 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
   let positionalJob: string | undefined;
   switch (name) {
     case "status":
+      noMore(0);
+      command = { name, full: bools.has("--full") };
+      break;
     case "jobs":
       noMore(0);
       command = { name };

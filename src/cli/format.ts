@@ -81,8 +81,12 @@ export function formatStatus(job: string, v: FleetView): string {
         "nothing new is dealt or claimed and no outcome is decided; splitlease resume to continue",
     );
   }
-  // A finished job leads with what it did.
-  if (v.plan?.outcome === "allComplete" || (v.rate.eta.state === "done" && c.total > 0)) out.push(`result: ${formatSummary(v.summary, c.completed)}`);
+  // A finished job leads with what it did (a summary knows only its counts: the rest is in the split records).
+  if (v.plan?.outcome === "allComplete" || (v.rate.eta.state === "done" && c.total > 0)) {
+    out.push(v.basis === "beat"
+      ? `result: ${num(c.completed)} split(s) completed (records, retries, failures and how long it took: splitlease status --full)`
+      : `result: ${formatSummary(v.summary, c.completed)}`);
+  }
   out.push(
     `splits ${c.total}: ${c.completed} completed, ${c.runnable} runnable (${c.owned} owned, ${c.unclaimed} unclaimed), ` +
       `${c.quarantined} quarantined${c.permanent ? ` (${c.permanent} permanent)` : ""}, ${c.cancelled} cancelled` +
@@ -93,6 +97,7 @@ export function formatStatus(job: string, v: FleetView): string {
     if (v.rate.eta.thenStalled) out.push(`  the job stalls on them once the runnable work is done, unless they are requeued or cancelled`);
     out.push(`  see them: splitlease splits --state quarantined; requeue: splitlease requeue --all`);
   }
+  if (v.basis === "beat") out.push(...summaryLines(v));
   out.push("");
   if (v.members.length === 0) out.push("no members");
   else {
@@ -119,6 +124,24 @@ export function formatStatus(job: string, v: FleetView): string {
     for (const r of v.plan.history) out.push(`  ${runLine(r)}`);
   }
   return out.join("\n");
+}
+
+/**
+ * What a summary of a large job adds to `status` (its counts are the
+ * leader's beat, or the outcome's): the rate and ETA the beat carries, and
+ * where the rest is.
+ */
+function summaryLines(v: FleetView): string[] {
+  const r = v.rate, e = r.eta;
+  const rate = r.perMinute === null ? "no rate yet" : `${r.perMinute.toFixed(1)} splits/min over the last ${duration(r.windowMs)}`;
+  const eta = e.state === "estimated" && e.at !== null
+    ? `ETA ${iso(e.at)} (in ${duration(e.inMs ?? 0)})${e.thenStalled ? ", then stalled on the quarantined splits" : ""}`
+    : e.state === "unknown" ? "ETA unknown (nothing completed lately)" : e.state === "stalled" ? "stalled: only quarantined splits are left" : "";
+  const source = v.plan?.outcome && v.plan.outcome !== "planFailed" ? "the outcome's counts" : v.leader ? `the leader's beat ${v.leader.beat}` : "no leader beat yet";
+  return [
+    [rate, eta].filter(Boolean).join(" · "),
+    `counts from ${source} (a job of more than 10,000 splits: no split record read; splitlease status --full reads them all)`,
+  ];
 }
 
 /** An outcome in a few words: "allComplete 20 completed (1 cancelled)". */

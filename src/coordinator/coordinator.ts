@@ -25,6 +25,7 @@ import { buildStatus } from "./status.ts";
 import { SplitRecords } from "./split_records.ts";
 import { ProgRecords } from "./prog_records.ts";
 import { checkJobRecord, checkStoreJob, VERSION } from "./member/job_check.ts";
+import { checkSeat } from "./shard.ts";
 import { InstrumentedStore, newStats } from "./stats.ts";
 import { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
 import { randomId } from "../util/random_id.ts";
@@ -66,16 +67,19 @@ export class SplitCoordinator implements Coordinator {
   #draining = false;
   readonly #loop: ReconcileLoop;
   readonly #store: InstrumentedStore;
+  /** Unsubscribes from the shard seat's lane changes (a sharded job's shard). */
+  #unseat: (() => void) | undefined;
 
   private constructor(options: JoinOptions) {
     const random = options.random ?? Math.random;
-    const { store: _s, planner: _p, clock: _c, random: _r, logger: _l, runtime: _rt, leadWhileStalled: _ls, ...rest } = options;
+    const { store: _s, planner: _p, clock: _c, random: _r, logger: _l, runtime: _rt, leadWhileStalled: _ls, shard: seat, ...rest } = options;
     const config = parseCoordinatorConfig({
       ...rest,
       instance: options.instance ?? "w-" + randomId(random, 10),
       fingerprint: options.fingerprint ?? options.job,
     });
     checkStoreJob(options.store, config.job);
+    const shard = checkSeat(seat, config.job);
     const clock = options.clock ?? systemClock;
     const t = timings(config);
     const stats = newStats();
@@ -103,6 +107,8 @@ export class SplitCoordinator implements Coordinator {
       replaced: new ReplacedRecords(stats, options.logger ?? silent),
       landed: new LandedBy(),
       trace,
+      shard,
+      lanes: seat ? () => Math.max(0, config.maxInFlight - seat.lanesElsewhere()) : () => config.maxInFlight,
     });
     // Orphans: the follower resumes or releases them. A start that waited for its fence checks again that we take work.
     this.#tenancies = new Tenancies(core, (id, d) => this.#follower.remember(id, d), () => this.#mayClaim());
@@ -134,6 +140,11 @@ export class SplitCoordinator implements Coordinator {
       seen: () => this.#follower.assign?.revision,
       estimates: () => this.#tenancies.estimates(),
     }, options.runtime ?? "web", VERSION, options.planner !== undefined);
+    // A sharded job's shard: lanes the other shards free may be claimed here; a shift tells our leader early.
+    this.#unseat = seat?.onChange(() => {
+      this.#membership.lanesChanged();
+      this.#loop.schedule();
+    });
   }
 
   /**
@@ -162,6 +173,15 @@ export class SplitCoordinator implements Coordinator {
   /** This instance id. */
   get instance(): string {
     return this.#core.me.instance;
+  }
+
+  /**
+   * Lanes this member has taken now: splits held, being claimed or started,
+   * waiting to be resumed. What a sharded job's other shards count against
+   * the lane budget they share (`ShardSeat.lanesElsewhere`).
+   */
+  get lanesBusy(): number {
+    return this.#follower.busyLanes();
   }
 
   /** The splits this member holds at most (its `maxInFlight`, announced on its member record). */
@@ -359,6 +379,8 @@ export class SplitCoordinator implements Coordinator {
   }
 
   #stopAll(): void {
+    this.#unseat?.();
+    this.#unseat = undefined;
     this.#leadership.stop();
     this.#membership.stop();
     this.#loop.stop();

@@ -56,6 +56,13 @@ export interface Core {
   readonly landed: LandedBy;
   /** Tracing (docs/OPERATIONS.md, "Tracing"): hooks that return at once when it is off. */
   readonly trace: CoordinatorTrace;
+  /** Which shard of how many this coordinator is (`{ index: 0, count: 1 }`: an unsharded job). */
+  readonly shard: { readonly index: number; readonly count: number };
+  /**
+   * The lanes this member has in this shard: `maxInFlight` less what the
+   * job's other shards hold (an unsharded job: `maxInFlight`).
+   */
+  lanes(): number;
 }
 
 /**

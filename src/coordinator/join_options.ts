@@ -46,4 +46,32 @@ export interface JoinOptions extends CoordinatorTunables {
    * the job-wide gauges (`splits_quarantined`, `job_stalled`) stay exported.
    */
   leadWhileStalled?: boolean;
+  /**
+   * The shard this coordinator is of a sharded job (set by
+   * {@linkcode ShardedCoordinator}, which joins one per shard; absent: an
+   * unsharded job).
+   */
+  shard?: ShardSeat;
+}
+
+/**
+ * A shard coordinator's seat in a sharded job (docs/DESIGN.md, "Sharded
+ * jobs"): which shard, of how many, and the lanes of the member's
+ * `maxInFlight` its other shards hold — the lane budget they share.
+ *
+ * @example
+ * ```ts
+ * import type { ShardSeat } from "@splitlease/splitlease/admin";
+ * const seat: ShardSeat = { index: 1, count: 4, lanesElsewhere: () => 0, onChange: () => () => {} };
+ * ```
+ */
+export interface ShardSeat {
+  /** Which shard (0 .. count - 1). */
+  index: number;
+  /** The job's shard count. */
+  count: number;
+  /** Lanes busy in the job's other shards now (held, being claimed or started). */
+  lanesElsewhere(): number;
+  /** Calls `listener` when `lanesElsewhere()` may have changed; returns the unsubscribe. */
+  onChange(listener: () => void): () => void;
 }

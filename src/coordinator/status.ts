@@ -16,6 +16,10 @@ import type { Planning } from "./leader/planning.ts";
 import type { ReplacedRecord } from "./replaced_records.ts";
 import type { Tenancy } from "./member/tenancy.ts";
 import type { CoordinatorStatus } from "./types.ts";
+import { smallest } from "../util/smallest.ts";
+
+/** Quarantined split ids the leader's `/status` lists at most (`counts.quarantined` counts them all). */
+export const STATUS_QUARANTINED_LISTED = 1000;
 
 /** Inputs of {@linkcode buildStatus}. */
 export interface StatusInput {
@@ -46,7 +50,8 @@ export function buildStatus(s: StatusInput): CoordinatorStatus {
     ? { completed: o.completed, quarantined: o.kind === "stalled" ? o.quarantined : 0, cancelled: o.cancelled ?? 0 }
     : undefined;
   // Off the leader: the ids its last beat published (the first few), so the list agrees with the count.
-  const quarantined = role ? [...role.view.quarantined].sort() : [...(leader?.counts?.quarantinedIds ?? [])];
+  // On the leader the first STATUS_QUARANTINED_LISTED (a million quarantined splits made /status a sort of them all and megabytes of ids).
+  const quarantined = role ? smallest(role.view.quarantined, STATUS_QUARANTINED_LISTED) : [...(leader?.counts?.quarantinedIds ?? [])];
   const invalid = new Map(f.invalid);
   if (role) for (const [k, m] of role.view.invalid) invalid.set(k, m);
   const liveMembers = role ? [...role.states.keys()].sort() : [s.me.instance];

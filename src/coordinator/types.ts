@@ -146,6 +146,13 @@ export interface PlanContext {
   term: number;
   /** Aborted when this instance stops leading. */
   signal: AbortSignal;
+  /**
+   * Of a sharded job (`shards: K`): the shard this run plans. Each shard's
+   * leader runs the planner and keeps the splits `shardOf(id, count)` routes
+   * to its shard; a planner that can list only its part (a key range, a
+   * hash of its inputs) may return only those. Absent: an unsharded job.
+   */
+  shard?: { index: number; count: number };
 }
 
 /**
@@ -257,9 +264,9 @@ export interface CoordinatorStatus {
     cancelled: number;
   };
   /**
-   * Ids of quarantined splits, by id: every one on the leader; elsewhere
-   * the first 20 its last beat published (`counts.quarantined` counts
-   * them all; `/fleet?state=quarantined` lists them all).
+   * Ids of quarantined splits, by id: on the leader the first 1000;
+   * elsewhere the first 20 its last beat published (`counts.quarantined`
+   * counts them all; `/fleet?state=quarantined` lists them all).
    */
   quarantined: string[];
   /** Job outcome once known. */
@@ -270,6 +277,40 @@ export interface CoordinatorStatus {
   planning?: { failures: number; lastError: string };
   /** On the leader: failed splits waiting out their retry backoff (at most 100 listed). */
   retrying?: { id: string; attempts: number; inMs: number }[];
+  /**
+   * Of a sharded job's member (`ShardedCoordinator`): each shard's own
+   * line — its records' job name, state, leader, what this member holds
+   * there, its outcome and counts. The fields above sum or combine them.
+   */
+  shards?: ShardStatus[];
+}
+
+/**
+ * One shard of a sharded job, as its member sees it (`CoordinatorStatus.shards`).
+ *
+ * @example
+ * ```ts
+ * import type { ShardStatus } from "@splitlease/splitlease/admin";
+ * const line = (s: ShardStatus) => `shard ${s.index} (${s.job}): ${s.state}, leader ${s.leader ?? "none"}`;
+ * ```
+ */
+export interface ShardStatus {
+  /** Which shard. */
+  index: number;
+  /** The job name its records are under (`shardJob`). */
+  job: string;
+  /** This member's coordinator of the shard: its state. */
+  state: CoordinatorStatus["state"];
+  /** Whether this member leads the shard. */
+  isLeader: boolean;
+  /** The shard's leader, if known. */
+  leader: string | null;
+  /** Splits of the shard this member holds. */
+  held: number;
+  /** The shard's outcome once known. */
+  outcome: CoordinatorStatus["outcome"];
+  /** The shard's counts. */
+  counts: CoordinatorStatus["counts"];
 }
 
 /**

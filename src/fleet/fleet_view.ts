@@ -33,20 +33,15 @@ import { permanentlyFailed } from "../records/transitions.ts";
 import { SplitleaseError } from "../errors.ts";
 import { isValidId, keys } from "../store/keys.ts";
 import type { StoreEntry } from "../store/store.ts";
-import { completedAt, fractionDone, RateFold } from "./fleet_rate.ts";
-import { judgeMember, leaseOf } from "./member_liveness.ts";
-import { jobResultOf } from "./job_result.ts";
-import type { FleetCounts, FleetLiveness, FleetMember, FleetQuery, FleetSnapshot, FleetSplit, FleetState, FleetView } from "./types.ts";
+import { completedAt, fractionDone, RateFold, type SplitFacts, splitFacts } from "./fleet_rate.ts";
+import { countSplit, emptyCounts, fingerprintOf, livenessView, memberViews, planView } from "./view_parts.ts";
+import type { FleetLiveness, FleetQuery, FleetSnapshot, FleetSplit, FleetState, FleetView } from "./types.ts";
 
 /** Every state a query filters on, in the order a fleet view lists them (`owned` and `unclaimed` split `runnable`). */
 export const FLEET_STATES: readonly FleetState[] = ["runnable", "owned", "unclaimed", "completed", "quarantined", "cancelled"];
 /** Old words for states, still accepted: the CLI's `status` and the fleet page said running and waiting, `/fleet` unowned. */
 export const FLEET_STATE_ALIASES: Readonly<Record<string, FleetState>> = { running: "owned", waiting: "unclaimed", unowned: "unclaimed" };
-/**
- * Instance id prefix of a `splitlease ui` process (`splitlease-ui-<8 hex>`):
- * a view marks such a member (with no lanes) `ui`, not a worker.
- */
-export const UI_INSTANCE_PREFIX = "splitlease-ui-";
+export { UI_INSTANCE_PREFIX } from "./view_parts.ts";
 /** Default page size of {@linkcode FleetQuery.limit}. */
 const DEFAULT_LIMIT = 100;
 /** Largest page {@linkcode FleetQuery.limit} allows. */
@@ -57,6 +52,15 @@ const MAX_INVALID_LISTED = 20;
 const MAX_MATCH = 200;
 
 
+/** A fleet query with its defaults applied (what {@linkcode normalizeFleetQuery} returns); `match` in lower case. */
+export interface NormalizedFleetQuery {
+  state: FleetState[] | null;
+  owner: string | null;
+  after: string | null;
+  limit: number;
+  match: string | null;
+}
+
 /**
  * Checks a query and applies its defaults; throws `INVALID_ARGUMENT` naming
  * the bad field and its value.
@@ -66,9 +70,7 @@ const MAX_MATCH = 200;
  * normalizeFleetQuery({ state: "quarantined" }); // { state: ["quarantined"], owner: null, after: null, limit: 100 }
  * ```
  */
-export function normalizeFleetQuery(
-  q: FleetQuery = {},
-): { state: FleetState[] | null; owner: string | null; after: string | null; limit: number; match: string | null } {
+export function normalizeFleetQuery(q: FleetQuery = {}): NormalizedFleetQuery {
   const bad = (what: string, value: unknown, rule: string) =>
     new SplitleaseError("INVALID_ARGUMENT", `Fleet query: ${what} ${JSON.stringify(value) ?? String(value)} ${rule}`);
   let state: FleetState[] | null = null;
@@ -195,23 +197,13 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
   };
   const plan = decode<PlanRecord>(snapshot.plan, PlanRecordSchema);
   const leader = decode<LeaderRecord>(snapshot.leader, LeaderRecordSchema);
-  let fingerprint: string | null = null;
-  if (snapshot.job) {
-    try {
-      const j = JSON.parse(snapshot.job.value) as { fingerprint?: unknown };
-      if (typeof j.fingerprint === "string") fingerprint = j.fingerprint;
-    } catch { /* an unreadable job record is the coordinator's to report */ }
-  }
   const members = new Map<string, MemberRecord>();
   for (const e of snapshot.members) {
     const m = decode<MemberRecord>(e, MemberRecordSchema);
     if (m) members.set(e.key.slice(keys.memberPrefix.length), m);
   }
 
-  const counts: FleetCounts = {
-    total: 0, runnable: 0, owned: 0, unclaimed: 0, unowned: 0, completed: 0, quarantined: 0, permanent: 0, cancelled: 0, invalid: 0, weight: 0,
-    completedWeight: 0,
-  };
+  const counts = emptyCounts();
   const owned = new Map<string, number>(); // "instance/session" -> runnable splits it owns
   const page: { id: string; rec: SplitRecord }[] = []; // the `limit` smallest matching ids after the cursor, sorted
   let matched = 0, matchedAfter = 0;
@@ -222,25 +214,12 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
     if (p) progs.set(e.key.slice(keys.progPrefix.length), p);
   }
   const seen = new Set<string>();
+  const facts = {} as SplitFacts;
   const consider = (id: string, rec: SplitRecord): void => {
-    counts.total++;
-    counts[rec.status]++;
-    counts.weight += rec.weight;
-    if (rec.status === "completed") counts.completedWeight += rec.weight;
-    if (permanentlyFailed(rec)) counts.permanent++;
-    rate.add(id, rec);
-    if (rec.status === "runnable") {
-      if (rec.owner) {
-        counts.owned++;
-        const k = rec.owner.instance + "/" + rec.owner.session;
-        owned.set(k, (owned.get(k) ?? 0) + 1);
-      } else counts.unclaimed++;
-    }
-    if (q.state && !q.state.includes(rec.status) && !(rec.status === "runnable" && q.state.includes(rec.owner ? "owned" : "unclaimed"))) {
-      return;
-    }
-    if (q.owner !== null && rec.owner?.instance !== q.owner) return;
-    if (q.match !== null && !matches(id, rec, q.match)) return;
+    splitFacts(rec, facts);
+    countSplit(counts, owned, facts);
+    rate.add(id, facts, rec);
+    if (!queryMatches(q, id, rec)) return;
     matched++;
     if (q.after !== null && id <= q.after) return;
     matchedAfter++;
@@ -275,70 +254,35 @@ export function buildFleetView(snapshot: FleetSnapshot, query: FleetQuery = {}, 
   }
   counts.unowned = counts.unclaimed; // the deprecated name
   invalid.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-
-  const live = liveness ? new Set(liveness.liveMembers) : undefined;
   const windowMs = rate.windowMs();
-  const memberViews: FleetMember[] = [...members].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([instance, m]) => {
-    const mine = owned.get(instance + "/" + m.session) ?? 0;
-    const judged = judgeMember({ record: m, now: snapshot.at, owned: mine, ...(live ? { leader: live.has(instance) } : {}) });
-    // Past its lease its last report (working, idle, ...) is no longer true.
-    const activity: FleetMember["activity"] = judged === "gone" || judged === "unresponsive"
-      ? judged
-      : m.draining ? "draining" : m.maxInFlight === 0 ? "standby" : mine > 0 || (m.held ?? 0) > 0 ? "working" : "idle";
-    return {
-      instance,
-      session: m.session,
-      runtime: m.runtime,
-      version: m.version,
-      maxInFlight: m.maxInFlight,
-      owned: mine,
-      held: m.held ?? null,
-      beat: m.beat,
-      draining: m.draining === true,
-      planner: m.planner === true,
-      leader: leader?.instance === instance && leader.session === m.session,
-      alive: judged === "unknown" ? null : judged === "alive",
-      liveness: judged,
-      lease: leaseOf(m),
-      activity,
-      ui: instance.startsWith(UI_INSTANCE_PREFIX) && m.maxInFlight === 0,
-      lastBeatAt: m.at ?? null,
-      perMinute: rate.memberPerMinute(instance, windowMs),
-    };
-  });
-
   return {
     at: snapshot.at,
-    fingerprint,
+    basis: "records",
+    fingerprint: fingerprintOf(snapshot.job?.value),
     leader: leader ? { instance: leader.instance, term: leader.term, beat: leader.beat } : null,
-    plan: plan
-      ? {
-        term: plan.term,
-        finality: plan.finality,
-        generation: plan.generation,
-        planned: plan.planned,
-        outcome: plan.outcome?.kind ?? null,
-        result: jobResultOf(plan),
-        run: plan.run ?? 1,
-        history: plan.history ?? [],
-      }
-      : null,
-    liveness: liveness ? { judgedBy: "here", by: liveness.by } : { judgedBy: "clock", leader: leader?.instance ?? null },
-    members: memberViews,
+    plan: planView(plan),
+    liveness: livenessView(liveness, leader),
+    members: memberViews(members, owned, (i) => rate.memberPerMinute(i, windowMs), leader, snapshot.at, liveness),
     counts,
     rate: rate.finish(counts.runnable, counts.quarantined),
     summary: rate.summary(),
-    recent: rate.recent.map((x) => splitView(x.id, x.rec)),
+    recent: rate.recent.map((x) => splitView(x.id, x.rec!)),
     splits: page.map((p) => splitView(p.id, p.rec)),
-    page: {
-      limit: q.limit,
-      after: q.after,
-      state: q.state,
-      owner: q.owner,
-      match: q.match,
-      matched,
-      next: matchedAfter > q.limit ? page[page.length - 1].id : null,
-    },
+    page: pageOf(q, matched, matchedAfter > q.limit ? page[page.length - 1].id : null),
     invalid: invalid.slice(0, MAX_INVALID_LISTED),
   };
+}
+
+/** The `page` of a view: its query, how many splits match it, and the next page's cursor. */
+export function pageOf(q: NormalizedFleetQuery, matched: number, next: string | null): FleetView["page"] {
+  return { limit: q.limit, after: q.after, state: q.state, owner: q.owner, match: q.match, matched, next };
+}
+
+/** Whether a split (its live record) matches a query's state, owner and search text (not its cursor). */
+export function queryMatches(q: NormalizedFleetQuery, id: string, rec: SplitRecord): boolean {
+  if (q.state && !q.state.includes(rec.status) && !(rec.status === "runnable" && q.state.includes(rec.owner ? "owned" : "unclaimed"))) {
+    return false;
+  }
+  if (q.owner !== null && rec.owner?.instance !== q.owner) return false;
+  return q.match === null || matches(id, rec, q.match);
 }

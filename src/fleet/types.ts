@@ -330,6 +330,15 @@ export interface FleetCounts {
 export interface FleetView {
   /** Wall-clock time of the read (ms since the epoch). */
   at: number;
+  /**
+   * What its figures come from: `records` (the job's records: a full read,
+   * or a live index of them), or `beat` (a summary of a large job: the
+   * outcome, else the leader's last beat, and the member records; no split
+   * is listed, and what only the split records know — the recent
+   * completions, the sparkline, the result's records, retries and
+   * failures — is empty; see `readFleetSummary`).
+   */
+  basis: "records" | "beat";
   /** The job's fingerprint, or `null` before the first worker joined. */
   fingerprint: string | null;
   /** The leader as its record names it, or `null`. */

@@ -19,7 +19,7 @@ import { type JobOutcome, type PlanRecord, PlanRecordSchema, safeDecodeRecord } 
 import { keys } from "../store/keys.ts";
 import type { Store } from "../store/store.ts";
 import { type JobResult, jobResultOf } from "./job_result.ts";
-import { readFleet } from "./read_fleet.ts";
+import { readFleetOverview } from "./fleet_summary.ts";
 import type { FleetView } from "./types.ts";
 
 /**
@@ -49,9 +49,10 @@ export interface WaitOptions {
   /** Called with a fresh fleet view (counts, rate, ETA, records) every `progressMs` at most. */
   onProgress?: (view: FleetView) => void;
   /**
-   * How often `onProgress` gets a view (ms). Default 1000; a view lists
-   * every split record, so the next read also waits at least four times as
-   * long as the last one took (a big job is listed less often).
+   * How often `onProgress` gets a view (ms). Default 1000; a view of a job
+   * of at most 10 000 splits lists every split record, so the next read also
+   * waits at least four times as long as the last one took; a larger job's
+   * view is its summary (the leader's beat: `basis: "beat"`), a few reads.
    */
   progressMs?: number;
   /**
@@ -125,7 +126,8 @@ export async function waitForOutcome(store: Store, options: WaitOptions = {}): P
       if (plan?.outcome) return { kind: "outcome", outcome: plan.outcome, result };
       if (onProgress && Date.now() >= nextView) {
         const t0 = Date.now();
-        const view = await readFleet(store, { limit: 1 });
+        // A large job's progress is its summary (the leader's beat): no split record read.
+        const view = await readFleetOverview(store);
         signal?.throwIfAborted();
         onProgress(view);
         nextView = Date.now() + Math.max(progressMs, 4 * (Date.now() - t0));

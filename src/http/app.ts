@@ -83,6 +83,12 @@ export interface AppOptions extends DrainAuthOptions {
    * `POST /drain` token. `serve` passes it.
    */
   store?: Store;
+  /**
+   * How `GET /fleet` reads a large job: above `above` splits (default
+   * 10 000) from a live index of its records, closed `idleMs` after the
+   * last request (default 60 000); at or below, every record each second.
+   */
+  fleetIndex?: { above?: number; idleMs?: number };
   /** Metric name prefix (default `etl_coordination_`). */
   metricsPrefix?: string;
   /** Deadline handed to `worker.shutdown` by `POST /drain` (ms), unless the body gives one. */
@@ -167,7 +173,16 @@ export function createApp(options: AppOptions): HonoApp {
     const access = options.drainToken !== undefined ? "token" : options.drainOpen === true ? "open" : "closed";
     // Once the job is done and the process idles, the page shows the finished job: nothing to act on.
     const operator = () => (options.idling?.() ? "none" : access);
-    mountFleetRoutes(app, { store: options.store, coordinator, guard, bodyLimit, allow, operator });
+    mountFleetRoutes(app, {
+      store: options.store,
+      coordinator,
+      guard,
+      bodyLimit,
+      allow,
+      operator,
+      indexAbove: options.fleetIndex?.above,
+      indexIdleMs: options.fleetIndex?.idleMs,
+    });
   }
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` }, 404));
   app.onError((err, c) => {

@@ -219,8 +219,11 @@ const JOB = `
     const plan = v.plan ? (v.plan.run > 1 ? "run " + v.plan.run + " · " : "") + "plan " + v.plan.finality + ", " + v.plan.planned + " planned" +
       (v.plan.outcome ? ", outcome " + v.plan.outcome + skipped : "") : "no plan yet";
     const leader = v.leader ? "leader " + v.leader.instance + " (term " + v.leader.term + ")" : "no leader";
+    // A large job: what its figures come from (a live index of its records, or the leader's beat while that index is built).
+    const ix = v.index ? (v.index.state === "building" ? " · counts from the leader's beat while this worker indexes the " +
+      v.index.splits.toLocaleString("en-US") + " splits (" + v.index.applied.toLocaleString("en-US") + " records read)" : " · from a live index of its records") : "";
     $("meta").textContent = "served by " + v.servedBy.instance + (v.servedBy.isLeader ? " (leader)" : "") + " · " + leader + " · " + plan +
-      " · updated " + when(v.at);
+      ix + " · updated " + when(v.at);
     const paused = v.plan && v.plan.result.paused;
     document.title = (paused ? "paused" : end === "cancelled" || end === "failed" ? end : e.state === "done" ? "done" : e.state === "stalled" ? "stalled" : pct(done + partial)) +
       " · " + v.job + " · splitlease";
@@ -262,6 +265,12 @@ const JOB = `
   function renderSpark(v) {
     const svg = $("spark"), counts = v.rate.spark.counts;
     while (svg.firstChild) svg.removeChild(svg.firstChild);
+    // A large job's first answers come from the leader's beat: the completion times are in the split records.
+    if (!counts.length) {
+      $("spark-caption").textContent = "(shown once this worker has indexed the job's split records)";
+      $("spark-from").textContent = $("spark-mid").textContent = "";
+      return;
+    }
     const max = Math.max(1, ...counts), bw = 600 / counts.length;
     counts.forEach((n, i) => {
       if (!n) return;
@@ -303,7 +312,8 @@ const JOB = `
       // Nothing to drain on a member past its lease: it writes nothing more.
       const cell = m.draining || past ? el("span", "") : button("Drain", "/members/" + encodeURIComponent(m.instance) + "/drain", "drain " + m.instance,
         "Drain " + m.instance + "? It hands its " + m.owned + " split(s) over to the others and exits.");
-      const tr = row([name, wide(m.runtime), wide(m.version), m.owned + " / " + m.maxInFlight, state, seen, m.perMinute.toFixed(1), cell]);
+      const tr = row([name, wide(m.runtime), wide(m.version), m.owned + " / " + m.maxInFlight, state, seen,
+        v.basis === "beat" ? "–" : m.perMinute.toFixed(1), cell]);
       tr.dataset.instance = m.instance;
       return tr;
     }));

@@ -59,6 +59,8 @@ export const FLEET_PAGE_SPLITS: string = `
     });
     $("splits-more").textContent = (splits.length ? "" : "none · ") + parts.join(" · ") + (match ? " matching “" + match + "”" : "") +
       (filter === "runnable" && splits.length ? " · owned (running) first, then unclaimed" : "");
+    // A large job's split lists come from the worker's index of its records, once it has read them.
+    if (views[0].basis === "beat") $("splits-more").textContent = parts.join(" · ") + " · listed once this worker has indexed the job's split records";
   }
 
   function renderQuarantined(v) {
@@ -82,8 +84,9 @@ export const FLEET_PAGE_SPLITS: string = `
       tr.dataset.split = s.id;
       return tr;
     }));
-    $("requeue-all").disabled = v.splits.length === 0;
-    $("quarantined-more").textContent = v.page.next ? "showing " + v.splits.length + " of " + v.page.matched : v.splits.length ? "" : "none";
+    $("requeue-all").disabled = v.splits.length === 0 && v.counts.quarantined === 0;
+    $("quarantined-more").textContent = v.basis === "beat" ? (v.counts.quarantined ? v.counts.quarantined + " quarantined: listed once this worker has indexed the job's split records" : "none")
+      : v.page.next ? "showing " + v.splits.length + " of " + v.page.matched : v.splits.length ? "" : "none";
   }
 
   function renderRecent(v) {
@@ -98,6 +101,7 @@ export const FLEET_PAGE_SPLITS: string = `
     }));
     const untimed = v.rate.untimed;
     $("recent-more").textContent = v.recent.length ? "the last " + v.recent.length + " of " + v.counts.completed + " completed"
+      : v.basis === "beat" ? "shown once this worker has indexed the job's split records"
       : untimed ? untimed + " completed, none with a completion time" : "none yet";
   }
 

@@ -26,8 +26,10 @@ import { pauseJob, resumeJob } from "../fleet/job_actions.ts";
 import { buildFleetView, normalizeFleetQuery, parseFleetLimit, splitView } from "../fleet/fleet_view.ts";
 import { liveSplitRecord, ProgRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../records.ts";
 import { assertValidId, keys } from "../store/keys.ts";
-import type { FleetQuery, FleetSnapshot, FleetState } from "../fleet/types.ts";
+import type { FleetQuery, FleetState } from "../fleet/types.ts";
 import { isEmptySnapshot, readFleetSnapshot } from "../fleet/read_fleet.ts";
+import { FleetIndex } from "../fleet/fleet_index.ts";
+import { buildFleetSummary, FULL_READ_MAX_SPLITS, readSummarySnapshot, type SummarySnapshot } from "../fleet/fleet_summary.ts";
 import type { Store } from "../store/store.ts";
 import { FLEET_FAVICON_SVG, FLEET_PAGE_STYLE, renderFleetPage } from "./fleet_page.ts";
 import { FLEET_PAGE_SCRIPT } from "./fleet_page_script.ts";
@@ -44,6 +46,15 @@ export interface FleetRouteOptions {
   allow: (path: string, method: "GET" | "POST") => void;
   /** How long one snapshot of the store serves `GET /fleet` requests (default 1000 ms). */
   cacheMs?: number;
+  /**
+   * Splits (planned, and cut) above which `GET /fleet` answers from a live
+   * index of the job (`FleetIndex`: its pages read once, its split records
+   * watched) instead of reading every record each second (default
+   * `FULL_READ_MAX_SPLITS`, 10 000).
+   */
+  indexAbove?: number;
+  /** How long that index lives after the last `GET /fleet` (default 60 000 ms: an open page keeps it). */
+  indexIdleMs?: number;
   /**
    * How the operator actions are guarded, for the page (`GET /fleet`'s
    * `operator.access`): `token` (the drain token), `open` (`drainOpen`),
@@ -120,23 +131,56 @@ const sameOrigin: MiddlewareHandler = async (c, next) => {
   await next();
 };
 
+/**
+ * A read that serves every request within `ms` (pages, filters, several
+ * open pages); a failed one is not kept.
+ */
+function cachedRead<T>(ms: number, read: () => Promise<T>): { get(): Promise<T>; drop(): void } {
+  let cached: { at: number; value: Promise<T> } | undefined;
+  return {
+    get() {
+      const now = Date.now();
+      if (!cached || now - cached.at > ms) {
+        const p = read();
+        cached = { at: now, value: p };
+        p.catch(() => {
+          if (cached?.value === p) cached = undefined;
+        });
+      }
+      return cached.value;
+    },
+    drop: () => (cached = undefined),
+  };
+}
+
 /** Mounts the fleet routes on `app`. */
 export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
   const cacheMs = o.cacheMs ?? 1000;
-  let cached: { at: number; snapshot: Promise<FleetSnapshot> } | undefined;
-  // One listing serves every request within cacheMs (pages, filters, several open pages).
-  const snapshot = (): Promise<FleetSnapshot> => {
-    const now = Date.now();
-    if (!cached || now - cached.at > cacheMs) {
-      const p = readFleetSnapshot(o.store);
-      cached = { at: now, snapshot: p };
-      p.catch(() => {
-        if (cached?.snapshot === p) cached = undefined;
-      });
-    }
-    return cached.snapshot;
+  const indexAbove = o.indexAbove ?? FULL_READ_MAX_SPLITS;
+  const indexIdleMs = o.indexIdleMs ?? 60_000;
+  // A large job's small records (plan, leader, members: for the index's view, or a summary) and, for a small job, every record.
+  const small = cachedRead(cacheMs, () => readSummarySnapshot(o.store));
+  const full = cachedRead(cacheMs, () => readFleetSnapshot(o.store));
+  const invalidate = () => (small.drop(), full.drop());
+  // A large job's live index, made at its first request and closed after indexIdleMs without one.
+  let index: FleetIndex | undefined;
+  let idle: ReturnType<typeof setTimeout> | undefined;
+  const dropIndex = () => {
+    clearTimeout(idle);
+    idle = undefined;
+    void index?.close();
+    index = undefined;
   };
-  const invalidate = () => (cached = undefined);
+  const liveIndex = (): FleetIndex => {
+    if (!index || index.stale || index.state === "stopped") {
+      dropIndex();
+      const made = FleetIndex.start(o.store, { onStop: () => index === made && (clearTimeout(idle), (index = undefined)) });
+      index = made;
+    }
+    clearTimeout(idle);
+    idle = setTimeout(dropIndex, indexIdleMs);
+    return index;
+  };
 
   app.get("/fleet", async (c) => {
     const q: FleetQuery = {};
@@ -154,12 +198,29 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
       const st = o.coordinator.status();
       const liveness = st.isLeader ? { by: st.instance, liveMembers: st.liveMembers } : undefined;
       normalizeFleetQuery(q); // a bad query costs no listing
-      const snap = await snapshot();
+      const operator = { access: o.operator?.() ?? "closed" };
+      const head = { job: st.job, servedBy: { instance: st.instance, isLeader: st.isLeader }, operator };
+      // How large the job is, as this member knows it (its plan and leader records): nothing read for a small job.
+      const splits = st.counts?.planned ?? st.plan?.planned ?? 0;
+      if (splits > indexAbove || index) {
+        const records = await small.get();
+        if (isEmptySummary(records)) return gone(st.job);
+        if (splits > indexAbove) {
+          const ix = liveIndex();
+          const view = ix.state === "ready" ? await ix.view(records, q, liveness).catch((e) => {
+            if (ix.state === "stopped") return undefined; // its watch ended meanwhile: the next request makes a new one
+            throw e;
+          }) : undefined;
+          if (view) return json({ ...head, ...view, index: { state: "ready", splits } }, 200);
+          // While the index reads its first snapshot: the counts, rate and ETA of the leader's beat, no split listed.
+          return json({ ...head, ...buildFleetSummary(records, q, liveness), index: { state: "building", applied: ix.applied, splits } }, 200);
+        }
+        dropIndex(); // small again (a rerun planned fewer)
+      }
+      const snap = await full.get();
       // We are a member of the job (we wrote its job record when we joined): nothing left means deleted.
       if (isEmptySnapshot(snap)) return gone(st.job);
-      const view = buildFleetView(snap, q, liveness);
-      const operator = { access: o.operator?.() ?? "closed" };
-      return json({ job: st.job, servedBy: { instance: st.instance, isLeader: st.isLeader }, operator, ...view }, 200);
+      return json({ ...head, ...buildFleetView(snap, q, liveness) }, 200);
     } catch (e) {
       if (e instanceof JobGoneError) return gone(o.coordinator.status().job, e);
       return failure(e);
@@ -247,4 +308,9 @@ function reasonOf(body: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Whether a job's small records are all gone (read by a member of the job: its records were deleted). */
+function isEmptySummary(s: SummarySnapshot): boolean {
+  return !s.job && !s.plan && !s.leader && s.members.length === 0;
 }

@@ -111,6 +111,7 @@ function isMemberRecord(x: unknown): x is MemberRecord {
     (x.planner === undefined || typeof x.planner === "boolean") && (x.held === undefined || isCount(x.held)) &&
     (x.seen === undefined || isCount(x.seen)) && (x.took === undefined || (typeof x.took === "string" && x.took.length > 0)) &&
     (x.at === undefined || isTime(x.at)) && (x.splittable === undefined || x.splittable === true) &&
+    (x.lease === undefined || (Number.isInteger(x.lease) && (x.lease as number) >= 1)) && (x.away === undefined || isCount(x.away)) &&
     (x.est === undefined || (Array.isArray(x.est) && x.est.every(isEstimateEntry)));
 }
 
@@ -147,7 +148,14 @@ const isCounts = (c: unknown): boolean =>
   isObj(c) && isCount(c.members) && isCount(c.runnable) && isCount(c.unowned) && isCount(c.completed) &&
   isCount(c.quarantined) && isCount(c.cancelled) && (c.cut === undefined || isCount(c.cut)) &&
   (c.quarantinedIds === undefined ||
-    (Array.isArray(c.quarantinedIds) && c.quarantinedIds.length <= QUARANTINED_IDS_PUBLISHED && c.quarantinedIds.every(isId)));
+    (Array.isArray(c.quarantinedIds) && c.quarantinedIds.length <= QUARANTINED_IDS_PUBLISHED && c.quarantinedIds.every(isId))) &&
+  (c.weight === undefined ||
+    (isObj(c.weight) && isWeight(c.weight.total) && isWeight(c.weight.completed) && isWeight(c.weight.runnable) && isWeight(c.weight.left))) &&
+  (c.rate === undefined ||
+    (isObj(c.rate) && isFiniteNumber(c.rate.at) && isCount(c.rate.ms) && isCount(c.rate.n) && isWeight(c.rate.w) &&
+      (c.rate.since === null || isFiniteNumber(c.rate.since))));
+const isWeight = (x: unknown): boolean => typeof x === "number" && x >= 0 && Number.isFinite(x);
+const isFiniteNumber = (x: unknown): boolean => typeof x === "number" && Number.isFinite(x);
 
 function isLeaderRecord(x: unknown): x is LeaderRecord {
   return isObj(x) && x.v === 2 && isId(x.instance) && typeof x.session === "string" && x.session.length > 0 &&

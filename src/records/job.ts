@@ -24,6 +24,11 @@ export interface JobRecord {
   fingerprint: string;
   /** Wall-clock creation time (informational only). */
   createdAt: number;
+  /**
+   * Of a sharded job: which shard these records are, of how many (every
+   * member joins with the same count; absent: an unsharded job, one shard).
+   */
+  shard?: { index: number; count: number };
 }
 
 /** Checks a decoded `job` record: its version, the planner's fingerprint it was created with, and when. */
@@ -31,6 +36,7 @@ export const JobRecordSchema: z.ZodType<JobRecord> = z.object({
   v: v3,
   fingerprint: z.string().min(1),
   createdAt: z.number(),
+  shard: z.object({ index: count, count: z.number().int().min(1) }).optional(),
 });
 
 /**
@@ -243,6 +249,66 @@ export interface JobCounts {
    * Absent when none is quarantined (and in beats of older leaders).
    */
   quarantinedIds?: string[];
+  /**
+   * Split weights, for readers that show how far the job is without reading
+   * its split records (`splitlease status` on a large job): every split's,
+   * the completed ones', the runnable ones', and what is left of those (the
+   * owned ones less the part their estimates count done). Absent in beats
+   * of older leaders.
+   */
+  weight?: JobWeights;
+  /**
+   * The job-wide rate by the completion times in the split records: `n`
+   * splits of weight `w` completed in the five minutes before `at` (the
+   * leader's wall clock at the beat), measured over `ms` (five minutes, or
+   * since `since`, the earliest tenancy start, if shorter). Absent in beats
+   * of older leaders.
+   */
+  rate?: JobRate;
+}
+
+/**
+ * Split weights a leader's beat carries ({@linkcode JobCounts.weight}).
+ *
+ * @example
+ * ```ts
+ * import type { JobWeights } from "@splitlease/splitlease/admin";
+ * const w: JobWeights = { total: 100, completed: 40, runnable: 60, left: 55 };
+ * const done = (w.total - w.left - (w.total - w.completed - w.runnable)) / w.total; // 0.45
+ * ```
+ */
+export interface JobWeights {
+  /** Weight of every split. */
+  total: number;
+  /** Of the completed ones. */
+  completed: number;
+  /** Of the runnable ones. */
+  runnable: number;
+  /** What is left of the runnable ones: the owned ones less the part their estimates count done. */
+  left: number;
+}
+
+/**
+ * The completion rate a leader's beat carries ({@linkcode JobCounts.rate}).
+ *
+ * @example
+ * ```ts
+ * import type { JobRate } from "@splitlease/splitlease/admin";
+ * const r: JobRate = { at: Date.now(), ms: 300_000, n: 1200, w: 1200, since: Date.now() - 3_600_000 };
+ * const perMinute = r.ms > 0 ? (r.n * 60_000) / r.ms : null; // 240
+ * ```
+ */
+export interface JobRate {
+  /** The leader's wall clock when it measured. */
+  at: number;
+  /** The window the rate is over (ms). */
+  ms: number;
+  /** Splits completed in the five minutes before `at`. */
+  n: number;
+  /** Their weight. */
+  w: number;
+  /** The earliest tenancy start the leader's records name, or `null`. */
+  since: number | null;
 }
 
 /**
@@ -282,6 +348,9 @@ export interface LeaderRecord {
   counts?: JobCounts;
 }
 
+/** A sum of split weights: finite, not negative. */
+const weight = z.number().nonnegative().finite();
+
 const CountsSchema: z.ZodType<JobCounts> = z.object({
   members: count,
   runnable: count,
@@ -291,6 +360,8 @@ const CountsSchema: z.ZodType<JobCounts> = z.object({
   cancelled: count,
   cut: count.optional(),
   quarantinedIds: z.array(id).max(QUARANTINED_IDS_PUBLISHED).optional(),
+  weight: z.object({ total: weight, completed: weight, runnable: weight, left: weight }).optional(),
+  rate: z.object({ at: z.number().finite(), ms: count, n: count, w: weight, since: z.number().finite().nullable() }).optional(),
 });
 
 /** Checks a decoded `leader` record: who leads, in which session and term, its beat and the job counts it publishes. */

@@ -64,6 +64,12 @@ export interface MemberRecord {
    * cut ranking learns how far they are (docs/DESIGN.md, "Stragglers").
    */
   est?: [string, number, number][];
+  /**
+   * Of a sharded job's member: lanes of its `maxInFlight` busy in the job's
+   * other shards at this beat. This shard's leader deals it `maxInFlight -
+   * away` lanes (docs/DESIGN.md, "Sharded jobs"); absent: none.
+   */
+  away?: number;
 }
 
 /** Schema of a `member.<instance>` record. */
@@ -83,4 +89,5 @@ export const MemberRecordSchema: z.ZodType<MemberRecord> = z.object({
   lease: z.number().int().min(1).optional(),
   splittable: z.literal(true).optional(),
   est: z.array(z.tuple([id, z.number().nonnegative().finite(), z.number().positive().finite()])).optional(),
+  away: count.optional(),
 });

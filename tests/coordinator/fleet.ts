@@ -199,6 +199,8 @@ export interface Backend {
   extraStore(f: Fleet): Promise<Store>;
   /** Whether time is real (slow: scale long scenarios down). */
   realtime: boolean;
+  /** A store of job `job` on the backend's server (real backends: the sharded scenarios open one per shard). */
+  connect?: (job: string) => Promise<Store>;
 }
 
 export const memoryBackend: Backend = {

@@ -48,6 +48,7 @@ export function realBackend(name: string, connect: (job: string) => Promise<Stor
       if (wrap) f.onDispose.push(() => store.close());
       return f;
     },
+    connect: (job) => setUp(() => connect(job)),
     async extraStore(f: Fleet) {
       const s = await connect(f.job);
       f.onDispose.push(() => s.close());

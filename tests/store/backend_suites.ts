@@ -28,6 +28,10 @@ import { balancingScenarios } from "../coordinator/balancing.ts";
 import type { Backend } from "../coordinator/fleet.ts";
 import { hardeningScenarios } from "../coordinator/hardening.ts";
 import { lifecycleScenarios } from "../coordinator/lifecycle.ts";
+import { shardedScenarios } from "../coordinator/sharded.ts";
+import { RealDriver } from "../coordinator/fleet.ts";
+import { REAL_TIMINGS } from "../coordinator/real_backend.ts";
+import { shardJob } from "../../admin.ts";
 import { hardeningIIScenarios } from "../coordinator/hardening_ii.ts";
 import { hardeningIIIScenarios, leaderCostScenarios } from "../coordinator/hardening_iii.ts";
 import { safetyScenarios } from "../coordinator/safety.ts";
@@ -95,6 +99,10 @@ export function backendSuites(h: BackendHarness, only: SuiteSelection = {}): voi
     balancingScenarios(b);
     assignmentScenarios(b);
     lifecycleScenarios(b);
+    const connect = b.connect;
+    if (connect) {
+      shardedScenarios({ name: b.name, time: () => new RealDriver(), timings: REAL_TIMINGS, store: (job, index) => connect(shardJob(job, index)) });
+    }
   }
   if (want("outages")) outageCases(h.faults);
   if (want("badInput")) badInput(h);

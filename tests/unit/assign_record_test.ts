@@ -1,5 +1,5 @@
 // The leader's assignment record for a member always fits the store's value
-// limit (src/coordinator/leader/member_state.ts): a member owed thousands of
+// limit (src/coordinator/leader/assign_writer.ts): a member owed thousands of
 // grants, or splits with large progress states, gets them over several
 // writes instead of a write the store refuses (and retries forever).
 import assert from "node:assert/strict";
@@ -38,13 +38,13 @@ Deno.test("assignment record: thousands of grants with large progress go out in 
       progress: { watermark: "w", state },
     };
     view.put(`split.${id}`, encodeRecord(rec), i + 1);
-    m.grant(id, { epoch: 1 });
+    tracker.edit((d) => d.grant(m, id, { epoch: 1 }));
   }
-  m.touch();
+  const w = tracker.writer(m);
   const listed = new Set<string>();
   let writes = 0;
-  while (m.dirty && writes < 10) {
-    assert.equal(await m.flush(core, view, 1, () => assert.fail("not deposed")), true);
+  while (w.dirty && writes < 10) {
+    assert.equal(await w.flush(core, view, 1, () => assert.fail("not deposed")), true);
     writes++;
     const e = (await store.get("assign.m"))!;
     assert.ok(e.value.length <= MAX_VALUE_BYTES, `record ${writes} is ${e.value.length} bytes`);
@@ -73,8 +73,8 @@ function harness() {
     view.put(`split.${id}`, encodeRecord({ v: 2, epoch, status: "runnable", owner: null, attempts: 0, weight: 1, progress: null, ...extra }), revision);
   /** Writes the record now (as the leader's loop does after a change); answers what it wrote. */
   const write = async (term = 1) => {
-    m.touch();
-    assert.equal(await m.flush(core, view, term, () => assert.fail("not deposed")), true);
+    tracker.edit((d) => d.touch(m));
+    assert.equal(await tracker.writer(m).flush(core, view, term, () => assert.fail("not deposed")), true);
     const e = (await store.get("assign.m"))!;
     return { revision: e.revision, record: decodeRecord(e.key, e.value, AssignRecordSchema), bytes: e.value.length };
   };
@@ -82,32 +82,36 @@ function harness() {
 }
 
 Deno.test("assignment record: a grant stays listed until the member's heartbeat says it applied a version that listed it", async () => {
-  const { m, split, write } = harness();
+  const { m, tracker, split, write } = harness();
+  const grants = tracker.of(m).grants;
+  const acknowledge = (seen: number) => tracker.edit((d) => d.acknowledge(m, seen));
   split("g", 2, 5, { owner: { instance: "m", session: "sess" } });
-  m.grant("g", { epoch: 2 });
+  tracker.edit((d) => d.grant(m, "g", { epoch: 2 }));
   // A heartbeat that reports any version at all, before a record listing the grant was written: still owed.
-  m.acknowledge(1_000_000);
-  assert.ok(m.grants.has("g"), "a grant no record has listed yet was dropped by a member's seen");
+  acknowledge(1_000_000);
+  assert.ok(grants.has("g"), "a grant no record has listed yet was dropped by a member's seen");
   const first = await write();
   assert.deepEqual(first.record.grants.map((g) => g.id), ["g"]);
   // The member's heartbeat says it applied an older version (seen < the record that listed the grant): still owed.
-  m.acknowledge(first.revision - 1);
-  assert.ok(m.grants.has("g"), "a grant was dropped before the member saw a record listing it");
+  acknowledge(first.revision - 1);
+  assert.ok(grants.has("g"), "a grant was dropped before the member saw a record listing it");
   assert.deepEqual((await write()).record.grants.map((g) => g.id), ["g"], "listed again");
   // Seen: acknowledged, and the next record goes without it.
-  m.acknowledge(first.revision);
-  assert.ok(!m.grants.has("g"));
+  acknowledge(first.revision);
+  assert.ok(!grants.has("g"));
   assert.deepEqual((await write()).record.grants, []);
 });
 
 Deno.test("assignment record: a grant the split's epoch has moved past and an offer at an older revision are not sent", async () => {
   const { m, tracker, split, write } = harness();
   split("moved", 3, 10, { owner: { instance: "other", session: "o" } });
-  m.grant("moved", { epoch: 2 }); // opened for m at epoch 2; the record is at epoch 3 now
   split("stale", 1, 12);
-  tracker.offer(m, "stale", 11, 1); // reserved at revision 11; the split moved to 12 since
   split("fresh", 1, 13);
-  tracker.offer(m, "fresh", 13, 1);
+  tracker.edit((d) => {
+    d.grant(m, "moved", { epoch: 2 }); // opened for m at epoch 2; the record is at epoch 3 now
+    d.offer(m, "stale", 11, 1); // reserved at revision 11; the split moved to 12 since
+    d.offer(m, "fresh", 13, 1);
+  });
   const { record } = await write();
   assert.deepEqual(record.grants, [], "a grant of an epoch the split no longer has");
   assert.deepEqual(record.offers.map((o) => [o.id, o.rev]), [["fresh", 13]], "only the offer at the split's revision");
@@ -119,7 +123,7 @@ Deno.test("assignment record: split records go inline only while the 48 KiB budg
   for (let i = 0; i < 10; i++) {
     const id = `s${String(i).padStart(3, "0")}`;
     split(id, 1, i + 1, { progress: { watermark: i, state } });
-    tracker.offer(m, id, i + 1, 1);
+    tracker.edit((d) => d.offer(m, id, i + 1, 1));
   }
   const { record } = await write();
   assert.equal(record.offers.length, 10, "every offer listed");
@@ -130,13 +134,13 @@ Deno.test("assignment record: split records go inline only while the 48 KiB budg
 });
 
 Deno.test("assignment record: a leader finding a record of a newer term stands down and writes nothing", async () => {
-  const { store, core, view, m } = harness();
+  const { store, core, view, m, tracker } = harness();
   const newer = encodeRecord({ v: 2, term: 7, session: "sess", seq: 3, offers: [], grants: [], revokes: [], drops: [] });
   const created = await store.create("assign.m", newer);
   assert.ok(created.ok);
-  m.touch();
+  tracker.edit((d) => d.touch(m));
   let deposed = 0;
-  assert.equal(await m.flush(core, view, 5, () => deposed++), false);
+  assert.equal(await tracker.writer(m).flush(core, view, 5, () => deposed++), false);
   assert.equal(deposed, 1, "told it is deposed");
   const e = (await store.get("assign.m"))!;
   assert.deepEqual([e.revision, e.value], [created.revision, newer], "the newer leader's record is untouched");
@@ -145,10 +149,12 @@ Deno.test("assignment record: a leader finding a record of a newer term stands d
 Deno.test("assignment record: revokes count against the size bound like everything else (thousands to long-named successors)", async () => {
   const { m, tracker, write, logs } = harness();
   const to = { instance: "i".repeat(128), session: "s".repeat(64) };
-  for (let i = 0; i < 2000; i++) tracker.revoke(m, `split-${String(i).padStart(58, "0")}`, { epoch: 1, to, since: 0, steal: false });
+  tracker.edit((d) => {
+    for (let i = 0; i < 2000; i++) d.revoke(m, `split-${String(i).padStart(58, "0")}`, { epoch: 1, to, since: 0, steal: false });
+  });
   const { record, bytes } = await write();
   assert.ok(bytes <= MAX_VALUE_BYTES, `the record is ${bytes} bytes`);
   assert.ok(record.revokes.length > 0 && record.revokes.length < 2000, `${record.revokes.length} revokes listed`);
-  assert.deepEqual(record.revokes.map((r) => r.id), [...m.revokes.keys()].slice(0, record.revokes.length), "the first ones, in order");
+  assert.deepEqual(record.revokes.map((r) => r.id), [...tracker.of(m).revokes.keys()].slice(0, record.revokes.length), "the first ones, in order");
   assert.deepEqual(logs.filter((l) => l.startsWith("error")), []);
 });

@@ -1,6 +1,6 @@
 // The leader's one owner of what is promised to whom
-// (src/coordinator/leader/assignment_tracker.ts) and the pure decisions that
-// change it (offers.ts, view_changes.ts), over random fleets and histories:
+// (src/coordinator/leader/assignment_tracker.ts) and the pure decisions whose
+// intents change it (offers.ts, view_changes.ts), over random fleets and histories:
 // a split is offered to one member at most, only while it is free at the
 // revision offered; a member's lane offers never pass its free lanes once
 // dealt, nor its spares twice its lanes; a member's offer weight is the
@@ -10,8 +10,8 @@ import fc from "fast-check";
 import { AssignmentTracker } from "../../src/coordinator/leader/assignment_tracker.ts";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import type { MemberState } from "../../src/coordinator/leader/member_state.ts";
-import { applyOffer, decideOffers, freeLanes, MAX_OFFERS, prefetchTarget, pruneDealing } from "../../src/coordinator/leader/offers.ts";
-import type { LaneReservation } from "../../src/coordinator/leader/promises.ts";
+import { applyOffer, decideOffers, freeLanes, MAX_OFFERS, prefetchTarget } from "../../src/coordinator/leader/offers.ts";
+import type { LaneReservation } from "../../src/coordinator/leader/directives.ts";
 import { decideSplitChange } from "../../src/coordinator/leader/view_changes.ts";
 import type { LeaderIntent } from "../../src/coordinator/leader/intents.ts";
 import type { SplitRecord } from "../../admin.ts";
@@ -50,15 +50,16 @@ function harness() {
   let rev = 0;
   const view = new LeaderView((id, prev, next) => apply(decideSplitChange({ view, states, tracker, ready: true }, id, prev, next)), () => {});
   const tracker = new AssignmentTracker(view, states);
-  const apply = (intents: LeaderIntent[]) => {
-    for (const i of intents) {
-      if (i.kind === "offer" || i.kind === "unoffer") applyOffer(tracker, i);
-      else if (i.kind === "grant") i.member.grant(i.id, i.grant);
-      else if (i.kind === "forgetGrant") i.member.forgetGrant(i.id);
-      else if (i.kind === "drop") i.member.drop(i.id, i.drop);
-      else throw new Error(`Unexpected intent ${i.kind}`);
-    }
-  };
+  const apply = (intents: LeaderIntent[]) =>
+    tracker.edit((d) => {
+      for (const i of intents) {
+        if (i.kind === "offer" || i.kind === "unoffer" || i.kind === "prune") applyOffer(d, i);
+        else if (i.kind === "grant") d.grant(i.member, i.id, i.grant);
+        else if (i.kind === "forgetGrant") d.forgetGrant(i.member, i.id);
+        else if (i.kind === "drop") d.drop(i.member, i.id, i.drop);
+        else throw new Error(`Unexpected intent ${i.kind}`);
+      }
+    });
   const put = (id: string, patch: Partial<SplitRecord>) => {
     const cur = view.splits.get(id)?.record;
     const rec: SplitRecord = { v: 2, epoch: 0, status: "runnable", owner: null, attempts: 0, weight: 1, progress: null, ...cur, ...patch };
@@ -86,23 +87,25 @@ Deno.test("assignment tracker: a split is promised once, while free, never past 
         const m = "m" in o ? states.get(`m${o.m}`) : undefined;
         switch (o.kind) {
           case "refill": {
-            apply(decideOffers(book));
-            pruneDealing(book);
+            apply(decideOffers(book)); // the last intent prunes the dealing order
             // Right after dealing: no lane offer past a free lane (or a busy one's prefetch: tiny splits), no spares past twice the lanes.
             for (const s of states.values()) {
+              const d = tracker.of(s);
               if (s.draining || s.maxInFlight === 0) {
-                assert.equal(s.offers.size, 0, `${s.instance} takes no work and holds offers`);
+                assert.equal(d.offers.size, 0, `${s.instance} takes no work and holds offers`);
                 continue;
               }
-              const lanes = Math.min(MAX_OFFERS, freeLanes(view, s) + prefetchTarget(view, s));
-              assert.ok(s.plain <= lanes, `${s.instance}: ${s.plain} lane offers, ${freeLanes(view, s)} free lanes, ${prefetchTarget(view, s)} prefetched`);
-              assert.ok(s.spares.size <= 2 * s.maxInFlight, `${s.instance}: ${s.spares.size} spares of ${s.maxInFlight} lanes`);
+              const free = freeLanes(view, tracker, s);
+              const lanes = Math.min(MAX_OFFERS, free + prefetchTarget(view, s));
+              assert.ok(d.plain <= lanes, `${s.instance}: ${d.plain} lane offers, ${free} free lanes, ${prefetchTarget(view, s)} prefetched`);
+              assert.ok(d.spares.size <= 2 * s.maxInFlight, `${s.instance}: ${d.spares.size} spares of ${s.maxInFlight} lanes`);
             }
             break;
           }
           case "claim":
-            if (m && m.offers.size > 0) {
-              const id = [...m.offers.keys()][o.k % m.offers.size];
+            if (m && tracker.of(m).offers.size > 0) {
+              const offers = tracker.of(m).offers;
+              const id = [...offers.keys()][o.k % offers.size];
               put(id, { epoch: (view.splits.get(id)!.record.epoch) + 1, owner: m.owner });
             }
             break;
@@ -117,11 +120,11 @@ Deno.test("assignment tracker: a split is promised once, while free, never past 
             break;
           }
           case "drain":
-            if (m && !m.draining) (m.draining = true, tracker.unofferAll(m));
+            if (m && !m.draining) (m.draining = true, tracker.edit((d) => d.unofferAll(m)));
             break;
           case "leave":
             if (m) {
-              tracker.forget(m);
+              tracker.edit((d) => d.forget(m));
               states.delete(m.instance);
             }
             break;
@@ -129,14 +132,15 @@ Deno.test("assignment tracker: a split is promised once, while free, never past 
             if (!m) join(o.m, o.lanes);
             break;
           case "reserve":
-            if (m && !m.draining) held.push({ r: tracker.reserve(m, "takeover"), member: m });
+            if (m && !m.draining) held.push({ r: tracker.edit((d) => d.reserve(m, "takeover")), member: m });
             break;
           case "release": {
             if (held.length === 0) break;
             const [{ r, member }] = held.splice(o.k % held.length, 1);
             const alive = states.get(member.instance) === member;
-            assert.equal(tracker.release(r), alive, alive ? "a held reservation is released" : "ended with its member");
-            assert.equal(tracker.release(r), false, "a reservation is released once");
+            const release = () => tracker.edit((d) => d.release(r));
+            assert.equal(release(), alive, alive ? "a held reservation is released" : "ended with its member");
+            assert.equal(release(), false, "a reservation is released once");
             break;
           }
           case "add":
@@ -146,26 +150,76 @@ Deno.test("assignment tracker: a split is promised once, while free, never past 
         // At every step: each offer is one member's, at the split's revision, of a free split.
         let offers = 0;
         for (const s of states.values()) {
+          const d = tracker.of(s);
           let weight = 0;
-          for (const [id, rv] of s.offers) {
+          for (const [id, rv] of d.offers) {
             offers++;
             assert.equal(tracker.offeredTo(id), s, `${id} is offered to ${s.instance} and to ${tracker.offeredTo(id)?.instance}`);
             assert.ok(view.free.has(id), `${id} is offered to ${s.instance} but is not free`);
             assert.equal(view.splits.get(id)?.revision, rv, `${id} is offered at an old revision`);
             weight += view.splits.get(id)!.record.weight;
           }
-          assert.ok(Math.abs(s.offeredWeight - weight) < 1e-9, `${s.instance}: offered weight ${s.offeredWeight}, its offers weigh ${weight}`);
-          for (const id of s.spares) assert.ok(s.offers.has(id), `spare ${id} of ${s.instance} is not one of its offers`);
+          assert.ok(Math.abs(d.offeredWeight - weight) < 1e-9, `${s.instance}: offered weight ${d.offeredWeight}, its offers weigh ${weight}`);
+          for (const id of d.spares) assert.ok(d.offers.has(id), `spare ${id} of ${s.instance} is not one of its offers`);
         }
         assert.equal(offers, tracker.offered, "the tracker counts every offer once");
         const live = held.filter(({ member }) => states.get(member.instance) === member).length;
         assert.equal(tracker.reservations, live, "every reservation of a live member is held, and no other");
         for (const s of states.values()) {
           const mine = held.filter(({ member }) => member === s).length;
-          assert.equal(s.incoming, mine, `${s.instance}'s lanes on their way`);
+          assert.equal(tracker.of(s).incoming, mine, `${s.instance}'s lanes on their way`);
         }
       }
     }),
     { seed: FC_SEED, numRuns: 300 },
   );
+});
+
+Deno.test("assignment tracker: written only in a draft, read at once inside it, committed (records marked to write) when the outermost draft ends", () => {
+  const view = new LeaderView(() => {}, () => {});
+  const states = new Map<string, MemberState>();
+  const tracker = new AssignmentTracker(view, states);
+  const m = tracker.member("m", "s", 2, false, false);
+  states.set("m", m);
+  assert.throws(() => (tracker as unknown as { grant: (...a: unknown[]) => void }).grant(m, "x", { epoch: 1 }), /only in a draft/);
+  assert.equal(tracker.of(m).grants.size, 0, "a refused write changes nothing");
+  const w = tracker.writer(m);
+  tracker.edit((d) => {
+    d.grant(m, "x", { epoch: 1 });
+    assert.equal(d.of(m).grants.get("x")?.epoch, 1, "the next decision of the pass reads it");
+    tracker.edit((inner) => inner.drop(m, "y", { epoch: 2, reason: "fenced" })); // an event inside the pass joins its draft
+    assert.equal(w.dirty, false, "not committed while the pass's draft is open");
+    assert.throws(() => tracker.listing(m), /committed directives only/, "no record is rendered from a draft");
+  });
+  assert.equal(w.dirty, true, "committed: the record is to be written");
+  assert.deepEqual([...tracker.listing(m).grants.keys(), ...tracker.drops(m).map(([id]) => id)], ["x", "y"]);
+  // A change no record shows (an acknowledgement, a grant forgotten) commits without a write.
+  const quiet = tracker.member("q", "s", 2, false, false);
+  tracker.edit((d) => d.forgetGrant(quiet, "x"));
+  assert.equal(tracker.writer(quiet).dirty, false);
+});
+
+Deno.test("assignment tracker: the dealing order learns of every split the view frees, and a split taken back from an offer returns to it", () => {
+  const view = new LeaderView(() => {}, () => {});
+  const put = (id: string, weight: number, rev: number) =>
+    view.put(`split.${id}`, encodeRecord({ v: 2, epoch: 0, status: "runnable", owner: null, attempts: 0, weight, progress: null }), rev);
+  put("early", 1, 1); // in the view before the tracker: dealt all the same
+  const tracker = new AssignmentTracker(view, new Map());
+  put("heavy", 5, 2);
+  put("late", 1, 3);
+  const order = (it: Iterator<{ item: string }>) => {
+    const out: string[] = [];
+    for (let r = it.next(); !r.done; r = it.next()) out.push(r.value.item);
+    return out;
+  };
+  assert.deepEqual(order(tracker.dealing.front()), ["heavy", "early", "late"], "heaviest first, equal weights in the order first seen");
+  assert.deepEqual(order(tracker.dealing.tail()), ["late", "early", "heavy"]);
+  const m = tracker.member("m", "s", 2, false, false);
+  tracker.edit((d) => {
+    d.offer(m, "heavy", 2, 5);
+    d.prune(() => false); // dealt: off the tops
+  });
+  assert.deepEqual(order(tracker.dealing.front()), ["early", "late"]);
+  tracker.edit((d) => d.unoffer("heavy", 5, true));
+  assert.deepEqual(order(tracker.dealing.front())[0], "heavy", "taken back to the dealing order");
 });

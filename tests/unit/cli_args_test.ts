@@ -49,6 +49,10 @@ Deno.test("cli args: jobs needs no job (JOB is not read; --job lists that one); 
   assert.equal(usage(["jobs", "--force"]), "--force goes with delete only");
   assert.equal(usage(["status", "--port", "1"]), "--port goes with ui only");
   assert.equal(usage(["ui", "--all"]), "--all goes with requeue only");
+  // status --full: every record read, whatever the job's size.
+  assert.deepEqual(parseArgs(["status"], env).command, { name: "status", full: false });
+  assert.deepEqual(parseArgs(["status", "--full"], env).command, { name: "status", full: true });
+  assert.equal(usage(["splits", "--full"]), "--full goes with status only");
 });
 
 Deno.test("cli args: a postgres:// URL from --servers or STORE_URL is one server, commas and all; STORE_URL comes before NATS_URL", () => {

@@ -194,7 +194,7 @@ Deno.test("decideCutAsks: a straggler is asked to be cut while free splits remai
   const split = (id: string, weight: number, owner: boolean) =>
     view.put(`split.${id}`, encodeRecord({ ...owned({ weight, progress: null }), owner: owner ? { instance: "a", session: "sa" } : null, epoch: owner ? 3 : 0 }), ++rev);
   const input = () => ({
-    view, states, now: 0, nothingFree: false, asked: new Map(), cooldown: new Map(), asks: new Map(), askTimeoutMs: 100, cooldownMs: 1000, minWork: 0,
+    view, states, tracker, now: 0, nothingFree: false, cooldown: new Map(), asks: new Map(), askTimeoutMs: 100, cooldownMs: 1000, minWork: 0,
   });
   for (let i = 0; i < 4; i++) split(`run${i}`, 10, true);
   for (let i = 0; i < 4; i++) split(`free${i}`, 10, false);

@@ -29,6 +29,8 @@ const LAYERS: Record<string, string[]>[] = [
   { "coordinator floor": ["coordinator/"] },
   { "member wing": ["coordinator/member/"], "leader wing": ["coordinator/leader/"] },
   { coordinator: ["coordinator/coordinator.ts", "coordinator/leadership.ts", "coordinator/status.ts"] },
+  // A sharded job's member: one coordinator per shard behind one.
+  { "sharded job": ["coordinator/sharded_coordinator.ts"] },
   { runtime: ["runtime/"] },
   // A host of a worker: the one way it starts (store, join, worker) and the options every host takes; slices are one.
   { host: ["host/"] },

@@ -103,9 +103,9 @@ Deno.test("decideOrphans: only splits of sessions that are not live are taken, e
 Deno.test("decideRevocations: every split a draining member holds is revoked once, successors never the member itself nor past their free lanes", () => {
   fc.assert(
     fc.property(fleetSpec, (spec) => {
-      const { view, states } = build(spec);
-      const before = new Map([...states.values()].map((m) => [m, freeLanes(view, m) - m.plain]));
-      const { intents } = decideRevocations({ view, states, now: 0 }, "sig", 1000);
+      const { view, states, tracker } = build(spec);
+      const before = new Map([...states.values()].map((m) => [m, freeLanes(view, tracker, m) - tracker.of(m).plain]));
+      const { intents } = decideRevocations({ view, states, tracker, now: 0 }, "sig", 1000);
       const named = new Map<MemberState, number>();
       const revoked = new Set<string>();
       for (const i of intents) {
@@ -137,19 +137,19 @@ Deno.test("decideDrain then applying: each successor's incoming rises by exactly
   fc.assert(
     fc.property(fleetSpec, (spec) => {
       const { view, states, tracker } = build(spec);
-      const incoming = new Map([...states.values()].map((m) => [m, m.incoming]));
+      const incoming = new Map([...states.values()].map((m) => [m, tracker.of(m).incoming]));
       const intents: LeaderIntent[] = [];
       const lanes = new LaneLedger();
-      for (const m of states.values()) if (m.draining) intents.push(...decideDrain({ view, states, now: 0 }, m, lanes));
+      for (const m of states.values()) if (m.draining) intents.push(...decideDrain({ view, states, tracker, now: 0 }, m, lanes));
       const naming = new Map<MemberState, number>();
       for (const i of intents) {
         if (i.kind !== "revoke") continue;
-        tracker.revoke(i.member, i.id, i.revoke); // the successor it names expects the split
+        tracker.edit((d) => d.revoke(i.member, i.id, i.revoke)); // the successor it names expects the split
         const to = i.revoke.to && states.get(i.revoke.to.instance);
         if (to) naming.set(to, (naming.get(to) ?? 0) + 1);
       }
       for (const m of states.values()) {
-        assert.equal(m.incoming, incoming.get(m)! + (naming.get(m) ?? 0));
+        assert.equal(tracker.of(m).incoming, incoming.get(m)! + (naming.get(m) ?? 0));
         assert.equal(lanes.of(m), naming.get(m) ?? 0, "the ledger counts what the intents imply");
       }
     }),
@@ -181,14 +181,14 @@ Deno.test("decideCutAsks: asks only splittable owners that take work, for splits
       const owned = (id: string) => [...states.values()].find((m) => view.byOwner.get(m.key)?.has(id));
       for (const n of revoked) {
         const id = `s${n}`, m = owned(id);
-        if (m) tracker.revoke(m, id, { epoch: 1, since: 0, steal: true });
+        if (m) tracker.edit((d) => d.revoke(m, id, { epoch: 1, since: 0, steal: true }));
       }
       // One standing ask, half past its time, to see it given up.
       const asked = new Map<string, MemberState>();
       const first = [...states.values()].find((m) => (view.byOwner.get(m.key)?.size ?? 0) > 0);
       if (first) {
         const id = [...view.byOwner.get(first.key)!][0];
-        first.ask(id, { epoch: 1, parts: 2, ask: 1, since: spec.now >= 100 ? 0 : spec.now, cuts: 0 });
+        tracker.edit((d) => d.ask(first, id, { epoch: 1, parts: 2, ask: 1, since: spec.now >= 100 ? 0 : spec.now, cuts: 0 }));
         asked.set(id, first);
       }
       const cooldown = new Map(cooling.map((n) => [`s${n}`, 1e9]));
@@ -197,7 +197,7 @@ Deno.test("decideCutAsks: asks only splittable owners that take work, for splits
         states,
         now: spec.now,
         nothingFree: true,
-        asked,
+        tracker,
         cooldown,
         asks: new Map(),
         askTimeoutMs: 100,
@@ -206,7 +206,7 @@ Deno.test("decideCutAsks: asks only splittable owners that take work, for splits
       });
       for (const i of intents) {
         if (i.kind === "giveUp") {
-          assert.ok(asked.get(i.id) === i.member && spec.now >= i.member.asks.get(i.id)!.since + 100, `gave up ${i.id} before its time`);
+          assert.ok(asked.get(i.id) === i.member && spec.now >= tracker.of(i.member).asks.get(i.id)!.since + 100, `gave up ${i.id} before its time`);
           continue;
         }
         assert.equal(i.kind, "ask");
@@ -214,7 +214,7 @@ Deno.test("decideCutAsks: asks only splittable owners that take work, for splits
         const m = i.member;
         assert.ok(view.byOwner.get(m.key)?.has(i.id), `asked ${m.instance} to cut ${i.id}, which it does not hold`);
         assert.ok(view.members.get(m.instance)?.record.splittable === true && !m.draining, `asked ${m.instance}, not splittable or draining`);
-        assert.ok(!m.revokes.has(i.id) && !cooldown.has(i.id), `asked to cut ${i.id}, revoked or cooling down`);
+        assert.ok(!tracker.of(m).revokes.has(i.id) && !cooldown.has(i.id), `asked to cut ${i.id}, revoked or cooling down`);
         assert.ok(!asked.has(i.id) || intents.some((g) => g.kind === "giveUp" && g.id === i.id), `asked twice for ${i.id}`);
         assert.ok(i.ask.parts >= 2 && i.ask.epoch === view.splits.get(i.id)!.record.epoch);
       }

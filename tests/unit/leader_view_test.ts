@@ -26,7 +26,7 @@ Deno.test("leader view: a lagging watch's old delete of a member does not remove
 });
 
 Deno.test("leader view: what a split record's change changed is decided once (splitChange), and a change of nothing a decision reads moves no index", async () => {
-  const { splitChange } = await import("../../src/coordinator/leader/leader_view.ts");
+  const { splitChange } = await import("../../src/coordinator/leader/split_change.ts");
   const base = { v: 2 as const, epoch: 2, status: "runnable" as const, owner: { instance: "a", session: "s" }, attempts: 0, weight: 4, progress: null };
   assert.equal(splitChange(undefined, base), "added");
   assert.equal(splitChange(base, undefined), "removed");

@@ -14,6 +14,11 @@ import { pickSeedMember } from "../../src/coordinator/leader/seed_runs.ts";
 import type { SplitRecord } from "../../admin.ts";
 import { encodeRecord } from "../../src/records.ts";
 
+/** The tracker each member's directives are kept by (a test may hold several fleets). */
+const trackers = new WeakMap<MemberState, AssignmentTracker>();
+/** What `m` is told and promised. */
+const of = (m: MemberState) => trackers.get(m)!.of(m);
+
 function book(free: number) {
   const view = new LeaderView(() => {}, () => {});
   const revs = new Map<string, number>();
@@ -27,15 +32,16 @@ function book(free: number) {
   for (let i = 0; i < free; i++) put(`s${String(i).padStart(4, "0")}`);
   const states = new Map<string, MemberState>();
   const tracker = new AssignmentTracker(view, states);
-  const b: OfferBook = { view, states, tracker, withheld: () => false };
+  const b: OfferBook & { tracker: AssignmentTracker } = { view, states, tracker, withheld: () => false };
   const join = (instance: string, maxInFlight: number) => {
     const m = tracker.member(instance, `${instance}-session`, maxInFlight, false, false);
+    trackers.set(m, tracker);
     states.set(instance, m);
     return m;
   };
   /** `m` claims its offer `id` (the split is then owned by it, epoch 1). */
   const claim = (m: MemberState, id: string) => {
-    assert.equal(tracker.unoffer(id, 1), m);
+    assert.equal(tracker.edit((d) => d.unoffer(id, 1)), m);
     put(id, { epoch: 1, owner: m.owner });
   };
   return { view, b, tracker, states, put, join, claim };
@@ -45,11 +51,11 @@ Deno.test("offers: free lanes plus a prefetch of twice maxInFlight, at most 256"
   const { b, join } = book(2000);
   const small = join("small", 4);
   assert.equal(refillOffers(b), true);
-  assert.equal(small.offers.size, 4 + 2 * 4);
+  assert.equal(of(small).offers.size, 4 + 2 * 4);
   const big = book(2000);
   const m = big.join("big", 200);
   refillOffers(big.b);
-  assert.equal(m.offers.size, MAX_OFFERS);
+  assert.equal(of(m).offers.size, MAX_OFFERS);
   assert.equal(MAX_OFFERS, 256);
 });
 
@@ -57,28 +63,28 @@ Deno.test("offers: each free lane is dealt at once; spares are refilled once hal
   const { b, join, claim, put } = book(200);
   const m = join("m", 4);
   refillOffers(b);
-  assert.deepEqual([m.plain, m.spares.size], [4, 8]);
+  assert.deepEqual([of(m).plain, of(m).spares.size], [4, 8]);
   // m fills its 4 lanes from its lane offers; its 8 spares stay: no refill.
-  for (const id of [...m.offers.keys()].filter((id) => !m.spares.has(id))) claim(m, id);
+  for (const id of [...of(m).offers.keys()].filter((id) => !of(m).spares.has(id))) claim(m, id);
   assert.equal(refillOffers(b), false);
-  assert.deepEqual([m.plain, m.spares.size], [0, 8]);
+  assert.deepEqual([of(m).plain, of(m).spares.size], [0, 8]);
   // It completes one split: the free lane gets the next split at once, from the pool's head (spares are its tail).
   const done = [...b.view.splits.entries()].find(([, s]) => s.record.owner?.instance === "m")![0];
   put(done, { epoch: 1, status: "completed" });
   assert.equal(refillOffers(b), true, "a free lane is dealt at once");
-  assert.deepEqual([m.plain, m.spares.size], [1, 8]);
-  assert.equal([...m.offers.keys()].find((id) => !m.spares.has(id)), "s0004", "the first split nobody holds");
+  assert.deepEqual([of(m).plain, of(m).spares.size], [1, 8]);
+  assert.equal([...of(m).offers.keys()].find((id) => !of(m).spares.has(id)), "s0004", "the first split nobody holds");
   // Spares used elsewhere: 5 of 8 left is more than half, 4 is half: refilled to 8.
   const drop = (n: number) => {
-    for (const id of [...m.spares].slice(0, n)) {
-      b.tracker.unoffer(id, 1); // moved on (another member claimed it from an older record)
+    for (const id of [...of(m).spares].slice(0, n)) {
+      b.tracker.edit((d) => d.unoffer(id, 1)); // moved on (another member claimed it from an older record)
     }
   };
   drop(3);
   assert.equal(refillOffers(b), false, "5 of 8: more than half left");
   drop(1);
   assert.equal(refillOffers(b), true, "half used: refilled");
-  assert.equal(m.spares.size, 8);
+  assert.equal(of(m).spares.size, 8);
 });
 
 Deno.test("offers: a free lane gets the first split in dealing order, even another member's spare", () => {
@@ -86,15 +92,15 @@ Deno.test("offers: a free lane gets the first split in dealing order, even anoth
   const a = join("a", 1);
   const c = join("c", 1);
   refillOffers(b);
-  const lane = (m: MemberState) => [...m.offers.keys()].filter((id) => !m.spares.has(id));
+  const lane = (m: MemberState) => [...of(m).offers.keys()].filter((id) => !of(m).spares.has(id));
   assert.deepEqual([lane(a), lane(c)], [["s0000"], ["s0001"]], "lanes from the head");
-  assert.deepEqual([[...a.spares].sort(), [...c.spares].sort()], [["s0004", "s0005"], ["s0002", "s0003"]], "spares from the tail");
+  assert.deepEqual([[...of(a).spares].sort(), [...of(c).spares].sort()], [["s0004", "s0005"], ["s0002", "s0003"]], "spares from the tail");
   claim(a, "s0000");
   claim(c, "s0001");
   put("s0000", { epoch: 1, status: "completed" }); // a is free again, c still busy
   assert.equal(refillOffers(b), true);
   assert.deepEqual(lane(a), ["s0002"], "c's earliest spare, not a's own");
-  assert.deepEqual([...c.spares], ["s0003"]);
+  assert.deepEqual([...of(c).spares], ["s0003"]);
   assert.equal(b.tracker.offeredTo("s0002"), a);
 });
 
@@ -102,14 +108,14 @@ Deno.test("offers: a free split is offered to one member at a time, even when it
   const { b, join, put } = book(10);
   const a = join("a", 2);
   refillOffers(b);
-  assert.equal(a.offers.size, 6);
+  assert.equal(of(a).offers.size, 6);
   // Each offered split is rewritten while still free (a hand-back, a requeue): the view lists it free again.
-  for (const id of a.offers.keys()) put(id, { attempts: 1 });
+  for (const id of of(a).offers.keys()) put(id, { attempts: 1 });
   const c = join("c", 8);
   refillOffers(b);
-  assert.equal(c.offers.size, 8, "c's 8 free lanes get the 4 splits nobody is offered and a's 4 spares");
-  assert.deepEqual([a.plain, a.spares.size], [2, 0]);
-  const offered = [...a.offers.keys(), ...c.offers.keys()];
+  assert.equal(of(c).offers.size, 8, "c's 8 free lanes get the 4 splits nobody is offered and a's 4 spares");
+  assert.deepEqual([of(a).plain, of(a).spares.size], [2, 0]);
+  const offered = [...of(a).offers.keys(), ...of(c).offers.keys()];
   assert.equal(new Set(offered).size, offered.length, `a split offered to two members: ${offered.sort()}`);
 });
 
@@ -117,13 +123,14 @@ Deno.test("offers: a draining member and a standby are offered nothing", () => {
   const { b, states, join, view } = book(10);
   const standby = join("standby", 0);
   const draining = b.tracker.member("draining", "d-session", 8, true, false);
+  trackers.set(draining, b.tracker);
   states.set("draining", draining);
   assert.equal(refillOffers(b), false);
-  assert.deepEqual([standby.offers.size, draining.offers.size, b.tracker.offered], [0, 0, 0]);
+  assert.deepEqual([of(standby).offers.size, of(draining).offers.size, b.tracker.offered], [0, 0, 0]);
   const a = join("a", 8);
   refillOffers(b);
-  assert.equal(a.offers.size, view.free.size, "the one member taking work is offered every free split");
-  assert.deepEqual([standby.offers.size, draining.offers.size], [0, 0]);
+  assert.equal(of(a).offers.size, view.free.size, "the one member taking work is offered every free split");
+  assert.deepEqual([of(standby).offers.size, of(draining).offers.size], [0, 0]);
 });
 
 Deno.test("offers: lane offers capped at each member's fair share of the runnable weight while another below it has free lanes; spares are not", () => {
@@ -132,14 +139,14 @@ Deno.test("offers: lane offers capped at each member's fair share of the runnabl
   refillOffers(b);
   const share = b.view.runnableWeight / ms.length;
   assert.equal(share, 10);
-  for (const m of ms) assert.ok(m.plain <= share, `${m.instance} offered ${m.plain} splits for lanes, a share of ${share}`);
-  assert.deepEqual(ms.map((m) => m.plain), [10, 10], "each lane up to the share");
+  for (const m of ms) assert.ok(of(m).plain <= share, `${m.instance} offered ${of(m).plain} splits for lanes, a share of ${share}`);
+  assert.deepEqual(ms.map((m) => of(m).plain), [10, 10], "each lane up to the share");
   // Nothing is left for spares here; with more splits than lanes the rest are spares, whatever the share.
   const more = book(60);
   const two = [more.join("a", 12), more.join("b", 12)];
   refillOffers(more.b);
-  assert.deepEqual(two.map((m) => m.plain), [12, 12]);
-  assert.deepEqual(two.map((m) => m.spares.size), [24, 12], "spares past the share of 30: 24 and the 12 left");
+  assert.deepEqual(two.map((m) => of(m).plain), [12, 12]);
+  assert.deepEqual(two.map((m) => of(m).spares.size), [24, 12], "spares past the share of 30: 24 and the 12 left");
 });
 
 Deno.test("offers: the leader's own member is dealt last among equals, so the heaviest splits go to members whose death is no election", () => {
@@ -148,8 +155,8 @@ Deno.test("offers: the leader's own member is dealt last among equals, so the he
   const lead = join("lead", 1);
   const other = join("other", 1);
   refillOffers(b);
-  assert.deepEqual([...other.offers.keys()].filter((id) => !other.spares.has(id)), ["s0000"], "the first split in dealing order to the other member");
-  assert.deepEqual([...lead.offers.keys()].filter((id) => !lead.spares.has(id)), ["s0001"]);
+  assert.deepEqual([...of(other).offers.keys()].filter((id) => !of(other).spares.has(id)), ["s0000"], "the first split in dealing order to the other member");
+  assert.deepEqual([...of(lead).offers.keys()].filter((id) => !of(lead).spares.has(id)), ["s0001"]);
 });
 
 Deno.test("offers: spares cover a leaderless interval at the observed split duration, at least twice the lanes, at most 16 per lane", () => {
@@ -157,19 +164,19 @@ Deno.test("offers: spares cover a leaderless interval at the observed split dura
   b.coverMs = 15_000;
   const m = join("m", 2);
   refillOffers(b);
-  assert.equal(m.spares.size, 4, "no split completed yet: twice the lanes");
+  assert.equal(of(m).spares.size, 4, "no split completed yet: twice the lanes");
   const n = book(500);
   n.b.coverMs = 15_000;
   n.view.splitMs = 1000; // splits take a second: 15 per lane for 1.5 leases of 10 s
   const w = n.join("w", 2);
   refillOffers(n.b);
-  assert.equal(w.spares.size, 30);
+  assert.equal(of(w).spares.size, 30);
   const t = book(2000);
   t.b.coverMs = 15_000;
   t.view.splitMs = 5; // tiny splits: twice the lanes (every rewrite lists every spare; 16 per lane would cover 80 ms)
   const x = t.join("x", 2);
   refillOffers(t.b);
-  assert.equal(x.spares.size, 4);
+  assert.equal(of(x).spares.size, 4);
 });
 
 Deno.test("offers: spares cover a leaderless interval at the observed split duration, and cost at most 16 entries per lane per second", () => {
@@ -191,15 +198,15 @@ Deno.test("offers: spares cover a leaderless interval at the observed split dura
 });
 
 Deno.test("seeds: the leader's own member gets the first seed run last among equally loaded members (a plan is seeded heaviest first)", () => {
-  const { view, states, join } = book(0);
+  const { view, states, tracker, join } = book(0);
   const lead = join("lead", 2);
   const a = join("a", 2);
   join("b", 2);
   // The leader joined first: without `own` it would take the heaviest run.
-  assert.equal(pickSeedMember(states, view, 0, 8, undefined).member, lead);
-  assert.equal(pickSeedMember(states, view, 0, 8, undefined, "lead").member, a);
+  assert.equal(pickSeedMember(states, view, tracker, 0, 8, undefined).member, lead);
+  assert.equal(pickSeedMember(states, view, tracker, 0, 8, undefined, "lead").member, a);
   // Alone, it is picked all the same.
   states.delete("a");
   states.delete("b");
-  assert.equal(pickSeedMember(states, view, 0, 8, undefined, "lead").member, lead);
+  assert.equal(pickSeedMember(states, view, tracker, 0, 8, undefined, "lead").member, lead);
 });

@@ -106,6 +106,9 @@ const assign = fc.record({
   drops: fc.array(fc.record({ id, epoch: fc.nat(), reason: fc.constantFrom("fenced", "expired", "cancelled") }), { maxLength: 2 }),
 });
 
+/** A sum of weights: finite and not negative (and, nearly, the numbers around that). */
+const sum = fc.oneof(fc.double({ min: 0, max: 1e9, noNaN: true }), fc.constantFrom(-1, Infinity, NaN, 0.5));
+
 const leader = fc.record({
   v: fc.constant(2),
   instance: id,
@@ -121,6 +124,8 @@ const leader = fc.record({
     cancelled: fc.nat(),
     cut: fc.nat(),
     quarantinedIds: fc.array(id, { maxLength: 22 }),
+    weight: fc.record({ total: sum, completed: sum, runnable: sum, left: sum }),
+    rate: fc.record({ at: fc.integer(), ms: fc.nat(), n: fc.nat(), w: sum, since: fc.option(fc.integer(), { nil: null }) }),
   }, { requiredKeys: ["members", "runnable", "unowned", "completed", "quarantined", "cancelled"] }),
 }, { requiredKeys: ["v", "instance", "session", "term", "beat"] });
 
@@ -172,6 +177,10 @@ Deno.test("records: the fast checks refuse each near miss their schema refuses (
     ["a leader whose instance is no id", LeaderRecordSchema, { ...leader, instance: "a.b" }],
     ["a leader's counts without the cancelled count", LeaderRecordSchema, { ...leader, counts: { ...counts, cancelled: undefined } }],
     ["a leader's counts with 21 quarantined ids", LeaderRecordSchema, { ...leader, counts: { ...counts, quarantinedIds: Array(21).fill("q") } }],
+    ["a leader's weights with a negative sum", LeaderRecordSchema, { ...leader, counts: { ...counts, weight: { total: 1, completed: -1, runnable: 0, left: 0 } } }],
+    ["a leader's weights without what is left", LeaderRecordSchema, { ...leader, counts: { ...counts, weight: { total: 1, completed: 1, runnable: 0 } } }],
+    ["a leader's rate counting a fraction of a split", LeaderRecordSchema, { ...leader, counts: { ...counts, rate: { at: 1, ms: 1, n: 0.5, w: 0, since: null } } }],
+    ["a leader's rate without its start", LeaderRecordSchema, { ...leader, counts: { ...counts, rate: { at: 1, ms: 1, n: 1, w: 1 } } }],
   ];
   assert.ok(safeDecodeRecord("k", JSON.stringify(split), SplitRecordSchema).ok, "the base split is valid");
   assert.ok(safeDecodeRecord("k", JSON.stringify(member), MemberRecordSchema).ok, "the base member is valid");

@@ -1,7 +1,7 @@
 // The leader's revocations keep every member's `incoming` (lanes it must
 // keep free for releases naming it as successor) equal to what the pending
 // revocations imply, whatever order drains, settles, restarts and departures
-// come in (src/coordinator/leader/revocations.ts, member_state.ts). Before
+// come in (src/coordinator/leader/revocations.ts, assignment_tracker.ts). Before
 // it was derived, it was raised and lowered by hand with clamps at zero.
 import assert from "node:assert/strict";
 import fc from "fast-check";
@@ -9,10 +9,10 @@ import type { Core } from "../../src/coordinator/core.ts";
 import { LeaderView } from "../../src/coordinator/leader/leader_view.ts";
 import type { MemberState } from "../../src/coordinator/leader/member_state.ts";
 import { AssignmentTracker } from "../../src/coordinator/leader/assignment_tracker.ts";
-import type { LaneReservation } from "../../src/coordinator/leader/promises.ts";
+import type { LaneReservation } from "../../src/coordinator/leader/directives.ts";
 import { Revocations } from "../../src/coordinator/leader/revocations.ts";
 import { LaneLedger, type LeaderIntent } from "../../src/coordinator/leader/intents.ts";
-import { decideDrain } from "../../src/coordinator/leader/revocation_rules.ts";
+import { decideDrain, decideSettled } from "../../src/coordinator/leader/revocation_rules.ts";
 import { newStats } from "../../src/coordinator/stats.ts";
 import type { Owner, SplitRecord } from "../../admin.ts";
 import { encodeRecord } from "../../src/records.ts";
@@ -40,14 +40,17 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant("unreserve" as const), m: fc.nat(3) }),
 );
 
-/** Applies revocation intents as the leader's role does (fences are never due here). */
-function applyAll(r: Revocations, intents: readonly LeaderIntent[]): void {
-  for (const i of intents) {
-    if (i.kind === "revoke") r.revoke(i);
-    else if (i.kind === "name") r.name(i);
-    else if (i.kind === "withdraw") r.withdraw(i);
-    else throw new Error(`Unexpected intent ${i.kind}`);
-  }
+/** Applies revocation intents as the leader's role does, in a draft of the tracker (fences are never due here). */
+function applyAll(t: AssignmentTracker, r: Revocations, intents: readonly LeaderIntent[]): void {
+  t.edit(() => {
+    for (const i of intents) {
+      if (i.kind === "revoke") r.revoke(i);
+      else if (i.kind === "name") r.name(i);
+      else if (i.kind === "withdraw") r.withdraw(i);
+      else if (i.kind === "settle") r.settle(i);
+      else throw new Error(`Unexpected intent ${i.kind}`);
+    }
+  });
 }
 
 function harness() {
@@ -88,11 +91,11 @@ Deno.test("revocations: every member's incoming equals the pending revocations n
           case "drain":
             if (m) {
               m.draining = true;
-              applyAll(revocations, decideDrain({ view, states, now: 0 }, m, new LaneLedger()));
+              applyAll(tracker, revocations, decideDrain({ view, states, tracker, now: 0 }, m, new LaneLedger()));
             }
             break;
           case "cycle":
-            revocations.cycle(0, "sig", false, (intents) => applyAll(revocations, intents));
+            revocations.cycle(0, "sig", false, (intents) => applyAll(tracker, revocations, intents));
             break;
           case "settle": {
             const id = ids[o.split];
@@ -100,43 +103,45 @@ Deno.test("revocations: every member's incoming equals the pending revocations n
             if (!cur) break;
             let to: Owner | null = null;
             if (o.to !== "nobody") {
-              const from = [...states.values()].find((s) => s.revokes.has(id));
-              const named = from?.revokes.get(id)?.to;
+              const from = [...states.values()].find((s) => tracker.of(s).revokes.has(id));
+              const named = from && tracker.of(from).revokes.get(id)?.to;
               to = o.to === "successor" && named ? named : [...states.values()][o.split % states.size]?.owner ?? null;
             }
             put(id, to, cur.record.epoch + 1);
-            revocations.onSplit(id, view.splits.get(id)?.record, 0);
+            applyAll(tracker, revocations, decideSettled(tracker, id, view.splits.get(id)?.record, 0));
             break;
           }
           case "leave":
           case "restart":
             if (m) {
               // As the role drops a member: its promises end, then its revocations.
-              tracker.forget(m);
-              revocations.forget(m);
+              tracker.edit((d) => {
+                d.forget(m);
+                revocations.forget(m);
+              });
               states.delete(m.instance);
-              for (const r of reserved.get(m) ?? []) assert.equal(tracker.release(r), false, "ended with its member");
+              for (const r of reserved.get(m) ?? []) assert.equal(tracker.edit((d) => d.release(r)), false, "ended with its member");
               reserved.delete(m);
               if (o.kind === "restart") join(m.instance);
             }
             break;
           case "reserve":
-            if (m) reserved.set(m, [...(reserved.get(m) ?? []), tracker.reserve(m, "takeover")]);
+            if (m) reserved.set(m, [...(reserved.get(m) ?? []), tracker.edit((d) => d.reserve(m, "takeover"))]);
             break;
           case "unreserve":
             if (m && (reserved.get(m)?.length ?? 0) > 0) {
               const r = reserved.get(m)!.pop()!;
-              assert.equal(tracker.release(r), true, "a held reservation is released");
-              assert.equal(tracker.release(r), false, "once");
+              assert.equal(tracker.edit((d) => d.release(r)), true, "a held reservation is released");
+              assert.equal(tracker.edit((d) => d.release(r)), false, "once");
             }
             break;
         }
         for (const t of states.values()) {
           let naming = 0;
           for (const s of states.values()) {
-            for (const r of s.revokes.values()) if (r.to?.instance === t.instance && r.to.session === t.session) naming++;
+            for (const r of tracker.of(s).revokes.values()) if (r.to?.instance === t.instance && r.to.session === t.session) naming++;
           }
-          assert.equal(t.incoming, naming + (reserved.get(t)?.length ?? 0), `member ${t.instance} after ${JSON.stringify(o)}`);
+          assert.equal(tracker.of(t).incoming, naming + (reserved.get(t)?.length ?? 0), `member ${t.instance} after ${JSON.stringify(o)}`);
         }
       }
     }),
@@ -147,14 +152,15 @@ Deno.test("revocations: every member's incoming equals the pending revocations n
 Deno.test("assignment tracker: a lane reservation is released once; a second release changes nothing, and never takes another's", () => {
   const tracker = new AssignmentTracker(new LeaderView(() => {}, () => {}), new Map());
   const m = tracker.member("a", "s1", 4, false, false);
-  const first = tracker.reserve(m, "seed");
-  const second = tracker.reserve(m, "takeover");
-  assert.equal(m.incoming, 2);
-  assert.equal(tracker.release(first), true);
-  assert.equal(tracker.release(first), false, "released already");
-  assert.equal(m.incoming, 1, "the other reservation still holds its lane");
-  tracker.forget(m);
-  assert.equal(tracker.release(second), false, "ended with its member");
-  assert.equal(m.incoming, 0);
+  const release = (r: LaneReservation) => tracker.edit((d) => d.release(r));
+  const first = tracker.edit((d) => d.reserve(m, "seed"));
+  const second = tracker.edit((d) => d.reserve(m, "takeover"));
+  assert.equal(tracker.of(m).incoming, 2);
+  assert.equal(release(first), true);
+  assert.equal(release(first), false, "released already");
+  assert.equal(tracker.of(m).incoming, 1, "the other reservation still holds its lane");
+  tracker.edit((d) => d.forget(m));
+  assert.equal(release(second), false, "ended with its member");
+  assert.equal(tracker.of(m).incoming, 0);
   assert.equal(tracker.reservations, 0);
 });

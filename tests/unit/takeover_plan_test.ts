@@ -17,7 +17,9 @@ Deno.test("planTakeover: the heir first while it has lanes, then the least loade
       const tracker = new AssignmentTracker(new LeaderView(() => {}, () => {}), new Map());
       const members = spec.map((s, i) => {
         const m = tracker.member(`m${i}`, `s${i}`, 8, false, false);
-        for (let k = 0; k < s.plain; k++) tracker.offer(m, `o${i}-${k}`, 1, 1);
+        tracker.edit((d) => {
+          for (let k = 0; k < s.plain; k++) d.offer(m, `o${i}-${k}`, 1, 1);
+        });
         return { m, ...s };
       });
       const gone = goneIsMember ? members[0].m.owner : { instance: "gone", session: "old" };
@@ -26,13 +28,14 @@ Deno.test("planTakeover: the heir first while it has lanes, then the least loade
       const free = (m: MemberState) => m === heir ? heirFree : members.find((x) => x.m === m)!.free;
       const load = (m: MemberState) => m === heir ? 0 : members.find((x) => x.m === m)!.load;
       const ids = Array.from({ length: n }, (_, i) => `x${i}`);
-      const moves = planTakeover(ids, gone, heir, members.map((x) => x.m), free, load);
+      const plain = (m: MemberState) => tracker.of(m).plain;
+      const moves = planTakeover(ids, gone, heir, members.map((x) => x.m), free, load, plain);
       assert.deepEqual(moves.map((m) => m.id), ids, "every split once, in order");
       const got = new Map<MemberState, number>();
       for (const { to } of moves) if (to) got.set(to, (got.get(to) ?? 0) + 1);
       for (const [m, k] of got) {
         assert.ok(!(m.instance === gone.instance && m.session === gone.session), "never the gone session");
-        const lanes = m === heir ? heirFree : free(m) - m.plain;
+        const lanes = m === heir ? heirFree : free(m) - plain(m);
         assert.ok(k <= lanes, `${m.instance} got ${k} with ${lanes} lanes`);
       }
       if (heir) {

@@ -32,23 +32,26 @@ export async function adoptDirectives(
   states: ReadonlyMap<string, MemberState>,
   tracker: AssignmentTracker,
 ): Promise<void> {
-  for (const e of await store.list(keys.assignPrefix)) {
-    const r = safeDecodeRecord(e.key, e.value, AssignRecordSchema);
-    const st = states.get(e.key.slice(keys.assignPrefix.length));
-    if (!st) continue;
-    st.rev = e.revision;
-    if (!r.ok || r.value.session !== st.session) continue;
-    for (const o of r.value.offers) {
-      const cur = view.splits.get(o.id);
-      if (cur && cur.revision === o.rev && view.free.has(o.id) && tracker.offeredTo(o.id) === undefined) {
-        tracker.offer(st, o.id, o.rev, cur.record.weight, o.spare === true);
+  const records = await store.list(keys.assignPrefix);
+  tracker.edit((d) => {
+    for (const e of records) {
+      const r = safeDecodeRecord(e.key, e.value, AssignRecordSchema);
+      const st = states.get(e.key.slice(keys.assignPrefix.length));
+      if (!st) continue;
+      tracker.writer(st).rev = e.revision;
+      if (!r.ok || r.value.session !== st.session) continue;
+      for (const o of r.value.offers) {
+        const cur = view.splits.get(o.id);
+        if (cur && cur.revision === o.rev && view.free.has(o.id) && d.offeredTo(o.id) === undefined) {
+          d.offer(st, o.id, o.rev, cur.record.weight, o.spare === true);
+        }
       }
     }
-  }
-  for (const st of states.values()) {
-    for (const id of view.byOwner.get(st.key) ?? []) {
-      st.grant(id, { epoch: view.splits.get(id)!.record.epoch });
+    for (const st of states.values()) {
+      for (const id of view.byOwner.get(st.key) ?? []) {
+        d.grant(st, id, { epoch: view.splits.get(id)!.record.epoch });
+      }
+      d.touch(st);
     }
-    st.touch();
-  }
+  });
 }

@@ -11,8 +11,11 @@
 import { MAX_RESIDUALS, type SplitRecord } from "../../records.ts";
 import type { Core } from "../core.ts";
 import { residualRecord } from "../cuts.ts";
-import type { AskIntent, Decision, GiveUpIntent, LeaderIntent } from "./intents.ts";
-import { type LeaderView, workLeftOf } from "./leader_view.ts";
+import type { AssignmentTracker } from "./assignment_tracker.ts";
+import type { Assignments } from "./directives.ts";
+import type { AnsweredIntent, AskIntent, Decision, GiveUpIntent, LeaderIntent } from "./intents.ts";
+import type { LeaderView } from "./leader_view.ts";
+import { workLeftOf } from "./split_pace.ts";
 import type { MemberState } from "./member_state.ts";
 import { claimers, freeLanes } from "./offers.ts";
 
@@ -110,8 +113,8 @@ export interface CutAskInput {
   now: number;
   /** Every free split is offered or waiting out a backoff. */
   nothingFree: boolean;
-  /** Split id → the member asked to cut it (asks still listed). */
-  asked: ReadonlyMap<string, MemberState>;
+  /** Who is told and promised what, the asks to cut among it (read only). */
+  tracker: Assignments;
   /** Split id → leader time before which it is not asked again. */
   cooldown: ReadonlyMap<string, number>;
   /** Split id → the number of the last ask of it. */
@@ -135,13 +138,13 @@ export interface CutAskInput {
  * ```
  */
 export function decideCutAsks(input: CutAskInput): Decision {
-  const { view, states, now } = input;
+  const { view, states, tracker: t, now } = input;
   const intents: LeaderIntent[] = [];
   const givenUp = new Map<string, number>();
   let next = Infinity;
   let expected = 0;
-  for (const [id, m] of input.asked) {
-    const a = m.asks.get(id)!;
+  for (const [id, m] of t.asked) {
+    const a = t.of(m).asks.get(id)!;
     const due = a.since + input.askTimeoutMs;
     if (now >= due) {
       givenUp.set(id, now + input.cooldownMs);
@@ -161,7 +164,7 @@ export function decideCutAsks(input: CutAskInput): Decision {
   let lanes = 0, idleNow = 0;
   for (const m of claimers(states)) {
     lanes += m.maxInFlight;
-    idleNow += Math.max(0, freeLanes(view, m) - m.plain);
+    idleNow += Math.max(0, freeLanes(view, t, m) - t.of(m).plain);
   }
   let running = 0;
   const left: number[] = [];
@@ -173,8 +176,9 @@ export function decideCutAsks(input: CutAskInput): Decision {
   if (idle <= 0) return { intents, next };
   const candidates: CutCandidate[] = [];
   for (const m of cutters) {
+    const { revokes, asks } = t.of(m);
     for (const id of view.byOwner.get(m.key) ?? []) {
-      if (m.revokes.has(id) || (m.asks.has(id) && !givenUp.has(id))) continue;
+      if (revokes.has(id) || (asks.has(id) && !givenUp.has(id))) continue;
       if ((givenUp.get(id) ?? input.cooldown.get(id) ?? 0) > now) continue;
       // Residuals still to create first (those created stay listed until the owner's next split write).
       const r = view.splits.get(id)!.record;
@@ -192,51 +196,58 @@ export function decideCutAsks(input: CutAskInput): Decision {
   return { intents, next };
 }
 
+/**
+ * Split `id` changed to `next`: an ask of it is answered once it was cut
+ * (a higher cut count), or overtaken once it moved or ended. Pure.
+ *
+ * @example
+ * ```ts ignore
+ * applyIntents(decideAnswered(tracker, id, record), appliers);
+ * ```
+ */
+export function decideAnswered(t: Assignments, id: string, next: SplitRecord | undefined): LeaderIntent[] {
+  const pending = t.askOf(id);
+  if (!pending) return [];
+  const { member: m, ask: a } = pending;
+  const o = next?.owner;
+  const same = next?.status === "runnable" && next.epoch === a.epoch && o?.instance === m.instance && o.session === m.session;
+  return !same || (next!.cuts ?? 0) > a.cuts ? [{ kind: "answered", member: m, id }] : [];
+}
+
 /** Most residual creations the leader has in flight. */
 const CREATE_WAVE = 64;
 
-/** The leader's asks to cut running splits, and its creation of the residuals. */
+/**
+ * The leader's asks to cut running splits applied (the asks themselves are
+ * the tracker's: who was asked to cut what), what it remembers of past
+ * asks (their numbers, the cooldown of those given up), and its creation
+ * of the residuals.
+ */
 export class CutAsks {
   readonly #core: Core;
   readonly #view: LeaderView;
   readonly #states: ReadonlyMap<string, MemberState>;
+  readonly #tracker: AssignmentTracker;
   /** Split id → leader time before which it is not asked again. */
   readonly #cooldown = new Map<string, number>();
   /** Split id → the number of the last ask of it. */
   readonly #asked = new Map<string, number>();
   readonly #creating = new Set<string>();
-  /** Split id → the member asked to cut it. */
-  readonly #askedBy = new Map<string, MemberState>();
 
-  constructor(core: Core, view: LeaderView, states: ReadonlyMap<string, MemberState>) {
+  constructor(core: Core, view: LeaderView, states: ReadonlyMap<string, MemberState>, tracker: AssignmentTracker) {
     this.#core = core;
     this.#view = view;
     this.#states = states;
-  }
-
-  /** A split record changed: an ask of it is settled once it was cut, moved or ended. */
-  onSplit(id: string, next: SplitRecord | undefined): void {
-    const m = this.#askedBy.get(id);
-    const a = m?.asks.get(id);
-    if (!m || !a) return void this.#askedBy.delete(id);
-    const o = next?.owner;
-    const same = next?.status === "runnable" && next.epoch === a.epoch && o?.instance === m.instance && o.session === m.session;
-    if (!same || (next!.cuts ?? 0) > a.cuts) {
-      m.unask(id);
-      this.#askedBy.delete(id);
-    }
+    this.#tracker = tracker;
   }
 
   /**
-   * One pass: forgets asks answered or of members gone, creates pending
-   * residuals, then applies the asks decided (see {@linkcode decideCutAsks}).
+   * One pass: creates pending residuals, then applies the asks decided (see
+   * {@linkcode decideCutAsks}; the asks of members gone went with them).
    * `nothingFree`: every free split is offered or waiting out a backoff.
    * Returns when the next ask times out.
    */
   cycle(now: number, nothingFree: boolean, apply: (intents: LeaderIntent[]) => void): number {
-    for (const [id, m] of this.#askedBy) {
-      if (!m.asks.has(id) || this.#states.get(m.instance) !== m) this.#askedBy.delete(id); // answered, or its member is gone
-    }
     // Creating a pending residual changes nothing a decision reads until it lands.
     this.#createPending();
     const { timings, config } = this.#core;
@@ -245,7 +256,7 @@ export class CutAsks {
       states: this.#states,
       now,
       nothingFree,
-      asked: this.#askedBy,
+      tracker: this.#tracker,
       cooldown: this.#cooldown,
       asks: this.#asked,
       askTimeoutMs: timings.cutAskTimeoutMs,
@@ -262,17 +273,20 @@ export class CutAsks {
   /** Applies an ask: listed for the owner, counted, timed. */
   ask({ member: m, id, ask }: AskIntent): void {
     this.#asked.set(id, ask.ask);
-    m.ask(id, ask);
-    this.#askedBy.set(id, m);
+    this.#tracker.ask(m, id, ask);
     this.#core.stats.cuts.asked++;
     this.#core.log("debug", "Asked for a cut", { split: id, owner: m.instance, parts: ask.parts });
   }
 
   /** Applies giving up an unanswered ask: withdrawn, and its split cools down. */
   giveUp({ member: m, id, until }: GiveUpIntent): void {
-    m.unask(id);
-    this.#askedBy.delete(id);
+    this.#tracker.unask(m, id);
     this.#cooldown.set(id, until);
+  }
+
+  /** Applies an ask answered or overtaken (see {@linkcode decideAnswered}). */
+  answered({ member: m, id }: AnsweredIntent): void {
+    this.#tracker.unask(m, id);
   }
 
   /** Creates the residuals landed cuts list whose records are not in the view (if absent: the owner may be first). */

@@ -19,6 +19,9 @@
  * @module
  */
 import type { PlanRecord } from "../../records.ts";
+import type { Assignments } from "./directives.ts";
+import type { LeaderIntent } from "./intents.ts";
+import type { MemberState } from "./member_state.ts";
 
 /**
  * Whether the plan record says the job is paused (and not finished: a
@@ -62,4 +65,33 @@ export class DealingGate {
     this.#open = open;
     return open ? "opened" : "closed";
   }
+}
+
+/**
+ * What closing the gate takes back, as intents in the order they apply:
+ * every member's offers and spares (each record is rewritten without them,
+ * so a member whose plan watch lags claims none) and every pending steal
+ * (its owner would hand the split to a thief that may not start it). Drain
+ * revocations stay: their successor is unnamed by the rules. `offers` and
+ * `steals` count what goes. Pure.
+ *
+ * @example
+ * ```ts ignore
+ * const { intents, offers, steals } = decideClose(states, tracker);
+ * ```
+ */
+export function decideClose(states: ReadonlyMap<string, MemberState>, t: Assignments): { intents: LeaderIntent[]; offers: number; steals: number } {
+  const intents: LeaderIntent[] = [];
+  let offers = 0, steals = 0;
+  for (const st of states.values()) {
+    const d = t.of(st);
+    offers += d.offers.size;
+    intents.push({ kind: "unofferAll", member: st, drains: false });
+    for (const [id, r] of d.revokes) {
+      if (!r.steal) continue;
+      steals++;
+      intents.push({ kind: "withdraw", member: st, id });
+    }
+  }
+  return { intents, offers, steals };
 }

@@ -1,8 +1,9 @@
 /**
  * What the leader's decisions return (docs/DESIGN.md, "Code map"): each rule
- * — deaths, takeovers, revocations, cut asks, completion — is a function of
- * the view, the member states and `now` that returns intents, and
- * `LeaderRole` applies them in one place, in the order they were decided.
+ * — deaths, takeovers, revocations, cut asks, offers, completion — is a
+ * function of the view, the member states, the assignment tracker (read
+ * only) and `now` that returns intents, and `LeaderRole` applies them in
+ * one place, in the order they were decided, into a draft of the tracker.
  * A decision that makes several choices in one pass (successors for a
  * drain, heirs of a dead member) counts the lanes its earlier choices
  * take, so applying its intents in order gives what deciding them one at
@@ -66,6 +67,18 @@ export interface NameIntent {
   to: MemberState;
 }
 
+/**
+ * A revocation of `id` is settled: its owner let the split go (or lost it),
+ * so it is listed no more and its successor stops expecting it;
+ * `handoverSeconds`: how long a steal took to reach its thief.
+ */
+export interface SettleIntent {
+  kind: "settle";
+  member: MemberState;
+  id: string;
+  handoverSeconds?: number;
+}
+
 /** Withdraw a steal that is no longer wanted (its thief left or drains, or membership changed). */
 export interface WithdrawIntent {
   kind: "withdraw";
@@ -88,6 +101,13 @@ export interface AskIntent {
   member: MemberState;
   id: string;
   ask: CutAsk;
+}
+
+/** The ask of `id` was answered (the split was cut), or overtaken (it moved or ended): listed no more. */
+export interface AnsweredIntent {
+  kind: "answered";
+  member: MemberState;
+  id: string;
 }
 
 /** An ask of `id` went unanswered: withdraw it and do not ask again before `until`. */
@@ -122,10 +142,25 @@ export interface UnofferIntent {
   tell: boolean;
 }
 
-/** Take back every offer of a member that starts draining. */
+/**
+ * Drop from the tops of the dealing order what no deal can take now
+ * (dealt, claimed, gone, or `withheld`), after the offer decision dealt
+ * past it: the next decision does not read those entries again.
+ */
+export interface PruneIntent {
+  kind: "prune";
+  withheld: (id: string) => boolean;
+}
+
+/**
+ * Take back every offer of `member`, its record rewritten without them:
+ * it starts draining (`drains`: its state says so from now on), or the job
+ * was paused.
+ */
 export interface UnofferAllIntent {
   kind: "unofferAll";
   member: MemberState;
+  drains: boolean;
 }
 
 /** List a split opened for `member` (at `grant.epoch`) in its next record. */
@@ -182,12 +217,15 @@ export type LeaderIntent =
   | TakeIntent
   | RevokeIntent
   | NameIntent
+  | SettleIntent
   | WithdrawIntent
   | FenceIntent
   | AskIntent
+  | AnsweredIntent
   | GiveUpIntent
   | OfferIntent
   | UnofferIntent
+  | PruneIntent
   | UnofferAllIntent
   | GrantIntent
   | ForgetGrantIntent

@@ -38,6 +38,42 @@ export interface JudgeHost {
   membersCaughtUp(): Promise<boolean | undefined>;
 }
 
+/**
+ * A new leader dates the member records its snapshot brought in. Every
+ * member was dated from its first sighting (now); each record is dated
+ * earlier when we know it landed earlier: before the reply of our first
+ * heartbeat above its revision (revisions are bucket-wide, in landing
+ * order), and the predecessor's (`prev`: the member that led before, its
+ * last leader beat's revision, and when we first saw that beat), if older
+ * than its last leader beat, from when we first saw that beat. A dead
+ * leader's last member beat may postdate its last leader beat (it died
+ * between the two): dated from its first sighting, its splits waited an
+ * extra lease.
+ *
+ * @example
+ * ```ts ignore
+ * dateMembers(core, view, liveness, { instance: "pod-1", session: "s1", revision: 40, since: 1200 });
+ * ```
+ */
+export function dateMembers(
+  core: Pick<Core, "clock" | "landed">,
+  view: LeaderView,
+  liveness: LivenessTracker,
+  prev: { instance: string; session: string; revision: number; since: number } | undefined,
+): void {
+  const { clock, landed } = core;
+  for (const [instance, m] of view.members) {
+    const key = keys.member(instance);
+    const seen = liveness.get(key);
+    if (!seen || seen.revision !== m.revision) continue; // moved since the snapshot: dated by the watch
+    let since = Math.min(seen.since, landed.before(m.revision) ?? Infinity);
+    if (prev && instance === prev.instance && m.record.session === prev.session && m.revision < prev.revision) {
+      since = Math.min(since, prev.since);
+    }
+    if (since < seen.since) liveness.set(key, m.revision, Math.min(since, clock.now()));
+  }
+}
+
 /** A member judged dead or gone, as the judge remembers it. */
 export interface Gone {
   /** Leader time it was judged dead or left (for `rebalanceDelayMs`). */

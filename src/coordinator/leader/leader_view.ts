@@ -13,14 +13,17 @@ import {
   type Residual,
   type SplitRecord,
   SplitRecordSchema,
+  type SplitStatus,
 } from "../../records.ts";
 import { InvalidRecordError } from "../../errors.ts";
 import { keys } from "../../store/keys.ts";
 import type { StoreEntry } from "../../store/store.ts";
 import type { WatchEvent } from "../../store/store.ts";
-import { MaxHeap } from "../../util/heap.ts";
 import { SplitTable } from "./split_table.ts";
+import { CompletionWindow } from "./completion_window.ts";
 import type { Versioned } from "../versioned.ts";
+import { SplitPace } from "./split_pace.ts";
+import { type SplitChange, splitChange } from "./split_change.ts";
 
 /** Index key of an owner: instance and session. */
 export function ownerKey(instance: string, session: string): string {
@@ -33,18 +36,6 @@ export function parseOwnerKey(key: string): { instance: string; session: string 
   return { instance: key.slice(0, i), session: key.slice(i + 1) };
 }
 
-/**
- * What a change of a split record changed, decided once by the view:
- * `added` (a record it did not hold), `removed` (gone, or unreadable),
- * `ownership` (owner or epoch: a claim, grant, release, takeover, fence),
- * `status` (a completion, a failure, a quarantine, a cancel, a requeue),
- * `shape` (a cut: weight, descriptor, residuals) or `detail` (nothing a
- * decision reads: its tenancy or failure history, a hand edit, a
- * layout-2 progress commit). Progress commits write `prog.<id>`, which the
- * leader does not watch.
- */
-export type SplitChange = "added" | "removed" | "ownership" | "status" | "shape" | "detail";
-
 /** Told after every change of a split record (`prev`/`next` undefined when absent or unreadable), with what changed. */
 export type SplitListener = (
   id: string,
@@ -53,27 +44,6 @@ export type SplitListener = (
   change: SplitChange,
 ) => void;
 
-/**
- * What changed from `prev` to `next` (see {@linkcode SplitChange}). Pure.
- *
- * @example
- * ```ts ignore
- * if (splitChange(prev, next) === "detail") view.splits.set(id, { record: next, revision });
- * ```
- */
-export function splitChange(prev: SplitRecord | undefined, next: SplitRecord | undefined): SplitChange {
-  if (!prev) return next ? "added" : "removed";
-  if (!next) return "removed";
-  if (prev.epoch !== next.epoch || prev.owner?.instance !== next.owner?.instance || prev.owner?.session !== next.owner?.session) {
-    return "ownership";
-  }
-  if (prev.status !== next.status || prev.attempts !== next.attempts) return "status";
-  if (
-    prev.weight !== next.weight || (prev.cuts ?? 0) !== (next.cuts ?? 0) || (prev.residuals?.length ?? 0) !== (next.residuals?.length ?? 0) ||
-    prev.parent !== next.parent
-  ) return "shape";
-  return "detail";
-}
 /** Full records the view keeps of the splits that changed last (their grants and offers carry them inline). */
 export const RECENT_RECORDS = 4096;
 
@@ -107,14 +77,12 @@ export class LeaderView {
   };
   /** Total weight of runnable splits. */
   runnableWeight = 0;
-  /**
-   * Free splits in the order they are dealt: heaviest first, equal weights
-   * by {@linkcode LeaderView.rank} (the planner's order). Lazy: entries are
-   * checked when popped.
-   */
-  readonly heap: MaxHeap<string> = new MaxHeap();
-  /** Free splits in the opposite order (lightest, latest first): spares are dealt from this end. Lazy like `heap`. */
-  readonly tail: MaxHeap<string> = new MaxHeap();
+  /** Told of every split that becomes free (the dealing order, kept by the assignment tracker). */
+  readonly #freed: ((id: string) => void)[] = [];
+  /** Total weight of the splits of each status (what the beat publishes: `JobCounts.weight`). */
+  readonly weightBy: Record<SplitStatus, number> = { runnable: 0, completed: 0, quarantined: 0, cancelled: 0 };
+  /** Completions by the times in their records, for the rate the beat publishes (`JobCounts.rate`). */
+  readonly completions: CompletionWindow = new CompletionWindow();
   /**
    * The full records of the splits that changed last (at most
    * {@linkcode RECENT_RECORDS}, oldest dropped first): the ones a grant or an
@@ -147,8 +115,8 @@ export class LeaderView {
   #onSplit: SplitListener;
   #onMember: MemberListener;
   readonly #now: () => number;
-  /** Running splits whose owner reports an estimate: the last one, when it came (our clock), and how fast it drops. */
-  readonly #pace = new Map<string, { left: number; total: number; at: number; rate: number }>();
+  /** How fast the running splits' work drops, from their owners' beats. */
+  readonly #pace: SplitPace;
 
   /**
    * Creates an empty view that tells `onSplit` and `onMember` about every
@@ -159,6 +127,7 @@ export class LeaderView {
     this.#onSplit = onSplit;
     this.#onMember = onMember;
     this.#now = now;
+    this.#pace = new SplitPace(now);
   }
 
   /**
@@ -169,11 +138,7 @@ export class LeaderView {
    */
   workLeft(id: string, now: number): number {
     const r = this.splits.get(id)?.record;
-    if (!r) return 0;
-    const p = this.#pace.get(id);
-    if (!p) return workLeftOf(r);
-    const left = Math.max(0, p.left - p.rate * Math.max(0, now - p.at));
-    return r.weight * Math.min(1, left / p.total);
+    return r ? this.#pace.workLeft(id, r, now) : 0;
   }
 
   /**
@@ -185,20 +150,8 @@ export class LeaderView {
     if (!est) return;
     for (const [id, left, total] of est) {
       const o = this.splits.get(id)?.record.owner;
-      if (o?.instance === instance && o.session === session) this.#paced(id, { left, total });
+      if (o?.instance === instance && o.session === session) this.#pace.note(id, this.splits.get(id)?.record, { left, total });
     }
-  }
-
-  /** Notes a running split's estimate (its pace from the one before, an exponential average). */
-  #paced(id: string, e: { left: number; total: number } | undefined): void {
-    const r = this.splits.get(id)?.record;
-    if (!r || r.status !== "runnable" || !r.owner || !e || !(e.total > 0)) return void this.#pace.delete(id);
-    const now = this.#now();
-    const p = this.#pace.get(id);
-    if (!p || p.total !== e.total || e.left > p.left) return void this.#pace.set(id, { left: e.left, total: e.total, at: now, rate: 0 });
-    const dt = now - p.at;
-    const rate = dt > 0 ? (p.left - e.left) / dt : p.rate;
-    this.#pace.set(id, { left: e.left, total: e.total, at: now, rate: p.rate === 0 ? rate : 0.7 * p.rate + 0.3 * rate });
   }
 
   /**
@@ -215,15 +168,14 @@ export class LeaderView {
     return r;
   }
 
-  /** Puts a free split back in both dealing heaps (returned from an offer, or offerable again after a backoff). */
-  requeue(id: string): void {
-    const w = this.splits.weight(id);
-    if (w === undefined || !this.free.has(id)) return;
-    const r = this.rank(id);
-    this.heap.push(id, w, r);
-    this.tail.push(id, -w, -r);
+  /**
+   * Tells `f` of every split that becomes free from now on (a record
+   * indexed runnable with no owner), once its place in the dealing order is
+   * given: the assignment tracker keeps the dealing order from these.
+   */
+  onFreed(f: (id: string) => void): void {
+    this.#freed.push(f);
   }
-
 
   /** Applies one event of the watch over `filter` (`split.` or `member.`). */
   apply(filter: string, ev: WatchEvent): void {
@@ -363,13 +315,13 @@ export class LeaderView {
       const pending = this.#pendingRank.get(id);
       if (pending !== undefined) (this.splits.setRank(id, pending), this.#pendingRank.delete(id));
       this.#index(id, next.record);
-      this.#pace.delete(id); // a new tenancy (or none): its pace starts over
+      this.#pace.forget(id); // a new tenancy (or none): its pace starts over
       const r = next.record, p = prev?.record;
       // Freed by a takeover (an attempt charged, nobody named): its claim is a takeover.
       if (!r.owner && r.status === "runnable" && p?.owner && r.attempts > p.attempts && r.epoch > p.epoch) this.orphaned.add(id);
     } else {
       this.splits.delete(id);
-      this.#pace.delete(id);
+      this.#pace.forget(id);
       // A residual whose record is gone again (an operator's delete) is pending again.
       for (const pid of this.#listing) {
         const x = this.splits.get(pid)?.record.residuals?.find((r) => r.id === id);
@@ -385,13 +337,16 @@ export class LeaderView {
     this.pendingResiduals.delete(id);
     if (r.residuals) for (const x of r.residuals) if (!this.splits.has(x.id)) this.pendingResiduals.set(x.id, { parent: id, residual: x });
     this.counts[r.status]++;
+    this.weightBy[r.status] += r.weight;
+    this.completions.saw(r);
     if (r.status === "quarantined") this.quarantined.add(id);
     if (r.status === "completed") this.#timeCompletion(r);
     if (r.status !== "runnable") return;
     this.runnableWeight += r.weight;
     if (!r.owner) {
       this.free.add(id);
-      this.requeue(id);
+      this.rank(id); // its place among equal weights is given when it is first free
+      for (const f of this.#freed) f(id);
       return;
     }
     const k = ownerKey(r.owner.instance, r.owner.session);
@@ -415,6 +370,7 @@ export class LeaderView {
     this.#listing.delete(id);
     if (r.residuals) for (const x of r.residuals) if (this.pendingResiduals.get(x.id)?.parent === id) this.pendingResiduals.delete(x.id);
     this.counts[r.status]--;
+    this.weightBy[r.status] -= r.weight;
     if (r.status === "quarantined") this.quarantined.delete(id);
     if (r.status !== "runnable") return;
     this.runnableWeight -= r.weight;
@@ -468,11 +424,4 @@ export class LeaderView {
   loadOfKey(key: string): number {
     return this.loadBy.get(key) ?? 0;
   }
-}
-
-
-/** Work left of a split by its record alone: its weight × the fraction its last estimate leaves (all of it without one). */
-export function workLeftOf(r: SplitRecord): number {
-  const e = r.progress?.estimate;
-  return e && e.total > 0 ? r.weight * Math.min(1, Math.max(0, e.left / e.total)) : r.weight;
 }

@@ -10,18 +10,19 @@
  * member below its share has a free lane. Each free split is offered to one
  * member at a time.
  *
- * {@linkcode decideOffers} decides, purely: it reads the dealing order
- * without consuming it and returns offer intents; the role applies them
- * through the tracker, then {@linkcode pruneDealing} drops the entries the
- * decision passed over for good.
+ * {@linkcode decideOffers} decides, purely: it reads the tracker's offers
+ * and dealing order without consuming it and returns offer intents, the
+ * last one a prune of the entries it passed over for good; the role applies
+ * them into the tracker's draft.
  *
  * @module
  */
-import { MaxHeap } from "../../util/heap.ts";
 import type { AssignmentTracker } from "./assignment_tracker.ts";
-import type { OfferIntent, UnofferIntent } from "./intents.ts";
+import type { AssignmentDraft, Assignments } from "./directives.ts";
+import type { OfferIntent, PruneIntent, UnofferIntent } from "./intents.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
+import { Overlay } from "./offer_overlay.ts";
 
 /** Most offers one member holds (bounds the assignment record). */
 export const MAX_OFFERS = 256;
@@ -71,8 +72,8 @@ export interface OfferBook {
   view: LeaderView;
   /** Live member sessions by instance. */
   states: ReadonlyMap<string, MemberState>;
-  /** Who is promised what (offers included); only read by the decision. */
-  tracker: AssignmentTracker;
+  /** Who is promised what (offers and the dealing order included); only read by the decision. */
+  tracker: Assignments;
   /** Whether a free split must not be offered now (retry backoff, a takeover in flight). */
   withheld(id: string): boolean;
   /** The leader's own instance: dealt last among equals, so the heaviest splits go elsewhere. */
@@ -105,9 +106,14 @@ export function spareTarget(m: MemberState, plain: number, splitMs: number | und
  * Lanes a member has for new work: maxInFlight minus what it holds and what
  * is on its way to it (`taken`: releases a decision in progress has named
  * it for, not applied yet).
+ *
+ * @example
+ * ```ts ignore
+ * const lanes = freeLanes(view, tracker, member) - tracker.of(member).plain; // lanes no offer fills
+ * ```
  */
-export function freeLanes(view: LeaderView, m: MemberState, taken = 0): number {
-  return Math.max(0, m.maxInFlight - view.heldByKey(m.key) - m.incoming - taken);
+export function freeLanes(view: LeaderView, t: Assignments, m: MemberState, taken = 0): number {
+  return Math.max(0, m.maxInFlight - view.heldByKey(m.key) - t.of(m).incoming - taken);
 }
 
 /** Members that take new work: live, not draining, with lanes. */
@@ -119,35 +125,38 @@ export function claimers(states: ReadonlyMap<string, MemberState>): MemberState[
 
 /**
  * Tops up every member's offers from the free splits, applied at once (the
- * decision, its application through the tracker and the pruning of the
- * dealing order); returns whether any offer changed.
+ * decision and its application in one draft of the tracker); returns
+ * whether any offer changed.
  *
  * @example
  * ```ts ignore
  * refillOffers({ view, states, tracker, withheld: (id) => retry.has(id) });
  * ```
  */
-export function refillOffers(b: OfferBook): boolean {
-  const intents = decideOffers(b);
-  for (const i of intents) applyOffer(b.tracker, i);
-  pruneDealing(b);
-  return intents.length > 0;
+export function refillOffers(b: OfferBook & { tracker: AssignmentTracker }): boolean {
+  return b.tracker.edit((d) => {
+    const intents = decideOffers(b);
+    for (const i of intents) applyOffer(d, i);
+    return intents.length > 1; // the last one prunes the dealing order
+  });
 }
 
 /**
- * Applies one offer intent through the tracker: an offer, or an offer
- * taken back (to the dealing order when `requeue`), its member told.
+ * Applies one offer intent to a draft of the tracker: an offer, an offer
+ * taken back (to the dealing order when `requeue`; its member's record
+ * rewritten when `tell`), or the prune of the dealing order.
  *
  * @example
  * ```ts ignore
- * for (const i of decideOffers(book)) applyOffer(tracker, i);
+ * tracker.edit((d) => { for (const i of decideOffers(book)) applyOffer(d, i); });
  * ```
  */
-export function applyOffer(tracker: AssignmentTracker, i: OfferIntent | UnofferIntent): void {
-  if (i.kind === "offer") tracker.offer(i.member, i.id, i.rev, i.weight, i.spare);
+export function applyOffer(d: AssignmentDraft, i: OfferIntent | UnofferIntent | PruneIntent): void {
+  if (i.kind === "offer") d.offer(i.member, i.id, i.rev, i.weight, i.spare);
+  else if (i.kind === "prune") d.prune(i.withheld);
   else {
-    tracker.unoffer(i.id, i.weight, i.requeue);
-    if (i.tell) i.member.touch();
+    d.unoffer(i.id, i.weight, i.requeue);
+    if (i.tell) d.touch(i.member);
   }
 }
 
@@ -155,31 +164,40 @@ export function applyOffer(tracker: AssignmentTracker, i: OfferIntent | UnofferI
  * What every member's offers need now, as intents in the order they
  * apply: lane offers trimmed to free lanes, each free lane offered the
  * first split in dealing order (a spare taken from its member when it comes
- * first), then spares refilled from the other end. Pure: the dealing order
- * is read, not consumed; what this decision deals or takes back is kept in
- * an overlay so that it decides exactly as dealing one offer at a time did.
+ * first), then spares refilled from the other end, and last the prune of
+ * what the dealing order holds that no deal can take (always: an earlier
+ * pass's deals and claims leave stale entries on top). Pure: the dealing
+ * order is read, not consumed; what this decision deals or takes back is
+ * kept in an overlay so that it decides exactly as dealing one offer at a
+ * time did.
  *
  * @example
  * ```ts ignore
  * const intents = decideOffers({ view, states, tracker, withheld });
  * ```
  */
-export function decideOffers(b: OfferBook): (OfferIntent | UnofferIntent)[] {
+export function decideOffers(b: OfferBook): (OfferIntent | UnofferIntent | PruneIntent)[] {
+  const prune: PruneIntent = { kind: "prune", withheld: b.withheld };
   const ms = claimers(b.states);
-  if (ms.length === 0) return [];
-  const { view } = b;
+  const { view, tracker: t } = b;
+  // Members left with no lanes here while they hold lane offers (a sharded job's member, whose
+  // other shards took its lanes): their offers go back, or they would wait on them for ever.
+  const laneless: MemberState[] = [];
+  for (const m of b.states.values()) if (!m.draining && m.maxInFlight === 0 && t.of(m).plain > 0) laneless.push(m);
+  if (ms.length === 0 && laneless.length === 0) return [prune];
   // Most passes (one per watch event) find every member's offers topped up:
   // decide that in one cheap scan before weighing shares and sorting.
-  const pool = view.free.size > b.tracker.offered;
+  const pool = view.free.size > t.offered;
   // Something a free lane could take: the pool, a spare, or a split prefetched for a busy lane.
-  const anySpare = pool || ms.some((m) => m.spares.size > 0 || m.plain > freeLanes(view, m));
-  if (!ms.some((m) => needsRefill(view, m, pool, anySpare, b.coverMs))) return [];
-  const o = new Overlay(b);
+  const anySpare = pool || ms.some((m) => t.of(m).spares.size > 0 || t.of(m).plain > freeLanes(view, t, m));
+  if (laneless.length === 0 && !ms.some((m) => needsRefill(view, t, m, pool, anySpare, b.coverMs))) return [prune];
+  const o = new Overlay(b, (m) => freeLanes(view, t, m));
+  for (const m of laneless) o.trim(m, 0);
   const share = view.runnableWeight / ms.length;
   // What a member holds and is dealt for its lanes (its spares steer nothing).
   const load = (m: MemberState) => view.loadOfKey(m.key) + o.weight(m) - o.spareWeight(m);
   // Would another member below its share take a free split? If none can, the share no longer caps.
-  const belowWithLanes = ms.filter((m) => load(m) < share && freeLanes(view, m) > m.plain).length;
+  const belowWithLanes = ms.filter((m) => load(m) < share && freeLanes(view, t, m) > t.of(m).plain).length;
   // Least loaded first; among equals the leader's own member last: the
   // heaviest splits, dealt first, go to members whose death is no election.
   const mine = (m: MemberState) => (m.instance === b.own ? 1 : 0);
@@ -188,7 +206,7 @@ export function decideOffers(b: OfferBook): (OfferIntent | UnofferIntent)[] {
   // order, whoever holds it as a spare, so lanes start splits in that order
   // whichever member frees one first.
   for (const m of ms) {
-    const free = freeLanes(view, m), prefetch = prefetchTarget(view, m);
+    const free = freeLanes(view, t, m), prefetch = prefetchTarget(view, m);
     if (o.plain(m) > Math.min(MAX_OFFERS, free + prefetch)) o.trim(m, Math.min(MAX_OFFERS, free + prefetch));
     // A prefetch more than half full waits for its refill: one write tops up several lanes' next splits.
     const held = o.plain(m) - free;
@@ -221,258 +239,21 @@ export function decideOffers(b: OfferBook): (OfferIntent | UnofferIntent)[] {
       o.offer(m, id, rec.revision, rec.record.weight, true);
     }
   }
+  o.intents.push(prune);
   return o.intents;
-}
-
-/**
- * Drops from the tops of the dealing heaps the entries no deal can take
- * (dealt, claimed, gone, or withheld: whoever withholds a split puts it
- * back when it may be offered), so the next decision does not read them
- * again. What it leaves is what dealing one offer at a time left on top.
- *
- * @example
- * ```ts ignore
- * pruneDealing({ view, states, tracker, withheld });
- * ```
- */
-export function pruneDealing(b: OfferBook): void {
-  const { view, tracker } = b;
-  const dealable = (id: string) => view.free.has(id) && tracker.offeredTo(id) === undefined && !b.withheld(id);
-  for (const heap of [view.heap, view.tail]) {
-    for (let top = heap.peek(); top !== undefined && !dealable(top.item); top = heap.peek()) heap.pop();
-  }
-  const spares = tracker.spareOrder;
-  for (let top = spares.peek(); top !== undefined && !tracker.offeredTo(top.item)?.spares.has(top.item); top = spares.peek()) spares.pop();
 }
 
 /**
  * A free lane without an offer, an offer beyond its lanes and prefetch, a
  * prefetch half used, or spares to refill (half used).
  */
-function needsRefill(view: LeaderView, m: MemberState, pool: boolean, anySpare: boolean, coverMs: number | undefined): boolean {
-  const free = freeLanes(view, m);
+function needsRefill(view: LeaderView, t: Assignments, m: MemberState, pool: boolean, anySpare: boolean, coverMs: number | undefined): boolean {
+  const free = freeLanes(view, t, m);
   const prefetch = prefetchTarget(view, m);
   const lanes = Math.min(MAX_OFFERS, free + prefetch);
-  if (m.plain > lanes || (m.plain < Math.min(MAX_OFFERS, free) && anySpare)) return true;
+  const { plain, spares } = t.of(m);
+  if (plain > lanes || (plain < Math.min(MAX_OFFERS, free) && anySpare)) return true;
   // The prefetch refills once half of it is used: one assignment write per several splits.
-  if (prefetch > 0 && anySpare && m.plain - free <= prefetch / 2) return true;
-  return pool && m.spares.size <= spareTarget(m, m.plain, view.splitMs, coverMs) / 2;
-}
-
-type Entry = { item: string; key: number; tie: number };
-
-/** Whether heap entry `x` comes before `y` in dealing order. */
-function before(x: Entry, y: Entry): boolean {
-  return x.key > y.key || (x.key === y.key && x.tie < y.tie);
-}
-
-/** Reads a heap's entries in order, one at a time, without consuming it: `peek` the current one, `skip` past it. */
-class Cursor {
-  readonly #it: Iterator<Entry>;
-  #cur: Entry | undefined;
-  #done = false;
-
-  constructor(heap: MaxHeap<string>) {
-    this.#it = heap.ordered();
-  }
-
-  peek(): Entry | undefined {
-    if (this.#cur === undefined && !this.#done) {
-      const r = this.#it.next();
-      if (r.done) this.#done = true;
-      else this.#cur = r.value;
-    }
-    return this.#cur;
-  }
-
-  skip(): void {
-    this.peek();
-    this.#cur = undefined;
-  }
-}
-
-/** One member's offers as the decision has changed them so far. */
-interface Counts {
-  offers: number;
-  spares: Set<string>;
-  weight: number;
-  /** The weight of its spares. */
-  spareWeight: number;
-}
-
-/**
- * The decision's view of the promises: the tracker's as they are, plus what
- * this decision dealt or took back, and the dealing order as dealing one at
- * a time would have left it (entries passed over skipped, splits taken back
- * merged in).
- */
-class Overlay {
-  readonly intents: (OfferIntent | UnofferIntent)[] = [];
-  readonly #b: OfferBook;
-  readonly #counts = new Map<MemberState, Counts>();
-  /** Split id → member, for what this decision offered (`null`: it took the offer back). */
-  readonly #offeredTo = new Map<string, MemberState | null>();
-  readonly #front: Cursor;
-  readonly #tail: Cursor;
-  readonly #spares: Cursor;
-  /** Splits this decision took back to the pool, in both dealing orders. */
-  readonly #backFront = new MaxHeap<string>();
-  readonly #backTail = new MaxHeap<string>();
-
-  constructor(b: OfferBook) {
-    this.#b = b;
-    this.#front = new Cursor(b.view.heap);
-    this.#tail = new Cursor(b.view.tail);
-    this.#spares = new Cursor(b.tracker.spareOrder);
-  }
-
-  #of(m: MemberState): Counts {
-    let c = this.#counts.get(m);
-    if (!c) {
-      let spareWeight = 0;
-      for (const id of m.spares) spareWeight += this.#b.view.splits.get(id)?.record.weight ?? 1;
-      this.#counts.set(m, (c = { offers: m.offers.size, spares: new Set(m.spares), weight: m.offeredWeight, spareWeight }));
-    }
-    return c;
-  }
-
-  spareWeight(m: MemberState): number {
-    return this.#of(m).spareWeight;
-  }
-
-  plain(m: MemberState): number {
-    const c = this.#of(m);
-    return c.offers - c.spares.size;
-  }
-
-  spares(m: MemberState): number {
-    return this.#of(m).spares.size;
-  }
-
-  weight(m: MemberState): number {
-    return this.#counts.get(m)?.weight ?? m.offeredWeight;
-  }
-
-  offeredTo(id: string): MemberState | undefined {
-    const o = this.#offeredTo.get(id);
-    return o === null ? undefined : o ?? this.#b.tracker.offeredTo(id);
-  }
-
-  offer(m: MemberState, id: string, rev: number, weight: number, spare: boolean): void {
-    const c = this.#of(m);
-    c.offers++;
-    if (spare) (c.spares.add(id), (c.spareWeight += weight));
-    c.weight += weight;
-    this.#offeredTo.set(id, m);
-    this.intents.push({ kind: "offer", member: m, id, rev, weight, spare });
-  }
-
-  #unoffer(m: MemberState, id: string, weight: number, requeue: boolean, tell = true): void {
-    const c = this.#of(m);
-    if (c.spares.delete(id)) c.spareWeight = Math.max(0, c.spareWeight - weight);
-    c.offers--;
-    c.weight = c.offers === 0 ? 0 : Math.max(0, c.weight - weight);
-    this.#offeredTo.set(id, null);
-    this.intents.push({ kind: "unoffer", member: m, id, weight, requeue, tell });
-  }
-
-  /** More offers for lanes than free lanes (a grant or a handoff filled one): the last ones go back to the pool. */
-  trim(m: MemberState, lanes: number): void {
-    const { view } = this.#b;
-    const c = this.#of(m);
-    // Its lane offers as dealing one at a time left them: not taken back, not spares.
-    const plain = [...m.offers.keys()].filter((id) => this.offeredTo(id) === m && !c.spares.has(id));
-    for (let i = plain.length - 1; i >= 0 && this.plain(m) > lanes; i--) {
-      const id = plain[i];
-      this.#unoffer(m, id, view.splits.get(id)?.record.weight ?? 1, true);
-      if (view.free.has(id) && view.splits.has(id)) {
-        const w = view.splits.get(id)!.record.weight, r = view.rank(id);
-        this.#backFront.push(id, w, r);
-        this.#backTail.push(id, -w, -r);
-      }
-    }
-  }
-
-  #dealable(id: string): boolean {
-    return this.#b.view.free.has(id) && this.offeredTo(id) === undefined && !this.#b.withheld(id);
-  }
-
-  /** The first dealable entry of a dealing order merged with the splits taken back (peeked, not taken). */
-  #first(cursor: Cursor, back: MaxHeap<string>): { e: Entry; from: Cursor | MaxHeap<string> } | undefined {
-    let c = cursor.peek();
-    while (c !== undefined && !this.#dealable(c.item)) (cursor.skip(), (c = cursor.peek()));
-    let r = back.peek();
-    while (r !== undefined && !this.#dealable(r.item)) (back.pop(), (r = back.peek()));
-    if (c === undefined) return r && { e: r, from: back };
-    if (r !== undefined && before(r, c)) return { e: r, from: back };
-    return { e: c, from: cursor };
-  }
-
-  /**
-   * The split a free lane gets: the first in dealing order among the free
-   * splits nobody is offered and every member's spares (a spare taken from
-   * its member leaves its offers), or `undefined`.
-   */
-  nextForLane(lane?: { m: MemberState; ms: readonly MemberState[] }): string | undefined {
-    const free = this.#first(this.#front, this.#backFront);
-    // A free lane also takes a split another member holds prefetched for a busy lane, when it comes first:
-    // a prefetched split must not wait behind a lane that may not free soon while a lane elsewhere is idle.
-    const pre = lane && this.#prefetched(lane.m, lane.ms);
-    if (pre) {
-      const spare = this.#spares.peek();
-      if ((free === undefined || before(pre.e, free.e)) && (spare === undefined || before(pre.e, spare))) {
-        this.#unoffer(pre.from, pre.e.item, pre.e.key, false);
-        return pre.e.item;
-      }
-    }
-    let spare = this.#spares.peek();
-    while (spare !== undefined) {
-      const st = this.#b.states.get(this.offeredTo(spare.item)?.instance ?? "");
-      if (st && this.#of(st).spares.has(spare.item)) break;
-      this.#spares.skip(); // stale: claimed, moved, or no longer a spare
-      spare = this.#spares.peek();
-    }
-    if (spare !== undefined && (free === undefined || before(spare, free.e))) {
-      this.#spares.skip();
-      const id = spare.item;
-      const st = this.#b.states.get(this.offeredTo(id)!.instance)!;
-      // Its record is not rewritten for this: it lists the spare until its
-      // next write, and a claim of it then (no leader) loses its CAS.
-      this.#unoffer(st, id, this.#b.view.splits.get(id)?.record.weight ?? 1, false, false);
-      return id;
-    }
-    if (free === undefined) return undefined;
-    if (free.from instanceof Cursor) free.from.skip();
-    else free.from.pop();
-    return free.e.item;
-  }
-
-  /**
-   * The first split in dealing order that a member other than `m` holds
-   * prefetched (a lane offer beyond its free lanes), as a heap entry, and
-   * who holds it; `undefined` when none does.
-   */
-  #prefetched(m: MemberState, ms: readonly MemberState[]): { e: Entry; from: MemberState } | undefined {
-    const { view } = this.#b;
-    let best: { e: Entry; from: MemberState } | undefined;
-    for (const x of ms) {
-      if (x === m || this.plain(x) <= freeLanes(view, x)) continue;
-      const c = this.#of(x);
-      for (const id of x.offers.keys()) {
-        if (this.offeredTo(id) !== x || c.spares.has(id) || !view.free.has(id)) continue;
-        const e = { item: id, key: view.splits.get(id)?.record.weight ?? 1, tie: view.rank(id) };
-        if (!best || before(e, best.e)) best = { e, from: x };
-      }
-    }
-    return best;
-  }
-
-  /** The last free split in dealing order nobody is offered, or `undefined`. */
-  nextSpare(): string | undefined {
-    const top = this.#first(this.#tail, this.#backTail);
-    if (top === undefined) return undefined;
-    if (top.from instanceof Cursor) top.from.skip();
-    else top.from.pop();
-    return top.e.item;
-  }
+  if (prefetch > 0 && anySpare && plain - free <= prefetch / 2) return true;
+  return pool && spares.size <= spareTarget(m, plain, view.splitMs, coverMs) / 2;
 }

@@ -32,6 +32,7 @@ import { addPageTerms, pageChunks, writePage } from "./plan_pages.ts";
 import { openRecord } from "../../records/transitions.ts";
 import { type RenewedSplit, renewRecords, retireRecords } from "./rerun_records.ts";
 import type { PlannedSplit, Planner } from "../types.ts";
+import { shardOf } from "../shard.ts";
 import type { Versioned } from "../versioned.ts";
 import { readAtLeast } from "../fresh_read.ts";
 
@@ -158,7 +159,8 @@ export class Planning {
       }
       if (plan.finality === "final" && plan.generation > 0) return; // planned once
       if (plan.outcome) return; // failed for good in this term (a new leader clears it and plans again)
-      const planner = () => this.#planner({ cursor: plan.cursor, term, signal });
+      const { shard } = this.#core;
+      const planner = () => this.#planner({ cursor: plan.cursor, term, signal, ...(shard.count > 1 ? { shard: { ...shard } } : {}) });
       const result = await (span ? within(span, planner) : planner());
       if (signal.aborted || !this.#leading()) return;
       const run = plan.run ?? 1;
@@ -289,9 +291,12 @@ export class Planning {
     // offer, so nothing is dealt before every weight is known. Equal weights
     // keep the planner's order.
     const planned: { id: string; weight: number; descriptor: Json }[] = [];
+    const { shard } = core;
     for await (const s of splits) {
       if (signal.aborted) break;
       assertValidId(s.id, "split id");
+      // A sharded job: this shard plans the splits routed to it; the other shards' leaders plan theirs.
+      if (shard.count > 1 && shardOf(s.id, shard.count) !== shard.index) continue;
       if (ids.has(s.id)) {
         if (duplicates.length < 20) duplicates.push(s.id);
         continue;

@@ -2,15 +2,17 @@
  * The revocation rules (docs/DESIGN.md, "Takeover, revocation and leader
  * loss"), as decisions: successors for every split of a draining member,
  * withdrawal of a steal no longer wanted, the fence of an owner that never
- * answers one, and balancing steals from `planMoves`. Each function reads
- * the view and the member states and returns intents (`intents.ts`);
+ * answers one, balancing steals from `planMoves`, and the settlement of a
+ * revocation once its split moved. Each function reads the view, the
+ * member states and the tracker and returns intents (`intents.ts`);
  * `Revocations` applies them. Pure.
  *
  * @module
  */
 import type { BalanceSplit } from "../../balance/types.ts";
 import { planMoves } from "../../balance/plan_moves.ts";
-import type { Owner } from "../../records.ts";
+import type { Owner, SplitRecord } from "../../records.ts";
+import type { Assignments } from "./directives.ts";
 import { type Decision, LaneLedger, type LeaderIntent } from "./intents.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
@@ -20,6 +22,8 @@ import { claimers, freeLanes } from "./offers.ts";
 export interface RevocationInput {
   view: LeaderView;
   states: ReadonlyMap<string, MemberState>;
+  /** Who is told and promised what (read only). */
+  tracker: Assignments;
   now: number;
   /** Whether new work may be dealt (false while the job is paused: no successor is named); default true. */
   dealing?: boolean;
@@ -33,12 +37,12 @@ export function stateOf(states: ReadonlyMap<string, MemberState>, owner: Owner |
 
 /** Least-loaded member taking work with a lane to spare (counting the lanes `lanes` took), other than `not`. */
 export function successorFor(input: RevocationInput, not: MemberState, lanes: LaneLedger): MemberState | undefined {
-  const { view, states } = input;
+  const { view, states, tracker: t } = input;
   if (input.dealing === false) return undefined; // paused: a drain's releases go to nobody
   let best: MemberState | undefined;
   let bestLoad = Infinity;
   for (const m of claimers(states)) {
-    if (m === not || freeLanes(view, m, lanes.of(m)) - m.plain <= 0) continue;
+    if (m === not || freeLanes(view, t, m, lanes.of(m)) - t.of(m).plain <= 0) continue;
     const load = view.loadOfKey(m.key);
     if (load < bestLoad) (best = m), (bestLoad = load);
   }
@@ -52,13 +56,14 @@ export function successorFor(input: RevocationInput, not: MemberState, lanes: La
  *
  * @example
  * ```ts ignore
- * const intents = decideDrain({ view, states, now }, member, new LaneLedger());
+ * const intents = decideDrain({ view, states, tracker, now }, member, new LaneLedger());
  * ```
  */
 export function decideDrain(input: RevocationInput, m: MemberState, lanes: LaneLedger): LeaderIntent[] {
   const out: LeaderIntent[] = [];
+  const revokes = input.tracker.of(m).revokes;
   for (const id of input.view.byOwner.get(m.key) ?? []) {
-    if (m.revokes.has(id)) continue;
+    if (revokes.has(id)) continue;
     const to = successorFor(input, m, lanes);
     const epoch = input.view.splits.get(id)!.record.epoch;
     out.push({ kind: "revoke", member: m, id, revoke: to ? { epoch, to: to.owner, since: input.now, steal: false } : { epoch, since: input.now, steal: false } });
@@ -75,18 +80,18 @@ export function decideDrain(input: RevocationInput, m: MemberState, lanes: LaneL
  *
  * @example
  * ```ts ignore
- * const { intents, next } = decideRevocations({ view, states, now }, sig, timings.deafOwnerFenceMs);
+ * const { intents, next } = decideRevocations({ view, states, tracker, now }, sig, timings.deafOwnerFenceMs);
  * ```
  */
 export function decideRevocations(input: RevocationInput, sig: string, fenceAfterMs: number): Decision {
-  const { states, now } = input;
+  const { states, tracker, now } = input;
   const lanes = new LaneLedger();
   const intents: LeaderIntent[] = [];
   let next = Infinity;
   for (const m of states.values()) {
     // Revocations decided now have a successor already, or find none now either.
     if (m.draining) intents.push(...decideDrain(input, m, lanes));
-    for (const [id, r] of m.revokes) {
+    for (const [id, r] of tracker.of(m).revokes) {
       if (!r.steal) {
         if (r.to) continue;
         const to = successorFor(input, m, lanes);
@@ -99,7 +104,7 @@ export function decideRevocations(input: RevocationInput, sig: string, fenceAfte
       const thief = r.to && states.get(r.to.instance);
       if (!thief || thief.session !== r.to!.session || thief.draining || r.sig !== sig) {
         const t = stateOf(states, r.to);
-        if (t?.expects(id)) lanes.take(t, -1);
+        if (t && tracker.of(t).expects(id)) lanes.take(t, -1);
         intents.push({ kind: "withdraw", member: m, id }); // the move may no longer be wanted: plan again
         continue;
       }
@@ -119,7 +124,7 @@ export function decideRevocations(input: RevocationInput, sig: string, fenceAfte
  *
  * @example
  * ```ts ignore
- * const intents = decideSteals({ view, states, now }, sig, config.job, (id) => pending.get(id));
+ * const intents = decideSteals({ view, states, tracker, now }, sig, config.job, (id) => pending.get(id));
  * ```
  */
 export function decideSteals(
@@ -159,4 +164,26 @@ export function decideSteals(
     out.push({ kind: "revoke", member: owner, id: mv.splitId, revoke: { epoch: rec.record.epoch, to: thief.owner, since: now, sig, steal: true } });
   }
   return out;
+}
+
+/**
+ * Split `id` changed to `next`: a revocation of it is settled unless its
+ * owner still holds it at the epoch revoked (with how long a steal took,
+ * when the thief got it). Pure.
+ *
+ * @example
+ * ```ts ignore
+ * applyIntents(decideSettled(tracker, id, record, now), appliers);
+ * ```
+ */
+export function decideSettled(t: Assignments, id: string, next: SplitRecord | undefined, now: number): LeaderIntent[] {
+  const pending = t.revocationOf(id);
+  if (!pending) return [];
+  const { member: m, revoke: r } = pending;
+  const o = next?.owner;
+  if (next && next.status === "runnable" && next.epoch === r.epoch && o?.instance === m.instance && o.session === m.session) {
+    return [];
+  }
+  const stolen = r.steal && r.to && o?.instance === r.to.instance;
+  return [stolen ? { kind: "settle", member: m, id, handoverSeconds: (now - r.since) / 1000 } : { kind: "settle", member: m, id }];
 }

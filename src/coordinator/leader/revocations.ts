@@ -3,17 +3,17 @@
  * and leader loss"; the rules are in `revocation_rules.ts`): each revocation
  * is a directive in the owner's assignment record; the owner releases to
  * the named successor (epoch + 1), and the leader grants the split to it.
- * This file keeps which revocations are pending, when balancing runs next,
- * their settlement from split changes, and the fence writes.
+ * This file applies the revocation intents to the tracker (which keeps them:
+ * who was asked, the successor expecting the split), keeps when balancing
+ * runs next, and writes the fences.
  *
  * @module
  */
-import type { SplitRecord } from "../../records.ts";
 import { type Core, decided } from "../core.ts";
 import { bump, observe } from "../stats.ts";
 import { openRecord } from "../../records/transitions.ts";
 import type { LeaderView } from "./leader_view.ts";
-import type { FenceIntent, LeaderIntent, NameIntent, RevokeIntent, WithdrawIntent } from "./intents.ts";
+import type { FenceIntent, LeaderIntent, NameIntent, RevokeIntent, SettleIntent, WithdrawIntent } from "./intents.ts";
 import type { MemberState } from "./member_state.ts";
 import { decideRevocations, decideSteals } from "./revocation_rules.ts";
 import type { AssignmentTracker } from "./assignment_tracker.ts";
@@ -23,7 +23,7 @@ export interface RevocationCtx {
   core: Core;
   view: LeaderView;
   states: ReadonlyMap<string, MemberState>;
-  /** Keeps every revocation (owner, successor expecting it). */
+  /** Keeps every revocation (owner, successor expecting it); written in the draft the intents are applied in. */
   tracker: AssignmentTracker;
   leading(): boolean;
   /** Whether new work may be dealt (false while the job is paused: drains name no successor); default true. */
@@ -52,28 +52,19 @@ export class Revocations {
     return this.#ctx.core.timings.balanceMinIntervalMs;
   }
 
-  /** A split record changed: a revocation of it is settled unless its owner still holds it at that epoch. */
-  onSplit(id: string, next: SplitRecord | undefined, now: number): void {
-    const pending = this.#ctx.tracker.revocationOf(id);
-    if (!pending) return;
-    const { member: m, revoke: r } = pending;
-    const o = next?.owner;
-    if (next && next.status === "runnable" && next.epoch === r.epoch && o?.instance === m.instance && o.session === m.session) {
-      return;
-    }
-    if (r.steal && r.to && o?.instance === r.to.instance) {
-      observe(this.#ctx.core.stats.handoverSeconds, (now - r.since) / 1000);
-    }
+  /** Applies the settlement of a revocation (see `decideSettled` in revocation_rules.ts). */
+  settle({ member: m, id, handoverSeconds }: SettleIntent): void {
+    if (handoverSeconds !== undefined) observe(this.#ctx.core.stats.handoverSeconds, handoverSeconds);
     this.#delete(m, id);
     this.#urgent = true; // a steal settled: the next one may be due
   }
 
-  /** Forgets the revocations of a member that is gone (and those naming it). */
+  /** Forgets the revocations of a member that is gone (and those naming it), in the draft its departure is applied in. */
   forget(m: MemberState): void {
     const { tracker } = this.#ctx;
-    for (const id of [...m.revokes.keys()]) tracker.unrevoke(m, id);
+    for (const id of [...tracker.of(m).revokes.keys()]) tracker.unrevoke(m, id);
     for (const o of this.#ctx.states.values()) {
-      for (const [id, r] of o.revokes) {
+      for (const [id, r] of tracker.of(o).revokes) {
         if (r.to?.instance !== m.instance || r.to.session !== m.session) continue;
         if (r.steal) this.withdraw({ kind: "withdraw", member: o, id });
         else tracker.unnameSuccessor(o, id); // a drain goes on; only its successor is gone
@@ -88,7 +79,7 @@ export class Revocations {
 
   /** Applies a withdrawal of a steal. */
   withdraw(i: WithdrawIntent): void {
-    if (!i.member.revokes.get(i.id)?.steal) return;
+    if (!this.#ctx.tracker.of(i.member).revokes.get(i.id)?.steal) return;
     this.#delete(i.member, i.id);
     bump(this.#ctx.core.stats.revocations, "withdrawn");
   }
@@ -111,9 +102,9 @@ export class Revocations {
    * decided. Returns when the next pass is due.
    */
   cycle(now: number, sig: string, nothingFree: boolean, apply: (intents: LeaderIntent[]) => void): number {
-    const { view, states, core } = this.#ctx;
+    const { view, states, tracker, core } = this.#ctx;
     if (sig !== this.#lastSig) this.#urgent = true;
-    const standing = decideRevocations({ view, states, now, dealing: this.#ctx.dealing?.() ?? true }, sig, core.timings.deafOwnerFenceMs);
+    const standing = decideRevocations({ view, states, tracker, now, dealing: this.#ctx.dealing?.() ?? true }, sig, core.timings.deafOwnerFenceMs);
     apply(standing.intents);
     const next = standing.next;
     if (!nothingFree || states.size < 2) return next;
@@ -122,7 +113,7 @@ export class Revocations {
     this.#lastRun = now;
     this.#lastSig = sig;
     this.#urgent = false;
-    apply(decideSteals({ view, states, now }, sig, core.config.job, (id) => this.#ctx.tracker.revocationOf(id)?.revoke));
+    apply(decideSteals({ view, states, tracker, now }, sig, core.config.job, (id) => tracker.revocationOf(id)?.revoke));
     return Math.min(next, now + this.intervalMs);
   }
 
@@ -149,7 +140,8 @@ export class Revocations {
       if (!this.#ctx.leading()) return;
       bump(core.stats.revocations, "fenced");
       decided(core, "warn", "Fenced an owner that did not answer a revocation", "revocation.fenced", { split: id, owner: m.instance });
-      m.drop(id, { epoch: r.epoch, reason: "fenced" }); // the thief's grant follows from the view (this write, applied above)
+      // The thief's grant follows from the view (this write, applied above); the landing commits its own draft.
+      this.#ctx.tracker.edit((d) => d.drop(m, id, { epoch: r.epoch, reason: "fenced" }));
     }).catch((e) => core.log("warn", "Fence write failed; retrying", { split: id, error: String(e) }))
       .finally(() => {
         this.#fencing.delete(id);

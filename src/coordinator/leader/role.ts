@@ -2,8 +2,9 @@
  * The leader's assignment role (docs/DESIGN.md, "Who watches what", "Liveness:
  * judged by the leader", "How a split reaches a worker"): watches every
  * member and split record, judges members' liveness on its own clock, takes
- * over the splits of members that are gone, keeps every member's offers,
- * grants, revokes and drops, writes their assignment records, and decides
+ * over the splits of members that are gone, decides every member's offers,
+ * grants, revokes, drops and asks to cut (into a draft of its assignment
+ * tracker, which keeps them), writes their assignment records, and decides
  * the job outcome. Started when this instance wins an election, stopped
  * (and its O(splits) state dropped) when it stops leading.
  *
@@ -24,26 +25,29 @@ import type { Versioned } from "../versioned.ts";
 import type { LandedSplit } from "../split_records.ts";
 import { LivenessTracker } from "../liveness.ts";
 import { WatchSet } from "../watch_set.ts";
+import { smallest } from "../../util/smallest.ts";
 import { CompletionJudge, decideCompletion } from "./completion.ts";
-import { CutAsks } from "./cut_asks.ts";
+import { CutAsks, decideAnswered } from "./cut_asks.ts";
 import { MembershipSignature } from "./signature.ts";
-import { DeathJudge } from "./judge.ts";
+import { dateMembers, DeathJudge } from "./judge.ts";
 import { adoptDirectives } from "./adopt.ts";
 import { readPages } from "./plan_pages.ts";
 import { applyIntents, type Decision, type IntentAppliers, LaneLedger, type LeaderIntent } from "./intents.ts";
-import { LeaderView, type SplitChange, splitChange } from "./leader_view.ts";
+import { LeaderView } from "./leader_view.ts";
+import { type SplitChange, splitChange } from "./split_change.ts";
 import type { MemberState } from "./member_state.ts";
 import { AssignmentTracker } from "./assignment_tracker.ts";
-import type { LaneReservation } from "./promises.ts";
+import type { AssignmentDraft, LaneReservation } from "./directives.ts";
 import { type OwnReleases, ReleaseHold, releasedGracefully } from "./release_hold.ts";
 import { SeedRuns } from "./seed_runs.ts";
-import { applyOffer, decideOffers, pruneDealing } from "./offers.ts";
+import { decideOffers } from "./offers.ts";
+import { leaderAppliers } from "./appliers.ts";
 import { decideMemberChange, decideSplitChange } from "./view_changes.ts";
 import { RetryBackoff } from "./retry_backoff.ts";
 import { Revocations } from "./revocations.ts";
-import { decideDrain } from "./revocation_rules.ts";
+import { decideDrain, decideSettled } from "./revocation_rules.ts";
 import { Takeovers } from "./takeovers.ts";
-import { DealingGate } from "./dealing_gate.ts";
+import { decideClose, DealingGate } from "./dealing_gate.ts";
 
 /** The member that led before us, as its last leader beat showed it. */
 export interface Predecessor {
@@ -65,7 +69,7 @@ export class LeaderRole {
   readonly liveness: LivenessTracker = new LivenessTracker();
   /** Live member sessions by instance. */
   readonly states: Map<string, MemberState> = new Map();
-  /** What is promised to whom: offers, spares, lanes on their way, revocations. */
+  /** Who is told and promised what: every directive of every member, the lanes on their way, the dealing order. */
   readonly tracker: AssignmentTracker;
   readonly #watches: WatchSet;
   readonly #takeovers: Takeovers;
@@ -104,7 +108,7 @@ export class LeaderRole {
     };
     this.#takeovers = new Takeovers(ctx);
     this.#revocations = new Revocations(ctx);
-    this.#cuts = new CutAsks(core, this.view, this.states);
+    this.#cuts = new CutAsks(core, this.view, this.states, this.tracker);
     this.#completion = new CompletionJudge(core, this.view, () => this.#watches.caughtUp(keys.splitPrefix), learnPlan);
     this.#unlanded = core.splits.onLanded((w) => this.#onLanded(w));
     this.#judge = new DeathJudge({
@@ -117,34 +121,14 @@ export class LeaderRole {
       revive: (instance, record) => this.#onMember(instance, undefined, record),
       membersCaughtUp: () => this.#watches.caughtUp(keys.memberPrefix),
     });
-    const judge = this.#judge, revocations = this.#revocations, cuts = this.#cuts;
-    this.#appliers = {
-      reread: (i) => judge.reread(i),
-      recheck: (i) => judge.recheck(i),
-      gone: (i) => judge.date(i),
-      take: (i) => this.#takeovers.take(i.owner, i.ids, i.heir, i.why, i.charge),
-      revoke: (i) => revocations.revoke(i),
-      name: (i) => revocations.name(i),
-      withdraw: (i) => revocations.withdraw(i),
-      fence: (i) => revocations.fence(i),
-      ask: (i) => cuts.ask(i),
-      giveUp: (i) => cuts.giveUp(i),
-      offer: (i) => applyOffer(this.tracker, i),
-      unoffer: (i) => applyOffer(this.tracker, i),
-      unofferAll: (i) => {
-        i.member.draining = true;
-        this.tracker.unofferAll(i.member);
-      },
-      grant: (i) => i.member.grant(i.id, i.grant),
-      forgetGrant: (i) => i.member.forgetGrant(i.id),
-      drop: (i) => i.member.drop(i.id, i.drop),
-      acknowledge: (i) => i.member.acknowledge(i.seen),
-      suspect: (i) => void (i.member.suspect = i.beats),
-      resend: (i) => {
-        for (const g of i.grants) i.member.grant(g.id, { epoch: g.epoch });
-        decided(core, "debug", "Re-sent grants to a member that may not know all its splits", "grants.resent", { member: i.member.instance, owned: i.owned, held: i.held });
-      },
-    };
+    this.#appliers = leaderAppliers({
+      core,
+      tracker: this.tracker,
+      judge: this.#judge,
+      takeovers: this.#takeovers,
+      revocations: this.#revocations,
+      cuts: this.#cuts,
+    });
   }
 
   /** Whether the initial snapshots are in. */
@@ -155,7 +139,7 @@ export class LeaderRole {
   /**
    * Opens the watches (streamed snapshots), adopts the directives of the
    * assignment records it finds, and dates every member by when its record
-   * had certainly landed (see {@linkcode dateMembers}).
+   * had certainly landed (see `dateMembers` in judge.ts).
    */
   async start(prev: Predecessor | undefined, plan: Pick<PlanRecord, "pages" | "pageTerms"> = {}): Promise<void> {
     const { store } = this.#core;
@@ -167,33 +151,10 @@ export class LeaderRole {
     // than any fixed bound); one that stops making progress is started over.
     await this.#watches.open([keys.memberPrefix, keys.splitPrefix], Infinity);
     if (this.#stopped) return;
-    this.#dateMembers(prev);
+    dateMembers(this.#core, this.view, this.liveness, prev);
     await adoptDirectives(store, this.view, this.states, this.tracker);
     this.#ready = true;
     this.#core.schedule();
-  }
-
-  /**
-   * Every member was dated from its first sighting (now); each record is
-   * dated earlier when we know it landed earlier: before the reply of our
-   * first heartbeat above its revision (revisions are bucket-wide, in
-   * landing order), and the predecessor's, if older than its last leader
-   * beat, from when we first saw that beat. A dead leader's last member
-   * beat may postdate its last leader beat (it died between the two):
-   * dated from its first sighting, its splits waited an extra lease.
-   */
-  #dateMembers(prev: Predecessor | undefined): void {
-    const { clock, landed } = this.#core;
-    for (const [instance, m] of this.view.members) {
-      const key = keys.member(instance);
-      const seen = this.liveness.get(key);
-      if (!seen || seen.revision !== m.revision) continue; // moved since the snapshot: dated by the watch
-      let since = Math.min(seen.since, landed.before(m.revision) ?? Infinity);
-      if (prev && instance === prev.instance && m.record.session === prev.session && m.revision < prev.revision) {
-        since = Math.min(since, prev.since);
-      }
-      if (since < seen.since) this.liveness.set(key, m.revision, Math.min(since, clock.now()));
-    }
   }
 
   /** Stops watching and drops the view. */
@@ -218,8 +179,8 @@ export class LeaderRole {
       this.#hold.released(from, follower, this.states.get(from.instance)?.draining === true, this.#core.clock.now());
     }
     this.retry.onSplit(id, prev, rec);
-    this.#cuts.onSplit(id, rec);
-    this.#revocations.onSplit(id, rec, this.#core.clock.now());
+    this.#applyAll(decideAnswered(this.tracker, id, rec)); // an ask of it answered or overtaken
+    this.#applyAll(decideSettled(this.tracker, id, rec, this.#core.clock.now())); // a revocation of it settled
     this.#core.schedule();
   }
 
@@ -247,19 +208,22 @@ export class LeaderRole {
     }
     if (st && st.session !== r.session) this.#drop(st);
     let cur = this.states.get(instance);
+    // A sharded job's member deals here what its other shards do not hold (as of its last beat).
+    const lanes = Math.max(0, r.maxInFlight - (r.away ?? 0));
     if (!cur) {
       if (!this.#judge.returning(instance, next.revision)) return; // still the record we judged dead
-      cur = this.tracker.member(instance, r.session, r.maxInFlight, r.draining === true, r.planner === true);
-      cur.touch();
-      this.states.set(instance, cur);
+      const joined = this.tracker.member(instance, r.session, lanes, r.draining === true, r.planner === true);
+      this.tracker.edit((d) => d.touch(joined));
+      this.states.set(instance, (cur = joined));
     } else {
       // The state mirrors the record it was told of.
-      if (cur.maxInFlight !== r.maxInFlight || cur.draining !== (r.draining === true)) cur.touch();
-      cur.maxInFlight = r.maxInFlight;
+      const changed = cur;
+      if (cur.maxInFlight !== lanes || cur.draining !== (r.draining === true)) this.tracker.edit((d) => d.touch(changed));
+      cur.maxInFlight = lanes;
       cur.planner = r.planner === true;
     }
     if (prev && prev.session !== r.session) this.#judge.replaced(instance, clock.now());
-    this.#applyAll(decideMemberChange(this.view, cur, r));
+    this.#applyAll(decideMemberChange(this.view, this.tracker, cur, r));
     this.#core.schedule();
   }
 
@@ -268,26 +232,28 @@ export class LeaderRole {
     const st = this.states.get(instance);
     if (!st) return new Map();
     if (!st.draining) {
-      this.#applyAll([{ kind: "unofferAll", member: st }]);
+      this.#applyAll([{ kind: "unofferAll", member: st, drains: true }]);
       this.#core.schedule();
     }
     // Successors for our own splits now, before our lanes stop: each
     // release then opens the split for its successor (a grant it starts
     // without a write) instead of freeing it to be offered and claimed.
-    const input = { view: this.view, states: this.states, now: this.#core.clock.now(), dealing: this.gate.open };
+    const input = { view: this.view, states: this.states, tracker: this.tracker, now: this.#core.clock.now(), dealing: this.gate.open };
     const intents = decideDrain(input, st, new LaneLedger());
     this.#applyAll(intents);
     const named = new Map<string, Owner>();
     for (const i of intents) if (i.kind === "revoke" && i.revoke.to) named.set(i.id, i.revoke.to);
-    for (const [id, r] of st.revokes) if (r.to && !named.has(id)) named.set(id, r.to);
+    for (const [id, r] of this.tracker.of(st).revokes) if (r.to && !named.has(id)) named.set(id, r.to);
     return named;
   }
 
   /** A member session is gone: its offers return to the pool, its lanes on their way and its revocations end. */
   #drop(st: MemberState): void {
     this.#seedRuns.forget(st);
-    this.tracker.forget(st);
-    this.#revocations.forget(st);
+    this.tracker.edit((d) => {
+      d.forget(st);
+      this.#revocations.forget(st);
+    });
     this.states.delete(st.instance);
   }
 
@@ -296,39 +262,16 @@ export class LeaderRole {
   /** One pass; returns when the next one is due (`Infinity`: on the next event). `planRevision`: the revision `plan` was read at. */
   reconcile(plan: PlanRecord | undefined, planRevision: number | undefined, own: OwnReleases): number {
     if (!this.#ready || this.#stopped) return Infinity;
-    const { clock } = this.#core;
-    const now = clock.now();
+    const now = this.#core.clock.now();
     this.#core.stats.leaderPasses++;
-    // Pause: read once per pass; closing takes back what was dealt and not yet taken.
-    if (this.gate.update(plan) === "closed") this.#closeDealing();
+    // Every rule decides into one draft of the tracker, committed before any record is written.
+    let next = this.tracker.edit((d) => this.#decide(d, plan, now));
     const dealing = this.gate.open;
-    // Each rule decides on the state the previous one's intents left.
-    let next = this.#apply(this.#judge.deaths(now));
-    next = Math.min(next, this.#apply(this.#judge.orphans(now)));
-    next = Math.min(next, this.retry.expire(now, (id) => this.view.requeue(id))); // offerable again
-    const offers = {
-      view: this.view,
-      states: this.states,
-      tracker: this.tracker,
-      withheld: (id: string) => this.retry.has(id),
-      own: this.#core.me.instance,
-      coverMs: this.#core.timings.leaderlessCoverMs,
-    };
-    if (dealing) {
-      this.#applyAll(decideOffers(offers));
-      pruneDealing(offers);
-    }
-    // Paused: no steals (the standing revocations still settle, fence and name nobody).
-    const nothingFree = dealing && this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
-    next = Math.min(next, this.#revocations.cycle(now, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree, this.#applyAll));
-    // Every free split dealt (or waiting out a backoff) and lanes still idle: cut running ones.
-    const dealt = this.view.free.size <= this.tracker.offered + this.retry.waiting.size && this.#takeovers.inflight.size === 0;
-    if (dealing) next = Math.min(next, this.#cuts.cycle(now, dealt, this.#applyAll));
     const owed = own.owed;
     const activeAt = owed ? this.#hold.activeAt(own.releasedAt) : -Infinity;
     const burstUntil = this.#hold.burstUntil(now, (owner) => this.view.heldByKey(owner) > 0);
     for (const st of this.states.values()) {
-      if (!st.dirty) continue;
+      if (!this.tracker.writer(st).dirty) continue;
       const holdUntil = this.#hold.until(st, now, owed?.get(st.instance) ?? 0, activeAt, this.#core.config.opTimeoutMs, burstUntil);
       if (holdUntil > now) next = Math.min(next, holdUntil);
       else void this.#flush(st);
@@ -339,25 +282,34 @@ export class LeaderRole {
     return next;
   }
 
-  /**
-   * The pass that closes the gate (the job was paused): every offer and
-   * spare is taken back (each member's record is rewritten without them, so
-   * a member whose plan watch lags claims none) and every pending steal is
-   * withdrawn (its owner would hand the split to a thief that may not start
-   * it). Drain revocations stay: their successor is unnamed by the rules.
-   */
-  #closeDealing(): void {
-    let offers = 0, steals = 0;
-    for (const st of this.states.values()) {
-      offers += st.offers.size;
-      this.tracker.unofferAll(st);
-      for (const [id, r] of [...st.revokes]) {
-        if (!r.steal) continue;
-        steals++;
-        this.#applyAll([{ kind: "withdraw", member: st, id }]);
-      }
+  /** The rules of one pass, in order, each deciding on the state the previous one's intents left in the draft `d`. */
+  #decide(d: AssignmentDraft, plan: PlanRecord | undefined, now: number): number {
+    // Pause: read once per pass; closing takes back what was dealt and not yet taken.
+    if (this.gate.update(plan) === "closed") {
+      const { intents, offers, steals } = decideClose(this.states, d);
+      this.#applyAll(intents);
+      decided(this.#core, "info", "Job paused: dealing nothing new", "dealing.paused", { offers, steals });
     }
-    decided(this.#core, "info", "Job paused: dealing nothing new", "dealing.paused", { offers, steals });
+    const dealing = this.gate.open;
+    let next = this.#apply(this.#judge.deaths(now));
+    next = Math.min(next, this.#apply(this.#judge.orphans(now)));
+    next = Math.min(next, this.retry.expire(now, (id) => d.requeue(id))); // offerable again
+    const offers = {
+      view: this.view,
+      states: this.states,
+      tracker: d,
+      withheld: (id: string) => this.retry.has(id),
+      own: this.#core.me.instance,
+      coverMs: this.#core.timings.leaderlessCoverMs,
+    };
+    if (dealing) this.#applyAll(decideOffers(offers)); // the last intent prunes the dealing order
+    // Paused: no steals (the standing revocations still settle, fence and name nobody).
+    const nothingFree = dealing && this.view.free.size === 0 && this.#takeovers.inflight.size === 0;
+    next = Math.min(next, this.#revocations.cycle(now, this.#signature.of(this.states, plan?.generation ?? 0), nothingFree, this.#applyAll));
+    // Every free split dealt (or waiting out a backoff) and lanes still idle: cut running ones.
+    const dealt = this.view.free.size <= d.offered + this.retry.waiting.size && this.#takeovers.inflight.size === 0;
+    if (dealing) next = Math.min(next, this.#cuts.cycle(now, dealt, this.#applyAll));
+    return next;
   }
 
   /**
@@ -378,7 +330,7 @@ export class LeaderRole {
     }
     if (this.#stopped) return;
     this.reconcile(plan, undefined, own());
-    const writes = [...this.states.values()].map((st) => st.settle(this.#core, this.view, this.term, () => this.#onDeposed()));
+    const writes = [...this.states.values()].map((st) => this.tracker.writer(st).settle(this.#core, this.view, this.term, () => this.#onDeposed()));
     let timer: unknown;
     await Promise.race([
       Promise.all(writes),
@@ -412,12 +364,17 @@ export class LeaderRole {
     return d.next;
   }
 
-  /** The one place the leader's decisions take effect (see {@linkcode applyIntents}). */
-  readonly #applyAll = (intents: readonly LeaderIntent[]): void => applyIntents(intents, this.#appliers);
+  /**
+   * The one place the leader's decisions take effect (see
+   * {@linkcode applyIntents}): into a draft of the tracker, the pass's when
+   * one is open, else one of their own, committed when they are applied.
+   */
+  readonly #applyAll = (intents: readonly LeaderIntent[]): void => this.tracker.edit(() => applyIntents(intents, this.#appliers));
 
   #flush(st: MemberState): Promise<void> {
-    return st.flush(this.#core, this.view, this.term, () => this.#onDeposed()).then((wrote) => {
-      if (wrote && st.dirty && !this.#stopped) this.#core.schedule();
+    const w = this.tracker.writer(st);
+    return w.flush(this.#core, this.view, this.term, () => this.#onDeposed()).then((wrote) => {
+      if (wrote && w.dirty && !this.#stopped) this.#core.schedule();
     });
   }
 
@@ -429,7 +386,7 @@ export class LeaderRole {
 
   /** Ends a reservation made by {@linkcode LeaderRole.reserveIdle}. */
   unreserve(lane: LaneReservation): void {
-    this.tracker.release(lane);
+    this.tracker.edit((d) => d.release(lane));
   }
 
   /** Job counts for the leader's beat. */
@@ -437,7 +394,19 @@ export class LeaderRole {
     const c = this.view.counts;
     const counts: JobCounts = { members: this.states.size, unowned: this.view.free.size, ...c };
     if (this.view.cut > 0) counts.cut = this.view.cut;
-    if (this.view.quarantined.size > 0) counts.quarantinedIds = [...this.view.quarantined].sort().slice(0, QUARANTINED_IDS_PUBLISHED);
+    if (this.view.quarantined.size > 0) counts.quarantinedIds = smallest(this.view.quarantined, QUARANTINED_IDS_PUBLISHED);
+    // What readers of a large job show instead of reading its records: weights and the rate (O(owned) splits, not O(S)).
+    const w = this.view.weightBy, now = this.#core.clock.now();
+    let done = 0;
+    for (const ids of this.view.byOwner.values()) for (const id of ids) done += (this.view.splits.weight(id) ?? 0) - this.view.workLeft(id, now);
+    counts.weight = {
+      total: Math.max(0, w.runnable + w.completed + w.quarantined + w.cancelled),
+      completed: Math.max(0, w.completed),
+      runnable: Math.max(0, w.runnable),
+      left: Math.max(0, w.runnable - done),
+    };
+    counts.rate = this.view.completions.rate(this.#core.clock.wallNow());
     return counts;
   }
 }
+

@@ -7,8 +7,8 @@
  */
 import type { LeaderView } from "./leader_view.ts";
 import type { AssignmentTracker } from "./assignment_tracker.ts";
+import type { Assignments, LaneReservation } from "./directives.ts";
 import type { MemberState } from "./member_state.ts";
-import type { LaneReservation } from "./promises.ts";
 
 /** Consecutive seeds that go to one member with idle lanes (see {@linkcode SeedRuns.reserve}). */
 export const SEED_RUN = 8;
@@ -39,12 +39,13 @@ export interface SeedRun {
  *
  * @example
  * ```ts ignore
- * const { member, run } = pickSeedMember(states, view, seeded, planned, lastRun);
+ * const { member, run } = pickSeedMember(states, view, tracker, seeded, planned, lastRun);
  * ```
  */
 export function pickSeedMember(
   states: ReadonlyMap<string, MemberState>,
   view: LeaderView,
+  t: Assignments,
   seeded: number,
   planned: number,
   run: SeedRun | undefined,
@@ -57,8 +58,9 @@ export function pickSeedMember(
   for (const m of states.values()) {
     if (m.draining || m.maxInFlight === 0) continue;
     members++;
-    if (m.maxInFlight - view.heldByKey(m.key) - m.incoming - m.plain <= 0) continue;
-    const load = view.loadOfKey(m.key) + m.incoming;
+    const { incoming, plain } = t.of(m);
+    if (m.maxInFlight - view.heldByKey(m.key) - incoming - plain <= 0) continue;
+    const load = view.loadOfKey(m.key) + incoming;
     if (m === run?.m) runLoad = load;
     // The leader's own member last among equals: a plan is seeded heaviest
     // first, and the leader usually joined first, so it took the heaviest
@@ -97,9 +99,9 @@ export class SeedRuns {
     planned = 0,
     own?: string,
   ): { member: MemberState; lane: LaneReservation } | undefined {
-    const { member, run } = pickSeedMember(states, view, seeded, planned, this.#run, own);
+    const { member, run } = pickSeedMember(states, view, tracker, seeded, planned, this.#run, own);
     this.#run = run;
-    return member && { member, lane: tracker.reserve(member, "seed") };
+    return member && { member, lane: tracker.edit((d) => d.reserve(member, "seed")) };
   }
 
   /** A member session is gone: its run ends. */

@@ -14,7 +14,7 @@ import { openRecord } from "../../records/transitions.ts";
 import type { AssignmentTracker } from "./assignment_tracker.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
-import type { LaneReservation } from "./promises.ts";
+import type { LaneReservation } from "./directives.ts";
 import { claimers, freeLanes } from "./offers.ts";
 
 /**
@@ -26,7 +26,7 @@ import { claimers, freeLanes } from "./offers.ts";
  *
  * @example
  * ```ts ignore
- * const moves = planTakeover(["s1", "s2"], gone, undefined, claimers(states), (m) => freeLanes(view, m), (m) => view.loadOfKey(m.key));
+ * const moves = planTakeover(["s1", "s2"], gone, undefined, claimers(states), (m) => freeLanes(view, tracker, m), (m) => view.loadOfKey(m.key), (m) => tracker.of(m).plain);
  * ```
  */
 export function planTakeover(
@@ -36,6 +36,8 @@ export function planTakeover(
   members: readonly MemberState[],
   free: (m: MemberState) => number,
   load: (m: MemberState) => number,
+  /** A member's offers for its free lanes (an heir's are not counted: its own splits come first). */
+  plain: (m: MemberState) => number,
 ): { id: string; to: MemberState | undefined }[] {
   const planned = new Map<MemberState, number>();
   const pick = (): MemberState | undefined => {
@@ -44,7 +46,7 @@ export function planTakeover(
     let bestLoad = Infinity;
     for (const m of members) {
       if (m.instance === owner.instance && m.session === owner.session) continue;
-      if (free(m) - (planned.get(m) ?? 0) - m.plain <= 0) continue;
+      if (free(m) - (planned.get(m) ?? 0) - plain(m) <= 0) continue;
       const l = load(m) + (planned.get(m) ?? 0);
       if (l < bestLoad) (best = m), (bestLoad = l);
     }
@@ -65,7 +67,7 @@ export interface TakeoverCtx {
   core: Core;
   view: LeaderView;
   states: ReadonlyMap<string, MemberState>;
-  /** Holds each successor's lane while its takeover is written. */
+  /** Holds each successor's lane while its takeover is written; tells the former owner to stop. */
   tracker: AssignmentTracker;
   /** Whether this instance still leads. */
   leading(): boolean;
@@ -90,7 +92,7 @@ export class Takeovers {
    * left cleanly did not end its splits non-gracefully).
    */
   take(owner: Owner, ids: readonly string[], heir: MemberState | undefined, reason: string, charge = true): void {
-    const { view, core } = this.#ctx;
+    const { view, core, tracker } = this.#ctx;
     const todo = ids.filter((id) => !this.inflight.has(id));
     if (todo.length === 0) return;
     decided(core, "warn", "Taking over the splits of a member that is gone", "takeover", {
@@ -103,7 +105,7 @@ export class Takeovers {
     // Paused: nobody is granted the splits (they are freed, and dealt on resume).
     const dealing = this.#ctx.dealing?.() ?? true;
     const moves = dealing
-      ? planTakeover(todo, owner, heir, claimers(this.#ctx.states), (m) => freeLanes(view, m), (m) => view.loadOfKey(m.key))
+      ? planTakeover(todo, owner, heir, claimers(this.#ctx.states), (m) => freeLanes(view, tracker, m), (m) => view.loadOfKey(m.key), (m) => tracker.of(m).plain)
       : todo.map((id) => ({ id, to: undefined }));
     void this.#run(moves, charge);
   }
@@ -114,13 +116,15 @@ export class Takeovers {
     // also deals offers, and would deal the same lane again.
     const { tracker } = this.#ctx;
     const reserved = new Map<{ id: string; to: MemberState | undefined }, LaneReservation>();
-    for (const m of moves) {
-      this.inflight.add(m.id);
-      if (m.to) reserved.set(m, tracker.reserve(m.to, "takeover"));
-    }
+    tracker.edit((d) => {
+      for (const m of moves) {
+        this.inflight.add(m.id);
+        if (m.to) reserved.set(m, d.reserve(m.to, "takeover"));
+      }
+    });
     const done = (m: { id: string; to: MemberState | undefined }) => {
       const r = reserved.get(m);
-      if (r) (reserved.delete(m), tracker.release(r));
+      if (r) (reserved.delete(m), tracker.edit((d) => d.release(r)));
     };
     try {
       for (let i = 0; i < moves.length && this.#ctx.leading(); i += TAKEOVER_WAVE) {
@@ -152,7 +156,7 @@ export class Takeovers {
       if (!r.ok) return view.learn(await core.splits.entry(id)); // moved: the next pass decides again, on the record as it is now
       const former = this.#ctx.states.get(old.instance);
       if (former && former.session === old.session) {
-        former.drop(id, { epoch: cur.record.epoch, reason: "expired" });
+        this.#ctx.tracker.edit((d) => d.drop(former, id, { epoch: cur.record.epoch, reason: "expired" })); // the landing's own draft
       }
       // A grant to the heir follows from the view (this write, applied above).
       if (next.status === "quarantined") {

@@ -12,7 +12,7 @@
  */
 import type { MemberRecord, SplitRecord } from "../../records.ts";
 import type { Versioned } from "../versioned.ts";
-import type { AssignmentTracker } from "./assignment_tracker.ts";
+import type { Assignments } from "./directives.ts";
 import type { LeaderIntent } from "./intents.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { MemberState } from "./member_state.ts";
@@ -21,7 +21,8 @@ import type { MemberState } from "./member_state.ts";
 export interface ViewChangeInput {
   view: LeaderView;
   states: ReadonlyMap<string, MemberState>;
-  tracker: AssignmentTracker;
+  /** Who is told and promised what (read only). */
+  tracker: Assignments;
   /** Whether the initial snapshots are in (a split seen in them was not seeded now). */
   ready: boolean;
 }
@@ -51,7 +52,8 @@ export function decideSplitChange(
   const rec = next?.record;
   const offered = tracker.offeredTo(id);
   if (offered !== undefined) {
-    const rev = states.get(offered.instance)?.offers.get(id);
+    const cur = states.get(offered.instance);
+    const rev = cur && tracker.of(cur).offers.get(id);
     if (!next || rev !== next.revision) out.push({ kind: "unoffer", member: offered, id, weight: prev?.weight ?? rec?.weight ?? 1, requeue: false, tell: false });
   }
   const live = (o: { instance: string; session: string }) => {
@@ -60,7 +62,7 @@ export function decideSplitChange(
   };
   if (prev?.owner) {
     const st = live(prev.owner);
-    const g = st?.grants.get(id)?.epoch;
+    const g = st && tracker.of(st).grants.get(id)?.epoch;
     if (st && g !== undefined) {
       const same = rec?.status === "runnable" && rec.owner?.instance === st.instance &&
         rec.owner.session === st.session && rec.epoch === g;
@@ -99,12 +101,12 @@ export function decideSplitChange(
  *
  * @example
  * ```ts ignore
- * applyIntents(decideMemberChange(view, member, record), appliers);
+ * applyIntents(decideMemberChange(view, tracker, member, record), appliers);
  * ```
  */
-export function decideMemberChange(view: LeaderView, m: MemberState, r: MemberRecord): LeaderIntent[] {
+export function decideMemberChange(view: LeaderView, t: Assignments, m: MemberState, r: MemberRecord): LeaderIntent[] {
   const out: LeaderIntent[] = [];
-  if (r.draining && !m.draining) out.push({ kind: "unofferAll", member: m });
+  if (r.draining && !m.draining) out.push({ kind: "unofferAll", member: m, drains: true });
   if (r.seen !== undefined && m.session === r.session) out.push({ kind: "acknowledge", member: m, seen: r.seen });
   if (r.held === undefined) return out;
   const owned = view.byOwner.get(m.key);
@@ -118,7 +120,8 @@ export function decideMemberChange(view: LeaderView, m: MemberState, r: MemberRe
   }
   out.push({ kind: "suspect", member: m, beats: 0 });
   const grants: { id: string; epoch: number }[] = [];
-  for (const id of owned) if (!m.grants.has(id)) grants.push({ id, epoch: view.splits.get(id)!.record.epoch });
+  const granted = t.of(m).grants;
+  for (const id of owned) if (!granted.has(id)) grants.push({ id, epoch: view.splits.get(id)!.record.epoch });
   if (grants.length > 0) out.push({ kind: "resend", member: m, grants, owned: owned.size, held: r.held });
   return out;
 }

@@ -127,12 +127,12 @@ export class Claims {
         this.#dormant.remember(g.id, { epoch: g.epoch, revision: rev, record: rec, spec });
         return;
       }
-      if (this.busyLanes(g.id) >= this.#core.config.maxInFlight) {
+      if (this.busyLanes(g.id) >= this.#core.lanes()) {
         // Every lane is taken: spares claimed while the leader that opened
         // this split was slow or died before telling us (its reservation of
         // our lane went with it). The split goes back to be dealt to a free
         // lane (no attempt) rather than wait here past maxInFlight.
-        this.#core.log("info", "Grant beyond the free lanes handed back", { split: g.id, maxInFlight: this.#core.config.maxInFlight });
+        this.#core.log("info", "Grant beyond the free lanes handed back", { split: g.id, lanes: this.#core.lanes() });
         await this.#recovery.handBack(g.id, rec, rev);
         return;
       }
@@ -181,7 +181,7 @@ export class Claims {
    */
   pump(): number {
     if (!this.#mayClaim()) return Infinity;
-    const max = this.#core.config.maxInFlight;
+    const max = this.#core.lanes();
     const held = this.#tenancies.held;
     if (this.#offers.length === 0 || this.busyLanes() >= max) {
       this.#laneIdleSince = undefined;

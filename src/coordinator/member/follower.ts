@@ -75,14 +75,14 @@ export class Follower {
       core,
       tenancies,
       mayClaim,
-      () => core.config.maxInFlight - this.#claims.busyLanes() + this.#dormant.size,
+      () => core.lanes() - this.#claims.busyLanes() + this.#dormant.size,
       (id, t, kind) => this.#recovery.start(id, t, kind),
     );
     const specs = new SpecReader(core);
     this.#recovery = new ClaimRecovery(core, tenancies, specs, mayClaim, (id) => {
       this.#claims.retry(this.assign?.record.offers.find((x) => x.id === id), id);
       this.#core.schedule();
-    }, (id) => this.#claims.busyLanes(id) >= core.config.maxInFlight);
+    }, (id) => this.#claims.busyLanes(id) >= core.lanes());
     this.#claims = new Claims(core, tenancies, mayClaim, this.#dormant, specs, this.#recovery);
     this.#watches = new WatchSet(core, (f, ev, live) => this.#apply(f, ev, live));
   }
@@ -99,6 +99,11 @@ export class Follower {
   }
 
   /** Splits being claimed now (count and weight). */
+  /** Lanes taken now: held, being claimed or started, dormant, recovering (see `Claims.busyLanes`). */
+  busyLanes(): number {
+    return this.#claims.busyLanes();
+  }
+
   get claiming(): ReadonlyMap<string, number> {
     return this.#claims.claiming;
   }

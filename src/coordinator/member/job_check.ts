@@ -6,7 +6,7 @@
  * @module
  */
 import { SplitleaseError, StoreUnavailableError } from "../../errors.ts";
-import { encodeRecord, JobRecordSchema, RECORD_LAYOUT, safeDecodeRecord } from "../../records.ts";
+import { encodeRecord, type JobRecord, JobRecordSchema, RECORD_LAYOUT, safeDecodeRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { Store } from "../../store/store.ts";
 import type { Core } from "../core.ts";
@@ -28,7 +28,9 @@ export const VERSION = "0.2.0";
  */
 export async function checkJobRecord(core: Core): Promise<void> {
   const { store, config, clock } = core;
-  const want = { v: RECORD_LAYOUT, fingerprint: config.fingerprint, createdAt: clock.wallNow() };
+  const { shard } = core;
+  const want: JobRecord = { v: RECORD_LAYOUT, fingerprint: config.fingerprint, createdAt: clock.wallNow() };
+  if (shard.count > 1) want.shard = { index: shard.index, count: shard.count };
   let cur = await store.get(keys.job);
   if (!cur) {
     const r = await store.create(keys.job, encodeRecord(want));
@@ -59,6 +61,16 @@ export async function checkJobRecord(core: Core): Promise<void> {
       `Job "${config.job}" belongs to another job: the store holds fingerprint ${
         JSON.stringify(job.value.fingerprint)
       }, this worker has ${JSON.stringify(config.fingerprint)}`,
+    );
+  }
+  // A member of another shard count would route splits to other shards than the fleet does: some never run, some twice.
+  const held = job.value.shard ?? { index: 0, count: 1 };
+  if (held.count !== shard.count || held.index !== shard.index) {
+    throw new SplitleaseError(
+      "INVALID_CONFIG",
+      `Job "${config.job}" is ${held.count === 1 ? "not sharded" : `shard ${held.index} of a job of ${held.count} shards`}; ` +
+        `this worker joins it as ${shard.count === 1 ? "an unsharded job" : `shard ${shard.index} of ${shard.count}`}. ` +
+        `Every member of a job must use the same \`shards\` (${held.count}), or start the job again under a new name`,
     );
   }
 }

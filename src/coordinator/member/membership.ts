@@ -35,6 +35,9 @@ export interface MembershipHooks {
   onDrainRequested(): void;
 }
 
+/** Least time between two early beats of a shard's member (ms). */
+export const EARLY_BEAT_MS = 100;
+
 /** Heartbeats and self-fencing of one worker. */
 export class Membership {
   readonly #core: Core;
@@ -228,6 +231,37 @@ export class Membership {
     }
   }
 
+  /**
+   * The lanes this shard has changed (a sharded job: the other shards took
+   * or freed some): beats early when the leader's idea of them is far off
+   * — it deals none where there are some now, or a quarter of
+   * `maxInFlight` or more either way — so a lane freed in one shard is not
+   * idle for a heartbeat interval before another shard's leader fills it.
+   * At most one early beat per {@linkcode EARLY_BEAT_MS}.
+   */
+  lanesChanged(): void {
+    if (!this.#running) return;
+    if (this.#beatTimer === undefined) {
+      // A beat is in flight: it may have read the lanes before they changed; look again once it is done.
+      this.#lanesMoved = true;
+      return;
+    }
+    const { config, clock } = this.#core;
+    const told = this.#record.maxInFlight - (this.#record.away ?? 0);
+    const now = this.#core.lanes();
+    const far = (told === 0 && now > 0) || Math.abs(told - now) >= Math.max(1, Math.ceil(config.maxInFlight / 4));
+    if (!far || this.#earlyAt >= clock.now()) return; // an early beat is due already: it writes the lanes of its moment
+    const wait = Math.max(0, this.#earlyAt + EARLY_BEAT_MS - clock.now());
+    this.#core.clock.clearTimeout(this.#beatTimer);
+    this.#earlyAt = clock.now() + wait;
+    this.#scheduleBeat(wait);
+  }
+
+  /** When the last early beat was due (see {@linkcode Membership.lanesChanged}). */
+  #earlyAt = -Infinity;
+  /** The lanes changed while a beat was in flight. */
+  #lanesMoved = false;
+
   #scheduleBeat(delay?: number): void {
     if (!this.#running) return;
     const base = this.#core.timings.heartbeatMs;
@@ -264,6 +298,10 @@ export class Membership {
         if (est.length > 0) next.est = est;
         else delete next.est;
         if (this.#draining) next.draining = true;
+        // A sharded job's member: what its other shards hold is not this shard's to deal.
+        const away = this.#core.config.maxInFlight - this.#core.lanes();
+        if (away > 0) next.away = away;
+        else delete next.away;
         const r = await store.update(this.#key, encodeRecord(next), this.#revision);
         if (r.ok) {
           this.#record = next;
@@ -298,6 +336,10 @@ export class Membership {
       this.#hooks.onBeat();
     }
     this.#scheduleBeat(ok ? undefined : this.#core.timings.heartbeatRetryMs);
+    if (this.#lanesMoved) {
+      this.#lanesMoved = false;
+      this.lanesChanged();
+    }
   }
 
   /**

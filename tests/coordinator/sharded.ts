@@ -1,0 +1,250 @@
+// A job sharded over K leaders and K stores (issue 39, item 4; docs/DESIGN.md
+// "Sharded jobs"), defined once and run on every backend (memory:
+// sharded_test.ts; the real stores through the backend kit): every split
+// runs in its shard and completes once, the member's lanes are one budget
+// across shards (never more than maxInFlight in all, lanes freed in one
+// shard filled from another before a heartbeat interval), one outcome after
+// the last shard, a shard's leader dying while another's deals, a shard's
+// store unavailable while the others run, and a member of another shard
+// count refused.
+import assert from "node:assert/strict";
+import { type CoordinationEvent, type PlannedSplit, ShardedCoordinator, SplitleaseError, type Store } from "../../mod.ts";
+import { shardJob, shardOf } from "../../admin.ts";
+import { finalPlanner, splits, type TimeDriver, type Timings } from "./fleet.ts";
+
+/** What the scenarios need of a backend: K stores of a job (each bound to its shard's job name) and time. */
+export interface ShardBackend {
+  name: string;
+  time(): TimeDriver;
+  timings: Timings;
+  /** The store of shard `index` of `job` (a new connection each call; the same records for the same job and index). */
+  store(job: string, index: number): Promise<Store>;
+  /** Stores that can be taken down (a fault layer); omitted: the outage scenario is skipped. */
+  faulty?: (store: Store) => Store & { down: boolean };
+}
+
+/** A member of a sharded job, with its events collected. */
+export class ShardMember {
+  events: CoordinationEvent[] = [];
+  done: Promise<void>;
+  maxHeld = 0;
+  constructor(readonly c: ShardedCoordinator) {
+    this.done = (async () => {
+      try {
+        for await (const ev of c) this.events.push(ev);
+      } catch { /* a failed member: its events end */ }
+    })();
+  }
+  get held(): { id: string; epoch: number }[] {
+    const h = this.c.status().held;
+    this.maxHeld = Math.max(this.maxHeld, h.length);
+    return h;
+  }
+  count(type: CoordinationEvent["type"]): number {
+    return this.events.filter((e) => e.type === type).length;
+  }
+  /** Completes every held split (a tiny task each). */
+  async completeAll(): Promise<string[]> {
+    const done: string[] = [];
+    for (const h of this.held) {
+      await this.c.commit(h.id, h.epoch, { watermark: 1 }, { final: true }).then(() => done.push(h.id), () => {});
+    }
+    return done;
+  }
+}
+
+let jobs = 0;
+
+export function shardedScenarios(b: ShardBackend): void {
+  const t = (name: string, fn: () => Promise<void>) =>
+    Deno.test({ name: `${b.name}: sharded: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
+
+  async function join(job: string, shards: number, instance: string, extra: Record<string, unknown> = {}, plan?: PlannedSplit[], time?: TimeDriver) {
+    const c = await ShardedCoordinator.join({
+      job,
+      shards,
+      instance,
+      stores: ({ index }) => b.store(job, index),
+      clock: time?.clock,
+      ...b.timings,
+      ...(plan ? { planner: finalPlanner(plan) } : {}),
+      ...extra,
+    });
+    return new ShardMember(c);
+  }
+
+  t("S1. every split runs once, in its shard; one outcome, after the last shard, with the counts of all", async () => {
+    const time = b.time();
+    const job = `sh${++jobs}${Date.now().toString(36)}`;
+    const plan = splits(40);
+    const ms = await Promise.all(["a", "b", "c"].map((i) => join(job, 4, i, { maxInFlight: 4 }, plan, time)));
+    const completed = new Map<string, number>();
+    try {
+      const ok = await time.until(() => {
+        for (const m of ms) void m.completeAll().then((ids) => ids.forEach((id) => completed.set(id, (completed.get(id) ?? 0) + 1)));
+        return ms.every((m) => m.count("allComplete") > 0);
+      }, 40 * b.timings.leaseMs, 20);
+      assert.ok(ok, `the job completes: ${JSON.stringify(ms[0].c.status().shards)}`);
+      for (const m of ms) {
+        assert.equal(m.count("allComplete"), 1, "one outcome, announced once");
+        assert.deepEqual(m.events.find((e) => e.type === "allComplete"), { type: "allComplete", completed: 40 }, "the counts of every shard");
+      }
+      assert.equal(completed.size, 40, "every split completed");
+      assert.ok([...completed.values()].every((n) => n === 1), "none twice");
+      // Each split's records are in its shard's store, and only there.
+      for (const s of plan) {
+        const home = shardOf(s.id, 4);
+        for (let i = 0; i < 4; i++) {
+          const st = await b.store(job, i);
+          const rec = await st.get(`split.${s.id}`);
+          await st.close();
+          assert.equal(rec !== undefined, i === home, `${s.id} in shard ${home} only (looked in ${i})`);
+        }
+      }
+      const shards = ms[0].c.status().shards!;
+      assert.deepEqual(shards.map((s) => s.job), [0, 1, 2, 3].map((i) => shardJob(job, i)));
+      assert.ok(shards.every((s) => s.outcome === "allComplete"));
+    } finally {
+      await Promise.all(ms.map((m) => m.c.close()));
+    }
+  });
+
+  t("S2. a member's lanes are one budget across shards: never more than maxInFlight held in all", async () => {
+    const time = b.time();
+    const job = `sh${++jobs}${Date.now().toString(36)}`;
+    const plan = splits(24);
+    const lead = await join(job, 4, "lead", { maxInFlight: 0 }, plan, time);
+    const m = await join(job, 4, "m", { maxInFlight: 2 }, undefined, time);
+    try {
+      // m holds two splits and runs them long: the other shards' leaders deal it nothing more.
+      assert.ok(await time.until(() => m.held.length === 2, 20 * b.timings.leaseMs), "m fills its two lanes");
+      await time.advance(3 * b.timings.leaseMs);
+      assert.equal(m.held.length, 2, "no shard adds a third");
+      const away = await Promise.all([0, 1, 2, 3].map(async (i) => {
+        const st = await b.store(job, i);
+        const e = await st.get("member.m");
+        await st.close();
+        return e ? (JSON.parse(e.value).away ?? 0) : 0;
+      }));
+      const holdsIn = m.c.status().shards!.map((s) => s.held);
+      assert.deepEqual(away, holdsIn.map((h) => 2 - h), `each shard's member record says what the others hold (held ${holdsIn})`);
+      // And no shard's leader promises m a lane it does not have: no plain offer (spares are no promise).
+      const plain = await Promise.all([0, 1, 2, 3].map(async (i) => {
+        const st = await b.store(job, i);
+        const e = await st.get("assign.m");
+        await st.close();
+        return e ? (JSON.parse(e.value).offers as { spare?: true }[]).filter((o) => !o.spare).length : 0;
+      }));
+      assert.deepEqual(plain, [0, 0, 0, 0], `no lane offered past the budget (held ${holdsIn})`);
+      let done = 0;
+      const ok = await time.until(() => {
+        void m.completeAll().then((ids) => (done += ids.length));
+        return m.count("allComplete") > 0;
+      }, 60 * b.timings.leaseMs, 20);
+      assert.ok(ok, "the job completes");
+      assert.equal(done, 24);
+      assert.ok(m.maxHeld <= 2, `m held ${m.maxHeld} at once`);
+    } finally {
+      await Promise.all([lead, m].map((x) => x.c.close()));
+    }
+  });
+
+  t("S3. lanes freed in one shard are dealt from another before a heartbeat interval", async () => {
+    const time = b.time();
+    const job = `sh${++jobs}${Date.now().toString(36)}`;
+    // Shard 0 gets two splits, shard 1 twenty: once m finishes shard 0's, only shard 1 can fill its lanes.
+    const all = splits(200, 1, "x");
+    const plan = [...all.filter((s) => shardOf(s.id, 2) === 0).slice(0, 2), ...all.filter((s) => shardOf(s.id, 2) === 1).slice(0, 20)];
+    const zero = plan.slice(0, 2).map((s) => s.id);
+    const lead = await join(job, 2, "lead", { maxInFlight: 0 }, plan, time);
+    const m = await join(job, 2, "m", { maxInFlight: 4 }, undefined, time);
+    try {
+      const holdsZero = () => zero.every((id) => m.held.some((h) => h.id === id));
+      assert.ok(await time.until(() => {
+        if (!holdsZero() && m.held.length === 4) {
+          // Lanes full of shard 1's splits: finish one, so shard 0's get a lane.
+          const h = m.held.find((x) => !zero.includes(x.id));
+          if (h) void m.c.commit(h.id, h.epoch, {}, { final: true }).catch(() => {});
+        }
+        return holdsZero() && m.held.length === 4;
+      }, 40 * b.timings.leaseMs), "m holds shard 0's two splits and two of shard 1's");
+      // Right after a regular beat of m in shard 1 (the next is most of a heartbeat interval away), m's shard 0 work ends.
+      const revIn1 = async () => {
+        const st = await b.store(job, 1);
+        const e = await st.get("member.m");
+        await st.close();
+        return e?.revision ?? 0;
+      };
+      const r0 = await revIn1();
+      for (let n = 0; n < 200 && (await revIn1()) === r0; n++) await time.advance(5);
+      for (const h of m.held.filter((x) => zero.includes(x.id))) await m.c.commit(h.id, h.epoch, {}, { final: true });
+      const t0 = time.now();
+      // m tells shard 1's leader at once that its lanes are free there now (an early beat).
+      let told = Infinity;
+      const awayIn1 = async () => {
+        const st = await b.store(job, 1);
+        const e = await st.get("member.m");
+        await st.close();
+        return e ? (JSON.parse(e.value).away ?? 0) : 0;
+      };
+      for (let n = 0; n < 50 && told === Infinity; n++) {
+        if ((await awayIn1()) < 2) told = time.now() - t0;
+        else await time.advance(Math.max(1, b.timings.leaseMs / 100));
+      }
+      assert.ok(told < b.timings.leaseMs / 4, `shard 1's member record says so in ${told} ms, well before the next regular beat (a heartbeat interval is ${b.timings.leaseMs / 3} ms)`);
+      assert.ok(await time.until(() => m.held.length === 4, b.timings.leaseMs), "the lanes fill again");
+      const took = time.now() - t0;
+      assert.ok(took < b.timings.leaseMs / 3, `filled from shard 1 in ${took} ms, before a heartbeat interval (${b.timings.leaseMs / 3} ms)`);
+      assert.equal(m.c.status().shards![1].held, 4, "all four lanes in shard 1 now");
+    } finally {
+      await Promise.all([lead, m].map((x) => x.c.close()));
+    }
+  });
+
+  t("S4. a shard's leader dies while another's deals: its splits are taken over and the job completes", async () => {
+    const time = b.time();
+    const job = `sh${++jobs}${Date.now().toString(36)}`;
+    const plan = splits(20);
+    const a = await join(job, 2, "a", { maxInFlight: 3 }, plan, time);
+    const c = await join(job, 2, "c", { maxInFlight: 3 }, plan, time);
+    try {
+      assert.ok(await time.until(() => a.c.isLeader() && a.held.length > 0, 20 * b.timings.leaseMs), "a leads a shard and holds splits");
+      const led = [0, 1].filter((i) => a.c.isLeader(i));
+      // a dies: no release, no leave (its stores go with it).
+      await a.c.abandon();
+      const ok = await time.until(() => {
+        void c.completeAll();
+        return c.count("allComplete") > 0;
+      }, 60 * b.timings.leaseMs, 20);
+      assert.ok(ok, `the job completes (c leads ${[0, 1].filter((i) => c.c.isLeader(i))}, a led ${led})`);
+      assert.ok(led.every((i) => c.c.isLeader(i)), "c took the shards a led");
+    } finally {
+      await Promise.all([a, c].map((x) => x.c.close()));
+    }
+  });
+
+  t("S5. a member of another shard count is refused, naming both", async () => {
+    const time = b.time();
+    const job = `sh${++jobs}${Date.now().toString(36)}`;
+    const a = await join(job, 4, "a", {}, splits(4), time);
+    try {
+      await assert.rejects(() => join(job, 2, "b", {}, undefined, time), (e: unknown) =>
+        e instanceof SplitleaseError && e.code === "INVALID_CONFIG" && /4 shards/.test(e.message) && /shard 0 of 2/.test(e.message));
+      await assert.rejects(
+        async () => {
+          const { SplitCoordinator } = await import("../../mod.ts");
+          const st = await b.store(job, 0);
+          try {
+            await SplitCoordinator.join({ store: st, job, instance: "u", clock: time.clock, ...b.timings });
+          } finally {
+            await st.close();
+          }
+        },
+        (e: unknown) => e instanceof SplitleaseError && e.code === "INVALID_CONFIG" && /an unsharded job/.test(e.message),
+        "an unsharded member of a sharded job's first shard",
+      );
+    } finally {
+      await a.c.close();
+    }
+  });
+}
