@@ -23,6 +23,8 @@ export interface HostOpts {
   replicas?: number;
   /** Wrap each coordinator's store in a CountingStore (default true). */
   count?: boolean;
+  /** The job's shard count (default 1; above 1 every coordinator is a ShardedCoordinator). */
+  shards?: number;
 }
 
 const hostEntry = "bench/scale_host.ts";
@@ -61,6 +63,8 @@ export async function fleet(
     redis?: boolean;
     /** Whether the fleet's coordinators carry a planner (default true; false: a planner elsewhere leads). */
     planner?: boolean;
+    /** The job's shard count (default 1). */
+    shards?: number;
   },
 ) {
   const procs = Math.min(o.w, o.procs);
@@ -78,6 +82,7 @@ export async function fleet(
       tunables: o.tunables,
       replicas: o.replicas,
       planner: o.planner ?? true,
+      ...(o.shards && o.shards > 1 ? { shards: o.shards } : {}),
       progressEvery: Math.max(10, Math.floor(o.s / 200 / procs)),
     })
   ));

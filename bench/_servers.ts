@@ -33,6 +33,50 @@ export interface NatsSetup extends AsyncDisposable {
   cpuSeconds(): number;
   /** One node's monitoring URL (for samplers). */
   monitorUrl: string;
+  /** Every node: its server name, monitoring URL and CPU seconds so far (the sharded cells count CPU per node). */
+  nodes: NatsNode[];
+}
+
+/** One node of a setup. */
+export interface NatsNode {
+  name: string;
+  monitorUrl: string;
+  cpuSeconds(): number;
+}
+
+/** One stream as a node's /jsz reports it: its writes so far (last sequence) and its leader's server name. */
+export interface StreamInfo {
+  name: string;
+  lastSeq: number;
+  leader: string;
+}
+
+/**
+ * The streams named `names` (e.g. `KV_splitlease_<job>`) with their leader
+ * and last sequence, from the first node of `nodes` that answers for each
+ * (a replicated stream's leader as the cluster reports it; a single node's
+ * streams are led by that node).
+ */
+export async function streamInfo(nodes: NatsNode[], names: string[]): Promise<StreamInfo[]> {
+  const found = new Map<string, StreamInfo>();
+  for (const n of nodes) {
+    try {
+      const r = await fetch(`${n.monitorUrl}/jsz?streams=true`, { signal: AbortSignal.timeout(5000) });
+      const j = await r.json() as {
+        server_name?: string;
+        account_details?: { stream_detail?: { name: string; state?: { last_seq?: number }; cluster?: { leader?: string } }[] }[];
+      };
+      for (const a of j.account_details ?? []) {
+        for (const sd of a.stream_detail ?? []) {
+          if (!names.includes(sd.name)) continue;
+          const leader = sd.cluster?.leader ?? (nodes.length === 1 ? n.name : undefined);
+          // The leader's own count is the one to read (a follower may lag it by a few).
+          if (leader && (!found.has(sd.name) || leader === n.name)) found.set(sd.name, { name: sd.name, lastSeq: sd.state?.last_seq ?? 0, leader });
+        }
+      }
+    } catch { /* this node did not answer: another may */ }
+  }
+  return names.map((name) => found.get(name) ?? { name, lastSeq: NaN, leader: "?" });
 }
 
 /** The setups `BENCH_NATS` asks for (default `current`). */
@@ -59,6 +103,7 @@ export async function startNats(kind: string, extra?: string): Promise<NatsSetup
       varz: () => varz(s.monitorUrl),
       cpuSeconds: () => cpuSeconds(serverPid(s.dir) ?? -1),
       monitorUrl: s.monitorUrl,
+      nodes: [{ name: s.name, monitorUrl: s.monitorUrl, cpuSeconds: () => cpuSeconds(serverPid(s.dir) ?? -1) }],
       [Symbol.asyncDispose]: () => s[Symbol.asyncDispose](),
     };
   }
@@ -85,6 +130,7 @@ export async function startNats(kind: string, extra?: string): Promise<NatsSetup
       },
       cpuSeconds: () => c.nodes.reduce((n, x) => n + cpuSeconds(x.pid ?? -1), 0),
       monitorUrl: c.nodes[0].monitorUrl,
+      nodes: c.nodes.map((x) => ({ name: x.name, monitorUrl: x.monitorUrl, cpuSeconds: () => cpuSeconds(x.pid ?? -1) })),
       [Symbol.asyncDispose]: () => c[Symbol.asyncDispose](),
     };
   }

@@ -12,7 +12,9 @@
 //
 // Scenarios (BENCH_SCENARIOS, comma list; default grid, steady, join, memory): those, and
 // million (bench/scale_million.ts: one job of a million tiny splits on nats-server and PostgreSQL,
-// its leader's RSS per split, a SIGKILLed leader's successor, the plan's seeding rate; about an hour).
+// its leader's RSS per split, a SIGKILLed leader's successor, the plan's seeding rate; BENCH_MILLION_S
+// selects a smaller job for a smoke run), shards (bench/scale_shards.ts: K = 1 against K = 4 shards on
+// one nats-server and on a 3-node R3 cluster; BENCH_SHARDS_S, default 200k).
 // Env knobs (defaults in brackets):
 //   BENCH_W [4,16,50,100], BENCH_S [1000,10000,100000]  grid cells (W × S)
 //   BENCH_PROCS [4]             worker processes per fleet (min(W, PROCS))
@@ -40,6 +42,7 @@ import { NatsStore } from "../nats.ts";
 import { diffCounts, type StoreCounts, sumCounts } from "./counting_store.ts";
 import { result } from "./_common.ts";
 import { millionCell, millionStores } from "./scale_million.ts";
+import { shardCells, shardsCell } from "./scale_shards.ts";
 import { fleet as startFleet, spawnHost as spawnOn, until as waitUntil } from "./_fleet.ts";
 import {
   type Child,
@@ -460,5 +463,9 @@ if (SCENARIOS.includes("memory")) {
 if (SCENARIOS.includes("million")) {
   const deps = { runtime: RUNTIME, procs: PROCS, maxInFlight: MIF, opTimeoutMs: OPT, neededPerSplit: NEEDED, maxRss: MAX_RSS, stamp, record };
   for (const kind of millionStores()) await cell(`million on ${kind}`, () => millionCell(kind, deps));
+}
+if (SCENARIOS.includes("shards")) {
+  const deps = { runtime: RUNTIME, procs: PROCS, leaseMs: LEASE, maxInFlight: MIF, opTimeoutMs: OPT, neededPerSplit: NEEDED, maxRss: MAX_RSS, record };
+  for (const { kind, k } of shardCells()) await cell(`shards K=${k} on ${kind}`, () => shardsCell(kind, k, deps));
 }
 console.log(`results: ${resultsPath}`);

@@ -12,7 +12,7 @@
 import { natsTransport } from "./_transport.ts";
 import process from "node:process";
 import { createInterface } from "node:readline";
-import { SplitCoordinator, MemoryStore } from "../mod.ts";
+import { MemoryStore, ShardedCoordinator, SplitCoordinator } from "../mod.ts";
 import type { Planner, Store } from "../mod.ts";
 import { NatsStore } from "../nats.ts";
 import { claimAttempts, CountingStore, sumCounts } from "./counting_store.ts";
@@ -36,6 +36,12 @@ interface HostConfig {
   replicas?: number;
   /** Wrap each coordinator's store in a CountingStore (default true; it parses every split update it sends). */
   count?: boolean;
+  /**
+   * The job's shard count (default 1: a SplitCoordinator per instance); above 1 each instance is a
+   * ShardedCoordinator over a store per shard (a bucket, a PostgreSQL job, a Redis job of its own),
+   * each behind its own CountingStore (mode memory: unsupported).
+   */
+  shards?: number;
 }
 
 const cfg: HostConfig = JSON.parse(process.env.SCALE_HOST ?? "{}");
@@ -56,9 +62,12 @@ const planner: Planner = () => {
 
 interface Slot {
   instance: string;
+  /** Its store (shard 0's when sharded: the plan and leader records of the job's first shard). */
   store?: CountingStore;
   raw?: Store;
-  c?: SplitCoordinator;
+  /** Sharded: each shard's counting store, in shard order. */
+  shardStores?: CountingStore[];
+  c?: SplitCoordinator | ShardedCoordinator;
   joinCalledAt?: number;
   joinedAt?: number;
   /** The wrapper's counts when join() returned: what joining read. */
@@ -198,50 +207,70 @@ async function drive(s: Slot): Promise<void> {
   }
 }
 
+/** A new connection to the store of `job` (a shard's job name when sharded). */
+async function openStore(instance: string, job: string): Promise<Store> {
+  if (cfg.mode === "memory") return memory!;
+  if (cfg.mode === "pg") {
+    return await (await import("../adapters/postgres.ts")).PostgresStore.connect({
+      url: cfg.url!,
+      job,
+      opTimeoutMs: cfg.tunables.opTimeoutMs,
+      ...(cfg.schema ? { schema: cfg.schema } : {}),
+      poolSize: 2,
+      // BENCH_PG_LISTEN_KEYS=1: members' exact-key watches LISTEN instead of polling (listenExactKeys).
+      ...(process.env.BENCH_PG_LISTEN_KEYS === "1" ? { listenExactKeys: true } : {}),
+      // BENCH_PG_KEY_POLL_MS=n: a fixed period for the polled exact-key watches (keyPollMs).
+      ...(process.env.BENCH_PG_KEY_POLL_MS ? { keyPollMs: Number(process.env.BENCH_PG_KEY_POLL_MS) } : {}),
+    });
+  }
+  if (cfg.mode === "redis") {
+    return await (await import("../adapters/redis.ts")).RedisStore.connect({
+      url: cfg.url!,
+      job,
+      opTimeoutMs: cfg.tunables.opTimeoutMs,
+      clientName: `splitlease:${job}:${instance}`,
+      logger: () => {},
+    });
+  }
+  return await NatsStore.connect({
+    servers: cfg.url!.split(","),
+    job,
+    opTimeoutMs: cfg.tunables.opTimeoutMs,
+    replicas: cfg.replicas,
+    name: `splitlease:${job}:${instance}`,
+    ...(await natsTransport()),
+  });
+}
+
 async function join(s: Slot): Promise<void> {
   try {
-    s.raw = cfg.mode === "memory"
-      ? memory!
-      : cfg.mode === "pg"
-      ? await (await import("../adapters/postgres.ts")).PostgresStore.connect({
-        url: cfg.url!,
-        job: cfg.job,
-        opTimeoutMs: cfg.tunables.opTimeoutMs,
-        ...(cfg.schema ? { schema: cfg.schema } : {}),
-        poolSize: 2,
-        // BENCH_PG_LISTEN_KEYS=1: members' exact-key watches LISTEN instead of polling (listenExactKeys).
-        ...(process.env.BENCH_PG_LISTEN_KEYS === "1" ? { listenExactKeys: true } : {}),
-        // BENCH_PG_KEY_POLL_MS=n: a fixed period for the polled exact-key watches (keyPollMs).
-        ...(process.env.BENCH_PG_KEY_POLL_MS ? { keyPollMs: Number(process.env.BENCH_PG_KEY_POLL_MS) } : {}),
-      })
-      : cfg.mode === "redis"
-      ? await (await import("../adapters/redis.ts")).RedisStore.connect({
-        url: cfg.url!,
-        job: cfg.job,
-        opTimeoutMs: cfg.tunables.opTimeoutMs,
-        clientName: `splitlease:${cfg.job}:${s.instance}`,
-        logger: () => {},
-      })
-      : await NatsStore.connect({
-        servers: cfg.url!.split(","),
-        job: cfg.job,
-        opTimeoutMs: cfg.tunables.opTimeoutMs,
-        replicas: cfg.replicas,
-        name: `splitlease:${cfg.job}:${s.instance}`,
-        ...(await natsTransport()),
-      });
-    s.store = cfg.count === false ? undefined : new CountingStore(s.raw, s.instance);
-    s.joinCalledAt = now();
-    s.c = await SplitCoordinator.join({
-      store: s.store ?? s.raw,
+    const options = {
       job: cfg.job,
       instance: s.instance,
       fingerprint: cfg.job,
       planner: cfg.planner ? planner : undefined,
       ...cfg.tunables,
-    });
+    };
+    if ((cfg.shards ?? 1) > 1) {
+      if (cfg.mode === "memory") throw new Error("a sharded host needs a store per shard (mode nats, pg or redis)");
+      const shardStores: CountingStore[] = (s.shardStores = []);
+      s.joinCalledAt = now();
+      s.c = await ShardedCoordinator.join({
+        ...options,
+        shards: cfg.shards!,
+        // One connection per shard, each counted on its own (the sharded coordinator closes them when it stops).
+        stores: async ({ index, job }) => (shardStores[index] = new CountingStore(await openStore(s.instance, job), s.instance)),
+      });
+      s.store = shardStores[0];
+      s.raw = s.store.inner;
+    } else {
+      s.raw = await openStore(s.instance, cfg.job);
+      s.store = cfg.count === false ? undefined : new CountingStore(s.raw, s.instance);
+      s.joinCalledAt = now();
+      s.c = await SplitCoordinator.join({ ...options, store: s.store ?? s.raw });
+    }
     s.joinedAt = now();
-    s.joinCounts = s.store?.snapshot();
+    s.joinCounts = countsOf(s);
     emit({ ev: "joined", instance: s.instance, at: s.joinedAt, ms: s.joinedAt - s.joinCalledAt });
     drive(s).catch((e) => {
       s.error ??= `event loop: ${e}`;
@@ -251,6 +280,12 @@ async function join(s: Slot): Promise<void> {
     s.error = `join: ${e}`;
     emit({ ev: "failed", instance: s.instance, error: s.error });
   }
+}
+
+/** A slot's store counts so far: every shard's summed when sharded. */
+function countsOf(s: Slot): ReturnType<CountingStore["snapshot"]> | undefined {
+  if (s.shardStores) return sumCounts(s.shardStores.filter(Boolean).map((x) => x.snapshot()));
+  return s.store?.snapshot();
 }
 
 async function report(gc = false): Promise<void> {
@@ -268,7 +303,7 @@ async function report(gc = false): Promise<void> {
     } catch { /* unreadable: left out */ }
   }
   const coordinators = slots.map((s) => {
-    const counts = s.store?.snapshot();
+    const counts = countsOf(s);
     const stats = s.c?.stats();
     return {
       instance: s.instance,
@@ -280,7 +315,14 @@ async function report(gc = false): Promise<void> {
       writes: stats?.writes,
       acquisitions: stats?.acquisitions,
       losses: stats?.losses,
-      isLeader: s.c?.isLeader,
+      isLeader: s.c instanceof ShardedCoordinator ? s.c.isLeader() : s.c?.isLeader,
+      // Sharded: what each shard's store landed, and which shards this member leads.
+      ...(s.shardStores
+        ? {
+          shardWrites: s.shardStores.map((x) => x?.counts.writesLanded ?? 0),
+          leads: s.shardStores.map((_, i) => (s.c as ShardedCoordinator).isLeader(i)),
+        }
+        : {}),
       completed: s.completed,
       held: s.held,
       commitErrors: s.commitErrors,
@@ -299,6 +341,8 @@ async function report(gc = false): Promise<void> {
     rss: rss(),
     baseRss,
     heap: process.memoryUsage().heapUsed,
+    // Where the RSS goes: V8's heap as reserved (heapTotal), memory outside it that JS objects hold (external, arrayBuffers).
+    mem: (({ heapTotal, heapUsed, external, arrayBuffers }) => ({ heapTotal, heapUsed, external, arrayBuffers }))(process.memoryUsage()),
     ...(gcMs !== undefined ? { gcMs } : {}),
     probeFires,
     plannerCalls,

@@ -227,6 +227,9 @@ interface Moment {
   rssAfterGc?: number;
   rssAfterGcPerSplit?: number;
   gcMs?: number;
+  /** process.memoryUsage() of it and its baseline, after that collection (heapTotal, external, arrayBuffers). */
+  mem?: Record<string, number>;
+  baseMem?: Record<string, number>;
   report?: Msg;
 }
 
@@ -314,6 +317,8 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
         m.heap = r?.heap;
         m.baseHeap = b?.heap;
         m.gcMs = r?.gcMs;
+        m.mem = r?.mem;
+        m.baseMem = b?.mem;
         if (m.heap && m.baseHeap) m.heapPerSplit = Math.round((m.heap - m.baseHeap) / S);
         if (r?.rss && b?.rss) (m.rssAfterGc = r.rss), (m.rssAfterGcPerSplit = Math.round((r.rss - b.rss) / S));
       }
@@ -332,20 +337,23 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
     // (its RSS moment taken then: every split is in the leader's view).
     const plans: { at: number; term: number; pages: number; planned: number; completed: number }[] = [];
     let publish: { at: number; term: number; pages: number; leader?: string; completed: number; moment?: Promise<Moment | undefined> } | undefined;
+    const readPlan = async () => {
+      const e = await reader.get("plan").catch(() => undefined);
+      const p = e ? JSON.parse(e.value) : undefined;
+      if (p && (plans.at(-1)?.pages !== (p.pages ?? 0) || plans.at(-1)?.term !== p.term)) {
+        plans.push({ at: Date.now(), term: p.term, pages: p.pages ?? 0, planned: p.planned, completed: completed() });
+      }
+      if (p && !publish && p.planned >= S && (p.pages ?? 0) > 0) {
+        const who = await leaderNow();
+        publish = { at: Date.now(), term: p.term, pages: p.pages, leader: who, completed: completed() };
+        // No forced collection: the leader is still dealing (a full GC of its heap would stall it).
+        publish.moment = moment(who ? leading(who) : undefined, true, false);
+      }
+    };
     const poller = (async () => {
       while (polling) {
-        const e = await reader.get("plan").catch(() => undefined);
-        const p = e ? JSON.parse(e.value) : undefined;
-        if (p && (plans.at(-1)?.pages !== (p.pages ?? 0) || plans.at(-1)?.term !== p.term)) {
-          plans.push({ at: Date.now(), term: p.term, pages: p.pages ?? 0, planned: p.planned, completed: completed() });
-        }
-        if (p && !publish && p.planned >= S && (p.pages ?? 0) > 0) {
-          const who = await leaderNow();
-          publish = { at: Date.now(), term: p.term, pages: p.pages, leader: who, completed: completed() };
-          // No forced collection: the leader is still dealing (a full GC of its heap would stall it).
-          publish.moment = moment(who ? leading(who) : undefined, true, false);
-        }
-        await sleep(250);
+        await readPlan();
+        await sleep(100);
       }
     })();
     let why = "done";
@@ -374,6 +382,7 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
     const cpu1 = at.cpu();
     polling = false;
     await poller;
+    await readPlan(); // once more: a publish in the last poll interval (the job's end) is seen too
     const atPublish = await publish?.moment;
     const leaderEnd = await leaderNow();
     const atEnd = await moment(leaderEnd ? leading(leaderEnd) : undefined);
@@ -437,6 +446,8 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
         rssAfterGcMiB: m.rssAfterGc ? MiB(m.rssAfterGc) : null,
         rssAfterGcPerSplit: m.rssAfterGcPerSplit ?? null,
         gcMs: m.gcMs ?? null,
+        memMiB: m.mem ? Object.fromEntries(Object.entries(m.mem).map(([k, v]) => [k, MiB(v)])) : null,
+        baseMemMiB: m.baseMem ? Object.fromEntries(Object.entries(m.baseMem).map(([k, v]) => [k, MiB(v)])) : null,
       };
     const leaderRss = {
       atPublish: mom(atPublish),
@@ -481,6 +492,13 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
       leaderAtEnd: leaderEnd ?? null,
       leaderRssPerSplit: leaderRss,
       workerHostPeakMiB: MiB(Math.max(0, ...fleet.hosts.map((_, i) => sampler.max(`worker${i}`)))),
+      // The one-coordinator processes' RSS (MiB) every ~2 s, with the splits completed by then: when the leader's memory grew.
+      rssTimeline: sampler.samples.filter((_, i) => i % 4 === 0).map((x) => ({
+        atMs: x.at - t0,
+        leader: MiB(x.rss.leader ?? NaN),
+        standby: MiB(x.rss.standby ?? NaN),
+        idle: MiB(x.rss.idle ?? NaN),
+      })),
       plan: {
         electedMs: elected - t0,
         fleetGoMs: fleetGo - t0,
