@@ -37,7 +37,7 @@ import type { Store } from "../mod.ts";
 import { type StoreCounts, type StoreTimeline, sumCounts } from "./counting_store.ts";
 import { result } from "./_common.ts";
 import { fleet as startFleet, type Fleet, spawnHost } from "./_fleet.ts";
-import { type Child, loadavg, type Msg, rawCasRate, rawPgCasRate, root, rssBytes, sleep } from "./_procs.ts";
+import { type Child, cpuSeconds, loadavg, type Msg, rawCasRate, rawPgCasRate, root, rssBytes, sleep } from "./_procs.ts";
 import { summarizeHeap } from "./heap_summary.ts";
 
 const num = (k: string, d: number) => Number(Deno.env.get(k) ?? d);
@@ -177,13 +177,13 @@ async function lastRevision(reader: Store, name: string): Promise<number> {
   return r.revision - 1;
 }
 
-/** RSS samples of the named processes every 500 ms. */
+/** RSS and CPU-seconds samples of the named processes every 500 ms. */
 function rssSampler(procs: () => Record<string, number | undefined>) {
-  const samples: { at: number; rss: Record<string, number> }[] = [];
+  const samples: { at: number; rss: Record<string, number>; cpu: Record<string, number> }[] = [];
   const take = () => {
-    const rss: Record<string, number> = {};
-    for (const [k, pid] of Object.entries(procs())) if (pid) rss[k] = rssBytes(pid);
-    samples.push({ at: Date.now(), rss });
+    const rss: Record<string, number> = {}, cpu: Record<string, number> = {};
+    for (const [k, pid] of Object.entries(procs())) if (pid) (rss[k] = rssBytes(pid)), (cpu[k] = cpuSeconds(pid));
+    samples.push({ at: Date.now(), rss, cpu });
   };
   take();
   const t = setInterval(take, 500);
@@ -287,6 +287,8 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
     });
     const fleet = f;
     await Promise.all([leader, idle, standby].map((h) => h.next((m) => m.ev === "ready", 60_000, "ready")));
+    // Which profile is whose (BENCH_NODE_ARGS=--cpu-prof names its files by pid).
+    console.log(`pids: leader ${leader.proc.pid}, idle ${idle.proc.pid}, standby ${standby.proc.pid}, workers ${fleet.hosts.map((h) => h.proc.pid).join(" ")}`);
     // Whoever leads: the leader, or after the kill whoever won. Once a final plan is published
     // a member without a planner waits no longer than one with a planner
     // (src/coordinator/leadership.ts), so the standby, the idle member or a worker may win; the
@@ -492,13 +494,18 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
       leaderAtEnd: leaderEnd ?? null,
       leaderRssPerSplit: leaderRss,
       workerHostPeakMiB: MiB(Math.max(0, ...fleet.hosts.map((_, i) => sampler.max(`worker${i}`)))),
-      // The one-coordinator processes' RSS (MiB) every ~2 s, with the splits completed by then: when the leader's memory grew.
-      rssTimeline: sampler.samples.filter((_, i) => i % 4 === 0).map((x) => ({
-        atMs: x.at - t0,
-        leader: MiB(x.rss.leader ?? NaN),
-        standby: MiB(x.rss.standby ?? NaN),
-        idle: MiB(x.rss.idle ?? NaN),
-      })),
+      // The one-coordinator processes' RSS (MiB) and share of a core every ~2 s: when the leader's memory grew, and whether it was CPU-bound.
+      rssTimeline: sampler.samples.filter((_, i) => i % 4 === 0).map((x, i, all) => {
+        const prev = all[i - 1];
+        const pct = (k: string) => (prev ? Math.round((x.cpu[k] - prev.cpu[k]) / ((x.at - prev.at) / 1000) * 100) : null);
+        return {
+          atMs: x.at - t0,
+          leader: MiB(x.rss.leader ?? NaN),
+          standby: MiB(x.rss.standby ?? NaN),
+          idle: MiB(x.rss.idle ?? NaN),
+          cpuPct: { leader: pct("leader"), standby: pct("standby"), idle: pct("idle") },
+        };
+      }),
       plan: {
         electedMs: elected - t0,
         fleetGoMs: fleetGo - t0,
