@@ -630,7 +630,7 @@ export const mutants = [
     breaks: "a plan is seeded (and its first lanes granted) in the planner's order, not heaviest first: weights are ignored at the start of a job",
     edits: [{
       file: C + "leader/planning.ts",
-      search: "planned.sort((a, b) => b.weight - a.weight);",
+      search: "planned.sort((a, b) => (b.weight ?? 1) - (a.weight ?? 1));",
       replace: "",
     }],
     suites: ["coordinator"],
@@ -1983,8 +1983,14 @@ export const mutants = [
   {
     name: "planning-forgets-written-pages",
     breaks: "a run after a failed publish starts over at the published page count: it finds nothing new and publishes no pages, and the splits of the pages it wrote are never dealt (seed 354)",
-    edits: [{ file: C + "leader/planning.ts", search: "      this.#written = { run, pages: page + 1 };", replace: "" }],
+    edits: [{ file: C + "leader/planning.ts", search: "        this.#written = { run, pages: landed };", replace: "" }],
     suites: ["sim"],
+  },
+  {
+    name: "publish-before-grants-land",
+    breaks: "a plan is published while grants of its seeding are still in flight: their splits are not in the view yet, so `planned` misses them and the job can be judged complete without them",
+    edits: [{ file: C + "leader/planning.ts", search: "      await Promise.all(granting);\n", replace: "" }],
+    suites: ["coordinator", "sim"],
   },
   {
     name: "page-read-takes-absent",

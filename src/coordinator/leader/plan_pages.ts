@@ -23,20 +23,26 @@ import type { Core } from "../core.ts";
 import type { LeaderView } from "./leader_view.ts";
 import type { FloorWait } from "../fresh_read.ts";
 import { readPage } from "../read_page.ts";
+import { utf8Length } from "../../util/utf8_length.ts";
 
-const encoder = new TextEncoder();
+
+/** Pages of the plan a new leader keeps in flight while it reads them. */
+const PAGE_READS_IN_FLIGHT = 16;
 
 /**
  * Holds the splits on pages `0 .. pages - 1` of the plan in `view`, in
  * dealing order (ranked in that order), each as not dealt yet (revision
  * 0): a record of its own that the split watch's snapshot brings replaces
- * it. Read one page at a time, and nothing of a page kept but what the
- * view holds (a million splits' descriptors stay in the store). A page is
- * read again while the store answers from before the publish (absent, or
- * of another term than `pageTerms` names: a stale replica; see
- * {@linkcode readPage}); one still missing or unreadable after `wait` is
- * named in the view's unreadable records: its splits cannot be dealt, and
- * the job is not complete until it is repaired. Returns the splits read.
+ * it. Read {@linkcode PAGE_READS_IN_FLIGHT} pages at a time and applied in
+ * order (a plan of a million splits is a thousand pages: one read at a
+ * time, each answered after whatever else the store is doing, was most of
+ * a new leader's time to its first deal), nothing of a page kept but what
+ * the view holds (the descriptors stay in the store). A page is read again
+ * while the store answers from before the publish (absent, or of another
+ * term than `pageTerms` names: a stale replica; see {@linkcode readPage});
+ * one still missing or unreadable after `wait` is named in the view's
+ * unreadable records: its splits cannot be dealt, and the job is not
+ * complete until it is repaired. Returns the splits read.
  */
 export async function readPages(
   store: Core["store"],
@@ -44,18 +50,31 @@ export async function readPages(
   view: LeaderView,
   wait: FloorWait,
 ): Promise<number> {
+  const pages = plan.pages ?? 0;
+  const reads: (ReturnType<typeof readPage> | undefined)[] = [];
+  const read = (page: number) => {
+    const r = readPage(store, page, pageTerm(plan.pageTerms, page), wait);
+    r.catch(() => {}); // awaited in order below; one that fails while an earlier one is awaited is not unhandled
+    reads[page] = r;
+  };
   let n = 0;
-  for (let page = 0; page < (plan.pages ?? 0); page++) {
-    const p = await readPage(store, page, pageTerm(plan.pageTerms, page), wait);
-    if (!p.ok) {
-      view.invalid.set(keys.page(page), p.error);
-      continue;
+  try {
+    for (let page = 0; page < pages; page++) {
+      for (let j = reads.length; j < Math.min(pages, page + PAGE_READS_IN_FLIGHT); j++) read(j);
+      const p = await reads[page]!;
+      reads[page] = undefined; // applied: nothing of it kept
+      if (!p.ok) {
+        view.invalid.set(keys.page(page), p.error);
+        continue;
+      }
+      for (const s of p.page.splits) {
+        view.rank(s.id);
+        view.plan(s.id, pagedRecord(s, p.page), page);
+        n++;
+      }
     }
-    for (const s of p.page.splits) {
-      view.rank(s.id);
-      view.plan(s.id, pagedRecord(s, p.page), page);
-      n++;
-    }
+  } finally {
+    await Promise.allSettled(reads); // every read started settles before the caller goes on
   }
   return n;
 }
@@ -92,7 +111,7 @@ export function pageChunks(entries: readonly PageEntry[]): PageEntry[][] {
   let cur: PageEntry[] = [];
   let bytes = 64;
   for (const e of entries) {
-    const size = encoder.encode(JSON.stringify(e)).byteLength + 1;
+    const size = utf8Length(JSON.stringify(e)) + 1;
     if (cur.length > 0 && (cur.length >= PAGE_SPLITS || bytes + size > PAGE_BYTES)) {
       out.push(cur);
       (cur = []), (bytes = 64);

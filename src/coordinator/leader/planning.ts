@@ -33,10 +33,10 @@ import { openRecord } from "../../records/transitions.ts";
 import { type RenewedSplit, renewRecords, retireRecords } from "./rerun_records.ts";
 import type { PlannedSplit, Planner } from "../types.ts";
 import { shardOf } from "../shard.ts";
+import { utf8Length } from "../../util/utf8_length.ts";
 import type { Versioned } from "../versioned.ts";
 import { readAtLeast } from "../fresh_read.ts";
 
-const encoder = new TextEncoder();
 
 /** The planner side of one leader term. */
 export class Planning {
@@ -161,10 +161,11 @@ export class Planning {
       if (plan.outcome) return; // failed for good in this term (a new leader clears it and plans again)
       const { shard } = this.#core;
       const planner = () => this.#planner({ cursor: plan.cursor, term, signal, ...(shard.count > 1 ? { shard: { ...shard } } : {}) });
-      const result = await (span ? within(span, planner) : planner());
+      // The planner's result is not held past the seeding (its splits may be a million objects).
+      const { splits, finality, cursor } = await (span ? within(span, planner) : planner());
       if (signal.aborted || !this.#leading()) return;
       const run = plan.run ?? 1;
-      const { created, pages, ids } = await this.#seed(core, result.splits, term, signal, plan.pages ?? 0, run, plan.epochBase ?? 0);
+      const { created, pages, ids } = await this.#seed(core, splits, term, signal, plan.pages ?? 0, run, plan.epochBase ?? 0);
       if (signal.aborted || !this.#leading() || pages < 0) return;
       // A rerun's first publish: the records of the runs before that this run did not plan again go first.
       if (run > 1 && plan.generation === 0) await retireRecords(core, this.#role.view, run, ids);
@@ -175,7 +176,7 @@ export class Planning {
       for (const e of this.#role.view.splits.values()) if (e.record.parent === undefined && (e.record.run ?? 1) >= run) planned++;
       const next: PlanRecord = {
         ...plan,
-        finality: result.finality,
+        finality,
         generation: plan.generation + 1,
         planned,
         publishedAt: clock.wallNow(),
@@ -186,7 +187,7 @@ export class Planning {
       if (terms) next.pageTerms = terms;
       else delete next.pageTerms;
       delete next.outcome;
-      if (result.cursor !== undefined) next.cursor = result.cursor;
+      if (cursor !== undefined) next.cursor = cursor;
       // Publish at the revision read before planning: a newer term wins.
       const r = await store.update(keys.plan, encodeRecord(next), cur.revision);
       if (!r.ok) {
@@ -289,8 +290,13 @@ export class Planning {
     const duplicates: string[] = [];
     // The whole result first: a plan is dealt heaviest first from its first
     // offer, so nothing is dealt before every weight is known. Equal weights
-    // keep the planner's order.
-    const planned: { id: string; weight: number; descriptor: Json }[] = [];
+    // keep the planner's order. Each split is read straight into the entry
+    // its page will hold (one object per split, measured once): a leader
+    // holds every one of them until its page is written, and copies of a
+    // million splits are what its memory's high-water mark is made of.
+    const planned: PageEntry[] = [];
+    // Descriptors too large to live inline (written to `spec.<id>` first), by split id.
+    const large = new Map<string, Json>();
     const { shard } = core;
     for await (const s of splits) {
       if (signal.aborted) break;
@@ -307,9 +313,14 @@ export class Planning {
         throw new SplitleaseError("INVALID_ARGUMENT", `Split "${s.id}" has an invalid weight: ${weight}`);
       }
       const descriptor = s.descriptor === undefined ? null : s.descriptor;
-      const size = encoder.encode(JSON.stringify(descriptor)).byteLength;
+      const size = utf8Length(JSON.stringify(descriptor));
       if (size > MAX_VALUE_BYTES - 1024) throw descriptorTooLarge(s.id, size, MAX_VALUE_BYTES - 1024);
-      if (duplicates.length === 0) planned.push({ id: s.id, weight, descriptor });
+      if (duplicates.length > 0) continue;
+      const e: PageEntry = { id: s.id };
+      if (weight !== 1) e.weight = weight;
+      if (size <= INLINE_DESCRIPTOR_BYTES) e.descriptor = descriptor;
+      else (e.spec = true), large.set(s.id, descriptor);
+      planned.push(e);
     }
     if (duplicates.length > 0) {
       throw new SplitleaseError(
@@ -319,55 +330,83 @@ export class Planning {
         }; the plan was not published`,
       );
     }
-    planned.sort((a, b) => b.weight - a.weight); // stable: equal weights in the planner's order
+    planned.sort((a, b) => (b.weight ?? 1) - (a.weight ?? 1)); // stable: equal weights in the planner's order
     // Splits an earlier planner run planned (dealt or not) are planned once: a replan, or a new leader's,
     // names the same ids. In a rerun, those with a record of an earlier job run are renewed in place.
-    const fresh: typeof planned = [], renew: RenewedSplit[] = [];
-    for (const p of planned) {
-      const held = view.splits.get(p.id);
-      if (!held) fresh.push(p);
-      else if (held.revision > 0 && (held.record.run ?? 1) < run) renew.push({ ...p, spec: !inlined(p.descriptor) });
+    const entries: PageEntry[] = [], renew: RenewedSplit[] = [];
+    for (const e of planned) {
+      const held = view.splits.get(e.id);
+      if (!held) entries.push(e);
+      else if (held.revision > 0 && (held.record.run ?? 1) < run) {
+        renew.push({ id: e.id, weight: e.weight ?? 1, descriptor: e.spec ? large.get(e.id)! : e.descriptor ?? null, spec: e.spec === true });
+      }
     }
-    for (const p of fresh) view.rank(p.id); // the dealing order among equal weights
-    const renewed = renew.length > 0 ? await renewRecords(core, this.#role, renew, run, epochBase, term, 0, planned.length, signal) : 0;
-    const entries: PageEntry[] = [];
+    const count = planned.length;
+    planned.length = 0; // the entries to write are in `entries` now
+    for (const e of entries) view.rank(e.id); // the dealing order among equal weights
+    const renewed = renew.length > 0 ? await renewRecords(core, this.#role, renew, run, epochBase, term, 0, count, signal) : 0;
     let failure: unknown;
     const inflight = new Set<Promise<void>>();
-    for (const p of fresh) {
+    for (const e of entries) {
       if (signal.aborted || failure) break;
-      const e: PageEntry = { id: p.id };
-      if (p.weight !== 1) e.weight = p.weight;
-      if (inlined(p.descriptor)) e.descriptor = p.descriptor;
-      else {
-        e.spec = true;
-        const spec: SpecRecord = { v: 2, descriptor: p.descriptor, weight: p.weight, term };
-        const w = store.create(keys.spec(p.id), encodeRecord(spec)).then(() => {}).catch((err) => {
-          failure ??= err;
-        }).finally(() => inflight.delete(w));
-        inflight.add(w);
-        if (inflight.size >= config.seedConcurrency) await Promise.race(inflight);
-      }
-      entries.push(e);
+      if (!e.spec) continue;
+      const spec: SpecRecord = { v: 2, descriptor: large.get(e.id)!, weight: e.weight ?? 1, term };
+      const w = store.create(keys.spec(e.id), encodeRecord(spec)).then(() => {}).catch((err) => {
+        failure ??= err;
+      }).finally(() => inflight.delete(w));
+      inflight.add(w);
+      if (inflight.size >= config.seedConcurrency) await Promise.race(inflight);
     }
     await Promise.all(inflight);
+    large.clear();
     if (failure) throw failure;
     // A rerun's pages say which run their splits are of, and the epoch their records start at.
     const meta: Pick<PageRecord, "run" | "epochBase"> = run > 1 ? { run, ...(epochBase > 0 ? { epochBase } : {}) } : {};
-    let page = Math.max(first, this.#written.run === run ? this.#written.pages : 0);
+    const page = Math.max(first, this.#written.run === run ? this.#written.pages : 0);
     let dealt = 0;
-    for (const chunk of pageChunks(entries)) {
-      if (signal.aborted) break;
-      if (!(await writePage(store, page, { v: 2, term, splits: chunk, ...meta }, config.opTimeoutMs))) {
-        this.#core.log("warn", "Leader deposed while planning: a newer term wrote a page of the plan", { term, page });
-        this.#core.schedule();
-        return { created: 0, pages: -1, ids };
+    // Grants in flight across pages: the next page is written while they land (they are in the view before the publish).
+    const granting = new Set<Promise<void>>();
+    // Pages written PAGE_WRITES_IN_FLIGHT at a time, dealt in order as each lands: a store busy with the
+    // fleet's writes answers each write after its queue, and one page at a time made a plan of a
+    // thousand pages wait a thousand queues (about 3 pages a second under 100 busy workers).
+    const chunks = pageChunks(entries);
+    const fresh = entries.length;
+    entries.length = 0; // in `chunks` now, each page's released once it is dealt
+    const writes: Promise<boolean>[] = [];
+    const write = (i: number) => {
+      const w = writePage(store, page + i, { v: 2, term, splits: chunks[i], ...meta }, config.opTimeoutMs);
+      w.catch(() => {}); // read in order below; one that fails while an earlier one is read is not unhandled
+      writes[i] = w;
+    };
+    let deposed = false, landed = page;
+    try {
+      for (let i = 0; i < chunks.length; i++) {
+        if (signal.aborted) break;
+        for (let j = writes.length; j < Math.min(chunks.length, i + PAGE_WRITES_IN_FLIGHT); j++) write(j);
+        if (!(await writes[i])) {
+          deposed = true;
+          break;
+        }
+        landed = page + i + 1;
+        this.#written = { run, pages: landed };
+        dealt = this.#deal(core, chunks[i], meta, page + i, dealt, fresh, signal, granting);
+        chunks[i] = []; // dealt: its entries are the view's now
+        // A pass for the page's offers now, unless grants are in flight: then the last to land runs it, as
+        // when the page waited for them (a pass while lanes are reserved for grants not delivered yet lets
+        // their member fill those lanes from its spares, and the grants then wait).
+        if (granting.size === 0) this.#core.schedule();
       }
-      this.#written = { run, pages: page + 1 };
-      dealt = await this.#deal(core, chunk, meta, page, dealt, fresh.length, signal);
-      page++;
-      this.#core.schedule();
+    } finally {
+      // Every write started settles before the run goes on (a later run writes from `#written` on).
+      await Promise.allSettled(writes);
+      await Promise.all(granting);
     }
-    return { created: entries.length + renewed, pages: page, ids };
+    if (deposed) {
+      this.#core.log("warn", "Leader deposed while planning: a newer term wrote a page of the plan", { term, page: landed });
+      this.#core.schedule();
+      return { created: 0, pages: -1, ids };
+    }
+    return { created: fresh + renewed, pages: landed, ids };
   }
 
   /**
@@ -377,8 +416,14 @@ export class Planning {
    * own), in runs of consecutive splits (see `SeedRuns`); every other split
    * goes to the view not dealt yet (revision 0), to be offered and claimed
    * by creating its record. Either way one write before a lane starts it.
+   * Grants never hold up the plan: with `seedConcurrency` of them in flight
+   * (`granting`, shared by the pages of a run) the rest of the page is
+   * offered, so a plan's pages are written at the store's rate while its
+   * first splits start, not at the rate lanes free up (a plan of tiny
+   * splits used to be granted split by split, its publish waiting for the
+   * fleet to run nearly all of it).
    */
-  async #deal(
+  #deal(
     core: Core,
     chunk: readonly PageEntry[],
     meta: Pick<PageRecord, "run" | "epochBase">,
@@ -386,11 +431,11 @@ export class Planning {
     dealt: number,
     planned: number,
     signal: AbortSignal,
-  ): Promise<number> {
+    inflight: Set<Promise<void>>,
+  ): number {
     const view = this.#role.view;
-    const inflight = new Set<Promise<void>>();
     let i = 0;
-    for (; i < chunk.length && !signal.aborted; i++) {
+    for (; i < chunk.length && !signal.aborted && inflight.size < core.config.seedConcurrency; i++) {
       const e = chunk[i];
       const heir = this.#role.reserveIdle(dealt, planned);
       if (!heir) break;
@@ -405,26 +450,24 @@ export class Planning {
           this.#role.unreserve(heir.lane);
           view.plan(e.id, pagedRecord(e, meta), page); // not in the view yet: not dealt after all
           inflight.delete(w);
+          // The last grant in flight to land runs the pass that writes the grants into their members'
+          // assignment records, and the offers of the pages written meanwhile.
+          if (inflight.size === 0) this.#core.schedule();
         });
       inflight.add(w);
-      if (inflight.size >= core.config.seedConcurrency) await Promise.race(inflight);
     }
     for (const e of chunk.slice(i)) view.plan(e.id, pagedRecord(e, meta), page); // dealt from now on, as offers
-    await Promise.all(inflight);
     return dealt;
   }
 }
+
+/** Pages of a plan a run keeps in flight while it writes them (each up to 128 KiB). */
+const PAGE_WRITES_IN_FLIGHT = 16;
 
 /**
  * A planned descriptor too large for the store, named by its split with
  * what to do: a descriptor says where the work is, not the work itself.
  */
-/** Whether a descriptor lives inline on its page (else in `spec.<id>`). */
-function inlined(descriptor: Json): boolean {
-  const text = JSON.stringify(descriptor);
-  return text.length <= INLINE_DESCRIPTOR_BYTES && encoder.encode(text).byteLength <= INLINE_DESCRIPTOR_BYTES;
-}
-
 function descriptorTooLarge(id: string, size: number, limit: number): ValueTooLargeError {
   const kib = (n: number) => `${(n / 1024).toFixed(n < 10 * 1024 ? 1 : 0)} KiB`;
   return new ValueTooLargeError(
