@@ -149,7 +149,7 @@ export function tapWatch(w: Watch, onEvent: (ev: WatchEvent) => void): Watch {
  */
 export interface StoreTimeline {
   at: Record<string, [number, number]>;
-  /** Puts each watch (by name, e.g. `watch.split`) delivered before its first `ready`: its snapshot's records. */
+  /** Puts the first watch of each name (e.g. `watch.split`) to finish its snapshot delivered before its `ready`: the snapshot's records. */
   snapshot: Record<string, number>;
   dealt?: number;
 }
@@ -285,17 +285,19 @@ export class CountingStore implements Store {
     const name = `watch.${filter.replace(/\.$/, "") || "all"}`;
     this.#mark(`${name}.open`);
     const snapshot = this.#timeline.snapshot;
-    let ready = false;
+    let ready = false, puts = 0;
     return tapWatch(this.inner.watch(filter), (ev) => {
       if (ev.type === "put") {
         counts.watchPuts++;
         counts.watchBytes += bytes(ev.value);
         this.#mark(`${name}.put`);
-        if (!ready) snapshot[name] = (snapshot[name] ?? 0) + 1;
+        if (!ready) puts++;
       } else if (ev.type === "delete") counts.watchDeletes++;
       else if (ev.type === "reset") counts.watchResets++;
       else if (ev.type === "ready") {
-        if (!ready) this.#mark(`${name}.ready`);
+        // The first watch of this name to finish its snapshot gives the count (a member that leads
+        // several terms opens a split watch per term).
+        if (!ready) this.#mark(`${name}.ready`), (snapshot[name] ??= puts);
         ready = true;
       }
     });

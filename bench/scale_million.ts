@@ -26,7 +26,9 @@
  * BENCH_MILLION_STORES [current,pg] (a NATS setup kind, or pg),
  * BENCH_MILLION_LIMIT_S [max(600, 20 × ideal)],
  * BENCH_MILLION_HEAP [0] (1: the leader at the end writes a V8 heap
- * snapshot into bench/results/ and the bench prints what holds it).
+ * snapshot into bench/results/ and the bench prints what holds it),
+ * BENCH_MILLION_V8_FLAGS (V8 flags for the leader, the idle member and the
+ * standby, e.g. `--optimize-for-size`).
  *
  * @module
  */
@@ -247,7 +249,9 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
   const reader = await at.reader(job);
   const tunables = { leaseMs: lease, maxInFlight: d.maxInFlight, opTimeoutMs: d.opTimeoutMs };
   // The three one-coordinator hosts expose gc: a report asked with gc gives the live heap.
-  const gcFlags = d.runtime === "node" ? ["--expose-gc"] : ["--v8-flags=--expose-gc"];
+  // BENCH_MILLION_V8_FLAGS adds V8 flags to those three (e.g. --optimize-for-size: a heap kept near its live size).
+  const v8 = ["--expose-gc", ...(Deno.env.get("BENCH_MILLION_V8_FLAGS") ?? "").split(/[ ,]+/).filter(Boolean)];
+  const gcFlags = d.runtime === "node" ? v8 : [`--v8-flags=${v8.join(",")}`];
   const host = (name: string, planner: boolean) =>
     spawnHost(d.runtime, name, {
       mode: at.mode,
@@ -372,7 +376,10 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
     };
     // Mid-run: the leader's process SIGKILLed (whether or not its plan is published by then).
     let killedAt: number | undefined, beforeKill: Moment | undefined, publishedAtKill: boolean | undefined;
+    let leaderAtKill: string | undefined;
     if (killAt > 0 && await waitFor(() => completed() >= killAt * S)) {
+      // Who leads then: the leader process, unless it lost its term before (the kill then measures no takeover).
+      leaderAtKill = await leaderNow();
       beforeKill = await moment(leading("leader"));
       publishedAtKill = publish !== undefined;
       killedAt = Date.now();
@@ -468,6 +475,7 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
       runtime: d.runtime,
       leaseMs: lease,
       maxInFlight: d.maxInFlight,
+      leaderV8Flags: v8.slice(1),
       loadavg: [load0, loadavg()],
       finished,
       stoppedBy: why,
@@ -526,6 +534,7 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
       newLeader: killedAt
         ? {
           killedAtMs: killedAt - t0,
+          leaderAtKill: leaderAtKill ?? null,
           completedAtKill: beforeKill ? Math.round(killAt * S) : null,
           newLeader: nl?.instance ?? leaderEnd ?? null,
           killToElectionMs: electedAt ? electedAt - killedAt : null,
@@ -576,7 +585,8 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
         value: `${n.newLeader} won; kill → election ${secs(n.killToElectionMs)} s (lease ${lease / 1000} s), snapshot ${secs(n.snapshotMs)} s ` +
           `(term + pages ${secs(n.pagesReadMs)} s, ${n.splitRecordsInSnapshot} split records ${secs(n.splitSnapshotMs)} s), ` +
           `its process ${leaderRss.newLeaderAtFirstDeal?.rssMiB ?? "-"} MiB (baseline ${leaderRss.newLeaderAtFirstDeal?.baselineMiB ?? "-"}) at its first deal` +
-          (publishedAtKill ? "" : "; the plan was not published at the kill"),
+          (publishedAtKill ? "" : "; the plan was not published at the kill") +
+          (n.leaderAtKill && n.leaderAtKill !== "leader" ? `; the leader process had lost its term before the kill (${n.leaderAtKill} led)` : ""),
         ratio: secs(n.electionToFirstDealMs) ?? undefined,
         target: "<= 15 s",
       });
