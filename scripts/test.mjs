@@ -339,7 +339,7 @@ await denoSuite("PostgreSQL fleets, faults, exactly-once and the CLI (Deno + Bun
 ]);
 await denoSuite(
   "Redis durability, faults and the CLI (weak persistence refused, WAIT on a replica, kill -9 with appendfsync always; a Deno + Bun + Node fleet through SIGKILL, CLIENT KILL, SIGSTOP and restarts from the AOF; the operator session on redis://)",
-  ["tests/redis/durability_test.ts", "tests/redis/faults_test.ts", "tests/redis/cli_test.ts"],
+  ["tests/redis/durability_test.ts", "tests/redis/half_open_test.ts", "tests/redis/faults_test.ts", "tests/redis/cli_test.ts"],
 );
 // PostgreSQL as deployed: a TLS-only server of its own and Debian's PgBouncer in front of it,
 // installed here when missing (as root; without it the PgBouncer cases are ignored, saying so).
