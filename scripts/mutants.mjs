@@ -1650,7 +1650,7 @@ export const mutants = [
   {
     name: "grant-past-free-lanes",
     breaks: "a grant that finds every lane taken is started anyway: a member whose leader died before telling it of a split opened for it runs past maxInFlight once the next leader grants it",
-    edits: [{ file: C + "member/claims.ts", search: "if (this.busyLanes(g.id) >= this.#core.config.maxInFlight) {", replace: "if (false) {" }],
+    edits: [{ file: C + "member/claims.ts", search: "if (this.busyLanes(g.id) >= this.#core.lanes()) {", replace: "if (false) {" }],
     suites: ["coordinator", "sim", "nats"],
   },
   {
@@ -2053,5 +2053,41 @@ export const mutants = [
     breaks: "a busy leader runs a pass per watch delivery instead of gathering the deliveries of a moment into one: 1.5 passes per tiny split instead of 0.04, a third of its throughput",
     edits: [{ file: C + "reconcile_loop.ts", search: "if (this.#clock.now() - this.#lastPass < GATHER_MS) {", replace: "if (false) {" }],
     suites: ["unit"],
+  },
+  {
+    name: "shard-plans-every-split",
+    breaks: "a shard's leader seeds every split of the plan, not only those routed to it: every split runs once per shard",
+    edits: [{ file: C + "leader/planning.ts", search: "if (shard.count > 1 && shardOf(s.id, shard.count) !== shard.index) continue;", replace: "" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "shard-lanes-ignore-others",
+    breaks: "each shard's member counts only its own lanes: a member of K shards runs up to K × maxInFlight splits",
+    edits: [{ file: C + "coordinator.ts", search: "lanes: seat ? () => Math.max(0, config.maxInFlight - seat.lanesElsewhere()) : () => config.maxInFlight,", replace: "lanes: () => config.maxInFlight," }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "shard-leader-ignores-away",
+    breaks: "a shard's leader deals a member its full maxInFlight whatever it holds in other shards: offers it cannot claim, lanes promised twice",
+    edits: [{ file: C + "leader/role.ts", search: "const lanes = Math.max(0, r.maxInFlight - (r.away ?? 0));", replace: "const lanes = r.maxInFlight;" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "shard-no-early-beat",
+    breaks: "lanes freed in one shard wait for the next regular beat (a heartbeat interval) before another shard's leader deals them",
+    edits: [{ file: C + "coordinator.ts", search: "      this.#membership.lanesChanged();", replace: "" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "shard-outcome-first-shard",
+    breaks: "a sharded job is declared complete as soon as one shard is, while the others still run",
+    edits: [{ file: C + "shard_outcome.ts", search: "if (outcomes.some((o) => o === undefined)) return undefined;", replace: "if (outcomes.every((o) => o === undefined)) return undefined;\n  outcomes = outcomes.filter((o) => o !== undefined);" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "shard-count-unchecked",
+    breaks: "a member of another shard count joins the job: it routes splits to other shards than the fleet does",
+    edits: [{ file: C + "member/job_check.ts", search: "if (held.count !== shard.count || held.index !== shard.index) {", replace: "if (false) {" }],
+    suites: ["coordinator"],
   },
 ];
