@@ -79,7 +79,7 @@ export function parseShardJob(name: string): { job: string; index: number } | un
 export function checkShards(job: string, shards: unknown): number {
   if (shards === undefined) return 1;
   if (typeof shards !== "number" || !Number.isInteger(shards) || shards < 1 || shards > MAX_SHARDS) {
-    throw new SplitleaseError("INVALID_CONFIG", `shards must be an integer from 1 to ${MAX_SHARDS} (got ${JSON.stringify(shards)})`);
+    throw new SplitleaseError("INVALID_CONFIG", `shards must be an integer from 1 to ${MAX_SHARDS} (got ${typeof shards === "number" ? String(shards) : JSON.stringify(shards)})`);
   }
   const longest = shardJob(job, shards - 1);
   if (longest.length > 128) {
