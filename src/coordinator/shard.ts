@@ -10,7 +10,15 @@
 import { SplitleaseError } from "../errors.ts";
 import type { ShardSeat } from "./join_options.ts";
 
-/** Most shards a job may have (each is a leader election, a bucket and a watch per member). */
+/**
+ * Most shards a job may have (each is a leader election, a bucket and a watch per member).
+ *
+ * @example
+ * ```ts
+ * import { MAX_SHARDS } from "@splitlease/splitlease/admin";
+ * console.log(MAX_SHARDS); // 64
+ * ```
+ */
 export const MAX_SHARDS = 64;
 
 /**
@@ -73,6 +81,13 @@ export function parseShardJob(name: string): { job: string; index: number } | un
  * Checks a shard count: an integer from 1 to {@linkcode MAX_SHARDS}, and
  * short enough with the job's name for every shard's name to be a job name
  * (at most 128 characters).
+ *
+ * @example
+ * ```ts
+ * import { checkShards } from "@splitlease/splitlease/admin";
+ * console.log(checkShards("backfill", 4)); // 4
+ * console.log(checkShards("backfill", undefined)); // 1
+ * ```
  *
  * @throws {SplitleaseError} `INVALID_CONFIG` naming the value and the rule.
  */
