@@ -335,6 +335,20 @@ if (!only.length) {
   record("doc examples type-check", docCheck.code === 0);
 }
 
+// dist/ and the Node fixture, built once before the suites: they run side by
+// side, and a build inside one (npm pack's prepack, a fixture's "build once
+// per process") would empty dist/ under another. The suites are told
+// (SPLITLEASE_DIST_READY) and build nothing.
+{
+  log("\n=== build (dist/ and the Node fixture, once for every suite) ===");
+  const b = await run(process.execPath, [join(root, "scripts/build.mjs")]);
+  const fx = b.code === 0
+    ? await run(bin("esbuild"), ["tests/runtime/fixtures/node_main.ts", "--bundle", "--platform=node", "--format=esm", "--packages=external", "--log-level=warning", "--outfile=dist/fixtures/node_main.mjs"])
+    : b;
+  record("build of dist/ and the Node fixture", b.code === 0 && fx.code === 0);
+  if (b.code === 0 && fx.code === 0) services.SPLITLEASE_DIST_READY = "1";
+}
+
 await denoSuite("unit tests", ["tests/unit"]);
 await denoSuite("store tests (MemoryStore and nats-server)", ["tests/store"]);
 await denoSuite(
