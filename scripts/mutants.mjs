@@ -2090,4 +2090,13 @@ export const mutants = [
     edits: [{ file: C + "member/job_check.ts", search: "if (held.count !== shard.count || held.index !== shard.index) {", replace: "if (false) {" }],
     suites: ["coordinator"],
   },
+  {
+    name: "shard-residual-routed-by-hash",
+    breaks: "a member routes a residual's commits by its id's hash instead of the shard that gained it: they reach a shard that has no such split, and the residual never completes",
+    edits: [
+      { file: C + "sharded_coordinator.ts", search: "    for (const id of ids) this.#where.set(id, i);\n", replace: "" },
+      { file: C + "sharded_coordinator.ts", search: "        this.#where.set(ev.split.id, i);\n", replace: "" },
+    ],
+    suites: ["coordinator"],
+  },
 ];

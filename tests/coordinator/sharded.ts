@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { type CoordinationEvent, type PlannedSplit, ShardedCoordinator, SplitleaseError, type Store } from "../../mod.ts";
 import { pauseJob, resumeJob, shardJob, shardOf } from "../../admin.ts";
 import { finalPlanner, splits, type TimeDriver, type Timings } from "./fleet.ts";
+import { residualId } from "../../src/coordinator/cuts.ts";
 
 /** What the scenarios need of a backend: K stores of a job (each bound to its shard's job name) and time. */
 export interface ShardBackend {
@@ -256,6 +257,46 @@ export function shardedScenarios(b: ShardBackend): void {
         (e: unknown) => e instanceof SplitleaseError && e.code === "INVALID_CONFIG" && /an unsharded job/.test(e.message),
         "an unsharded member of a sharded job's first shard",
       );
+    } finally {
+      await a.c.close();
+    }
+  });
+  t("S6. a cut's residual lives in its parent's shard, wherever its id would hash: another member runs it there, its commits reach it, and the job completes", async () => {
+    const time = b.time();
+    const job = `sh${++jobs}${Date.now().toString(36)}`;
+    // One split in shard 0 whose residual's id hashes to shard 1.
+    const plan = splits(40, 100).filter((s) => shardOf(s.id, 2) === 0 && shardOf(residualId(s.id, { n: 0, from: 50 }), 2) === 1).slice(0, 1);
+    assert.equal(plan.length, 1);
+    const a = await join(job, 2, "a", { maxInFlight: 1, splittable: true }, plan, time);
+    try {
+      assert.ok(await time.until(() => a.held.length === 1, 20 * b.timings.leaseMs), "a holds the split");
+      const [h] = a.held;
+      await a.c.commit(h.id, h.epoch, { watermark: 10 });
+      const [residual] = await a.c.split(h.id, h.epoch, { keep: { n: 0, to: 50 }, residuals: [{ descriptor: { n: 0, from: 50 } }] });
+      assert.ok(residual, "the cut made a residual");
+      const inShard = async (i: number) => {
+        const st = await b.store(job, i);
+        try {
+          return (await st.get(`split.${residual}`)) !== undefined;
+        } finally {
+          await st.close();
+        }
+      };
+      assert.deepEqual([await inShard(0), await inShard(1)], [true, false], `the residual ${residual} (hashing to shard ${shardOf(residual, 2)}) is in its parent's shard`);
+      // Another member takes the residual (a's one lane is busy) and finishes it through its shard.
+      const c = await join(job, 2, "c", { maxInFlight: 2, splittable: true }, undefined, time);
+      try {
+        assert.ok(await time.until(() => c.held.some((x) => x.id === residual), 20 * b.timings.leaseMs), "c holds the residual");
+        const r = c.held.find((x) => x.id === residual)!;
+        await c.c.commit(r.id, r.epoch, { watermark: 60 });
+        await c.c.commit(r.id, r.epoch, { watermark: 100 }, { final: true });
+        await a.c.commit(h.id, h.epoch, { watermark: 50 }, { final: true });
+        assert.ok(await time.until(() => a.count("allComplete") > 0 && c.count("allComplete") > 0, 40 * b.timings.leaseMs), "one outcome, after both");
+        const done = a.events.find((e) => e.type === "allComplete") as { completed: number };
+        assert.equal(done.completed, 2, "the split and its residual");
+      } finally {
+        await c.c.close();
+      }
     } finally {
       await a.c.close();
     }
