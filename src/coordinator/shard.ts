@@ -19,6 +19,13 @@ export { MAX_SHARDS, parseShardJob, shardJob, shardOf } from "../store/shards.ts
  * (at most 128 characters).
  *
  * @throws {SplitleaseError} `INVALID_CONFIG` naming the value and the rule.
+ *
+ * @example
+ * ```ts
+ * import { checkShards } from "@splitlease/splitlease/admin";
+ * console.log(checkShards("backfill", undefined)); // 1: unsharded
+ * console.log(checkShards("backfill", 4)); // 4
+ * ```
  */
 export function checkShards(job: string, shards: unknown): number {
   if (shards === undefined) return 1;

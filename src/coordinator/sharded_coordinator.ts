@@ -30,7 +30,8 @@ import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStatus, 
  *
  * @example
  * ```ts
- * import { MemoryStore, ShardedCoordinator, type ShardedJoinOptions } from "@splitlease/splitlease";
+ * import { MemoryStore, ShardedCoordinator } from "@splitlease/splitlease";
+ * import type { ShardedJoinOptions } from "@splitlease/splitlease/admin";
  * const stores = [new MemoryStore(), new MemoryStore()];
  * const options: ShardedJoinOptions = { job: "backfill", shards: 2, stores: ({ index }) => stores[index] };
  * const c = await ShardedCoordinator.join(options);
@@ -49,7 +50,18 @@ export interface ShardedJoinOptions extends Omit<JoinOptions, "store" | "shard">
   stores: readonly Store[] | ((shard: { index: number; job: string }) => Store | Promise<Store>);
 }
 
-/** One member of a sharded job over its shards' coordinators (see the module doc). */
+/**
+ * One member of a sharded job over its shards' coordinators (see the module doc).
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore, ShardedCoordinator } from "@splitlease/splitlease";
+ * const stores = [new MemoryStore(), new MemoryStore()];
+ * const c = await ShardedCoordinator.join({ job: "backfill", shards: 2, stores, fingerprint: "v1", maxInFlight: 0 });
+ * console.log(c.status().shards?.map((s) => s.job)); // ["backfill", "backfill--shard1"]
+ * await c.close();
+ * ```
+ */
 export class ShardedCoordinator implements Coordinator {
   readonly #job: string;
   readonly #shards: SplitCoordinator[];

@@ -43,6 +43,12 @@ export interface JobShards {
  *
  * @throws {InvalidRecordError} for a seat that is not one
  * (a count outside 1..{@linkcode MAX_SHARDS}, an index outside it).
+ *
+ * @example
+ * ```ts
+ * import { shardSeatOf } from "@splitlease/splitlease/admin";
+ * console.log(shardSeatOf("backfill", '{"v":3,"fingerprint":"f","createdAt":0,"shard":{"index":0,"count":4}}')); // { index: 0, count: 4 }
+ * ```
  */
 export function shardSeatOf(job: string, value: string | undefined): { index: number; count: number } | undefined {
   if (value === undefined) return undefined;
@@ -70,6 +76,12 @@ export function shardSeatOf(job: string, value: string | undefined): { index: nu
 /**
  * What {@linkcode openJobShards} opened: the job's shards, and a close of
  * the stores it opened (not `first`, which stays the caller's).
+ *
+ * @example
+ * ```ts
+ * import type { OpenedShards } from "@splitlease/splitlease/admin";
+ * const done = (s: OpenedShards) => s.close(); // after the last read
+ * ```
  */
 export interface OpenedShards extends JobShards {
   /** Closes the stores opened for shards 1 .. count - 1. */

@@ -8,7 +8,15 @@
  * @module
  */
 
-/** Most shards a job may have (each is a leader election, a bucket and a watch per member). */
+/**
+ * Most shards a job may have (each is a leader election, a bucket and a watch per member).
+ *
+ * @example
+ * ```ts
+ * import { MAX_SHARDS } from "@splitlease/splitlease/admin";
+ * console.log(MAX_SHARDS); // 64
+ * ```
+ */
 export const MAX_SHARDS = 64;
 
 /**
