@@ -98,6 +98,7 @@ Deno.test("serve shards: one member of 3 shards, every split run in its shard; /
       const st = (await get("/status")).body;
       return st.shards?.every((s: { counts: { planned: number } }) => s.counts.planned > 0) && st.held.length === 4;
     });
+    for (const probe of ["/healthz", "/readyz"]) assert.equal((await service.app.request(probe)).status, 200, probe);
     const status = (await get("/status")).body;
     assert.equal(status.shards.length, 3);
     assert.deepEqual(status.shards.map((s: { job: string }) => s.job), ["sharded", "sharded--shard1", "sharded--shard2"]);
@@ -108,7 +109,10 @@ Deno.test("serve shards: one member of 3 shards, every split run in its shard; /
     assert.equal(fleet.job, "sharded");
     assert.equal(fleet.counts.total, 12);
     assert.deepEqual(fleet.splits.map((s: { id: string }) => s.id), Array.from({ length: 12 }, (_, i) => `r${i}`).sort());
-    assert.deepEqual(fleet.members.map((m: { instance: string; owned: number }) => [m.instance, m.owned]), [["pod-0", 4]], "one member line, its load in every shard");
+    // One member line, its load the runnable splits naming it in every shard (the job's owned: it is the only member).
+    assert.deepEqual(fleet.members.map((m: { instance: string; owned: number }) => [m.instance, m.owned]), [["pod-0", fleet.counts.owned]]);
+    assert.ok(fleet.counts.owned >= 4, `it holds its 4 lanes' splits: ${fleet.counts.owned}`);
+    assert.equal(fleet.counts.owned, fleet.shards.reduce((n: number, s: { counts: { owned: number } }) => n + s.counts.owned, 0));
     assert.equal(fleet.shards.length, 3);
     assert.equal(fleet.shards.reduce((n: number, s: { counts: { total: number } }) => n + s.counts.total, 0), 12);
     // Paging across shards: two pages of 7 and 5, the cursor valid for every shard.
