@@ -63,3 +63,33 @@ Deno.test("shard format: wait's end line names the stalled shards and their spli
     "bk: planning failed in shard 2 (bk--shard2) after 3 attempt(s): no bucket (exit 4)",
   );
 });
+
+Deno.test("shard metrics: each shard's job-wide gauges come from that shard's leader, labelled shard; an unsharded job's carry no shard", async () => {
+  const { renderMetrics } = await import("../../src/http/render_metrics.ts");
+  const { ScriptedCoordinator } = await import("../helpers/scripted_coordinator.ts");
+  const c = new ScriptedCoordinator("w1");
+  c.isLeader = true;
+  const plain = renderMetrics(c.status(), c.stats());
+  assert.match(plain, /^etl_coordination_splits_completed\{splitlease_job="job1"\} 2$/m);
+  const st = c.status();
+  const line = (index: number, isLeader: boolean, completed: number) => ({
+    index,
+    job: shardJob("job1", index),
+    state: "running" as const,
+    isLeader,
+    leader: isLeader ? "w1" : "w2",
+    held: 0,
+    outcome: index === 2 ? "stalled" as const : null,
+    counts: { ...st.counts, completed },
+    paused: false,
+    liveMembers: ["w1", "w2"],
+    members: 2,
+  });
+  // This member leads shards 0 and 2, not 1: shard 1's counts are the other leader's to export.
+  const text = renderMetrics({ ...st, shards: [line(0, true, 5), line(1, false, 7), line(2, true, 11)] }, c.stats());
+  const completed = [...text.matchAll(/^etl_coordination_splits_completed\{([^}]*)\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]);
+  assert.deepEqual(completed, [['splitlease_job="job1",shard="0"', 5], ['splitlease_job="job1",shard="2"', 11]]);
+  const stalled = [...text.matchAll(/^etl_coordination_job_stalled\{[^}]*shard="(\d)"\} (\d)$/gm)].map((m) => [m[1], m[2]]);
+  assert.deepEqual(stalled, [["0", "0"], ["2", "1"]]);
+  assert.match(text, /^etl_coordination_leader\{splitlease_job="job1"\} 1$/m);
+});

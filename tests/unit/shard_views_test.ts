@@ -121,6 +121,13 @@ Deno.test("shard views: the shards' folded view is the job's one view, for every
   );
 });
 
+Deno.test("shard views: a page whose splits all lie in one shard keeps its cursor to the next", () => {
+  const all: [string, SplitRecord][] = ["a", "b", "c", "d", "e"].map((id) => [id, seedRecord(1, {})]);
+  const views = [buildFleetView(snapshot(all, 5), { limit: 2 }), buildFleetView(snapshot([], 0), { limit: 2 })];
+  const page = mergeShardViews(views, ["j", "j--shard1"]);
+  assert.deepEqual([page.splits.map((s) => s.id), page.page.next, page.page.matched], [["a", "b"], "b", 5]);
+});
+
 Deno.test("shard views: one view is returned as it is (an unsharded job's view is unchanged)", () => {
   const v = buildFleetView(snapshot([["a", seedRecord(1, {})]], 1));
   assert.equal(mergeShardViews([v], ["j"]), v);
