@@ -178,6 +178,9 @@ export function createApp(options: AppOptions): HonoApp {
     throw new SplitleaseError("INVALID_CONFIG", "createApp: stores must be a non-empty array of the job's stores, one per shard in shard order");
   }
   const shards = coordinator.status().shards?.length;
+  if (options.store && shards !== undefined && shards > 1) {
+    throw new SplitleaseError("INVALID_CONFIG", `createApp: the coordinator's job has ${shards} shards: give stores, one per shard in shard order, not store (one shard's)`);
+  }
   if (options.stores && shards !== undefined && options.stores.length !== shards) {
     throw new SplitleaseError("INVALID_CONFIG", `createApp: stores has ${options.stores.length} store(s), the coordinator's job ${shards} shards: give one store per shard`);
   }

@@ -14,7 +14,7 @@
 import assert from "node:assert/strict";
 import { MemoryStore, type Store, SplitleaseError } from "../../mod.ts";
 import { shardJob, shardOf } from "../../admin.ts";
-import { type ServeHost, serveWith, type ServeOptions } from "../../host.ts";
+import { createApp, type ServeHost, serveWith, type ServeOptions } from "../../host.ts";
 import { withTimeout } from "../helpers/deadline.ts";
 import { rangeSource } from "./fixtures/app.ts";
 
@@ -130,6 +130,10 @@ Deno.test("serve shards: one member of 3 shards, every split run in its shard; /
     const planned = [...metrics.matchAll(/^etl_coordination_splits_planned\{[^}]*shard="(\d)"[^}]*\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]);
     assert.equal(planned.length, 3, `the only member leads every shard: ${metrics.split("\n").filter((l) => l.includes("planned")).join("\n")}`);
     assert.equal(planned.reduce((n, [, v]) => n + (v as number), 0), 12);
+
+    // An app over one shard's store for a sharded coordinator is refused: it would show a third of the job.
+    assert.throws(() => createApp({ coordinator: service.coordinator, store: stores[0] }), /the coordinator's job has 3 shards: give stores, one per shard/);
+    assert.throws(() => createApp({ coordinator: service.coordinator, stores: stores.slice(0, 2) }), /stores has 2 store\(s\), the coordinator's job 3 shards/);
 
     // The job's actions: pause and resume every shard.
     const post = async (path: string) => {
