@@ -1882,7 +1882,7 @@ export const mutants = [
   {
     name: "delete-stalled-without-force",
     breaks: "delete removes a stalled job without --force: its quarantined splits' progress, which lives only in its records, goes with it",
-    edits: [{ file: "src/fleet/job_summary.ts", search: "if (force || s.state === \"complete\" || s.state === \"empty\") return null;", replace: "if (force || s.state === \"complete\" || s.state === \"empty\" || s.state === \"stalled\") return null;" }],
+    edits: [{ file: "src/fleet/job_summary.ts", search: "if (s.state === \"complete\" || s.state === \"empty\") return null;", replace: "if (s.state === \"complete\" || s.state === \"empty\" || s.state === \"stalled\") return null;" }],
     suites: ["unit"],
   },
   {
@@ -2047,6 +2047,37 @@ export const mutants = [
     breaks: "a rerun's first fence carries the old run's progress record over: the split resumes at the position the last run reached and skips its work",
     edits: [{ file: "src/coordinator/prog_records.ts", search: "const from = cur && cur.record.epoch >= (hold.closed ?? 0) ?", replace: "const from = cur ?" }],
     suites: ["coordinator"],
+  },
+  // --- a sharded job's operator surfaces (issue 39, item 4; OPERATIONS "Sharding a job") ---
+  {
+    name: "shards-of-another-count-accepted",
+    breaks: "the operator's tools fold shards whose job records name another count: a job whose members route its splits two ways is shown, waited on and repaired as one",
+    edits: [{ file: "src/fleet/job_shards.ts", search: "if (e === undefined || (theirs?.index === index && theirs.count === seat.count)) return;", replace: "return;" }],
+    suites: ["unit"],
+  },
+  {
+    name: "sharded-rerun-partial",
+    breaks: "a sharded job is rerun while one of its shards still runs: the finished shards start run 2 beside the unfinished one's run 1",
+    edits: [{ file: "src/fleet/shard_actions.ts", search: "if (!r.value.outcome) return { outcome: \"running\"", replace: "if (false) return { outcome: \"running\"" }],
+    suites: ["unit"],
+  },
+  {
+    name: "split-action-on-its-routed-shard-only",
+    breaks: "a split's requeue or cancel looks only in the shard its id routes to: a split cut from a running one (it lives in its parent's shard) is never found",
+    edits: [{ file: "src/fleet/job_shards.ts", search: "const others = shards.stores.map((_, i) => i).filter((i) => i !== home);", replace: "const others: number[] = [];" }],
+    suites: ["unit"],
+  },
+  {
+    name: "sharded-gauges-from-every-leader",
+    breaks: "a member that leads some shards exports every shard's job-wide gauges: two members leading different shards count a shard twice in sum()",
+    edits: [{ file: "src/http/render_metrics.ts", search: "status.shards.filter((x) => x.isLeader).map(", replace: "status.shards.map(" }],
+    suites: ["unit"],
+  },
+  {
+    name: "sharded-page-misses-lone-shard",
+    breaks: "the job's page of splits ends where the shards' pages together do: a query whose next splits all lie in one shard loses its cursor",
+    edits: [{ file: "src/fleet/shard_views.ts", search: "const more = listed.length > limit || views.some((v) => v.page.next !== null);", replace: "const more = listed.length > limit;" }],
+    suites: ["unit"],
   },
   {
     name: "pass-per-event",

@@ -30,7 +30,8 @@ import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStatus, 
  *
  * @example
  * ```ts
- * import { MemoryStore, ShardedCoordinator, type ShardedJoinOptions } from "@splitlease/splitlease";
+ * import { MemoryStore, ShardedCoordinator } from "@splitlease/splitlease";
+ * import type { ShardedJoinOptions } from "@splitlease/splitlease/admin";
  * const stores = [new MemoryStore(), new MemoryStore()];
  * const options: ShardedJoinOptions = { job: "backfill", shards: 2, stores: ({ index }) => stores[index] };
  * const c = await ShardedCoordinator.join(options);
