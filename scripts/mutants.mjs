@@ -2130,4 +2130,10 @@ export const mutants = [
     ],
     suites: ["coordinator"],
   },
+  {
+    name: "plan-result-unchecked",
+    breaks: "a planner's malformed result (finality missing) is published: the leader's own schema refuses the record, repairs it and plans again, about 250 plan writes a second for ever",
+    edits: [{ file: C + "leader/planning.ts", search: "const result = checkPlanResult(await (span ? within(span, planner) : planner()));", replace: "const result = await (span ? within(span, planner) : planner());" }],
+    suites: ["coordinator"],
+  },
 ];

@@ -447,6 +447,31 @@ export function hardeningScenarios(b: Backend): void {
     assert.ok(!z.has("planFailed"), "a member that joins a failed job waits for the next plan instead of stopping");
   });
 
+  t("H4c. a planner whose result is no plan (finality missing, splits not iterable) fails like a throw, naming the field and the fix; the plan record is never written with it", async () => {
+    await using f = await b.fleet();
+    const raw = rawStore(f);
+    let writes = 0;
+    const counting = raw.watch(keys.plan);
+    void (async () => {
+      for await (const ev of counting) if (ev.type === "put") writes++;
+    })().catch(() => {});
+    // `final: true` where the result wants `finality: "final"`: before the check, the published
+    // record was refused by the job's own schema, "repaired" and planned again, ~250 writes a second.
+    const plan = (() => Promise.resolve({ splits: splits(1), final: true })) as unknown as Planner;
+    const x = await f.join({ instance: "x", planner: plan, planAttempts: 2 });
+    assert.ok(await f.until(() => x.has("planFailed"), 8000), "the job fails after planAttempts");
+    const failed = x.events.find((e) => e.type === "planFailed") as { error: string };
+    assert.match(failed.error, /finality undefined \(it has `final`: write finality: "final"\)/);
+    await f.advance(2 * f.timings.leaseMs);
+    await counting.stop();
+    assert.ok(writes <= 4, `the plan record was written ${writes} times (its creation, the term, the outcome)`);
+    const bad = (() => Promise.resolve({ splits: 5, finality: "final" })) as unknown as Planner;
+    await x.c.abandon();
+    const y = await f.join({ instance: "y", planner: bad, planAttempts: 1 });
+    assert.ok(await f.until(() => y.has("planFailed"), 8000));
+    assert.match((y.events.find((e) => e.type === "planFailed") as { error: string }).error, /splits 5: it must be an array or an \(async\) iterable/);
+  });
+
   t("H5. a spec read that answers before the spec exists does not quarantine a healthy split", async () => {
     let misses = 2;
     class Lagging extends FaultyStore {

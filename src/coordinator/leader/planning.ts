@@ -33,6 +33,7 @@ import { openRecord } from "../../records/transitions.ts";
 import { type RenewedSplit, renewRecords, retireRecords } from "./rerun_records.ts";
 import type { PlannedSplit, Planner } from "../types.ts";
 import { shardOf } from "../shard.ts";
+import { checkPlanResult } from "./plan_result.ts";
 import type { Versioned } from "../versioned.ts";
 import { readAtLeast } from "../fresh_read.ts";
 
@@ -161,7 +162,7 @@ export class Planning {
       if (plan.outcome) return; // failed for good in this term (a new leader clears it and plans again)
       const { shard } = this.#core;
       const planner = () => this.#planner({ cursor: plan.cursor, term, signal, ...(shard.count > 1 ? { shard: { ...shard } } : {}) });
-      const result = await (span ? within(span, planner) : planner());
+      const result = checkPlanResult(await (span ? within(span, planner) : planner()));
       if (signal.aborted || !this.#leading()) return;
       const run = plan.run ?? 1;
       const { created, pages, ids } = await this.#seed(core, result.splits, term, signal, plan.pages ?? 0, run, plan.epochBase ?? 0);
