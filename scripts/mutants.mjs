@@ -2136,4 +2136,10 @@ export const mutants = [
     edits: [{ file: C + "leader/planning.ts", search: "const result = checkPlanResult(await (span ? within(span, planner) : planner()));", replace: "const result = await (span ? within(span, planner) : planner());" }],
     suites: ["coordinator"],
   },
+  {
+    name: "shard-seeds-every-lane",
+    breaks: "each shard's leader grants a member's every idle lane at once: K times its lanes granted, all but one share handed back, a write each",
+    edits: [{ file: C + "leader/seed_runs.ts", search: "const lanes = shards > 1 ? Math.ceil(m.maxInFlight / shards) : m.maxInFlight;", replace: "const lanes = m.maxInFlight;" }],
+    suites: ["coordinator"],
+  },
 ];

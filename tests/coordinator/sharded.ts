@@ -301,4 +301,36 @@ export function shardedScenarios(b: ShardBackend): void {
       await a.c.close();
     }
   });
+  t("S7. K leaders dealing one member's idle lanes at once grant it a share each: split records name it for at most twice its lanes at once (its lanes, and a share per shard granted while claims filled them, handed back), not K times", async () => {
+    const time = b.time();
+    const job = `sh${++jobs}${Date.now().toString(36)}`;
+    const stores = await Promise.all([0, 1, 2, 3].map((i) => b.store(job, i)));
+    // Every split record of every shard, as it changes: how many name m at once.
+    const owned = new Map<string, boolean>();
+    let most = 0;
+    const watches = stores.map((st) => st.watch("split."));
+    for (const [i, w] of watches.entries()) {
+      void (async () => {
+        for await (const ev of w) {
+          if (ev.type !== "put") continue;
+          const o = (JSON.parse(ev.value) as { owner: { instance: string } | null; status: string }).owner;
+          owned.set(`${i}/${ev.key}`, o?.instance === "m" && JSON.parse(ev.value).status === "runnable");
+          most = Math.max(most, [...owned.values()].filter(Boolean).length);
+        }
+      })().catch(() => {});
+    }
+    // m alone leads every shard and plans there, its four lanes free in each shard's view.
+    const m = await join(job, 4, "m", { maxInFlight: 4 }, splits(40), time);
+    try {
+      assert.ok(await time.until(() => m.held.length === 4, 20 * b.timings.leaseMs), "m fills its lanes");
+      await time.advance(2 * b.timings.leaseMs);
+      // Its own check keeps m at four running (S2); what the leaders grant past that is handed back, a write each.
+      assert.ok(m.maxHeld <= 4, `m ran ${m.maxHeld} at once`);
+      assert.ok(most <= 8, `split records named m for ${most} splits at once (maxInFlight 4, 4 shards): each shard granted it all its lanes`);
+    } finally {
+      await m.c.close();
+      for (const w of watches) await w.stop();
+      for (const st of stores) await st.close();
+    }
+  });
 }
