@@ -8,7 +8,7 @@
 // store unavailable while the others run, and a member of another shard
 // count refused.
 import assert from "node:assert/strict";
-import { type CoordinationEvent, type PlannedSplit, ShardedCoordinator, SplitleaseError, type Store } from "../../mod.ts";
+import { type CoordinationEvent, type PlannedSplit, ShardedCoordinator, SplitleaseError, type Store, StoreUnavailableError } from "../../mod.ts";
 import { pauseJob, resumeJob, shardJob, shardOf } from "../../admin.ts";
 import { finalPlanner, splits, type TimeDriver, type Timings } from "./fleet.ts";
 import { residualId } from "../../src/coordinator/cuts.ts";
@@ -61,6 +61,18 @@ export function shardedScenarios(b: ShardBackend): void {
     Deno.test({ name: `${b.name}: sharded: ${name}`, fn, sanitizeOps: false, sanitizeResources: false });
 
   async function join(job: string, shards: number, instance: string, extra: Record<string, unknown> = {}, plan?: PlannedSplit[], time?: TimeDriver) {
+    // A join on a loaded real store may find it slow to answer (STORE_UNAVAILABLE): tried again, as a
+    // worker's supervisor restarts it, until a deadline.
+    for (const until = Date.now() + 20_000;;) {
+      try {
+        return await joinOnce(job, shards, instance, extra, plan, time);
+      } catch (e) {
+        if (!(e instanceof StoreUnavailableError) || Date.now() >= until) throw e;
+      }
+    }
+  }
+
+  async function joinOnce(job: string, shards: number, instance: string, extra: Record<string, unknown>, plan?: PlannedSplit[], time?: TimeDriver) {
     const c = await ShardedCoordinator.join({
       job,
       shards,
