@@ -108,7 +108,7 @@ export function coordinatorScenarios(b: Backend): void {
     const { leaseMs } = f.timings;
     const plan = finalPlanner(splits(8));
     const [a, w] = await f.joinAll([{ instance: "a", planner: plan }, { instance: "b", planner: plan }]);
-    assert.ok(await f.until(() => a.held.length === 4 && w.held.length === 4, 2000));
+    assert.ok(await f.until(() => a.held.length === 4 && w.held.length === 4, 10 * f.timings.leaseMs)); // the setup's deal: waited out on a loaded store
     const aSplits = a.c.status().held.map((h) => ({ id: h.id, epoch: h.epoch }));
     await commitAll(a, 5, { offset: 42 });
     const crashAt = f.now();
@@ -339,7 +339,7 @@ export function coordinatorScenarios(b: Backend): void {
     const { leaseMs } = f.timings;
     const plan = finalPlanner(splits(4));
     const [a, w] = await f.joinAll([{ instance: "a", planner: plan }, { instance: "b", planner: plan }]);
-    assert.ok(await f.until(() => a.held.length === 2 && w.held.length === 2, 2000));
+    assert.ok(await f.until(() => a.held.length === 2 && w.held.length === 2, 10 * f.timings.leaseMs)); // the setup's deal: waited out on a loaded store
     await commitAll(a, 3);
     await commitAll(w, 3);
     const before = a.c.status().held.concat(w.c.status().held);
@@ -431,7 +431,7 @@ export function coordinatorScenarios(b: Backend): void {
     // a loaded machine must not turn its drain into a forced release.
     const drainDeadlineMs = 3 * f.timings.leaseMs;
     const [a, w] = await f.joinAll([{ instance: "a", planner: plan, drainDeadlineMs }, { instance: "b", planner: plan }]);
-    assert.ok(await f.until(() => a.held.length === 2 && w.held.length === 2, 2000));
+    assert.ok(await f.until(() => a.held.length === 2 && w.held.length === 2, 10 * f.timings.leaseMs)); // the setup's deal: waited out on a loaded store
     const mine = [...a.held];
     // A cooperative source that takes a while (longer than a lease) to reach a safe boundary.
     const drained = a.c.drain();
@@ -470,7 +470,7 @@ export function coordinatorScenarios(b: Backend): void {
     const raw = rawStore(f);
     const plan = finalPlanner(splits(1));
     const [x] = await f.joinAll([{ instance: "x", planner: plan, maxInFlight: 1 }]);
-    assert.ok(await f.until(() => x.held.length === 1, 2000));
+    assert.ok(await f.until(() => x.held.length === 1, 10 * f.timings.leaseMs)); // the setup's deal: waited out on a loaded store
     // A split written outside the plan (an operator's, or a later plan's) while x has no lane for it.
     await raw.create(
       "split.extra",
