@@ -41,7 +41,8 @@ export type {
   FleetView,
 } from "./src/fleet/types.ts";
 // The jobs of a server (`splitlease jobs`, `splitlease delete`) over any backend's JobCatalog.
-export { deleteRefusal, type JobState, type JobSummary, listJobs, summarizeJob } from "./src/fleet/job_summary.ts";
+export { deleteRefusal, type JobState, type JobSummary, summarizeJob } from "./src/fleet/job_summary.ts";
+export { foldJobListings, listJobs, readJobListings, summarizeShards } from "./src/fleet/sharded_listings.ts";
 // How a view judges a member it cannot watch: its lease against the newest time its record was written.
 export { judgeMember, LIVE_WITHIN_MS, type MemberLiveness, type MemberSighting, pastLease } from "./src/fleet/member_liveness.ts";
 // Waiting for a job's outcome (`splitlease wait`), and where a job stands by its plan record.
@@ -105,3 +106,20 @@ export { checkShards, MAX_SHARDS, parseShardJob, shardJob, shardOf } from "./src
 export type { ShardedJoinOptions } from "./src/coordinator/sharded_coordinator.ts";
 export type { ShardSeat } from "./src/coordinator/join_options.ts";
 export type { ShardStatus } from "./src/coordinator/types.ts";
+// A sharded job as an operator reaches it (docs/OPERATIONS.md, "Sharding a job"): its shards' stores,
+// the job's view folded from theirs, its actions on every shard, and one outcome, standing and history.
+export { findSplitShard, type JobShards, openJobShards, type OpenedShards, shardSeatOf } from "./src/fleet/job_shards.ts";
+export { readJobOverview, readJobSplits } from "./src/fleet/shard_reads.ts";
+export { mergeShardViews } from "./src/fleet/shard_views.ts";
+export { foldOutcomes, foldResults, foldRuns, outcomeShards } from "./src/fleet/shard_fold.ts";
+export {
+  cancelSplitIn,
+  drainMemberIn,
+  pauseShards,
+  requeueQuarantinedIn,
+  requeueSplitIn,
+  rerunShards,
+  resumeShards,
+  type ShardAnswer,
+} from "./src/fleet/shard_actions.ts";
+export type { FleetShard } from "./src/fleet/types.ts";

@@ -26,6 +26,7 @@ import type { CliOptions, Command } from "./src/cli/args.ts";
 import type { SplitleaseError as SplitleaseErrorType } from "./src/errors.ts";
 import type { Store } from "./src/store/store.ts";
 import type { JobCatalog } from "./src/store/job_catalog.ts";
+import type { JobShards } from "./src/fleet/job_shards.ts";
 import type { BackendConnectOptions, StoreBackend } from "./cli/store_backends.ts";
 
 /** Node.js 22 is the first with a global WebSocket, which the NATS client needs (package.json `engines`). */
@@ -46,16 +47,18 @@ const { hostname } = await import("node:os");
 const { CLI_EXIT, parseArgs, USAGE, UsageError } = await import("./src/cli/args.ts");
 const { formatJobs, formatSplits, formatStatus, runLine } = await import("./src/cli/format.ts");
 const { SplitleaseError } = await import("./src/errors.ts");
-const { cancelSplit, drainMember, requeueQuarantined, requeueSplit } = await import("./src/fleet/actions.ts");
-const { pauseJob, rerunJob, resumeJob } = await import("./src/fleet/job_actions.ts");
-const { readFleet } = await import("./src/fleet/read_fleet.ts");
-const { FULL_READ_MAX_SPLITS, readFleetOverview, readSummarySnapshot, splitsOf } = await import("./src/fleet/fleet_summary.ts");
-const { readSplitsPage } = await import("./src/fleet/read_splits.ts");
+const { cancelSplitIn, drainMemberIn, pauseShards, requeueQuarantinedIn, requeueSplitIn, rerunShards, resumeShards } = await import(
+  "./src/fleet/shard_actions.ts"
+);
+const { openJobShards } = await import("./src/fleet/job_shards.ts");
+const { readJobOverview, readJobSplits } = await import("./src/fleet/shard_reads.ts");
 const { UI_INSTANCE_PREFIX } = await import("./src/fleet/fleet_view.ts");
-const { deleteRefusal, listJobs, summarizeJob } = await import("./src/fleet/job_summary.ts");
+const { deleteRefusal, summarizeJob } = await import("./src/fleet/job_summary.ts");
+const { listJobs, readJobListings, summarizeShards } = await import("./src/fleet/sharded_listings.ts");
 const { VERSION } = await import("./src/coordinator/member/job_check.ts");
 const { storeBackendOf } = await import("./cli/store_backends.ts");
 const { SplitCoordinator } = await import("./src/coordinator/coordinator.ts");
+const { ShardedCoordinator } = await import("./src/coordinator/sharded_coordinator.ts");
 const { maxOpTimeoutMs } = await import("./src/coordinator/timings.ts");
 const { waitForOutcome } = await import("./src/fleet/wait.ts");
 const { jobResultOf } = await import("./src/fleet/job_result.ts");
@@ -135,30 +138,40 @@ async function catalogCommand(command: Extract<Command, { name: "jobs" | "delete
     out(o.json ? JSON.stringify({ jobs }, null, 2) : jobs.length === 0 ? backend.noJobs : formatJobs(jobs));
     return CLI_EXIT.ok;
   }
-  const [listing] = await catalog.list(o.job);
-  if (!listing) {
+  // A sharded job: every shard's listing (its first shard's job record names the count).
+  const listings = await readJobListings(catalog, o.job);
+  if (listings.length === 0) {
     const message = `job "${o.job}" has no ${where}: nothing to delete`;
     out(o.json ? JSON.stringify({ outcome: "notFound", message }) : message);
     return CLI_EXIT.notApplied;
   }
-  const summary = summarizeJob(listing, Date.now());
+  const summary = listings.length === 1 ? summarizeJob(listings[0]!, Date.now()) : summarizeShards(o.job, listings, Date.now());
   const refusal = deleteRefusal(summary, command.force);
   if (refusal) {
     out(o.json ? JSON.stringify({ outcome: "refused", message: refusal, job: summary }) : `not deleted: ${refusal}`);
     return CLI_EXIT.notApplied;
   }
+  // The other shards first, shard 0 (which names the count) last: a delete cut short is finished by running it again.
+  const present = listings.flatMap((l) => (l ? [l.job] : []));
+  for (const job of present.slice(1).reverse()) await catalog.remove(job);
   await catalog.remove(o.job);
-  const message = `deleted job "${o.job}" (${summary.state}; ${where})`;
+  const records = present.length > 1 ? `${present.length} shards: ${present.map((j) => backend.recordsOf(j)).join(", ")}` : where;
+  const message = `deleted job "${o.job}" (${summary.state}; ${records})`;
   out(o.json ? JSON.stringify({ outcome: "deleted", message, job: summary }) : message);
   return CLI_EXIT.ok;
 }
 
-async function run(store: Store, command: Exclude<Command, { name: "help" | "version" | "jobs" | "delete" }>, o: CliOptions): Promise<number> {
+/**
+ * A command on the job's shards (one store for an unsharded job, or one
+ * shard named directly): reads fold every shard's view into the job's,
+ * the job's actions act on every shard, a split's on the shard holding it.
+ */
+async function run(shards: JobShards, command: Exclude<Command, { name: "help" | "version" | "jobs" | "delete" }>, o: CliOptions): Promise<number> {
   const show = (value: unknown, text: string) => out(o.json ? JSON.stringify(value, null, 2) : text);
   switch (command.name) {
     case "status": {
       // A job of more than FULL_READ_MAX_SPLITS splits: its summary (the leader's beat), unless --full.
-      const view = await readFleetOverview(store, { full: command.full });
+      const view = await readJobOverview(shards, { full: command.full });
       const { splits: _, page: __, ...summary } = view;
       // The same result fields as `wait --json` (where the job stands, its outcome record, what it skipped, wait's exit code).
       const result = view.plan?.result ?? jobResultOf(undefined);
@@ -166,35 +179,35 @@ async function run(store: Store, command: Exclude<Command, { name: "help" | "ver
       return CLI_EXIT.ok;
     }
     case "wait":
-      return await wait(store, command, o);
+      return await wait(shards, command, o);
     case "pause": {
       // Who paused it, for the record and the page: the operator's user and host.
       const by = [process.env.USER ?? process.env.USERNAME, hostname()].filter(Boolean).join("@") || "splitlease CLI";
-      const r = await pauseJob(store, { by, ...(command.reason ? { reason: command.reason } : {}) });
+      const r = await pauseShards(shards, { by, ...(command.reason ? { reason: command.reason } : {}) });
       show(r, r.message);
       return exitOf(r.outcome);
     }
     case "resume": {
-      const r = await resumeJob(store);
+      const r = await resumeShards(shards);
       show(r, r.message);
       return exitOf(r.outcome);
     }
     case "rerun": {
-      const r = await rerunJob(store);
+      const r = await rerunShards(shards);
       show(r, r.outcome === "rerun" ? `${r.message}\n  previous: ${runLine(r.previous)}` : r.message);
       return exitOf(r.outcome);
     }
     case "splits": {
       const { name: _, ...query } = command;
-      // A large job: one page, decoding only the records that can be on it (the counts: its summary).
-      const large = splitsOf(await readSummarySnapshot(store)) > FULL_READ_MAX_SPLITS;
-      const view = large ? await readSplitsPage(store, query) : await readFleet(store, query);
-      show({ job: o.job, counts: view.counts, splits: view.splits, page: view.page }, formatSplits(view));
+      // A large job (or shard): one page, decoding only the records that can be on it (the counts: its summary).
+      const view = await readJobSplits(shards, query);
+      const perShard = view.shards ? { shards: view.shards.map(({ index, job, counts }) => ({ index, job, counts })) } : {};
+      show({ job: o.job, counts: view.counts, splits: view.splits, page: view.page, ...perShard }, formatSplits(view));
       return CLI_EXIT.ok;
     }
     case "requeue": {
       if (command.all) {
-        const r = await requeueQuarantined(store);
+        const r = await requeueQuarantinedIn(shards);
         const failed = r.results.filter((x) => x.outcome !== "requeued");
         const lines = [`${r.requeued} of ${r.found} quarantined split(s) requeued` + (r.reopened ? "; the stalled job is open again" : "")];
         for (const f of failed) lines.push(`  ${f.id}: ${f.message}`);
@@ -202,22 +215,22 @@ async function run(store: Store, command: Exclude<Command, { name: "help" | "ver
         if (failed.length === 0) return CLI_EXIT.ok;
         return failed.every((f) => f.outcome === "conflict") ? CLI_EXIT.conflict : CLI_EXIT.notApplied;
       }
-      const r = await requeueSplit(store, command.id!);
+      const r = await requeueSplitIn(shards, command.id!);
       show(r, r.message + (r.outcome === "requeued" && r.reopened ? "; the stalled job is open again" : ""));
       return exitOf(r.outcome);
     }
     case "cancel": {
-      const r = await cancelSplit(store, command.id);
+      const r = await cancelSplitIn(shards, command.id);
       show(r, r.message);
       return exitOf(r.outcome);
     }
     case "drain": {
-      const r = await drainMember(store, command.instance);
+      const r = await drainMemberIn(shards, command.instance);
       show(r, r.message);
       return exitOf(r.outcome);
     }
     case "ui":
-      return await ui(store, command, o);
+      return await ui(shards, command, o);
   }
 }
 
@@ -226,7 +239,7 @@ async function run(store: Store, command: Exclude<Command, { name: "help" | "ver
  * a live bar on a terminal or a plain line every --interval otherwise (none
  * with --json), and exits by how it ended (src/runtime/exit_codes.ts).
  */
-async function wait(store: Store, command: Extract<Command, { name: "wait" }>, o: CliOptions): Promise<number> {
+async function wait(shards: JobShards, command: Extract<Command, { name: "wait" }>, o: CliOptions): Promise<number> {
   const tty = !o.json && process.stdout.isTTY === true;
   // A terminal that reports no width (a pty nobody sized) gets COLUMNS, else 80.
   const columns = process.stdout.columns || Number(process.env.COLUMNS) || 80;
@@ -236,13 +249,15 @@ async function wait(store: Store, command: Extract<Command, { name: "wait" }>, o
   let catalog: JobCatalog | undefined;
   const exists = backend.kind.id !== "nats" ? undefined : async () => {
     catalog ??= await backend.catalog(o.servers, { ...settings, settings: { nats: extra?.nats } });
-    return (await catalog.list(o.job)).length > 0;
+    // Every shard's bucket: a sharded job whose shard was deleted cannot complete.
+    const listed = await Promise.all(shards.jobs.map((j) => catalog!.list(j)));
+    return listed.every((l) => l.length > 0);
   };
   const stop = new AbortController();
   const interrupt = () => stop.abort(new Error("interrupted"));
   process.once("SIGINT", interrupt);
   try {
-    const w = await waitForOutcome(store, {
+    const w = await waitForOutcome(shards, {
       job: o.job,
       signal: stop.signal,
       unreachableMs: command.unreachableMs,
@@ -252,7 +267,11 @@ async function wait(store: Store, command: Extract<Command, { name: "wait" }>, o
     });
     const code = exitCodeForWait(w);
     // What the job did, for the last line (best effort: the store may be gone).
-    const view = w.kind === "outcome" ? await readFleetOverview(store).catch(() => undefined) : undefined;
+    const view = w.kind === "outcome" ? await readJobOverview(shards).catch(() => undefined) : undefined;
+    // A sharded job's stall: the quarantined splits of each stalled shard (a few of each, best effort).
+    const stalled = w.kind === "outcome" && w.outcome.kind === "stalled" && w.shards
+      ? await stalledSplits(shards, w.shards.filter((s) => s.outcome.kind === "stalled").map((s) => s.index)).catch(() => undefined)
+      : undefined;
     if (o.json) {
       out(JSON.stringify(
         {
@@ -262,11 +281,13 @@ async function wait(store: Store, command: Extract<Command, { name: "wait" }>, o
           result: w.result && { ...w.result, exitCode: exitCodeForResult(w.result) },
           exitCode: code,
           ...(view ? { counts: view.counts, summary: view.summary } : {}),
+          ...(w.kind === "outcome" && w.shards ? { shards: w.shards } : {}),
+          ...(stalled ? { stalled } : {}),
         },
         null,
         2,
       ));
-    } else display.end(endLine(o.job, w, view, code));
+    } else display.end(endLine(o.job, w, view, code, stalled));
     return code;
   } catch (e) {
     if (stop.signal.aborted) {
@@ -278,6 +299,15 @@ async function wait(store: Store, command: Extract<Command, { name: "wait" }>, o
     process.off("SIGINT", interrupt);
     await catalog?.close().catch(() => {});
   }
+}
+
+/** Up to five quarantined split ids of each of a sharded job's stalled shards, and how many it has. */
+async function stalledSplits(shards: JobShards, indexes: number[]): Promise<{ index: number; job: string; quarantined: number; splits: string[] }[]> {
+  return await Promise.all(indexes.map(async (index) => {
+    const one = { job: shards.jobs[index], stores: [shards.stores[index]], jobs: [shards.jobs[index]] };
+    const v = await readJobSplits(one, { state: "quarantined", limit: 5 });
+    return { index, job: shards.jobs[index], quarantined: v.page.matched, splits: v.splits.map((s) => s.id) };
+  }));
 }
 
 /** The HTTP adapter of the runtime the CLI runs on. */
@@ -297,8 +327,8 @@ async function adapterServe(): Promise<typeof import("./adapters/node.ts").serve
  * until SIGINT/SIGTERM (exit 0). A job that is complete already is joined
  * and left at once, as a restarted worker does, and served the same way.
  */
-async function ui(store: Store, command: Extract<Command, { name: "ui" }>, o: CliOptions): Promise<number> {
-  const view = await readFleetOverview(store);
+async function ui(shards: JobShards, command: Extract<Command, { name: "ui" }>, o: CliOptions): Promise<number> {
+  const view = await readJobOverview(shards);
   if (!view.fingerprint) throw new SplitleaseError("INVALID_CONFIG", `job "${o.job}" has no job record yet: start a worker first`);
   const fingerprint = view.fingerprint;
   const drainToken = process.env.DRAIN_TOKEN?.trim() || undefined;
@@ -306,13 +336,17 @@ async function ui(store: Store, command: Extract<Command, { name: "ui" }>, o: Cl
   const serve = await adapterServe();
   const refuse = () => Promise.reject(new Error("splitlease ui runs no split"));
   const finished = view.plan?.outcome === "allComplete";
+  const sharded = shards.stores.length > 1;
   const service = await serve({
-    store,
+    // A sharded job: a member of every shard, its page and operator routes over all of them.
+    ...(sharded ? { stores: shards.stores, shards: shards.stores.length } : { store: shards.stores[0] }),
     job: o.job,
     instance: `${UI_INSTANCE_PREFIX}${crypto.randomUUID().slice(0, 8)}`,
     source: { fingerprint: () => fingerprint, plan: refuse, run: refuse },
     // No planner: it may lead a published plan (and export the job-wide gauges), never plan one.
-    join: (j) => SplitCoordinator.join({ ...j, planner: undefined }),
+    ...(sharded
+      ? { joinSharded: (j) => ShardedCoordinator.join({ ...j, planner: undefined }) }
+      : { join: (j) => SplitCoordinator.join({ ...j, planner: undefined }) }),
     leaseMs: command.leaseMs,
     opTimeoutMs: Math.min(o.opTimeoutMs, maxOpTimeoutMs(command.leaseMs)),
     maxInFlight: 0,
@@ -360,11 +394,14 @@ async function main(): Promise<number> {
     return CLI_EXIT.ok;
   }
   let store: Store | undefined;
+  let shards: (JobShards & { close(): Promise<void> }) | undefined;
   try {
     if (command.name === "jobs" || command.name === "delete") return await catalogCommand(command, options);
     const { backend, settings } = await backendOf(options);
     store = await backend.connect(options.servers, settings);
-    return await run(store, command, options);
+    // A sharded job (its job record names its shard count): every shard's store, each checked to be that shard.
+    shards = await openJobShards(options.job, store, (job) => backend.connect(options.servers, { ...settings, job }));
+    return await run(shards, command, options);
   } catch (e) {
     // wait's code for a store that does not answer is 7 from the start too (scripts tell it from "no such job").
     const unreachable = command.name === "wait" && e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE";
@@ -373,6 +410,7 @@ async function main(): Promise<number> {
     if (options.json) out(JSON.stringify({ error: e instanceof Error ? e.message : String(e), code: (e as SplitleaseErrorType).code ?? null }));
     return unreachable ? EXIT_UNREACHABLE : CLI_EXIT.error;
   } finally {
+    await shards?.close().catch(() => {});
     await store?.close().catch(() => {});
   }
 }

@@ -51,7 +51,7 @@ export {
 export { type JoinOptions } from "./src/coordinator/join_options.ts";
 export { SplitCoordinator } from "./src/coordinator/coordinator.ts";
 // A member of a job sharded over K leaders and K stores (`shards: K`; docs/OPERATIONS.md, "Sharding a job").
-export { ShardedCoordinator } from "./src/coordinator/sharded_coordinator.ts";
+export { ShardedCoordinator, type ShardedJoinOptions } from "./src/coordinator/sharded_coordinator.ts";
 export type { CoordinatorTunables } from "./src/coordinator/config.ts";
 export type {
   Clock,

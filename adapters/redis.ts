@@ -26,7 +26,7 @@
  *
  * @module
  */
-import { createClient, ErrorReply, TimeoutError } from "@redis/client";
+import { createClient, ErrorReply, TimeoutError, TimeoutReadError } from "@redis/client";
 import { SplitleaseError, StoreUnavailableError } from "../src/errors.ts";
 import { jsonLogger } from "../src/util/logger.ts";
 import type { Logger } from "../src/util/logger.ts";
@@ -113,6 +113,11 @@ function callError(e: unknown): RedisCallError {
   return new RedisCallError("unanswered", message, { cause: e });
 }
 
+/** How long nothing must have answered before a timed-out command recycles the connection, and how often it may (ms). */
+const RECYCLE_MS = 2000;
+/** How long a graceful close may wait for pending replies before the connection is dropped (ms). */
+const CLOSE_WAIT_MS = 1000;
+
 /**
  * Options of {@linkcode nodeRedisClient}.
  *
@@ -176,6 +181,28 @@ export async function nodeRedisClient(o: NodeRedisClientOptions): Promise<RedisC
     lost = true;
   };
   cmd.on("error", onError);
+  // A connection that takes commands but never answers (a half-open TCP
+  // connection, one accepted by something in between that never forwards,
+  // a handshake never answered) is never noticed by node-redis: commands
+  // time out one by one for ever. So a command that timed out when nothing
+  // has answered for a while recycles the connection (the queue is failed,
+  // unsent or unanswered as each command was; a fresh connection is made).
+  // At most once per `RECYCLE_MS`, so a server that is down is not redialled
+  // faster than the reconnect strategy would.
+  let lastAnswer = Date.now();
+  let recycledAt = 0;
+  const recycle = (why: string) => {
+    const now = Date.now();
+    if (closed || now - lastAnswer < RECYCLE_MS || now - recycledAt < RECYCLE_MS) return;
+    recycledAt = now;
+    if (!lost) logger("warn", "Redis connection unresponsive: reconnecting", { server, error: why, silentMs: now - lastAnswer });
+    lost = true;
+    try {
+      cmd.destroy();
+    } catch { /* already torn down */ }
+    // Resolves once ready (the reconnect strategy retries for ever); a later recycle or close() ends it.
+    cmd.connect().catch(() => {});
+  };
   cmd.on("ready", () => {
     if (!lost) return;
     lost = false;
@@ -230,8 +257,12 @@ export async function nodeRedisClient(o: NodeRedisClientOptions): Promise<RedisC
     async send(args: readonly string[], timeoutMs: number): Promise<RedisReply> {
       if (closed) throw new RedisCallError("unsent", "the client is closed");
       try {
-        return (await cmd.withCommandOptions({ timeout: Math.max(1, Math.floor(timeoutMs)), rejectInFlight: true }).sendCommand([...args])) as RedisReply;
+        const reply = (await cmd.withCommandOptions({ timeout: Math.max(1, Math.floor(timeoutMs)), rejectInFlight: true }).sendCommand([...args])) as RedisReply;
+        lastAnswer = Date.now();
+        return reply;
       } catch (e) {
+        if (e instanceof ErrorReply) lastAnswer = Date.now();
+        else if (e instanceof TimeoutError || e instanceof TimeoutReadError) recycle(e.message);
         throw callError(e);
       }
     },
@@ -249,13 +280,19 @@ export async function nodeRedisClient(o: NodeRedisClientOptions): Promise<RedisC
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      // Gracefully (pending replies drained), but bounded: a connection that
+      // never answers would hold a graceful close for ever.
       await Promise.all([cmd, sub].map(async (c) => {
         if (!c) return;
+        let timer: ReturnType<typeof setTimeout> | undefined;
         try {
-          if (c.isOpen) await c.close();
-          else c.destroy();
+          if (!c.isOpen) return void c.destroy();
+          const late = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), CLOSE_WAIT_MS)));
+          if ((await Promise.race([c.close().then(() => "closed" as const), late])) === "late") c.destroy();
         } catch {
           c.destroy();
+        } finally {
+          clearTimeout(timer);
         }
       }));
     },

@@ -73,6 +73,9 @@ function num(env: Record<string, string | undefined>, name: string): number | un
  * `transactionIdleTimeoutMs`), `REDIS_DURABILITY` (the weakest Redis
  * persistence accepted: `always`, the default, `everysec` or `none`),
  * `REDIS_WAIT_REPLICAS` (replicas each write waits for), `REDIS_KEY_PREFIX`,
+ * `SHARDS` (the job's shard count, default 1: docs/OPERATIONS.md, "Sharding
+ * a job"; each shard's records under its own job name on the same store
+ * URL: a NATS bucket, PostgreSQL job or Redis hash tag per shard),
  * `LEASE_MS`, `OP_TIMEOUT_MS`, `MAX_IN_FLIGHT`, `DRAIN_DEADLINE_MS`,
  * `REPLAN_INTERVAL_MS`, `SHUTDOWN_MARGIN_MS`, `DRAIN_TOKEN`, `DRAIN_OPEN=1`
  * (accept `POST /drain` without a token; without either it answers 403).
@@ -95,6 +98,7 @@ export function coordinationFromEnv(
     drainDeadlineMs: num(env, "DRAIN_DEADLINE_MS"),
     replanIntervalMs: num(env, "REPLAN_INTERVAL_MS"),
     shutdownMarginMs: num(env, "SHUTDOWN_MARGIN_MS"),
+    ...(env.SHARDS ? { shards: num(env, "SHARDS") } : {}),
     ...storeFromEnv(job, env),
   };
   return opts;
@@ -111,25 +115,31 @@ export function coordinationFromEnv(
 function storeFromEnv(
   job: string,
   env: Record<string, string | undefined>,
-): { storeFactory: () => Promise<Store> } | { store: Store } {
+): { storeFactory: (shard: { index: number; job: string }) => Promise<Store> } | { store: Store } | { stores: Store[] } {
   if (env.STORE_URL && env.NATS_URL) {
     throw new SplitleaseError("INVALID_CONFIG", "STORE_URL and NATS_URL are both set: give the store once (STORE_URL)");
   }
   const name = env.STORE_URL ? "STORE_URL" : "NATS_URL";
   const urls = splitStoreUrls(env.STORE_URL ?? env.NATS_URL ?? "");
-  if (urls.length === 0) return { store: new MemoryStore() };
+  const shards = num(env, "SHARDS") ?? 1;
+  // One embedded store per shard (serve refuses a bad SHARDS before it uses them).
+  if (urls.length === 0) {
+    return shards > 1 && Number.isInteger(shards) && shards <= 64 ? { stores: Array.from({ length: shards }, () => new MemoryStore()) } : { store: new MemoryStore() };
+  }
   // Refused here, before anything starts; an http:// or bare host:port URL is refused by the
   // factory, which first asks what listens there to name the URL to give instead.
   if (!urls.some(probeableUrl)) storeKindOfUrls(urls, name);
   return {
-    storeFactory: async () => {
+    // Called once per shard with its records' job name (`<job>--shard<i>`; the job itself for shard 0 and an unsharded job).
+    storeFactory: async (shard) => {
       const backend = await storeBackendOf(urls, name);
       // PostgreSQL and Redis take OP_TIMEOUT_MS and name each worker's connections (pg_stat_activity,
       // CLIENT LIST); NATS keeps its own defaults (as before the registry).
       const pg = backend.kind.id === "postgres" || backend.kind.id === "redis";
+      const on = shard?.job ?? job;
       return await backend.connect(urls, {
-        job,
-        ...(pg ? { opTimeoutMs: num(env, "OP_TIMEOUT_MS"), clientName: `splitlease:${job}${env.INSTANCE ? `:${env.INSTANCE}` : ""}` } : {}),
+        job: on,
+        ...(pg ? { opTimeoutMs: num(env, "OP_TIMEOUT_MS"), clientName: `splitlease:${on}${env.INSTANCE ? `:${env.INSTANCE}` : ""}` } : {}),
         settings: {
           nats: { replicas: num(env, "NATS_REPLICAS"), ...(await natsTransportHere(urls)) },
           postgres: {

@@ -1650,7 +1650,7 @@ export const mutants = [
   {
     name: "grant-past-free-lanes",
     breaks: "a grant that finds every lane taken is started anyway: a member whose leader died before telling it of a split opened for it runs past maxInFlight once the next leader grants it",
-    edits: [{ file: C + "member/claims.ts", search: "if (this.busyLanes(g.id) >= this.#core.config.maxInFlight) {", replace: "if (false) {" }],
+    edits: [{ file: C + "member/claims.ts", search: "if (this.busyLanes(g.id) >= this.#core.lanes()) {", replace: "if (false) {" }],
     suites: ["coordinator", "sim", "nats"],
   },
   {
@@ -1882,7 +1882,7 @@ export const mutants = [
   {
     name: "delete-stalled-without-force",
     breaks: "delete removes a stalled job without --force: its quarantined splits' progress, which lives only in its records, goes with it",
-    edits: [{ file: "src/fleet/job_summary.ts", search: "if (force || s.state === \"complete\" || s.state === \"empty\") return null;", replace: "if (force || s.state === \"complete\" || s.state === \"empty\" || s.state === \"stalled\") return null;" }],
+    edits: [{ file: "src/fleet/job_summary.ts", search: "if (s.state === \"complete\" || s.state === \"empty\") return null;", replace: "if (s.state === \"complete\" || s.state === \"empty\" || s.state === \"stalled\") return null;" }],
     suites: ["unit"],
   },
   {
@@ -2054,10 +2054,98 @@ export const mutants = [
     edits: [{ file: "src/coordinator/prog_records.ts", search: "const from = cur && cur.record.epoch >= (hold.closed ?? 0) ?", replace: "const from = cur ?" }],
     suites: ["coordinator"],
   },
+  // --- a sharded job's operator surfaces (issue 39, item 4; OPERATIONS "Sharding a job") ---
+  {
+    name: "shards-of-another-count-accepted",
+    breaks: "the operator's tools fold shards whose job records name another count: a job whose members route its splits two ways is shown, waited on and repaired as one",
+    edits: [{ file: "src/fleet/job_shards.ts", search: "if (e === undefined || (theirs?.index === index && theirs.count === seat.count)) return;", replace: "return;" }],
+    suites: ["unit"],
+  },
+  {
+    name: "sharded-rerun-partial",
+    breaks: "a sharded job is rerun while one of its shards still runs: the finished shards start run 2 beside the unfinished one's run 1",
+    edits: [{ file: "src/fleet/shard_actions.ts", search: "if (!r.value.outcome) return { outcome: \"running\"", replace: "if (false) return { outcome: \"running\"" }],
+    suites: ["unit"],
+  },
+  {
+    name: "split-action-on-its-routed-shard-only",
+    breaks: "a split's requeue or cancel looks only in the shard its id routes to: a split cut from a running one (it lives in its parent's shard) is never found",
+    edits: [{ file: "src/fleet/job_shards.ts", search: "const others = shards.stores.map((_, i) => i).filter((i) => i !== home);", replace: "const others: number[] = [];" }],
+    suites: ["unit"],
+  },
+  {
+    name: "sharded-gauges-from-every-leader",
+    breaks: "a member that leads some shards exports every shard's job-wide gauges: two members leading different shards count a shard twice in sum()",
+    edits: [{ file: "src/http/render_metrics.ts", search: "status.shards.filter((x) => x.isLeader).map(", replace: "status.shards.map(" }],
+    suites: ["unit"],
+  },
+  {
+    name: "sharded-page-misses-lone-shard",
+    breaks: "the job's page of splits ends where the shards' pages together do: a query whose next splits all lie in one shard loses its cursor",
+    edits: [{ file: "src/fleet/shard_views.ts", search: "const more = listed.length > limit || views.some((v) => v.page.next !== null);", replace: "const more = listed.length > limit;" }],
+    suites: ["unit"],
+  },
   {
     name: "pass-per-event",
     breaks: "a busy leader runs a pass per watch delivery instead of gathering the deliveries of a moment into one: 1.5 passes per tiny split instead of 0.04, a third of its throughput",
     edits: [{ file: C + "reconcile_loop.ts", search: "if (this.#clock.now() - this.#lastPass < GATHER_MS) {", replace: "if (false) {" }],
     suites: ["unit"],
+  },
+  {
+    name: "shard-plans-every-split",
+    breaks: "a shard's leader seeds every split of the plan, not only those routed to it: every split runs once per shard",
+    edits: [{ file: C + "leader/planning.ts", search: "if (shard.count > 1 && shardOf(s.id, shard.count) !== shard.index) continue;", replace: "" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "shard-lanes-ignore-others",
+    breaks: "each shard's member counts only its own lanes: a member of K shards runs up to K × maxInFlight splits",
+    edits: [{ file: C + "coordinator.ts", search: "lanes: seat ? () => Math.max(0, config.maxInFlight - seat.lanesElsewhere()) : () => config.maxInFlight,", replace: "lanes: () => config.maxInFlight," }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "shard-leader-ignores-away",
+    breaks: "a shard's leader deals a member its full maxInFlight whatever it holds in other shards: offers it cannot claim, lanes promised twice",
+    edits: [{ file: C + "leader/role.ts", search: "const lanes = Math.max(0, r.maxInFlight - (r.away ?? 0));", replace: "const lanes = r.maxInFlight;" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "shard-no-early-beat",
+    breaks: "lanes freed in one shard wait for the next regular beat (a heartbeat interval) before another shard's leader deals them",
+    edits: [{ file: C + "coordinator.ts", search: "      this.#membership.lanesChanged();", replace: "" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "shard-outcome-first-shard",
+    breaks: "a sharded job is declared complete as soon as one shard is, while the others still run",
+    edits: [{ file: C + "shard_outcome.ts", search: "if (outcomes.some((o) => o === undefined)) return undefined;", replace: "if (outcomes.every((o) => o === undefined)) return undefined;\n  outcomes = outcomes.filter((o) => o !== undefined);" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "shard-count-unchecked",
+    breaks: "a member of another shard count joins the job: it routes splits to other shards than the fleet does",
+    edits: [{ file: C + "member/job_check.ts", search: "if (held.count !== shard.count || held.index !== shard.index) {", replace: "if (false) {" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "shard-residual-routed-by-hash",
+    breaks: "a member routes a residual's commits by its id's hash instead of the shard that gained it: they reach a shard that has no such split, and the residual never completes",
+    edits: [
+      { file: C + "sharded_coordinator.ts", search: "    for (const id of ids) this.#where.set(id, i);\n", replace: "" },
+      { file: C + "sharded_coordinator.ts", search: "        this.#where.set(ev.split.id, i);\n", replace: "" },
+    ],
+    suites: ["coordinator"],
+  },
+  {
+    name: "plan-result-unchecked",
+    breaks: "a planner's malformed result (finality missing) is published: the leader's own schema refuses the record, repairs it and plans again, about 250 plan writes a second for ever",
+    edits: [{ file: C + "leader/planning.ts", search: "const { splits, finality, cursor } = checkPlanResult(await (span ? within(span, planner) : planner()));", replace: "const { splits, finality, cursor } = await (span ? within(span, planner) : planner());" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "shard-seeds-every-lane",
+    breaks: "each shard's leader grants a member's every idle lane at once: K times its lanes granted, all but one share handed back, a write each",
+    edits: [{ file: C + "leader/seed_runs.ts", search: "const lanes = shards > 1 ? Math.ceil(m.maxInFlight / shards) : m.maxInFlight;", replace: "const lanes = m.maxInFlight;" }],
+    suites: ["coordinator"],
   },
 ];

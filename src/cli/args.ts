@@ -112,9 +112,14 @@ commands:
   delete --yes [--force]          delete a finished job's records for good (its bucket); refused while a
                                   member is live, and for an unfinished job unless --force
 
+a sharded job (shards: K; its records in K buckets or jobs, <job> and <job>--shard1 .. --shard<K-1>):
+  every command takes the job's name and folds or acts on all its shards (a split's on the shard that
+  holds it); jobs lists it once; --job <job>--shard<i> reaches that one shard alone
+
 connection (flags, or the environment):
 ${STORE_LINES}
-  --job, -j NAME       JOB            the job name (bucket splitlease_<job>, or the job's rows)
+  --job, -j NAME       JOB            the job name (bucket splitlease_<job>, or the job's rows; of a
+                                      sharded job, shard 0's, whose job record names the others)
   --user USER          NATS_USER      with --pass / NATS_PASS (prefer the environment for secrets)
   --token TOKEN        NATS_TOKEN
   --creds FILE         NATS_CREDS     a .creds file

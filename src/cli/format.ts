@@ -119,11 +119,33 @@ export function formatStatus(job: string, v: FleetView): string {
     ));
   }
   for (const i of v.invalid) out.push(`unreadable record ${i.key}: ${i.message}`);
+  if (v.shards) out.push("", ...shardLines(v));
   if (v.plan?.history.length) {
     out.push("", "earlier runs:");
     for (const r of v.plan.history) out.push(`  ${runLine(r)}`);
   }
   return out.join("\n");
+}
+
+/** A sharded job's shards under its `status`: each one's records, where it stands, its leader and counts. */
+function shardLines(v: FleetView): string[] {
+  const shards = v.shards!;
+  return [
+    `shards (${shards.length}; each with its own leader and records)`,
+    table(
+      ["SHARD", "RECORDS OF", "STATE", "LEADER", "COMPLETED", "RUNNABLE", "QUARANTINED", "CANCELLED"],
+      shards.map((s) => [
+        String(s.index),
+        s.job,
+        s.state,
+        s.leader ? `${s.leader.instance} (term ${s.leader.term})` : "none",
+        `${num(s.counts.completed)}/${num(s.planned || s.counts.total)}`,
+        num(s.counts.runnable),
+        num(s.counts.quarantined),
+        num(s.counts.cancelled),
+      ]),
+    ),
+  ];
 }
 
 /**
@@ -216,7 +238,8 @@ const when = (ms: number | null) => (ms === null ? "-" : iso(ms));
 export function formatJobs(jobs: readonly JobSummary[]): string {
   if (jobs.length === 0) return "no jobs (no splitlease_* bucket on this server)";
   const rows = jobs.map((j) => [
-    j.job,
+    // A sharded job is one line, its shard count beside its name; a shard listed on its own says whose it is.
+    j.job + (j.shards ? ` (${j.shards} shards)` : j.shard ? ` (shard ${j.shard.index} of ${j.shard.count})` : ""),
     j.run === null ? "-" : String(j.run),
     j.state,
     j.counts ? `${num(j.counts.completed)}/${j.planned === null ? "?" : num(j.planned)}` : j.planned === null ? "-" : `?/${num(j.planned)}`,
@@ -230,7 +253,9 @@ export function formatJobs(jobs: readonly JobSummary[]): string {
   ]);
   // The runs before each job's current one (its generations), under the table.
   const earlier = jobs.flatMap((j) => j.history.map((r) => `  ${j.job} ${runLine(r)}`));
+  const problems = jobs.flatMap((j) => (j.problem ? [`  ${j.job}: ${j.problem}`] : []));
   return table(["JOB", "RUN", "STATE", "COMPLETED", "CANCELLED", "QUARANTINED", "LIVE/MEMBERS", "CREATED", "FINISHED", "SIZE"], rows) +
+    (problems.length ? "\n\nproblems:\n" + problems.join("\n") : "") +
     (earlier.length ? "\n\nearlier runs:\n" + earlier.join("\n") : "") +
     "\n\nrun a finished job again: splitlease rerun NAME (its history is kept), then start its workers";
 }

@@ -79,24 +79,37 @@ export function plainLine(job: string, v: FleetView): string {
 
 /**
  * The sentence `wait` ends with: how the job ended (or why the wait did),
- * with what it skipped and, when a final view was read, what it did.
+ * with what it skipped and, when a final view was read, what it did; of a
+ * sharded job, the shard whose planning failed, or the stalled shards and
+ * their quarantined splits (`stalled`).
  *
  * @example
  * ```ts ignore
  * endLine("backfill", { kind: "timeout", result: null }, undefined, 8); // "backfill: no outcome within the timeout; the job runs on (exit 8)"
  * ```
  */
-export function endLine(job: string, w: WaitResult, v: FleetView | undefined, code: number): string {
+export function endLine(
+  job: string,
+  w: WaitResult,
+  v: FleetView | undefined,
+  code: number,
+  stalled?: readonly StalledShard[],
+): string {
   let text: string;
   if (w.kind === "outcome") {
     const o = w.outcome;
-    if (o.kind === "planFailed") text = `planning failed after ${o.attempts} attempt(s): ${o.error}`;
+    // A sharded job's outcome names the shard it came from (a failed plan), or the shards that stalled and their splits.
+    const failedIn = o.kind === "planFailed" ? w.shards?.find((s) => s.outcome.kind === "planFailed") : undefined;
+    if (o.kind === "planFailed") text = `planning failed${failedIn ? ` in shard ${failedIn.index} (${failedIn.job})` : ""} after ${o.attempts} attempt(s): ${o.error}`;
     else {
       const skipped = o.cancelled ? `, ${num(o.cancelled)} cancelled (skipped)` : "";
       const permanent = o.kind === "stalled" && o.permanent ? ` (${num(o.permanent)} permanent)` : "";
+      const where = o.kind === "stalled" && stalled?.length
+        ? ` (${stalled.map((s) => `shard ${s.index} (${s.job}): ${s.splits.join(", ")}${s.quarantined > s.splits.length ? ", …" : ""}`).join("; ")})`
+        : "";
       text = o.kind === "allComplete"
         ? `complete: ${num(o.completed)} split(s) completed${skipped}`
-        : `stalled: ${num(o.completed)} split(s) completed, ${num(o.quarantined)} quarantined${permanent}${skipped}; ` +
+        : `stalled: ${num(o.completed)} split(s) completed, ${num(o.quarantined)} quarantined${permanent}${skipped}${where}; ` +
           "see them with splitlease splits --state quarantined";
       if (v && v.summary.splitsWithRecords > 0) text += ` · ${num(v.summary.records)} records`;
       if (v && v.summary.tookMs !== null && o.kind === "allComplete") text += ` · took ${duration(v.summary.tookMs)}`;
@@ -105,6 +118,18 @@ export function endLine(job: string, w: WaitResult, v: FleetView | undefined, co
   else if (w.kind === "unreachable") text = `the store did not answer: ${w.error}`;
   else text = "no outcome within the timeout; the job runs on";
   return `${job}: ${text} (exit ${code})`;
+}
+
+/** A stalled shard of a sharded job, for {@linkcode endLine}: which, and (some of) its quarantined splits. */
+export interface StalledShard {
+  /** Which shard. */
+  index: number;
+  /** The job name its records are under. */
+  job: string;
+  /** How many splits it has quarantined. */
+  quarantined: number;
+  /** The first few of them, by id. */
+  splits: string[];
 }
 
 /** Where a {@linkcode WaitDisplay} writes, and whether it is a terminal. */

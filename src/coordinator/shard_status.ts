@@ -60,6 +60,10 @@ export function shardedStatus(job: string, shards: readonly CoordinatorStatus[],
       held: s.held.length,
       outcome: s.outcome,
       counts: s.counts,
+      // What the HTTP surfaces need per shard: each shard's leader exports that shard's job-wide gauges, and judges its members.
+      paused: s.paused === true,
+      liveMembers: s.liveMembers,
+      members: s.members,
     })),
   };
   const planning = shards.find((s) => s.planning);

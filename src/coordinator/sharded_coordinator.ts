@@ -30,7 +30,8 @@ import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStatus, 
  *
  * @example
  * ```ts
- * import { MemoryStore, ShardedCoordinator, type ShardedJoinOptions } from "@splitlease/splitlease";
+ * import { MemoryStore, ShardedCoordinator } from "@splitlease/splitlease";
+ * import type { ShardedJoinOptions } from "@splitlease/splitlease/admin";
  * const stores = [new MemoryStore(), new MemoryStore()];
  * const options: ShardedJoinOptions = { job: "backfill", shards: 2, stores: ({ index }) => stores[index] };
  * const c = await ShardedCoordinator.join(options);
@@ -49,7 +50,28 @@ export interface ShardedJoinOptions extends Omit<JoinOptions, "store" | "shard">
   stores: readonly Store[] | ((shard: { index: number; job: string }) => Store | Promise<Store>);
 }
 
-/** One member of a sharded job over its shards' coordinators (see the module doc). */
+/**
+ * One member of a sharded job over its shards' coordinators (see the module
+ * doc): a {@linkcode Coordinator} like `SplitCoordinator`'s, so a worker runs
+ * on it unchanged.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore, ShardedCoordinator, startWorker, type SplitSource } from "@splitlease/splitlease";
+ * declare const source: SplitSource;
+ * const stores = [new MemoryStore(), new MemoryStore(), new MemoryStore(), new MemoryStore()];
+ * const coordinator = await ShardedCoordinator.join({
+ *   job: "backfill",
+ *   shards: 4,
+ *   stores: ({ index }: { index: number }) => stores[index],
+ *   fingerprint: source.fingerprint(),
+ *   planner: (ctx) => source.plan(ctx),
+ *   maxInFlight: 8,
+ * });
+ * const worker = startWorker({ coordinator, source, maxInFlight: 8 });
+ * await worker.done;
+ * ```
+ */
 export class ShardedCoordinator implements Coordinator {
   readonly #job: string;
   readonly #shards: SplitCoordinator[];

@@ -311,6 +311,12 @@ export interface ShardStatus {
   outcome: CoordinatorStatus["outcome"];
   /** The shard's counts. */
   counts: CoordinatorStatus["counts"];
+  /** Whether the shard is paused (its plan record). */
+  paused: boolean;
+  /** Live members of the shard (its leader's judgement, where this member leads it). */
+  liveMembers: string[];
+  /** Members the shard counts live. */
+  members: number;
 }
 
 /**

@@ -14,9 +14,10 @@ import {
   PlanRecordSchema,
   safeDecodeRecord,
 } from "../records.ts";
-import type { CatalogEntry, JobCatalog, JobListing } from "../store/job_catalog.ts";
+import type { CatalogEntry, JobListing } from "../store/job_catalog.ts";
 import { keys } from "../store/keys.ts";
 import { pastLease } from "./member_liveness.ts";
+import { shardSeatOf } from "./job_shards.ts";
 
 /**
  * Where a job stands, as `splitlease jobs` prints it: `complete`, `stalled`
@@ -81,10 +82,20 @@ export interface JobSummary {
   run: number | null;
   /** Its earlier runs, oldest first (the plan record's history). */
   history: JobRun[];
+  /**
+   * Of a sharded job (docs/OPERATIONS.md, "Sharding a job"): its shard
+   * count, the summary folded from every shard's listing (`listShardedJobs`).
+   * Absent for an unsharded job.
+   */
+  shards?: number;
+  /** Of one shard listed on its own (`<job>--shard<i>`, its job not listed with it): which shard of how many. */
+  shard?: { index: number; count: number };
+  /** What is wrong with a sharded job's shards (one missing, one of another count) and the fix; absent when nothing is. */
+  problem?: string;
 }
 
 /** Whether a member record counts as live at `now` (past its lease: not; no time at all: yes). */
-function live(e: CatalogEntry, now: number): boolean {
+export function isLiveMember(e: CatalogEntry, now: number): boolean {
   const r = safeDecodeRecord(e.key, e.value, MemberRecordSchema);
   return pastLease(r.ok ? r.value : undefined, e.writtenAt, now) !== true;
 }
@@ -105,7 +116,7 @@ export function summarizeJob(l: JobListing, now: number): JobSummary {
   const job = l.record ? jobRecordOf(l.record.value) : undefined;
   const plan = l.plan ? safeDecodeRecord(l.plan.key, l.plan.value, PlanRecordSchema) : undefined;
   const leader = l.leader ? safeDecodeRecord(l.leader.key, l.leader.value, LeaderRecordSchema) : undefined;
-  const liveMembers = l.members.filter((m) => live(m, now)).map((m) => m.key.slice(keys.memberPrefix.length));
+  const liveMembers = l.members.filter((m) => isLiveMember(m, now)).map((m) => m.key.slice(keys.memberPrefix.length));
   const outcome = plan?.ok ? plan.value.outcome : undefined;
   let state: JobState;
   if (!l.record && !l.plan && !l.leader && l.members.length === 0) state = "empty";
@@ -141,7 +152,18 @@ export function summarizeJob(l: JobListing, now: number): JobSummary {
     bytes: l.bytes,
     run: plan?.ok ? plan.value.run ?? 1 : null,
     history: plan?.ok ? plan.value.history ?? [] : [],
+    ...shardOfRecord(l),
   };
+}
+
+/** The seat of a listing that is one shard (index above 0) of a sharded job, as its job record names it. */
+function shardOfRecord(l: JobListing): { shard?: { index: number; count: number } } {
+  try {
+    const seat = shardSeatOf(l.job, l.record?.value);
+    return seat && seat.index > 0 ? { shard: seat } : {};
+  } catch {
+    return {};
+  }
 }
 
 /**
@@ -183,29 +205,18 @@ export function deleteRefusal(s: JobSummary, force: boolean): string | null {
       `${s.liveMembers.length > 5 ? ", …" : ""}): stop its workers first (a member counts as live until its lease ` +
       `has passed since its last beat)`;
   }
-  if (force || s.state === "complete" || s.state === "empty") return null;
+  if (force) return null;
+  // One shard of a sharded job: deleting it alone leaves the job without that shard's splits.
+  if (s.shard) {
+    return `job "${s.job}" is shard ${s.shard.index} of a job of ${s.shard.count} shards: delete the whole job by its name ` +
+      `(the name without --shard${s.shard.index}), or --force deletes this shard alone`;
+  }
+  if (s.problem) return `job "${s.job}": ${s.problem}; --force deletes the shards it has`;
+  if (s.state === "complete" || s.state === "empty") return null;
   const why = s.state === "stalled"
     ? `is stalled: its ${s.counts?.quarantined ?? "quarantined"} quarantined split(s) wait for a requeue or cancel, and their progress lives only here`
     : s.state === "failed"
     ? "failed (its planner failed): a restart plans again, and the progress of the splits it has lives only here"
     : `is ${s.state} (no outcome): its work is not finished`;
   return `job "${s.job}" ${why}; --force deletes it anyway`;
-}
-
-/**
- * Lists and summarizes the jobs of a catalog (every job, or only `job`),
- * sorted by name.
- *
- * @example
- * ```ts
- * import { listJobs } from "@splitlease/splitlease/admin";
- * import type { JobCatalog } from "@splitlease/splitlease/store";
- * declare const catalog: JobCatalog;
- * for (const j of await listJobs(catalog)) console.log(j.job, j.state);
- * ```
- */
-export async function listJobs(catalog: JobCatalog, job?: string, now: () => number = Date.now): Promise<JobSummary[]> {
-  const listings = await catalog.list(job);
-  const at = now();
-  return listings.map((l) => summarizeJob(l, at)).sort((a, b) => (a.job < b.job ? -1 : a.job > b.job ? 1 : 0));
 }

@@ -393,6 +393,44 @@ export interface FleetView {
   };
   /** Unreadable records (the first 20 by key; `counts.invalid` counts the split records) and their problem. */
   invalid: { key: string; message: string }[];
+  /**
+   * Of a sharded job (docs/OPERATIONS.md, "Sharding a job"): each shard's
+   * own line. The fields above are the job's, folded from every shard's
+   * (counts summed, members merged by instance, the page of splits taken
+   * across shards by id, `leader` the leader of shard 0). Absent for an
+   * unsharded job, and for one shard named directly (`<job>--shard<i>`).
+   */
+  shards?: FleetShard[];
+}
+
+/**
+ * One shard of a sharded job as a fleet view shows it ({@linkcode FleetView.shards}).
+ *
+ * @example
+ * ```ts
+ * import type { FleetShard } from "@splitlease/splitlease/admin";
+ * const line = (s: FleetShard) => `shard ${s.index} (${s.job}): ${s.state}, leader ${s.leader?.instance ?? "none"}, ${s.counts.completed} completed`;
+ * ```
+ */
+export interface FleetShard {
+  /** Which shard (0 .. count - 1). */
+  index: number;
+  /** The job name its records are under (`shardJob`: the job itself for shard 0, `<job>--shard<index>` for the others). */
+  job: string;
+  /** What its figures come from (`records` or `beat`, as {@linkcode FleetView.basis}). */
+  basis: FleetView["basis"];
+  /** Its leader, or `null`. */
+  leader: FleetView["leader"];
+  /** Where the shard stands (its plan record's {@linkcode JobResult} state; `new` without one). */
+  state: JobResult["state"];
+  /** Its outcome record, or `null`. */
+  outcome: JobResult["outcome"];
+  /** Splits its plan planned (0 without a plan). */
+  planned: number;
+  /** Its split counts. */
+  counts: FleetCounts;
+  /** Its member records. */
+  members: number;
 }
 
 /**

@@ -20,6 +20,9 @@ import { keys } from "../store/keys.ts";
 import type { Store } from "../store/store.ts";
 import { type JobResult, jobResultOf } from "./job_result.ts";
 import { readFleetOverview } from "./fleet_summary.ts";
+import type { JobShards } from "./job_shards.ts";
+import { foldOutcomes, foldResults } from "./shard_fold.ts";
+import { readJobOverview } from "./shard_reads.ts";
 import type { FleetView } from "./types.ts";
 
 /**
@@ -77,7 +80,13 @@ export interface WaitOptions {
  * ```
  */
 export type WaitResult =
-  | { kind: "outcome"; outcome: JobOutcome; result: JobResult }
+  | {
+    kind: "outcome";
+    outcome: JobOutcome;
+    result: JobResult;
+    /** Of a sharded job: each shard's outcome (a stall names its stalled shards by theirs). */
+    shards?: { index: number; job: string; outcome: JobOutcome }[];
+  }
   | { kind: "deleted"; result: JobResult | null }
   | { kind: "unreachable"; error: string; result: JobResult | null }
   | { kind: "timeout"; result: JobResult | null };
@@ -87,7 +96,9 @@ export type WaitResult =
  * `planFailed`) and returns its outcome record. A job whose records do not
  * exist yet (no worker joined) is waited for; a job whose records were
  * seen and then vanish was deleted. A paused job is waited through. Store
- * outages are retried for `unreachableMs`.
+ * outages are retried for `unreachableMs`. Given a sharded job's shards
+ * (`openJobShards`), it waits for the job's outcome: once every shard has
+ * one (or one's planning failed), summed, each shard's in `shards`.
  *
  * @example
  * ```ts
@@ -97,7 +108,14 @@ export type WaitResult =
  * console.log(w.kind); // "timeout": no job in this store
  * ```
  */
-export async function waitForOutcome(store: Store, options: WaitOptions = {}): Promise<WaitResult> {
+export async function waitForOutcome(store: Store | JobShards, options: WaitOptions = {}): Promise<WaitResult> {
+  if ("stores" in store) {
+    if (options.job !== undefined && options.job !== store.job) {
+      throw new SplitleaseError("INVALID_CONFIG", `waitForOutcome: job "${options.job}" but the shards are job "${store.job}"`);
+    }
+    if (store.stores.length > 1) return await waitForShards(store, options);
+    store = store.stores[0];
+  }
   const { signal, onProgress, exists } = options;
   if (options.job !== undefined && store.job !== undefined && options.job !== store.job) {
     throw new SplitleaseError("INVALID_CONFIG", `waitForOutcome: job "${options.job}" but the store is bound to job "${store.job}"`);
@@ -128,6 +146,66 @@ export async function waitForOutcome(store: Store, options: WaitOptions = {}): P
         const t0 = Date.now();
         // A large job's progress is its summary (the leader's beat): no split record read.
         const view = await readFleetOverview(store);
+        signal?.throwIfAborted();
+        onProgress(view);
+        nextView = Date.now() + Math.max(progressMs, 4 * (Date.now() - t0));
+      }
+    } catch (e) {
+      if (!(e instanceof StoreUnavailableError)) throw e;
+      lastError = e.message;
+      if (exists && !(await exists().catch(() => true))) return { kind: "deleted", result };
+      if (Date.now() - lastOk >= unreachableMs) return { kind: "unreachable", error: lastError, result };
+    }
+    const left = start + timeoutMs - Date.now();
+    if (left <= 0) return { kind: "timeout", result };
+    await sleep(Math.min(pollMs, left), signal);
+  }
+}
+
+/**
+ * {@linkcode waitForOutcome} of a sharded job: every shard's `job` and
+ * `plan` records read each poll; the job's outcome once every shard has
+ * one (or one's planning failed: `foldOutcomes`), its progress the view
+ * of every shard (`readJobOverview`). A shard whose records were seen and
+ * then vanish means the job was deleted.
+ */
+async function waitForShards(shards: JobShards, options: WaitOptions): Promise<WaitResult> {
+  const { signal, onProgress, exists } = options;
+  const pollMs = positive("pollMs", options.pollMs ?? 250);
+  const progressMs = positive("progressMs", options.progressMs ?? 1000);
+  const unreachableMs = positive("unreachableMs", options.unreachableMs ?? 60_000);
+  const timeoutMs = options.timeoutMs === undefined ? Infinity : positive("timeoutMs", options.timeoutMs, true);
+  const start = Date.now();
+  let lastOk = start;
+  let lastError = "";
+  const seen = shards.stores.map(() => false);
+  const results: (JobResult | undefined)[] = shards.stores.map(() => undefined);
+  let result: JobResult | null = null;
+  let nextView = start;
+  for (;;) {
+    signal?.throwIfAborted();
+    try {
+      const read = await Promise.all(shards.stores.map((s) => Promise.all([s.get(keys.job), s.get(keys.plan)])));
+      lastOk = Date.now();
+      const outcomes: (JobOutcome | undefined)[] = [];
+      for (const [i, [job, planEntry]] of read.entries()) {
+        if (job || planEntry) seen[i] = true;
+        else if (seen[i]) return { kind: "deleted", result };
+        const decoded = planEntry ? safeDecodeRecord(planEntry.key, planEntry.value, PlanRecordSchema) : undefined;
+        const plan: PlanRecord | undefined = decoded?.ok ? decoded.value : undefined;
+        // An unreadable plan record is its leader's to replace: that shard stands where it stood.
+        if (!(planEntry && !plan && results[i])) results[i] = jobResultOf(plan);
+        outcomes.push(plan?.outcome);
+      }
+      result = foldResults(results as JobResult[]);
+      const outcome = foldOutcomes(outcomes);
+      if (outcome) {
+        const each = outcomes.flatMap((o, index) => (o ? [{ index, job: shards.jobs[index], outcome: o }] : []));
+        return { kind: "outcome", outcome, result, shards: each };
+      }
+      if (onProgress && Date.now() >= nextView) {
+        const t0 = Date.now();
+        const view = await readJobOverview(shards);
         signal?.throwIfAborted();
         onProgress(view);
         nextView = Date.now() + Math.max(progressMs, 4 * (Date.now() - t0));

@@ -7,6 +7,7 @@
  */
 import * as z from "zod";
 import type { JoinOptions } from "../coordinator/join_options.ts";
+import type { ShardedJoinOptions } from "../coordinator/sharded_coordinator.ts";
 import { type CoordinatorTunables, TUNABLE_KEYS } from "../coordinator/config.ts";
 import type { Coordinator } from "../coordinator/types.ts";
 import type { Store } from "../store/store.ts";
@@ -34,12 +35,37 @@ export interface HostOptions<D = unknown> extends CoordinatorTunables, WorkerBas
   /**
    * Creates the store, which the host closes when done with it: serve when
    * the worker ends, a slice after its invocation (one store per invocation).
+   * Of a sharded job (`shards` above 1) it is called once per shard, with
+   * the shard's index and the job name its records are under
+   * (`shardJob(job, index)`: the job itself for shard 0, `<job>--shard<i>`
+   * for the others): each shard needs a store of its own (its own NATS
+   * bucket, PostgreSQL job or Redis hash tag). An unsharded job's factory
+   * is called with `{ index: 0, job }`.
    */
-  storeFactory?: () => Store | Promise<Store>;
+  storeFactory?: (shard: { index: number; job: string }) => Store | Promise<Store>;
+  /**
+   * The stores of a sharded job's shards, in shard order (one per shard,
+   * each bound to `shardJob(job, index)`; kept open: the caller owns them).
+   * Give `stores` or `storeFactory`, never `store`, with `shards` above 1.
+   */
+  stores?: readonly Store[];
   /** Job name. */
   job: string;
+  /**
+   * The job's shard count (docs/OPERATIONS.md, "Sharding a job"): 1 (the
+   * default) runs the job over one store and one leader, as always; K from
+   * 2 to 64 joins K shards, each with its own store, leader and records,
+   * through one `ShardedCoordinator` that shares this member's lanes across
+   * them. Every member of a job must give the same count.
+   */
+  shards?: number;
   /** Joins the coordinator (default `SplitCoordinator.join`); for tests and custom coordinators. */
   join?: (options: JoinOptions) => Promise<Coordinator>;
+  /**
+   * Joins a sharded job (`shards` above 1; default `ShardedCoordinator.join`):
+   * for tests and custom coordinators, as `join` is for an unsharded one.
+   */
+  joinSharded?: (options: ShardedJoinOptions) => Promise<Coordinator>;
 }
 
 /**
@@ -62,10 +88,13 @@ const HOST_TUNABLES: z.ZodObject<{ [K in keyof CoordinatorTunables]-?: z.ZodOpti
  */
 export const HOST_SCHEMA = HOST_TUNABLES.extend({
   store: givenOption<Store>().optional(),
-  storeFactory: givenOption<() => Store | Promise<Store>>().optional(),
+  storeFactory: givenOption<(shard: { index: number; job: string }) => Store | Promise<Store>>().optional(),
+  stores: givenOption<readonly Store[]>().optional(),
   source: LANE_OPTIONS.source,
   job: givenOption<string>(),
+  shards: givenOption<number>().optional(),
   join: givenOption<(options: JoinOptions) => Promise<Coordinator>>().optional(),
+  joinSharded: givenOption<(options: ShardedJoinOptions) => Promise<Coordinator>>().optional(),
   stalledIsFatal: LANE_OPTIONS.stalledIsFatal.optional(),
   abortGraceMs: LANE_OPTIONS.abortGraceMs.optional(),
   commitIntervalMs: LANE_OPTIONS.commitIntervalMs.optional(),

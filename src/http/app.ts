@@ -84,6 +84,14 @@ export interface AppOptions extends DrainAuthOptions {
    */
   store?: Store;
   /**
+   * A sharded job's stores, one per shard in shard order (docs/OPERATIONS.md,
+   * "Sharding a job"), instead of `store`: `GET /fleet` and the page show
+   * the job folded from every shard, the job's actions (pause, resume,
+   * requeue all, drain a member) act on every shard and a split's on the
+   * shard that holds it. `serve` passes them for `shards` above 1.
+   */
+  stores?: readonly Store[];
+  /**
    * How `GET /fleet` reads a large job: above `above` splits (default
    * 10 000) from a live index of its records, closed `idleMs` after the
    * last request (default 60 000); at or below, every record each second.
@@ -129,8 +137,8 @@ export interface AppOptions extends DrainAuthOptions {
 
 /**
  * Creates the HTTP app: `GET /healthz`, `GET /readyz`, `GET /metrics`,
- * `GET /status`, `POST /drain`, and with a `store` the fleet routes (see
- * {@linkcode AppOptions.store}). Unknown routes answer 404 JSON, a wrong
+ * `GET /status`, `POST /drain`, and with a `store` (or a sharded job's
+ * `stores`) the fleet routes (see {@linkcode AppOptions.store}). Unknown routes answer 404 JSON, a wrong
  * method 405 (with `Allow`), a malformed drain body 400, a drain body over
  * 4 KiB 413, a missing or wrong drain token 401 (a malformed Authorization
  * header 400), and a drain with no token configured 403 unless `drainOpen`.
@@ -165,16 +173,28 @@ export function createApp(options: AppOptions): HonoApp {
     }
     options.routes(app);
   }
+  if (options.store && options.stores) throw new SplitleaseError("INVALID_CONFIG", "createApp: give store (one job's) or stores (a sharded job's), not both");
+  if (options.stores !== undefined && (!Array.isArray(options.stores) || options.stores.length === 0)) {
+    throw new SplitleaseError("INVALID_CONFIG", "createApp: stores must be a non-empty array of the job's stores, one per shard in shard order");
+  }
+  const shards = coordinator.status().shards?.length;
+  if (options.store && shards !== undefined && shards > 1) {
+    throw new SplitleaseError("INVALID_CONFIG", `createApp: the coordinator's job has ${shards} shards: give stores, one per shard in shard order, not store (one shard's)`);
+  }
+  if (options.stores && shards !== undefined && options.stores.length !== shards) {
+    throw new SplitleaseError("INVALID_CONFIG", `createApp: stores has ${options.stores.length} store(s), the coordinator's job ${shards} shards: give one store per shard`);
+  }
+  const stores = options.stores ?? (options.store ? [options.store] : undefined);
   const allow = (path: string, method: "GET" | "POST") => allowOnly(app, path, method);
-  mountProbeRoutes(app, { coordinator, worker, prefix, idling: options.idling, processMetrics: options.processMetrics, allow, durability: options.store?.durability });
+  mountProbeRoutes(app, { coordinator, worker, prefix, idling: options.idling, processMetrics: options.processMetrics, allow, durability: stores?.[0].durability });
   const bodyLimit = drainBodyLimit();
   mountDrainRoute(app, { coordinator, worker, guard, bodyLimit, deadlineMs: options.drainDeadlineMs, onDrain: options.onDrain, allow });
-  if (options.store) {
+  if (stores) {
     const access = options.drainToken !== undefined ? "token" : options.drainOpen === true ? "open" : "closed";
     // Once the job is done and the process idles, the page shows the finished job: nothing to act on.
     const operator = () => (options.idling?.() ? "none" : access);
     mountFleetRoutes(app, {
-      store: options.store,
+      stores,
       coordinator,
       guard,
       bodyLimit,

@@ -218,7 +218,11 @@ const JOB = `
       ? " (" + [sk.cancelled ? sk.cancelled + " cancelled" : "", sk.permanent ? sk.permanent + " permanently failed" : ""].filter(Boolean).join(", ") + ")" : "";
     const plan = v.plan ? (v.plan.run > 1 ? "run " + v.plan.run + " · " : "") + "plan " + v.plan.finality + ", " + v.plan.planned + " planned" +
       (v.plan.outcome ? ", outcome " + v.plan.outcome + skipped : "") : "no plan yet";
-    const leader = v.leader ? "leader " + v.leader.instance + " (term " + v.leader.term + ")" : "no leader";
+    // A sharded job: its shards, each with its leader and where it stands (one line for all: the page is the job's).
+    const leader = v.shards
+      ? v.shards.length + " shards: " + v.shards.map((s) => "#" + s.index + " " + (s.leader ? s.leader.instance : "no leader") +
+        (s.state === "running" ? "" : " " + s.state)).join(", ")
+      : v.leader ? "leader " + v.leader.instance + " (term " + v.leader.term + ")" : "no leader";
     // A large job: what its figures come from (a live index of its records, or the leader's beat while that index is built).
     const ix = v.index ? (v.index.state === "building" ? " · counts from the leader's beat while this worker indexes the " +
       v.index.splits.toLocaleString("en-US") + " splits (" + v.index.applied.toLocaleString("en-US") + " records read)" : " · from a live index of its records") : "";

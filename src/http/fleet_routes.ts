@@ -21,12 +21,21 @@
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import type { Coordinator } from "../coordinator/types.ts";
 import { InvalidKeyError, JobGoneError, SplitleaseError, StoreUnavailableError } from "../errors.ts";
-import { cancelSplit, drainMember, requeueQuarantined, requeueSplit } from "../fleet/actions.ts";
-import { pauseJob, resumeJob } from "../fleet/job_actions.ts";
+import {
+  cancelSplitIn,
+  drainMemberIn,
+  pauseShards,
+  requeueQuarantinedIn,
+  requeueSplitIn,
+  resumeShards,
+} from "../fleet/shard_actions.ts";
+import { findSplitShard, type JobShards } from "../fleet/job_shards.ts";
+import { mergeShardViews } from "../fleet/shard_views.ts";
+import { shardJob } from "../coordinator/shard.ts";
 import { buildFleetView, normalizeFleetQuery, parseFleetLimit, splitView } from "../fleet/fleet_view.ts";
 import { liveSplitRecord, ProgRecordSchema, safeDecodeRecord, SplitRecordSchema } from "../records.ts";
 import { assertValidId, keys } from "../store/keys.ts";
-import type { FleetQuery, FleetState } from "../fleet/types.ts";
+import type { FleetLiveness, FleetQuery, FleetSnapshot, FleetState, FleetView } from "../fleet/types.ts";
 import { isEmptySnapshot, readFleetSnapshot } from "../fleet/read_fleet.ts";
 import { FleetIndex } from "../fleet/fleet_index.ts";
 import { buildFleetSummary, FULL_READ_MAX_SPLITS, readSummarySnapshot, type SummarySnapshot } from "../fleet/fleet_summary.ts";
@@ -36,7 +45,12 @@ import { FLEET_PAGE_SCRIPT } from "./fleet_page_script.ts";
 
 /** What the fleet routes need from the app. */
 export interface FleetRouteOptions {
-  store: Store;
+  /**
+   * The job's stores, one per shard in shard order (one for an unsharded
+   * job): `GET /fleet` folds the shards' views into the job's, the job's
+   * actions act on every shard, a split's on the shard that holds it.
+   */
+  stores: readonly Store[];
   coordinator: Coordinator;
   /** The bearer-token guard of `POST /drain`. */
   guard: MiddlewareHandler;
@@ -95,8 +109,9 @@ function statusOf(outcome: string): number {
  * 410 with `gone: true`, so the page says the job is gone instead of
  * retrying a store that answers.
  */
-function gone(job: string, e?: JobGoneError): Response {
-  return json({ error: `job "${job}" is gone: its records were deleted${e ? ` (${e.reason})` : ""}`, gone: true }, 410);
+function gone(job: string, e?: JobGoneError, shard?: string): Response {
+  const whose = shard ? `the records of its ${shard}` : "its records";
+  return json({ error: `job "${job}" is gone: ${whose} were deleted${e ? ` (${e.reason})` : ""}`, gone: true }, 410);
 }
 
 /** Answers an error as JSON: 400 for bad input, 503 for an outage; anything else is rethrown (500). */
@@ -153,34 +168,97 @@ function cachedRead<T>(ms: number, read: () => Promise<T>): { get(): Promise<T>;
   };
 }
 
+/** What `GET /fleet` adds of a large job's live index: ready, or building (how many records it read so far). */
+type IndexNote = { state: "ready"; splits: number } | { state: "building"; applied: number; splits: number };
+
+/**
+ * How `GET /fleet` reads one store (a shard's, or an unsharded job's):
+ * a full read of a small job's records each `cacheMs`, a live index of a
+ * large one's (made at its first request and closed after `indexIdleMs`
+ * without one), and its small records for the index's view.
+ */
+class StoreFleet {
+  readonly #store: Store;
+  readonly #indexAbove: number;
+  readonly #indexIdleMs: number;
+  readonly #small: ReturnType<typeof cachedRead<SummarySnapshot>>;
+  readonly #full: ReturnType<typeof cachedRead<FleetSnapshot>>;
+  #index: FleetIndex | undefined;
+  #idle: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(store: Store, cacheMs: number, indexAbove: number, indexIdleMs: number) {
+    this.#store = store;
+    this.#indexAbove = indexAbove;
+    this.#indexIdleMs = indexIdleMs;
+    // A large job's small records (plan, leader, members: for the index's view, or a summary) and, for a small job, every record.
+    this.#small = cachedRead(cacheMs, () => readSummarySnapshot(store));
+    this.#full = cachedRead(cacheMs, () => readFleetSnapshot(store));
+  }
+
+  /** Drops the cached reads (an action just wrote). */
+  invalidate(): void {
+    this.#small.drop();
+    this.#full.drop();
+  }
+
+  #dropIndex(): void {
+    clearTimeout(this.#idle);
+    this.#idle = undefined;
+    void this.#index?.close();
+    this.#index = undefined;
+  }
+
+  #liveIndex(): FleetIndex {
+    if (!this.#index || this.#index.stale || this.#index.state === "stopped") {
+      this.#dropIndex();
+      const made = FleetIndex.start(this.#store, {
+        onStop: () => this.#index === made && (clearTimeout(this.#idle), (this.#index = undefined)),
+      });
+      this.#index = made;
+    }
+    clearTimeout(this.#idle);
+    this.#idle = setTimeout(() => this.#dropIndex(), this.#indexIdleMs);
+    return this.#index;
+  }
+
+  /**
+   * The view of this store's records for `q` (`splits`: how many the job
+   * has as the serving member knows it: nothing is read to tell a small
+   * job), or `gone` when they were deleted.
+   */
+  async view(q: FleetQuery, liveness: FleetLiveness | undefined, splits: number): Promise<{ view: FleetView; index?: IndexNote } | "gone"> {
+    if (splits > this.#indexAbove || this.#index) {
+      const records = await this.#small.get();
+      if (isEmptySummary(records)) return "gone";
+      if (splits > this.#indexAbove) {
+        const ix = this.#liveIndex();
+        const view = ix.state === "ready" ? await ix.view(records, q, liveness).catch((e) => {
+          if (ix.state === "stopped") return undefined; // its watch ended meanwhile: the next request makes a new one
+          throw e;
+        }) : undefined;
+        if (view) return { view, index: { state: "ready", splits } };
+        // While the index reads its first snapshot: the counts, rate and ETA of the leader's beat, no split listed.
+        return { view: buildFleetSummary(records, q, liveness), index: { state: "building", applied: ix.applied, splits } };
+      }
+      this.#dropIndex(); // small again (a rerun planned fewer)
+    }
+    const snap = await this.#full.get();
+    // We are a member of the job (we wrote its job record when we joined): nothing left means deleted.
+    if (isEmptySnapshot(snap)) return "gone";
+    return { view: buildFleetView(snap, q, liveness) };
+  }
+}
+
 /** Mounts the fleet routes on `app`. */
 export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
   const cacheMs = o.cacheMs ?? 1000;
   const indexAbove = o.indexAbove ?? FULL_READ_MAX_SPLITS;
   const indexIdleMs = o.indexIdleMs ?? 60_000;
-  // A large job's small records (plan, leader, members: for the index's view, or a summary) and, for a small job, every record.
-  const small = cachedRead(cacheMs, () => readSummarySnapshot(o.store));
-  const full = cachedRead(cacheMs, () => readFleetSnapshot(o.store));
-  const invalidate = () => (small.drop(), full.drop());
-  // A large job's live index, made at its first request and closed after indexIdleMs without one.
-  let index: FleetIndex | undefined;
-  let idle: ReturnType<typeof setTimeout> | undefined;
-  const dropIndex = () => {
-    clearTimeout(idle);
-    idle = undefined;
-    void index?.close();
-    index = undefined;
-  };
-  const liveIndex = (): FleetIndex => {
-    if (!index || index.stale || index.state === "stopped") {
-      dropIndex();
-      const made = FleetIndex.start(o.store, { onStop: () => index === made && (clearTimeout(idle), (index = undefined)) });
-      index = made;
-    }
-    clearTimeout(idle);
-    idle = setTimeout(dropIndex, indexIdleMs);
-    return index;
-  };
+  const fleets = o.stores.map((s) => new StoreFleet(s, cacheMs, indexAbove, indexIdleMs));
+  const invalidate = () => fleets.forEach((f) => f.invalidate());
+  const job = o.coordinator.status().job;
+  // The job's shards, for the actions: over one store they are the unsharded actions.
+  const shards: JobShards = { job, stores: o.stores, jobs: o.stores.map((_, i) => shardJob(job, i)) };
 
   app.get("/fleet", async (c) => {
     const q: FleetQuery = {};
@@ -196,31 +274,30 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
     try {
       if (limit) q.limit = parseFleetLimit(limit);
       const st = o.coordinator.status();
-      const liveness = st.isLeader ? { by: st.instance, liveMembers: st.liveMembers } : undefined;
       normalizeFleetQuery(q); // a bad query costs no listing
       const operator = { access: o.operator?.() ?? "closed" };
       const head = { job: st.job, servedBy: { instance: st.instance, isLeader: st.isLeader }, operator };
-      // How large the job is, as this member knows it (its plan and leader records): nothing read for a small job.
-      const splits = st.counts?.planned ?? st.plan?.planned ?? 0;
-      if (splits > indexAbove || index) {
-        const records = await small.get();
-        if (isEmptySummary(records)) return gone(st.job);
-        if (splits > indexAbove) {
-          const ix = liveIndex();
-          const view = ix.state === "ready" ? await ix.view(records, q, liveness).catch((e) => {
-            if (ix.state === "stopped") return undefined; // its watch ended meanwhile: the next request makes a new one
-            throw e;
-          }) : undefined;
-          if (view) return json({ ...head, ...view, index: { state: "ready", splits } }, 200);
-          // While the index reads its first snapshot: the counts, rate and ETA of the leader's beat, no split listed.
-          return json({ ...head, ...buildFleetSummary(records, q, liveness), index: { state: "building", applied: ix.applied, splits } }, 200);
-        }
-        dropIndex(); // small again (a rerun planned fewer)
+      if (fleets.length === 1) {
+        const liveness = st.isLeader ? { by: st.instance, liveMembers: st.liveMembers } : undefined;
+        // How large the job is, as this member knows it (its plan and leader records): nothing read for a small job.
+        const r = await fleets[0].view(q, liveness, st.counts?.planned ?? st.plan?.planned ?? 0);
+        if (r === "gone") return gone(st.job);
+        return json({ ...head, ...r.view, ...(r.index ? { index: r.index } : {}) }, 200);
       }
-      const snap = await full.get();
-      // We are a member of the job (we wrote its job record when we joined): nothing left means deleted.
-      if (isEmptySnapshot(snap)) return gone(st.job);
-      return json({ ...head, ...buildFleetView(snap, q, liveness) }, 200);
+      // A sharded job: each shard's view (judged by this member where it leads that shard), folded into the job's.
+      const rs = await Promise.all(fleets.map((f, i) => {
+        const sh = st.shards?.[i];
+        const liveness = sh?.isLeader ? { by: st.instance, liveMembers: sh.liveMembers } : undefined;
+        return f.view(q, liveness, sh?.counts.planned ?? 0);
+      }));
+      const goneAt = rs.findIndex((r) => r === "gone");
+      if (goneAt >= 0) return gone(st.job, undefined, `shard ${goneAt} (job "${shards.jobs[goneAt]}")`);
+      const views = rs as { view: FleetView; index?: IndexNote }[];
+      const notes = views.flatMap((r) => (r.index ? [r.index] : []));
+      const index = notes.length === 0 ? undefined : notes.some((n) => n.state === "building")
+        ? { state: "building", applied: notes.reduce((n, x) => n + (x.state === "building" ? x.applied : 0), 0), splits: notes.reduce((n, x) => n + x.splits, 0) }
+        : { state: "ready", splits: notes.reduce((n, x) => n + x.splits, 0) };
+      return json({ ...head, ...mergeShardViews(views.map((r) => r.view), shards.jobs), ...(index ? { index } : {}) }, 200);
     } catch (e) {
       if (e instanceof JobGoneError) return gone(o.coordinator.status().job, e);
       return failure(e);
@@ -233,13 +310,18 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
     try {
       const id = c.req.param("id")!;
       assertValidId(id, "split id");
-      const [pe, e] = await Promise.all([o.store.get(keys.prog(id)), o.store.get(keys.split(id))]);
+      // Of a sharded job, the shard that holds it.
+      const at = o.stores.length === 1 ? 0 : await findSplitShard(shards, id);
+      if (at < 0) return json({ error: `no split "${id}"` }, 404);
+      const store = o.stores[at];
+      const [pe, e] = await Promise.all([store.get(keys.prog(id)), store.get(keys.split(id))]);
       if (!e) return json({ error: `no split "${id}"` }, 404);
       const r = safeDecodeRecord(e.key, e.value, SplitRecordSchema);
       if (!r.ok) return json({ error: `the record of split "${id}" is unreadable: ${r.error.message}` }, 409);
       // Its live position is in its progress record (an unreadable one leaves the split record's).
       const p = pe ? safeDecodeRecord(pe.key, pe.value, ProgRecordSchema) : undefined;
-      return json({ at: Date.now(), split: splitView(id, liveSplitRecord(r.value, p?.ok ? p.value : undefined)) }, 200);
+      const split = splitView(id, liveSplitRecord(r.value, p?.ok ? p.value : undefined));
+      return json({ at: Date.now(), split, ...(o.stores.length > 1 ? { shard: at } : {}) }, 200);
     } catch (e) {
       return failure(e);
     }
@@ -289,15 +371,16 @@ export function mountFleetRoutes(app: Hono, o: FleetRouteOptions): void {
     });
     o.allow(path, "POST");
   };
+  // Over every shard of a sharded job (a split's: on the shard that holds it); over one store, the unsharded actions.
   action("/splits/requeue", async () => {
-    const r = await requeueQuarantined(o.store);
+    const r = await requeueQuarantinedIn(shards);
     return { message: `${r.requeued} of ${r.found} quarantined split(s) requeued`, ...r };
   });
-  action("/splits/:id/requeue", (c) => requeueSplit(o.store, c.req.param("id")!));
-  action("/splits/:id/cancel", (c) => cancelSplit(o.store, c.req.param("id")!));
-  action("/members/:instance/drain", (c) => drainMember(o.store, c.req.param("instance")!));
-  action("/job/pause", async (c) => pauseJob(o.store, { by: `POST /job/pause on ${o.coordinator.instance}`, reason: reasonOf(await c.req.text()) }));
-  action("/job/resume", () => resumeJob(o.store));
+  action("/splits/:id/requeue", (c) => requeueSplitIn(shards, c.req.param("id")!));
+  action("/splits/:id/cancel", (c) => cancelSplitIn(shards, c.req.param("id")!));
+  action("/members/:instance/drain", (c) => drainMemberIn(shards, c.req.param("instance")!));
+  action("/job/pause", async (c) => pauseShards(shards, { by: `POST /job/pause on ${o.coordinator.instance}`, reason: reasonOf(await c.req.text()) }));
+  action("/job/resume", () => resumeShards(shards));
 }
 
 /** The `reason` of a pause's body (`{"reason": "…"}`), if it has one; any other body is ignored like every action's. */

@@ -40,6 +40,9 @@ const KNOWN_LABEL_VALUES = {
  * `splits_quarantined`, `splits_cancelled`, `live_workers`, `job_stalled`, `job_paused`) are exported by
  * the leader only (the replica whose `leader` gauge is 1), so any
  * aggregation over replicas counts them once; elsewhere they have no sample.
+ * Of a sharded job (`status.shards`) each shard's leader exports that
+ * shard's, labelled `shard` (`"0"` … `"K-1"`): the job's split counts are
+ * their sum over `shard`, its live workers their max.
  * With a `host` sample (the process's reading) it adds the process metrics (heap, resident
  * memory, event-loop lag).
  *
@@ -76,26 +79,40 @@ export function renderMetrics(
   r.gauge("splits_draining", "Held splits under revocation.").set(draining);
   // Job-wide: only the leader knows them first hand (members hold a copy from
   // its last heartbeat); exported once, by the leader, so sum() and max() agree.
-  const jobWide = (name: string, help: string, value: number) => {
+  // Of a sharded job each shard's leader exports its shard's, labelled `shard`
+  // (members lead different shards): sum the split counts over `shard`.
+  const led = status.shards
+    ? status.shards.filter((x) => x.isLeader).map((x) => ({
+      labels: { shard: String(x.index) },
+      counts: x.counts,
+      members: x.members,
+      stalled: x.outcome === "stalled",
+      paused: x.paused,
+    }))
+    : status.isLeader
+    ? [{ labels: {}, counts: status.counts, members: status.members, stalled: status.outcome === "stalled", paused: status.paused === true }]
+    : [];
+  type Led = (typeof led)[number];
+  const jobWide = (name: string, help: string, value: (x: Led) => number) => {
     const g = r.gauge(name, `${help} Job-wide, exported by the leader only.`);
-    if (status.isLeader) g.set(value);
+    for (const x of led) g.set(value(x), x.labels);
   };
-  jobWide("splits_planned", "Splits in the published plan.", status.counts.planned);
-  jobWide("splits_runnable", "Runnable splits (owned or not).", status.counts.runnable);
-  jobWide("splits_unclaimed", "Runnable splits with no live owner (the backlog).", status.counts.unclaimed);
-  jobWide("splits_completed", "Completed splits.", status.counts.completed);
-  jobWide("splits_quarantined", "Quarantined (poison) splits.", status.counts.quarantined);
-  jobWide("splits_cancelled", "Cancelled splits.", status.counts.cancelled);
-  jobWide("live_workers", "Live members, standbys included.", status.members);
+  jobWide("splits_planned", "Splits in the published plan.", (x) => x.counts.planned);
+  jobWide("splits_runnable", "Runnable splits (owned or not).", (x) => x.counts.runnable);
+  jobWide("splits_unclaimed", "Runnable splits with no live owner (the backlog).", (x) => x.counts.unclaimed);
+  jobWide("splits_completed", "Completed splits.", (x) => x.counts.completed);
+  jobWide("splits_quarantined", "Quarantined (poison) splits.", (x) => x.counts.quarantined);
+  jobWide("splits_cancelled", "Cancelled splits.", (x) => x.counts.cancelled);
+  jobWide("live_workers", "Live members, standbys included.", (x) => x.members);
   jobWide(
     "job_stalled",
     "1 while the job's outcome is stalled (only quarantined splits left; cleared by a requeue or cancel), else 0.",
-    status.outcome === "stalled" ? 1 : 0,
+    (x) => (x.stalled ? 1 : 0),
   );
   jobWide(
     "job_paused",
     "1 while an operator has paused the job (nothing new is dealt, claimed or decided; splitlease resume lifts it), else 0.",
-    status.paused === true ? 1 : 0,
+    (x) => (x.paused ? 1 : 0),
   );
   const counterBy = (name: string, help: string, label: string, known: readonly string[], values: Record<string, number>) => {
     const c = r.counter(name, help);

@@ -175,12 +175,15 @@ export class Connection {
 
   /** Connects, checks the server version and opens or creates the bucket. */
   static async open(options: NatsStoreOptions): Promise<Connection> {
+    const started = Date.now();
     const { nc, opts, user, release } = await Connection.client(options);
     try {
       checkServerVersion(nc.info?.version, opts.replicas);
       const js = jetstream(nc, { timeout: opts.opTimeoutMs });
-      // A cluster that is starting is waited for, JetStream first, then the bucket, within one limit.
-      const settled = Date.now() + settleLimitMs(opts);
+      // A cluster that is starting is waited for, JetStream first, then the bucket, within one limit:
+      // the settle limit, or what is left of connectWaitMs if that is longer (a worker deployed with
+      // its cluster waits as long for the cluster to settle as for it to answer).
+      const settled = Math.max(Date.now() + settleLimitMs(opts), started + opts.connectWaitMs);
       const jsm = await readyJetStream(js, opts, settled);
       if (!opts.createBucket) await requireBucket(jsm, opts);
       const kv = await openBucket(js, opts, undefined, settled);

@@ -122,15 +122,17 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
   // Traced by the coordinator and the worker themselves (docs/OPERATIONS.md, "Tracing").
   const log = options.logger ?? jsonLogger({ base: options.instance ? { instance: options.instance } : {} });
   const exit = options.exit ?? true;
-  const { store, ownsStore, coordinator, worker } = await startServed(options, host, log);
-  const closeStore = () => ownsStore ? store.close().catch((e) => log("warn", "store close failed", { error: e })) : undefined;
+  const { store, stores, ownsStore, coordinator, worker } = await startServed(options, host, log);
+  const closeStore = () =>
+    ownsStore ? Promise.all(stores.map((s) => s.close().catch((e) => log("warn", "store close failed", { error: e })))) : undefined;
   // Each part is at most MAX_TIMER_MS; their sum may not be (a longer timer fires at once).
   const deadlineMs = Math.min(MAX_TIMER_MS, (options.drainDeadlineMs ?? TUNABLE_DEFAULTS.drainDeadlineMs) + (options.shutdownMarginMs ?? DEFAULT_SHUTDOWN_MARGIN_MS));
   const life = new ServeLifecycle((o) => worker.shutdown(o), deadlineMs, log);
   const processMetrics = startProcessMetrics({ memoryUsage: host.memoryUsage });
   const app = createApp({
     worker,
-    store,
+    // A sharded job's page and operator routes read and act on every shard.
+    ...(stores.length > 1 ? { stores } : { store }),
     processMetrics: () => processMetrics.sample(),
     drainToken: options.drainToken,
     drainOpen: options.drainOpen,
@@ -147,16 +149,16 @@ export async function serveWith<D>(options: ServeOptions<D>, host: ServeHost): P
     log("error", "HTTP server failed to start", { event: "startupFailed", error: e });
     processMetrics.stop();
     await worker.shutdown({ reason: "listen failed", deadlineMs }).catch(() => {});
-    if (ownsStore) await store.close().catch(() => {});
+    if (ownsStore) await Promise.all(stores.map((s) => s.close().catch(() => {})));
     if (exit) host.exit(EXIT_ERROR);
     throw e;
   }
-  log("info", "serving", { event: "serving", port: server.port, runtime: host.runtime, job: options.job });
+  log("info", "serving", { event: "serving", port: server.port, runtime: host.runtime, job: options.job, ...(stores.length > 1 ? { shards: stores.length } : {}) });
   const unsubscribe = host.onSignal(["SIGTERM", "SIGINT"], (signal) => life.signal(signal));
   const closeServer = () => server.close().catch((e) => log("warn", "HTTP server close failed", { error: e }));
   const done = worker.done.then(async (outcome): Promise<ServeResult> => {
     const exitCode = exitCodeFor(outcome);
-    await tidyAfterOutcome(store, outcome, coordinator.status().instance, log, () => (options.clock ?? systemClock).wallNow());
+    await tidyAfterOutcome(stores, outcome, coordinator.status().instance, log, () => (options.clock ?? systemClock).wallNow());
     if (life.idlesAfter(outcome, exitCode, options.afterCompletion)) {
       // The job is done; the HTTP app stays (probes, /status) and so does the
       // store: the fleet page and /fleet show the finished job from its records.

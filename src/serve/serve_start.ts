@@ -15,8 +15,10 @@ import { checkServeOptions, type ServeOptions } from "./serve_options.ts";
 
 /** What a served process started. */
 export interface Served {
-  /** The store. */
+  /** The store (of a sharded job: shard 0's). */
   store: Store;
+  /** Every shard's store in shard order (`[store]` for an unsharded job). */
+  stores: Store[];
   /** Whether serve opened it (from `storeFactory`) and so closes it. */
   ownsStore: boolean;
   /** The coordinator. */

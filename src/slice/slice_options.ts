@@ -147,7 +147,9 @@ export function checkSliceOptions<D>(
   }
   const tokenIssue = options.token === undefined ? undefined : bearerTokenIssue("token", options.token);
   if (tokenIssue) rules.push(tokenIssue);
-  if (!options.store && !options.storeFactory) rules.push("a slice needs a store or a storeFactory");
+  if (!options.store && !options.storeFactory && !options.stores) {
+    rules.push(typeof options.shards === "number" && options.shards > 1 ? "a slice of a sharded job needs a storeFactory or stores" : "a slice needs a store or a storeFactory");
+  }
   try {
     parseCoordinatorConfig({
       ...pickTunables(options),

@@ -143,7 +143,7 @@ export async function runSlice<D>(
       error: hosted.error instanceof Error ? hosted.error.message : String(hosted.error),
     };
   }
-  const { store, ownsStore, worker } = hosted;
+  const { stores, ownsStore, worker } = hosted;
   let timer: unknown = null;
   try {
     const workMs = Math.max(0, budgetMs - marginMs - (clock.now() - started));
@@ -155,12 +155,12 @@ export async function runSlice<D>(
       });
     }, workMs);
     const outcome = await worker.done;
-    await tidyAfterOutcome(store, outcome, instance, log, () => clock.wallNow());
+    await tidyAfterOutcome(stores, outcome, instance, log, () => clock.wallNow());
     const result = resultOf(instance, started, clock, outcome);
     log("info", "slice finished", { event: "slice", ...result });
     return result;
   } finally {
     if (timer !== null) clock.clearTimeout(timer);
-    if (ownsStore) await store.close().catch(() => {});
+    if (ownsStore) await Promise.all(stores.map((s) => s.close().catch(() => {})));
   }
 }

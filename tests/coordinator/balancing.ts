@@ -150,7 +150,7 @@ export function balancingScenarios(be: Backend): void {
         { instance: "a", planner: plan, rebalanceDelayMs: delay },
         { instance: "b", planner: plan, rebalanceDelayMs: delay },
       ]);
-      assert.ok(await f.until(() => a.held.length === 2 && b.held.length === 2, 2000));
+      assert.ok(await f.until(() => a.held.length === 2 && b.held.length === 2, 10 * f.timings.leaseMs)); // the setup's deal
       const crashAt = f.now();
       await a.c.abandon();
       assert.ok(await f.until(() => b.held.length === 4, f.timings.leaseMs + delay + 500, 5));

@@ -138,6 +138,17 @@ export function lifecycleScenarios(b: Backend): void {
     assert.equal((await pauseJob(raw)).outcome, "paused");
     assert.ok(await f.until(() => others.every((m) => m.has("paused")), 2000));
     const gainedAtPause = others.map((m) => m.gained().length);
+    // Every owner the dead leader's splits have from here on: freed means
+    // nobody, not a member that is granted them and hands them back.
+    const owners: string[] = [];
+    const history = raw.watch("split.");
+    void (async () => {
+      for await (const ev of history) {
+        if (ev.type !== "put" || !leaderHeld.some((id) => keys.split(id) === ev.key)) continue;
+        const o = (JSON.parse(ev.value) as { owner: { instance: string } | null }).owner;
+        if (o && o.instance !== leader.c.instance) owners.push(`${ev.key}: ${o.instance}`);
+      }
+    })().catch(() => {});
     // The leader dies before it hands anything back; the others hand theirs back.
     await leader.c.abandon();
     for (const m of others) await m.c.release(m.held);
@@ -155,6 +166,8 @@ export function lifecycleScenarios(b: Backend): void {
     assert.deepEqual(others.map((m) => m.held.length), [0, 0], "the new leader deals nothing");
     assert.deepEqual(others.map((m) => m.gained().length), gainedAtPause, "nothing was granted, not even for a moment");
     for (const m of others) assert.deepEqual(await directives(raw, m.c.instance), { offers: 0, grants: 0 }, m.c.instance);
+    await history.stop();
+    assert.deepEqual(owners, [], "the takeover named no live member owner of the dead leader's splits");
     for (const id of leaderHeld) {
       const r = await splitOf(raw, id);
       assert.deepEqual([r.status, r.owner, r.attempts], ["runnable", null, 1], `${id}: freed, one attempt for the crash`);

@@ -108,7 +108,7 @@ export function coordinatorScenarios(b: Backend): void {
     const { leaseMs } = f.timings;
     const plan = finalPlanner(splits(8));
     const [a, w] = await f.joinAll([{ instance: "a", planner: plan }, { instance: "b", planner: plan }]);
-    assert.ok(await f.until(() => a.held.length === 4 && w.held.length === 4, 2000));
+    assert.ok(await f.until(() => a.held.length === 4 && w.held.length === 4, 10 * f.timings.leaseMs)); // the setup's deal: waited out on a loaded store
     const aSplits = a.c.status().held.map((h) => ({ id: h.id, epoch: h.epoch }));
     await commitAll(a, 5, { offset: 42 });
     const crashAt = f.now();
@@ -131,7 +131,8 @@ export function coordinatorScenarios(b: Backend): void {
     await using f = await b.fleet();
     const plan = finalPlanner(splits(8));
     const [a, w] = await f.joinAll([{ instance: "a", planner: plan }, { instance: "b", planner: plan }]);
-    assert.ok(await f.until(() => a.held.length === 4 && w.held.length === 4, 2000));
+    // The setup, not the bound: a loaded real store may take a few leases to deal and balance.
+    assert.ok(await f.until(() => a.held.length === 4 && w.held.length === 4, 10 * f.timings.leaseMs), `4 and 4 held: ${a.held.length}, ${w.held.length}`);
     const t0 = f.now();
     // A leader that leaves also hands leadership over (the next one opens its
     // watches first): still well within a lease, but slower than a member.
@@ -271,14 +272,17 @@ export function coordinatorScenarios(b: Backend): void {
     // Its one page of six splits landed; the one it dealt to its idle lane has its record.
     const pageOf = async () => decodeRecord(keys.page(0), (await raw.get(keys.page(0)))!.value, PageRecordSchema);
     assert.deepEqual((await pageOf()).splits.map((e) => e.id), splits(6).map((x) => x.id));
-    assert.equal((await raw.list("split.")).length, 1);
+    const records = await raw.list("split.");
+    assert.equal(records.length, 1);
+    // The split dealt to a's lane, by its record (a loaded machine may not have told a of it yet).
+    const dealt = records[0].key.slice("split.".length);
     await a.c.abandon();
     const w = await f.join({ instance: "b", planner: plan });
     assert.ok(await f.until(() => w.c.status().plan?.generation === 1, 3000));
     assert.equal(runs, 2);
     // The unpublished page was written over by the new term, the dealt split not planned again.
     assert.equal((await raw.list("page.")).length, 1, "one page of the plan");
-    assert.deepEqual((await pageOf()).splits.map((e) => e.id), splits(6).map((x) => x.id).filter((id) => id !== a.gained()[0]?.split.id));
+    assert.deepEqual((await pageOf()).splits.map((e) => e.id), splits(6).map((x) => x.id).filter((id) => id !== dealt));
     assert.equal(w.c.status().plan?.planned, 6, "no duplicate splits");
     const published = (await raw.get("plan"))!;
     parked.release();
@@ -335,7 +339,7 @@ export function coordinatorScenarios(b: Backend): void {
     const { leaseMs } = f.timings;
     const plan = finalPlanner(splits(4));
     const [a, w] = await f.joinAll([{ instance: "a", planner: plan }, { instance: "b", planner: plan }]);
-    assert.ok(await f.until(() => a.held.length === 2 && w.held.length === 2, 2000));
+    assert.ok(await f.until(() => a.held.length === 2 && w.held.length === 2, 10 * f.timings.leaseMs)); // the setup's deal: waited out on a loaded store
     await commitAll(a, 3);
     await commitAll(w, 3);
     const before = a.c.status().held.concat(w.c.status().held);
@@ -427,7 +431,7 @@ export function coordinatorScenarios(b: Backend): void {
     // a loaded machine must not turn its drain into a forced release.
     const drainDeadlineMs = 3 * f.timings.leaseMs;
     const [a, w] = await f.joinAll([{ instance: "a", planner: plan, drainDeadlineMs }, { instance: "b", planner: plan }]);
-    assert.ok(await f.until(() => a.held.length === 2 && w.held.length === 2, 2000));
+    assert.ok(await f.until(() => a.held.length === 2 && w.held.length === 2, 10 * f.timings.leaseMs)); // the setup's deal: waited out on a loaded store
     const mine = [...a.held];
     // A cooperative source that takes a while (longer than a lease) to reach a safe boundary.
     const drained = a.c.drain();
@@ -466,7 +470,7 @@ export function coordinatorScenarios(b: Backend): void {
     const raw = rawStore(f);
     const plan = finalPlanner(splits(1));
     const [x] = await f.joinAll([{ instance: "x", planner: plan, maxInFlight: 1 }]);
-    assert.ok(await f.until(() => x.held.length === 1, 2000));
+    assert.ok(await f.until(() => x.held.length === 1, 10 * f.timings.leaseMs)); // the setup's deal: waited out on a loaded store
     // A split written outside the plan (an operator's, or a later plan's) while x has no lane for it.
     await raw.create(
       "split.extra",

@@ -34,9 +34,14 @@ Deno.test("examples: the launcher's store comes from STORE_URL (postgres:// or N
   assert.equal(typeof (of({ NATS_URL: "ws://nats:8080" }) as { storeFactory?: unknown }).storeFactory, "function");
   assert.throws(() => of({ STORE_URL: "postgres://a@b/c", NATS_URL: "ws://n:1" }), /STORE_URL and NATS_URL are both set/);
   assert.throws(() => of({ STORE_URL: "mysql://u:secret@db/app" }), (e: Error) => /STORE_URL "mysql:\/\/\*\*\*@db\/app" is not a store URL: give nats:\/\//.test(e.message) && !e.message.includes("secret"));
+  // SHARDS: the job's shard count, one embedded store per shard without a URL (serve refuses a bad count).
+  assert.equal(of({ SHARDS: "3" }).shards, 3);
+  assert.equal((of({ SHARDS: "3" }) as { stores?: unknown[] }).stores?.length, 3);
+  assert.equal(of({}).shards, undefined, "unset: one shard, as always");
+  assert.throws(() => of({ SHARDS: "many" }), /SHARDS must be a number/);
   // Connecting names the URL's server, never its password.
-  const factory = (of({ STORE_URL: "postgres://u:secret@127.0.0.1:1/app", OP_TIMEOUT_MS: "200" }) as { storeFactory: () => Promise<unknown> }).storeFactory;
-  await assert.rejects(factory(), (e: Error) => /127\.0\.0\.1:1\/app/.test(e.message) && !e.message.includes("secret"));
+  const factory = of({ STORE_URL: "postgres://u:secret@127.0.0.1:1/app", OP_TIMEOUT_MS: "200" }).storeFactory!;
+  await assert.rejects(Promise.resolve().then(() => factory({ index: 0, job: "j" })), (e: Error) => /127\.0\.0\.1:1\/app/.test(e.message) && !e.message.includes("secret"));
 });
 
 Deno.test({
@@ -47,7 +52,7 @@ Deno.test({
     await using server = await NatsServer.start();
     const opts = coordinationFromEnv({ JOB: "env-tcp", NATS_URL: server.clientUrl });
     assert.ok(opts.storeFactory, "a NATS store, not the embedded one");
-    const store = await opts.storeFactory();
+    const store = await opts.storeFactory({ index: 0, job: "env-tcp" });
     try {
       assert.ok((await store.create("k", "over tcp")).ok);
     } finally {
@@ -56,10 +61,20 @@ Deno.test({
     // Read back over the client port's protocol only: the listener it reached is the client port.
     await using check = await NatsStore.connect({ servers: server.clientUrl, job: "env-tcp", transport: tcpTransport() });
     assert.equal((await check.get("k"))?.value, "over tcp");
+    // SHARDS: the factory opens each shard's own bucket on the same URL.
+    const sharded = coordinationFromEnv({ JOB: "env-tcp", NATS_URL: server.clientUrl, SHARDS: "2" });
+    assert.equal(sharded.shards, 2);
+    const shard1 = await sharded.storeFactory!({ index: 1, job: "env-tcp--shard1" });
+    try {
+      assert.equal(shard1.job, "env-tcp--shard1");
+      assert.equal(await shard1.get("k"), undefined, "a bucket of its own");
+    } finally {
+      await shard1.close();
+    }
     // A URL no backend takes, at one of the server's listeners: the factory names the listener and the URL to give.
     const pointed = coordinationFromEnv({ JOB: "env-tcp", STORE_URL: `http://127.0.0.1:${server.monitorPort}` });
     await assert.rejects(
-      (pointed as { storeFactory: () => Promise<unknown> }).storeFactory(),
+      Promise.resolve().then(() => pointed.storeFactory!({ index: 0, job: "env-tcp" })),
       new RegExp(`STORE_URL "http://127\\.0\\.0\\.1:${server.monitorPort}" is not a store URL: .*; it is the NATS monitoring port .*: its client port is nats://127\\.0\\.0\\.1:${server.clientPort}`),
     );
   },

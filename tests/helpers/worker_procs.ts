@@ -35,17 +35,24 @@ export async function bundleForNode(entry: string, outfile: string): Promise<voi
   ]);
 }
 
+/**
+ * Whether the test command built `dist/` and the Node fixture before it
+ * started the suites (`SPLITLEASE_DIST_READY`): suites run side by side, and
+ * a build of one empties `dist/` under another, so then none builds.
+ */
+export const distReady: boolean = Deno.env.get("SPLITLEASE_DIST_READY") === "1";
+
 let fixture: Promise<void> | undefined;
 /** The Node fixture alone (dist/fixtures/node_main.mjs), once per process: for tests that need no `dist/` package. */
 export function buildNodeFixture(): Promise<void> {
-  fixture ??= bundleForNode("tests/runtime/fixtures/node_main.ts", "dist/fixtures/node_main.mjs");
+  fixture ??= distReady ? Promise.resolve() : bundleForNode("tests/runtime/fixtures/node_main.ts", "dist/fixtures/node_main.mjs");
   return fixture;
 }
 
 let built: Promise<void> | undefined;
 /** `npm run build` plus the Node fixture (dist/fixtures/node_main.mjs), once per process. */
 export function buildOnce(): Promise<void> {
-  built ??= (async () => {
+  built ??= distReady ? Promise.resolve() : (async () => {
     await sh("node", ["scripts/build.mjs"]);
     fixture = undefined; // the build emptied dist/
     await buildNodeFixture();

@@ -5,6 +5,7 @@
  * @module
  */
 import { runCmd } from "../helpers/cmd.ts";
+import { distReady } from "../helpers/worker_procs.ts";
 
 /** Repository root (with a trailing slash). */
 export const root: string = new URL("../../", import.meta.url).pathname;
@@ -51,7 +52,8 @@ let packed: Promise<Packed> | undefined;
 export function packOnce(): Promise<Packed> {
   packed ??= (async () => {
     const dir = tempDir("splitlease-pack-");
-    const r = await runCmd("npm", ["pack", "--json", "--pack-destination", dir], {
+    // Built already by the test command (its build is this tree's; another build now would empty dist/ under the suites beside this one).
+    const r = await runCmd("npm", ["pack", "--json", "--pack-destination", dir, ...(distReady ? ["--ignore-scripts"] : [])], {
       cwd: root,
       env: npmEnv(),
       timeoutMs: 180_000,

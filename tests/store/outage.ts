@@ -158,7 +158,7 @@ async function assertAllUnavailable(store: Store, revs: Record<string, number>):
 }
 
 /** Reads events until `ready`. */
-async function untilReady(it: AsyncIterator<WatchEvent>, ms = 10_000): Promise<WatchEvent[]> {
+export async function untilReady(it: AsyncIterator<WatchEvent>, ms = 10_000): Promise<WatchEvent[]> {
   const out: WatchEvent[] = [];
   const deadline = Date.now() + ms;
   while (out.at(-1)?.type !== "ready") out.push(...(await take(it, 1, deadline - Date.now())));

@@ -34,6 +34,7 @@ import { type RenewedSplit, renewRecords, retireRecords } from "./rerun_records.
 import type { PlannedSplit, Planner } from "../types.ts";
 import { shardOf } from "../shard.ts";
 import { utf8Length } from "../../util/utf8_length.ts";
+import { checkPlanResult } from "./plan_result.ts";
 import type { Versioned } from "../versioned.ts";
 import { readAtLeast } from "../fresh_read.ts";
 
@@ -162,7 +163,7 @@ export class Planning {
       const { shard } = this.#core;
       const planner = () => this.#planner({ cursor: plan.cursor, term, signal, ...(shard.count > 1 ? { shard: { ...shard } } : {}) });
       // The planner's result is not held past the seeding (its splits may be a million objects).
-      const { splits, finality, cursor } = await (span ? within(span, planner) : planner());
+      const { splits, finality, cursor } = checkPlanResult(await (span ? within(span, planner) : planner()));
       if (signal.aborted || !this.#leading()) return;
       const run = plan.run ?? 1;
       const { created, pages, ids } = await this.#seed(core, splits, term, signal, plan.pages ?? 0, run, plan.epochBase ?? 0);

@@ -381,7 +381,7 @@ export class LeaderRole {
   /** A member to seed a split for, its lane reserved until the reservation is released (see {@linkcode SeedRuns.reserve}). */
   reserveIdle(seeded: number, planned = 0): { member: MemberState; lane: LaneReservation } | undefined {
     if (!this.gate.open) return undefined; // paused: seeds go free, granted to nobody
-    return this.#seedRuns.reserve(this.states, this.view, this.tracker, seeded, planned, this.#core.me.instance);
+    return this.#seedRuns.reserve(this.states, this.view, this.tracker, seeded, planned, this.#core.me.instance, this.#core.shard.count);
   }
 
   /** Ends a reservation made by {@linkcode LeaderRole.reserveIdle}. */

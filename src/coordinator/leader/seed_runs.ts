@@ -50,6 +50,7 @@ export function pickSeedMember(
   planned: number,
   run: SeedRun | undefined,
   own?: string,
+  shards = 1,
 ): { member: MemberState | undefined; run: SeedRun | undefined } {
   let best: MemberState | undefined;
   let bestLoad = Infinity;
@@ -59,7 +60,11 @@ export function pickSeedMember(
     if (m.draining || m.maxInFlight === 0) continue;
     members++;
     const { incoming, plain } = t.of(m);
-    if (m.maxInFlight - view.heldByKey(m.key) - incoming - plain <= 0) continue;
+    // A sharded job: the member's other shards' leaders deal its lanes at the same time, each
+    // seeing them free, so a shard grants at most its share of them; offers fill the rest (a
+    // claim checks the member's lanes of every shard, a grant it cannot keep is handed back).
+    const lanes = shards > 1 ? Math.ceil(m.maxInFlight / shards) : m.maxInFlight;
+    if (lanes - view.heldByKey(m.key) - incoming - plain <= 0) continue;
     const load = view.loadOfKey(m.key) + incoming;
     if (m === run?.m) runLoad = load;
     // The leader's own member last among equals: a plan is seeded heaviest
@@ -98,8 +103,9 @@ export class SeedRuns {
     seeded: number,
     planned = 0,
     own?: string,
+    shards = 1,
   ): { member: MemberState; lane: LaneReservation } | undefined {
-    const { member, run } = pickSeedMember(states, view, tracker, seeded, planned, this.#run, own);
+    const { member, run } = pickSeedMember(states, view, tracker, seeded, planned, this.#run, own, shards);
     this.#run = run;
     return member && { member, lane: tracker.edit((d) => d.reserve(member, "seed")) };
   }
