@@ -1984,7 +1984,7 @@ export const mutants = [
     name: "planning-forgets-written-pages",
     breaks: "a run after a failed publish starts over at the published page count: it finds nothing new and publishes no pages, and the splits of the pages it wrote are never dealt (seed 354)",
     edits: [{ file: C + "leader/planning.ts", search: "        this.#written = { run, pages: landed };", replace: "" }],
-    suites: ["sim"],
+    suites: ["coordinator", "sim"],
   },
   {
     name: "publish-before-grants-land",

@@ -70,3 +70,27 @@ Deno.test("plan reading: a new leader reads the published pages several at a tim
   assert.ok(await f.until(() => b.held.length === 2, 5000), "b deals once the pages are read");
   assert.ok(b.held.every((id) => plan.slice(0, 1000).some((s) => s.id === id)), `from the first page (held ${b.held})`);
 });
+
+Deno.test("plan writing: a run after a failed publish goes on after the pages its term wrote, and publishes them (seed 354)", async () => {
+  let faulty!: FaultyStore;
+  await using f = await memoryBackend.fleet((s) => (faulty = new FaultyStore(s)));
+  // The first publish (the plan record's write of generation 1) fails as an outage: not applied.
+  let failNext = false, failed = 0;
+  faulty.hold((op, key, value) => {
+    if (failed === 0 && op === "update" && key === keys.plan && value?.includes('"generation":1')) failNext = true;
+    return false;
+  });
+  faulty.fail((op, key) => {
+    if (!failNext || op !== "update" || key !== keys.plan) return false;
+    failNext = false;
+    failed++;
+    return true;
+  });
+  const plan = splits(3000); // 3 pages
+  const a = await f.join({ instance: "a", planner: finalPlanner(plan), maxInFlight: 1 });
+  assert.ok(await f.until(() => a.c.status().plan?.generation === 1, 20_000), "published by a later run of the term");
+  assert.equal(failed, 1, "the first publish failed");
+  const rec = JSON.parse((await rawStore(f).get(keys.plan))!.value);
+  assert.equal(rec.pages, 3, "the pages the failed run wrote are published, not left past the plan's page count");
+  assert.equal(rec.planned, 3000);
+});
