@@ -629,7 +629,7 @@ export const mutants = [
     name: "plan-seeded-in-plan-order",
     breaks: "a plan is seeded (and its first lanes granted) in the planner's order, not heaviest first: weights are ignored at the start of a job",
     edits: [{
-      file: C + "leader/planning.ts",
+      file: C + "leader/plan_intake.ts",
       search: "planned.sort((a, b) => (b.weight ?? 1) - (a.weight ?? 1));",
       replace: "",
     }],
@@ -2094,7 +2094,7 @@ export const mutants = [
   {
     name: "shard-plans-every-split",
     breaks: "a shard's leader seeds every split of the plan, not only those routed to it: every split runs once per shard",
-    edits: [{ file: C + "leader/planning.ts", search: "if (shard.count > 1 && shardOf(s.id, shard.count) !== shard.index) continue;", replace: "" }],
+    edits: [{ file: C + "leader/plan_intake.ts", search: "if (shard.count > 1 && shardOf(s.id, shard.count) !== shard.index) continue;", replace: "" }],
     suites: ["coordinator"],
   },
   {

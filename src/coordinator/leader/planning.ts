@@ -9,12 +9,10 @@
  *
  * @module
  */
-import { InvalidRecordError, SplitleaseError, StoreUnavailableError, ValueTooLargeError } from "../../errors.ts";
+import { InvalidRecordError, SplitleaseError, StoreUnavailableError } from "../../errors.ts";
 import {
   decodeRecord,
   encodeRecord,
-  INLINE_DESCRIPTOR_BYTES,
-  type Json,
   type PageEntry,
   pagedRecord,
   type PageRecord,
@@ -22,8 +20,7 @@ import {
   type PlanRecord,
   type SpecRecord,
 } from "../../records.ts";
-import { assertValidId, keys } from "../../store/keys.ts";
-import { MAX_VALUE_BYTES } from "../../store/store.ts";
+import { keys } from "../../store/keys.ts";
 import { causedBy, type Core } from "../core.ts";
 import type { Span } from "@opentelemetry/api";
 import { failSpan, within } from "../../tracing/spans.ts";
@@ -32,11 +29,10 @@ import { addPageTerms, pageChunks, writePage } from "./plan_pages.ts";
 import { openRecord } from "../../records/transitions.ts";
 import { type RenewedSplit, renewRecords, retireRecords } from "./rerun_records.ts";
 import type { PlannedSplit, Planner } from "../types.ts";
-import { shardOf } from "../shard.ts";
-import { utf8Length } from "../../util/utf8_length.ts";
 import { checkPlanResult } from "./plan_result.ts";
 import type { Versioned } from "../versioned.ts";
 import { readAtLeast } from "../fresh_read.ts";
+import { takePlan } from "./plan_intake.ts";
 
 
 /** The planner side of one leader term. */
@@ -287,51 +283,7 @@ export class Planning {
   ): Promise<{ created: number; pages: number; ids: Set<string> }> {
     const { store, config } = core;
     const view = this.#role.view;
-    const ids = new Set<string>();
-    const duplicates: string[] = [];
-    // The whole result first: a plan is dealt heaviest first from its first
-    // offer, so nothing is dealt before every weight is known. Equal weights
-    // keep the planner's order. Each split is read straight into the entry
-    // its page will hold (one object per split, measured once): a leader
-    // holds every one of them until its page is written, and copies of a
-    // million splits are what its memory's high-water mark is made of.
-    const planned: PageEntry[] = [];
-    // Descriptors too large to live inline (written to `spec.<id>` first), by split id.
-    const large = new Map<string, Json>();
-    const { shard } = core;
-    for await (const s of splits) {
-      if (signal.aborted) break;
-      assertValidId(s.id, "split id");
-      // A sharded job: this shard plans the splits routed to it; the other shards' leaders plan theirs.
-      if (shard.count > 1 && shardOf(s.id, shard.count) !== shard.index) continue;
-      if (ids.has(s.id)) {
-        if (duplicates.length < 20) duplicates.push(s.id);
-        continue;
-      }
-      ids.add(s.id);
-      const weight = s.weight ?? 1;
-      if (!(typeof weight === "number" && weight > 0 && Number.isFinite(weight))) {
-        throw new SplitleaseError("INVALID_ARGUMENT", `Split "${s.id}" has an invalid weight: ${weight}`);
-      }
-      const descriptor = s.descriptor === undefined ? null : s.descriptor;
-      const size = utf8Length(JSON.stringify(descriptor));
-      if (size > MAX_VALUE_BYTES - 1024) throw descriptorTooLarge(s.id, size, MAX_VALUE_BYTES - 1024);
-      if (duplicates.length > 0) continue;
-      const e: PageEntry = { id: s.id };
-      if (weight !== 1) e.weight = weight;
-      if (size <= INLINE_DESCRIPTOR_BYTES) e.descriptor = descriptor;
-      else (e.spec = true), large.set(s.id, descriptor);
-      planned.push(e);
-    }
-    if (duplicates.length > 0) {
-      throw new SplitleaseError(
-        "INVALID_ARGUMENT",
-        `The planner returned duplicate split ids: ${duplicates.map((d) => JSON.stringify(d)).join(", ")}${
-          duplicates.length >= 20 ? " (and more)" : ""
-        }; the plan was not published`,
-      );
-    }
-    planned.sort((a, b) => (b.weight ?? 1) - (a.weight ?? 1)); // stable: equal weights in the planner's order
+    const { planned, large, ids } = await takePlan(splits, core.shard, signal);
     // Splits an earlier planner run planned (dealt or not) are planned once: a replan, or a new leader's,
     // names the same ids. In a rerun, those with a record of an earlier job run are renewed in place.
     const entries: PageEntry[] = [], renew: RenewedSplit[] = [];
@@ -464,19 +416,3 @@ export class Planning {
 
 /** Pages of a plan a run keeps in flight while it writes them (each up to 128 KiB). */
 const PAGE_WRITES_IN_FLIGHT = 16;
-
-/**
- * A planned descriptor too large for the store, named by its split with
- * what to do: a descriptor says where the work is, not the work itself.
- */
-function descriptorTooLarge(id: string, size: number, limit: number): ValueTooLargeError {
-  const kib = (n: number) => `${(n / 1024).toFixed(n < 10 * 1024 ? 1 : 0)} KiB`;
-  return new ValueTooLargeError(
-    keys.spec(id),
-    size,
-    limit,
-    `The descriptor of split "${id}" is ${kib(size)} of JSON (${size} bytes); a descriptor may be at most ${kib(limit)}. ` +
-      "Keep the data out of the plan: store it elsewhere (an object store, a table, a file) and put a reference in the " +
-      "descriptor (its object key, URL or row range), which the split's run() reads",
-  );
-}
