@@ -35,8 +35,6 @@ shardedScenarios({
       servers: (await shared()).nodes.map((n) => n.wsUrl),
       job: shardJob(job, index),
       replicas: 3,
-      // A fresh R3 bucket waits for its stream leader: the first write of a
-      // shard may take a cluster's election (the scenarios' joins retry).
       opTimeoutMs: REAL_TIMINGS.opTimeoutMs,
       wsFactory: denoWebSocket,
     }),

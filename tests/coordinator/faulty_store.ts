@@ -20,7 +20,7 @@ export class FaultyStore implements Store {
   #paused = false;
   #watchers: { ch: Channel<WatchEvent>; buffer: WatchEvent[] }[] = [];
   #holds: { pred: (op: string, key: string, value?: string) => boolean; parked: (() => void)[] }[] = [];
-  #fails: ((op: string, key: string) => boolean)[] = [];
+  #fails: ((op: string, key: string, value?: string) => boolean)[] = [];
   #withheld: { pred: (key: string) => boolean; events: { ch: Channel<WatchEvent>; ev: WatchEvent }[] }[] = [];
   #observers: { pred: (ev: WatchEvent) => boolean; seen: boolean }[] = [];
 
@@ -46,8 +46,8 @@ export class FaultyStore implements Store {
     };
   }
 
-  /** Makes ops matching `pred` throw StoreUnavailableError (not applied); returns a function that stops it. */
-  fail(pred: (op: string, key: string) => boolean): { stop: () => void } {
+  /** Makes ops matching `pred` (given the value a write carries) throw StoreUnavailableError (not applied); returns a function that stops it. */
+  fail(pred: (op: string, key: string, value?: string) => boolean): { stop: () => void } {
     this.#fails.push(pred);
     return { stop: () => void this.#fails.splice(this.#fails.indexOf(pred), 1) };
   }
@@ -125,7 +125,7 @@ export class FaultyStore implements Store {
       if (h.pred(op, key, value)) await new Promise<void>((r) => h.parked.push(r));
     }
     if (this.down) throw new StoreUnavailableError(op, 200, { detail: "injected outage" });
-    if (this.#fails.some((f) => f(op, key))) throw new StoreUnavailableError(op, 200, { detail: "injected failure" });
+    if (this.#fails.some((f) => f(op, key, value))) throw new StoreUnavailableError(op, 200, { detail: "injected failure" });
   }
 
   create(key: string, value: string): Promise<WriteResult> {

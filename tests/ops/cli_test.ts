@@ -59,8 +59,8 @@ Deno.test({
     const all = "give nats://, tls://, ws:// or wss:// URLs \\(NATS\\), one postgres:// or postgresql:// URL \\(PostgreSQL\\), or one redis:// or rediss:// URL \\(Redis\\)";
     const h = "127\\.0\\.0\\.1";
     for (const [servers, fix] of [
-      ["memcached://127.0.0.1:11211", `${all} \\(INVALID_CONFIG\\)`],
-      ["nat://127.0.0.1:4222", `${all}; did you mean nats://${h}:4222\\?`],
+      [`memcached://127.0.0.1:${server.clientPort}`, `${all} \\(INVALID_CONFIG\\)`],
+      [`nat://127.0.0.1:${server.clientPort}`, `${all}; did you mean nats://${h}:${server.clientPort}\\?`],
       [`http://127.0.0.1:${server.monitorPort}`, `${all}; it is the NATS monitoring port of nats-server s1, which takes no clients: its client port is nats://${h}:${server.clientPort}, its WebSocket listener ws://${h}:${server.wsPort}`],
       [`127.0.0.1:${server.clientPort}`, `${all}; it answered in a protocol other than HTTP, as the NATS client port does: if it is one, give nats://${h}:${server.clientPort}`],
     ]) {
