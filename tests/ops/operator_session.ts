@@ -83,6 +83,13 @@ export async function operatorSession(job: string, storeEnv: Record<string, stri
         for (const id of ["p0", "p1", "p2", "p3"]) if ((await splitOf(id))?.status !== "completed") return false;
         return true;
       });
+      // Settled: each member has beaten since it took its share (a member's first record, written
+      // at join, carries no count of held splits; the two reads below would straddle its next beat).
+      await until("both members' beats report what they hold", async () => {
+        const held = [];
+        for (const m of ["w1", "w2"]) held.push(JSON.parse((await stores[0].get(`member.${m}`))?.value ?? "{}").held);
+        return held.every((h) => typeof h === "number") && held[0] + held[1] === 1;
+      });
       await built;
 
       // status, the same on Deno and on Node.
