@@ -46,3 +46,33 @@ Deno.test("leader view: what a split record's change changed is decided once (sp
   assert.equal(view.heldByKey("a s"), 0);
   assert.ok(view.free.has("x"));
 });
+
+Deno.test("leader view: a new snapshot (reset … ready) removes what it did not bring, keeps planned splits and what it brought, and marks survive a record's change", () => {
+  const rec = (epoch: number) => JSON.stringify({ v: 2, epoch, status: "runnable", owner: null, attempts: 0, weight: 1, progress: null });
+  const view = new LeaderView(() => {}, () => {});
+  for (const [id, rev] of [["a", 1], ["b", 2], ["c", 3], ["d", 4]] as const) view.put(`split.${id}`, rec(1), rev);
+  view.plan("p", { v: 2, epoch: 0, status: "runnable", owner: null, attempts: 0, weight: 1, progress: null }, 0);
+  view.apply("split.", { type: "reset", reason: "test" });
+  view.apply("split.", { type: "put", key: "split.a", value: rec(1), revision: 1 }); // as held
+  view.apply("split.", { type: "put", key: "split.c", value: rec(2), revision: 9 }); // changed meanwhile
+  view.put("split.c", rec(3), 10); // and changed again by a read (its mark stays)
+  view.put("split.e", rec(1), 11); // read in, not in the snapshot: the snapshot is older than it, so it goes
+  view.apply("split.", { type: "put", key: "split.f", value: rec(1), revision: 12 }); // new in the snapshot
+  view.apply("split.", { type: "delete", key: "split.d", revision: 13 }); // gone before the ready
+  view.apply("split.", { type: "ready" });
+  assert.deepEqual([...view.splits.keys()].sort(), ["a", "c", "f", "p"]);
+  assert.equal(view.splits.revision("c"), 10);
+  assert.equal(view.splits.revision("p"), 0, "a planned split not dealt yet has no record to see: it stays");
+  // A second snapshot starts from no marks: what the first brought must be brought again.
+  view.apply("split.", { type: "reset", reason: "again" });
+  view.apply("split.", { type: "put", key: "split.f", value: rec(1), revision: 12 });
+  view.apply("split.", { type: "ready" });
+  assert.deepEqual([...view.splits.keys()].sort(), ["f", "p"]);
+  // A freed slot taken by a new split carries no mark of the split that held it.
+  view.apply("split.", { type: "reset", reason: "third" });
+  view.apply("split.", { type: "put", key: "split.f", value: rec(1), revision: 12 });
+  view.apply("split.", { type: "delete", key: "split.f", revision: 14 });
+  view.put("split.g", rec(1), 15); // reuses f's slot
+  view.apply("split.", { type: "ready" });
+  assert.deepEqual([...view.splits.keys()].sort(), ["p"]);
+});

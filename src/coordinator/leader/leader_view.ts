@@ -181,22 +181,29 @@ export class LeaderView {
   apply(filter: string, ev: WatchEvent): void {
     switch (ev.type) {
       case "reset":
+        // Split keys seen in the new snapshot are marked in the table (a bit a split), member keys in a set:
+        // a new leader's first snapshot of a million split records kept a million key strings.
+        if (filter === keys.splitPrefix) this.splits.unmarkAll();
         this.#resync.set(filter, new Set());
         return;
       case "ready": {
         const seen = this.#resync.get(filter);
         if (!seen) return;
         this.#resync.delete(filter);
-        // A planned split not dealt yet has no record to see (revision 0): it stays.
-        const ids = filter === keys.splitPrefix
-          ? [...this.splits].filter(([, e]) => e.revision > 0).map(([id]) => keys.split(id))
-          : [...this.members.keys()].map(keys.member);
-        for (const key of ids) if (!seen.has(key)) this.#remove(key);
+        // What the snapshot did not bring is gone. A planned split not dealt yet has no record to see
+        // (revision 0): it stays. The ids gone are collected first (removing while iterating the table
+        // would skip some), and only those: no record is built for the others.
+        const gone = filter === keys.splitPrefix
+          ? this.splits.unmarked().map(keys.split)
+          : [...this.members.keys()].map(keys.member).filter((k) => !seen.has(k));
+        for (const key of gone) this.#remove(key);
         return;
       }
       case "put":
-        this.#resync.get(filter)?.add(ev.key);
         this.put(ev.key, ev.value, ev.revision);
+        if (!this.#resync.has(filter)) return;
+        if (filter === keys.splitPrefix) this.splits.mark(ev.key.slice(keys.splitPrefix.length));
+        else this.#resync.get(filter)!.add(ev.key);
         return;
       case "delete":
         this.#remove(ev.key, ev.revision);
@@ -220,11 +227,11 @@ export class LeaderView {
   put(key: string, value: string, revision: number): void {
     if (key.startsWith(keys.splitPrefix)) {
       const id = key.slice(keys.splitPrefix.length);
-      const cur = this.splits.get(id);
-      if (cur && cur.revision >= revision) return;
+      const cur = this.splits.revision(id); // no record built for an event that changes nothing
+      if (cur !== undefined && cur >= revision) return;
       const rec = this.#decode(key, value, SplitRecordSchema);
       if (rec) this.setSplit(id, { record: rec, revision });
-      else if (cur) this.setSplit(id, undefined);
+      else if (cur !== undefined) this.setSplit(id, undefined);
     } else if (key.startsWith(keys.memberPrefix)) {
       const instance = key.slice(keys.memberPrefix.length);
       const cur = this.members.get(instance);

@@ -22,6 +22,8 @@ const STATUS: readonly SplitStatus[] = ["runnable", "completed", "quarantined", 
 const STATUS_CODE: Record<SplitStatus, number> = { runnable: 0, completed: 1, quarantined: 2, cancelled: 3 };
 const SPEC = 4;
 const PERMANENT = 8;
+/** Seen in the split watch's current snapshot (see `mark`): kept across `set`, cleared by `unmarkAll`. */
+const MARK = 16;
 
 /** What a few splits carry beyond the columns: their lineage and cuts. */
 interface Extra {
@@ -115,18 +117,19 @@ export class SplitTable implements Iterable<[string, Versioned<SplitRecord>]> {
    */
   set(id: string, v: Versioned<SplitRecord>, page = -1): void {
     let s = this.#slots.get(id);
+    let mark = 0;
     if (s === undefined) {
       s = this.#freeSlots.pop() ?? this.#grow();
       this.#slots.set(id, s);
       this.#rank[s] = NaN;
-    }
+    } else mark = this.#flags[s] & MARK;
     const r = v.record;
     this.#revision[s] = v.revision;
     this.#weight[s] = r.weight;
     this.#epoch[s] = r.epoch;
     this.#attempts[s] = Math.min(r.attempts, 0xffff);
     this.#run[s] = Math.min(r.run ?? 0, 0xffff);
-    this.#flags[s] = STATUS_CODE[r.status] | (r.spec ? SPEC : 0) | (permanentlyFailed(r) ? PERMANENT : 0);
+    this.#flags[s] = STATUS_CODE[r.status] | (r.spec ? SPEC : 0) | (permanentlyFailed(r) ? PERMANENT : 0) | mark;
     this.#owner[s] = r.owner ? this.#intern(r.owner) : -1;
     this.#page[s] = v.revision === 0 ? page : -1;
     if (r.parent !== undefined || r.root !== undefined || r.cuts !== undefined || r.residuals !== undefined) {
@@ -137,6 +140,35 @@ export class SplitTable implements Iterable<[string, Versioned<SplitRecord>]> {
       if (r.residuals !== undefined) x.residuals = r.residuals;
       this.#extra.set(s, x);
     } else this.#extra.delete(s);
+  }
+
+  /**
+   * Splits of job run `run` or later that a plan named (not residuals cut
+   * from a split): what a publish counts as planned. Read from the columns,
+   * no record built (a plan in parts counts at each part's publish).
+   */
+  planned(run: number): number {
+    let n = 0;
+    for (const s of this.#slots.values()) if (Math.max(this.#run[s], 1) >= run && this.#extra.get(s)?.parent === undefined) n++;
+    return n;
+  }
+
+  /** Marks `id` (held) as seen in the split watch's snapshot now being replayed. */
+  mark(id: string): void {
+    const s = this.#slots.get(id);
+    if (s !== undefined) this.#flags[s] |= MARK;
+  }
+
+  /** Clears every mark: a new snapshot begins. */
+  unmarkAll(): void {
+    for (let s = 0; s < this.#used; s++) this.#flags[s] &= ~MARK;
+  }
+
+  /** The ids with a record of their own (revision > 0) that no snapshot put marked since `unmarkAll`. */
+  unmarked(): string[] {
+    const out: string[] = [];
+    for (const [id, s] of this.#slots) if (this.#revision[s] > 0 && (this.#flags[s] & MARK) === 0) out.push(id);
+    return out;
   }
 
   /** Drops `id`; whether it was held. */
