@@ -254,7 +254,7 @@ export const mutants = [
   {
     name: "planned-counts-residuals",
     breaks: "a leader that plans again after a cut counts the residuals as planned: no outcome ever matches the store",
-    edits: [{ file: C + "leader/planning.ts", search: "if (e.record.parent === undefined && (e.record.run ?? 1) >= run) planned++;", replace: "if ((e.record.run ?? 1) >= run) planned++;" }],
+    edits: [{ file: C + "leader/split_table.ts", search: "if (Math.max(this.#run[s], 1) >= run && this.#extra.get(s)?.parent === undefined) n++;", replace: "if (Math.max(this.#run[s], 1) >= run) n++;" }],
     suites: ["sim"],
   },
   // --- the gateway for split records (split_records.ts) -------------------------------------
@@ -2139,7 +2139,25 @@ export const mutants = [
   {
     name: "plan-result-unchecked",
     breaks: "a planner's malformed result (finality missing) is published: the leader's own schema refuses the record, repairs it and plans again, about 250 plan writes a second for ever",
-    edits: [{ file: C + "leader/planning.ts", search: "const { splits, finality, cursor } = checkPlanResult(await (span ? within(span, planner) : planner()));", replace: "const { splits, finality, cursor } = await (span ? within(span, planner) : planner());" }],
+    edits: [{ file: C + "leader/planning.ts", search: "const { splits, finality, cursor, more } = checkPlanResult(await (span ? within(span, planner) : planner()));", replace: "const { splits, finality, cursor, more } = await (span ? within(span, planner) : planner());" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "snapshot-mark-lost-on-change",
+    breaks: "a split record the snapshot brought and a read then changed loses its mark: the snapshot's ready removes it from the leader's view, which then deals and judges without a split that exists",
+    edits: [{ file: C + "leader/split_table.ts", search: " | (permanentlyFailed(r) ? PERMANENT : 0) | mark;", replace: " | (permanentlyFailed(r) ? PERMANENT : 0);" }],
+    suites: ["unit"],
+  },
+  {
+    name: "snapshot-marks-kept-across-resets",
+    breaks: "a new snapshot starts with the last one's marks: a split record deleted between the two (its delete lost with the watch) stays in the leader's view for ever",
+    edits: [{ file: C + "leader/split_table.ts", search: "    for (let s = 0; s < this.#used; s++) this.#flags[s] &= ~MARK;\n", replace: "" }],
+    suites: ["unit"],
+  },
+  {
+    name: "plan-more-waits-replan-interval",
+    breaks: "a planner that returns its listing in parts (more: true) is called again only after replanIntervalMs: a million-split plan in 20 parts takes 20 minutes to list",
+    edits: [{ file: C + "leader/planning.ts", search: "this.schedule(more ? 0 : config.replanIntervalMs);", replace: "this.schedule(config.replanIntervalMs);" }],
     suites: ["coordinator"],
   },
   {

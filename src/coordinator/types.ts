@@ -125,6 +125,19 @@ export interface PlanResult {
   finality: "open" | "final";
   /** Cursor handed to the next run of a discovery planner. */
   cursor?: Json;
+  /**
+   * `true`: this run is one part of a listing that goes on (an object
+   * store's page of keys, a table's range of ids), and the planner is called
+   * again at once with this run's `cursor`, not after `replanIntervalMs`.
+   * Only with `finality: "open"`; the last part says `"final"`. A plan
+   * returned in parts of, say, 50,000 splits is published part by part: the
+   * first splits are dealt while the rest is listed, a new leader goes on
+   * from the last published cursor, and the leader never holds more than one
+   * part of the listing (a million splits returned at once are the leader's
+   * memory high-water mark: docs/OPERATIONS.md, "The leader of a large
+   * job"). Heaviest first then holds within each part.
+   */
+  more?: boolean;
 }
 
 /**

@@ -35,14 +35,14 @@ Deno.test("plan writing: grants to idle lanes in flight do not hold up the next 
   // The first split records created (the leader's grants, one per idle lane) parked: they stay in flight.
   const parkedKeys: string[] = [];
   const grants = faulty.hold((op, key) => op === "create" && key.startsWith("split.") && parkedKeys.length < 8 && (parkedKeys.push(key), true));
-  const a = await f.join({ instance: "a", planner: finalPlanner(splits(20_000)), maxInFlight: 8 });
+  const a = await f.join({ instance: "a", planner: finalPlanner(splits(40_000)), maxInFlight: 8 });
   assert.ok(await f.until(() => grants.count() === 8, 2000, 1), "a grant for each idle lane");
   await f.advance(50);
-  assert.equal(await pagesOf(f), 20, "every page written while the grants were in flight (more than are written at once)");
+  assert.equal(await pagesOf(f), 40, "every page written while the grants were in flight (more than are written at once)");
   assert.equal(a.c.status().plan?.generation, 0, "not published while a grant is in flight (its split is not in the view yet)");
   grants.release();
   assert.ok(await f.until(() => a.c.status().plan?.generation === 1, 2000), "published once the grants landed");
-  assert.equal(a.c.status().plan?.planned, 20_000, "every split counted, the granted ones too");
+  assert.equal(a.c.status().plan?.planned, 40_000, "every split counted, the granted ones too");
   const page0 = decodeRecord(keys.page(0), (await rawStore(f).get(keys.page(0)))!.value, PageRecordSchema);
   assert.deepEqual(parkedKeys, page0.splits.slice(0, 8).map((e) => keys.split(e.id)), "the grants went to the plan's first splits");
   for (const k of parkedKeys) assert.ok(await rawStore(f).get(k), `${k} granted: its record exists`);
@@ -84,4 +84,42 @@ Deno.test("plan writing: a run after a failed publish goes on after the pages it
   const rec = JSON.parse((await rawStore(f).get(keys.plan))!.value);
   assert.equal(rec.pages, 3, "the pages the failed run wrote are published, not left past the plan's page count");
   assert.equal(rec.planned, 3000);
+});
+
+Deno.test("plan in parts: a planner that says more is called again at once with its cursor, each part published as it is listed, the last one final", async () => {
+  await using f = await memoryBackend.fleet();
+  const all = splits(4500);
+  const calls: unknown[] = [];
+  const a = await f.join({
+    instance: "a",
+    maxInFlight: 2,
+    replanIntervalMs: 600_000, // an open plan waits ten minutes: a listing in parts must not
+    planner: (ctx) => {
+      calls.push(ctx.cursor);
+      const from = typeof ctx.cursor === "number" ? ctx.cursor : 0, to = Math.min(all.length, from + 1500);
+      const more = to < all.length;
+      return Promise.resolve({ splits: all.slice(from, to), finality: more ? "open" : "final", ...(more ? { cursor: to, more: true } : {}) });
+    },
+  });
+  assert.ok(await f.until(() => a.c.status().plan?.finality === "final", 5000), "every part listed within seconds, not replan intervals");
+  assert.deepEqual(calls, [undefined, 1500, 3000]);
+  const plan = a.c.status().plan!;
+  assert.deepEqual([plan.generation, plan.planned], [3, 4500]);
+  // Dealt from the first part on, in the planner's order across the parts.
+  const page0 = decodeRecord(keys.page(0), (await rawStore(f).get(keys.page(0)))!.value, PageRecordSchema);
+  assert.equal(page0.splits[0].id, all[0].id);
+  assert.equal(await pagesOf(f), 6, "each part's pages after the last part's");
+});
+
+Deno.test("plan in parts: more with a final plan, or a more that is not a boolean, is refused naming the fix; nothing is published", async () => {
+  for (const [bad, says] of [
+    [{ finality: "final", more: true }, /more: true with finality "final"/],
+    [{ finality: "open", more: "yes" }, /more "yes": it must be true/],
+  ] as const) {
+    await using f = await memoryBackend.fleet();
+    const a = await f.join({ instance: "a", planner: () => Promise.resolve({ splits: splits(3), ...bad } as never), planAttempts: 1 });
+    assert.ok(await f.until(() => (a.c.status().planning?.lastError ?? "") !== "", 5000), "the run failed");
+    assert.match(a.c.status().planning!.lastError, says);
+    assert.equal(a.c.status().plan?.generation ?? 0, 0, "nothing published");
+  }
 });

@@ -18,7 +18,7 @@ function shown(v: unknown): string {
 }
 
 /**
- * The planner's result if it is one (`{ splits, finality, cursor? }`),
+ * The planner's result if it is one (`{ splits, finality, cursor?, more? }`),
  * else an `INVALID_ARGUMENT` error naming the field, the value and the fix;
  * a failed planner run like a throw (retried with backoff, then
  * `planFailed` after `planAttempts`).
@@ -47,6 +47,18 @@ export function checkPlanResult(result: unknown): PlanResult {
     throw new SplitleaseError(
       "INVALID_ARGUMENT",
       `The planner returned splits ${shown(r.splits)}: it must be an array or an (async) iterable of { id, descriptor, weight? }; the plan was not published`,
+    );
+  }
+  if (r.more !== undefined && typeof r.more !== "boolean") {
+    throw new SplitleaseError(
+      "INVALID_ARGUMENT",
+      `The planner returned more ${shown(r.more)}: it must be true (call again at once with this run's cursor) or absent; the plan was not published`,
+    );
+  }
+  if (r.more === true && r.finality !== "open") {
+    throw new SplitleaseError(
+      "INVALID_ARGUMENT",
+      'The planner returned more: true with finality "final": a listing that goes on is "open" until its last part, which says "final" (without more); the plan was not published',
     );
   }
   return result as PlanResult;

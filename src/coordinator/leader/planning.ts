@@ -44,6 +44,8 @@ export class Planning {
   readonly #known: () => Versioned<PlanRecord> | undefined;
   /** A revision `plan` is known to have moved past (a publish of ours lost its CAS there): reads from before it are stale. */
   #past = 0;
+  /** The plan record this leader just published with more to list (the next part starts from it). */
+  #published: Versioned<PlanRecord> | undefined;
   /**
    * Pages this term wrote, published or not: a run after one whose publish
    * failed goes on after them (its splits are in the view, dealt from those
@@ -85,6 +87,12 @@ export class Planning {
    */
   async #read(store: Core["store"]): Promise<Versioned<PlanRecord> | "stale" | undefined> {
     const known = this.#known();
+    // The next part of a listing right after our publish: the record we wrote, unless anything newer is
+    // known (a store's queue a read waits behind, saved once a part; a record written since makes the
+    // next publish lose its CAS, and that run reads it).
+    const ours = this.#published;
+    this.#published = undefined;
+    if (ours && (known?.revision ?? 0) <= ours.revision && this.#past <= ours.revision) return ours;
     const floor = Math.max(known?.revision ?? 0, this.#past);
     const { entry, fresh } = await readAtLeast(() => store.get(keys.plan), floor, { clock: this.#core.clock, budgetMs: this.#core.config.opTimeoutMs });
     if (fresh && entry) {
@@ -120,6 +128,7 @@ export class Planning {
   /** Stops: aborts a running planner, cancels timers. */
   stop(): void {
     this.#abort.abort();
+    this.#published = undefined;
     if (this.#timer !== undefined) this.#core.clock.clearTimeout(this.#timer);
     this.#timer = undefined;
   }
@@ -159,7 +168,7 @@ export class Planning {
       const { shard } = this.#core;
       const planner = () => this.#planner({ cursor: plan.cursor, term, signal, ...(shard.count > 1 ? { shard: { ...shard } } : {}) });
       // The planner's result is not held past the seeding (its splits may be a million objects).
-      const { splits, finality, cursor } = checkPlanResult(await (span ? within(span, planner) : planner()));
+      const { splits, finality, cursor, more } = checkPlanResult(await (span ? within(span, planner) : planner()));
       if (signal.aborted || !this.#leading()) return;
       const run = plan.run ?? 1;
       const { created, pages, ids } = await this.#seed(core, splits, term, signal, plan.pages ?? 0, run, plan.epochBase ?? 0);
@@ -169,8 +178,7 @@ export class Planning {
       if (signal.aborted || !this.#leading()) return;
       // Splits of earlier planner runs count, dealt or not; residuals cut from running splits do not (they
       // are no plan's), nor records of earlier job runs.
-      let planned = 0;
-      for (const e of this.#role.view.splits.values()) if (e.record.parent === undefined && (e.record.run ?? 1) >= run) planned++;
+      const planned = this.#role.view.splits.planned(run);
       const next: PlanRecord = {
         ...plan,
         finality,
@@ -204,7 +212,9 @@ export class Planning {
       log("info", "Plan published", published);
       core.trace.decision("plan.published", published);
       this.#core.schedule();
-      if (next.finality === "open") this.schedule(config.replanIntervalMs);
+      // A listing in parts: its next part now (the planner said there is more), else at the replan interval.
+      if (more) this.#published = { record: next, revision: r.revision };
+      if (next.finality === "open") this.schedule(more ? 0 : config.replanIntervalMs);
     } catch (e) {
       if (signal.aborted) return;
       if (span) failSpan(span, e);
@@ -415,4 +425,4 @@ export class Planning {
 }
 
 /** Pages of a plan a run keeps in flight while it writes them (each up to 128 KiB). */
-const PAGE_WRITES_IN_FLIGHT = 16;
+const PAGE_WRITES_IN_FLIGHT = 32;
