@@ -30,6 +30,8 @@ interface HostConfig {
   tunables: { leaseMs: number; maxInFlight: number; opTimeoutMs: number; seedConcurrency?: number };
   /** Whether these coordinators may lead (carry a planner). */
   planner: boolean;
+  /** The planner returns its listing in parts of this many splits (`more: true`; 0 or absent: one run). */
+  planPart?: number;
   /** Emit a progress line every this many completions/holds (process-wide). */
   progressEvery: number;
   /** Bucket replicas (comma-separated `url` lists every node of a cluster). */
@@ -52,11 +54,17 @@ const rss = () => process.memoryUsage().rss;
 
 /** When this process's planner was called (wall-clock ms, each call): the plan's seeding rate is measured from it. */
 const plannerCalls: number[] = [];
-const planner: Planner = () => {
+const planner: Planner = (ctx) => {
   plannerCalls.push(now());
+  // A listing in parts of `planPart` splits (0: the whole plan in one run), each naming where the next begins.
+  const part = cfg.planPart && cfg.planPart > 0 ? cfg.planPart : cfg.splits;
+  const from = typeof ctx.cursor === "number" ? ctx.cursor : 0;
+  const to = Math.min(cfg.splits, from + part);
+  const more = to < cfg.splits;
   return Promise.resolve({
-    finality: "final" as const,
-    splits: Array.from({ length: cfg.splits }, (_, i) => ({ id: `s${i}`, descriptor: i })),
+    finality: more ? "open" as const : "final" as const,
+    splits: Array.from({ length: to - from }, (_, i) => ({ id: `s${from + i}`, descriptor: from + i })),
+    ...(more ? { cursor: to, more: true } : {}),
   });
 };
 

@@ -28,7 +28,9 @@
  * BENCH_MILLION_HEAP [0] (1: the leader at the end writes a V8 heap
  * snapshot into bench/results/ and the bench prints what holds it),
  * BENCH_MILLION_V8_FLAGS (V8 flags for the leader, the idle member and the
- * standby, e.g. `--optimize-for-size`).
+ * standby, e.g. `--optimize-for-size`), BENCH_MILLION_PLAN_PART [100000]
+ * (the planner returns its listing in parts of this many splits with
+ * `more: true`; 0: the whole plan in one run).
  *
  * @module
  */
@@ -239,6 +241,8 @@ interface Moment {
 export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
   const S = num("BENCH_MILLION_S", 1_000_000), W = num("BENCH_MILLION_W", 100);
   const lease = num("BENCH_MILLION_LEASE_MS", 10_000), killAt = num("BENCH_MILLION_KILL_AT", 0.5);
+  // The planner's listing in parts of this many splits (`more: true`), as OPERATIONS advises for a large job; 0: in one run.
+  const planPart = num("BENCH_MILLION_PLAN_PART", 100_000);
   const job = `million-${kind}-${Date.now().toString(36)}`;
   await using at = await where(kind);
   const load0 = loadavg();
@@ -263,6 +267,7 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
       role: "tiny",
       tunables: { ...tunables, maxInFlight: 0 },
       planner,
+      ...(planPart > 0 ? { planPart } : {}),
       progressEvery: S,
     }, gcFlags);
   const leader = await host("leader", true);
@@ -354,6 +359,16 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
         publish = { at: Date.now(), term: p.term, pages: p.pages, leader: who, completed: completed() };
         // No forced collection: the leader is still dealing (a full GC of its heap would stall it).
         publish.moment = moment(who ? leading(who) : undefined, true, false);
+        // BENCH_MILLION_HEAP=publish: what the leader holds live at the publish (a snapshot stalls it for seconds).
+        const l = who ? leading(who) : undefined;
+        if (Deno.env.get("BENCH_MILLION_HEAP") === "publish" && l) {
+          await publish.moment;
+          const from = l.child.msgs.length;
+          const path = `${root}bench/results/million-${kind}-publish-${d.stamp}.heapsnapshot`;
+          await l.child.send({ cmd: "heap", path });
+          await l.child.next((m) => m.ev === "heap" && l.child.msgs.indexOf(m) >= from, 600_000, "heap snapshot").catch(() => {});
+          atPublishHeap = [l.child, who!, path];
+        }
       }
     };
     const poller = (async () => {
@@ -363,6 +378,8 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
       }
     })();
     let why = "done";
+    /** The heap snapshot written at the publish (BENCH_MILLION_HEAP=publish), summarised at the end. */
+    let atPublishHeap: [Child, string, string] | undefined;
     const end = Date.now() + limitMs;
     const tooBig = () => Object.values(sampler.samples.at(-1)!.rss).reduce((a, b) => a + (b || 0), 0) > d.maxRss;
     const waitFor = async (done: () => boolean): Promise<boolean> => {
@@ -426,9 +443,22 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
     // The run that published the whole plan: its planner call (the last before the publish) to the publish.
     const pubReport = publish?.leader === "leader" ? first : publish?.leader ? [standbyEnd, idleEnd, ...workerReports].find((r) => coordsOf(r).some((c) => c.instance === publish!.leader)) : undefined;
     const pubCalls: number[] = pubReport?.plannerCalls ?? [];
-    const pubCall = publish ? pubCalls.filter((t) => t <= publish!.at).at(-1) : undefined;
-    const pubPlanned = publish?.leader === "leader" ? S : S - (nt?.snapshot["watch.split"] ?? 0);
-    const planningMs = publish && pubCall ? publish.at - pubCall : null;
+    // In one run: the last call before the publish; in parts: the publishing leader's first call of its term.
+    const termCalls = publish ? pubCalls.filter((t) => t <= publish!.at && (publish!.leader === "leader" || t >= (electedAt ?? 0))) : [];
+    const pubCall = planPart > 0 ? termCalls[0] : termCalls.at(-1);
+    let pubPlanned = publish?.leader === "leader" ? S : S - (nt?.snapshot["watch.split"] ?? 0);
+    let planningMs = publish && pubCall ? publish.at - pubCall : null;
+    let seededBy = publish?.leader;
+    // In parts: the first leader's pace, from its first planner call to its last publish (a successor
+    // goes on from its cursor, and its own parts, already in its view from the pages, say nothing of a pace).
+    const firstTerm = plans.find((p) => p.pages > 0)?.term;
+    const lastOfFirst = plans.filter((p) => p.term === firstTerm && p.pages > 0).at(-1);
+    const firstCall = first?.plannerCalls?.[0] as number | undefined;
+    if (planPart > 0 && lastOfFirst && firstCall) {
+      pubPlanned = lastOfFirst.planned;
+      planningMs = lastOfFirst.at - firstCall;
+      seededBy = "leader";
+    }
     const seedRate = planningMs ? pubPlanned / (planningMs / 1000) : NaN;
     const rawTotal = (r: Msg | undefined): StoreCounts | undefined => r?.total;
     const countsAll = sumCounts([...workerReports.map((r) => r.total), rawTotal(standbyEnd), rawTotal(idleEnd), rawTotal(first)].filter(Boolean) as StoreCounts[]);
@@ -476,6 +506,7 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
       leaseMs: lease,
       maxInFlight: d.maxInFlight,
       leaderV8Flags: v8.slice(1),
+      planPart,
       loadavg: [load0, loadavg()],
       finished,
       stoppedBy: why,
@@ -595,7 +626,7 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
       bench: "scale",
       metric: `million S=${S} on ${at.label}: plan seeding rate ÷ raw CAS rate`,
       value: publish
-        ? `${pubPlanned} splits planned by ${publish.leader}'s run, ${publish.pages} pages published ${secs(planningMs)} s after its planner call ` +
+        ? `${pubPlanned} splits planned by ${seededBy}'s ${planPart > 0 ? `parts of ${planPart}` : "run"}, published ${secs(planningMs)} s after its first planner call ` +
           `(${row.plan.seedPerSec}/s against raw ${Math.round(raw)}/s), ${publish.completed} splits completed by then`
         : "the plan was never published",
       ratio: row.plan.seedOverRaw,
@@ -609,21 +640,25 @@ export async function millionCell(kind: string, d: MillionDeps): Promise<void> {
       ratio: row.members.recordsReadAtJoin.max,
       target: "O(1)",
     });
-    const heapOf = leaderEnd ? leading(leaderEnd)?.child : undefined;
-    if (Deno.env.get("BENCH_MILLION_HEAP") === "1" && heapOf) {
-      const path = `${root}bench/results/million-${kind}-${d.stamp}.heapsnapshot`;
-      const from = heapOf.msgs.length;
-      await heapOf.send({ cmd: "heap", path });
-      const h = await heapOf.next((m) => m.ev === "heap" && heapOf.msgs.indexOf(m) >= from, 600_000, "heap snapshot")
-        .catch((e): Msg => ({ ev: "heap", arrivedAt: Date.now(), error: String(e) }));
-      if (h.error) console.log(`heap snapshot: ${h.error}`);
-      else {
-        console.log(`heap snapshot of the leader (${leaderEnd}) at the end: ${h.path} (${h.ms} ms; RSS ${MiB(h.rss)} MiB, heap ${MiB(h.heap)} MiB after it)`);
-        const top = await summarizeHeap(h.path, 25);
-        console.log(top.text);
-        await d.record({ scenario: "million-heap", store: at.label, leader: leaderEnd, path: h.path, top: top.rows });
+    /** The leading process's heap snapshot (written now, or at `path` already), summarised and recorded. */
+    async function snapshotHeap(child: Child, who: string, when: string, path?: string): Promise<void> {
+      let h: Msg | undefined = path ? { ev: "heap", arrivedAt: Date.now(), path, ms: 0 } : undefined;
+      if (!h) {
+        const file = `${root}bench/results/million-${kind}-${d.stamp}.heapsnapshot`;
+        const from = child.msgs.length;
+        await child.send({ cmd: "heap", path: file });
+        h = await child.next((m) => m.ev === "heap" && child.msgs.indexOf(m) >= from, 600_000, "heap snapshot")
+          .catch((e): Msg => ({ ev: "heap", arrivedAt: Date.now(), error: String(e) }));
       }
+      if (h.error) return void console.log(`heap snapshot: ${h.error}`);
+      console.log(`heap snapshot of the leader (${who}) at the ${when}: ${h.path}${h.ms ? ` (${h.ms} ms; RSS ${MiB(h.rss)} MiB, heap ${MiB(h.heap)} MiB after it)` : ""}`);
+      const top = await summarizeHeap(h.path, 25);
+      console.log(top.text);
+      await d.record({ scenario: "million-heap", when, store: at.label, leader: who, path: h.path, top: top.rows });
     }
+    const heapOf = leaderEnd ? leading(leaderEnd)?.child : undefined;
+    if (Deno.env.get("BENCH_MILLION_HEAP") === "1" && heapOf) await snapshotHeap(heapOf, leaderEnd!, "end");
+    if (atPublishHeap) await snapshotHeap(atPublishHeap[0], atPublishHeap[1], "publish", atPublishHeap[2]);
   } finally {
     polling = false;
     sampler.stop();
