@@ -45,7 +45,10 @@ import { RateFold, RECENT_LISTED, type SplitFacts, splitFacts } from "./fleet_ra
 import type { SummarySnapshot } from "./fleet_summary.ts";
 import { jsonPreview, normalizeFleetQuery, type NormalizedFleetQuery, pageOf, splitView } from "./fleet_view.ts";
 import { LATELY_MS, Slot, SplitColumns } from "./split_columns.ts";
-import type { FleetLiveness, FleetQuery, FleetSplit, FleetState, FleetView } from "./types.ts";
+import type { FleetLiveness } from "./fleet_member.ts";
+import type { FleetQuery, FleetState } from "./fleet_query.ts";
+import type { FleetSplit } from "./fleet_split.ts";
+import type { FleetView } from "./types.ts";
 import { emptyCounts, fingerprintOf, livenessView, memberViews, planView } from "./view_parts.ts";
 
 /** Full records kept of the splits that changed last (the rows a page lists are mostly these: running splits). */
