@@ -29,17 +29,11 @@ export {
 } from "./src/fleet/fleet_summary.ts";
 export { FleetIndex, type FleetIndexOptions, type FleetIndexState } from "./src/fleet/fleet_index.ts";
 export { readSplitsPage } from "./src/fleet/read_splits.ts";
-export type {
-  FleetCounts,
-  FleetLiveness,
-  FleetMember,
-  FleetQuery,
-  FleetRate,
-  FleetSplit,
-  FleetState,
-  FleetSummary,
-  FleetView,
-} from "./src/fleet/types.ts";
+export type { FleetCounts, FleetRate, FleetSummary } from "./src/fleet/fleet_figures.ts";
+export type { FleetLiveness, FleetMember } from "./src/fleet/fleet_member.ts";
+export type { FleetQuery, FleetState } from "./src/fleet/fleet_query.ts";
+export type { FleetSplit } from "./src/fleet/fleet_split.ts";
+export type { FleetView } from "./src/fleet/types.ts";
 // The jobs of a server (`splitlease jobs`, `splitlease delete`) over any backend's JobCatalog.
 export { deleteRefusal, type JobState, type JobSummary, summarizeJob } from "./src/fleet/job_summary.ts";
 export { foldJobListings, listJobs, readJobListings, summarizeShards } from "./src/fleet/sharded_listings.ts";

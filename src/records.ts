@@ -26,32 +26,21 @@ export {
   QUARANTINED_IDS_PUBLISHED,
 } from "./records/job.ts";
 export { type MemberRecord, MemberRecordSchema } from "./records/member.ts";
+export { type Owner, OwnerSchema } from "./records/owner.ts";
+export { MAX_RESIDUALS, type Residual } from "./records/residual.ts";
+export { INLINE_DESCRIPTOR_BYTES, type SpecRecord, SpecRecordSchema } from "./records/spec.ts";
+export { type SplitRecord, SplitRecordSchema } from "./records/split.ts";
 export {
   FAILURE_HISTORY,
   FAILURE_MESSAGE_CHARS,
   FAILURE_STACK_CHARS,
   FAILURE_STACK_LINES,
-  INLINE_DESCRIPTOR_BYTES,
-  MAX_RESIDUALS,
-  type Owner,
-  type Residual,
-  OwnerSchema,
-  ProgressSchema,
-  type SpecRecord,
-  SpecRecordSchema,
   type SplitFailure,
-  type SplitProgress,
-  type SplitRecord,
-  SplitRecordSchema,
-  SPLIT_RUN_HISTORY,
-  type SplitRun,
-  type SplitStatus,
-  estimateProblem,
-  type SplitEstimate,
-  type SplitTenancy,
-  TENANCY_HISTORY,
-  type TenancyEnd,
-} from "./records/split.ts";
+} from "./records/split_failure.ts";
+export { estimateProblem, ProgressSchema, type SplitEstimate, type SplitProgress } from "./records/split_progress.ts";
+export { SPLIT_RUN_HISTORY, type SplitRun } from "./records/split_run.ts";
+export type { SplitStatus } from "./records/split_status.ts";
+export { type SplitTenancy, TENANCY_HISTORY, type TenancyEnd } from "./records/split_tenancy.ts";
 export { liveSplitRecord, type ProgRecord, ProgRecordSchema } from "./records/prog.ts";
 export { PAGE_BYTES, PAGE_SPLITS, type PageEntry, pagedRecord, type PageRecord, PageRecordSchema } from "./records/page.ts";
 export { type AssignEntry, type AssignRecord, AssignRecordSchema } from "./records/assign.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 import { isValidId } from "../store/keys.ts";
-import type { FleetState } from "../fleet/types.ts";
+import type { FleetState } from "../fleet/fleet_query.ts";
 import { FLEET_STATE_ALIASES, FLEET_STATES } from "../fleet/fleet_view.ts";
 import { nearestName } from "../util/options.ts";
 import { schemeList, splitStoreUrls, STORE_URL_KINDS, storeSchemesText } from "../store/store_urls.ts";

@@ -4,7 +4,9 @@
  *
  * @module
  */
-import type { FleetSplit, FleetSummary, FleetView } from "../fleet/types.ts";
+import type { FleetSummary } from "../fleet/fleet_figures.ts";
+import type { FleetSplit } from "../fleet/fleet_split.ts";
+import type { FleetView } from "../fleet/types.ts";
 import type { JobSummary } from "../fleet/job_summary.ts";
 import type { JobOutcome, JobRun } from "../records.ts";
 

@@ -21,6 +21,11 @@
  * is released or completed. A search (`match`) reads the plan's pages once
  * per search text (their descriptors), then answers from that.
  *
+ * Its parts: the plan's pages it reads, keeps and searches
+ * (`fleet_index_pages.ts`), the page of slots a query lists
+ * (`fleet_index_select.ts`), the job-wide fold of the columns' sums
+ * (`fleet_index_fold.ts`).
+ *
  * @module
  */
 import {
@@ -30,8 +35,6 @@ import {
   type MemberRecord,
   MemberRecordSchema,
   pagedRecord,
-  type PageRecord,
-  PageRecordSchema,
   type PlanRecord,
   PlanRecordSchema,
   ProgRecordSchema,
@@ -41,21 +44,22 @@ import {
 } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import type { Store, StoreEntry, Watch, WatchEvent } from "../store/store.ts";
-import { RateFold, RECENT_LISTED, type SplitFacts, splitFacts } from "./fleet_rate.ts";
+import { foldColumns } from "./fleet_index_fold.ts";
+import { FleetIndexPages } from "./fleet_index_pages.ts";
+import { previewOf, selectSlots } from "./fleet_index_select.ts";
+import type { FleetLiveness } from "./fleet_member.ts";
+import type { FleetQuery } from "./fleet_query.ts";
+import { type SplitFacts, splitFacts } from "./fleet_rate.ts";
+import type { FleetSplit } from "./fleet_split.ts";
 import type { SummarySnapshot } from "./fleet_summary.ts";
-import { jsonPreview, normalizeFleetQuery, type NormalizedFleetQuery, pageOf, splitView } from "./fleet_view.ts";
-import { LATELY_MS, Slot, SplitColumns } from "./split_columns.ts";
-import type { FleetLiveness, FleetQuery, FleetSplit, FleetState, FleetView } from "./types.ts";
-import { emptyCounts, fingerprintOf, livenessView, memberViews, planView } from "./view_parts.ts";
+import { normalizeFleetQuery, pageOf, splitView } from "./fleet_view.ts";
+import { Slot } from "./slot.ts";
+import { SplitColumns } from "./split_columns.ts";
+import type { FleetView } from "./types.ts";
+import { fingerprintOf, livenessView, memberViews, planView } from "./view_parts.ts";
 
 /** Full records kept of the splits that changed last (the rows a page lists are mostly these: running splits). */
 const RECENT_RECORDS = 4096;
-/** Decoded pages kept (the rows of unclaimed splits not dealt yet come from them). */
-const PAGES_KEPT = 8;
-/** Search texts whose page matches are kept. */
-const SEARCHES_KEPT = 8;
-/** Pages read at once. */
-const PAGE_READS = 8;
 /** Unreadable records named in a view at most (all split records are counted). */
 const MAX_INVALID_LISTED = 20;
 
@@ -85,13 +89,6 @@ export interface FleetIndexOptions {
   onStop?: (error?: unknown) => void;
 }
 
-/** The job-wide part of a view: counts, the owners' load, the rate. */
-interface Fold {
-  counts: FleetView["counts"];
-  owned: Map<string, number>;
-  rate: RateFold;
-}
-
 /**
  * A live index of one job's splits (see the module doc).
  *
@@ -115,18 +112,16 @@ export class FleetIndex {
   #watch: Watch | undefined;
   readonly #ready: Promise<void>;
   #closed = false;
-  /** Pages read (`page.0 .. page.<pagesRead-1>`), and the run they are of. */
-  #pagesRead = 0;
+  /** The run the pages read are of. */
   #run = 1;
   #stale = false;
-  #reading: Promise<void> | undefined;
   /** Unreadable split and page records: key → message. */
   readonly #invalid = new Map<string, string>();
   readonly #recent = new Map<string, { revision: number; record: SplitRecord }>();
-  readonly #pages = new Map<number, Promise<{ record: PageRecord; ids: Map<string, number> } | undefined>>();
   /** Lower-case descriptor previews of the splits whose descriptor is their own (cut, residual, on no page); `null`: none to search. */
   readonly #ownPreview = new Map<number, string | null>();
-  readonly #searches = new Map<string, { pages: number; slots: Set<number> }>();
+  /** The plan's pages read, kept and searched. */
+  readonly #pages: FleetIndexPages;
   /** Slots seen since a watch reset (the ones not seen are gone when it is ready again). */
   #resync: Set<number> | undefined;
   readonly #scratch = {} as SplitFacts;
@@ -134,6 +129,7 @@ export class FleetIndex {
   private constructor(store: Store, options: FleetIndexOptions) {
     this.#store = store;
     this.#options = options;
+    this.#pages = new FleetIndexPages(store, this.#cols, this.#invalid, this.#ownPreview);
     this.#ready = this.#run0();
     this.#ready.catch(() => {});
   }
@@ -178,7 +174,7 @@ export class FleetIndex {
     const loop = (async () => {
       const plan = decodePlan(await this.#store.get(keys.plan));
       this.#run = plan?.run ?? 1;
-      await this.#readPages(plan?.pages ?? 0);
+      await this.#pages.readUpTo(plan?.pages ?? 0);
       if (this.#closed) return;
       this.#watch = this.#store.watch(keys.splitPrefix);
       for await (const ev of this.#watch) {
@@ -268,69 +264,6 @@ export class FleetIndex {
     if (this.#recent.size > RECENT_RECORDS) this.#recent.delete(this.#recent.keys().next().value!);
   }
 
-  /** Reads the published pages from the last one read up to `pages` (one reader at a time). */
-  async #readPages(pages: number): Promise<void> {
-    while (this.#reading) await this.#reading;
-    if (pages <= this.#pagesRead) return;
-    this.#reading = (async () => {
-      const from = this.#pagesRead;
-      for (let n = from; n < pages; n += PAGE_READS) {
-        const batch = Array.from({ length: Math.min(PAGE_READS, pages - n) }, (_, i) => n + i);
-        const read = await Promise.all(batch.map((p) => this.#store.get(keys.page(p))));
-        read.forEach((e, i) => this.#notePage(batch[i], e));
-      }
-      this.#pagesRead = pages;
-      })();
-    try {
-      await this.#reading;
-    } finally {
-      this.#reading = undefined;
-    }
-  }
-
-  #notePage(n: number, e: StoreEntry | undefined): void {
-    const page = this.#decodePage(keys.page(n), e);
-    if (!page) return;
-    const cols = this.#cols;
-    for (const x of page.splits) {
-      const s = cols.slot(x.id);
-      if (cols.page(s) >= 0) continue; // on an earlier page already (a full read takes the first)
-      cols.setPage(s, n, x.weight ?? 1);
-      // A split dealt before its page was read searches its own descriptor, unless it is its page's.
-      if (this.#ownPreview.has(s) && !cols.ownDescriptor(s)) this.#ownPreview.delete(s);
-    }
-  }
-
-  #decodePage(key: string, e: StoreEntry | undefined): PageRecord | undefined {
-    if (!e) return undefined;
-    const r = safeDecodeRecord(key, e.value, PageRecordSchema);
-    if (r.ok) {
-      this.#invalid.delete(key);
-      return r.value;
-    }
-    this.#invalid.set(key, r.error.message);
-    return undefined;
-  }
-
-  /** A page, decoded (kept for the next rows; one read of it at a time, whatever the number of rows on it). */
-  #page(n: number): Promise<{ record: PageRecord; ids: Map<string, number> } | undefined> {
-    const kept = this.#pages.get(n);
-    if (kept) {
-      this.#pages.delete(n);
-      this.#pages.set(n, kept);
-      return kept;
-    }
-    const read = (async () => {
-      const record = this.#decodePage(keys.page(n), await this.#store.get(keys.page(n)));
-      return record && { record, ids: new Map(record.splits.map((x, i) => [x.id, i])) };
-    })();
-    this.#pages.set(n, read);
-    // A failed read is not kept.
-    read.then((p) => p ?? this.#pages.delete(n), () => this.#pages.delete(n));
-    if (this.#pages.size > PAGES_KEPT) this.#pages.delete(this.#pages.keys().next().value!);
-    return read;
-  }
-
   /**
    * A view of the job: `snap` holds its small records (read by the caller,
    * `readSummarySnapshot`), the splits come from the index. Pages published
@@ -355,12 +288,12 @@ export class FleetIndex {
       if (m) members.set(e.key.slice(keys.memberPrefix.length), m);
     }
     const pages = plan?.pages ?? 0;
-    if ((plan?.run ?? 1) !== this.#run || pages < this.#pagesRead) this.#stale = true;
-    else if (pages > this.#pagesRead) await this.#readPages(pages);
-    const search = q.match === null ? undefined : await this.#search(q.match);
+    if ((plan?.run ?? 1) !== this.#run || pages < this.#pages.read) this.#stale = true;
+    else if (pages > this.#pages.read) await this.#pages.readUpTo(pages);
+    const search = q.match === null ? undefined : await this.#pages.search(q.match);
 
-    const fold = this.#folded(snap.at, members);
-    const { matched, slots, next } = this.#select(q, search);
+    const fold = foldColumns(this.#cols, snap.at, members);
+    const { matched, slots, next } = selectSlots(this.#cols, this.#ownPreview, q, search);
     const [rows, recent] = await Promise.all([this.#rows(slots), this.#rows(fold.rate.recent.map((x) => this.#cols.slotOf(x.id)!))]);
     let invalidSplits = 0;
     for (const [key, message] of this.#invalid) {
@@ -388,111 +321,6 @@ export class FleetIndex {
     };
   }
 
-  /**
-   * The counts, owners' load and rate of every split, from the sums the
-   * columns keep up to date (no pass over the splits): the running splits'
-   * fractions corrected by their owners' published estimates, the window
-   * and sparkline counted from the completions of the last minutes.
-   */
-  #folded(at: number, members: ReadonlyMap<string, MemberRecord>): Fold {
-    const cols = this.#cols, x = cols.sums;
-    // Running splits' fraction done: their owners' last published estimates (the last one of a split counts).
-    const est = new Map<string, { owner: string; fraction: number }>();
-    for (const [instance, m] of members) {
-      for (const [id, left, total] of m.est ?? []) {
-        est.set(id, { owner: instance + "/" + m.session, fraction: Math.min(1, Math.max(0, 1 - left / total)) });
-      }
-    }
-    let remaining = x.remaining, partial = x.partial;
-    for (const [id, e] of est) {
-      const s = cols.slotOf(id);
-      if (s === undefined || cols.state(s) !== Slot.Owned || cols.owner(s) !== e.owner) continue;
-      const w = cols.weight(s), f = cols.fraction(s) ?? 0;
-      remaining += w * (f - e.fraction);
-      partial += w * (e.fraction - f);
-    }
-    const counts = emptyCounts();
-    counts.unclaimed = counts.unowned = x.count[Slot.Unclaimed];
-    counts.owned = x.count[Slot.Owned];
-    counts.runnable = counts.unclaimed + counts.owned;
-    counts.completed = x.count[Slot.Completed];
-    counts.quarantined = x.count[Slot.Quarantined];
-    counts.cancelled = x.count[Slot.Cancelled];
-    counts.total = counts.runnable + counts.completed + counts.quarantined + counts.cancelled;
-    counts.permanent = x.permanent;
-    for (let st = 1; st <= 5; st++) counts.weight += x.weight[st];
-    counts.completedWeight = x.weight[Slot.Completed];
-    const owned = new Map<string, number>();
-    for (const [o, n] of cols.ownedBy) owned.set(cols.names.name(o)!, n);
-    // The completions of the last minutes (those gone stale since they were counted in are dropped here).
-    const lately: { at: number; weight: number; by: string }[] = [];
-    for (const [s, t] of cols.lately) {
-      if (cols.state(s) !== Slot.Completed || cols.completedAt(s) !== t || t < at - LATELY_MS) cols.lately.delete(s);
-      else lately.push({ at: t, weight: cols.weight(s), by: cols.completedBy(s)! });
-    }
-    const latest = cols.lately.size >= RECENT_LISTED ? cols.latestOf(cols.lately.keys(), RECENT_LISTED) : cols.latest(RECENT_LISTED);
-    const rate = RateFold.of(at, {
-      started: cols.started(),
-      last: cols.lastCompleted(),
-      timed: x.timed,
-      untimed: x.untimed,
-      remaining,
-      partial,
-      totals: { records: x.records, splitsWithRecords: x.splitsWithRecords, retries: x.retries, failures: x.failures, lost: x.lost, cuts: x.cuts },
-      lately,
-      recent: latest.map((s) => ({ id: cols.id(s), at: cols.completedAt(s)! })),
-    });
-    return { counts, owned, rate };
-  }
-
-  /** The page of slots a query lists (the first `limit` matches after its cursor, by id), how many match, and the next cursor. */
-  #select(q: NormalizedFleetQuery, search: Set<number> | undefined): { matched: number; slots: number[]; next: string | null } {
-    const cols = this.#cols, order = cols.order();
-    const want = wanted(q.state);
-    const start = q.after === null ? 0 : cols.after(order, q.after);
-    const slots: number[] = [];
-    let matched = 0, more = false;
-    const text = q.match;
-    for (let i = 0; i < order.length; i++) {
-      const s = order[i];
-      if (!want[cols.state(s)]) continue;
-      if (q.owner !== null && instanceOf(cols.owner(s)) !== q.owner) continue;
-      if (text !== null) {
-        const ownerHit = instanceOf(cols.owner(s))?.toLowerCase().includes(text) ?? false;
-        const own = cols.ownDescriptor(s);
-        const descHit = own ? this.#ownPreview.get(s)?.includes(text) ?? false : search!.has(s);
-        if (!ownerHit && !descHit && !cols.id(s).toLowerCase().includes(text)) continue;
-      }
-      matched++;
-      if (i < start) continue;
-      if (slots.length < q.limit) slots.push(s);
-      else more = true;
-    }
-    return { matched, slots, next: more ? cols.id(slots[slots.length - 1]) : null };
-  }
-
-  /** The slots whose page entry's descriptor preview contains `text` (lower case), from every page read. */
-  async #search(text: string): Promise<Set<number>> {
-    let kept = this.#searches.get(text);
-    if (kept) this.#searches.delete(text);
-    kept ??= { pages: 0, slots: new Set() };
-    this.#searches.set(text, kept);
-    if (this.#searches.size > SEARCHES_KEPT) this.#searches.delete(this.#searches.keys().next().value!);
-    const upTo = this.#pagesRead;
-    for (let n = kept.pages; n < upTo; n++) {
-      const e = await this.#store.get(keys.page(n));
-      const page = this.#decodePage(keys.page(n), e);
-      for (const x of page?.splits ?? []) {
-        const s = this.#cols.slotOf(x.id);
-        if (s === undefined || this.#cols.page(s) !== n) continue;
-        const preview = previewOf(pagedRecord(x, page!));
-        if (preview?.includes(text)) kept.slots.add(s);
-      }
-    }
-    kept.pages = Math.max(kept.pages, upTo);
-    return kept.slots;
-  }
-
   /** The rows of `slots`, in order: their live records (split and progress record) or, not dealt yet, their page's entry. */
   async #rows(slots: number[]): Promise<FleetSplit[]> {
     const cols = this.#cols;
@@ -518,28 +346,12 @@ export class FleetIndex {
       }
       // Not dealt (or its record gone since): the plan's page names it.
       const n = cols.page(s);
-      const page = n < 0 ? undefined : await this.#page(n);
+      const page = n < 0 ? undefined : await this.#pages.page(n);
       const i = page?.ids.get(id);
       return page && i !== undefined ? splitView(id, pagedRecord(page.record.splits[i], page.record)) : undefined;
     }));
     return rows.filter((r): r is FleetSplit => r !== undefined);
   }
-}
-
-/** Which slot states a query's states select (indexed by {@linkcode Slot}). */
-function wanted(states: FleetState[] | null): boolean[] {
-  const has = (s: FleetState) => states === null || states.includes(s);
-  return [false, has("runnable") || has("unclaimed"), has("runnable") || has("owned"), has("completed"), has("quarantined"), has("cancelled")];
-}
-
-/** The instance of an `instance/session` owner. */
-function instanceOf(owner: string | null): string | null {
-  return owner === null ? null : owner.slice(0, owner.indexOf("/"));
-}
-
-/** A record's descriptor preview in lower case, as a search matches it (`null`: in a spec record, or none). */
-function previewOf(r: SplitRecord): string | null {
-  return r.spec || r.descriptor === undefined ? null : jsonPreview(r.descriptor).toLowerCase();
 }
 
 function decodePlan(e: StoreEntry | undefined): PlanRecord | undefined {

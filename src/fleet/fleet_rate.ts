@@ -11,7 +11,7 @@
  */
 import type { SplitRecord, SplitStatus } from "../records.ts";
 import { permanentlyFailed } from "../records/transitions.ts";
-import type { FleetRate, FleetSummary } from "./types.ts";
+import type { FleetRate, FleetSummary } from "./fleet_figures.ts";
 
 /** The window the rate and ETA are measured over (or since the job began, if shorter). */
 export const RATE_WINDOW_MS = 5 * 60_000;

@@ -28,7 +28,9 @@ import type { Store, StoreEntry } from "../store/store.ts";
 import { etaOf, SPARK_BUCKETS, SPARK_MAX_MS, SPARK_MIN_MS } from "./fleet_rate.ts";
 import { buildFleetView, normalizeFleetQuery, pageOf } from "./fleet_view.ts";
 import { readFleetSnapshot } from "./read_fleet.ts";
-import type { FleetLiveness, FleetQuery, FleetState, FleetView } from "./types.ts";
+import type { FleetLiveness } from "./fleet_member.ts";
+import type { FleetQuery, FleetState } from "./fleet_query.ts";
+import type { FleetView } from "./types.ts";
 import { emptyCounts, fingerprintOf, livenessView, memberViews, planView } from "./view_parts.ts";
 
 /**

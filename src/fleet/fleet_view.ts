@@ -35,7 +35,10 @@ import { isValidId, keys } from "../store/keys.ts";
 import type { StoreEntry } from "../store/store.ts";
 import { completedAt, fractionDone, RateFold, type SplitFacts, splitFacts } from "./fleet_rate.ts";
 import { countSplit, emptyCounts, fingerprintOf, livenessView, memberViews, planView } from "./view_parts.ts";
-import type { FleetLiveness, FleetQuery, FleetSnapshot, FleetSplit, FleetState, FleetView } from "./types.ts";
+import type { FleetLiveness } from "./fleet_member.ts";
+import type { FleetQuery, FleetState } from "./fleet_query.ts";
+import type { FleetSplit } from "./fleet_split.ts";
+import type { FleetSnapshot, FleetView } from "./types.ts";
 
 /** Every state a query filters on, in the order a fleet view lists them (`owned` and `unclaimed` split `runnable`). */
 export const FLEET_STATES: readonly FleetState[] = ["runnable", "owned", "unclaimed", "completed", "quarantined", "cancelled"];

@@ -9,7 +9,9 @@ import { JobGoneError } from "../errors.ts";
 import { keys } from "../store/keys.ts";
 import type { Store } from "../store/store.ts";
 import { buildFleetView, normalizeFleetQuery } from "./fleet_view.ts";
-import type { FleetLiveness, FleetQuery, FleetSnapshot, FleetView } from "./types.ts";
+import type { FleetLiveness } from "./fleet_member.ts";
+import type { FleetQuery } from "./fleet_query.ts";
+import type { FleetSnapshot, FleetView } from "./types.ts";
 
 /**
  * Options of {@linkcode readFleet}: the query, and liveness when the caller

@@ -27,7 +27,8 @@ import { keys } from "../store/keys.ts";
 import type { Store } from "../store/store.ts";
 import { buildFleetSummary, readSummarySnapshot } from "./fleet_summary.ts";
 import { normalizeFleetQuery, pageOf, queryMatches, splitView } from "./fleet_view.ts";
-import type { FleetQuery, FleetView } from "./types.ts";
+import type { FleetQuery } from "./fleet_query.ts";
+import type { FleetView } from "./types.ts";
 
 /** The JSON text a record of this status holds (`"status":"…"` holds it). */
 const STATUS_TEXT = { runnable: '"runnable"', completed: '"completed"', quarantined: '"quarantined"', cancelled: '"cancelled"' } as const;

@@ -13,7 +13,8 @@ import type { JobShards } from "./job_shards.ts";
 import { readFleet, readFleetSnapshot } from "./read_fleet.ts";
 import { readSplitsPage } from "./read_splits.ts";
 import { mergeShardViews } from "./shard_views.ts";
-import type { FleetQuery, FleetView } from "./types.ts";
+import type { FleetQuery } from "./fleet_query.ts";
+import type { FleetView } from "./types.ts";
 
 /**
  * The overview of a job (`readFleetOverview`, one split listed at most)

@@ -17,7 +17,9 @@ import { etaOf, RECENT_LISTED, SPARK_BUCKETS } from "./fleet_rate.ts";
 import { jobResultOf } from "./job_result.ts";
 import type { MemberLiveness } from "./member_liveness.ts";
 import { foldResults, foldRuns } from "./shard_fold.ts";
-import type { FleetCounts, FleetMember, FleetRate, FleetShard, FleetSummary, FleetView } from "./types.ts";
+import type { FleetCounts, FleetRate, FleetSummary } from "./fleet_figures.ts";
+import type { FleetMember } from "./fleet_member.ts";
+import type { FleetShard, FleetView } from "./types.ts";
 import { emptyCounts } from "./view_parts.ts";
 
 /** Unreadable records named in a view at most (as `buildFleetView`). */

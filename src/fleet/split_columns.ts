@@ -14,12 +14,11 @@
  * @module
  */
 import type { SplitStatus } from "../records.ts";
+import { ColumnArrays } from "./column_arrays.ts";
 import type { SplitFacts } from "./fleet_rate.ts";
-
-/** A slot's state: absent (no record, on no page read), or one of a view's states. */
-export const Slot = { Absent: 0, Unclaimed: 1, Owned: 2, Completed: 3, Quarantined: 4, Cancelled: 5 } as const;
-/** One of the {@linkcode Slot} states. */
-export type Slot = (typeof Slot)[keyof typeof Slot];
+import { IdOrder } from "./id_order.ts";
+import { Names } from "./names.ts";
+import { Slot } from "./slot.ts";
 
 const STATUS_OF: readonly (SplitStatus | undefined)[] = [undefined, "runnable", "runnable", "completed", "quarantined", "cancelled"];
 
@@ -39,42 +38,10 @@ function insertLatest(out: number[], s: number, k: number, at: Float64Array, ids
 /** Flags of a slot. */
 const PERMANENT = 1, DEALT = 2, INVALID = 4, PAGED = 8, OWN_DESCRIPTOR = 16;
 
-/** Interned strings (owners as `instance/session`, completers as instances). */
-class Names {
-  readonly list: string[] = [];
-  readonly #index = new Map<string, number>();
-  of(name: string | null): number {
-    if (name === null) return -1;
-    let i = this.#index.get(name);
-    if (i === undefined) this.#index.set(name, (i = this.list.push(name) - 1));
-    return i;
-  }
-  name(i: number): string | null {
-    return i < 0 ? null : this.list[i];
-  }
-}
-
 /** The columns (see the module doc). */
 export class SplitColumns {
-  readonly #slots = new Map<string, number>();
-  readonly #ids: string[] = [];
-  #cap = 0;
-  #state = new Uint8Array(0);
-  #flags = new Uint8Array(0);
-  #weight = new Float64Array(0);
-  #fraction = new Float64Array(0);
-  #doneAt = new Float64Array(0);
-  #doneBy = new Int32Array(0);
-  #owner = new Int32Array(0);
-  #started = new Float64Array(0);
-  #failures = new Uint16Array(0);
-  #lost = new Uint16Array(0);
-  #retries = new Uint16Array(0);
-  #cuts = new Uint32Array(0);
-  #records = new Float64Array(0);
-  #revision = new Float64Array(0);
-  #page = new Int32Array(0);
-  #pageWeight = new Float64Array(0);
+  /** The ids and their typed columns, a slot each. */
+  readonly #a = new ColumnArrays();
   /** Owners (`instance/session`) and completers (instances), interned. */
   readonly names: Names = new Names();
   /**
@@ -107,9 +74,8 @@ export class SplitColumns {
   #lastMax = -Infinity;
   #lastStale = false;
   readonly #wallNow: () => number;
-  /** Slots in id order, and how many of the slots it holds (those after it are merged in at the next `order`). */
-  #order = new Int32Array(0);
-  #ordered = 0;
+  /** Slots in id order. */
+  readonly #order = new IdOrder();
 
   /** `wallNow`: the clock completions count as lately by (the views' clock). */
   constructor(wallNow: () => number = Date.now) {
@@ -118,130 +84,95 @@ export class SplitColumns {
 
   /** Slots held (every id ever seen; a slot whose record went away is `Absent`). */
   get size(): number {
-    return this.#ids.length;
+    return this.#a.ids.length;
   }
 
   /** The slot of `id`, or `undefined`. */
   slotOf(id: string): number | undefined {
-    return this.#slots.get(id);
+    return this.#a.slotOf(id);
   }
 
   /** The slot of `id`, made (absent) when it has none. */
   slot(id: string): number {
-    let s = this.#slots.get(id);
-    if (s !== undefined) return s;
-    s = this.#ids.length;
-    if (s === this.#cap) this.#grow();
-    this.#ids.push(id);
-    this.#slots.set(id, s);
-    this.#owner[s] = -1;
-    this.#doneBy[s] = -1;
-    this.#page[s] = -1;
-    return s;
+    return this.#a.slot(id);
   }
 
   /** The id of a slot. */
   id(slot: number): string {
-    return this.#ids[slot];
-  }
-
-  #grow(): void {
-    const cap = Math.max(1024, this.#cap * 2);
-    const grow = <T extends Uint8Array | Uint16Array | Uint32Array | Int32Array | Float64Array>(a: T, make: (n: number) => T): T => {
-      const b = make(cap);
-      b.set(a);
-      return b;
-    };
-    this.#state = grow(this.#state, (n) => new Uint8Array(n));
-    this.#flags = grow(this.#flags, (n) => new Uint8Array(n));
-    this.#weight = grow(this.#weight, (n) => new Float64Array(n));
-    this.#fraction = grow(this.#fraction, (n) => new Float64Array(n));
-    this.#doneAt = grow(this.#doneAt, (n) => new Float64Array(n));
-    this.#doneBy = grow(this.#doneBy, (n) => new Int32Array(n));
-    this.#owner = grow(this.#owner, (n) => new Int32Array(n));
-    this.#started = grow(this.#started, (n) => new Float64Array(n));
-    this.#failures = grow(this.#failures, (n) => new Uint16Array(n));
-    this.#lost = grow(this.#lost, (n) => new Uint16Array(n));
-    this.#retries = grow(this.#retries, (n) => new Uint16Array(n));
-    this.#cuts = grow(this.#cuts, (n) => new Uint32Array(n));
-    this.#records = grow(this.#records, (n) => new Float64Array(n));
-    this.#revision = grow(this.#revision, (n) => new Float64Array(n));
-    this.#page = grow(this.#page, (n) => new Int32Array(n));
-    this.#pageWeight = grow(this.#pageWeight, (n) => new Float64Array(n));
-    this.#cap = cap;
+    return this.#a.ids[slot];
   }
 
   /** The slot's state (see {@linkcode Slot}). */
   state(slot: number): Slot {
-    return this.#state[slot] as Slot;
+    return this.#a.state[slot] as Slot;
   }
 
   /** Whether the slot holds a record of its own (dealt), and at which revision. */
   revision(slot: number): number | undefined {
-    return this.#flags[slot] & DEALT ? this.#revision[slot] : undefined;
+    return this.#a.flags[slot] & DEALT ? this.#a.revision[slot] : undefined;
   }
 
   /** Whether its record is unreadable (then it counts as no split, only as an unreadable record). */
   invalid(slot: number): boolean {
-    return (this.#flags[slot] & INVALID) !== 0;
+    return (this.#a.flags[slot] & INVALID) !== 0;
   }
 
   /** The plan page it is on (-1: none read). */
   page(slot: number): number {
-    return this.#page[slot];
+    return this.#a.page[slot];
   }
 
   /** Whether its descriptor may differ from its page's (cut, a residual, on no page), so a search reads its own. */
   ownDescriptor(slot: number): boolean {
-    return (this.#flags[slot] & OWN_DESCRIPTOR) !== 0;
+    return (this.#a.flags[slot] & OWN_DESCRIPTOR) !== 0;
   }
 
   /** Its owner as `instance/session`, or `null`. */
   owner(slot: number): string | null {
-    return this.names.name(this.#owner[slot]);
+    return this.names.name(this.#a.owner[slot]);
   }
 
   /** Its owner's interned index (-1: none): equal indexes, equal owners. */
   ownerIndex(slot: number): number {
-    return this.#owner[slot];
+    return this.#a.owner[slot];
   }
 
   /** Sets a slot from the facts of its readable record at `revision`. */
   setRecord(slot: number, f: SplitFacts, revision: number, ownDescriptor: boolean): void {
     this.#countOut(slot);
     this.#set(slot, f);
-    let flags = (this.#flags[slot] & PAGED) | DEALT;
+    let flags = (this.#a.flags[slot] & PAGED) | DEALT;
     if (f.permanent) flags |= PERMANENT;
     if (ownDescriptor) flags |= OWN_DESCRIPTOR;
-    this.#flags[slot] = flags;
-    this.#revision[slot] = revision;
+    this.#a.flags[slot] = flags;
+    this.#a.revision[slot] = revision;
     this.#countIn(slot);
   }
 
   /** Marks a slot's record unreadable at `revision` (it counts as no split; its page entry is hidden, as a full read hides it). */
   setInvalid(slot: number, revision: number): void {
     this.#countOut(slot);
-    this.#state[slot] = Slot.Absent;
-    this.#flags[slot] = (this.#flags[slot] & PAGED) | DEALT | INVALID;
-    this.#revision[slot] = revision;
+    this.#a.state[slot] = Slot.Absent;
+    this.#a.flags[slot] = (this.#a.flags[slot] & PAGED) | DEALT | INVALID;
+    this.#a.revision[slot] = revision;
   }
 
   /** A slot's record went away: it is its page's planned split again, or absent. */
   clearRecord(slot: number): void {
     this.#countOut(slot);
-    this.#flags[slot] &= PAGED;
-    this.#revision[slot] = 0;
-    if (this.#flags[slot] & PAGED) this.#setPaged(slot);
-    else this.#state[slot] = Slot.Absent;
+    this.#a.flags[slot] &= PAGED;
+    this.#a.revision[slot] = 0;
+    if (this.#a.flags[slot] & PAGED) this.#setPaged(slot);
+    else this.#a.state[slot] = Slot.Absent;
     this.#countIn(slot);
   }
 
   /** Notes that a slot is on plan page `page` with this weight: a planned split, unclaimed until it has a record. */
   setPage(slot: number, page: number, weight: number): void {
-    this.#page[slot] = page;
-    this.#pageWeight[slot] = weight;
-    const dealt = (this.#flags[slot] & DEALT) !== 0;
-    this.#flags[slot] |= PAGED;
+    this.#a.page[slot] = page;
+    this.#a.pageWeight[slot] = weight;
+    const dealt = (this.#a.flags[slot] & DEALT) !== 0;
+    this.#a.flags[slot] |= PAGED;
     if (dealt) return;
     this.#countOut(slot);
     this.#setPaged(slot);
@@ -259,35 +190,35 @@ export class SplitColumns {
   }
 
   #count(slot: number, sign: 1 | -1): void {
-    const st = this.#state[slot];
+    const st = this.#a.state[slot];
     if (st === Slot.Absent) return;
-    const x = this.sums, w = this.#weight[slot];
+    const x = this.sums, w = this.#a.weight[slot];
     x.count[st] += sign;
     x.weight[st] += sign * w;
-    if (this.#flags[slot] & PERMANENT) x.permanent += sign;
-    x.failures += sign * this.#failures[slot];
-    x.lost += sign * this.#lost[slot];
-    x.retries += sign * this.#retries[slot];
-    x.cuts += sign * this.#cuts[slot];
-    const records = this.#records[slot];
+    if (this.#a.flags[slot] & PERMANENT) x.permanent += sign;
+    x.failures += sign * this.#a.failures[slot];
+    x.lost += sign * this.#a.lost[slot];
+    x.retries += sign * this.#a.retries[slot];
+    x.cuts += sign * this.#a.cuts[slot];
+    const records = this.#a.records[slot];
     if (!Number.isNaN(records)) (x.records += sign * records, x.splitsWithRecords += sign);
     if (st === Slot.Unclaimed || st === Slot.Owned) {
-      const f = Number.isNaN(this.#fraction[slot]) ? 0 : this.#fraction[slot];
+      const f = Number.isNaN(this.#a.fraction[slot]) ? 0 : this.#a.fraction[slot];
       x.remaining += sign * w * (1 - f);
       x.partial += sign * w * f;
     }
     if (st === Slot.Owned) {
-      const o = this.#owner[slot], n = (this.ownedBy.get(o) ?? 0) + sign;
+      const o = this.#a.owner[slot], n = (this.ownedBy.get(o) ?? 0) + sign;
       if (n) this.ownedBy.set(o, n);
       else this.ownedBy.delete(o);
     }
-    const started = this.#started[slot];
+    const started = this.#a.started[slot];
     if (!Number.isNaN(started)) {
       if (sign > 0 && started < this.#startedMin) this.#startedMin = started;
       else if (sign < 0 && started === this.#startedMin) this.#startedStale = true;
     }
     if (st !== Slot.Completed) return;
-    const at = this.#doneAt[slot];
+    const at = this.#a.doneAt[slot];
     if (Number.isNaN(at)) return void (x.untimed += sign);
     x.timed += sign;
     if (sign < 0) {
@@ -304,8 +235,8 @@ export class SplitColumns {
     if (this.#startedStale) {
       this.#startedStale = false;
       this.#startedMin = Infinity;
-      for (let s = 0; s < this.#ids.length; s++) {
-        if (this.#state[s] !== Slot.Absent && this.#started[s] < this.#startedMin) this.#startedMin = this.#started[s];
+      for (let s = 0; s < this.#a.ids.length; s++) {
+        if (this.#a.state[s] !== Slot.Absent && this.#a.started[s] < this.#startedMin) this.#startedMin = this.#a.started[s];
       }
     }
     return this.#startedMin === Infinity ? null : this.#startedMin;
@@ -316,8 +247,8 @@ export class SplitColumns {
     if (this.#lastStale) {
       this.#lastStale = false;
       this.#lastMax = -Infinity;
-      for (let s = 0; s < this.#ids.length; s++) {
-        if (this.#state[s] === Slot.Completed && this.#doneAt[s] > this.#lastMax) this.#lastMax = this.#doneAt[s];
+      for (let s = 0; s < this.#a.ids.length; s++) {
+        if (this.#a.state[s] === Slot.Completed && this.#a.doneAt[s] > this.#lastMax) this.#lastMax = this.#a.doneAt[s];
       }
     }
     return this.#lastMax === -Infinity ? null : this.#lastMax;
@@ -325,24 +256,24 @@ export class SplitColumns {
 
   /** Its weight. */
   weight(slot: number): number {
-    return this.#weight[slot];
+    return this.#a.weight[slot];
   }
 
   /** Its fraction done by its record's estimate, or `null`. */
   fraction(slot: number): number | null {
-    const x = this.#fraction[slot];
+    const x = this.#a.fraction[slot];
     return Number.isNaN(x) ? null : x;
   }
 
   /** When it completed, or `null`. */
   completedAt(slot: number): number | null {
-    const at = this.#doneAt[slot];
+    const at = this.#a.doneAt[slot];
     return Number.isNaN(at) ? null : at;
   }
 
   /** Who completed it, or `null`. */
   completedBy(slot: number): string | null {
-    return this.names.name(this.#doneBy[slot]);
+    return this.names.name(this.#a.doneBy[slot]);
   }
 
   /**
@@ -351,9 +282,9 @@ export class SplitColumns {
    */
   latest(k: number): number[] {
     const out: number[] = [];
-    for (let s = 0; s < this.#ids.length; s++) {
-      if (this.#state[s] !== Slot.Completed || Number.isNaN(this.#doneAt[s])) continue;
-      insertLatest(out, s, k, this.#doneAt, this.#ids);
+    for (let s = 0; s < this.#a.ids.length; s++) {
+      if (this.#a.state[s] !== Slot.Completed || Number.isNaN(this.#a.doneAt[s])) continue;
+      insertLatest(out, s, k, this.#a.doneAt, this.#a.ids);
     }
     return out;
   }
@@ -361,93 +292,74 @@ export class SplitColumns {
   /** The `k` latest of some slots, newest first (equal times by id). */
   latestOf(slots: Iterable<number>, k: number): number[] {
     const out: number[] = [];
-    for (const s of slots) insertLatest(out, s, k, this.#doneAt, this.#ids);
+    for (const s of slots) insertLatest(out, s, k, this.#a.doneAt, this.#a.ids);
     return out;
   }
 
   #setPaged(slot: number): void {
-    this.#state[slot] = Slot.Unclaimed;
-    this.#weight[slot] = this.#pageWeight[slot];
-    this.#fraction[slot] = NaN;
-    this.#doneAt[slot] = NaN;
-    this.#doneBy[slot] = -1;
-    this.#owner[slot] = -1;
-    this.#started[slot] = NaN;
-    this.#failures[slot] = this.#lost[slot] = this.#retries[slot] = 0;
-    this.#cuts[slot] = 0;
-    this.#records[slot] = NaN;
+    this.#a.state[slot] = Slot.Unclaimed;
+    this.#a.weight[slot] = this.#a.pageWeight[slot];
+    this.#a.fraction[slot] = NaN;
+    this.#a.doneAt[slot] = NaN;
+    this.#a.doneBy[slot] = -1;
+    this.#a.owner[slot] = -1;
+    this.#a.started[slot] = NaN;
+    this.#a.failures[slot] = this.#a.lost[slot] = this.#a.retries[slot] = 0;
+    this.#a.cuts[slot] = 0;
+    this.#a.records[slot] = NaN;
   }
 
   #set(slot: number, f: SplitFacts): void {
-    this.#state[slot] = f.status === "runnable" ? (f.owner !== null ? Slot.Owned : Slot.Unclaimed)
+    this.#a.state[slot] = f.status === "runnable" ? (f.owner !== null ? Slot.Owned : Slot.Unclaimed)
       : f.status === "completed" ? Slot.Completed : f.status === "quarantined" ? Slot.Quarantined : Slot.Cancelled;
-    this.#weight[slot] = f.weight;
-    this.#fraction[slot] = f.fraction ?? NaN;
-    this.#doneAt[slot] = f.completedAt ?? NaN;
-    this.#doneBy[slot] = this.names.of(f.completedBy);
-    this.#owner[slot] = this.names.of(f.owner);
-    this.#started[slot] = f.started ?? NaN;
-    this.#failures[slot] = Math.min(0xffff, f.failures);
-    this.#lost[slot] = Math.min(0xffff, f.lost);
-    this.#retries[slot] = Math.min(0xffff, f.retries);
-    this.#cuts[slot] = Math.min(0xffffffff, f.cuts);
-    this.#records[slot] = f.records ?? NaN;
+    this.#a.weight[slot] = f.weight;
+    this.#a.fraction[slot] = f.fraction ?? NaN;
+    this.#a.doneAt[slot] = f.completedAt ?? NaN;
+    this.#a.doneBy[slot] = this.names.of(f.completedBy);
+    this.#a.owner[slot] = this.names.of(f.owner);
+    this.#a.started[slot] = f.started ?? NaN;
+    this.#a.failures[slot] = Math.min(0xffff, f.failures);
+    this.#a.lost[slot] = Math.min(0xffff, f.lost);
+    this.#a.retries[slot] = Math.min(0xffff, f.retries);
+    this.#a.cuts[slot] = Math.min(0xffffffff, f.cuts);
+    this.#a.records[slot] = f.records ?? NaN;
   }
 
   /** The facts of a slot that is not absent, written into `f`. */
   facts(slot: number, f: SplitFacts): SplitFacts {
-    const st = this.#state[slot];
+    const st = this.#a.state[slot];
     f.status = STATUS_OF[st]!;
-    f.owner = this.names.name(this.#owner[slot]);
-    f.weight = this.#weight[slot];
-    f.permanent = (this.#flags[slot] & PERMANENT) !== 0;
-    const x = this.#fraction[slot];
+    f.owner = this.names.name(this.#a.owner[slot]);
+    f.weight = this.#a.weight[slot];
+    f.permanent = (this.#a.flags[slot] & PERMANENT) !== 0;
+    const x = this.#a.fraction[slot];
     f.fraction = Number.isNaN(x) ? null : x;
-    const at = this.#doneAt[slot];
+    const at = this.#a.doneAt[slot];
     f.completedAt = Number.isNaN(at) ? null : at;
-    f.completedBy = this.names.name(this.#doneBy[slot]);
-    const started = this.#started[slot];
+    f.completedBy = this.names.name(this.#a.doneBy[slot]);
+    const started = this.#a.started[slot];
     f.started = Number.isNaN(started) ? null : started;
-    f.failures = this.#failures[slot];
-    f.lost = this.#lost[slot];
-    f.retries = this.#retries[slot];
-    f.cuts = this.#cuts[slot];
-    const rec = this.#records[slot];
+    f.failures = this.#a.failures[slot];
+    f.lost = this.#a.lost[slot];
+    f.retries = this.#a.retries[slot];
+    f.cuts = this.#a.cuts[slot];
+    const rec = this.#a.records[slot];
     f.records = Number.isNaN(rec) ? undefined : rec;
     return f;
   }
 
   /** Every slot in id order (new ids merged in first). */
   order(): Int32Array {
-    const n = this.#ids.length;
-    if (this.#ordered === n) return this.#order.length === n ? this.#order : (this.#order = this.#order.subarray(0, n));
-    const ids = this.#ids;
-    const fresh = Int32Array.from({ length: n - this.#ordered }, (_, i) => this.#ordered + i);
-    fresh.sort((a, b) => (ids[a] < ids[b] ? -1 : ids[a] > ids[b] ? 1 : 0));
-    const old = this.#order.subarray(0, this.#ordered);
-    const out = new Int32Array(n);
-    let i = 0, j = 0, k = 0;
-    while (i < old.length && j < fresh.length) out[k++] = ids[old[i]] <= ids[fresh[j]] ? old[i++] : fresh[j++];
-    while (i < old.length) out[k++] = old[i++];
-    while (j < fresh.length) out[k++] = fresh[j++];
-    this.#order = out;
-    this.#ordered = n;
-    return out;
+    return this.#order.of(this.#a.ids);
   }
 
   /** The position in `order()` of the first id after `after` (binary search). */
   after(order: Int32Array, after: string): number {
-    let lo = 0, hi = order.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.#ids[order[mid]] <= after) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return IdOrder.after(order, after, this.#a.ids);
   }
 
   /** Every dealt slot (holding a record of its own, readable or not). */
   *dealt(): Iterable<number> {
-    for (let s = 0; s < this.#ids.length; s++) if (this.#flags[s] & DEALT) yield s;
+    for (let s = 0; s < this.#a.ids.length; s++) if (this.#a.flags[s] & DEALT) yield s;
   }
 }

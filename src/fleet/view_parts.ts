@@ -12,7 +12,9 @@ import type { LeaderRecord, MemberRecord, PlanRecord } from "../records.ts";
 import type { SplitFacts } from "./fleet_rate.ts";
 import { jobResultOf } from "./job_result.ts";
 import { judgeMember, leaseOf } from "./member_liveness.ts";
-import type { FleetCounts, FleetLiveness, FleetMember, FleetView } from "./types.ts";
+import type { FleetCounts } from "./fleet_figures.ts";
+import type { FleetLiveness, FleetMember } from "./fleet_member.ts";
+import type { FleetView } from "./types.ts";
 
 /**
  * Instance id prefix of a `splitlease ui` process (`splitlease-ui-<8 hex>`):

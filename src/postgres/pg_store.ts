@@ -18,10 +18,9 @@ import type {
 } from "../store/store.ts";
 import { channelOf, channelsOfKey } from "./channels.ts";
 import { DeadlineCalls, Timeout } from "./deadline_calls.ts";
-import { KeyWatches } from "./key_watches.ts";
-import { Notifications } from "./notifications.ts";
 import type { ResolvedPgOptions } from "./options.ts";
-import { PAGE_ROWS, PgWatch, type WatchHost } from "./pg_watch.ts";
+import { PAGE_ROWS, PgWatch } from "./pg_watch.ts";
+import { PgWatches } from "./pg_watches.ts";
 import { filterSql, literal, pageRows, Queries, rev } from "./queries.ts";
 import { authError, describePgError } from "./setup.ts";
 import { isAuthFailure, isTransient, type SqlClient, type SqlParam, type SqlRow, sqlState } from "./sql_client.ts";
@@ -85,11 +84,8 @@ export class PgStore<Tx = unknown> implements Store {
   readonly #reserve: number;
   /** Closed state, call checks, `seen`, outages and maybe-landed writes (the store kit's). */
   readonly #guard: WriteGuard;
-  readonly #watches = new Map<string, Set<PgWatch>>();
-  /** The watches of exact keys: listening, or polled together. */
-  readonly #keyWatches: KeyWatches;
-  readonly #notifications: Notifications;
-  readonly #host: WatchHost;
+  /** Its watches, the listener that wakes them and the host they are given. */
+  readonly #watches: PgWatches;
   readonly #pruneEvery: number;
   readonly #calls: DeadlineCalls;
 
@@ -111,37 +107,15 @@ export class PgStore<Tx = unknown> implements Store {
     this.#timeout = this.#guard.timeoutMs;
     this.#reserve = this.#guard.reserve;
     this.#pruneEvery = Math.max(1, Math.min(1000, Math.floor(init.options.changeLogSize / 2)));
-    this.#notifications = new Notifications(
-      init.client,
-      init.logger,
-      (channel) => {
-        for (const w of this.#watches.get(channel) ?? []) w.wake();
-      },
-      () => {
-        for (const set of this.#watches.values()) for (const w of set) w.wake();
-      },
-    );
-    this.#keyWatches = new KeyWatches({ client: init.client, q: this.#q, jobId: this.#jobId, opts: this.#opts, notifications: this.#notifications });
-    this.#host = {
+    this.#watches = new PgWatches({
+      client: init.client,
+      logger: init.logger,
       q: this.#q,
       jobId: this.#jobId,
       opts: this.#opts,
       read: (op, text, params) => this.#read(op, text, params),
-      listen: (channel, w, filter) => {
-        let set = this.#watches.get(channel);
-        if (!set) this.#watches.set(channel, (set = new Set()));
-        set.add(w);
-        return filterSql(filter).kind === "exact" ? this.#keyWatches.add(w, filter, channel) : this.#notifications.add(channel);
-      },
-      stopped: (channel, w) => {
-        const set = this.#watches.get(channel);
-        if (!set?.delete(w)) return;
-        if (set.size === 0) this.#watches.delete(channel);
-        if (filterSql(w.filter).kind === "exact") this.#keyWatches.remove(w);
-        else this.#notifications.remove(channel);
-      },
       saw: (revision) => this.#guard.saw(revision),
-    };
+    });
   }
 
   /** The schema holding the store's tables. */
@@ -222,7 +196,7 @@ export class PgStore<Tx = unknown> implements Store {
 
   watch(filter: KeyFilter): Watch {
     this.#guard.checkFilter("watch", filter);
-    return new PgWatch(this.#host, filter, channelOf(this.#jobId, filter));
+    return new PgWatch(this.#watches.host, filter, channelOf(this.#jobId, filter));
   }
 
   /**
@@ -324,11 +298,7 @@ export class PgStore<Tx = unknown> implements Store {
 
   async close(): Promise<void> {
     if (!this.#guard.close()) return;
-    const polling = this.#keyWatches.close();
-    for (const set of [...this.#watches.values()]) for (const w of [...set]) await w.stop();
-    await this.#notifications.close();
-    await this.#client.close();
-    await polling; // its statement in flight, if any, failed with the client
+    await this.#watches.close(() => this.#client.close());
   }
 
   /** Closes the store (for `await using`). */

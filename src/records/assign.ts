@@ -5,7 +5,9 @@
  */
 import * as z from "zod";
 import { count, id, v2 } from "./layout.ts";
-import { MAX_RESIDUALS, type Owner, OwnerSchema, type SplitRecord, SplitRecordSchema } from "./split.ts";
+import { type Owner, OwnerSchema } from "./owner.ts";
+import { MAX_RESIDUALS } from "./residual.ts";
+import { type SplitRecord, SplitRecordSchema } from "./split.ts";
 
 /**
  * One split in an assignment record: its id, the epoch and revision of the

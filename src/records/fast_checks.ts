@@ -15,7 +15,11 @@ import { type MemberRecord, MemberRecordSchema } from "./member.ts";
 import { type LeaderRecord, LeaderRecordSchema, QUARANTINED_IDS_PUBLISHED } from "./job.ts";
 import { type ProgRecord, ProgRecordSchema } from "./prog.ts";
 import { PAGE_SPLITS, type PageRecord, PageRecordSchema } from "./page.ts";
-import { estimateProblem, MAX_RESIDUALS, SPLIT_RUN_HISTORY, type SplitRecord, SplitRecordSchema, TENANCY_ENDS } from "./split.ts";
+import { MAX_RESIDUALS } from "./residual.ts";
+import { type SplitRecord, SplitRecordSchema } from "./split.ts";
+import { estimateProblem } from "./split_progress.ts";
+import { SPLIT_RUN_HISTORY } from "./split_run.ts";
+import { TENANCY_ENDS } from "./split_tenancy.ts";
 
 type Obj = Record<string, unknown>;
 /** Whether `x` is a plain object (not null, not an array). */

@@ -13,7 +13,9 @@
  */
 import * as z from "zod";
 import { count, v2 } from "./layout.ts";
-import { type Owner, OwnerSchema, ProgressSchema, type SplitProgress, type SplitRecord } from "./split.ts";
+import { type Owner, OwnerSchema } from "./owner.ts";
+import type { SplitRecord } from "./split.ts";
+import { ProgressSchema, type SplitProgress } from "./split_progress.ts";
 
 /**
  * A `prog.<split>` record: the epoch and owner of the tenancy that wrote it

@@ -9,21 +9,12 @@ import { SplitleaseError } from "../errors.ts";
 import { boundStack } from "../util/stack.ts";
 import type { Json } from "./layout.ts";
 import type { ProgRecord } from "./prog.ts";
-import {
-  estimateProblem,
-  FAILURE_HISTORY,
-  FAILURE_MESSAGE_CHARS,
-  FAILURE_STACK_CHARS,
-  FAILURE_STACK_LINES,
-  type Owner,
-  type SplitFailure,
-  type SplitProgress,
-  type SplitRecord,
-  SPLIT_RUN_HISTORY,
-  type SplitRun,
-  TENANCY_HISTORY,
-  type TenancyEnd,
-} from "./split.ts";
+import type { Owner } from "./owner.ts";
+import type { SplitRecord } from "./split.ts";
+import { FAILURE_HISTORY, FAILURE_MESSAGE_CHARS, FAILURE_STACK_CHARS, FAILURE_STACK_LINES, type SplitFailure } from "./split_failure.ts";
+import { estimateProblem, type SplitProgress } from "./split_progress.ts";
+import { SPLIT_RUN_HISTORY, type SplitRun } from "./split_run.ts";
+import { TENANCY_HISTORY, type TenancyEnd } from "./split_tenancy.ts";
 
 /**
  * The record's tenancy history after its open tenancy (if any) ended `end`

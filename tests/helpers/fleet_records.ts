@@ -3,7 +3,7 @@
 // histories, cuts, records and progress, members, and queries over them.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import type { FleetQuery, FleetState } from "../../src/fleet/types.ts";
+import type { FleetQuery, FleetState } from "../../src/fleet/fleet_query.ts";
 import { encodeRecord, type MemberRecord, type PageRecord, type PlanRecord, type ProgRecord, type SplitRecord } from "../../src/records.ts";
 import { keys } from "../../src/store/keys.ts";
 import type { Store } from "../../src/store/store.ts";
