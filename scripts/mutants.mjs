@@ -153,14 +153,14 @@ export const mutants = [
     name: "drain-keeps-withdrawn-successor",
     breaks: "a revoke the leader lists again without a successor (the one it named left) keeps the old one: a draining member releases " +
       "to a member that is gone, and the leader takes the split over from it, charging an attempt for a graceful drain",
-    edits: [{ file: C + "member/tenancies.ts", search: "if (to || byLeader) this.#succeed(t, to);", replace: "if (to) this.#succeed(t, to);" }],
+    edits: [{ file: C + "member/revoke_requests.ts", search: "if (to || byLeader) this.#set.succeed(t, to);", replace: "if (to) this.#set.succeed(t, to);" }],
     suites: COORD,
   },
   {
     name: "drain-keeps-first-successor",
     breaks: "a revoke the leader lists again with another successor, or without one, does not replace the successor first named: " +
       "the member releases to a member the leader no longer names (one that left, or was replaced)",
-    edits: [{ file: C + "member/tenancies.ts", search: "if (to || byLeader) this.#succeed(t, to);", replace: "if (!t.to && to) this.#succeed(t, to);" }],
+    edits: [{ file: C + "member/revoke_requests.ts", search: "if (to || byLeader) this.#set.succeed(t, to);", replace: "if (!t.to && to) this.#set.succeed(t, to);" }],
     suites: ["coordinator", "sim", "nats"],
   },
   {
@@ -214,16 +214,16 @@ export const mutants = [
     edits: [{ file: C + "leader/assignment_tracker.ts", search: "    this.#touched.add(m);\n    this.#book(to).expected.add(id);", replace: "    this.#touched.add(m);" }],
     suites: ["unit", ...COORD],
   },
-  // --- cutting a running split's remaining work (cuts.ts, tenancies.ts, leader/cut_asks.ts) ----
+  // --- cutting a running split's remaining work (cuts.ts, tenancy_writes.ts, leader/cut_asks.ts) ----
   {
     name: "cut-residuals-before-shrink",
     breaks: "the residuals of a cut are created before the cut lands on the parent (a crash in between leaves a range in two splits)",
     edits: [{
-      file: C + "member/tenancies.ts",
+      file: C + "member/tenancy_writes.ts",
       search: 'import { carryCut, cutLanded } from "./cut_writes.ts";',
       replace: 'import { carryCut, createResiduals, cutLanded } from "./cut_writes.ts";',
     }, {
-      file: C + "member/tenancies.ts",
+      file: C + "member/tenancy_writes.ts",
       search: 't.cut = { cut, landed: false };\n    await this.#cas(id, epoch, false, (r) => r, "cut");',
       replace: 't.cut = { cut, landed: false };\n    await createResiduals(this.#core, id, t, cut.residuals);\n    await this.#cas(id, epoch, false, (r) => r, "cut");',
     }],
@@ -278,12 +278,12 @@ export const mutants = [
     }],
     suites: ["unit", ...COORD],
   },
-  // --- the holder's writes (tenancies.ts) ------------------------------------------------
+  // --- the holder's writes (tenancy_writes.ts) -------------------------------------------
   {
     name: "commit-retry-after-move",
     breaks: "a commit whose CAS conflicts is retried without checking that the record still carries our epoch, owner and session",
     edits: [{
-      file: C + "member/tenancies.ts",
+      file: C + "member/tenancy_writes.ts",
       search: "keep: (rec) => heldBy(rec, me, epoch),",
       replace: "keep: () => true,",
     }],
@@ -293,7 +293,7 @@ export const mutants = [
     name: "forced-release-after-move",
     breaks: "a forced release whose CAS conflicts is retried over a record that moved to another owner",
     edits: [{
-      file: C + "member/tenancies.ts",
+      file: C + "member/tenancy_writes.ts",
       search: "keep: (r) => heldBy(r, this.#core.me, t.epoch),",
       replace: "keep: () => true,",
     }],
@@ -303,8 +303,8 @@ export const mutants = [
     name: "terminal-write-keeps-tenancy",
     breaks: "a final commit, release or fail that landed does not end its tenancy (a later write lands on a finished split)",
     edits: [{
-      file: C + "member/tenancies.ts",
-      search: "if (terminal) this.#end(id, t);",
+      file: C + "member/tenancy_writes.ts",
+      search: "if (terminal) this.#set.end(id, t);",
       replace: "",
     }],
     suites: ["regressions", "coordinator", "sim", "nats"],
@@ -882,7 +882,7 @@ export const mutants = [
   {
     name: "drain-release-unanswered",
     breaks: "a draining follower releases a split its source stopped at once without waiting for the leader's answer: it goes to nobody, and the member it is dealt to claims it with a write of its own instead of starting it on a grant",
-    edits: [{ file: "src/coordinator/member/tenancies.ts", search: "    if (!answered && !to) t.unanswered = () => {};\n", replace: "" }],
+    edits: [{ file: "src/coordinator/member/revoke_requests.ts", search: "    if (!answered && !to) t.unanswered = () => {};\n", replace: "" }],
     suites: ["coordinator"],
   },
   {
@@ -1778,7 +1778,7 @@ export const mutants = [
   {
     name: "prog-settled-with-write-in-flight",
     breaks: "a tenancy whose progress write is in flight (or of unknown outcome) still closes the progress record at its release: the next tenancy starts without a fence and the late write lands under it",
-    edits: [{ file: "src/coordinator/member/tenancies.ts", search: "    if ((t.progWriting ?? 0) > 0 || t.progUnsure) return undefined;", replace: "" }],
+    edits: [{ file: "src/coordinator/member/tenancy_writes.ts", search: "    if ((t.progWriting ?? 0) > 0 || t.progUnsure) return undefined;", replace: "" }],
     suites: ["sim"],
   },
   {
@@ -1820,7 +1820,7 @@ export const mutants = [
   {
     name: "completion-over-split-progress",
     breaks: "a completion merges over the split record's position (its last ownership change) instead of the tenancy's last commit: the records count of the commits that landed is lost",
-    edits: [{ file: "src/coordinator/member/tenancies.ts", search: "      if (t && t.prog.records > 0) base.records = t.prog.records;\n", replace: "" }],
+    edits: [{ file: "src/coordinator/member/tenancy_writes.ts", search: "      if (t && t.prog.records > 0) base.records = t.prog.records;\n", replace: "" }],
     suites: ["coordinator"],
   },
   {

@@ -40,7 +40,7 @@ export interface Tenancy {
   /**
    * Our own drain's revocation that the leader has not listed yet: its
    * release waits for the leader's answer (a successor, or none) a short
-   * while — see `Tenancies.release`. Calls the waiting release on.
+   * while — see `TenancyWrites.release`. Calls the waiting release on.
    */
   unanswered?: () => void;
   /** Whether we wrote to the split at this epoch (a grant is then acknowledged). */
@@ -91,4 +91,16 @@ export interface Dormant {
   release?: true;
   /** Its record was unreadable at the last try (logged once). */
   unreadable?: boolean;
+}
+
+/**
+ * What tenancy `t`, ended, leaves to resume: its record, and whether it ran.
+ *
+ * @example
+ * ```ts ignore
+ * onOrphan(id, dormantOf(t)); // resumed at a new epoch (or released) once the store answers
+ * ```
+ */
+export function dormantOf(t: Tenancy): Dormant {
+  return { epoch: t.epoch, revision: t.revision, record: t.record, spec: t.spec, ran: t.prog.progress !== null };
 }
