@@ -96,10 +96,10 @@ export const mutants = [
     name: "twin-check-removed",
     breaks: "a joiner takes over a member record that is still moving (a live twin) instead of failing with DUPLICATE_INSTANCE",
     edits: [{
-      file: C + "member/membership.ts",
+      file: C + "member/registration.ts",
       // The takeover's CAS at the revision read before the wait is the twin check: at one read after it, a moving record is taken.
-      search: "? await store.update(this.#key, encodeRecord(this.#record), cur.revision)",
-      replace: "? await store.update(this.#key, encodeRecord(this.#record), (await store.get(this.#key))?.revision ?? cur.revision)",
+      search: "? await store.update(key, encodeRecord(record), cur.revision)",
+      replace: "? await store.update(key, encodeRecord(record), (await store.get(key))?.revision ?? cur.revision)",
     }],
     suites: COORD,
   },
@@ -1951,8 +1951,8 @@ export const mutants = [
     name: "register-takes-first-answer",
     breaks: "the twin check takes over at the first revision it read, and refuses at the first lost CAS: an old first answer refuses a restart as a twin",
     edits: [
-      { file: C + "member/membership.ts", search: "entry = newer(entry, e);", replace: "void e;" },
-      { file: C + "member/membership.ts", search: "if (!stale || round >= 4) throw this.duplicate();", replace: "throw this.duplicate();" },
+      { file: C + "member/registration.ts", search: "entry = newer(entry, e);", replace: "void e;" },
+      { file: C + "member/registration.ts", search: "if (!stale || round >= 4) throw duplicateInstance(core);", replace: "throw duplicateInstance(core);" },
     ],
     suites: ["coordinator", "regressions"],
   },
