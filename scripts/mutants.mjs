@@ -523,7 +523,7 @@ export const mutants = [
     name: "election-no-term-bump",
     breaks: "a new leader does not bump plan.term: two leaders share a term and the leader fence is gone",
     edits: [{
-      file: C + "leadership.ts",
+      file: C + "term_bump.ts",
       search: "next = { ...prev.value, term: prev.value.term + 1 };",
       replace: "next = { ...prev.value, term: prev.value.term };",
     }],
