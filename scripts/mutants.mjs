@@ -76,8 +76,8 @@ export const mutants = [
     name: "self-fence-keeps-lanes",
     breaks: "a self-fence stops claiming and leading but leaves every held tenancy running",
     edits: [{
-      file: C + "coordinator.ts",
-      search: 'const t = this.#tenancies.lose(id, "starved");',
+      file: C + "member_parts.ts",
+      search: 'const t = tenancies.lose(id, "starved");',
       replace: "const t = undefined;",
     }],
     suites: COORD,
@@ -769,7 +769,7 @@ export const mutants = [
   {
     name: "stuck-split-counted-held",
     breaks: "a split whose holder gave it up (its fail refused by a garbage record) still counts as held in heartbeats: the leader's anti-entropy never notices it, and it is held forever",
-    edits: [{ file: C + "coordinator.ts", search: "this.#tenancies.held.size - this.#tenancies.stuck +", replace: "this.#tenancies.held.size +" }],
+    edits: [{ file: C + "member_parts.ts", search: "tenancies.held.size - tenancies.stuck +", replace: "tenancies.held.size +" }],
     suites: ["coordinator", "nats"],
   },
   {
@@ -2100,7 +2100,7 @@ export const mutants = [
   {
     name: "shard-lanes-ignore-others",
     breaks: "each shard's member counts only its own lanes: a member of K shards runs up to K × maxInFlight splits",
-    edits: [{ file: C + "coordinator.ts", search: "lanes: seat ? () => Math.max(0, config.maxInFlight - seat.lanesElsewhere()) : () => config.maxInFlight,", replace: "lanes: () => config.maxInFlight," }],
+    edits: [{ file: C + "build_core.ts", search: "lanes: seat ? () => Math.max(0, config.maxInFlight - seat.lanesElsewhere()) : () => config.maxInFlight,", replace: "lanes: () => config.maxInFlight," }],
     suites: ["coordinator"],
   },
   {
@@ -2112,7 +2112,7 @@ export const mutants = [
   {
     name: "shard-no-early-beat",
     breaks: "lanes freed in one shard wait for the next regular beat (a heartbeat interval) before another shard's leader deals them",
-    edits: [{ file: C + "coordinator.ts", search: "      this.#membership.lanesChanged();", replace: "" }],
+    edits: [{ file: C + "member_parts.ts", search: "    membership.lanesChanged();", replace: "" }],
     suites: ["coordinator"],
   },
   {
