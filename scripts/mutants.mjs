@@ -76,8 +76,8 @@ export const mutants = [
     name: "self-fence-keeps-lanes",
     breaks: "a self-fence stops claiming and leading but leaves every held tenancy running",
     edits: [{
-      file: C + "coordinator.ts",
-      search: 'const t = this.#tenancies.lose(id, "starved");',
+      file: C + "member_parts.ts",
+      search: 'const t = tenancies.lose(id, "starved");',
       replace: "const t = undefined;",
     }],
     suites: COORD,
@@ -96,10 +96,10 @@ export const mutants = [
     name: "twin-check-removed",
     breaks: "a joiner takes over a member record that is still moving (a live twin) instead of failing with DUPLICATE_INSTANCE",
     edits: [{
-      file: C + "member/membership.ts",
+      file: C + "member/registration.ts",
       // The takeover's CAS at the revision read before the wait is the twin check: at one read after it, a moving record is taken.
-      search: "? await store.update(this.#key, encodeRecord(this.#record), cur.revision)",
-      replace: "? await store.update(this.#key, encodeRecord(this.#record), (await store.get(this.#key))?.revision ?? cur.revision)",
+      search: "? await store.update(key, encodeRecord(record), cur.revision)",
+      replace: "? await store.update(key, encodeRecord(record), (await store.get(key))?.revision ?? cur.revision)",
     }],
     suites: COORD,
   },
@@ -523,7 +523,7 @@ export const mutants = [
     name: "election-no-term-bump",
     breaks: "a new leader does not bump plan.term: two leaders share a term and the leader fence is gone",
     edits: [{
-      file: C + "leadership.ts",
+      file: C + "term_bump.ts",
       search: "next = { ...prev.value, term: prev.value.term + 1 };",
       replace: "next = { ...prev.value, term: prev.value.term };",
     }],
@@ -769,7 +769,7 @@ export const mutants = [
   {
     name: "stuck-split-counted-held",
     breaks: "a split whose holder gave it up (its fail refused by a garbage record) still counts as held in heartbeats: the leader's anti-entropy never notices it, and it is held forever",
-    edits: [{ file: C + "coordinator.ts", search: "this.#tenancies.held.size - this.#tenancies.stuck +", replace: "this.#tenancies.held.size +" }],
+    edits: [{ file: C + "member_parts.ts", search: "tenancies.held.size - tenancies.stuck +", replace: "tenancies.held.size +" }],
     suites: ["coordinator", "nats"],
   },
   {
@@ -1951,8 +1951,8 @@ export const mutants = [
     name: "register-takes-first-answer",
     breaks: "the twin check takes over at the first revision it read, and refuses at the first lost CAS: an old first answer refuses a restart as a twin",
     edits: [
-      { file: C + "member/membership.ts", search: "entry = newer(entry, e);", replace: "void e;" },
-      { file: C + "member/membership.ts", search: "if (!stale || round >= 4) throw this.duplicate();", replace: "throw this.duplicate();" },
+      { file: C + "member/registration.ts", search: "entry = newer(entry, e);", replace: "void e;" },
+      { file: C + "member/registration.ts", search: "if (!stale || round >= 4) throw duplicateInstance(core);", replace: "throw duplicateInstance(core);" },
     ],
     suites: ["coordinator", "regressions"],
   },
@@ -2100,7 +2100,7 @@ export const mutants = [
   {
     name: "shard-lanes-ignore-others",
     breaks: "each shard's member counts only its own lanes: a member of K shards runs up to K × maxInFlight splits",
-    edits: [{ file: C + "coordinator.ts", search: "lanes: seat ? () => Math.max(0, config.maxInFlight - seat.lanesElsewhere()) : () => config.maxInFlight,", replace: "lanes: () => config.maxInFlight," }],
+    edits: [{ file: C + "build_core.ts", search: "lanes: seat ? () => Math.max(0, config.maxInFlight - seat.lanesElsewhere()) : () => config.maxInFlight,", replace: "lanes: () => config.maxInFlight," }],
     suites: ["coordinator"],
   },
   {
@@ -2112,7 +2112,7 @@ export const mutants = [
   {
     name: "shard-no-early-beat",
     breaks: "lanes freed in one shard wait for the next regular beat (a heartbeat interval) before another shard's leader deals them",
-    edits: [{ file: C + "coordinator.ts", search: "      this.#membership.lanesChanged();", replace: "" }],
+    edits: [{ file: C + "member_parts.ts", search: "    membership.lanesChanged();", replace: "" }],
     suites: ["coordinator"],
   },
   {

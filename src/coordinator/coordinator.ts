@@ -3,41 +3,31 @@
  * assignments (claiming offers, starting grants, answering revocations),
  * fences commits, leads when elected (assignment, takeovers, balancing,
  * completion, planning), and reports ownership and job-state changes as
- * events (docs/DESIGN.md).
+ * events (docs/DESIGN.md). Its environment is built by build_core.ts, its
+ * parts wired to each other by member_parts.ts; it keeps the lifecycle
+ * state their gates read, and the API.
  *
  * @module
  */
 import type { SplitleaseError } from "../errors.ts";
 import type { SplitProgress } from "../records.ts";
 import { keys } from "../store/keys.ts";
-import { Channel } from "../util/channel.ts";
-import { systemClock } from "./clock.ts";
-import { type CoordinatorConfig, parseCoordinatorConfig } from "./config.ts";
+import { buildCore, joinConfig } from "./build_core.ts";
+import type { CoordinatorConfig } from "./config.ts";
 import type { JoinOptions } from "./join_options.ts";
 import type { Core } from "./core.ts";
-import { Follower } from "./member/follower.ts";
-import { Leadership } from "./leadership.ts";
-import { Membership } from "./member/membership.ts";
+import type { Follower } from "./member/follower.ts";
+import type { Leadership } from "./leadership.ts";
+import type { Membership } from "./member/membership.ts";
+import { wireMember } from "./member_parts.ts";
 import { ReconcileLoop } from "./reconcile_loop.ts";
-import { LandedBy } from "./landed_by.ts";
-import { ReplacedRecords } from "./replaced_records.ts";
 import { buildStatus } from "./status.ts";
-import { SplitRecords } from "./split_records.ts";
-import { ProgRecords } from "./prog_records.ts";
-import { checkJobRecord, checkStoreJob, VERSION } from "./member/job_check.ts";
-import { checkSeat } from "./shard.ts";
-import { InstrumentedStore, newStats } from "./stats.ts";
-import { CoordinatorTrace } from "../tracing/coordinator_trace.ts";
-import { randomId } from "../util/random_id.ts";
-import { Tenancies } from "./member/tenancies.ts";
-import { timings } from "./timings.ts";
+import { checkJobRecord, checkStoreJob } from "./member/job_check.ts";
+import type { InstrumentedStore } from "./stats.ts";
+import type { Tenancies } from "./member/tenancies.ts";
 import type { OwnReleases } from "./leader/release_hold.ts";
 import type { CoordinatorStats } from "./coordinator_stats.ts";
 import type { CommitOptions, CoordinationEvent, FailOptions, Coordinator, CoordinatorStatus, CutAnswer } from "./types.ts";
-import type { Logger } from "../util/logger.ts";
-
-
-const silent: Logger = () => {};
 
 /**
  * Coordinates one worker of a job over a shared {@linkcode Store}.
@@ -72,79 +62,28 @@ export class SplitCoordinator implements Coordinator {
 
   private constructor(options: JoinOptions) {
     const random = options.random ?? Math.random;
-    const { store: _s, planner: _p, clock: _c, random: _r, logger: _l, runtime: _rt, leadWhileStalled: _ls, shard: seat, ...rest } = options;
-    const config = parseCoordinatorConfig({
-      ...rest,
-      instance: options.instance ?? "w-" + randomId(random, 10),
-      fingerprint: options.fingerprint ?? options.job,
-    });
+    const config = joinConfig(options, random);
     checkStoreJob(options.store, config.job);
-    const shard = checkSeat(seat, config.job);
-    const clock = options.clock ?? systemClock;
-    const t = timings(config);
-    const stats = newStats();
-    this.#loop = new ReconcileLoop(clock, () => this.#reconcile(), (e) => {
+    const { core, store } = buildCore(options, config, random, this, () => this.#loop.schedule());
+    this.#core = core;
+    this.#store = store;
+    this.#loop = new ReconcileLoop(core.clock, () => this.#reconcile(), (e) => {
       this.#core.log("warn", "Reconcile failed; retrying", { error: String(e) });
-      return t.reconcileRetryMs;
+      return core.timings.reconcileRetryMs;
     }, () => this.#state !== "stopped" && this.#state !== "failed");
-    const me = { instance: config.instance, session: randomId(random, 16) };
-    // Spans of the membership, the leadership, the tenancies and their store operations (no-ops without an OpenTelemetry SDK).
-    const trace = new CoordinatorTrace(this, config.job, me, options.runtime ?? "web", clock);
-    this.#store = new InstrumentedStore(options.store, stats, clock, trace);
-    const core: Core = (this.#core = {
-      store: this.#store,
-      splits: new SplitRecords(this.#store, undefined, undefined, { clock, budgetMs: config.opTimeoutMs }),
-      progs: new ProgRecords(this.#store, config.opTimeoutMs, undefined, clock),
-      clock,
-      random,
-      config,
-      timings: t,
-      log: options.logger ?? silent,
-      me,
-      stats,
-      events: new Channel<CoordinationEvent>(),
-      schedule: () => this.#loop.schedule(),
-      replaced: new ReplacedRecords(stats, options.logger ?? silent),
-      landed: new LandedBy(),
-      trace,
-      shard,
-      lanes: seat ? () => Math.max(0, config.maxInFlight - seat.lanesElsewhere()) : () => config.maxInFlight,
-    });
-    // Orphans: the follower resumes or releases them. A start that waited for its fence checks again that we take work.
-    this.#tenancies = new Tenancies(core, (id, d) => this.#follower.remember(id, d), () => this.#mayClaim());
-    this.#follower = new Follower(core, this.#tenancies, () => this.#mayClaim());
-    this.#leadership = new Leadership(
-      core,
-      this.#follower,
-      options.planner,
-      () => this.#active() && !this.#draining,
-      () => this.#membershipFresh(),
-      options.leadWhileStalled === true,
-    );
-    this.#membership = new Membership(core, {
-      extraBeat: () => this.#leadership.beat(),
-      onStarved: () => this.#onStarved(),
-      onRestored: (revision) => {
-        this.#follower.restored(revision);
-        void this.#follower.resume();
-      },
-      onBeat: () => {
-        if (this.#follower.dormant > 0) void this.#follower.resume();
-        this.#loop.schedule();
-      },
+    const parts = wireMember(core, options, {
+      mayClaim: () => this.#mayClaim(),
+      mayLead: () => this.#active() && !this.#draining,
+      fresh: () => this.#membershipFresh(),
       onDuplicate: (e) => this.#fatal(e),
       // The worker sees `state: "draining"` in status() and finishes as after SIGTERM.
       onDrainRequested: () => void this.drain().catch(() => {}),
-      // Splits given up by their holder (a failed terminal write) are not counted: the leader's anti-entropy re-grants them.
-      held: () => this.#tenancies.held.size - this.#tenancies.stuck + this.#follower.claiming.size + this.#follower.dormant,
-      seen: () => this.#follower.assign?.revision,
-      estimates: () => this.#tenancies.estimates(),
-    }, options.runtime ?? "web", VERSION, options.planner !== undefined);
-    // A sharded job's shard: lanes the other shards free may be claimed here; a shift tells our leader early.
-    this.#unseat = seat?.onChange(() => {
-      this.#membership.lanesChanged();
-      this.#loop.schedule();
     });
+    this.#tenancies = parts.tenancies;
+    this.#follower = parts.follower;
+    this.#leadership = parts.leadership;
+    this.#membership = parts.membership;
+    this.#unseat = parts.unseat;
   }
 
   /**
@@ -241,27 +180,14 @@ export class SplitCoordinator implements Coordinator {
     return clock.now() - this.#membership.lastOk < timings.twinWaitMs;
   }
 
-  /** No heartbeat for leaseMs - margin: stop every lane before the leader can judge us dead. */
-  #onStarved(): void {
-    this.#core.log("error", "Self-fenced: no successful heartbeat within the lease", {
-      instance: this.#core.me.instance,
-      held: this.#tenancies.held.size,
-    });
-    this.#leadership.stop();
-    for (const id of [...this.#tenancies.held.keys()]) {
-      const t = this.#tenancies.lose(id, "starved");
-      if (t) this.#follower.remember(id, { epoch: t.epoch, revision: t.revision, record: t.record, spec: t.spec });
-    }
-  }
-
   // --- reconcile -------------------------------------------------------------
 
-  /** One pass (see {@linkcode ReconcileLoop}); returns when the next is due. */
   /** What our own member side tells the leader's pass (we may lead while we hold splits). */
   #own(): OwnReleases {
     return { owed: this.#tenancies.owedTo(), releasedAt: this.#tenancies.releasedAt };
   }
 
+  /** One pass (see {@linkcode ReconcileLoop}); returns when the next is due. */
   #reconcile(): number {
     if (this.#state !== "running" && this.#state !== "draining") return Infinity;
     if (!this.#active()) return Infinity;

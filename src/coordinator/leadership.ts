@@ -1,19 +1,13 @@
 /**
  * The leader role's lifecycle (docs/DESIGN.md, "Leader loss", "Plans"):
- * election by create (or CAS over a silent leader after a re-read), the term
- * bump on `plan` as the leader fence, the assignment role while leading, and
- * planning off the heartbeat path.
+ * election by create (or CAS over a silent leader after a re-read; when one
+ * is due is election.ts's), the term bump on `plan` as the leader fence
+ * (term_bump.ts), the leader's heartbeat, the assignment role while leading,
+ * and planning off the heartbeat path.
  *
  * @module
  */
-import {
-  encodeRecord,
-  type LeaderRecord,
-  LeaderRecordSchema,
-  PlanRecordSchema,
-  type PlanRecord,
-  safeDecodeRecord,
-} from "../records.ts";
+import { encodeRecord, type LeaderRecord, LeaderRecordSchema, type PlanRecord, safeDecodeRecord } from "../records.ts";
 import { keys } from "../store/keys.ts";
 import { causedBy, type Core } from "./core.ts";
 import { type CausedStore, causedStore } from "../tracing/cause.ts";
@@ -24,6 +18,8 @@ import { LeaderRole, type Predecessor } from "./leader/role.ts";
 import { Planning } from "./leader/planning.ts";
 import type { Planner } from "./types.ts";
 import { newer, readAtLeast } from "./fresh_read.ts";
+import { electionDue } from "./election.ts";
+import { bumpTerm, repairPlan } from "./term_bump.ts";
 
 /** Leader state machine of one coordinator. */
 export class Leadership {
@@ -104,32 +100,11 @@ export class Leadership {
    * member with one wins when there is one. Never throws.
    */
   maybeElect(now: number): number {
-    const { timings } = this.#core;
     if (this.#leading || this.#electing || !this.#active()) return Infinity;
-    const f = this.#follower;
-    // A finished job needs no leader (an operator's requeue clears the outcome, and elections resume);
-    // a stalled one does when this member stays through the stall (it exports the job-wide gauges while leading).
-    const done = f.plan?.record.outcome?.kind;
-    const finished = done === "allComplete" || (done === "stalled" && !this.#leadWhileStalled);
-    if (finished && f.unreadable.get(keys.leader) === undefined) return Infinity;
-    const l = f.leader?.record;
-    // An unreadable leader record leads nobody: replace it at once (by CAS at its revision).
-    const garbage = f.unreadable.get(keys.leader);
-    // A leader record naming our instance with another session is our dead
-    // predecessor's (we took its member record over at join): no lease to wait.
-    const mine = l !== undefined && l.instance === this.#core.me.instance && l.session !== this.#core.me.session;
-    const exp = f.leader && !mine ? f.leaderLiveness.expiresAt(keys.leader, timings.deadAfterMs) : undefined;
-    // Members without a planner wait half a lease longer, so that a member
-    // with one wins while there is planning left to do; once a final plan is
-    // published nobody needs a planner to lead (the job would otherwise run
-    // leaderless for half a lease after its planning leader left).
-    const planned = f.plan?.record.finality === "final" && f.plan.record.generation > 0;
-    const due = garbage !== undefined || mine
-      ? -Infinity
-      : this.#planner || planned
-      ? (exp ?? -Infinity)
-      : (exp ?? this.#since) + timings.plannerlessElectionDelayMs;
-    if (now < due) return due;
+    const { me, timings } = this.#core;
+    const elector = { me, timings, planner: this.#planner !== undefined, leadWhileStalled: this.#leadWhileStalled, since: this.#since };
+    const due = electionDue(this.#follower, elector, now);
+    if ("at" in due) return due.at;
     // A session elects itself only while its member record is provably its
     // own: a process woken from a freeze may have been replaced by a twin
     // meanwhile (which then leads under our instance); it waits for its next
@@ -137,9 +112,7 @@ export class Leadership {
     // (DUPLICATE_INSTANCE).
     if (!this.#fresh()) return Infinity;
     this.#electing = true;
-    // The revision judged silent (or unreadable): the re-read must find exactly it.
-    const judged = garbage ?? (mine ? f.leader?.revision : f.leader ? f.leaderLiveness.get(keys.leader)?.revision : undefined);
-    void this.#elect(judged).catch((e) => this.#core.log("warn", "Leader election failed", { error: String(e) }))
+    void this.#elect(due.judged).catch((e) => this.#core.log("warn", "Leader election failed", { error: String(e) }))
       .finally(() => {
         this.#electing = false;
         this.#core.schedule();
@@ -202,7 +175,7 @@ export class Leadership {
     this.#taking = true;
     let plan: Pick<PlanRecord, "pages" | "pageTerms"> = {};
     try {
-      const bumped = await this.#bumpTerm();
+      const bumped = await bumpTerm(this.#leaderCore, this.#follower, { leading: () => this.#leading, fresh: () => this.#fresh() });
       if (bumped === undefined) return this.stop();
       const { term } = bumped;
       plan = bumped.plan;
@@ -257,35 +230,6 @@ export class Leadership {
     return this.#leading && this.#role === role;
   }
 
-  /** Bumps `plan.term` (the leader fence); returns the new term and the plan record it wrote (its pages are the published plan). */
-  async #bumpTerm(): Promise<{ term: number; plan: Pick<PlanRecord, "pages" | "pageTerms"> } | undefined> {
-    const { store } = this.#leaderCore;
-    for (let i = 0; i < 8 && this.#leading; i++) {
-      const cur = await store.get(keys.plan);
-      if (!this.#fresh()) return undefined; // frozen since the election: a twin may hold our instance now
-      const prev = cur ? safeDecodeRecord(keys.plan, cur.value, PlanRecordSchema) : undefined;
-      let next: PlanRecord;
-      if (prev?.ok) {
-        next = { ...prev.value, term: prev.value.term + 1 };
-        // A failed plan is retried by every new leader (a restart retries).
-        if (next.outcome?.kind === "planFailed") delete next.outcome;
-      } else {
-        // Absent, or unreadable: start over above every term seen (the plan
-        // is planned again; seeding is idempotent).
-        next = { v: 2, term: this.#follower.maxTerm + 1, finality: "open", generation: 0, planned: 0 };
-      }
-      const value = encodeRecord(next);
-      const r = cur ? await store.update(keys.plan, value, cur.revision) : await store.create(keys.plan, value);
-      if (r.ok) {
-        if (prev && !prev.ok) this.#core.replaced.note(keys.plan, prev.error.message);
-        // Our own term, known now: a later read of `plan` older than it is stale (planning reads past it).
-        this.#follower.applyRead(keys.plan, { key: keys.plan, value, revision: r.revision });
-        return { term: next.term, plan: next };
-      }
-    }
-    return undefined;
-  }
-
   /** How long reads of a record known to be past a revision are tried again. */
   #wait() {
     return { clock: this.#core.clock, budgetMs: this.#core.config.opTimeoutMs };
@@ -293,13 +237,7 @@ export class Leadership {
 
   /** A plan record that turned unreadable while we lead: write ours back (CAS at its revision). */
   async #repairPlan(revision: number): Promise<void> {
-    const f = this.#follower;
-    const base: PlanRecord = f.plan?.record ?? { v: 2, term: this.#term, finality: "open", generation: 0, planned: 0 };
-    const next: PlanRecord = { ...base, term: this.#term };
-    const message = f.invalid.get(keys.plan) ?? "unreadable";
-    const r = await this.#leaderCore.store.update(keys.plan, encodeRecord(next), revision);
-    if (r.ok) {
-      this.#core.replaced.note(keys.plan, message);
+    if (await repairPlan(this.#leaderCore, this.#follower, this.#term, revision)) {
       this.planning?.schedule(0); // plan again: the published state may be lost
     }
   }

@@ -28,7 +28,7 @@ const LAYERS: Record<string, string[]>[] = [
   // The coordinator: what both wings share, the wings, and the member that hosts both.
   { "coordinator floor": ["coordinator/"] },
   { "member wing": ["coordinator/member/"], "leader wing": ["coordinator/leader/"] },
-  { coordinator: ["coordinator/coordinator.ts", "coordinator/leadership.ts", "coordinator/status.ts"] },
+  { coordinator: ["coordinator/coordinator.ts", "coordinator/leadership.ts", "coordinator/member_parts.ts", "coordinator/status.ts"] },
   // A sharded job's member: one coordinator per shard behind one.
   { "sharded job": ["coordinator/sharded_coordinator.ts"] },
   { runtime: ["runtime/"] },

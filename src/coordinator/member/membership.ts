@@ -1,17 +1,18 @@
 /**
- * This worker's membership (docs/DESIGN.md, "Liveness"): registration with twin detection,
- * one heartbeat CAS per `leaseMs/3` (jittered earlier, never later), and the
- * self-fence that stops everything before any peer can judge us dead.
+ * This worker's membership (docs/DESIGN.md, "Liveness"): registration
+ * (registration.ts: a crashed predecessor's record taken over, a live twin
+ * refused), one heartbeat CAS per `leaseMs/3` (jittered earlier, never
+ * later), and the self-fence that stops everything before any peer can
+ * judge us dead.
  *
  * @module
  */
-import { SplitleaseError } from "../../errors.ts";
+import type { SplitleaseError } from "../../errors.ts";
 import { encodeRecord, MemberRecordSchema, type MemberRecord, safeDecodeRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { Core } from "../core.ts";
 import { type CausedStore, causedStore } from "../../tracing/cause.ts";
-import { newer, readAtLeast } from "../fresh_read.ts";
-import type { StoreEntry } from "../../store/store.ts";
+import { duplicateInstance, readMemberPast, registerMember } from "./registration.ts";
 
 /** What membership reports back to its coordinator. */
 export interface MembershipHooks {
@@ -96,86 +97,14 @@ export class Membership {
     return this.#lastOk;
   }
 
-  /** The error for a live twin with our instance id. */
-  duplicate(): SplitleaseError {
-    const { me, config } = this.#core;
-    return new SplitleaseError(
-      "DUPLICATE_INSTANCE",
-      `Instance id "${me.instance}" is already used by another live process of job "${config.job}"`,
-    );
-  }
-
   /**
-   * Registers `member.<instance>`. An existing record is a crashed
-   * predecessor (taken over) or a live twin (refused): a live twin beats
-   * within `leaseMs/3`, so wait that long for its revision to move. The
-   * takeover is a CAS at the newest revision read before the wait: it
-   * lands only if the record is still there, and a read never answers
-   * ahead of the store, so a landed CAS proves the record did not move
-   * during the wait, however stale the reads. A lost one is a twin — or,
-   * on a store that answered a read from an older revision (its answers
-   * disagreed, or one came back older than what we already knew), reads
-   * that were behind: then the wait is made again from past the revision
-   * that lost, at most four times. Comparing two reads (before and after
-   * the wait) took an old answer before it for a move and refused nearly
-   * every restart when most member reads were stale (issue 40).
+   * Registers `member.<instance>`: taken over from a crashed predecessor, or
+   * refused (`DUPLICATE_INSTANCE`) to a live twin (see {@linkcode registerMember}).
    */
   async register(): Promise<void> {
-    const { store, clock, log, me } = this.#core;
-    const start = clock.now();
-    this.#record.at = clock.wallNow(); // "last seen" from the start: a member that dies before its first beat is judged too
-    const r = await store.create(this.#key, encodeRecord(this.#record));
-    if (r.ok) {
-      this.#revision = r.revision;
-      this.#lastOk = start;
-      return;
-    }
-    // The create lost: the record exists (an answer "absent" is stale, or it was deleted just now).
-    let floor = 1;
-    for (let round = 1;; round++) {
-      const { entry: cur, stale } = await this.#newest(store, floor);
-      if (cur) {
-        const wait = Math.ceil(this.#core.timings.twinWaitMs);
-        await new Promise<void>((res) => clock.setTimeout(res, wait));
-      }
-      // Name the session we replace: it ended without leaving, and the leader
-      // charges the splits it still names (a clean leave deletes the record,
-      // and a split released to it after that is not charged).
-      const old = cur ? safeDecodeRecord(this.#key, cur.value, MemberRecordSchema) : undefined;
-      if (old?.ok) this.#record.took = old.value.session;
-      else delete this.#record.took;
-      const start2 = clock.now();
-      this.#record.at = clock.wallNow();
-      const w = cur
-        ? await store.update(this.#key, encodeRecord(this.#record), cur.revision)
-        : await store.create(this.#key, encodeRecord(this.#record));
-      if (w.ok) {
-        this.#revision = w.revision;
-        this.#lastOk = start2;
-        log("info", "Took over the member record of a previous process", { instance: me.instance });
-        return;
-      }
-      if (!stale || round >= 4) throw this.duplicate();
-      floor = (cur?.revision ?? 0) + 1;
-    }
-  }
-
-  /**
-   * The newest of a few reads of our member record, the first at or past
-   * `floor` if the store gets there within an op timeout; `stale` when the
-   * store showed it answers from older revisions (a read below the floor,
-   * or answers that disagree).
-   */
-  async #newest(store: CausedStore, floor: number): Promise<{ entry: StoreEntry | undefined; stale: boolean }> {
-    const first = await this.#readPast(store, floor);
-    let entry = first.entry;
-    let stale = !first.fresh || first.reads > 1;
-    for (let i = 0; i < 3; i++) {
-      const e = await store.get(this.#key);
-      if (e?.revision !== entry?.revision) stale = true;
-      entry = newer(entry, e);
-    }
-    return { entry, stale };
+    const { revision, lastOk } = await registerMember(this.#core, this.#key, this.#record);
+    this.#revision = revision;
+    this.#lastOk = lastOk;
   }
 
   /** Starts heartbeating. */
@@ -390,7 +319,7 @@ export class Membership {
       return "adopted";
     }
     this.stop();
-    const duplicate = this.duplicate();
+    const duplicate = duplicateInstance(this.#core);
     this.#core.trace.close("failed", duplicate); // the membership is a twin's now: its span ends here
     this.#hooks.onDuplicate(duplicate);
     return "failed";
@@ -398,7 +327,7 @@ export class Membership {
 
   /** `member.<me>` at revision `floor` or later, read again while older (within an op timeout); absent counts as not fresh. */
   #readPast(store: CausedStore, floor: number) {
-    return readAtLeast(() => store.get(this.#key), floor, { clock: this.#core.clock, budgetMs: this.#core.config.opTimeoutMs });
+    return readMemberPast(this.#core, store, this.#key, floor);
   }
 
   #armSelfFence(): void {
