@@ -111,6 +111,41 @@ Deno.test("stale reads: a spare whose page of the plan reads \"absent\" from bef
   }, 10 * FAST.leaseMs), `the job never completed: ${JSON.stringify(a.c.status().counts)}`);
 });
 
+Deno.test("stale reads: an offer whose page reads \"absent\" past the read's budget is claimed again after a backoff", async () => {
+  const h = history();
+  await using f = new Fleet(h);
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  const plan: Planner = () => gate.then(() => ({ splits: splits(8), finality: "final" as const }));
+  let staleUntil = 0, staleReads = 0;
+  const aStore = new StaleReadStore(h, (op, key) => {
+    if (op !== "get" || key !== "page.00000000" || f.now() >= staleUntil) return undefined;
+    staleReads++;
+    return 1;
+  });
+  const [lead, a] = await f.joinAll([{ instance: "b", planner: plan, maxInFlight: 1 }, { instance: "a", store: aStore, planner: plan, maxInFlight: 1 }]);
+  assert.ok(await f.until(() => [lead, a].some((m) => m.c.isLeader && m.c.status().liveMembers.length === 2), 3000));
+  open();
+  assert.ok(await f.until(() => a.held.length === 1, 3000));
+  let spares: string[] = [];
+  for (let t = 0; t < 2000 && spares.length === 0; t += 10) {
+    await run(f, 10);
+    const assigned = await h.get("assign.a");
+    spares = assigned ? decodeRecord(assigned.key, assigned.value, AssignRecordSchema).offers.filter((o) => o.spare).map((o) => o.id) : [];
+  }
+  assert.ok(spares.length > 0, "a holds spares");
+  // The page reads "absent" for 2.5 read budgets (opTimeoutMs each): the first claim of each spare (one
+  // lane: one after the other) gives its offer up. Before, each offer stayed marked tried at its revision
+  // (0, as every offer of a split not dealt yet) and was never claimed again while offered: nothing ran
+  // until a new leader dealt (sharded simulation, seed 845).
+  staleUntil = f.now() + 2.5 * FAST.opTimeoutMs;
+  await lead.c.abandon();
+  await a.completeAll();
+  assert.ok(await f.until(() => a.gained().some((g) => spares.includes(g.split.id)), 0.8 * FAST.leaseMs), `a never ran a spare of ${spares}`);
+  assert.ok(!a.c.isLeader, "a ran its spare before any new leader dealt");
+  assert.ok(staleReads > 15, `the page was read stale past one read's budget (${staleReads} reads)`);
+});
+
 Deno.test("stale reads: a heartbeat that lost to its own landed beat is not stopped as a twin by an older record", async () => {
   const h = history();
   await using f = new Fleet(h);

@@ -232,7 +232,14 @@ export class Claims {
         : o.rev === 0 && o.page !== undefined
         ? await this.#pages.record(o.page, o.id).then((record) => record && { record, revision: 0 })
         : await splits.readPast(o.id, o.rev);
-      if (!got) return;
+      if (!got) {
+        // A page that could not be read or did not list the split (a replica from before it was written, past
+        // the read's budget). Marked tried at revision 0, the offer was never claimed again while the leader kept
+        // offering it — still at revision 0 until it is dealt — and the job never ended (sharded simulation,
+        // seed 845). The offer is tried again after a backoff, as after an outage.
+        if (o.rev === 0 && o.page !== undefined) this.#recovery.recover(o.id, Number.MAX_SAFE_INTEGER, "its page of the plan could not be read", 0, 0);
+        return;
+      }
       const { record: rec, revision: rev } = got;
       if (rec.status !== "runnable" || rec.owner !== null) return; // stale offer
       const next = openRecord(rec, me, false, config.maxAttempts, this.#core.clock.wallNow());

@@ -211,6 +211,11 @@ export class Membership {
     if (!this.#running) return;
     const { clock, log } = this.#core;
     const store = this.#beats;
+    // A beat that starts past the self-fence's due time (the process was paused, and the beat's timer ran before
+    // the fence's) fences first: landing, it re-arms the fence and would otherwise skip it — nothing would mark
+    // grants written while we were presumed dead as older than our restored membership, and one delivered
+    // late (a lagging watch) started without a write after its split was taken over (sharded simulation, seed 3588).
+    this.checkFence();
     const start = clock.now();
     let ok = false;
     try {
