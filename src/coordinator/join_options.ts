@@ -74,4 +74,11 @@ export interface ShardSeat {
   lanesElsewhere(): number;
   /** Calls `listener` when `lanesElsewhere()` may have changed; returns the unsubscribe. */
   onChange(listener: () => void): () => void;
+  /**
+   * Whether the member has joined every shard (absent: it has). Until then
+   * the shard stands in no election: a join that fails in another shard
+   * would have taken a leader term here for nothing. `onChange` listeners are
+   * called when it becomes true.
+   */
+  joined?(): boolean;
 }

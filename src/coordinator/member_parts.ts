@@ -61,7 +61,8 @@ export function wireMember(core: Core, options: JoinOptions, gates: MemberGates)
     core,
     follower,
     options.planner,
-    () => gates.mayLead(),
+    // A sharded job's shard stands in elections once the member joined every shard (`ShardSeat.joined`).
+    () => gates.mayLead() && (options.shard?.joined?.() ?? true),
     () => gates.fresh(),
     options.leadWhileStalled === true,
   );

@@ -58,8 +58,8 @@ export function checkSeat(seat: ShardSeat | undefined, job: string): { index: nu
   if (!Number.isInteger(index) || index < 0 || index >= count) {
     throw new SplitleaseError("INVALID_CONFIG", `shard index must be an integer from 0 to ${count - 1} (got ${JSON.stringify(index)})`);
   }
-  if (typeof seat.lanesElsewhere !== "function" || typeof seat.onChange !== "function") {
-    throw new SplitleaseError("INVALID_CONFIG", "a shard seat needs lanesElsewhere() and onChange() (ShardedCoordinator builds it)");
+  if (typeof seat.lanesElsewhere !== "function" || typeof seat.onChange !== "function" || (seat.joined !== undefined && typeof seat.joined !== "function")) {
+    throw new SplitleaseError("INVALID_CONFIG", "a shard seat needs lanesElsewhere() and onChange(), and joined() if any (ShardedCoordinator builds it)");
   }
   if (index > 0 && parseShardJob(job)?.index !== index) {
     throw new SplitleaseError("INVALID_CONFIG", `shard ${index} of a job joins as job "${shardJob("<job>", index)}", not "${job}"`);

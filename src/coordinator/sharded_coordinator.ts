@@ -123,25 +123,37 @@ export class ShardedCoordinator implements Coordinator {
     const listeners = Array.from({ length: shards }, () => new Set<() => void>());
     const joined: (SplitCoordinator | undefined)[] = [];
     const busy = (i: number) => joined[i]?.lanesBusy ?? 0;
+    // No shard takes a lane before every shard is joined: the events of a shard joined first wait in its queue
+    // until this join returns, so a split it claimed or accepted would be held — heartbeats and all — by a member
+    // not running it, for as long as another shard's store is slow to answer (sharded simulation, seed 2590).
+    // Until then every lane is "elsewhere", and the member records say so (`away`): no leader deals to it. Nor
+    // does a shard stand in elections: a join failing in another shard would have cost this one a leader term.
+    let seated = false;
     try {
+      // Every shard's open and join is waited for, failed or not (`settled`): one still under way when
+      // another failed would be left open — a coordinator heartbeating in its shard that nothing closes, whose
+      // live member record refuses the instance's next join there (DUPLICATE_INSTANCE; sharded simulation,
+      // seed 2120: restarts that won elections in the other shards, then failed, over and over).
       const list = Array.isArray(stores)
         ? stores
-        : await Promise.all(Array.from({ length: shards }, async (_, index) => {
+        : await settled(Array.from({ length: shards }, async (_, index) => {
           const s = await (stores as (shard: { index: number; job: string }) => Store | Promise<Store>)({ index, job: shardJob(options.job, index) });
           owned.push(s);
           return s;
         }));
       if (new Set(list).size !== list.length) throw new SplitleaseError("INVALID_CONFIG", "each shard needs a store of its own (the same store was given twice)");
-      await Promise.all(list.map(async (store, index) => {
+      await settled(list.map(async (store, index) => {
         const seat: ShardSeat = {
           index,
           count: shards,
           lanesElsewhere: () => {
+            if (!seated) return Number.MAX_SAFE_INTEGER;
             let n = 0;
             for (let j = 0; j < shards; j++) if (j !== index) n += busy(j);
             return n;
           },
           onChange: (l) => (listeners[index].add(l), () => listeners[index].delete(l)),
+          joined: () => seated,
         };
         joined[index] = await SplitCoordinator.join({ ...rest, instance, store, job: shardJob(options.job, index), shard: seat });
       }));
@@ -150,7 +162,11 @@ export class ShardedCoordinator implements Coordinator {
       await Promise.all(owned.map((s) => s.close().catch(() => {})));
       throw e;
     }
-    return new ShardedCoordinator(options.job, joined as SplitCoordinator[], owned, listeners);
+    const member = new ShardedCoordinator(options.job, joined as SplitCoordinator[], owned, listeners);
+    // Every shard joined: its lanes are free now (each shard rewrites its member record early and claims).
+    seated = true;
+    for (const l of listeners) for (const f of l) f();
+    return member;
   }
 
   /** The instance id, the same in every shard. */
@@ -190,9 +206,12 @@ export class ShardedCoordinator implements Coordinator {
         this.#lanesChanged(i);
       }
     } catch (e) {
-      // A shard failed (a fatal error): the member cannot keep its lane budget or its outcome: it fails.
+      // A shard failed (a fatal error): the member cannot keep its lane budget or its outcome: it fails, and
+      // stops the other shards as a dead process would, writing nothing more. A graceful close would release
+      // and delete member records in them — after DUPLICATE_INSTANCE, records a twin of this instance is
+      // taking over (the twin reclaims the splits, or each shard's leader moves them after a lease).
       this.#events.fail(e);
-      void this.#closeAll();
+      void this.abandon();
     }
   }
 
@@ -350,4 +369,12 @@ export class ShardedCoordinator implements Coordinator {
   stats(): CoordinatorStats {
     return sumStats(this.#shards.map((c) => c.stats()));
   }
+}
+
+/** `Promise.all` that settles every promise before it rejects (with the first failure). */
+async function settled<T>(ps: readonly Promise<T>[]): Promise<T[]> {
+  const rs = await Promise.allSettled(ps);
+  const failed = rs.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) throw failed.reason;
+  return rs.map((r) => (r as PromiseFulfilledResult<T>).value);
 }

@@ -345,4 +345,131 @@ export function shardedScenarios(b: ShardBackend): void {
       for (const st of stores) await st.close();
     }
   });
+
+  t("S8. a member takes no lane in any shard until it has joined every shard: a shard joined first holds nothing while another's store is slow to answer", async () => {
+    const time = b.time();
+    const job = `sh${++jobs}${Date.now().toString(36)}`;
+    const plan = splits(16);
+    const a = await join(job, 2, "a", { maxInFlight: 2 }, plan, time);
+    // Shard 1's store answers m's join only once the gate opens; shard 0's at once.
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const joining = joinOnce(job, 2, "m", {
+      maxInFlight: 4,
+      stores: ({ index }: { index: number }) => b.store(job, index).then((st) => (index === 1 ? gated(st, gate) : st)),
+    }, plan, time);
+    const s0 = await b.store(job, 0);
+    let m: ShardMember | undefined;
+    try {
+      assert.ok(await time.until(() => a.c.isLeader(0) && a.held.length > 0, 20 * b.timings.leaseMs), "a leads shard 0 and holds splits");
+      // m is a member of shard 0 (its record there) while its join of shard 1 waits: for two leases, while
+      // shard 0 has free splits, no split record of shard 0 names m. Before, the leader dealt m its lanes
+      // there, and m held splits it did not run (their events waited for the join) under live heartbeats.
+      let registered = false;
+      for (const end = time.now() + 2 * b.timings.leaseMs; time.now() < end;) {
+        await time.advance(20);
+        registered ||= (await s0.get("member.m")) !== undefined;
+        const named = (await s0.list("split.")).filter((e) => (JSON.parse(e.value) as { owner: { instance: string } | null }).owner?.instance === "m");
+        assert.deepEqual(named.map((e) => e.key), [], "no split of shard 0 is m's before its join returns");
+      }
+      assert.ok(registered, "m registered in shard 0 while it joined shard 1");
+      open();
+      m = await joining;
+      const member = m;
+      const ok = await time.until(() => {
+        void a.completeAll();
+        void member.completeAll();
+        return a.count("allComplete") > 0 && member.count("allComplete") > 0;
+      }, 60 * b.timings.leaseMs, 20);
+      assert.ok(ok, "the job completes once m joined");
+      assert.ok(member.events.some((e) => e.type === "gained"), "m ran splits once its join returned");
+    } finally {
+      open();
+      await s0.close();
+      m ??= await joining.catch(() => undefined);
+      await Promise.all([a, m].map((x) => x?.c.close()));
+    }
+  });
+
+  t("S9. a join that fails in one shard closes every shard it joined, also one that answered after the failure", async () => {
+    const time = b.time();
+    const job = `sh${++jobs}${Date.now().toString(36)}`;
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    // Shard 0's store is bound to another job (refused at once); shard 1's answers once the gate opens.
+    const joining = joinOnce(job, 2, "m", {
+      stores: ({ index }: { index: number }) => b.store(job, index).then((st) => (index === 0 ? gated(st, Promise.resolve(), `${job}-other`) : gated(st, gate))),
+    }, undefined, time);
+    let failed: unknown;
+    joining.then(() => (failed = "joined"), (e) => (failed = e));
+    const s1 = await b.store(job, 1);
+    try {
+      await time.advance(50);
+      open();
+      assert.ok(await time.until(() => failed !== undefined, 20 * b.timings.leaseMs), "the join ended");
+      assert.ok(failed instanceof SplitleaseError && failed.code === "INVALID_CONFIG", `refused: ${failed}`);
+      // Shard 1's join answered after shard 0's was refused: it is closed, not left heartbeating. Before, its
+      // member record stayed live and refused the instance's next join there (DUPLICATE_INSTANCE).
+      let live = false;
+      for (const end = time.now() + 3 * b.timings.leaseMs; time.now() < end;) {
+        await time.advance(50);
+        live = (await s1.get("member.m")) !== undefined;
+        if (!live) break;
+      }
+      assert.ok(!live, "no member record of m is left in shard 1");
+      const again = await join(job, 2, "m", {}, undefined, time);
+      await again.c.close();
+    } finally {
+      open();
+      await s1.close();
+    }
+  });
+
+  t("S10. a member whose coordinator of one shard fails (a twin took its instance over there) stops every shard as a dead process would: it writes nothing more in the others", async () => {
+    const time = b.time();
+    const job = `sh${++jobs}${Date.now().toString(36)}`;
+    const plan = splits(12);
+    const m = await join(job, 2, "m", { maxInFlight: 4 }, plan, time);
+    const [s0, s1] = await Promise.all([b.store(job, 0), b.store(job, 1)]);
+    try {
+      assert.ok(await time.until(() => m.c.status().shards!.every((s) => s.held > 0), 20 * b.timings.leaseMs), "m holds splits in both shards");
+      // A twin of m's instance takes its member record over in shard 0 (another session): m's next beat there
+      // finds it and that shard's coordinator fails with DUPLICATE_INSTANCE.
+      const e0 = (await s0.get("member.m"))!;
+      const twin = { ...JSON.parse(e0.value), session: "twin-session", beat: 0 };
+      assert.ok((await s0.update("member.m", JSON.stringify(twin), e0.revision)).ok, "the twin's record landed");
+      assert.ok(await time.until(() => m.c.status().state === "failed", 10 * b.timings.leaseMs), `m failed: ${m.c.status().state}`);
+      await m.done;
+      const before = (await s1.get("member.m"))!;
+      const held = (await s1.list("split.")).filter((e) => (JSON.parse(e.value) as { owner: { instance: string } | null }).owner?.instance === "m");
+      assert.ok(held.length > 0, "m held splits in shard 1 when it failed");
+      await time.advance(3 * b.timings.leaseMs);
+      // Shard 1 heard nothing more from m: no beat, no release, no leave (its twin reclaims, or the leader moves them).
+      const after = await s1.get("member.m");
+      assert.equal(after?.revision, before.revision, "m's member record in shard 1 is as it was when m failed");
+      for (const e of held) assert.equal((await s1.get(e.key))?.revision, e.revision, `${e.key} is as m left it`);
+    } finally {
+      await m.c.close();
+      await s0.close();
+      await s1.close();
+    }
+  });
+}
+
+/** `store` whose every operation waits for `gate` (a store slow to answer a member's join), bound to `job` when given. */
+function gated(store: Store, gate: Promise<void>, job?: string): Store {
+  const wait = <T>(f: () => Promise<T>) => gate.then(f);
+  return {
+    get job() {
+      return job ?? store.job;
+    },
+    create: (k, v) => wait(() => store.create(k, v)),
+    update: (k, v, r) => wait(() => store.update(k, v, r)),
+    delete: (k, r) => wait(() => store.delete(k, r)),
+    get: (k) => wait(() => store.get(k)),
+    list: (f) => wait(() => store.list(f)),
+    watch: (f) => store.watch(f),
+    close: () => store.close(),
+    [Symbol.asyncDispose]: () => store.close(),
+  };
 }
