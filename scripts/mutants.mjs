@@ -1952,7 +1952,7 @@ export const mutants = [
     breaks: "the twin check takes over at the first revision it read, and refuses at the first lost CAS: an old first answer refuses a restart as a twin",
     edits: [
       { file: C + "member/registration.ts", search: "entry = newer(entry, e);", replace: "void e;" },
-      { file: C + "member/registration.ts", search: "if (!stale || round >= 4) throw duplicateInstance(core);", replace: "throw duplicateInstance(core);" },
+      { file: C + "member/registration.ts", search: "if ((!stale && round >= 2) || round >= 4) throw duplicateInstance(core);", replace: "throw duplicateInstance(core);" },
     ],
     suites: ["coordinator", "regressions"],
   },
@@ -2164,6 +2164,40 @@ export const mutants = [
     name: "shard-seeds-every-lane",
     breaks: "each shard's leader grants a member's every idle lane at once: K times its lanes granted, all but one share handed back, a write each",
     edits: [{ file: C + "leader/seed_runs.ts", search: "const lanes = shards > 1 ? Math.ceil(m.maxInFlight / shards) : m.maxInFlight;", replace: "const lanes = m.maxInFlight;" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "sharded-fatal-closes-others",
+    breaks: "a member whose coordinator of one shard failed (DUPLICATE_INSTANCE: a twin took its instance over) closes the other shards gracefully: it releases and deletes member records there after it failed, records its twin is taking over",
+    edits: [{ file: C + "sharded_coordinator.ts", search: "      void this.abandon();", replace: "      void this.#closeAll();" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "sharded-lanes-before-joined",
+    breaks: "a member's shard joined first takes lanes while another shard's join is slow: it holds splits it does not run (their events wait for the join) under live heartbeats",
+    edits: [{ file: C + "sharded_coordinator.ts", search: "            if (!seated) return Number.MAX_SAFE_INTEGER;\n", replace: "" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "sharded-join-leaks-slow-shard",
+    breaks: "a sharded join that fails in one shard leaves a shard whose join answered later open: a coordinator heartbeating that nothing closes, refusing the instance's next join there",
+    edits: [{ file: C + "sharded_coordinator.ts", search: "      await settled(list.map(", replace: "      await Promise.all(list.map(" }],
+    suites: ["coordinator"],
+  },
+  {
+    name: "beat-skips-overdue-fence",
+    breaks: "a heartbeat that starts past the self-fence's due time (a paused process whose beat timer ran first) lands and re-arms the fence without fencing: a grant written while it was presumed dead, delivered late, starts without a write after its split was taken over",
+    edits: [{ file: C + "member/membership.ts", search: "    this.checkFence();\n    const start = clock.now();", replace: "    const start = clock.now();" }],
+    suites: ["shardsim"],
+  },
+  {
+    name: "page-offer-given-up",
+    breaks: "an offer of a split not dealt yet whose page read \"absent\" past the read's budget (a stale replica) stays marked tried at revision 0: never claimed again while offered, the job never ends with one member",
+    edits: [{
+      file: C + "member/claims.ts",
+      search: "        if (o.rev === 0 && o.page !== undefined) this.#recovery.recover(",
+      replace: "        if (false) this.#recovery.recover(",
+    }],
     suites: ["coordinator"],
   },
 ];

@@ -58,6 +58,8 @@ const SUITES = {
   },
   regressions: { files: () => ["tests/sim/regressions_test.ts", "tests/sim/stale_reads_test.ts"], timeoutS: 180 },
   sim: { files: () => ["tests/sim/sim_test.ts"], env: { SIM_SEEDS: "300", SIM_SEED_BASE: "1" }, timeoutS: 400 },
+  // The simulation of sharded jobs (K shards, one lane budget), with the seeds that found its bugs.
+  shardsim: { files: () => ["tests/sim/sharded_sim_test.ts"], env: { SIM_SHARDED_SEEDS: "200", SIM_SEED_BASE: "1" }, timeoutS: 400 },
   // The coordinator scenarios on a real nats-server (the scenario suites of the NATS backend's kit run).
   nats: { files: () => ["tests/nats/backend_test.ts"], env: { KIT_SUITES: "scenarios" }, timeoutS: 600 },
   runtime: { files: () => ["tests/runtime/worker_test.ts", "tests/runtime/operator_drain_test.ts"], timeoutS: 240 },

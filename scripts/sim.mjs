@@ -5,6 +5,7 @@
 //   SIM_SEED_BASE=b  first seed (default 1)
 //   SIM_SEED=s       replay one seed (prints its trace tail; SIM_TRACE=1 for all of it)
 //   SIM_SHARDS=k     parallel deno processes (default: available cores)
+//   SIM_SHARDED_SEEDS=n  seeds run as a sharded job (tests/sim/sharded_sim_test.ts; default half of SIM_SEEDS)
 //
 // Every failing seed is printed with its violations, the last trace lines and
 // the replay command. Exit code 0 when every seed kept every invariant.
@@ -47,18 +48,21 @@ const total = Number(env.SIM_SEEDS ?? 2000);
 const base = Number(env.SIM_SEED_BASE ?? 1);
 const shards = Math.max(1, Math.min(Number(env.SIM_SHARDS ?? availableParallelism()), total));
 const per = Math.ceil(total / shards);
-console.log(`simulation: ${total} seeds from ${base} over ${shards} shard(s)`);
+const sharded = Number(env.SIM_SHARDED_SEEDS ?? Math.ceil(total / 2));
+const perSharded = Math.ceil(sharded / shards);
+console.log(`simulation: ${total} seeds from ${base}, ${sharded} of them also as a sharded job, over ${shards} process(es)`);
 const jobs = [];
 for (let i = 0; i < shards; i++) {
   const first = base + i * per;
   const n = Math.min(per, base + total - first);
   if (n <= 0) break;
   // Shard 0 also runs the determinism check and the regression tests.
-  jobs.push(run({ SIM_SEEDS: String(n), SIM_SEED_BASE: String(first) }, `seeds ${first}..${first + n - 1}`, i === 0 ? undefined : "seeded"));
+  const ns = Math.max(0, Math.min(perSharded, sharded - i * perSharded));
+  jobs.push(run({ SIM_SEEDS: String(n), SIM_SEED_BASE: String(first), SIM_SHARDED_SEEDS: String(ns) }, `seeds ${first}..${first + n - 1}`, i === 0 ? undefined : "seeded"));
 }
 let failed = 0;
 for (const r of await Promise.all(jobs)) {
-  const summary = r.out.split("\n").filter((l) => /^simulation: \d+ of/.test(l));
+  const summary = r.out.split("\n").filter((l) => /^(sharded )?simulation: \d+ of/.test(l));
   const failures = r.out.split("\n").filter((l) => /FAILED \(trace|^\s+- |replay:/.test(l));
   const tests = r.out.match(/(ok|FAILED) \| \d+ passed.*$/m)?.[0] ?? "runner did not report";
   console.log(`[${r.label}] ${summary.join(" ") || "(no summary)"}`);

@@ -10,9 +10,9 @@
 // moment it lands; the engine checks the rest after every step and at the
 // end. Everything is driven by one seed: the same seed gives the same trace.
 import { ManualClock } from "../../testing.ts";
-import { type JoinOptions, SplitCoordinator, FencedError, SplitleaseError, StoreUnavailableError, type Json, type SplitProgress, type MemoryStore } from "../../mod.ts";
+import { type JoinOptions, ShardedCoordinator, SplitCoordinator, FencedError, SplitleaseError, StoreUnavailableError, type Json, type SplitProgress, type MemoryStore } from "../../mod.ts";
 import type { Clock, CoordinationEvent, PlannedSplit, Planner, Store } from "../../mod.ts";
-import { type PlanRecord, type SplitRecord, cancelSplit, requeueSplit } from "../../admin.ts";
+import { type PlanRecord, type SplitRecord, cancelSplit, requeueSplit, shardOf } from "../../admin.ts";
 import { AssignRecordSchema, decodeRecord, LeaderRecordSchema, MemberRecordSchema, PlanRecordSchema, ProgRecordSchema, SplitRecordSchema } from "../../src/records.ts";
 import type { DeleteResult, StoreEntry, Watch, WatchEvent, WriteResult } from "../../store.ts";
 import { Channel } from "../../src/util/channel.ts";
@@ -668,7 +668,13 @@ export interface FaultRates {
  */
 class ProcStore implements Store {
   readonly #watches: { ch: Channel<WatchEvent>; buffer: WatchEvent[]; inner: Watch }[] = [];
-  constructor(readonly proc: Proc, readonly sim: Sim) {}
+  /** `shard`: the shard whose store this is (a job's only one unless sharded); `writer`: who the process is there. */
+  constructor(readonly proc: Proc, readonly sim: Sim, readonly shard: Shard, readonly writer: ShardWriter | Proc) {}
+
+  /** Whether its watches hold events back now (the process paused, partitioned or lagging, or the shard's store down). */
+  get #withheld(): boolean {
+    return this.proc.paused || this.proc.partitioned || this.proc.lagging || this.shard.down;
+  }
 
   #unavailable(op: string, detail: string): StoreUnavailableError {
     return new StoreUnavailableError(op, FAST.opTimeoutMs, { detail });
@@ -676,11 +682,11 @@ class ProcStore implements Store {
 
   async #write<T>(op: string, key: string, value: string | undefined, apply: () => Promise<T>): Promise<T> {
     const p = this.proc;
-    this.sim.checkIssue(p, op, key, value);
+    this.sim.checkIssue(p, op, key, value, this.shard);
     if (this.sim.spinning(`${p.label} ${op} ${key}`)) return new Promise<T>(() => {});
     const start = this.sim.clock.now();
     await p.gate();
-    const f = this.sim.fault(p, true);
+    const f = this.sim.fault(p, true, this.shard);
     let result: T | undefined;
     let error: unknown;
     switch (f.kind) {
@@ -722,7 +728,7 @@ class ProcStore implements Store {
     await p.gate();
     if (error !== undefined) throw error;
     // A write of our member record that landed and was answered: the process dates its self-fence from its start.
-    if (key === `member.${p.instance}` && (result as { ok?: boolean }).ok) p.lastBeat = Math.max(p.lastBeat, start);
+    if (key === `member.${p.instance}` && (result as { ok?: boolean }).ok) this.writer.lastBeat = Math.max(this.writer.lastBeat, start);
     return result as T;
   }
 
@@ -730,7 +736,7 @@ class ProcStore implements Store {
     const p = this.proc;
     if (this.sim.spinning(`${p.label} ${op}`)) return new Promise<T>(() => {});
     await p.gate();
-    const f = this.sim.fault(p, false);
+    const f = this.sim.fault(p, false, this.shard);
     if (f.kind === "fail") {
       this.sim.note(`fault ${p.label} ${op} failed`);
       if (f.after) await this.sim.sleep(f.after);
@@ -744,33 +750,35 @@ class ProcStore implements Store {
   }
 
   create(key: string, value: string): Promise<WriteResult> {
-    return this.#write("create", key, value, () => this.sim.referee.create(this.proc, key, value));
+    return this.#write("create", key, value, () => this.shard.referee.create(this.writer, key, value));
   }
   update(key: string, value: string, revision: number): Promise<WriteResult> {
-    return this.#write("update", key, value, () => this.sim.referee.update(this.proc, key, value, revision));
+    return this.#write("update", key, value, () => this.shard.referee.update(this.writer, key, value, revision));
   }
   delete(key: string, revision?: number): Promise<DeleteResult> {
-    return this.#write("delete", key, undefined, () => this.sim.referee.delete(this.proc, key, revision));
+    return this.#write("delete", key, undefined, () => this.shard.referee.delete(this.writer, key, revision));
   }
   get(key: string): Promise<StoreEntry | undefined> {
+    const mem = this.shard.mem;
     return this.#read(`get ${key}`, () => {
-      const at = this.sim.staleAt(this.proc, "get", key);
-      return at === undefined ? this.sim.mem.get(key) : Promise.resolve(this.sim.mem.entryAt(key, at));
+      const at = this.sim.staleAt(this.proc, "get", key, mem);
+      return at === undefined ? mem.get(key) : Promise.resolve(mem.entryAt(key, at));
     });
   }
   list(filter: string): Promise<StoreEntry[]> {
+    const mem = this.shard.mem;
     return this.#read(`list ${filter}`, () => {
-      const at = this.sim.staleAt(this.proc, "list", filter);
-      return at === undefined ? this.sim.mem.list(filter) : Promise.resolve(this.sim.mem.listAt(filter, at));
+      const at = this.sim.staleAt(this.proc, "list", filter, mem);
+      return at === undefined ? mem.list(filter) : Promise.resolve(mem.listAt(filter, at));
     });
   }
   watch(filter: string): Watch {
-    const inner = this.sim.mem.watch(filter);
+    const inner = this.shard.mem.watch(filter);
     const w = { ch: new Channel<WatchEvent>(), buffer: [] as WatchEvent[], inner };
     this.#watches.push(w);
     // In order, like a real watch: while withheld events wait for flushWatches, later ones queue behind them.
     const hand = (ev: WatchEvent) => {
-      if (this.proc.paused || this.proc.partitioned || this.proc.lagging || w.buffer.length > 0) w.buffer.push(ev);
+      if (this.#withheld || w.buffer.length > 0) w.buffer.push(ev);
       else w.ch.push(ev);
     };
     // A slow consumer: events due `slowMs` after they happened, in order; a superseded one is skipped.
@@ -823,7 +831,7 @@ class ProcStore implements Store {
   }
   /** Delivers watch events withheld while paused, partitioned or lagging. */
   flushWatches(): void {
-    if (this.proc.paused || this.proc.partitioned || this.proc.lagging || this.proc.dead) return;
+    if (this.#withheld || this.proc.dead) return;
     for (const w of this.#watches) for (const ev of coalesce(w.buffer.splice(0))) w.ch.push(ev);
   }
   /** The process died: its watches deliver nothing more. */
@@ -924,12 +932,15 @@ class Proc implements Writer {
   lastBeat = 0;
   /** A newer process of its instance was started while it lived: it may stop with DUPLICATE_INSTANCE. */
   twinned = false;
-  c?: SplitCoordinator;
+  c?: SplitCoordinator | ShardedCoordinator;
   outcome: "allComplete" | "stalled" | null = null;
   /** An outcome it announced that the store did not hold (an operator's repair raced it): must be withdrawn. */
   wrongOutcome?: string;
   readonly clock: ProcClock;
-  readonly store: ProcStore;
+  /** Its connection to each shard's store (one unless the job is sharded), in shard order. */
+  readonly stores: ProcStore[];
+  /** Who it is in each shard (shard 0: itself; each shard's coordinator has a session of its own). */
+  readonly writers: (Proc | ShardWriter)[];
   readonly rng: Rng;
   /** The stale-read adversary's draws for this process (a stream of its own, so the others' stay as they were). */
   #staleRng: Rng | undefined;
@@ -940,13 +951,33 @@ class Proc implements Writer {
   readonly lanes = new Map<string, Lane>();
   /** Highest epoch gained per split. */
   readonly gainedEpoch = new Map<string, number>();
+  /** The shard of the split it completed last (a sharded job: is the lane it freed filled from another shard?). */
+  lastFreedIn: number | undefined;
   #gateWaiters: (() => void)[] = [];
 
   constructor(readonly sim: Sim, readonly id: number, readonly instance: string) {
     this.label = `P${id}(${instance})`;
     this.clock = new ProcClock(this, sim.clock);
-    this.store = new ProcStore(this, sim);
+    this.writers = sim.shards.map((s) => (s.index === 0 ? this : new ShardWriter(this, s.index)));
+    this.stores = sim.shards.map((s) => new ProcStore(this, sim, s, this.writers[s.index]));
     this.rng = new Rng(subSeed(sim.seed, 1000 + id));
+  }
+
+  /** Its connection to shard 0's store (a job's only one unless sharded). */
+  get store(): ProcStore {
+    return this.stores[0];
+  }
+
+  /** Its session in shard `index` (as its member record there says), once registered. */
+  sessionIn(index: number): string | undefined {
+    return this.writers[index].session;
+  }
+
+  /** Whether it leads shard `index` (of a sharded job) or the job. */
+  leads(index?: number): boolean {
+    const c = this.c;
+    if (!c) return false;
+    return c instanceof ShardedCoordinator ? c.isLeader(index) : c.isLeader;
   }
 
   get lagging(): boolean {
@@ -986,7 +1017,7 @@ class Proc implements Writer {
     if (!this.paused || this.dead) return;
     this.paused = false;
     const settle = () => this.sim.clock.settle();
-    this.store.flushWatches();
+    for (const s of this.stores) s.flushWatches();
     await settle();
     for (const w of this.#gateWaiters.splice(0)) w();
     await settle();
@@ -997,8 +1028,54 @@ class Proc implements Writer {
     this.dead = true;
     this.#gateWaiters.length = 0;
     this.clock.kill();
-    this.store.kill();
+    for (const s of this.stores) s.kill();
     for (const l of this.lanes.values()) l.active = false;
+  }
+}
+
+/** A process as the writer in shard `index` > 0 of a sharded job (in shard 0 the process is its own writer). */
+class ShardWriter implements Writer {
+  session?: string;
+  /** Start of its last member-record write in this shard that landed and was answered (the shard's self-fence dates from it). */
+  lastBeat = 0;
+  readonly label: string;
+  constructor(readonly proc: Proc, readonly index: number) {
+    this.label = `${proc.label}#${index}`;
+  }
+  get id(): number {
+    return this.proc.id;
+  }
+  get instance(): string {
+    return this.proc.instance;
+  }
+}
+
+/** The process behind a writer, if a process wrote (not the operator or the adversary). */
+function procOf(w: Writer): Proc | undefined {
+  return w instanceof Proc ? w : w instanceof ShardWriter ? w.proc : undefined;
+}
+
+/**
+ * One shard of the simulated job: its own store (a JetStream bucket of its
+ * own, in production) and the referee that sees every write to it. A job
+ * that is not sharded has one.
+ */
+class Shard {
+  /** Until then every operation on its store fails (its stream unavailable) while the other shards' work. */
+  downUntil = 0;
+  /** The first leader term in which its plan was published (a generation above 0). */
+  publishedIn: number | undefined;
+  /** Leader terms won when the faults stopped. */
+  termsAtHeal = 0;
+  constructor(readonly index: number, readonly mem: HistoryStore, readonly referee: Referee, readonly clock: ManualClock) {}
+  get down(): boolean {
+    return this.downUntil > this.clock.now();
+  }
+  /** The newest leader term won so far (0: none). */
+  term(): number {
+    let t = 0;
+    for (const k of this.referee.terms.keys()) t = Math.max(t, k);
+    return t;
   }
 }
 
@@ -1074,6 +1151,16 @@ export interface SimConfig {
    * faults it outlasts the heal: it is how the store is, not an outage.
    */
   staleReads?: StaleReads;
+  /**
+   * A sharded job (issue 39): its splits go to this many shards, each with
+   * its own store, referee, leader and plan; every process is a member of
+   * all of them (a `ShardedCoordinator`) with one lane budget. Unset: one.
+   */
+  shards?: number;
+  /** Per step, the probability that one shard's store becomes unavailable for 0.2–2.5 s while the others work. */
+  outage?: number;
+  /** Per step, the probability that the leader of one shard (picked at random) crashes, while the other shards' leaders deal. */
+  killShardLeader?: number;
 }
 
 /** Outcome of one seed. */
@@ -1160,6 +1247,26 @@ export function configFor(seed: number): SimConfig {
   return cfg;
 }
 
+/**
+ * A seed's configuration as a sharded job (issue 39): the same draws as
+ * {@linkcode configFor}, over 2–4 shards, with more splits (so each shard
+ * has some), shard outages and shard leaders killed, from a stream of its
+ * own. Each process joins every shard with one lane budget.
+ */
+export function shardedConfigFor(seed: number): SimConfig {
+  const cfg = configFor(seed);
+  const r = new Rng(subSeed(seed, 13));
+  cfg.shards = r.int(2, 4);
+  const more = r.int(0, 10);
+  for (let i = 0; i < more; i++) {
+    const n = cfg.splits.length;
+    cfg.splits.push({ id: `s${String(n).padStart(2, "0")}`, weight: cfg.splits[0].weight === 1 ? 1 : r.int(1, 3), records: r.int(4, 24) });
+  }
+  cfg.outage = r.pick([0, 0.02, 0.05]);
+  cfg.killShardLeader = r.pick([0, 0.01, 0.03]);
+  return cfg;
+}
+
 /** The label of the operator's writes (requeue, cancel, and their plan rewrite). */
 const OPERATOR = "OP";
 /** The label of the store's own damage (a progress record lost or garbage: `SimConfig.progDamage`). */
@@ -1168,24 +1275,25 @@ const ADVERSARY = "ADV";
 /** An operator's connection: writes go through the referee (as the operator), reads straight to the store. */
 class OperatorStore implements Store {
   readonly w: Writer = { id: -1, instance: "operator", label: OPERATOR };
-  constructor(readonly sim: Sim) {}
+  /** `shard`: the shard whose store holds the split repaired (the CLI reaches a shard's store by its job, `<job>--shard<i>`). */
+  constructor(readonly shard: Shard) {}
   create(key: string, value: string): Promise<WriteResult> {
-    return this.sim.referee.create(this.w, key, value);
+    return this.shard.referee.create(this.w, key, value);
   }
   update(key: string, value: string, revision: number): Promise<WriteResult> {
-    return this.sim.referee.update(this.w, key, value, revision);
+    return this.shard.referee.update(this.w, key, value, revision);
   }
   delete(key: string, revision?: number): Promise<DeleteResult> {
-    return this.sim.referee.delete(this.w, key, revision);
+    return this.shard.referee.delete(this.w, key, revision);
   }
   get(key: string): Promise<StoreEntry | undefined> {
-    return this.sim.mem.get(key);
+    return this.shard.mem.get(key);
   }
   list(filter: string): Promise<StoreEntry[]> {
-    return this.sim.mem.list(filter);
+    return this.shard.mem.list(filter);
   }
   watch(filter: string): Watch {
-    return this.sim.mem.watch(filter);
+    return this.shard.mem.watch(filter);
   }
   close(): Promise<void> {
     return Promise.resolve();
@@ -1208,8 +1316,8 @@ export class Sim {
   readonly seed: number;
   readonly cfg: SimConfig;
   readonly clock = new SimClock();
-  readonly mem = new HistoryStore({ yieldToTimers: false });
-  readonly referee: Referee;
+  /** The job's shards (one unless `SimConfig.shards`): each a store and its referee. */
+  readonly shards: Shard[];
   readonly rng: Rng;
   readonly procs: Proc[] = [];
   readonly byInstance = new Map<string, Proc>();
@@ -1230,10 +1338,60 @@ export class Sim {
     this.seed = cfg.seed;
     this.cfg = cfg;
     this.rng = new Rng(subSeed(cfg.seed, 2));
-    this.referee = new Referee(this.mem, (m) => this.violation(m), (l) => this.note(l), {
+    this.shards = Array.from({ length: cfg.shards ?? 1 }, (_, i) => this.#shard(i));
+    for (const s of cfg.splits) {
+      this.splitById.set(s.id, s);
+      this.sink.set(s.id, new Array(s.records).fill(0));
+    }
+    const planned: PlannedSplit[] = cfg.splits.map((s) => ({ id: s.id, descriptor: { root: s.id, from: 0, to: s.records }, weight: s.weight }));
+    this.#planner = () => Promise.resolve({ splits: planned, finality: "final" });
+  }
+
+  /** Shard 0's store: the job's only one unless it is sharded. */
+  get mem(): HistoryStore {
+    return this.shards[0].mem;
+  }
+
+  /** Shard 0's referee: the job's only one unless it is sharded. */
+  get referee(): Referee {
+    return this.shards[0].referee;
+  }
+
+  /** The shard whose store holds split `id` (its home, or its parent's for a residual), if any does. */
+  shardHolding(id: string): Shard | undefined {
+    if (this.shards.length === 1) return this.shards[0];
+    return this.shards.find((s) => s.referee.splits.has(id));
+  }
+
+  /** What the referees say of split `id`, in the shard that holds it. */
+  track(id: string): SplitTrack | undefined {
+    return this.shardHolding(id)?.referee.splits.get(id);
+  }
+
+  /** Split counts by status, over every shard. */
+  counts(): { runnable: number; completed: number; quarantined: number; cancelled: number } {
+    const c = { runnable: 0, completed: 0, quarantined: 0, cancelled: 0 };
+    for (const s of this.shards) for (const [k, v] of Object.entries(s.referee.counts())) c[k as keyof typeof c] += v;
+    return c;
+  }
+
+  /** Whether the job is complete in the stores right now: every shard is. */
+  allCompleted(): boolean {
+    return this.shards.every((s) => s.referee.allCompleted());
+  }
+
+  /** Whether `stalled` may be announced right now: every shard has its outcome, and one stalled. */
+  stalledNow(): boolean {
+    return this.shards.every((s) => s.referee.allCompleted() || s.referee.stalledNow()) && this.shards.some((s) => s.referee.stalledNow());
+  }
+
+  /** Shard `index`: its store, and its referee with the engine's answers about processes in that shard. */
+  #shard(index: number): Shard {
+    const mem = new HistoryStore({ yieldToTimers: false });
+    const referee: Referee = new Referee(mem, (m) => this.violation(m), (l) => this.note(l), {
       mayFail: (id) => {
         // The split's range holds its planned split's poison record (a residual may).
-        const d = this.referee.splits.get(id)?.record.descriptor as unknown as SimRange | undefined;
+        const d = referee.splits.get(id)?.record.descriptor as unknown as SimRange | undefined;
         const poison = this.splitById.get(d?.root ?? id)?.poisonAt;
         return poison !== undefined && (!d || (poison >= d.from && poison < d.to));
       },
@@ -1242,32 +1400,29 @@ export class Sim {
         // not run since): it can no longer write at that epoch, like a paused one.
         const due = FAST.leaseMs - Math.floor(FAST.leaseMs / 8);
         for (const p of this.procs) {
-          if (p.dead || p.paused || !p.c || holderKey(p.instance, p.session) !== owner) continue;
+          const w = p.writers[index];
+          if (p.dead || p.paused || !p.c || holderKey(p.instance, w.session) !== owner) continue;
           // Replaced by a twin (its member record names the new session): a zombie whose commits the epoch fences,
           // stopped by its next heartbeat (DUPLICATE_INSTANCE) — the takeover is the twin's reclaim (docs/DESIGN.md, "Twins").
-          if (p.twinned && this.referee.members.get(p.instance) !== p.session) continue;
-          if (this.clock.now() >= p.lastBeat + due) continue;
+          if (p.twinned && referee.members.get(p.instance) !== w.session) continue;
+          if (this.clock.now() >= w.lastBeat + due) continue;
           if (p.c.status().held.some((h) => h.id === id && h.epoch === epoch)) return p.label;
         }
         return undefined;
       },
-      draining: (w) => (w as Proc).state === "leaving",
+      draining: (w) => procOf(w)?.state === "leaving",
       leftWithout: (owner, id, epoch) => {
-        const p = this.procs.find((q) => holderKey(q.instance, q.session) === owner);
-        return p !== undefined && this.referee.leftClean.has(owner) && (p.gainedEpoch.get(id) ?? -1) < epoch;
+        const p = this.procs.find((q) => holderKey(q.instance, q.sessionIn(index)) === owner);
+        return p !== undefined && referee.leftClean.has(owner) && (p.gainedEpoch.get(id) ?? -1) < epoch;
       },
     });
-    this.referee.onLanded = (key, w) => {
+    const shard = new Shard(index, mem, referee, this.clock);
+    referee.onLanded = (key, w) => {
       this.#onLanded(key);
-      this.#killAfter(key, w);
-      if (key === "plan" && this.#publishedIn === undefined && (this.referee.plan?.generation ?? 0) > 0) this.#publishedIn = this.#term();
+      this.#killAfter(key, w, index);
+      if (key === "plan" && shard.publishedIn === undefined && (referee.plan?.generation ?? 0) > 0) shard.publishedIn = shard.term();
     };
-    for (const s of cfg.splits) {
-      this.splitById.set(s.id, s);
-      this.sink.set(s.id, new Array(s.records).fill(0));
-    }
-    const planned: PlannedSplit[] = cfg.splits.map((s) => ({ id: s.id, descriptor: { root: s.id, from: 0, to: s.records }, weight: s.weight }));
-    this.#planner = () => Promise.resolve({ splits: planned, finality: "final" });
+    return shard;
   }
 
   // --- trace ----------------------------------------------------------------------
@@ -1330,9 +1485,13 @@ export class Sim {
 
   // --- faults ----------------------------------------------------------------------
 
-  fault(p: Proc, write: boolean): Fault {
+  fault(p: Proc, write: boolean, shard: Shard): Fault {
     if (p.partitioned) {
       this.count("partitionedOps");
+      return { kind: "fail", after: p.rng.chance(0.5) ? FAST.opTimeoutMs : 0 };
+    }
+    if (shard.down) {
+      this.count("shardOutageOps");
       return { kind: "fail", after: p.rng.chance(0.5) ? FAST.opTimeoutMs : 0 };
     }
     if (!this.faultsOn) return OK;
@@ -1357,18 +1516,18 @@ export class Sim {
    * adversary (`SimConfig.staleReads`) answers it from the past; `undefined`:
    * fresh. Counted only when the answer differs from the fresh one.
    */
-  staleAt(p: Proc, op: "get" | "list", key: string): number | undefined {
+  staleAt(p: Proc, op: "get" | "list", key: string, mem: HistoryStore): number | undefined {
     const s = this.cfg.staleReads;
     if (!s) return undefined;
     const rate = key.startsWith("member.") ? (s.memberRate ?? s.rate) : s.rate;
     const r = p.staleRng;
     if (!r.chance(rate)) return undefined;
-    const at = Math.max(0, this.mem.revision - r.int(1, s.depth));
-    const old = op === "get" ? this.mem.entryAt(key, at)?.revision : this.mem.listAt(key, at).map((e) => e.revision).join();
-    const now = op === "get" ? this.mem.entryAt(key, this.mem.revision)?.revision : this.mem.listAt(key, this.mem.revision).map((e) => e.revision).join();
+    const at = Math.max(0, mem.revision - r.int(1, s.depth));
+    const old = op === "get" ? mem.entryAt(key, at)?.revision : mem.listAt(key, at).map((e) => e.revision).join();
+    const now = op === "get" ? mem.entryAt(key, mem.revision)?.revision : mem.listAt(key, mem.revision).map((e) => e.revision).join();
     if (old === now) return undefined;
     this.count(key.startsWith("member.") ? "staleMemberReads" : "staleReads");
-    this.note(`stale ${p.label} ${op} ${key} as of r${at} (now r${this.mem.revision})`);
+    this.note(`stale ${p.label} ${op} ${key} as of r${at} (now r${mem.revision})`);
     return at;
   }
 
@@ -1404,18 +1563,25 @@ export class Sim {
         if (level === "warn" || level === "error" || level === "info") this.note(`log ${p.label} ${level} ${msg} ${JSON.stringify(fields)}`);
       };
     }
-    SplitCoordinator.join(opts).then((c) => {
+    // A sharded job: one coordinator per shard behind one, over the process's connections to the shards' stores.
+    const { store: _one, ...perShard } = opts;
+    const joined: Promise<SplitCoordinator | ShardedCoordinator> = this.shards.length === 1
+      ? SplitCoordinator.join(opts)
+      : ShardedCoordinator.join({ ...perShard, shards: this.shards.length, stores: p.stores });
+    joined.then((c) => {
       if (p.dead) {
         void c.abandon();
         return;
       }
       p.c = c;
       p.state = "running";
-      if (p.session !== undefined && p.session !== c.session) {
-        this.violation(`${p.label} registered session ${p.session} but runs ${c.session}`);
-      }
-      p.session = c.session;
-      this.note(`joined ${p.label} session=${c.session}`);
+      if (c instanceof SplitCoordinator) {
+        if (p.session !== undefined && p.session !== c.session) {
+          this.violation(`${p.label} registered session ${p.session} but runs ${c.session}`);
+        }
+        p.session = c.session;
+        this.note(`joined ${p.label} session=${c.session}`);
+      } else this.note(`joined ${p.label} sessions=${p.writers.map((w) => w.session).join(",")}`);
       void this.#consume(p, c);
     }, (e) => {
       if (p.dead) return;
@@ -1429,7 +1595,7 @@ export class Sim {
     return p;
   }
 
-  async #consume(p: Proc, c: SplitCoordinator): Promise<void> {
+  async #consume(p: Proc, c: SplitCoordinator | ShardedCoordinator): Promise<void> {
     try {
       for await (const ev of c) {
         if (p.dead) break;
@@ -1447,14 +1613,15 @@ export class Sim {
     }
   }
 
-  #onEvent(p: Proc, c: SplitCoordinator, ev: CoordinationEvent): void {
+  #onEvent(p: Proc, c: SplitCoordinator | ShardedCoordinator, ev: CoordinationEvent): void {
     switch (ev.type) {
       case "gained": {
         const id = ev.split.id;
         this.note(`event ${p.label} gained ${id} e${ev.epoch} wm=${ev.progress?.watermark ?? "-"}`);
         this.count("gained");
-        const t = this.referee.splits.get(id);
-        if (t?.holders.get(ev.epoch) !== holderKey(p.instance, p.session)) {
+        const shard = this.shardHolding(id);
+        const t = shard?.referee.splits.get(id);
+        if (t?.holders.get(ev.epoch) !== holderKey(p.instance, p.sessionIn(shard?.index ?? 0))) {
           this.violation(`${p.label} gained ${id} at epoch ${ev.epoch}, opened for ${t?.holders.get(ev.epoch)}`);
         } else if (!t.progLost && (durableWatermark(t) ?? null) !== (ev.progress?.watermark ?? null)) {
           // It starts where the last commit of any epoch left it: its fence (or the record that closed the progress record to older epochs) carried it over.
@@ -1479,6 +1646,11 @@ export class Sim {
         // lane free for every split on its way to a member (a successor's
         // release, a seed, a takeover) before it deals offers.
         const held = c.status().held;
+        if (this.shards.length > 1) {
+          // One lane budget across shards: lanes busy in another shard while this one deals, a lane freed in one filled from another.
+          if (held.some((h) => h.id !== id && this.shardHolding(h.id) !== shard)) this.count("crossShardGains");
+          if (p.lastFreedIn !== undefined && p.lastFreedIn !== shard?.index) this.count("refilledFromOtherShard");
+        }
         if (held.length > this.cfg.maxInFlight) {
           this.count("heldPastMaxInFlight");
           this.violation(`${p.label} holds ${held.length} splits, past maxInFlight ${this.cfg.maxInFlight}: ${held.map((h) => `${h.id}@${h.epoch}`).join(", ")} (gained ${id}@${ev.epoch})`);
@@ -1536,12 +1708,12 @@ export class Sim {
         if (p.outcome) this.violation(`${p.label} announced ${ev.type} after ${p.outcome}`);
         p.outcome = ev.type;
         let wrong: string | undefined;
-        if (ev.type === "allComplete" && !this.referee.allCompleted()) {
-          wrong = `${p.label} announced allComplete but the store holds ${JSON.stringify(this.referee.counts())}`;
+        if (ev.type === "allComplete" && !this.allCompleted()) {
+          wrong = `${p.label} announced allComplete but the store holds ${JSON.stringify(this.counts())}`;
         }
         if (ev.type === "stalled") {
-          const c = this.referee.counts();
-          if (!this.referee.stalledNow() || c.completed !== ev.completed || c.quarantined !== ev.quarantined) {
+          const c = this.counts();
+          if (!this.stalledNow() || c.completed !== ev.completed || c.quarantined !== ev.quarantined) {
             wrong = `${p.label} announced stalled(${ev.completed}, ${ev.quarantined}) but the store holds ${JSON.stringify(c)}`;
           }
         }
@@ -1560,7 +1732,7 @@ export class Sim {
    * rest residuals. A cut the coordinator refuses (a revoke got there
    * first) hands the split back: released, its record still whole.
    */
-  #cutLane(p: Proc, c: SplitCoordinator, lane: Lane, parts: number): void {
+  #cutLane(p: Proc, c: SplitCoordinator | ShardedCoordinator, lane: Lane, parts: number): void {
     const { root, from, to } = lane.desc;
     const n = Math.min(parts, to - lane.at);
     if (n < 2) return void this.count("cutDeclined");
@@ -1578,6 +1750,9 @@ export class Sim {
         if (e instanceof SplitleaseError && e.code === "STORE_UNAVAILABLE") return void this.note(`${p.label} cut ${lane.split} rides on the next write: ${e.message}`);
         if (e instanceof SplitleaseError && e.code === "INVALID_ARGUMENT") {
           this.note(`${p.label} cut ${lane.split} refused (${e.message}): handing it back`);
+          // Its record is still whole: the lane runs its whole range until it hands it back (a slow drain may
+          // reach the kept range's end first; completing there would leave the rest unprocessed, seed 565 sharded).
+          if (lane.desc === keep) lane.desc = { root, from, to };
           lane.revoke = true;
           return;
         }
@@ -1587,7 +1762,7 @@ export class Sim {
   }
 
   /** The source: processes records from the resume point, commits every few, completes or fails. */
-  async #runLane(p: Proc, c: SplitCoordinator, lane: Lane, start: number): Promise<void> {
+  async #runLane(p: Proc, c: SplitCoordinator | ShardedCoordinator, lane: Lane, start: number): Promise<void> {
     const s = this.splitById.get(lane.desc.root)!;
     const { split, epoch } = lane;
     let i = start;
@@ -1650,6 +1825,7 @@ export class Sim {
       if (i >= lane.desc.to) {
         if (await call("complete", () => c.commit(split, epoch, { watermark: i }, { final: true }))) {
           this.note(`${p.label} completed ${split}@${epoch}`);
+          p.lastFreedIn = this.shardHolding(split)?.index;
         }
         lane.active = false;
         return;
@@ -1680,12 +1856,12 @@ export class Sim {
   /** After a landed write that leaves the store stalled: maybe an operator repairs it, racing the leader's decision. */
   #onLanded(key: string): void {
     if (!key.startsWith("split.")) return;
-    const stalled = this.referee.stalledNow();
+    const stalled = this.stalledNow();
     const was = this.#wasStalled;
     this.#wasStalled = stalled;
     const r = (this.#opRng ??= new Rng(subSeed(this.seed, 4)));
     if (!stalled || was || !this.cfg.operator || this.#operated >= 3 || !r.chance(this.cfg.operator)) return;
-    const ids = [...this.referee.splits].filter(([, t]) => t.record.status === "quarantined").map(([id]) => id);
+    const ids = this.shards.flatMap((s) => [...s.referee.splits].filter(([, t]) => t.record.status === "quarantined").map(([id]) => id));
     const id = r.pick(ids);
     const cancel = r.chance(0.5);
     this.#operated++;
@@ -1706,7 +1882,7 @@ export class Sim {
    */
   #slowLeaderPlan(): void {
     const adv = (this.#advRng ??= new Rng(subSeed(this.seed, 6)));
-    const leader = this.#live().find((p) => p.c?.isLeader);
+    const leader = this.#live().find((p) => p.leads());
     if (!leader || leader.slow || !adv.chance(Math.min(1, 10 * (this.cfg.slowWatch ?? 0)))) return;
     leader.slowMs = adv.int(100, 400);
     leader.slowBufferedMs = adv.int(0, leader.slowMs);
@@ -1718,7 +1894,7 @@ export class Sim {
 
   async #operate(id: string, cancel: boolean, slowLeader = false): Promise<void> {
     if (slowLeader) this.#slowLeaderPlan();
-    const store = new OperatorStore(this);
+    const store = new OperatorStore(this.shardHolding(id)!);
     try {
       const r = cancel ? await cancelSplit(store, id) : await requeueSplit(store, id);
       this.note(`operator ${cancel ? "cancel" : "requeue"} ${id}: ${r.outcome}${"reopened" in r && r.reopened ? " (reopened)" : ""}`);
@@ -1773,6 +1949,7 @@ export class Sim {
     for (const p of this.procs) if (p.paused && p.resumeAt <= now) await this.#resume(p);
     for (const p of this.procs) if (!p.dead && p.partitionUntil && p.partitionUntil <= now) this.#heal(p);
     for (const p of this.procs) if (!p.dead && p.lagUntil && p.lagUntil <= now) this.#catchUp(p);
+    for (const s of this.shards) if (s.downUntil && s.downUntil <= now) this.#shardBack(s);
     this.#slowDown(now);
     const live = this.#live();
     const x = r.next();
@@ -1824,7 +2001,7 @@ export class Sim {
       // wait; the frozen one wakes before or after its self-fence is due.
       const cand = this.#live().filter((p) => !p.paused);
       if (cand.length) {
-        const p = cand.find((q) => q.c?.isLeader && r.chance(0.7)) ?? r.pick(cand);
+        const p = cand.find((q) => q.leads() && r.chance(0.7)) ?? r.pick(cand);
         const ms = r.int(300, 1300);
         this.note(`pause ${p.label} for ${ms} (twin)`);
         this.count("twins");
@@ -1833,6 +2010,7 @@ export class Sim {
       }
     }
     this.#damageProgress();
+    this.#shardFaults(now);
   }
 
   #damageRng: Rng | undefined;
@@ -1843,26 +2021,27 @@ export class Sim {
   #damageProgress(): void {
     const r = (this.#damageRng ??= new Rng(subSeed(this.seed, 12)));
     if (!r.chance(this.cfg.progDamage ?? 0)) return;
-    const ids = [...this.referee.splits].filter(([, t]) => t.record.status === "runnable" && t.prog !== undefined).map(([id]) => id);
+    const ids = this.shards.flatMap((s) => [...s.referee.splits].filter(([, t]) => t.record.status === "runnable" && t.prog !== undefined).map(([id]) => id));
     if (ids.length === 0) return;
     const id = r.pick(ids);
     const key = "prog." + id;
+    const { mem, referee } = this.shardHolding(id)!;
     void (async () => {
-      const e = await this.mem.get(key);
+      const e = await mem.get(key);
       if (!e) return;
       if (r.chance(0.5)) {
         this.note(`damage: lost ${key}`);
         this.count("progLost");
-        await this.referee.delete(this.#adversary, key, e.revision);
+        await referee.delete(this.#adversary, key, e.revision);
         return;
       }
       this.note(`damage: garbage in ${key}`);
       this.count("progGarbage");
-      const w = await this.referee.update(this.#adversary, key, "{garbage", e.revision);
+      const w = await referee.update(this.#adversary, key, "{garbage", e.revision);
       if (!w.ok) return;
       // An operator deletes it later (OPERATIONS: "A progress record that cannot be read"), unless its holder wrote over it.
       this.clock.setTimeout(() => {
-        void this.referee.delete(this.#operator, key, w.revision).then((d) => {
+        void referee.delete(this.#operator, key, w.revision).then((d) => {
           if (d.ok) this.note(`repair: deleted garbage ${key}`);
         });
       }, r.int(100, 1500));
@@ -1875,9 +2054,13 @@ export class Sim {
    * member record is its own, and a process that stopped with a fatal error
    * (DUPLICATE_INSTANCE) writes nothing more.
    */
-  checkIssue(p: Proc, op: string, key: string, value: string | undefined): void {
-    if (p.c?.status().state === "failed") this.violation(`${p.label} issued ${op} ${key} after it failed (DUPLICATE_INSTANCE)`);
-    if (key.startsWith("split.") && value !== undefined) return this.#checkHandoff(p, key.slice("split.".length), value);
+  checkIssue(p: Proc, op: string, key: string, value: string | undefined, shard: Shard): void {
+    if (this.shards.length === 1) {
+      if (p.c?.status().state === "failed") this.violation(`${p.label} issued ${op} ${key} after it failed (DUPLICATE_INSTANCE)`);
+    } else if (p.c?.status().shards?.[shard.index]?.state === "failed") {
+      this.violation(`${p.writers[shard.index].label} issued ${op} ${key} after its shard's coordinator failed (DUPLICATE_INSTANCE)`);
+    }
+    if (key.startsWith("split.") && value !== undefined) return this.#checkHandoff(p, key.slice("split.".length), value, shard);
     if (key !== "leader" || value === undefined) return;
     let beat: number;
     try {
@@ -1885,9 +2068,10 @@ export class Sim {
     } catch {
       return;
     }
-    const holder = this.referee.members.get(p.instance);
-    if (beat === 0 && p.session !== undefined && holder !== undefined && holder !== p.session) {
-      this.violation(`${p.label} (session ${p.session}) wrote an election of the leader record while member.${p.instance} names session ${holder}`);
+    const holder = shard.referee.members.get(p.instance);
+    const session = p.sessionIn(shard.index);
+    if (beat === 0 && session !== undefined && holder !== undefined && holder !== session) {
+      this.violation(`${p.writers[shard.index].label} (session ${session}) wrote an election of the leader record while member.${p.instance} names session ${holder}`);
     }
   }
 
@@ -1899,9 +2083,10 @@ export class Sim {
    * successor replaces X. Not checked for a member that led (it names its
    * own successors before its record does).
    */
-  #checkHandoff(p: Proc, id: string, value: string): void {
-    const t = this.referee.splits.get(id);
-    const session = p.session;
+  #checkHandoff(p: Proc, id: string, value: string, shard: Shard): void {
+    const ref = shard.referee;
+    const t = ref.splits.get(id);
+    const session = p.sessionIn(shard.index);
     if (!t || session === undefined) return;
     const me = holderKey(p.instance, session);
     const prev = t.record;
@@ -1914,9 +2099,9 @@ export class Sim {
     }
     if (rec.epoch !== prev.epoch + 1 || !rec.owner) return;
     const to = holderKey(rec.owner.instance, rec.owner.session);
-    if (to === me || [...this.referee.terms.values()].includes(session)) return;
-    const since = this.referee.seen.get(session) ?? 0;
-    const later = (this.referee.assigns.get(session) ?? []).filter((a) => a.revision >= since);
+    if (to === me || [...ref.terms.values()].includes(session)) return;
+    const since = ref.seen.get(session) ?? 0;
+    const later = (ref.assigns.get(session) ?? []).filter((a) => a.revision >= since);
     if (later.length === 0 || later[0].revision !== since) return; // what it applied is not known
     const slot = `${id}@${prev.epoch}`;
     if (!later.some((a) => a.revokes.get(slot) === to)) {
@@ -1937,7 +2122,7 @@ export class Sim {
     if (!r.chance(this.cfg.slowWatch ?? 0)) return;
     const cand = this.#live().filter((p) => !p.slow);
     if (cand.length === 0) return;
-    const p = cand.find((q) => q.c?.isLeader && r.chance(0.5)) ?? r.pick(cand);
+    const p = cand.find((q) => q.leads() && r.chance(0.5)) ?? r.pick(cand);
     p.slowMs = r.int(100, 400);
     p.slowBufferedMs = r.int(0, p.slowMs);
     p.slowUntil = now + r.int(500, 3000);
@@ -1947,8 +2132,9 @@ export class Sim {
   }
 
   /** Maybe kills a leader right after one of its writes lands (see `SimConfig.killAfterWrite`). */
-  #killAfter(key: string, w: Writer): void {
-    if (!(w instanceof Proc) || !this.faultsOn || this.#killed >= 3 || w.dead || !w.c?.isLeader) return;
+  #killAfter(key: string, writer: Writer, shard: number): void {
+    const w = procOf(writer);
+    if (!w || !this.faultsOn || this.#killed >= 3 || w.dead || !w.leads(this.shards.length > 1 ? shard : undefined)) return;
     if (!key.startsWith("split.") && !key.startsWith("assign.") && key !== "plan") return;
     const r = (this.#advRng ??= new Rng(subSeed(this.seed, 6)));
     if (!r.chance(this.cfg.killAfterWrite ?? 0)) return;
@@ -1969,13 +2155,54 @@ export class Sim {
   #catchUp(p: Proc): void {
     this.note(`lag over ${p.label}`);
     p.lagUntil = 0;
-    p.store.flushWatches();
+    for (const s of p.stores) s.flushWatches();
   }
 
   #heal(p: Proc): void {
     this.note(`partition healed ${p.label}`);
     p.partitionUntil = 0;
-    p.store.flushWatches();
+    for (const s of p.stores) s.flushWatches();
+  }
+
+  /** Shard `s`'s store is back: its watches deliver what they held back. */
+  #shardBack(s: Shard): void {
+    this.note(`shard ${s.index} back`);
+    s.downUntil = 0;
+    for (const p of this.procs) if (!p.dead) p.stores[s.index].flushWatches();
+  }
+
+  /** The adversary of a sharded job: its own stream, so a seed's other draws stay what they were. */
+  #shardRng: Rng | undefined;
+
+  /**
+   * Maybe takes one shard's store down for a while (its stream unavailable:
+   * every operation on it fails, its watches hold events back) while the
+   * other shards work, and maybe crashes the leader of one shard while the
+   * others' deal (see `SimConfig.outage`, `SimConfig.killShardLeader`).
+   */
+  #shardFaults(now: number): void {
+    if (this.shards.length === 1) return;
+    const r = (this.#shardRng ??= new Rng(subSeed(this.seed, 14)));
+    if (r.chance(this.cfg.outage ?? 0)) {
+      const up = this.shards.filter((s) => !s.down);
+      // One shard down at a time at most: the others keep running.
+      if (up.length === this.shards.length) {
+        const s = r.pick(up);
+        const ms = r.int(200, 2500);
+        s.downUntil = now + ms;
+        this.note(`shard ${s.index} down for ${ms}`);
+        this.count("shardOutages");
+      }
+    }
+    if (r.chance(this.cfg.killShardLeader ?? 0)) {
+      const s = r.pick(this.shards);
+      const leader = this.procs.find((p) => (p.state === "running" || p.state === "leaving") && !p.dead && p.leads(s.index));
+      if (leader) {
+        this.note(`the leader of shard ${s.index} dies: ${leader.label}`);
+        this.count("shardLeaderKills");
+        this.#crash(leader);
+      }
+    }
   }
 
   // --- invariants checked after every step -------------------------------------------------
@@ -1984,13 +2211,14 @@ export class Sim {
     for (const p of this.procs) {
       if (p.dead || !p.c || p.state !== "running") continue;
       for (const h of p.c.status().held) {
-        const t = this.referee.splits.get(h.id);
+        const shard = this.shardHolding(h.id);
+        const t = shard?.referee.splits.get(h.id);
         if (!t) {
           this.violation(`${p.label} holds ${h.id}, which the store never had`);
           continue;
         }
         if (h.epoch > t.record.epoch) this.violation(`${p.label} holds ${h.id}@${h.epoch}, ahead of the store (${t.record.epoch})`);
-        if (h.epoch === t.record.epoch && t.holders.get(h.epoch) !== holderKey(p.instance, p.session)) {
+        if (h.epoch === t.record.epoch && t.holders.get(h.epoch) !== holderKey(p.instance, p.sessionIn(shard!.index))) {
           this.violation(`${p.label} holds ${h.id}@${h.epoch}, an epoch opened for ${t.holders.get(h.epoch)}`);
         }
       }
@@ -2007,7 +2235,7 @@ export class Sim {
         // An outcome an operator's repair made untrue (as it landed, or since)
         // is withdrawn once the member's plan watch delivers the repair.
         if (!p.outcome || p.wrongOutcome) return false;
-        if (p.outcome === "allComplete" ? !this.referee.allCompleted() : !this.referee.stalledNow()) return false;
+        if (p.outcome === "allComplete" ? !this.allCompleted() : !this.stalledNow()) return false;
       }
     }
     return live > 0;
@@ -2034,8 +2262,11 @@ export class Sim {
         if (p.lagUntil) this.#catchUp(p);
         p.slowUntil = 0;
       }
+      for (const s of this.shards) {
+        if (s.downUntil) this.#shardBack(s);
+        s.termsAtHeal = s.referee.terms.size;
+      }
       const healedAt = this.clock.now();
-      const termsAtHeal = this.referee.terms.size;
       for (;;) {
         // Keep one worker up: a restart may itself fail to join (a late write
         // of its dead predecessor moving the member record reads as a twin).
@@ -2056,14 +2287,19 @@ export class Sim {
       // for a paused or partitioned one that finds itself deposed as it
       // resumes. More means something — a stale read, say — deposed a
       // healthy leader (issue 40).
-      this.stats.termsAfterHeal = this.referee.terms.size - termsAtHeal;
-      this.stats.termsToPublish = this.#publishedIn ?? -1;
-      if (this.stats.termsAfterHeal > MAX_TERMS_AFTER_HEAL) {
-        this.violation(`${this.stats.termsAfterHeal} leader terms won after the heal (at most ${MAX_TERMS_AFTER_HEAL}): a healthy leader was deposed`);
-      }
-      // A plan is published within a few terms, whatever the faults (2,000 seeds: by term 5 at most).
-      if ((this.#publishedIn ?? 0) > MAX_TERMS_TO_PUBLISH) {
-        this.violation(`the plan was first published in term ${this.#publishedIn} (at most ${MAX_TERMS_TO_PUBLISH}): planning was blocked for whole terms`);
+      // Per shard: each has its own leader and plan.
+      this.stats.termsAfterHeal = Math.max(...this.shards.map((s) => s.referee.terms.size - s.termsAtHeal));
+      this.stats.termsToPublish = Math.max(...this.shards.map((s) => s.publishedIn ?? -1));
+      for (const s of this.shards) {
+        const after = s.referee.terms.size - s.termsAtHeal;
+        const where = this.shards.length > 1 ? ` in shard ${s.index}` : "";
+        if (after > MAX_TERMS_AFTER_HEAL) {
+          this.violation(`${after} leader terms won${where} after the heal (at most ${MAX_TERMS_AFTER_HEAL}): a healthy leader was deposed`);
+        }
+        // A plan is published within a few terms, whatever the faults (2,000 seeds: by term 5 at most).
+        if ((s.publishedIn ?? 0) > MAX_TERMS_TO_PUBLISH) {
+          this.violation(`the plan${where} was first published in term ${s.publishedIn} (at most ${MAX_TERMS_TO_PUBLISH}): planning was blocked for whole terms`);
+        }
       }
       if (this.violations.length === 0) await this.#finalChecks();
     } catch (e) {
@@ -2076,13 +2312,13 @@ export class Sim {
         }
       }
       await this.clock.settle();
-      await this.mem.close();
+      for (const s of this.shards) await s.mem.close();
       this.clock.dispose();
     }
-    const c = this.referee.counts();
+    const c = this.counts();
     this.stats.splits = this.cfg.splits.length;
     this.stats.records = this.cfg.splits.reduce((a, s) => a + s.records, 0);
-    this.stats.writes = this.referee.writes;
+    this.stats.writes = this.shards.reduce((n, s) => n + s.referee.writes, 0);
     this.stats.quarantined = c.quarantined;
     this.stats.processes = this.procs.length;
     return {
@@ -2098,15 +2334,6 @@ export class Sim {
     };
   }
 
-  /** The first term in which a plan was published (a generation above 0). */
-  #publishedIn: number | undefined;
-
-  /** The newest leader term won so far (0: none). */
-  #term(): number {
-    let t = 0;
-    for (const k of this.referee.terms.keys()) t = Math.max(t, k);
-    return t;
-  }
 
   #describe(): string {
     const procs = this.procs.filter((p) => !p.dead).map((p) =>
@@ -2114,23 +2341,37 @@ export class Sim {
         p.c?.status().held.map((h) => `${h.id}@${h.epoch}`).join(",") ?? "-"
       }`
     );
-    const splits = [...this.referee.splits].map(([id, t]) =>
+    const splits = this.shards.flatMap((s) => [...s.referee.splits]).map(([id, t]) =>
       `${id}:${t.record.status}@${t.record.epoch}/${t.record.owner?.instance ?? "-"}/wm=${t.record.progress?.watermark ?? "-"}`
     );
-    return `procs [${procs.join("; ")}] splits [${splits.join(" ")}] plan=${JSON.stringify(this.referee.plan)}`;
+    return `procs [${procs.join("; ")}] splits [${splits.join(" ")}] plan=${JSON.stringify(this.shards.length === 1 ? this.referee.plan : this.shards.map((s) => s.referee.plan))}`;
   }
 
   async #finalChecks(): Promise<void> {
-    const ref = this.referee;
-    // The referee saw every write: its records match the store's.
-    for (const e of await this.mem.list("split.")) {
-      const t = ref.splits.get(e.key.slice("split.".length));
-      if (!t || t.revision !== e.revision) this.violation(`referee missed a write to ${e.key}`);
+    // The referees saw every write: their records match the stores'.
+    for (const s of this.shards) {
+      for (const e of await s.mem.list("split.")) {
+        const t = s.referee.splits.get(e.key.slice("split.".length));
+        if (!t || t.revision !== e.revision) this.violation(`referee missed a write to ${e.key}`);
+      }
     }
+    // Every split lives in one shard: a planned one in its home (shardOf), a residual in its parent's.
+    const all = new Map<string, SplitTrack>();
+    if (this.shards.length > 1) {
+      for (const s of this.shards) {
+        for (const [id, t] of s.referee.splits) {
+          if (all.has(id)) this.violation(`split ${id} has records in two shards`);
+          const home = t.record.parent === undefined ? shardOf(id, this.shards.length) : this.shardHolding(t.record.parent)?.index;
+          if (home !== s.index) this.violation(`split ${id} lives in shard ${s.index}, its home is shard ${home}`);
+        }
+      }
+    }
+    for (const s of this.shards) for (const [id, t] of s.referee.splits) all.set(id, t);
+    const ref = { splits: all };
     const planned = [...ref.splits.values()].filter((t) => t.record.parent === undefined).length;
     if (planned !== this.cfg.splits.length) this.violation(`store holds ${planned} planned splits, planned ${this.cfg.splits.length}`);
-    const c = ref.counts();
-    if (ref.staleOutcome) this.violation(`an outcome stands against the split records: ${ref.staleOutcome}`);
+    const c = this.counts();
+    for (const s of this.shards) if (s.referee.staleOutcome) this.violation(`an outcome stands against the split records: ${s.referee.staleOutcome}`);
     for (const p of this.procs) if (p.state === "running" && p.wrongOutcome) this.violation(`never withdrawn: ${p.wrongOutcome}`);
     if (c.runnable > 0) this.violation(`every live worker has an outcome but ${c.runnable} splits are runnable`);
     const want = c.quarantined > 0 ? "stalled" : "allComplete";
@@ -2177,9 +2418,9 @@ export class Sim {
  */
 export async function runSeed(
   seed: number,
-  opts: { fullTrace?: boolean; adversary?: boolean; staleReads?: boolean } = {},
+  opts: { fullTrace?: boolean; adversary?: boolean; staleReads?: boolean; sharded?: boolean } = {},
 ): Promise<SimResult> {
-  const cfg = configFor(seed);
+  const cfg = opts.sharded ? shardedConfigFor(seed) : configFor(seed);
   if (opts.adversary === false) cfg.slowWatch = cfg.killAfterWrite = 0;
   if (opts.staleReads === false) delete cfg.staleReads;
   const sim = new Sim(cfg);
