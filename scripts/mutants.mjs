@@ -1983,13 +1983,13 @@ export const mutants = [
   {
     name: "planning-forgets-written-pages",
     breaks: "a run after a failed publish starts over at the published page count: it finds nothing new and publishes no pages, and the splits of the pages it wrote are never dealt (seed 354)",
-    edits: [{ file: C + "leader/planning.ts", search: "        this.#written = { run, pages: landed };", replace: "" }],
+    edits: [{ file: C + "leader/plan_seeder.ts", search: "        this.#written = { run, pages: landed };", replace: "" }],
     suites: ["coordinator", "sim"],
   },
   {
     name: "publish-before-grants-land",
     breaks: "a plan is published while grants of its seeding are still in flight: their splits are not in the view yet, so `planned` misses them and the job can be judged complete without them",
-    edits: [{ file: C + "leader/planning.ts", search: "      await Promise.all(granting);\n", replace: "" }],
+    edits: [{ file: C + "leader/plan_seeder.ts", search: "      await Promise.all(granting);\n", replace: "" }],
     suites: ["coordinator", "sim"],
   },
   {

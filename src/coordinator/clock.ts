@@ -1,10 +1,33 @@
 /**
- * Clocks: the system clock, and a manual clock for deterministic tests.
+ * Clocks: the time source every part is handed (`Clock`), the system clock,
+ * and a manual clock for deterministic tests.
  *
  * @module
  */
-import type { Clock } from "./types.ts";
 import { clampTimerMs } from "../util/timers.ts";
+
+/**
+ * Time source: a monotonic `now()` plus timers. Injected so tests can drive
+ * time by hand.
+  *
+  * @example
+  * ```ts
+  * import { systemClock } from "@splitlease/splitlease/testing";
+  * import { type Clock } from "@splitlease/splitlease";
+  * const clock: Clock = systemClock;
+  * const t0 = clock.now();
+  * ```
+ */
+export interface Clock {
+  /** Monotonic milliseconds (never goes back). */
+  now(): number;
+  /** Wall-clock milliseconds since the epoch (informational fields only). */
+  wallNow(): number;
+  /** Runs `fn` after `ms`; returns a handle for {@linkcode Clock.clearTimeout}. */
+  setTimeout(fn: () => void, ms: number): unknown;
+  /** Cancels a timer. */
+  clearTimeout(handle: unknown): void;
+}
 
 /**
  * The real clock: `performance.now()` for monotonic time, `Date.now()` for

@@ -10,14 +10,7 @@
  *
  * @module
  */
-import {
-  type JobCounts,
-  type MemberRecord,
-  type Owner,
-  type PlanRecord,
-  QUARANTINED_IDS_PUBLISHED,
-  type SplitRecord,
-} from "../../records.ts";
+import type { JobCounts, MemberRecord, Owner, PlanRecord, SplitRecord } from "../../records.ts";
 import { keys } from "../../store/keys.ts";
 import type { StoreEntry } from "../../store/store.ts";
 import { type Core, decided } from "../core.ts";
@@ -25,7 +18,6 @@ import type { Versioned } from "../versioned.ts";
 import type { LandedSplit } from "../split_records.ts";
 import { LivenessTracker } from "../liveness.ts";
 import { WatchSet } from "../watch_set.ts";
-import { smallest } from "../../util/smallest.ts";
 import { CompletionJudge, decideCompletion } from "./completion.ts";
 import { CutAsks, decideAnswered } from "./cut_asks.ts";
 import { MembershipSignature } from "./signature.ts";
@@ -48,6 +40,7 @@ import { Revocations } from "./revocations.ts";
 import { decideDrain, decideSettled } from "./revocation_rules.ts";
 import { Takeovers } from "./takeovers.ts";
 import { decideClose, DealingGate } from "./dealing_gate.ts";
+import { jobCounts } from "./job_counts.ts";
 
 /** The member that led before us, as its last leader beat showed it. */
 export interface Predecessor {
@@ -391,22 +384,7 @@ export class LeaderRole {
 
   /** Job counts for the leader's beat. */
   counts(): JobCounts {
-    const c = this.view.counts;
-    const counts: JobCounts = { members: this.states.size, unowned: this.view.free.size, ...c };
-    if (this.view.cut > 0) counts.cut = this.view.cut;
-    if (this.view.quarantined.size > 0) counts.quarantinedIds = smallest(this.view.quarantined, QUARANTINED_IDS_PUBLISHED);
-    // What readers of a large job show instead of reading its records: weights and the rate (O(owned) splits, not O(S)).
-    const w = this.view.weightBy, now = this.#core.clock.now();
-    let done = 0;
-    for (const ids of this.view.byOwner.values()) for (const id of ids) done += (this.view.splits.weight(id) ?? 0) - this.view.workLeft(id, now);
-    counts.weight = {
-      total: Math.max(0, w.runnable + w.completed + w.quarantined + w.cancelled),
-      completed: Math.max(0, w.completed),
-      runnable: Math.max(0, w.runnable),
-      left: Math.max(0, w.runnable - done),
-    };
-    counts.rate = this.view.completions.rate(this.#core.clock.wallNow());
-    return counts;
+    return jobCounts(this.view, this.states.size, this.#core.clock);
   }
 }
 
