@@ -24,17 +24,9 @@ import { CompletionWindow } from "./completion_window.ts";
 import type { Versioned } from "../versioned.ts";
 import { SplitPace } from "./split_pace.ts";
 import { type SplitChange, splitChange } from "./split_change.ts";
+import { OwnerLoads, ownerKey } from "./owner_loads.ts";
 
-/** Index key of an owner: instance and session. */
-export function ownerKey(instance: string, session: string): string {
-  return instance + " " + session;
-}
-
-/** Splits an {@linkcode ownerKey} back into instance and session. */
-export function parseOwnerKey(key: string): { instance: string; session: string } {
-  const i = key.indexOf(" ");
-  return { instance: key.slice(0, i), session: key.slice(i + 1) };
-}
+export { ownerKey, parseOwnerKey } from "./owner_loads.ts";
 
 /** Told after every change of a split record (`prev`/`next` undefined when absent or unreadable), with what changed. */
 export type SplitListener = (
@@ -62,12 +54,12 @@ export class LeaderView {
   readonly free: Set<string> = new Set();
   /** Quarantined splits (indexed: `/status` lists them on every check). */
   readonly quarantined: Set<string> = new Set();
+  /** What each owner runs: its splits, their weight, since when (see {@linkcode OwnerLoads}). */
+  readonly #owners: OwnerLoads;
   /** Runnable owned splits by {@linkcode ownerKey}. */
-  readonly byOwner: Map<string, Set<string>> = new Map();
+  readonly byOwner: ReadonlyMap<string, Set<string>>;
   /** Runnable weight held by {@linkcode ownerKey}. */
-  readonly loadBy: Map<string, number> = new Map();
-  /** When (the leader's clock) each owned split got its current owner in this view: how long its lane has run it. */
-  readonly #ownedSince = new Map<string, number>();
+  readonly loadBy: ReadonlyMap<string, number>;
   /** Split counts by status. */
   readonly counts: { runnable: number; completed: number; quarantined: number; cancelled: number } = {
     runnable: 0,
@@ -128,6 +120,9 @@ export class LeaderView {
     this.#onMember = onMember;
     this.#now = now;
     this.#pace = new SplitPace(now);
+    this.#owners = new OwnerLoads(now);
+    this.byOwner = this.#owners.byOwner;
+    this.loadBy = this.#owners.loadBy;
   }
 
   /**
@@ -356,12 +351,7 @@ export class LeaderView {
       for (const f of this.#freed) f(id);
       return;
     }
-    const k = ownerKey(r.owner.instance, r.owner.session);
-    let set = this.byOwner.get(k);
-    if (!set) this.byOwner.set(k, (set = new Set()));
-    set.add(id);
-    this.#ownedSince.set(id, this.#now());
-    this.loadBy.set(k, (this.loadBy.get(k) ?? 0) + r.weight);
+    this.#owners.add(ownerKey(r.owner.instance, r.owner.session), id, r.weight);
   }
 
   /** Folds a completed split's last tenancy into {@linkcode LeaderView.splitMs}. */
@@ -386,30 +376,12 @@ export class LeaderView {
       this.orphaned.delete(id);
       return;
     }
-    this.#ownedSince.delete(id);
-    const k = ownerKey(r.owner.instance, r.owner.session);
-    const set = this.byOwner.get(k);
-    if (set) {
-      set.delete(id);
-      if (set.size === 0) this.byOwner.delete(k);
-    }
-    const load = (this.loadBy.get(k) ?? 0) - r.weight;
-    if (set?.size) this.loadBy.set(k, load);
-    else this.loadBy.delete(k);
+    this.#owners.remove(ownerKey(r.owner.instance, r.owner.session), id, r.weight);
   }
 
-  /**
-   * Splits the owner with this {@linkcode ownerKey} got less than `ms` ago
-   * (the leader's clock): lanes running a split that started lately, whose
-   * next split is worth prefetching when splits are tiny.
-   */
+  /** Splits the owner with this {@linkcode ownerKey} got less than `ms` ago (see {@linkcode OwnerLoads.heldLately}). */
   heldLately(key: string, ms: number): number {
-    const ids = this.byOwner.get(key);
-    if (!ids) return 0;
-    const now = this.#now();
-    let n = 0;
-    for (const id of ids) if (now - (this.#ownedSince.get(id) ?? now) < ms) n++;
-    return n;
+    return this.#owners.heldLately(key, ms);
   }
 
   /** Splits (count) held by an owner. */
@@ -419,7 +391,7 @@ export class LeaderView {
 
   /** Splits (count) held by the owner with this {@linkcode ownerKey}. */
   heldByKey(key: string): number {
-    return this.byOwner.get(key)?.size ?? 0;
+    return this.#owners.heldByKey(key);
   }
 
   /** Runnable weight held by an owner. */
@@ -429,6 +401,6 @@ export class LeaderView {
 
   /** Runnable weight held by the owner with this {@linkcode ownerKey}. */
   loadOfKey(key: string): number {
-    return this.loadBy.get(key) ?? 0;
+    return this.#owners.loadOfKey(key);
   }
 }
