@@ -430,28 +430,32 @@ export function shardedScenarios(b: ShardBackend): void {
     const job = `sh${++jobs}${Date.now().toString(36)}`;
     const plan = splits(12);
     const m = await join(job, 2, "m", { maxInFlight: 4 }, plan, time);
-    const [s0, s1] = await Promise.all([b.store(job, 0), b.store(job, 1)]);
+    const stores = await Promise.all([b.store(job, 0), b.store(job, 1)]);
     try {
-      assert.ok(await time.until(() => m.c.status().shards!.every((s) => s.held > 0), 20 * b.timings.leaseMs), "m holds splits in both shards");
-      // A twin of m's instance takes its member record over in shard 0 (another session): m's next beat there
+      // The lane budget is one: the shard that deals first may take all of m's lanes, so m holds splits in one shard or both.
+      assert.ok(await time.until(() => m.held.length > 0, 20 * b.timings.leaseMs), "m holds splits");
+      const shards = m.c.status().shards!;
+      const x = shards[0].held <= shards[1].held ? 0 : 1, y = 1 - x;
+      // A twin of m's instance takes its member record over in shard x (another session): m's next beat there
       // finds it and that shard's coordinator fails with DUPLICATE_INSTANCE.
-      const e0 = (await s0.get("member.m"))!;
-      const twin = { ...JSON.parse(e0.value), session: "twin-session", beat: 0 };
-      assert.ok((await s0.update("member.m", JSON.stringify(twin), e0.revision)).ok, "the twin's record landed");
+      const ex = (await stores[x].get("member.m"))!;
+      const twin = { ...JSON.parse(ex.value), session: "twin-session", beat: 0 };
+      assert.ok((await stores[x].update("member.m", JSON.stringify(twin), ex.revision)).ok, "the twin's record landed");
       assert.ok(await time.until(() => m.c.status().state === "failed", 10 * b.timings.leaseMs), `m failed: ${m.c.status().state}`);
       await m.done;
+      const s1 = stores[y];
       const before = (await s1.get("member.m"))!;
+      assert.ok(before, `m's member record in shard ${y} is there when m failed`);
       const held = (await s1.list("split.")).filter((e) => (JSON.parse(e.value) as { owner: { instance: string } | null }).owner?.instance === "m");
-      assert.ok(held.length > 0, "m held splits in shard 1 when it failed");
+      assert.ok(held.length > 0, `m held splits in shard ${y} when it failed`);
       await time.advance(3 * b.timings.leaseMs);
-      // Shard 1 heard nothing more from m: no beat, no release, no leave (its twin reclaims, or the leader moves them).
+      // Shard y heard nothing more from m: no beat, no release, no leave (its twin reclaims, or the leader moves them).
       const after = await s1.get("member.m");
-      assert.equal(after?.revision, before.revision, "m's member record in shard 1 is as it was when m failed");
+      assert.equal(after?.revision, before.revision, `m's member record in shard ${y} is as it was when m failed`);
       for (const e of held) assert.equal((await s1.get(e.key))?.revision, e.revision, `${e.key} is as m left it`);
     } finally {
       await m.c.close();
-      await s0.close();
-      await s1.close();
+      for (const st of stores) await st.close();
     }
   });
 }
