@@ -53,3 +53,10 @@ export {
 } from "./src/http/process_metrics.ts";
 export { type Labels, type MetricType, MetricsRegistry, PROMETHEUS_CONTENT_TYPE } from "./src/http/metrics.ts";
 export { formatLogLine, jsonLogger, type JsonLoggerOptions, type LogLevel, silentLogger } from "./src/util/logger.ts";
+// What custom runtimes and hosts type their code with (moved from the package's root entry).
+export type { CoordinatorTunables } from "./src/coordinator/config.ts";
+export type { CommitOptions, HeldSplitStatus, LostReason, SplitSpec } from "./src/coordinator/types.ts";
+export type { DescriptorSchema, LaneCommitOptions } from "./src/runtime/source.ts";
+export type { SplitEstimate } from "./src/records.ts";
+export type { ShutdownOptions } from "./src/runtime/worker_types.ts";
+export type { Logger } from "./src/util/logger.ts";

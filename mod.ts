@@ -25,48 +25,27 @@
  */
 
 // A source: what to do, split by split.
-export type {
-  DescriptorSchema,
-  FencingToken,
-  Lane,
-  LaneCommitOptions,
-  SplitAnswer,
-  SplitRequest,
-  SplitSource,
-} from "./src/runtime/source.ts";
-export type { PlanContext, PlannedSplit, Planner, PlanResult, SplitSpec } from "./src/coordinator/types.ts";
-export type { Json, SplitEstimate, SplitProgress } from "./src/records.ts";
-export { splitIdFrom } from "./src/store/keys.ts";
+export type { FencingToken, Lane, SplitAnswer, SplitRequest, SplitSource } from "./src/runtime/source.ts";
+export type { PlanContext, PlannedSplit, Planner, PlanResult } from "./src/coordinator/types.ts";
+export type { Json, SplitProgress } from "./src/records.ts";
 
 // The worker that runs a source over a coordinator.
 export { runWorker, startWorker } from "./src/runtime/worker.ts";
-export {
-  type ShutdownOptions,
-  type Worker,
-  type WorkerOptions,
-  type WorkerOutcome,
-} from "./src/runtime/worker_types.ts";
+export { type Worker, type WorkerOptions, type WorkerOutcome } from "./src/runtime/worker_types.ts";
 
 // The coordinator, its options and its events (for code that drives it directly).
 export { type JoinOptions } from "./src/coordinator/join_options.ts";
 export { SplitCoordinator } from "./src/coordinator/coordinator.ts";
 // A member of a job sharded over K leaders and K stores (`shards: K`; docs/OPERATIONS.md, "Sharding a job").
-export { ShardedCoordinator, type ShardedJoinOptions } from "./src/coordinator/sharded_coordinator.ts";
-export type { CoordinatorTunables } from "./src/coordinator/config.ts";
-export type {
-  Clock,
-  CommitOptions,
-  CoordinationEvent,
-  Coordinator,
-  CoordinatorStatus,
-  HeldSplitStatus,
-  LostReason,
-} from "./src/coordinator/types.ts";
-export type { Logger } from "./src/util/logger.ts";
+export { ShardedCoordinator } from "./src/coordinator/sharded_coordinator.ts";
+export type { CoordinationEvent, Coordinator, CoordinatorStatus } from "./src/coordinator/types.ts";
 
 // The embedded store, and the interface every store implements.
-export { MemoryStore, type MemoryStoreOptions } from "./src/store/memory_store.ts";
+export { MemoryStore } from "./src/store/memory_store.ts";
 export type { Store } from "./src/store/store.ts";
 
 // Errors to branch on.
-export { type ErrorCode, FencedError, PermanentFailure, SplitleaseError, StoreUnavailableError } from "./src/errors.ts";
+export { FencedError, PermanentFailure, SplitleaseError, StoreUnavailableError } from "./src/errors.ts";
+// Moved in 0.3 (CHANGELOG, "Breaking: moved exports"): the types of tunables, logging, commit and lane
+// options, estimates and status details to `./host`; `Clock` to `./testing` (with `ManualClock`);
+// `splitIdFrom`, `MemoryStoreOptions` and `ErrorCode` to `./store`; `ShardedJoinOptions` to `./admin`.

@@ -36,5 +36,6 @@ export {
   isValidId,
   matchesFilter,
   MAX_KEY_LENGTH,
+  splitIdFrom,
 } from "./src/store/keys.ts";
 export { type ErrorCode, InvalidKeyError, SplitleaseError, StoreUnavailableError, ValueTooLargeError } from "./src/errors.ts";

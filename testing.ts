@@ -16,7 +16,7 @@
  *
  * @module
  */
-export { ManualClock, systemClock } from "./src/coordinator/clock.ts";
+export { type Clock, ManualClock, systemClock } from "./src/coordinator/clock.ts";
 export { isAlive, LivenessTracker, type Sighting } from "./src/coordinator/liveness.ts";
 export { LATENCY_BUCKETS, newHistogram, observe } from "./src/coordinator/stats.ts";
 export {

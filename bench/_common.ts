@@ -7,7 +7,8 @@
  */
 import { natsTransport } from "./_transport.ts";
 import { SplitCoordinator } from "../mod.ts";
-import type { CoordinatorTunables, CoordinationEvent, Planner } from "../mod.ts";
+import type { CoordinationEvent, Planner } from "../mod.ts";
+import type { CoordinatorTunables } from "../host.ts";
 import { NatsStore } from "../nats.ts";
 
 /** The `p`-th percentile (0..100) of `xs` (nearest rank). */

@@ -29,7 +29,8 @@
 import { wsconnect } from "@nats-io/nats-core";
 import { jetstream } from "@nats-io/jetstream";
 import { SplitCoordinator, startWorker } from "../mod.ts";
-import type { Logger, SplitSource } from "../mod.ts";
+import type { SplitSource } from "../mod.ts";
+import type { Logger } from "../host.ts";
 import { NatsStore } from "../nats.ts";
 import { natsTransport } from "./_transport.ts";
 import { runRange } from "./_worker_io.ts";

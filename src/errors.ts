@@ -19,7 +19,8 @@
  *
  * @example
  * ```ts
- * import { SplitleaseError, type ErrorCode } from "@splitlease/splitlease";
+ * import { SplitleaseError } from "@splitlease/splitlease";
+ * import { type ErrorCode } from "@splitlease/splitlease/store";
  * const code: ErrorCode = new SplitleaseError("INVALID_ARGUMENT", "bad watermark").code;
  * ```
  *

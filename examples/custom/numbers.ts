@@ -1,6 +1,7 @@
 // The README's custom source: sums ranges of numbers, one split per range.
 // Run it: node_modules/.bin/deno run -A examples/custom/numbers.ts
-import { MemoryStore, splitIdFrom, type SplitSource } from "../../mod.ts";
+import { MemoryStore, type SplitSource } from "../../mod.ts";
+import { splitIdFrom } from "../../store.ts";
 import { serve } from "../../adapters/deno.ts";
 
 type Range = { from: number; to: number };

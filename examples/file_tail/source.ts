@@ -14,7 +14,8 @@
 import { open, readdir, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { FencedError, SplitleaseError, splitIdFrom } from "../../mod.ts";
+import { FencedError, SplitleaseError } from "../../mod.ts";
+import { splitIdFrom } from "../../store.ts";
 import type { Json, PlanContext, PlannedSplit, PlanResult, Lane, SplitSource } from "../../mod.ts";
 
 /** Configuration of {@linkcode fileTailSource}. */

@@ -7,7 +7,8 @@
  *
  * @module
  */
-import { type SplitSource, splitIdFrom } from "../../mod.ts";
+import { type SplitSource } from "../../mod.ts";
+import { splitIdFrom } from "../../store.ts";
 import { BATCH, type Range, ranges, readRows, type Sink } from "./job.ts";
 
 /**

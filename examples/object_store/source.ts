@@ -17,15 +17,9 @@
  * @module
  */
 import { z } from "zod";
-import {
-  FencedError,
-  type Lane,
-  type PlanResult,
-  type SplitEstimate,
-  type SplitProgress,
-  type SplitSource,
-  splitIdFrom,
-} from "../../mod.ts";
+import { FencedError, type Lane, type PlanResult, type SplitProgress, type SplitSource } from "../../mod.ts";
+import { type SplitEstimate } from "../../host.ts";
+import { splitIdFrom } from "../../store.ts";
 
 /** One object of a listing (and of a split descriptor). */
 export type ObjectEntry = {

@@ -22,7 +22,8 @@
  */
 import postgres from "postgres";
 import { z } from "zod";
-import { FencedError, SplitleaseError, splitIdFrom } from "../../mod.ts";
+import { FencedError, SplitleaseError } from "../../mod.ts";
+import { splitIdFrom } from "../../store.ts";
 import type { PlanContext, PlannedSplit, PlanResult, Lane, SplitSource } from "../../mod.ts";
 
 /** A postgres.js client (any options). */

@@ -15,7 +15,8 @@
  *
  * @module
  */
-import { splitIdFrom, type SplitSource } from "../../mod.ts";
+import { type SplitSource } from "../../mod.ts";
+import { splitIdFrom } from "../../store.ts";
 import { NatsStore, type NatsStoreOptions } from "../../nats.ts";
 import type { SliceOptions } from "../../adapters/serverless.ts";
 

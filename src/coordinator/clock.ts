@@ -13,7 +13,7 @@ import { clampTimerMs } from "../util/timers.ts";
   * @example
   * ```ts
   * import { systemClock } from "@splitlease/splitlease/testing";
-  * import { type Clock } from "@splitlease/splitlease";
+  * import { type Clock } from "@splitlease/splitlease/testing";
   * const clock: Clock = systemClock;
   * const t0 = clock.now();
   * ```

@@ -24,7 +24,7 @@ const duration = (min: number) =>
  *
  * @example
  * ```ts
- * import type { CoordinatorTunables } from "@splitlease/splitlease";
+ * import type { CoordinatorTunables } from "@splitlease/splitlease/host";
  * const tunables: CoordinatorTunables = { leaseMs: 10000, opTimeoutMs: 2000, maxInFlight: 4 };
  * ```
  */

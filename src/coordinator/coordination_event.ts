@@ -14,7 +14,7 @@ import type { Json, SplitProgress } from "../records.ts";
  *
  * @example
  * ```ts
- * import type { SplitSpec } from "@splitlease/splitlease";
+ * import type { SplitSpec } from "@splitlease/splitlease/host";
  * const spec: SplitSpec = { id: "a", descriptor: { file: "a.ndjson" }, weight: 1 };
  * ```
  */
@@ -37,7 +37,7 @@ export interface SplitSpec {
  *
  * @example
  * ```ts
- * import type { LostReason } from "@splitlease/splitlease";
+ * import type { LostReason } from "@splitlease/splitlease/host";
  * const reason: LostReason = "expired"; // taken over after our lease lapsed
  * ```
  */

@@ -13,7 +13,8 @@ import type { SplitProgress } from "../records.ts";
  *
  * @example
  * ```ts
- * import type { Coordinator, HeldSplitStatus } from "@splitlease/splitlease";
+ * import type { Coordinator } from "@splitlease/splitlease";
+ * import type { HeldSplitStatus } from "@splitlease/splitlease/host";
  * declare const c: Coordinator;
  * const held: HeldSplitStatus[] = c.status().held;
  * for (const h of held) console.log(h.id, h.epoch, h.progress?.watermark);

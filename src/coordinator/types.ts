@@ -25,7 +25,8 @@ export type { CoordinatorStatus, HeldSplitStatus, ShardStatus } from "./coordina
  *
  * @example
  * ```ts
- * import type { CommitOptions, Coordinator } from "@splitlease/splitlease";
+ * import type { Coordinator } from "@splitlease/splitlease";
+ * import type { CommitOptions } from "@splitlease/splitlease/host";
  * declare const c: Coordinator;
  * const options: CommitOptions = { final: true };
  * await c.commit("split-1", 3, { watermark: 100 }, options);

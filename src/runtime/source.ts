@@ -156,7 +156,7 @@ export interface SplitAnswer<D = Json> {
   *
   * @example
   * ```ts
-  * import type { DescriptorSchema } from "@splitlease/splitlease";
+  * import type { DescriptorSchema } from "@splitlease/splitlease/host";
   * const schema: DescriptorSchema<{ from: number }> = {
   *   safeParse: (d) =>
   *     typeof (d as { from?: unknown })?.from === "number"
@@ -177,7 +177,8 @@ export interface DescriptorSchema<D> {
  *
  * @example
  * ```ts
- * import type { Lane, LaneCommitOptions } from "@splitlease/splitlease";
+ * import type { Lane } from "@splitlease/splitlease";
+ * import type { LaneCommitOptions } from "@splitlease/splitlease/host";
  * declare const lane: Lane;
  * const options: LaneCommitOptions = { records: 500 };
  * await lane.commit({ watermark: 500 }, options);

@@ -181,7 +181,8 @@ export type WorkerOutcome =
  *
  * @example
  * ```ts
- * import type { ShutdownOptions, Worker } from "@splitlease/splitlease";
+ * import type { Worker } from "@splitlease/splitlease";
+ * import type { ShutdownOptions } from "@splitlease/splitlease/host";
  * declare const worker: Worker;
  * const options: ShutdownOptions = { deadlineMs: 10_000, reason: "SIGTERM" };
  * console.log((await worker.shutdown(options)).kind);

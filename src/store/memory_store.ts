@@ -38,7 +38,8 @@ interface Watcher {
  *
  * @example
  * ```ts
- * import { MemoryStore, type MemoryStoreOptions } from "@splitlease/splitlease";
+ * import { MemoryStore } from "@splitlease/splitlease";
+ * import { type MemoryStoreOptions } from "@splitlease/splitlease/store";
  * const options: MemoryStoreOptions = { maxValueBytes: 1024 };
  * const store = new MemoryStore(options);
  * ```

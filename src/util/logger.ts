@@ -22,7 +22,7 @@ export type LogLevel = "debug" | "info" | "warn" | "error";
  *
  * @example
  * ```ts
- * import type { Logger } from "@splitlease/splitlease";
+ * import type { Logger } from "@splitlease/splitlease/host";
  * const logger: Logger = (level, message, fields) => console.log(JSON.stringify({ level, message, ...fields }));
  * ```
  */

@@ -2,7 +2,8 @@
 // collected, driven by a manual clock (MemoryStore) or by real time (NATS).
 import { ManualClock, systemClock } from "../../testing.ts";
 import { type JoinOptions, SplitCoordinator, MemoryStore } from "../../mod.ts";
-import type { Clock, CoordinationEvent, PlannedSplit, Planner, Store } from "../../mod.ts";
+import type { CoordinationEvent, PlannedSplit, Planner, Store } from "../../mod.ts";
+import type { Clock } from "../../testing.ts";
 
 /** Timings for tests on the manual clock. */
 export const FAST = {

@@ -4,7 +4,8 @@
 import assert from "node:assert/strict";
 import { ManualClock } from "../../testing.ts";
 import { SplitCoordinator, FencedError, SplitleaseError } from "../../mod.ts";
-import type { Clock, Planner, Store } from "../../mod.ts";
+import type { Planner, Store } from "../../mod.ts";
+import type { Clock } from "../../testing.ts";
 import { keys } from "../../admin.ts";
 import type { DeleteResult, StoreEntry, Watch, WriteResult } from "../../store.ts";
 import { FaultyStore } from "./faulty_store.ts";

@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { withTimeout } from "../helpers/deadline.ts";
-import { MemoryStore, runWorker, SplitCoordinator, splitIdFrom } from "../../mod.ts";
+import { MemoryStore, runWorker, SplitCoordinator } from "../../mod.ts";
+import { splitIdFrom } from "../../store.ts";
 import type { Lane, SplitProgress } from "../../mod.ts";
 import {
   cutRemaining,

@@ -4,7 +4,8 @@
  * what is held (commit fencing by epoch, release, fail, drain, close).
  * @module
  */
-import type { CommitOptions, CoordinationEvent, Coordinator, CoordinatorStatus, SplitSpec, SplitProgress } from "../../mod.ts";
+import type { CoordinationEvent, Coordinator, CoordinatorStatus, SplitProgress } from "../../mod.ts";
+import type { CommitOptions, SplitSpec } from "../../host.ts";
 import type { CoordinatorStats, Histogram } from "../../admin.ts";
 import { FencedError, StoreUnavailableError } from "../../mod.ts";
 import { Channel } from "../../src/util/channel.ts";

@@ -9,7 +9,8 @@ import { runCmd } from "../helpers/cmd.ts";
 import { bin, npmEnv, packOnce, root, tempDir } from "./pack.ts";
 
 const CONSUMER = `
-import { MemoryStore, splitIdFrom, type SplitSource } from "@splitlease/splitlease";
+import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
+import { splitIdFrom } from "@splitlease/splitlease/store";
 import { runSlice, type SliceResult, createSliceHandler } from "@splitlease/splitlease/serverless";
 import { NatsStore, type NatsStoreOptions } from "@splitlease/splitlease/nats";
 import type { serve as denoServe } from "@splitlease/splitlease/deno";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { Clock } from "../../mod.ts";
+import type { Clock } from "../../testing.ts";
 import { systemClock } from "../../testing.ts";
 import { checkSliceOptions } from "../../src/slice/slice_options.ts";
 import { createSliceHandler } from "../../src/http/slice_handler.ts";

@@ -11,7 +11,8 @@
 // end. Everything is driven by one seed: the same seed gives the same trace.
 import { ManualClock } from "../../testing.ts";
 import { type JoinOptions, ShardedCoordinator, SplitCoordinator, FencedError, SplitleaseError, StoreUnavailableError, type Json, type SplitProgress, type MemoryStore } from "../../mod.ts";
-import type { Clock, CoordinationEvent, PlannedSplit, Planner, Store } from "../../mod.ts";
+import type { CoordinationEvent, PlannedSplit, Planner, Store } from "../../mod.ts";
+import type { Clock } from "../../testing.ts";
 import { type PlanRecord, type SplitRecord, cancelSplit, requeueSplit, shardOf } from "../../admin.ts";
 import { AssignRecordSchema, decodeRecord, LeaderRecordSchema, MemberRecordSchema, PlanRecordSchema, ProgRecordSchema, SplitRecordSchema } from "../../src/records.ts";
 import type { DeleteResult, StoreEntry, Watch, WatchEvent, WriteResult } from "../../store.ts";

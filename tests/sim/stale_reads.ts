@@ -3,7 +3,8 @@
 // follower, a cache in front) answers as of an older revision. Every answer
 // is true of that revision — the value the key had then, or absent if it did
 // not exist then — so the store keeps each key's history.
-import { type Clock, MemoryStore, type Store, StoreUnavailableError } from "../../mod.ts";
+import { MemoryStore, type Store, StoreUnavailableError } from "../../mod.ts";
+import { type Clock } from "../../testing.ts";
 import { matchesFilter } from "../../src/store/keys.ts";
 import type { DeleteResult, StoreEntry, Watch, WriteResult } from "../../store.ts";
 

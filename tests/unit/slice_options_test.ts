@@ -6,7 +6,8 @@ import { SplitleaseError, MemoryStore } from "../../mod.ts";
 import { checkSliceOptions, type SliceOptions } from "../../src/slice/slice_options.ts";
 import { createSliceHandler } from "../../src/http/slice_handler.ts";
 import { runSlice } from "../../src/slice/slice_run.ts";
-import type { SplitSource, Clock } from "../../mod.ts";
+import type { SplitSource } from "../../mod.ts";
+import type { Clock } from "../../testing.ts";
 import { ScriptedCoordinator } from "../helpers/scripted_coordinator.ts";
 
 const source: SplitSource<null> = {
