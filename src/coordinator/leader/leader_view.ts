@@ -25,6 +25,7 @@ import type { Versioned } from "../versioned.ts";
 import { SplitPace } from "./split_pace.ts";
 import { type SplitChange, splitChange } from "./split_change.ts";
 import { OwnerLoads, ownerKey } from "./owner_loads.ts";
+import { DealingRanks } from "./dealing_ranks.ts";
 
 export { ownerKey, parseOwnerKey } from "./owner_loads.ts";
 
@@ -82,9 +83,8 @@ export class LeaderView {
    * inline, so their member starts or claims them without reading them.
    */
   readonly #recent = new Map<string, Versioned<SplitRecord>>();
-  /** Places in the dealing order given to splits not in the view yet (a plan's, before its page lands). */
-  readonly #pendingRank = new Map<string, number>();
-  #nextRank = 0;
+  /** Places in the dealing order among equal weights (see {@linkcode DealingRanks}). */
+  readonly #ranks = new DealingRanks(this.splits);
   /**
    * Residuals a split record lists whose own record is not in the view yet
    * (cut from a running split; see cuts.ts): the leader creates them, and
@@ -155,12 +155,7 @@ export class LeaderView {
    * before seeding them; a split first seen otherwise ranks after those).
    */
   rank(id: string): number {
-    let r = this.splits.rank(id) ?? this.#pendingRank.get(id);
-    if (r !== undefined) return r;
-    r = this.#nextRank++;
-    if (this.splits.has(id)) this.splits.setRank(id, r);
-    else this.#pendingRank.set(id, r);
-    return r;
+    return this.#ranks.rank(id);
   }
 
   /**
@@ -206,7 +201,6 @@ export class LeaderView {
     }
   }
 
-  /** Applies an entry (from a watch or a read); an older revision than the one held is ignored. */
   /**
    * Catches the view up with a record read straight from the store — after
    * a lost compare-and-swap, or before a judgment that must not rest on a
@@ -219,6 +213,7 @@ export class LeaderView {
     if (e) this.put(e.key, e.value, e.revision);
   }
 
+  /** Applies an entry (from a watch or a read); an older revision than the one held is ignored. */
   put(key: string, value: string, revision: number): void {
     if (key.startsWith(keys.splitPrefix)) {
       const id = key.slice(keys.splitPrefix.length);
@@ -290,13 +285,13 @@ export class LeaderView {
     this.setSplit(id, { record, revision });
   }
 
-  /** Sets (or removes) a split record and updates every index. */
   /** The full record of `id` at `revision`, when it is one of the records that changed last (see `#recent`). */
   full(id: string, revision: number): SplitRecord | undefined {
     const e = this.#recent.get(id);
     return e && e.revision === revision ? e.record : undefined;
   }
 
+  /** Sets (or removes) a split record and updates every index. */
   setSplit(id: string, next: Versioned<SplitRecord> | undefined, page = -1): void {
     this.#recent.delete(id);
     if (next && next.revision > 0) {
@@ -314,8 +309,7 @@ export class LeaderView {
     if (prev) this.#unindex(id, prev.record);
     if (next) {
       this.splits.set(id, next, page);
-      const pending = this.#pendingRank.get(id);
-      if (pending !== undefined) (this.splits.setRank(id, pending), this.#pendingRank.delete(id));
+      this.#ranks.adopt(id);
       this.#index(id, next.record);
       this.#pace.forget(id); // a new tenancy (or none): its pace starts over
       const r = next.record, p = prev?.record;
