@@ -25,6 +25,10 @@ import { PostgresStore } from "../../adapters/postgres.ts";
 import { RedisStore } from "../../adapters/redis.ts";
 import { SplitleaseError } from "../../mod.ts";
 
+// A bare host:port is guessed by the backend's standard port, taken from the registry here: these are pure
+// string functions, nothing connects (the other URLs use ports nothing listens on: 7001-7003).
+const [PG_PORT, REDIS_PORT] = ["postgres", "redis"].map((id) => STORE_URL_KINDS.find((k) => k.id === id)!.defaultPort);
+
 const ALL = "nats://, tls://, ws:// or wss:// URLs (NATS), one postgres:// or postgresql:// URL (PostgreSQL), or one redis:// or rediss:// URL (Redis)";
 
 /** The INVALID_CONFIG message `fn` throws. */
@@ -47,28 +51,28 @@ Deno.test("store urls: every scheme of every backend, in one phrase, in the usag
   // Each backend of the registry is wired, under its own id.
   assert.deepEqual(Object.keys(STORE_BACKENDS).sort(), STORE_URL_KINDS.map((k) => k.id).sort());
   for (const [id, b] of Object.entries(STORE_BACKENDS)) assert.equal(b.kind.id, id);
-  for (const url of ["http://127.0.0.1:8222", "memcached://cache:11211", "127.0.0.1:4222"]) {
+  for (const url of ["http://127.0.0.1:8222", "memcached://cache:11211", "127.0.0.1:7001"]) {
     assert.ok(refusal(() => storeKindOfUrls([url], "--servers")).includes(`is not a store URL: give ${ALL}`), url);
   }
 });
 
 Deno.test("store urls: a near miss is named with its fix", () => {
   const cases: [string, string][] = [
-    ["nat://127.0.0.1:4222", "did you mean nats://127.0.0.1:4222?"],
-    ["tcp://127.0.0.1:4222", "did you mean nats://127.0.0.1:4222?"],
-    ["NATS:127.0.0.1:4222", "did you mean nats://127.0.0.1:4222?"],
+    ["nat://127.0.0.1:7001", "did you mean nats://127.0.0.1:7001?"],
+    ["tcp://127.0.0.1:7001", "did you mean nats://127.0.0.1:7001?"],
+    ["NATS:127.0.0.1:7001", "did you mean nats://127.0.0.1:7001?"],
     ["wx://h:8080", "did you mean ws://h:8080?"],
     ["postgress://db/app", "did you mean postgres://db/app?"],
     ["pg://app:secret@db/app", "did you mean postgres://***@db/app?"],
-    ["127.0.0.1:4222", "it has no scheme: did you mean nats://127.0.0.1:4222?"],
+    ["127.0.0.1:7001", "it has no scheme: did you mean nats://127.0.0.1:7001?"],
     ["nats.internal", "it has no scheme: did you mean nats://nats.internal?"],
-    ["db.internal:5432", "it has no scheme: did you mean postgres://db.internal:5432/<database>?"],
-    ["[::1]:4222", "it has no scheme: did you mean nats://[::1]:4222?"],
-    ["redis://cache:6379", ""],
-    ["valkey://cache:6379", "did you mean redis://cache:6379?"],
-    ["cache.internal:6379", "it has no scheme: did you mean redis://cache.internal:6379?"],
+    [`db.internal:${PG_PORT}`, `it has no scheme: did you mean postgres://db.internal:${PG_PORT}/<database>?`],
+    ["[::1]:7001", "it has no scheme: did you mean nats://[::1]:7001?"],
+    ["redis://cache:7003", ""],
+    ["valkey://cache:7003", "did you mean redis://cache:7003?"],
+    [`cache.internal:${REDIS_PORT}`, `it has no scheme: did you mean redis://cache.internal:${REDIS_PORT}?`],
     ["memcached://cache:11211", ""],
-    ["nats://fine:4222", ""],
+    ["nats://fine:7001", ""],
   ];
   for (const [url, hint] of cases) assert.equal(storeUrlHint(url), hint, url);
   assert.match(storeUrlHint("http://nats:8222"), /^NATS, PostgreSQL and Redis take no HTTP URL \(nats-server's HTTP ports are its monitoring port, which takes no clients, and its WebSocket listener: ws:\/\/nats:8222\)/);
@@ -77,8 +81,8 @@ Deno.test("store urls: a near miss is named with its fix", () => {
 });
 
 Deno.test("store urls: one backend per setting, one URL for PostgreSQL, and its commas are its own", () => {
-  assert.deepEqual(splitStoreUrls(" nats://a:4222 , nats://b:4222 "), ["nats://a:4222", "nats://b:4222"]);
-  assert.deepEqual(splitStoreUrls("postgres://u@h1:5432,h2:5432/db"), ["postgres://u@h1:5432,h2:5432/db"]);
+  assert.deepEqual(splitStoreUrls(" nats://a:7001 , nats://b:7001 "), ["nats://a:7001", "nats://b:7001"]);
+  assert.deepEqual(splitStoreUrls("postgres://u@h1:7002,h2:7002/db"), ["postgres://u@h1:7002,h2:7002/db"]);
   assert.deepEqual(splitStoreUrls(""), []);
   assert.equal(storeKindOfUrls(["postgresql://u@h/db"], "STORE_URL"), POSTGRES_URLS, "postgresql:// is accepted");
   assert.equal(storeKindOfUrls(["ws://a:1", "nats://b:2"], "STORE_URL"), NATS_URLS);
@@ -94,16 +98,16 @@ Deno.test("store urls: a store given another backend's URL says which backend it
   );
   const nats = await NatsStore.connect({ servers: "postgresql://u@db/app", job: "j" }).then(() => "", (e) => e.message);
   assert.match(nats, /^NatsStore: server "postgresql:\/\/\*\*\*@db\/app" is a PostgreSQL URL, not a NATS one \(ws:\/\/ or wss:\/\/ \(WebSocket\), or nats:\/\/ or tls:\/\/ with the TCP transport\): connect to PostgreSQL with PostgresStore\.connect/);
-  const redis = await NatsStore.connect({ servers: "redis://cache:6379", job: "j" }).then(() => "", (e) => e.message);
-  assert.match(redis, /^NatsStore: server "redis:\/\/cache:6379" is a Redis URL, not a NATS one .*: connect to Redis with RedisStore\.connect \(@splitlease\/splitlease\/redis\)$/);
+  const redis = await NatsStore.connect({ servers: "redis://cache:7003", job: "j" }).then(() => "", (e) => e.message);
+  assert.match(redis, /^NatsStore: server "redis:\/\/cache:7003" is a Redis URL, not a NATS one .*: connect to Redis with RedisStore\.connect \(@splitlease\/splitlease\/redis\)$/);
   const other = await NatsStore.connect({ servers: "memcached://cache:11211", job: "j" }).then(() => "", (e) => e.message);
   assert.equal(other, 'NatsStore: server "memcached://cache:11211" is not a NATS URL: give ws:// or wss:// (WebSocket), or nats:// or tls:// with the TCP transport');
   const typo = await NatsStore.connect({ servers: "nat://127.0.0.1:1", job: "j" }).then(() => "", (e) => e.message);
   assert.match(typo, /is not a NATS URL: .*; did you mean nats:\/\/127\.0\.0\.1:1\?$/);
-  const pg = await PostgresStore.connect({ url: "nats://127.0.0.1:4222", job: "j" }).then(() => "", (e) => e.message);
-  assert.match(pg, /url "nats:\/\/127\.0\.0\.1:4222" is a NATS URL, not a PostgreSQL one \(postgres:\/\/ or postgresql:\/\/\): connect to NATS with NatsStore\.connect/);
-  const redis2 = await RedisStore.connect({ url: "redis://a:6379,redis://b:6379", job: "j" }).then(() => "", (e) => e.message);
-  assert.match(redis2, /url "redis:\/\/a:6379,redis:\/\/b:6379" is not a URL: give redis:\/\/\[user:password@\]host\[:port\]\[\/db\]/, "one server, not a list");
+  const pg = await PostgresStore.connect({ url: "nats://127.0.0.1:7001", job: "j" }).then(() => "", (e) => e.message);
+  assert.match(pg, /url "nats:\/\/127\.0\.0\.1:7001" is a NATS URL, not a PostgreSQL one \(postgres:\/\/ or postgresql:\/\/\): connect to NATS with NatsStore\.connect/);
+  const redis2 = await RedisStore.connect({ url: "redis://a:7003,redis://b:7003", job: "j" }).then(() => "", (e) => e.message);
+  assert.match(redis2, /url "redis:\/\/a:7003,redis:\/\/b:7003" is not a URL: give redis:\/\/\[user:password@\]host\[:port\]\[\/db\]/, "one server, not a list");
   const redisPg = await RedisStore.connect({ url: "postgres://u@db/app", job: "j" }).then(() => "", (e) => e.message);
   assert.match(redisPg, /url "postgres:\/\/\*\*\*@db\/app" is a PostgreSQL URL, not a Redis one \(redis:\/\/ or rediss:\/\/\): connect to PostgreSQL with PostgresStore\.connect/);
   const pgTypo = await PostgresStore.connect({ url: "postgress://u@db/app", job: "j" }).then(() => "", (e) => e.message);
@@ -116,10 +120,10 @@ Deno.test("store urls: the examples' launcher refuses a URL no backend takes bef
     refusal(() => of({ STORE_URL: "memcached://u:secret@cache:11211" })),
     `STORE_URL "memcached://***@cache:11211" is not a store URL: give ${ALL}`,
   );
-  assert.match(refusal(() => of({ NATS_URL: "nat://n:4222" })), /^NATS_URL "nat:\/\/n:4222" is not a store URL: give .*; did you mean nats:\/\/n:4222\?$/);
+  assert.match(refusal(() => of({ NATS_URL: "nat://n:7001" })), /^NATS_URL "nat:\/\/n:7001" is not a store URL: give .*; did you mean nats:\/\/n:7001\?$/);
   assert.match(refusal(() => of({ STORE_URL: "postgress://db/app" })), /did you mean postgres:\/\/db\/app\?$/);
-  assert.ok("storeFactory" in of({ STORE_URL: "127.0.0.1:5432" }), "a bare host:port is refused by the factory, once it asked what listens there");
+  assert.ok("storeFactory" in of({ STORE_URL: "127.0.0.1:7002" }), "a bare host:port is refused by the factory, once it asked what listens there");
   assert.ok("storeFactory" in of({ STORE_URL: "postgresql://u@db/app" }), "postgresql:// is accepted");
   assert.ok("storeFactory" in of({ STORE_URL: "rediss://u:secret@cache:6380" }), "rediss:// is accepted");
-  assert.ok("storeFactory" in of({ STORE_URL: "tls://n1:4222,tls://n2:4222" }));
+  assert.ok("storeFactory" in of({ STORE_URL: "tls://n1:7001,tls://n2:7001" }));
 });
