@@ -74,16 +74,19 @@ Deno.test("stale reads: a commit whose CAS lost to its own landed write is not f
   assert.equal(rec.owner?.instance, "a");
 });
 
-Deno.test("stale reads: a spare whose page of the plan reads \"absent\" from before it was written is claimed once the store answers", async () => {
-  const h = history();
-  await using f = new Fleet(h);
+/**
+ * Two members, each with one lane, dealt a plan of 8 splits: once `a` holds
+ * one split and spares (offers of splits not dealt yet, which name their
+ * page), the spares' ids. `a`'s reads of page 0 answer as of revision 1
+ * (before the plan was written: "absent") while `stale(now)` says so.
+ */
+async function spareWithStalePage(f: Fleet, h: HistoryStore, stale: () => boolean) {
   // The planner answers once both members are in, so both are dealt to.
   let open!: () => void;
   const gate = new Promise<void>((r) => (open = r));
   const plan: Planner = () => gate.then(() => ({ splits: splits(8), finality: "final" as const }));
-  let staleReads = 0;
   // A planned split has no record until it is claimed: the claim reads its page of the plan.
-  const aStore = new StaleReadStore(h, (op, key) => (op === "get" && key === "page.00000000" && staleReads-- > 0 ? 1 : undefined));
+  const aStore = new StaleReadStore(h, (op, key) => (op === "get" && key === "page.00000000" && stale() ? 1 : undefined));
   const [lead, a] = await f.joinAll([{ instance: "b", planner: plan, maxInFlight: 1 }, { instance: "a", store: aStore, planner: plan, maxInFlight: 1 }]);
   assert.ok(await f.until(() => [lead, a].some((m) => m.c.isLeader && m.c.status().liveMembers.length === 2), 3000));
   open();
@@ -95,6 +98,14 @@ Deno.test("stale reads: a spare whose page of the plan reads \"absent\" from bef
     spares = assigned ? decodeRecord(assigned.key, assigned.value, AssignRecordSchema).offers.filter((o) => o.spare).map((o) => o.id) : [];
   }
   assert.ok(spares.length > 0, "a holds spares");
+  return { lead, a, spares };
+}
+
+Deno.test("stale reads: a spare whose page of the plan reads \"absent\" from before it was written is claimed once the store answers", async () => {
+  const h = history();
+  await using f = new Fleet(h);
+  let staleReads = 0;
+  const { lead, a, spares } = await spareWithStalePage(f, h, () => staleReads-- > 0);
   // No leader to deal a's next free lane: it claims its first spare, whose page reads "absent" three
   // times, as of revision 1, before the plan was written. Before, the claim left the offer on the first
   // such answer, and the split waited for a new leader.
@@ -114,26 +125,8 @@ Deno.test("stale reads: a spare whose page of the plan reads \"absent\" from bef
 Deno.test("stale reads: an offer whose page reads \"absent\" past the read's budget is claimed again after a backoff", async () => {
   const h = history();
   await using f = new Fleet(h);
-  let open!: () => void;
-  const gate = new Promise<void>((r) => (open = r));
-  const plan: Planner = () => gate.then(() => ({ splits: splits(8), finality: "final" as const }));
   let staleUntil = 0, staleReads = 0;
-  const aStore = new StaleReadStore(h, (op, key) => {
-    if (op !== "get" || key !== "page.00000000" || f.now() >= staleUntil) return undefined;
-    staleReads++;
-    return 1;
-  });
-  const [lead, a] = await f.joinAll([{ instance: "b", planner: plan, maxInFlight: 1 }, { instance: "a", store: aStore, planner: plan, maxInFlight: 1 }]);
-  assert.ok(await f.until(() => [lead, a].some((m) => m.c.isLeader && m.c.status().liveMembers.length === 2), 3000));
-  open();
-  assert.ok(await f.until(() => a.held.length === 1, 3000));
-  let spares: string[] = [];
-  for (let t = 0; t < 2000 && spares.length === 0; t += 10) {
-    await run(f, 10);
-    const assigned = await h.get("assign.a");
-    spares = assigned ? decodeRecord(assigned.key, assigned.value, AssignRecordSchema).offers.filter((o) => o.spare).map((o) => o.id) : [];
-  }
-  assert.ok(spares.length > 0, "a holds spares");
+  const { lead, a, spares } = await spareWithStalePage(f, h, () => f.now() < staleUntil && ++staleReads > 0);
   // The page reads "absent" for 2.5 read budgets (opTimeoutMs each): the first claim of each spare (one
   // lane: one after the other) gives its offer up. Before, each offer stayed marked tried at its revision
   // (0, as every offer of a split not dealt yet) and was never claimed again while offered: nothing ran
