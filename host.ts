@@ -57,6 +57,5 @@ export { formatLogLine, jsonLogger, type JsonLoggerOptions, type LogLevel, silen
 export type { CoordinatorTunables } from "./src/coordinator/config.ts";
 export type { CommitOptions, HeldSplitStatus, LostReason, SplitSpec } from "./src/coordinator/types.ts";
 export type { DescriptorSchema, LaneCommitOptions } from "./src/runtime/source.ts";
-export type { SplitEstimate } from "./src/records.ts";
 export type { ShutdownOptions } from "./src/runtime/worker_types.ts";
 export type { Logger } from "./src/util/logger.ts";

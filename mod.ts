@@ -27,7 +27,8 @@
 // A source: what to do, split by split.
 export type { FencingToken, Lane, SplitAnswer, SplitRequest, SplitSource } from "./src/runtime/source.ts";
 export type { PlanContext, PlannedSplit, Planner, PlanResult } from "./src/coordinator/types.ts";
-export type { Json, SplitProgress } from "./src/records.ts";
+export type { Json, SplitEstimate, SplitProgress } from "./src/records.ts";
+export { splitIdFrom } from "./src/store/keys.ts";
 
 // The worker that runs a source over a coordinator.
 export { runWorker, startWorker } from "./src/runtime/worker.ts";
@@ -47,5 +48,5 @@ export type { Store } from "./src/store/store.ts";
 // Errors to branch on.
 export { FencedError, PermanentFailure, SplitleaseError, StoreUnavailableError } from "./src/errors.ts";
 // Moved in 0.3 (CHANGELOG, "Breaking: moved exports"): the types of tunables, logging, commit and lane
-// options, estimates and status details to `./host`; `Clock` to `./testing` (with `ManualClock`);
-// `splitIdFrom`, `MemoryStoreOptions` and `ErrorCode` to `./store`; `ShardedJoinOptions` to `./admin`.
+// options and status details to `./host`; `Clock` to `./testing` (with `ManualClock`);
+// `MemoryStoreOptions` and `ErrorCode` to `./store`; `ShardedJoinOptions` to `./admin`.

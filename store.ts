@@ -36,6 +36,5 @@ export {
   isValidId,
   matchesFilter,
   MAX_KEY_LENGTH,
-  splitIdFrom,
 } from "./src/store/keys.ts";
 export { type ErrorCode, InvalidKeyError, SplitleaseError, StoreUnavailableError, ValueTooLargeError } from "./src/errors.ts";

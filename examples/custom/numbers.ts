@@ -1,7 +1,6 @@
 // The README's custom source: sums ranges of numbers, one split per range.
 // Run it: node_modules/.bin/deno run -A examples/custom/numbers.ts
-import { MemoryStore, type SplitSource } from "../../mod.ts";
-import { splitIdFrom } from "../../store.ts";
+import { MemoryStore, type SplitSource, splitIdFrom } from "../../mod.ts";
 import { serve } from "../../adapters/deno.ts";
 
 type Range = { from: number; to: number };

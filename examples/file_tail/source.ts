@@ -14,8 +14,7 @@
 import { open, readdir, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { FencedError, SplitleaseError } from "../../mod.ts";
-import { splitIdFrom } from "../../store.ts";
+import { FencedError, SplitleaseError, splitIdFrom } from "../../mod.ts";
 import type { Json, PlanContext, PlannedSplit, PlanResult, Lane, SplitSource } from "../../mod.ts";
 
 /** Configuration of {@linkcode fileTailSource}. */

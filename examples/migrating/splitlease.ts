@@ -7,8 +7,7 @@
  *
  * @module
  */
-import { type SplitSource } from "../../mod.ts";
-import { splitIdFrom } from "../../store.ts";
+import { type SplitSource, splitIdFrom } from "../../mod.ts";
 import { BATCH, type Range, ranges, readRows, type Sink } from "./job.ts";
 
 /**

@@ -17,9 +17,7 @@
  * @module
  */
 import { z } from "zod";
-import { FencedError, type Lane, type PlanResult, type SplitProgress, type SplitSource } from "../../mod.ts";
-import { type SplitEstimate } from "../../host.ts";
-import { splitIdFrom } from "../../store.ts";
+import { FencedError, type Lane, type PlanResult, type SplitProgress, type SplitSource, type SplitEstimate, splitIdFrom } from "../../mod.ts";
 
 /** One object of a listing (and of a split descriptor). */
 export type ObjectEntry = {

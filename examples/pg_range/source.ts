@@ -22,8 +22,7 @@
  */
 import postgres from "postgres";
 import { z } from "zod";
-import { FencedError, SplitleaseError } from "../../mod.ts";
-import { splitIdFrom } from "../../store.ts";
+import { FencedError, SplitleaseError, splitIdFrom } from "../../mod.ts";
 import type { PlanContext, PlannedSplit, PlanResult, Lane, SplitSource } from "../../mod.ts";
 
 /** A postgres.js client (any options). */

@@ -15,8 +15,7 @@
  *
  * @module
  */
-import { type SplitSource } from "../../mod.ts";
-import { splitIdFrom } from "../../store.ts";
+import { type SplitSource, splitIdFrom } from "../../mod.ts";
 import { NatsStore, type NatsStoreOptions } from "../../nats.ts";
 import type { SliceOptions } from "../../adapters/serverless.ts";
 

@@ -17,7 +17,7 @@ import { json, type Json } from "./layout.ts";
  *
  * @example
  * ```ts
- * import type { SplitEstimate } from "@splitlease/splitlease/host";
+ * import type { SplitEstimate } from "@splitlease/splitlease";
  * const e: SplitEstimate = { left: 3_000_000, total: 8_000_000, unit: "bytes" };
  * ```
  */

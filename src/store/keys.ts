@@ -212,7 +212,7 @@ export const keys: KeyLayout = {
  *
  * @example
  * ```ts
- * import { splitIdFrom } from "@splitlease/splitlease/store";
+ * import { splitIdFrom } from "@splitlease/splitlease";
  * const id = await splitIdFrom(["bucket/prefix/a.ndjson", "etag-1"]);
  * console.log(id.length); // 32
  * ```

@@ -6,8 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { withTimeout } from "../helpers/deadline.ts";
-import { MemoryStore, runWorker, SplitCoordinator } from "../../mod.ts";
-import { splitIdFrom } from "../../store.ts";
+import { MemoryStore, runWorker, SplitCoordinator, splitIdFrom } from "../../mod.ts";
 import type { Lane, SplitProgress } from "../../mod.ts";
 import {
   cutRemaining,

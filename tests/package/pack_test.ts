@@ -9,8 +9,7 @@ import { runCmd } from "../helpers/cmd.ts";
 import { bin, npmEnv, packOnce, root, tempDir } from "./pack.ts";
 
 const CONSUMER = `
-import { MemoryStore, type SplitSource } from "@splitlease/splitlease";
-import { splitIdFrom } from "@splitlease/splitlease/store";
+import { MemoryStore, type SplitSource, splitIdFrom } from "@splitlease/splitlease";
 import { runSlice, type SliceResult, createSliceHandler } from "@splitlease/splitlease/serverless";
 import { NatsStore, type NatsStoreOptions } from "@splitlease/splitlease/nats";
 import type { serve as denoServe } from "@splitlease/splitlease/deno";
